@@ -1,0 +1,89 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The transport interface: a port moves bursts of packets and nothing else.
+ * Each backend (udp here; dpdk, pcap and sim later) is an ops table in the
+ * style of Open vSwitch's netdev_class, with one indirect call per burst.
+ * The pipeline and the host engine never see a port; the programs move bursts
+ * between a port and them.
+ */
+#ifndef INA_PORT_H
+#define INA_PORT_H
+
+#include <stdint.h>
+
+#include "ina/pkt.h"
+
+#define INA_MAX_BURST 32
+
+struct ina_port;
+
+struct ina_port_stats {
+	uint64_t rx_pkts, rx_bytes, rx_bursts;	/* bursts that returned > 0 */
+	uint64_t tx_pkts, tx_bytes, tx_bursts;	/* per destination sent */
+	uint64_t tx_drop;			/* could not be sent, freed */
+	uint64_t rx_drop;			/* dropped on receive (errors, no buffer) */
+	uint64_t inject_drop;			/* dropped on purpose (drop=RATE) */
+};
+
+struct ina_port_ops {
+	const char *type;	/* "udp" */
+	/* Opens a port from its comma-separated options (after "type:"). */
+	int (*open)(struct ina_port **out, const char *args);
+	/*
+	 * Receives up to 'n' packets into 'pkts' without blocking; the caller
+	 * owns them after and frees them with ina_pkt_free().
+	 */
+	uint16_t (*rx_burst)(struct ina_port *, struct ina_pkt **pkts, uint16_t n);
+	/*
+	 * Sends 'n' packets (each to its 'peer', or fanned out to its 'dsts').
+	 * Takes ownership of all 'n': those it cannot send after a bounded
+	 * number of retries are freed and counted in tx_drop. Returns the
+	 * number of packets sent.
+	 */
+	uint16_t (*tx_burst)(struct ina_port *, struct ina_pkt **pkts, uint16_t n);
+	/* Blocks until a packet may be received or 'timeout_ns' passed. */
+	void (*wait)(struct ina_port *, uint64_t timeout_ns);
+	/* Parses "ADDR:PORT" into a peer this port can send to. 0 or -errno. */
+	int (*resolve)(struct ina_port *, const char *addr, struct ina_peer *peer);
+	/* Formats a peer for logs; returns 'buf'. */
+	const char *(*peer_str)(const struct ina_port *, const struct ina_peer *,
+				char *buf, unsigned size);
+	void (*close)(struct ina_port *);	/* Accepts NULL. */
+};
+
+/* The part of a port every backend shares; backends embed it first. */
+struct ina_port {
+	const struct ina_port_ops *ops;
+	struct ina_pkt_pool *pool;	/* rx buffers; allocate tx packets here */
+	uint32_t max_pkt;		/* largest ina packet (header + payload) */
+	struct ina_port_stats stats;
+};
+
+/*
+ * Opens a port from a spec "TYPE[:OPTIONS]", e.g. "udp:bind=127.0.0.1:9150".
+ * Returns 0 or -errno (-EINVAL with a message in 'err' for a bad spec).
+ */
+int ina_port_open(const char *spec, struct ina_port **out, char *err, unsigned err_size);
+
+static inline uint16_t
+ina_port_rx_burst(struct ina_port *p, struct ina_pkt **pkts, uint16_t n)
+{
+	return p->ops->rx_burst(p, pkts, n);
+}
+
+static inline uint16_t
+ina_port_tx_burst(struct ina_port *p, struct ina_pkt **pkts, uint16_t n)
+{
+	return n ? p->ops->tx_burst(p, pkts, n) : 0;
+}
+
+static inline void
+ina_port_close(struct ina_port *p)
+{
+	if (p)
+		p->ops->close(p);
+}
+
+extern const struct ina_port_ops ina_port_udp_ops;
+
+#endif

@@ -1,0 +1,30 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Small helpers shared by the programs: the monotonic clock (the pipeline and
+ * the host engine never read it: time is their input), and strict number
+ * parsing for command lines.
+ */
+#ifndef INA_UTIL_H
+#define INA_UTIL_H
+
+#include <stdint.h>
+#include <time.h>
+
+#define INA_NS_PER_MS 1000000ull
+#define INA_NS_PER_S 1000000000ull
+
+static inline uint64_t
+ina_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * INA_NS_PER_S + (uint64_t)ts.tv_nsec;
+}
+
+/* Parses a whole decimal number in [min, max]. 0 or -EINVAL / -ERANGE. */
+int ina_parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out);
+/* Parses a whole floating-point number in [min, max]. 0 or -EINVAL / -ERANGE. */
+int ina_parse_double(const char *s, double min, double max, double *out);
+
+#endif

@@ -1,0 +1,216 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * ina wire format v1: the fixed 56-byte header that follows Ethernet/IPv4/UDP,
+ * its packet types, and the one validation function every receiver calls.
+ * docs/PROTOCOL.md describes every byte; this header is its C form. Multi-byte
+ * fields are in network byte order on the wire; struct ina_hdr is the decoded,
+ * host-order view that the pipeline and the host engine work with.
+ */
+#ifndef INA_WIRE_H
+#define INA_WIRE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define INA_WIRE_VERSION 1
+#define INA_HDR_SIZE 56
+#define INA_DEFAULT_UDP_PORT 9150
+
+/* Largest world a job may have: the width of the switch's per-slot bitmap. */
+#define INA_MAX_WORLD 64
+/* Next pointer meaning "this lane has no further non-zero block". */
+#define INA_BLOCK_END 0xffffffffu
+/* Block index of the header-only packet that opens a lane in the i32
+ * encoding, before any block: it carries only the next pointer and exponent. */
+#define INA_BLOCK_OPEN 0xfffffffeu
+/* Rank field of packets sent by the switch. */
+#define INA_RANK_SWITCH 0xffffu
+/* Longest message text an ERROR packet carries. */
+#define INA_ERROR_MSG_MAX 200
+
+typedef uint16_t ina_be16;
+typedef uint32_t ina_be32;
+typedef uint64_t ina_be64;
+
+enum ina_pkt_type {
+	INA_T_JOIN = 1,		/* worker -> switch: admit me to a job */
+	INA_T_JOIN_ACK = 2,	/* switch -> worker: admitted, with the epoch */
+	INA_T_DATA = 3,		/* worker -> switch: a block (or an empty ack) */
+	INA_T_RESULT = 4,	/* switch -> workers: a sum (or header-only) */
+	INA_T_WAIT = 5,		/* switch -> worker: still waiting on ranks */
+	INA_T_FIN = 6,		/* worker -> switch: my last round is done */
+	INA_T_FIN_ACK = 7,	/* switch -> worker */
+	INA_T_LEAVE = 8,	/* worker -> switch: abort, free the job */
+	INA_T_ERROR = 9,	/* switch -> worker: refused, with a reason */
+	INA_T_MAX = INA_T_ERROR,
+};
+
+enum ina_encoding {
+	INA_ENC_F32 = 1,	/* IEEE-754 binary32, big-endian */
+	INA_ENC_I32 = 2,	/* two's complement int32 scaled by 2^s, big-endian */
+	INA_ENC_MAX = INA_ENC_I32,
+};
+
+/* Header flags. */
+#define INA_F_VER 0x01		/* slot version bit: selects current or shadow */
+#define INA_F_RETX 0x02		/* a retransmission (information only) */
+#define INA_F_SATURATED 0x04	/* RESULT: an i32 sum saturated */
+#define INA_F_KNOWN 0x07	/* every flag v1 defines */
+
+/* ERROR codes (the header's status field). */
+enum ina_wire_error {
+	INA_WERR_NO_SLOTS = 1,	/* the slot pool cannot hold the job's lanes */
+	INA_WERR_NO_JOBS = 2,	/* the job table is full */
+	INA_WERR_MISMATCH = 3,	/* JOIN parameters differ from the job's */
+	INA_WERR_UNSUPPORTED = 4, /* encoding, block size or world not served */
+	INA_WERR_LEFT = 5,	/* another rank left the job; it is gone */
+};
+
+/* The header as it lies on the wire. */
+struct ina_wire_hdr {
+	uint8_t version;	/* INA_WIRE_VERSION */
+	uint8_t type;		/* enum ina_pkt_type */
+	uint8_t encoding;	/* enum ina_encoding of the payload */
+	uint8_t flags;		/* INA_F_* */
+	ina_be32 job_id;	/* job, chosen by the application */
+	ina_be32 epoch;		/* job epoch; 0 in JOIN */
+	ina_be16 rank;		/* sender rank, INA_RANK_SWITCH from the switch */
+	ina_be16 lane;		/* lane = switch slot within the job */
+	ina_be32 tensor_id;	/* application's tensor */
+	ina_be32 round;		/* job-wide allreduce counter */
+	ina_be32 tensor_len;	/* tensor length, elements */
+	ina_be32 block;		/* block index, INA_BLOCK_OPEN for a lane opener */
+	ina_be32 next;		/* sender's next non-zero block in this lane or END */
+	ina_be16 block_size;	/* B, elements per block this round */
+	ina_be16 n_elems;	/* elements in the payload: 0 or min(B, rest) */
+	ina_be16 exp;		/* int16: i32 exponent of the block 'next' names */
+	ina_be16 status;	/* ERROR: enum ina_wire_error; else 0 */
+	ina_be32 reserved;	/* 0 */
+	ina_be64 token;		/* job token (64-bit hash of the job secret) */
+} __attribute__((packed));
+
+_Static_assert(sizeof(struct ina_wire_hdr) == INA_HDR_SIZE, "wire size");
+
+/* Decoded header, host byte order. */
+struct ina_hdr {
+	uint8_t version;
+	uint8_t type;
+	uint8_t encoding;
+	uint8_t flags;
+	uint32_t job_id;
+	uint32_t epoch;
+	uint16_t rank;
+	uint16_t lane;
+	uint32_t tensor_id;
+	uint32_t round;
+	uint32_t tensor_len;
+	uint32_t block;
+	uint32_t next;
+	uint16_t block_size;
+	uint16_t n_elems;
+	int16_t exp;
+	uint16_t status;
+	uint32_t reserved;
+	uint64_t token;
+};
+
+/* JOIN and JOIN_ACK payload (8 bytes, big-endian). */
+struct ina_wire_join {
+	ina_be16 world;		/* workers in the job, 1..INA_MAX_WORLD */
+	ina_be16 lanes;		/* lanes = slots the job needs */
+	ina_be16 max_block;	/* largest B the job will use */
+	ina_be16 reserved;	/* 0 */
+} __attribute__((packed));
+_Static_assert(sizeof(struct ina_wire_join) == 8, "join size");
+
+/* WAIT payload: bitmap of the ranks the slot still waits on, rank r is bit r. */
+#define INA_WAIT_PAYLOAD 8
+
+/* What a receiver knows of the job a packet claims to belong to. */
+struct ina_job_params {
+	uint32_t job_id;
+	uint32_t epoch;
+	uint64_t token;
+	uint16_t world;
+	uint16_t lanes;
+	uint16_t max_block;
+	uint8_t encoding;
+};
+
+/* Every reason a packet is rejected. Keep ina_wire_reason_name() in step. */
+enum ina_wire_reason {
+	INA_WIRE_OK = 0,
+	INA_WIRE_TRUNCATED,		/* shorter than the header */
+	INA_WIRE_BAD_VERSION,
+	INA_WIRE_BAD_TYPE,
+	INA_WIRE_BAD_FLAGS,		/* unknown flag bits */
+	INA_WIRE_BAD_RESERVED,		/* reserved field not zero */
+	INA_WIRE_BAD_ENCODING,		/* not an encoding v1 knows */
+	INA_WIRE_BAD_LENGTH,		/* payload size disagrees with the header */
+	INA_WIRE_BAD_BLOCK_SIZE,	/* B is 0 or elements disagree with B */
+	INA_WIRE_BLOCK_PAST_TENSOR,
+	INA_WIRE_NEXT_NOT_PAST_BLOCK,
+	INA_WIRE_NEXT_PAST_TENSOR,
+	INA_WIRE_BAD_JOIN,		/* JOIN payload out of range */
+	INA_WIRE_WRONG_JOB,		/* job id is not the receiver's */
+	INA_WIRE_WRONG_TOKEN,
+	INA_WIRE_WRONG_EPOCH,
+	INA_WIRE_RANK_PAST_WORLD,
+	INA_WIRE_LANE_PAST_LANES,
+	INA_WIRE_BLOCK_NOT_IN_LANE,
+	INA_WIRE_NEXT_NOT_IN_LANE,
+	INA_WIRE_WRONG_ENCODING,	/* not the job's encoding */
+	INA_WIRE_BLOCK_TOO_BIG,		/* B above the job's max block */
+	INA_WIRE_REASON_MAX,
+};
+
+/* Element size of an encoding, 0 if unknown. */
+size_t ina_wire_elem_size(uint8_t encoding);
+
+/* Number of blocks of 'block_size' elements in a tensor of 'tensor_len'. */
+static inline uint32_t
+ina_wire_nb_blocks(uint32_t tensor_len, uint16_t block_size)
+{
+	return block_size ? (uint32_t)(((uint64_t)tensor_len + block_size - 1) / block_size) : 0;
+}
+
+/* Elements block 'block' holds: B, or the tail of the tensor. */
+static inline uint16_t
+ina_wire_block_elems(uint32_t tensor_len, uint16_t block_size, uint32_t block)
+{
+	uint64_t start = (uint64_t)block * block_size;
+	if (start >= tensor_len)
+		return 0;
+	return (uint16_t)(tensor_len - start < block_size ? tensor_len - start : block_size);
+}
+
+/* Writes 'h' to 'buf' (at least INA_HDR_SIZE bytes) in wire order. */
+void ina_wire_encode_hdr(const struct ina_hdr *h, void *buf);
+/* Reads the header at 'buf' (at least INA_HDR_SIZE bytes) into 'h'. */
+void ina_wire_decode_hdr(const void *buf, struct ina_hdr *h);
+
+/*
+ * Decodes and validates the packet 'buf' of 'size' bytes into 'h'. Checks
+ * everything the packet alone says (version, type, flags, lengths against
+ * 'size', block and next pointer against the tensor), then, when 'job' is not
+ * NULL, everything that depends on the job (job id, token, epoch unless the
+ * packet is a JOIN, rank, lane, lane membership of block and next, encoding,
+ * block size). Returns INA_WIRE_OK or the first reason for rejection; 'h' is
+ * filled whenever the header itself could be read.
+ */
+enum ina_wire_reason ina_wire_validate(const void *buf, size_t size,
+				       const struct ina_job_params *job, struct ina_hdr *h);
+
+/* Short lower-case name of a reason ("bad_version"), for counters and logs. */
+const char *ina_wire_reason_name(enum ina_wire_reason r);
+/* Name of a packet type ("data"), "unknown" if not one. */
+const char *ina_wire_type_name(uint8_t type);
+/* Name of an encoding ("f32"), NULL if not one; and the reverse, 0 if unknown. */
+const char *ina_wire_encoding_name(uint8_t encoding);
+uint8_t ina_wire_encoding_parse(const char *name);
+
+/* JOIN payload codec. */
+void ina_wire_encode_join(uint16_t world, uint16_t lanes, uint16_t max_block, void *buf);
+void ina_wire_decode_join(const void *buf, uint16_t *world, uint16_t *lanes, uint16_t *max_block);
+
+#endif

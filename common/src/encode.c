@@ -1,0 +1,412 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Payload encodings of encode.h: big-endian binary32 (f32) and big-endian
+ * int32 scaled by 2^s (i32). The switch's hot loops (ina_enc_f32_add,
+ * ina_enc_i32_add) and the host's conversions live here, next to the error
+ * bounds that tests and docs/PROTOCOL.md use to decide what a right sum is.
+ */
+#include "ina/encode.h"
+
+#include <math.h>
+#include <string.h>
+
+/*
+ * Vectorisation. At -O2 gcc 12 only vectorises a loop whose trip count is a
+ * multiple of the vector length (the "very cheap" cost model allows no
+ * scalar epilogue), and baseline x86-64 (SSE2) has no byte shuffle for
+ * bswap. So every loop runs over chunks of INA_ENC_CHUNK elements, with a
+ * scalar tail, and the byte-swapping loops are cloned for AVX2 and SSSE3:
+ * the dynamic loader picks a clone once, when the program starts. Wire
+ * pointers may be unaligned: they are only read and written with memcpy.
+ * Host and wire buffers must not overlap (the restrict qualifiers).
+ */
+#define INA_ENC_CHUNK 16
+
+#if defined(__x86_64__) && defined(__has_attribute)
+#if __has_attribute(target_clones)
+#define INA_ENC_CLONES __attribute__((target_clones("avx2", "ssse3", "default")))
+#endif
+#endif
+#ifndef INA_ENC_CLONES
+#define INA_ENC_CLONES
+#endif
+
+/* binary32 and binary64 unit roundoff, and half the smallest binary32
+ * subnormal (the absolute error of a result rounded into the subnormals). */
+#define U32 0x1p-24
+#define U64 0x1p-53
+#define ETA32 0x1p-150
+
+static inline uint32_t
+load_be32(const uint8_t *p)
+{
+	uint32_t v;
+
+	memcpy(&v, p, sizeof(v));
+	return __builtin_bswap32(v);
+}
+
+static inline void
+store_be32(uint8_t *p, uint32_t v)
+{
+	v = __builtin_bswap32(v);
+	memcpy(p, &v, sizeof(v));
+}
+
+static inline float
+load_f32(const uint8_t *p)
+{
+	uint32_t v = load_be32(p);
+	float f;
+
+	memcpy(&f, &v, sizeof(f));
+	return f;
+}
+
+static inline void
+store_f32(uint8_t *p, float f)
+{
+	uint32_t v;
+
+	memcpy(&v, &f, sizeof(v));
+	store_be32(p, v);
+}
+
+/*
+ * acc + b with int32 saturation, *sat = 1 when it saturated. The same as
+ * __builtin_add_overflow plus a clamp, but in plain 32-bit operations: gcc
+ * does not vectorise __builtin_add_overflow. The sum overflows only when both
+ * operands have the sign the wrapped sum lacks, and it then saturates toward
+ * the sign of 'a'.
+ */
+static inline int32_t
+add_sat(int32_t a, int32_t b, uint32_t *sat)
+{
+	uint32_t ua = (uint32_t)a, ub = (uint32_t)b;
+	uint32_t r = ua + ub;
+	uint32_t ovf = ((ua ^ r) & (ub ^ r)) >> 31;
+	uint32_t lim = (ua >> 31) + 0x7fffffffu;	/* INT32_MAX or INT32_MIN */
+
+	*sat += ovf;
+	return (int32_t)(ovf ? lim : r);
+}
+
+INA_ENC_CLONES void
+ina_enc_f32_put(void *restrict dst, const float *restrict src, size_t n)
+{
+	uint8_t *d = dst;
+	size_t i = 0, j;
+
+	for (; i + INA_ENC_CHUNK <= n; i += INA_ENC_CHUNK)
+		for (j = i; j < i + INA_ENC_CHUNK; j++)
+			store_f32(d + 4 * j, src[j]);
+	for (; i < n; i++)
+		store_f32(d + 4 * i, src[i]);
+}
+
+INA_ENC_CLONES void
+ina_enc_f32_get(float *restrict dst, const void *restrict src, size_t n)
+{
+	const uint8_t *s = src;
+	size_t i = 0, j;
+
+	for (; i + INA_ENC_CHUNK <= n; i += INA_ENC_CHUNK)
+		for (j = i; j < i + INA_ENC_CHUNK; j++)
+			dst[j] = load_f32(s + 4 * j);
+	for (; i < n; i++)
+		dst[i] = load_f32(s + 4 * i);
+}
+
+/* The f32 switch's hot loop. */
+INA_ENC_CLONES void
+ina_enc_f32_add(float *restrict acc, const void *restrict src, size_t n)
+{
+	const uint8_t *s = src;
+	size_t i = 0, j;
+
+	for (; i + INA_ENC_CHUNK <= n; i += INA_ENC_CHUNK)
+		for (j = i; j < i + INA_ENC_CHUNK; j++)
+			acc[j] += load_f32(s + 4 * j);
+	for (; i < n; i++)
+		acc[i] += load_f32(s + 4 * i);
+}
+
+/*
+ * The largest |x| is the largest of the bit patterns without their sign:
+ * for non-negative floats the order of the bits is the order of the values,
+ * and every NaN or infinity lies at or above 0x7f800000.
+ */
+int
+ina_enc_i32_exp(const float *src, size_t n)
+{
+	uint32_t max_bits = 0;
+	float max_abs;
+	size_t i;
+	int e;
+
+	for (i = 0; i < n; i++) {
+		uint32_t v;
+
+		memcpy(&v, &src[i], sizeof(v));
+		v &= 0x7fffffffu;
+		max_bits = v > max_bits ? v : max_bits;
+	}
+	if (max_bits >= 0x7f800000u)
+		return INA_EXP_NONFINITE;
+	if (max_bits == 0)
+		return INA_EXP_ZERO;
+	memcpy(&max_abs, &max_bits, sizeof(max_abs));
+	/* max_abs = f * 2^e with f in [0.5, 1): max_abs < 2^e <= 2 * max_abs. */
+	frexpf(max_abs, &e);
+	return e;
+}
+
+/*
+ * s = 30 - ceil(log2 world) - exp. The exponent is first clamped to
+ * [-149, 128], the range of finite floats, so INA_EXP_ZERO (any scale suits
+ * an all-zero block) and INA_EXP_NONFINITE give a scale in [-130, 179] too;
+ * world 0 counts as 1.
+ */
+int
+ina_enc_i32_scale(int exp, unsigned world)
+{
+	int log2_world = world <= 1 ? 0 : 32 - __builtin_clz(world - 1);
+
+	if (exp < -149)
+		exp = -149;
+	if (exp > 128)
+		exp = 128;
+	return 30 - log2_world - exp;
+}
+
+/*
+ * 2^s as a double. Outside [-1074, 1023], 2^s is not a finite non-zero
+ * double; the clamped factor gives the same int32 or float results, since
+ * there every non-zero value saturates or rounds to zero either way.
+ */
+static double
+pow2(int s)
+{
+	if (s < -1074)
+		s = -1074;
+	if (s > 1023)
+		s = 1023;
+	return ldexp(1.0, s);
+}
+
+/*
+ * x * 2^s is exact in a double (24 bits times a power of two, far from the
+ * double's limits for any scale a block needs), so rint() rounds it once,
+ * half to even (the default rounding mode). Values beyond the int32 range
+ * saturate, and NaN becomes 0: a block with a NaN has INA_EXP_NONFINITE,
+ * and what to do with it is the caller's choice.
+ */
+static inline int32_t
+quantise(float x, double f)
+{
+	double y = (double)x * f;
+
+	if (y != y)
+		y = 0;
+	else if (y > INT32_MAX)
+		y = INT32_MAX;
+	else if (y < INT32_MIN)
+		y = INT32_MIN;
+	return (int32_t)rint(y);
+}
+
+INA_ENC_CLONES void
+ina_enc_i32_put(void *restrict dst, const float *restrict src, size_t n, int scale)
+{
+	double f = pow2(scale);
+	uint8_t *d = dst;
+	size_t i = 0, j;
+
+	for (; i + INA_ENC_CHUNK <= n; i += INA_ENC_CHUNK)
+		for (j = i; j < i + INA_ENC_CHUNK; j++)
+			store_be32(d + 4 * j, (uint32_t)quantise(src[j], f));
+	for (; i < n; i++)
+		store_be32(d + 4 * i, (uint32_t)quantise(src[i], f));
+}
+
+/* q * 2^-s is exact in a double, so the conversion to float rounds once. */
+INA_ENC_CLONES void
+ina_enc_i32_get(float *restrict dst, const void *restrict src, size_t n, int scale)
+{
+	double f = pow2(-scale);
+	const uint8_t *s = src;
+	size_t i = 0, j;
+
+	for (; i + INA_ENC_CHUNK <= n; i += INA_ENC_CHUNK)
+		for (j = i; j < i + INA_ENC_CHUNK; j++)
+			dst[j] = (float)((double)(int32_t)load_be32(s + 4 * j) * f);
+	for (; i < n; i++)
+		dst[i] = (float)((double)(int32_t)load_be32(s + 4 * i) * f);
+}
+
+INA_ENC_CLONES void
+ina_enc_i32_load(int32_t *restrict acc, const void *restrict src, size_t n)
+{
+	const uint8_t *s = src;
+	size_t i = 0, j;
+
+	for (; i + INA_ENC_CHUNK <= n; i += INA_ENC_CHUNK)
+		for (j = i; j < i + INA_ENC_CHUNK; j++)
+			acc[j] = (int32_t)load_be32(s + 4 * j);
+	for (; i < n; i++)
+		acc[i] = (int32_t)load_be32(s + 4 * i);
+}
+
+/* The i32 switch's hot loop. */
+INA_ENC_CLONES size_t
+ina_enc_i32_add(int32_t *restrict acc, const void *restrict src, size_t n)
+{
+	const uint8_t *s = src;
+	uint32_t nb_sat = 0;
+	size_t i = 0, j;
+
+	for (; i + INA_ENC_CHUNK <= n; i += INA_ENC_CHUNK)
+		for (j = i; j < i + INA_ENC_CHUNK; j++)
+			acc[j] = add_sat(acc[j], (int32_t)load_be32(s + 4 * j), &nb_sat);
+	for (; i < n; i++)
+		acc[i] = add_sat(acc[i], (int32_t)load_be32(s + 4 * i), &nb_sat);
+	/* A 32-bit count: a packet carries far fewer than 2^32 elements. */
+	return nb_sat;
+}
+
+INA_ENC_CLONES void
+ina_enc_i32_store(void *restrict dst, const int32_t *restrict acc, size_t n)
+{
+	uint8_t *d = dst;
+	size_t i = 0, j;
+
+	for (; i + INA_ENC_CHUNK <= n; i += INA_ENC_CHUNK)
+		for (j = i; j < i + INA_ENC_CHUNK; j++)
+			store_be32(d + 4 * j, (uint32_t)acc[j]);
+	for (; i < n; i++)
+		store_be32(d + 4 * i, (uint32_t)acc[i]);
+}
+
+INA_ENC_CLONES void
+ina_enc_i32_acc_get(float *restrict dst, const int32_t *restrict acc, size_t n, int scale)
+{
+	double f = pow2(-scale);
+	size_t i = 0, j;
+
+	for (; i + INA_ENC_CHUNK <= n; i += INA_ENC_CHUNK)
+		for (j = i; j < i + INA_ENC_CHUNK; j++)
+			dst[j] = (float)((double)acc[j] * f);
+	for (; i < n; i++)
+		dst[i] = (float)((double)acc[i] * f);
+}
+
+/* gamma_k = k u / (1 - k u) (Higham, Lemma 3.1); infinite once k u >= 1. */
+static double
+gamma_k(double k, double u)
+{
+	double ku = k * u;
+
+	return ku < 1 ? ku / (1 - ku) : INFINITY;
+}
+
+/*
+ * The bounds (docs/PROTOCOL.md, "What a right sum is").
+ *
+ * Notation: N addends x_1..x_N (binary32), S = sum x_i exactly,
+ * A = sum |x_i|. u = 2^-24 (binary32 unit roundoff), v = 2^-53 (binary64),
+ * g_k = k u / (1 - k u) and G_k = k v / (1 - k v). eta = 2^-150 is the
+ * absolute error of rounding a result that lands among the binary32
+ * subnormals. Rounding is to nearest; nothing overflows. Standard model:
+ * fl(a op b) = (a op b)(1 + d) + e with |d| <= u, |e| <= eta, and d e = 0;
+ * additions are exact when their result is subnormal, so for them e = 0.
+ * Products of k factors (1 + d_j), |d_j| <= u, are 1 + t with |t| <= g_k.
+ *
+ * f32, sum (scaled = 0). The switch adds the x_i in binary32 in any order,
+ * and a hierarchy of switches in any tree: each x_i passes through at most
+ * N - 1 roundings, so got = sum x_i (1 + t_i) with |t_i| <= g_{N-1}, and
+ *	|got - S| <= g_{N-1} A.
+ * The reference adds the same x_i (converted exactly) in binary64:
+ *	|ref - S| <= G_{N-1} A.
+ * Hence
+ *	|got - ref| <= (g_{N-1} + G_{N-1}) A.
+ * The bound is attained to first order: N = 4, x = (1, u, u, u) added in
+ * that order gives got = 1 and ref = 1 + 3u.
+ *
+ * f32, average (scaled = 1). The host multiplies the float sum by the float
+ * c = fl(1/N) = (1/N)(1 + d0) (exact when N is a power of two, but the
+ * bound does not count on it), and rounds once more:
+ *	got' = got c (1 + d1) + e1 = (got / N)(1 + t2) + e1, |t2| <= g_2.
+ * So |got' - S/N| <= |got - S| (1 + g_2) / N + g_2 |S| / N + eta
+ *		  <= (A/N) (g_{N-1} (1 + g_2) + g_2) + eta.
+ * (A host that divides, fl(got / N), rounds once, and is covered.) The
+ * reference ref' = fl(ref / N) in binary64 (or ref * fl(1/N), two
+ * roundings) obeys the same with G and no eta:
+ *	|ref' - S/N| <= (A/N) (G_{N-1} (1 + G_2) + G_2).
+ * Hence, with 'sum_abs' still the A of the unscaled addends,
+ *	|got' - ref'| <= (A/N) (g_{N-1} (1 + g_2) + g_2
+ *				+ G_{N-1} (1 + G_2) + G_2) + eta.
+ *
+ * i32, sum. Every worker quantises with the same scale s:
+ * q_i = rne(x_i 2^s), exact in binary64 but for the one rounding to an
+ * integer, so |q_i 2^-s - x_i| <= h = 2^(-s-1). The switch's int32 sum
+ * Q = sum q_i is exact when nothing saturated (the scale's headroom
+ * guarantees it; ina_enc_i32_add counts saturations). P = Q 2^-s is exact in
+ * binary64, and
+ *	|P - S| <= N h.
+ * The host rounds P to binary32 once: |got - P| <= u |P| + eta.
+ * The binary64 reference obeys |ref - S| <= G_{N-1} A; the i32 bound is not
+ * given A, so bound it by the quantised values: |q_i| <= 2^31 - 1, so
+ * |x_i| <= 2^(31-s) and A <= N 2^(31-s), and
+ *	|ref - S| <= R = G_{N-1} N 2^(31-s)
+ * (about N 2^-21 of the quantisation term: nil, but not zero). Since
+ * |P| <= |S| + N h <= |ref| + R + N h,
+ *	|got - ref| <= |got - P| + |P - S| + |S - ref|
+ *		    <= N h (1 + u) + u |ref| + R (1 + u) + eta.
+ *
+ * i32, average. Take T = P / N, so |T - S/N| <= h: the quantisation part
+ * divided by N. The host computes fl(fl(P) fl(1/N)): three roundings, the
+ * first and last of which may land among the subnormals,
+ *	got' = T (1 + t3) + e', |t3| <= g_3,
+ *	|e'| <= eta c (1 + u) + eta <= 4 eta (c <= 1).
+ * (Computing P / N in binary64 and rounding once is covered.) The
+ * reference of the average, ref' = fl(ref / N), has
+ *	|ref' - S/N| <= R' = (A/N) (G_{N-1} (1 + G_2) + G_2)
+ *			  <= 2^(31-s) (G_{N-1} (1 + G_2) + G_2).
+ * With |T| <= |ref'| + R' + h and 'ref_abs' = |ref'|,
+ *	|got' - ref'| <= h (1 + g_3) + g_3 |ref'| + R' (1 + g_3) + 4 eta.
+ *
+ * No bound is ever negative, and N = 0 (an empty sum) has bound 0.
+ */
+double
+ina_enc_f32_bound(unsigned n_addends, double sum_abs, int scaled)
+{
+	double n = n_addends;
+	double g_n = gamma_k(n - 1, U32), big_g_n = gamma_k(n - 1, U64);
+	double g_2 = gamma_k(2, U32), big_g_2 = gamma_k(2, U64);
+
+	if (n_addends == 0)
+		return 0;
+	if (!scaled)
+		return (g_n + big_g_n) * sum_abs;
+	return sum_abs / n * (g_n * (1 + g_2) + g_2 + big_g_n * (1 + big_g_2) + big_g_2) + ETA32;
+}
+
+double
+ina_enc_i32_bound(unsigned n_addends, int scale, double ref_abs, int scaled)
+{
+	double n = n_addends;
+	double h = ldexp(1.0, -scale - 1);
+	double x_max = ldexp(1.0, 31 - scale);
+	double big_g_n = gamma_k(n - 1, U64), big_g_2 = gamma_k(2, U64);
+	double g_3 = gamma_k(3, U32);
+	double r;
+
+	if (n_addends == 0)
+		return 0;
+	if (!scaled) {
+		r = big_g_n * n * x_max;
+		return n * h * (1 + U32) + U32 * ref_abs + r * (1 + U32) + ETA32;
+	}
+	r = x_max * (big_g_n * (1 + big_g_2) + big_g_2);
+	return h * (1 + g_3) + g_3 * ref_abs + r * (1 + g_3) + 4 * ETA32;
+}

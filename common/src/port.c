@@ -1,0 +1,81 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Port specs (port.h): "TYPE[:OPTIONS]" is looked up in a table of backend
+ * ops, and the backend's open parses OPTIONS. Backends live in port_*.c;
+ * adding one means one line in port_types[] below.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "ina/port.h"
+
+static const struct ina_port_ops *const port_types[] = {
+	&ina_port_udp_ops,
+};
+
+#define N_PORT_TYPES (sizeof(port_types) / sizeof(port_types[0]))
+
+static void
+known_types(char *buf, size_t size)
+{
+	size_t used = 0;
+
+	buf[0] = '\0';
+	for (size_t i = 0; i < N_PORT_TYPES && used < size; i++) {
+		int w = snprintf(buf + used, size - used, "%s%s", i ? ", " : "",
+				 port_types[i]->type);
+
+		if (w < 0)
+			break;
+		used += (size_t)w;
+	}
+}
+
+int
+ina_port_open(const char *spec, struct ina_port **out, char *err, unsigned err_size)
+{
+	const struct ina_port_ops *ops = NULL;
+	const char *colon, *opts;
+	char known[128];
+	size_t type_len;
+	int ret;
+
+	if (err && err_size)
+		err[0] = '\0';
+	if (!out)
+		return -EINVAL;
+	*out = NULL;
+	if (!spec) {
+		if (err && err_size)
+			snprintf(err, err_size, "no port spec");
+		return -EINVAL;
+	}
+
+	colon = strchr(spec, ':');
+	type_len = colon ? (size_t)(colon - spec) : strlen(spec);
+	opts = colon ? colon + 1 : "";
+	for (size_t i = 0; i < N_PORT_TYPES; i++) {
+		if (strlen(port_types[i]->type) == type_len &&
+		    strncmp(port_types[i]->type, spec, type_len) == 0) {
+			ops = port_types[i];
+			break;
+		}
+	}
+	if (!ops) {
+		known_types(known, sizeof(known));
+		if (err && err_size)
+			snprintf(err, err_size, "unknown port type '%.*s' in '%s' (known: %s)",
+				 (int)type_len, spec, spec, known);
+		return -EINVAL;
+	}
+
+	ret = ops->open(out, opts);
+	if (ret < 0) {
+		*out = NULL;
+		if (err && err_size)
+			snprintf(err, err_size, "cannot open %s port '%s': %s", ops->type, opts,
+				 strerror(-ret));
+	}
+	return ret;
+}

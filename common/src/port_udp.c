@@ -1,0 +1,663 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The udp port (port.h, port_udp.h): each ina packet is one UDP payload on a
+ * nonblocking IPv4 socket, received with recvmmsg straight into heap-pool
+ * buffers and sent with sendmmsg, one message per destination sharing the
+ * packet's buffer for fan-out. It needs no NIC and no privileges, so tests and
+ * the quick start use it; port_dpdk.c is the fast path.
+ *
+ * Options, comma-separated: bind=ADDR:PORT (default 0.0.0.0:0), mtu=BYTES
+ * (largest packet, 128..65507, default 9000), pkts=N (pool size, default
+ * 4096), rcvbuf=BYTES and sndbuf=BYTES (default 8 MiB), drop=RATE and seed=N
+ * (test-only loss injection on rx and tx, default 0 and 1), busy=0|1 (wait()
+ * returns at once).
+ */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "ina/log.h"
+#include "ina/port_udp.h"
+#include "ina/util.h"
+
+#define UDP_MIN_MTU 128
+#define UDP_MAX_MTU 65507		/* largest IPv4 UDP payload */
+#define UDP_DEF_MTU 9000
+#define UDP_DEF_PKTS 4096
+#define UDP_MAX_PKTS (1u << 20)
+#define UDP_DEF_SOCKBUF (8u << 20)
+#define UDP_MIN_SOCKBUF 4096u
+#define UDP_MAX_SOCKBUF (512u << 20)
+#define UDP_TX_MSGS (64 * INA_MAX_BURST)	/* messages per sendmmsg batch */
+#define UDP_TX_RETRIES 4		/* waits without progress, then drop */
+#define UDP_TX_WAIT_MS 1		/* POLLOUT wait on EAGAIN */
+#define UDP_TX_NOBUFS_NS 100000ull	/* pause on ENOBUFS (poll won't help) */
+
+struct udp_config {
+	struct sockaddr_in bind;
+	uint64_t mtu;
+	uint64_t nb_pkts;
+	uint64_t rcvbuf, sndbuf;
+	double drop;
+	uint64_t seed;
+	uint64_t busy;
+};
+
+struct udp_port {
+	struct ina_port port;		/* first: the handle callers hold */
+	int fd;
+	int busy;			/* wait() returns at once */
+	double drop;			/* injected loss rate, 0 = none */
+	uint64_t rng;			/* splitmix64 state for 'drop' */
+	char name[32];			/* bound "A.B.C.D:PORT", for logs */
+
+	/* rx: one message per buffer of a burst. */
+	struct mmsghdr rx_msgs[INA_MAX_BURST];
+	struct iovec rx_iovs[INA_MAX_BURST];
+	struct sockaddr_in rx_names[INA_MAX_BURST];
+
+	/*
+	 * tx: a batch of up to UDP_TX_MSGS messages (one per destination)
+	 * over up to UDP_TX_MSGS packets (one iovec each).
+	 */
+	unsigned tx_nb_msgs;
+	unsigned tx_nb_pkts;
+	uint64_t tx_burst_msgs;		/* messages sent in this tx_burst call */
+	struct mmsghdr tx_msgs[UDP_TX_MSGS];
+	uint16_t tx_msg_pkt[UDP_TX_MSGS];	/* message -> index in tx_pkts */
+	struct iovec tx_iovs[UDP_TX_MSGS];
+	struct ina_pkt *tx_pkts[UDP_TX_MSGS];
+	uint8_t tx_failed[UDP_TX_MSGS];	/* a message of this packet failed */
+};
+
+_Static_assert(UDP_TX_MSGS <= UINT16_MAX + 1, "tx_msg_pkt width");
+
+static inline struct udp_port *
+udp_of(struct ina_port *port)
+{
+	return (struct udp_port *)(void *)port;
+}
+
+static uint64_t
+splitmix64(uint64_t *state)
+{
+	uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
+
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
+/* 1 if the next packet is to be dropped on purpose (drop=RATE). */
+static inline int
+udp_inject_drop(struct udp_port *up)
+{
+	if (up->drop <= 0)
+		return 0;
+	return (double)(splitmix64(&up->rng) >> 11) * 0x1.0p-53 < up->drop;
+}
+
+static int
+sin_str(const struct sockaddr_in *sin, char *buf, unsigned size)
+{
+	char ip[INET_ADDRSTRLEN];
+
+	if (!inet_ntop(AF_INET, &sin->sin_addr, ip, sizeof(ip)))
+		snprintf(ip, sizeof(ip), "?");
+	return snprintf(buf, size, "%s:%u", ip, ntohs(sin->sin_port));
+}
+
+static void
+peer_set(struct ina_peer *peer, const struct sockaddr_in *sin)
+{
+	struct sockaddr_in s;
+
+	/* Rebuilt field by field so equal addresses have equal bytes. */
+	memset(&s, 0, sizeof(s));
+	s.sin_family = AF_INET;
+	s.sin_port = sin->sin_port;
+	s.sin_addr = sin->sin_addr;
+	peer->len = sizeof(s);
+	memcpy(peer->bytes, &s, sizeof(s));
+}
+
+static int
+gai_errno(int gai)
+{
+	switch (gai) {
+	case EAI_AGAIN:
+		return -EAGAIN;
+	case EAI_MEMORY:
+		return -ENOMEM;
+	case EAI_SYSTEM:
+		return errno ? -errno : -EIO;
+	default:
+		return -EINVAL;
+	}
+}
+
+/* Parses "ADDR:PORT" (IPv4, dotted quad or a host name) with PORT >= min_port. */
+static int
+addr_parse(const char *s, uint64_t min_port, struct sockaddr_in *out)
+{
+	struct addrinfo hints, *res = NULL;
+	struct sockaddr_in sin;
+	const char *colon;
+	char host[256];
+	uint64_t port;
+	size_t host_len;
+	int ret;
+
+	if (!s)
+		return -EINVAL;
+	colon = strrchr(s, ':');
+	if (!colon || colon == s)
+		return -EINVAL;
+	host_len = (size_t)(colon - s);
+	if (host_len >= sizeof(host))
+		return -EINVAL;
+	if (ina_parse_u64(colon + 1, min_port, 65535, &port) < 0)
+		return -EINVAL;
+	memcpy(host, s, host_len);
+	host[host_len] = '\0';
+
+	memset(&hints, 0, sizeof(hints));
+	hints.ai_family = AF_INET;
+	hints.ai_socktype = SOCK_DGRAM;
+	ret = getaddrinfo(host, NULL, &hints, &res);
+	if (ret != 0)
+		return gai_errno(ret);
+	if (!res || res->ai_family != AF_INET || res->ai_addrlen < sizeof(sin)) {
+		freeaddrinfo(res);
+		return -EINVAL;
+	}
+	memcpy(&sin, res->ai_addr, sizeof(sin));
+	freeaddrinfo(res);
+
+	memset(out, 0, sizeof(*out));
+	out->sin_family = AF_INET;
+	out->sin_port = htons((uint16_t)port);
+	out->sin_addr = sin.sin_addr;
+	return 0;
+}
+
+static void
+udp_config_init(struct udp_config *cfg)
+{
+	memset(cfg, 0, sizeof(*cfg));
+	cfg->bind.sin_family = AF_INET;
+	cfg->bind.sin_addr.s_addr = htonl(INADDR_ANY);
+	cfg->bind.sin_port = 0;
+	cfg->mtu = UDP_DEF_MTU;
+	cfg->nb_pkts = UDP_DEF_PKTS;
+	cfg->rcvbuf = UDP_DEF_SOCKBUF;
+	cfg->sndbuf = UDP_DEF_SOCKBUF;
+	cfg->drop = 0;
+	cfg->seed = 1;
+	cfg->busy = 0;
+}
+
+/* Parses one KEY=VALUE option into 'cfg'. 0 or -EINVAL, logged. */
+static int
+udp_option(const char *args, char *opt, struct udp_config *cfg)
+{
+	const char *key = opt, *val, *range = "";
+	char *eq = strchr(opt, '=');
+	int ret;
+
+	if (!eq) {
+		INA_LOG(ERR, "udp port '%s': option '%s' needs a value (KEY=VALUE)", args, opt);
+		return -EINVAL;
+	}
+	*eq = '\0';
+	val = eq + 1;
+
+	if (strcmp(key, "bind") == 0) {
+		ret = addr_parse(val, 0, &cfg->bind);
+		range = " (ADDR:PORT, IPv4)";
+	} else if (strcmp(key, "mtu") == 0) {
+		ret = ina_parse_u64(val, UDP_MIN_MTU, UDP_MAX_MTU, &cfg->mtu);
+		range = " (128..65507)";
+	} else if (strcmp(key, "pkts") == 0) {
+		ret = ina_parse_u64(val, 1, UDP_MAX_PKTS, &cfg->nb_pkts);
+		range = " (1..1048576)";
+	} else if (strcmp(key, "rcvbuf") == 0) {
+		ret = ina_parse_u64(val, UDP_MIN_SOCKBUF, UDP_MAX_SOCKBUF, &cfg->rcvbuf);
+		range = " (4096..536870912)";
+	} else if (strcmp(key, "sndbuf") == 0) {
+		ret = ina_parse_u64(val, UDP_MIN_SOCKBUF, UDP_MAX_SOCKBUF, &cfg->sndbuf);
+		range = " (4096..536870912)";
+	} else if (strcmp(key, "drop") == 0) {
+		ret = ina_parse_double(val, 0.0, 1.0, &cfg->drop);
+		if (ret == 0 && cfg->drop >= 1.0)
+			ret = -ERANGE;
+		range = " (0 <= RATE < 1)";
+	} else if (strcmp(key, "seed") == 0) {
+		ret = ina_parse_u64(val, 0, UINT64_MAX, &cfg->seed);
+	} else if (strcmp(key, "busy") == 0) {
+		ret = ina_parse_u64(val, 0, 1, &cfg->busy);
+		range = " (0 or 1)";
+	} else {
+		INA_LOG(ERR, "udp port '%s': unknown option '%s' (known: bind, mtu, pkts, "
+			"rcvbuf, sndbuf, drop, seed, busy)", args, key);
+		return -EINVAL;
+	}
+	if (ret < 0) {
+		INA_LOG(ERR, "udp port '%s': bad value '%s' for option '%s'%s", args, val, key,
+			range);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static int
+udp_config_parse(const char *args, struct udp_config *cfg)
+{
+	char *copy, *opt, *save = NULL;
+	int ret = 0;
+
+	copy = strdup(args);
+	if (!copy)
+		return -ENOMEM;
+	for (opt = strtok_r(copy, ",", &save); opt; opt = strtok_r(NULL, ",", &save)) {
+		ret = udp_option(args, opt, cfg);
+		if (ret < 0)
+			break;
+	}
+	free(copy);
+	return ret;
+}
+
+/* Sets a socket buffer, forcing it past the sysctl limit when allowed. */
+static void
+udp_sockbuf(struct udp_port *up, int force_opt, int opt, uint64_t size, const char *what)
+{
+	int val = (int)size, got = 0;
+	socklen_t len = sizeof(got);
+
+	if (setsockopt(up->fd, SOL_SOCKET, force_opt, &val, sizeof(val)) < 0 &&
+	    setsockopt(up->fd, SOL_SOCKET, opt, &val, sizeof(val)) < 0) {
+		INA_LOG(WARN, "udp port %s: cannot set %s to %d: %s", up->name, what, val,
+			strerror(errno));
+		return;
+	}
+	/* Linux doubles the value for its bookkeeping; less means clamped. */
+	if (getsockopt(up->fd, SOL_SOCKET, opt, &got, &len) == 0 &&
+	    (uint64_t)got < 2 * size)
+		INA_LOG(WARN, "udp port %s: %s is %d bytes, not %d (raise "
+			"net.core.%cmem_max or run as root)", up->name, what, got / 2, val,
+			opt == SO_RCVBUF ? 'r' : 'w');
+}
+
+static void
+udp_close(struct ina_port *port)
+{
+	struct udp_port *up;
+
+	if (!port)
+		return;
+	up = udp_of(port);
+	if (up->fd >= 0)
+		close(up->fd);
+	ina_pkt_pool_destroy(port->pool);
+	free(up);
+}
+
+static int
+udp_open(struct ina_port **out, const char *args)
+{
+	struct udp_config cfg;
+	struct sockaddr_in local;
+	socklen_t len = sizeof(local);
+	struct udp_port *up;
+	unsigned i;
+	int ret;
+
+	if (!args)
+		args = "";
+	udp_config_init(&cfg);
+	ret = udp_config_parse(args, &cfg);
+	if (ret < 0)
+		return ret;
+
+	up = calloc(1, sizeof(*up));
+	if (!up)
+		return -ENOMEM;
+	up->fd = -1;
+	up->port.ops = &ina_port_udp_ops;
+	up->port.max_pkt = (uint32_t)cfg.mtu;
+	up->busy = (int)cfg.busy;
+	up->drop = cfg.drop;
+	up->rng = cfg.seed;
+	sin_str(&cfg.bind, up->name, sizeof(up->name));
+
+	up->port.pool = ina_pkt_pool_create((unsigned)cfg.nb_pkts, (uint32_t)cfg.mtu);
+	if (!up->port.pool) {
+		ret = -errno;
+		INA_LOG(ERR, "udp port %s: cannot allocate %u packets of %u bytes: %s",
+			up->name, (unsigned)cfg.nb_pkts, (unsigned)cfg.mtu, strerror(-ret));
+		goto err;
+	}
+	up->fd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (up->fd < 0) {
+		ret = -errno;
+		INA_LOG(ERR, "udp port %s: socket failed: %s", up->name, strerror(-ret));
+		goto err;
+	}
+	if (bind(up->fd, (const struct sockaddr *)&cfg.bind, sizeof(cfg.bind)) < 0) {
+		ret = -errno;
+		INA_LOG(ERR, "udp port %s: bind failed: %s", up->name, strerror(-ret));
+		goto err;
+	}
+	if (getsockname(up->fd, (struct sockaddr *)&local, &len) == 0)
+		sin_str(&local, up->name, sizeof(up->name));
+	udp_sockbuf(up, SO_RCVBUFFORCE, SO_RCVBUF, cfg.rcvbuf, "rcvbuf");
+	udp_sockbuf(up, SO_SNDBUFFORCE, SO_SNDBUF, cfg.sndbuf, "sndbuf");
+
+	for (i = 0; i < INA_MAX_BURST; i++) {
+		up->rx_msgs[i].msg_hdr.msg_iov = &up->rx_iovs[i];
+		up->rx_msgs[i].msg_hdr.msg_iovlen = 1;
+	}
+	INA_LOG(DEBUG, "udp port %s: open, mtu %u, %u packets, drop %g", up->name,
+		(unsigned)cfg.mtu, (unsigned)cfg.nb_pkts, cfg.drop);
+	*out = &up->port;
+	return 0;
+
+err:
+	udp_close(&up->port);
+	return ret;
+}
+
+static uint16_t
+udp_rx_burst(struct ina_port *port, struct ina_pkt **pkts, uint16_t n)
+{
+	struct udp_port *up = udp_of(port);
+	struct ina_pkt_pool *pool = port->pool;
+	struct ina_pkt *drops[INA_MAX_BURST];
+	unsigned got, i, nb_rx = 0, nb_drops = 0;
+	int r, tries;
+
+	if (n > INA_MAX_BURST)
+		n = INA_MAX_BURST;
+	if (n == 0)
+		return 0;
+	got = pool->ops->get(pool, pkts, n);
+	if (got == 0) {
+		pool->nb_alloc_fail++;
+		return 0;
+	}
+	for (i = 0; i < got; i++) {
+		struct msghdr *h = &up->rx_msgs[i].msg_hdr;
+
+		up->rx_iovs[i].iov_base = pkts[i]->data;
+		up->rx_iovs[i].iov_len = pkts[i]->cap;
+		h->msg_name = &up->rx_names[i];
+		h->msg_namelen = sizeof(up->rx_names[i]);
+		h->msg_control = NULL;
+		h->msg_controllen = 0;
+		h->msg_flags = 0;
+	}
+
+	/* A pending socket error (an ICMP one) is reported once; retry past it. */
+	for (tries = 0;; tries++) {
+		r = recvmmsg(up->fd, up->rx_msgs, got, MSG_DONTWAIT, NULL);
+		if (r >= 0)
+			break;
+		if (errno == EAGAIN || errno == EWOULDBLOCK || tries >= 2) {
+			r = 0;
+			break;
+		}
+	}
+
+	for (i = 0; i < (unsigned)r; i++) {
+		const struct msghdr *h = &up->rx_msgs[i].msg_hdr;
+		struct ina_pkt *p = pkts[i];
+
+		if (h->msg_flags & MSG_TRUNC ||
+		    h->msg_namelen < sizeof(struct sockaddr_in) ||
+		    up->rx_names[i].sin_family != AF_INET) {
+			port->stats.rx_drop++;
+			drops[nb_drops++] = p;
+			continue;
+		}
+		if (udp_inject_drop(up)) {
+			port->stats.inject_drop++;
+			drops[nb_drops++] = p;
+			continue;
+		}
+		p->len = up->rx_msgs[i].msg_len;
+		peer_set(&p->peer, &up->rx_names[i]);
+		port->stats.rx_bytes += p->len;
+		pkts[nb_rx++] = p;
+	}
+	for (; i < got; i++)
+		drops[nb_drops++] = pkts[i];
+	if (nb_drops)
+		pool->ops->put(pool, drops, nb_drops);
+	if (nb_rx) {
+		port->stats.rx_pkts += nb_rx;
+		port->stats.rx_bursts++;
+	}
+	return (uint16_t)nb_rx;
+}
+
+/* Waits a little after sendmmsg found no room. */
+static void
+udp_tx_backoff(struct udp_port *up, int err)
+{
+	struct pollfd pfd = { .fd = up->fd, .events = POLLOUT };
+	struct timespec ts;
+
+	if (err == ENOBUFS) {
+		/* The device queue is full: POLLOUT would be set already. */
+		ts.tv_sec = 0;
+		ts.tv_nsec = (long)UDP_TX_NOBUFS_NS;
+		ppoll(NULL, 0, &ts, NULL);
+		return;
+	}
+	poll(&pfd, 1, UDP_TX_WAIT_MS);
+}
+
+/*
+ * Sends the batch, then frees its packets. Returns how many of them had
+ * every destination message sent (or dropped on purpose).
+ */
+static unsigned
+udp_tx_flush(struct udp_port *up)
+{
+	struct ina_port_stats *st = &up->port.stats;
+	unsigned i = 0, k, nb_msgs = up->tx_nb_msgs, nb_sent = 0;
+	int r, err, waits = 0;
+
+	while (i < nb_msgs) {
+		r = sendmmsg(up->fd, &up->tx_msgs[i], nb_msgs - i, MSG_DONTWAIT);
+		if (r > 0) {
+			for (k = i; k < i + (unsigned)r; k++)
+				st->tx_bytes += up->tx_msgs[k].msg_len;
+			st->tx_pkts += (unsigned)r;
+			up->tx_burst_msgs += (unsigned)r;
+			i += (unsigned)r;
+			waits = 0;
+			continue;
+		}
+		err = r == 0 ? EAGAIN : errno;
+		if (err == EINTR)
+			continue;
+		if (err == EAGAIN || err == EWOULDBLOCK || err == ENOBUFS) {
+			if (waits++ < UDP_TX_RETRIES) {
+				udp_tx_backoff(up, err);
+				continue;
+			}
+			for (; i < nb_msgs; i++) {
+				st->tx_drop++;
+				up->tx_failed[up->tx_msg_pkt[i]] = 1;
+			}
+			break;
+		}
+		/* This message failed (e.g. ECONNREFUSED, EMSGSIZE): skip it. */
+		st->tx_drop++;
+		up->tx_failed[up->tx_msg_pkt[i]] = 1;
+		i++;
+	}
+
+	for (k = 0; k < up->tx_nb_pkts; k++)
+		nb_sent += !up->tx_failed[k];
+	ina_pkt_free_bulk(up->tx_pkts, up->tx_nb_pkts);
+	up->tx_nb_msgs = 0;
+	up->tx_nb_pkts = 0;
+	return nb_sent;
+}
+
+/* Adds one message sending packet 'b' of the batch to 'peer'. */
+static void
+udp_tx_add(struct udp_port *up, unsigned b, const struct ina_peer *peer)
+{
+	struct msghdr *h;
+	unsigned m;
+
+	if (peer->len == 0 || peer->len > sizeof(peer->bytes)) {
+		up->port.stats.tx_drop++;
+		up->tx_failed[b] = 1;
+		return;
+	}
+	if (udp_inject_drop(up)) {
+		up->port.stats.inject_drop++;
+		return;
+	}
+	m = up->tx_nb_msgs++;
+	h = &up->tx_msgs[m].msg_hdr;
+	/* sendmsg does not write through msg_name. */
+	h->msg_name = (void *)(uintptr_t)peer->bytes;
+	h->msg_namelen = peer->len;
+	h->msg_iov = &up->tx_iovs[b];
+	h->msg_iovlen = 1;
+	h->msg_control = NULL;
+	h->msg_controllen = 0;
+	h->msg_flags = 0;
+	up->tx_msgs[m].msg_len = 0;
+	up->tx_msg_pkt[m] = (uint16_t)b;
+}
+
+static uint16_t
+udp_tx_burst(struct ina_port *port, struct ina_pkt **pkts, uint16_t n)
+{
+	struct udp_port *up = udp_of(port);
+	unsigned i, nb_sent = 0;
+
+	up->tx_nb_msgs = 0;
+	up->tx_nb_pkts = 0;
+	up->tx_burst_msgs = 0;
+	for (i = 0; i < n; i++) {
+		struct ina_pkt *p = pkts[i];
+		unsigned b, nb_dsts;
+		uint64_t mask;
+
+		nb_dsts = p->dsts ? (unsigned)__builtin_popcountll(p->dst_mask) : 1;
+		if (up->tx_nb_msgs + nb_dsts > UDP_TX_MSGS || up->tx_nb_pkts == UDP_TX_MSGS)
+			nb_sent += udp_tx_flush(up);
+
+		b = up->tx_nb_pkts++;
+		up->tx_pkts[b] = p;
+		up->tx_failed[b] = 0;
+		up->tx_iovs[b].iov_base = p->data;
+		up->tx_iovs[b].iov_len = p->len;
+		if (!p->dsts) {
+			udp_tx_add(up, b, &p->peer);
+			continue;
+		}
+		for (mask = p->dst_mask; mask; mask &= mask - 1)
+			udp_tx_add(up, b, &p->dsts[__builtin_ctzll(mask)]);
+	}
+	if (up->tx_nb_pkts)
+		nb_sent += udp_tx_flush(up);
+	if (up->tx_burst_msgs)
+		port->stats.tx_bursts++;
+	return (uint16_t)nb_sent;
+}
+
+static void
+udp_wait(struct ina_port *port, uint64_t timeout_ns)
+{
+	struct udp_port *up = udp_of(port);
+	struct pollfd pfd = { .fd = up->fd, .events = POLLIN };
+	struct timespec ts;
+
+	if (up->busy || timeout_ns == 0)
+		return;
+	ts.tv_sec = (time_t)(timeout_ns / INA_NS_PER_S);
+	ts.tv_nsec = (long)(timeout_ns % INA_NS_PER_S);
+	ppoll(&pfd, 1, &ts, NULL);
+}
+
+static int
+udp_resolve(struct ina_port *port, const char *addr, struct ina_peer *peer)
+{
+	struct sockaddr_in sin;
+	int ret;
+
+	(void)port;
+	ret = addr_parse(addr, 1, &sin);
+	if (ret < 0)
+		return ret;
+	peer_set(peer, &sin);
+	return 0;
+}
+
+static const char *
+udp_peer_str(const struct ina_port *port, const struct ina_peer *peer, char *buf,
+	     unsigned size)
+{
+	struct sockaddr_in sin;
+
+	(void)port;
+	if (size == 0)
+		return buf;
+	if (!peer || peer->len != sizeof(sin)) {
+		snprintf(buf, size, "(none)");
+		return buf;
+	}
+	memcpy(&sin, peer->bytes, sizeof(sin));
+	sin_str(&sin, buf, size);
+	return buf;
+}
+
+int
+ina_port_udp_local(const struct ina_port *port, char *buf, unsigned size)
+{
+	const struct udp_port *up;
+	struct sockaddr_in sin;
+	socklen_t len = sizeof(sin);
+	int w;
+
+	if (!port || port->ops != &ina_port_udp_ops || !buf)
+		return -EINVAL;
+	up = (const struct udp_port *)(const void *)port;
+	if (getsockname(up->fd, (struct sockaddr *)&sin, &len) < 0)
+		return -errno;
+	w = sin_str(&sin, buf, size);
+	if (w < 0)
+		return -EINVAL;
+	if ((unsigned)w >= size)
+		return -ENOSPC;
+	return 0;
+}
+
+const struct ina_port_ops ina_port_udp_ops = {
+	.type = "udp",
+	.open = udp_open,
+	.rx_burst = udp_rx_burst,
+	.tx_burst = udp_tx_burst,
+	.wait = udp_wait,
+	.resolve = udp_resolve,
+	.peer_str = udp_peer_str,
+	.close = udp_close,
+};

@@ -1,0 +1,42 @@
+/* SPDX-License-Identifier: MIT */
+/* Strict number parsing for command lines and port options (util.h). */
+#include <errno.h>
+#include <stdlib.h>
+
+#include "ina/util.h"
+
+int
+ina_parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out)
+{
+	unsigned long long v;
+	char *end;
+
+	if (!s || !*s || *s == '-')
+		return -EINVAL;
+	errno = 0;
+	v = strtoull(s, &end, 0);
+	if (*end)
+		return -EINVAL;
+	if (errno == ERANGE || v < min || v > max)
+		return -ERANGE;
+	*out = v;
+	return 0;
+}
+
+int
+ina_parse_double(const char *s, double min, double max, double *out)
+{
+	char *end;
+	double v;
+
+	if (!s || !*s)
+		return -EINVAL;
+	errno = 0;
+	v = strtod(s, &end);
+	if (*end)
+		return -EINVAL;
+	if (errno == ERANGE || !(v >= min && v <= max))
+		return -ERANGE;
+	*out = v;
+	return 0;
+}

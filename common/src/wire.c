@@ -1,0 +1,336 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * ina wire format v1 (wire.h): header and JOIN payload codecs, and the one
+ * validation function that every receiver (switch pipeline, host engine)
+ * runs before it trusts a byte. Everything goes through memcpy into the
+ * packed wire structs, so any buffer alignment is fine.
+ */
+#include <arpa/inet.h>
+#include <endian.h>
+#include <string.h>
+
+#include "ina/wire.h"
+
+size_t
+ina_wire_elem_size(uint8_t encoding)
+{
+	switch (encoding) {
+	case INA_ENC_F32:
+	case INA_ENC_I32:
+		return 4;
+	default:
+		return 0;
+	}
+}
+
+void
+ina_wire_encode_hdr(const struct ina_hdr *h, void *buf)
+{
+	struct ina_wire_hdr w;
+
+	w.version = h->version;
+	w.type = h->type;
+	w.encoding = h->encoding;
+	w.flags = h->flags;
+	w.job_id = htonl(h->job_id);
+	w.epoch = htonl(h->epoch);
+	w.rank = htons(h->rank);
+	w.lane = htons(h->lane);
+	w.tensor_id = htonl(h->tensor_id);
+	w.round = htonl(h->round);
+	w.tensor_len = htonl(h->tensor_len);
+	w.block = htonl(h->block);
+	w.next = htonl(h->next);
+	w.block_size = htons(h->block_size);
+	w.n_elems = htons(h->n_elems);
+	w.exp = htons((uint16_t)h->exp);
+	w.status = htons(h->status);
+	w.reserved = htonl(h->reserved);
+	w.token = htobe64(h->token);
+	memcpy(buf, &w, sizeof(w));
+}
+
+void
+ina_wire_decode_hdr(const void *buf, struct ina_hdr *h)
+{
+	struct ina_wire_hdr w;
+
+	memcpy(&w, buf, sizeof(w));
+	h->version = w.version;
+	h->type = w.type;
+	h->encoding = w.encoding;
+	h->flags = w.flags;
+	h->job_id = ntohl(w.job_id);
+	h->epoch = ntohl(w.epoch);
+	h->rank = ntohs(w.rank);
+	h->lane = ntohs(w.lane);
+	h->tensor_id = ntohl(w.tensor_id);
+	h->round = ntohl(w.round);
+	h->tensor_len = ntohl(w.tensor_len);
+	h->block = ntohl(w.block);
+	h->next = ntohl(w.next);
+	h->block_size = ntohs(w.block_size);
+	h->n_elems = ntohs(w.n_elems);
+	h->exp = (int16_t)ntohs(w.exp);
+	h->status = ntohs(w.status);
+	h->reserved = ntohl(w.reserved);
+	h->token = be64toh(w.token);
+}
+
+void
+ina_wire_encode_join(uint16_t world, uint16_t lanes, uint16_t max_block, void *buf)
+{
+	struct ina_wire_join j;
+
+	j.world = htons(world);
+	j.lanes = htons(lanes);
+	j.max_block = htons(max_block);
+	j.reserved = 0;
+	memcpy(buf, &j, sizeof(j));
+}
+
+void
+ina_wire_decode_join(const void *buf, uint16_t *world, uint16_t *lanes, uint16_t *max_block)
+{
+	struct ina_wire_join j;
+
+	memcpy(&j, buf, sizeof(j));
+	*world = ntohs(j.world);
+	*lanes = ntohs(j.lanes);
+	*max_block = ntohs(j.max_block);
+}
+
+/* JOIN and JOIN_ACK: the encoding, the size and the payload's ranges. */
+static enum ina_wire_reason
+validate_join(const uint8_t *buf, size_t size, const struct ina_hdr *h)
+{
+	struct ina_wire_join j;
+	uint16_t world, lanes, max_block;
+
+	if (!ina_wire_elem_size(h->encoding))
+		return INA_WIRE_BAD_ENCODING;
+	if (size != INA_HDR_SIZE + sizeof(j))
+		return INA_WIRE_BAD_LENGTH;
+	memcpy(&j, buf + INA_HDR_SIZE, sizeof(j));
+	ina_wire_decode_join(&j, &world, &lanes, &max_block);
+	if (world < 1 || world > INA_MAX_WORLD || lanes < 1 || max_block < 1 || j.reserved != 0)
+		return INA_WIRE_BAD_JOIN;
+	if (h->type == INA_T_JOIN && h->rank >= world)
+		return INA_WIRE_RANK_PAST_WORLD;
+	return INA_WIRE_OK;
+}
+
+/* DATA and RESULT: block size, block and next pointer against the tensor. */
+static enum ina_wire_reason
+validate_block(size_t size, const struct ina_hdr *h)
+{
+	size_t elem_size = ina_wire_elem_size(h->encoding);
+	uint32_t nb;
+
+	if (!elem_size)
+		return INA_WIRE_BAD_ENCODING;
+	if (h->block_size < 1)
+		return INA_WIRE_BAD_BLOCK_SIZE;
+	nb = ina_wire_nb_blocks(h->tensor_len, h->block_size);
+	if (h->block == INA_BLOCK_OPEN) {
+		if (h->n_elems != 0)
+			return INA_WIRE_BAD_BLOCK_SIZE;
+		if (size != INA_HDR_SIZE)
+			return INA_WIRE_BAD_LENGTH;
+		if (h->next != INA_BLOCK_END && h->next >= nb)
+			return INA_WIRE_NEXT_PAST_TENSOR;
+		return INA_WIRE_OK;
+	}
+	if (h->block >= nb)
+		return INA_WIRE_BLOCK_PAST_TENSOR;
+	if (h->n_elems != 0 &&
+	    h->n_elems != ina_wire_block_elems(h->tensor_len, h->block_size, h->block))
+		return INA_WIRE_BAD_BLOCK_SIZE;
+	if ((uint64_t)size != (uint64_t)INA_HDR_SIZE + (uint64_t)h->n_elems * elem_size)
+		return INA_WIRE_BAD_LENGTH;
+	if (h->next != INA_BLOCK_END) {
+		if (h->next <= h->block)
+			return INA_WIRE_NEXT_NOT_PAST_BLOCK;
+		if (h->next >= nb)
+			return INA_WIRE_NEXT_PAST_TENSOR;
+	}
+	return INA_WIRE_OK;
+}
+
+/* Everything the packet alone says; 'h' is already decoded. */
+static enum ina_wire_reason
+validate_stateless(const uint8_t *buf, size_t size, const struct ina_hdr *h)
+{
+	if (h->version != INA_WIRE_VERSION)
+		return INA_WIRE_BAD_VERSION;
+	if (h->type < 1 || h->type > INA_T_MAX)
+		return INA_WIRE_BAD_TYPE;
+	if (h->flags & ~INA_F_KNOWN)
+		return INA_WIRE_BAD_FLAGS;
+	if (h->reserved != 0)
+		return INA_WIRE_BAD_RESERVED;
+
+	switch (h->type) {
+	case INA_T_JOIN:
+	case INA_T_JOIN_ACK:
+		return validate_join(buf, size, h);
+	case INA_T_DATA:
+	case INA_T_RESULT:
+		return validate_block(size, h);
+	case INA_T_WAIT:
+		if (size != INA_HDR_SIZE + INA_WAIT_PAYLOAD)
+			return INA_WIRE_BAD_LENGTH;
+		return INA_WIRE_OK;
+	case INA_T_FIN:
+	case INA_T_FIN_ACK:
+	case INA_T_LEAVE:
+		if (size != INA_HDR_SIZE)
+			return INA_WIRE_BAD_LENGTH;
+		return INA_WIRE_OK;
+	case INA_T_ERROR:
+	default:
+		if (size > INA_HDR_SIZE + INA_ERROR_MSG_MAX)
+			return INA_WIRE_BAD_LENGTH;
+		return INA_WIRE_OK;
+	}
+}
+
+/* Everything that depends on the job the packet claims to belong to. */
+static enum ina_wire_reason
+validate_job(const struct ina_hdr *h, const struct ina_job_params *job)
+{
+	if (h->job_id != job->job_id)
+		return INA_WIRE_WRONG_JOB;
+	if (h->token != job->token)
+		return INA_WIRE_WRONG_TOKEN;
+	if (h->type != INA_T_JOIN && h->epoch != job->epoch)
+		return INA_WIRE_WRONG_EPOCH;
+
+	switch (h->type) {
+	case INA_T_JOIN:
+	case INA_T_DATA:
+	case INA_T_FIN:
+	case INA_T_LEAVE:
+		if (h->rank >= job->world)
+			return INA_WIRE_RANK_PAST_WORLD;
+		break;
+	default:
+		if (h->rank != INA_RANK_SWITCH)
+			return INA_WIRE_RANK_PAST_WORLD;
+		break;
+	}
+
+	if (h->type != INA_T_DATA && h->type != INA_T_RESULT)
+		return INA_WIRE_OK;
+	if (h->lane >= job->lanes)
+		return INA_WIRE_LANE_PAST_LANES;
+	if (h->block != INA_BLOCK_OPEN && h->block % job->lanes != h->lane)
+		return INA_WIRE_BLOCK_NOT_IN_LANE;
+	if (h->next != INA_BLOCK_END && h->next % job->lanes != h->lane)
+		return INA_WIRE_NEXT_NOT_IN_LANE;
+	if (h->encoding != job->encoding)
+		return INA_WIRE_WRONG_ENCODING;
+	if (h->block_size > job->max_block)
+		return INA_WIRE_BLOCK_TOO_BIG;
+	return INA_WIRE_OK;
+}
+
+enum ina_wire_reason
+ina_wire_validate(const void *buf, size_t size, const struct ina_job_params *job,
+		  struct ina_hdr *h)
+{
+	enum ina_wire_reason r;
+
+	if (size < INA_HDR_SIZE)
+		return INA_WIRE_TRUNCATED;
+	ina_wire_decode_hdr(buf, h);
+	r = validate_stateless(buf, size, h);
+	if (r != INA_WIRE_OK || !job)
+		return r;
+	return validate_job(h, job);
+}
+
+static const char *const reason_names[] = {
+	[INA_WIRE_OK] = "ok",
+	[INA_WIRE_TRUNCATED] = "truncated",
+	[INA_WIRE_BAD_VERSION] = "bad_version",
+	[INA_WIRE_BAD_TYPE] = "bad_type",
+	[INA_WIRE_BAD_FLAGS] = "bad_flags",
+	[INA_WIRE_BAD_RESERVED] = "bad_reserved",
+	[INA_WIRE_BAD_ENCODING] = "bad_encoding",
+	[INA_WIRE_BAD_LENGTH] = "bad_length",
+	[INA_WIRE_BAD_BLOCK_SIZE] = "bad_block_size",
+	[INA_WIRE_BLOCK_PAST_TENSOR] = "block_past_tensor",
+	[INA_WIRE_NEXT_NOT_PAST_BLOCK] = "next_not_past_block",
+	[INA_WIRE_NEXT_PAST_TENSOR] = "next_past_tensor",
+	[INA_WIRE_BAD_JOIN] = "bad_join",
+	[INA_WIRE_WRONG_JOB] = "wrong_job",
+	[INA_WIRE_WRONG_TOKEN] = "wrong_token",
+	[INA_WIRE_WRONG_EPOCH] = "wrong_epoch",
+	[INA_WIRE_RANK_PAST_WORLD] = "rank_past_world",
+	[INA_WIRE_LANE_PAST_LANES] = "lane_past_lanes",
+	[INA_WIRE_BLOCK_NOT_IN_LANE] = "block_not_in_lane",
+	[INA_WIRE_NEXT_NOT_IN_LANE] = "next_not_in_lane",
+	[INA_WIRE_WRONG_ENCODING] = "wrong_encoding",
+	[INA_WIRE_BLOCK_TOO_BIG] = "block_too_big",
+};
+_Static_assert(sizeof(reason_names) / sizeof(reason_names[0]) == INA_WIRE_REASON_MAX,
+	       "reason_names out of step with enum ina_wire_reason");
+
+const char *
+ina_wire_reason_name(enum ina_wire_reason r)
+{
+	if ((unsigned int)r >= INA_WIRE_REASON_MAX || !reason_names[r])
+		return "unknown";
+	return reason_names[r];
+}
+
+static const char *const type_names[] = {
+	[INA_T_JOIN] = "join",
+	[INA_T_JOIN_ACK] = "join_ack",
+	[INA_T_DATA] = "data",
+	[INA_T_RESULT] = "result",
+	[INA_T_WAIT] = "wait",
+	[INA_T_FIN] = "fin",
+	[INA_T_FIN_ACK] = "fin_ack",
+	[INA_T_LEAVE] = "leave",
+	[INA_T_ERROR] = "error",
+};
+_Static_assert(sizeof(type_names) / sizeof(type_names[0]) == INA_T_MAX + 1,
+	       "type_names out of step with enum ina_pkt_type");
+
+const char *
+ina_wire_type_name(uint8_t type)
+{
+	if (type > INA_T_MAX || !type_names[type])
+		return "unknown";
+	return type_names[type];
+}
+
+static const char *const encoding_names[] = {
+	[INA_ENC_F32] = "f32",
+	[INA_ENC_I32] = "i32",
+};
+_Static_assert(sizeof(encoding_names) / sizeof(encoding_names[0]) == INA_ENC_MAX + 1,
+	       "encoding_names out of step with enum ina_encoding");
+
+const char *
+ina_wire_encoding_name(uint8_t encoding)
+{
+	if (encoding > INA_ENC_MAX)
+		return NULL;
+	return encoding_names[encoding];
+}
+
+uint8_t
+ina_wire_encoding_parse(const char *name)
+{
+	uint8_t e;
+
+	if (!name)
+		return 0;
+	for (e = 1; e <= INA_ENC_MAX; e++)
+		if (strcmp(name, encoding_names[e]) == 0)
+			return e;
+	return 0;
+}

@@ -1,0 +1,708 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The host engine (engine.h). Each lane has at most one packet in flight: the
+ * packet for the block the switch last announced (or the lane's first). A
+ * packet is never stored: it is built again from the caller's tensor when it
+ * must be resent, so retransmission costs no memory. A result for the lane's
+ * block writes the sum (or zeros for a header-only result) into the output,
+ * zeroes the blocks the announced next pointer skips, and makes the lane send
+ * its answer to the newly announced block.
+ */
+#include <endian.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine.h"
+#include "ina.h"
+#include "ina/block.h"
+#include "ina/encode.h"
+#include "ina/lane.h"
+
+struct lane {
+	uint8_t active;		/* has blocks this round */
+	uint8_t done;		/* END received this round */
+	uint8_t ver;		/* version bit of the slot's next block */
+	uint8_t need_send;	/* a first send is due */
+	uint8_t has_data;	/* my packet for 'block' carries a payload */
+	int16_t cur_exp;	/* agreed exponent of 'block' (i32) */
+	int16_t my_exp;		/* exponent of 'my_next' (i32) */
+	uint32_t block;		/* the block my packet in flight answers */
+	uint32_t my_next;	/* my next non-zero block after 'block' */
+	uint64_t sent_ns;
+	uint64_t rto_ns;
+};
+
+struct engine {
+	struct engine_config cfg;
+	struct ina_job_params params;
+	int phase;		/* enum engine_phase */
+	int err;		/* < 0 once failed */
+	char errmsg[256];
+	struct engine_stats st;
+
+	/* Control packets (JOIN, FIN, LEAVE). */
+	uint8_t ctl_need_send;
+	uint32_t ctl_tries;
+	uint64_t ctl_sent_ns;
+	uint64_t ctl_rto_ns;
+	uint64_t ctl_start_ns;
+
+	/* The operation in progress. */
+	uint32_t tensor_id;
+	uint32_t round;
+	const float *in;
+	float *out;
+	uint32_t n;
+	uint16_t block_size;
+	uint32_t nb_blocks;
+	enum engine_op op;
+	uint16_t lanes_left;
+	uint16_t tx_cursor;	/* lane where the next engine_tx() scan starts */
+	uint64_t last_progress_ns;
+	uint64_t last_heard_ns;
+	uint64_t wait_missing;	/* ranks the last WAIT named */
+	uint32_t wait_lane, wait_block;
+	struct lane *lanes;
+};
+
+/* FIN and LEAVE are tried this many times before the engine closes anyway. */
+#define CTL_GOODBYE_TRIES 4
+
+void
+engine_config_init(struct engine_config *cfg)
+{
+	memset(cfg, 0, sizeof(*cfg));
+	cfg->lanes = 64;
+	cfg->max_block = 1024;
+	cfg->encoding = INA_ENC_F32;
+	cfg->world = 1;
+	cfg->rto_ns = 5000000ull;
+	cfg->rto_max_ns = 200000000ull;
+	cfg->timeout_ns = 10000000000ull;
+}
+
+struct engine *
+engine_create(const struct engine_config *cfg)
+{
+	struct engine *e;
+
+	if (!cfg->pool || cfg->world == 0 || cfg->world > INA_MAX_WORLD || cfg->rank >= cfg->world ||
+	    cfg->lanes == 0 || cfg->max_block == 0 || !ina_wire_elem_size(cfg->encoding) ||
+	    cfg->sw.len == 0 || cfg->rto_ns == 0 || cfg->rto_max_ns < cfg->rto_ns ||
+	    (uint64_t)INA_HDR_SIZE + (uint64_t)cfg->max_block * 4 > cfg->pool->buf_size) {
+		errno = EINVAL;
+		return NULL;
+	}
+	e = calloc(1, sizeof(*e));
+	if (!e)
+		return NULL;
+	e->lanes = calloc(cfg->lanes, sizeof(*e->lanes));
+	if (!e->lanes) {
+		free(e);
+		return NULL;
+	}
+	e->cfg = *cfg;
+	e->params.job_id = cfg->job_id;
+	e->params.token = cfg->token;
+	e->params.world = cfg->world;
+	e->params.lanes = cfg->lanes;
+	e->params.max_block = cfg->max_block;
+	e->params.encoding = cfg->encoding;
+	e->phase = ENGINE_IDLE;
+	return e;
+}
+
+void
+engine_destroy(struct engine *e)
+{
+	if (!e)
+		return;
+	free(e->lanes);
+	free(e);
+}
+
+static void
+fail(struct engine *e, int err, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+static void
+fail(struct engine *e, int err, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (e->err)
+		return;
+	e->err = err;
+	va_start(ap, fmt);
+	vsnprintf(e->errmsg, sizeof(e->errmsg), fmt, ap);
+	va_end(ap);
+}
+
+int
+engine_phase(const struct engine *e)
+{
+	return e->phase;
+}
+
+int
+engine_error(const struct engine *e)
+{
+	return e->err;
+}
+
+const char *
+engine_error_msg(const struct engine *e)
+{
+	return e->errmsg;
+}
+
+uint32_t
+engine_round(const struct engine *e)
+{
+	return e->round;
+}
+
+uint32_t
+engine_epoch(const struct engine *e)
+{
+	return e->params.epoch;
+}
+
+const struct engine_stats *
+engine_stats(const struct engine *e)
+{
+	return &e->st;
+}
+
+static void
+ctl_start(struct engine *e, int phase, uint64_t now)
+{
+	e->phase = phase;
+	e->ctl_need_send = 1;
+	e->ctl_tries = 0;
+	e->ctl_rto_ns = e->cfg.rto_ns;
+	e->ctl_start_ns = now;
+}
+
+int
+engine_join(struct engine *e, uint64_t now_ns)
+{
+	if (e->phase != ENGINE_IDLE || e->err)
+		return -EBUSY;
+	ctl_start(e, ENGINE_JOINING, now_ns);
+	return 0;
+}
+
+void
+engine_finish(struct engine *e, uint64_t now_ns)
+{
+	if (e->err || e->phase == ENGINE_RUNNING || e->phase == ENGINE_JOINING) {
+		engine_leave(e, now_ns);
+		return;
+	}
+	if (e->phase == ENGINE_READY)
+		ctl_start(e, ENGINE_FINISHING, now_ns);
+	else
+		e->phase = ENGINE_CLOSED;
+}
+
+void
+engine_leave(struct engine *e, uint64_t now_ns)
+{
+	/* Only a joined worker has anything to tell the switch. */
+	if (e->params.epoch && e->phase != ENGINE_CLOSED)
+		ctl_start(e, ENGINE_LEAVING, now_ns);
+	else
+		e->phase = ENGINE_CLOSED;
+}
+
+/* Exponent of block 'b' of my input (i32), INA_EXP_ZERO for END. */
+static int16_t
+block_exp(struct engine *e, uint32_t b)
+{
+	int x;
+
+	if (e->cfg.encoding != INA_ENC_I32 || b == INA_BLOCK_END)
+		return 0;
+	x = ina_enc_i32_exp(e->in + (size_t)b * e->block_size,
+			    ina_wire_block_elems(e->n, e->block_size, b));
+	if (x == INA_EXP_NONFINITE) {
+		fail(e, INA_ENONFINITE,
+		     "job %" PRIu32 " rank %u round %" PRIu32 ": block %" PRIu32
+		     " holds a NaN or infinity, which the i32 encoding cannot carry",
+		     e->cfg.job_id, e->cfg.rank, e->round, b);
+		return 0;
+	}
+	return (int16_t)x;
+}
+
+static uint32_t
+next_nonzero(const struct engine *e, uint32_t from)
+{
+	if (from >= e->nb_blocks)
+		return INA_BLOCK_END;
+	return ina_block_next_nonzero(e->in, e->n, e->block_size, e->cfg.lanes, from);
+}
+
+int
+engine_allreduce(struct engine *e, uint32_t tensor_id, const float *in, float *out, size_t n,
+		 uint16_t block_size, enum engine_op op, uint64_t now_ns)
+{
+	if (e->err)
+		return e->err;
+	if (e->phase != ENGINE_READY)
+		return -EBUSY;
+	if (n == 0 || n > UINT32_MAX || block_size == 0 || block_size > e->cfg.max_block ||
+	    !in || !out)
+		return -EINVAL;
+	e->tensor_id = tensor_id;
+	e->in = in;
+	e->out = out;
+	e->n = (uint32_t)n;
+	e->block_size = block_size;
+	e->nb_blocks = ina_wire_nb_blocks(e->n, block_size);
+	e->op = op;
+	e->lanes_left = 0;
+	e->last_progress_ns = now_ns;
+	e->wait_missing = 0;
+	for (uint16_t l = 0; l < e->cfg.lanes; l++) {
+		struct lane *ln = &e->lanes[l];
+
+		ln->active = ina_lane_active(l, e->nb_blocks);
+		ln->done = !ln->active;
+		if (!ln->active)
+			continue;
+		e->lanes_left++;
+		ln->block = ina_lane_first(e->cfg.encoding, l);
+		if (ln->block == INA_BLOCK_OPEN) {
+			ln->my_next = next_nonzero(e, l);
+			ln->has_data = 0;
+		} else {
+			uint32_t first = next_nonzero(e, l);
+
+			ln->has_data = first == l;
+			ln->my_next = ln->has_data ? next_nonzero(e, l + e->cfg.lanes) : first;
+		}
+		ln->my_exp = block_exp(e, ln->my_next);
+		ln->need_send = 1;
+		ln->rto_ns = e->cfg.rto_ns;
+	}
+	if (e->err)
+		return e->err;
+	e->phase = ENGINE_RUNNING;
+	return 0;
+}
+
+/* Common header of a worker-sent packet. */
+static void
+fill_hdr(const struct engine *e, struct ina_hdr *h, uint8_t type)
+{
+	memset(h, 0, sizeof(*h));
+	h->version = INA_WIRE_VERSION;
+	h->type = type;
+	h->encoding = e->cfg.encoding;
+	h->job_id = e->cfg.job_id;
+	h->epoch = e->params.epoch;
+	h->rank = e->cfg.rank;
+	h->token = e->cfg.token;
+}
+
+static struct ina_pkt *
+build_ctl(struct engine *e)
+{
+	struct ina_pkt *p = ina_pkt_alloc(e->cfg.pool);
+	struct ina_hdr h;
+
+	if (!p)
+		return NULL;
+	switch (e->phase) {
+	case ENGINE_JOINING:
+		fill_hdr(e, &h, INA_T_JOIN);
+		h.epoch = 0;
+		h.block_size = e->cfg.max_block;
+		ina_wire_encode_hdr(&h, p->data);
+		ina_wire_encode_join(e->cfg.world, e->cfg.lanes, e->cfg.max_block,
+				     p->data + INA_HDR_SIZE);
+		p->len = INA_HDR_SIZE + sizeof(struct ina_wire_join);
+		break;
+	case ENGINE_FINISHING:
+		fill_hdr(e, &h, INA_T_FIN);
+		h.round = e->round;
+		ina_wire_encode_hdr(&h, p->data);
+		p->len = INA_HDR_SIZE;
+		break;
+	default:
+		fill_hdr(e, &h, INA_T_LEAVE);
+		h.round = e->round;
+		ina_wire_encode_hdr(&h, p->data);
+		p->len = INA_HDR_SIZE;
+		break;
+	}
+	p->peer = e->cfg.sw;
+	return p;
+}
+
+static struct ina_pkt *
+build_data(struct engine *e, uint16_t l, int retx)
+{
+	struct lane *ln = &e->lanes[l];
+	struct ina_pkt *p = ina_pkt_alloc(e->cfg.pool);
+	struct ina_hdr h;
+	uint16_t n = 0;
+
+	if (!p)
+		return NULL;
+	fill_hdr(e, &h, INA_T_DATA);
+	h.flags = (uint8_t)(ln->ver | (retx ? INA_F_RETX : 0));
+	h.lane = l;
+	h.tensor_id = e->tensor_id;
+	h.round = e->round;
+	h.tensor_len = e->n;
+	h.block = ln->block;
+	h.next = ln->my_next;
+	h.block_size = e->block_size;
+	h.exp = ln->my_exp;
+	if (ln->has_data)
+		n = ina_wire_block_elems(e->n, e->block_size, ln->block);
+	h.n_elems = n;
+	ina_wire_encode_hdr(&h, p->data);
+	p->len = INA_HDR_SIZE;
+	if (n) {
+		const float *src = e->in + (size_t)ln->block * e->block_size;
+
+		if (e->cfg.encoding == INA_ENC_I32)
+			ina_enc_i32_put(p->data + INA_HDR_SIZE, src, n,
+					ina_enc_i32_scale(ln->cur_exp, e->cfg.world));
+		else
+			ina_enc_f32_put(p->data + INA_HDR_SIZE, src, n);
+		p->len += (uint32_t)n * 4;
+		e->st.data_sent++;
+	} else {
+		e->st.empty_sent++;
+	}
+	p->peer = e->cfg.sw;
+	return p;
+}
+
+static void
+finish_op(struct engine *e)
+{
+	if (e->op == ENGINE_AVG) {
+		float scale = 1.0f / (float)e->cfg.world;
+
+		for (uint32_t i = 0; i < e->n; i++)
+			e->out[i] *= scale;
+	}
+	e->st.rounds++;
+	e->round++;
+	e->phase = ENGINE_READY;
+}
+
+static void
+on_result(struct engine *e, const struct ina_hdr *h, const uint8_t *payload, uint64_t now)
+{
+	struct lane *ln = &e->lanes[h->lane];
+	uint32_t zero_from;
+
+	if (e->phase != ENGINE_RUNNING || !ln->active || ln->done || h->round != e->round ||
+	    h->tensor_id != e->tensor_id || h->block != ln->block ||
+	    (h->flags & INA_F_VER) != ln->ver || h->tensor_len != e->n ||
+	    h->block_size != e->block_size) {
+		e->st.stale++;
+		return;
+	}
+	if (h->block == INA_BLOCK_OPEN) {
+		zero_from = h->lane;
+	} else {
+		float *dst = e->out + (size_t)h->block * e->block_size;
+		uint16_t n = ina_wire_block_elems(e->n, e->block_size, h->block);
+
+		if (h->n_elems == 0)
+			memset(dst, 0, (size_t)n * sizeof(float));
+		else if (e->cfg.encoding == INA_ENC_I32)
+			ina_enc_i32_get(dst, payload, n,
+					ina_enc_i32_scale(ln->cur_exp, e->cfg.world));
+		else
+			ina_enc_f32_get(dst, payload, n);
+		zero_from = h->block + e->cfg.lanes;
+	}
+	if (h->flags & INA_F_SATURATED) {
+		e->st.saturated++;
+		fail(e, INA_ESATURATED,
+		     "job %" PRIu32 " rank %u round %" PRIu32 ": the i32 sum of lane %u block %" PRIu32
+		     " saturated",
+		     e->cfg.job_id, e->cfg.rank, e->round, h->lane, h->block);
+	}
+	ina_block_zero_range(e->out, e->n, e->block_size, e->cfg.lanes, zero_from, h->next);
+	ln->ver ^= 1;
+	e->last_progress_ns = now;
+	e->wait_missing = 0;
+	if (h->next == INA_BLOCK_END) {
+		ln->done = 1;
+		if (--e->lanes_left == 0)
+			finish_op(e);
+		return;
+	}
+	ln->block = h->next;
+	ln->cur_exp = h->exp;
+	if (ln->my_next == h->next) {
+		ln->has_data = 1;
+		ln->my_next = next_nonzero(e, h->next + e->cfg.lanes);
+		ln->my_exp = block_exp(e, ln->my_next);
+	} else {
+		ln->has_data = 0;
+	}
+	ln->need_send = 1;
+	ln->rto_ns = e->cfg.rto_ns;
+}
+
+static void
+on_wait(struct engine *e, const struct ina_hdr *h, const uint8_t *payload, uint64_t now)
+{
+	struct lane *ln = &e->lanes[h->lane];
+	uint64_t missing_be;
+
+	e->st.waits++;
+	if (e->phase != ENGINE_RUNNING || ln->done || h->round != e->round ||
+	    h->block != ln->block)
+		return;
+	memcpy(&missing_be, payload, sizeof(missing_be));
+	e->wait_missing = be64toh(missing_be);
+	e->wait_lane = h->lane;
+	e->wait_block = h->block;
+	/* The switch has my packet: resending only probes that it is alive. */
+	ln->sent_ns = now;
+	ln->rto_ns = e->cfg.rto_max_ns;
+}
+
+static void
+on_error(struct engine *e, const struct ina_hdr *h, const uint8_t *payload, uint32_t len)
+{
+	int n = (int)(len - INA_HDR_SIZE);
+	int err = h->status == INA_WERR_LEFT ? INA_ELEFT : INA_EREFUSED;
+
+	if (e->phase == ENGINE_CLOSED)
+		return;
+	fail(e, err, "switch: %.*s", n, (const char *)payload);
+	/* A refused or abandoned job has nothing left on the switch to free. */
+	e->phase = ENGINE_CLOSED;
+}
+
+static void
+rx_one(struct engine *e, struct ina_pkt *pkt, uint64_t now)
+{
+	struct ina_hdr h;
+	enum ina_wire_reason r;
+	const uint8_t *payload = pkt->data + INA_HDR_SIZE;
+	int joined = e->params.epoch != 0;
+
+	e->st.pkts_recv++;
+	e->st.bytes_recv += pkt->len;
+	/* Before the JOIN_ACK the epoch is unknown, and ERROR carries none. */
+	if (!joined || (pkt->len >= INA_HDR_SIZE && pkt->data[1] == INA_T_ERROR)) {
+		r = ina_wire_validate(pkt->data, pkt->len, NULL, &h);
+		if (r == INA_WIRE_OK && h.job_id != e->cfg.job_id)
+			r = INA_WIRE_WRONG_JOB;
+		else if (r == INA_WIRE_OK && h.token != e->cfg.token)
+			r = INA_WIRE_WRONG_TOKEN;
+	} else {
+		r = ina_wire_validate(pkt->data, pkt->len, &e->params, &h);
+	}
+	if (r != INA_WIRE_OK) {
+		e->st.bad++;
+		return;
+	}
+	switch (h.type) {
+	case INA_T_JOIN_ACK:
+		if (e->phase == ENGINE_JOINING) {
+			uint16_t world, lanes, max_block;
+
+			ina_wire_decode_join(payload, &world, &lanes, &max_block);
+			if (world != e->cfg.world || lanes != e->cfg.lanes ||
+			    max_block != e->cfg.max_block || h.epoch == 0) {
+				e->st.bad++;
+				return;
+			}
+			e->params.epoch = h.epoch;
+			e->phase = ENGINE_READY;
+			e->last_heard_ns = now;
+		} else {
+			e->st.stale++;
+		}
+		return;
+	case INA_T_RESULT:
+		e->last_heard_ns = now;
+		on_result(e, &h, payload, now);
+		return;
+	case INA_T_WAIT:
+		e->last_heard_ns = now;
+		on_wait(e, &h, payload, now);
+		return;
+	case INA_T_FIN_ACK:
+		if (e->phase == ENGINE_FINISHING)
+			e->phase = ENGINE_CLOSED;
+		return;
+	case INA_T_ERROR:
+		on_error(e, &h, payload, pkt->len);
+		return;
+	default:
+		e->st.bad++;
+		return;
+	}
+}
+
+void
+engine_rx(struct engine *e, struct ina_pkt **pkts, uint16_t n, uint64_t now_ns)
+{
+	for (uint16_t i = 0; i < n; i++) {
+		rx_one(e, pkts[i], now_ns);
+		ina_pkt_free(pkts[i]);
+	}
+}
+
+static void
+print_ranks(char *buf, size_t size, uint64_t mask)
+{
+	size_t off = 0;
+
+	buf[0] = '\0';
+	for (int r = 0; r < 64 && off < size; r++)
+		if (mask >> r & 1)
+			off += (size_t)snprintf(buf + off, size - off, "%s%d", off ? "," : "", r);
+}
+
+static void
+check_progress(struct engine *e, uint64_t now)
+{
+	char ranks[192];
+
+	if (now - e->last_progress_ns < e->cfg.timeout_ns)
+		return;
+	if (e->wait_missing && now - e->last_heard_ns < e->cfg.timeout_ns) {
+		print_ranks(ranks, sizeof(ranks), e->wait_missing);
+		fail(e, INA_EPEER,
+		     "job %" PRIu32 " rank %u: no progress for %" PRIu64 " ms; the switch waits on "
+		     "rank(s) %s for lane %" PRIu32 " block %" PRIu32 " of round %" PRIu32,
+		     e->cfg.job_id, e->cfg.rank, e->cfg.timeout_ns / 1000000, ranks, e->wait_lane,
+		     e->wait_block, e->round);
+	} else {
+		uint32_t lane = 0;
+
+		while (lane + 1u < e->cfg.lanes && e->lanes[lane].done)
+			lane++;
+		fail(e, INA_ENOSWITCH,
+		     "job %" PRIu32 " rank %u: the switch did not answer for %" PRIu64
+		     " ms (round %" PRIu32 ", lane %" PRIu32 " waits for block %" PRIu32 ")",
+		     e->cfg.job_id, e->cfg.rank, e->cfg.timeout_ns / 1000000, e->round, lane,
+		     e->lanes[lane].block);
+	}
+}
+
+static uint16_t
+tx_ctl(struct engine *e, uint64_t now, struct ina_pkt **out, uint16_t max)
+{
+	struct ina_pkt *p;
+	int retx = !e->ctl_need_send;
+
+	if (max == 0)
+		return 0;
+	if (!e->ctl_need_send && now - e->ctl_sent_ns < e->ctl_rto_ns)
+		return 0;
+	if (e->phase == ENGINE_JOINING && now - e->ctl_start_ns >= e->cfg.timeout_ns) {
+		fail(e, INA_ENOSWITCH,
+		     "job %" PRIu32 " rank %u: the switch did not answer the JOIN for %" PRIu64 " ms",
+		     e->cfg.job_id, e->cfg.rank, e->cfg.timeout_ns / 1000000);
+		e->phase = ENGINE_CLOSED;
+		return 0;
+	}
+	if (e->phase != ENGINE_JOINING && e->ctl_tries >= CTL_GOODBYE_TRIES) {
+		e->phase = ENGINE_CLOSED;
+		return 0;
+	}
+	p = build_ctl(e);
+	if (!p)
+		return 0;
+	if (retx) {
+		e->st.retransmits++;
+		e->ctl_rto_ns = e->ctl_rto_ns * 2 > e->cfg.rto_max_ns ? e->cfg.rto_max_ns
+								       : e->ctl_rto_ns * 2;
+	}
+	e->ctl_need_send = 0;
+	e->ctl_sent_ns = now;
+	e->ctl_tries++;
+	out[0] = p;
+	return 1;
+}
+
+uint16_t
+engine_tx(struct engine *e, uint64_t now_ns, struct ina_pkt **out, uint16_t max)
+{
+	uint16_t nb = 0;
+
+	if (e->phase == ENGINE_JOINING || e->phase == ENGINE_FINISHING ||
+	    e->phase == ENGINE_LEAVING)
+		nb = tx_ctl(e, now_ns, out, max);
+	if (e->phase != ENGINE_RUNNING || e->err)
+		goto count;
+	check_progress(e, now_ns);
+	if (e->err)
+		goto count;
+	for (uint16_t k = 0; k < e->cfg.lanes && nb < max; k++) {
+		uint16_t l = (uint16_t)((e->tx_cursor + k) % e->cfg.lanes);
+		struct lane *ln = &e->lanes[l];
+		struct ina_pkt *p;
+		int retx;
+
+		if (ln->done)
+			continue;
+		retx = !ln->need_send;
+		if (retx && now_ns - ln->sent_ns < ln->rto_ns)
+			continue;
+		p = build_data(e, l, retx);
+		if (!p)
+			break;
+		if (retx) {
+			e->st.retransmits++;
+			ln->rto_ns = ln->rto_ns * 2 > e->cfg.rto_max_ns ? e->cfg.rto_max_ns
+									: ln->rto_ns * 2;
+		}
+		ln->need_send = 0;
+		ln->sent_ns = now_ns;
+		out[nb++] = p;
+	}
+	e->tx_cursor = (uint16_t)((e->tx_cursor + 1) % e->cfg.lanes);
+count:
+	for (uint16_t i = 0; i < nb; i++) {
+		e->st.pkts_sent++;
+		e->st.bytes_sent += out[i]->len;
+	}
+	return nb;
+}
+
+uint64_t
+engine_next_deadline(const struct engine *e)
+{
+	uint64_t d = UINT64_MAX;
+
+	if (e->phase == ENGINE_JOINING || e->phase == ENGINE_FINISHING ||
+	    e->phase == ENGINE_LEAVING)
+		return e->ctl_need_send ? 0 : e->ctl_sent_ns + e->ctl_rto_ns;
+	if (e->phase != ENGINE_RUNNING || e->err)
+		return d;
+	for (uint16_t l = 0; l < e->cfg.lanes; l++) {
+		const struct lane *ln = &e->lanes[l];
+
+		if (ln->done)
+			continue;
+		if (ln->need_send)
+			return 0;
+		if (ln->sent_ns + ln->rto_ns < d)
+			d = ln->sent_ns + ln->rto_ns;
+	}
+	if (e->last_progress_ns + e->cfg.timeout_ns < d)
+		d = e->last_progress_ns + e->cfg.timeout_ns;
+	return d;
+}

@@ -1,0 +1,107 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The host engine: one worker's side of the lane protocol as a pure state
+ * machine. It joins a job, cuts a tensor into blocks dealt to lanes, emits one
+ * packet per lane at a time (a block, or an empty ack carrying its next
+ * pointer), consumes results into the caller's buffer, and retransmits on
+ * timeout with backoff. Packets and the current time go in; packets come out.
+ * It opens no socket and reads no clock: ina.c drives it over a port, and the
+ * tests drive it packet by packet.
+ */
+#ifndef INA_ENGINE_H
+#define INA_ENGINE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ina/pkt.h"
+#include "ina/wire.h"
+
+struct engine;
+
+struct engine_config {
+	uint32_t job_id;
+	uint16_t rank;
+	uint16_t world;
+	uint16_t lanes;
+	uint16_t max_block;		/* largest B this worker will use */
+	uint8_t encoding;		/* enum ina_encoding */
+	uint64_t token;
+	struct ina_peer sw;		/* the switch */
+	uint64_t rto_ns;		/* first retransmission timeout */
+	uint64_t rto_max_ns;		/* backoff cap */
+	uint64_t timeout_ns;		/* no progress this long: the op fails */
+	struct ina_pkt_pool *pool;	/* where outgoing packets come from */
+};
+
+void engine_config_init(struct engine_config *cfg);
+
+enum engine_op { ENGINE_SUM = 0, ENGINE_AVG = 1 };
+
+/* What the engine is doing. */
+enum engine_phase {
+	ENGINE_IDLE = 0,	/* not joined yet */
+	ENGINE_JOINING,
+	ENGINE_READY,		/* joined, no operation running */
+	ENGINE_RUNNING,		/* an allreduce is in progress */
+	ENGINE_FINISHING,	/* FIN sent, waiting for FIN_ACK */
+	ENGINE_LEAVING,		/* LEAVE to send */
+	ENGINE_CLOSED,
+};
+
+struct engine_stats {
+	uint64_t rounds;
+	uint64_t pkts_sent, bytes_sent;		/* ina packets (header + payload) */
+	uint64_t pkts_recv, bytes_recv;
+	uint64_t data_sent;			/* data packets with a payload */
+	uint64_t empty_sent;			/* header-only data packets */
+	uint64_t retransmits;
+	uint64_t waits;				/* WAIT answers received */
+	uint64_t stale;				/* valid but for no open block */
+	uint64_t bad;				/* failed validation */
+	uint64_t saturated;			/* results flagged saturated */
+};
+
+struct engine *engine_create(const struct engine_config *cfg);
+void engine_destroy(struct engine *e);	/* Accepts NULL. */
+
+/* Starts joining the job. 0 or -errno. */
+int engine_join(struct engine *e, uint64_t now_ns);
+
+/*
+ * Starts an allreduce of 'n' floats from 'in' into 'out' ('out' may equal
+ * 'in') as round engine_round(), in blocks of 'block_size'. The buffers must
+ * stay valid until the operation ends. 0, or -EINVAL / -EBUSY.
+ */
+int engine_allreduce(struct engine *e, uint32_t tensor_id, const float *in, float *out, size_t n,
+		     uint16_t block_size, enum engine_op op, uint64_t now_ns);
+
+/* Starts the goodbye: FIN after a finished job, LEAVE to abort one. */
+void engine_finish(struct engine *e, uint64_t now_ns);
+void engine_leave(struct engine *e, uint64_t now_ns);
+
+/* Consumes 'n' received packets (the engine frees them). */
+void engine_rx(struct engine *e, struct ina_pkt **pkts, uint16_t n, uint64_t now_ns);
+
+/*
+ * Writes up to 'max' packets to send now (first sends, answers to results,
+ * retransmissions) into 'out'; the caller passes them to a port. Also runs
+ * the timers: an operation without progress for timeout_ns fails here.
+ */
+uint16_t engine_tx(struct engine *e, uint64_t now_ns, struct ina_pkt **out, uint16_t max);
+
+/* What the engine is doing (enum engine_phase). */
+int engine_phase(const struct engine *e);
+/* 0, or the error that ended the engine's operation (an INA_E* or -errno
+ * code of ina.h). After an error only a goodbye (engine_finish) is left. */
+int engine_error(const struct engine *e);
+/* A sentence on the last error, naming job, rank, lane, block and round. */
+const char *engine_error_msg(const struct engine *e);
+/* The earliest time engine_tx() has timer work to do. */
+uint64_t engine_next_deadline(const struct engine *e);
+
+uint32_t engine_round(const struct engine *e);
+uint32_t engine_epoch(const struct engine *e);
+const struct engine_stats *engine_stats(const struct engine *e);
+
+#endif

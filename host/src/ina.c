@@ -1,0 +1,253 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The public C API (ina.h) over the host engine and a port. Each blocking
+ * call runs the same loop: receive a burst into the engine, send what the
+ * engine has to send, and when neither moved anything, sleep in the port
+ * until a packet arrives or the engine's next timer is due. The engine's
+ * own timeout bounds every call.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine.h"
+#include "ina.h"
+#include "ina/port.h"
+#include "ina/token.h"
+#include "ina/util.h"
+
+struct ina_ctx {
+	struct engine *engine;
+	uint16_t block_size;
+	struct ina_port *port;
+	char errmsg[256];
+};
+
+void
+ina_config_init(struct ina_config *cfg)
+{
+	memset(cfg, 0, sizeof(*cfg));
+	cfg->port = "udp";
+	cfg->world = 1;
+	cfg->lanes = 64;
+	cfg->block_size = 1024;
+	cfg->encoding = INA_F32;
+	cfg->timeout_ms = 10000;
+	cfg->rto_us = 5000;
+}
+
+int
+ina_token_from(const char *file, uint64_t *token, char *err, size_t err_size)
+{
+	return ina_token_load(file, token, err, err_size);
+}
+
+/* Drives the engine while it stays in 'phase'; an error ends joining and
+ * running at once, while a goodbye (FIN, LEAVE) runs to its end. */
+static int
+run_while(struct ina_ctx *ctx, int phase)
+{
+	struct ina_pkt *pkts[INA_MAX_BURST];
+
+	while (engine_phase(ctx->engine) == phase &&
+	       !(engine_error(ctx->engine) && (phase == ENGINE_JOINING || phase == ENGINE_RUNNING))) {
+		uint64_t now = ina_now_ns();
+		uint16_t nb_rx = ina_port_rx_burst(ctx->port, pkts, INA_MAX_BURST);
+		uint16_t nb_tx;
+
+		if (nb_rx) {
+			now = ina_now_ns();
+			engine_rx(ctx->engine, pkts, nb_rx, now);
+		}
+		nb_tx = engine_tx(ctx->engine, now, pkts, INA_MAX_BURST);
+		ina_port_tx_burst(ctx->port, pkts, nb_tx);
+		if (!nb_rx && !nb_tx) {
+			uint64_t deadline = engine_next_deadline(ctx->engine);
+
+			now = ina_now_ns();
+			if (deadline > now)
+				ctx->port->ops->wait(ctx->port, deadline - now);
+		}
+	}
+	return engine_error(ctx->engine);
+}
+
+static uint8_t
+wire_encoding(enum ina_encoding_type t)
+{
+	return t == INA_I32 ? INA_ENC_I32 : t == INA_F32 ? INA_ENC_F32 : 0;
+}
+
+int
+ina_open(const struct ina_config *cfg, struct ina_ctx **out, char *err, size_t err_size)
+{
+	struct engine_config ec;
+	struct ina_ctx *ctx;
+	char dummy[8];
+	int ret;
+
+	*out = NULL;
+	if (!err) {
+		err = dummy;
+		err_size = sizeof(dummy);
+	}
+	err[0] = '\0';
+	if (!cfg->switch_addr || !wire_encoding(cfg->encoding) || cfg->world == 0 ||
+	    cfg->world > INA_MAX_WORLD || cfg->rank >= cfg->world || cfg->lanes == 0 ||
+	    cfg->block_size == 0 || cfg->timeout_ms == 0 || cfg->rto_us == 0) {
+		snprintf(err, err_size,
+			 "bad configuration: need a switch address, rank < world <= %d, lanes, "
+			 "block size and timeouts above 0", INA_MAX_WORLD);
+		return -EINVAL;
+	}
+	ctx = calloc(1, sizeof(*ctx));
+	if (!ctx)
+		return -ENOMEM;
+	ret = ina_port_open(cfg->port ? cfg->port : "udp", &ctx->port, err, (unsigned)err_size);
+	if (ret < 0)
+		goto fail;
+	if ((uint64_t)INA_HDR_SIZE + (uint64_t)cfg->block_size * 4 > ctx->port->max_pkt) {
+		snprintf(err, err_size, "block size %u does not fit the port's %u-byte packets",
+			 cfg->block_size, ctx->port->max_pkt);
+		ret = -EINVAL;
+		goto fail;
+	}
+	engine_config_init(&ec);
+	ec.job_id = cfg->job_id;
+	ec.rank = cfg->rank;
+	ec.world = cfg->world;
+	ec.lanes = cfg->lanes;
+	ec.max_block = cfg->block_size;
+	ec.encoding = wire_encoding(cfg->encoding);
+	ec.token = cfg->token;
+	ec.timeout_ns = (uint64_t)cfg->timeout_ms * INA_NS_PER_MS;
+	ec.rto_ns = (uint64_t)cfg->rto_us * 1000;
+	if (ec.rto_max_ns < ec.rto_ns)
+		ec.rto_max_ns = ec.rto_ns;
+	ec.pool = ctx->port->pool;
+	ret = ctx->port->ops->resolve(ctx->port, cfg->switch_addr, &ec.sw);
+	if (ret < 0) {
+		snprintf(err, err_size, "switch address '%s': %s", cfg->switch_addr,
+			 strerror(-ret));
+		goto fail;
+	}
+	ctx->engine = engine_create(&ec);
+	if (!ctx->engine) {
+		ret = -errno;
+		snprintf(err, err_size, "host engine: %s", strerror(errno));
+		goto fail;
+	}
+	engine_join(ctx->engine, ina_now_ns());
+	ret = run_while(ctx, ENGINE_JOINING);
+	if (ret < 0) {
+		snprintf(err, err_size, "%s", engine_error_msg(ctx->engine));
+		goto fail;
+	}
+	ctx->block_size = cfg->block_size;
+	*out = ctx;
+	return 0;
+fail:
+	engine_destroy(ctx->engine);
+	ina_port_close(ctx->port);
+	free(ctx);
+	return ret;
+}
+
+int
+ina_allreduce(struct ina_ctx *ctx, uint32_t tensor_id, const float *in, float *out, size_t n,
+	      enum ina_op op)
+{
+	int ret;
+
+	if (engine_error(ctx->engine))
+		return engine_error(ctx->engine);
+	if (engine_phase(ctx->engine) != ENGINE_READY)
+		return INA_ECLOSED;
+	ret = engine_allreduce(ctx->engine, tensor_id, in, out, n, ctx->block_size,
+			       op == INA_AVG ? ENGINE_AVG : ENGINE_SUM, ina_now_ns());
+	if (ret < 0)
+		return ret;
+	ret = run_while(ctx, ENGINE_RUNNING);
+	if (ret < 0)
+		snprintf(ctx->errmsg, sizeof(ctx->errmsg), "%s", engine_error_msg(ctx->engine));
+	return ret;
+}
+
+void
+ina_get_stats(const struct ina_ctx *ctx, struct ina_stats *s)
+{
+	const struct engine_stats *es = engine_stats(ctx->engine);
+	const struct ina_port_stats *ps = &ctx->port->stats;
+
+	memset(s, 0, sizeof(*s));
+	s->rounds = es->rounds;
+	s->bytes_sent = es->bytes_sent;
+	s->bytes_received = es->bytes_recv;
+	s->packets_sent = es->pkts_sent;
+	s->packets_received = es->pkts_recv;
+	s->data_packets = es->data_sent;
+	s->empty_packets = es->empty_sent;
+	s->retransmits = es->retransmits;
+	s->waits = es->waits;
+	s->dropped = es->bad;
+	s->stale = es->stale;
+	s->tx_bursts = ps->tx_bursts;
+	s->rx_bursts = ps->rx_bursts;
+	s->inject_drop = ps->inject_drop;
+}
+
+const char *
+ina_last_error(const struct ina_ctx *ctx)
+{
+	return ctx->errmsg;
+}
+
+uint32_t
+ina_epoch(const struct ina_ctx *ctx)
+{
+	return engine_epoch(ctx->engine);
+}
+
+int
+ina_close(struct ina_ctx *ctx)
+{
+	int ret;
+
+	if (!ctx)
+		return 0;
+	ret = engine_error(ctx->engine);
+	engine_finish(ctx->engine, ina_now_ns());
+	while (engine_phase(ctx->engine) == ENGINE_FINISHING ||
+	       engine_phase(ctx->engine) == ENGINE_LEAVING)
+		run_while(ctx, engine_phase(ctx->engine));
+	engine_destroy(ctx->engine);
+	ina_port_close(ctx->port);
+	free(ctx);
+	return ret;
+}
+
+const char *
+ina_strerror(int err)
+{
+	switch (err) {
+	case 0:
+		return "success";
+	case INA_ENOSWITCH:
+		return "the switch did not answer";
+	case INA_EREFUSED:
+		return "the switch refused the job";
+	case INA_EPEER:
+		return "peers did not contribute in time";
+	case INA_ELEFT:
+		return "another rank left the job";
+	case INA_ESATURATED:
+		return "an i32 sum saturated";
+	case INA_ENONFINITE:
+		return "NaN or infinity in an i32 tensor";
+	case INA_ECLOSED:
+		return "the context is closed or failed earlier";
+	default:
+		return err < 0 && err > -4096 ? strerror(-err) : "unknown error";
+	}
+}

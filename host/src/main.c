@@ -1,0 +1,327 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * ina-host: the host agent program. Joins a job on an ina switch through the
+ * C API (ina.h), allreduces a workload round after round (synthetic
+ * block-sparse gradients, or real gradients from a .npy dump), verifies every
+ * sum, prints a line per round and writes a JSON report. Exit status 0 only
+ * if every round verified.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ina.h"
+#include "ina/log.h"
+#include "ina/util.h"
+#include "report.h"
+#include "workload.h"
+
+struct host_config {
+	struct ina_config ina;
+	const char *token_file;
+	const char *input;
+	const char *report;
+	uint64_t elements;
+	double density;
+	uint32_t rounds;
+	uint64_t seed;
+	enum ina_op op;
+	int quiet;
+};
+
+static void
+usage(FILE *f)
+{
+	fprintf(f,
+		"usage: ina-host --switch ADDR:PORT --job ID --rank R --world N [options]\n"
+		"\n"
+		"Joins job ID on the switch as rank R of N, allreduces a workload for a number\n"
+		"of rounds, verifies every sum, and exits 0 only if every round verified.\n"
+		"The job token comes from --token-file FILE or $INA_JOB_TOKEN, never argv.\n"
+		"\n"
+		"workload (one of):\n"
+		"  --elements M          synthetic tensor of M floats (default 1048576)\n"
+		"  --density D           fraction of non-zero blocks, 0..1 (default 0.01)\n"
+		"  --seed S              synthetic data seed (default 1)\n"
+		"  --input FILE.npy      real gradients, shape (iterations, workers, params);\n"
+		"                        rank r uses worker r mod workers, rounds cycle iterations\n"
+		"  --rounds K            allreduces to run (default 10)\n"
+		"\n"
+		"options:\n"
+		"  --lanes L             blocks in flight, one switch slot each (default 64)\n"
+		"  --block B             elements per block (default 1024)\n"
+		"  --encoding f32|i32    payload encoding (default f32)\n"
+		"  --op sum|avg          sum, or average over the world (default sum)\n"
+		"  --token-file FILE     file whose first line is the job secret\n"
+		"  --port SPEC           transport, e.g. udp or udp:drop=0.01 (default udp)\n"
+		"  --timeout-ms MS       no progress this long fails the run (default 10000)\n"
+		"  --rto-us US           first retransmission timeout (default 5000)\n"
+		"  --report FILE         write a JSON report\n"
+		"  --quiet               no line per round\n"
+		"  --log-level LEVEL     err, warn, info or debug (default info)\n"
+		"  -h, --help            this text\n");
+}
+
+static void die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+
+static void
+die(const char *fmt, ...)
+{
+	va_list ap;
+
+	fputs("ina-host: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	exit(2);
+}
+
+static uint64_t
+num(const char *opt, const char *arg, uint64_t min, uint64_t max)
+{
+	uint64_t v;
+
+	if (ina_parse_u64(arg, min, max, &v) < 0)
+		die("--%s: '%s' is not a number in %" PRIu64 "..%" PRIu64, opt, arg, min, max);
+	return v;
+}
+
+enum {
+	OPT_SWITCH = 256, OPT_JOB, OPT_RANK, OPT_WORLD, OPT_ELEMENTS, OPT_DENSITY, OPT_SEED,
+	OPT_INPUT, OPT_ROUNDS, OPT_LANES, OPT_BLOCK, OPT_ENCODING, OPT_OP, OPT_TOKEN_FILE,
+	OPT_PORT, OPT_TIMEOUT, OPT_RTO, OPT_REPORT, OPT_QUIET, OPT_LOG_LEVEL,
+};
+
+static void
+parse_args(int argc, char **argv, struct host_config *c)
+{
+	static const struct option opts[] = {
+		{ "switch", required_argument, NULL, OPT_SWITCH },
+		{ "job", required_argument, NULL, OPT_JOB },
+		{ "rank", required_argument, NULL, OPT_RANK },
+		{ "world", required_argument, NULL, OPT_WORLD },
+		{ "elements", required_argument, NULL, OPT_ELEMENTS },
+		{ "density", required_argument, NULL, OPT_DENSITY },
+		{ "seed", required_argument, NULL, OPT_SEED },
+		{ "input", required_argument, NULL, OPT_INPUT },
+		{ "rounds", required_argument, NULL, OPT_ROUNDS },
+		{ "lanes", required_argument, NULL, OPT_LANES },
+		{ "block", required_argument, NULL, OPT_BLOCK },
+		{ "encoding", required_argument, NULL, OPT_ENCODING },
+		{ "op", required_argument, NULL, OPT_OP },
+		{ "token-file", required_argument, NULL, OPT_TOKEN_FILE },
+		{ "port", required_argument, NULL, OPT_PORT },
+		{ "timeout-ms", required_argument, NULL, OPT_TIMEOUT },
+		{ "rto-us", required_argument, NULL, OPT_RTO },
+		{ "report", required_argument, NULL, OPT_REPORT },
+		{ "quiet", no_argument, NULL, OPT_QUIET },
+		{ "log-level", required_argument, NULL, OPT_LOG_LEVEL },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	int have_job = 0, have_rank = 0, have_world = 0, have_synth = 0;
+	int o;
+
+	memset(c, 0, sizeof(*c));
+	ina_config_init(&c->ina);
+	c->elements = 1 << 20;
+	c->density = 0.01;
+	c->rounds = 10;
+	c->seed = 1;
+	c->op = INA_SUM;
+	while ((o = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		switch (o) {
+		case OPT_SWITCH: c->ina.switch_addr = optarg; break;
+		case OPT_JOB: c->ina.job_id = (uint32_t)num("job", optarg, 0, UINT32_MAX); have_job = 1; break;
+		case OPT_RANK: c->ina.rank = (uint16_t)num("rank", optarg, 0, 63); have_rank = 1; break;
+		case OPT_WORLD: c->ina.world = (uint16_t)num("world", optarg, 1, 64); have_world = 1; break;
+		case OPT_ELEMENTS: c->elements = num("elements", optarg, 1, 0xfffffffdull); have_synth = 1; break;
+		case OPT_DENSITY:
+			if (ina_parse_double(optarg, 0.0, 1.0, &c->density) < 0)
+				die("--density: '%s' is not a number in 0..1", optarg);
+			have_synth = 1;
+			break;
+		case OPT_SEED: c->seed = num("seed", optarg, 0, UINT64_MAX); break;
+		case OPT_INPUT: c->input = optarg; break;
+		case OPT_ROUNDS: c->rounds = (uint32_t)num("rounds", optarg, 1, 1000000); break;
+		case OPT_LANES: c->ina.lanes = (uint16_t)num("lanes", optarg, 1, 4096); break;
+		case OPT_BLOCK: c->ina.block_size = (uint16_t)num("block", optarg, 1, 16384); break;
+		case OPT_ENCODING:
+			if (strcmp(optarg, "f32") == 0)
+				c->ina.encoding = INA_F32;
+			else if (strcmp(optarg, "i32") == 0)
+				c->ina.encoding = INA_I32;
+			else
+				die("--encoding: '%s' is not f32 or i32", optarg);
+			break;
+		case OPT_OP:
+			if (strcmp(optarg, "sum") == 0)
+				c->op = INA_SUM;
+			else if (strcmp(optarg, "avg") == 0)
+				c->op = INA_AVG;
+			else
+				die("--op: '%s' is not sum or avg", optarg);
+			break;
+		case OPT_TOKEN_FILE: c->token_file = optarg; break;
+		case OPT_PORT: c->ina.port = optarg; break;
+		case OPT_TIMEOUT: c->ina.timeout_ms = (uint32_t)num("timeout-ms", optarg, 1, 86400000); break;
+		case OPT_RTO: c->ina.rto_us = (uint32_t)num("rto-us", optarg, 1, 10000000); break;
+		case OPT_REPORT: c->report = optarg; break;
+		case OPT_QUIET: c->quiet = 1; break;
+		case OPT_LOG_LEVEL:
+			if (ina_log_level_parse(optarg) < 0)
+				die("--log-level: '%s' is not err, warn, info or debug", optarg);
+			ina_log_set_level((enum ina_log_level)ina_log_level_parse(optarg));
+			break;
+		case 'h':
+			usage(stdout);
+			exit(0);
+		default:
+			usage(stderr);
+			exit(2);
+		}
+	}
+	if (optind < argc)
+		die("unexpected argument '%s' (see --help)", argv[optind]);
+	if (!c->ina.switch_addr || !have_job || !have_rank || !have_world)
+		die("--switch, --job, --rank and --world are required (see --help)");
+	if (c->ina.rank >= c->ina.world)
+		die("--rank %u must be below --world %u", c->ina.rank, c->ina.world);
+	if (c->input && have_synth)
+		die("--input and --elements/--density are exclusive");
+}
+
+int
+main(int argc, char **argv)
+{
+	struct host_config c;
+	struct ina_ctx *ctx = NULL;
+	struct workload *w;
+	struct report_round *rounds;
+	struct report rep;
+	char err[256], ident[32];
+	float *buf;
+	uint64_t prev_sent = 0, prev_recv = 0, prev_retx = 0;
+	int ret, all_ok = 1;
+	double total = 0;
+	uint32_t n;
+
+	parse_args(argc, argv, &c);
+	snprintf(ident, sizeof(ident), "ina-host[%u]", c.ina.rank);
+	ina_log_set_ident(ident);
+	if (ina_token_from(c.token_file, &c.ina.token, err, sizeof(err)) < 0)
+		die("%s", err);
+	if (c.input) {
+		w = workload_npy(c.input, c.ina.world, err, sizeof(err));
+		if (!w)
+			die("%s", err);
+	} else {
+		w = workload_synth((uint32_t)c.elements, c.density, c.seed, c.ina.world,
+				   c.ina.block_size);
+		if (!w)
+			die("out of memory");
+	}
+	n = workload_elements(w);
+	buf = malloc((size_t)n * sizeof(float));
+	rounds = calloc(c.rounds, sizeof(*rounds));
+	if (!buf || !rounds)
+		die("out of memory for %" PRIu32 " elements", n);
+
+	ret = ina_open(&c.ina, &ctx, err, sizeof(err));
+	if (ret < 0)
+		die("cannot join job %" PRIu32 " at %s: %s (%s)", c.ina.job_id, c.ina.switch_addr,
+		    err, ina_strerror(ret));
+	INA_LOG(INFO, "joined job %" PRIu32 " epoch %" PRIu32 ": rank %u of %u, %s, %" PRIu32
+		" elements, %u lanes, B %u, %s",
+		c.ina.job_id, ina_epoch(ctx), c.ina.rank, c.ina.world, workload_kind(w), n,
+		c.ina.lanes, c.ina.block_size, c.ina.encoding == INA_I32 ? "i32" : "f32");
+
+	for (uint32_t r = 0; r < c.rounds; r++) {
+		struct verify_result vr;
+		struct ina_stats st;
+		uint64_t t0, t1;
+
+		if (workload_fill(w, r, c.ina.rank, buf) < 0)
+			die("cannot read round %" PRIu32 " of the workload", r);
+		t0 = ina_now_ns();
+		ret = ina_allreduce(ctx, 0, buf, buf, n, c.op);
+		t1 = ina_now_ns();
+		if (ret < 0) {
+			fprintf(stderr, "ina-host[%u]: round %" PRIu32 " failed: %s (%s)\n",
+				c.ina.rank, r, ina_last_error(ctx), ina_strerror(ret));
+			all_ok = 0;
+			break;
+		}
+		workload_verify(w, r, buf, c.op == INA_AVG, (uint8_t)c.ina.encoding,
+				c.ina.block_size, &vr);
+		ina_get_stats(ctx, &st);
+		rounds[r].round = r;
+		rounds[r].seconds = (double)(t1 - t0) / 1e9;
+		rounds[r].bytes_sent = st.bytes_sent - prev_sent;
+		rounds[r].bytes_received = st.bytes_received - prev_recv;
+		rounds[r].retransmits = st.retransmits - prev_retx;
+		rounds[r].verified = vr.ok;
+		rounds[r].max_err_ratio = vr.max_err_ratio;
+		prev_sent = st.bytes_sent;
+		prev_recv = st.bytes_received;
+		prev_retx = st.retransmits;
+		total += rounds[r].seconds;
+		if (!vr.ok) {
+			all_ok = 0;
+			fprintf(stderr,
+				"ina-host[%u]: round %" PRIu32 " WRONG: %" PRIu64
+				" elements differ, first at %" PRIu64 ": got %.9g want %.9g\n",
+				c.ina.rank, r, vr.mismatches, vr.first_bad, (double)vr.got,
+				(double)vr.want);
+		}
+		if (!c.quiet) {
+			double dense = (double)n * 4;
+
+			printf("round %3" PRIu32 "  %8.3f ms  goodput %7.3f Gb/s  sent %9.3f MB  "
+			       "recv %9.3f MB  (%6.2f%% of dense)  retx %4" PRIu64 "  %s\n",
+			       r, rounds[r].seconds * 1e3,
+			       rounds[r].seconds > 0 ? dense * 8 / rounds[r].seconds / 1e9 : 0.0,
+			       rounds[r].bytes_sent / 1e6, rounds[r].bytes_received / 1e6,
+			       100.0 * (double)(rounds[r].bytes_sent + rounds[r].bytes_received) /
+				       (2 * dense),
+			       rounds[r].retransmits,
+			       !vr.ok ? "WRONG"
+			       : vr.exact ? "verified (bit-exact)"
+					  : "verified (within bound)");
+			fflush(stdout);
+		}
+	}
+
+	memset(&rep, 0, sizeof(rep));
+	rep.transport = c.ina.port;
+	rep.workload = workload_kind(w);
+	rep.encoding = c.ina.encoding == INA_I32 ? "i32" : "f32";
+	rep.job = c.ina.job_id;
+	rep.rank = c.ina.rank;
+	rep.world = c.ina.world;
+	rep.lanes = c.ina.lanes;
+	rep.block_size = c.ina.block_size;
+	rep.rounds = c.rounds;
+	rep.elements = n;
+	rep.density = c.input ? -1 : c.density;
+	rep.seconds = total;
+	rep.per_round = rounds;
+	ina_get_stats(ctx, &rep.stats);
+	/* A run that stopped early verified only what it ran. */
+	for (uint32_t r = 0; r < c.rounds; r++)
+		all_ok &= rounds[r].verified;
+	rep.verified = all_ok;
+	ret = ina_close(ctx);
+	if (c.report && report_write(c.report, &rep) < 0)
+		die("cannot write report %s", c.report);
+	workload_destroy(w);
+	free(buf);
+	free(rounds);
+	(void)ret;
+	return all_ok ? 0 : 1;
+}

@@ -1,0 +1,41 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The ina-host JSON report (README, "The report"): totals of the run and one
+ * entry per round, written with jansson.
+ */
+#ifndef INA_REPORT_H
+#define INA_REPORT_H
+
+#include <stdint.h>
+
+#include "ina.h"
+
+struct report_round {
+	uint32_t round;
+	double seconds;
+	uint64_t bytes_sent;
+	uint64_t bytes_received;
+	uint64_t retransmits;
+	int verified;
+	double max_err_ratio;
+};
+
+struct report {
+	const char *transport;
+	const char *workload;		/* "synthetic" or "gradients" */
+	const char *encoding;
+	uint32_t job;
+	uint16_t rank, world, lanes, block_size;
+	uint32_t rounds;
+	uint32_t elements;
+	double density;			/* synthetic only, else < 0 */
+	int verified;
+	double seconds;			/* sum of the rounds' times */
+	struct ina_stats stats;
+	const struct report_round *per_round;
+};
+
+/* Writes 'r' to 'path' as JSON. 0 or -errno. */
+int report_write(const char *path, const struct report *r);
+
+#endif

@@ -1,0 +1,224 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * ina-switch: runs the aggregation pipeline behind a port. The loop receives
+ * a burst, hands it to the pipeline with the current time, sends what the
+ * pipeline answers, and ticks the pipeline's timers; when idle it sleeps in
+ * the port. SIGUSR1 prints the counters and each job's state; SIGINT and
+ * SIGTERM print them and exit.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ina/log.h"
+#include "ina/port.h"
+#include "ina/util.h"
+#include "ina/wire.h"
+#include "pipeline.h"
+
+static volatile sig_atomic_t force_quit;
+static volatile sig_atomic_t dump_stats;
+
+struct switch_config {
+	const char *listen;
+	const char *port_opts;
+	struct pipeline_config pipe;
+};
+
+static void
+usage(FILE *f)
+{
+	fprintf(f,
+		"usage: ina-switch [options]\n"
+		"\n"
+		"Runs the ina aggregation pipeline on a UDP port: admits jobs, sums their\n"
+		"workers' blocks in a bounded pool of slots and returns the sums.\n"
+		"SIGUSR1 prints counters and job state; SIGINT/SIGTERM print them and exit.\n"
+		"\n"
+		"options:\n"
+		"  --listen ADDR:PORT    address to serve (default 0.0.0.0:%d)\n"
+		"  --port-opts OPTS      extra udp port options, e.g. drop=0.01,seed=3\n"
+		"  --slots N             slots in the pool; a job takes one per lane (default 1024)\n"
+		"  --slot-elems N        elements one slot sums, the largest block (default 2048)\n"
+		"  --max-jobs N          jobs served at once (default 64)\n"
+		"  --linger-ms MS        keep a job's last results after its first FIN (default 1000)\n"
+		"  --idle-timeout-s S    free a job silent this long, 0 never (default 300)\n"
+		"  --log-level LEVEL     err, warn, info or debug (default info)\n"
+		"  -h, --help            this text\n",
+		INA_DEFAULT_UDP_PORT);
+}
+
+static void die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+
+static void
+die(const char *fmt, ...)
+{
+	va_list ap;
+
+	fputs("ina-switch: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	exit(2);
+}
+
+static uint64_t
+num(const char *opt, const char *arg, uint64_t min, uint64_t max)
+{
+	uint64_t v;
+
+	if (ina_parse_u64(arg, min, max, &v) < 0)
+		die("--%s: '%s' is not a number in %" PRIu64 "..%" PRIu64, opt, arg, min, max);
+	return v;
+}
+
+enum {
+	OPT_LISTEN = 256, OPT_PORT_OPTS, OPT_SLOTS, OPT_SLOT_ELEMS, OPT_MAX_JOBS, OPT_LINGER,
+	OPT_IDLE, OPT_LOG_LEVEL,
+};
+
+static void
+parse_args(int argc, char **argv, struct switch_config *c)
+{
+	static const struct option opts[] = {
+		{ "listen", required_argument, NULL, OPT_LISTEN },
+		{ "port-opts", required_argument, NULL, OPT_PORT_OPTS },
+		{ "slots", required_argument, NULL, OPT_SLOTS },
+		{ "slot-elems", required_argument, NULL, OPT_SLOT_ELEMS },
+		{ "max-jobs", required_argument, NULL, OPT_MAX_JOBS },
+		{ "linger-ms", required_argument, NULL, OPT_LINGER },
+		{ "idle-timeout-s", required_argument, NULL, OPT_IDLE },
+		{ "log-level", required_argument, NULL, OPT_LOG_LEVEL },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	int o;
+
+	memset(c, 0, sizeof(*c));
+	pipeline_config_init(&c->pipe);
+	c->listen = "0.0.0.0:9150";
+	while ((o = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		switch (o) {
+		case OPT_LISTEN: c->listen = optarg; break;
+		case OPT_PORT_OPTS: c->port_opts = optarg; break;
+		case OPT_SLOTS: c->pipe.nb_slots = (uint32_t)num("slots", optarg, 1, 1u << 20); break;
+		case OPT_SLOT_ELEMS: c->pipe.slot_elems = (uint16_t)num("slot-elems", optarg, 1, 16384); break;
+		case OPT_MAX_JOBS: c->pipe.max_jobs = (uint16_t)num("max-jobs", optarg, 1, 4096); break;
+		case OPT_LINGER: c->pipe.linger_ns = num("linger-ms", optarg, 0, 3600000) * INA_NS_PER_MS; break;
+		case OPT_IDLE: c->pipe.job_idle_ns = num("idle-timeout-s", optarg, 0, 86400) * INA_NS_PER_S; break;
+		case OPT_LOG_LEVEL:
+			if (ina_log_level_parse(optarg) < 0)
+				die("--log-level: '%s' is not err, warn, info or debug", optarg);
+			ina_log_set_level((enum ina_log_level)ina_log_level_parse(optarg));
+			break;
+		case 'h':
+			usage(stdout);
+			exit(0);
+		default:
+			usage(stderr);
+			exit(2);
+		}
+	}
+	if (optind < argc)
+		die("unexpected argument '%s' (see --help)", argv[optind]);
+}
+
+static void
+on_signal(int sig)
+{
+	if (sig == SIGUSR1)
+		dump_stats = 1;
+	else
+		force_quit = 1;
+}
+
+static void
+print_stats(const struct pipeline *p, const struct ina_port *port)
+{
+	const struct ina_port_stats *ps = &port->stats;
+
+	printf("ina-switch stats:\n");
+	printf("  %-24s %" PRIu64 "\n  %-24s %" PRIu64 "\n  %-24s %.2f\n  %-24s %.2f\n",
+	       "port_rx_pkts", ps->rx_pkts, "port_tx_pkts", ps->tx_pkts, "mean_rx_batch",
+	       ps->rx_bursts ? (double)ps->rx_pkts / (double)ps->rx_bursts : 0.0, "mean_tx_batch",
+	       ps->tx_bursts ? (double)ps->tx_pkts / (double)ps->tx_bursts : 0.0);
+	if (ps->tx_drop)
+		printf("  %-24s %" PRIu64 "\n", "port_tx_drop", ps->tx_drop);
+	if (ps->rx_drop)
+		printf("  %-24s %" PRIu64 "\n", "port_rx_drop", ps->rx_drop);
+	if (ps->inject_drop)
+		printf("  %-24s %" PRIu64 "\n", "port_inject_drop", ps->inject_drop);
+	pipeline_stats_print(p, stdout);
+	pipeline_dump(p, stdout);
+	fflush(stdout);
+}
+
+int
+main(int argc, char **argv)
+{
+	struct ina_pkt *in[INA_MAX_BURST], *out[INA_MAX_BURST];
+	struct switch_config c;
+	struct sigaction sa;
+	struct ina_port *port;
+	struct pipeline *p;
+	char spec[512], err[256];
+	uint64_t last_tick = 0;
+	int ret;
+
+	parse_args(argc, argv, &c);
+	ina_log_set_ident("ina-switch");
+	snprintf(spec, sizeof(spec), "udp:bind=%s%s%s", c.listen, c.port_opts ? "," : "",
+		 c.port_opts ? c.port_opts : "");
+	ret = ina_port_open(spec, &port, err, sizeof(err));
+	if (ret < 0)
+		die("cannot open port %s: %s", spec, err[0] ? err : strerror(-ret));
+	if ((uint64_t)INA_HDR_SIZE + (uint64_t)c.pipe.slot_elems * 4 > port->max_pkt)
+		die("--slot-elems %u: a block of that size does not fit the port's %u-byte packets",
+		    c.pipe.slot_elems, port->max_pkt);
+	c.pipe.pool = port->pool;
+	p = pipeline_create(&c.pipe);
+	if (!p)
+		die("cannot create the pipeline (%u slots of %u elements): %s", c.pipe.nb_slots,
+		    c.pipe.slot_elems, strerror(errno));
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_signal;
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGUSR1, &sa, NULL);
+	INA_LOG(INFO, "listening on %s: %" PRIu32 " slots of %u elements (%.1f MiB), up to %u jobs",
+		c.listen, c.pipe.nb_slots, c.pipe.slot_elems,
+		2.0 * c.pipe.nb_slots * c.pipe.slot_elems * 4 / (1 << 20), c.pipe.max_jobs);
+
+	while (!force_quit) {
+		uint64_t now;
+		uint16_t nb_rx = ina_port_rx_burst(port, in, INA_MAX_BURST);
+
+		now = ina_now_ns();
+		if (nb_rx) {
+			uint16_t nb_out = pipeline_rx_burst(p, in, nb_rx, now, out);
+
+			ina_port_tx_burst(port, out, nb_out);
+		}
+		if (now - last_tick >= INA_NS_PER_MS) {
+			pipeline_tick(p, now);
+			last_tick = now;
+		}
+		if (dump_stats) {
+			dump_stats = 0;
+			print_stats(p, port);
+		}
+		if (!nb_rx)
+			port->ops->wait(port, INA_NS_PER_MS);
+	}
+	print_stats(p, port);
+	pipeline_destroy(p);
+	ina_port_close(port);
+	return 0;
+}

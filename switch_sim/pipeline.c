@@ -1,0 +1,841 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The aggregation pipeline (pipeline.h). A job owns a contiguous run of slots,
+ * one per lane. A slot has two halves, one per version bit: the current half
+ * aggregates the lane's open block, the other (the shadow) keeps the last
+ * result so that a retransmission is answered from it, to its sender alone.
+ * Completion is by count: when every rank of the job has answered the open
+ * block, the sum goes to all of them with the smallest next pointer announced,
+ * and the halves swap roles. Time comes in as an argument; nothing here reads
+ * a clock or allocates after pipeline_create().
+ */
+#include <endian.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ina/encode.h"
+#include "ina/lane.h"
+#include "ina/log.h"
+#include "pipeline.h"
+
+enum half_state {
+	HALF_IDLE = 0,		/* no block: the lane is between rounds */
+	HALF_AGG,		/* aggregating the lane's open block */
+	HALF_RESULT,		/* a finished block: the shadow copy */
+};
+
+/* What identifies one block of one round; matched exactly. */
+struct block_key {
+	uint32_t tensor_id;
+	uint32_t round;
+	uint32_t tensor_len;
+	uint32_t block;
+	uint16_t block_size;
+};
+
+struct half {
+	uint8_t state;		/* enum half_state */
+	uint8_t has_data;	/* some rank sent a payload */
+	uint8_t saturated;
+	int16_t exp;		/* largest exponent announced for 'next' */
+	struct block_key key;
+	uint32_t next;		/* smallest next pointer announced */
+	uint64_t bitmap;	/* ranks that answered */
+	union {			/* slot_elems accumulators */
+		float *f32;
+		int32_t *i32;
+	} acc;
+};
+
+struct slot {
+	uint8_t cur;		/* version bit of the current half */
+	uint8_t has_round;	/* 'last_round' is set */
+	uint32_t last_round;	/* the lane's last finished round */
+	uint64_t last_wait_ns;
+	struct half h[2];	/* h[v] has version bit v */
+};
+
+struct job {
+	uint8_t active;
+	struct ina_job_params params;
+	uint32_t slot_base;	/* first of params.lanes slots */
+	uint64_t full;		/* bitmap of all ranks */
+	uint64_t joined;
+	uint64_t finished;	/* ranks that sent FIN */
+	uint64_t linger_until;	/* 0: not lingering */
+	uint64_t last_active_ns;
+	struct ina_peer peers[INA_MAX_WORLD];
+};
+
+struct pipeline {
+	struct pipeline_config cfg;
+	struct pipeline_stats st;
+	struct slot *slots;
+	float *acc_mem;		/* 2 * nb_slots * slot_elems accumulators */
+	uint16_t *slot_owner;	/* job index + 1, or 0 when free */
+	uint32_t free_slots;
+	struct job *jobs;
+	uint16_t nb_jobs;
+	uint16_t last_job;	/* lookup cache */
+	uint32_t next_epoch;
+};
+
+static const char *const drop_names[PDROP_MAX] = {
+	[PDROP_UNKNOWN_JOB] = "unknown_job",
+	[PDROP_NOT_JOINED] = "not_joined",
+	[PDROP_NO_MATCH] = "no_match",
+	[PDROP_SHAPE] = "shape_mismatch",
+	[PDROP_UNEXPECTED] = "unexpected_type",
+	[PDROP_NO_BUFFER] = "no_buffer",
+	[PDROP_AFTER_FIN] = "after_fin",
+};
+
+const char *
+pipeline_drop_name(enum pipeline_drop d)
+{
+	return d < PDROP_MAX ? drop_names[d] : "unknown";
+}
+
+void
+pipeline_config_init(struct pipeline_config *cfg)
+{
+	memset(cfg, 0, sizeof(*cfg));
+	cfg->nb_slots = 1024;
+	cfg->slot_elems = 2048;
+	cfg->max_jobs = 64;
+	cfg->linger_ns = 1000000000ull;
+	cfg->wait_interval_ns = 1000000ull;
+	cfg->job_idle_ns = 300ull * 1000000000ull;
+}
+
+struct pipeline *
+pipeline_create(const struct pipeline_config *cfg)
+{
+	struct pipeline *p;
+	size_t nb_acc;
+
+	if (!cfg->pool || cfg->nb_slots == 0 || cfg->nb_slots > UINT16_MAX * 16u ||
+	    cfg->slot_elems == 0 || cfg->max_jobs == 0 || cfg->max_jobs == UINT16_MAX) {
+		errno = EINVAL;
+		return NULL;
+	}
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return NULL;
+	p->cfg = *cfg;
+	nb_acc = 2 * (size_t)cfg->nb_slots * cfg->slot_elems;
+	p->slots = calloc(cfg->nb_slots, sizeof(*p->slots));
+	p->acc_mem = aligned_alloc(64, (nb_acc * sizeof(float) + 63) & ~(size_t)63);
+	p->slot_owner = calloc(cfg->nb_slots, sizeof(*p->slot_owner));
+	p->jobs = calloc(cfg->max_jobs, sizeof(*p->jobs));
+	if (!p->slots || !p->acc_mem || !p->slot_owner || !p->jobs) {
+		pipeline_destroy(p);
+		errno = ENOMEM;
+		return NULL;
+	}
+	/* Touch the slot memory now so that no page fault waits for a packet. */
+	memset(p->acc_mem, 0, nb_acc * sizeof(float));
+	for (uint32_t i = 0; i < cfg->nb_slots; i++) {
+		for (int v = 0; v < 2; v++)
+			p->slots[i].h[v].acc.f32 =
+				p->acc_mem + ((size_t)i * 2 + v) * cfg->slot_elems;
+	}
+	p->free_slots = cfg->nb_slots;
+	p->next_epoch = 1;
+	return p;
+}
+
+void
+pipeline_destroy(struct pipeline *p)
+{
+	if (!p)
+		return;
+	free(p->slots);
+	free(p->acc_mem);
+	free(p->slot_owner);
+	free(p->jobs);
+	free(p);
+}
+
+const struct pipeline_stats *
+pipeline_stats(const struct pipeline *p)
+{
+	return &p->st;
+}
+
+uint32_t
+pipeline_free_slots(const struct pipeline *p)
+{
+	return p->free_slots;
+}
+
+uint16_t
+pipeline_nb_jobs(const struct pipeline *p)
+{
+	return p->nb_jobs;
+}
+
+static struct job *
+job_find(struct pipeline *p, uint32_t job_id)
+{
+	struct job *j = &p->jobs[p->last_job];
+
+	if (j->active && j->params.job_id == job_id)
+		return j;
+	for (uint16_t i = 0; i < p->cfg.max_jobs; i++) {
+		j = &p->jobs[i];
+		if (j->active && j->params.job_id == job_id) {
+			p->last_job = i;
+			return j;
+		}
+	}
+	return NULL;
+}
+
+/* First fit of 'n' contiguous free slots; returns the first or -1. */
+static int64_t
+slots_reserve(struct pipeline *p, uint16_t n, uint16_t owner)
+{
+	uint32_t run = 0;
+
+	if (n > p->free_slots)
+		return -1;
+	for (uint32_t i = 0; i < p->cfg.nb_slots; i++) {
+		run = p->slot_owner[i] ? 0 : run + 1;
+		if (run == n) {
+			uint32_t base = i + 1 - n;
+
+			for (uint32_t k = base; k <= i; k++) {
+				struct slot *s = &p->slots[k];
+
+				p->slot_owner[k] = owner;
+				s->cur = 0;
+				s->has_round = 0;
+				s->last_round = 0;
+				s->last_wait_ns = 0;
+				for (int v = 0; v < 2; v++) {
+					s->h[v].state = HALF_IDLE;
+					s->h[v].bitmap = 0;
+				}
+			}
+			p->free_slots -= n;
+			return base;
+		}
+	}
+	return -1;
+}
+
+static void
+job_free(struct pipeline *p, struct job *j)
+{
+	for (uint32_t k = j->slot_base; k < j->slot_base + j->params.lanes; k++)
+		p->slot_owner[k] = 0;
+	p->free_slots += j->params.lanes;
+	j->active = 0;
+	p->nb_jobs--;
+	p->st.jobs_freed++;
+	INA_LOG(INFO, "job %" PRIu32 ": freed %u slots", j->params.job_id, j->params.lanes);
+}
+
+/* Writes a switch-sent header for 'j' into 'pkt'; the payload follows. */
+static void
+put_hdr(struct ina_pkt *pkt, const struct job *j, uint8_t type, const struct ina_hdr *tmpl)
+{
+	struct ina_hdr h;
+
+	if (tmpl)
+		h = *tmpl;
+	else
+		memset(&h, 0, sizeof(h));
+	h.version = INA_WIRE_VERSION;
+	h.type = type;
+	h.rank = INA_RANK_SWITCH;
+	h.reserved = 0;
+	h.status = 0;
+	if (j) {
+		h.job_id = j->params.job_id;
+		h.epoch = j->params.epoch;
+		h.token = j->params.token;
+		h.encoding = j->params.encoding;
+	}
+	ina_wire_encode_hdr(&h, pkt->data);
+	pkt->len = INA_HDR_SIZE;
+}
+
+/*
+ * The buffer for an answer to 'in' of 'size' bytes: 'in' itself when it fits
+ * (the received buffer is reused, as a switch rewrites a packet in place),
+ * else a fresh one. The answer goes back to the sender unless changed.
+ */
+static struct ina_pkt *
+answer_buf(struct pipeline *p, struct ina_pkt *in, uint32_t size)
+{
+	struct ina_pkt *o = in;
+
+	if (in->cap < size) {
+		o = ina_pkt_alloc(p->cfg.pool);
+		if (!o) {
+			p->st.drop[PDROP_NO_BUFFER]++;
+			ina_pkt_free(in);
+			return NULL;
+		}
+		o->peer = in->peer;
+		ina_pkt_free(in);
+	}
+	o->dsts = NULL;
+	o->dst_mask = 0;
+	return o;
+}
+
+static struct ina_pkt *
+send_error(struct pipeline *p, struct ina_pkt *in, const struct ina_hdr *rx, uint16_t code,
+	   const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+
+static struct ina_pkt *
+send_error(struct pipeline *p, struct ina_pkt *in, const struct ina_hdr *rx, uint16_t code,
+	   const char *fmt, ...)
+{
+	char msg[INA_ERROR_MSG_MAX + 1];
+	struct ina_hdr h;
+	struct ina_pkt *o;
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		n = 0;
+	if (n > INA_ERROR_MSG_MAX)
+		n = INA_ERROR_MSG_MAX;
+	o = answer_buf(p, in, INA_HDR_SIZE + INA_ERROR_MSG_MAX);
+	if (!o)
+		return NULL;
+	memset(&h, 0, sizeof(h));
+	h.version = INA_WIRE_VERSION;
+	h.type = INA_T_ERROR;
+	h.encoding = rx->encoding;
+	h.job_id = rx->job_id;
+	h.token = rx->token;
+	h.rank = INA_RANK_SWITCH;
+	h.status = code;
+	ina_wire_encode_hdr(&h, o->data);
+	memcpy(o->data + INA_HDR_SIZE, msg, (size_t)n);
+	o->len = INA_HDR_SIZE + (uint32_t)n;
+	INA_LOG_RL(WARN, "job %" PRIu32 " rank %u: refused: %s", rx->job_id, rx->rank, msg);
+	return o;
+}
+
+static struct ina_pkt *
+send_join_ack(struct pipeline *p, struct ina_pkt *in, const struct job *j, const struct ina_hdr *rx)
+{
+	struct ina_hdr h = *rx;
+	struct ina_pkt *o = answer_buf(p, in, INA_HDR_SIZE + sizeof(struct ina_wire_join));
+
+	if (!o)
+		return NULL;
+	h.flags = 0;
+	h.lane = h.block_size = h.n_elems = 0;
+	h.tensor_id = h.round = h.tensor_len = h.block = h.next = 0;
+	h.exp = 0;
+	put_hdr(o, j, INA_T_JOIN_ACK, &h);
+	ina_wire_encode_join(j->params.world, j->params.lanes, j->params.max_block,
+			     o->data + INA_HDR_SIZE);
+	o->len += sizeof(struct ina_wire_join);
+	return o;
+}
+
+static struct ina_pkt *
+handle_join(struct pipeline *p, struct ina_pkt *in, const struct ina_hdr *h, uint64_t now)
+{
+	uint16_t world, lanes, max_block;
+	struct job *j = job_find(p, h->job_id);
+
+	ina_wire_decode_join(in->data + INA_HDR_SIZE, &world, &lanes, &max_block);
+	p->st.joins++;
+	if (j && j->params.token != h->token) {
+		/* Not this job's secret: dropped and counted, never answered. */
+		p->st.drop_wire[INA_WIRE_WRONG_TOKEN]++;
+		ina_pkt_free(in);
+		return NULL;
+	}
+	if (j && (j->finished >> h->rank & 1)) {
+		/* A rank that finished joins again: a new run of the job id. */
+		job_free(p, j);
+		j = NULL;
+	}
+	if (!j) {
+		int64_t base;
+		uint16_t idx;
+
+		if (max_block > p->cfg.slot_elems) {
+			p->st.jobs_refused++;
+			return send_error(p, in, h, INA_WERR_UNSUPPORTED,
+					  "job %" PRIu32 ": block size %u is above the switch's slot width %u",
+					  h->job_id, max_block, p->cfg.slot_elems);
+		}
+		for (idx = 0; idx < p->cfg.max_jobs && p->jobs[idx].active; idx++)
+			;
+		if (idx == p->cfg.max_jobs) {
+			p->st.jobs_refused++;
+			return send_error(p, in, h, INA_WERR_NO_JOBS,
+					  "job %" PRIu32 ": the switch already serves %u jobs, its maximum",
+					  h->job_id, p->cfg.max_jobs);
+		}
+		base = slots_reserve(p, lanes, (uint16_t)(idx + 1));
+		if (base < 0) {
+			p->st.jobs_refused++;
+			return send_error(p, in, h, INA_WERR_NO_SLOTS,
+					  "job %" PRIu32 ": needs %u slots (one per lane); %" PRIu32
+					  " of %" PRIu32 " are free",
+					  h->job_id, lanes, p->free_slots, p->cfg.nb_slots);
+		}
+		j = &p->jobs[idx];
+		memset(j, 0, sizeof(*j));
+		j->active = 1;
+		j->params.job_id = h->job_id;
+		j->params.epoch = p->next_epoch++;
+		if (p->next_epoch == 0)
+			p->next_epoch = 1;
+		j->params.token = h->token;
+		j->params.world = world;
+		j->params.lanes = lanes;
+		j->params.max_block = max_block;
+		j->params.encoding = h->encoding;
+		j->slot_base = (uint32_t)base;
+		j->full = world == 64 ? ~0ull : (1ull << world) - 1;
+		p->nb_jobs++;
+		p->st.jobs_admitted++;
+		INA_LOG(INFO, "job %" PRIu32 ": admitted, epoch %" PRIu32 ", world %u, %u lanes, %s, B <= %u",
+			h->job_id, j->params.epoch, world, lanes, ina_wire_encoding_name(h->encoding),
+			max_block);
+	} else if (world != j->params.world || lanes != j->params.lanes ||
+		   max_block != j->params.max_block || h->encoding != j->params.encoding) {
+		return send_error(p, in, h, INA_WERR_MISMATCH,
+				  "job %" PRIu32 ": rank %u joins with world %u, %u lanes, %s, B <= %u; "
+				  "the job has world %u, %u lanes, %s, B <= %u",
+				  h->job_id, h->rank, world, lanes, ina_wire_encoding_name(h->encoding),
+				  max_block, j->params.world, j->params.lanes,
+				  ina_wire_encoding_name(j->params.encoding), j->params.max_block);
+	}
+	j->joined |= 1ull << h->rank;
+	j->peers[h->rank] = in->peer;
+	j->last_active_ns = now;
+	return send_join_ack(p, in, j, h);
+}
+
+/* Writes the result kept in half 'hf' of lane 'lane' into 'o'. */
+static void
+put_result(const struct pipeline *p, struct ina_pkt *o, const struct job *j, uint16_t lane,
+	   uint8_t ver, const struct half *hf)
+{
+	struct ina_hdr h;
+	uint16_t n = 0;
+
+	(void)p;
+	memset(&h, 0, sizeof(h));
+	h.flags = (uint8_t)(ver | (hf->saturated ? INA_F_SATURATED : 0));
+	h.lane = lane;
+	h.tensor_id = hf->key.tensor_id;
+	h.round = hf->key.round;
+	h.tensor_len = hf->key.tensor_len;
+	h.block = hf->key.block;
+	h.block_size = hf->key.block_size;
+	h.next = hf->next;
+	h.exp = hf->next == INA_BLOCK_END ? 0 : hf->exp;
+	if (hf->has_data)
+		n = ina_wire_block_elems(hf->key.tensor_len, hf->key.block_size, hf->key.block);
+	h.n_elems = n;
+	put_hdr(o, j, INA_T_RESULT, &h);
+	if (n) {
+		if (j->params.encoding == INA_ENC_I32)
+			ina_enc_i32_store(o->data + INA_HDR_SIZE, hf->acc.i32, n);
+		else
+			ina_enc_f32_put(o->data + INA_HDR_SIZE, hf->acc.f32, n);
+		o->len += (uint32_t)n * 4;
+	}
+}
+
+static void
+half_open(struct half *hf, const struct block_key *key)
+{
+	hf->state = HALF_AGG;
+	hf->key = *key;
+	hf->bitmap = 0;
+	hf->has_data = 0;
+	hf->saturated = 0;
+	hf->next = INA_BLOCK_END;
+	hf->exp = INA_EXP_ZERO;
+}
+
+static int
+key_equal(const struct block_key *a, const struct block_key *b)
+{
+	return a->tensor_id == b->tensor_id && a->round == b->round && a->block == b->block &&
+	       a->tensor_len == b->tensor_len && a->block_size == b->block_size;
+}
+
+/* Same block named, but a tensor length or block size that disagrees. */
+static int
+key_shape_differs(const struct block_key *a, const struct block_key *b)
+{
+	return a->tensor_id == b->tensor_id && a->round == b->round && a->block == b->block &&
+	       (a->tensor_len != b->tensor_len || a->block_size != b->block_size);
+}
+
+/* Adds the packet's contribution to the open half. */
+static void
+half_add(struct pipeline *p, const struct job *j, struct half *hf, const struct ina_hdr *h,
+	 const uint8_t *payload)
+{
+	hf->bitmap |= 1ull << h->rank;
+	if (h->n_elems) {
+		if (j->params.encoding == INA_ENC_I32) {
+			if (!hf->has_data) {
+				ina_enc_i32_load(hf->acc.i32, payload, h->n_elems);
+			} else {
+				size_t sat = ina_enc_i32_add(hf->acc.i32, payload, h->n_elems);
+
+				if (sat) {
+					hf->saturated = 1;
+					p->st.saturated += sat;
+				}
+			}
+		} else if (!hf->has_data) {
+			ina_enc_f32_get(hf->acc.f32, payload, h->n_elems);
+		} else {
+			ina_enc_f32_add(hf->acc.f32, payload, h->n_elems);
+		}
+		hf->has_data = 1;
+	}
+	if (h->next < hf->next) {
+		hf->next = h->next;
+		hf->exp = h->exp;
+	} else if (h->next == hf->next && h->exp > hf->exp) {
+		hf->exp = h->exp;
+	}
+}
+
+static struct ina_pkt *
+send_wait(struct pipeline *p, struct ina_pkt *in, const struct job *j, struct slot *s,
+	  const struct ina_hdr *rx, uint64_t now)
+{
+	const struct half *hf = &s->h[s->cur];
+	struct ina_hdr h = *rx;
+	struct ina_pkt *o;
+	uint64_t missing_be;
+
+	if (s->last_wait_ns && now - s->last_wait_ns < p->cfg.wait_interval_ns) {
+		ina_pkt_free(in);
+		return NULL;
+	}
+	o = answer_buf(p, in, INA_HDR_SIZE + INA_WAIT_PAYLOAD);
+	if (!o)
+		return NULL;
+	s->last_wait_ns = now;
+	h.flags = s->cur;
+	h.n_elems = 0;
+	h.next = INA_BLOCK_END;
+	h.exp = 0;
+	put_hdr(o, j, INA_T_WAIT, &h);
+	missing_be = htobe64(j->full & ~hf->bitmap);
+	memcpy(o->data + INA_HDR_SIZE, &missing_be, sizeof(missing_be));
+	o->len += INA_WAIT_PAYLOAD;
+	p->st.waits++;
+	return o;
+}
+
+static struct ina_pkt *
+handle_data(struct pipeline *p, struct ina_pkt *in, struct job *j, const struct ina_hdr *h,
+	    uint64_t now)
+{
+	struct slot *s = &p->slots[j->slot_base + h->lane];
+	uint8_t ver = h->flags & INA_F_VER;
+	struct half *hf = &s->h[ver];
+	struct block_key key = {
+		.tensor_id = h->tensor_id,
+		.round = h->round,
+		.tensor_len = h->tensor_len,
+		.block = h->block,
+		.block_size = h->block_size,
+	};
+	struct ina_pkt *o;
+
+	if (!(j->joined >> h->rank & 1)) {
+		p->st.drop[PDROP_NOT_JOINED]++;
+		goto drop;
+	}
+	if (j->finished >> h->rank & 1) {
+		p->st.drop[PDROP_AFTER_FIN]++;
+		goto drop;
+	}
+	if (ver != s->cur) {
+		/* The shadow: a retransmission for a finished block. */
+		if (hf->state != HALF_RESULT || !key_equal(&hf->key, &key)) {
+			p->st.drop[key_shape_differs(&hf->key, &key) ? PDROP_SHAPE : PDROP_NO_MATCH]++;
+			goto drop;
+		}
+		o = answer_buf(p, in, INA_HDR_SIZE + (uint32_t)h->block_size * 4);
+		if (!o)
+			return NULL;
+		put_result(p, o, j, h->lane, ver, hf);
+		p->st.shadow_replies++;
+		return o;
+	}
+	if (hf->state == HALF_IDLE) {
+		/* Only a lane's first packet of a later round opens it. */
+		if (h->block != ina_lane_first(j->params.encoding, h->lane) ||
+		    (s->has_round && (int32_t)(h->round - s->last_round) <= 0)) {
+			p->st.drop[PDROP_NO_MATCH]++;
+			goto drop;
+		}
+		half_open(hf, &key);
+	} else if (!key_equal(&hf->key, &key)) {
+		p->st.drop[key_shape_differs(&hf->key, &key) ? PDROP_SHAPE : PDROP_NO_MATCH]++;
+		goto drop;
+	}
+	if (hf->bitmap >> h->rank & 1) {
+		p->st.duplicates++;
+		return send_wait(p, in, j, s, h, now);
+	}
+	half_add(p, j, hf, h, in->data + INA_HDR_SIZE);
+	if (hf->bitmap != j->full) {
+		ina_pkt_free(in);
+		return NULL;
+	}
+
+	/* Complete: the sum goes to every rank; the halves swap roles. */
+	o = answer_buf(p, in, INA_HDR_SIZE + (uint32_t)h->block_size * 4);
+	if (!o) {
+		/* No buffer: the workers' retransmissions will ask the shadow. */
+		hf->state = HALF_RESULT;
+	} else {
+		hf->state = HALF_RESULT;
+		put_result(p, o, j, h->lane, ver, hf);
+		o->dsts = j->peers;
+		o->dst_mask = j->full;
+		p->st.results++;
+		if (!hf->has_data)
+			p->st.results_empty++;
+		p->st.result_bytes += o->len - INA_HDR_SIZE;
+	}
+	s->cur = ver ^ 1;
+	if (hf->next == INA_BLOCK_END) {
+		s->h[s->cur].state = HALF_IDLE;
+		s->has_round = 1;
+		s->last_round = h->round;
+	} else {
+		key.block = hf->next;
+		half_open(&s->h[s->cur], &key);
+	}
+	s->last_wait_ns = 0;
+	return o;
+
+drop:
+	ina_pkt_free(in);
+	return NULL;
+}
+
+static struct ina_pkt *
+handle_fin(struct pipeline *p, struct ina_pkt *in, struct job *j, const struct ina_hdr *h,
+	   uint64_t now)
+{
+	struct ina_hdr a = *h;
+	struct ina_pkt *o;
+
+	p->st.fins++;
+	j->finished |= 1ull << h->rank;
+	if (!j->linger_until)
+		j->linger_until = now + p->cfg.linger_ns;
+	o = answer_buf(p, in, INA_HDR_SIZE);
+	if (o)
+		put_hdr(o, j, INA_T_FIN_ACK, &a);
+	if ((j->finished & j->full) == j->full)
+		job_free(p, j);
+	return o;
+}
+
+static struct ina_pkt *
+handle_leave(struct pipeline *p, struct ina_pkt *in, struct job *j, const struct ina_hdr *h)
+{
+	struct ina_pkt *o;
+	uint64_t others = j->joined & ~j->finished & ~(1ull << h->rank);
+
+	p->st.leaves++;
+	INA_LOG(INFO, "job %" PRIu32 ": rank %u left", j->params.job_id, h->rank);
+	o = others ? send_error(p, in, h, INA_WERR_LEFT, "job %" PRIu32 ": rank %u left the job",
+				j->params.job_id, h->rank)
+		   : (ina_pkt_free(in), NULL);
+	if (o) {
+		/* The peers array stays valid: job_free() only marks the job. */
+		o->dsts = j->peers;
+		o->dst_mask = others;
+	}
+	job_free(p, j);
+	return o;
+}
+
+static struct ina_pkt *
+process_one(struct pipeline *p, struct ina_pkt *in, uint64_t now)
+{
+	struct ina_hdr h;
+	struct job *j = NULL;
+	enum ina_wire_reason r;
+
+	p->st.rx_pkts++;
+	if (in->len >= INA_HDR_SIZE && in->data[1] != INA_T_JOIN) {
+		uint32_t id_be;
+
+		memcpy(&id_be, in->data + 4, sizeof(id_be));
+		j = job_find(p, be32toh(id_be));
+	}
+	r = ina_wire_validate(in->data, in->len, j ? &j->params : NULL, &h);
+	if (r != INA_WIRE_OK) {
+		p->st.drop_wire[r]++;
+		ina_pkt_free(in);
+		return NULL;
+	}
+	if (h.type == INA_T_JOIN)
+		return handle_join(p, in, &h, now);
+	if (h.type != INA_T_DATA && h.type != INA_T_FIN && h.type != INA_T_LEAVE) {
+		p->st.drop[PDROP_UNEXPECTED]++;
+		ina_pkt_free(in);
+		return NULL;
+	}
+	if (!j) {
+		p->st.drop[PDROP_UNKNOWN_JOB]++;
+		ina_pkt_free(in);
+		return NULL;
+	}
+	j->last_active_ns = now;
+	switch (h.type) {
+	case INA_T_DATA:
+		return handle_data(p, in, j, &h, now);
+	case INA_T_FIN:
+		return handle_fin(p, in, j, &h, now);
+	default:
+		return handle_leave(p, in, j, &h);
+	}
+}
+
+uint16_t
+pipeline_rx_burst(struct pipeline *p, struct ina_pkt **in, uint16_t nb_in, uint64_t now_ns,
+		  struct ina_pkt **out)
+{
+	uint16_t nb_out = 0;
+
+	for (uint16_t i = 0; i < nb_in; i++) {
+		struct ina_pkt *o = process_one(p, in[i], now_ns);
+
+		if (o)
+			out[nb_out++] = o;
+	}
+	p->st.tx_pkts += nb_out;
+	return nb_out;
+}
+
+void
+pipeline_tick(struct pipeline *p, uint64_t now_ns)
+{
+	for (uint16_t i = 0; i < p->cfg.max_jobs; i++) {
+		struct job *j = &p->jobs[i];
+
+		if (!j->active)
+			continue;
+		if (j->linger_until && now_ns >= j->linger_until) {
+			job_free(p, j);
+		} else if (p->cfg.job_idle_ns && now_ns - j->last_active_ns >= p->cfg.job_idle_ns) {
+			INA_LOG(WARN, "job %" PRIu32 ": silent for %" PRIu64 " s, freed",
+				j->params.job_id, (uint64_t)(p->cfg.job_idle_ns / 1000000000ull));
+			p->st.jobs_expired++;
+			job_free(p, j);
+		}
+	}
+}
+
+void
+pipeline_stats_print(const struct pipeline *p, FILE *f)
+{
+	const struct pipeline_stats *st = &p->st;
+#define PRINT(name)                                                                  \
+	do {                                                                         \
+		if (st->name)                                                        \
+			fprintf(f, "  %-24s %" PRIu64 "\n", #name, st->name);        \
+	} while (0)
+	PRINT(rx_pkts);
+	PRINT(tx_pkts);
+	PRINT(results);
+	PRINT(results_empty);
+	PRINT(result_bytes);
+	PRINT(shadow_replies);
+	PRINT(duplicates);
+	PRINT(waits);
+	PRINT(saturated);
+	PRINT(joins);
+	PRINT(fins);
+	PRINT(leaves);
+	PRINT(jobs_admitted);
+	PRINT(jobs_refused);
+	PRINT(jobs_freed);
+	PRINT(jobs_expired);
+#undef PRINT
+	for (int r = 1; r < INA_WIRE_REASON_MAX; r++)
+		if (st->drop_wire[r])
+			fprintf(f, "  drop_%-19s %" PRIu64 "\n", ina_wire_reason_name(r),
+				st->drop_wire[r]);
+	for (int d = 0; d < PDROP_MAX; d++)
+		if (st->drop[d])
+			fprintf(f, "  drop_%-19s %" PRIu64 "\n", drop_names[d], st->drop[d]);
+}
+
+static void
+print_ranks(FILE *f, uint64_t mask)
+{
+	const char *sep = "";
+
+	for (int r = 0; r < 64; r++) {
+		if (mask >> r & 1) {
+			fprintf(f, "%s%d", sep, r);
+			sep = ",";
+		}
+	}
+	if (!*sep)
+		fputs("-", f);
+}
+
+void
+pipeline_dump(const struct pipeline *p, FILE *f)
+{
+	fprintf(f, "slots: %" PRIu32 " free of %" PRIu32 "; jobs: %u\n", p->free_slots,
+		p->cfg.nb_slots, p->nb_jobs);
+	for (uint16_t i = 0; i < p->cfg.max_jobs; i++) {
+		const struct job *j = &p->jobs[i];
+
+		if (!j->active)
+			continue;
+		fprintf(f, "job %" PRIu32 " epoch %" PRIu32 ": world %u, lanes %u (slots %" PRIu32
+			  "..%" PRIu32 "), %s; joined ",
+			j->params.job_id, j->params.epoch, j->params.world, j->params.lanes,
+			j->slot_base, j->slot_base + j->params.lanes - 1,
+			ina_wire_encoding_name(j->params.encoding));
+		print_ranks(f, j->joined);
+		fputs(", finished ", f);
+		print_ranks(f, j->finished);
+		fputc('\n', f);
+		for (uint16_t l = 0; l < j->params.lanes; l++) {
+			const struct slot *s = &p->slots[j->slot_base + l];
+			const struct half *hf = &s->h[s->cur];
+
+			if (hf->state != HALF_AGG || !hf->bitmap)
+				continue;
+			fprintf(f, "  lane %u: tensor %" PRIu32 " round %" PRIu32 " block %" PRIu32
+				   " waits on ranks ",
+				l, hf->key.tensor_id, hf->key.round, hf->key.block);
+			print_ranks(f, j->full & ~hf->bitmap);
+			fputc('\n', f);
+		}
+	}
+}

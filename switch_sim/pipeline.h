@@ -1,0 +1,100 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The switch's aggregation pipeline: a model of a programmable switch's data
+ * plane. It admits jobs into a slot pool preallocated at creation, runs the
+ * lane protocol of docs/PROTOCOL.md (look-ahead next pointers, completion by
+ * count, two slot versions with shadow copies, WAIT answers, FIN and linger,
+ * LEAVE) and counts every packet it drops, by reason.
+ *
+ * It is a pure state machine: packets and the current time go in, packets come
+ * out. It opens no socket, reads no clock and keeps no global state, so the
+ * same code runs behind any port, under pcap replay, in the simulator and in
+ * unit tests driven packet by packet. It allocates nothing after creation.
+ */
+#ifndef INA_PIPELINE_H
+#define INA_PIPELINE_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "ina/pkt.h"
+#include "ina/wire.h"
+
+struct pipeline;
+
+struct pipeline_config {
+	uint32_t nb_slots;		/* slots in the pool (--slots) */
+	uint16_t slot_elems;		/* elements one slot sums: the largest B */
+	uint16_t max_jobs;		/* jobs admitted at once */
+	uint64_t linger_ns;		/* keep shadows this long after the first FIN */
+	uint64_t wait_interval_ns;	/* at most one WAIT per slot this often */
+	uint64_t job_idle_ns;		/* free a job silent this long; 0: never */
+	/* Output packets come from here when an input buffer cannot be reused. */
+	struct ina_pkt_pool *pool;
+};
+
+/* Defaults: 1024 slots of 2048 elements, 64 jobs, 1 s linger, 1 ms WAIT
+ * interval, 300 s idle timeout. 'pool' must still be set. */
+void pipeline_config_init(struct pipeline_config *cfg);
+
+/* Packets the pipeline drops for reasons beyond the wire format's. */
+enum pipeline_drop {
+	PDROP_UNKNOWN_JOB,	/* no such job (never admitted, or freed) */
+	PDROP_NOT_JOINED,	/* data from a rank that has not joined */
+	PDROP_NO_MATCH,		/* neither the current block nor the shadow */
+	PDROP_SHAPE,		/* tensor length or B differ from the slot's */
+	PDROP_UNEXPECTED,	/* a type the switch never receives */
+	PDROP_NO_BUFFER,	/* no packet buffer for the answer */
+	PDROP_AFTER_FIN,	/* data from a rank that already sent FIN */
+	PDROP_MAX,
+};
+
+struct pipeline_stats {
+	uint64_t rx_pkts;
+	uint64_t tx_pkts;		/* packets out (a fan-out counts once) */
+	uint64_t results;		/* blocks completed and sent to the job */
+	uint64_t results_empty;		/* of which header-only (zero sum) */
+	uint64_t result_bytes;		/* payload bytes of results */
+	uint64_t shadow_replies;	/* retransmissions answered from a shadow */
+	uint64_t duplicates;		/* data for the open block already counted */
+	uint64_t waits;			/* WAIT packets sent */
+	uint64_t saturated;		/* i32 elements that saturated */
+	uint64_t joins, fins, leaves;
+	uint64_t jobs_admitted, jobs_refused, jobs_freed, jobs_expired;
+	uint64_t drop_wire[INA_WIRE_REASON_MAX];	/* by enum ina_wire_reason */
+	uint64_t drop[PDROP_MAX];			/* by enum pipeline_drop */
+};
+
+/* Creates a pipeline; NULL with errno set (EINVAL for a bad config). */
+struct pipeline *pipeline_create(const struct pipeline_config *cfg);
+void pipeline_destroy(struct pipeline *p);	/* Accepts NULL. */
+
+/*
+ * Processes 'nb_in' packets received at time 'now_ns'. The pipeline takes
+ * ownership of every input packet (it frees it or reuses its buffer for an
+ * answer). Writes the packets to send to 'out', which must have room for
+ * 'nb_in' packets (each input causes at most one output), and returns how
+ * many. Output packets name their destination in 'peer' or, for a result
+ * fanned out to a job, in 'dsts'/'dst_mask'; 'dsts' stays valid until the
+ * next call into the pipeline.
+ */
+uint16_t pipeline_rx_burst(struct pipeline *p, struct ina_pkt **in, uint16_t nb_in,
+			   uint64_t now_ns, struct ina_pkt **out);
+
+/* Advances time: frees jobs whose linger or idle time ran out. */
+void pipeline_tick(struct pipeline *p, uint64_t now_ns);
+
+const struct pipeline_stats *pipeline_stats(const struct pipeline *p);
+/* Name of a pipeline drop reason ("no_match"). */
+const char *pipeline_drop_name(enum pipeline_drop d);
+/* Slots not reserved by any job, and jobs admitted now. */
+uint32_t pipeline_free_slots(const struct pipeline *p);
+uint16_t pipeline_nb_jobs(const struct pipeline *p);
+
+/* Prints the non-zero counters, one "name value" per line. */
+void pipeline_stats_print(const struct pipeline *p, FILE *f);
+/* Prints each job's state: ranks joined and finished, and for every lane
+ * with an open block, the block and the ranks it still waits on. */
+void pipeline_dump(const struct pipeline *p, FILE *f);
+
+#endif

@@ -1,0 +1,289 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The in-process test fabric (fabric.h): a FIFO of packets in flight between
+ * host engines and a switch pipeline, a virtual clock that jumps to the next
+ * timer when nothing is in flight, and fault injection by sequence number or
+ * seeded probability.
+ */
+#include <assert.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fabric.h"
+
+#define FLIGHT_MAX 65536
+/* Virtual time one delivery step takes: a small link latency. */
+#define STEP_NS 2000
+
+struct flight {
+	struct ina_pkt *pkt;
+	int dst;		/* rank, or FABRIC_SWITCH */
+};
+
+static struct flight flights[FLIGHT_MAX];
+static unsigned nb_flights;
+
+void
+fabric_peer(struct ina_peer *peer, int rank)
+{
+	memset(peer, 0, sizeof(*peer));
+	peer->len = 2;
+	peer->bytes[0] = 0xa5;
+	peer->bytes[1] = (uint8_t)(rank < 0 ? 0xff : rank);
+}
+
+static int
+peer_rank(const struct ina_peer *peer)
+{
+	return peer->bytes[1] == 0xff ? FABRIC_SWITCH : peer->bytes[1];
+}
+
+static uint64_t
+rng_next(struct fabric *f)
+{
+	f->rng ^= f->rng << 13;
+	f->rng ^= f->rng >> 7;
+	f->rng ^= f->rng << 17;
+	return f->rng;
+}
+
+static double
+rng_unit(struct fabric *f)
+{
+	return (double)(rng_next(f) >> 11) * 0x1.0p-53;
+}
+
+void
+fabric_init(struct fabric *f, uint16_t world, uint16_t lanes, uint16_t max_block,
+	    uint8_t encoding, const struct pipeline_config *pcfg, const struct engine_config *ecfg)
+{
+	struct pipeline_config pc;
+
+	memset(f, 0, sizeof(*f));
+	f->faults.drop_seq = -1;
+	f->rng = 0x9e3779b97f4a7c15ull;
+	f->world = world;
+	f->now = 1000000;
+	f->pool = ina_pkt_pool_create(8192, INA_HDR_SIZE + 4u * max_block + 256);
+	assert(f->pool);
+	if (pcfg) {
+		pc = *pcfg;
+	} else {
+		pipeline_config_init(&pc);
+		pc.nb_slots = 256;
+		pc.slot_elems = max_block;
+	}
+	pc.pool = f->pool;
+	f->sw = pipeline_create(&pc);
+	assert(f->sw);
+	for (uint16_t r = 0; r < world; r++) {
+		struct engine_config ec;
+
+		if (ecfg)
+			ec = *ecfg;
+		else
+			engine_config_init(&ec);
+		ec.job_id = 7;
+		ec.rank = r;
+		ec.world = world;
+		ec.lanes = lanes;
+		ec.max_block = max_block;
+		ec.encoding = encoding;
+		ec.token = 0x1234567890abcdefull;
+		ec.pool = f->pool;
+		fabric_peer(&ec.sw, FABRIC_SWITCH);
+		f->hosts[r] = engine_create(&ec);
+		assert(f->hosts[r]);
+	}
+	nb_flights = 0;
+}
+
+void
+fabric_fini(struct fabric *f)
+{
+	for (unsigned i = 0; i < nb_flights; i++)
+		ina_pkt_free(flights[i].pkt);
+	nb_flights = 0;
+	for (uint16_t r = 0; r < f->world; r++)
+		engine_destroy(f->hosts[r]);
+	pipeline_destroy(f->sw);
+	ina_pkt_pool_destroy(f->pool);
+}
+
+/* Puts 'pkt' on the wire to 'dst', applying the faults. Takes ownership. */
+static void
+wire_put(struct fabric *f, struct ina_pkt *pkt, int dst)
+{
+	uint64_t seq = f->seq++;
+
+	if ((int64_t)seq == f->faults.drop_seq ||
+	    (f->faults.drop_rate > 0 && rng_unit(f) < f->faults.drop_rate) ||
+	    nb_flights >= FLIGHT_MAX - 1) {
+		f->dropped++;
+		ina_pkt_free(pkt);
+		return;
+	}
+	if (f->faults.dup_rate > 0 && rng_unit(f) < f->faults.dup_rate) {
+		struct ina_pkt *c = ina_pkt_alloc(f->pool);
+
+		if (c) {
+			memcpy(c->data, pkt->data, pkt->len);
+			c->len = pkt->len;
+			c->peer = pkt->peer;
+			flights[nb_flights++] = (struct flight){ c, dst };
+		}
+	}
+	flights[nb_flights++] = (struct flight){ pkt, dst };
+}
+
+/* Sends a switch output: one copy per destination of a fan-out. */
+static void
+switch_out(struct fabric *f, struct ina_pkt *pkt)
+{
+	if (!pkt->dsts) {
+		wire_put(f, pkt, peer_rank(&pkt->peer));
+		return;
+	}
+	for (int r = 0; r < 64; r++) {
+		struct ina_pkt *c;
+
+		if (!(pkt->dst_mask >> r & 1))
+			continue;
+		c = ina_pkt_alloc(f->pool);
+		assert(c);
+		memcpy(c->data, pkt->data, pkt->len);
+		c->len = pkt->len;
+		c->peer = pkt->dsts[r];
+		wire_put(f, c, peer_rank(&c->peer));
+	}
+	ina_pkt_free(pkt);
+}
+
+/* Delivers every packet now in flight (in FIFO or shuffled order). */
+static unsigned
+deliver(struct fabric *f)
+{
+	static struct flight batch[FLIGHT_MAX];
+	unsigned n = nb_flights;
+
+	memcpy(batch, flights, n * sizeof(batch[0]));
+	nb_flights = 0;
+	if (f->faults.shuffle) {
+		for (unsigned i = n; i > 1; i--) {
+			unsigned j = (unsigned)(rng_next(f) % i);
+			struct flight t = batch[i - 1];
+
+			batch[i - 1] = batch[j];
+			batch[j] = t;
+		}
+	}
+	for (unsigned i = 0; i < n; i++) {
+		struct ina_pkt *pkt = batch[i].pkt;
+
+		if (batch[i].dst == FABRIC_SWITCH) {
+			struct ina_pkt *out;
+
+			/* The switch sees the sender's address as a port would. */
+			pkt->dsts = NULL;
+			if (pipeline_rx_burst(f->sw, &pkt, 1, f->now, &out) == 1)
+				switch_out(f, out);
+		} else {
+			engine_rx(f->hosts[batch[i].dst], &pkt, 1, f->now);
+		}
+	}
+	return n;
+}
+
+static unsigned
+collect(struct fabric *f)
+{
+	struct ina_pkt *out[64];
+	unsigned total = 0;
+
+	for (uint16_t r = 0; r < f->world; r++) {
+		uint16_t n = engine_tx(f->hosts[r], f->now, out, 64);
+
+		for (uint16_t i = 0; i < n; i++) {
+			/* What a port would report as the source. */
+			fabric_peer(&out[i]->peer, r);
+			wire_put(f, out[i], FABRIC_SWITCH);
+		}
+		total += n;
+	}
+	return total;
+}
+
+static int
+any_in(struct fabric *f, int phase)
+{
+	for (uint16_t r = 0; r < f->world; r++) {
+		int ph = engine_phase(f->hosts[r]);
+		int ends_on_error = phase == ENGINE_JOINING || phase == ENGINE_RUNNING;
+
+		if (ph == phase && !(ends_on_error && engine_error(f->hosts[r])))
+			return 1;
+	}
+	return 0;
+}
+
+int
+fabric_run(struct fabric *f, int phase, uint64_t limit_ns)
+{
+	uint64_t end = f->now + limit_ns;
+
+	while (any_in(f, phase) && f->now < end) {
+		unsigned moved = collect(f);
+
+		moved += deliver(f);
+		pipeline_tick(f->sw, f->now);
+		if (moved) {
+			f->now += STEP_NS;
+		} else {
+			uint64_t d = UINT64_MAX;
+
+			for (uint16_t r = 0; r < f->world; r++) {
+				uint64_t x = engine_next_deadline(f->hosts[r]);
+
+				if (x < d)
+					d = x;
+			}
+			f->now = d > f->now && d != UINT64_MAX ? d : f->now + STEP_NS;
+		}
+	}
+	for (uint16_t r = 0; r < f->world; r++)
+		if (engine_error(f->hosts[r]) || engine_phase(f->hosts[r]) == phase)
+			return -1;
+	return 0;
+}
+
+int
+fabric_join(struct fabric *f)
+{
+	for (uint16_t r = 0; r < f->world; r++)
+		engine_join(f->hosts[r], f->now);
+	return fabric_run(f, ENGINE_JOINING, 60ull * 1000000000ull);
+}
+
+int
+fabric_allreduce(struct fabric *f, uint32_t tensor_id, float **ins, float **outs, uint32_t n,
+		 uint16_t block_size, enum engine_op op)
+{
+	for (uint16_t r = 0; r < f->world; r++)
+		if (engine_allreduce(f->hosts[r], tensor_id, ins[r], outs[r], n, block_size, op,
+				     f->now) < 0)
+			return -1;
+	return fabric_run(f, ENGINE_RUNNING, 60ull * 1000000000ull);
+}
+
+int
+fabric_finish(struct fabric *f)
+{
+	for (uint16_t r = 0; r < f->world; r++)
+		engine_finish(f->hosts[r], f->now);
+	if (fabric_run(f, ENGINE_FINISHING, 60ull * 1000000000ull) < 0)
+		return -1;
+	for (uint16_t r = 0; r < f->world; r++)
+		if (engine_phase(f->hosts[r]) != ENGINE_CLOSED)
+			return -1;
+	return 0;
+}

@@ -1,0 +1,68 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A deterministic in-process fabric for tests: N host engines and one switch
+ * pipeline joined by a virtual network with a virtual clock. Every packet in
+ * flight (a fan-out counts once per destination) gets a sequence number, so
+ * a test can drop packet k, duplicate some, or deliver in a shuffled order,
+ * and replay exactly. No sockets, no threads, no real time.
+ */
+#ifndef INA_TEST_FABRIC_H
+#define INA_TEST_FABRIC_H
+
+#include <stdint.h>
+
+#include "engine.h"
+#include "ina/pkt.h"
+#include "pipeline.h"
+
+#define FABRIC_MAX_HOSTS 8
+
+struct fabric_faults {
+	int64_t drop_seq;	/* drop the packet with this sequence number, -1 none */
+	double drop_rate;	/* drop each packet with this probability */
+	double dup_rate;	/* deliver a copy of each packet with this probability */
+	int shuffle;		/* deliver in-flight packets in random order */
+	uint64_t seed;
+};
+
+struct fabric {
+	struct ina_pkt_pool *pool;
+	struct pipeline *sw;
+	struct engine *hosts[FABRIC_MAX_HOSTS];
+	uint16_t world;
+	uint64_t now;
+	uint64_t seq;		/* packets put on the wire so far */
+	uint64_t dropped;
+	struct fabric_faults faults;
+	uint64_t rng;
+};
+
+/* Builds a fabric of 'world' hosts joined to job 'job_id' (not yet joined).
+ * 'pcfg' and 'ecfg' may be NULL for defaults; pools and peers are filled in. */
+void fabric_init(struct fabric *f, uint16_t world, uint16_t lanes, uint16_t max_block,
+		 uint8_t encoding, const struct pipeline_config *pcfg,
+		 const struct engine_config *ecfg);
+void fabric_fini(struct fabric *f);
+
+/*
+ * Runs the fabric until every host leaves phase 'phase' or fails, or 'limit_ns'
+ * of virtual time passes. Returns 0 when all left the phase without error,
+ * else -1.
+ */
+int fabric_run(struct fabric *f, int phase, uint64_t limit_ns);
+
+/* Joins every host; 0 or -1. */
+int fabric_join(struct fabric *f);
+
+/* One allreduce on every host: ins[r] -> outs[r]. 0 or -1. */
+int fabric_allreduce(struct fabric *f, uint32_t tensor_id, float **ins, float **outs, uint32_t n,
+		     uint16_t block_size, enum engine_op op);
+
+/* Sends FIN from every host and runs until they closed. 0 or -1. */
+int fabric_finish(struct fabric *f);
+
+/* Peer address of host 'rank' and of the switch. */
+void fabric_peer(struct ina_peer *peer, int rank);
+#define FABRIC_SWITCH (-1)
+
+#endif

@@ -1,0 +1,313 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Host engines and the switch pipeline together, in process, over the test
+ * fabric: exact sums for f32 and i32, sparse and dense tensors, in place,
+ * averages; a sweep that drops every packet of a small job in turn (JOIN, its
+ * answer, each data packet, each result, the last result of a lane and of the
+ * job, FIN) and must finish right every time; random loss, duplication and
+ * reordering; and the errors a worker must get instead of a hang.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "fabric.h"
+#include "ina.h"
+
+#define MAXN 4096
+
+static float ins[FABRIC_MAX_HOSTS][MAXN], outs[FABRIC_MAX_HOSTS][MAXN];
+static float *in_p[FABRIC_MAX_HOSTS], *out_p[FABRIC_MAX_HOSTS];
+
+static uint64_t
+hash(uint64_t x)
+{
+	x += 0x9e3779b97f4a7c15ull;
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+	x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+	return x ^ (x >> 31);
+}
+
+/* Block-sparse data with exactly summable values k * 2^-10. */
+static void
+make_data(uint16_t world, uint32_t n, uint16_t block, double density, uint64_t seed)
+{
+	for (uint16_t r = 0; r < world; r++) {
+		for (uint32_t b = 0; b * block < n; b++) {
+			int on = (double)(hash(seed ^ (r * 1000003ull) ^ (b * 7919ull)) >> 11) *
+					 0x1.0p-53 < density;
+
+			for (uint32_t i = b * block; i < n && i < (b + 1) * block; i++) {
+				int k = (int)(hash(seed * 31 + r * 65537ull + i) % 2047) - 1023;
+
+				ins[r][i] = on ? (float)(k ? k : 1) / 1024.0f : 0.0f;
+			}
+		}
+		in_p[r] = ins[r];
+		out_p[r] = outs[r];
+		memset(outs[r], 0x7f, sizeof(outs[r]));	/* garbage the sum must replace */
+	}
+}
+
+static void
+check_sum(uint16_t world, uint32_t n, int average)
+{
+	for (uint32_t i = 0; i < n; i++) {
+		float want = 0;
+
+		for (uint16_t r = 0; r < world; r++)
+			want += ins[r][i];
+		if (average)
+			want *= 1.0f / (float)world;
+		for (uint16_t r = 0; r < world; r++) {
+			if (memcmp(&outs[r][i], &want, sizeof(float)) != 0)
+				fail_msg("rank %u element %u: got %.9g want %.9g", r, i,
+					 (double)outs[r][i], (double)want);
+		}
+	}
+}
+
+static void
+run_job(uint16_t world, uint16_t lanes, uint16_t block, uint8_t enc, uint32_t n, double density,
+	int rounds, const struct fabric_faults *faults, uint64_t *nb_pkts)
+{
+	struct fabric f;
+
+	fabric_init(&f, world, lanes, block, enc, NULL, NULL);
+	if (faults) {
+		f.faults = *faults;
+		f.rng = faults->seed | 1;
+	}
+	assert_int_equal(fabric_join(&f), 0);
+	for (int k = 0; k < rounds; k++) {
+		make_data(world, n, block, density, (uint64_t)k + 11);
+		assert_int_equal(fabric_allreduce(&f, 3, in_p, out_p, n, block, ENGINE_SUM), 0);
+		check_sum(world, n, 0);
+	}
+	assert_int_equal(fabric_finish(&f), 0);
+	assert_int_equal(pipeline_nb_jobs(f.sw), 0);
+	if (nb_pkts)
+		*nb_pkts = f.seq;
+	fabric_fini(&f);
+}
+
+static void
+test_fabric_exact_f32(void **state)
+{
+	(void)state;
+	run_job(4, 4, 16, INA_ENC_F32, 1000, 0.5, 3, NULL, NULL);
+	run_job(4, 8, 64, INA_ENC_F32, 4096, 1.0, 2, NULL, NULL);
+	run_job(1, 2, 16, INA_ENC_F32, 100, 0.5, 2, NULL, NULL);
+	run_job(8, 3, 32, INA_ENC_F32, 999, 0.3, 2, NULL, NULL);
+}
+
+static void
+test_fabric_exact_i32(void **state)
+{
+	(void)state;
+	run_job(4, 4, 16, INA_ENC_I32, 1000, 0.5, 3, NULL, NULL);
+	run_job(3, 5, 32, INA_ENC_I32, 777, 1.0, 2, NULL, NULL);
+}
+
+static void
+test_fabric_all_zero_and_tiny(void **state)
+{
+	(void)state;
+	/* Nobody has a block: every result is header-only, the sum is zeros. */
+	run_job(4, 4, 16, INA_ENC_F32, 1000, 0.0, 2, NULL, NULL);
+	run_job(4, 4, 16, INA_ENC_I32, 1000, 0.0, 2, NULL, NULL);
+	/* A tensor smaller than the lanes: lanes without blocks stay out. */
+	run_job(4, 8, 16, INA_ENC_F32, 20, 1.0, 3, NULL, NULL);
+	run_job(4, 8, 16, INA_ENC_I32, 1, 1.0, 3, NULL, NULL);
+}
+
+static void
+test_fabric_in_place_and_average(void **state)
+{
+	struct fabric f;
+	float want[1000];
+
+	(void)state;
+	fabric_init(&f, 3, 4, 16, INA_ENC_F32, NULL, NULL);
+	assert_int_equal(fabric_join(&f), 0);
+	make_data(3, 1000, 16, 0.6, 5);
+	for (uint32_t i = 0; i < 1000; i++)
+		want[i] = (ins[0][i] + ins[1][i] + ins[2][i]) * (1.0f / 3.0f);
+	assert_int_equal(fabric_allreduce(&f, 1, in_p, in_p, 1000, 16, ENGINE_AVG), 0);
+	for (uint16_t r = 0; r < 3; r++)
+		assert_memory_equal(ins[r], want, sizeof(want));
+	assert_int_equal(fabric_finish(&f), 0);
+	fabric_fini(&f);
+}
+
+static void
+test_fabric_block_size_varies(void **state)
+{
+	struct fabric f;
+
+	(void)state;
+	fabric_init(&f, 4, 4, 64, INA_ENC_F32, NULL, NULL);
+	assert_int_equal(fabric_join(&f), 0);
+	for (int k = 0; k < 4; k++) {
+		uint16_t b = (uint16_t)(16 << (k % 3));
+		uint32_t n = 500 + 300 * (uint32_t)k;
+
+		make_data(4, n, b, 0.5, (uint64_t)k);
+		assert_int_equal(fabric_allreduce(&f, (uint32_t)k, in_p, out_p, n, b, ENGINE_SUM), 0);
+		check_sum(4, n, 0);
+	}
+	assert_int_equal(fabric_finish(&f), 0);
+	fabric_fini(&f);
+}
+
+/* Drops packet k of a small job, for every k, and needs a right finish. */
+static void
+sweep(uint8_t enc)
+{
+	uint64_t total, k;
+	struct fabric_faults faults = { .drop_seq = -1 };
+
+	run_job(4, 2, 8, enc, 64, 0.5, 2, NULL, &total);
+	assert_true(total > 50);
+	for (k = 0; k < total; k++) {
+		faults.drop_seq = (int64_t)k;
+		run_job(4, 2, 8, enc, 64, 0.5, 2, &faults, NULL);
+	}
+	print_message("dropped each of %llu packets in turn\n", (unsigned long long)total);
+}
+
+static void
+test_fabric_drop_each_packet_f32(void **state)
+{
+	(void)state;
+	sweep(INA_ENC_F32);
+}
+
+static void
+test_fabric_drop_each_packet_i32(void **state)
+{
+	(void)state;
+	sweep(INA_ENC_I32);
+}
+
+static void
+test_fabric_random_faults(void **state)
+{
+	(void)state;
+	for (uint64_t seed = 1; seed <= 12; seed++) {
+		struct fabric_faults faults = {
+			.drop_seq = -1,
+			.drop_rate = seed % 3 == 0 ? 0.3 : 0.1,
+			.dup_rate = 0.05,
+			.shuffle = 1,
+			.seed = seed,
+		};
+
+		run_job(4, 4, 16, seed & 1 ? INA_ENC_F32 : INA_ENC_I32, 700, 0.4, 3, &faults, NULL);
+	}
+}
+
+static void
+test_fabric_switch_unreachable(void **state)
+{
+	struct fabric f;
+	struct engine_config ec;
+
+	(void)state;
+	engine_config_init(&ec);
+	ec.timeout_ns = 2000000000ull;
+	fabric_init(&f, 2, 2, 16, INA_ENC_F32, NULL, &ec);
+	f.faults.drop_rate = 1.0;
+	assert_int_equal(fabric_join(&f), -1);
+	assert_int_equal(engine_error(f.hosts[0]), INA_ENOSWITCH);
+	/* Bounded: it gave up after the timeout, not at the run's limit. */
+	assert_true(f.now < 1000000 + 3000000000ull);
+	assert_non_null(strstr(engine_error_msg(f.hosts[0]), "did not answer"));
+	fabric_fini(&f);
+}
+
+static void
+test_fabric_missing_peer_named(void **state)
+{
+	struct fabric f;
+	struct engine_config ec;
+
+	(void)state;
+	engine_config_init(&ec);
+	ec.timeout_ns = 1000000000ull;
+	fabric_init(&f, 3, 2, 16, INA_ENC_F32, NULL, &ec);
+	assert_int_equal(fabric_join(&f), 0);
+	make_data(3, 100, 16, 1.0, 3);
+	/* Rank 2 never starts its allreduce. */
+	for (uint16_t r = 0; r < 2; r++)
+		assert_int_equal(engine_allreduce(f.hosts[r], 0, in_p[r], out_p[r], 100, 16,
+						  ENGINE_SUM, f.now), 0);
+	assert_int_equal(fabric_run(&f, ENGINE_RUNNING, 5000000000ull), -1);
+	assert_int_equal(engine_error(f.hosts[0]), INA_EPEER);
+	assert_non_null(strstr(engine_error_msg(f.hosts[0]), "rank(s) 2"));
+	fabric_fini(&f);
+}
+
+static void
+test_fabric_refused_when_pool_full(void **state)
+{
+	struct fabric f;
+	struct pipeline_config pc;
+
+	(void)state;
+	pipeline_config_init(&pc);
+	pc.nb_slots = 4;
+	pc.slot_elems = 16;
+	fabric_init(&f, 2, 8, 16, INA_ENC_F32, &pc, NULL);
+	assert_int_equal(fabric_join(&f), -1);
+	assert_int_equal(engine_error(f.hosts[0]), INA_EREFUSED);
+	assert_non_null(strstr(engine_error_msg(f.hosts[0]), "needs 8 slots"));
+	assert_int_equal(pipeline_stats(f.sw)->jobs_refused, 2);
+	fabric_fini(&f);
+}
+
+static void
+test_fabric_leave_tells_others(void **state)
+{
+	struct fabric f;
+
+	(void)state;
+	fabric_init(&f, 3, 2, 16, INA_ENC_F32, NULL, NULL);
+	assert_int_equal(fabric_join(&f), 0);
+	make_data(3, 100, 16, 1.0, 3);
+	for (uint16_t r = 0; r < 2; r++)
+		assert_int_equal(engine_allreduce(f.hosts[r], 0, in_p[r], out_p[r], 100, 16,
+						  ENGINE_SUM, f.now), 0);
+	engine_leave(f.hosts[2], f.now);
+	assert_int_equal(fabric_run(&f, ENGINE_RUNNING, 5000000000ull), -1);
+	assert_int_equal(engine_error(f.hosts[0]), INA_ELEFT);
+	assert_int_equal(engine_error(f.hosts[1]), INA_ELEFT);
+	assert_int_equal(pipeline_nb_jobs(f.sw), 0);
+	fabric_fini(&f);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_fabric_exact_f32),
+		cmocka_unit_test(test_fabric_exact_i32),
+		cmocka_unit_test(test_fabric_all_zero_and_tiny),
+		cmocka_unit_test(test_fabric_in_place_and_average),
+		cmocka_unit_test(test_fabric_block_size_varies),
+		cmocka_unit_test(test_fabric_drop_each_packet_f32),
+		cmocka_unit_test(test_fabric_drop_each_packet_i32),
+		cmocka_unit_test(test_fabric_random_faults),
+		cmocka_unit_test(test_fabric_switch_unreachable),
+		cmocka_unit_test(test_fabric_missing_peer_named),
+		cmocka_unit_test(test_fabric_refused_when_pool_full),
+		cmocka_unit_test(test_fabric_leave_tells_others),
+	};
+
+	return cmocka_run_group_tests_name("fabric", tests, NULL, NULL);
+}

@@ -1,0 +1,955 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Unit tests of the heap packet pool (pkt.c), port specs (port.c) and the udp
+ * port (port_udp.c) over 127.0.0.1: bursts, fan-out, option errors, injected
+ * loss, truncation, tx errors and pool leaks. Every receive loop is bounded
+ * by a deadline.
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "ina/pkt.h"
+#include "ina/port.h"
+#include "ina/port_udp.h"
+#include "ina/util.h"
+
+#define RX_DEADLINE_NS (2 * INA_NS_PER_S)
+
+static struct ina_port *
+port_open_ok(const char *spec)
+{
+	struct ina_port *port = NULL;
+	char err[256];
+	int ret;
+
+	ret = ina_port_open(spec, &port, err, sizeof(err));
+	if (ret < 0)
+		print_error("ina_port_open(\"%s\"): %s\n", spec, err);
+	assert_int_equal(ret, 0);
+	assert_non_null(port);
+	return port;
+}
+
+/* The peer that 'from' uses to reach 'to'. */
+static void
+peer_of(struct ina_port *from, const struct ina_port *to, struct ina_peer *peer)
+{
+	char addr[64];
+
+	assert_int_equal(ina_port_udp_local(to, addr, sizeof(addr)), 0);
+	assert_int_equal(from->ops->resolve(from, addr, peer), 0);
+}
+
+static void
+assert_pool_full(const struct ina_port *port, unsigned nb_pkts)
+{
+	assert_int_equal(ina_pkt_pool_avail(port->pool), nb_pkts);
+}
+
+/* Packet 'seq' of a test stream: its length and its byte 'i'. */
+static uint32_t
+pattern_len(uint32_t seq)
+{
+	return 4 + (seq * 37) % 1000;
+}
+
+static uint8_t
+pattern_byte(uint32_t seq, uint32_t i)
+{
+	return (uint8_t)(seq * 7 + i * 13 + 1);
+}
+
+static struct ina_pkt *
+pattern_pkt(struct ina_port *port, uint32_t seq, const struct ina_peer *peer)
+{
+	struct ina_pkt *p = ina_pkt_alloc(port->pool);
+	uint32_t i;
+
+	assert_non_null(p);
+	p->len = pattern_len(seq);
+	assert_true(p->len <= p->cap);
+	memcpy(p->data, &seq, sizeof(seq));
+	for (i = sizeof(seq); i < p->len; i++)
+		p->data[i] = pattern_byte(seq, i);
+	if (peer)
+		p->peer = *peer;
+	return p;
+}
+
+/* Checks a received pattern packet; returns its seq. */
+static uint32_t
+pattern_check(const struct ina_pkt *p)
+{
+	uint32_t seq, i;
+
+	assert_true(p->len >= sizeof(seq));
+	memcpy(&seq, p->data, sizeof(seq));
+	assert_int_equal(p->len, pattern_len(seq));
+	for (i = sizeof(seq); i < p->len; i++)
+		if (p->data[i] != pattern_byte(seq, i))
+			fail_msg("seq %u: byte %u is %u, not %u", seq, i, p->data[i],
+				 pattern_byte(seq, i));
+	return seq;
+}
+
+/*
+ * Receives until 'done' says so or the deadline passes; calls 'each' on every
+ * packet (then frees it). Returns the number of packets received.
+ */
+typedef int (*rx_done_fn)(const struct ina_port *port, unsigned nb, void *arg);
+typedef void (*rx_each_fn)(const struct ina_pkt *p, void *arg);
+
+static unsigned
+rx_until(struct ina_port *port, rx_done_fn done, void *done_arg, rx_each_fn each,
+	 void *each_arg, uint64_t deadline_ns)
+{
+	uint64_t end = ina_now_ns() + deadline_ns, now;
+	struct ina_pkt *pkts[INA_MAX_BURST];
+	unsigned nb = 0;
+
+	while (!done(port, nb, done_arg)) {
+		uint16_t nb_rx, i;
+
+		nb_rx = ina_port_rx_burst(port, pkts, INA_MAX_BURST);
+		for (i = 0; i < nb_rx; i++) {
+			if (each)
+				each(pkts[i], each_arg);
+			ina_pkt_free(pkts[i]);
+		}
+		nb += nb_rx;
+		if (nb_rx)
+			continue;
+		now = ina_now_ns();
+		if (now >= end)
+			break;
+		port->ops->wait(port, end - now);
+	}
+	return nb;
+}
+
+static int
+done_count(const struct ina_port *port, unsigned nb, void *arg)
+{
+	(void)port;
+	return nb >= *(unsigned *)arg;
+}
+
+/* Done once every datagram sent is accounted for: received or dropped. */
+static int
+done_accounted(const struct ina_port *port, unsigned nb, void *arg)
+{
+	(void)nb;
+	return port->stats.rx_pkts + port->stats.rx_drop + port->stats.inject_drop >=
+	       *(unsigned *)arg;
+}
+
+static void
+test_port_udp_pool_heap(void **state)
+{
+	struct ina_pkt *pkts[8], *p;
+	struct ina_pkt_pool *pool;
+	struct ina_peer dst;
+	unsigned i, j;
+
+	(void)state;
+	errno = 0;
+	assert_null(ina_pkt_pool_create(0, 100));
+	assert_int_equal(errno, EINVAL);
+	assert_null(ina_pkt_pool_create(4, 0));
+	ina_pkt_pool_destroy(NULL);
+	assert_int_equal(ina_pkt_pool_avail(NULL), 0);
+
+	pool = ina_pkt_pool_create(8, 100);
+	assert_non_null(pool);
+	assert_int_equal(pool->buf_size, 100);
+	assert_int_equal(ina_pkt_pool_avail(pool), 8);
+	for (i = 0; i < 8; i++) {
+		pkts[i] = ina_pkt_alloc(pool);
+		assert_non_null(pkts[i]);
+		assert_int_equal((uintptr_t)pkts[i]->data % 64, 0);
+		assert_int_equal(pkts[i]->cap, 100);
+		assert_int_equal(pkts[i]->len, 0);
+		assert_int_equal(pkts[i]->peer.len, 0);
+		assert_null(pkts[i]->dsts);
+		assert_true(pkts[i]->pool == pool);
+		/* Buffers do not overlap. */
+		memset(pkts[i]->data, (int)i, pkts[i]->cap);
+		for (j = 0; j < i; j++)
+			assert_true(pkts[j]->data + 100 <= pkts[i]->data ||
+				    pkts[i]->data + 100 <= pkts[j]->data);
+	}
+	assert_int_equal(ina_pkt_pool_avail(pool), 0);
+	assert_int_equal(pool->nb_alloc_fail, 0);
+	assert_null(ina_pkt_alloc(pool));
+	assert_null(ina_pkt_alloc(pool));
+	assert_int_equal(pool->nb_alloc_fail, 2);
+	for (i = 0; i < 8; i++)
+		assert_int_equal(pkts[i]->data[99], i);
+
+	/* put resets what a user may have set. */
+	memset(&dst, 0, sizeof(dst));
+	pkts[3]->len = 50;
+	pkts[3]->peer.len = 16;
+	pkts[3]->dsts = &dst;
+	pkts[3]->dst_mask = 5;
+	ina_pkt_free(pkts[3]);
+	ina_pkt_free(NULL);
+	assert_int_equal(ina_pkt_pool_avail(pool), 1);
+	p = ina_pkt_alloc(pool);
+	assert_true(p == pkts[3]);
+	assert_int_equal(p->len, 0);
+	assert_int_equal(p->peer.len, 0);
+	assert_null(p->dsts);
+	assert_int_equal(p->dst_mask, 0);
+	assert_int_equal(p->cap, 100);
+
+	ina_pkt_free_bulk(pkts, 8);
+	assert_int_equal(ina_pkt_pool_avail(pool), 8);
+	ina_pkt_pool_destroy(pool);
+}
+
+static void
+test_port_udp_pool_free_bulk_mixed(void **state)
+{
+	struct ina_pkt_pool *a, *b;
+	struct ina_pkt *pkts[7];
+
+	(void)state;
+	a = ina_pkt_pool_create(3, 64);
+	b = ina_pkt_pool_create(3, 2000);
+	assert_non_null(a);
+	assert_non_null(b);
+	pkts[0] = ina_pkt_alloc(a);
+	pkts[1] = ina_pkt_alloc(a);
+	pkts[2] = ina_pkt_alloc(b);
+	pkts[3] = NULL;
+	pkts[4] = ina_pkt_alloc(a);
+	pkts[5] = ina_pkt_alloc(b);
+	pkts[6] = ina_pkt_alloc(b);
+	assert_int_equal(ina_pkt_pool_avail(a), 0);
+	assert_int_equal(ina_pkt_pool_avail(b), 0);
+	ina_pkt_free_bulk(pkts, 7);
+	assert_int_equal(ina_pkt_pool_avail(a), 3);
+	assert_int_equal(ina_pkt_pool_avail(b), 3);
+	ina_pkt_pool_destroy(a);
+	ina_pkt_pool_destroy(b);
+}
+
+struct seen {
+	uint8_t *hits;			/* per seq */
+	unsigned nb_seq;
+	const struct ina_peer *from;	/* expected source, or NULL */
+	uint64_t bytes;
+};
+
+static void
+each_pattern(const struct ina_pkt *p, void *arg)
+{
+	struct seen *s = arg;
+	uint32_t seq = pattern_check(p);
+
+	assert_true(seq < s->nb_seq);
+	s->hits[seq]++;
+	s->bytes += p->len;
+	if (s->from)
+		assert_true(ina_peer_equal(&p->peer, s->from));
+}
+
+static void
+test_port_udp_send_recv(void **state)
+{
+	struct ina_port *a, *b;
+	struct ina_peer to_b, b_sees_a;
+	struct ina_pkt *pkts[INA_MAX_BURST];
+	uint8_t hits[96] = { 0 };
+	struct seen s = { hits, 96, &b_sees_a, 0 };
+	char a_addr[64], str[64];
+	uint64_t bytes = 0;
+	unsigned want = 96, burst, i, nb;
+
+	(void)state;
+	a = port_open_ok("udp:bind=127.0.0.1:0,pkts=256");
+	b = port_open_ok("udp:bind=127.0.0.1:0,pkts=256,mtu=2000");
+	assert_int_equal(a->max_pkt, 9000);
+	assert_int_equal(b->max_pkt, 2000);
+	assert_int_equal(b->pool->buf_size, 2000);
+	peer_of(a, b, &to_b);
+	peer_of(b, a, &b_sees_a);
+
+	for (burst = 0; burst < 3; burst++) {
+		for (i = 0; i < INA_MAX_BURST; i++) {
+			pkts[i] = pattern_pkt(a, burst * INA_MAX_BURST + i, &to_b);
+			bytes += pkts[i]->len;
+		}
+		assert_int_equal(ina_port_tx_burst(a, pkts, INA_MAX_BURST), INA_MAX_BURST);
+	}
+	assert_int_equal(a->stats.tx_pkts, 96);
+	assert_int_equal(a->stats.tx_bytes, bytes);
+	assert_int_equal(a->stats.tx_bursts, 3);
+	assert_int_equal(a->stats.tx_drop, 0);
+	assert_pool_full(a, 256);
+
+	nb = rx_until(b, done_count, &want, each_pattern, &s, RX_DEADLINE_NS);
+	assert_int_equal(nb, 96);
+	for (i = 0; i < 96; i++)
+		assert_int_equal(hits[i], 1);
+	assert_int_equal(s.bytes, bytes);
+	assert_int_equal(b->stats.rx_pkts, 96);
+	assert_int_equal(b->stats.rx_bytes, bytes);
+	assert_true(b->stats.rx_bursts >= 3 && b->stats.rx_bursts <= 96);
+	assert_int_equal(b->stats.rx_drop, 0);
+	assert_int_equal(b->stats.inject_drop, 0);
+	assert_pool_full(b, 256);
+
+	/* Nothing more: an empty rx_burst takes no buffer. */
+	assert_int_equal(ina_port_rx_burst(b, pkts, INA_MAX_BURST), 0);
+	assert_pool_full(b, 256);
+
+	/* peer_str of what b saw is a's bound address. */
+	assert_int_equal(ina_port_udp_local(a, a_addr, sizeof(a_addr)), 0);
+	assert_string_equal(b->ops->peer_str(b, &b_sees_a, str, sizeof(str)), a_addr);
+
+	ina_port_close(a);
+	ina_port_close(b);
+	ina_port_close(NULL);
+}
+
+/* More than INA_MAX_BURST packets in one tx call; rx never returns more than asked. */
+static void
+test_port_udp_large_tx_call(void **state)
+{
+	struct ina_pkt *pkts[100], *rx[INA_MAX_BURST + 8];
+	uint8_t hits[100] = { 0 };
+	struct seen s = { hits, 100, NULL, 0 };
+	struct ina_port *a, *b;
+	struct ina_peer to_b;
+	unsigned i, nb, want = 100;
+	uint16_t got;
+
+	(void)state;
+	a = port_open_ok("udp:bind=127.0.0.1:0,pkts=128");
+	b = port_open_ok("udp:bind=127.0.0.1:0,pkts=128");
+	peer_of(a, b, &to_b);
+	for (i = 0; i < 100; i++)
+		pkts[i] = pattern_pkt(a, i, &to_b);
+	assert_int_equal(ina_port_tx_burst(a, pkts, 100), 100);
+	assert_int_equal(a->stats.tx_pkts, 100);
+	assert_int_equal(a->stats.tx_bursts, 1);
+	assert_pool_full(a, 128);
+
+	/* Ask for more than INA_MAX_BURST once the data is there. */
+	b->ops->wait(b, RX_DEADLINE_NS);
+	got = ina_port_rx_burst(b, rx, INA_MAX_BURST + 8);
+	assert_true(got >= 1 && got <= INA_MAX_BURST);
+	for (i = 0; i < got; i++) {
+		each_pattern(rx[i], &s);
+		ina_pkt_free(rx[i]);
+	}
+	want -= got;
+	nb = rx_until(b, done_count, &want, each_pattern, &s, RX_DEADLINE_NS);
+	assert_int_equal(nb, want);
+	for (i = 0; i < 100; i++)
+		assert_int_equal(hits[i], 1);
+	assert_pool_full(b, 128);
+	ina_port_close(a);
+	ina_port_close(b);
+}
+
+struct fanout_check {
+	const struct ina_peer *from;
+	unsigned nb;
+};
+
+static void
+each_fanout(const struct ina_pkt *p, void *arg)
+{
+	struct fanout_check *c = arg;
+
+	assert_int_equal(pattern_check(p), 7);
+	assert_true(ina_peer_equal(&p->peer, c->from));
+	c->nb++;
+}
+
+/* One packet to dsts[0..2] with bits 0 and 2 set arrives at exactly those two. */
+static void
+test_port_udp_fanout(void **state)
+{
+	struct ina_port *a, *r[3];
+	struct ina_peer dsts[3], seen_a;
+	struct fanout_check c = { &seen_a, 0 };
+	struct ina_pkt *p, *rx[INA_MAX_BURST];
+	unsigned i, one = 1;
+
+	(void)state;
+	a = port_open_ok("udp:bind=127.0.0.1:0,pkts=16");
+	for (i = 0; i < 3; i++) {
+		r[i] = port_open_ok("udp:bind=127.0.0.1:0,pkts=16");
+		peer_of(a, r[i], &dsts[i]);
+	}
+	peer_of(r[0], a, &seen_a);
+
+	p = pattern_pkt(a, 7, NULL);
+	p->dsts = dsts;
+	p->dst_mask = (1ull << 0) | (1ull << 2);
+	assert_int_equal(ina_port_tx_burst(a, &p, 1), 1);
+	assert_int_equal(a->stats.tx_pkts, 2);
+	assert_int_equal(a->stats.tx_bytes, 2 * pattern_len(7));
+	assert_int_equal(a->stats.tx_bursts, 1);
+	assert_int_equal(a->stats.tx_drop, 0);
+	assert_pool_full(a, 16);
+
+	assert_int_equal(rx_until(r[0], done_count, &one, each_fanout, &c, RX_DEADLINE_NS), 1);
+	assert_int_equal(rx_until(r[2], done_count, &one, each_fanout, &c, RX_DEADLINE_NS), 1);
+	assert_int_equal(c.nb, 2);
+	r[1]->ops->wait(r[1], 50 * INA_NS_PER_MS);
+	assert_int_equal(ina_port_rx_burst(r[1], rx, INA_MAX_BURST), 0);
+	/* Nothing extra at the two destinations either. */
+	assert_int_equal(ina_port_rx_burst(r[0], rx, INA_MAX_BURST), 0);
+	assert_int_equal(ina_port_rx_burst(r[2], rx, INA_MAX_BURST), 0);
+	for (i = 0; i < 3; i++) {
+		assert_int_equal(r[i]->stats.rx_pkts, i == 1 ? 0 : 1);
+		assert_pool_full(r[i], 16);
+		ina_port_close(r[i]);
+	}
+	ina_port_close(a);
+}
+
+/* All 64 destination bits: each destination gets the same bytes. */
+static void
+test_port_udp_fanout_all(void **state)
+{
+	struct ina_port *a, *r[3];
+	struct ina_peer dsts[64], seen_a;
+	struct fanout_check c = { &seen_a, 0 };
+	struct ina_pkt *p;
+	unsigned i, want[3] = { 22, 21, 21 };
+
+	(void)state;
+	a = port_open_ok("udp:bind=127.0.0.1:0,pkts=16");
+	for (i = 0; i < 3; i++)
+		r[i] = port_open_ok("udp:bind=127.0.0.1:0,pkts=16");
+	for (i = 0; i < 64; i++)
+		peer_of(a, r[i % 3], &dsts[i]);
+	peer_of(r[0], a, &seen_a);
+	p = pattern_pkt(a, 7, NULL);
+	p->dsts = dsts;
+	p->dst_mask = UINT64_MAX;
+	assert_int_equal(ina_port_tx_burst(a, &p, 1), 1);
+	assert_int_equal(a->stats.tx_pkts, 64);
+	for (i = 0; i < 3; i++) {
+		assert_int_equal(rx_until(r[i], done_count, &want[i], each_fanout, &c,
+					  RX_DEADLINE_NS), want[i]);
+		ina_port_close(r[i]);
+	}
+	assert_int_equal(c.nb, 64);
+	ina_port_close(a);
+}
+
+static void
+each_small(const struct ina_pkt *p, void *arg)
+{
+	uint32_t id;
+
+	(void)arg;
+	assert_int_equal(p->len, 8);
+	memcpy(&id, p->data, sizeof(id));
+	assert_true(id < 33);
+	assert_int_equal(p->data[4], 0xab);
+	assert_int_equal(p->data[7], 0xab);
+}
+
+/* 33 packets fanned out to 64 destinations: 2112 messages, more than one batch. */
+static void
+test_port_udp_fanout_many_batches(void **state)
+{
+	struct ina_peer dsts[64], to_b;
+	struct ina_pkt *pkts[33];
+	struct ina_port *a, *b;
+	unsigned i, want = 33 * 64, nb;
+
+	(void)state;
+	a = port_open_ok("udp:bind=127.0.0.1:0,pkts=64,mtu=256");
+	b = port_open_ok("udp:bind=127.0.0.1:0,pkts=64,mtu=256,rcvbuf=33554432");
+	peer_of(a, b, &to_b);
+	for (i = 0; i < 64; i++)
+		dsts[i] = to_b;
+	for (i = 0; i < 33; i++) {
+		pkts[i] = ina_pkt_alloc(a->pool);
+		assert_non_null(pkts[i]);
+		pkts[i]->len = 8;
+		memcpy(pkts[i]->data, &i, sizeof(i));
+		memset(pkts[i]->data + 4, 0xab, 4);
+		pkts[i]->dsts = dsts;
+		pkts[i]->dst_mask = UINT64_MAX;
+	}
+	assert_int_equal(ina_port_tx_burst(a, pkts, 33), 33);
+	assert_int_equal(a->stats.tx_pkts + a->stats.tx_drop, want);
+	assert_int_equal(a->stats.tx_drop, 0);
+	assert_int_equal(a->stats.tx_bytes, 8ull * want);
+	assert_int_equal(a->stats.tx_bursts, 1);
+	assert_pool_full(a, 64);
+
+	nb = rx_until(b, done_count, &want, each_small, NULL, RX_DEADLINE_NS / 4);
+	/* Loopback drops past rcvbuf, which non-root users cannot force. */
+	assert_true(nb > 0 && nb <= want);
+	if (nb < want)
+		print_message("fanout_many_batches: %u of %u received (rcvbuf limit)\n", nb,
+			      want);
+	assert_int_equal(b->stats.rx_pkts, nb);
+	assert_int_equal(b->stats.rx_bytes, 8ull * nb);
+	assert_pool_full(b, 64);
+	ina_port_close(a);
+	ina_port_close(b);
+}
+
+static void
+test_port_udp_bad_specs(void **state)
+{
+	static const char *const bad[] = {
+		"",
+		"foo",
+		"dpdk:",
+		"udpx",
+		":bind=127.0.0.1:0",
+		"udp:mtu",
+		"udp:mtu=",
+		"udp:mtu=127",
+		"udp:mtu=65508",
+		"udp:mtu=abc",
+		"udp:pkts=0",
+		"udp:pkts=-1",
+		"udp:rcvbuf=1",
+		"udp:sndbuf=x",
+		"udp:drop=1",
+		"udp:drop=1.5",
+		"udp:drop=-0.1",
+		"udp:drop=nan",
+		"udp:seed=abc",
+		"udp:busy=2",
+		"udp:bogus=1",
+		"udp:bind=127.0.0.1",
+		"udp:bind=127.0.0.1:",
+		"udp:bind=:5000",
+		"udp:bind=127.0.0.1:65536",
+		"udp:mtu=1000,,bogus=2",
+	};
+	static struct ina_port dummy;
+	struct ina_port *port;
+	char err[256];
+	unsigned i;
+
+	(void)state;
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		port = &dummy;
+		if (ina_port_open(bad[i], &port, err, sizeof(err)) != -EINVAL)
+			fail_msg("spec '%s' was not rejected with -EINVAL", bad[i]);
+		assert_null(port);
+		assert_true(err[0] != '\0');
+	}
+	assert_int_equal(ina_port_open("foo:x=1", &port, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "foo"));
+	assert_non_null(strstr(err, "udp"));
+	assert_int_equal(ina_port_open(NULL, &port, err, sizeof(err)), -EINVAL);
+	/* A NULL or empty error buffer is fine. */
+	assert_int_equal(ina_port_open("nope", &port, NULL, 0), -EINVAL);
+	assert_int_equal(ina_port_open("nope", &port, err, 0), -EINVAL);
+
+	/* Good ones, including edge values and an empty option list. */
+	port = port_open_ok("udp:mtu=128,pkts=1,drop=0,seed=0,busy=1,rcvbuf=4096,sndbuf=4096");
+	assert_int_equal(port->max_pkt, 128);
+	ina_port_close(port);
+	port = port_open_ok("udp:bind=localhost:0,mtu=65507,pkts=2,drop=0.999");
+	ina_port_close(port);
+	port = port_open_ok("udp:");
+	ina_port_close(port);
+}
+
+static void
+test_port_udp_resolve(void **state)
+{
+	static const char *const bad[] = {
+		"", "127.0.0.1", "127.0.0.1:", ":80", "127.0.0.1:0", "127.0.0.1:65536",
+		"127.0.0.1:x", "127.0.0.1:80x", "1.2.3.4:5:6x",
+	};
+	struct ina_peer peer, peer2;
+	struct ina_port *port;
+	char buf[64];
+	unsigned i;
+
+	(void)state;
+	port = port_open_ok("udp:bind=127.0.0.1:0,pkts=4");
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		if (port->ops->resolve(port, bad[i], &peer) != -EINVAL)
+			fail_msg("address '%s' was not rejected with -EINVAL", bad[i]);
+
+	assert_int_equal(port->ops->resolve(port, "10.1.2.3:9150", &peer), 0);
+	assert_int_equal(peer.len, 16);
+	assert_string_equal(port->ops->peer_str(port, &peer, buf, sizeof(buf)),
+			    "10.1.2.3:9150");
+	assert_int_equal(port->ops->resolve(port, "localhost:65535", &peer), 0);
+	assert_int_equal(port->ops->resolve(port, "127.0.0.1:65535", &peer2), 0);
+	assert_true(ina_peer_equal(&peer, &peer2));
+	assert_string_equal(port->ops->peer_str(port, &peer, buf, sizeof(buf)),
+			    "127.0.0.1:65535");
+	peer.len = 0;
+	assert_string_equal(port->ops->peer_str(port, &peer, buf, sizeof(buf)), "(none)");
+
+	/* ina_port_udp_local: errors. */
+	assert_int_equal(ina_port_udp_local(NULL, buf, sizeof(buf)), -EINVAL);
+	assert_int_equal(ina_port_udp_local(port, buf, 4), -ENOSPC);
+	assert_int_equal(ina_port_udp_local(port, buf, sizeof(buf)), 0);
+	assert_non_null(strstr(buf, "127.0.0.1:"));
+	ina_port_close(port);
+}
+
+/* The default bind (0.0.0.0, ephemeral port) is reachable on 127.0.0.1. */
+static void
+test_port_udp_default_bind(void **state)
+{
+	struct ina_port *a, *b;
+	struct ina_peer to_b;
+	struct ina_pkt *p;
+	char addr[64], to[80];
+	unsigned one = 1;
+
+	(void)state;
+	a = port_open_ok("udp:pkts=8");
+	b = port_open_ok("udp");
+	assert_int_equal(b->max_pkt, 9000);
+	assert_int_equal(ina_pkt_pool_avail(b->pool), 4096);
+	assert_int_equal(ina_port_udp_local(b, addr, sizeof(addr)), 0);
+	assert_int_equal(strncmp(addr, "0.0.0.0:", 8), 0);
+	assert_true(strcmp(addr, "0.0.0.0:0") != 0);
+	snprintf(to, sizeof(to), "127.0.0.1:%s", addr + 8);
+	assert_int_equal(a->ops->resolve(a, to, &to_b), 0);
+	p = pattern_pkt(a, 3, &to_b);
+	assert_int_equal(ina_port_tx_burst(a, &p, 1), 1);
+	assert_int_equal(rx_until(b, done_count, &one, NULL, NULL, RX_DEADLINE_NS), 1);
+	assert_pool_full(a, 8);
+	assert_pool_full(b, 4096);
+	ina_port_close(a);
+	ina_port_close(b);
+}
+
+/*
+ * Sends 'total' pattern packets from a to b in bursts, and after each burst
+ * receives until b has accounted for every datagram a handed to the kernel
+ * (received or dropped on purpose). Returns the number received.
+ */
+static unsigned
+send_stream(struct ina_port *a, struct ina_port *b, unsigned total, struct seen *s)
+{
+	struct ina_pkt *pkts[INA_MAX_BURST];
+	struct ina_peer to_b;
+	unsigned sent = 0, nb_rx = 0;
+
+	peer_of(a, b, &to_b);
+	while (sent < total) {
+		unsigned n = total - sent < INA_MAX_BURST ? total - sent : INA_MAX_BURST;
+		unsigned i, want;
+
+		for (i = 0; i < n; i++)
+			pkts[i] = pattern_pkt(a, sent + i, &to_b);
+		assert_int_equal(ina_port_tx_burst(a, pkts, (uint16_t)n), n);
+		sent += n;
+		want = (unsigned)a->stats.tx_pkts;
+		nb_rx += rx_until(b, done_accounted, &want, each_pattern, s, RX_DEADLINE_NS);
+		if (!done_accounted(b, 0, &want))
+			fail_msg("stream stalled: %u received, %u sent", nb_rx, want);
+	}
+	return nb_rx;
+}
+
+/* drop=0.5 on the sender: about half never leave, the same ones for a seed. */
+static void
+test_port_udp_drop_tx(void **state)
+{
+	static uint8_t hits[2000], first_hits[2000];
+	static const char *const specs[] = {
+		"udp:bind=127.0.0.1:0,pkts=64,drop=0.5,seed=12345",
+		"udp:bind=127.0.0.1:0,pkts=64,drop=0.5,seed=12345",
+		"udp:bind=127.0.0.1:0,pkts=64,drop=0.5,seed=99",
+	};
+	struct seen s = { hits, 2000, NULL, 0 };
+	struct ina_port *a, *b;
+	unsigned nb, round;
+
+	(void)state;
+	for (round = 0; round < 3; round++) {
+		a = port_open_ok(specs[round]);
+		b = port_open_ok("udp:bind=127.0.0.1:0,pkts=64");
+		memset(hits, 0, sizeof(hits));
+		nb = send_stream(a, b, 2000, &s);
+		assert_int_equal(nb + a->stats.inject_drop, 2000);
+		assert_int_equal(a->stats.tx_pkts, nb);
+		assert_int_equal(a->stats.tx_drop, 0);
+		assert_int_equal(b->stats.rx_pkts, nb);
+		assert_int_equal(b->stats.inject_drop, 0);
+		assert_in_range(a->stats.inject_drop, 600, 1400);
+		if (round == 0)
+			memcpy(first_hits, hits, sizeof(hits));
+		else if (round == 1)
+			assert_memory_equal(hits, first_hits, sizeof(hits));
+		else
+			assert_memory_not_equal(hits, first_hits, sizeof(hits));
+		assert_pool_full(a, 64);
+		assert_pool_full(b, 64);
+		ina_port_close(a);
+		ina_port_close(b);
+	}
+}
+
+/* drop=0.5 on the receiver: about half are read and dropped, and counted. */
+static void
+test_port_udp_drop_rx(void **state)
+{
+	static uint8_t hits[2000];
+	struct seen s = { hits, 2000, NULL, 0 };
+	struct ina_port *a, *b;
+	unsigned nb, i;
+
+	(void)state;
+	a = port_open_ok("udp:bind=127.0.0.1:0,pkts=64");
+	b = port_open_ok("udp:bind=127.0.0.1:0,pkts=64,drop=0.5,seed=7");
+	nb = send_stream(a, b, 2000, &s);
+	assert_int_equal(a->stats.tx_pkts, 2000);
+	assert_int_equal(a->stats.inject_drop, 0);
+	assert_int_equal(nb + b->stats.inject_drop, 2000);
+	assert_int_equal(b->stats.rx_pkts, nb);
+	assert_in_range(b->stats.inject_drop, 600, 1400);
+	for (i = 0, nb = 0; i < 2000; i++) {
+		assert_true(hits[i] <= 1);
+		nb += hits[i];
+	}
+	assert_int_equal(nb, b->stats.rx_pkts);
+	assert_pool_full(a, 64);
+	assert_pool_full(b, 64);
+	ina_port_close(a);
+	ina_port_close(b);
+}
+
+/* A datagram larger than the receiver's mtu is dropped and counted. */
+static void
+test_port_udp_truncated(void **state)
+{
+	static const uint32_t lens[] = { 200, 128, 129, 65507, 1 };
+	struct ina_pkt *pkts[5], *rx[INA_MAX_BURST];
+	struct ina_port *a, *b;
+	struct ina_peer to_b;
+	unsigned i, want = 5, got = 0;
+	uint64_t end;
+
+	(void)state;
+	a = port_open_ok("udp:bind=127.0.0.1:0,pkts=8,mtu=65507");
+	b = port_open_ok("udp:bind=127.0.0.1:0,pkts=8,mtu=128");
+	peer_of(a, b, &to_b);
+	for (i = 0; i < 5; i++) {
+		pkts[i] = ina_pkt_alloc(a->pool);
+		assert_non_null(pkts[i]);
+		pkts[i]->len = lens[i];
+		memset(pkts[i]->data, (int)lens[i], lens[i]);
+		pkts[i]->peer = to_b;
+	}
+	assert_int_equal(ina_port_tx_burst(a, pkts, 5), 5);
+	assert_int_equal(a->stats.tx_pkts, 5);
+
+	end = ina_now_ns() + RX_DEADLINE_NS;
+	while (!done_accounted(b, 0, &want) && ina_now_ns() < end) {
+		uint16_t n = ina_port_rx_burst(b, rx, INA_MAX_BURST);
+
+		for (i = 0; i < n; i++) {
+			assert_true(rx[i]->len == 128 || rx[i]->len == 1);
+			assert_int_equal(rx[i]->data[0], (uint8_t)rx[i]->len);
+			ina_pkt_free(rx[i]);
+		}
+		got += n;
+		if (n == 0)
+			b->ops->wait(b, 10 * INA_NS_PER_MS);
+	}
+	assert_int_equal(got, 2);
+	assert_int_equal(b->stats.rx_pkts, 2);
+	assert_int_equal(b->stats.rx_bytes, 129);
+	assert_int_equal(b->stats.rx_drop, 3);
+	assert_pool_full(b, 8);
+	assert_pool_full(a, 8);
+	ina_port_close(a);
+	ina_port_close(b);
+}
+
+/* Packets with no destination are dropped and counted, and still freed. */
+static void
+test_port_udp_tx_no_peer(void **state)
+{
+	struct ina_peer dsts[2];
+	struct ina_pkt *pkts[3];
+	struct ina_port *a;
+
+	(void)state;
+	a = port_open_ok("udp:bind=127.0.0.1:0,pkts=4");
+	memset(dsts, 0, sizeof(dsts));
+	pkts[0] = pattern_pkt(a, 1, NULL);		/* no peer */
+	pkts[1] = pattern_pkt(a, 2, NULL);		/* fan-out to two empty peers */
+	pkts[1]->dsts = dsts;
+	pkts[1]->dst_mask = 3;
+	pkts[2] = pattern_pkt(a, 3, NULL);		/* fan-out to nobody */
+	pkts[2]->dsts = dsts;
+	pkts[2]->dst_mask = 0;
+	assert_int_equal(ina_port_tx_burst(a, pkts, 3), 1);
+	assert_int_equal(a->stats.tx_drop, 3);
+	assert_int_equal(a->stats.tx_pkts, 0);
+	assert_int_equal(a->stats.tx_bursts, 0);
+	assert_pool_full(a, 4);
+	assert_int_equal(ina_port_tx_burst(a, pkts, 0), 0);
+	ina_port_close(a);
+}
+
+/* Sending to a closed port never wedges the port, whatever ICMP does. */
+static void
+test_port_udp_closed_peer(void **state)
+{
+	struct ina_pkt *pkts[INA_MAX_BURST];
+	struct ina_port *a, *gone, *b;
+	struct ina_peer to_gone, to_b;
+	unsigned i, round, want;
+
+	(void)state;
+	a = port_open_ok("udp:bind=127.0.0.1:0,pkts=64");
+	b = port_open_ok("udp:bind=127.0.0.1:0,pkts=64");
+	gone = port_open_ok("udp:bind=127.0.0.1:0,pkts=1");
+	peer_of(a, gone, &to_gone);
+	peer_of(a, b, &to_b);
+	ina_port_close(gone);
+
+	for (round = 0; round < 4; round++) {
+		for (i = 0; i < 8; i++)
+			pkts[i] = pattern_pkt(a, i, &to_gone);
+		ina_port_tx_burst(a, pkts, 8);
+		/* A pending error must not hide receives on this socket. */
+		a->ops->wait(a, 5 * INA_NS_PER_MS);
+		assert_int_equal(ina_port_rx_burst(a, pkts, INA_MAX_BURST), 0);
+	}
+	assert_int_equal(a->stats.tx_pkts + a->stats.tx_drop, 32);
+	/* And the port still sends to live peers. */
+	for (i = 0; i < 8; i++)
+		pkts[i] = pattern_pkt(a, i, &to_b);
+	assert_int_equal(ina_port_tx_burst(a, pkts, 8), 8);
+	want = 8;
+	assert_int_equal(rx_until(b, done_count, &want, NULL, NULL, RX_DEADLINE_NS), 8);
+	assert_pool_full(a, 64);
+	assert_pool_full(b, 64);
+	ina_port_close(a);
+	ina_port_close(b);
+}
+
+static void
+test_port_udp_wait(void **state)
+{
+	struct ina_port *a, *b, *busy;
+	struct ina_peer to_b;
+	struct ina_pkt *p;
+	uint64_t t0, dt;
+
+	(void)state;
+	a = port_open_ok("udp:bind=127.0.0.1:0,pkts=4");
+	b = port_open_ok("udp:bind=127.0.0.1:0,pkts=4");
+	busy = port_open_ok("udp:bind=127.0.0.1:0,pkts=4,busy=1");
+
+	t0 = ina_now_ns();
+	b->ops->wait(b, 0);
+	assert_true(ina_now_ns() - t0 < 50 * INA_NS_PER_MS);
+
+	t0 = ina_now_ns();
+	b->ops->wait(b, 20 * INA_NS_PER_MS);
+	dt = ina_now_ns() - t0;
+	assert_true(dt >= 19 * INA_NS_PER_MS);
+	assert_true(dt < INA_NS_PER_S);
+
+	/* Sub-millisecond timeouts are not rounded up to a millisecond or more. */
+	t0 = ina_now_ns();
+	b->ops->wait(b, 200000);
+	dt = ina_now_ns() - t0;
+	assert_true(dt >= 150000);
+
+	t0 = ina_now_ns();
+	busy->ops->wait(busy, 5 * INA_NS_PER_S);
+	assert_true(ina_now_ns() - t0 < 100 * INA_NS_PER_MS);
+
+	/* A waiting packet ends the wait early. */
+	peer_of(a, b, &to_b);
+	p = pattern_pkt(a, 1, &to_b);
+	assert_int_equal(ina_port_tx_burst(a, &p, 1), 1);
+	t0 = ina_now_ns();
+	b->ops->wait(b, 5 * INA_NS_PER_S);
+	assert_true(ina_now_ns() - t0 < INA_NS_PER_S);
+	assert_int_equal(ina_port_rx_burst(b, &p, 1), 1);
+	ina_pkt_free(p);
+
+	assert_pool_full(b, 4);
+	ina_port_close(a);
+	ina_port_close(b);
+	ina_port_close(busy);
+}
+
+/* An empty pool makes rx_burst return 0 and count an allocation failure. */
+static void
+test_port_udp_rx_pool_empty(void **state)
+{
+	struct ina_pkt *held[2], *rx[INA_MAX_BURST];
+	struct ina_port *a, *b;
+	struct ina_peer to_b;
+	struct ina_pkt *p;
+	unsigned one = 1;
+
+	(void)state;
+	a = port_open_ok("udp:bind=127.0.0.1:0,pkts=4");
+	b = port_open_ok("udp:bind=127.0.0.1:0,pkts=2");
+	peer_of(a, b, &to_b);
+	p = pattern_pkt(a, 5, &to_b);
+	assert_int_equal(ina_port_tx_burst(a, &p, 1), 1);
+	b->ops->wait(b, RX_DEADLINE_NS);
+	held[0] = ina_pkt_alloc(b->pool);
+	held[1] = ina_pkt_alloc(b->pool);
+	assert_non_null(held[1]);
+	assert_int_equal(ina_port_rx_burst(b, rx, INA_MAX_BURST), 0);
+	assert_int_equal(b->pool->nb_alloc_fail, 1);
+	ina_pkt_free_bulk(held, 2);
+	/* The datagram waited in the socket. */
+	assert_int_equal(rx_until(b, done_count, &one, NULL, NULL, RX_DEADLINE_NS), 1);
+	assert_pool_full(b, 2);
+	ina_port_close(a);
+	ina_port_close(b);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_port_udp_pool_heap),
+		cmocka_unit_test(test_port_udp_pool_free_bulk_mixed),
+		cmocka_unit_test(test_port_udp_send_recv),
+		cmocka_unit_test(test_port_udp_large_tx_call),
+		cmocka_unit_test(test_port_udp_fanout),
+		cmocka_unit_test(test_port_udp_fanout_all),
+		cmocka_unit_test(test_port_udp_fanout_many_batches),
+		cmocka_unit_test(test_port_udp_bad_specs),
+		cmocka_unit_test(test_port_udp_resolve),
+		cmocka_unit_test(test_port_udp_default_bind),
+		cmocka_unit_test(test_port_udp_drop_tx),
+		cmocka_unit_test(test_port_udp_drop_rx),
+		cmocka_unit_test(test_port_udp_truncated),
+		cmocka_unit_test(test_port_udp_tx_no_peer),
+		cmocka_unit_test(test_port_udp_closed_peer),
+		cmocka_unit_test(test_port_udp_wait),
+		cmocka_unit_test(test_port_udp_rx_pool_empty),
+	};
+
+	return cmocka_run_group_tests_name("port_udp", tests, NULL, NULL);
+}

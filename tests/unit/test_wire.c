@@ -1,0 +1,1261 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Unit tests of the wire format (common/src/wire.c): the header against
+ * hand-written golden bytes, the JOIN payload codec, one packet per rejection
+ * reason that is valid but for that one defect, valid packets of every type,
+ * and a fixed-seed random-bytes loop for the sanitizer build.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "ina/wire.h"
+
+/* The job every test packet claims to belong to. */
+#define JOB_ID 0x0000c0deu
+#define EPOCH 3u
+#define TOKEN 0x0123456789abcdefull
+#define WORLD 4
+#define LANES 3
+#define MAX_BLOCK 64
+/* A tensor of 7 blocks of 16; the last one (6, in lane 0) holds 4 elements. */
+#define TLEN 100
+#define BSIZE 16
+#define NB 7
+
+static const struct ina_job_params job = {
+	.job_id = JOB_ID,
+	.epoch = EPOCH,
+	.token = TOKEN,
+	.world = WORLD,
+	.lanes = LANES,
+	.max_block = MAX_BLOCK,
+	.encoding = INA_ENC_F32,
+};
+
+struct pkt {
+	struct ina_hdr h;
+	size_t size;
+	uint8_t buf[INA_HDR_SIZE + 4 * 1024];
+};
+
+/* Encodes p->h into p->buf; the payload bytes stay as they are. */
+static void
+pkt_build(struct pkt *p)
+{
+	ina_wire_encode_hdr(&p->h, p->buf);
+}
+
+/* Sets the element count and the size that goes with it. */
+static void
+pkt_set_elems(struct pkt *p, uint16_t n_elems)
+{
+	p->h.n_elems = n_elems;
+	p->size = INA_HDR_SIZE + (size_t)n_elems * 4;
+}
+
+/* A valid packet of 'type' for 'job', built. DATA and RESULT carry block 1 of
+ * lane 1, full, with next block 4. */
+static void
+pkt_init(struct pkt *p, uint8_t type)
+{
+	size_t i;
+
+	memset(p, 0, sizeof(*p));
+	for (i = INA_HDR_SIZE; i < sizeof(p->buf); i++)
+		p->buf[i] = (uint8_t)(i * 7);
+	p->h.version = INA_WIRE_VERSION;
+	p->h.type = type;
+	p->h.job_id = JOB_ID;
+	p->h.epoch = EPOCH;
+	p->h.token = TOKEN;
+	p->h.rank = INA_RANK_SWITCH;
+	p->h.tensor_id = 42;
+	p->h.round = 9;
+	p->size = INA_HDR_SIZE;
+	switch (type) {
+	case INA_T_JOIN:
+	case INA_T_JOIN_ACK:
+		p->h.encoding = INA_ENC_F32;
+		if (type == INA_T_JOIN) {
+			p->h.epoch = 0;
+			p->h.rank = 2;
+		}
+		ina_wire_encode_join(WORLD, LANES, MAX_BLOCK, p->buf + INA_HDR_SIZE);
+		p->size = INA_HDR_SIZE + 8;
+		break;
+	case INA_T_DATA:
+	case INA_T_RESULT:
+		if (type == INA_T_DATA)
+			p->h.rank = 1;
+		p->h.encoding = INA_ENC_F32;
+		p->h.flags = INA_F_VER;
+		p->h.lane = 1;
+		p->h.tensor_len = TLEN;
+		p->h.block_size = BSIZE;
+		p->h.block = 1;
+		p->h.next = 4;
+		pkt_set_elems(p, BSIZE);
+		break;
+	case INA_T_WAIT:
+		p->size = INA_HDR_SIZE + INA_WAIT_PAYLOAD;
+		break;
+	case INA_T_FIN:
+	case INA_T_LEAVE:
+		p->h.rank = 3;
+		break;
+	case INA_T_ERROR:
+		p->h.status = INA_WERR_NO_SLOTS;
+		memcpy(p->buf + INA_HDR_SIZE, "no slots", 8);
+		p->size = INA_HDR_SIZE + 8;
+		break;
+	default:
+		break;
+	}
+	pkt_build(p);
+}
+
+static void
+expect(const struct pkt *p, const struct ina_job_params *j, enum ina_wire_reason want)
+{
+	struct ina_hdr h;
+	enum ina_wire_reason r;
+
+	r = ina_wire_validate(p->buf, p->size, j, &h);
+	assert_string_equal(ina_wire_reason_name(r), ina_wire_reason_name(want));
+	assert_int_equal(r, want);
+}
+
+/* A defect the packet alone shows: rejected with and without the job. */
+static void
+expect_stateless(const struct pkt *p, enum ina_wire_reason want)
+{
+	expect(p, NULL, want);
+	expect(p, &job, want);
+}
+
+/* A defect only the job shows: fine alone, rejected against the job. */
+static void
+expect_stateful(const struct pkt *p, enum ina_wire_reason want)
+{
+	expect(p, NULL, INA_WIRE_OK);
+	expect(p, &job, want);
+}
+
+/* A header with a distinctive value in every field. */
+static const struct ina_hdr golden_hdr = {
+	.version = 0x01,
+	.type = 0x03,
+	.encoding = 0x02,
+	.flags = 0x05,
+	.job_id = 0x11223344u,
+	.epoch = 0x55667788u,
+	.rank = 0x99aa,
+	.lane = 0xbbcc,
+	.tensor_id = 0xddeeff01u,
+	.round = 0x02030405u,
+	.tensor_len = 0x06070809u,
+	.block = 0x0a0b0c0du,
+	.next = 0x0e0f1011u,
+	.block_size = 0x1213,
+	.n_elems = 0x1415,
+	.exp = -300,		/* 0xfed4 */
+	.status = 0x1617,
+	.reserved = 0x18191a1bu,
+	.token = 0x1c1d1e1f20212223ull,
+};
+
+/* golden_hdr as it lies on the wire, written from the offsets in wire.h. */
+static const uint8_t golden_bytes[INA_HDR_SIZE] = {
+	0x01, 0x03, 0x02, 0x05,			/*  0 version type encoding flags */
+	0x11, 0x22, 0x33, 0x44,			/*  4 job_id */
+	0x55, 0x66, 0x77, 0x88,			/*  8 epoch */
+	0x99, 0xaa, 0xbb, 0xcc,			/* 12 rank lane */
+	0xdd, 0xee, 0xff, 0x01,			/* 16 tensor_id */
+	0x02, 0x03, 0x04, 0x05,			/* 20 round */
+	0x06, 0x07, 0x08, 0x09,			/* 24 tensor_len */
+	0x0a, 0x0b, 0x0c, 0x0d,			/* 28 block */
+	0x0e, 0x0f, 0x10, 0x11,			/* 32 next */
+	0x12, 0x13, 0x14, 0x15,			/* 36 block_size n_elems */
+	0xfe, 0xd4, 0x16, 0x17,			/* 40 exp status */
+	0x18, 0x19, 0x1a, 0x1b,			/* 44 reserved */
+	0x1c, 0x1d, 0x1e, 0x1f, 0x20, 0x21, 0x22, 0x23, /* 48 token */
+};
+
+static void
+assert_hdr_equal(const struct ina_hdr *a, const struct ina_hdr *b)
+{
+	assert_int_equal(a->version, b->version);
+	assert_int_equal(a->type, b->type);
+	assert_int_equal(a->encoding, b->encoding);
+	assert_int_equal(a->flags, b->flags);
+	assert_int_equal(a->job_id, b->job_id);
+	assert_int_equal(a->epoch, b->epoch);
+	assert_int_equal(a->rank, b->rank);
+	assert_int_equal(a->lane, b->lane);
+	assert_int_equal(a->tensor_id, b->tensor_id);
+	assert_int_equal(a->round, b->round);
+	assert_int_equal(a->tensor_len, b->tensor_len);
+	assert_int_equal(a->block, b->block);
+	assert_int_equal(a->next, b->next);
+	assert_int_equal(a->block_size, b->block_size);
+	assert_int_equal(a->n_elems, b->n_elems);
+	assert_int_equal(a->exp, b->exp);
+	assert_int_equal(a->status, b->status);
+	assert_int_equal(a->reserved, b->reserved);
+	assert_true(a->token == b->token);
+}
+
+static void
+test_wire_encode_golden(void **state)
+{
+	uint8_t buf[INA_HDR_SIZE + 2];
+
+	(void)state;
+	memset(buf, 0xa5, sizeof(buf));
+	/* Odd address: the encoder must not assume alignment. */
+	ina_wire_encode_hdr(&golden_hdr, buf + 1);
+	assert_memory_equal(buf + 1, golden_bytes, INA_HDR_SIZE);
+	assert_int_equal(buf[0], 0xa5);
+	assert_int_equal(buf[INA_HDR_SIZE + 1], 0xa5);
+}
+
+static void
+test_wire_decode_golden(void **state)
+{
+	uint8_t buf[INA_HDR_SIZE + 1];
+	struct ina_hdr h;
+
+	(void)state;
+	memcpy(buf + 1, golden_bytes, INA_HDR_SIZE);
+	memset(&h, 0, sizeof(h));
+	ina_wire_decode_hdr(buf + 1, &h);
+	assert_int_equal(h.version, 0x01);
+	assert_int_equal(h.type, 0x03);
+	assert_int_equal(h.encoding, 0x02);
+	assert_int_equal(h.flags, 0x05);
+	assert_int_equal(h.job_id, 0x11223344u);
+	assert_int_equal(h.epoch, 0x55667788u);
+	assert_int_equal(h.rank, 0x99aa);
+	assert_int_equal(h.lane, 0xbbcc);
+	assert_int_equal(h.tensor_id, 0xddeeff01u);
+	assert_int_equal(h.round, 0x02030405u);
+	assert_int_equal(h.tensor_len, 0x06070809u);
+	assert_int_equal(h.block, 0x0a0b0c0du);
+	assert_int_equal(h.next, 0x0e0f1011u);
+	assert_int_equal(h.block_size, 0x1213);
+	assert_int_equal(h.n_elems, 0x1415);
+	assert_true(h.exp == -300);
+	assert_int_equal(h.status, 0x1617);
+	assert_int_equal(h.reserved, 0x18191a1bu);
+	assert_true(h.token == 0x1c1d1e1f20212223ull);
+}
+
+static void
+test_wire_round_trip(void **state)
+{
+	struct ina_hdr a, b;
+	uint8_t buf[INA_HDR_SIZE], buf2[INA_HDR_SIZE];
+	unsigned int i, k;
+
+	(void)state;
+	/* Every byte value in every position, via shifted patterns. */
+	for (k = 0; k < 256; k++) {
+		for (i = 0; i < INA_HDR_SIZE; i++)
+			buf[i] = (uint8_t)(k + i * 37);
+		ina_wire_decode_hdr(buf, &a);
+		ina_wire_encode_hdr(&a, buf2);
+		assert_memory_equal(buf, buf2, INA_HDR_SIZE);
+		ina_wire_decode_hdr(buf2, &b);
+		assert_hdr_equal(&a, &b);
+	}
+	ina_wire_encode_hdr(&golden_hdr, buf);
+	ina_wire_decode_hdr(buf, &a);
+	assert_hdr_equal(&a, &golden_hdr);
+}
+
+static void
+test_wire_join_codec(void **state)
+{
+	static const uint8_t want[8] = { 0x00, 0x40, 0x01, 0x02, 0x01, 0x68, 0x00, 0x00 };
+	uint8_t buf[9];
+	uint16_t world, lanes, max_block;
+
+	(void)state;
+	memset(buf, 0xff, sizeof(buf));
+	ina_wire_encode_join(64, 0x0102, 360, buf + 1);
+	assert_memory_equal(buf + 1, want, 8);
+	assert_int_equal(buf[0], 0xff);
+	world = lanes = max_block = 0;
+	ina_wire_decode_join(buf + 1, &world, &lanes, &max_block);
+	assert_int_equal(world, 64);
+	assert_int_equal(lanes, 0x0102);
+	assert_int_equal(max_block, 360);
+}
+
+static void
+test_wire_elem_size(void **state)
+{
+	(void)state;
+	assert_int_equal(ina_wire_elem_size(INA_ENC_F32), 4);
+	assert_int_equal(ina_wire_elem_size(INA_ENC_I32), 4);
+	assert_int_equal(ina_wire_elem_size(0), 0);
+	assert_int_equal(ina_wire_elem_size(INA_ENC_MAX + 1), 0);
+	assert_int_equal(ina_wire_elem_size(255), 0);
+}
+
+static void
+test_wire_valid_every_type(void **state)
+{
+	struct pkt p;
+	uint8_t t;
+
+	(void)state;
+	for (t = 1; t <= INA_T_MAX; t++) {
+		pkt_init(&p, t);
+		expect(&p, NULL, INA_WIRE_OK);
+		expect(&p, &job, INA_WIRE_OK);
+	}
+}
+
+static void
+test_wire_valid_fills_hdr(void **state)
+{
+	struct ina_hdr h;
+	struct pkt p;
+
+	(void)state;
+	pkt_init(&p, INA_T_DATA);
+	memset(&h, 0, sizeof(h));
+	assert_int_equal(ina_wire_validate(p.buf, p.size, &job, &h), INA_WIRE_OK);
+	assert_hdr_equal(&h, &p.h);
+
+	/* Filled too when rejected after the header could be read. */
+	p.h.version = 7;
+	pkt_build(&p);
+	memset(&h, 0, sizeof(h));
+	assert_int_equal(ina_wire_validate(p.buf, p.size, &job, &h), INA_WIRE_BAD_VERSION);
+	assert_hdr_equal(&h, &p.h);
+}
+
+static void
+test_wire_valid_variants(void **state)
+{
+	struct pkt p;
+
+	(void)state;
+	/* Every known flag, the i32 encoding, the largest error message. */
+	pkt_init(&p, INA_T_RESULT);
+	p.h.flags = INA_F_KNOWN;
+	pkt_build(&p);
+	expect(&p, &job, INA_WIRE_OK);
+
+	pkt_init(&p, INA_T_DATA);
+	p.h.encoding = INA_ENC_I32;
+	p.h.exp = -12;
+	pkt_build(&p);
+	expect(&p, NULL, INA_WIRE_OK);
+
+	pkt_init(&p, INA_T_ERROR);
+	p.size = INA_HDR_SIZE;
+	expect(&p, &job, INA_WIRE_OK);
+	p.size = INA_HDR_SIZE + INA_ERROR_MSG_MAX;
+	expect(&p, &job, INA_WIRE_OK);
+
+	/* A JOIN carries epoch 0, whatever the job's epoch is. */
+	pkt_init(&p, INA_T_JOIN);
+	p.h.epoch = 12345;
+	pkt_build(&p);
+	expect(&p, &job, INA_WIRE_OK);
+
+	/* The largest world, and rank 0. */
+	pkt_init(&p, INA_T_JOIN);
+	p.h.rank = INA_MAX_WORLD - 1;
+	ina_wire_encode_join(INA_MAX_WORLD, 1, 1, p.buf + INA_HDR_SIZE);
+	pkt_build(&p);
+	expect(&p, NULL, INA_WIRE_OK);
+	pkt_init(&p, INA_T_DATA);
+	p.h.rank = 0;
+	pkt_build(&p);
+	expect(&p, &job, INA_WIRE_OK);
+
+	/* A block size of exactly the job's maximum. */
+	pkt_init(&p, INA_T_DATA);
+	p.h.lane = 0;
+	p.h.block = 0;
+	p.h.next = INA_BLOCK_END;
+	p.h.block_size = MAX_BLOCK;
+	pkt_set_elems(&p, MAX_BLOCK);
+	pkt_build(&p);
+	expect(&p, &job, INA_WIRE_OK);
+}
+
+static void
+test_wire_empty_ack(void **state)
+{
+	struct pkt p;
+
+	(void)state;
+	pkt_init(&p, INA_T_DATA);
+	pkt_set_elems(&p, 0);
+	pkt_build(&p);
+	expect(&p, &job, INA_WIRE_OK);
+
+	pkt_init(&p, INA_T_RESULT);
+	pkt_set_elems(&p, 0);
+	pkt_build(&p);
+	expect(&p, &job, INA_WIRE_OK);
+}
+
+static void
+test_wire_next_end(void **state)
+{
+	struct pkt p;
+
+	(void)state;
+	pkt_init(&p, INA_T_DATA);
+	p.h.next = INA_BLOCK_END;
+	pkt_build(&p);
+	expect(&p, &job, INA_WIRE_OK);
+
+	pkt_init(&p, INA_T_RESULT);
+	p.h.next = INA_BLOCK_END;
+	pkt_set_elems(&p, 0);
+	pkt_build(&p);
+	expect(&p, &job, INA_WIRE_OK);
+}
+
+static void
+test_wire_short_last_block(void **state)
+{
+	struct pkt p;
+
+	(void)state;
+	/* Block 6 of 7 holds 100 - 96 = 4 elements; it is in lane 0. */
+	pkt_init(&p, INA_T_DATA);
+	p.h.lane = 0;
+	p.h.block = NB - 1;
+	p.h.next = INA_BLOCK_END;
+	pkt_set_elems(&p, TLEN - (NB - 1) * BSIZE);
+	pkt_build(&p);
+	expect(&p, &job, INA_WIRE_OK);
+
+	/* A full block there is wrong. */
+	pkt_set_elems(&p, BSIZE);
+	pkt_build(&p);
+	expect_stateless(&p, INA_WIRE_BAD_BLOCK_SIZE);
+
+	/* A tensor that is a whole number of blocks has no short block. */
+	pkt_init(&p, INA_T_RESULT);
+	p.h.tensor_len = 6 * BSIZE;
+	p.h.lane = 2;
+	p.h.block = 5;
+	p.h.next = INA_BLOCK_END;
+	pkt_set_elems(&p, BSIZE);
+	pkt_build(&p);
+	expect(&p, &job, INA_WIRE_OK);
+
+	/* A one-element tensor. */
+	pkt_init(&p, INA_T_DATA);
+	p.h.tensor_len = 1;
+	p.h.lane = 0;
+	p.h.block = 0;
+	p.h.next = INA_BLOCK_END;
+	pkt_set_elems(&p, 1);
+	pkt_build(&p);
+	expect(&p, &job, INA_WIRE_OK);
+}
+
+static void
+test_wire_open(void **state)
+{
+	struct pkt p;
+
+	(void)state;
+	pkt_init(&p, INA_T_DATA);
+	p.h.encoding = INA_ENC_I32;
+	p.h.block = INA_BLOCK_OPEN;
+	p.h.next = 4;
+	p.h.exp = 5;
+	pkt_set_elems(&p, 0);
+	pkt_build(&p);
+	expect(&p, NULL, INA_WIRE_OK);
+
+	/* Against an i32 job, with next END, and from the switch. */
+	{
+		struct ina_job_params j = job;
+
+		j.encoding = INA_ENC_I32;
+		expect(&p, &j, INA_WIRE_OK);
+		p.h.next = INA_BLOCK_END;
+		pkt_build(&p);
+		expect(&p, &j, INA_WIRE_OK);
+		p.h.type = INA_T_RESULT;
+		p.h.rank = INA_RANK_SWITCH;
+		pkt_build(&p);
+		expect(&p, &j, INA_WIRE_OK);
+
+		/* A lane that holds no block of a two-block tensor may open. */
+		p.h.tensor_len = 2 * BSIZE;
+		p.h.lane = 2;
+		pkt_build(&p);
+		expect(&p, &j, INA_WIRE_OK);
+	}
+}
+
+static void
+test_wire_reject_truncated(void **state)
+{
+	struct ina_hdr h;
+	struct pkt p;
+	size_t size;
+
+	(void)state;
+	pkt_init(&p, INA_T_FIN);
+	for (size = 0; size < INA_HDR_SIZE; size++) {
+		p.size = size;
+		expect_stateless(&p, INA_WIRE_TRUNCATED);
+	}
+	assert_int_equal(ina_wire_validate(NULL, 0, NULL, &h), INA_WIRE_TRUNCATED);
+}
+
+static void
+test_wire_reject_bad_version(void **state)
+{
+	struct pkt p;
+
+	(void)state;
+	pkt_init(&p, INA_T_DATA);
+	p.h.version = 0;
+	pkt_build(&p);
+	expect_stateless(&p, INA_WIRE_BAD_VERSION);
+	p.h.version = 2;
+	pkt_build(&p);
+	expect_stateless(&p, INA_WIRE_BAD_VERSION);
+}
+
+static void
+test_wire_reject_bad_type(void **state)
+{
+	static const uint8_t bad[] = { 0, INA_T_MAX + 1, 0x80, 0xff };
+	struct pkt p;
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(bad); i++) {
+		pkt_init(&p, INA_T_FIN);
+		p.h.type = bad[i];
+		pkt_build(&p);
+		expect_stateless(&p, INA_WIRE_BAD_TYPE);
+	}
+}
+
+static void
+test_wire_reject_bad_flags(void **state)
+{
+	struct pkt p;
+	unsigned int bit;
+
+	(void)state;
+	for (bit = 3; bit < 8; bit++) {
+		pkt_init(&p, INA_T_DATA);
+		p.h.flags = (uint8_t)(INA_F_VER | (1u << bit));
+		pkt_build(&p);
+		expect_stateless(&p, INA_WIRE_BAD_FLAGS);
+	}
+}
+
+static void
+test_wire_reject_bad_reserved(void **state)
+{
+	struct pkt p;
+
+	(void)state;
+	pkt_init(&p, INA_T_DATA);
+	p.h.reserved = 1;
+	pkt_build(&p);
+	expect_stateless(&p, INA_WIRE_BAD_RESERVED);
+	pkt_init(&p, INA_T_LEAVE);
+	p.h.reserved = 0x80000000u;
+	pkt_build(&p);
+	expect_stateless(&p, INA_WIRE_BAD_RESERVED);
+}
+
+static void
+test_wire_reject_bad_encoding(void **state)
+{
+	static const uint8_t types[] = { INA_T_JOIN, INA_T_JOIN_ACK, INA_T_DATA, INA_T_RESULT };
+	static const uint8_t bad[] = { 0, INA_ENC_MAX + 1, 0xff };
+	struct pkt p;
+	size_t i, k;
+
+	(void)state;
+	for (i = 0; i < sizeof(types); i++) {
+		for (k = 0; k < sizeof(bad); k++) {
+			pkt_init(&p, types[i]);
+			p.h.encoding = bad[k];
+			pkt_build(&p);
+			expect_stateless(&p, INA_WIRE_BAD_ENCODING);
+		}
+	}
+}
+
+static void
+test_wire_reject_bad_length(void **state)
+{
+	struct pkt p;
+
+	(void)state;
+	/* DATA: one byte too many or too few for n_elems. */
+	pkt_init(&p, INA_T_DATA);
+	p.size++;
+	expect_stateless(&p, INA_WIRE_BAD_LENGTH);
+	p.size -= 2;
+	expect_stateless(&p, INA_WIRE_BAD_LENGTH);
+	/* An empty ack with a payload. */
+	pkt_init(&p, INA_T_RESULT);
+	pkt_set_elems(&p, 0);
+	pkt_build(&p);
+	p.size += 4;
+	expect_stateless(&p, INA_WIRE_BAD_LENGTH);
+	/* OPEN with a payload. */
+	pkt_init(&p, INA_T_DATA);
+	p.h.block = INA_BLOCK_OPEN;
+	pkt_set_elems(&p, 0);
+	pkt_build(&p);
+	p.size += 4;
+	expect_stateless(&p, INA_WIRE_BAD_LENGTH);
+	/* JOIN and JOIN_ACK: exactly 8 payload bytes. */
+	pkt_init(&p, INA_T_JOIN);
+	p.size = INA_HDR_SIZE;
+	expect_stateless(&p, INA_WIRE_BAD_LENGTH);
+	p.size = INA_HDR_SIZE + 9;
+	expect_stateless(&p, INA_WIRE_BAD_LENGTH);
+	pkt_init(&p, INA_T_JOIN_ACK);
+	p.size = INA_HDR_SIZE + 7;
+	expect_stateless(&p, INA_WIRE_BAD_LENGTH);
+	/* WAIT: exactly the bitmap. */
+	pkt_init(&p, INA_T_WAIT);
+	p.size = INA_HDR_SIZE;
+	expect_stateless(&p, INA_WIRE_BAD_LENGTH);
+	p.size = INA_HDR_SIZE + INA_WAIT_PAYLOAD + 1;
+	expect_stateless(&p, INA_WIRE_BAD_LENGTH);
+	/* FIN, FIN_ACK, LEAVE: header only. */
+	pkt_init(&p, INA_T_FIN);
+	p.size = INA_HDR_SIZE + 1;
+	expect_stateless(&p, INA_WIRE_BAD_LENGTH);
+	pkt_init(&p, INA_T_FIN_ACK);
+	p.size = INA_HDR_SIZE + 8;
+	expect_stateless(&p, INA_WIRE_BAD_LENGTH);
+	pkt_init(&p, INA_T_LEAVE);
+	p.size = INA_HDR_SIZE + 4;
+	expect_stateless(&p, INA_WIRE_BAD_LENGTH);
+	/* ERROR: a message no longer than INA_ERROR_MSG_MAX. */
+	pkt_init(&p, INA_T_ERROR);
+	p.size = INA_HDR_SIZE + INA_ERROR_MSG_MAX + 1;
+	expect_stateless(&p, INA_WIRE_BAD_LENGTH);
+}
+
+static void
+test_wire_reject_bad_block_size(void **state)
+{
+	struct pkt p;
+
+	(void)state;
+	/* B = 0 (which would also make the tensor zero blocks long). */
+	pkt_init(&p, INA_T_DATA);
+	p.h.block_size = 0;
+	pkt_build(&p);
+	expect_stateless(&p, INA_WIRE_BAD_BLOCK_SIZE);
+	/* Elements neither 0 nor the block's (size matching n_elems). */
+	pkt_init(&p, INA_T_DATA);
+	pkt_set_elems(&p, BSIZE - 1);
+	pkt_build(&p);
+	expect_stateless(&p, INA_WIRE_BAD_BLOCK_SIZE);
+	pkt_set_elems(&p, BSIZE + 1);
+	pkt_build(&p);
+	expect_stateless(&p, INA_WIRE_BAD_BLOCK_SIZE);
+	pkt_set_elems(&p, 1000);
+	pkt_build(&p);
+	expect_stateless(&p, INA_WIRE_BAD_BLOCK_SIZE);
+	/* OPEN carries no elements. */
+	pkt_init(&p, INA_T_RESULT);
+	p.h.block = INA_BLOCK_OPEN;
+	pkt_set_elems(&p, 1);
+	pkt_build(&p);
+	p.size = INA_HDR_SIZE;
+	expect_stateless(&p, INA_WIRE_BAD_BLOCK_SIZE);
+}
+
+static void
+test_wire_reject_block_past_tensor(void **state)
+{
+	struct pkt p;
+
+	(void)state;
+	pkt_init(&p, INA_T_DATA);
+	p.h.lane = 1;
+	p.h.block = NB + 1;		/* lane 1 in a longer tensor */
+	p.h.next = INA_BLOCK_END;
+	pkt_set_elems(&p, 0);
+	pkt_build(&p);
+	expect_stateless(&p, INA_WIRE_BLOCK_PAST_TENSOR);
+	p.h.block = NB;
+	pkt_build(&p);
+	expect_stateless(&p, INA_WIRE_BLOCK_PAST_TENSOR);
+	p.h.block = INA_BLOCK_END;
+	pkt_build(&p);
+	expect_stateless(&p, INA_WIRE_BLOCK_PAST_TENSOR);
+	/* An empty tensor has no block at all. */
+	p.h.tensor_len = 0;
+	p.h.block = 0;
+	pkt_build(&p);
+	expect_stateless(&p, INA_WIRE_BLOCK_PAST_TENSOR);
+}
+
+static void
+test_wire_reject_next_not_past_block(void **state)
+{
+	struct pkt p;
+
+	(void)state;
+	pkt_init(&p, INA_T_DATA);
+	p.h.block = 4;
+	p.h.next = 4;
+	pkt_build(&p);
+	expect_stateless(&p, INA_WIRE_NEXT_NOT_PAST_BLOCK);
+	p.h.next = 1;
+	pkt_build(&p);
+	expect_stateless(&p, INA_WIRE_NEXT_NOT_PAST_BLOCK);
+}
+
+static void
+test_wire_reject_next_past_tensor(void **state)
+{
+	struct pkt p;
+
+	(void)state;
+	pkt_init(&p, INA_T_DATA);
+	p.h.next = NB + 1;		/* would be lane 1 */
+	pkt_build(&p);
+	expect_stateless(&p, INA_WIRE_NEXT_PAST_TENSOR);
+	p.h.next = INA_BLOCK_OPEN;
+	pkt_build(&p);
+	expect_stateless(&p, INA_WIRE_NEXT_PAST_TENSOR);
+	/* From an OPEN packet. */
+	pkt_init(&p, INA_T_RESULT);
+	p.h.block = INA_BLOCK_OPEN;
+	p.h.next = NB;
+	pkt_set_elems(&p, 0);
+	pkt_build(&p);
+	expect_stateless(&p, INA_WIRE_NEXT_PAST_TENSOR);
+}
+
+static void
+test_wire_reject_bad_join(void **state)
+{
+	static const uint16_t bad[][3] = {
+		{ 0, LANES, MAX_BLOCK },
+		{ INA_MAX_WORLD + 1, LANES, MAX_BLOCK },
+		{ 0xffff, LANES, MAX_BLOCK },
+		{ WORLD, 0, MAX_BLOCK },
+		{ WORLD, LANES, 0 },
+	};
+	struct pkt p;
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		pkt_init(&p, INA_T_JOIN);
+		p.h.rank = 0;
+		pkt_build(&p);
+		ina_wire_encode_join(bad[i][0], bad[i][1], bad[i][2], p.buf + INA_HDR_SIZE);
+		expect_stateless(&p, INA_WIRE_BAD_JOIN);
+		pkt_init(&p, INA_T_JOIN_ACK);
+		ina_wire_encode_join(bad[i][0], bad[i][1], bad[i][2], p.buf + INA_HDR_SIZE);
+		expect_stateless(&p, INA_WIRE_BAD_JOIN);
+	}
+	/* The payload's reserved field, either byte. */
+	pkt_init(&p, INA_T_JOIN);
+	p.buf[INA_HDR_SIZE + 7] = 1;
+	expect_stateless(&p, INA_WIRE_BAD_JOIN);
+	pkt_init(&p, INA_T_JOIN_ACK);
+	p.buf[INA_HDR_SIZE + 6] = 0x80;
+	expect_stateless(&p, INA_WIRE_BAD_JOIN);
+}
+
+static void
+test_wire_reject_wrong_job(void **state)
+{
+	struct pkt p;
+	uint8_t t;
+
+	(void)state;
+	for (t = 1; t <= INA_T_MAX; t++) {
+		pkt_init(&p, t);
+		p.h.job_id = JOB_ID + 1;
+		pkt_build(&p);
+		expect_stateful(&p, INA_WIRE_WRONG_JOB);
+	}
+}
+
+static void
+test_wire_reject_wrong_token(void **state)
+{
+	struct pkt p;
+	uint8_t t;
+
+	(void)state;
+	for (t = 1; t <= INA_T_MAX; t++) {
+		pkt_init(&p, t);
+		p.h.token = TOKEN ^ (1ull << 63);
+		pkt_build(&p);
+		expect_stateful(&p, INA_WIRE_WRONG_TOKEN);
+	}
+}
+
+static void
+test_wire_reject_wrong_epoch(void **state)
+{
+	struct pkt p;
+	uint8_t t;
+
+	(void)state;
+	for (t = INA_T_JOIN_ACK; t <= INA_T_MAX; t++) {
+		pkt_init(&p, t);
+		p.h.epoch = EPOCH + 1;
+		pkt_build(&p);
+		expect_stateful(&p, INA_WIRE_WRONG_EPOCH);
+		p.h.epoch = 0;
+		pkt_build(&p);
+		expect_stateful(&p, INA_WIRE_WRONG_EPOCH);
+	}
+}
+
+static void
+test_wire_reject_rank_past_world(void **state)
+{
+	static const uint8_t worker[] = { INA_T_JOIN, INA_T_DATA, INA_T_FIN, INA_T_LEAVE };
+	static const uint8_t from_switch[] = {
+		INA_T_JOIN_ACK, INA_T_RESULT, INA_T_WAIT, INA_T_FIN_ACK, INA_T_ERROR,
+	};
+	struct ina_job_params j = job;
+	struct pkt p;
+	size_t i;
+
+	(void)state;
+	/* A JOIN's rank against its own payload's world. */
+	pkt_init(&p, INA_T_JOIN);
+	p.h.rank = WORLD;
+	pkt_build(&p);
+	expect_stateless(&p, INA_WIRE_RANK_PAST_WORLD);
+	p.h.rank = INA_RANK_SWITCH;
+	pkt_build(&p);
+	expect_stateless(&p, INA_WIRE_RANK_PAST_WORLD);
+
+	/* Worker ranks against the job's world (a JOIN claiming a larger
+	 * world than the job's passes alone). */
+	j.world = 2;
+	for (i = 0; i < sizeof(worker); i++) {
+		pkt_init(&p, worker[i]);
+		p.h.rank = 2;
+		pkt_build(&p);
+		expect(&p, NULL, INA_WIRE_OK);
+		expect(&p, &j, INA_WIRE_RANK_PAST_WORLD);
+		p.h.rank = INA_RANK_SWITCH;
+		pkt_build(&p);
+		if (worker[i] != INA_T_JOIN)
+			expect(&p, NULL, INA_WIRE_OK);
+		expect(&p, &j, INA_WIRE_RANK_PAST_WORLD);
+	}
+	/* Switch packets carry INA_RANK_SWITCH and nothing else. */
+	for (i = 0; i < sizeof(from_switch); i++) {
+		pkt_init(&p, from_switch[i]);
+		p.h.rank = 0;
+		pkt_build(&p);
+		expect_stateful(&p, INA_WIRE_RANK_PAST_WORLD);
+		p.h.rank = INA_RANK_SWITCH - 1;
+		pkt_build(&p);
+		expect_stateful(&p, INA_WIRE_RANK_PAST_WORLD);
+	}
+}
+
+static void
+test_wire_reject_lane_past_lanes(void **state)
+{
+	struct pkt p;
+
+	(void)state;
+	/* Lane 3 of 3, with block 3 and next 6 (3 % 3 == 0, not 3). */
+	pkt_init(&p, INA_T_DATA);
+	p.h.lane = LANES;
+	p.h.block = 3;
+	p.h.next = 6;
+	pkt_build(&p);
+	expect_stateful(&p, INA_WIRE_LANE_PAST_LANES);
+	/* An OPEN packet too. */
+	pkt_init(&p, INA_T_RESULT);
+	p.h.lane = 0xffff;
+	p.h.block = INA_BLOCK_OPEN;
+	p.h.next = INA_BLOCK_END;
+	pkt_set_elems(&p, 0);
+	pkt_build(&p);
+	expect_stateful(&p, INA_WIRE_LANE_PAST_LANES);
+}
+
+static void
+test_wire_reject_block_not_in_lane(void **state)
+{
+	struct pkt p;
+
+	(void)state;
+	pkt_init(&p, INA_T_DATA);
+	p.h.block = 2;			/* lane 2, not 1 */
+	pkt_build(&p);
+	expect_stateful(&p, INA_WIRE_BLOCK_NOT_IN_LANE);
+	pkt_init(&p, INA_T_RESULT);
+	p.h.block = 3;			/* lane 0 */
+	pkt_set_elems(&p, 0);
+	pkt_build(&p);
+	expect_stateful(&p, INA_WIRE_BLOCK_NOT_IN_LANE);
+}
+
+static void
+test_wire_reject_next_not_in_lane(void **state)
+{
+	struct pkt p;
+
+	(void)state;
+	pkt_init(&p, INA_T_DATA);
+	p.h.next = 5;			/* lane 2, not 1 */
+	pkt_build(&p);
+	expect_stateful(&p, INA_WIRE_NEXT_NOT_IN_LANE);
+	/* From an OPEN packet. */
+	pkt_init(&p, INA_T_RESULT);
+	p.h.block = INA_BLOCK_OPEN;
+	p.h.next = 0;			/* lane 0, not 1 */
+	pkt_set_elems(&p, 0);
+	pkt_build(&p);
+	expect_stateful(&p, INA_WIRE_NEXT_NOT_IN_LANE);
+}
+
+static void
+test_wire_reject_wrong_encoding(void **state)
+{
+	struct pkt p;
+
+	(void)state;
+	pkt_init(&p, INA_T_DATA);
+	p.h.encoding = INA_ENC_I32;
+	pkt_build(&p);
+	expect_stateful(&p, INA_WIRE_WRONG_ENCODING);
+	pkt_init(&p, INA_T_RESULT);
+	p.h.encoding = INA_ENC_I32;
+	p.h.block = INA_BLOCK_OPEN;
+	pkt_set_elems(&p, 0);
+	pkt_build(&p);
+	expect_stateful(&p, INA_WIRE_WRONG_ENCODING);
+}
+
+static void
+test_wire_reject_block_too_big(void **state)
+{
+	struct pkt p;
+
+	(void)state;
+	/* B = 65 > 64: block 0 holds 65 elements, block 1 holds 35. */
+	pkt_init(&p, INA_T_DATA);
+	p.h.block_size = MAX_BLOCK + 1;
+	p.h.block = 1;
+	p.h.next = INA_BLOCK_END;
+	pkt_set_elems(&p, TLEN - (MAX_BLOCK + 1));
+	pkt_build(&p);
+	expect_stateful(&p, INA_WIRE_BLOCK_TOO_BIG);
+	/* A largest B, one block. */
+	pkt_init(&p, INA_T_RESULT);
+	p.h.block_size = 0xffff;
+	p.h.lane = 0;
+	p.h.block = 0;
+	p.h.next = INA_BLOCK_END;
+	pkt_set_elems(&p, TLEN);
+	pkt_build(&p);
+	expect_stateful(&p, INA_WIRE_BLOCK_TOO_BIG);
+}
+
+/* Each check reports the first defect in the documented order. */
+static void
+test_wire_reject_order(void **state)
+{
+	struct pkt p;
+
+	(void)state;
+	pkt_init(&p, INA_T_DATA);
+	p.h.version = 2;
+	p.h.type = 0;
+	pkt_build(&p);
+	expect_stateless(&p, INA_WIRE_BAD_VERSION);
+	p.h.version = INA_WIRE_VERSION;
+	p.h.type = INA_T_DATA;
+	p.h.flags = 0xff;
+	p.h.reserved = 1;
+	pkt_build(&p);
+	expect_stateless(&p, INA_WIRE_BAD_FLAGS);
+	/* A stateless defect comes before any stateful one. */
+	pkt_init(&p, INA_T_DATA);
+	p.h.job_id = 0;
+	p.h.reserved = 1;
+	pkt_build(&p);
+	expect_stateless(&p, INA_WIRE_BAD_RESERVED);
+	/* Job before token before epoch before rank before lane. */
+	pkt_init(&p, INA_T_DATA);
+	p.h.job_id = 0;
+	p.h.token = 0;
+	p.h.epoch = 0;
+	p.h.rank = WORLD;
+	p.h.lane = LANES;
+	pkt_build(&p);
+	expect(&p, &job, INA_WIRE_WRONG_JOB);
+	p.h.job_id = JOB_ID;
+	pkt_build(&p);
+	expect(&p, &job, INA_WIRE_WRONG_TOKEN);
+	p.h.token = TOKEN;
+	pkt_build(&p);
+	expect(&p, &job, INA_WIRE_WRONG_EPOCH);
+	p.h.epoch = EPOCH;
+	pkt_build(&p);
+	expect(&p, &job, INA_WIRE_RANK_PAST_WORLD);
+	p.h.rank = 0;
+	pkt_build(&p);
+	expect(&p, &job, INA_WIRE_LANE_PAST_LANES);
+	/* Lane membership before encoding before block size. */
+	pkt_init(&p, INA_T_DATA);
+	p.h.tensor_len = 1000;
+	p.h.block = 2;
+	p.h.next = 5;
+	p.h.encoding = INA_ENC_I32;
+	p.h.block_size = MAX_BLOCK + 1;
+	pkt_set_elems(&p, 0);
+	pkt_build(&p);
+	expect(&p, &job, INA_WIRE_BLOCK_NOT_IN_LANE);
+	p.h.block = 1;
+	pkt_build(&p);
+	expect(&p, &job, INA_WIRE_NEXT_NOT_IN_LANE);
+	p.h.next = INA_BLOCK_END;
+	pkt_build(&p);
+	expect(&p, &job, INA_WIRE_WRONG_ENCODING);
+	p.h.encoding = INA_ENC_F32;
+	pkt_build(&p);
+	expect(&p, &job, INA_WIRE_BLOCK_TOO_BIG);
+}
+
+/* A job with no lanes or no world refuses instead of dividing by zero. */
+static void
+test_wire_degenerate_job(void **state)
+{
+	struct ina_job_params j = job;
+	struct pkt p;
+
+	(void)state;
+	pkt_init(&p, INA_T_DATA);
+	j.lanes = 0;
+	expect(&p, &j, INA_WIRE_LANE_PAST_LANES);
+	j = job;
+	j.world = 0;
+	expect(&p, &j, INA_WIRE_RANK_PAST_WORLD);
+}
+
+static void
+test_wire_reason_names(void **state)
+{
+	const char *names[INA_WIRE_REASON_MAX];
+	int r, k;
+
+	(void)state;
+	for (r = 0; r < INA_WIRE_REASON_MAX; r++) {
+		names[r] = ina_wire_reason_name((enum ina_wire_reason)r);
+		assert_non_null(names[r]);
+		assert_true(strlen(names[r]) > 0);
+		assert_string_not_equal(names[r], "unknown");
+		for (k = 0; k < r; k++)
+			assert_string_not_equal(names[r], names[k]);
+	}
+	assert_string_equal(ina_wire_reason_name(INA_WIRE_OK), "ok");
+	assert_string_equal(ina_wire_reason_name(INA_WIRE_TRUNCATED), "truncated");
+	assert_string_equal(ina_wire_reason_name(INA_WIRE_BAD_VERSION), "bad_version");
+	assert_string_equal(ina_wire_reason_name(INA_WIRE_BLOCK_NOT_IN_LANE), "block_not_in_lane");
+	assert_string_equal(ina_wire_reason_name(INA_WIRE_BLOCK_TOO_BIG), "block_too_big");
+	assert_non_null(ina_wire_reason_name(INA_WIRE_REASON_MAX));
+	assert_non_null(ina_wire_reason_name((enum ina_wire_reason)1000));
+	assert_non_null(ina_wire_reason_name((enum ina_wire_reason)-1));
+}
+
+static void
+test_wire_type_names(void **state)
+{
+	static const char *const want[] = {
+		"unknown", "join", "join_ack", "data", "result", "wait",
+		"fin", "fin_ack", "leave", "error",
+	};
+	unsigned int t;
+
+	(void)state;
+	for (t = 0; t < sizeof(want) / sizeof(want[0]); t++)
+		assert_string_equal(ina_wire_type_name((uint8_t)t), want[t]);
+	for (t = INA_T_MAX + 1; t < 256; t++)
+		assert_string_equal(ina_wire_type_name((uint8_t)t), "unknown");
+}
+
+static void
+test_wire_encoding_names(void **state)
+{
+	unsigned int e;
+
+	(void)state;
+	assert_string_equal(ina_wire_encoding_name(INA_ENC_F32), "f32");
+	assert_string_equal(ina_wire_encoding_name(INA_ENC_I32), "i32");
+	assert_null(ina_wire_encoding_name(0));
+	for (e = INA_ENC_MAX + 1; e < 256; e++)
+		assert_null(ina_wire_encoding_name((uint8_t)e));
+	assert_int_equal(ina_wire_encoding_parse("f32"), INA_ENC_F32);
+	assert_int_equal(ina_wire_encoding_parse("i32"), INA_ENC_I32);
+	assert_int_equal(ina_wire_encoding_parse("bf16"), 0);
+	assert_int_equal(ina_wire_encoding_parse("f3"), 0);
+	assert_int_equal(ina_wire_encoding_parse("f322"), 0);
+	assert_int_equal(ina_wire_encoding_parse(""), 0);
+	assert_int_equal(ina_wire_encoding_parse(NULL), 0);
+}
+
+/* xorshift64*: a fixed sequence whatever the libc. */
+static uint64_t
+rng_next(uint64_t *s)
+{
+	*s ^= *s >> 12;
+	*s ^= *s << 25;
+	*s ^= *s >> 27;
+	return *s * 0x2545f4914f6cdd1dull;
+}
+
+/* Random bytes and mutated valid packets, each in a buffer of exactly its
+ * size so that the sanitizer build catches any read past it. */
+static void
+test_wire_random_bytes(void **state)
+{
+	uint64_t seed = 0x9e3779b97f4a7c15ull;
+	unsigned int counts[INA_WIRE_REASON_MAX] = { 0 };
+	unsigned int it, n_ok = 0;
+	struct ina_job_params j;
+	struct ina_hdr h;
+	struct pkt p;
+	uint8_t empty;
+
+	(void)state;
+	for (it = 0; it < 100000; it++) {
+		uint64_t x = rng_next(&seed);
+		enum ina_wire_reason r;
+		uint8_t *buf;
+		size_t size, i;
+
+		if (x & 1) {
+			size = rng_next(&seed) % 601;
+			buf = size ? malloc(size) : &empty;
+			assert_non_null(buf);
+			for (i = 0; i < size; i++)
+				buf[i] = (uint8_t)rng_next(&seed);
+			if (size >= 2 && (x & 2)) {
+				buf[0] = INA_WIRE_VERSION;
+				buf[1] = (uint8_t)(1 + (x >> 8) % INA_T_MAX);
+			}
+		} else {
+			pkt_init(&p, (uint8_t)(1 + (x >> 8) % INA_T_MAX));
+			size = p.size;
+			if (x & 2)
+				size = (size_t)((x >> 16) % 601);
+			buf = size ? malloc(size) : &empty;
+			assert_non_null(buf);
+			memcpy(buf, p.buf, size);
+			if (size)
+				buf[(x >> 32) % size] ^= (uint8_t)(1u << ((x >> 40) % 8));
+		}
+
+		/* Without a job, with the test job, and with one copied from
+		 * the packet itself so the stateful checks are reached. */
+		j = job;
+		if (size >= INA_HDR_SIZE && (x & 4)) {
+			ina_wire_decode_hdr(buf, &h);
+			j.job_id = h.job_id;
+			j.token = h.token;
+			j.epoch = h.epoch;
+			j.encoding = h.encoding;
+			j.world = (uint16_t)(rng_next(&seed) % (INA_MAX_WORLD + 2));
+			j.lanes = (uint16_t)(rng_next(&seed) % 9);
+			j.max_block = (uint16_t)rng_next(&seed);
+		}
+		r = ina_wire_validate(buf, size, NULL, &h);
+		assert_true((unsigned int)r < INA_WIRE_REASON_MAX);
+		r = ina_wire_validate(buf, size, &j, &h);
+		assert_true((unsigned int)r < INA_WIRE_REASON_MAX);
+		assert_non_null(ina_wire_reason_name(r));
+		counts[r]++;
+		if (r == INA_WIRE_OK)
+			n_ok++;
+		if (buf != &empty)
+			free(buf);
+	}
+	/* The loop reached both ends of the checks. */
+	assert_true(n_ok > 0);
+	assert_true(counts[INA_WIRE_TRUNCATED] > 0);
+	assert_true(counts[INA_WIRE_BAD_LENGTH] > 0);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_wire_encode_golden),
+		cmocka_unit_test(test_wire_decode_golden),
+		cmocka_unit_test(test_wire_round_trip),
+		cmocka_unit_test(test_wire_join_codec),
+		cmocka_unit_test(test_wire_elem_size),
+		cmocka_unit_test(test_wire_valid_every_type),
+		cmocka_unit_test(test_wire_valid_fills_hdr),
+		cmocka_unit_test(test_wire_valid_variants),
+		cmocka_unit_test(test_wire_empty_ack),
+		cmocka_unit_test(test_wire_next_end),
+		cmocka_unit_test(test_wire_short_last_block),
+		cmocka_unit_test(test_wire_open),
+		cmocka_unit_test(test_wire_reject_truncated),
+		cmocka_unit_test(test_wire_reject_bad_version),
+		cmocka_unit_test(test_wire_reject_bad_type),
+		cmocka_unit_test(test_wire_reject_bad_flags),
+		cmocka_unit_test(test_wire_reject_bad_reserved),
+		cmocka_unit_test(test_wire_reject_bad_encoding),
+		cmocka_unit_test(test_wire_reject_bad_length),
+		cmocka_unit_test(test_wire_reject_bad_block_size),
+		cmocka_unit_test(test_wire_reject_block_past_tensor),
+		cmocka_unit_test(test_wire_reject_next_not_past_block),
+		cmocka_unit_test(test_wire_reject_next_past_tensor),
+		cmocka_unit_test(test_wire_reject_bad_join),
+		cmocka_unit_test(test_wire_reject_wrong_job),
+		cmocka_unit_test(test_wire_reject_wrong_token),
+		cmocka_unit_test(test_wire_reject_wrong_epoch),
+		cmocka_unit_test(test_wire_reject_rank_past_world),
+		cmocka_unit_test(test_wire_reject_lane_past_lanes),
+		cmocka_unit_test(test_wire_reject_block_not_in_lane),
+		cmocka_unit_test(test_wire_reject_next_not_in_lane),
+		cmocka_unit_test(test_wire_reject_wrong_encoding),
+		cmocka_unit_test(test_wire_reject_block_too_big),
+		cmocka_unit_test(test_wire_reject_order),
+		cmocka_unit_test(test_wire_degenerate_job),
+		cmocka_unit_test(test_wire_reason_names),
+		cmocka_unit_test(test_wire_type_names),
+		cmocka_unit_test(test_wire_encoding_names),
+		cmocka_unit_test(test_wire_random_bytes),
+	};
+
+	return cmocka_run_group_tests_name("wire", tests, NULL, NULL);
+}
