@@ -53,6 +53,7 @@ struct half {
 struct slot {
 	uint8_t cur;		/* version bit of the current half */
 	uint8_t has_round;	/* 'last_round' is set */
+	uint8_t waited;		/* 'last_wait_ns' is set */
 	uint32_t last_round;	/* the lane's last finished round */
 	uint64_t last_wait_ns;
 	struct half h[2];	/* h[v] has version bit v */
@@ -91,6 +92,7 @@ static const char *const drop_names[PDROP_MAX] = {
 	[PDROP_UNEXPECTED] = "unexpected_type",
 	[PDROP_NO_BUFFER] = "no_buffer",
 	[PDROP_AFTER_FIN] = "after_fin",
+	[PDROP_JOIN_LINGER] = "join_while_lingering",
 };
 
 const char *
@@ -214,11 +216,13 @@ slots_reserve(struct pipeline *p, uint16_t n, uint16_t owner)
 				p->slot_owner[k] = owner;
 				s->cur = 0;
 				s->has_round = 0;
+				s->waited = 0;
 				s->last_round = 0;
 				s->last_wait_ns = 0;
 				for (int v = 0; v < 2; v++) {
 					s->h[v].state = HALF_IDLE;
 					s->h[v].bitmap = 0;
+					memset(&s->h[v].key, 0, sizeof(s->h[v].key));
 				}
 			}
 			p->free_slots -= n;
@@ -363,9 +367,15 @@ handle_join(struct pipeline *p, struct ina_pkt *in, const struct ina_hdr *h, uin
 		return NULL;
 	}
 	if (j && (j->finished >> h->rank & 1)) {
-		/* A rank that finished joins again: a new run of the job id. */
-		job_free(p, j);
-		j = NULL;
+		/*
+		 * A rank that finished joins again: a new run of the job id. The
+		 * old run still lingers for ranks finishing its last round, so
+		 * the JOIN waits (the worker retries) until every rank has sent
+		 * FIN or the linger ran out, which frees the old run.
+		 */
+		p->st.drop[PDROP_JOIN_LINGER]++;
+		ina_pkt_free(in);
+		return NULL;
 	}
 	if (!j) {
 		int64_t base;
@@ -389,7 +399,7 @@ handle_join(struct pipeline *p, struct ina_pkt *in, const struct ina_hdr *h, uin
 		if (base < 0) {
 			p->st.jobs_refused++;
 			return send_error(p, in, h, INA_WERR_NO_SLOTS,
-					  "job %" PRIu32 ": needs %u slots (one per lane); %" PRIu32
+					  "job %" PRIu32 ": needs %u contiguous slots (one per lane); %" PRIu32
 					  " of %" PRIu32 " are free",
 					  h->job_id, lanes, p->free_slots, p->cfg.nb_slots);
 		}
@@ -528,7 +538,7 @@ send_wait(struct pipeline *p, struct ina_pkt *in, const struct job *j, struct sl
 	struct ina_pkt *o;
 	uint64_t missing_be;
 
-	if (s->last_wait_ns && now - s->last_wait_ns < p->cfg.wait_interval_ns) {
+	if (s->waited && now - s->last_wait_ns < p->cfg.wait_interval_ns) {
 		ina_pkt_free(in);
 		return NULL;
 	}
@@ -536,6 +546,7 @@ send_wait(struct pipeline *p, struct ina_pkt *in, const struct job *j, struct sl
 	if (!o)
 		return NULL;
 	s->last_wait_ns = now;
+	s->waited = 1;
 	h.flags = s->cur;
 	h.n_elems = 0;
 	h.next = INA_BLOCK_END;
@@ -575,7 +586,9 @@ handle_data(struct pipeline *p, struct ina_pkt *in, struct job *j, const struct 
 	if (ver != s->cur) {
 		/* The shadow: a retransmission for a finished block. */
 		if (hf->state != HALF_RESULT || !key_equal(&hf->key, &key)) {
-			p->st.drop[key_shape_differs(&hf->key, &key) ? PDROP_SHAPE : PDROP_NO_MATCH]++;
+			p->st.drop[hf->state == HALF_RESULT && key_shape_differs(&hf->key, &key)
+					   ? PDROP_SHAPE
+					   : PDROP_NO_MATCH]++;
 			goto drop;
 		}
 		o = answer_buf(p, in, INA_HDR_SIZE + (uint32_t)h->block_size * 4);
@@ -631,7 +644,7 @@ handle_data(struct pipeline *p, struct ina_pkt *in, struct job *j, const struct 
 		key.block = hf->next;
 		half_open(&s->h[s->cur], &key);
 	}
-	s->last_wait_ns = 0;
+	s->waited = 0;
 	return o;
 
 drop:

@@ -46,6 +46,7 @@ enum pipeline_drop {
 	PDROP_UNEXPECTED,	/* a type the switch never receives */
 	PDROP_NO_BUFFER,	/* no packet buffer for the answer */
 	PDROP_AFTER_FIN,	/* data from a rank that already sent FIN */
+	PDROP_JOIN_LINGER,	/* JOIN of a new run while the old one lingers */
 	PDROP_MAX,
 };
 
@@ -58,7 +59,7 @@ struct pipeline_stats {
 	uint64_t shadow_replies;	/* retransmissions answered from a shadow */
 	uint64_t duplicates;		/* data for the open block already counted */
 	uint64_t waits;			/* WAIT packets sent */
-	uint64_t saturated;		/* i32 elements that saturated */
+	uint64_t saturated;		/* i32 additions that saturated */
 	uint64_t joins, fins, leaves;
 	uint64_t jobs_admitted, jobs_refused, jobs_freed, jobs_expired;
 	uint64_t drop_wire[INA_WIRE_REASON_MAX];	/* by enum ina_wire_reason */

@@ -380,33 +380,35 @@ gamma_k(double k, double u)
 double
 ina_enc_f32_bound(unsigned n_addends, double sum_abs, int scaled)
 {
-	double n = n_addends;
-	double g_n = gamma_k(n - 1, U32), big_g_n = gamma_k(n - 1, U64);
-	double g_2 = gamma_k(2, U32), big_g_2 = gamma_k(2, U64);
+	double n = n_addends, g_n, g_2, big_g_n, big_g_2;
 
 	if (n_addends == 0)
 		return 0;
+	g_n = gamma_k(n - 1, U32);
+	big_g_n = gamma_k(n - 1, U64);
 	if (!scaled)
 		return (g_n + big_g_n) * sum_abs;
+	g_2 = gamma_k(2, U32);
+	big_g_2 = gamma_k(2, U64);
 	return sum_abs / n * (g_n * (1 + g_2) + g_2 + big_g_n * (1 + big_g_2) + big_g_2) + ETA32;
 }
 
 double
 ina_enc_i32_bound(unsigned n_addends, int scale, double ref_abs, int scaled)
 {
-	double n = n_addends;
-	double h = ldexp(1.0, -scale - 1);
-	double x_max = ldexp(1.0, 31 - scale);
-	double big_g_n = gamma_k(n - 1, U64), big_g_2 = gamma_k(2, U64);
-	double g_3 = gamma_k(3, U32);
-	double r;
+	double n = n_addends, h, x_max, big_g_n, big_g_2, g_3, r;
 
 	if (n_addends == 0)
 		return 0;
+	h = ldexp(1.0, -scale - 1);		/* half a quantisation step */
+	x_max = ldexp(1.0, 31 - scale);		/* bounds every |x_i| */
+	big_g_n = gamma_k(n - 1, U64);
 	if (!scaled) {
 		r = big_g_n * n * x_max;
 		return n * h * (1 + U32) + U32 * ref_abs + r * (1 + U32) + ETA32;
 	}
+	big_g_2 = gamma_k(2, U64);
+	g_3 = gamma_k(3, U32);
 	r = x_max * (big_g_n * (1 + big_g_2) + big_g_2);
 	return h * (1 + g_3) + g_3 * ref_abs + r * (1 + g_3) + 4 * ETA32;
 }

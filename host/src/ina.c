@@ -17,6 +17,9 @@
 #include "ina/token.h"
 #include "ina/util.h"
 
+/* Longest single sleep in the port while an operation runs. */
+#define WAIT_MAX_NS (100 * INA_NS_PER_MS)
+
 struct ina_ctx {
 	struct engine *engine;
 	uint16_t block_size;
@@ -62,12 +65,16 @@ run_while(struct ina_ctx *ctx, int phase)
 		}
 		nb_tx = engine_tx(ctx->engine, now, pkts, INA_MAX_BURST);
 		ina_port_tx_burst(ctx->port, pkts, nb_tx);
-		if (!nb_rx && !nb_tx) {
+		if (!nb_rx && !nb_tx && engine_phase(ctx->engine) == phase) {
 			uint64_t deadline = engine_next_deadline(ctx->engine);
 
+			/* Sleep until a packet or the next timer, and never so
+			 * long that a missed wake-up could look like a hang. */
 			now = ina_now_ns();
 			if (deadline > now)
-				ctx->port->ops->wait(ctx->port, deadline - now);
+				ctx->port->ops->wait(ctx->port, deadline - now < WAIT_MAX_NS
+									? deadline - now
+									: WAIT_MAX_NS);
 		}
 	}
 	return engine_error(ctx->engine);

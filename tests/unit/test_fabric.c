@@ -18,6 +18,7 @@
 
 #include "fabric.h"
 #include "ina.h"
+#include "ina/log.h"
 
 #define MAXN 4096
 
@@ -266,7 +267,7 @@ test_fabric_refused_when_pool_full(void **state)
 	fabric_init(&f, 2, 8, 16, INA_ENC_F32, &pc, NULL);
 	assert_int_equal(fabric_join(&f), -1);
 	assert_int_equal(engine_error(f.hosts[0]), INA_EREFUSED);
-	assert_non_null(strstr(engine_error_msg(f.hosts[0]), "needs 8 slots"));
+	assert_non_null(strstr(engine_error_msg(f.hosts[0]), "needs 8 contiguous slots"));
 	assert_int_equal(pipeline_stats(f.sw)->jobs_refused, 2);
 	fabric_fini(&f);
 }
@@ -309,5 +310,6 @@ main(void)
 		cmocka_unit_test(test_fabric_leave_tells_others),
 	};
 
+	ina_log_set_level(INA_LOG_ERR);
 	return cmocka_run_group_tests_name("fabric", tests, NULL, NULL);
 }

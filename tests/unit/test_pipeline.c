@@ -1,0 +1,2012 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Unit tests of the switch's aggregation pipeline (switch_sim/pipeline.c),
+ * driven packet by packet with hand-built packets and a hand-advanced clock.
+ * Every packet that comes out is validated and decoded: type, fields, payload
+ * and destination. Covers admission and its refusals, the lane protocol (next
+ * pointers, empty answers, header-only results, i32 openers and exponents),
+ * duplicates and WAIT, shadow replies, exact matching and every drop counter,
+ * slot reuse, two jobs at once, FIN, linger, idle timeout and LEAVE, and checks
+ * after every test that no packet buffer leaked.
+ */
+#include <endian.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "ina/encode.h"
+#include "ina/lane.h"
+#include "ina/log.h"
+#include "ina/pkt.h"
+#include "ina/wire.h"
+#include "pipeline.h"
+
+#define NB_PKTS 64		/* packets in the test pool */
+#define BUF_SIZE 2048		/* bytes per packet buffer */
+#define MAX_BURST 8		/* largest burst a test sends */
+#define SLOT_ELEMS 16		/* the pipeline's slot width, and the largest B */
+#define MAXE 256		/* largest tensor the lane driver handles */
+#define MAXW 8			/* largest world the lane driver handles */
+#define NB_PEERS 32
+
+#define MS 1000000ull
+#define SEC 1000000000ull
+#define WAIT_NS 1000ull
+#define LINGER_NS (5 * MS)
+#define IDLE_NS (10 * SEC)
+
+/* Transport addresses: distinct bytes per index, sockaddr_in-sized. */
+static struct ina_peer peers[NB_PEERS];
+
+struct t {
+	struct ina_pkt_pool *pool;	/* NB_PKTS buffers, for inputs and outputs */
+	struct ina_pkt_pool *in_pool;	/* where test packets come from */
+	struct pipeline_config cfg;
+	struct pipeline *p;
+	uint64_t now;
+	uint16_t nb_out;
+	struct ina_pkt *out[MAX_BURST];
+};
+
+/* A job as its workers see it. */
+struct tjob {
+	uint32_t id;
+	uint64_t token;
+	uint32_t epoch;		/* from the JOIN_ACK; 0 before */
+	uint16_t world;
+	uint16_t lanes;
+	uint16_t max_block;
+	uint8_t enc;
+	uint8_t peer_base;	/* rank r sends from peers[peer_base + r] */
+};
+
+/* The block a data packet names, and its version bit. */
+struct blk {
+	uint32_t tensor_id;
+	uint32_t round;
+	uint32_t tensor_len;
+	uint16_t block_size;
+	uint16_t lane;
+	uint32_t block;
+	uint8_t ver;
+};
+
+/* One output packet, copied and decoded. */
+struct got {
+	struct ina_hdr h;
+	uint32_t len;
+	uint8_t bytes[BUF_SIZE];	/* header then payload, as sent */
+	const uint8_t *payload;
+	size_t payload_size;
+	struct ina_peer peer;
+	int fanout;			/* 'dsts' was set */
+	uint64_t dst_mask;
+	struct ina_peer dsts[INA_MAX_WORLD];
+};
+
+static uint64_t
+rnd(uint64_t *s)
+{
+	uint64_t x = *s;
+
+	x ^= x << 13;
+	x ^= x >> 7;
+	x ^= x << 17;
+	*s = x;
+	return x * 0x2545f4914f6cdd1dull;
+}
+
+static void
+peers_init(void)
+{
+	for (int i = 0; i < NB_PEERS; i++) {
+		peers[i].len = 16;
+		for (int k = 0; k < 16; k++)
+			peers[i].bytes[k] = (uint8_t)(i * 31 + k * 7 + 1);
+	}
+}
+
+static const struct ina_peer *
+peer_of(const struct tjob *j, uint16_t rank)
+{
+	assert_true(j->peer_base + rank < NB_PEERS);
+	return &peers[j->peer_base + rank];
+}
+
+static uint64_t
+world_mask(uint16_t world)
+{
+	return world == 64 ? ~0ull : (1ull << world) - 1;
+}
+
+static int
+setup(void **state)
+{
+	struct t *t = calloc(1, sizeof(*t));
+
+	if (!t)
+		return -1;
+	t->pool = ina_pkt_pool_create(NB_PKTS, BUF_SIZE);
+	if (!t->pool) {
+		free(t);
+		return -1;
+	}
+	t->in_pool = t->pool;
+	pipeline_config_init(&t->cfg);
+	t->cfg.pool = t->pool;
+	t->cfg.nb_slots = 16;
+	t->cfg.slot_elems = SLOT_ELEMS;
+	t->cfg.max_jobs = 4;
+	t->cfg.linger_ns = LINGER_NS;
+	t->cfg.wait_interval_ns = WAIT_NS;
+	t->cfg.job_idle_ns = IDLE_NS;
+	t->now = 1 * SEC;
+	*state = t;
+	return 0;
+}
+
+static int
+teardown(void **state)
+{
+	struct t *t = *state;
+
+	for (uint16_t i = 0; i < t->nb_out; i++)
+		ina_pkt_free(t->out[i]);
+	pipeline_destroy(t->p);
+	ina_pkt_pool_destroy(t->pool);
+	free(t);
+	return 0;
+}
+
+static void
+start(struct t *t)
+{
+	t->p = pipeline_create(&t->cfg);
+	assert_non_null(t->p);
+}
+
+/* Every output was taken and every buffer is back in the pool. */
+static void
+done(struct t *t)
+{
+	assert_int_equal(t->nb_out, 0);
+	assert_int_equal(ina_pkt_pool_avail(t->pool), NB_PKTS);
+}
+
+static uint16_t
+rx_n(struct t *t, struct ina_pkt **pkts, uint16_t n)
+{
+	assert_int_equal(t->nb_out, 0);	/* the previous outputs were taken */
+	assert_true(n <= MAX_BURST);
+	t->nb_out = pipeline_rx_burst(t->p, pkts, n, t->now, t->out);
+	return t->nb_out;
+}
+
+static uint16_t
+rx(struct t *t, struct ina_pkt *pkt)
+{
+	return rx_n(t, &pkt, 1);
+}
+
+static struct ina_pkt *
+mk_pkt(struct t *t, const struct ina_peer *src, const struct ina_hdr *h, const void *payload,
+       size_t size)
+{
+	struct ina_pkt *pkt = ina_pkt_alloc(t->in_pool);
+
+	assert_non_null(pkt);
+	assert_true(INA_HDR_SIZE + size <= pkt->cap);
+	ina_wire_encode_hdr(h, pkt->data);
+	if (size)
+		memcpy(pkt->data + INA_HDR_SIZE, payload, size);
+	pkt->len = (uint32_t)(INA_HDR_SIZE + size);
+	pkt->peer = *src;
+	return pkt;
+}
+
+/* Copies, validates (with no job) and frees output 'i'. */
+static void
+take(struct t *t, uint16_t i, struct got *g)
+{
+	struct ina_pkt *pkt = t->out[i];
+
+	assert_non_null(pkt);
+	memset(g, 0, sizeof(*g));
+	assert_int_equal(ina_wire_validate(pkt->data, pkt->len, NULL, &g->h), INA_WIRE_OK);
+	assert_true(pkt->len <= sizeof(g->bytes));
+	memcpy(g->bytes, pkt->data, pkt->len);
+	g->len = pkt->len;
+	g->payload = g->bytes + INA_HDR_SIZE;
+	g->payload_size = pkt->len - INA_HDR_SIZE;
+	g->peer = pkt->peer;
+	g->dst_mask = pkt->dst_mask;
+	if (pkt->dsts) {
+		g->fanout = 1;
+		for (int r = 0; r < INA_MAX_WORLD; r++)
+			if (pkt->dst_mask >> r & 1)
+				g->dsts[r] = pkt->dsts[r];
+	}
+	ina_pkt_free(pkt);
+	t->out[i] = NULL;
+}
+
+static void
+take_one(struct t *t, struct got *g)
+{
+	assert_int_equal(t->nb_out, 1);
+	take(t, 0, g);
+	t->nb_out = 0;
+}
+
+static uint32_t
+word_at(const uint8_t *p, size_t i)
+{
+	uint32_t be;
+
+	memcpy(&be, p + 4 * i, 4);
+	return be32toh(be);
+}
+
+/* Host floats or int32s (both 4-byte words) to big-endian wire words. */
+static void
+put_words(uint8_t *dst, const void *vals, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		uint32_t w;
+
+		memcpy(&w, (const uint8_t *)vals + 4 * i, 4);
+		w = htobe32(w);
+		memcpy(dst + 4 * i, &w, 4);
+	}
+}
+
+/* The payload holds exactly the bits of 'vals' (floats or int32s). */
+static void
+assert_words(const struct got *g, const void *vals, size_t n)
+{
+	assert_int_equal(g->payload_size, n * 4);
+	for (size_t i = 0; i < n; i++) {
+		uint32_t want, have = word_at(g->payload, i);
+		float fw, fh;
+
+		memcpy(&want, (const uint8_t *)vals + 4 * i, 4);
+		if (want != have) {
+			memcpy(&fw, &want, 4);
+			memcpy(&fh, &have, 4);
+			fail_msg("element %zu: got 0x%08x (%.9g / %d) want 0x%08x (%.9g / %d)", i,
+				 have, (double)fh, (int32_t)have, want, (double)fw, (int32_t)want);
+		}
+	}
+}
+
+static void
+assert_msg_has(const struct got *g, const char *s)
+{
+	char msg[INA_ERROR_MSG_MAX + 1];
+	size_t n = g->payload_size < INA_ERROR_MSG_MAX ? g->payload_size : INA_ERROR_MSG_MAX;
+
+	memcpy(msg, g->payload, n);
+	msg[n] = '\0';
+	if (!strstr(msg, s))
+		fail_msg("error message \"%s\" does not contain \"%s\"", msg, s);
+}
+
+static struct ina_hdr
+base_hdr(const struct tjob *j, uint8_t type, uint16_t rank)
+{
+	struct ina_hdr h;
+
+	memset(&h, 0, sizeof(h));
+	h.version = INA_WIRE_VERSION;
+	h.type = type;
+	h.encoding = j->enc;
+	h.job_id = j->id;
+	h.epoch = type == INA_T_JOIN ? 0 : j->epoch;
+	h.rank = rank;
+	h.token = j->token;
+	return h;
+}
+
+static struct ina_hdr
+data_hdr(const struct tjob *j, uint16_t rank, const struct blk *b, uint32_t next, int16_t exp,
+	 int with_data)
+{
+	struct ina_hdr h = base_hdr(j, INA_T_DATA, rank);
+
+	h.flags = b->ver;
+	h.lane = b->lane;
+	h.tensor_id = b->tensor_id;
+	h.round = b->round;
+	h.tensor_len = b->tensor_len;
+	h.block_size = b->block_size;
+	h.block = b->block;
+	h.next = next;
+	h.exp = exp;
+	h.n_elems = with_data ? ina_wire_block_elems(b->tensor_len, b->block_size, b->block) : 0;
+	return h;
+}
+
+/* A data packet from 'rank': 'vals' (floats or int32s) or, if NULL, empty. */
+static struct ina_pkt *
+mk_data_x(struct t *t, const struct tjob *j, uint16_t rank, const struct blk *b, uint32_t next,
+	  int16_t exp, const void *vals)
+{
+	struct ina_hdr h = data_hdr(j, rank, b, next, exp, vals != NULL);
+	uint8_t payload[SLOT_ELEMS * 4];
+
+	assert_true(h.n_elems <= SLOT_ELEMS);
+	if (vals)
+		put_words(payload, vals, h.n_elems);
+	return mk_pkt(t, peer_of(j, rank), &h, payload, (size_t)h.n_elems * 4);
+}
+
+static struct ina_pkt *
+mk_data(struct t *t, const struct tjob *j, uint16_t rank, const struct blk *b, uint32_t next,
+	const void *vals)
+{
+	return mk_data_x(t, j, rank, b, next, 0, vals);
+}
+
+static uint16_t
+push_x(struct t *t, const struct tjob *j, uint16_t rank, const struct blk *b, uint32_t next,
+       int16_t exp, const void *vals)
+{
+	return rx(t, mk_data_x(t, j, rank, b, next, exp, vals));
+}
+
+static uint16_t
+push(struct t *t, const struct tjob *j, uint16_t rank, const struct blk *b, uint32_t next,
+     const void *vals)
+{
+	return push_x(t, j, rank, b, next, 0, vals);
+}
+
+static struct ina_pkt *
+mk_join_as(struct t *t, const struct tjob *j, uint16_t rank, uint16_t world, uint16_t lanes,
+	   uint16_t max_block, uint8_t enc, uint64_t token)
+{
+	struct ina_hdr h = base_hdr(j, INA_T_JOIN, rank);
+	uint8_t payload[sizeof(struct ina_wire_join)];
+
+	h.encoding = enc;
+	h.token = token;
+	ina_wire_encode_join(world, lanes, max_block, payload);
+	return mk_pkt(t, peer_of(j, rank), &h, payload, sizeof(payload));
+}
+
+static uint16_t
+send_join(struct t *t, const struct tjob *j, uint16_t rank)
+{
+	return rx(t, mk_join_as(t, j, rank, j->world, j->lanes, j->max_block, j->enc, j->token));
+}
+
+static uint16_t
+send_ctl(struct t *t, const struct tjob *j, uint8_t type, uint16_t rank)
+{
+	struct ina_hdr h = base_hdr(j, type, rank);
+
+	/* Types only the switch sends are sent from rank 0's address. */
+	return rx(t, mk_pkt(t, peer_of(j, rank == INA_RANK_SWITCH ? 0 : rank), &h, NULL, 0));
+}
+
+/* Fields every packet the switch sends to job 'j' carries. */
+static void
+check_from_switch(const struct got *g, const struct tjob *j, uint8_t type)
+{
+	assert_int_equal(g->h.type, type);
+	assert_int_equal(g->h.version, INA_WIRE_VERSION);
+	assert_int_equal(g->h.rank, INA_RANK_SWITCH);
+	assert_int_equal(g->h.job_id, j->id);
+	assert_int_equal(g->h.epoch, j->epoch);
+	assert_true(g->h.token == j->token);
+	assert_int_equal(g->h.encoding, j->enc);
+	assert_int_equal(g->h.status, 0);
+	assert_int_equal(g->h.reserved, 0);
+}
+
+static void
+check_unicast(const struct got *g, const struct ina_peer *to)
+{
+	assert_false(g->fanout);
+	assert_int_equal(g->dst_mask, 0);
+	assert_true(ina_peer_equal(&g->peer, to));
+}
+
+/* A fan-out to every rank of 'j', at the address it joined from. */
+static void
+check_fanout(const struct got *g, const struct tjob *j)
+{
+	assert_true(g->fanout);
+	assert_int_equal(g->dst_mask, world_mask(j->world));
+	for (uint16_t r = 0; r < j->world; r++)
+		assert_true(ina_peer_equal(&g->dsts[r], peer_of(j, r)));
+}
+
+/* A RESULT for block 'b' with next pointer 'next' and the sum 'vals' (floats
+ * or int32s), or header-only when 'vals' is NULL. */
+static void
+check_result(const struct got *g, const struct tjob *j, const struct blk *b, uint32_t next,
+	     const void *vals)
+{
+	check_from_switch(g, j, INA_T_RESULT);
+	assert_int_equal(g->h.lane, b->lane);
+	assert_int_equal(g->h.tensor_id, b->tensor_id);
+	assert_int_equal(g->h.round, b->round);
+	assert_int_equal(g->h.tensor_len, b->tensor_len);
+	assert_int_equal(g->h.block_size, b->block_size);
+	assert_int_equal(g->h.block, b->block);
+	assert_int_equal(g->h.flags & INA_F_VER, b->ver);
+	assert_int_equal(g->h.next, next);
+	if (vals) {
+		uint16_t n = ina_wire_block_elems(b->tensor_len, b->block_size, b->block);
+
+		assert_int_equal(g->h.n_elems, n);
+		assert_words(g, vals, n);
+	} else {
+		assert_int_equal(g->h.n_elems, 0);
+		assert_int_equal(g->len, INA_HDR_SIZE);
+	}
+}
+
+/* An ERROR to one sender, for job 'id' with token 'token'. */
+static void
+check_error(const struct got *g, uint32_t id, uint64_t token, uint16_t status)
+{
+	assert_int_equal(g->h.type, INA_T_ERROR);
+	assert_int_equal(g->h.rank, INA_RANK_SWITCH);
+	assert_int_equal(g->h.job_id, id);
+	assert_true(g->h.token == token);
+	assert_int_equal(g->h.status, status);
+	assert_true(g->payload_size > 0 && g->payload_size <= INA_ERROR_MSG_MAX);
+}
+
+/* JOIN from 'rank' and its JOIN_ACK; sets or checks j->epoch. */
+static void
+join(struct t *t, struct tjob *j, uint16_t rank)
+{
+	uint16_t world, lanes, max_block;
+	struct got g;
+
+	assert_int_equal(send_join(t, j, rank), 1);
+	take_one(t, &g);
+	assert_int_equal(g.h.type, INA_T_JOIN_ACK);
+	assert_int_not_equal(g.h.epoch, 0);
+	if (j->epoch)
+		assert_int_equal(g.h.epoch, j->epoch);
+	j->epoch = g.h.epoch;
+	check_from_switch(&g, j, INA_T_JOIN_ACK);
+	check_unicast(&g, peer_of(j, rank));
+	assert_int_equal(g.payload_size, sizeof(struct ina_wire_join));
+	ina_wire_decode_join(g.payload, &world, &lanes, &max_block);
+	assert_int_equal(world, j->world);
+	assert_int_equal(lanes, j->lanes);
+	assert_int_equal(max_block, j->max_block);
+}
+
+static void
+join_all(struct t *t, struct tjob *j)
+{
+	for (uint16_t r = 0; r < j->world; r++)
+		join(t, j, r);
+}
+
+static void
+fin(struct t *t, const struct tjob *j, uint16_t rank)
+{
+	struct got g;
+
+	assert_int_equal(send_ctl(t, j, INA_T_FIN, rank), 1);
+	take_one(t, &g);
+	check_from_switch(&g, j, INA_T_FIN_ACK);
+	check_unicast(&g, peer_of(j, rank));
+	assert_int_equal(g.payload_size, 0);
+}
+
+static void
+fin_all(struct t *t, const struct tjob *j)
+{
+	for (uint16_t r = 0; r < j->world; r++)
+		fin(t, j, r);
+}
+
+/* acc = v (first) or acc += v, in float, as the switch sums. */
+static void
+fadd(float *acc, const float *v, size_t n, int first)
+{
+	for (size_t i = 0; i < n; i++)
+		acc[i] = first ? v[i] : acc[i] + v[i];
+}
+
+/* ---- The lane driver: every worker's side of the lane protocol. ---- */
+
+struct round_in {
+	const struct tjob *j;
+	uint32_t tensor_id;
+	uint32_t round;
+	uint32_t tensor_len;
+	uint16_t block_size;
+	float data[MAXW][MAXE];	/* each rank's tensor */
+	float got[MAXE];	/* what the results delivered */
+	uint64_t rng;
+};
+
+struct lane_run {
+	uint16_t lane;
+	uint8_t ver;		/* version bit of the lane's next block: kept across rounds */
+	int done;
+	uint32_t block;		/* the block being aggregated */
+	uint16_t sent;		/* packets of 'block' sent so far */
+	uint16_t order[MAXW];	/* order the ranks send 'block' in */
+	int want_data;
+	float want[SLOT_ELEMS];	/* the sum the switch must return, in arrival order */
+};
+
+static int
+block_has(const struct round_in *ri, uint16_t r, uint32_t b)
+{
+	uint32_t s = b * ri->block_size;
+	uint16_t n = ina_wire_block_elems(ri->tensor_len, ri->block_size, b);
+
+	for (uint16_t i = 0; i < n; i++)
+		if (ri->data[r][s + i] != 0.0f)
+			return 1;
+	return 0;
+}
+
+/* Rank r's next non-zero block of the lane after block 'b'. */
+static uint32_t
+next_has(const struct round_in *ri, uint16_t r, uint32_t b)
+{
+	uint32_t nb = ina_wire_nb_blocks(ri->tensor_len, ri->block_size);
+
+	for (uint32_t k = b + ri->j->lanes; k < nb; k += ri->j->lanes)
+		if (block_has(ri, r, k))
+			return k;
+	return INA_BLOCK_END;
+}
+
+static void
+lane_block_begin(struct lane_run *lr, struct round_in *ri)
+{
+	uint16_t w = ri->j->world;
+
+	lr->sent = 0;
+	lr->want_data = 0;
+	for (uint16_t i = 0; i < w; i++)
+		lr->order[i] = i;
+	for (uint16_t i = w; i > 1; i--) {
+		uint16_t k = (uint16_t)(rnd(&ri->rng) % i), tmp = lr->order[i - 1];
+
+		lr->order[i - 1] = lr->order[k];
+		lr->order[k] = tmp;
+	}
+}
+
+static void
+lane_begin(struct lane_run *lr, struct round_in *ri)
+{
+	lr->done = !ina_lane_active(lr->lane, ina_wire_nb_blocks(ri->tensor_len, ri->block_size));
+	lr->block = lr->lane;
+	lane_block_begin(lr, ri);
+}
+
+/* Sends the next packet of the lane's open block; after the last, checks the
+ * result and moves the lane to the announced block. */
+static void
+lane_step(struct t *t, struct lane_run *lr, struct round_in *ri)
+{
+	const struct tjob *j = ri->j;
+	uint16_t r = lr->order[lr->sent++];
+	uint16_t n = ina_wire_block_elems(ri->tensor_len, ri->block_size, lr->block);
+	struct blk b = {
+		.tensor_id = ri->tensor_id,
+		.round = ri->round,
+		.tensor_len = ri->tensor_len,
+		.block_size = ri->block_size,
+		.lane = lr->lane,
+		.block = lr->block,
+		.ver = lr->ver,
+	};
+	const float *vals = block_has(ri, r, lr->block) ? &ri->data[r][lr->block * ri->block_size]
+							: NULL;
+	uint32_t next = INA_BLOCK_END;
+	struct got g;
+
+	if (vals) {
+		fadd(lr->want, vals, n, !lr->want_data);
+		lr->want_data = 1;
+	}
+	if (lr->sent < j->world) {
+		assert_int_equal(push(t, j, r, &b, next_has(ri, r, lr->block), vals), 0);
+		return;
+	}
+	assert_int_equal(push(t, j, r, &b, next_has(ri, r, lr->block), vals), 1);
+	take_one(t, &g);
+	for (uint16_t k = 0; k < j->world; k++) {
+		uint32_t nk = next_has(ri, k, lr->block);
+
+		if (nk < next)
+			next = nk;
+	}
+	check_result(&g, j, &b, next, lr->want_data ? lr->want : NULL);
+	check_fanout(&g, j);
+	for (uint16_t i = 0; i < g.h.n_elems; i++) {
+		uint32_t w = word_at(g.payload, i);
+
+		memcpy(&ri->got[lr->block * ri->block_size + i], &w, 4);
+	}
+	lr->ver ^= 1;
+	if (next == INA_BLOCK_END) {
+		lr->done = 1;
+	} else {
+		lr->block = next;
+		lane_block_begin(lr, ri);
+	}
+}
+
+/* Block-sparse data of exactly summable values k / 1024. */
+static void
+make_data(struct round_in *ri, double density)
+{
+	uint32_t nb = ina_wire_nb_blocks(ri->tensor_len, ri->block_size);
+
+	memset(ri->data, 0, sizeof(ri->data));
+	for (uint16_t r = 0; r < ri->j->world; r++) {
+		for (uint32_t b = 0; b < nb; b++) {
+			uint16_t n = ina_wire_block_elems(ri->tensor_len, ri->block_size, b);
+
+			if ((double)(rnd(&ri->rng) >> 11) * 0x1.0p-53 >= density)
+				continue;
+			for (uint16_t i = 0; i < n; i++) {
+				int k = (int)(rnd(&ri->rng) % 2047) - 1023;
+
+				ri->data[r][b * ri->block_size + i] = (float)(k ? k : 1) / 1024.0f;
+			}
+		}
+	}
+}
+
+/* Runs one round over every lane, interleaving the lanes' packets at random,
+ * and compares what the results delivered with a naive reference sum. */
+static void
+run_round(struct t *t, struct round_in *ri, struct lane_run *lanes)
+{
+	uint16_t nb_lanes = ri->j->lanes, left = 0;
+
+	memset(ri->got, 0, sizeof(ri->got));
+	for (uint16_t l = 0; l < nb_lanes; l++) {
+		lane_begin(&lanes[l], ri);
+		left += !lanes[l].done;
+	}
+	while (left) {
+		uint16_t l = (uint16_t)(rnd(&ri->rng) % nb_lanes);
+
+		if (lanes[l].done)
+			continue;
+		lane_step(t, &lanes[l], ri);
+		left -= lanes[l].done;
+	}
+	for (uint32_t i = 0; i < ri->tensor_len; i++) {
+		float ref = 0.0f;
+
+		for (uint16_t r = 0; r < ri->j->world; r++)
+			ref += ri->data[r][i];
+		if (memcmp(&ref, &ri->got[i], sizeof(ref)) != 0)
+			fail_msg("round %u element %u: got %.9g want %.9g", ri->round, i,
+				 (double)ri->got[i], (double)ref);
+	}
+}
+
+/* ---- Admission ---- */
+
+static void
+test_pipeline_join_ack(void **state)
+{
+	struct t *t = *state;
+	struct tjob j = { .id = 1001, .token = 0x1111222233334444ull, .world = 3, .lanes = 2,
+			  .max_block = 4, .enc = INA_ENC_F32 };
+	struct tjob moved = j;
+	struct blk b = { .tensor_id = 1, .round = 1, .tensor_len = 8, .block_size = 4 };
+	float v[4] = { 1, 2, 3, 4 };
+	float sum[4] = { 3, 6, 9, 12 };
+	struct got g;
+
+	start(t);
+	assert_int_equal(pipeline_free_slots(t->p), 16);
+	assert_int_equal(pipeline_nb_jobs(t->p), 0);
+	join(t, &j, 0);
+	assert_int_equal(pipeline_free_slots(t->p), 14);
+	assert_int_equal(pipeline_nb_jobs(t->p), 1);
+	join(t, &j, 1);
+	join(t, &j, 2);
+	/* A repeated JOIN (its ACK was lost) is acked again, same epoch. */
+	join(t, &j, 1);
+	join(t, &j, 1);
+	assert_int_equal(pipeline_free_slots(t->p), 14);
+	assert_int_equal(pipeline_nb_jobs(t->p), 1);
+	assert_int_equal(pipeline_stats(t->p)->jobs_admitted, 1);
+	assert_int_equal(pipeline_stats(t->p)->joins, 5);
+	assert_int_equal(pipeline_stats(t->p)->jobs_refused, 0);
+
+	/* Rank 1 joins again from a new address: results go there. */
+	moved.peer_base = 10;
+	moved.epoch = j.epoch;
+	join(t, &moved, 1);
+	assert_int_equal(push(t, &j, 0, &b, INA_BLOCK_END, v), 0);
+	assert_int_equal(rx(t, mk_data(t, &moved, 1, &b, INA_BLOCK_END, v)), 0);
+	assert_int_equal(push(t, &j, 2, &b, INA_BLOCK_END, v), 1);
+	take_one(t, &g);
+	check_result(&g, &j, &b, INA_BLOCK_END, sum);
+	assert_int_equal(g.dst_mask, 7);
+	assert_true(ina_peer_equal(&g.dsts[0], peer_of(&j, 0)));
+	assert_true(ina_peer_equal(&g.dsts[1], peer_of(&moved, 1)));
+	assert_true(ina_peer_equal(&g.dsts[2], peer_of(&j, 2)));
+	done(t);
+}
+
+static void
+test_pipeline_pool_full(void **state)
+{
+	struct t *t = *state;
+	struct tjob a = { .id = 101, .token = 0xa1, .world = 2, .lanes = 3, .max_block = 4,
+			  .enc = INA_ENC_F32, .peer_base = 0 };
+	struct tjob b = a, c = a, d = a;
+	struct got g;
+
+	b.id = 102, b.token = 0xb2, b.peer_base = 2;
+	c.id = 103, c.token = 0xc3, c.peer_base = 4;
+	d.id = 104, d.token = 0xd4, d.peer_base = 6, d.lanes = 2;
+	t->cfg.nb_slots = 10;
+	t->cfg.max_jobs = 8;
+	start(t);
+	join_all(t, &a);
+	join_all(t, &b);
+	join_all(t, &c);
+	assert_int_equal(pipeline_free_slots(t->p), 1);
+	assert_int_equal(pipeline_nb_jobs(t->p), 3);
+
+	/* Two lanes do not fit in one free slot. */
+	assert_int_equal(send_join(t, &d, 0), 1);
+	take_one(t, &g);
+	check_error(&g, d.id, d.token, INA_WERR_NO_SLOTS);
+	check_unicast(&g, peer_of(&d, 0));
+	assert_msg_has(&g, "job 104");
+	assert_msg_has(&g, "needs 2 contiguous slots");
+	assert_msg_has(&g, "1 of 10");
+	assert_int_equal(pipeline_stats(t->p)->jobs_refused, 1);
+	assert_int_equal(send_join(t, &d, 1), 1);
+	take_one(t, &g);
+	check_error(&g, d.id, d.token, INA_WERR_NO_SLOTS);
+	check_unicast(&g, peer_of(&d, 1));
+	assert_int_equal(pipeline_stats(t->p)->jobs_refused, 2);
+	assert_int_equal(pipeline_nb_jobs(t->p), 3);
+	assert_int_equal(pipeline_free_slots(t->p), 1);
+
+	/* Job b finishes: its three slots come back and d fits. */
+	fin_all(t, &b);
+	assert_int_equal(pipeline_nb_jobs(t->p), 2);
+	assert_int_equal(pipeline_free_slots(t->p), 4);
+	join_all(t, &d);
+	assert_int_equal(pipeline_free_slots(t->p), 2);
+	assert_int_equal(pipeline_nb_jobs(t->p), 3);
+	assert_int_equal(pipeline_stats(t->p)->jobs_admitted, 4);
+
+	fin_all(t, &a);
+	fin_all(t, &c);
+	fin_all(t, &d);
+	assert_int_equal(pipeline_free_slots(t->p), 10);
+	assert_int_equal(pipeline_nb_jobs(t->p), 0);
+	assert_int_equal(pipeline_stats(t->p)->jobs_freed, 4);
+	done(t);
+}
+
+static void
+test_pipeline_join_refusals(void **state)
+{
+	struct t *t = *state;
+	struct tjob a = { .id = 201, .token = 0xaaaa, .world = 2, .lanes = 2, .max_block = 4,
+			  .enc = INA_ENC_F32, .peer_base = 0 };
+	struct tjob b = a, c = a, d = a, wrong = a;
+	struct blk blk = { .tensor_id = 1, .round = 1, .tensor_len = 8, .block_size = 4 };
+	float v[4] = { 0.5f, 1, 2, 4 };
+	float sum[4] = { 1, 2, 4, 8 };
+	struct got g;
+
+	b.id = 202, b.token = 0xbbbb, b.peer_base = 2;
+	c.id = 203, c.token = 0xcccc, c.peer_base = 4;
+	d.id = 204, d.token = 0xdddd, d.peer_base = 6, d.max_block = SLOT_ELEMS + 1;
+	t->cfg.max_jobs = 2;
+	start(t);
+	join_all(t, &a);
+	join_all(t, &b);
+
+	/* The job table is full. */
+	assert_int_equal(send_join(t, &c, 0), 1);
+	take_one(t, &g);
+	check_error(&g, c.id, c.token, INA_WERR_NO_JOBS);
+	check_unicast(&g, peer_of(&c, 0));
+	assert_msg_has(&g, "job 203");
+	assert_int_equal(pipeline_stats(t->p)->jobs_refused, 1);
+	assert_int_equal(pipeline_nb_jobs(t->p), 2);
+
+	/* A block larger than a slot holds. */
+	fin_all(t, &b);
+	assert_int_equal(send_join(t, &d, 1), 1);
+	take_one(t, &g);
+	check_error(&g, d.id, d.token, INA_WERR_UNSUPPORTED);
+	check_unicast(&g, peer_of(&d, 1));
+	assert_msg_has(&g, "job 204");
+	assert_msg_has(&g, "17");
+	assert_int_equal(pipeline_stats(t->p)->jobs_refused, 2);
+	assert_int_equal(pipeline_nb_jobs(t->p), 1);
+	assert_int_equal(pipeline_free_slots(t->p), 14);
+
+	/* JOINs that disagree with job a. */
+	assert_int_equal(rx(t, mk_join_as(t, &a, 1, 3, 2, 4, INA_ENC_F32, a.token)), 1);
+	take_one(t, &g);
+	check_error(&g, a.id, a.token, INA_WERR_MISMATCH);
+	check_unicast(&g, peer_of(&a, 1));
+	assert_msg_has(&g, "job 201");
+	assert_int_equal(rx(t, mk_join_as(t, &a, 1, 2, 3, 4, INA_ENC_F32, a.token)), 1);
+	take_one(t, &g);
+	check_error(&g, a.id, a.token, INA_WERR_MISMATCH);
+	assert_int_equal(rx(t, mk_join_as(t, &a, 1, 2, 2, 4, INA_ENC_I32, a.token)), 1);
+	take_one(t, &g);
+	check_error(&g, a.id, a.token, INA_WERR_MISMATCH);
+	assert_int_equal(rx(t, mk_join_as(t, &a, 1, 2, 2, 8, INA_ENC_F32, a.token)), 1);
+	take_one(t, &g);
+	check_error(&g, a.id, a.token, INA_WERR_MISMATCH);
+
+	/* A JOIN with the wrong secret is never answered. */
+	wrong.token = 0xbad;
+	wrong.peer_base = 20;
+	assert_int_equal(send_join(t, &wrong, 1), 0);
+	assert_int_equal(pipeline_stats(t->p)->drop_wire[INA_WIRE_WRONG_TOKEN], 1);
+	assert_int_equal(pipeline_nb_jobs(t->p), 1);
+	assert_int_equal(pipeline_free_slots(t->p), 14);
+
+	/* Job a is untouched: same epoch, same peers, it still sums. */
+	assert_int_equal(push(t, &a, 0, &blk, INA_BLOCK_END, v), 0);
+	assert_int_equal(push(t, &a, 1, &blk, INA_BLOCK_END, v), 1);
+	take_one(t, &g);
+	check_result(&g, &a, &blk, INA_BLOCK_END, sum);
+	check_fanout(&g, &a);
+	done(t);
+}
+
+/* ---- The lane protocol ---- */
+
+static void
+test_pipeline_aggregate_f32(void **state)
+{
+	struct t *t = *state;
+	struct tjob j = { .id = 301, .token = 0x3030303030303030ull, .world = 3, .lanes = 2,
+			  .max_block = 4, .enc = INA_ENC_F32 };
+	/* 30 elements: 8 blocks of 4, the last (7, lane 1) holds 2. */
+	struct blk b = { .tensor_id = 7, .round = 1, .tensor_len = 30, .block_size = 4 };
+	struct blk b1 = b;
+	const float w0[4] = { 1.5f, -2.0f, 0.1f, 1e-3f };
+	const float w1[4] = { 0.25f, 3.0f, 0.2f, -7.5f };
+	const float w2[4] = { -1.0f, 0.5f, 0.3f, 1e30f };
+	const float x0[4] = { 2, 4, 6, 8 }, x2[4] = { 0.5f, 0.7f, -0.5f, 1e-7f };
+	const float y1[4] = { 9, 8, 7, 6 }, z0[4] = { -1, -2, -3, -4 };
+	const float t0[2] = { 1.25f, 2 }, t2[2] = { 3, -4.5f };
+	float want[4];
+	struct got g;
+
+	start(t);
+	join_all(t, &j);
+
+	/* Lane 0, block 0: nothing comes out until the third rank. */
+	assert_int_equal(push(t, &j, 0, &b, 2, w0), 0);
+	assert_int_equal(push(t, &j, 1, &b, 4, w1), 0);
+	/* Lane 1 runs alongside: block 1, which nobody has. */
+	b1.lane = 1;
+	b1.block = 1;
+	assert_int_equal(push(t, &j, 0, &b1, 7, NULL), 0);
+	assert_int_equal(push(t, &j, 2, &b, 2, w2), 1);
+	take_one(t, &g);
+	fadd(want, w0, 4, 1);
+	fadd(want, w1, 4, 0);
+	fadd(want, w2, 4, 0);
+	check_result(&g, &j, &b, 2, want);
+	check_fanout(&g, &j);
+	assert_int_equal(g.h.exp, 0);
+	assert_int_equal(pipeline_stats(t->p)->results, 1);
+
+	/* Block 2: rank 1's next is 4, so it answers empty with its own next. */
+	b.block = 2;
+	b.ver = 1;
+	assert_int_equal(push(t, &j, 1, &b, 4, NULL), 0);
+	assert_int_equal(push(t, &j, 2, &b, INA_BLOCK_END, x2), 0);
+	assert_int_equal(push(t, &j, 1, &b1, INA_BLOCK_END, NULL), 0);
+	assert_int_equal(push(t, &j, 0, &b, 6, x0), 1);
+	take_one(t, &g);
+	fadd(want, x2, 4, 1);
+	fadd(want, x0, 4, 0);
+	check_result(&g, &j, &b, 4, want);
+	check_fanout(&g, &j);
+	assert_int_equal(push(t, &j, 2, &b1, 7, NULL), 1);
+	take_one(t, &g);
+	check_result(&g, &j, &b1, 7, NULL);
+	check_fanout(&g, &j);
+	assert_int_equal(pipeline_stats(t->p)->results_empty, 1);
+
+	/* Block 4: only rank 1 has it. */
+	b.block = 4;
+	b.ver = 0;
+	assert_int_equal(push(t, &j, 0, &b, 6, NULL), 0);
+	assert_int_equal(push(t, &j, 2, &b, INA_BLOCK_END, NULL), 0);
+	assert_int_equal(push(t, &j, 1, &b, INA_BLOCK_END, y1), 1);
+	take_one(t, &g);
+	check_result(&g, &j, &b, 6, y1);
+
+	/* Lane 1, block 7: the tensor's 2-element tail. */
+	b1.block = 7;
+	b1.ver = 1;
+	assert_int_equal(push(t, &j, 2, &b1, INA_BLOCK_END, t2), 0);
+	assert_int_equal(push(t, &j, 1, &b1, INA_BLOCK_END, NULL), 0);
+	assert_int_equal(push(t, &j, 0, &b1, INA_BLOCK_END, t0), 1);
+	take_one(t, &g);
+	fadd(want, t2, 2, 1);
+	fadd(want, t0, 2, 0);
+	check_result(&g, &j, &b1, INA_BLOCK_END, want);
+	assert_int_equal(g.len, INA_HDR_SIZE + 8);
+
+	/* Block 6, the lane's last: every next is END. */
+	b.block = 6;
+	b.ver = 1;
+	assert_int_equal(push(t, &j, 0, &b, INA_BLOCK_END, z0), 0);
+	assert_int_equal(push(t, &j, 1, &b, INA_BLOCK_END, NULL), 0);
+	assert_int_equal(push(t, &j, 2, &b, INA_BLOCK_END, NULL), 1);
+	take_one(t, &g);
+	check_result(&g, &j, &b, INA_BLOCK_END, z0);
+	check_fanout(&g, &j);
+
+	/* The slot is idle: round 1's blocks no longer match. */
+	b.ver = 0;
+	assert_int_equal(push(t, &j, 0, &b, INA_BLOCK_END, z0), 0);
+	b.block = 0;
+	assert_int_equal(push(t, &j, 0, &b, 2, w0), 0);
+	assert_int_equal(pipeline_stats(t->p)->drop[PDROP_NO_MATCH], 2);
+
+	/* Round 2 opens the lane again; nobody has block 0 or anything after. */
+	b.round = 2;
+	for (uint16_t r = 0; r < 2; r++)
+		assert_int_equal(push(t, &j, r, &b, INA_BLOCK_END, NULL), 0);
+	assert_int_equal(push(t, &j, 2, &b, INA_BLOCK_END, NULL), 1);
+	take_one(t, &g);
+	check_result(&g, &j, &b, INA_BLOCK_END, NULL);
+	check_fanout(&g, &j);
+	assert_int_equal(pipeline_stats(t->p)->results_empty, 2);
+
+	/* Round 3, the other version bit. */
+	b.round = 3;
+	b.ver = 1;
+	assert_int_equal(push(t, &j, 2, &b, INA_BLOCK_END, w2), 0);
+	assert_int_equal(push(t, &j, 0, &b, INA_BLOCK_END, w0), 0);
+	assert_int_equal(push(t, &j, 1, &b, INA_BLOCK_END, w1), 1);
+	take_one(t, &g);
+	fadd(want, w2, 4, 1);
+	fadd(want, w0, 4, 0);
+	fadd(want, w1, 4, 0);
+	check_result(&g, &j, &b, INA_BLOCK_END, want);
+
+	assert_int_equal(pipeline_stats(t->p)->results, 8);
+	assert_int_equal(pipeline_stats(t->p)->results_empty, 2);
+	assert_int_equal(pipeline_stats(t->p)->duplicates, 0);
+	assert_int_equal(pipeline_stats(t->p)->shadow_replies, 0);
+	assert_int_equal(pipeline_stats(t->p)->result_bytes, 5 * 16 + 8);
+	done(t);
+}
+
+static void
+test_pipeline_aggregate_i32(void **state)
+{
+	struct t *t = *state;
+	struct tjob j = { .id = 401, .token = 0x4040, .world = 3, .lanes = 2, .max_block = 4,
+			  .enc = INA_ENC_I32 };
+	struct blk b = { .tensor_id = 9, .round = 1, .tensor_len = 32, .block_size = 4,
+			 .lane = 0, .block = INA_BLOCK_OPEN };
+	struct blk b1 = b;
+	const int32_t a0[4] = { 100, -200, 1 << 20, -7 }, a2[4] = { 1, 2, 3, 4 };
+	const int32_t s0[4] = { 101, -198, (1 << 20) + 3, -3 };
+	const int32_t c0[4] = { 5, 5, 5, -5 };
+	const int32_t c1[4] = { -5, 6, INT32_MAX - 5, INT32_MIN + 5 };
+	const int32_t s2[4] = { 0, 11, INT32_MAX, INT32_MIN };
+	const int32_t d0[4] = { INT32_MAX, INT32_MIN, 5, 0 }, d1[4] = { 1, -1, 6, 0 };
+	const int32_t sd[4] = { INT32_MAX, INT32_MIN, 11, 0 };
+	struct got g;
+
+	start(t);
+	join_all(t, &j);
+
+	/* A lane of an i32 job opens with INA_BLOCK_OPEN, not with its first block. */
+	b.block = 0;
+	assert_int_equal(push_x(t, &j, 0, &b, 2, 3, a0), 0);
+	assert_int_equal(pipeline_stats(t->p)->drop[PDROP_NO_MATCH], 1);
+	b.block = INA_BLOCK_OPEN;
+
+	/* Openers: the exponent of the smallest next wins, rank 1's is ignored. */
+	assert_int_equal(push_x(t, &j, 0, &b, 0, 3, NULL), 0);
+	assert_int_equal(push_x(t, &j, 1, &b, 2, 10, NULL), 0);
+	assert_int_equal(push_x(t, &j, 2, &b, 0, 5, NULL), 1);
+	take_one(t, &g);
+	check_result(&g, &j, &b, 0, NULL);
+	check_fanout(&g, &j);
+	assert_int_equal(g.h.exp, 5);
+	assert_int_equal(g.h.flags & INA_F_SATURATED, 0);
+
+	/* Lane 1's openers: negative exponents, the larger one wins. */
+	b1.lane = 1;
+	assert_int_equal(push_x(t, &j, 0, &b1, 1, -5, NULL), 0);
+	assert_int_equal(push_x(t, &j, 2, &b1, INA_BLOCK_END, 40, NULL), 0);
+	assert_int_equal(push_x(t, &j, 1, &b1, 1, -3, NULL), 1);
+	take_one(t, &g);
+	check_result(&g, &j, &b1, 1, NULL);
+	assert_int_equal(g.h.exp, -3);
+
+	/* Block 0: rank 1 answers empty; both ranks that name block 2 count. */
+	b.block = 0;
+	b.ver = 1;
+	assert_int_equal(push_x(t, &j, 0, &b, 2, 7, a0), 0);
+	assert_int_equal(push_x(t, &j, 1, &b, 2, 10, NULL), 0);
+	assert_int_equal(push_x(t, &j, 2, &b, INA_BLOCK_END, INA_EXP_ZERO, a2), 1);
+	take_one(t, &g);
+	check_result(&g, &j, &b, 2, s0);
+	check_fanout(&g, &j);
+	assert_int_equal(g.h.exp, 10);
+	assert_int_equal(g.h.flags & INA_F_SATURATED, 0);
+
+	/* Block 2: sums that reach the int32 limits exactly do not saturate. */
+	b.block = 2;
+	b.ver = 0;
+	assert_int_equal(push_x(t, &j, 2, &b, INA_BLOCK_END, 0, NULL), 0);
+	assert_int_equal(push_x(t, &j, 0, &b, INA_BLOCK_END, 0, c0), 0);
+	assert_int_equal(push_x(t, &j, 1, &b, INA_BLOCK_END, 0, c1), 1);
+	take_one(t, &g);
+	check_result(&g, &j, &b, INA_BLOCK_END, s2);
+	assert_int_equal(g.h.exp, 0);
+	assert_int_equal(g.h.flags & INA_F_SATURATED, 0);
+	assert_int_equal(pipeline_stats(t->p)->saturated, 0);
+
+	/* Lane 1, block 1: two elements overflow, one each way. */
+	b1.block = 1;
+	b1.ver = 1;
+	assert_int_equal(push_x(t, &j, 0, &b1, INA_BLOCK_END, 0, d0), 0);
+	assert_int_equal(push_x(t, &j, 2, &b1, INA_BLOCK_END, 0, NULL), 0);
+	assert_int_equal(push_x(t, &j, 1, &b1, INA_BLOCK_END, 0, d1), 1);
+	take_one(t, &g);
+	check_result(&g, &j, &b1, INA_BLOCK_END, sd);
+	check_fanout(&g, &j);
+	assert_int_equal(g.h.flags & INA_F_SATURATED, INA_F_SATURATED);
+	assert_int_equal(pipeline_stats(t->p)->saturated, 2);
+
+	/* The next round on that slot starts unsaturated. */
+	b1.round = 2;
+	b1.block = INA_BLOCK_OPEN;
+	b1.ver = 0;
+	assert_int_equal(push_x(t, &j, 0, &b1, 1, 4, NULL), 0);
+	assert_int_equal(push_x(t, &j, 1, &b1, 1, 4, NULL), 0);
+	assert_int_equal(push_x(t, &j, 2, &b1, 1, 4, NULL), 1);
+	take_one(t, &g);
+	check_result(&g, &j, &b1, 1, NULL);
+	assert_int_equal(g.h.exp, 4);
+	b1.block = 1;
+	b1.ver = 1;
+	assert_int_equal(push_x(t, &j, 0, &b1, INA_BLOCK_END, 0, a2), 0);
+	assert_int_equal(push_x(t, &j, 1, &b1, INA_BLOCK_END, 0, NULL), 0);
+	assert_int_equal(push_x(t, &j, 2, &b1, INA_BLOCK_END, 0, NULL), 1);
+	take_one(t, &g);
+	check_result(&g, &j, &b1, INA_BLOCK_END, a2);
+	assert_int_equal(g.h.flags & INA_F_SATURATED, 0);
+	assert_int_equal(pipeline_stats(t->p)->saturated, 2);
+	done(t);
+}
+
+static void
+test_pipeline_duplicates_wait(void **state)
+{
+	struct t *t = *state;
+	struct tjob j = { .id = 501, .token = 0x5050, .world = 3, .lanes = 1, .max_block = 4,
+			  .enc = INA_ENC_F32 };
+	struct blk b = { .tensor_id = 1, .round = 1, .tensor_len = 4, .block_size = 4 };
+	const float w0[4] = { 0.1f, 0.2f, 0.3f, 0.4f }, w1[4] = { 1e-3f, 7, -8, 1e20f };
+	const float w1_other[4] = { 99, 99, 99, 99 }, w2[4] = { 3.3f, -0.2f, 5, -1e20f };
+	const struct pipeline_stats *st;
+	float want[4];
+	struct got g;
+	uint64_t missing_be;
+
+	start(t);
+	st = pipeline_stats(t->p);
+	join_all(t, &j);
+	assert_int_equal(push(t, &j, 0, &b, INA_BLOCK_END, w0), 0);
+
+	/* The same packet again: a WAIT to rank 0 alone, naming ranks 1 and 2. */
+	assert_int_equal(push(t, &j, 0, &b, INA_BLOCK_END, w0), 1);
+	take_one(t, &g);
+	check_from_switch(&g, &j, INA_T_WAIT);
+	check_unicast(&g, peer_of(&j, 0));
+	assert_int_equal(g.h.lane, 0);
+	assert_int_equal(g.h.tensor_id, 1);
+	assert_int_equal(g.h.round, 1);
+	assert_int_equal(g.h.block, 0);
+	assert_int_equal(g.h.flags & INA_F_VER, 0);
+	assert_int_equal(g.payload_size, INA_WAIT_PAYLOAD);
+	memcpy(&missing_be, g.payload, sizeof(missing_be));
+	assert_int_equal(be64toh(missing_be), 0x6);
+	assert_int_equal(st->duplicates, 1);
+	assert_int_equal(st->waits, 1);
+
+	/* A third copy within the interval: counted, not answered. */
+	t->now += WAIT_NS / 2;
+	assert_int_equal(push(t, &j, 0, &b, INA_BLOCK_END, w0), 0);
+	assert_int_equal(st->duplicates, 2);
+	assert_int_equal(st->waits, 1);
+	/* Once the interval has passed: WAIT again. */
+	t->now += WAIT_NS / 2;
+	assert_int_equal(push(t, &j, 0, &b, INA_BLOCK_END, w0), 1);
+	take_one(t, &g);
+	check_from_switch(&g, &j, INA_T_WAIT);
+	check_unicast(&g, peer_of(&j, 0));
+	memcpy(&missing_be, g.payload, sizeof(missing_be));
+	assert_int_equal(be64toh(missing_be), 0x6);
+	assert_int_equal(st->waits, 2);
+
+	/* Rank 1 arrives, then repeats itself, once with other values. */
+	assert_int_equal(push(t, &j, 1, &b, INA_BLOCK_END, w1), 0);
+	assert_int_equal(push(t, &j, 1, &b, INA_BLOCK_END, w1), 0);
+	t->now += WAIT_NS;
+	assert_int_equal(push(t, &j, 1, &b, INA_BLOCK_END, w1_other), 1);
+	take_one(t, &g);
+	check_from_switch(&g, &j, INA_T_WAIT);
+	check_unicast(&g, peer_of(&j, 1));
+	memcpy(&missing_be, g.payload, sizeof(missing_be));
+	assert_int_equal(be64toh(missing_be), 0x4);
+	assert_int_equal(st->duplicates, 5);
+	assert_int_equal(st->waits, 3);
+
+	/* The sum counts each rank once. */
+	assert_int_equal(push(t, &j, 2, &b, INA_BLOCK_END, w2), 1);
+	take_one(t, &g);
+	fadd(want, w0, 4, 1);
+	fadd(want, w1, 4, 0);
+	fadd(want, w2, 4, 0);
+	check_result(&g, &j, &b, INA_BLOCK_END, want);
+	check_fanout(&g, &j);
+	assert_int_equal(st->results, 1);
+	done(t);
+}
+
+static void
+test_pipeline_lost_result(void **state)
+{
+	struct t *t = *state;
+	struct tjob j = { .id = 601, .token = 0x6060, .world = 3, .lanes = 1, .max_block = 4,
+			  .enc = INA_ENC_F32 };
+	struct blk b = { .tensor_id = 2, .round = 5, .tensor_len = 8, .block_size = 4 };
+	const float w0[4] = { 1.1f, 2.2f, 3.3f, 4.4f }, w1[4] = { -5, 0.5f, 1e-9f, 8 };
+	const float w2[4] = { 0.7f, 0.8f, 0.9f, 1.0f }, v0[4] = { 3, 1, 4, 1 };
+	const float v1[4] = { 5, 9, 2, 6 };
+	const struct pipeline_stats *st;
+	struct got r0, r1, g;
+	struct ina_pkt *pkt;
+
+	start(t);
+	st = pipeline_stats(t->p);
+	join_all(t, &j);
+	assert_int_equal(push(t, &j, 0, &b, 1, w0), 0);
+	assert_int_equal(push(t, &j, 1, &b, 1, w1), 0);
+	assert_int_equal(push(t, &j, 2, &b, INA_BLOCK_END, w2), 1);
+	take_one(t, &r0);
+	check_fanout(&r0, &j);
+
+	/* Rank 2 lost it and retransmits: the shadow answers rank 2 alone. */
+	t->now += 10 * MS;
+	pkt = mk_data(t, &j, 2, &b, INA_BLOCK_END, w2);
+	pkt->data[3] |= INA_F_RETX;
+	assert_int_equal(rx(t, pkt), 1);
+	take_one(t, &g);
+	check_unicast(&g, peer_of(&j, 2));
+	assert_int_equal(g.len, r0.len);
+	assert_memory_equal(g.bytes, r0.bytes, r0.len);
+	assert_int_equal(st->shadow_replies, 1);
+	assert_int_equal(st->results, 1);
+
+	/* Block 1 runs; a retransmission of block 0 is still answered. */
+	b.block = 1;
+	b.ver = 1;
+	assert_int_equal(push(t, &j, 0, &b, INA_BLOCK_END, v0), 0);
+	b.block = 0;
+	b.ver = 0;
+	assert_int_equal(push(t, &j, 1, &b, 1, w1), 1);
+	take_one(t, &g);
+	check_unicast(&g, peer_of(&j, 1));
+	assert_memory_equal(g.bytes, r0.bytes, r0.len);
+	b.block = 1;
+	b.ver = 1;
+	assert_int_equal(push(t, &j, 1, &b, INA_BLOCK_END, v1), 0);
+	assert_int_equal(push(t, &j, 2, &b, INA_BLOCK_END, NULL), 1);
+	take_one(t, &r1);
+	{
+		float want[4];
+
+		fadd(want, v0, 4, 1);
+		fadd(want, v1, 4, 0);
+		check_result(&r1, &j, &b, INA_BLOCK_END, want);
+	}
+
+	/* Now the shadow is block 1: its retransmission is answered, block 0's is not. */
+	assert_int_equal(push(t, &j, 0, &b, INA_BLOCK_END, v0), 1);
+	take_one(t, &g);
+	check_unicast(&g, peer_of(&j, 0));
+	assert_int_equal(g.len, r1.len);
+	assert_memory_equal(g.bytes, r1.bytes, r1.len);
+	b.block = 0;
+	b.ver = 0;
+	assert_int_equal(push(t, &j, 0, &b, 1, w0), 0);
+	assert_int_equal(st->drop[PDROP_NO_MATCH], 1);
+	assert_int_equal(st->shadow_replies, 3);
+	assert_int_equal(st->results, 2);
+	assert_int_equal(st->duplicates, 0);
+	done(t);
+}
+
+static void
+test_pipeline_reordering(void **state)
+{
+	static const uint16_t perms[6][3] = {
+		{ 0, 1, 2 }, { 0, 2, 1 }, { 1, 0, 2 }, { 1, 2, 0 }, { 2, 0, 1 }, { 2, 1, 0 },
+	};
+	struct t *t = *state;
+	struct tjob j = { .id = 701, .token = 0x7070, .world = 3, .lanes = 1, .max_block = 4,
+			  .enc = INA_ENC_F32 };
+	const float b0[3][4] = { { 0.5f, -1.25f, 3, 0.125f }, { 0 }, { 1.75f, 2, -0.375f, 8 } };
+	const float b1[3][4] = { { 0 }, { 1, 2, 3, 4 }, { 0.5f, 0.25f, -3, 100 } };
+	const uint32_t next0[3] = { INA_BLOCK_END, 1, 1 };
+	const float sum0[4] = { 2.25f, 0.75f, 2.625f, 8.125f }, sum1[4] = { 1.5f, 2.25f, 0, 104 };
+	struct got g, first0, first1;
+
+	start(t);
+	join_all(t, &j);
+	for (uint32_t k = 0; k < 6; k++) {
+		struct blk b = { .tensor_id = 3, .round = k + 1, .tensor_len = 8, .block_size = 4 };
+		struct ina_pkt *pkts[3];
+
+		for (int i = 0; i < 3; i++) {
+			uint16_t r = perms[k][i];
+
+			pkts[i] = mk_data(t, &j, r, &b, next0[r], r == 1 ? NULL : b0[r]);
+		}
+		assert_int_equal(rx_n(t, pkts, 3), 1);
+		take_one(t, &g);
+		check_result(&g, &j, &b, 1, sum0);
+		check_fanout(&g, &j);
+		if (k == 0)
+			first0 = g;
+		assert_memory_equal(g.bytes + INA_HDR_SIZE, first0.bytes + INA_HDR_SIZE, 16);
+
+		b.block = 1;
+		b.ver = 1;
+		for (int i = 0; i < 3; i++) {
+			uint16_t r = perms[(k + 3) % 6][i];
+
+			pkts[i] = mk_data(t, &j, r, &b, INA_BLOCK_END, r == 0 ? NULL : b1[r]);
+		}
+		assert_int_equal(rx_n(t, pkts, 3), 1);
+		take_one(t, &g);
+		check_result(&g, &j, &b, INA_BLOCK_END, sum1);
+		if (k == 0)
+			first1 = g;
+		assert_memory_equal(g.bytes + INA_HDR_SIZE, first1.bytes + INA_HDR_SIZE, 16);
+	}
+	assert_int_equal(pipeline_stats(t->p)->results, 12);
+	done(t);
+}
+
+/* ---- Drops ---- */
+
+static void
+test_pipeline_exact_match(void **state)
+{
+	struct t *t = *state;
+	struct tjob j = { .id = 801, .token = 0x8080, .world = 3, .lanes = 2, .max_block = 4,
+			  .enc = INA_ENC_F32 };
+	struct tjob k = { .id = 802, .token = 0x8282, .world = 2, .lanes = 1, .max_block = 4,
+			  .enc = INA_ENC_F32, .peer_base = 8 };
+	struct tjob ghost = j;
+	const struct blk b0 = { .tensor_id = 7, .round = 1, .tensor_len = 32, .block_size = 4 };
+	struct blk b;
+	const float w0[4] = { 1, 2, 3, 4 }, w1[4] = { 10, 20, 30, 40 };
+	const float w2[4] = { 100, 200, 300, 400 }, sum[4] = { 111, 222, 333, 444 };
+	const float bad[4] = { 1e9f, 1e9f, 1e9f, 1e9f };
+	const struct pipeline_stats *st;
+	struct ina_hdr h;
+	uint8_t payload[16];
+	struct got g;
+
+	start(t);
+	st = pipeline_stats(t->p);
+	join_all(t, &j);
+	b = b0;
+	assert_int_equal(push(t, &j, 0, &b, INA_BLOCK_END, w0), 0);
+
+	/* Another round, tensor or block with the current version bit. */
+	b.round = 2;
+	assert_int_equal(push(t, &j, 1, &b, INA_BLOCK_END, bad), 0);
+	b = b0;
+	b.tensor_id = 8;
+	assert_int_equal(push(t, &j, 1, &b, INA_BLOCK_END, bad), 0);
+	b = b0;
+	b.block = 2;
+	assert_int_equal(push(t, &j, 1, &b, INA_BLOCK_END, bad), 0);
+	/* The other version bit, with no shadow yet. */
+	b = b0;
+	b.ver = 1;
+	assert_int_equal(push(t, &j, 1, &b, INA_BLOCK_END, bad), 0);
+	assert_int_equal(st->drop[PDROP_NO_MATCH], 4);
+
+	/* The same block with another shape. */
+	b = b0;
+	b.tensor_len = 36;
+	assert_int_equal(push(t, &j, 1, &b, INA_BLOCK_END, bad), 0);
+	b = b0;
+	b.block_size = 2;
+	assert_int_equal(push(t, &j, 1, &b, INA_BLOCK_END, bad), 0);
+	assert_int_equal(st->drop[PDROP_SHAPE], 2);
+	assert_int_equal(st->duplicates, 0);
+	assert_int_equal(st->waits, 0);
+
+	/* None of it counted: rank 1's real packet is not a duplicate. */
+	b = b0;
+	assert_int_equal(push(t, &j, 1, &b, INA_BLOCK_END, w1), 0);
+	assert_int_equal(push(t, &j, 2, &b, INA_BLOCK_END, w2), 1);
+	take_one(t, &g);
+	check_result(&g, &j, &b, INA_BLOCK_END, sum);
+	assert_int_equal(st->duplicates, 0);
+
+	/* The lane is idle (current version 1): stale packets of round 1 or 0,
+	 * and a round-2 packet that is not the lane's first block, match nothing. */
+	b = b0;
+	b.ver = 1;
+	assert_int_equal(push(t, &j, 0, &b, INA_BLOCK_END, w0), 0);
+	b.round = 0;
+	assert_int_equal(push(t, &j, 0, &b, INA_BLOCK_END, w0), 0);
+	b.round = 2;
+	b.block = 2;
+	assert_int_equal(push(t, &j, 0, &b, INA_BLOCK_END, w0), 0);
+	/* Round 2 with the shadow's version bit: not the shadow's block. */
+	b.block = 0;
+	b.ver = 0;
+	assert_int_equal(push(t, &j, 0, &b, INA_BLOCK_END, w0), 0);
+	assert_int_equal(st->drop[PDROP_NO_MATCH], 8);
+	assert_int_equal(st->drop[PDROP_SHAPE], 2);
+	assert_int_equal(st->shadow_replies, 0);
+
+	/* Round 2 proper opens the lane again. */
+	b.ver = 1;
+	assert_int_equal(push(t, &j, 2, &b, INA_BLOCK_END, w2), 0);
+	assert_int_equal(push(t, &j, 0, &b, INA_BLOCK_END, w0), 0);
+	assert_int_equal(push(t, &j, 1, &b, INA_BLOCK_END, w1), 1);
+	take_one(t, &g);
+	{
+		float want[4];
+
+		fadd(want, w2, 4, 1);
+		fadd(want, w0, 4, 0);
+		fadd(want, w1, 4, 0);
+		check_result(&g, &j, &b, INA_BLOCK_END, want);
+	}
+
+	/* A job that does not exist. */
+	ghost.id = 999;
+	ghost.peer_base = 20;
+	assert_int_equal(push(t, &ghost, 0, &b0, INA_BLOCK_END, w0), 0);
+	assert_int_equal(send_ctl(t, &ghost, INA_T_FIN, 0), 0);
+	assert_int_equal(send_ctl(t, &ghost, INA_T_LEAVE, 0), 0);
+	assert_int_equal(st->drop[PDROP_UNKNOWN_JOB], 3);
+
+	/* Data from a rank that has not joined. */
+	join(t, &k, 0);
+	b = b0;
+	b.tensor_len = 8;
+	assert_int_equal(push(t, &k, 1, &b, INA_BLOCK_END, w1), 0);
+	assert_int_equal(st->drop[PDROP_NOT_JOINED], 1);
+	assert_int_equal(push(t, &k, 0, &b, INA_BLOCK_END, w0), 0);
+	join(t, &k, 1);
+	assert_int_equal(push(t, &k, 1, &b, INA_BLOCK_END, w1), 1);
+	take_one(t, &g);
+	{
+		float want[4];
+
+		fadd(want, w0, 4, 1);
+		fadd(want, w1, 4, 0);
+		check_result(&g, &k, &b, INA_BLOCK_END, want);
+		check_fanout(&g, &k);
+	}
+
+	/* Types only the switch sends, sent to the switch. */
+	h = base_hdr(&j, INA_T_JOIN_ACK, INA_RANK_SWITCH);
+	ina_wire_encode_join(j.world, j.lanes, j.max_block, payload);
+	assert_int_equal(rx(t, mk_pkt(t, peer_of(&j, 0), &h, payload, 8)), 0);
+	b = b0;
+	h = data_hdr(&j, INA_RANK_SWITCH, &b, INA_BLOCK_END, 0, 1);
+	h.type = INA_T_RESULT;
+	put_words(payload, w0, 4);
+	assert_int_equal(rx(t, mk_pkt(t, peer_of(&j, 0), &h, payload, 16)), 0);
+	h = base_hdr(&j, INA_T_WAIT, INA_RANK_SWITCH);
+	memset(payload, 0, sizeof(payload));
+	assert_int_equal(rx(t, mk_pkt(t, peer_of(&j, 0), &h, payload, INA_WAIT_PAYLOAD)), 0);
+	assert_int_equal(send_ctl(t, &j, INA_T_FIN_ACK, INA_RANK_SWITCH), 0);
+	h = base_hdr(&j, INA_T_ERROR, INA_RANK_SWITCH);
+	assert_int_equal(rx(t, mk_pkt(t, peer_of(&j, 0), &h, "no", 2)), 0);
+	assert_int_equal(st->drop[PDROP_UNEXPECTED], 5);
+
+	for (int r = 1; r < INA_WIRE_REASON_MAX; r++)
+		assert_int_equal(st->drop_wire[r], 0);
+	assert_int_equal(st->drop[PDROP_NO_BUFFER], 0);
+	assert_int_equal(st->drop[PDROP_AFTER_FIN], 0);
+	assert_int_equal(pipeline_nb_jobs(t->p), 2);
+	done(t);
+}
+
+/* Sends 'h' (payload 'payload' of 'size' bytes, packet cut to 'len' bytes when
+ * not 0) from rank 'rank' of 'j' and expects it dropped for 'reason'. */
+static void
+expect_wire_drop(struct t *t, const struct tjob *j, uint16_t rank, const struct ina_hdr *h,
+		 const void *payload, size_t size, uint32_t len, enum ina_wire_reason reason)
+{
+	const struct pipeline_stats *st = pipeline_stats(t->p);
+	uint64_t before[INA_WIRE_REASON_MAX], drops_before[PDROP_MAX];
+	struct ina_pkt *pkt = mk_pkt(t, peer_of(j, rank), h, payload, size);
+
+	memcpy(before, st->drop_wire, sizeof(before));
+	memcpy(drops_before, st->drop, sizeof(drops_before));
+	if (len)
+		pkt->len = len;
+	assert_int_equal(rx(t, pkt), 0);
+	for (int r = 0; r < INA_WIRE_REASON_MAX; r++) {
+		if (st->drop_wire[r] != before[r] + (r == (int)reason))
+			fail_msg("expected a drop for %s, counter %s went %llu -> %llu",
+				 ina_wire_reason_name(reason), ina_wire_reason_name(r),
+				 (unsigned long long)before[r],
+				 (unsigned long long)st->drop_wire[r]);
+	}
+	assert_memory_equal(drops_before, st->drop, sizeof(drops_before));
+}
+
+static void
+test_pipeline_malformed(void **state)
+{
+	struct t *t = *state;
+	struct tjob j = { .id = 901, .token = 0x9090, .world = 3, .lanes = 2, .max_block = 4,
+			  .enc = INA_ENC_F32 };
+	const struct blk b = { .tensor_id = 4, .round = 1, .tensor_len = 32, .block_size = 4 };
+	const float w0[4] = { 1, 1, 1, 1 }, w1[4] = { 2, 2, 2, 2 }, w2[4] = { 4, 4, 4, 4 };
+	const float sum[4] = { 7, 7, 7, 7 };
+	uint8_t pl[64];
+	struct ina_hdr good, h;
+	struct got g;
+
+	start(t);
+	join_all(t, &j);
+	assert_int_equal(push(t, &j, 0, &b, INA_BLOCK_END, w0), 0);
+	good = data_hdr(&j, 1, &b, INA_BLOCK_END, 0, 1);
+	memset(pl, 0, sizeof(pl));
+	put_words(pl, w1, 4);
+	for (int i = 4; i < 16; i++)
+		put_words(pl + 4 * i, &w2[0], 1);
+
+	h = good;
+	expect_wire_drop(t, &j, 1, &h, pl, 16, INA_HDR_SIZE - 16, INA_WIRE_TRUNCATED);
+	h.version = 2;
+	expect_wire_drop(t, &j, 1, &h, pl, 16, 0, INA_WIRE_BAD_VERSION);
+	h = good;
+	h.type = 0;
+	expect_wire_drop(t, &j, 1, &h, pl, 16, 0, INA_WIRE_BAD_TYPE);
+	h = good;
+	h.flags = 0x80;
+	expect_wire_drop(t, &j, 1, &h, pl, 16, 0, INA_WIRE_BAD_FLAGS);
+	h = good;
+	h.reserved = 1;
+	expect_wire_drop(t, &j, 1, &h, pl, 16, 0, INA_WIRE_BAD_RESERVED);
+	h = good;
+	h.encoding = 7;
+	expect_wire_drop(t, &j, 1, &h, pl, 16, 0, INA_WIRE_BAD_ENCODING);
+	h = good;
+	expect_wire_drop(t, &j, 1, &h, pl, 12, 0, INA_WIRE_BAD_LENGTH);
+	h = good;
+	h.n_elems = 3;
+	expect_wire_drop(t, &j, 1, &h, pl, 12, 0, INA_WIRE_BAD_BLOCK_SIZE);
+	h = good;
+	h.block = 8;
+	expect_wire_drop(t, &j, 1, &h, pl, 16, 0, INA_WIRE_BLOCK_PAST_TENSOR);
+	h = good;
+	h.next = 0;
+	expect_wire_drop(t, &j, 1, &h, pl, 16, 0, INA_WIRE_NEXT_NOT_PAST_BLOCK);
+	h = good;
+	h.next = 8;
+	expect_wire_drop(t, &j, 1, &h, pl, 16, 0, INA_WIRE_NEXT_PAST_TENSOR);
+	h = good;
+	h.block = 1;
+	expect_wire_drop(t, &j, 1, &h, pl, 16, 0, INA_WIRE_BLOCK_NOT_IN_LANE);
+	h = good;
+	h.next = 3;
+	expect_wire_drop(t, &j, 1, &h, pl, 16, 0, INA_WIRE_NEXT_NOT_IN_LANE);
+	h = good;
+	h.epoch = j.epoch + 1;
+	expect_wire_drop(t, &j, 1, &h, pl, 16, 0, INA_WIRE_WRONG_EPOCH);
+	h.epoch = 0;
+	expect_wire_drop(t, &j, 1, &h, pl, 16, 0, INA_WIRE_WRONG_EPOCH);
+	h = good;
+	h.token ^= 1;
+	expect_wire_drop(t, &j, 1, &h, pl, 16, 0, INA_WIRE_WRONG_TOKEN);
+	h = good;
+	h.rank = 3;
+	expect_wire_drop(t, &j, 1, &h, pl, 16, 0, INA_WIRE_RANK_PAST_WORLD);
+	h = good;
+	h.lane = 2;
+	expect_wire_drop(t, &j, 1, &h, pl, 16, 0, INA_WIRE_LANE_PAST_LANES);
+	h = good;
+	h.encoding = INA_ENC_I32;
+	expect_wire_drop(t, &j, 1, &h, pl, 16, 0, INA_WIRE_WRONG_ENCODING);
+	h = good;
+	h.block_size = 8;
+	h.n_elems = 8;
+	expect_wire_drop(t, &j, 1, &h, pl, 32, 0, INA_WIRE_BLOCK_TOO_BIG);
+	h = base_hdr(&j, INA_T_FIN, 1);
+	expect_wire_drop(t, &j, 1, &h, pl, 4, 0, INA_WIRE_BAD_LENGTH);
+	h = base_hdr(&j, INA_T_JOIN, 1);
+	ina_wire_encode_join(0, 2, 4, pl + 32);
+	expect_wire_drop(t, &j, 1, &h, pl + 32, 8, 0, INA_WIRE_BAD_JOIN);
+	assert_int_equal(pipeline_stats(t->p)->rx_pkts, 3 + 1 + 22);
+	assert_int_equal(pipeline_stats(t->p)->tx_pkts, 3);
+
+	/* The open block saw none of it. */
+	assert_int_equal(push(t, &j, 1, &b, INA_BLOCK_END, w1), 0);
+	assert_int_equal(push(t, &j, 2, &b, INA_BLOCK_END, w2), 1);
+	take_one(t, &g);
+	check_result(&g, &j, &b, INA_BLOCK_END, sum);
+	assert_int_equal(pipeline_stats(t->p)->duplicates, 0);
+	assert_int_equal(pipeline_nb_jobs(t->p), 1);
+	done(t);
+}
+
+/* ---- Many rounds, many jobs ---- */
+
+static void
+test_pipeline_slot_reuse(void **state)
+{
+	static const uint16_t sizes[3] = { 4, 3, 2 };
+	static const uint32_t lens[4] = { 10, 7, 12, 1 };
+	struct t *t = *state;
+	struct tjob j = { .id = 1001, .token = 0xa0a0, .world = 2, .lanes = 1, .max_block = 4,
+			  .enc = INA_ENC_F32 };
+	struct round_in *ri = calloc(1, sizeof(*ri));
+	struct lane_run lane = { .lane = 0 };
+	uint64_t blocks = 0;
+
+	assert_non_null(ri);
+	start(t);
+	join_all(t, &j);
+	ri->j = &j;
+	ri->rng = 0x1234567;
+	for (uint32_t k = 0; k < 50; k++) {
+		ri->tensor_id = k % 2 + 1;
+		ri->round = k + 1;
+		ri->block_size = sizes[k % 3];
+		ri->tensor_len = lens[k % 4];
+		make_data(ri, k % 5 == 0 ? 0.0 : 0.6);
+		run_round(t, ri, &lane);
+		blocks = pipeline_stats(t->p)->results;
+	}
+	/* Every round traveled at least its first block, and both version bits. */
+	assert_true(blocks >= 50);
+	assert_int_equal(pipeline_stats(t->p)->duplicates, 0);
+	for (int d = 0; d < PDROP_MAX; d++)
+		assert_int_equal(pipeline_stats(t->p)->drop[d], 0);
+	fin_all(t, &j);
+	assert_int_equal(pipeline_nb_jobs(t->p), 0);
+	free(ri);
+	done(t);
+}
+
+static void
+test_pipeline_reference_sum(void **state)
+{
+	struct t *t = *state;
+	struct tjob j = { .id = 1101, .token = 0xb0b0b0b0b0b0b0b0ull, .world = 4, .lanes = 3,
+			  .max_block = 16, .enc = INA_ENC_F32 };
+	struct round_in *ri = calloc(1, sizeof(*ri));
+	struct lane_run lanes[3] = { { .lane = 0 }, { .lane = 1 }, { .lane = 2 } };
+
+	assert_non_null(ri);
+	start(t);
+	join_all(t, &j);
+	ri->j = &j;
+	ri->rng = 42;
+	for (uint32_t k = 0; k < 8; k++) {
+		ri->tensor_id = 5;
+		ri->round = 100 + k;
+		ri->block_size = k % 2 ? 16 : 8;
+		ri->tensor_len = 200 - 7 * k;
+		make_data(ri, 0.1 + 0.12 * k);
+		run_round(t, ri, lanes);
+	}
+	assert_int_equal(pipeline_stats(t->p)->duplicates, 0);
+	for (int d = 0; d < PDROP_MAX; d++)
+		assert_int_equal(pipeline_stats(t->p)->drop[d], 0);
+	free(ri);
+	done(t);
+}
+
+static void
+test_pipeline_two_jobs(void **state)
+{
+	struct t *t = *state;
+	struct tjob a = { .id = 1201, .token = 0xaaaa5555, .world = 2, .lanes = 2, .max_block = 4,
+			  .enc = INA_ENC_F32, .peer_base = 0 };
+	struct tjob b = { .id = 1202, .token = 0xbbbb6666, .world = 3, .lanes = 2, .max_block = 4,
+			  .enc = INA_ENC_F32, .peer_base = 8 };
+	struct tjob forged = a;
+	struct blk k = { .tensor_id = 1, .round = 1, .tensor_len = 16, .block_size = 4 };
+	const float a0[4] = { 1, 2, 3, 4 }, a1[4] = { 0.5f, 0.5f, 0.5f, 0.5f };
+	const float b0[4] = { 10, 20, 30, 40 }, b1[4] = { -1, -2, -3, -4 };
+	const float b2[4] = { 0.25f, 0.25f, 0.25f, 0.25f };
+	const float sa[4] = { 1.5f, 2.5f, 3.5f, 4.5f }, sb[4] = { 9.25f, 18.25f, 27.25f, 36.25f };
+	struct blk k1 = k;
+	struct got g;
+
+	start(t);
+	join(t, &a, 0);
+	join(t, &b, 0);
+	join(t, &b, 1);
+	join(t, &a, 1);
+	join(t, &b, 2);
+	assert_int_not_equal(a.epoch, b.epoch);
+	assert_int_equal(pipeline_free_slots(t->p), 12);
+
+	assert_int_equal(push(t, &a, 0, &k, 2, a0), 0);
+	assert_int_equal(push(t, &b, 0, &k, INA_BLOCK_END, b0), 0);
+	assert_int_equal(push(t, &b, 1, &k, INA_BLOCK_END, b1), 0);
+
+	/* Job a's rank 1 claims job b with a's token: dropped, nothing counted. */
+	forged.id = b.id;
+	assert_int_equal(push(t, &forged, 1, &k, INA_BLOCK_END, a1), 0);
+	forged.epoch = b.epoch;
+	assert_int_equal(push(t, &forged, 1, &k, INA_BLOCK_END, a1), 0);
+	assert_int_equal(pipeline_stats(t->p)->drop_wire[INA_WIRE_WRONG_TOKEN], 2);
+
+	k1.lane = 1;
+	k1.block = 1;
+	assert_int_equal(push(t, &b, 2, &k1, INA_BLOCK_END, NULL), 0);
+	assert_int_equal(push(t, &a, 1, &k1, INA_BLOCK_END, NULL), 0);
+	assert_int_equal(push(t, &a, 1, &k, INA_BLOCK_END, a1), 1);
+	take_one(t, &g);
+	check_result(&g, &a, &k, 2, sa);
+	check_fanout(&g, &a);
+	assert_int_equal(push(t, &b, 2, &k, INA_BLOCK_END, b2), 1);
+	take_one(t, &g);
+	check_result(&g, &b, &k, INA_BLOCK_END, sb);
+	check_fanout(&g, &b);
+	assert_int_equal(push(t, &b, 1, &k1, INA_BLOCK_END, NULL), 0);
+	assert_int_equal(push(t, &a, 0, &k1, INA_BLOCK_END, NULL), 1);
+	take_one(t, &g);
+	check_result(&g, &a, &k1, INA_BLOCK_END, NULL);
+	check_fanout(&g, &a);
+	assert_int_equal(push(t, &b, 0, &k1, INA_BLOCK_END, NULL), 1);
+	take_one(t, &g);
+	check_result(&g, &b, &k1, INA_BLOCK_END, NULL);
+	check_fanout(&g, &b);
+
+	/* Job b ends; job a goes on with block 2 and its own slots. */
+	fin_all(t, &b);
+	assert_int_equal(pipeline_nb_jobs(t->p), 1);
+	assert_int_equal(pipeline_free_slots(t->p), 14);
+	k.block = 2;
+	k.ver = 1;
+	assert_int_equal(push(t, &a, 1, &k, INA_BLOCK_END, NULL), 0);
+	assert_int_equal(push(t, &a, 0, &k, INA_BLOCK_END, a0), 1);
+	take_one(t, &g);
+	check_result(&g, &a, &k, INA_BLOCK_END, a0);
+	check_fanout(&g, &a);
+	done(t);
+}
+
+/* ---- End of a job ---- */
+
+static void
+test_pipeline_fin(void **state)
+{
+	struct t *t = *state;
+	struct tjob j = { .id = 1301, .token = 0x1313, .world = 3, .lanes = 2, .max_block = 4,
+			  .enc = INA_ENC_F32 };
+	struct tjob l = j;
+	struct blk b = { .tensor_id = 1, .round = 1, .tensor_len = 4, .block_size = 4 };
+	const float v[4] = { 1, 2, 3, 4 }, s[4] = { 3, 6, 9, 12 };
+	const struct pipeline_stats *st;
+	struct got r, g;
+	uint64_t t0;
+
+	start(t);
+	st = pipeline_stats(t->p);
+	join_all(t, &j);
+	assert_int_equal(pipeline_free_slots(t->p), 14);
+	fin(t, &j, 0);
+	assert_int_equal(pipeline_nb_jobs(t->p), 1);
+	/* Data from a rank after its FIN. */
+	assert_int_equal(push(t, &j, 0, &b, INA_BLOCK_END, v), 0);
+	assert_int_equal(st->drop[PDROP_AFTER_FIN], 1);
+	/* A repeated FIN (its ACK was lost) is acked again. */
+	fin(t, &j, 0);
+	fin(t, &j, 1);
+	assert_int_equal(pipeline_nb_jobs(t->p), 1);
+	fin(t, &j, 2);
+	assert_int_equal(pipeline_nb_jobs(t->p), 0);
+	assert_int_equal(pipeline_free_slots(t->p), 16);
+	assert_int_equal(st->fins, 4);
+	assert_int_equal(st->jobs_freed, 1);
+	assert_int_equal(push(t, &j, 1, &b, INA_BLOCK_END, v), 0);
+	assert_int_equal(st->drop[PDROP_UNKNOWN_JOB], 1);
+
+	/* Linger: some ranks FIN, the shadows still answer until linger_ns
+	 * after the first FIN, then the job is freed. */
+	l.id = 1302;
+	join_all(t, &l);
+	assert_int_not_equal(l.epoch, j.epoch);
+	assert_int_equal(push(t, &l, 0, &b, INA_BLOCK_END, v), 0);
+	assert_int_equal(push(t, &l, 1, &b, INA_BLOCK_END, v), 0);
+	assert_int_equal(push(t, &l, 2, &b, INA_BLOCK_END, v), 1);
+	take_one(t, &r);
+	check_result(&r, &l, &b, INA_BLOCK_END, s);
+	t0 = t->now;
+	fin(t, &l, 0);
+	t->now += LINGER_NS / 2;
+	fin(t, &l, 1);
+	pipeline_tick(t->p, t->now);
+	assert_int_equal(push(t, &l, 2, &b, INA_BLOCK_END, v), 1);
+	take_one(t, &g);
+	check_unicast(&g, peer_of(&l, 2));
+	assert_memory_equal(g.bytes, r.bytes, r.len);
+	pipeline_tick(t->p, t0 + LINGER_NS - 1);
+	assert_int_equal(pipeline_nb_jobs(t->p), 1);
+	pipeline_tick(t->p, t0 + LINGER_NS);
+	assert_int_equal(pipeline_nb_jobs(t->p), 0);
+	assert_int_equal(pipeline_free_slots(t->p), 16);
+	assert_int_equal(st->jobs_freed, 2);
+	assert_int_equal(st->jobs_expired, 0);
+	done(t);
+}
+
+static void
+test_pipeline_idle_timeout(void **state)
+{
+	struct t *t = *state;
+	struct tjob j = { .id = 1401, .token = 0x1414, .world = 2, .lanes = 3, .max_block = 4,
+			  .enc = INA_ENC_F32 };
+	struct blk b = { .tensor_id = 1, .round = 1, .tensor_len = 4, .block_size = 4 };
+	const float v[4] = { 1, 2, 3, 4 };
+	uint64_t t0;
+
+	start(t);
+	join_all(t, &j);
+	t0 = t->now;
+	pipeline_tick(t->p, t0 + IDLE_NS - 1);
+	assert_int_equal(pipeline_nb_jobs(t->p), 1);
+	/* Any packet of the job keeps it alive. */
+	t->now = t0 + IDLE_NS / 2;
+	assert_int_equal(push(t, &j, 0, &b, INA_BLOCK_END, v), 0);
+	pipeline_tick(t->p, t0 + IDLE_NS);
+	assert_int_equal(pipeline_nb_jobs(t->p), 1);
+	pipeline_tick(t->p, t->now + IDLE_NS - 1);
+	assert_int_equal(pipeline_nb_jobs(t->p), 1);
+	assert_int_equal(pipeline_stats(t->p)->jobs_expired, 0);
+	pipeline_tick(t->p, t->now + IDLE_NS);
+	assert_int_equal(pipeline_nb_jobs(t->p), 0);
+	assert_int_equal(pipeline_free_slots(t->p), 16);
+	assert_int_equal(pipeline_stats(t->p)->jobs_expired, 1);
+	assert_int_equal(pipeline_stats(t->p)->jobs_freed, 1);
+	pipeline_destroy(t->p);
+	t->p = NULL;
+
+	/* job_idle_ns 0: never. */
+	t->cfg.job_idle_ns = 0;
+	start(t);
+	j.epoch = 0;
+	join_all(t, &j);
+	pipeline_tick(t->p, t->now + 1000 * SEC);
+	assert_int_equal(pipeline_nb_jobs(t->p), 1);
+	assert_int_equal(pipeline_stats(t->p)->jobs_expired, 0);
+	done(t);
+}
+
+static void
+test_pipeline_leave(void **state)
+{
+	struct t *t = *state;
+	struct tjob j = { .id = 1501, .token = 0x1515, .world = 4, .lanes = 2, .max_block = 4,
+			  .enc = INA_ENC_F32 };
+	struct tjob solo = { .id = 1502, .token = 0x1516, .world = 1, .lanes = 1, .max_block = 4,
+			     .enc = INA_ENC_F32, .peer_base = 10 };
+	struct blk b = { .tensor_id = 1, .round = 1, .tensor_len = 16, .block_size = 4 };
+	const float v[4] = { 1, 2, 3, 4 };
+	struct got g;
+
+	start(t);
+	join_all(t, &j);
+	assert_int_equal(push(t, &j, 0, &b, INA_BLOCK_END, v), 0);
+	assert_int_equal(send_ctl(t, &j, INA_T_LEAVE, 2), 1);
+	take_one(t, &g);
+	check_error(&g, j.id, j.token, INA_WERR_LEFT);
+	assert_true(g.fanout);
+	assert_int_equal(g.dst_mask, 0xb);
+	assert_true(ina_peer_equal(&g.dsts[0], peer_of(&j, 0)));
+	assert_true(ina_peer_equal(&g.dsts[1], peer_of(&j, 1)));
+	assert_true(ina_peer_equal(&g.dsts[3], peer_of(&j, 3)));
+	assert_msg_has(&g, "job 1501");
+	assert_msg_has(&g, "rank 2");
+	assert_int_equal(pipeline_stats(t->p)->leaves, 1);
+	assert_int_equal(pipeline_nb_jobs(t->p), 0);
+	assert_int_equal(pipeline_free_slots(t->p), 16);
+	assert_int_equal(push(t, &j, 1, &b, INA_BLOCK_END, v), 0);
+	assert_int_equal(pipeline_stats(t->p)->drop[PDROP_UNKNOWN_JOB], 1);
+
+	/* The only rank leaves: nobody to tell. */
+	join(t, &solo, 0);
+	assert_int_equal(send_ctl(t, &solo, INA_T_LEAVE, 0), 0);
+	assert_int_equal(pipeline_nb_jobs(t->p), 0);
+	assert_int_equal(pipeline_free_slots(t->p), 16);
+	assert_int_equal(pipeline_stats(t->p)->jobs_freed, 2);
+	done(t);
+}
+
+/* Input buffers too small for the answer, and an output pool that runs dry:
+ * the state still advances, the drop is counted, retransmissions recover,
+ * and every buffer goes back to its pool. */
+static void
+test_pipeline_no_buffer(void **state)
+{
+	struct t *t = *state;
+	struct tjob j = { .id = 1601, .token = 0x1616, .world = 2, .lanes = 1, .max_block = 4,
+			  .enc = INA_ENC_F32 };
+	struct blk b = { .tensor_id = 1, .round = 1, .tensor_len = 4, .block_size = 4 };
+	struct ina_pkt_pool *small = ina_pkt_pool_create(8, INA_HDR_SIZE + 8);
+	struct ina_pkt_pool *outp = ina_pkt_pool_create(2, BUF_SIZE);
+	struct ina_pkt *held[2];
+	struct got g;
+
+	assert_non_null(small);
+	assert_non_null(outp);
+	t->in_pool = small;
+	t->cfg.pool = outp;
+	start(t);
+	join_all(t, &j);
+	assert_int_equal(ina_pkt_pool_avail(outp), 2);
+
+	/* A header-only result does not fit a 64-byte input: it comes from outp. */
+	assert_int_equal(push(t, &j, 0, &b, INA_BLOCK_END, NULL), 0);
+	assert_int_equal(push(t, &j, 1, &b, INA_BLOCK_END, NULL), 1);
+	assert_true(t->out[0]->pool == outp);
+	take_one(t, &g);
+	check_result(&g, &j, &b, INA_BLOCK_END, NULL);
+	check_fanout(&g, &j);
+	/* So does an ERROR, still to its sender. */
+	assert_int_equal(rx(t, mk_join_as(t, &j, 1, 3, 1, 4, INA_ENC_F32, j.token)), 1);
+	assert_true(t->out[0]->pool == outp);
+	take_one(t, &g);
+	check_error(&g, j.id, j.token, INA_WERR_MISMATCH);
+	check_unicast(&g, peer_of(&j, 1));
+
+	/* outp runs dry. */
+	held[0] = ina_pkt_alloc(outp);
+	held[1] = ina_pkt_alloc(outp);
+	assert_non_null(held[0]);
+	assert_non_null(held[1]);
+	b.round = 2;
+	b.ver = 1;
+	assert_int_equal(push(t, &j, 0, &b, INA_BLOCK_END, NULL), 0);
+	assert_int_equal(push(t, &j, 1, &b, INA_BLOCK_END, NULL), 0);
+	assert_int_equal(pipeline_stats(t->p)->drop[PDROP_NO_BUFFER], 1);
+	assert_int_equal(push(t, &j, 0, &b, INA_BLOCK_END, NULL), 0);
+	assert_int_equal(pipeline_stats(t->p)->drop[PDROP_NO_BUFFER], 2);
+	ina_pkt_free(held[0]);
+	assert_int_equal(push(t, &j, 1, &b, INA_BLOCK_END, NULL), 1);
+	take_one(t, &g);
+	check_result(&g, &j, &b, INA_BLOCK_END, NULL);
+	check_unicast(&g, peer_of(&j, 1));
+	assert_int_equal(pipeline_stats(t->p)->shadow_replies, 1);
+	ina_pkt_free(held[1]);
+
+	assert_int_equal(ina_pkt_pool_avail(small), 8);
+	assert_int_equal(ina_pkt_pool_avail(outp), 2);
+	pipeline_destroy(t->p);
+	t->p = NULL;
+	ina_pkt_pool_destroy(small);
+	ina_pkt_pool_destroy(outp);
+	done(t);
+}
+
+/* ---- Edge cases that found bugs ---- */
+
+/* Time is an input and 0 is a valid time (a simulator starts there): the WAIT
+ * rate limit must hold at t = 0 as at any other time. */
+static void
+test_pipeline_wait_rate_limit_at_time_zero(void **state)
+{
+	struct t *t = *state;
+	struct tjob j = { .id = 1701, .token = 0x1717, .world = 2, .lanes = 1, .max_block = 4,
+			  .enc = INA_ENC_F32 };
+	struct blk b = { .tensor_id = 1, .round = 1, .tensor_len = 4, .block_size = 4 };
+	const float v[4] = { 1, 2, 3, 4 };
+	struct got g;
+
+	t->now = 0;
+	start(t);
+	join_all(t, &j);
+	assert_int_equal(push(t, &j, 0, &b, INA_BLOCK_END, v), 0);
+	assert_int_equal(push(t, &j, 0, &b, INA_BLOCK_END, v), 1);
+	take_one(t, &g);
+	check_from_switch(&g, &j, INA_T_WAIT);
+	/* Same time, same slot: within the interval, so no second WAIT. */
+	assert_int_equal(push(t, &j, 0, &b, INA_BLOCK_END, v), 0);
+	assert_int_equal(pipeline_stats(t->p)->waits, 1);
+	done(t);
+}
+
+/* A packet with the version bit of a half that never held a block matches
+ * nothing: it counts as no_match, whatever tensor and round it names. */
+static void
+test_pipeline_unused_half_is_no_match(void **state)
+{
+	struct t *t = *state;
+	struct tjob j = { .id = 1801, .token = 0x1818, .world = 2, .lanes = 1, .max_block = 4,
+			  .enc = INA_ENC_F32 };
+	struct blk b = { .tensor_id = 0, .round = 0, .tensor_len = 8, .block_size = 4, .ver = 1 };
+	const float v[4] = { 1, 2, 3, 4 };
+
+	start(t);
+	join_all(t, &j);
+	assert_int_equal(push(t, &j, 0, &b, INA_BLOCK_END, v), 0);
+	assert_int_equal(pipeline_stats(t->p)->drop[PDROP_SHAPE], 0);
+	assert_int_equal(pipeline_stats(t->p)->drop[PDROP_NO_MATCH], 1);
+	done(t);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_pipeline_join_ack, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_pipeline_pool_full, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_pipeline_join_refusals, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_pipeline_aggregate_f32, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_pipeline_aggregate_i32, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_pipeline_duplicates_wait, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_pipeline_lost_result, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_pipeline_reordering, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_pipeline_exact_match, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_pipeline_malformed, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_pipeline_slot_reuse, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_pipeline_reference_sum, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_pipeline_two_jobs, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_pipeline_fin, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_pipeline_idle_timeout, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_pipeline_leave, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_pipeline_no_buffer, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_pipeline_wait_rate_limit_at_time_zero, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_pipeline_unused_half_is_no_match, setup,
+						teardown),
+	};
+
+	peers_init();
+	ina_log_set_level(INA_LOG_ERR);
+	return cmocka_run_group_tests_name("pipeline", tests, NULL, NULL);
+}
