@@ -28,6 +28,7 @@ struct lane {
 	uint8_t ver;		/* version bit of the slot's next block */
 	uint8_t need_send;	/* a first send is due */
 	uint8_t has_data;	/* my packet for 'block' carries a payload */
+	uint8_t retx;		/* the packet in flight was resent (no RTT sample) */
 	int16_t cur_exp;	/* agreed exponent of 'block' (i32) */
 	int16_t my_exp;		/* exponent of 'my_next' (i32) */
 	uint32_t block;		/* the block my packet in flight answers */
@@ -62,6 +63,9 @@ struct engine {
 	enum engine_op op;
 	uint16_t lanes_left;
 	uint16_t tx_cursor;	/* lane where the next engine_tx() scan starts */
+	uint64_t srtt_ns;	/* smoothed round trip, 0 before the first sample */
+	uint64_t rttvar_ns;
+	uint64_t rto_ns;	/* current first timeout of a lane's packet */
 	uint64_t last_progress_ns;
 	uint64_t last_heard_ns;
 	uint64_t wait_missing;	/* ranks the last WAIT named */
@@ -81,6 +85,7 @@ engine_config_init(struct engine_config *cfg)
 	cfg->encoding = INA_ENC_F32;
 	cfg->world = 1;
 	cfg->rto_ns = 5000000ull;
+	cfg->rto_min_ns = 5000000ull;
 	cfg->rto_max_ns = 200000000ull;
 	cfg->timeout_ns = 10000000000ull;
 }
@@ -92,7 +97,8 @@ engine_create(const struct engine_config *cfg)
 
 	if (!cfg->pool || cfg->world == 0 || cfg->world > INA_MAX_WORLD || cfg->rank >= cfg->world ||
 	    cfg->lanes == 0 || cfg->max_block == 0 || !ina_wire_elem_size(cfg->encoding) ||
-	    cfg->sw.len == 0 || cfg->rto_ns == 0 || cfg->rto_max_ns < cfg->rto_ns ||
+	    cfg->sw.len == 0 || cfg->rto_min_ns == 0 || cfg->rto_ns < cfg->rto_min_ns ||
+	    cfg->rto_max_ns < cfg->rto_ns ||
 	    (uint64_t)INA_HDR_SIZE + (uint64_t)cfg->max_block * 4 > cfg->pool->buf_size) {
 		errno = EINVAL;
 		return NULL;
@@ -113,6 +119,7 @@ engine_create(const struct engine_config *cfg)
 	e->params.max_block = cfg->max_block;
 	e->params.encoding = cfg->encoding;
 	e->phase = ENGINE_IDLE;
+	e->rto_ns = cfg->rto_ns;
 	return e;
 }
 
@@ -288,7 +295,7 @@ engine_allreduce(struct engine *e, uint32_t tensor_id, const float *in, float *o
 		}
 		ln->my_exp = block_exp(e, ln->my_next);
 		ln->need_send = 1;
-		ln->rto_ns = e->cfg.rto_ns;
+		ln->rto_ns = e->rto_ns;
 	}
 	if (e->err)
 		return e->err;
@@ -401,6 +408,33 @@ finish_op(struct engine *e)
 	e->phase = ENGINE_READY;
 }
 
+/*
+ * Round-trip estimate (Jacobson/Karels, as TCP's RFC 6298) from results that
+ * answer a packet sent once (Karn's rule). The round trip of a lane includes
+ * waiting for the slowest worker, which is what the timeout must cover.
+ */
+static void
+rtt_sample(struct engine *e, uint64_t sample)
+{
+	uint64_t rto;
+
+	if (!e->srtt_ns) {
+		e->srtt_ns = sample;
+		e->rttvar_ns = sample / 2;
+	} else {
+		uint64_t dev = sample > e->srtt_ns ? sample - e->srtt_ns : e->srtt_ns - sample;
+
+		e->rttvar_ns = (3 * e->rttvar_ns + dev) / 4;
+		e->srtt_ns = (7 * e->srtt_ns + sample) / 8;
+	}
+	rto = e->srtt_ns + 4 * e->rttvar_ns;
+	if (rto < e->cfg.rto_min_ns)
+		rto = e->cfg.rto_min_ns;
+	if (rto > e->cfg.rto_max_ns)
+		rto = e->cfg.rto_max_ns;
+	e->rto_ns = rto;
+}
+
 static void
 on_result(struct engine *e, const struct ina_hdr *h, const uint8_t *payload, uint64_t now)
 {
@@ -437,6 +471,8 @@ on_result(struct engine *e, const struct ina_hdr *h, const uint8_t *payload, uin
 		     e->cfg.job_id, e->cfg.rank, e->round, h->lane, h->block);
 	}
 	ina_block_zero_range(e->out, e->n, e->block_size, e->cfg.lanes, zero_from, h->next);
+	if (!ln->retx && now >= ln->sent_ns)
+		rtt_sample(e, now - ln->sent_ns);
 	ln->ver ^= 1;
 	e->last_progress_ns = now;
 	e->wait_missing = 0;
@@ -456,7 +492,7 @@ on_result(struct engine *e, const struct ina_hdr *h, const uint8_t *payload, uin
 		ln->has_data = 0;
 	}
 	ln->need_send = 1;
-	ln->rto_ns = e->cfg.rto_ns;
+	ln->rto_ns = e->rto_ns;
 }
 
 static void
@@ -670,6 +706,7 @@ engine_tx(struct engine *e, uint64_t now_ns, struct ina_pkt **out, uint16_t max)
 									: ln->rto_ns * 2;
 		}
 		ln->need_send = 0;
+		ln->retx = (uint8_t)retx;
 		ln->sent_ns = now_ns;
 		out[nb++] = p;
 	}

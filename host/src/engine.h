@@ -28,7 +28,9 @@ struct engine_config {
 	uint8_t encoding;		/* enum ina_encoding */
 	uint64_t token;
 	struct ina_peer sw;		/* the switch */
-	uint64_t rto_ns;		/* first retransmission timeout */
+	uint64_t rto_ns;		/* first retransmission timeout, before any
+					 * round trip was measured */
+	uint64_t rto_min_ns;		/* floor of the adaptive timeout */
 	uint64_t rto_max_ns;		/* backoff cap */
 	uint64_t timeout_ns;		/* no progress this long: the op fails */
 	struct ina_pkt_pool *pool;	/* where outgoing packets come from */

@@ -130,6 +130,8 @@ ina_open(const struct ina_config *cfg, struct ina_ctx **out, char *err, size_t e
 	ec.token = cfg->token;
 	ec.timeout_ns = (uint64_t)cfg->timeout_ms * INA_NS_PER_MS;
 	ec.rto_ns = (uint64_t)cfg->rto_us * 1000;
+	if (ec.rto_min_ns > ec.rto_ns)
+		ec.rto_min_ns = ec.rto_ns;
 	if (ec.rto_max_ns < ec.rto_ns)
 		ec.rto_max_ns = ec.rto_ns;
 	ec.pool = ctx->port->pool;

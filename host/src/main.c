@@ -20,6 +20,9 @@
 #include "report.h"
 #include "workload.h"
 
+/* Tensor id of the one-element allreduce that lines workers up before a round. */
+#define BARRIER_TENSOR 0xffffffffu
+
 struct host_config {
 	struct ina_config ina;
 	const char *token_file;
@@ -205,7 +208,7 @@ main(int argc, char **argv)
 	struct report_round *rounds;
 	struct report rep;
 	char err[256], ident[32];
-	float *buf;
+	float *buf, one = 1.0f, one_out;
 	uint64_t prev_sent = 0, prev_recv = 0, prev_retx = 0;
 	int ret, all_ok = 1;
 	double total = 0;
@@ -248,6 +251,23 @@ main(int argc, char **argv)
 
 		if (workload_fill(w, r, c.ina.rank, buf) < 0)
 			die("cannot read round %" PRIu32 " of the workload", r);
+		/*
+		 * A one-element allreduce lines the workers up, so that the
+		 * timed round measures the allreduce and not how much later
+		 * one worker finished making its gradient (as MPI benchmarks
+		 * barrier before timing). It is left out of the round's bytes.
+		 */
+		ret = ina_allreduce(ctx, BARRIER_TENSOR, &one, &one_out, 1, INA_SUM);
+		if (ret < 0) {
+			fprintf(stderr, "ina-host[%u]: barrier before round %" PRIu32 " failed: %s (%s)\n",
+				c.ina.rank, r, ina_last_error(ctx), ina_strerror(ret));
+			all_ok = 0;
+			break;
+		}
+		ina_get_stats(ctx, &st);
+		prev_sent = st.bytes_sent;
+		prev_recv = st.bytes_received;
+		prev_retx = st.retransmits;
 		t0 = ina_now_ns();
 		ret = ina_allreduce(ctx, 0, buf, buf, n, c.op);
 		t1 = ina_now_ns();
@@ -267,9 +287,6 @@ main(int argc, char **argv)
 		rounds[r].retransmits = st.retransmits - prev_retx;
 		rounds[r].verified = vr.ok;
 		rounds[r].max_err_ratio = vr.max_err_ratio;
-		prev_sent = st.bytes_sent;
-		prev_recv = st.bytes_received;
-		prev_retx = st.retransmits;
 		total += rounds[r].seconds;
 		if (!vr.ok) {
 			all_ok = 0;

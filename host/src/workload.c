@@ -208,8 +208,21 @@ verify_synth(struct workload *w, uint32_t round, const float *got, int average,
 		for (uint16_t r = 0; r < w->world; r++)
 			if (synth_has_block(w, round, r, b))
 				ranks[nr++] = r;
-		if (nr)
+		if (nr) {
 			res->nonzero_blocks++;
+		} else {
+			/* Nobody had the block: the sum must be +0.0 everywhere. */
+			uint32_t bits = 0;
+
+			for (uint32_t i = lo; i < hi; i++) {
+				uint32_t x;
+
+				memcpy(&x, &got[i], sizeof(x));
+				bits |= x;
+			}
+			if (bits == 0)
+				continue;
+		}
 		for (uint32_t i = lo; i < hi; i++) {
 			float want = 0.0f;
 			uint32_t gb, wb;
