@@ -7,6 +7,7 @@
  * job, FIN) and must finish right every time; random loss, duplication and
  * reordering; and the errors a worker must get instead of a hang.
  */
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -18,6 +19,7 @@
 
 #include "fabric.h"
 #include "ina.h"
+#include "ina/encode.h"
 #include "ina/log.h"
 
 #define MAXN 4096
@@ -213,6 +215,48 @@ test_fabric_random_faults(void **state)
 	}
 }
 
+/*
+ * Values whose sums round: with loss, duplicates and reordering, every worker
+ * still receives the same bits (the switch sums each block once), and the
+ * sum is within the derived float32 bound of a double-precision reference.
+ */
+static void
+test_fabric_same_bits_everywhere(void **state)
+{
+	struct fabric f;
+	uint64_t x = 12345;
+
+	(void)state;
+	fabric_init(&f, 5, 4, 32, INA_ENC_F32, NULL, NULL);
+	f.faults.drop_rate = 0.1;
+	f.faults.dup_rate = 0.1;
+	f.faults.shuffle = 1;
+	assert_int_equal(fabric_join(&f), 0);
+	for (uint16_t r = 0; r < 5; r++) {
+		for (uint32_t i = 0; i < 2000; i++) {
+			x = hash(x);
+			ins[r][i] = (i / 32) % 3 == 0 ? 0.0f
+						      : (float)((double)(int64_t)x * 0x1.0p-60);
+		}
+		in_p[r] = ins[r];
+		out_p[r] = outs[r];
+	}
+	assert_int_equal(fabric_allreduce(&f, 9, in_p, out_p, 2000, 32, ENGINE_SUM), 0);
+	for (uint32_t i = 0; i < 2000; i++) {
+		double ref = 0, sum_abs = 0;
+
+		for (uint16_t r = 0; r < 5; r++) {
+			ref += ins[r][i];
+			sum_abs += fabs((double)ins[r][i]);
+		}
+		for (uint16_t r = 1; r < 5; r++)
+			assert_memory_equal(&outs[r][i], &outs[0][i], sizeof(float));
+		assert_true(fabs((double)outs[0][i] - ref) <= ina_enc_f32_bound(5, sum_abs, 0));
+	}
+	assert_int_equal(fabric_finish(&f), 0);
+	fabric_fini(&f);
+}
+
 static void
 test_fabric_switch_unreachable(void **state)
 {
@@ -304,6 +348,7 @@ main(void)
 		cmocka_unit_test(test_fabric_drop_each_packet_f32),
 		cmocka_unit_test(test_fabric_drop_each_packet_i32),
 		cmocka_unit_test(test_fabric_random_faults),
+		cmocka_unit_test(test_fabric_same_bits_everywhere),
 		cmocka_unit_test(test_fabric_switch_unreachable),
 		cmocka_unit_test(test_fabric_missing_peer_named),
 		cmocka_unit_test(test_fabric_refused_when_pool_full),

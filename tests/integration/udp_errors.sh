@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# Integration test: runs that cannot finish end with a clear error in bounded
+# time, never a hang: no switch at the address, a job the switch refuses, a
+# peer that never shows up, a missing token, a malformed gradient file.
+# Usage: udp_errors.sh BUILD_DIR UDP_PORT
+set -euo pipefail
+build=$1 port=$2
+host=$build/host/ina-host
+tmp=$(mktemp -d)
+sw=""
+cleanup() {
+    [ -n "$sw" ] && kill "$sw" 2>/dev/null || true
+    wait 2>/dev/null || true
+    rm -rf "$tmp"
+}
+trap cleanup EXIT INT TERM
+export INA_JOB_TOKEN="errors-$port"
+fail=0
+passed=0
+
+# expect NAME SECONDS PATTERN command...: must exit non-zero within SECONDS
+# (with a little slack) and print PATTERN.
+expect() {
+    local name=$1 limit=$2 pattern=$3 rc=0 t0 t1
+    shift 3
+    t0=$(date +%s%N)
+    timeout $((limit + 10)) "$@" >"$tmp/$name.log" 2>&1 || rc=$?
+    t1=$(date +%s%N)
+    local ms=$(((t1 - t0) / 1000000))
+    if [ $rc -eq 0 ] || [ $rc -eq 124 ] || ! grep -q "$pattern" "$tmp/$name.log" ||
+        [ $ms -gt $((limit * 1000 + 2000)) ]; then
+        echo "FAIL $name: exit $rc after $ms ms; output:"; cat "$tmp/$name.log"; fail=$((fail + 1))
+    else
+        echo "ok   $name: exit $rc after $ms ms: $(grep -m1 "$pattern" "$tmp/$name.log")"
+        passed=$((passed + 1))
+    fi
+}
+
+common=(--job 5 --elements 10000 --rounds 2 --timeout-ms 1500 --quiet)
+expect no_switch 2 "did not answer" "$host" --switch "127.0.0.1:$port" --rank 0 --world 2 "${common[@]}"
+
+"$build/switch_sim/ina-switch" --listen "127.0.0.1:$port" --slots 16 --log-level err \
+    >"$tmp/switch.log" 2>&1 &
+sw=$!
+sleep 0.2
+expect refused 2 "needs 64 contiguous slots" "$host" --switch "127.0.0.1:$port" --rank 0 --world 2 "${common[@]}"
+expect missing_peer 2 "waits on rank(s) 1" "$host" --switch "127.0.0.1:$port" --rank 0 --world 2 \
+    --lanes 8 "${common[@]}"
+expect no_token 1 "no job token" env -u INA_JOB_TOKEN "$host" --switch "127.0.0.1:$port" --rank 0 \
+    --world 2 "${common[@]}"
+printf 'not a numpy file' >"$tmp/bad.npy"
+expect bad_input 1 "bad.npy" "$host" --switch "127.0.0.1:$port" --rank 0 --world 2 --job 6 \
+    --input "$tmp/bad.npy"
+expect bad_option 1 "density" "$host" --switch "127.0.0.1:$port" --rank 0 --world 2 --job 6 \
+    --density 2
+echo "$passed passed, $fail failed"
+[ $fail -eq 0 ]
