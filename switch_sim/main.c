@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ina/cli.h"
 #include "ina/log.h"
 #include "ina/port.h"
 #include "ina/util.h"
@@ -53,31 +54,6 @@ usage(FILE *f)
 		INA_DEFAULT_UDP_PORT);
 }
 
-static void die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
-
-static void
-die(const char *fmt, ...)
-{
-	va_list ap;
-
-	fputs("ina-switch: ", stderr);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-	exit(2);
-}
-
-static uint64_t
-num(const char *opt, const char *arg, uint64_t min, uint64_t max)
-{
-	uint64_t v;
-
-	if (ina_parse_u64(arg, min, max, &v) < 0)
-		die("--%s: '%s' is not a number in %" PRIu64 "..%" PRIu64, opt, arg, min, max);
-	return v;
-}
-
 enum {
 	OPT_LISTEN = 256, OPT_PORT_OPTS, OPT_SLOTS, OPT_SLOT_ELEMS, OPT_MAX_JOBS, OPT_LINGER,
 	OPT_IDLE, OPT_LOG_LEVEL,
@@ -100,6 +76,7 @@ parse_args(int argc, char **argv, struct switch_config *c)
 	};
 	int o;
 
+	ina_cli_set_prog("ina-switch");
 	memset(c, 0, sizeof(*c));
 	pipeline_config_init(&c->pipe);
 	c->listen = "0.0.0.0:9150";
@@ -107,14 +84,14 @@ parse_args(int argc, char **argv, struct switch_config *c)
 		switch (o) {
 		case OPT_LISTEN: c->listen = optarg; break;
 		case OPT_PORT_OPTS: c->port_opts = optarg; break;
-		case OPT_SLOTS: c->pipe.nb_slots = (uint32_t)num("slots", optarg, 1, 1u << 20); break;
-		case OPT_SLOT_ELEMS: c->pipe.slot_elems = (uint16_t)num("slot-elems", optarg, 1, 16384); break;
-		case OPT_MAX_JOBS: c->pipe.max_jobs = (uint16_t)num("max-jobs", optarg, 1, 4096); break;
-		case OPT_LINGER: c->pipe.linger_ns = num("linger-ms", optarg, 0, 3600000) * INA_NS_PER_MS; break;
-		case OPT_IDLE: c->pipe.job_idle_ns = num("idle-timeout-s", optarg, 0, 86400) * INA_NS_PER_S; break;
+		case OPT_SLOTS: c->pipe.nb_slots = (uint32_t)ina_cli_u64("slots", optarg, 1, 1u << 20); break;
+		case OPT_SLOT_ELEMS: c->pipe.slot_elems = (uint16_t)ina_cli_u64("slot-elems", optarg, 1, 16384); break;
+		case OPT_MAX_JOBS: c->pipe.max_jobs = (uint16_t)ina_cli_u64("max-jobs", optarg, 1, 4096); break;
+		case OPT_LINGER: c->pipe.linger_ns = ina_cli_u64("linger-ms", optarg, 0, 3600000) * INA_NS_PER_MS; break;
+		case OPT_IDLE: c->pipe.job_idle_ns = ina_cli_u64("idle-timeout-s", optarg, 0, 86400) * INA_NS_PER_S; break;
 		case OPT_LOG_LEVEL:
 			if (ina_log_level_parse(optarg) < 0)
-				die("--log-level: '%s' is not err, warn, info or debug", optarg);
+				ina_die("--log-level: '%s' is not err, warn, info or debug", optarg);
 			ina_log_set_level((enum ina_log_level)ina_log_level_parse(optarg));
 			break;
 		case 'h':
@@ -126,7 +103,7 @@ parse_args(int argc, char **argv, struct switch_config *c)
 		}
 	}
 	if (optind < argc)
-		die("unexpected argument '%s' (see --help)", argv[optind]);
+		ina_die("unexpected argument '%s' (see --help)", argv[optind]);
 }
 
 static void
@@ -177,14 +154,14 @@ main(int argc, char **argv)
 		 c.port_opts ? c.port_opts : "");
 	ret = ina_port_open(spec, &port, err, sizeof(err));
 	if (ret < 0)
-		die("cannot open port %s: %s", spec, err[0] ? err : strerror(-ret));
+		ina_die("cannot open port %s: %s", spec, err[0] ? err : strerror(-ret));
 	if ((uint64_t)INA_HDR_SIZE + (uint64_t)c.pipe.slot_elems * 4 > port->max_pkt)
-		die("--slot-elems %u: a block of that size does not fit the port's %u-byte packets",
+		ina_die("--slot-elems %u: a block of that size does not fit the port's %u-byte packets",
 		    c.pipe.slot_elems, port->max_pkt);
 	c.pipe.pool = port->pool;
 	p = pipeline_create(&c.pipe);
 	if (!p)
-		die("cannot create the pipeline (%u slots of %u elements): %s", c.pipe.nb_slots,
+		ina_die("cannot create the pipeline (%u slots of %u elements): %s", c.pipe.nb_slots,
 		    c.pipe.slot_elems, strerror(errno));
 
 	memset(&sa, 0, sizeof(sa));

@@ -19,6 +19,7 @@
 #include "ina/encode.h"
 #include "ina/lane.h"
 #include "ina/log.h"
+#include "ina/util.h"
 #include "pipeline.h"
 
 enum half_state {
@@ -804,24 +805,11 @@ pipeline_stats_print(const struct pipeline *p, FILE *f)
 			fprintf(f, "  drop_%-19s %" PRIu64 "\n", drop_names[d], st->drop[d]);
 }
 
-static void
-print_ranks(FILE *f, uint64_t mask)
-{
-	const char *sep = "";
-
-	for (int r = 0; r < 64; r++) {
-		if (mask >> r & 1) {
-			fprintf(f, "%s%d", sep, r);
-			sep = ",";
-		}
-	}
-	if (!*sep)
-		fputs("-", f);
-}
-
 void
 pipeline_dump(const struct pipeline *p, FILE *f)
 {
+	char ranks[192];
+
 	fprintf(f, "slots: %" PRIu32 " free of %" PRIu32 "; jobs: %u\n", p->free_slots,
 		p->cfg.nb_slots, p->nb_jobs);
 	for (uint16_t i = 0; i < p->cfg.max_jobs; i++) {
@@ -834,10 +822,8 @@ pipeline_dump(const struct pipeline *p, FILE *f)
 			j->params.job_id, j->params.epoch, j->params.world, j->params.lanes,
 			j->slot_base, j->slot_base + j->params.lanes - 1,
 			ina_wire_encoding_name(j->params.encoding));
-		print_ranks(f, j->joined);
-		fputs(", finished ", f);
-		print_ranks(f, j->finished);
-		fputc('\n', f);
+		fprintf(f, "%s, finished ", ina_ranks_str(ranks, sizeof(ranks), j->joined));
+		fprintf(f, "%s\n", ina_ranks_str(ranks, sizeof(ranks), j->finished));
 		for (uint16_t l = 0; l < j->params.lanes; l++) {
 			const struct slot *s = &p->slots[j->slot_base + l];
 			const struct half *hf = &s->h[s->cur];
@@ -847,8 +833,7 @@ pipeline_dump(const struct pipeline *p, FILE *f)
 			fprintf(f, "  lane %u: tensor %" PRIu32 " round %" PRIu32 " block %" PRIu32
 				   " waits on ranks ",
 				l, hf->key.tensor_id, hf->key.round, hf->key.block);
-			print_ranks(f, j->full & ~hf->bitmap);
-			fputc('\n', f);
+			fprintf(f, "%s\n", ina_ranks_str(ranks, sizeof(ranks), j->full & ~hf->bitmap));
 		}
 	}
 }

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/* Strict number parsing for command lines and port options (util.h). */
+/* Strict number parsing for command lines and port options, rank lists (util.h). */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "ina/util.h"
@@ -39,4 +40,26 @@ ina_parse_double(const char *s, double min, double max, double *out)
 		return -ERANGE;
 	*out = v;
 	return 0;
+}
+
+const char *
+ina_ranks_str(char *buf, size_t size, uint64_t mask)
+{
+	size_t off = 0;
+
+	if (size == 0)
+		return buf;
+	buf[0] = '\0';
+	for (int r = 0; r < 64 && off < size; r++) {
+		if (mask >> r & 1) {
+			int n = snprintf(buf + off, size - off, "%s%d", off ? "," : "", r);
+
+			if (n < 0)
+				break;
+			off += (size_t)n;
+		}
+	}
+	if (!mask)
+		snprintf(buf, size, "-");
+	return buf;
 }

@@ -21,6 +21,7 @@
 #include "ina/block.h"
 #include "ina/encode.h"
 #include "ina/lane.h"
+#include "ina/util.h"
 
 struct lane {
 	uint8_t active;		/* has blocks this round */
@@ -600,17 +601,6 @@ engine_rx(struct engine *e, struct ina_pkt **pkts, uint16_t n, uint64_t now_ns)
 }
 
 static void
-print_ranks(char *buf, size_t size, uint64_t mask)
-{
-	size_t off = 0;
-
-	buf[0] = '\0';
-	for (int r = 0; r < 64 && off < size; r++)
-		if (mask >> r & 1)
-			off += (size_t)snprintf(buf + off, size - off, "%s%d", off ? "," : "", r);
-}
-
-static void
 check_progress(struct engine *e, uint64_t now)
 {
 	char ranks[192];
@@ -618,11 +608,11 @@ check_progress(struct engine *e, uint64_t now)
 	if (now - e->last_progress_ns < e->cfg.timeout_ns)
 		return;
 	if (e->wait_missing && now - e->last_heard_ns < e->cfg.timeout_ns) {
-		print_ranks(ranks, sizeof(ranks), e->wait_missing);
 		fail(e, INA_EPEER,
 		     "job %" PRIu32 " rank %u: no progress for %" PRIu64 " ms; the switch waits on "
 		     "rank(s) %s for lane %" PRIu32 " block %" PRIu32 " of round %" PRIu32,
-		     e->cfg.job_id, e->cfg.rank, e->cfg.timeout_ns / 1000000, ranks, e->wait_lane,
+		     e->cfg.job_id, e->cfg.rank, e->cfg.timeout_ns / 1000000,
+		     ina_ranks_str(ranks, sizeof(ranks), e->wait_missing), e->wait_lane,
 		     e->wait_block, e->round);
 	} else {
 		uint32_t lane = 0;

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "ina.h"
+#include "ina/cli.h"
 #include "ina/log.h"
 #include "ina/util.h"
 #include "report.h"
@@ -69,31 +70,6 @@ usage(FILE *f)
 		"  -h, --help            this text\n");
 }
 
-static void die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
-
-static void
-die(const char *fmt, ...)
-{
-	va_list ap;
-
-	fputs("ina-host: ", stderr);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-	exit(2);
-}
-
-static uint64_t
-num(const char *opt, const char *arg, uint64_t min, uint64_t max)
-{
-	uint64_t v;
-
-	if (ina_parse_u64(arg, min, max, &v) < 0)
-		die("--%s: '%s' is not a number in %" PRIu64 "..%" PRIu64, opt, arg, min, max);
-	return v;
-}
-
 enum {
 	OPT_SWITCH = 256, OPT_JOB, OPT_RANK, OPT_WORLD, OPT_ELEMENTS, OPT_DENSITY, OPT_SEED,
 	OPT_INPUT, OPT_ROUNDS, OPT_LANES, OPT_BLOCK, OPT_ENCODING, OPT_OP, OPT_TOKEN_FILE,
@@ -130,6 +106,7 @@ parse_args(int argc, char **argv, struct host_config *c)
 	int have_job = 0, have_rank = 0, have_world = 0, have_synth = 0;
 	int o;
 
+	ina_cli_set_prog("ina-host");
 	memset(c, 0, sizeof(*c));
 	ina_config_init(&c->ina);
 	c->elements = 1 << 20;
@@ -140,27 +117,27 @@ parse_args(int argc, char **argv, struct host_config *c)
 	while ((o = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		switch (o) {
 		case OPT_SWITCH: c->ina.switch_addr = optarg; break;
-		case OPT_JOB: c->ina.job_id = (uint32_t)num("job", optarg, 0, UINT32_MAX); have_job = 1; break;
-		case OPT_RANK: c->ina.rank = (uint16_t)num("rank", optarg, 0, 63); have_rank = 1; break;
-		case OPT_WORLD: c->ina.world = (uint16_t)num("world", optarg, 1, 64); have_world = 1; break;
-		case OPT_ELEMENTS: c->elements = num("elements", optarg, 1, 0xfffffffdull); have_synth = 1; break;
+		case OPT_JOB: c->ina.job_id = (uint32_t)ina_cli_u64("job", optarg, 0, UINT32_MAX); have_job = 1; break;
+		case OPT_RANK: c->ina.rank = (uint16_t)ina_cli_u64("rank", optarg, 0, 63); have_rank = 1; break;
+		case OPT_WORLD: c->ina.world = (uint16_t)ina_cli_u64("world", optarg, 1, 64); have_world = 1; break;
+		case OPT_ELEMENTS: c->elements = ina_cli_u64("elements", optarg, 1, 0xfffffffdull); have_synth = 1; break;
 		case OPT_DENSITY:
 			if (ina_parse_double(optarg, 0.0, 1.0, &c->density) < 0)
-				die("--density: '%s' is not a number in 0..1", optarg);
+				ina_die("--density: '%s' is not a number in 0..1", optarg);
 			have_synth = 1;
 			break;
-		case OPT_SEED: c->seed = num("seed", optarg, 0, UINT64_MAX); break;
+		case OPT_SEED: c->seed = ina_cli_u64("seed", optarg, 0, UINT64_MAX); break;
 		case OPT_INPUT: c->input = optarg; break;
-		case OPT_ROUNDS: c->rounds = (uint32_t)num("rounds", optarg, 1, 1000000); break;
-		case OPT_LANES: c->ina.lanes = (uint16_t)num("lanes", optarg, 1, 4096); break;
-		case OPT_BLOCK: c->ina.block_size = (uint16_t)num("block", optarg, 1, 16384); break;
+		case OPT_ROUNDS: c->rounds = (uint32_t)ina_cli_u64("rounds", optarg, 1, 1000000); break;
+		case OPT_LANES: c->ina.lanes = (uint16_t)ina_cli_u64("lanes", optarg, 1, 4096); break;
+		case OPT_BLOCK: c->ina.block_size = (uint16_t)ina_cli_u64("block", optarg, 1, 16384); break;
 		case OPT_ENCODING:
 			if (strcmp(optarg, "f32") == 0)
 				c->ina.encoding = INA_F32;
 			else if (strcmp(optarg, "i32") == 0)
 				c->ina.encoding = INA_I32;
 			else
-				die("--encoding: '%s' is not f32 or i32", optarg);
+				ina_die("--encoding: '%s' is not f32 or i32", optarg);
 			break;
 		case OPT_OP:
 			if (strcmp(optarg, "sum") == 0)
@@ -168,17 +145,17 @@ parse_args(int argc, char **argv, struct host_config *c)
 			else if (strcmp(optarg, "avg") == 0)
 				c->op = INA_AVG;
 			else
-				die("--op: '%s' is not sum or avg", optarg);
+				ina_die("--op: '%s' is not sum or avg", optarg);
 			break;
 		case OPT_TOKEN_FILE: c->token_file = optarg; break;
 		case OPT_PORT: c->ina.port = optarg; break;
-		case OPT_TIMEOUT: c->ina.timeout_ms = (uint32_t)num("timeout-ms", optarg, 1, 86400000); break;
-		case OPT_RTO: c->ina.rto_us = (uint32_t)num("rto-us", optarg, 1, 10000000); break;
+		case OPT_TIMEOUT: c->ina.timeout_ms = (uint32_t)ina_cli_u64("timeout-ms", optarg, 1, 86400000); break;
+		case OPT_RTO: c->ina.rto_us = (uint32_t)ina_cli_u64("rto-us", optarg, 1, 10000000); break;
 		case OPT_REPORT: c->report = optarg; break;
 		case OPT_QUIET: c->quiet = 1; break;
 		case OPT_LOG_LEVEL:
 			if (ina_log_level_parse(optarg) < 0)
-				die("--log-level: '%s' is not err, warn, info or debug", optarg);
+				ina_die("--log-level: '%s' is not err, warn, info or debug", optarg);
 			ina_log_set_level((enum ina_log_level)ina_log_level_parse(optarg));
 			break;
 		case 'h':
@@ -190,13 +167,13 @@ parse_args(int argc, char **argv, struct host_config *c)
 		}
 	}
 	if (optind < argc)
-		die("unexpected argument '%s' (see --help)", argv[optind]);
+		ina_die("unexpected argument '%s' (see --help)", argv[optind]);
 	if (!c->ina.switch_addr || !have_job || !have_rank || !have_world)
-		die("--switch, --job, --rank and --world are required (see --help)");
+		ina_die("--switch, --job, --rank and --world are required (see --help)");
 	if (c->ina.rank >= c->ina.world)
-		die("--rank %u must be below --world %u", c->ina.rank, c->ina.world);
+		ina_die("--rank %u must be below --world %u", c->ina.rank, c->ina.world);
 	if (c->input && have_synth)
-		die("--input and --elements/--density are exclusive");
+		ina_die("--input and --elements/--density are exclusive");
 }
 
 int
@@ -218,26 +195,26 @@ main(int argc, char **argv)
 	snprintf(ident, sizeof(ident), "ina-host[%u]", c.ina.rank);
 	ina_log_set_ident(ident);
 	if (ina_token_from(c.token_file, &c.ina.token, err, sizeof(err)) < 0)
-		die("%s", err);
+		ina_die("%s", err);
 	if (c.input) {
 		w = workload_npy(c.input, c.ina.world, err, sizeof(err));
 		if (!w)
-			die("%s", err);
+			ina_die("%s", err);
 	} else {
 		w = workload_synth((uint32_t)c.elements, c.density, c.seed, c.ina.world,
 				   c.ina.block_size);
 		if (!w)
-			die("out of memory");
+			ina_die("out of memory");
 	}
 	n = workload_elements(w);
 	buf = malloc((size_t)n * sizeof(float));
 	rounds = calloc(c.rounds, sizeof(*rounds));
 	if (!buf || !rounds)
-		die("out of memory for %" PRIu32 " elements", n);
+		ina_die("out of memory for %" PRIu32 " elements", n);
 
 	ret = ina_open(&c.ina, &ctx, err, sizeof(err));
 	if (ret < 0)
-		die("cannot join job %" PRIu32 " at %s: %s (%s)", c.ina.job_id, c.ina.switch_addr,
+		ina_die("cannot join job %" PRIu32 " at %s: %s (%s)", c.ina.job_id, c.ina.switch_addr,
 		    err, ina_strerror(ret));
 	INA_LOG(INFO, "joined job %" PRIu32 " epoch %" PRIu32 ": rank %u of %u, %s, %" PRIu32
 		" elements, %u lanes, B %u, %s",
@@ -250,7 +227,7 @@ main(int argc, char **argv)
 		uint64_t t0, t1;
 
 		if (workload_fill(w, r, c.ina.rank, buf) < 0)
-			die("cannot read round %" PRIu32 " of the workload", r);
+			ina_die("cannot read round %" PRIu32 " of the workload", r);
 		/*
 		 * A one-element allreduce lines the workers up, so that the
 		 * timed round measures the allreduce and not how much later
@@ -335,7 +312,7 @@ main(int argc, char **argv)
 	rep.verified = all_ok;
 	ret = ina_close(ctx);
 	if (c.report && report_write(c.report, &rep) < 0)
-		die("cannot write report %s", c.report);
+		ina_die("cannot write report %s", c.report);
 	workload_destroy(w);
 	free(buf);
 	free(rounds);

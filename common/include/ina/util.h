@@ -7,6 +7,7 @@
 #ifndef INA_UTIL_H
 #define INA_UTIL_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include <time.h>
 
@@ -26,5 +27,8 @@ ina_now_ns(void)
 int ina_parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out);
 /* Parses a whole floating-point number in [min, max]. 0 or -EINVAL / -ERANGE. */
 int ina_parse_double(const char *s, double min, double max, double *out);
+
+/* Writes the set bits of 'mask' as "0,2,5" ("-" when none) into 'buf'. */
+const char *ina_ranks_str(char *buf, size_t size, uint64_t mask);
 
 #endif

@@ -1,0 +1,40 @@
+/* SPDX-License-Identifier: MIT */
+/* Command-line helpers (cli.h): die with the program's name, strict option numbers. */
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "ina/cli.h"
+#include "ina/util.h"
+
+static const char *cli_prog = "ina";
+
+void
+ina_cli_set_prog(const char *prog)
+{
+	cli_prog = prog;
+}
+
+void
+ina_die(const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "%s: ", cli_prog);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	exit(2);
+}
+
+uint64_t
+ina_cli_u64(const char *opt, const char *arg, uint64_t min, uint64_t max)
+{
+	uint64_t v;
+
+	if (ina_parse_u64(arg, min, max, &v) < 0)
+		ina_die("--%s: '%s' is not a number in %" PRIu64 "..%" PRIu64, opt, arg, min, max);
+	return v;
+}
