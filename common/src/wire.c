@@ -220,12 +220,15 @@ validate_job(const struct ina_hdr *h, const struct ina_job_params *job)
 		break;
 	}
 
-	if (h->type != INA_T_DATA && h->type != INA_T_RESULT)
+	if (h->type != INA_T_DATA && h->type != INA_T_RESULT && h->type != INA_T_WAIT)
 		return INA_WIRE_OK;
 	if (h->lane >= job->lanes)
 		return INA_WIRE_LANE_PAST_LANES;
 	if (h->block != INA_BLOCK_OPEN && h->block % job->lanes != h->lane)
 		return INA_WIRE_BLOCK_NOT_IN_LANE;
+	/* A WAIT names a lane and its open block; it carries no next pointer. */
+	if (h->type == INA_T_WAIT)
+		return INA_WIRE_OK;
 	if (h->next != INA_BLOCK_END && h->next % job->lanes != h->lane)
 		return INA_WIRE_NEXT_NOT_IN_LANE;
 	if (h->encoding != job->encoding)

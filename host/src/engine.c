@@ -43,7 +43,7 @@ struct engine {
 	struct ina_job_params params;
 	int phase;		/* enum engine_phase */
 	int err;		/* < 0 once failed */
-	char errmsg[256];
+	char errmsg[512];
 	struct engine_stats st;
 
 	/* Control packets (JOIN, FIN, LEAVE). */
@@ -504,8 +504,10 @@ on_wait(struct engine *e, const struct ina_hdr *h, const uint8_t *payload, uint6
 
 	e->st.waits++;
 	if (e->phase != ENGINE_RUNNING || ln->done || h->round != e->round ||
-	    h->block != ln->block)
+	    h->tensor_id != e->tensor_id || h->block != ln->block) {
+		e->st.stale++;
 		return;
+	}
 	memcpy(&missing_be, payload, sizeof(missing_be));
 	e->wait_missing = be64toh(missing_be);
 	e->wait_lane = h->lane;

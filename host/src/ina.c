@@ -24,7 +24,7 @@ struct ina_ctx {
 	struct engine *engine;
 	uint16_t block_size;
 	struct ina_port *port;
-	char errmsg[256];
+	char errmsg[512];
 };
 
 void

@@ -1,0 +1,1648 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Unit tests of the host engine (host/src/engine.c), driven by hand: the test
+ * plays the switch, building JOIN_ACK, RESULT, WAIT, ERROR and FIN_ACK packets
+ * itself, and advances a virtual clock. Every packet the engine sends is
+ * validated against the job and checked field by field. Covers the JOIN and
+ * its backoff, refusal, the lane openers of f32 and i32, results, zero-fill of
+ * skipped blocks, version bits, averages, stale and invalid packets,
+ * retransmission, WAIT, timeouts and every error, FIN, LEAVE, in-place
+ * operation and the deadline; and after every test, that no buffer leaked.
+ */
+#include <endian.h>
+#include <errno.h>
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "engine.h"
+#include "ina.h"
+#include "ina/encode.h"
+#include "ina/log.h"
+#include "ina/pkt.h"
+#include "ina/wire.h"
+
+#define NB_PKTS 64		/* packets in the test pool */
+#define BUF_SIZE 2048		/* bytes per packet buffer */
+#define MAX_TX 16		/* room for one engine_tx() */
+#define MAXE 64			/* largest tensor a test uses */
+
+#define US 1000ull
+#define MS 1000000ull
+#define RTO (1 * MS)
+#define RTO_MAX (8 * MS)
+#define TIMEOUT (100 * MS)
+#define T0 (1000 * MS)
+
+#define JOB 7u
+#define TOKEN 0x0123456789abcdefull
+#define EPOCH 5u
+#define TENSOR 9u
+
+struct t {
+	struct ina_pkt_pool *pool;
+	struct engine_config cfg;
+	struct engine *e;
+	uint64_t now;
+	/* The operation running, as the switch sees it. */
+	uint32_t tensor_id;
+	uint32_t round;
+	uint32_t n;
+	uint16_t bs;
+};
+
+/* One packet the engine sent, copied and decoded. */
+struct got {
+	struct ina_hdr h;
+	uint32_t len;
+	uint8_t bytes[BUF_SIZE];
+	const uint8_t *payload;
+	size_t payload_size;
+};
+
+static struct got g[MAX_TX];
+static float in[MAXE], out[MAXE], other[MAXE], want[MAXE];
+
+static int
+setup(void **state)
+{
+	struct t *t = calloc(1, sizeof(*t));
+
+	if (!t)
+		return -1;
+	t->pool = ina_pkt_pool_create(NB_PKTS, BUF_SIZE);
+	if (!t->pool) {
+		free(t);
+		return -1;
+	}
+	engine_config_init(&t->cfg);
+	t->cfg.job_id = JOB;
+	t->cfg.rank = 0;
+	t->cfg.world = 2;
+	t->cfg.lanes = 2;
+	t->cfg.max_block = 4;
+	t->cfg.encoding = INA_ENC_F32;
+	t->cfg.token = TOKEN;
+	t->cfg.sw.len = 16;
+	for (int k = 0; k < 16; k++)
+		t->cfg.sw.bytes[k] = (uint8_t)(0x40 + k);
+	t->cfg.rto_ns = RTO;
+	t->cfg.rto_min_ns = RTO;
+	t->cfg.rto_max_ns = RTO_MAX;
+	t->cfg.timeout_ns = TIMEOUT;
+	t->cfg.pool = t->pool;
+	t->now = T0;
+	memset(in, 0, sizeof(in));
+	memset(other, 0, sizeof(other));
+	memset(out, 0x7f, sizeof(out));	/* garbage the results must replace */
+	*state = t;
+	return 0;
+}
+
+static int
+teardown(void **state)
+{
+	struct t *t = *state;
+
+	engine_destroy(t->e);
+	ina_pkt_pool_destroy(t->pool);
+	free(t);
+	return 0;
+}
+
+static void
+start(struct t *t)
+{
+	t->e = engine_create(&t->cfg);
+	assert_non_null(t->e);
+}
+
+/* Every packet is back in the pool. */
+static void
+done(struct t *t)
+{
+	assert_int_equal(ina_pkt_pool_avail(t->pool), NB_PKTS);
+}
+
+static struct ina_job_params
+params(const struct t *t)
+{
+	struct ina_job_params p = {
+		.job_id = JOB,
+		.epoch = engine_epoch(t->e),
+		.token = TOKEN,
+		.world = t->cfg.world,
+		.lanes = t->cfg.lanes,
+		.max_block = t->cfg.max_block,
+		.encoding = t->cfg.encoding,
+	};
+
+	return p;
+}
+
+/* engine_tx() now: every packet is validated against the job, copied into
+ * g[], and freed. Returns how many. */
+static uint16_t
+tx(struct t *t)
+{
+	struct ina_pkt *pkts[MAX_TX];
+	struct ina_job_params p = params(t);
+	uint16_t n = engine_tx(t->e, t->now, pkts, MAX_TX);
+
+	for (uint16_t i = 0; i < n; i++) {
+		struct ina_pkt *pkt = pkts[i];
+		enum ina_wire_reason r;
+
+		assert_non_null(pkt);
+		assert_true(pkt->len <= BUF_SIZE);
+		r = ina_wire_validate(pkt->data, pkt->len, &p, &g[i].h);
+		if (r != INA_WIRE_OK)
+			fail_msg("sent packet %u fails validation: %s", i, ina_wire_reason_name(r));
+		assert_true(ina_peer_equal(&pkt->peer, &t->cfg.sw));
+		assert_null(pkt->dsts);
+		memcpy(g[i].bytes, pkt->data, pkt->len);
+		g[i].len = pkt->len;
+		g[i].payload = g[i].bytes + INA_HDR_SIZE;
+		g[i].payload_size = pkt->len - INA_HDR_SIZE;
+		ina_pkt_free(pkt);
+	}
+	return n;
+}
+
+/* The one packet engine_tx() sends now. */
+static const struct got *
+tx_one(struct t *t)
+{
+	assert_int_equal(tx(t), 1);
+	return &g[0];
+}
+
+/* The packet of g[0..n) for 'lane'. */
+static const struct got *
+for_lane(uint16_t n, uint16_t lane)
+{
+	const struct got *r = NULL;
+
+	for (uint16_t i = 0; i < n; i++) {
+		if (g[i].h.lane == lane) {
+			assert_null(r);		/* one packet per lane */
+			r = &g[i];
+		}
+	}
+	assert_non_null(r);
+	return r;
+}
+
+static uint32_t
+word_at(const uint8_t *p, size_t i)
+{
+	uint32_t be;
+
+	memcpy(&be, p + 4 * i, 4);
+	return be32toh(be);
+}
+
+/* Host floats or int32s (both 4-byte words) to big-endian wire words. */
+static void
+put_words(uint8_t *dst, const void *vals, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		uint32_t w;
+
+		memcpy(&w, (const uint8_t *)vals + 4 * i, 4);
+		w = htobe32(w);
+		memcpy(dst + 4 * i, &w, 4);
+	}
+}
+
+/* The payload holds exactly the bits of 'vals' (floats or int32s). */
+static void
+assert_words(const struct got *p, const void *vals, size_t n)
+{
+	assert_int_equal(p->payload_size, n * 4);
+	for (size_t i = 0; i < n; i++) {
+		uint32_t w, have = word_at(p->payload, i);
+
+		memcpy(&w, (const uint8_t *)vals + 4 * i, 4);
+		if (w != have)
+			fail_msg("element %zu: got 0x%08x want 0x%08x", i, have, w);
+	}
+}
+
+/* 'got' holds exactly the bits of 'exp' (n floats). */
+static void
+assert_floats(const float *got, const float *exp, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (memcmp(&got[i], &exp[i], sizeof(float)) != 0)
+			fail_msg("element %zu: got %.9g want %.9g", i, (double)got[i],
+				 (double)exp[i]);
+}
+
+/* Fields every packet of this worker carries. */
+static void
+check_from_worker(const struct t *t, const struct got *p, uint8_t type, uint32_t epoch)
+{
+	assert_int_equal(p->h.version, INA_WIRE_VERSION);
+	assert_int_equal(p->h.type, type);
+	assert_int_equal(p->h.encoding, t->cfg.encoding);
+	assert_int_equal(p->h.job_id, JOB);
+	assert_int_equal(p->h.epoch, epoch);
+	assert_int_equal(p->h.rank, t->cfg.rank);
+	assert_true(p->h.token == TOKEN);
+	assert_int_equal(p->h.status, 0);
+	assert_int_equal(p->h.reserved, 0);
+}
+
+/* A DATA packet for 'block' of 'lane': with 'vals' (floats or int32s, the
+ * block's elements) or, if NULL, empty. */
+static void
+check_data(const struct t *t, const struct got *p, uint16_t lane, uint32_t block, uint8_t ver,
+	   int retx, uint32_t next, int16_t exp, const void *vals)
+{
+	check_from_worker(t, p, INA_T_DATA, EPOCH);
+	assert_int_equal(p->h.flags, ver | (retx ? INA_F_RETX : 0));
+	assert_int_equal(p->h.lane, lane);
+	assert_int_equal(p->h.tensor_id, t->tensor_id);
+	assert_int_equal(p->h.round, t->round);
+	assert_int_equal(p->h.tensor_len, t->n);
+	assert_int_equal(p->h.block_size, t->bs);
+	assert_int_equal(p->h.block, block);
+	assert_int_equal(p->h.next, next);
+	assert_int_equal(p->h.exp, exp);
+	if (vals) {
+		uint16_t n = ina_wire_block_elems(t->n, t->bs, block);
+
+		assert_int_equal(p->h.n_elems, n);
+		assert_words(p, vals, n);
+	} else {
+		assert_int_equal(p->h.n_elems, 0);
+		assert_int_equal(p->len, INA_HDR_SIZE);
+	}
+}
+
+/* A control packet (FIN, LEAVE) with no payload. */
+static void
+check_ctl(const struct t *t, const struct got *p, uint8_t type, uint32_t round)
+{
+	check_from_worker(t, p, type, EPOCH);
+	assert_int_equal(p->len, INA_HDR_SIZE);
+	assert_int_equal(p->h.flags, 0);
+	assert_int_equal(p->h.round, round);
+	assert_int_equal(p->h.lane, 0);
+	assert_int_equal(p->h.block, 0);
+	assert_int_equal(p->h.next, 0);
+}
+
+/* ---- The switch's side ---- */
+
+static struct ina_hdr
+sw_hdr(const struct t *t, uint8_t type)
+{
+	struct ina_hdr h;
+
+	memset(&h, 0, sizeof(h));
+	h.version = INA_WIRE_VERSION;
+	h.type = type;
+	h.encoding = t->cfg.encoding;
+	h.job_id = JOB;
+	h.epoch = type == INA_T_ERROR ? 0 : EPOCH;
+	h.rank = INA_RANK_SWITCH;
+	h.token = TOKEN;
+	return h;
+}
+
+/* Delivers one packet with header 'h' and 'size' bytes of payload. */
+static void
+rx_raw(struct t *t, const struct ina_hdr *h, const void *payload, size_t size)
+{
+	struct ina_pkt *pkt = ina_pkt_alloc(t->pool);
+
+	assert_non_null(pkt);
+	assert_true(INA_HDR_SIZE + size <= pkt->cap);
+	ina_wire_encode_hdr(h, pkt->data);
+	if (size)
+		memcpy(pkt->data + INA_HDR_SIZE, payload, size);
+	pkt->len = (uint32_t)(INA_HDR_SIZE + size);
+	pkt->peer = t->cfg.sw;
+	engine_rx(t->e, &pkt, 1, t->now);
+}
+
+static void
+rx_join_ack(struct t *t, uint32_t epoch, uint16_t world, uint16_t lanes, uint16_t max_block)
+{
+	struct ina_hdr h = sw_hdr(t, INA_T_JOIN_ACK);
+	uint8_t payload[sizeof(struct ina_wire_join)];
+
+	h.epoch = epoch;
+	ina_wire_encode_join(world, lanes, max_block, payload);
+	rx_raw(t, &h, payload, sizeof(payload));
+}
+
+/* The header of a RESULT for the running operation. */
+static struct ina_hdr
+result_hdr(const struct t *t, uint16_t lane, uint32_t block, uint8_t flags, uint32_t next,
+	   int16_t exp)
+{
+	struct ina_hdr h = sw_hdr(t, INA_T_RESULT);
+
+	h.flags = flags;
+	h.lane = lane;
+	h.tensor_id = t->tensor_id;
+	h.round = t->round;
+	h.tensor_len = t->n;
+	h.block_size = t->bs;
+	h.block = block;
+	h.next = next;
+	h.exp = exp;
+	return h;
+}
+
+/* Delivers a RESULT whose header is 'h': the sum 'vals' (floats or int32s)
+ * or, if NULL, header-only. */
+static void
+rx_result_h(struct t *t, struct ina_hdr *h, const void *vals)
+{
+	uint8_t payload[BUF_SIZE];
+
+	h->n_elems = vals && h->block != INA_BLOCK_OPEN
+			     ? ina_wire_block_elems(h->tensor_len, h->block_size, h->block)
+			     : 0;
+	if (h->n_elems)
+		put_words(payload, vals, h->n_elems);
+	rx_raw(t, h, payload, (size_t)h->n_elems * 4);
+}
+
+static void
+rx_result(struct t *t, uint16_t lane, uint32_t block, uint8_t flags, uint32_t next, int16_t exp,
+	  const void *vals)
+{
+	struct ina_hdr h = result_hdr(t, lane, block, flags, next, exp);
+
+	rx_result_h(t, &h, vals);
+}
+
+static void
+rx_wait(struct t *t, uint16_t lane, uint32_t block, uint32_t round, uint8_t ver, uint64_t missing)
+{
+	struct ina_hdr h = sw_hdr(t, INA_T_WAIT);
+	uint64_t be = htobe64(missing);
+
+	h.flags = ver;
+	h.lane = lane;
+	h.tensor_id = t->tensor_id;
+	h.round = round;
+	h.tensor_len = t->n;
+	h.block_size = t->bs;
+	h.block = block;
+	h.next = INA_BLOCK_END;
+	rx_raw(t, &h, &be, sizeof(be));
+}
+
+static void
+rx_error(struct t *t, uint16_t status, const char *msg, uint64_t token)
+{
+	struct ina_hdr h = sw_hdr(t, INA_T_ERROR);
+
+	h.status = status;
+	h.token = token;
+	rx_raw(t, &h, msg, strlen(msg));
+}
+
+/* JOIN, JOIN_ACK: the engine is READY with epoch EPOCH. */
+static void
+join_ready(struct t *t)
+{
+	if (!t->e)
+		start(t);
+	assert_int_equal(engine_join(t->e, t->now), 0);
+	assert_int_equal(tx_one(t)->h.type, INA_T_JOIN);
+	t->now += 10 * US;
+	rx_join_ack(t, EPOCH, t->cfg.world, t->cfg.lanes, t->cfg.max_block);
+	assert_int_equal(engine_phase(t->e), ENGINE_READY);
+	assert_int_equal(engine_epoch(t->e), EPOCH);
+}
+
+/* Starts an allreduce of n floats in -> dst, in blocks of bs. */
+static void
+begin(struct t *t, const float *src, float *dst, uint32_t n, uint16_t bs, enum engine_op op)
+{
+	t->tensor_id = TENSOR;
+	t->round = engine_round(t->e);
+	t->n = n;
+	t->bs = bs;
+	assert_int_equal(engine_allreduce(t->e, TENSOR, src, dst, n, bs, op, t->now), 0);
+	assert_int_equal(engine_phase(t->e), ENGINE_RUNNING);
+}
+
+/* Advances the clock to the engine's next deadline. */
+static void
+to_deadline(struct t *t)
+{
+	uint64_t d = engine_next_deadline(t->e);
+
+	assert_true(d != UINT64_MAX);
+	if (d > t->now)
+		t->now = d;
+}
+
+static void
+fill(float *x, uint32_t from, uint32_t n, float v0, float step)
+{
+	for (uint32_t i = 0; i < n; i++)
+		x[from + i] = v0 + step * (float)i;
+}
+
+static void
+add(float *dst, const float *a, const float *b, uint32_t n)
+{
+	for (uint32_t i = 0; i < n; i++)
+		dst[i] = a[i] + b[i];
+}
+
+/* ---- Joining ---- */
+
+static void
+test_engine_join_backoff_and_timeout(void **state)
+{
+	struct t *t = *state;
+	uint8_t first[INA_HDR_SIZE + 8];
+	uint16_t world, lanes, max_block;
+	uint64_t start_ns = t->now, last = t->now, gap = RTO;
+	const struct got *p;
+	int sends = 1;
+
+	t->cfg.rank = 1;
+	t->cfg.world = 3;
+	t->cfg.lanes = 5;
+	t->cfg.max_block = 6;
+	start(t);
+	assert_int_equal(engine_phase(t->e), ENGINE_IDLE);
+	assert_true(engine_next_deadline(t->e) == UINT64_MAX);
+	assert_int_equal(tx(t), 0);
+	assert_int_equal(engine_join(t->e, t->now), 0);
+	assert_int_equal(engine_join(t->e, t->now), -EBUSY);
+	assert_int_equal(engine_phase(t->e), ENGINE_JOINING);
+	assert_true(engine_next_deadline(t->e) == 0);
+
+	p = tx_one(t);
+	check_from_worker(t, p, INA_T_JOIN, 0);
+	assert_int_equal(p->h.flags, 0);
+	assert_int_equal(p->h.block_size, 6);
+	assert_int_equal(p->h.lane, 0);
+	assert_int_equal(p->h.round, 0);
+	assert_int_equal(p->h.tensor_len, 0);
+	assert_int_equal(p->h.n_elems, 0);
+	assert_int_equal(p->len, INA_HDR_SIZE + sizeof(struct ina_wire_join));
+	ina_wire_decode_join(p->payload, &world, &lanes, &max_block);
+	assert_int_equal(world, 3);
+	assert_int_equal(lanes, 5);
+	assert_int_equal(max_block, 6);
+	assert_int_equal(word_at(p->payload, 1) & 0xffff, 0);	/* reserved */
+	memcpy(first, p->bytes, sizeof(first));
+	assert_int_equal(tx(t), 0);
+
+	/* Resent with a doubling timeout, capped at rto_max, until the timeout. */
+	for (;;) {
+		uint64_t d = engine_next_deadline(t->e);
+
+		assert_true(d == last + gap);
+		t->now = d - 1;
+		assert_int_equal(tx(t), 0);
+		t->now = d;
+		if (tx(t) == 0)
+			break;
+		/* Control packets are resent unmarked, with the same bytes. */
+		assert_int_equal(g[0].len, sizeof(first));
+		assert_memory_equal(g[0].bytes, first, sizeof(first));
+		assert_true(t->now - start_ns < TIMEOUT);
+		sends++;
+		last = t->now;
+		gap = gap * 2 > RTO_MAX ? RTO_MAX : gap * 2;
+		assert_true(sends < 100);
+	}
+	/* Sends at 0, 1, 3, 7, 15, 23, ..., 95 ms; fails at the first due resend
+	 * at or after the timeout. */
+	assert_int_equal(sends, 4 + (TIMEOUT - 15 * MS + RTO_MAX - 1) / RTO_MAX);
+	assert_true(t->now >= start_ns + TIMEOUT);
+	assert_true(t->now <= start_ns + TIMEOUT + RTO_MAX);
+	assert_int_equal(engine_error(t->e), INA_ENOSWITCH);
+	assert_int_equal(engine_phase(t->e), ENGINE_CLOSED);
+	assert_int_equal(engine_stats(t->e)->retransmits, (uint64_t)sends - 1);
+	assert_non_null(strstr(engine_error_msg(t->e), "did not answer the JOIN"));
+	assert_non_null(strstr(engine_error_msg(t->e), "job 7 rank 1"));
+	assert_true(engine_next_deadline(t->e) == UINT64_MAX);
+	/* Never joined: nothing to tell the switch. */
+	engine_leave(t->e, t->now);
+	t->now += RTO_MAX;
+	assert_int_equal(tx(t), 0);
+	assert_int_equal(engine_phase(t->e), ENGINE_CLOSED);
+	done(t);
+}
+
+static void
+test_engine_join_ack(void **state)
+{
+	struct t *t = *state;
+	const struct got *p;
+
+	start(t);
+	assert_int_equal(engine_allreduce(t->e, 0, in, out, 8, 4, ENGINE_SUM, t->now), -EBUSY);
+	assert_int_equal(engine_join(t->e, t->now), 0);
+	assert_int_equal(tx(t), 1);
+	t->now += 10 * US;
+	/* Refused: wrong payload, epoch 0, wrong token, wrong job. */
+	rx_join_ack(t, EPOCH, 2, 3, 4);
+	rx_join_ack(t, EPOCH, 3, 2, 4);
+	rx_join_ack(t, EPOCH, 2, 2, 8);
+	rx_join_ack(t, 0, 2, 2, 4);
+	{
+		struct ina_hdr h = sw_hdr(t, INA_T_JOIN_ACK);
+		uint8_t payload[sizeof(struct ina_wire_join)];
+
+		ina_wire_encode_join(2, 2, 4, payload);
+		h.token = TOKEN + 1;
+		rx_raw(t, &h, payload, sizeof(payload));
+		h.token = TOKEN;
+		h.job_id = JOB + 1;
+		rx_raw(t, &h, payload, sizeof(payload));
+	}
+	assert_int_equal(engine_stats(t->e)->bad, 6);
+	assert_int_equal(engine_phase(t->e), ENGINE_JOINING);
+	assert_int_equal(engine_epoch(t->e), 0);
+
+	rx_join_ack(t, EPOCH, 2, 2, 4);
+	assert_int_equal(engine_phase(t->e), ENGINE_READY);
+	assert_int_equal(engine_epoch(t->e), EPOCH);
+	assert_int_equal(engine_error(t->e), 0);
+	/* No more JOINs, no timer. */
+	assert_true(engine_next_deadline(t->e) == UINT64_MAX);
+	t->now += TIMEOUT * 2;
+	assert_int_equal(tx(t), 0);
+	/* A late duplicate JOIN_ACK changes nothing. */
+	rx_join_ack(t, EPOCH, 2, 2, 4);
+	assert_int_equal(engine_stats(t->e)->stale, 1);
+	assert_int_equal(engine_phase(t->e), ENGINE_READY);
+	/* A JOIN_ACK of another epoch now fails validation. */
+	rx_join_ack(t, EPOCH + 1, 2, 2, 4);
+	assert_int_equal(engine_stats(t->e)->bad, 7);
+	assert_int_equal(engine_epoch(t->e), EPOCH);
+
+	/* The epoch is used afterwards: in DATA and in FIN. */
+	in[0] = 1;
+	begin(t, in, out, 4, 4, ENGINE_SUM);
+	p = tx_one(t);
+	check_data(t, p, 0, 0, 0, 0, INA_BLOCK_END, 0, in);
+	rx_result(t, 0, 0, 0, INA_BLOCK_END, 0, in);
+	assert_int_equal(engine_phase(t->e), ENGINE_READY);
+	engine_finish(t->e, t->now);
+	check_ctl(t, tx_one(t), INA_T_FIN, 1);
+	done(t);
+}
+
+static void
+test_engine_join_refused(void **state)
+{
+	struct t *t = *state;
+	const char *msg = "job 7: needs 64 contiguous slots (one per lane); 12 of 1024 are free";
+
+	t->cfg.lanes = 64;
+	start(t);
+	assert_int_equal(engine_join(t->e, t->now), 0);
+	assert_int_equal(tx(t), 1);
+	/* An ERROR for someone else is not trusted. */
+	rx_error(t, INA_WERR_NO_SLOTS, "job 7: go away", TOKEN ^ 1);
+	assert_int_equal(engine_stats(t->e)->bad, 1);
+	assert_int_equal(engine_error(t->e), 0);
+	assert_int_equal(engine_phase(t->e), ENGINE_JOINING);
+
+	rx_error(t, INA_WERR_NO_SLOTS, msg, TOKEN);
+	assert_int_equal(engine_error(t->e), INA_EREFUSED);
+	assert_int_equal(engine_phase(t->e), ENGINE_CLOSED);
+	assert_non_null(strstr(engine_error_msg(t->e), msg));
+	/* Nothing more is sent: no JOIN, and no goodbye. */
+	assert_true(engine_next_deadline(t->e) == UINT64_MAX);
+	t->now += TIMEOUT * 2;
+	assert_int_equal(tx(t), 0);
+	engine_finish(t->e, t->now);
+	assert_int_equal(tx(t), 0);
+	engine_leave(t->e, t->now);
+	assert_int_equal(tx(t), 0);
+	assert_int_equal(engine_phase(t->e), ENGINE_CLOSED);
+	assert_int_equal(engine_allreduce(t->e, 0, in, out, 8, 4, ENGINE_SUM, t->now),
+			 INA_EREFUSED);
+	done(t);
+}
+
+/* ---- The lane protocol ---- */
+
+static void
+test_engine_first_packets_f32(void **state)
+{
+	struct t *t = *state;
+	uint16_t n;
+
+	/* 4 lanes, B = 4, 22 elements: blocks 0..5, the last of 2 elements.
+	 * Lane 0: blocks 0, 4; lane 1: 1, 5; lane 2: 2; lane 3: 3. */
+	t->cfg.lanes = 4;
+	join_ready(t);
+	fill(in, 0, 4, 1.0f, 1.0f);		/* block 0 */
+	fill(in, 16, 4, -1.0f, 0.5f);		/* block 4 */
+	fill(in, 20, 2, 7.0f, 1.0f);		/* block 5 (short) */
+	for (int i = 12; i < 16; i++)
+		in[i] = -0.0f;			/* block 3: zero */
+	assert_int_equal(engine_allreduce(t->e, TENSOR, in, out, 22, 5, ENGINE_SUM, t->now),
+			 -EINVAL);
+	assert_int_equal(engine_allreduce(t->e, TENSOR, in, out, 0, 4, ENGINE_SUM, t->now),
+			 -EINVAL);
+	assert_int_equal(engine_allreduce(t->e, TENSOR, in, out, 22, 0, ENGINE_SUM, t->now),
+			 -EINVAL);
+	begin(t, in, out, 22, 4, ENGINE_SUM);
+	assert_int_equal(engine_allreduce(t->e, TENSOR, in, out, 22, 4, ENGINE_SUM, t->now),
+			 -EBUSY);
+	assert_true(engine_next_deadline(t->e) == 0);
+
+	/* One packet per lane. */
+	n = tx(t);
+	assert_int_equal(n, 4);
+	check_data(t, for_lane(n, 0), 0, 0, 0, 0, 4, 0, &in[0]);
+	check_data(t, for_lane(n, 1), 1, 1, 0, 0, 5, 0, NULL);
+	check_data(t, for_lane(n, 2), 2, 2, 0, 0, INA_BLOCK_END, 0, NULL);
+	check_data(t, for_lane(n, 3), 3, 3, 0, 0, INA_BLOCK_END, 0, NULL);
+	assert_int_equal(tx(t), 0);
+	assert_int_equal(engine_stats(t->e)->data_sent, 1);
+	assert_int_equal(engine_stats(t->e)->empty_sent, 4 - 1);
+	assert_true(engine_next_deadline(t->e) == t->now + RTO);
+	done(t);
+}
+
+static void
+test_engine_inactive_lanes_send_nothing(void **state)
+{
+	struct t *t = *state;
+	uint16_t n;
+
+	/* 4 lanes, 10 elements in blocks of 4: lane 3 has no block. */
+	t->cfg.lanes = 4;
+	join_ready(t);
+	fill(in, 8, 2, 3.0f, 1.0f);
+	begin(t, in, out, 10, 4, ENGINE_SUM);
+	n = tx(t);
+	assert_int_equal(n, 3);
+	check_data(t, for_lane(n, 0), 0, 0, 0, 0, INA_BLOCK_END, 0, NULL);
+	check_data(t, for_lane(n, 1), 1, 1, 0, 0, INA_BLOCK_END, 0, NULL);
+	check_data(t, for_lane(n, 2), 2, 2, 0, 0, INA_BLOCK_END, 0, &in[8]);
+	rx_result(t, 0, 0, 0, INA_BLOCK_END, 0, NULL);
+	rx_result(t, 1, 1, 0, INA_BLOCK_END, 0, NULL);
+	rx_result(t, 2, 2, 0, INA_BLOCK_END, 0, &in[8]);
+	assert_int_equal(engine_phase(t->e), ENGINE_READY);
+	memset(want, 0, sizeof(want));
+	memcpy(&want[8], &in[8], 2 * sizeof(float));
+	assert_floats(out, want, 10);
+	done(t);
+}
+
+static void
+test_engine_first_packets_i32(void **state)
+{
+	struct t *t = *state;
+	uint16_t n;
+
+	t->cfg.encoding = INA_ENC_I32;
+	t->cfg.lanes = 3;
+	join_ready(t);
+	/* B = 4, 40 elements: lane 0: 0, 3, 6, 9; lane 1: 1, 4, 7; lane 2: 2, 5, 8. */
+	fill(in, 12, 4, 0.25f, 0.25f);		/* block 3: max 1.0 -> e = 1 */
+	fill(in, 4, 4, -5.0f, 1.0f);		/* block 1: max |-5| -> e = 3 */
+	in[28] = 1e-3f;				/* block 7 */
+	begin(t, in, out, 40, 4, ENGINE_SUM);
+	n = tx(t);
+	assert_int_equal(n, 3);
+	check_data(t, for_lane(n, 0), 0, INA_BLOCK_OPEN, 0, 0, 3, 1, NULL);
+	check_data(t, for_lane(n, 1), 1, INA_BLOCK_OPEN, 0, 0, 1, 3, NULL);
+	check_data(t, for_lane(n, 2), 2, INA_BLOCK_OPEN, 0, 0, INA_BLOCK_END, 0, NULL);
+	assert_int_equal(for_lane(n, 1)->h.exp, ina_enc_i32_exp(&in[4], 4));
+	assert_int_equal(engine_stats(t->e)->empty_sent, 3);
+	assert_int_equal(engine_stats(t->e)->data_sent, 0);
+	done(t);
+}
+
+static void
+test_engine_round_f32(void **state)
+{
+	struct t *t = *state;
+	const struct got *p;
+	float sum[MAXE];
+
+	/* 2 lanes, B = 4, 26 elements: blocks 0..6, block 6 of 2 elements.
+	 * Lane 0: 0, 2, 4, 6; lane 1: 1, 3, 5. Mine: 0, 5, 6 (3 is -0.0).
+	 * The other rank's: 0, 2, 3, 6. Nobody has 1 or 4. */
+	join_ready(t);
+	fill(in, 0, 4, 1.0f, 1.0f);
+	fill(in, 20, 4, 5.0f, 1.0f);
+	fill(in, 24, 2, 0.5f, -0.75f);
+	for (int i = 12; i < 16; i++)
+		in[i] = -0.0f;
+	fill(other, 0, 4, 0.5f, 0.0f);
+	fill(other, 8, 4, 1.0f, 0.0f);
+	fill(other, 12, 4, 2.0f, 0.0f);
+	fill(other, 24, 2, 1.0f, 0.0f);
+	add(sum, in, other, 26);
+
+	begin(t, in, out, 26, 4, ENGINE_SUM);
+	assert_int_equal(tx(t), 2);
+	check_data(t, for_lane(2, 0), 0, 0, 0, 0, 6, 0, &in[0]);
+	check_data(t, for_lane(2, 1), 1, 1, 0, 0, 5, 0, NULL);
+
+	/* Lane 0, block 0: the sum; block 2 is next, which I do not have. */
+	t->now += 10 * US;
+	rx_result(t, 0, 0, 0, 2, 0, &sum[0]);
+	assert_floats(out, sum, 4);
+	for (int i = 4; i < 26; i++)
+		assert_true(out[i] > 1e38f);	/* still the garbage */
+	p = tx_one(t);
+	check_data(t, p, 0, 2, 1, 0, 6, 0, NULL);
+
+	/* Block 2, next 6: block 4 is zero-filled. */
+	t->now += 10 * US;
+	rx_result(t, 0, 2, INA_F_VER, 6, 0, &sum[8]);
+	assert_floats(&out[8], &sum[8], 4);
+	assert_floats(&out[16], &sum[16], 4);
+	assert_true(out[4] > 1e38f);
+	p = tx_one(t);
+	check_data(t, p, 0, 6, 0, 0, INA_BLOCK_END, 0, &in[24]);
+
+	/* Lane 1: a header-only result writes zeros; then 3 and 5. */
+	rx_result(t, 1, 1, 0, 3, 0, NULL);
+	assert_floats(&out[4], &sum[4], 4);
+	p = tx_one(t);
+	check_data(t, p, 1, 3, 1, 0, 5, 0, NULL);
+	rx_result(t, 1, 3, INA_F_VER, 5, 0, &sum[12]);
+	p = tx_one(t);
+	check_data(t, p, 1, 5, 0, 0, INA_BLOCK_END, 0, &in[20]);
+
+	/* END on lane 0: done there, the round goes on. */
+	rx_result(t, 0, 6, 0, INA_BLOCK_END, 0, &sum[24]);
+	assert_int_equal(tx(t), 0);
+	assert_int_equal(engine_phase(t->e), ENGINE_RUNNING);
+	assert_int_equal(engine_round(t->e), 0);
+	rx_result(t, 1, 5, 0, INA_BLOCK_END, 0, &sum[20]);
+	assert_int_equal(engine_phase(t->e), ENGINE_READY);
+	assert_int_equal(engine_round(t->e), 1);
+	assert_int_equal(engine_stats(t->e)->rounds, 1);
+	assert_floats(out, sum, 26);
+	assert_int_equal(tx(t), 0);
+	assert_true(engine_next_deadline(t->e) == UINT64_MAX);
+	assert_int_equal(engine_stats(t->e)->data_sent, 3);
+	assert_int_equal(engine_stats(t->e)->empty_sent, 3);
+	assert_int_equal(engine_stats(t->e)->retransmits, 0);
+	assert_int_equal(engine_stats(t->e)->stale, 0);
+	assert_int_equal(engine_stats(t->e)->bad, 0);
+
+	/* Round 1, all zero: both lanes' version bits are 1 now (three results
+	 * each), and header-only ENDs zero-fill every remaining block. */
+	memset(in, 0, sizeof(in));
+	memset(out, 0x7f, sizeof(out));
+	begin(t, in, out, 26, 4, ENGINE_SUM);
+	assert_int_equal(t->round, 1);
+	assert_int_equal(tx(t), 2);
+	check_data(t, for_lane(2, 0), 0, 0, 1, 0, INA_BLOCK_END, 0, NULL);
+	check_data(t, for_lane(2, 1), 1, 1, 1, 0, INA_BLOCK_END, 0, NULL);
+	rx_result(t, 0, 0, INA_F_VER, INA_BLOCK_END, 0, NULL);
+	rx_result(t, 1, 1, INA_F_VER, INA_BLOCK_END, 0, NULL);
+	assert_int_equal(engine_phase(t->e), ENGINE_READY);
+	assert_int_equal(engine_round(t->e), 2);
+	memset(want, 0, sizeof(want));
+	assert_memory_equal(out, want, 26 * sizeof(float));	/* +0.0 everywhere */
+	assert_true(out[26] > 1e38f);	/* nothing past the tensor */
+	done(t);
+}
+
+static void
+test_engine_round_i32(void **state)
+{
+	struct t *t = *state;
+	const struct got *p;
+	/* docs/PROTOCOL.md section 9: rank 0 of 2, scale s = 27 for e = 2. */
+	const int32_t b0[4] = { 201326592, -268435456, 33554432, 402653184 };
+	const int32_t b2_mine[2] = { 67108864, 134217728 };
+	const int32_t b2_sum[2] = { 335544320, 33554432 };
+
+	t->cfg.encoding = INA_ENC_I32;
+	join_ready(t);
+	in[0] = 1.5f;
+	in[1] = -2.0f;
+	in[2] = 0.25f;
+	in[3] = 3.0f;
+	in[8] = 0.5f;
+	in[9] = 1.0f;
+	begin(t, in, out, 10, 4, ENGINE_SUM);
+	assert_int_equal(tx(t), 2);
+	check_data(t, for_lane(2, 0), 0, INA_BLOCK_OPEN, 0, 0, 0, 2, NULL);
+	check_data(t, for_lane(2, 1), 1, INA_BLOCK_OPEN, 0, 0, INA_BLOCK_END, 0, NULL);
+
+	/* The OPEN's result announces block 0 with e = 2: I send it scaled. */
+	rx_result(t, 0, INA_BLOCK_OPEN, 0, 0, 2, NULL);
+	assert_true(out[0] > 1e38f);
+	p = tx_one(t);
+	check_data(t, p, 0, 0, 1, 0, 2, 1, b0);
+	rx_result(t, 0, 0, INA_F_VER, 2, 2, b0);
+	want[0] = 1.5f;
+	want[1] = -2.0f;
+	want[2] = 0.25f;
+	want[3] = 3.0f;
+	assert_floats(out, want, 4);
+	p = tx_one(t);
+	check_data(t, p, 0, 2, 0, 0, INA_BLOCK_END, 0, b2_mine);
+	rx_result(t, 0, 2, 0, INA_BLOCK_END, 0, b2_sum);
+	/* Lane 1's OPEN result: END, every block of the lane is zero. */
+	rx_result(t, 1, INA_BLOCK_OPEN, 0, INA_BLOCK_END, 0, NULL);
+	assert_int_equal(engine_phase(t->e), ENGINE_READY);
+	memset(&want[4], 0, 4 * sizeof(float));
+	want[8] = 2.5f;
+	want[9] = 0.25f;
+	assert_floats(out, want, 10);
+
+	/* Round 1: my block 0 is zero; the other rank's block 0 has e = 3.
+	 * Lane 0's bit is 1 (three results), lane 1's is 1 (one). */
+	memset(in, 0, sizeof(in));
+	memset(out, 0x7f, sizeof(out));
+	in[8] = 0.5f;
+	in[9] = 1.0f;
+	begin(t, in, out, 10, 4, ENGINE_SUM);
+	assert_int_equal(tx(t), 2);
+	check_data(t, for_lane(2, 0), 0, INA_BLOCK_OPEN, 1, 0, 2, 1, NULL);
+	check_data(t, for_lane(2, 1), 1, INA_BLOCK_OPEN, 1, 0, INA_BLOCK_END, 0, NULL);
+	rx_result(t, 0, INA_BLOCK_OPEN, INA_F_VER, 0, 3, NULL);
+	/* An empty ack for block 0 with my own next and exponent. */
+	check_data(t, tx_one(t), 0, 0, 0, 0, 2, 1, NULL);
+	{
+		/* s = 30 - 1 - 3 = 26: 4.0 and -4.0. */
+		const int32_t sum0[4] = { 268435456, 0, 0, -268435456 };
+
+		rx_result(t, 0, 0, 0, 2, 1, sum0);
+	}
+	/* Block 2 at the agreed e = 1: s = 28. */
+	{
+		const int32_t mine2[2] = { 134217728, 268435456 };
+
+		check_data(t, tx_one(t), 0, 2, 1, 0, INA_BLOCK_END, 0, mine2);
+		rx_result(t, 0, 2, INA_F_VER, INA_BLOCK_END, 0, mine2);
+	}
+	rx_result(t, 1, INA_BLOCK_OPEN, INA_F_VER, INA_BLOCK_END, 0, NULL);
+	assert_int_equal(engine_phase(t->e), ENGINE_READY);
+	memset(want, 0, sizeof(want));
+	want[0] = 4.0f;
+	want[3] = -4.0f;
+	want[8] = 0.5f;
+	want[9] = 1.0f;
+	assert_floats(out, want, 10);
+	assert_int_equal(engine_stats(t->e)->bad, 0);
+	assert_int_equal(engine_stats(t->e)->stale, 0);
+	done(t);
+}
+
+static void
+test_engine_average_once(void **state)
+{
+	struct t *t = *state;
+	float sum[8];
+
+	t->cfg.world = 3;
+	t->cfg.rank = 2;
+	join_ready(t);
+	fill(in, 0, 8, 1.0f, 1.0f);
+	fill(sum, 0, 8, 3.0f, 3.5f);
+	begin(t, in, out, 8, 4, ENGINE_AVG);
+	assert_int_equal(tx(t), 2);
+	check_data(t, for_lane(2, 0), 0, 0, 0, 0, INA_BLOCK_END, 0, &in[0]);
+	check_data(t, for_lane(2, 1), 1, 1, 0, 0, INA_BLOCK_END, 0, &in[4]);
+	rx_result(t, 0, 0, 0, INA_BLOCK_END, 0, &sum[0]);
+	/* Not scaled before the round ends. */
+	assert_floats(out, sum, 4);
+	rx_result(t, 1, 1, 0, INA_BLOCK_END, 0, &sum[4]);
+	assert_int_equal(engine_phase(t->e), ENGINE_READY);
+	for (int i = 0; i < 8; i++)
+		want[i] = sum[i] * (1.0f / 3.0f);
+	assert_floats(out, want, 8);
+	done(t);
+}
+
+static void
+test_engine_stale_result_ignored(void **state)
+{
+	struct t *t = *state;
+	float sum[16], snap[MAXE];
+	struct ina_hdr h;
+	uint64_t stale = 0;
+
+	/* 2 lanes, 16 elements: lane 0: 0, 2; lane 1: 1, 3. All mine. */
+	join_ready(t);
+	fill(in, 0, 16, 1.0f, 1.0f);
+	fill(sum, 0, 16, 10.0f, 1.0f);
+	begin(t, in, out, 16, 4, ENGINE_SUM);
+	assert_int_equal(tx(t), 2);
+	memcpy(snap, out, sizeof(snap));
+
+	/* Lane 0 waits for block 0, round 0, version 0, tensor 9. */
+	for (int k = 0; k < 7; k++) {
+		h = result_hdr(t, 0, 0, 0, 2, 0);
+		switch (k) {
+		case 0: h.round = 1; break;
+		case 1: h.round = UINT32_MAX; break;
+		case 2: h.block = 2; h.next = INA_BLOCK_END; break;
+		case 3: h.flags = INA_F_VER; break;
+		case 4: h.tensor_id = TENSOR + 1; break;
+		case 5: h.tensor_len = 12; break;
+		case 6: h.block_size = 2; break;
+		}
+		rx_result_h(t, &h, sum);
+		stale++;
+		if (engine_stats(t->e)->stale != stale)
+			fail_msg("stale result %d was not counted as stale", k);
+		assert_memory_equal(out, snap, sizeof(out));
+		assert_int_equal(tx(t), 0);
+		assert_int_equal(engine_phase(t->e), ENGINE_RUNNING);
+	}
+	assert_int_equal(engine_stats(t->e)->bad, 0);
+	assert_true(engine_next_deadline(t->e) == t->now + RTO);
+
+	/* The right one still works: the lane's bit did not move. */
+	rx_result(t, 0, 0, 0, 2, 0, &sum[0]);
+	check_data(t, tx_one(t), 0, 2, 1, 0, INA_BLOCK_END, 0, &in[8]);
+	assert_floats(out, sum, 4);
+	/* Its duplicate is stale now. */
+	memcpy(snap, out, sizeof(snap));
+	rx_result(t, 0, 0, 0, 2, 0, &sum[4]);
+	assert_int_equal(engine_stats(t->e)->stale, ++stale);
+	assert_memory_equal(out, snap, sizeof(out));
+	assert_int_equal(tx(t), 0);
+
+	rx_result(t, 0, 2, INA_F_VER, INA_BLOCK_END, 0, &sum[8]);
+	/* Lane 0 is done: anything for it is stale. */
+	rx_result(t, 0, 2, INA_F_VER, INA_BLOCK_END, 0, &sum[8]);
+	assert_int_equal(engine_stats(t->e)->stale, ++stale);
+	rx_result(t, 1, 1, 0, 3, 0, &sum[4]);
+	check_data(t, tx_one(t), 1, 3, 1, 0, INA_BLOCK_END, 0, &in[12]);
+	rx_result(t, 1, 3, INA_F_VER, INA_BLOCK_END, 0, &sum[12]);
+	assert_int_equal(engine_phase(t->e), ENGINE_READY);
+	assert_floats(out, sum, 16);
+	/* After the round, a late result is stale. */
+	memcpy(snap, out, sizeof(snap));
+	rx_result(t, 1, 3, INA_F_VER, INA_BLOCK_END, 0, &in[12]);
+	assert_int_equal(engine_stats(t->e)->stale, ++stale);
+	assert_memory_equal(out, snap, sizeof(out));
+	assert_int_equal(engine_round(t->e), 1);
+	assert_int_equal(tx(t), 0);
+	done(t);
+}
+
+static void
+test_engine_bad_packets_counted(void **state)
+{
+	struct t *t = *state;
+	float sum[8], snap[MAXE];
+	struct ina_hdr h;
+	uint64_t bad = 0;
+
+	join_ready(t);
+	fill(in, 0, 8, 1.0f, 1.0f);
+	fill(sum, 0, 8, 2.0f, 2.0f);
+	begin(t, in, out, 8, 4, ENGINE_SUM);
+	assert_int_equal(tx(t), 2);
+	memcpy(snap, out, sizeof(snap));
+
+	for (int k = 0; k < 10; k++) {
+		h = result_hdr(t, 0, 0, 0, INA_BLOCK_END, 0);
+		switch (k) {
+		case 0: h.token = TOKEN + 1; break;
+		case 1: h.job_id = JOB + 1; break;
+		case 2: h.epoch = EPOCH + 1; break;
+		case 3: h.epoch = EPOCH - 1; break;
+		case 4: h.rank = 1; break;			/* not from the switch */
+		case 5: h.lane = 2; break;			/* past the lanes */
+		case 6: h.encoding = INA_ENC_I32; break;
+		case 7: h.version = 2; break;
+		case 8: h.type = INA_T_DATA; h.rank = 1; break;	/* a type workers never get */
+		case 9: h.reserved = 1; break;
+		}
+		rx_result_h(t, &h, sum);
+		bad++;
+		if (engine_stats(t->e)->bad != bad)
+			fail_msg("bad packet %d was not counted as bad", k);
+		assert_memory_equal(out, snap, sizeof(out));
+		assert_int_equal(tx(t), 0);
+	}
+	/* Truncated. */
+	{
+		struct ina_pkt *pkt = ina_pkt_alloc(t->pool);
+
+		assert_non_null(pkt);
+		h = result_hdr(t, 0, 0, 0, INA_BLOCK_END, 0);
+		ina_wire_encode_hdr(&h, pkt->data);
+		pkt->len = 20;
+		engine_rx(t->e, &pkt, 1, t->now);
+		assert_int_equal(engine_stats(t->e)->bad, ++bad);
+	}
+	/* A WAIT, FIN_ACK and ERROR with a wrong token. */
+	h = sw_hdr(t, INA_T_FIN_ACK);
+	h.token = 1;
+	rx_raw(t, &h, NULL, 0);
+	assert_int_equal(engine_stats(t->e)->bad, ++bad);
+	rx_error(t, INA_WERR_LEFT, "job 7: rank 1 left the job", 1);
+	assert_int_equal(engine_stats(t->e)->bad, ++bad);
+	h = sw_hdr(t, INA_T_WAIT);
+	h.token = 1;
+	{
+		uint64_t be = htobe64(2);
+
+		rx_raw(t, &h, &be, sizeof(be));
+	}
+	assert_int_equal(engine_stats(t->e)->bad, ++bad);
+	assert_int_equal(engine_stats(t->e)->waits, 0);
+	assert_int_equal(engine_error(t->e), 0);
+	assert_int_equal(engine_stats(t->e)->stale, 0);
+	assert_memory_equal(out, snap, sizeof(out));
+
+	/* Nothing changed: the right results complete the round. */
+	rx_result(t, 0, 0, 0, INA_BLOCK_END, 0, &sum[0]);
+	rx_result(t, 1, 1, 0, INA_BLOCK_END, 0, &sum[4]);
+	assert_int_equal(engine_phase(t->e), ENGINE_READY);
+	assert_floats(out, sum, 8);
+	assert_int_equal(engine_stats(t->e)->pkts_recv, bad + 2 + 1);	/* + JOIN_ACK */
+	done(t);
+}
+
+static void
+test_engine_retransmit_backoff(void **state)
+{
+	struct t *t = *state;
+	uint8_t first[2][INA_HDR_SIZE + 16];
+	uint32_t len[2];
+	uint64_t sent, gap = RTO;
+	float sum[16];
+	int k;
+
+	/* Lane 0: blocks 0, 2 (mine); lane 1: blocks 1, 3 (zero here). */
+	join_ready(t);
+	fill(in, 0, 4, 1.0f, 1.0f);
+	fill(in, 8, 4, 9.0f, 1.0f);
+	fill(sum, 0, 16, 1.0f, 1.0f);
+	sent = t->now;
+	begin(t, in, out, 16, 4, ENGINE_SUM);
+	assert_int_equal(tx(t), 2);
+	for (uint16_t l = 0; l < 2; l++) {
+		const struct got *p = for_lane(2, l);
+
+		len[l] = p->len;
+		memcpy(first[l], p->bytes, p->len);
+		assert_int_equal(p->h.flags & INA_F_RETX, 0);
+	}
+	check_data(t, for_lane(2, 0), 0, 0, 0, 0, 2, 0, &in[0]);
+	check_data(t, for_lane(2, 1), 1, 1, 0, 0, INA_BLOCK_END, 0, NULL);
+	for (k = 0; k < 6; k++) {
+		assert_true(engine_next_deadline(t->e) == sent + gap);
+		t->now = sent + gap - 1;
+		assert_int_equal(tx(t), 0);
+		t->now = sent + gap;
+		assert_int_equal(tx(t), 2);
+		for (uint16_t l = 0; l < 2; l++) {
+			const struct got *p = for_lane(2, l);
+
+			/* Same bytes, but for the RETX flag. */
+			assert_int_equal(p->len, len[l]);
+			assert_int_equal(p->bytes[3], first[l][3] | INA_F_RETX);
+			assert_memory_equal(p->bytes, first[l], 3);
+			assert_memory_equal(p->bytes + 4, first[l] + 4, len[l] - 4);
+		}
+		sent = t->now;
+		/* 1, 2, 4, 8, 8, 8 ms */
+		gap = gap * 2 > RTO_MAX ? RTO_MAX : gap * 2;
+	}
+	assert_int_equal(gap, RTO_MAX);
+	assert_int_equal(engine_stats(t->e)->retransmits, 12);
+
+	/* A result: the answer is a first send, not marked, and its timer starts
+	 * again from the engine's timeout; lane 1 stays on its backoff. */
+	t->now += 100 * US;
+	rx_result(t, 0, 0, 0, 2, 0, &sum[0]);
+	check_data(t, tx_one(t), 0, 2, 1, 0, INA_BLOCK_END, 0, &in[8]);
+	assert_true(engine_next_deadline(t->e) == t->now + RTO);
+	t->now += 10 * US;
+	rx_result(t, 1, 1, 0, INA_BLOCK_END, 0, &sum[4]);
+	rx_result(t, 0, 2, INA_F_VER, INA_BLOCK_END, 0, &sum[8]);
+	assert_int_equal(engine_phase(t->e), ENGINE_READY);
+	assert_int_equal(engine_stats(t->e)->retransmits, 12);
+	/* Next round: fresh timers, nothing marked. */
+	begin(t, in, out, 16, 4, ENGINE_SUM);
+	assert_int_equal(tx(t), 2);
+	assert_int_equal(g[0].h.flags & INA_F_RETX, 0);
+	assert_int_equal(g[1].h.flags & INA_F_RETX, 0);
+	assert_true(engine_next_deadline(t->e) == t->now + RTO);
+	done(t);
+}
+
+static void
+test_engine_wait_delays_resend(void **state)
+{
+	struct t *t = *state;
+	uint64_t t0, waited;
+	int lane0_sends = 0;
+
+	t->cfg.world = 3;
+	join_ready(t);
+	fill(in, 0, 8, 1.0f, 1.0f);
+	t0 = t->now;
+	begin(t, in, out, 8, 4, ENGINE_SUM);
+	assert_int_equal(tx(t), 2);
+
+	/* A WAIT for another round or block changes no timer. */
+	t->now += 50 * US;
+	rx_wait(t, 0, 0, 1, 0, 1u << 2);
+	rx_wait(t, 1, 3, 0, 0, 1u << 2);
+	assert_true(engine_next_deadline(t->e) == t0 + RTO);
+
+	/* The switch has lane 0's packet and waits on rank 2. */
+	t->now += 50 * US;
+	waited = t->now;
+	rx_wait(t, 0, 0, 0, 0, 1u << 2);
+	assert_int_equal(engine_stats(t->e)->waits, 3);
+	/* Lane 1's timer is untouched; lane 0 resends only after rto_max. */
+	assert_true(engine_next_deadline(t->e) == t0 + RTO);
+	while (t->now < waited + RTO_MAX) {
+		uint16_t n;
+
+		to_deadline(t);
+		n = tx(t);
+		for (uint16_t i = 0; i < n; i++) {
+			if (g[i].h.lane == 0) {
+				lane0_sends++;
+				assert_true(t->now == waited + RTO_MAX);
+				check_data(t, &g[i], 0, 0, 0, 1, INA_BLOCK_END, 0, &in[0]);
+			}
+		}
+	}
+	assert_int_equal(lane0_sends, 1);
+
+	/* No progress for the timeout, the last WAIT names rank 2: a peer. */
+	while (engine_error(t->e) == 0) {
+		to_deadline(t);
+		assert_true(t->now <= t0 + TIMEOUT);
+		tx(t);
+		if (t->now < t0 + TIMEOUT)
+			assert_int_equal(engine_error(t->e), 0);
+	}
+	assert_true(t->now == t0 + TIMEOUT);
+	assert_int_equal(engine_error(t->e), INA_EPEER);
+	assert_non_null(strstr(engine_error_msg(t->e), "rank(s) 2"));
+	assert_non_null(strstr(engine_error_msg(t->e), "lane 0 block 0"));
+	assert_non_null(strstr(engine_error_msg(t->e), "round 0"));
+	assert_int_equal(tx(t), 0);
+	assert_true(engine_next_deadline(t->e) == UINT64_MAX);
+	done(t);
+}
+
+static void
+test_engine_timeout_no_switch(void **state)
+{
+	struct t *t = *state;
+	uint64_t t0;
+
+	join_ready(t);
+	fill(in, 0, 8, 1.0f, 1.0f);
+	t0 = t->now;
+	begin(t, in, out, 8, 4, ENGINE_SUM);
+	while (engine_error(t->e) == 0) {
+		to_deadline(t);
+		assert_true(t->now <= t0 + TIMEOUT);
+		tx(t);
+	}
+	assert_true(t->now == t0 + TIMEOUT);
+	assert_int_equal(engine_error(t->e), INA_ENOSWITCH);
+	assert_non_null(strstr(engine_error_msg(t->e), "did not answer"));
+	assert_non_null(strstr(engine_error_msg(t->e), "round 0"));
+	done(t);
+}
+
+static void
+test_engine_error_left(void **state)
+{
+	struct t *t = *state;
+	const char *msg = "job 7: rank 1 left the job";
+
+	join_ready(t);
+	fill(in, 0, 8, 1.0f, 1.0f);
+	begin(t, in, out, 8, 4, ENGINE_SUM);
+	assert_int_equal(tx(t), 2);
+	rx_error(t, INA_WERR_LEFT, msg, TOKEN);
+	assert_int_equal(engine_error(t->e), INA_ELEFT);
+	assert_int_equal(engine_phase(t->e), ENGINE_CLOSED);
+	assert_non_null(strstr(engine_error_msg(t->e), msg));
+	/* The job is gone on the switch: no resend, no LEAVE. */
+	t->now += TIMEOUT;
+	assert_int_equal(tx(t), 0);
+	engine_leave(t->e, t->now);
+	assert_int_equal(tx(t), 0);
+	assert_int_equal(engine_phase(t->e), ENGINE_CLOSED);
+	assert_int_equal(engine_allreduce(t->e, 0, in, out, 8, 4, ENGINE_SUM, t->now),
+			 INA_ELEFT);
+	done(t);
+}
+
+static void
+test_engine_saturated(void **state)
+{
+	struct t *t = *state;
+	const int32_t q[4] = { INT32_MAX, 1, 2, 3 };
+
+	t->cfg.encoding = INA_ENC_I32;
+	t->cfg.lanes = 1;
+	join_ready(t);
+	fill(in, 0, 4, 1.0f, 1.0f);
+	begin(t, in, out, 4, 4, ENGINE_SUM);
+	check_data(t, tx_one(t), 0, INA_BLOCK_OPEN, 0, 0, 0, 3, NULL);
+	rx_result(t, 0, INA_BLOCK_OPEN, 0, 0, 3, NULL);
+	assert_int_equal(tx_one(t)->h.n_elems, 4);
+	rx_result(t, 0, 0, INA_F_VER | INA_F_SATURATED, INA_BLOCK_END, 0, q);
+	assert_int_equal(engine_error(t->e), INA_ESATURATED);
+	assert_int_equal(engine_stats(t->e)->saturated, 1);
+	assert_non_null(strstr(engine_error_msg(t->e), "saturated"));
+	assert_int_equal(tx(t), 0);
+	/* The goodbye after an error is a LEAVE. */
+	engine_finish(t->e, t->now);
+	assert_int_equal(engine_phase(t->e), ENGINE_LEAVING);
+	check_ctl(t, tx_one(t), INA_T_LEAVE, engine_round(t->e));
+	done(t);
+}
+
+static void
+test_engine_nonfinite_i32(void **state)
+{
+	struct t *t = *state;
+
+	t->cfg.encoding = INA_ENC_I32;
+	join_ready(t);
+	/* A NaN in the lane's first non-zero block: refused at once. */
+	fill(in, 0, 16, 1.0f, 1.0f);
+	in[2] = NAN;
+	t->round = 0;
+	assert_int_equal(engine_allreduce(t->e, TENSOR, in, out, 16, 4, ENGINE_SUM, t->now),
+			 INA_ENONFINITE);
+	assert_int_equal(engine_error(t->e), INA_ENONFINITE);
+	assert_non_null(strstr(engine_error_msg(t->e), "NaN"));
+	assert_non_null(strstr(engine_error_msg(t->e), "block 0"));
+	assert_int_equal(tx(t), 0);
+	assert_int_equal(engine_stats(t->e)->pkts_sent, 1);	/* the JOIN */
+	engine_destroy(t->e);
+	t->e = NULL;
+
+	/* An infinity in a later block (2, lane 0): found when block 0 is
+	 * announced, before it is sent (its packet names block 2's exponent). */
+	in[2] = 3.0f;
+	in[9] = -INFINITY;
+	join_ready(t);
+	begin(t, in, out, 16, 4, ENGINE_SUM);
+	assert_int_equal(tx(t), 2);
+	check_data(t, for_lane(2, 0), 0, INA_BLOCK_OPEN, 0, 0, 0, 3, NULL);
+	rx_result(t, 0, INA_BLOCK_OPEN, 0, 0, 3, NULL);
+	assert_int_equal(engine_error(t->e), INA_ENONFINITE);
+	assert_non_null(strstr(engine_error_msg(t->e), "block 2"));
+	assert_int_equal(tx(t), 0);
+	done(t);
+}
+
+/* ---- Goodbyes ---- */
+
+/* A one-block round, so that FIN has a finished job to close. */
+static void
+one_round(struct t *t)
+{
+	fill(in, 0, 4, 1.0f, 1.0f);
+	begin(t, in, out, 4, 4, ENGINE_SUM);
+	assert_int_equal(tx(t), 1);
+	rx_result(t, 0, 0, g[0].h.flags & INA_F_VER, INA_BLOCK_END, 0, in);
+	assert_int_equal(engine_phase(t->e), ENGINE_READY);
+}
+
+static void
+test_engine_fin(void **state)
+{
+	struct t *t = *state;
+	struct ina_hdr h;
+
+	join_ready(t);
+	one_round(t);
+	one_round(t);
+	engine_finish(t->e, t->now);
+	assert_int_equal(engine_phase(t->e), ENGINE_FINISHING);
+	assert_true(engine_next_deadline(t->e) == 0);
+	check_ctl(t, tx_one(t), INA_T_FIN, 2);
+	assert_int_equal(tx(t), 0);
+	/* A FIN_ACK of another epoch is not trusted. */
+	h = sw_hdr(t, INA_T_FIN_ACK);
+	h.epoch = EPOCH + 1;
+	rx_raw(t, &h, NULL, 0);
+	assert_int_equal(engine_stats(t->e)->bad, 1);
+	assert_int_equal(engine_phase(t->e), ENGINE_FINISHING);
+	h.epoch = EPOCH;
+	h.round = 2;
+	rx_raw(t, &h, NULL, 0);
+	assert_int_equal(engine_phase(t->e), ENGINE_CLOSED);
+	assert_int_equal(engine_error(t->e), 0);
+	t->now += TIMEOUT;
+	assert_int_equal(tx(t), 0);
+	assert_true(engine_next_deadline(t->e) == UINT64_MAX);
+	done(t);
+}
+
+static void
+test_engine_fin_unanswered(void **state)
+{
+	struct t *t = *state;
+	uint64_t t0;
+	int fins = 0;
+
+	join_ready(t);
+	one_round(t);
+	t0 = t->now;
+	engine_finish(t->e, t->now);
+	while (engine_phase(t->e) != ENGINE_CLOSED) {
+		uint16_t n;
+
+		to_deadline(t);
+		n = tx(t);
+		for (uint16_t i = 0; i < n; i++) {
+			check_ctl(t, &g[i], INA_T_FIN, 1);
+			fins++;
+		}
+		assert_true(fins <= 10);
+	}
+	assert_int_equal(fins, 4);
+	/* Sent at 0, 1, 3, 7 ms; closed at 15 ms. */
+	assert_true(t->now == t0 + 15 * MS);
+	assert_int_equal(engine_error(t->e), 0);
+	assert_int_equal(tx(t), 0);
+	done(t);
+}
+
+static void
+test_engine_leave_after_error(void **state)
+{
+	struct t *t = *state;
+	uint64_t t0;
+	int leaves = 0;
+
+	join_ready(t);
+	fill(in, 0, 8, 1.0f, 1.0f);
+	begin(t, in, out, 8, 4, ENGINE_SUM);
+	while (engine_error(t->e) == 0) {
+		to_deadline(t);
+		tx(t);
+	}
+	assert_int_equal(engine_error(t->e), INA_ENOSWITCH);
+	t0 = t->now;
+	engine_leave(t->e, t->now);
+	assert_int_equal(engine_phase(t->e), ENGINE_LEAVING);
+	assert_true(engine_next_deadline(t->e) == 0);
+	while (engine_phase(t->e) != ENGINE_CLOSED) {
+		uint16_t n;
+
+		to_deadline(t);
+		n = tx(t);
+		for (uint16_t i = 0; i < n; i++) {
+			check_ctl(t, &g[i], INA_T_LEAVE, 0);
+			leaves++;
+		}
+		assert_true(leaves <= 10);
+	}
+	assert_int_equal(leaves, 4);
+	assert_true(t->now == t0 + 15 * MS);
+	/* The error stays. */
+	assert_int_equal(engine_error(t->e), INA_ENOSWITCH);
+	done(t);
+}
+
+static void
+test_engine_leave_while_running(void **state)
+{
+	struct t *t = *state;
+
+	join_ready(t);
+	fill(in, 0, 8, 1.0f, 1.0f);
+	begin(t, in, out, 8, 4, ENGINE_SUM);
+	assert_int_equal(tx(t), 2);
+	/* FIN in the middle of an operation is a LEAVE. */
+	engine_finish(t->e, t->now);
+	assert_int_equal(engine_phase(t->e), ENGINE_LEAVING);
+	check_ctl(t, tx_one(t), INA_T_LEAVE, 0);
+	/* Results that arrive now are not for a running operation. */
+	rx_result(t, 0, 0, 0, INA_BLOCK_END, 0, in);
+	assert_int_equal(engine_stats(t->e)->stale, 1);
+	done(t);
+}
+
+/* ---- In place, deadlines, buffers ---- */
+
+static void
+test_engine_in_place(void **state)
+{
+	struct t *t = *state;
+	float buf[16], orig[16], sum[16];
+
+	/* Lane 0: blocks 0, 2; lane 1: 1, 3. Mine: all four; the other
+	 * rank's: 0 and 3. */
+	join_ready(t);
+	fill(buf, 0, 16, 1.0f, 1.0f);
+	memcpy(orig, buf, sizeof(orig));
+	memset(other, 0, sizeof(other));
+	fill(other, 0, 4, 100.0f, 0.0f);
+	fill(other, 12, 4, -100.0f, 0.0f);
+	add(sum, orig, other, 16);
+	begin(t, buf, buf, 16, 4, ENGINE_SUM);
+	assert_int_equal(tx(t), 2);
+	check_data(t, for_lane(2, 0), 0, 0, 0, 0, 2, 0, &orig[0]);
+	check_data(t, for_lane(2, 1), 1, 1, 0, 0, 3, 0, &orig[4]);
+
+	rx_result(t, 0, 0, 0, 2, 0, &sum[0]);
+	assert_floats(buf, sum, 4);
+	check_data(t, tx_one(t), 0, 2, 1, 0, INA_BLOCK_END, 0, &orig[8]);
+	/* Retransmissions are rebuilt from the buffer: blocks 1 and 2 are
+	 * still mine. */
+	t->now += RTO;
+	assert_int_equal(tx(t), 2);
+	check_data(t, for_lane(2, 0), 0, 2, 1, 1, INA_BLOCK_END, 0, &orig[8]);
+	check_data(t, for_lane(2, 1), 1, 1, 0, 1, 3, 0, &orig[4]);
+	rx_result(t, 1, 1, 0, 3, 0, &sum[4]);
+	check_data(t, tx_one(t), 1, 3, 1, 0, INA_BLOCK_END, 0, &orig[12]);
+	rx_result(t, 0, 2, INA_F_VER, INA_BLOCK_END, 0, &sum[8]);
+	rx_result(t, 1, 3, INA_F_VER, INA_BLOCK_END, 0, &sum[12]);
+	assert_int_equal(engine_phase(t->e), ENGINE_READY);
+	assert_floats(buf, sum, 16);
+
+	/* In place with an average and a skipped block. */
+	memcpy(orig, buf, sizeof(orig));
+	memset(&buf[8], 0, 4 * sizeof(float));		/* block 2: zero */
+	begin(t, buf, buf, 16, 4, ENGINE_AVG);
+	assert_int_equal(tx(t), 2);
+	check_data(t, for_lane(2, 0), 0, 0, 0, 0, INA_BLOCK_END, 0, &orig[0]);
+	check_data(t, for_lane(2, 1), 1, 1, 0, 0, 3, 0, &orig[4]);
+	fill(sum, 0, 16, 2.0f, 2.0f);
+	rx_result(t, 0, 0, 0, INA_BLOCK_END, 0, &sum[0]);
+	rx_result(t, 1, 1, 0, 3, 0, &sum[4]);
+	check_data(t, tx_one(t), 1, 3, 1, 0, INA_BLOCK_END, 0, &orig[12]);
+	rx_result(t, 1, 3, INA_F_VER, INA_BLOCK_END, 0, &sum[12]);
+	assert_int_equal(engine_phase(t->e), ENGINE_READY);
+	memset(&sum[8], 0, 4 * sizeof(float));
+	for (int i = 0; i < 16; i++)
+		want[i] = sum[i] * 0.5f;
+	assert_floats(buf, want, 16);
+	done(t);
+}
+
+static void
+test_engine_next_deadline(void **state)
+{
+	struct t *t = *state;
+	uint64_t t1, t2;
+
+	t->cfg.timeout_ns = 6 * MS;	/* shorter than rto_max */
+	start(t);
+	assert_true(engine_next_deadline(t->e) == UINT64_MAX);
+	assert_int_equal(engine_join(t->e, t->now), 0);
+	assert_true(engine_next_deadline(t->e) == 0);
+	assert_int_equal(tx(t), 1);
+	assert_true(engine_next_deadline(t->e) == t->now + RTO);
+	t->now += 10 * US;
+	rx_join_ack(t, EPOCH, 2, 2, 4);
+	assert_true(engine_next_deadline(t->e) == UINT64_MAX);
+
+	fill(in, 0, 16, 1.0f, 1.0f);
+	t1 = t->now;
+	begin(t, in, out, 16, 4, ENGINE_SUM);
+	assert_true(engine_next_deadline(t->e) == 0);
+	assert_int_equal(tx(t), 2);
+	assert_true(engine_next_deadline(t->e) == t1 + RTO);
+	/* A result makes an answer due at once. */
+	t->now = t2 = t1 + RTO / 2;
+	rx_result(t, 0, 0, 0, 2, 0, in);
+	assert_true(engine_next_deadline(t->e) == 0);
+	assert_int_equal(tx(t), 1);
+	assert_true(engine_next_deadline(t->e) == t1 + RTO);	/* lane 1's */
+	/* Lane 1 waited: lane 0's timer is the earliest. It runs on the
+	 * measured round trip RTO/2: SRTT + 4 RTTVAR = RTO/2 + 4 RTO/4. */
+	t->now += 100 * US;
+	rx_wait(t, 1, 1, 0, 0, 2);
+	assert_true(engine_next_deadline(t->e) == t2 + RTO / 2 + RTO);
+	/* Both waited: the operation's timeout is earlier than rto_max. */
+	rx_wait(t, 0, 2, 0, 1, 2);
+	assert_true(engine_next_deadline(t->e) == t2 + 6 * MS);
+	t->now = t2 + 6 * MS - 1;
+	assert_int_equal(tx(t), 0);
+	assert_int_equal(engine_error(t->e), 0);
+	t->now++;
+	assert_int_equal(tx(t), 0);
+	assert_int_equal(engine_error(t->e), INA_EPEER);
+	assert_non_null(strstr(engine_error_msg(t->e), "rank(s) 1"));
+	assert_true(engine_next_deadline(t->e) == UINT64_MAX);
+	/* The goodbye's timer. */
+	engine_leave(t->e, t->now);
+	assert_true(engine_next_deadline(t->e) == 0);
+	assert_int_equal(tx(t), 1);
+	assert_true(engine_next_deadline(t->e) == t->now + RTO);
+	done(t);
+}
+
+static void
+test_engine_pool_empty_defers_send(void **state)
+{
+	struct t *t = *state;
+	struct ina_pkt *held[NB_PKTS];
+	unsigned nb = 0;
+	uint16_t n;
+
+	join_ready(t);
+	fill(in, 0, 8, 1.0f, 1.0f);
+	begin(t, in, out, 8, 4, ENGINE_SUM);
+	while (nb < NB_PKTS && (held[nb] = ina_pkt_alloc(t->pool)) != NULL)
+		nb++;
+	assert_int_equal(tx(t), 0);
+	assert_true(engine_next_deadline(t->e) == 0);	/* still due */
+	ina_pkt_free_bulk(held, nb);
+	n = tx(t);
+	assert_int_equal(n, 2);
+	check_data(t, for_lane(n, 0), 0, 0, 0, 0, INA_BLOCK_END, 0, &in[0]);
+	check_data(t, for_lane(n, 1), 1, 1, 0, 0, INA_BLOCK_END, 0, &in[4]);
+	done(t);
+}
+
+/*
+ * A WAIT naming a lane the job does not have (lane >= L) is invalid
+ * (docs/PROTOCOL.md 2.1: lane is 0..L-1 in DATA, RESULT and WAIT; section 4:
+ * every field is validated, a packet that fails is dropped and counted). It
+ * must not be used as an index into the engine's lanes. The block named here
+ * is in no lane, so that the engine, if it reads past its lanes, is unlikely
+ * to also write there (with block 0 it writes sent_ns and rto_ns past the
+ * array and corrupts the heap).
+ */
+static void
+test_engine_wait_lane_out_of_range(void **state)
+{
+	struct t *t = *state;
+
+	join_ready(t);
+	fill(in, 0, 8, 1.0f, 1.0f);
+	begin(t, in, out, 8, 4, ENGINE_SUM);
+	assert_int_equal(tx(t), 2);
+	rx_wait(t, 2, 1001, 0, 0, 2);
+	assert_int_equal(engine_stats(t->e)->waits, 0);
+	assert_int_equal(engine_stats(t->e)->bad, 1);
+	assert_true(engine_next_deadline(t->e) == t->now + RTO);
+	done(t);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_engine_join_backoff_and_timeout, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_engine_join_ack, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_engine_join_refused, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_engine_first_packets_f32, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_engine_inactive_lanes_send_nothing, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_engine_first_packets_i32, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_engine_round_f32, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_engine_round_i32, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_engine_average_once, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_engine_stale_result_ignored, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_engine_bad_packets_counted, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_engine_retransmit_backoff, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_engine_wait_delays_resend, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_engine_timeout_no_switch, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_engine_error_left, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_engine_saturated, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_engine_nonfinite_i32, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_engine_fin, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_engine_fin_unanswered, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_engine_leave_after_error, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_engine_leave_while_running, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_engine_in_place, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_engine_next_deadline, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_engine_pool_empty_defers_send, setup,
+						teardown),
+		/* Last: under ASan, the out-of-bounds read it exposes aborts. */
+		cmocka_unit_test_setup_teardown(test_engine_wait_lane_out_of_range, setup,
+						teardown),
+	};
+
+	ina_log_set_level(INA_LOG_ERR);
+	return cmocka_run_group_tests_name("engine", tests, NULL, NULL);
+}
