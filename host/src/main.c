@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <xxhash.h>
 
 #include "ina.h"
 #include "ina/cli.h"
@@ -264,6 +265,7 @@ main(int argc, char **argv)
 		rounds[r].retransmits = st.retransmits - prev_retx;
 		rounds[r].verified = vr.ok;
 		rounds[r].max_err_ratio = vr.max_err_ratio;
+		rounds[r].sum_hash = XXH3_64bits(buf, (size_t)n * sizeof(float));
 		total += rounds[r].seconds;
 		if (!vr.ok) {
 			all_ok = 0;

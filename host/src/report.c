@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* The ina-host JSON report (report.h), built with jansson. */
 #include <errno.h>
+#include <inttypes.h>
 #include <jansson.h>
+#include <stdio.h>
 
 #include "report.h"
 
@@ -17,15 +19,18 @@ report_write(const char *path, const struct report *r)
 
 	for (uint32_t i = 0; i < r->rounds; i++) {
 		const struct report_round *rr = &r->per_round[i];
+		char hash[17];
+
+		snprintf(hash, sizeof(hash), "%016" PRIx64, rr->sum_hash);
 
 		json_array_append_new(rounds,
-				      json_pack("{s:I, s:f, s:I, s:I, s:I, s:b, s:f}", "round",
+				      json_pack("{s:I, s:f, s:I, s:I, s:I, s:b, s:f, s:s}", "round",
 						(json_int_t)rr->round, "seconds", rr->seconds,
 						"bytes_sent", (json_int_t)rr->bytes_sent,
 						"bytes_received", (json_int_t)rr->bytes_received,
 						"retransmits", (json_int_t)rr->retransmits,
 						"verified", rr->verified, "max_err_ratio",
-						rr->max_err_ratio));
+						rr->max_err_ratio, "sum_hash", hash));
 	}
 	root = json_pack("{s:I, s:I, s:I, s:s, s:s, s:s, s:I, s:I, s:I, s:I, s:b, s:I, s:I, s:I, "
 			 "s:I, s:I, s:I, s:I, s:f, s:f, s:f, s:f, s:f, s:I}",

@@ -18,6 +18,7 @@ struct report_round {
 	uint64_t retransmits;
 	int verified;
 	double max_err_ratio;
+	uint64_t sum_hash;	/* XXH3-64 of the result: equal on every worker */
 };
 
 struct report {

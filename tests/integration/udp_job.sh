@@ -42,6 +42,11 @@ for ((r = 0; r < world; r++)); do
     v=$(jq -r '.verified' "$tmp/r$r.json")
     [ "$v" = "true" ] || { echo "rank $r report says verified=$v"; fail=1; }
 done
+# Every worker must hold the same bits every round (the switch sums each block once).
+if [ $fail -eq 0 ]; then
+    hashes=$(jq -s -r '[.[].per_round | map(.sum_hash)] | unique | length' "$tmp"/r*.json)
+    [ "$hashes" = "1" ] || { echo "workers received different bits: $hashes distinct result sequences"; fail=1; }
+fi
 jq -c '{rank, rounds, verified, retransmits, injected_drops, seconds}' "$tmp"/r*.json || true
 if [ $fail -ne 0 ]; then
     echo "--- switch log"; cat "$tmp/switch.log"; exit 1
