@@ -263,7 +263,7 @@ engine_allreduce(struct engine *e, uint32_t tensor_id, const float *in, float *o
 		return e->err;
 	if (e->phase != ENGINE_READY)
 		return -EBUSY;
-	if (n == 0 || n > UINT32_MAX || block_size == 0 || block_size > e->cfg.max_block ||
+	if (n == 0 || n >= INA_BLOCK_OPEN || block_size == 0 || block_size > e->cfg.max_block ||
 	    !in || !out)
 		return -EINVAL;
 	e->tensor_id = tensor_id;

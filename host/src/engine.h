@@ -73,7 +73,8 @@ int engine_join(struct engine *e, uint64_t now_ns);
 /*
  * Starts an allreduce of 'n' floats from 'in' into 'out' ('out' may equal
  * 'in') as round engine_round(), in blocks of 'block_size'. The buffers must
- * stay valid until the operation ends. 0, or -EINVAL / -EBUSY.
+ * stay valid until the operation ends; n is below INA_BLOCK_OPEN. 0, or
+ * -EINVAL / -EBUSY.
  */
 int engine_allreduce(struct engine *e, uint32_t tensor_id, const float *in, float *out, size_t n,
 		     uint16_t block_size, enum engine_op op, uint64_t now_ns);
