@@ -28,6 +28,7 @@
 #include "ina/log.h"
 #include "ina/pkt.h"
 #include "ina/wire.h"
+#include "wire_check.h"
 
 #define NB_PKTS 64		/* packets in the test pool */
 #define BUF_SIZE 2048		/* bytes per packet buffer */
@@ -58,16 +59,8 @@ struct t {
 	uint16_t bs;
 };
 
-/* One packet the engine sent, copied and decoded. */
-struct got {
-	struct ina_hdr h;
-	uint32_t len;
-	uint8_t bytes[BUF_SIZE];
-	const uint8_t *payload;
-	size_t payload_size;
-};
-
-static struct got g[MAX_TX];
+/* The packets of the last engine_tx(), copied and decoded. */
+static struct wc_got g[MAX_TX];
 static float in[MAXE], out[MAXE], other[MAXE], want[MAXE];
 
 static int
@@ -158,26 +151,17 @@ tx(struct t *t)
 
 	for (uint16_t i = 0; i < n; i++) {
 		struct ina_pkt *pkt = pkts[i];
-		enum ina_wire_reason r;
 
-		assert_non_null(pkt);
-		assert_true(pkt->len <= BUF_SIZE);
-		r = ina_wire_validate(pkt->data, pkt->len, &p, &g[i].h);
-		if (r != INA_WIRE_OK)
-			fail_msg("sent packet %u fails validation: %s", i, ina_wire_reason_name(r));
+		wc_decode(&g[i], pkt, &p);
 		assert_true(ina_peer_equal(&pkt->peer, &t->cfg.sw));
 		assert_null(pkt->dsts);
-		memcpy(g[i].bytes, pkt->data, pkt->len);
-		g[i].len = pkt->len;
-		g[i].payload = g[i].bytes + INA_HDR_SIZE;
-		g[i].payload_size = pkt->len - INA_HDR_SIZE;
 		ina_pkt_free(pkt);
 	}
 	return n;
 }
 
 /* The one packet engine_tx() sends now. */
-static const struct got *
+static const struct wc_got *
 tx_one(struct t *t)
 {
 	assert_int_equal(tx(t), 1);
@@ -185,10 +169,10 @@ tx_one(struct t *t)
 }
 
 /* The packet of g[0..n) for 'lane'. */
-static const struct got *
+static const struct wc_got *
 for_lane(uint16_t n, uint16_t lane)
 {
-	const struct got *r = NULL;
+	const struct wc_got *r = NULL;
 
 	for (uint16_t i = 0; i < n; i++) {
 		if (g[i].h.lane == lane) {
@@ -198,42 +182,6 @@ for_lane(uint16_t n, uint16_t lane)
 	}
 	assert_non_null(r);
 	return r;
-}
-
-static uint32_t
-word_at(const uint8_t *p, size_t i)
-{
-	uint32_t be;
-
-	memcpy(&be, p + 4 * i, 4);
-	return be32toh(be);
-}
-
-/* Host floats or int32s (both 4-byte words) to big-endian wire words. */
-static void
-put_words(uint8_t *dst, const void *vals, size_t n)
-{
-	for (size_t i = 0; i < n; i++) {
-		uint32_t w;
-
-		memcpy(&w, (const uint8_t *)vals + 4 * i, 4);
-		w = htobe32(w);
-		memcpy(dst + 4 * i, &w, 4);
-	}
-}
-
-/* The payload holds exactly the bits of 'vals' (floats or int32s). */
-static void
-assert_words(const struct got *p, const void *vals, size_t n)
-{
-	assert_int_equal(p->payload_size, n * 4);
-	for (size_t i = 0; i < n; i++) {
-		uint32_t w, have = word_at(p->payload, i);
-
-		memcpy(&w, (const uint8_t *)vals + 4 * i, 4);
-		if (w != have)
-			fail_msg("element %zu: got 0x%08x want 0x%08x", i, have, w);
-	}
 }
 
 /* 'got' holds exactly the bits of 'exp' (n floats). */
@@ -248,23 +196,15 @@ assert_floats(const float *got, const float *exp, size_t n)
 
 /* Fields every packet of this worker carries. */
 static void
-check_from_worker(const struct t *t, const struct got *p, uint8_t type, uint32_t epoch)
+check_from_worker(const struct t *t, const struct wc_got *p, uint8_t type, uint32_t epoch)
 {
-	assert_int_equal(p->h.version, INA_WIRE_VERSION);
-	assert_int_equal(p->h.type, type);
-	assert_int_equal(p->h.encoding, t->cfg.encoding);
-	assert_int_equal(p->h.job_id, JOB);
-	assert_int_equal(p->h.epoch, epoch);
-	assert_int_equal(p->h.rank, t->cfg.rank);
-	assert_true(p->h.token == TOKEN);
-	assert_int_equal(p->h.status, 0);
-	assert_int_equal(p->h.reserved, 0);
+	wc_assert_hdr(p, type, t->cfg.encoding, JOB, epoch, t->cfg.rank, TOKEN);
 }
 
 /* A DATA packet for 'block' of 'lane': with 'vals' (floats or int32s, the
  * block's elements) or, if NULL, empty. */
 static void
-check_data(const struct t *t, const struct got *p, uint16_t lane, uint32_t block, uint8_t ver,
+check_data(const struct t *t, const struct wc_got *p, uint16_t lane, uint32_t block, uint8_t ver,
 	   int retx, uint32_t next, int16_t exp, const void *vals)
 {
 	check_from_worker(t, p, INA_T_DATA, EPOCH);
@@ -277,20 +217,12 @@ check_data(const struct t *t, const struct got *p, uint16_t lane, uint32_t block
 	assert_int_equal(p->h.block, block);
 	assert_int_equal(p->h.next, next);
 	assert_int_equal(p->h.exp, exp);
-	if (vals) {
-		uint16_t n = ina_wire_block_elems(t->n, t->bs, block);
-
-		assert_int_equal(p->h.n_elems, n);
-		assert_words(p, vals, n);
-	} else {
-		assert_int_equal(p->h.n_elems, 0);
-		assert_int_equal(p->len, INA_HDR_SIZE);
-	}
+	wc_assert_block(p, t->n, t->bs, block, vals);
 }
 
 /* A control packet (FIN, LEAVE) with no payload. */
 static void
-check_ctl(const struct t *t, const struct got *p, uint8_t type, uint32_t round)
+check_ctl(const struct t *t, const struct wc_got *p, uint8_t type, uint32_t round)
 {
 	check_from_worker(t, p, type, EPOCH);
 	assert_int_equal(p->len, INA_HDR_SIZE);
@@ -306,32 +238,16 @@ check_ctl(const struct t *t, const struct got *p, uint8_t type, uint32_t round)
 static struct ina_hdr
 sw_hdr(const struct t *t, uint8_t type)
 {
-	struct ina_hdr h;
-
-	memset(&h, 0, sizeof(h));
-	h.version = INA_WIRE_VERSION;
-	h.type = type;
-	h.encoding = t->cfg.encoding;
-	h.job_id = JOB;
-	h.epoch = type == INA_T_ERROR ? 0 : EPOCH;
-	h.rank = INA_RANK_SWITCH;
-	h.token = TOKEN;
-	return h;
+	return wc_hdr(type, t->cfg.encoding, JOB, type == INA_T_ERROR ? 0 : EPOCH, INA_RANK_SWITCH,
+		      TOKEN);
 }
 
 /* Delivers one packet with header 'h' and 'size' bytes of payload. */
 static void
 rx_raw(struct t *t, const struct ina_hdr *h, const void *payload, size_t size)
 {
-	struct ina_pkt *pkt = ina_pkt_alloc(t->pool);
+	struct ina_pkt *pkt = wc_mk_pkt(t->pool, &t->cfg.sw, h, payload, size);
 
-	assert_non_null(pkt);
-	assert_true(INA_HDR_SIZE + size <= pkt->cap);
-	ina_wire_encode_hdr(h, pkt->data);
-	if (size)
-		memcpy(pkt->data + INA_HDR_SIZE, payload, size);
-	pkt->len = (uint32_t)(INA_HDR_SIZE + size);
-	pkt->peer = t->cfg.sw;
 	engine_rx(t->e, &pkt, 1, t->now);
 }
 
@@ -376,7 +292,7 @@ rx_result_h(struct t *t, struct ina_hdr *h, const void *vals)
 			     ? ina_wire_block_elems(h->tensor_len, h->block_size, h->block)
 			     : 0;
 	if (h->n_elems)
-		put_words(payload, vals, h->n_elems);
+		wc_put_words(payload, vals, h->n_elems);
 	rx_raw(t, h, payload, (size_t)h->n_elems * 4);
 }
 
@@ -476,7 +392,7 @@ test_engine_join_backoff_and_timeout(void **state)
 	uint8_t first[INA_HDR_SIZE + 8];
 	uint16_t world, lanes, max_block;
 	uint64_t start_ns = t->now, last = t->now, gap = RTO;
-	const struct got *p;
+	const struct wc_got *p;
 	int sends = 1;
 
 	t->cfg.rank = 1;
@@ -505,7 +421,7 @@ test_engine_join_backoff_and_timeout(void **state)
 	assert_int_equal(world, 3);
 	assert_int_equal(lanes, 5);
 	assert_int_equal(max_block, 6);
-	assert_int_equal(word_at(p->payload, 1) & 0xffff, 0);	/* reserved */
+	assert_int_equal(wc_word_at(p->payload, 1) & 0xffff, 0);	/* reserved */
 	memcpy(first, p->bytes, sizeof(first));
 	assert_int_equal(tx(t), 0);
 
@@ -551,7 +467,7 @@ static void
 test_engine_join_ack(void **state)
 {
 	struct t *t = *state;
-	const struct got *p;
+	const struct wc_got *p;
 
 	start(t);
 	assert_int_equal(engine_allreduce(t->e, 0, in, out, 8, 4, ENGINE_SUM, t->now), -EBUSY);
@@ -738,7 +654,7 @@ static void
 test_engine_round_f32(void **state)
 {
 	struct t *t = *state;
-	const struct got *p;
+	const struct wc_got *p;
 	float sum[MAXE];
 
 	/* 2 lanes, B = 4, 26 elements: blocks 0..6, block 6 of 2 elements.
@@ -829,7 +745,7 @@ static void
 test_engine_round_i32(void **state)
 {
 	struct t *t = *state;
-	const struct got *p;
+	const struct wc_got *p;
 	/* docs/PROTOCOL.md section 9: rank 0 of 2, scale s = 27 for e = 2. */
 	const int32_t b0[4] = { 201326592, -268435456, 33554432, 402653184 };
 	const int32_t b2_mine[2] = { 67108864, 134217728 };
@@ -1099,7 +1015,7 @@ test_engine_retransmit_backoff(void **state)
 	begin(t, in, out, 16, 4, ENGINE_SUM);
 	assert_int_equal(tx(t), 2);
 	for (uint16_t l = 0; l < 2; l++) {
-		const struct got *p = for_lane(2, l);
+		const struct wc_got *p = for_lane(2, l);
 
 		len[l] = p->len;
 		memcpy(first[l], p->bytes, p->len);
@@ -1114,7 +1030,7 @@ test_engine_retransmit_backoff(void **state)
 		t->now = sent + gap;
 		assert_int_equal(tx(t), 2);
 		for (uint16_t l = 0; l < 2; l++) {
-			const struct got *p = for_lane(2, l);
+			const struct wc_got *p = for_lane(2, l);
 
 			/* Same bytes, but for the RETX flag. */
 			assert_int_equal(p->len, len[l]);

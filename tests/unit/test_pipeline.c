@@ -26,6 +26,7 @@
 #include "ina/pkt.h"
 #include "ina/wire.h"
 #include "pipeline.h"
+#include "wire_check.h"
 
 #define NB_PKTS 64		/* packets in the test pool */
 #define BUF_SIZE 2048		/* bytes per packet buffer */
@@ -75,19 +76,6 @@ struct blk {
 	uint16_t lane;
 	uint32_t block;
 	uint8_t ver;
-};
-
-/* One output packet, copied and decoded. */
-struct got {
-	struct ina_hdr h;
-	uint32_t len;
-	uint8_t bytes[BUF_SIZE];	/* header then payload, as sent */
-	const uint8_t *payload;
-	size_t payload_size;
-	struct ina_peer peer;
-	int fanout;			/* 'dsts' was set */
-	uint64_t dst_mask;
-	struct ina_peer dsts[INA_MAX_WORLD];
 };
 
 static uint64_t
@@ -198,95 +186,30 @@ static struct ina_pkt *
 mk_pkt(struct t *t, const struct ina_peer *src, const struct ina_hdr *h, const void *payload,
        size_t size)
 {
-	struct ina_pkt *pkt = ina_pkt_alloc(t->in_pool);
-
-	assert_non_null(pkt);
-	assert_true(INA_HDR_SIZE + size <= pkt->cap);
-	ina_wire_encode_hdr(h, pkt->data);
-	if (size)
-		memcpy(pkt->data + INA_HDR_SIZE, payload, size);
-	pkt->len = (uint32_t)(INA_HDR_SIZE + size);
-	pkt->peer = *src;
-	return pkt;
+	return wc_mk_pkt(t->in_pool, src, h, payload, size);
 }
 
 /* Copies, validates (with no job) and frees output 'i'. */
 static void
-take(struct t *t, uint16_t i, struct got *g)
+take(struct t *t, uint16_t i, struct wc_got *g)
 {
 	struct ina_pkt *pkt = t->out[i];
 
-	assert_non_null(pkt);
-	memset(g, 0, sizeof(*g));
-	assert_int_equal(ina_wire_validate(pkt->data, pkt->len, NULL, &g->h), INA_WIRE_OK);
-	assert_true(pkt->len <= sizeof(g->bytes));
-	memcpy(g->bytes, pkt->data, pkt->len);
-	g->len = pkt->len;
-	g->payload = g->bytes + INA_HDR_SIZE;
-	g->payload_size = pkt->len - INA_HDR_SIZE;
-	g->peer = pkt->peer;
-	g->dst_mask = pkt->dst_mask;
-	if (pkt->dsts) {
-		g->fanout = 1;
-		for (int r = 0; r < INA_MAX_WORLD; r++)
-			if (pkt->dst_mask >> r & 1)
-				g->dsts[r] = pkt->dsts[r];
-	}
+	wc_decode(g, pkt, NULL);
 	ina_pkt_free(pkt);
 	t->out[i] = NULL;
 }
 
 static void
-take_one(struct t *t, struct got *g)
+take_one(struct t *t, struct wc_got *g)
 {
 	assert_int_equal(t->nb_out, 1);
 	take(t, 0, g);
 	t->nb_out = 0;
 }
 
-static uint32_t
-word_at(const uint8_t *p, size_t i)
-{
-	uint32_t be;
-
-	memcpy(&be, p + 4 * i, 4);
-	return be32toh(be);
-}
-
-/* Host floats or int32s (both 4-byte words) to big-endian wire words. */
 static void
-put_words(uint8_t *dst, const void *vals, size_t n)
-{
-	for (size_t i = 0; i < n; i++) {
-		uint32_t w;
-
-		memcpy(&w, (const uint8_t *)vals + 4 * i, 4);
-		w = htobe32(w);
-		memcpy(dst + 4 * i, &w, 4);
-	}
-}
-
-/* The payload holds exactly the bits of 'vals' (floats or int32s). */
-static void
-assert_words(const struct got *g, const void *vals, size_t n)
-{
-	assert_int_equal(g->payload_size, n * 4);
-	for (size_t i = 0; i < n; i++) {
-		uint32_t want, have = word_at(g->payload, i);
-		float fw, fh;
-
-		memcpy(&want, (const uint8_t *)vals + 4 * i, 4);
-		if (want != have) {
-			memcpy(&fw, &want, 4);
-			memcpy(&fh, &have, 4);
-			fail_msg("element %zu: got 0x%08x (%.9g / %d) want 0x%08x (%.9g / %d)", i,
-				 have, (double)fh, (int32_t)have, want, (double)fw, (int32_t)want);
-		}
-	}
-}
-
-static void
-assert_msg_has(const struct got *g, const char *s)
+assert_msg_has(const struct wc_got *g, const char *s)
 {
 	char msg[INA_ERROR_MSG_MAX + 1];
 	size_t n = g->payload_size < INA_ERROR_MSG_MAX ? g->payload_size : INA_ERROR_MSG_MAX;
@@ -300,17 +223,7 @@ assert_msg_has(const struct got *g, const char *s)
 static struct ina_hdr
 base_hdr(const struct tjob *j, uint8_t type, uint16_t rank)
 {
-	struct ina_hdr h;
-
-	memset(&h, 0, sizeof(h));
-	h.version = INA_WIRE_VERSION;
-	h.type = type;
-	h.encoding = j->enc;
-	h.job_id = j->id;
-	h.epoch = type == INA_T_JOIN ? 0 : j->epoch;
-	h.rank = rank;
-	h.token = j->token;
-	return h;
+	return wc_hdr(type, j->enc, j->id, type == INA_T_JOIN ? 0 : j->epoch, rank, j->token);
 }
 
 static struct ina_hdr
@@ -342,7 +255,7 @@ mk_data_x(struct t *t, const struct tjob *j, uint16_t rank, const struct blk *b,
 
 	assert_true(h.n_elems <= SLOT_ELEMS);
 	if (vals)
-		put_words(payload, vals, h.n_elems);
+		wc_put_words(payload, vals, h.n_elems);
 	return mk_pkt(t, peer_of(j, rank), &h, payload, (size_t)h.n_elems * 4);
 }
 
@@ -397,21 +310,13 @@ send_ctl(struct t *t, const struct tjob *j, uint8_t type, uint16_t rank)
 
 /* Fields every packet the switch sends to job 'j' carries. */
 static void
-check_from_switch(const struct got *g, const struct tjob *j, uint8_t type)
+check_from_switch(const struct wc_got *g, const struct tjob *j, uint8_t type)
 {
-	assert_int_equal(g->h.type, type);
-	assert_int_equal(g->h.version, INA_WIRE_VERSION);
-	assert_int_equal(g->h.rank, INA_RANK_SWITCH);
-	assert_int_equal(g->h.job_id, j->id);
-	assert_int_equal(g->h.epoch, j->epoch);
-	assert_true(g->h.token == j->token);
-	assert_int_equal(g->h.encoding, j->enc);
-	assert_int_equal(g->h.status, 0);
-	assert_int_equal(g->h.reserved, 0);
+	wc_assert_hdr(g, type, j->enc, j->id, j->epoch, INA_RANK_SWITCH, j->token);
 }
 
 static void
-check_unicast(const struct got *g, const struct ina_peer *to)
+check_unicast(const struct wc_got *g, const struct ina_peer *to)
 {
 	assert_false(g->fanout);
 	assert_int_equal(g->dst_mask, 0);
@@ -420,7 +325,7 @@ check_unicast(const struct got *g, const struct ina_peer *to)
 
 /* A fan-out to every rank of 'j', at the address it joined from. */
 static void
-check_fanout(const struct got *g, const struct tjob *j)
+check_fanout(const struct wc_got *g, const struct tjob *j)
 {
 	assert_true(g->fanout);
 	assert_int_equal(g->dst_mask, world_mask(j->world));
@@ -431,7 +336,7 @@ check_fanout(const struct got *g, const struct tjob *j)
 /* A RESULT for block 'b' with next pointer 'next' and the sum 'vals' (floats
  * or int32s), or header-only when 'vals' is NULL. */
 static void
-check_result(const struct got *g, const struct tjob *j, const struct blk *b, uint32_t next,
+check_result(const struct wc_got *g, const struct tjob *j, const struct blk *b, uint32_t next,
 	     const void *vals)
 {
 	check_from_switch(g, j, INA_T_RESULT);
@@ -443,20 +348,12 @@ check_result(const struct got *g, const struct tjob *j, const struct blk *b, uin
 	assert_int_equal(g->h.block, b->block);
 	assert_int_equal(g->h.flags & INA_F_VER, b->ver);
 	assert_int_equal(g->h.next, next);
-	if (vals) {
-		uint16_t n = ina_wire_block_elems(b->tensor_len, b->block_size, b->block);
-
-		assert_int_equal(g->h.n_elems, n);
-		assert_words(g, vals, n);
-	} else {
-		assert_int_equal(g->h.n_elems, 0);
-		assert_int_equal(g->len, INA_HDR_SIZE);
-	}
+	wc_assert_block(g, b->tensor_len, b->block_size, b->block, vals);
 }
 
 /* An ERROR to one sender, for job 'id' with token 'token'. */
 static void
-check_error(const struct got *g, uint32_t id, uint64_t token, uint16_t status)
+check_error(const struct wc_got *g, uint32_t id, uint64_t token, uint16_t status)
 {
 	assert_int_equal(g->h.type, INA_T_ERROR);
 	assert_int_equal(g->h.rank, INA_RANK_SWITCH);
@@ -471,7 +368,7 @@ static void
 join(struct t *t, struct tjob *j, uint16_t rank)
 {
 	uint16_t world, lanes, max_block;
-	struct got g;
+	struct wc_got g;
 
 	assert_int_equal(send_join(t, j, rank), 1);
 	take_one(t, &g);
@@ -499,7 +396,7 @@ join_all(struct t *t, struct tjob *j)
 static void
 fin(struct t *t, const struct tjob *j, uint16_t rank)
 {
-	struct got g;
+	struct wc_got g;
 
 	assert_int_equal(send_ctl(t, j, INA_T_FIN, rank), 1);
 	take_one(t, &g);
@@ -616,7 +513,7 @@ lane_step(struct t *t, struct lane_run *lr, struct round_in *ri)
 	const float *vals = block_has(ri, r, lr->block) ? &ri->data[r][lr->block * ri->block_size]
 							: NULL;
 	uint32_t next = INA_BLOCK_END;
-	struct got g;
+	struct wc_got g;
 
 	if (vals) {
 		fadd(lr->want, vals, n, !lr->want_data);
@@ -637,7 +534,7 @@ lane_step(struct t *t, struct lane_run *lr, struct round_in *ri)
 	check_result(&g, j, &b, next, lr->want_data ? lr->want : NULL);
 	check_fanout(&g, j);
 	for (uint16_t i = 0; i < g.h.n_elems; i++) {
-		uint32_t w = word_at(g.payload, i);
+		uint32_t w = wc_word_at(g.payload, i);
 
 		memcpy(&ri->got[lr->block * ri->block_size + i], &w, 4);
 	}
@@ -715,7 +612,7 @@ test_pipeline_join_ack(void **state)
 	struct blk b = { .tensor_id = 1, .round = 1, .tensor_len = 8, .block_size = 4 };
 	float v[4] = { 1, 2, 3, 4 };
 	float sum[4] = { 3, 6, 9, 12 };
-	struct got g;
+	struct wc_got g;
 
 	start(t);
 	assert_int_equal(pipeline_free_slots(t->p), 16);
@@ -757,7 +654,7 @@ test_pipeline_pool_full(void **state)
 	struct tjob a = { .id = 101, .token = 0xa1, .world = 2, .lanes = 3, .max_block = 4,
 			  .enc = INA_ENC_F32, .peer_base = 0 };
 	struct tjob b = a, c = a, d = a;
-	struct got g;
+	struct wc_got g;
 
 	b.id = 102, b.token = 0xb2, b.peer_base = 2;
 	c.id = 103, c.token = 0xc3, c.peer_base = 4;
@@ -816,7 +713,7 @@ test_pipeline_join_refusals(void **state)
 	struct blk blk = { .tensor_id = 1, .round = 1, .tensor_len = 8, .block_size = 4 };
 	float v[4] = { 0.5f, 1, 2, 4 };
 	float sum[4] = { 1, 2, 4, 8 };
-	struct got g;
+	struct wc_got g;
 
 	b.id = 202, b.token = 0xbbbb, b.peer_base = 2;
 	c.id = 203, c.token = 0xcccc, c.peer_base = 4;
@@ -898,7 +795,7 @@ test_pipeline_aggregate_f32(void **state)
 	const float y1[4] = { 9, 8, 7, 6 }, z0[4] = { -1, -2, -3, -4 };
 	const float t0[2] = { 1.25f, 2 }, t2[2] = { 3, -4.5f };
 	float want[4];
-	struct got g;
+	struct wc_got g;
 
 	start(t);
 	join_all(t, &j);
@@ -1022,7 +919,7 @@ test_pipeline_aggregate_i32(void **state)
 	const int32_t s2[4] = { 0, 11, INT32_MAX, INT32_MIN };
 	const int32_t d0[4] = { INT32_MAX, INT32_MIN, 5, 0 }, d1[4] = { 1, -1, 6, 0 };
 	const int32_t sd[4] = { INT32_MAX, INT32_MIN, 11, 0 };
-	struct got g;
+	struct wc_got g;
 
 	start(t);
 	join_all(t, &j);
@@ -1121,7 +1018,7 @@ test_pipeline_duplicates_wait(void **state)
 	const float w1_other[4] = { 99, 99, 99, 99 }, w2[4] = { 3.3f, -0.2f, 5, -1e20f };
 	const struct pipeline_stats *st;
 	float want[4];
-	struct got g;
+	struct wc_got g;
 	uint64_t missing_be;
 
 	start(t);
@@ -1196,7 +1093,7 @@ test_pipeline_lost_result(void **state)
 	const float w2[4] = { 0.7f, 0.8f, 0.9f, 1.0f }, v0[4] = { 3, 1, 4, 1 };
 	const float v1[4] = { 5, 9, 2, 6 };
 	const struct pipeline_stats *st;
-	struct got r0, r1, g;
+	struct wc_got r0, r1, g;
 	struct ina_pkt *pkt;
 
 	start(t);
@@ -1272,7 +1169,7 @@ test_pipeline_reordering(void **state)
 	const float b1[3][4] = { { 0 }, { 1, 2, 3, 4 }, { 0.5f, 0.25f, -3, 100 } };
 	const uint32_t next0[3] = { INA_BLOCK_END, 1, 1 };
 	const float sum0[4] = { 2.25f, 0.75f, 2.625f, 8.125f }, sum1[4] = { 1.5f, 2.25f, 0, 104 };
-	struct got g, first0, first1;
+	struct wc_got g, first0, first1;
 
 	start(t);
 	join_all(t, &j);
@@ -1330,7 +1227,7 @@ test_pipeline_exact_match(void **state)
 	const struct pipeline_stats *st;
 	struct ina_hdr h;
 	uint8_t payload[16];
-	struct got g;
+	struct wc_got g;
 
 	start(t);
 	st = pipeline_stats(t->p);
@@ -1439,7 +1336,7 @@ test_pipeline_exact_match(void **state)
 	b = b0;
 	h = data_hdr(&j, INA_RANK_SWITCH, &b, INA_BLOCK_END, 0, 1);
 	h.type = INA_T_RESULT;
-	put_words(payload, w0, 4);
+	wc_put_words(payload, w0, 4);
 	assert_int_equal(rx(t, mk_pkt(t, peer_of(&j, 0), &h, payload, 16)), 0);
 	h = base_hdr(&j, INA_T_WAIT, INA_RANK_SWITCH);
 	memset(payload, 0, sizeof(payload));
@@ -1493,16 +1390,16 @@ test_pipeline_malformed(void **state)
 	const float sum[4] = { 7, 7, 7, 7 };
 	uint8_t pl[64];
 	struct ina_hdr good, h;
-	struct got g;
+	struct wc_got g;
 
 	start(t);
 	join_all(t, &j);
 	assert_int_equal(push(t, &j, 0, &b, INA_BLOCK_END, w0), 0);
 	good = data_hdr(&j, 1, &b, INA_BLOCK_END, 0, 1);
 	memset(pl, 0, sizeof(pl));
-	put_words(pl, w1, 4);
+	wc_put_words(pl, w1, 4);
 	for (int i = 4; i < 16; i++)
-		put_words(pl + 4 * i, &w2[0], 1);
+		wc_put_words(pl + 4 * i, &w2[0], 1);
 
 	h = good;
 	expect_wire_drop(t, &j, 1, &h, pl, 16, INA_HDR_SIZE - 16, INA_WIRE_TRUNCATED);
@@ -1662,7 +1559,7 @@ test_pipeline_two_jobs(void **state)
 	const float b2[4] = { 0.25f, 0.25f, 0.25f, 0.25f };
 	const float sa[4] = { 1.5f, 2.5f, 3.5f, 4.5f }, sb[4] = { 9.25f, 18.25f, 27.25f, 36.25f };
 	struct blk k1 = k;
-	struct got g;
+	struct wc_got g;
 
 	start(t);
 	join(t, &a, 0);
@@ -1732,7 +1629,7 @@ test_pipeline_fin(void **state)
 	struct blk b = { .tensor_id = 1, .round = 1, .tensor_len = 4, .block_size = 4 };
 	const float v[4] = { 1, 2, 3, 4 }, s[4] = { 3, 6, 9, 12 };
 	const struct pipeline_stats *st;
-	struct got r, g;
+	struct wc_got r, g;
 	uint64_t t0;
 
 	start(t);
@@ -1837,7 +1734,7 @@ test_pipeline_leave(void **state)
 			     .enc = INA_ENC_F32, .peer_base = 10 };
 	struct blk b = { .tensor_id = 1, .round = 1, .tensor_len = 16, .block_size = 4 };
 	const float v[4] = { 1, 2, 3, 4 };
-	struct got g;
+	struct wc_got g;
 
 	start(t);
 	join_all(t, &j);
@@ -1880,7 +1777,7 @@ test_pipeline_no_buffer(void **state)
 	struct ina_pkt_pool *small = ina_pkt_pool_create(8, INA_HDR_SIZE + 8);
 	struct ina_pkt_pool *outp = ina_pkt_pool_create(2, BUF_SIZE);
 	struct ina_pkt *held[2];
-	struct got g;
+	struct wc_got g;
 
 	assert_non_null(small);
 	assert_non_null(outp);
@@ -1945,7 +1842,7 @@ test_pipeline_wait_rate_limit_at_time_zero(void **state)
 			  .enc = INA_ENC_F32 };
 	struct blk b = { .tensor_id = 1, .round = 1, .tensor_len = 4, .block_size = 4 };
 	const float v[4] = { 1, 2, 3, 4 };
-	struct got g;
+	struct wc_got g;
 
 	t->now = 0;
 	start(t);
