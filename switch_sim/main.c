@@ -47,7 +47,7 @@ usage(FILE *f)
 		"  --slots N             slots in the pool; a job takes one per lane (default 1024)\n"
 		"  --slot-elems N        elements one slot sums, the largest block (default 2048)\n"
 		"  --max-jobs N          jobs served at once (default 64)\n"
-		"  --linger-ms MS        keep a job's last results after its first FIN (default 1000)\n"
+		"  --linger-ms MS        after a FIN, free the job once silent this long (default 1000)\n"
 		"  --idle-timeout-s S    free a job silent this long, 0 never (default 300)\n"
 		"  --log-level LEVEL     err, warn, info or debug (default info)\n"
 		"  -h, --help            this text\n",

@@ -662,8 +662,7 @@ handle_fin(struct pipeline *p, struct ina_pkt *in, struct job *j, const struct i
 
 	p->st.fins++;
 	j->finished |= 1ull << h->rank;
-	if (!j->linger_until)
-		j->linger_until = now + p->cfg.linger_ns;
+	j->linger_until = now + p->cfg.linger_ns;
 	o = answer_buf(p, in, INA_HDR_SIZE);
 	if (o)
 		put_hdr(o, j, INA_T_FIN_ACK, &a);
@@ -725,6 +724,13 @@ process_one(struct pipeline *p, struct ina_pkt *in, uint64_t now)
 		return NULL;
 	}
 	j->last_active_ns = now;
+	/*
+	 * A lingering job stays while any rank still talks to it: a worker
+	 * that lost a last result keeps asking the shadow, and only silence
+	 * for a whole linger frees the job before every FIN arrived.
+	 */
+	if (j->linger_until)
+		j->linger_until = now + p->cfg.linger_ns;
 	switch (h.type) {
 	case INA_T_DATA:
 		return handle_data(p, in, j, &h, now);
@@ -828,12 +834,19 @@ pipeline_dump(const struct pipeline *p, FILE *f)
 			const struct slot *s = &p->slots[j->slot_base + l];
 			const struct half *hf = &s->h[s->cur];
 
+			const struct half *sh = &s->h[s->cur ^ 1];
+
 			if (hf->state != HALF_AGG || !hf->bitmap)
 				continue;
 			fprintf(f, "  lane %u: tensor %" PRIu32 " round %" PRIu32 " block %" PRIu32
-				   " waits on ranks ",
-				l, hf->key.tensor_id, hf->key.round, hf->key.block);
-			fprintf(f, "%s\n", ina_ranks_str(ranks, sizeof(ranks), j->full & ~hf->bitmap));
+				   " (version %u) waits on ranks ",
+				l, hf->key.tensor_id, hf->key.round, hf->key.block, s->cur);
+			fprintf(f, "%s", ina_ranks_str(ranks, sizeof(ranks), j->full & ~hf->bitmap));
+			if (sh->state == HALF_RESULT)
+				fprintf(f, "; last result: round %" PRIu32 " block %" PRIu32
+					   " next %" PRIu32,
+					sh->key.round, sh->key.block, sh->next);
+			fputc('\n', f);
 		}
 	}
 }

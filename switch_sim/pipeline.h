@@ -26,7 +26,8 @@ struct pipeline_config {
 	uint32_t nb_slots;		/* slots in the pool (--slots) */
 	uint16_t slot_elems;		/* elements one slot sums: the largest B */
 	uint16_t max_jobs;		/* jobs admitted at once */
-	uint64_t linger_ns;		/* keep shadows this long after the first FIN */
+	uint64_t linger_ns;		/* after a FIN, free the job when it has been
+					 * silent this long (or every rank sent FIN) */
 	uint64_t wait_interval_ns;	/* at most one WAIT per slot this often */
 	uint64_t job_idle_ns;		/* free a job silent this long; 0: never */
 	/* Output packets come from here when an input buffer cannot be reused. */

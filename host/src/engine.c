@@ -70,6 +70,7 @@ struct engine {
 	uint64_t last_progress_ns;
 	uint64_t last_heard_ns;
 	uint64_t wait_missing;	/* ranks the last WAIT named */
+	uint64_t wait_heard_ns;	/* when */
 	uint32_t wait_lane, wait_block;
 	struct lane *lanes;
 };
@@ -512,9 +513,13 @@ on_wait(struct engine *e, const struct ina_hdr *h, const uint8_t *payload, uint6
 	e->wait_missing = be64toh(missing_be);
 	e->wait_lane = h->lane;
 	e->wait_block = h->block;
-	/* The switch has my packet: resending only probes that it is alive. */
+	/*
+	 * The switch has my packet: restart the lane's timer. Resending still
+	 * matters: the result may be lost on its way, and only a resend asks
+	 * the shadow copy for it again. The lane's backoff goes on doubling.
+	 */
 	ln->sent_ns = now;
-	ln->rto_ns = e->cfg.rto_max_ns;
+	e->wait_heard_ns = now;
 }
 
 static void
@@ -609,7 +614,8 @@ check_progress(struct engine *e, uint64_t now)
 
 	if (now - e->last_progress_ns < e->cfg.timeout_ns)
 		return;
-	if (e->wait_missing && now - e->last_heard_ns < e->cfg.timeout_ns) {
+	/* Blame peers only while the switch still says it waits on them. */
+	if (e->wait_missing && now - e->wait_heard_ns < e->cfg.timeout_ns / 2) {
 		fail(e, INA_EPEER,
 		     "job %" PRIu32 " rank %u: no progress for %" PRIu64 " ms; the switch waits on "
 		     "rank(s) %s for lane %" PRIu32 " block %" PRIu32 " of round %" PRIu32,

@@ -18,7 +18,7 @@ cleanup() {
 trap cleanup EXIT INT TERM
 export INA_JOB_TOKEN="test-$port"
 "$build/switch_sim/ina-switch" --listen "127.0.0.1:$port" --port-opts "drop=$drop,seed=7" \
-    --log-level warn >"$tmp/switch.log" 2>&1 &
+    --log-level warn ${SWITCH_ARGS:-} >"$tmp/switch.log" 2>&1 &
 sw=$!
 pids+=("$sw")
 sleep 0.2

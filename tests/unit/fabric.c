@@ -180,6 +180,12 @@ deliver(struct fabric *f)
 	for (unsigned i = 0; i < n; i++) {
 		struct ina_pkt *pkt = batch[i].pkt;
 
+		if (f->faults.delay_rate > 0 && rng_unit(f) < f->faults.delay_rate &&
+		    nb_flights < FLIGHT_MAX - 1) {
+			flights[nb_flights++] = batch[i];
+			continue;
+		}
+
 		if (batch[i].dst == FABRIC_SWITCH) {
 			struct ina_pkt *out;
 
@@ -232,7 +238,12 @@ fabric_run(struct fabric *f, int phase, uint64_t limit_ns)
 	uint64_t end = f->now + limit_ns;
 
 	while (any_in(f, phase) && f->now < end) {
-		unsigned moved = collect(f);
+		unsigned moved;
+
+		for (uint16_t r = 0; f->fin_when_done && r < f->world; r++)
+			if (engine_phase(f->hosts[r]) == ENGINE_READY)
+				engine_finish(f->hosts[r], f->now);
+		moved = collect(f);
 
 		moved += deliver(f);
 		pipeline_tick(f->sw, f->now);

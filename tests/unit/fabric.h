@@ -22,6 +22,8 @@ struct fabric_faults {
 	double drop_rate;	/* drop each packet with this probability */
 	double dup_rate;	/* deliver a copy of each packet with this probability */
 	int shuffle;		/* deliver in-flight packets in random order */
+	double delay_rate;	/* hold each packet back one more step with this
+				 * probability (so some arrive much later) */
 	uint64_t seed;
 };
 
@@ -34,6 +36,7 @@ struct fabric {
 	uint64_t seq;		/* packets put on the wire so far */
 	uint64_t dropped;
 	struct fabric_faults faults;
+	int fin_when_done;	/* a host sends FIN as soon as its allreduce ends */
 	uint64_t rng;
 };
 

@@ -1090,9 +1090,11 @@ test_engine_wait_delays_resend(void **state)
 	waited = t->now;
 	rx_wait(t, 0, 0, 0, 0, 1u << 2);
 	assert_int_equal(engine_stats(t->e)->waits, 3);
-	/* Lane 1's timer is untouched; lane 0 resends only after rto_max. */
+	/* Lane 1's timer is untouched; lane 0's restarts at the WAIT, so it
+	 * resends one timeout after the WAIT (to ask the shadow, should the
+	 * result be lost), not one after its send. */
 	assert_true(engine_next_deadline(t->e) == t0 + RTO);
-	while (t->now < waited + RTO_MAX) {
+	while (t->now < waited + RTO) {
 		uint16_t n;
 
 		to_deadline(t);
@@ -1100,20 +1102,23 @@ test_engine_wait_delays_resend(void **state)
 		for (uint16_t i = 0; i < n; i++) {
 			if (g[i].h.lane == 0) {
 				lane0_sends++;
-				assert_true(t->now == waited + RTO_MAX);
+				assert_true(t->now == waited + RTO);
 				check_data(t, &g[i], 0, 0, 0, 1, INA_BLOCK_END, 0, &in[0]);
 			}
 		}
 	}
 	assert_int_equal(lane0_sends, 1);
 
-	/* No progress for the timeout, the last WAIT names rank 2: a peer. */
+	/* No progress for the timeout while the switch answers every resend
+	 * with a WAIT naming rank 2: a peer is to blame. */
 	while (engine_error(t->e) == 0) {
 		to_deadline(t);
 		assert_true(t->now <= t0 + TIMEOUT);
 		tx(t);
-		if (t->now < t0 + TIMEOUT)
+		if (t->now < t0 + TIMEOUT) {
 			assert_int_equal(engine_error(t->e), 0);
+			rx_wait(t, 0, 0, 0, 0, 1u << 2);
+		}
 	}
 	assert_true(t->now == t0 + TIMEOUT);
 	assert_int_equal(engine_error(t->e), INA_EPEER);
@@ -1451,15 +1456,25 @@ test_engine_next_deadline(void **state)
 	assert_true(engine_next_deadline(t->e) == 0);
 	assert_int_equal(tx(t), 1);
 	assert_true(engine_next_deadline(t->e) == t1 + RTO);	/* lane 1's */
-	/* Lane 1 waited: lane 0's timer is the earliest. It runs on the
+	/* Lane 1 waited: its timer restarts from the WAIT with its own
+	 * timeout (RTO), which is now the earliest; lane 0's runs on the
 	 * measured round trip RTO/2: SRTT + 4 RTTVAR = RTO/2 + 4 RTO/4. */
 	t->now += 100 * US;
 	rx_wait(t, 1, 1, 0, 0, 2);
-	assert_true(engine_next_deadline(t->e) == t2 + RTO / 2 + RTO);
-	/* Both waited: the operation's timeout is earlier than rto_max. */
+	assert_true(engine_next_deadline(t->e) == t2 + 100 * US + RTO);
 	rx_wait(t, 0, 2, 0, 1, 2);
-	assert_true(engine_next_deadline(t->e) == t2 + 6 * MS);
-	t->now = t2 + 6 * MS - 1;
+	assert_true(engine_next_deadline(t->e) == t2 + 100 * US + RTO);
+	/* Resends go on; a WAIT keeps naming rank 1; the operation's
+	 * timeout then ends it. */
+	while (t->now < t2 + 6 * MS - 1) {
+		to_deadline(t);
+		if (t->now > t2 + 6 * MS - 1)
+			t->now = t2 + 6 * MS - 1;
+		tx(t);
+		assert_int_equal(engine_error(t->e), 0);
+		if (t->now >= t2 + 4 * MS && t->now < t2 + 5 * MS)
+			rx_wait(t, 0, 2, 0, 1, 2);
+	}
 	assert_int_equal(tx(t), 0);
 	assert_int_equal(engine_error(t->e), 0);
 	t->now++;

@@ -257,6 +257,49 @@ test_fabric_same_bits_everywhere(void **state)
 	fabric_fini(&f);
 }
 
+/*
+ * Ranks that finish say FIN at once while a slow rank still misses its last
+ * results under heavy loss: the job must stay until that rank is served,
+ * however long its backoff makes it wait, and not vanish one linger after
+ * the first FIN.
+ */
+static void
+test_fabric_lagging_rank_keeps_job(void **state)
+{
+	(void)state;
+	for (uint64_t seed = 1; seed <= 40; seed++) {
+		struct pipeline_config pc;
+		struct engine_config ec;
+		struct fabric f;
+
+		pipeline_config_init(&pc);
+		pc.nb_slots = 64;
+		pc.slot_elems = 16;
+		/* Ten of the workers' longest backoff: a rank that still asks is
+		 * not silent that long even at 40% loss, while the tail of the
+		 * job after the first FIN can be longer. */
+		pc.linger_ns = 200000000ull;
+		engine_config_init(&ec);
+		ec.rto_max_ns = 20000000ull;
+		fabric_init(&f, 4, 2, 16, INA_ENC_F32, &pc, &ec);
+		f.rng = seed * 2654435761u | 1;
+		assert_int_equal(fabric_join(&f), 0);
+		f.faults.drop_rate = 0.4;
+		f.fin_when_done = 1;
+		make_data(4, 200, 16, 0.5, seed);
+		if (fabric_allreduce(&f, 1, in_p, out_p, 200, 16, ENGINE_SUM) < 0) {
+			for (uint16_t r = 0; r < 4; r++)
+				if (engine_error(f.hosts[r]))
+					fail_msg("seed %llu rank %u: %s", (unsigned long long)seed, r,
+						 engine_error_msg(f.hosts[r]));
+			fail_msg("seed %llu: no error, yet the run did not end", (unsigned long long)seed);
+		}
+		check_sum(4, 200, 0);
+		assert_int_equal(fabric_run(&f, ENGINE_FINISHING, 60ull * 1000000000ull), 0);
+		fabric_fini(&f);
+	}
+}
+
 static void
 test_fabric_switch_unreachable(void **state)
 {
@@ -349,6 +392,7 @@ main(void)
 		cmocka_unit_test(test_fabric_drop_each_packet_i32),
 		cmocka_unit_test(test_fabric_random_faults),
 		cmocka_unit_test(test_fabric_same_bits_everywhere),
+		cmocka_unit_test(test_fabric_lagging_rank_keeps_job),
 		cmocka_unit_test(test_fabric_switch_unreachable),
 		cmocka_unit_test(test_fabric_missing_peer_named),
 		cmocka_unit_test(test_fabric_refused_when_pool_full),

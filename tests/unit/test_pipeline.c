@@ -1653,8 +1653,9 @@ test_pipeline_fin(void **state)
 	assert_int_equal(push(t, &j, 1, &b, INA_BLOCK_END, v), 0);
 	assert_int_equal(st->drop[PDROP_UNKNOWN_JOB], 1);
 
-	/* Linger: some ranks FIN, the shadows still answer until linger_ns
-	 * after the first FIN, then the job is freed. */
+	/* Linger: some ranks FIN, the shadows still answer, and the job is
+	 * freed once it has been silent for linger_ns (every packet of the
+	 * job restarts the linger). */
 	l.id = 1302;
 	join_all(t, &l);
 	assert_int_not_equal(l.epoch, j.epoch);
@@ -1672,6 +1673,7 @@ test_pipeline_fin(void **state)
 	take_one(t, &g);
 	check_unicast(&g, peer_of(&l, 2));
 	assert_memory_equal(g.bytes, r.bytes, r.len);
+	t0 = t->now;
 	pipeline_tick(t->p, t0 + LINGER_NS - 1);
 	assert_int_equal(pipeline_nb_jobs(t->p), 1);
 	pipeline_tick(t->p, t0 + LINGER_NS);
