@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ina/cli.h"
 #include "ina/lane.h"
 #include "ina/log.h"
 #include "ina/pkt.h"
@@ -66,21 +67,6 @@ struct run_result {
 	double sum_dram_s;
 };
 
-static void die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
-
-static void
-die(const char *fmt, ...)
-{
-	va_list ap;
-
-	fputs("bench_pipeline: ", stderr);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-	exit(2);
-}
-
 static void
 usage(FILE *f)
 {
@@ -103,16 +89,6 @@ usage(FILE *f)
 		"  -h, --help            this text\n");
 }
 
-static uint64_t
-num(const char *opt, const char *arg, uint64_t min, uint64_t max)
-{
-	uint64_t v;
-
-	if (ina_parse_u64(arg, min, max, &v) < 0)
-		die("--%s: '%s' is not a number in %" PRIu64 "..%" PRIu64, opt, arg, min, max);
-	return v;
-}
-
 static void
 parse_args(int argc, char **argv, struct bench_config *c)
 {
@@ -131,6 +107,7 @@ parse_args(int argc, char **argv, struct bench_config *c)
 	};
 	int opt;
 
+	ina_cli_set_prog("bench_pipeline");
 	memset(c, 0, sizeof(*c));
 	c->elements = 4194304;
 	c->block_size = 1024;
@@ -144,25 +121,25 @@ parse_args(int argc, char **argv, struct bench_config *c)
 	while ((opt = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
 		switch (opt) {
 		case O_ELEMENTS:
-			c->elements = (uint32_t)num("elements", optarg, 1, 1u << 30);
+			c->elements = (uint32_t)ina_cli_u64("elements", optarg, 1, 1u << 30);
 			break;
 		case O_BLOCK:
-			c->block_size = (uint16_t)num("block", optarg, 1, 16384);
+			c->block_size = (uint16_t)ina_cli_u64("block", optarg, 1, 16384);
 			break;
 		case O_LANES:
-			c->lanes = (uint16_t)num("lanes", optarg, 1, 4096);
+			c->lanes = (uint16_t)ina_cli_u64("lanes", optarg, 1, 4096);
 			break;
 		case O_WORLD:
-			c->world = (uint16_t)num("world", optarg, 1, INA_MAX_WORLD);
+			c->world = (uint16_t)ina_cli_u64("world", optarg, 1, INA_MAX_WORLD);
 			break;
 		case O_BURST:
-			c->burst = (uint16_t)num("burst", optarg, 1, BENCH_MAX_BURST);
+			c->burst = (uint16_t)ina_cli_u64("burst", optarg, 1, BENCH_MAX_BURST);
 			break;
 		case O_RUNS:
-			c->runs = (unsigned)num("runs", optarg, 1, BENCH_MAX_RUNS);
+			c->runs = (unsigned)ina_cli_u64("runs", optarg, 1, BENCH_MAX_RUNS);
 			break;
 		case O_DRAM:
-			c->dram_size = num("dram-mib", optarg, 1, 65536) << 20;
+			c->dram_size = ina_cli_u64("dram-mib", optarg, 1, 65536) << 20;
 			break;
 		case O_ENC:
 			if (strcmp(optarg, "both") == 0) {
@@ -171,7 +148,7 @@ parse_args(int argc, char **argv, struct bench_config *c)
 				uint8_t e = ina_wire_encoding_parse(optarg);
 
 				if (!e)
-					die("--encoding: '%s' is not f32, i32 or both", optarg);
+					ina_die("--encoding: '%s' is not f32, i32 or both", optarg);
 				c->do_f32 = e == INA_ENC_F32;
 				c->do_i32 = e == INA_ENC_I32;
 			}
@@ -185,7 +162,7 @@ parse_args(int argc, char **argv, struct bench_config *c)
 		}
 	}
 	if (optind < argc)
-		die("unexpected argument '%s'", argv[optind]);
+		ina_die("unexpected argument '%s'", argv[optind]);
 }
 
 /*
@@ -237,7 +214,7 @@ xalloc(size_t size)
 	uint8_t *p = aligned_alloc(64, (size + 63) & ~(size_t)63);
 
 	if (!p)
-		die("out of memory for %zu bytes", size);
+		ina_die("out of memory for %zu bytes", size);
 	memset(p, 0, size);
 	return p;
 }
@@ -298,7 +275,7 @@ replay_build(struct replay *r, const struct bench_config *c, uint8_t encoding, u
 	r->lane = calloc(cap, sizeof(*r->lane));
 	r->last = calloc(cap, 1);
 	if (!r->len || !r->rank || !r->lane || !r->last)
-		die("out of memory for %" PRIu32 " packets", cap);
+		ina_die("out of memory for %" PRIu32 " packets", cap);
 
 	memset(&h, 0, sizeof(h));
 	h.version = INA_WIRE_VERSION;
@@ -365,7 +342,7 @@ join_all(struct pipeline *p, struct ina_pkt_pool *pool, const struct bench_confi
 	struct ina_hdr h;
 
 	if (pool->ops->get(pool, in, c->world) != c->world)
-		die("packet pool too small for %u joins", c->world);
+		ina_die("packet pool too small for %u joins", c->world);
 	for (uint16_t w = 0; w < c->world; w++) {
 		memset(&h, 0, sizeof(h));
 		h.version = INA_WIRE_VERSION;
@@ -388,7 +365,7 @@ join_all(struct pipeline *p, struct ina_pkt_pool *pool, const struct bench_confi
 	}
 	ina_pkt_free_bulk(out, nb_out);
 	if (nb_out != c->world || *epoch == 0)
-		die("the pipeline did not admit the job (%u answers to %u joins)", nb_out,
+		ina_die("the pipeline did not admit the job (%u answers to %u joins)", nb_out,
 		    c->world);
 }
 
@@ -412,7 +389,7 @@ replay_round(struct pipeline *p, struct ina_pkt_pool *pool, const struct replay 
 		uint16_t nb_out;
 
 		if (pool->ops->get(pool, in, n) != n)
-			die("packet pool ran dry (a result was not freed)");
+			ina_die("packet pool ran dry (a result was not freed)");
 		for (uint32_t k = 0; k < n; k++) {
 			const uint8_t *t = r->tmpl + (size_t)(i + k) * r->stride;
 			struct ina_pkt *pk = in[k];
@@ -501,7 +478,7 @@ bench_encoding(const struct bench_config *c, uint8_t encoding, uint8_t *big, siz
 
 	pool = ina_pkt_pool_create(BENCH_POOL_PKTS, INA_HDR_SIZE + 4u * c->block_size);
 	if (!pool)
-		die("cannot create a packet pool: %s", strerror(errno));
+		ina_die("cannot create a packet pool: %s", strerror(errno));
 	pipeline_config_init(&pc);
 	pc.nb_slots = c->lanes;
 	pc.slot_elems = c->block_size;
@@ -509,7 +486,7 @@ bench_encoding(const struct bench_config *c, uint8_t encoding, uint8_t *big, siz
 	pc.pool = pool;
 	p = pipeline_create(&pc);
 	if (!p)
-		die("cannot create the pipeline: %s", strerror(errno));
+		ina_die("cannot create the pipeline: %s", strerror(errno));
 	join_all(p, pool, c, encoding, token, &epoch);
 	replay_build(&r, c, encoding, epoch, token);
 	ver = calloc(c->lanes, 1);
@@ -527,7 +504,7 @@ bench_encoding(const struct bench_config *c, uint8_t encoding, uint8_t *big, siz
 		}
 	}
 	if (!ver)
-		die("out of memory");
+		ina_die("out of memory");
 	win_blocks = (size_t)r.nb_blocks * c->world;
 	windows = big_blocks / win_blocks;
 
