@@ -4,7 +4,8 @@
  * a burst, hands it to the pipeline with the current time, sends what the
  * pipeline answers, and ticks the pipeline's timers; when idle it sleeps in
  * the port. SIGUSR1 prints the counters and each job's state; SIGINT and
- * SIGTERM print them and exit.
+ * SIGTERM print them and exit. With --capture, every packet received and
+ * sent is also written to a pcap file, which ina-replay reads.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -15,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ina/capture.h"
 #include "ina/cli.h"
 #include "ina/log.h"
 #include "ina/port.h"
@@ -28,6 +30,7 @@ static volatile sig_atomic_t dump_stats;
 struct switch_config {
 	const char *listen;
 	const char *port_opts;
+	const char *capture;
 	struct pipeline_config pipe;
 };
 
@@ -49,6 +52,7 @@ usage(FILE *f)
 		"  --max-jobs N          jobs served at once (default 64)\n"
 		"  --linger-ms MS        after a FIN, free the job once silent this long (default 1000)\n"
 		"  --idle-timeout-s S    free a job silent this long, 0 never (default 300)\n"
+		"  --capture FILE        write every packet received and sent to a pcap file\n"
 		"  --log-level LEVEL     err, warn, info or debug (default info)\n"
 		"  -h, --help            this text\n",
 		INA_DEFAULT_UDP_PORT);
@@ -56,7 +60,7 @@ usage(FILE *f)
 
 enum {
 	OPT_LISTEN = 256, OPT_PORT_OPTS, OPT_SLOTS, OPT_SLOT_ELEMS, OPT_MAX_JOBS, OPT_LINGER,
-	OPT_IDLE, OPT_LOG_LEVEL,
+	OPT_IDLE, OPT_LOG_LEVEL, OPT_CAPTURE,
 };
 
 static void
@@ -71,6 +75,7 @@ parse_args(int argc, char **argv, struct switch_config *c)
 		{ "linger-ms", required_argument, NULL, OPT_LINGER },
 		{ "idle-timeout-s", required_argument, NULL, OPT_IDLE },
 		{ "log-level", required_argument, NULL, OPT_LOG_LEVEL },
+		{ "capture", required_argument, NULL, OPT_CAPTURE },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -84,6 +89,7 @@ parse_args(int argc, char **argv, struct switch_config *c)
 		switch (o) {
 		case OPT_LISTEN: c->listen = optarg; break;
 		case OPT_PORT_OPTS: c->port_opts = optarg; break;
+		case OPT_CAPTURE: c->capture = optarg; break;
 		case OPT_SLOTS: c->pipe.nb_slots = (uint32_t)ina_cli_u64("slots", optarg, 1, 1u << 20); break;
 		case OPT_SLOT_ELEMS: c->pipe.slot_elems = (uint16_t)ina_cli_u64("slot-elems", optarg, 1, 16384); break;
 		case OPT_MAX_JOBS: c->pipe.max_jobs = (uint16_t)ina_cli_u64("max-jobs", optarg, 1, 4096); break;
@@ -115,6 +121,36 @@ on_signal(int sig)
 		force_quit = 1;
 }
 
+/*
+ * Writes a burst the pipeline is about to get: from each packet's peer to us.
+ * 'now' is the wall-clock form of the time the pipeline gets, so ina-replay
+ * gives the pipeline the same time differences.
+ */
+static void
+capture_rx(struct ina_capture *cap, struct ina_pkt **pkts, uint16_t n,
+	   const struct ina_peer *self, uint64_t now)
+{
+	for (uint16_t i = 0; i < n; i++)
+		ina_capture_write(cap, pkts[i], &pkts[i]->peer, self, now);
+}
+
+/* Writes a burst about to be sent: one record per destination of a fan-out. */
+static void
+capture_tx(struct ina_capture *cap, struct ina_pkt **pkts, uint16_t n,
+	   const struct ina_peer *self, uint64_t now)
+{
+	for (uint16_t i = 0; i < n; i++) {
+		const struct ina_pkt *p = pkts[i];
+
+		if (!p->dsts) {
+			ina_capture_write(cap, p, self, &p->peer, now);
+			continue;
+		}
+		for (uint64_t m = p->dst_mask; m; m &= m - 1)
+			ina_capture_write(cap, p, self, &p->dsts[__builtin_ctzll(m)], now);
+	}
+}
+
 static void
 print_stats(const struct pipeline *p, const struct ina_port *port)
 {
@@ -142,10 +178,12 @@ main(int argc, char **argv)
 	struct ina_pkt *in[INA_MAX_BURST], *out[INA_MAX_BURST];
 	struct switch_config c;
 	struct sigaction sa;
+	struct ina_capture *cap = NULL;
+	struct ina_peer self;
 	struct ina_port *port;
 	struct pipeline *p;
 	char spec[512], err[256];
-	uint64_t last_tick = 0;
+	uint64_t last_tick = 0, realtime_offset = 0;
 	int ret;
 
 	parse_args(argc, argv, &c);
@@ -164,6 +202,17 @@ main(int argc, char **argv)
 		ina_die("cannot create the pipeline (%u slots of %u elements): %s", c.pipe.nb_slots,
 		    c.pipe.slot_elems, strerror(errno));
 
+	if (c.capture) {
+		memset(&self, 0, sizeof(self));
+		ret = port->ops->resolve(port, c.listen, &self);
+		if (ret < 0)
+			ina_die("--capture: cannot resolve %s: %s", c.listen, strerror(-ret));
+		cap = ina_capture_open(c.capture, err, sizeof(err));
+		if (!cap)
+			ina_die("--capture: %s", err);
+		realtime_offset = ina_capture_now_ns() - ina_now_ns();
+	}
+
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = on_signal;
 	sigaction(SIGINT, &sa, NULL);
@@ -179,8 +228,13 @@ main(int argc, char **argv)
 
 		now = ina_now_ns();
 		if (nb_rx) {
-			uint16_t nb_out = pipeline_rx_burst(p, in, nb_rx, now, out);
+			uint16_t nb_out;
 
+			if (cap)
+				capture_rx(cap, in, nb_rx, &self, now + realtime_offset);
+			nb_out = pipeline_rx_burst(p, in, nb_rx, now, out);
+			if (cap)
+				capture_tx(cap, out, nb_out, &self, now + realtime_offset);
 			ina_port_tx_burst(port, out, nb_out);
 		}
 		if (now - last_tick >= INA_NS_PER_MS) {
@@ -195,6 +249,15 @@ main(int argc, char **argv)
 			port->ops->wait(port, INA_NS_PER_MS);
 	}
 	print_stats(p, port);
+	if (cap) {
+		printf("  %-24s %" PRIu64 "\n", "capture_frames", ina_capture_nb_written(cap));
+		if (ina_capture_nb_skipped(cap))
+			printf("  %-24s %" PRIu64 "\n", "capture_skipped", ina_capture_nb_skipped(cap));
+		fflush(stdout);
+		ret = ina_capture_close(cap);
+		if (ret < 0)
+			INA_LOG(ERR, "capture %s: %s", c.capture, strerror(-ret));
+	}
 	pipeline_destroy(p);
 	ina_port_close(port);
 	return 0;
