@@ -121,36 +121,6 @@ on_signal(int sig)
 		force_quit = 1;
 }
 
-/*
- * Writes a burst the pipeline is about to get: from each packet's peer to us.
- * 'now' is the wall-clock form of the time the pipeline gets, so ina-replay
- * gives the pipeline the same time differences.
- */
-static void
-capture_rx(struct ina_capture *cap, struct ina_pkt **pkts, uint16_t n,
-	   const struct ina_peer *self, uint64_t now)
-{
-	for (uint16_t i = 0; i < n; i++)
-		ina_capture_write(cap, pkts[i], &pkts[i]->peer, self, now);
-}
-
-/* Writes a burst about to be sent: one record per destination of a fan-out. */
-static void
-capture_tx(struct ina_capture *cap, struct ina_pkt **pkts, uint16_t n,
-	   const struct ina_peer *self, uint64_t now)
-{
-	for (uint16_t i = 0; i < n; i++) {
-		const struct ina_pkt *p = pkts[i];
-
-		if (!p->dsts) {
-			ina_capture_write(cap, p, self, &p->peer, now);
-			continue;
-		}
-		for (uint64_t m = p->dst_mask; m; m &= m - 1)
-			ina_capture_write(cap, p, self, &p->dsts[__builtin_ctzll(m)], now);
-	}
-}
-
 static void
 print_stats(const struct pipeline *p, const struct ina_port *port)
 {
@@ -231,10 +201,10 @@ main(int argc, char **argv)
 			uint16_t nb_out;
 
 			if (cap)
-				capture_rx(cap, in, nb_rx, &self, now + realtime_offset);
+				ina_capture_rx_burst(cap, in, nb_rx, &self, now + realtime_offset);
 			nb_out = pipeline_rx_burst(p, in, nb_rx, now, out);
 			if (cap)
-				capture_tx(cap, out, nb_out, &self, now + realtime_offset);
+				ina_capture_tx_burst(cap, out, nb_out, &self, now + realtime_offset);
 			ina_port_tx_burst(port, out, nb_out);
 		}
 		if (now - last_tick >= INA_NS_PER_MS) {

@@ -206,6 +206,30 @@ ina_capture_write(struct ina_capture *cap, const struct ina_pkt *pkt,
 	cap->nb_written++;
 }
 
+void
+ina_capture_rx_burst(struct ina_capture *cap, struct ina_pkt *const *pkts, uint16_t n,
+		     const struct ina_peer *self, uint64_t realtime_ns)
+{
+	for (uint16_t i = 0; i < n; i++)
+		ina_capture_write(cap, pkts[i], &pkts[i]->peer, self, realtime_ns);
+}
+
+void
+ina_capture_tx_burst(struct ina_capture *cap, struct ina_pkt *const *pkts, uint16_t n,
+		     const struct ina_peer *self, uint64_t realtime_ns)
+{
+	for (uint16_t i = 0; i < n; i++) {
+		const struct ina_pkt *p = pkts[i];
+
+		if (!p->dsts) {
+			ina_capture_write(cap, p, self, &p->peer, realtime_ns);
+			continue;
+		}
+		for (uint64_t m = p->dst_mask; m; m &= m - 1)
+			ina_capture_write(cap, p, self, &p->dsts[__builtin_ctzll(m)], realtime_ns);
+	}
+}
+
 uint64_t
 ina_capture_nb_written(const struct ina_capture *cap)
 {

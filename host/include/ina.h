@@ -46,6 +46,7 @@ struct ina_config {
 	uint64_t token;			/* from ina_token_*(); never from argv */
 	uint32_t timeout_ms;		/* no progress this long fails, default 10000 */
 	uint32_t rto_us;		/* first retransmission timeout, default 5000 */
+	const char *capture;		/* pcap file of every packet sent and received, or NULL */
 };
 
 struct ina_stats {

@@ -13,7 +13,9 @@
 
 #include "engine.h"
 #include "ina.h"
+#include "ina/capture.h"
 #include "ina/port.h"
+#include "ina/port_udp.h"
 #include "ina/token.h"
 #include "ina/util.h"
 
@@ -22,6 +24,9 @@
 
 struct ina_ctx {
 	struct engine *engine;
+	struct ina_capture *cap;	/* NULL unless capturing */
+	struct ina_peer self;		/* this worker's address, for captures */
+	uint64_t realtime_offset;	/* capture time minus monotonic time */
 	uint16_t block_size;
 	struct ina_port *port;
 	char errmsg[512];
@@ -61,9 +66,15 @@ run_while(struct ina_ctx *ctx, int phase)
 
 		if (nb_rx) {
 			now = ina_now_ns();
+			if (ctx->cap)
+				ina_capture_rx_burst(ctx->cap, pkts, nb_rx, &ctx->self,
+						     now + ctx->realtime_offset);
 			engine_rx(ctx->engine, pkts, nb_rx, now);
 		}
 		nb_tx = engine_tx(ctx->engine, now, pkts, INA_MAX_BURST);
+		if (ctx->cap && nb_tx)
+			ina_capture_tx_burst(ctx->cap, pkts, nb_tx, &ctx->self,
+					     now + ctx->realtime_offset);
 		ina_port_tx_burst(ctx->port, pkts, nb_tx);
 		if (!nb_rx && !nb_tx && engine_phase(ctx->engine) == phase) {
 			uint64_t deadline = engine_next_deadline(ctx->engine);
@@ -147,6 +158,19 @@ ina_open(const struct ina_config *cfg, struct ina_ctx **out, char *err, size_t e
 		snprintf(err, err_size, "host engine: %s", strerror(errno));
 		goto fail;
 	}
+	if (cfg->capture) {
+		char local[64];
+
+		if (ina_port_udp_local(ctx->port, local, sizeof(local)) < 0 ||
+		    ctx->port->ops->resolve(ctx->port, local, &ctx->self) < 0)
+			memset(&ctx->self, 0, sizeof(ctx->self));
+		ctx->cap = ina_capture_open(cfg->capture, err, err_size);
+		if (!ctx->cap) {
+			ret = errno ? -errno : -EIO;
+			goto fail;
+		}
+		ctx->realtime_offset = ina_capture_now_ns() - ina_now_ns();
+	}
 	engine_join(ctx->engine, ina_now_ns());
 	ret = run_while(ctx, ENGINE_JOINING);
 	if (ret < 0) {
@@ -157,6 +181,7 @@ ina_open(const struct ina_config *cfg, struct ina_ctx **out, char *err, size_t e
 	*out = ctx;
 	return 0;
 fail:
+	ina_capture_close(ctx->cap);
 	engine_destroy(ctx->engine);
 	ina_port_close(ctx->port);
 	free(ctx);
@@ -230,6 +255,8 @@ ina_close(struct ina_ctx *ctx)
 	while (engine_phase(ctx->engine) == ENGINE_FINISHING ||
 	       engine_phase(ctx->engine) == ENGINE_LEAVING)
 		run_while(ctx, engine_phase(ctx->engine));
+	if (ina_capture_close(ctx->cap) < 0 && ret == 0)
+		ret = -EIO;
 	engine_destroy(ctx->engine);
 	ina_port_close(ctx->port);
 	free(ctx);

@@ -66,6 +66,7 @@ usage(FILE *f)
 		"  --timeout-ms MS       no progress this long fails the run (default 10000)\n"
 		"  --rto-us US           first retransmission timeout (default 5000)\n"
 		"  --report FILE         write a JSON report\n"
+		"  --capture FILE        write every packet sent and received to a pcap file\n"
 		"  --quiet               no line per round\n"
 		"  --log-level LEVEL     err, warn, info or debug (default info)\n"
 		"  -h, --help            this text\n");
@@ -74,7 +75,7 @@ usage(FILE *f)
 enum {
 	OPT_SWITCH = 256, OPT_JOB, OPT_RANK, OPT_WORLD, OPT_ELEMENTS, OPT_DENSITY, OPT_SEED,
 	OPT_INPUT, OPT_ROUNDS, OPT_LANES, OPT_BLOCK, OPT_ENCODING, OPT_OP, OPT_TOKEN_FILE,
-	OPT_PORT, OPT_TIMEOUT, OPT_RTO, OPT_REPORT, OPT_QUIET, OPT_LOG_LEVEL,
+	OPT_PORT, OPT_TIMEOUT, OPT_RTO, OPT_REPORT, OPT_QUIET, OPT_LOG_LEVEL, OPT_CAPTURE,
 };
 
 static void
@@ -99,6 +100,7 @@ parse_args(int argc, char **argv, struct host_config *c)
 		{ "timeout-ms", required_argument, NULL, OPT_TIMEOUT },
 		{ "rto-us", required_argument, NULL, OPT_RTO },
 		{ "report", required_argument, NULL, OPT_REPORT },
+		{ "capture", required_argument, NULL, OPT_CAPTURE },
 		{ "quiet", no_argument, NULL, OPT_QUIET },
 		{ "log-level", required_argument, NULL, OPT_LOG_LEVEL },
 		{ "help", no_argument, NULL, 'h' },
@@ -153,6 +155,7 @@ parse_args(int argc, char **argv, struct host_config *c)
 		case OPT_TIMEOUT: c->ina.timeout_ms = (uint32_t)ina_cli_u64("timeout-ms", optarg, 1, 86400000); break;
 		case OPT_RTO: c->ina.rto_us = (uint32_t)ina_cli_u64("rto-us", optarg, 1, 10000000); break;
 		case OPT_REPORT: c->report = optarg; break;
+		case OPT_CAPTURE: c->ina.capture = optarg; break;
 		case OPT_QUIET: c->quiet = 1; break;
 		case OPT_LOG_LEVEL:
 			if (ina_log_level_parse(optarg) < 0)

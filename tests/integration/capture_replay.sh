@@ -26,7 +26,8 @@ hosts=()
 for r in 0 1; do
     timeout 60 "$build/host/ina-host" --switch "127.0.0.1:$port" --job 9 --rank "$r" \
         --world 2 --elements 20000 --density 0.3 --block 256 --lanes 8 --rounds 2 \
-        --quiet --log-level warn >"$tmp/h$r.log" 2>&1 &
+        --quiet --log-level warn --capture "$tmp/h$r.pcap" --report "$tmp/r$r.json" \
+        >"$tmp/h$r.log" 2>&1 &
     hosts+=("$!")
 done
 fail=0
@@ -65,6 +66,20 @@ frames=$(count capture_frames "$tmp/switch.log")
 rp_frames=$(count capture_frames "$tmp/replay1.txt")
 [ "$frames" -gt 0 ] && [ "$frames" = "$rp_frames" ] ||
     { echo "capture frames: switch wrote $frames, replay read $rp_frames"; fail=1; }
+# Each host's capture holds every packet it sent and received: those its
+# report counts, and the FIN and FIN_ACK after it (no loss here).
+for r in 0 1; do
+    want=$(jq '.packets_sent + .packets_received + 2' "$tmp/r$r.json")
+    got=0
+    if command -v tcpdump >/dev/null; then
+        got=$(tcpdump -r "$tmp/h$r.pcap" -nn 2>/dev/null | grep -c "UDP" || true)
+        bad=$(tcpdump -r "$tmp/h$r.pcap" -nn -vv 2>/dev/null | grep -c "bad .*cksum" || true)
+        [ "$bad" = "0" ] || { echo "host $r capture: $bad bad checksums"; fail=1; }
+        [ "$got" = "$want" ] || { echo "host $r capture: $got frames, report says $want packets"; fail=1; }
+    else
+        [ -s "$tmp/h$r.pcap" ] || { echo "host $r wrote no capture"; fail=1; }
+    fi
+done
 if command -v tcpdump >/dev/null; then
     n=$(tcpdump -r "$cap" -nn 2>/dev/null | grep -c "UDP" || true)
     [ "$n" = "$frames" ] || { echo "tcpdump read $n UDP frames of $frames"; fail=1; }

@@ -48,6 +48,14 @@ void ina_capture_write(struct ina_capture *cap, const struct ina_pkt *pkt,
 		       const struct ina_peer *src, const struct ina_peer *dst,
 		       uint64_t realtime_ns);
 
+/* Writes a received burst: each packet from its 'peer' to 'self'. */
+void ina_capture_rx_burst(struct ina_capture *cap, struct ina_pkt *const *pkts, uint16_t n,
+			  const struct ina_peer *self, uint64_t realtime_ns);
+/* Writes a burst about to be sent from 'self': one frame per destination
+ * (each of a fan-out's 'dsts', or the packet's 'peer'). */
+void ina_capture_tx_burst(struct ina_capture *cap, struct ina_pkt *const *pkts, uint16_t n,
+			  const struct ina_peer *self, uint64_t realtime_ns);
+
 /* Frames written and packets too long to write, so far. */
 uint64_t ina_capture_nb_written(const struct ina_capture *cap);
 uint64_t ina_capture_nb_skipped(const struct ina_capture *cap);
