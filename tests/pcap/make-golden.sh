@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# Makes the golden captures of tests/pcap: a switch and hosts over UDP
+# loopback with --capture on the switch, then the expected ina-replay output
+# of each capture. Run it again (and review the diff) only when a change to
+# the pipeline is meant to change what it answers.
+# Usage: tests/pcap/make-golden.sh BUILD_DIR
+set -euo pipefail
+build=$1
+here=$(cd "$(dirname "$0")" && pwd)
+port=9195
+tmp=$(mktemp -d)
+sw=""
+trap '[ -n "$sw" ] && kill "$sw" 2>/dev/null; rm -rf "$tmp"' EXIT
+export INA_JOB_TOKEN=golden
+
+# record NAME SWITCH_PORT_OPTS WORLD HOST_ARGS...
+record() {
+    local name=$1 opts=$2 world=$3
+    shift 3
+    "$build/switch_sim/ina-switch" --listen "127.0.0.1:$port" --capture "$here/$name.pcap" \
+        --port-opts "$opts" --log-level warn >"$tmp/sw.log" 2>&1 &
+    sw=$!
+    sleep 0.2
+    local hosts=()
+    for ((r = 0; r < world; r++)); do
+        timeout 60 "$build/host/ina-host" --switch "127.0.0.1:$port" --job 3 --rank $r \
+            --world "$world" --quiet --log-level err "$@" &
+        hosts+=("$!")
+    done
+    for h in "${hosts[@]}"; do wait "$h"; done
+    kill -TERM "$sw"; wait "$sw" || true
+    sw=""
+    "$build/switch_sim/ina-replay" "$here/$name.pcap" >"$here/$name.expected"
+    echo "$name: $(stat -c %s "$here/$name.pcap") bytes, $(grep -c '^RESULT' "$here/$name.expected") results"
+}
+
+# Two workers, f32, a sparse tensor, 5% loss: shadow replies and WAITs.
+record f32-loss5 "drop=0.05,seed=5" 2 --elements 2000 --density 0.4 --block 64 --lanes 4 \
+    --rounds 2 --port udp:drop=0.05,seed=9
+# Three workers, i32, lane openers and agreed exponents, no loss.
+record i32-world3 "drop=0" 3 --elements 1500 --density 0.5 --block 128 --lanes 3 --rounds 2 \
+    --encoding i32
