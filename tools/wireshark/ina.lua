@@ -1,0 +1,212 @@
+-- SPDX-License-Identifier: MIT
+-- wireshark dissector for ina, the in-network aggregation protocol: the fixed
+-- 56-byte header of docs/PROTOCOL.md section 2 and the payload of each packet
+-- type, on udp port 9150 (preference "ina.udp_port" to change it).
+--
+-- load it for one run:
+--   wireshark -X lua_script:tools/wireshark/ina.lua capture.pcap
+--   tshark -X lua_script:tools/wireshark/ina.lua -o ina.udp_port:9195 -r capture.pcap
+-- or for good: copy it into ~/.local/lib/wireshark/plugins/ (older versions:
+-- ~/.config/wireshark/plugins/) and restart wireshark.
+
+local ina = Proto("ina", "In-Network Aggregation")
+
+local HDR_SIZE = 56
+local DEFAULT_PORT = 9150
+local BLOCK_OPEN = 0xfffffffe
+local BLOCK_END = 0xffffffff
+local MAX_VALUES = 64
+
+local T_JOIN, T_JOIN_ACK, T_DATA, T_RESULT, T_WAIT, T_ERROR = 1, 2, 3, 4, 5, 9
+
+local type_names = {
+	[1] = "join", [2] = "join_ack", [3] = "data", [4] = "result", [5] = "wait",
+	[6] = "fin", [7] = "fin_ack", [8] = "leave", [9] = "error",
+}
+local enc_names = { [1] = "f32", [2] = "i32" }
+local status_names = {
+	[1] = "no_slots", [2] = "no_jobs", [3] = "mismatch", [4] = "unsupported", [5] = "left",
+}
+
+-- adds a number field and, for a special value, its name: "Block: 4294967294 (OPEN)"
+local function add_named(tree, field, range, names)
+	local item = tree:add(field, range)
+	local name = names[range:uint()]
+	if name then item:append_text(" (" .. name .. ")") end
+	return item
+end
+
+-- header fields; numbers in decimal so that tshark -T fields prints them as
+-- the c tools do (value strings only change the display)
+local f = {
+	version = ProtoField.uint8("ina.version", "Version", base.DEC),
+	type = ProtoField.uint8("ina.type", "Type", base.DEC, type_names),
+	encoding = ProtoField.uint8("ina.encoding", "Encoding", base.DEC, enc_names),
+	flags = ProtoField.uint8("ina.flags", "Flags", base.DEC),
+	flag_ver = ProtoField.bool("ina.flags.ver", "Slot version", 8, nil, 0x01),
+	flag_retx = ProtoField.bool("ina.flags.retx", "Retransmission", 8, nil, 0x02),
+	flag_sat = ProtoField.bool("ina.flags.saturated", "Saturated", 8, nil, 0x04),
+	job_id = ProtoField.uint32("ina.job_id", "Job id", base.DEC),
+	epoch = ProtoField.uint32("ina.epoch", "Epoch", base.DEC),
+	rank = ProtoField.uint16("ina.rank", "Rank", base.DEC),
+	lane = ProtoField.uint16("ina.lane", "Lane", base.DEC),
+	tensor_id = ProtoField.uint32("ina.tensor_id", "Tensor id", base.DEC),
+	round = ProtoField.uint32("ina.round", "Round", base.DEC),
+	tensor_len = ProtoField.uint32("ina.tensor_len", "Tensor length", base.DEC),
+	block = ProtoField.uint32("ina.block", "Block", base.DEC),
+	next = ProtoField.uint32("ina.next", "Next", base.DEC),
+	block_size = ProtoField.uint16("ina.block_size", "Block size", base.DEC),
+	n_elems = ProtoField.uint16("ina.n_elems", "Elements", base.DEC),
+	exp = ProtoField.int16("ina.exp", "Exponent", base.DEC),
+	status = ProtoField.uint16("ina.status", "Status", base.DEC),
+	reserved = ProtoField.uint32("ina.reserved", "Reserved", base.DEC),
+	token = ProtoField.uint64("ina.token", "Token", base.HEX),
+	-- payload
+	payload = ProtoField.bytes("ina.payload", "Payload"),
+	value_f32 = ProtoField.float("ina.value", "Value"),
+	value_i32 = ProtoField.int32("ina.value", "Value", base.DEC),
+	join_world = ProtoField.uint16("ina.join.world", "World", base.DEC),
+	join_lanes = ProtoField.uint16("ina.join.lanes", "Lanes", base.DEC),
+	join_max_block = ProtoField.uint16("ina.join.max_block", "Max block", base.DEC),
+	join_reserved = ProtoField.uint16("ina.join.reserved", "Reserved", base.DEC),
+	wait_missing = ProtoField.uint64("ina.wait.missing", "Missing ranks", base.HEX),
+	error_msg = ProtoField.string("ina.error.msg", "Message"),
+}
+ina.fields = {
+	f.version, f.type, f.encoding, f.flags, f.flag_ver, f.flag_retx, f.flag_sat,
+	f.job_id, f.epoch, f.rank, f.lane, f.tensor_id, f.round, f.tensor_len, f.block,
+	f.next, f.block_size, f.n_elems, f.exp, f.status, f.reserved, f.token,
+	f.payload, f.value_f32, f.value_i32, f.join_world, f.join_lanes,
+	f.join_max_block, f.join_reserved, f.wait_missing, f.error_msg,
+}
+
+local e_short = ProtoExpert.new("ina.short", "Shorter than the 56-byte ina header",
+	expert.group.MALFORMED, expert.severity.ERROR)
+local e_payload = ProtoExpert.new("ina.bad_payload", "Payload size disagrees with the header",
+	expert.group.PROTOCOL, expert.severity.WARN)
+ina.experts = { e_short, e_payload }
+
+ina.prefs.udp_port = Pref.uint("UDP port", DEFAULT_PORT, "UDP port of ina (default 9150)")
+
+-- the block and next pointers as the info column shows them
+local function block_str(v)
+	if v == BLOCK_OPEN then return "OPEN" end
+	if v == BLOCK_END then return "END" end
+	return tostring(v)
+end
+
+local function dissect_values(buf, tree, ptype, enc, n)
+	local avail = math.floor((buf:len() - HDR_SIZE) / 4)
+	local count = math.min(n, avail)
+	if count <= 0 then return end
+	local pt = tree:add(f.payload, buf(HDR_SIZE, count * 4))
+	pt:set_text(string.format("Values: %d %s", count, enc_names[enc] or "?"))
+	for i = 0, math.min(count, MAX_VALUES) - 1 do
+		local r = buf(HDR_SIZE + 4 * i, 4)
+		if enc == 2 then
+			pt:add(f.value_i32, r)
+		else
+			pt:add(f.value_f32, r)
+		end
+	end
+	if count > MAX_VALUES then
+		pt:add(buf(HDR_SIZE + 4 * MAX_VALUES, (count - MAX_VALUES) * 4),
+			string.format("[%d more values]", count - MAX_VALUES))
+	end
+end
+
+function ina.dissector(buf, pinfo, tree)
+	local len = buf:len()
+	if len == 0 then return 0 end
+	pinfo.cols.protocol = "INA"
+	local t = tree:add(ina, buf(0, math.min(len, HDR_SIZE)))
+	if len < HDR_SIZE then
+		t:add_proto_expert_info(e_short)
+		pinfo.cols.info = "ina (truncated)"
+		return len
+	end
+
+	local ptype = buf(1, 1):uint()
+	local enc = buf(2, 1):uint()
+	t:add(f.version, buf(0, 1))
+	t:add(f.type, buf(1, 1))
+	t:add(f.encoding, buf(2, 1))
+	local ft = t:add(f.flags, buf(3, 1))
+	ft:add(f.flag_ver, buf(3, 1))
+	ft:add(f.flag_retx, buf(3, 1))
+	ft:add(f.flag_sat, buf(3, 1))
+	t:add(f.job_id, buf(4, 4))
+	t:add(f.epoch, buf(8, 4))
+	add_named(t, f.rank, buf(12, 2), { [0xffff] = "switch" })
+	t:add(f.lane, buf(14, 2))
+	t:add(f.tensor_id, buf(16, 4))
+	t:add(f.round, buf(20, 4))
+	t:add(f.tensor_len, buf(24, 4))
+	add_named(t, f.block, buf(28, 4), { [BLOCK_OPEN] = "OPEN" })
+	add_named(t, f.next, buf(32, 4), { [BLOCK_END] = "END" })
+	t:add(f.block_size, buf(36, 2))
+	t:add(f.n_elems, buf(38, 2))
+	t:add(f.exp, buf(40, 2))
+	add_named(t, f.status, buf(42, 2), status_names)
+	t:add(f.reserved, buf(44, 4))
+	t:add(f.token, buf(48, 8))
+
+	local job = buf(4, 4):uint()
+	local round = buf(20, 4):uint()
+	local lane = buf(14, 2):uint()
+	local block = buf(28, 4):uint()
+	local nxt = buf(32, 4):uint()
+	local n = buf(38, 2):uint()
+	local name = (type_names[ptype] or ("type" .. ptype)):upper()
+	local info = string.format("%s job %u", name, job)
+	local rest = len - HDR_SIZE
+
+	if ptype == T_DATA or ptype == T_RESULT then
+		info = info .. string.format(" round %u lane %u block %s next %s",
+			round, lane, block_str(block), block_str(nxt))
+		if n > 0 then info = info .. string.format(" n %u", n) end
+		if rest ~= n * 4 then t:add_proto_expert_info(e_payload) end
+		dissect_values(buf, t, ptype, enc, n)
+	elseif ptype == T_JOIN or ptype == T_JOIN_ACK then
+		if rest >= 8 then
+			t:add(f.join_world, buf(56, 2))
+			t:add(f.join_lanes, buf(58, 2))
+			t:add(f.join_max_block, buf(60, 2))
+			t:add(f.join_reserved, buf(62, 2))
+			info = info .. string.format(" world %u lanes %u max_block %u",
+				buf(56, 2):uint(), buf(58, 2):uint(), buf(60, 2):uint())
+		end
+		if rest ~= 8 then t:add_proto_expert_info(e_payload) end
+	elseif ptype == T_WAIT then
+		info = info .. string.format(" round %u lane %u block %s", round, lane, block_str(block))
+		if rest >= 8 then
+			t:add(f.wait_missing, buf(56, 8))
+			info = info .. " missing 0x" .. buf(56, 8):uint64():tohex()
+		end
+		if rest ~= 8 then t:add_proto_expert_info(e_payload) end
+	elseif ptype == T_ERROR then
+		local status = buf(42, 2):uint()
+		info = info .. " " .. (status_names[status] or tostring(status))
+		if rest > 0 then
+			t:add(f.error_msg, buf(56, rest))
+			info = info .. ": " .. buf(56, rest):string()
+		end
+	else
+		info = info .. string.format(" round %u", round)
+		if rest ~= 0 then t:add_proto_expert_info(e_payload) end
+	end
+	pinfo.cols.info = info
+	return len
+end
+
+local udp_port = DissectorTable.get("udp.port")
+local current_port = ina.prefs.udp_port
+udp_port:add(current_port, ina)
+
+function ina.prefs_changed()
+	if ina.prefs.udp_port ~= current_port then
+		if current_port ~= 0 then udp_port:remove(current_port, ina) end
+		current_port = ina.prefs.udp_port
+		if current_port ~= 0 then udp_port:add(current_port, ina) end
+	end
+end
