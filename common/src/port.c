@@ -10,11 +10,25 @@
 
 #include "ina/port.h"
 
-static const struct ina_port_ops *const port_types[] = {
+/* Backends: udp always; others (dpdk) register themselves at start-up, so
+ * that ina_common does not depend on their libraries. */
+#define MAX_PORT_TYPES 8
+static const struct ina_port_ops *port_types[MAX_PORT_TYPES] = {
 	&ina_port_udp_ops,
 };
+static size_t N_PORT_TYPES = 1;
 
-#define N_PORT_TYPES (sizeof(port_types) / sizeof(port_types[0]))
+int
+ina_port_register(const struct ina_port_ops *ops)
+{
+	for (size_t i = 0; i < N_PORT_TYPES; i++)
+		if (strcmp(port_types[i]->type, ops->type) == 0)
+			return port_types[i] == ops ? 0 : -EEXIST;
+	if (N_PORT_TYPES == MAX_PORT_TYPES)
+		return -ENOSPC;
+	port_types[N_PORT_TYPES++] = ops;
+	return 0;
+}
 
 static void
 known_types(char *buf, size_t size)

@@ -124,8 +124,7 @@ ina_dpdk_eal_cleanup(void)
 int
 ina_port_dpdk_register(void)
 {
-	/* XXX: port.c keeps a fixed backend table; needs a registration hook. */
-	return -ENOTSUP;
+	return ina_port_register(&ina_port_dpdk_ops);
 }
 
 /* ---- packet pool over mbufs ---- */

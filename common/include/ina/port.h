@@ -86,4 +86,8 @@ ina_port_close(struct ina_port *p)
 
 extern const struct ina_port_ops ina_port_udp_ops;
 
+/* Makes a backend known to ina_port_open() by its type name (udp is always
+ * known). 0, -EEXIST for another backend of that name, or -ENOSPC. */
+int ina_port_register(const struct ina_port_ops *ops);
+
 #endif
