@@ -95,11 +95,7 @@ parse_args(int argc, char **argv, struct switch_config *c)
 		case OPT_MAX_JOBS: c->pipe.max_jobs = (uint16_t)ina_cli_u64("max-jobs", optarg, 1, 4096); break;
 		case OPT_LINGER: c->pipe.linger_ns = ina_cli_u64("linger-ms", optarg, 0, 3600000) * INA_NS_PER_MS; break;
 		case OPT_IDLE: c->pipe.job_idle_ns = ina_cli_u64("idle-timeout-s", optarg, 0, 86400) * INA_NS_PER_S; break;
-		case OPT_LOG_LEVEL:
-			if (ina_log_level_parse(optarg) < 0)
-				ina_die("--log-level: '%s' is not err, warn, info or debug", optarg);
-			ina_log_set_level((enum ina_log_level)ina_log_level_parse(optarg));
-			break;
+		case OPT_LOG_LEVEL: ina_cli_log_level(optarg); break;
 		case 'h':
 			usage(stdout);
 			exit(0);

@@ -81,11 +81,7 @@ parse_args(int argc, char **argv, struct pipeline_config *cfg)
 		switch (o) {
 		case OPT_SLOTS: cfg->nb_slots = (uint32_t)ina_cli_u64("slots", optarg, 1, 1u << 20); break;
 		case OPT_SLOT_ELEMS: cfg->slot_elems = (uint16_t)ina_cli_u64("slot-elems", optarg, 1, 16384); break;
-		case OPT_LOG_LEVEL:
-			if (ina_log_level_parse(optarg) < 0)
-				ina_die("--log-level: '%s' is not err, warn, info or debug", optarg);
-			ina_log_set_level((enum ina_log_level)ina_log_level_parse(optarg));
-			break;
+		case OPT_LOG_LEVEL: ina_cli_log_level(optarg); break;
 		case 'h':
 			usage(stdout);
 			exit(0);

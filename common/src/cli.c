@@ -6,6 +6,7 @@
 #include <stdlib.h>
 
 #include "ina/cli.h"
+#include "ina/log.h"
 #include "ina/util.h"
 
 static const char *cli_prog = "ina";
@@ -37,4 +38,14 @@ ina_cli_u64(const char *opt, const char *arg, uint64_t min, uint64_t max)
 	if (ina_parse_u64(arg, min, max, &v) < 0)
 		ina_die("--%s: '%s' is not a number in %" PRIu64 "..%" PRIu64, opt, arg, min, max);
 	return v;
+}
+
+void
+ina_cli_log_level(const char *arg)
+{
+	int level = ina_log_level_parse(arg);
+
+	if (level < 0)
+		ina_die("--log-level: '%s' is not err, warn, info or debug", arg);
+	ina_log_set_level((enum ina_log_level)level);
 }

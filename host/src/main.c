@@ -157,11 +157,7 @@ parse_args(int argc, char **argv, struct host_config *c)
 		case OPT_REPORT: c->report = optarg; break;
 		case OPT_CAPTURE: c->ina.capture = optarg; break;
 		case OPT_QUIET: c->quiet = 1; break;
-		case OPT_LOG_LEVEL:
-			if (ina_log_level_parse(optarg) < 0)
-				ina_die("--log-level: '%s' is not err, warn, info or debug", optarg);
-			ina_log_set_level((enum ina_log_level)ina_log_level_parse(optarg));
-			break;
+		case OPT_LOG_LEVEL: ina_cli_log_level(optarg); break;
 		case 'h':
 			usage(stdout);
 			exit(0);

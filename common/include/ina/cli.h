@@ -18,4 +18,7 @@ void ina_die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn
 /* The value of option --'opt' as a whole number in [min, max], or ina_die(). */
 uint64_t ina_cli_u64(const char *opt, const char *arg, uint64_t min, uint64_t max);
 
+/* Sets the log level from option --log-level's value, or ina_die(). */
+void ina_cli_log_level(const char *arg);
+
 #endif
