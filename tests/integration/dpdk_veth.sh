@@ -104,7 +104,7 @@ fi
 fail=0
 # The DPDK switch answers ARP and ping like any host on the segment.
 if in_ns arping -c 3 -w 5 -I kern 10.77.0.1 >"$tmp/arping.log" 2>&1; then
-    echo "ok   arping: $(grep -m1 -i 'reply\|from' "$tmp/arping.log")"
+    echo "ok   arping: $(grep -m1 -i 'reply' "$tmp/arping.log")"
 else
     echo "FAIL arping 10.77.0.1:"; cat "$tmp/arping.log"; fail=1
 fi
