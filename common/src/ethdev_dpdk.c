@@ -270,8 +270,9 @@ set_wait_links(struct dpdk_set *set, char *err, size_t err_size)
 		while (!dpdk_set_link_up(set, i)) {
 			if (waited >= set->cfg.link_wait_ms) {
 				set_err(err, err_size,
-					"link of ethdev %u (%s) still down after link_wait_ms=%u "
-					"(is the peer up? memif: start the server side first)",
+					"link of ethdev %u (%s) still down after link_wait_ms=%u (is "
+					"the peer up? a memif client needs its server running, a "
+					"server waits for its client)",
 					set->cfg.ids[i], set->names[i], set->cfg.link_wait_ms);
 				return -ENETDOWN;
 			}
