@@ -1,13 +1,16 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The dpdk port (port_dpdk.h): one rx and one tx queue of an ethdev. The
- * packet pool is an rte_mempool of mbufs; each struct ina_pkt lives in its
+ * The dpdk port (port_dpdk.h): moves bursts between ina packets and one queue
+ * of a set of ethdevs (ethdev_dpdk.c). Each struct ina_pkt lives in its
  * mbuf's private area and 'data' points 42 bytes into the mbuf data, leaving
- * room for Ethernet(14) + IPv4(20) + UDP(8), which tx_burst prepends in place
- * and rx_burst strips. Both checksums are computed and verified in software.
+ * room for Ethernet/IPv4/UDP (frame_dpdk.c), which tx writes in place and rx
+ * strips. ARP and ICMP echo go to neigh_dpdk.c. A fan-out chains one small
+ * header mbuf per destination to the one payload mbuf (refcnt), or copies
+ * where chains are not accepted. Nothing here allocates, locks or logs per
+ * packet.
  *
- * A peer is 12 bytes: MAC (6), IPv4 address (4, network order), UDP port (2,
- * network order).
+ * A peer is 14 bytes: MAC (6), IPv4 (4, network order), UDP port (2, network
+ * order), index of the port's ethdev it was seen on (2).
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -19,8 +22,7 @@
 #include <time.h>
 
 #include <rte_byteorder.h>
-#include <rte_eal.h>
-#include <rte_errno.h>
+#include <rte_cycles.h>
 #include <rte_ethdev.h>
 #include <rte_ether.h>
 #include <rte_ip.h>
@@ -28,30 +30,39 @@
 #include <rte_mempool.h>
 #include <rte_udp.h>
 
+#include "ethdev_dpdk.h"
+#include "frame_dpdk.h"
 #include "ina/log.h"
 #include "ina/port_dpdk.h"
 #include "ina/util.h"
+#include "neigh_dpdk.h"
 
-#define DPDK_HDR_SIZE (RTE_ETHER_HDR_LEN + 20 + 8)	/* 42 */
 #define DPDK_MTU 1500u
 #define DPDK_MAX_PKT (DPDK_MTU - 20 - 8)		/* largest ina packet */
 #define DPDK_DEF_MBUFS 8191
 #define DPDK_MAX_MBUFS (1u << 22)
-#define DPDK_NB_DESC 512
+#define DPDK_DEF_DESC 512
 #define DPDK_TX_RETRIES 8		/* tx calls without progress, then drop */
 #define DPDK_WAIT_MAX_NS 50000ull
-#define DPDK_PEER_LEN 12
+#define DPDK_LINK_POLL_MS 100
+#define DPDK_ARP_TRIES 5
+#define DPDK_ARP_GAP_MS 250
+#define DPDK_PEER_LEN 14
 #define DPDK_PRIV_SIZE RTE_ALIGN(sizeof(struct ina_pkt), RTE_MBUF_PRIV_ALIGN)
+#define OWNER_NONE 0xff			/* a staged frame that is no ina packet */
+#define TX_CSUM_FLAGS (RTE_MBUF_F_TX_IPV4 | RTE_MBUF_F_TX_IP_CKSUM | RTE_MBUF_F_TX_UDP_CKSUM)
 
-_Static_assert(DPDK_HDR_SIZE == 42, "Eth/IPv4/UDP size");
 _Static_assert(DPDK_PEER_LEN <= INA_PEER_SIZE - 1, "peer size");
+_Static_assert(INA_MAX_BURST <= 32, "tx_failed is a 32-bit mask");
+_Static_assert(RTE_MBUF_DEFAULT_DATAROOM >= FRAME_HDR_LEN + DPDK_MAX_PKT, "room");
 
 struct dpdk_config {
-	uint64_t port_id;
-	int has_port;
+	int has_port, all;
+	uint64_t lo, hi;
 	uint32_t ip_be;
-	uint64_t udp;
-	uint64_t nb_mbufs;
+	uint64_t udp, mbufs, reserve, rxd, txd, queue, queues, link_wait_ms;
+	uint64_t zerocopy, offload, seed;
+	double drop;
 };
 
 struct dpdk_pool {
@@ -59,26 +70,36 @@ struct dpdk_pool {
 	struct rte_mempool *mp;
 };
 
+/* Frames waiting for rte_eth_tx_burst on one ethdev. */
+struct dpdk_txq {
+	uint16_t nb;
+	struct rte_mbuf *frames[INA_MAX_BURST];
+	uint32_t lens[INA_MAX_BURST];		/* ina bytes of each frame */
+	uint8_t owner[INA_MAX_BURST];		/* index in the tx chunk */
+};
+
 struct dpdk_port {
 	struct ina_port port;		/* first: the handle callers hold */
 	struct dpdk_pool pool;
-	uint16_t port_id;
-	int started;			/* we started the ethdev: stop it on close */
-	struct rte_ether_addr mac;
+	struct dpdk_set *set;
+	struct rte_mempool *hdr_mp;	/* header mbufs of zero-copy fan-out */
+	uint16_t queue, nb_eth, rr;
+	int zerocopy;			/* chains on every ethdev */
+	int need_psum;			/* some ethdev sums in software */
 	uint32_t ip_be;
 	uint16_t udp_be;
+	double drop;			/* injected loss rate, 0 = none */
+	uint64_t rng;			/* splitmix64 state for 'drop' */
+	uint64_t link_next, link_period;	/* tsc */
+	uint8_t link_up[DPDK_MAX_ETH];
+	struct frame_end self[DPDK_MAX_ETH];
+	uint32_t tx_failed;		/* chunk packets with a dropped frame */
+	struct neigh neigh;
+	struct dpdk_txq txq[DPDK_MAX_ETH];
 	char name[48];
-
-	/* tx: frames ready for rte_eth_tx_burst. */
-	uint16_t tx_nb;
-	uint16_t tx_nb_failed;		/* packets of this call with a drop */
-	int32_t tx_last_failed;		/* last packet counted there, -1 = none */
-	struct rte_mbuf *tx_frames[INA_MAX_BURST];
-	uint32_t tx_lens[INA_MAX_BURST];	/* ina bytes of each frame */
-	uint16_t tx_owner[INA_MAX_BURST];	/* index in the tx_burst input */
 };
 
-static int eal_up;
+static __thread char last_err[320];
 
 static inline struct dpdk_port *
 dpdk_of(struct ina_port *port)
@@ -86,45 +107,32 @@ dpdk_of(struct ina_port *port)
 	return (struct dpdk_port *)(void *)port;
 }
 
-/* ---- EAL ---- */
-
-int
-ina_dpdk_eal_init(int argc, char **argv, char *err, size_t err_size)
+static inline const struct dpdk_port *
+dpdk_of_c(const struct ina_port *port)
 {
-	int ret;
-
-	if (err && err_size)
-		err[0] = '\0';
-	if (eal_up) {
-		if (err && err_size)
-			snprintf(err, err_size, "EAL already initialised");
-		return -EALREADY;
-	}
-	ret = rte_eal_init(argc, argv);
-	if (ret < 0) {
-		int e = rte_errno ? rte_errno : EINVAL;
-
-		if (err && err_size)
-			snprintf(err, err_size, "rte_eal_init failed: %s", rte_strerror(e));
-		return -e;
-	}
-	eal_up = 1;
-	return ret;
-}
-
-void
-ina_dpdk_eal_cleanup(void)
-{
-	if (!eal_up)
-		return;
-	rte_eal_cleanup();
-	eal_up = 0;
+	return (const struct dpdk_port *)(const void *)port;
 }
 
 int
 ina_port_dpdk_register(void)
 {
 	return ina_port_register(&ina_port_dpdk_ops);
+}
+
+const char *
+ina_port_dpdk_last_error(void)
+{
+	return last_err;
+}
+
+static uint64_t
+splitmix64(uint64_t *state)
+{
+	uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
+
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
 }
 
 /* ---- packet pool over mbufs ---- */
@@ -138,7 +146,7 @@ mbuf_pkt(struct rte_mbuf *m)
 static inline void
 pkt_reset(struct ina_pkt *pkt, struct rte_mbuf *m, struct ina_pkt_pool *pool)
 {
-	pkt->data = rte_pktmbuf_mtod_offset(m, uint8_t *, DPDK_HDR_SIZE);
+	pkt->data = rte_pktmbuf_mtod_offset(m, uint8_t *, FRAME_HDR_LEN);
 	pkt->len = 0;
 	pkt->cap = pool->buf_size;
 	pkt->peer.len = 0;
@@ -195,165 +203,308 @@ static const struct ina_pkt_pool_ops dpdk_pool_ops = {
 /* ---- peers ---- */
 
 static void
-peer_make(struct ina_peer *peer, const struct rte_ether_addr *mac, uint32_t ip_be,
-	  uint16_t udp_be)
+peer_make(struct ina_peer *peer, const uint8_t *mac, uint32_t ip_be, uint16_t udp_be,
+	  uint16_t eth)
 {
 	memset(peer, 0, sizeof(*peer));
 	peer->len = DPDK_PEER_LEN;
-	memcpy(peer->bytes, mac->addr_bytes, 6);
+	memcpy(peer->bytes, mac, 6);
 	memcpy(peer->bytes + 6, &ip_be, 4);
 	memcpy(peer->bytes + 10, &udp_be, 2);
+	memcpy(peer->bytes + 12, &eth, 2);
 }
 
-static int
-peer_get(const struct ina_peer *peer, struct rte_ether_addr *mac, uint32_t *ip_be,
-	 uint16_t *udp_be)
+/* The destination and ethdev index of a peer; -1 if it is none of ours. */
+static inline int
+peer_get(const struct dpdk_port *dp, const struct ina_peer *peer, struct frame_end *end,
+	 uint16_t *eth)
 {
 	if (peer->len != DPDK_PEER_LEN)
-		return -EINVAL;
-	memcpy(mac->addr_bytes, peer->bytes, 6);
-	memcpy(ip_be, peer->bytes + 6, 4);
-	memcpy(udp_be, peer->bytes + 10, 2);
-	return 0;
-}
-
-static int
-dpdk_resolve(struct ina_port *port, const char *addr, struct ina_peer *peer)
-{
-	struct rte_ether_addr mac;
-	unsigned b[6];
-	char ip[INET_ADDRSTRLEN];
-	const char *at, *colon;
-	struct in_addr in;
-	uint64_t udp;
-	size_t ip_len;
-	int used = 0;
-
-	(void)port;
-	if (!addr || !peer)
-		return -EINVAL;
-	at = strchr(addr, '@');
-	colon = at ? strrchr(at, ':') : NULL;
-	if (!at || !colon || colon < at)
-		return -EINVAL;
-	if (sscanf(addr, "%2x:%2x:%2x:%2x:%2x:%2x%n", &b[0], &b[1], &b[2], &b[3], &b[4],
-		   &b[5], &used) != 6 || addr + used != at)
-		return -EINVAL;
-	ip_len = (size_t)(colon - at - 1);
-	if (ip_len == 0 || ip_len >= sizeof(ip))
-		return -EINVAL;
-	memcpy(ip, at + 1, ip_len);
-	ip[ip_len] = '\0';
-	if (inet_pton(AF_INET, ip, &in) != 1)
-		return -EINVAL;
-	if (ina_parse_u64(colon + 1, 1, 65535, &udp) < 0)
-		return -EINVAL;
-	for (int i = 0; i < 6; i++)
-		mac.addr_bytes[i] = (uint8_t)b[i];
-	peer_make(peer, &mac, in.s_addr, rte_cpu_to_be_16((uint16_t)udp));
-	return 0;
+		return -1;
+	memcpy(end->mac, peer->bytes, 6);
+	memcpy(&end->ip_be, peer->bytes + 6, 4);
+	memcpy(&end->udp_be, peer->bytes + 10, 2);
+	memcpy(eth, peer->bytes + 12, 2);
+	return *eth < dp->nb_eth ? 0 : -1;
 }
 
 static const char *
 dpdk_peer_str(const struct ina_port *port, const struct ina_peer *peer, char *buf,
 	      unsigned size)
 {
-	struct rte_ether_addr mac;
+	const struct dpdk_port *dp = dpdk_of_c(port);
+	struct frame_end end;
 	char ip[INET_ADDRSTRLEN];
-	uint32_t ip_be;
-	uint16_t udp_be;
+	uint16_t eth;
 
-	(void)port;
 	if (!size)
 		return buf;
-	if (peer_get(peer, &mac, &ip_be, &udp_be) < 0) {
+	if (peer_get(dp, peer, &end, &eth) < 0) {
 		snprintf(buf, size, "?");
 		return buf;
 	}
-	if (!inet_ntop(AF_INET, &ip_be, ip, sizeof(ip)))
+	if (!inet_ntop(AF_INET, &end.ip_be, ip, sizeof(ip)))
 		snprintf(ip, sizeof(ip), "?");
-	snprintf(buf, size, "%02x:%02x:%02x:%02x:%02x:%02x@%s:%u", mac.addr_bytes[0],
-		 mac.addr_bytes[1], mac.addr_bytes[2], mac.addr_bytes[3], mac.addr_bytes[4],
-		 mac.addr_bytes[5], ip, rte_be_to_cpu_16(udp_be));
+	snprintf(buf, size, "%02x:%02x:%02x:%02x:%02x:%02x@%s:%u", end.mac[0], end.mac[1],
+		 end.mac[2], end.mac[3], end.mac[4], end.mac[5], ip,
+		 rte_be_to_cpu_16(end.udp_be));
+	if (dp->nb_eth > 1) {
+		size_t used = strlen(buf);
+
+		snprintf(buf + used, size - used, " (ethdev %u)", dp->set->cfg.ids[eth]);
+	}
 	return buf;
+}
+
+/* ---- tx staging ---- */
+
+static inline void
+dpdk_tx_failed(struct dpdk_port *dp, uint8_t owner)
+{
+	if (owner == OWNER_NONE)
+		return;
+	dp->port.stats.tx_drop++;
+	dp->tx_failed |= 1u << owner;
+}
+
+/* Sends the frames staged for ethdev 'e' with bounded retries; frees and
+ * counts the rest. */
+static void
+dpdk_tx_flush(struct dpdk_port *dp, uint16_t e)
+{
+	struct dpdk_txq *q = &dp->txq[e];
+	uint16_t id = dp->set->cfg.ids[e];
+	uint16_t sent = 0, tries = 0, ina = 0;
+
+	while (sent < q->nb && tries < DPDK_TX_RETRIES) {
+		uint16_t k = rte_eth_tx_burst(id, dp->queue, q->frames + sent,
+					      (uint16_t)(q->nb - sent));
+
+		sent = (uint16_t)(sent + k);
+		tries = k ? 0 : (uint16_t)(tries + 1);
+	}
+	for (uint16_t i = 0; i < sent; i++) {
+		if (q->owner[i] == OWNER_NONE)
+			continue;
+		dp->port.stats.tx_bytes += q->lens[i];
+		ina++;
+	}
+	dp->port.stats.tx_pkts += ina;
+	if (ina)
+		dp->port.stats.tx_bursts++;
+	if (sent < q->nb) {
+		rte_pktmbuf_free_bulk(q->frames + sent, (unsigned)(q->nb - sent));
+		for (uint16_t i = sent; i < q->nb; i++)
+			dpdk_tx_failed(dp, q->owner[i]);
+	}
+	q->nb = 0;
+}
+
+static void
+dpdk_tx_flush_all(struct dpdk_port *dp)
+{
+	for (uint16_t e = 0; e < dp->nb_eth; e++)
+		if (dp->txq[e].nb)
+			dpdk_tx_flush(dp, e);
+}
+
+static inline void
+dpdk_tx_stage(struct dpdk_port *dp, uint16_t e, struct rte_mbuf *m, uint32_t len, uint8_t owner)
+{
+	struct dpdk_txq *q = &dp->txq[e];
+
+	q->frames[q->nb] = m;
+	q->lens[q->nb] = len;
+	q->owner[q->nb] = owner;
+	if (++q->nb == INA_MAX_BURST)
+		dpdk_tx_flush(dp, e);
+}
+
+/* ---- link state ---- */
+
+/* Every ~100 ms, not per packet: rx skips ethdevs whose link is down. */
+static inline void
+dpdk_link_poll(struct dpdk_port *dp, int force)
+{
+	uint64_t now = rte_rdtsc();
+
+	if (!force && now < dp->link_next)
+		return;
+	dp->link_next = now + dp->link_period;
+	for (uint16_t e = 0; e < dp->nb_eth; e++) {
+		uint8_t up = (uint8_t)dpdk_set_link_up(dp->set, e);
+
+		if (!up && dp->link_up[e])
+			dp->neigh.st.link_down++;
+		dp->link_up[e] = up;
+	}
 }
 
 /* ---- rx ---- */
 
-static uint16_t
-dpdk_udp_sum(const struct rte_ipv4_hdr *ip, const struct rte_udp_hdr *udp, uint32_t udp_len)
+/*
+ * A linear copy of 'm' in our own pool (chains, or mbufs without room for a
+ * struct ina_pkt), or NULL when it does not fit. Frees 'm'.
+ */
+static struct rte_mbuf *
+dpdk_rx_adopt(struct dpdk_port *dp, struct rte_mbuf *m)
 {
-	uint32_t sum = 0;
+	uint32_t len = rte_pktmbuf_pkt_len(m);
+	struct rte_mbuf *c = rte_pktmbuf_alloc(dp->pool.mp);
+	const void *src;
+	char *dst;
 
-	sum += (ip->src_addr & 0xffff) + (ip->src_addr >> 16);
-	sum += (ip->dst_addr & 0xffff) + (ip->dst_addr >> 16);
-	sum += rte_cpu_to_be_16(IPPROTO_UDP) + rte_cpu_to_be_16((uint16_t)udp_len);
-	sum = __rte_raw_cksum(udp, udp_len, sum);
-	return __rte_raw_cksum_reduce(sum);
+	if (!c || len > rte_pktmbuf_tailroom(c)) {
+		if (!c)
+			dp->pool.pool.nb_alloc_fail++;
+		rte_pktmbuf_free(c);
+		rte_pktmbuf_free(m);
+		return NULL;
+	}
+	dst = rte_pktmbuf_append(c, (uint16_t)len);
+	src = rte_pktmbuf_read(m, 0, len, dst);
+	if (src && src != dst)
+		memcpy(dst, src, len);
+	c->ol_flags = m->ol_flags;
+	rte_pktmbuf_free(m);
+	return c;
 }
 
-/* Strips and checks Eth/IPv4/UDP; fills 'pkt'. 0, or -1 to drop. */
-static int
-dpdk_rx_one(struct dpdk_port *dp, struct rte_mbuf *m)
+/* An ARP or ICMP frame made into its reply: back out the ethdev it came in. */
+static inline void
+dpdk_rx_reply(struct dpdk_port *dp, uint16_t e, struct rte_mbuf *m)
 {
-	const struct rte_ether_hdr *eth;
-	const struct rte_ipv4_hdr *ip;
-	const struct rte_udp_hdr *udp;
-	struct ina_pkt *pkt;
-	uint32_t ip_hlen, ip_len, udp_len;
-	uint8_t *data;
+	m->ol_flags = 0;
+	m->nb_segs = 1;
+	m->next = NULL;
+	dpdk_tx_stage(dp, e, m, 0, OWNER_NONE);
+}
 
-	if (m->nb_segs != 1 || rte_pktmbuf_data_len(m) < DPDK_HDR_SIZE)
-		return -1;
-	/* The ina_pkt lives in the private area: a foreign pool must have one. */
-	if (rte_pktmbuf_priv_size(m->pool) < DPDK_PRIV_SIZE)
-		return -1;
-	eth = rte_pktmbuf_mtod(m, const struct rte_ether_hdr *);
-	if (eth->ether_type != rte_cpu_to_be_16(RTE_ETHER_TYPE_IPV4))
-		return -1;
-	ip = (const struct rte_ipv4_hdr *)(eth + 1);
-	if ((ip->version_ihl >> 4) != 4 || ip->next_proto_id != IPPROTO_UDP)
-		return -1;
-	ip_hlen = (uint32_t)(ip->version_ihl & 0xf) * 4;
-	ip_len = rte_be_to_cpu_16(ip->total_length);
-	if (ip_hlen < 20 || ip_len < ip_hlen + 8 ||
-	    RTE_ETHER_HDR_LEN + ip_len > rte_pktmbuf_data_len(m))
-		return -1;
-	/* Fragments: more-fragments set or a nonzero offset. */
-	if (rte_be_to_cpu_16(ip->fragment_offset) & 0x3fff)
-		return -1;
-	if (rte_raw_cksum(ip, ip_hlen) != 0xffff)
-		return -1;
-	if (dp->ip_be && ip->dst_addr != dp->ip_be)
-		return -1;
-	udp = (const struct rte_udp_hdr *)((const uint8_t *)ip + ip_hlen);
+static inline int
+dpdk_rx_flag_good(const struct dpdk_port *dp, uint16_t e, const struct rte_mbuf *m,
+		  uint64_t mask, uint64_t good)
+{
+	return dp->set->rx_csum[e] && (m->ol_flags & mask) == good;
+}
+
+/* An IPv4 frame: a UDP datagram for us becomes 'pkt' (returns 1); ICMP goes
+ * to neigh; the rest is dropped and counted (returns 0, 'm' consumed). */
+static int
+dpdk_rx_ipv4(struct dpdk_port *dp, uint16_t e, struct rte_mbuf *m)
+{
+	uint8_t *frame = rte_pktmbuf_mtod(m, uint8_t *);
+	const struct rte_ether_hdr *eth = (const struct rte_ether_hdr *)(void *)frame;
+	const struct rte_ipv4_hdr *ip = (const struct rte_ipv4_hdr *)(eth + 1);
+	const struct rte_udp_hdr *udp;
+	uint32_t total, udp_len;
+	struct ina_pkt *pkt;
+	int hlen, r;
+
+	if (dp->set->rx_csum[e] &&
+	    (m->ol_flags & RTE_MBUF_F_RX_IP_CKSUM_MASK) == RTE_MBUF_F_RX_IP_CKSUM_BAD)
+		goto malformed;
+	hlen = frame_ipv4_check((const uint8_t *)ip, rte_pktmbuf_data_len(m) - FRAME_ETH_LEN,
+				dpdk_rx_flag_good(dp, e, m, RTE_MBUF_F_RX_IP_CKSUM_MASK,
+						  RTE_MBUF_F_RX_IP_CKSUM_GOOD),
+				&total);
+	if (hlen < 0)
+		goto malformed;
+	if (ip->next_proto_id == IPPROTO_ICMP) {
+		r = neigh_icmp_input(&dp->neigh, m, (uint32_t)hlen, total, dp->self[e].mac);
+		if (r > 0) {
+			dpdk_rx_reply(dp, e, m);
+			return 0;
+		}
+		if (r < 0)
+			goto drop;
+		goto not_ours;
+	}
+	if (ip->next_proto_id != IPPROTO_UDP || (dp->ip_be && ip->dst_addr != dp->ip_be))
+		goto not_ours;
+	udp = (const struct rte_udp_hdr *)(const void *)((const uint8_t *)ip + hlen);
+	if (total < (uint32_t)hlen + 8)
+		goto malformed;
 	udp_len = rte_be_to_cpu_16(udp->dgram_len);
-	if (udp_len < 8 || udp_len > ip_len - ip_hlen)
-		return -1;
+	if (udp_len < 8 || udp_len > total - (uint32_t)hlen)
+		goto malformed;
 	if (udp->dst_port != dp->udp_be)
-		return -1;
-	/*
-	 * A zero UDP checksum means none (RFC 768). Otherwise the sum over the
-	 * pseudo-header and the datagram, checksum included, must be 0xffff.
-	 * (rte_ipv4_udptcp_cksum_verify is still experimental in 22.11.)
-	 */
-	if (udp->dgram_cksum != 0 && dpdk_udp_sum(ip, udp, udp_len) != 0xffff)
-		return -1;
+		goto not_ours;
+	if (!dpdk_rx_flag_good(dp, e, m, RTE_MBUF_F_RX_L4_CKSUM_MASK, RTE_MBUF_F_RX_L4_CKSUM_GOOD) &&
+	    !frame_udp_ok((const uint8_t *)ip, (uint32_t)hlen, udp_len))
+		goto malformed;
+	if (dp->drop > 0 && (double)(splitmix64(&dp->rng) >> 11) * 0x1.0p-53 < dp->drop) {
+		dp->port.stats.inject_drop++;
+		rte_pktmbuf_free(m);
+		return 0;
+	}
 
 	pkt = mbuf_pkt(m);
-	data = (uint8_t *)(uintptr_t)(udp + 1);
-	pkt->data = data;
+	pkt->data = (uint8_t *)(uintptr_t)(udp + 1);
 	pkt->len = udp_len - 8;
-	pkt->cap = (uint32_t)((uint8_t *)m->buf_addr + m->buf_len - data);
+	pkt->cap = (uint32_t)((uint8_t *)m->buf_addr + m->buf_len - pkt->data);
 	if (pkt->cap > dp->port.pool->buf_size)
 		pkt->cap = dp->port.pool->buf_size;
 	if (pkt->cap < pkt->len)
 		pkt->cap = pkt->len;
-	peer_make(&pkt->peer, &eth->src_addr, ip->src_addr, udp->src_port);
+	peer_make(&pkt->peer, eth->src_addr.addr_bytes, ip->src_addr, udp->src_port, e);
 	pkt->dsts = NULL;
 	pkt->dst_mask = 0;
 	pkt->pool = dp->port.pool;
 	pkt->priv = m;
+	return 1;
+
+malformed:
+	dp->neigh.st.malformed++;
+	goto drop;
+not_ours:
+	dp->neigh.st.not_ours++;
+drop:
+	dp->port.stats.rx_drop++;
+	rte_pktmbuf_free(m);
+	return 0;
+}
+
+/* One received frame: 1 with the packet in 'out', or 0 ('m' consumed). */
+static int
+dpdk_rx_one(struct dpdk_port *dp, uint16_t e, struct rte_mbuf *m, struct ina_pkt **out)
+{
+	const struct rte_ether_hdr *eth;
+	int r;
+
+	if (m->nb_segs != 1 || rte_pktmbuf_priv_size(m->pool) < DPDK_PRIV_SIZE) {
+		m = dpdk_rx_adopt(dp, m);
+		if (!m) {
+			dp->port.stats.rx_drop++;
+			return 0;
+		}
+	}
+	if (rte_pktmbuf_data_len(m) < FRAME_ETH_LEN) {
+		dp->neigh.st.malformed++;
+		goto drop;
+	}
+	eth = rte_pktmbuf_mtod(m, const struct rte_ether_hdr *);
+	if (eth->ether_type == rte_cpu_to_be_16(RTE_ETHER_TYPE_IPV4)) {
+		if (dpdk_rx_ipv4(dp, e, m) == 0)
+			return 0;
+		*out = mbuf_pkt(m);
+		return 1;
+	}
+	if (eth->ether_type == rte_cpu_to_be_16(RTE_ETHER_TYPE_ARP)) {
+		r = neigh_arp_input(&dp->neigh, m, e, dp->self[e].mac);
+		if (r > 0) {
+			dpdk_rx_reply(dp, e, m);
+			return 0;
+		}
+		if (r == 0) {
+			rte_pktmbuf_free(m);
+			return 0;
+		}
+		goto drop;
+	}
+	dp->neigh.st.not_ip++;
+drop:
+	dp->port.stats.rx_drop++;
+	rte_pktmbuf_free(m);
 	return 0;
 }
 
@@ -362,20 +513,27 @@ dpdk_rx_burst(struct ina_port *port, struct ina_pkt **pkts, uint16_t n)
 {
 	struct dpdk_port *dp = dpdk_of(port);
 	struct rte_mbuf *mbufs[INA_MAX_BURST];
-	uint16_t nb_rx, nb = 0;
+	uint16_t nb = 0, start = dp->rr;
 
 	if (n > INA_MAX_BURST)
 		n = INA_MAX_BURST;
-	nb_rx = rte_eth_rx_burst(dp->port_id, 0, mbufs, n);
-	for (uint16_t i = 0; i < nb_rx; i++) {
-		if (dpdk_rx_one(dp, mbufs[i]) < 0) {
-			rte_pktmbuf_free(mbufs[i]);
-			port->stats.rx_drop++;
+	dpdk_link_poll(dp, 0);
+	dp->rr = (uint16_t)(dp->rr + 1 == dp->nb_eth ? 0 : dp->rr + 1);
+	for (uint16_t k = 0; k < dp->nb_eth && nb < n; k++) {
+		uint16_t e = (uint16_t)(start + k < dp->nb_eth ? start + k : start + k - dp->nb_eth);
+		uint16_t got;
+
+		if (!dp->link_up[e])
 			continue;
+		got = rte_eth_rx_burst(dp->set->cfg.ids[e], dp->queue, mbufs, (uint16_t)(n - nb));
+		for (uint16_t i = 0; i < got; i++) {
+			if (dpdk_rx_one(dp, e, mbufs[i], &pkts[nb])) {
+				port->stats.rx_bytes += pkts[nb]->len;
+				nb++;
+			}
 		}
-		pkts[nb++] = mbuf_pkt(mbufs[i]);
-		port->stats.rx_bytes += pkts[nb - 1]->len;
 	}
+	dpdk_tx_flush_all(dp);	/* ARP and ping replies */
 	if (nb) {
 		port->stats.rx_pkts += nb;
 		port->stats.rx_bursts++;
@@ -385,192 +543,173 @@ dpdk_rx_burst(struct ina_port *port, struct ina_pkt **pkts, uint16_t n)
 
 /* ---- tx ---- */
 
-/* Writes Eth/IPv4/UDP in the 42 bytes before 'data' of a frame of 'len' bytes. */
-static void
-dpdk_headers(struct dpdk_port *dp, uint8_t *frame, uint32_t len, const struct ina_peer *dst)
-{
-	struct rte_ether_hdr *eth = (struct rte_ether_hdr *)(void *)frame;
-	struct rte_ipv4_hdr *ip = (struct rte_ipv4_hdr *)(eth + 1);
-	struct rte_udp_hdr *udp = (struct rte_udp_hdr *)(ip + 1);
-	struct rte_ether_addr mac;
-	uint32_t ip_be = 0;
-	uint16_t udp_be = 0;
-
-	(void)peer_get(dst, &mac, &ip_be, &udp_be);	/* checked by dpdk_frame() */
-	rte_ether_addr_copy(&mac, &eth->dst_addr);
-	rte_ether_addr_copy(&dp->mac, &eth->src_addr);
-	eth->ether_type = rte_cpu_to_be_16(RTE_ETHER_TYPE_IPV4);
-
-	ip->version_ihl = RTE_IPV4_VHL_DEF;
-	ip->type_of_service = 0;
-	ip->total_length = rte_cpu_to_be_16((uint16_t)(20 + 8 + len));
-	ip->packet_id = 0;
-	ip->fragment_offset = rte_cpu_to_be_16(RTE_IPV4_HDR_DF_FLAG);
-	ip->time_to_live = 64;
-	ip->next_proto_id = IPPROTO_UDP;
-	ip->src_addr = dp->ip_be;
-	ip->dst_addr = ip_be;
-	ip->hdr_checksum = 0;
-	ip->hdr_checksum = rte_ipv4_cksum(ip);
-
-	udp->src_port = dp->udp_be;
-	udp->dst_port = udp_be;
-	udp->dgram_len = rte_cpu_to_be_16((uint16_t)(8 + len));
-	udp->dgram_cksum = 0;
-	udp->dgram_cksum = rte_ipv4_udptcp_cksum(ip, udp);
-}
-
-/*
- * Counts a frame of input packet 'i' as dropped. Marks come in non-decreasing
- * packet order (flushes drop a suffix of the staged frames, and staging follows
- * the input order), so one 'last' index is enough to count each packet once.
- */
 static inline void
-dpdk_tx_failed(struct dpdk_port *dp, uint16_t i)
+dpdk_tx_offload(struct dpdk_port *dp, uint16_t e, struct rte_mbuf *m)
 {
-	dp->port.stats.tx_drop++;
-	if (dp->tx_last_failed != (int32_t)i) {
-		dp->tx_last_failed = (int32_t)i;
-		dp->tx_nb_failed++;
+	if (dp->set->tx_csum[e]) {
+		m->ol_flags = TX_CSUM_FLAGS;
+		m->l2_len = FRAME_ETH_LEN;
+		m->l3_len = 20;
+	} else {
+		m->ol_flags = 0;
 	}
 }
 
-/* Sends the staged frames with bounded retries; frees and counts the rest. */
-static void
-dpdk_tx_flush(struct dpdk_port *dp)
-{
-	uint16_t sent = 0, tries = 0;
-
-	while (sent < dp->tx_nb && tries < DPDK_TX_RETRIES) {
-		uint16_t k = rte_eth_tx_burst(dp->port_id, 0, dp->tx_frames + sent,
-					      (uint16_t)(dp->tx_nb - sent));
-
-		for (uint16_t i = sent; i < sent + k; i++)
-			dp->port.stats.tx_bytes += dp->tx_lens[i];
-		sent = (uint16_t)(sent + k);
-		tries = k ? 0 : (uint16_t)(tries + 1);
-	}
-	dp->port.stats.tx_pkts += sent;
-	if (sent)
-		dp->port.stats.tx_bursts++;
-	if (sent < dp->tx_nb) {
-		rte_pktmbuf_free_bulk(dp->tx_frames + sent, (unsigned)(dp->tx_nb - sent));
-		for (uint16_t i = sent; i < dp->tx_nb; i++)
-			dpdk_tx_failed(dp, dp->tx_owner[i]);
-	}
-	dp->tx_nb = 0;
-}
-
+/* Frames a payload at 'data' (in 'm', with 42 bytes free before it) in place. */
 static inline void
-dpdk_tx_stage(struct dpdk_port *dp, struct rte_mbuf *m, uint32_t len, uint16_t owner)
+dpdk_frame(struct dpdk_port *dp, uint16_t e, struct rte_mbuf *m, uint8_t *data, uint32_t len,
+	   const struct frame_end *dst, uint32_t psum)
 {
-	dp->tx_frames[dp->tx_nb] = m;
-	dp->tx_lens[dp->tx_nb] = len;
-	dp->tx_owner[dp->tx_nb] = owner;
-	if (++dp->tx_nb == INA_MAX_BURST)
-		dpdk_tx_flush(dp);
-}
+	uint8_t *frame = data - FRAME_HDR_LEN;
 
-/*
- * Makes the frame of 'pkt' for 'dst' in mbuf 'm' (the packet's own mbuf, or a
- * copy for fan-out, with the payload at 'data'). 0, or -1 when it does not fit.
- */
-static int
-dpdk_frame(struct dpdk_port *dp, struct rte_mbuf *m, uint8_t *data, uint32_t len,
-	   const struct ina_peer *dst)
-{
-	uint8_t *base = (uint8_t *)m->buf_addr, *frame;
-
-	if (dst->len != DPDK_PEER_LEN || len > DPDK_MAX_PKT ||
-	    data < base + DPDK_HDR_SIZE || data + len > base + m->buf_len)
-		return -1;
-	frame = data - DPDK_HDR_SIZE;
-	m->data_off = (uint16_t)(frame - base);
-	m->data_len = (uint16_t)(DPDK_HDR_SIZE + len);
+	m->data_off = (uint16_t)(frame - (uint8_t *)m->buf_addr);
+	m->data_len = (uint16_t)(FRAME_HDR_LEN + len);
 	m->pkt_len = m->data_len;
 	m->nb_segs = 1;
 	m->next = NULL;
-	m->ol_flags = 0;
-	dpdk_headers(dp, frame, len, dst);
-	return 0;
+	dpdk_tx_offload(dp, e, m);
+	frame_udp_write(frame, &dp->self[e], dst, len, psum, dp->set->tx_csum[e]);
 }
 
-/* A copy of 'pkt' for one more destination, or NULL. */
+/* A copy of 'pkt' framed for one destination, or NULL. */
 static struct rte_mbuf *
-dpdk_copy(struct dpdk_port *dp, const struct ina_pkt *pkt, uint8_t **data)
+dpdk_copy(struct dpdk_port *dp, uint16_t e, const struct ina_pkt *pkt,
+	  const struct frame_end *dst, uint32_t psum)
 {
 	const struct rte_mbuf *m = pkt->priv;
 	struct rte_mbuf *c = rte_pktmbuf_alloc(dp->pool.mp);
 	uint16_t off = (uint16_t)(pkt->data - (uint8_t *)m->buf_addr);
+	uint8_t *data;
 
 	if (!c) {
 		dp->pool.pool.nb_alloc_fail++;
 		return NULL;
 	}
 	/* Same offset as the original, so the headers fit in front. */
-	if ((uint32_t)off + pkt->len > c->buf_len) {
-		rte_pktmbuf_free(c);
-		return NULL;
-	}
-	*data = (uint8_t *)c->buf_addr + off;
-	memcpy(*data, pkt->data, pkt->len);
+	data = (uint8_t *)c->buf_addr + off;
+	memcpy(data, pkt->data, pkt->len);
+	dpdk_frame(dp, e, c, data, pkt->len, dst, psum);
 	return c;
+}
+
+/* A header mbuf for one destination chained to the payload mbuf 'm'. */
+static struct rte_mbuf *
+dpdk_chain(struct dpdk_port *dp, uint16_t e, struct rte_mbuf *m, uint32_t len,
+	   const struct frame_end *dst, uint32_t psum)
+{
+	struct rte_mbuf *h = rte_pktmbuf_alloc(dp->hdr_mp);
+	uint8_t *hdr;
+
+	if (!h)
+		return NULL;
+	hdr = (uint8_t *)rte_pktmbuf_append(h, FRAME_HDR_LEN);
+	frame_udp_write(hdr, &dp->self[e], dst, len, psum, dp->set->tx_csum[e]);
+	dpdk_tx_offload(dp, e, h);
+	rte_mbuf_refcnt_update(m, 1);
+	h->next = m;
+	h->nb_segs = 2;
+	h->pkt_len = FRAME_HDR_LEN + len;
+	return h;
+}
+
+/* One result to every destination of its mask. */
+static void
+dpdk_tx_fanout(struct dpdk_port *dp, struct ina_pkt *pkt, uint8_t i, uint32_t psum)
+{
+	struct rte_mbuf *m = pkt->priv;
+	uint64_t mask = pkt->dst_mask;
+	int zc = dp->zerocopy;
+
+	if (!mask) {
+		rte_pktmbuf_free(m);
+		dpdk_tx_failed(dp, i);
+		return;
+	}
+	if (zc) {
+		/* 'm' becomes the payload segment every chain shares. */
+		m->data_off = (uint16_t)(pkt->data - (uint8_t *)m->buf_addr);
+		m->data_len = (uint16_t)pkt->len;
+		m->pkt_len = pkt->len;
+		m->nb_segs = 1;
+		m->next = NULL;
+		m->ol_flags = 0;
+	}
+	while (mask) {
+		unsigned r = (unsigned)__builtin_ctzll(mask);
+		struct rte_mbuf *c = NULL;
+		struct frame_end dst;
+		uint16_t e;
+
+		mask &= mask - 1;
+		if (peer_get(dp, &pkt->dsts[r], &dst, &e) < 0 || !dp->link_up[e]) {
+			dpdk_tx_failed(dp, i);
+			continue;
+		}
+		if (zc)
+			c = dpdk_chain(dp, e, m, pkt->len, &dst, psum);
+		if (!c && (zc || mask))
+			c = dpdk_copy(dp, e, pkt, &dst, psum);
+		if (!c && !zc && !mask) {
+			/* Copy mode: the packet's own mbuf goes to the last. */
+			dpdk_frame(dp, e, m, pkt->data, pkt->len, &dst, psum);
+			dpdk_tx_stage(dp, e, m, pkt->len, i);
+			return;
+		}
+		if (!c) {
+			dpdk_tx_failed(dp, i);
+			continue;
+		}
+		dpdk_tx_stage(dp, e, c, pkt->len, i);
+	}
+	/* Drops our reference: the chains hold theirs. */
+	rte_pktmbuf_free(m);
+}
+
+static void
+dpdk_tx_one(struct dpdk_port *dp, struct ina_pkt *pkt, uint8_t i)
+{
+	struct rte_mbuf *m = pkt->priv;
+	uint8_t *base = (uint8_t *)m->buf_addr;
+	struct frame_end dst;
+	uint32_t psum;
+	uint16_t e;
+
+	if (pkt->len > DPDK_MAX_PKT || pkt->data < base + FRAME_HDR_LEN ||
+	    pkt->data + pkt->len > base + m->buf_len) {
+		rte_pktmbuf_free(m);
+		dpdk_tx_failed(dp, i);
+		return;
+	}
+	psum = dp->need_psum ? frame_sum(pkt->data, pkt->len) : 0;
+	if (pkt->dsts) {
+		dpdk_tx_fanout(dp, pkt, i, psum);
+		return;
+	}
+	if (peer_get(dp, &pkt->peer, &dst, &e) < 0 || !dp->link_up[e]) {
+		rte_pktmbuf_free(m);
+		dpdk_tx_failed(dp, i);
+		return;
+	}
+	dpdk_frame(dp, e, m, pkt->data, pkt->len, &dst, psum);
+	dpdk_tx_stage(dp, e, m, pkt->len, i);
 }
 
 static uint16_t
 dpdk_tx_burst(struct ina_port *port, struct ina_pkt **pkts, uint16_t n)
 {
 	struct dpdk_port *dp = dpdk_of(port);
+	uint16_t failed = 0;
 
-	dp->tx_last_failed = -1;
-	dp->tx_nb_failed = 0;
-	for (uint16_t i = 0; i < n; i++) {
-		struct ina_pkt *pkt = pkts[i];
-		struct rte_mbuf *m = pkt->priv;
-		uint64_t mask;
+	for (uint16_t off = 0; off < n; off = (uint16_t)(off + INA_MAX_BURST)) {
+		uint16_t k = (uint16_t)(n - off < INA_MAX_BURST ? n - off : INA_MAX_BURST);
 
-		if (!pkt->dsts) {
-			if (dpdk_frame(dp, m, pkt->data, pkt->len, &pkt->peer) < 0) {
-				rte_pktmbuf_free(m);
-				dpdk_tx_failed(dp, i);
-				continue;
-			}
-			dpdk_tx_stage(dp, m, pkt->len, i);
-			continue;
-		}
-
-		/*
-		 * Fan-out: a copy per extra destination, the packet's own mbuf
-		 * for the last one.
-		 * XXX: indirect mbufs later (a header mbuf per destination
-		 * chained to the payload with rte_pktmbuf_attach), no copies.
-		 */
-		mask = pkt->dst_mask;
-		if (!mask) {
-			rte_pktmbuf_free(m);
-			dpdk_tx_failed(dp, i);
-			continue;
-		}
-		while (mask) {
-			unsigned r = (unsigned)__builtin_ctzll(mask);
-			struct rte_mbuf *c = m;
-			uint8_t *data = pkt->data;
-
-			mask &= mask - 1;
-			if (mask && !(c = dpdk_copy(dp, pkt, &data))) {
-				dpdk_tx_failed(dp, i);
-				continue;
-			}
-			if (dpdk_frame(dp, c, data, pkt->len, &pkt->dsts[r]) < 0) {
-				rte_pktmbuf_free(c);
-				dpdk_tx_failed(dp, i);
-				continue;
-			}
-			dpdk_tx_stage(dp, c, pkt->len, i);
-		}
+		dp->tx_failed = 0;
+		for (uint16_t i = 0; i < k; i++)
+			dpdk_tx_one(dp, pkts[off + i], (uint8_t)i);
+		dpdk_tx_flush_all(dp);
+		failed = (uint16_t)(failed + __builtin_popcount(dp->tx_failed));
 	}
-	dpdk_tx_flush(dp);
-	return (uint16_t)(n - dp->tx_nb_failed);
+	return (uint16_t)(n - failed);
 }
 
 static void
@@ -592,10 +731,135 @@ dpdk_wait(struct ina_port *port, uint64_t timeout_ns)
 	nanosleep(&ts, NULL);
 }
 
-/* ---- open / close ---- */
+/* ---- resolve ---- */
+
+/* Parses "A.B.C.D:PORT" into network-order address and port. */
+static int
+parse_ip_port(const char *s, size_t len, uint32_t *ip_be, uint16_t *udp_be)
+{
+	const char *colon = memrchr(s, ':', len);
+	char ip[INET_ADDRSTRLEN], port[8];
+	struct in_addr in;
+	size_t ip_len, port_len;
+	uint64_t udp;
+
+	if (!colon)
+		return -EINVAL;
+	ip_len = (size_t)(colon - s);
+	port_len = len - ip_len - 1;
+	if (ip_len == 0 || ip_len >= sizeof(ip) || port_len == 0 || port_len >= sizeof(port))
+		return -EINVAL;
+	memcpy(ip, s, ip_len);
+	ip[ip_len] = '\0';
+	memcpy(port, colon + 1, port_len);
+	port[port_len] = '\0';
+	if (inet_pton(AF_INET, ip, &in) != 1 || ina_parse_u64(port, 1, 65535, &udp) < 0)
+		return -EINVAL;
+	*ip_be = in.s_addr;
+	*udp_be = rte_cpu_to_be_16((uint16_t)udp);
+	return 0;
+}
+
+/* Sends one ARP request for 'ip_be' out of every ethdev whose link is up. */
+static void
+dpdk_arp_send(struct dpdk_port *dp, uint32_t ip_be)
+{
+	for (uint16_t e = 0; e < dp->nb_eth; e++) {
+		struct rte_mbuf *m;
+
+		if (!dp->link_up[e] || !(m = rte_pktmbuf_alloc(dp->pool.mp)))
+			continue;
+		neigh_arp_request(&dp->neigh, m, ip_be, dp->self[e].mac);
+		dpdk_tx_stage(dp, e, m, 0, OWNER_NONE);
+	}
+	dpdk_tx_flush_all(dp);
+}
+
+/* Asks by ARP for the MAC of 'ip_be' while polling rx: 0, or -EHOSTUNREACH.
+ * ina packets that arrive meanwhile are dropped (counted in rx_drop). */
+static int
+dpdk_arp_resolve(struct dpdk_port *dp, uint32_t ip_be, uint8_t mac[6], uint16_t *eth)
+{
+	struct ina_pkt *pkts[INA_MAX_BURST];
+
+	for (int t = 0; t < DPDK_ARP_TRIES; t++) {
+		uint64_t until = ina_now_ns() + DPDK_ARP_GAP_MS * INA_NS_PER_MS;
+
+		dpdk_link_poll(dp, 1);
+		dpdk_arp_send(dp, ip_be);
+		do {
+			uint16_t nb = dpdk_rx_burst(&dp->port, pkts, INA_MAX_BURST);
+
+			if (nb) {
+				dp->port.stats.rx_drop += nb;
+				ina_pkt_free_bulk(pkts, nb);
+			}
+			if (neigh_lookup(&dp->neigh, ip_be, mac, eth) == 0)
+				return 0;
+			if (!nb)
+				dpdk_wait(&dp->port, 20000);
+		} while (ina_now_ns() < until);
+	}
+	return -EHOSTUNREACH;
+}
 
 static int
-dpdk_option(const char *args, char *opt, struct dpdk_config *cfg)
+dpdk_resolve(struct ina_port *port, const char *addr, struct ina_peer *peer)
+{
+	struct dpdk_port *dp = dpdk_of(port);
+	const char *at, *ipp;
+	uint8_t mac[6];
+	uint32_t ip_be;
+	uint16_t udp_be, eth = 0;
+	int ret;
+
+	if (!addr || !peer)
+		return -EINVAL;
+	at = strchr(addr, '@');
+	ipp = at ? at + 1 : addr;
+	if (parse_ip_port(ipp, strlen(ipp), &ip_be, &udp_be) < 0)
+		return -EINVAL;
+	if (at) {
+		unsigned b[6];
+		int used = 0;
+
+		if (sscanf(addr, "%2x:%2x:%2x:%2x:%2x:%2x%n", &b[0], &b[1], &b[2], &b[3], &b[4],
+			   &b[5], &used) != 6 || addr + used != at)
+			return -EINVAL;
+		for (int i = 0; i < 6; i++)
+			mac[i] = (uint8_t)b[i];
+		/* The ethdev it was seen on, if ARP saw it; else the first. */
+		{
+			uint8_t seen[6];
+
+			if (neigh_lookup(&dp->neigh, ip_be, seen, &eth) < 0)
+				eth = 0;
+		}
+		peer_make(peer, mac, ip_be, udp_be, eth);
+		return 0;
+	}
+	if (!dp->ip_be) {
+		INA_LOG(ERR, "dpdk port %s: cannot resolve '%s' by ARP without an own address: "
+			"pass ip=A.B.C.D, or give the peer as MAC@IP:PORT", dp->name, addr);
+		return -EINVAL;
+	}
+	ret = neigh_lookup(&dp->neigh, ip_be, mac, &eth);
+	if (ret < 0)
+		ret = dpdk_arp_resolve(dp, ip_be, mac, &eth);
+	if (ret < 0) {
+		INA_LOG(ERR, "dpdk port %s: no ARP reply for %s after %d requests %d ms apart: is "
+			"the peer up, with that address, on a link of this port?", dp->name, addr,
+			DPDK_ARP_TRIES, DPDK_ARP_GAP_MS);
+		return -EHOSTUNREACH;
+	}
+	peer_make(peer, mac, ip_be, udp_be, eth);
+	return 0;
+}
+
+/* ---- options ---- */
+
+static int
+dpdk_option(char *opt, struct dpdk_config *cfg)
 {
 	const char *key = opt, *val, *range = "";
 	char *eq = strchr(opt, '=');
@@ -603,15 +867,38 @@ dpdk_option(const char *args, char *opt, struct dpdk_config *cfg)
 	int ret;
 
 	if (!eq) {
-		INA_LOG(ERR, "dpdk port '%s': option '%s' needs a value (KEY=VALUE)", args, opt);
+		snprintf(last_err, sizeof(last_err), "option '%s' needs a value (KEY=VALUE)", opt);
 		return -EINVAL;
 	}
 	*eq = '\0';
 	val = eq + 1;
 	if (strcmp(key, "port") == 0) {
-		ret = ina_parse_u64(val, 0, RTE_MAX_ETHPORTS - 1, &cfg->port_id);
+		const char *dash = strchr(val, '-');
+
 		cfg->has_port = 1;
-		range = " (ethdev port id)";
+		range = " (ID, LO-HI or all)";
+		if (strcmp(val, "all") == 0) {
+			cfg->all = 1;
+			ret = 0;
+		} else if (dash) {
+			char lo[16];
+			size_t n = (size_t)(dash - val);
+
+			ret = -EINVAL;
+			if (n > 0 && n < sizeof(lo)) {
+				memcpy(lo, val, n);
+				lo[n] = '\0';
+				ret = ina_parse_u64(lo, 0, RTE_MAX_ETHPORTS - 1, &cfg->lo);
+				if (ret == 0)
+					ret = ina_parse_u64(dash + 1, cfg->lo, RTE_MAX_ETHPORTS - 1,
+							    &cfg->hi);
+				if (ret == 0 && cfg->hi - cfg->lo >= DPDK_MAX_ETH)
+					ret = -ERANGE;
+			}
+		} else {
+			ret = ina_parse_u64(val, 0, RTE_MAX_ETHPORTS - 1, &cfg->lo);
+			cfg->hi = cfg->lo;
+		}
 	} else if (strcmp(key, "ip") == 0) {
 		ret = inet_pton(AF_INET, val, &in) == 1 ? 0 : -EINVAL;
 		cfg->ip_be = in.s_addr;
@@ -620,16 +907,42 @@ dpdk_option(const char *args, char *opt, struct dpdk_config *cfg)
 		ret = ina_parse_u64(val, 1, 65535, &cfg->udp);
 		range = " (1..65535)";
 	} else if (strcmp(key, "mbufs") == 0) {
-		ret = ina_parse_u64(val, 64, DPDK_MAX_MBUFS, &cfg->nb_mbufs);
+		ret = ina_parse_u64(val, 64, DPDK_MAX_MBUFS, &cfg->mbufs);
 		range = " (64..4194304)";
+	} else if (strcmp(key, "reserve") == 0) {
+		ret = ina_parse_u64(val, 0, DPDK_MAX_MBUFS, &cfg->reserve);
+		range = " (0..4194304)";
+	} else if (strcmp(key, "rxd") == 0 || strcmp(key, "txd") == 0) {
+		ret = ina_parse_u64(val, 32, 16384, key[0] == 'r' ? &cfg->rxd : &cfg->txd);
+		range = " (32..16384)";
+	} else if (strcmp(key, "queue") == 0) {
+		ret = ina_parse_u64(val, 0, DPDK_MAX_QUEUES - 1, &cfg->queue);
+		range = " (0..15, below queues=)";
+	} else if (strcmp(key, "queues") == 0) {
+		ret = ina_parse_u64(val, 1, DPDK_MAX_QUEUES, &cfg->queues);
+		range = " (1..16)";
+	} else if (strcmp(key, "link_wait_ms") == 0) {
+		ret = ina_parse_u64(val, 0, 600000, &cfg->link_wait_ms);
+		range = " (0..600000)";
+	} else if (strcmp(key, "zerocopy") == 0 || strcmp(key, "offload") == 0) {
+		ret = ina_parse_u64(val, 0, 1, key[0] == 'z' ? &cfg->zerocopy : &cfg->offload);
+		range = " (0 or 1)";
+	} else if (strcmp(key, "drop") == 0) {
+		ret = ina_parse_double(val, 0.0, 1.0, &cfg->drop);
+		if (ret == 0 && cfg->drop >= 1.0)
+			ret = -ERANGE;
+		range = " (0 <= RATE < 1)";
+	} else if (strcmp(key, "seed") == 0) {
+		ret = ina_parse_u64(val, 0, UINT64_MAX, &cfg->seed);
 	} else {
-		INA_LOG(ERR, "dpdk port '%s': unknown option '%s' (known: port, ip, udp, mbufs)",
-			args, key);
+		snprintf(last_err, sizeof(last_err),
+			 "unknown option '%s' (known: port, ip, udp, mbufs, reserve, rxd, txd, "
+			 "queue, queues, link_wait_ms, zerocopy, offload, drop, seed)", key);
 		return -EINVAL;
 	}
 	if (ret < 0) {
-		INA_LOG(ERR, "dpdk port '%s': bad value '%s' for option '%s'%s", args, val, key,
-			range);
+		snprintf(last_err, sizeof(last_err), "bad value '%s' for option '%s'%s", val, key,
+			 range);
 		return -EINVAL;
 	}
 	return 0;
@@ -643,18 +956,31 @@ dpdk_config_parse(const char *args, struct dpdk_config *cfg)
 
 	memset(cfg, 0, sizeof(*cfg));
 	cfg->udp = INA_DPDK_UDP_PORT;
-	cfg->nb_mbufs = DPDK_DEF_MBUFS;
+	cfg->mbufs = DPDK_DEF_MBUFS;
+	cfg->rxd = DPDK_DEF_DESC;
+	cfg->txd = DPDK_DEF_DESC;
+	cfg->queues = 1;
+	cfg->zerocopy = 1;
+	cfg->offload = 1;
+	cfg->seed = 1;
 	copy = strdup(args);
 	if (!copy)
 		return -ENOMEM;
 	for (opt = strtok_r(copy, ",", &save); opt; opt = strtok_r(NULL, ",", &save)) {
-		ret = dpdk_option(args, opt, cfg);
+		ret = dpdk_option(opt, cfg);
 		if (ret < 0)
 			break;
 	}
 	free(copy);
+	if (ret == 0 && cfg->queue >= cfg->queues) {
+		snprintf(last_err, sizeof(last_err), "queue=%u needs queues=%u or more",
+			 (unsigned)cfg->queue, (unsigned)cfg->queue + 1);
+		ret = -EINVAL;
+	}
 	return ret;
 }
+
+/* ---- open / close ---- */
 
 static void
 dpdk_close(struct ina_port *port)
@@ -664,138 +990,183 @@ dpdk_close(struct ina_port *port)
 	if (!port)
 		return;
 	dp = dpdk_of(port);
-	if (dp->started) {
-		struct rte_mbuf *mbufs[INA_MAX_BURST];
-		uint16_t k;
-
-		/* Drain rx so no mbuf of ours outlives the pool in a queue. */
-		while ((k = rte_eth_rx_burst(dp->port_id, 0, mbufs, INA_MAX_BURST)) > 0)
-			rte_pktmbuf_free_bulk(mbufs, k);
-		(void)rte_eth_dev_stop(dp->port_id);
-	}
-	rte_mempool_free(dp->pool.mp);
+	dpdk_tx_flush_all(dp);
+	dpdk_set_close(dp->set, dp->queue);
 	free(dp);
 }
 
 static int
-dpdk_open_cfg(const struct dpdk_config *cfg, const char *args, struct ina_port **out)
+dpdk_set_cfg_make(const struct dpdk_config *cfg, struct dpdk_set_cfg *sc)
 {
-	static unsigned pool_seq;
-	struct rte_eth_conf conf;
-	struct rte_eth_dev_info info;
+	memset(sc, 0, sizeof(*sc));
+	if (cfg->all) {
+		uint16_t id;
+
+		RTE_ETH_FOREACH_DEV(id) {
+			if (sc->nb == DPDK_MAX_ETH) {
+				snprintf(last_err, sizeof(last_err),
+					 "port=all: more than %u ethdevs; pick a range LO-HI",
+					 DPDK_MAX_ETH);
+				return -E2BIG;
+			}
+			sc->ids[sc->nb++] = id;
+		}
+		if (sc->nb == 0) {
+			snprintf(last_err, sizeof(last_err),
+				 "no DPDK port: pass --vdev=... or bind a NIC");
+			return -ENODEV;
+		}
+	} else {
+		for (uint64_t id = cfg->lo; id <= cfg->hi; id++)
+			sc->ids[sc->nb++] = (uint16_t)id;
+	}
+	sc->queues = (uint16_t)cfg->queues;
+	sc->rxd = (uint32_t)cfg->rxd;
+	sc->txd = (uint32_t)cfg->txd;
+	sc->nb_mbufs = (uint32_t)cfg->mbufs;
+	sc->reserve = (uint32_t)cfg->reserve;
+	sc->link_wait_ms = (uint32_t)cfg->link_wait_ms;
+	sc->offload = (int)cfg->offload;
+	sc->priv_size = DPDK_PRIV_SIZE;
+	return 0;
+}
+
+static int
+dpdk_open_cfg(const struct dpdk_config *cfg, struct ina_port **out)
+{
+	struct dpdk_set_cfg sc;
 	struct dpdk_port *dp;
-	uint16_t pid = (uint16_t)cfg->port_id;
-	char pool_name[RTE_MEMPOOL_NAMESIZE];
-	unsigned cache;
-	int socket, ret;
+	int ret;
 
 	*out = NULL;
-	if (!eal_up || !rte_eth_dev_is_valid_port(pid)) {
-		INA_LOG(ERR, "dpdk port '%s': no ethdev %u", args, pid);
+	if (!ina_dpdk_eal_running()) {
+		snprintf(last_err, sizeof(last_err), "EAL is not running: start it first "
+			 "([EAL options] -- [ina options])");
 		return -ENODEV;
 	}
+	ret = dpdk_set_cfg_make(cfg, &sc);
+	if (ret < 0)
+		return ret;
 	dp = calloc(1, sizeof(*dp));
 	if (!dp)
 		return -ENOMEM;
+	ret = dpdk_set_open(&sc, (uint16_t)cfg->queue, &dp->set, last_err, sizeof(last_err));
+	if (ret < 0) {
+		free(dp);
+		return ret;
+	}
 	dp->port.ops = &ina_port_dpdk_ops;
-	dp->port_id = pid;
+	dp->queue = (uint16_t)cfg->queue;
+	dp->nb_eth = sc.nb;
 	dp->ip_be = cfg->ip_be;
 	dp->udp_be = rte_cpu_to_be_16((uint16_t)cfg->udp);
-	snprintf(dp->name, sizeof(dp->name), "%u", pid);
-
-	socket = rte_eth_dev_socket_id(pid);
-	if (socket < 0)
-		socket = (int)rte_socket_id();
-	cache = cfg->nb_mbufs >= 2048 ? 256 : 0;
-	snprintf(pool_name, sizeof(pool_name), "ina_p%u_%u", pid, pool_seq++);
-	dp->pool.mp = rte_pktmbuf_pool_create(pool_name, (unsigned)cfg->nb_mbufs, cache,
-					      DPDK_PRIV_SIZE, RTE_MBUF_DEFAULT_BUF_SIZE, socket);
-	if (!dp->pool.mp) {
-		ret = rte_errno ? -rte_errno : -ENOMEM;
-		INA_LOG(ERR, "dpdk port %s: cannot create %u mbufs: %s", dp->name,
-			(unsigned)cfg->nb_mbufs, rte_strerror(-ret));
-		goto err;
-	}
+	dp->drop = cfg->drop;
+	dp->rng = cfg->seed;
+	dp->pool.mp = dp->set->pools[dp->queue];
+	dp->hdr_mp = dp->set->hdr_pools[dp->queue];
 	dp->pool.pool.ops = &dpdk_pool_ops;
 	dp->pool.pool.buf_size = DPDK_MAX_PKT;
-	_Static_assert(RTE_MBUF_DEFAULT_DATAROOM >= DPDK_HDR_SIZE + DPDK_MAX_PKT, "room");
 	dp->port.pool = &dp->pool.pool;
 	dp->port.max_pkt = DPDK_MAX_PKT;
+	dp->zerocopy = cfg->zerocopy != 0;
+	for (uint16_t e = 0; e < dp->nb_eth; e++) {
+		memcpy(dp->self[e].mac, dp->set->macs[e], 6);
+		dp->self[e].ip_be = dp->ip_be;
+		dp->self[e].udp_be = dp->udp_be;
+		if (!dp->set->chains_ok[e])
+			dp->zerocopy = 0;
+		if (!dp->set->tx_csum[e])
+			dp->need_psum = 1;
+	}
+	neigh_init(&dp->neigh, dp->ip_be);
+	dp->link_period = rte_get_tsc_hz() / 1000 * DPDK_LINK_POLL_MS;
+	dpdk_link_poll(dp, 1);
+	if (sc.nb == 1)
+		snprintf(dp->name, sizeof(dp->name), "%u", sc.ids[0]);
+	else
+		snprintf(dp->name, sizeof(dp->name), "%u-%u", sc.ids[0], sc.ids[sc.nb - 1]);
+	if (sc.queues > 1) {
+		size_t used = strlen(dp->name);
 
-	ret = rte_eth_dev_info_get(pid, &info);
-	if (ret < 0)
-		goto err_log;
-	memset(&conf, 0, sizeof(conf));
-	ret = rte_eth_dev_configure(pid, 1, 1, &conf);
-	if (ret < 0)
-		goto err_log;
-	ret = rte_eth_rx_queue_setup(pid, 0, DPDK_NB_DESC, (unsigned)socket, NULL, dp->pool.mp);
-	if (ret < 0)
-		goto err_log;
-	ret = rte_eth_tx_queue_setup(pid, 0, DPDK_NB_DESC, (unsigned)socket, NULL);
-	if (ret < 0)
-		goto err_log;
-	ret = rte_eth_dev_start(pid);
-	if (ret < 0)
-		goto err_log;
-	dp->started = 1;
-	ret = rte_eth_macaddr_get(pid, &dp->mac);
-	if (ret < 0)
-		goto err_log;
-	INA_LOG(DEBUG, "dpdk port %s: open, %u mbufs", dp->name, (unsigned)cfg->nb_mbufs);
+		snprintf(dp->name + used, sizeof(dp->name) - used, " queue %u", dp->queue);
+	}
+	INA_LOG(DEBUG, "dpdk port %s: open, %u ethdevs, %u mbufs, zerocopy %d", dp->name, sc.nb,
+		sc.nb_mbufs, dp->zerocopy);
 	*out = &dp->port;
 	return 0;
-
-err_log:
-	INA_LOG(ERR, "dpdk port %s: setup failed: %s", dp->name, rte_strerror(-ret));
-err:
-	dpdk_close(&dp->port);
-	return ret;
 }
 
-int
-ina_port_dpdk_open_id(uint16_t port_id, const char *args, struct ina_port **out)
+static int
+dpdk_open_args(const char *args, int need_port, uint16_t port_id, struct ina_port **out)
 {
 	struct dpdk_config cfg;
 	int ret;
 
+	last_err[0] = '\0';
 	if (!out)
 		return -EINVAL;
 	*out = NULL;
 	if (!args)
 		args = "";
 	ret = dpdk_config_parse(args, &cfg);
+	if (ret == 0 && need_port && !cfg.has_port) {
+		snprintf(last_err, sizeof(last_err), "needs port=ID, port=LO-HI or port=all");
+		ret = -EINVAL;
+	}
+	if (ret == 0 && !need_port) {
+		cfg.all = 0;
+		cfg.lo = cfg.hi = port_id;
+	}
+	if (ret == 0)
+		ret = dpdk_open_cfg(&cfg, out);
 	if (ret < 0)
-		return ret;
-	cfg.port_id = port_id;
-	return dpdk_open_cfg(&cfg, args, out);
+		INA_LOG(ERR, "dpdk port '%s': %s", args, last_err[0] ? last_err : strerror(-ret));
+	return ret;
+}
+
+int
+ina_port_dpdk_open_id(uint16_t port_id, const char *args, struct ina_port **out)
+{
+	return dpdk_open_args(args, 0, port_id, out);
 }
 
 static int
 dpdk_open(struct ina_port **out, const char *args)
 {
-	struct dpdk_config cfg;
-	int ret;
-
-	*out = NULL;
-	if (!args)
-		args = "";
-	ret = dpdk_config_parse(args, &cfg);
-	if (ret < 0)
-		return ret;
-	if (!cfg.has_port) {
-		INA_LOG(ERR, "dpdk port '%s': needs port=ID", args);
-		return -EINVAL;
-	}
-	return dpdk_open_cfg(&cfg, args, out);
+	return dpdk_open_args(args, 1, 0, out);
 }
+
+/* ---- getters ---- */
 
 unsigned
 ina_port_dpdk_pool_avail(const struct ina_port *port)
 {
-	const struct dpdk_port *dp = (const struct dpdk_port *)(const void *)port;
+	const struct dpdk_port *dp = dpdk_of_c(port);
 
-	return rte_mempool_avail_count(dp->pool.mp);
+	return rte_mempool_avail_count(dp->pool.mp) + rte_mempool_avail_count(dp->hdr_mp);
+}
+
+unsigned
+ina_port_dpdk_nb_ethdevs(const struct ina_port *port)
+{
+	return dpdk_of_c(port)->nb_eth;
+}
+
+int
+ina_port_dpdk_mac(const struct ina_port *port, unsigned i, uint8_t mac[6])
+{
+	const struct dpdk_port *dp = dpdk_of_c(port);
+
+	if (i >= dp->nb_eth)
+		return -EINVAL;
+	memcpy(mac, dp->self[i].mac, 6);
+	return 0;
+}
+
+void
+ina_port_dpdk_neigh_stats(const struct ina_port *port, struct ina_port_dpdk_neigh_stats *st)
+{
+	*st = dpdk_of_c(port)->neigh.st;
 }
 
 const struct ina_port_ops ina_port_dpdk_ops = {

@@ -1,15 +1,33 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The dpdk port (port.h): ina packets in mbufs, with Ethernet/IPv4/UDP added
- * and stripped in software. Only port_dpdk.c includes <rte_*.h>; this header
- * does not, so main.c can start EAL without DPDK headers.
+ * The dpdk port (port.h): ina packets in mbufs over one or several ethdevs,
+ * with Ethernet/IPv4/UDP added and stripped in software, ARP and ICMP echo
+ * answered, zero-copy fan-out. Only *_dpdk.c files include <rte_*.h>; this
+ * header does not, so main.c can start EAL without DPDK headers.
  *
- * Options, comma-separated: port=ID (ethdev port id, required through
- * ina_port_dpdk_ops.open), ip=A.B.C.D (own address, default 0.0.0.0: any
- * destination address is accepted on rx), udp=PORT (default 9150),
- * mbufs=N (pool size, default 8191).
+ * Options, comma-separated (defaults in brackets):
+ *   port=ID|LO-HI|all  ethdevs of this port, required through ops->open
+ *                      (all: every ethdev that exists); rx polls them round
+ *                      robin, a reply goes out the ethdev its peer was seen on
+ *   ip=A.B.C.D         own address [0.0.0.0: accept any destination address,
+ *                      answer no ARP or ping, resolve needs MAC@]
+ *   udp=PORT           own UDP port [9150]
+ *   mbufs=N            mbufs per queue's pool [8191]; open fails with
+ *                      -ENOBUFS below ethdevs x (rxd + txd) + cache x lcores
+ *                      + 64 + reserve
+ *   reserve=N          mbufs the caller keeps in flight (a window) [0]
+ *   rxd=N, txd=N       descriptors per rx / tx queue [512, 512]
+ *   queue=P,queues=K   K rx/tx queue pairs per ethdev, this object uses
+ *                      queue P of every ethdev [0, 1]; open K objects (one
+ *                      per lcore) with the same port= and queues=
+ *   link_wait_ms=MS    open waits for every link to be up, else -ENETDOWN [0]
+ *   zerocopy=0|1       fan-out chains a header mbuf per destination to the
+ *                      one payload mbuf (where the ethdev takes chains) [1]
+ *   offload=0|1        IPv4/UDP checksum offloads where advertised [1]
+ *   drop=RATE,seed=N   drop received ina packets on purpose (tests) [0, 1]
  *
- * Peers are "MAC@IP:PORT", e.g. "02:00:00:00:00:02@10.0.0.2:9150" (no ARP yet).
+ * Peers: "IP:PORT" (the MAC is found by ARP: 5 requests 250 ms apart, else
+ * -EHOSTUNREACH) or "MAC@IP:PORT", e.g. "02:00:00:00:00:02@10.0.0.2:9150".
  */
 #ifndef INA_PORT_DPDK_H
 #define INA_PORT_DPDK_H
@@ -23,24 +41,47 @@
 
 /*
  * Starts EAL once per process. Returns the number of argv entries consumed
- * (as rte_eal_init), or -errno with a message in 'err'.
+ * (as rte_eal_init), or -errno with a message in 'err' that says what to do
+ * (no hugepages, a --file-prefix in use, ...).
  */
 int ina_dpdk_eal_init(int argc, char **argv, char *err, size_t err_size);
+/* 1 once ina_dpdk_eal_init() succeeded (and before cleanup). */
+int ina_dpdk_eal_running(void);
 /* Releases EAL; after ina_dpdk_eal_init() succeeded, once. */
 void ina_dpdk_eal_cleanup(void);
 
-/*
- * Makes "dpdk:..." specs known to ina_port_open(). Returns -ENOTSUP for now:
- * port.c has a fixed table of backends (see the report of this slice).
- */
+/* Makes "dpdk:..." specs known to ina_port_open(). 0 or -errno. */
 int ina_port_dpdk_register(void);
 
 extern const struct ina_port_ops ina_port_dpdk_ops;
 
-/* Opens an ethdev that already exists (tests: rte_eth_from_rings). */
+/* Opens one ethdev that already exists (tests: rte_eth_from_rings); 'args'
+ * takes the options above except port=. */
 int ina_port_dpdk_open_id(uint16_t port_id, const char *args, struct ina_port **out);
+
+/* The message of the last failed open in this thread ("" if none). */
+const char *ina_port_dpdk_last_error(void);
 
 /* mbufs of the port's pool not handed out (leak checks in tests). */
 unsigned ina_port_dpdk_pool_avail(const struct ina_port *port);
+
+/* Number of ethdevs of the port, and the MAC it uses on ethdev 'i'. */
+unsigned ina_port_dpdk_nb_ethdevs(const struct ina_port *port);
+int ina_port_dpdk_mac(const struct ina_port *port, unsigned i, uint8_t mac[6]);
+
+/* ARP, ICMP and rx classification counters, besides struct ina_port_stats. */
+struct ina_port_dpdk_neigh_stats {
+	uint64_t arp_rx;		/* ARP frames received */
+	uint64_t arp_reply_tx;		/* replies to requests for our IP */
+	uint64_t arp_request_tx;	/* requests sent by resolve */
+	uint64_t arp_learned;		/* neighbour entries added or changed */
+	uint64_t icmp_echo;		/* echo requests answered */
+	uint64_t not_ip;		/* neither IPv4 nor ARP (in rx_drop too) */
+	uint64_t not_ours;		/* IPv4 not for our IP/UDP port (in rx_drop) */
+	uint64_t malformed;		/* bad IPv4, UDP, ARP or ICMP (in rx_drop) */
+	uint64_t link_down;		/* link state changes to down seen */
+};
+void ina_port_dpdk_neigh_stats(const struct ina_port *port,
+			       struct ina_port_dpdk_neigh_stats *st);
 
 #endif

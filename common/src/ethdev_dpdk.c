@@ -1,0 +1,384 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Ethdev sets (ethdev_dpdk.h): configure and start the ethdevs of a dpdk port
+ * once, with K rx/tx queue pairs each, one mbuf pool per queue, and share
+ * them between the K port objects (one per lcore) that poll queue 0..K-1.
+ * Every start-up failure becomes -errno plus a sentence saying what to do.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <rte_errno.h>
+#include <rte_ethdev.h>
+#include <rte_lcore.h>
+#include <rte_mbuf.h>
+#include <rte_mempool.h>
+
+#include "ethdev_dpdk.h"
+
+#define SET_HDR_ROOM 64		/* data room of a header mbuf, past the headroom */
+
+/* The set each ethdev belongs to, NULL when free. */
+static struct dpdk_set *set_of[RTE_MAX_ETHPORTS];
+
+static void __attribute__((format(printf, 3, 4)))
+set_err(char *err, size_t size, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!err || !size)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(err, size, fmt, ap);
+	va_end(ap);
+}
+
+static unsigned
+pool_cache(uint32_t nb_mbufs)
+{
+	if (nb_mbufs >= 4096)
+		return 256;
+	return nb_mbufs >= 1024 ? 64 : 0;
+}
+
+/*
+ * Per queue pool: each of the set's ethdevs can hold rxd mbufs in its rx ring
+ * and txd in its tx ring for this queue, each lcore's mempool cache can hide
+ * 'cache', a burst is in the port's hands (64), and the caller keeps
+ * 'reserve' in flight (a host engine's window).
+ */
+uint64_t
+dpdk_set_mbufs_needed(const struct dpdk_set_cfg *cfg, unsigned cache)
+{
+	return (uint64_t)cfg->nb * (cfg->rxd + cfg->txd) + (uint64_t)cache * rte_lcore_count() +
+	       64 + cfg->reserve;
+}
+
+/* Whether a driver is known to send mbuf chains without advertising it. */
+static int
+driver_takes_chains(const char *name)
+{
+	static const char *const known[] = { "net_memif", "net_ring", "net_af_packet",
+					      "net_tap", "net_null", "net_pcap" };
+
+	for (size_t i = 0; i < sizeof(known) / sizeof(known[0]); i++)
+		if (strcmp(name, known[i]) == 0)
+			return 1;
+	return 0;
+}
+
+static int
+same_ids(const struct dpdk_set_cfg *a, const struct dpdk_set_cfg *b)
+{
+	return a->nb == b->nb && memcmp(a->ids, b->ids, a->nb * sizeof(a->ids[0])) == 0;
+}
+
+/* The ethdev ids that exist, "0-3" style, for messages. */
+static void
+ids_str(char *buf, size_t size)
+{
+	size_t used = 0;
+	uint16_t id;
+
+	buf[0] = '\0';
+	RTE_ETH_FOREACH_DEV(id) {
+		int w = snprintf(buf + used, size - used, "%s%u", used ? "," : "", id);
+
+		if (w < 0 || (size_t)w >= size - used)
+			break;
+		used += (size_t)w;
+	}
+}
+
+static void
+drain_and_stop(struct dpdk_set *set, const uint8_t *started)
+{
+	struct rte_mbuf *mbufs[32];
+
+	for (uint16_t i = 0; i < set->cfg.nb; i++) {
+		uint16_t id = set->cfg.ids[i];
+		uint16_t k;
+
+		if (!started[i])
+			continue;
+		/* No mbuf of ours may outlive the pools in an rx queue. */
+		for (uint16_t q = 0; q < set->cfg.queues; q++)
+			while ((k = rte_eth_rx_burst(id, q, mbufs, 32)) > 0)
+				rte_pktmbuf_free_bulk(mbufs, k);
+		(void)rte_eth_dev_stop(id);
+	}
+}
+
+static void
+set_free(struct dpdk_set *set, const uint8_t *started)
+{
+	drain_and_stop(set, started);
+	for (uint16_t q = 0; q < DPDK_MAX_QUEUES; q++) {
+		rte_mempool_free(set->pools[q]);
+		rte_mempool_free(set->hdr_pools[q]);
+	}
+	free(set);
+}
+
+static int
+set_pools(struct dpdk_set *set, int socket, char *err, size_t err_size)
+{
+	static unsigned seq;
+	const struct dpdk_set_cfg *cfg = &set->cfg;
+	unsigned cache = pool_cache(cfg->nb_mbufs);
+	uint64_t needed = dpdk_set_mbufs_needed(cfg, cache);
+	uint32_t nb_hdr = cfg->nb * (cfg->txd + 64) + 255;
+	char name[RTE_MEMPOOL_NAMESIZE];
+
+	if (needed > cfg->nb_mbufs) {
+		set_err(err, err_size,
+			"too few mbufs: mbufs=%u per queue, needs %llu = %u ethdevs x (%u rx + %u "
+			"tx descriptors) + %u cache x %u lcores + 64 + reserve=%u; raise mbufs=N "
+			"(or lower rxd=/txd=)",
+			cfg->nb_mbufs, (unsigned long long)needed, cfg->nb, cfg->rxd, cfg->txd,
+			cache, rte_lcore_count(), cfg->reserve);
+		return -ENOBUFS;
+	}
+	for (uint16_t q = 0; q < cfg->queues; q++) {
+		snprintf(name, sizeof(name), "ina_m%u_q%u", seq, q);
+		set->pools[q] = rte_pktmbuf_pool_create(name, cfg->nb_mbufs, cache,
+							(uint16_t)cfg->priv_size,
+							RTE_MBUF_DEFAULT_BUF_SIZE, socket);
+		snprintf(name, sizeof(name), "ina_h%u_q%u", seq, q);
+		if (set->pools[q])
+			set->hdr_pools[q] = rte_pktmbuf_pool_create(
+				name, nb_hdr, 0, 0, RTE_PKTMBUF_HEADROOM + SET_HDR_ROOM, socket);
+		if (!set->pools[q] || !set->hdr_pools[q]) {
+			int e = rte_errno ? rte_errno : ENOMEM;
+
+			set_err(err, err_size,
+				"cannot create %u mbufs (+%u header mbufs) for queue %u: %s; give "
+				"EAL more memory (-m MB) or lower mbufs=N",
+				cfg->nb_mbufs, nb_hdr, q, rte_strerror(e));
+			seq++;
+			return -e;
+		}
+	}
+	seq++;
+	return 0;
+}
+
+/* Configures and starts ethdev i of the set. */
+static int
+set_start_one(struct dpdk_set *set, uint16_t i, int socket, char *err, size_t err_size)
+{
+	struct dpdk_set_cfg *cfg = &set->cfg;
+	uint16_t id = cfg->ids[i];
+	struct rte_eth_dev_info info;
+	struct rte_eth_conf conf;
+	struct rte_ether_addr mac;
+	uint64_t ck_tx = RTE_ETH_TX_OFFLOAD_IPV4_CKSUM | RTE_ETH_TX_OFFLOAD_UDP_CKSUM;
+	uint64_t ck_rx = RTE_ETH_RX_OFFLOAD_IPV4_CKSUM | RTE_ETH_RX_OFFLOAD_UDP_CKSUM;
+	uint16_t rxd = (uint16_t)cfg->rxd, txd = (uint16_t)cfg->txd;
+	const char *what;
+	int ret;
+
+	ret = rte_eth_dev_info_get(id, &info);
+	if (ret < 0) {
+		what = "info";
+		goto fail;
+	}
+	snprintf(set->names[i], sizeof(set->names[i]), "%s", info.driver_name);
+	if (cfg->queues > info.max_rx_queues || cfg->queues > info.max_tx_queues) {
+		set_err(err, err_size, "ethdev %u (%s) has %u rx / %u tx queues, queues=%u asks for more",
+			id, set->names[i], info.max_rx_queues, info.max_tx_queues, cfg->queues);
+		return -EINVAL;
+	}
+	memset(&conf, 0, sizeof(conf));
+	if (info.tx_offload_capa & RTE_ETH_TX_OFFLOAD_MULTI_SEGS)
+		conf.txmode.offloads |= RTE_ETH_TX_OFFLOAD_MULTI_SEGS;
+	set->chains_ok[i] = (info.tx_offload_capa & RTE_ETH_TX_OFFLOAD_MULTI_SEGS) ||
+			    driver_takes_chains(info.driver_name);
+	if (cfg->offload && (info.tx_offload_capa & ck_tx) == ck_tx) {
+		conf.txmode.offloads |= ck_tx;
+		set->tx_csum[i] = 1;
+	}
+	if (cfg->offload && (info.rx_offload_capa & ck_rx) == ck_rx) {
+		conf.rxmode.offloads |= ck_rx;
+		set->rx_csum[i] = 1;
+	}
+	ret = rte_eth_dev_configure(id, cfg->queues, cfg->queues, &conf);
+	if (ret < 0) {
+		what = "configure";
+		goto fail;
+	}
+	ret = rte_eth_dev_adjust_nb_rx_tx_desc(id, &rxd, &txd);
+	if (ret < 0) {
+		what = "descriptor limits";
+		goto fail;
+	}
+	for (uint16_t q = 0; q < cfg->queues; q++) {
+		ret = rte_eth_rx_queue_setup(id, q, rxd, (unsigned)socket, NULL, set->pools[q]);
+		if (ret < 0) {
+			what = "rx queue setup";
+			goto fail;
+		}
+		ret = rte_eth_tx_queue_setup(id, q, txd, (unsigned)socket, NULL);
+		if (ret < 0) {
+			what = "tx queue setup";
+			goto fail;
+		}
+	}
+	ret = rte_eth_dev_start(id);
+	if (ret < 0) {
+		what = "start";
+		goto fail;
+	}
+	ret = rte_eth_macaddr_get(id, &mac);
+	if (ret < 0 || rte_is_zero_ether_addr(&mac)) {
+		/* ring and null ethdevs: a locally administered "\2ina" + id. */
+		const uint8_t own[6] = { 0x02, 0x69, 0x6e, 0x61, (uint8_t)(id >> 8), (uint8_t)id };
+
+		memcpy(mac.addr_bytes, own, 6);
+		(void)rte_eth_dev_default_mac_addr_set(id, &mac);
+	}
+	memcpy(set->macs[i], mac.addr_bytes, 6);
+	return 0;
+
+fail:
+	set_err(err, err_size, "ethdev %u (%s) will not %s: %s", id,
+		set->names[i][0] ? set->names[i] : "?", what, rte_strerror(-ret));
+	return ret;
+}
+
+int
+dpdk_set_link_up(const struct dpdk_set *set, uint16_t i)
+{
+	struct rte_eth_link link;
+
+	if (rte_eth_link_get_nowait(set->cfg.ids[i], &link) < 0)
+		return 1;	/* no link information: assume up */
+	return link.link_status == RTE_ETH_LINK_UP;
+}
+
+static int
+set_wait_links(struct dpdk_set *set, char *err, size_t err_size)
+{
+	const struct timespec tick = { 0, 10 * 1000 * 1000 };
+	uint32_t waited = 0;
+
+	for (uint16_t i = 0; i < set->cfg.nb; i++) {
+		while (!dpdk_set_link_up(set, i)) {
+			if (waited >= set->cfg.link_wait_ms) {
+				set_err(err, err_size,
+					"link of ethdev %u (%s) still down after link_wait_ms=%u (is "
+					"the peer up? a memif client needs its server running, a "
+					"server waits for its client)",
+					set->cfg.ids[i], set->names[i], set->cfg.link_wait_ms);
+				return -ENETDOWN;
+			}
+			nanosleep(&tick, NULL);
+			waited += 10;
+		}
+	}
+	return 0;
+}
+
+static int
+set_join(struct dpdk_set *set, const struct dpdk_set_cfg *cfg, uint16_t queue, char *err,
+	 size_t err_size)
+{
+	if (!same_ids(&set->cfg, cfg) || set->cfg.queues != cfg->queues) {
+		set_err(err, err_size,
+			"ethdev %u is already open in a dpdk port with other ethdevs or queues=%u",
+			cfg->ids[0], set->cfg.queues);
+		return -EBUSY;
+	}
+	if (set->open_mask & (1u << queue)) {
+		set_err(err, err_size, "queue %u of ethdev %u is already open", queue, cfg->ids[0]);
+		return -EBUSY;
+	}
+	set->open_mask |= 1u << queue;
+	set->refs++;
+	return 0;
+}
+
+int
+dpdk_set_open(const struct dpdk_set_cfg *cfg, uint16_t queue, struct dpdk_set **out,
+	      char *err, size_t err_size)
+{
+	uint8_t started[DPDK_MAX_ETH] = { 0 };
+	struct dpdk_set *set;
+	char ids[128];
+	int socket, ret;
+
+	*out = NULL;
+	if (rte_eth_dev_count_avail() == 0) {
+		set_err(err, err_size, "no DPDK port: pass --vdev=... or bind a NIC");
+		return -ENODEV;
+	}
+	if (cfg->nb == 0 || cfg->nb > DPDK_MAX_ETH || cfg->queues == 0 ||
+	    cfg->queues > DPDK_MAX_QUEUES || queue >= cfg->queues) {
+		set_err(err, err_size, "bad ethdev set: %u ethdevs (1..%u), queue %u of %u (max %u)",
+			cfg->nb, DPDK_MAX_ETH, queue, cfg->queues, DPDK_MAX_QUEUES);
+		return -EINVAL;
+	}
+	for (uint16_t i = 0; i < cfg->nb; i++) {
+		if (!rte_eth_dev_is_valid_port(cfg->ids[i])) {
+			ids_str(ids, sizeof(ids));
+			set_err(err, err_size, "no ethdev %u (ethdevs here: %s)", cfg->ids[i], ids);
+			return -ENODEV;
+		}
+		if (set_of[cfg->ids[i]] && set_of[cfg->ids[i]] != set_of[cfg->ids[0]]) {
+			set_err(err, err_size, "ethdev %u is already open in another dpdk port",
+				cfg->ids[i]);
+			return -EBUSY;
+		}
+	}
+	if (set_of[cfg->ids[0]]) {
+		ret = set_join(set_of[cfg->ids[0]], cfg, queue, err, err_size);
+		if (ret == 0)
+			*out = set_of[cfg->ids[0]];
+		return ret;
+	}
+
+	set = calloc(1, sizeof(*set));
+	if (!set)
+		return -ENOMEM;
+	set->cfg = *cfg;
+	socket = rte_eth_dev_socket_id(cfg->ids[0]);
+	if (socket < 0)
+		socket = (int)rte_socket_id();
+	ret = set_pools(set, socket, err, err_size);
+	for (uint16_t i = 0; ret == 0 && i < cfg->nb; i++) {
+		ret = set_start_one(set, i, socket, err, err_size);
+		started[i] = ret == 0;
+	}
+	if (ret == 0 && cfg->link_wait_ms)
+		ret = set_wait_links(set, err, err_size);
+	if (ret < 0) {
+		set_free(set, started);
+		return ret;
+	}
+	for (uint16_t i = 0; i < cfg->nb; i++)
+		set_of[cfg->ids[i]] = set;
+	set->refs = 1;
+	set->open_mask = 1u << queue;
+	*out = set;
+	return 0;
+}
+
+void
+dpdk_set_close(struct dpdk_set *set, uint16_t queue)
+{
+	uint8_t started[DPDK_MAX_ETH];
+
+	if (!set)
+		return;
+	set->open_mask &= ~(1u << queue);
+	if (--set->refs > 0)
+		return;
+	for (uint16_t i = 0; i < set->cfg.nb; i++)
+		set_of[set->cfg.ids[i]] = NULL;
+	memset(started, 1, sizeof(started));
+	set_free(set, started);
+}
