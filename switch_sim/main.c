@@ -198,7 +198,7 @@ main(int argc, char **argv)
 	ina_eal_main_check_spec("--port", spec);
 	ret = ina_port_open(spec, &port, err, sizeof(err));
 	if (ret < 0)
-		ina_eal_main_die("cannot open port %s: %s", spec, err[0] ? err : strerror(-ret));
+		ina_eal_main_port_failed(spec, err[0] ? err : strerror(-ret));
 	if ((uint64_t)INA_HDR_SIZE + (uint64_t)c.pipe.slot_elems * 4 > port->max_pkt &&
 	    !c.slot_elems_set && port->max_pkt > INA_HDR_SIZE + 4) {
 		/* The default slot holds more than a packet of this port

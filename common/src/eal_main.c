@@ -96,6 +96,18 @@ ina_eal_main_check_spec(const char *option, const char *spec)
 				 "%s %s ...", option, spec, eal_prog, option, spec);
 }
 
+void
+ina_eal_main_port_failed(const char *spec, const char *err)
+{
+	const char *why = err && err[0] ? err : "cannot open the port";
+
+#ifdef INA_HAVE_DPDK
+	if (ina_eal_main_is_dpdk(spec) && ina_port_dpdk_last_error()[0])
+		why = ina_port_dpdk_last_error();
+#endif
+	ina_eal_main_die("cannot open port %s: %s", spec, why);
+}
+
 #ifdef INA_HAVE_DPDK
 static void
 eal_at_exit(void)
@@ -126,8 +138,8 @@ ina_eal_main_start(const char *prog, int *argc, char ***argv)
 	if (ret < 0) {
 		free(eal_argv);
 		eal_argv = NULL;
-		ina_eal_main_die("cannot start DPDK: %s (EAL options go before '--' and ina's "
-				 "after it; without hugepages add --no-huge)", err);
+		ina_eal_main_die("cannot start DPDK: %s (EAL options go before '--', ina's after it)",
+				 err);
 	}
 	eal_started = 1;
 	atexit(eal_at_exit);

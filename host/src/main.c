@@ -224,7 +224,7 @@ main(int argc, char **argv)
 
 	ret = ina_open(&c.ina, &ctx, err, sizeof(err));
 	if (ret == INA_EPORT)
-		ina_eal_main_die("cannot open port %s: %s", c.ina.port, err);
+		ina_eal_main_port_failed(c.ina.port, err);
 	if (ret < 0)
 		ina_die("cannot join job %" PRIu32 " at %s: %s (%s)", c.ina.job_id, c.ina.switch_addr,
 		    err, ina_strerror(ret));

@@ -40,6 +40,14 @@ int ina_eal_main_is_dpdk(const char *spec);
  */
 void ina_eal_main_check_spec(const char *option, const char *spec);
 
+/*
+ * Dies with INA_EXIT_TRANSPORT after a port of 'spec' failed to open:
+ * "PROG: cannot open port SPEC: WHY", where WHY is the dpdk port's own
+ * sentence when it has one (ina_port_dpdk_last_error()), else 'err'.
+ */
+void ina_eal_main_port_failed(const char *spec, const char *err)
+	__attribute__((noreturn));
+
 /* Prints "PROG: message" to stderr and exits with INA_EXIT_TRANSPORT. */
 void ina_eal_main_die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
 
