@@ -172,6 +172,7 @@ print_stats(const struct pipeline *p, const struct ina_port *port)
 		printf("  %-24s %" PRIu64 "\n", "port_rx_drop", ps->rx_drop);
 	if (ps->inject_drop)
 		printf("  %-24s %" PRIu64 "\n", "port_inject_drop", ps->inject_drop);
+	ina_eal_main_print_port(port, stdout);
 	pipeline_stats_print(p, stdout);
 	pipeline_dump(p, stdout);
 	fflush(stdout);

@@ -8,12 +8,14 @@
  */
 #include <errno.h>
 #include <getopt.h>
+#include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "ina/eal_main.h"
+#include "ina/port.h"
 #ifdef INA_HAVE_DPDK
 #include "ina/port_dpdk.h"
 #endif
@@ -106,6 +108,38 @@ ina_eal_main_port_failed(const char *spec, const char *err)
 		why = ina_port_dpdk_last_error();
 #endif
 	ina_eal_main_die("cannot open port %s: %s", spec, why);
+}
+
+void
+ina_eal_main_print_port(const struct ina_port *port, FILE *f)
+{
+#ifdef INA_HAVE_DPDK
+	struct ina_port_dpdk_neigh_stats st;
+	const struct {
+		const char *name;
+		const uint64_t *v;
+	} rows[] = {
+		{ "port_arp_rx", &st.arp_rx },
+		{ "port_arp_reply_tx", &st.arp_reply_tx },
+		{ "port_arp_request_tx", &st.arp_request_tx },
+		{ "port_arp_learned", &st.arp_learned },
+		{ "port_icmp_echo", &st.icmp_echo },
+		{ "port_not_ip", &st.not_ip },
+		{ "port_not_ours", &st.not_ours },
+		{ "port_malformed", &st.malformed },
+		{ "port_link_down", &st.link_down },
+	};
+
+	if (!port || port->ops != &ina_port_dpdk_ops)
+		return;
+	ina_port_dpdk_neigh_stats(port, &st);
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++)
+		if (*rows[i].v)
+			fprintf(f, "  %-24s %" PRIu64 "\n", rows[i].name, *rows[i].v);
+#else
+	(void)port;
+	(void)f;
+#endif
 }
 
 #ifdef INA_HAVE_DPDK

@@ -9,6 +9,8 @@
 #ifndef INA_EAL_MAIN_H
 #define INA_EAL_MAIN_H
 
+#include <stdio.h>
+
 /* Exit status of a program whose transport could not start (EAL, a port). */
 #define INA_EXIT_TRANSPORT 3
 
@@ -47,6 +49,14 @@ void ina_eal_main_check_spec(const char *option, const char *spec);
  */
 void ina_eal_main_port_failed(const char *spec, const char *err)
 	__attribute__((noreturn));
+
+struct ina_port;
+/*
+ * Prints the counters a port keeps besides struct ina_port_stats, one
+ * "  name value" line each, nonzero ones only: for a dpdk port its ARP, ICMP
+ * and rx classification counters. Nothing for other ports.
+ */
+void ina_eal_main_print_port(const struct ina_port *port, FILE *f);
 
 /* Prints "PROG: message" to stderr and exits with INA_EXIT_TRANSPORT. */
 void ina_eal_main_die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
