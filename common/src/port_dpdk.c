@@ -429,9 +429,15 @@ dpdk_rx_ipv4(struct dpdk_port *dp, uint16_t e, struct rte_mbuf *m)
 		goto malformed;
 	if (udp->dst_port != dp->udp_be)
 		goto not_ours;
-	if (!dpdk_rx_flag_good(dp, e, m, RTE_MBUF_F_RX_L4_CKSUM_MASK, RTE_MBUF_F_RX_L4_CKSUM_GOOD) &&
-	    !frame_udp_ok((const uint8_t *)ip, (uint32_t)hlen, udp_len))
-		goto malformed;
+	if (!dpdk_rx_flag_good(dp, e, m, RTE_MBUF_F_RX_L4_CKSUM_MASK,
+			       RTE_MBUF_F_RX_L4_CKSUM_GOOD)) {
+		r = frame_udp_ok((const uint8_t *)ip, (uint32_t)hlen, udp_len,
+				 dp->set->kernel_peer[e]);
+		if (r == 0)
+			goto malformed;
+		if (r == 2)
+			dp->neigh.st.csum_partial++;
+	}
 	if (dp->drop > 0 && (double)(splitmix64(&dp->rng) >> 11) * 0x1.0p-53 < dp->drop) {
 		dp->port.stats.inject_drop++;
 		rte_pktmbuf_free(m);

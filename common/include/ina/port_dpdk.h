@@ -80,6 +80,8 @@ struct ina_port_dpdk_neigh_stats {
 	uint64_t not_ours;		/* IPv4 not for our IP/UDP port (in rx_drop) */
 	uint64_t malformed;		/* bad IPv4, UDP, ARP or ICMP (in rx_drop) */
 	uint64_t link_down;		/* link state changes to down seen */
+	uint64_t csum_partial;		/* UDP checksums left partial by the local
+					 * kernel (af_packet/af_xdp/tap), accepted */
 };
 void ina_port_dpdk_neigh_stats(const struct ina_port *port,
 			       struct ina_port_dpdk_neigh_stats *st);
