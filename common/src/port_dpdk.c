@@ -313,19 +313,28 @@ dpdk_tx_stage(struct dpdk_port *dp, uint16_t e, struct rte_mbuf *m, uint32_t len
 /* ---- link state ---- */
 
 /* Every ~100 ms, not per packet: rx skips ethdevs whose link is down. */
+enum { LINK_POLL_TIMED, LINK_POLL_NOW, LINK_POLL_INIT };
+
 static inline void
-dpdk_link_poll(struct dpdk_port *dp, int force)
+dpdk_link_poll(struct dpdk_port *dp, int how)
 {
 	uint64_t now = rte_rdtsc();
 
-	if (!force && now < dp->link_next)
+	if (how == LINK_POLL_TIMED && now < dp->link_next)
 		return;
 	dp->link_next = now + dp->link_period;
 	for (uint16_t e = 0; e < dp->nb_eth; e++) {
 		uint8_t up = (uint8_t)dpdk_set_link_up(dp->set, e);
 
-		if (!up && dp->link_up[e])
+		/* A change, seen at most every 100 ms per ethdev: logging is fine. */
+		if (up != dp->link_up[e] && how != LINK_POLL_INIT && !up) {
 			dp->neigh.st.link_down++;
+			INA_LOG(WARN, "dpdk port %s: link of ethdev %u down, not polled until up",
+				dp->name, dp->set->cfg.ids[e]);
+		} else if (up != dp->link_up[e] && how != LINK_POLL_INIT) {
+			INA_LOG(INFO, "dpdk port %s: link of ethdev %u up", dp->name,
+				dp->set->cfg.ids[e]);
+		}
 		dp->link_up[e] = up;
 	}
 }
@@ -513,7 +522,7 @@ dpdk_rx_burst(struct ina_port *port, struct ina_pkt **pkts, uint16_t n)
 
 	if (n > INA_MAX_BURST)
 		n = INA_MAX_BURST;
-	dpdk_link_poll(dp, 0);
+	dpdk_link_poll(dp, LINK_POLL_TIMED);
 	dp->rr = (uint16_t)(dp->rr + 1 == dp->nb_eth ? 0 : dp->rr + 1);
 	for (uint16_t k = 0; k < dp->nb_eth && nb < n; k++) {
 		uint16_t e = (uint16_t)(start + k < dp->nb_eth ? start + k : start + k - dp->nb_eth);
@@ -781,7 +790,7 @@ dpdk_arp_resolve(struct dpdk_port *dp, uint32_t ip_be, uint8_t mac[6], uint16_t 
 	for (int t = 0; t < DPDK_ARP_TRIES; t++) {
 		uint64_t until = ina_now_ns() + DPDK_ARP_GAP_MS * INA_NS_PER_MS;
 
-		dpdk_link_poll(dp, 1);
+		dpdk_link_poll(dp, LINK_POLL_NOW);
 		dpdk_arp_send(dp, ip_be);
 		do {
 			uint16_t nb = dpdk_rx_burst(&dp->port, pkts, INA_MAX_BURST);
@@ -952,7 +961,7 @@ dpdk_open_cfg(const struct dpdk_config *cfg, struct ina_port **out)
 	}
 	neigh_init(&dp->neigh, dp->ip_be);
 	dp->link_period = rte_get_tsc_hz() / 1000 * DPDK_LINK_POLL_MS;
-	dpdk_link_poll(dp, 1);
+	dpdk_link_poll(dp, LINK_POLL_INIT);
 	if (sc.nb == 1)
 		snprintf(dp->name, sizeof(dp->name), "%u", sc.ids[0]);
 	else
