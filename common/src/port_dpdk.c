@@ -590,7 +590,12 @@ dpdk_copy(struct dpdk_port *dp, uint16_t e, const struct ina_pkt *pkt,
 		dp->pool.pool.nb_alloc_fail++;
 		return NULL;
 	}
-	/* Same offset as the original, so the headers fit in front. */
+	/* Same offset as the original, so the headers fit in front (an rx
+	 * mbuf of a foreign pool may have a larger buffer). */
+	if ((uint32_t)off + pkt->len > c->buf_len) {
+		rte_pktmbuf_free(c);
+		return NULL;
+	}
 	data = (uint8_t *)c->buf_addr + off;
 	memcpy(data, pkt->data, pkt->len);
 	dpdk_frame(dp, e, c, data, pkt->len, dst, psum);
