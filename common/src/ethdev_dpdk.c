@@ -71,6 +71,15 @@ driver_takes_chains(const char *name)
 	return 0;
 }
 
+/* Drivers over kernel interfaces, where a local sender's UDP checksum may be
+ * left partial (veth and tap offload it to a NIC that is not there). */
+static int
+driver_on_kernel(const char *name)
+{
+	return strcmp(name, "net_af_packet") == 0 || strcmp(name, "net_af_xdp") == 0 ||
+	       strcmp(name, "net_tap") == 0;
+}
+
 static int
 same_ids(const struct dpdk_set_cfg *a, const struct dpdk_set_cfg *b)
 {
@@ -198,6 +207,7 @@ set_start_one(struct dpdk_set *set, uint16_t i, int socket, char *err, size_t er
 		conf.txmode.offloads |= RTE_ETH_TX_OFFLOAD_MULTI_SEGS;
 	set->chains_ok[i] = (info.tx_offload_capa & RTE_ETH_TX_OFFLOAD_MULTI_SEGS) ||
 			    driver_takes_chains(info.driver_name);
+	set->kernel_peer[i] = (uint8_t)driver_on_kernel(info.driver_name);
 	if (cfg->offload && (info.tx_offload_capa & ck_tx) == ck_tx) {
 		conf.txmode.offloads |= ck_tx;
 		set->tx_csum[i] = 1;

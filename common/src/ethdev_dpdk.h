@@ -40,6 +40,9 @@ struct dpdk_set {
 	uint8_t chains_ok[DPDK_MAX_ETH];	/* tx accepts multi-segment mbufs */
 	uint8_t tx_csum[DPDK_MAX_ETH];		/* IPv4+UDP checksum tx offload on */
 	uint8_t rx_csum[DPDK_MAX_ETH];		/* rx checksum flags trusted */
+	uint8_t kernel_peer[DPDK_MAX_ETH];	/* af_packet, af_xdp, tap: frames from
+						 * the local kernel may carry partial
+						 * UDP checksums */
 	char names[DPDK_MAX_ETH][32];		/* driver names, for messages */
 };
 

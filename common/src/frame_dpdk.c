@@ -92,17 +92,19 @@ frame_ipv4_check(const uint8_t *l3, uint32_t avail, int csum_good, uint32_t *tot
 }
 
 int
-frame_udp_ok(const uint8_t *l3, uint32_t hlen, uint32_t udp_len)
+frame_udp_ok(const uint8_t *l3, uint32_t hlen, uint32_t udp_len, int partial_ok)
 {
 	const struct rte_ipv4_hdr *ip = (const struct rte_ipv4_hdr *)(const void *)l3;
 	const struct rte_udp_hdr *udp = (const struct rte_udp_hdr *)(const void *)(l3 + hlen);
-	uint32_t sum;
+	uint32_t pseudo, sum;
 
 	/* A zero UDP checksum means none (RFC 768). Otherwise the sum over the
 	 * pseudo-header and the datagram, checksum included, is 0xffff. */
 	if (udp->dgram_cksum == 0)
 		return 1;
-	sum = pseudo_sum(ip->src_addr, ip->dst_addr, rte_cpu_to_be_16((uint16_t)udp_len));
-	sum = __rte_raw_cksum(udp, udp_len, sum);
-	return __rte_raw_cksum_reduce(sum) == 0xffff;
+	pseudo = pseudo_sum(ip->src_addr, ip->dst_addr, rte_cpu_to_be_16((uint16_t)udp_len));
+	sum = __rte_raw_cksum(udp, udp_len, pseudo);
+	if (__rte_raw_cksum_reduce(sum) == 0xffff)
+		return 1;
+	return partial_ok && udp->dgram_cksum == __rte_raw_cksum_reduce(pseudo) ? 2 : 0;
 }

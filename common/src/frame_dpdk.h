@@ -38,8 +38,12 @@ void frame_udp_write(uint8_t *hdr, const struct frame_end *src, const struct fra
  */
 int frame_ipv4_check(const uint8_t *ip, uint32_t avail, int csum_good, uint32_t *total);
 
-/* 1 if the UDP datagram of 'udp_len' bytes after the IPv4 header 'ip' of
- * 'hlen' bytes has a right checksum (or none, 0). */
-int frame_udp_ok(const uint8_t *ip, uint32_t hlen, uint32_t udp_len);
+/*
+ * 1 if the UDP datagram of 'udp_len' bytes after the IPv4 header 'ip' of
+ * 'hlen' bytes has a right checksum (or none, 0); 2 if 'partial_ok' and the
+ * field holds only the pseudo-header sum (CHECKSUM_PARTIAL: a frame from the
+ * local kernel over veth or tap, whose checksum nobody filled in); else 0.
+ */
+int frame_udp_ok(const uint8_t *ip, uint32_t hlen, uint32_t udp_len, int partial_ok);
 
 #endif

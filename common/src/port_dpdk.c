@@ -36,12 +36,10 @@
 #include "ina/port_dpdk.h"
 #include "ina/util.h"
 #include "neigh_dpdk.h"
+#include "opts_dpdk.h"
 
 #define DPDK_MTU 1500u
 #define DPDK_MAX_PKT (DPDK_MTU - 20 - 8)		/* largest ina packet */
-#define DPDK_DEF_MBUFS 8191
-#define DPDK_MAX_MBUFS (1u << 22)
-#define DPDK_DEF_DESC 512
 #define DPDK_TX_RETRIES 8		/* tx calls without progress, then drop */
 #define DPDK_WAIT_MAX_NS 50000ull
 #define DPDK_LINK_POLL_MS 100
@@ -56,14 +54,6 @@ _Static_assert(DPDK_PEER_LEN <= INA_PEER_SIZE - 1, "peer size");
 _Static_assert(INA_MAX_BURST <= 32, "tx_failed is a 32-bit mask");
 _Static_assert(RTE_MBUF_DEFAULT_DATAROOM >= FRAME_HDR_LEN + DPDK_MAX_PKT, "room");
 
-struct dpdk_config {
-	int has_port, all;
-	uint64_t lo, hi;
-	uint32_t ip_be;
-	uint64_t udp, mbufs, reserve, rxd, txd, queue, queues, link_wait_ms;
-	uint64_t zerocopy, offload, seed;
-	double drop;
-};
 
 struct dpdk_pool {
 	struct ina_pkt_pool pool;	/* first */
@@ -323,19 +313,28 @@ dpdk_tx_stage(struct dpdk_port *dp, uint16_t e, struct rte_mbuf *m, uint32_t len
 /* ---- link state ---- */
 
 /* Every ~100 ms, not per packet: rx skips ethdevs whose link is down. */
+enum { LINK_POLL_TIMED, LINK_POLL_NOW, LINK_POLL_INIT };
+
 static inline void
-dpdk_link_poll(struct dpdk_port *dp, int force)
+dpdk_link_poll(struct dpdk_port *dp, int how)
 {
 	uint64_t now = rte_rdtsc();
 
-	if (!force && now < dp->link_next)
+	if (how == LINK_POLL_TIMED && now < dp->link_next)
 		return;
 	dp->link_next = now + dp->link_period;
 	for (uint16_t e = 0; e < dp->nb_eth; e++) {
 		uint8_t up = (uint8_t)dpdk_set_link_up(dp->set, e);
 
-		if (!up && dp->link_up[e])
+		/* A change, seen at most every 100 ms per ethdev: logging is fine. */
+		if (up != dp->link_up[e] && how != LINK_POLL_INIT && !up) {
 			dp->neigh.st.link_down++;
+			INA_LOG(WARN, "dpdk port %s: link of ethdev %u down, not polled until up",
+				dp->name, dp->set->cfg.ids[e]);
+		} else if (up != dp->link_up[e] && how != LINK_POLL_INIT) {
+			INA_LOG(INFO, "dpdk port %s: link of ethdev %u up", dp->name,
+				dp->set->cfg.ids[e]);
+		}
 		dp->link_up[e] = up;
 	}
 }
@@ -429,9 +428,15 @@ dpdk_rx_ipv4(struct dpdk_port *dp, uint16_t e, struct rte_mbuf *m)
 		goto malformed;
 	if (udp->dst_port != dp->udp_be)
 		goto not_ours;
-	if (!dpdk_rx_flag_good(dp, e, m, RTE_MBUF_F_RX_L4_CKSUM_MASK, RTE_MBUF_F_RX_L4_CKSUM_GOOD) &&
-	    !frame_udp_ok((const uint8_t *)ip, (uint32_t)hlen, udp_len))
-		goto malformed;
+	if (!dpdk_rx_flag_good(dp, e, m, RTE_MBUF_F_RX_L4_CKSUM_MASK,
+			       RTE_MBUF_F_RX_L4_CKSUM_GOOD)) {
+		r = frame_udp_ok((const uint8_t *)ip, (uint32_t)hlen, udp_len,
+				 dp->set->kernel_peer[e]);
+		if (r == 0)
+			goto malformed;
+		if (r == 2)
+			dp->neigh.st.csum_partial++;
+	}
 	if (dp->drop > 0 && (double)(splitmix64(&dp->rng) >> 11) * 0x1.0p-53 < dp->drop) {
 		dp->port.stats.inject_drop++;
 		rte_pktmbuf_free(m);
@@ -517,7 +522,7 @@ dpdk_rx_burst(struct ina_port *port, struct ina_pkt **pkts, uint16_t n)
 
 	if (n > INA_MAX_BURST)
 		n = INA_MAX_BURST;
-	dpdk_link_poll(dp, 0);
+	dpdk_link_poll(dp, LINK_POLL_TIMED);
 	dp->rr = (uint16_t)(dp->rr + 1 == dp->nb_eth ? 0 : dp->rr + 1);
 	for (uint16_t k = 0; k < dp->nb_eth && nb < n; k++) {
 		uint16_t e = (uint16_t)(start + k < dp->nb_eth ? start + k : start + k - dp->nb_eth);
@@ -585,7 +590,12 @@ dpdk_copy(struct dpdk_port *dp, uint16_t e, const struct ina_pkt *pkt,
 		dp->pool.pool.nb_alloc_fail++;
 		return NULL;
 	}
-	/* Same offset as the original, so the headers fit in front. */
+	/* Same offset as the original, so the headers fit in front (an rx
+	 * mbuf of a foreign pool may have a larger buffer). */
+	if ((uint32_t)off + pkt->len > c->buf_len) {
+		rte_pktmbuf_free(c);
+		return NULL;
+	}
 	data = (uint8_t *)c->buf_addr + off;
 	memcpy(data, pkt->data, pkt->len);
 	dpdk_frame(dp, e, c, data, pkt->len, dst, psum);
@@ -785,7 +795,7 @@ dpdk_arp_resolve(struct dpdk_port *dp, uint32_t ip_be, uint8_t mac[6], uint16_t 
 	for (int t = 0; t < DPDK_ARP_TRIES; t++) {
 		uint64_t until = ina_now_ns() + DPDK_ARP_GAP_MS * INA_NS_PER_MS;
 
-		dpdk_link_poll(dp, 1);
+		dpdk_link_poll(dp, LINK_POLL_NOW);
 		dpdk_arp_send(dp, ip_be);
 		do {
 			uint16_t nb = dpdk_rx_burst(&dp->port, pkts, INA_MAX_BURST);
@@ -854,130 +864,6 @@ dpdk_resolve(struct ina_port *port, const char *addr, struct ina_peer *peer)
 	}
 	peer_make(peer, mac, ip_be, udp_be, eth);
 	return 0;
-}
-
-/* ---- options ---- */
-
-static int
-dpdk_option(char *opt, struct dpdk_config *cfg)
-{
-	const char *key = opt, *val, *range = "";
-	char *eq = strchr(opt, '=');
-	struct in_addr in;
-	int ret;
-
-	if (!eq) {
-		snprintf(last_err, sizeof(last_err), "option '%s' needs a value (KEY=VALUE)", opt);
-		return -EINVAL;
-	}
-	*eq = '\0';
-	val = eq + 1;
-	if (strcmp(key, "port") == 0) {
-		const char *dash = strchr(val, '-');
-
-		cfg->has_port = 1;
-		range = " (ID, LO-HI or all)";
-		if (strcmp(val, "all") == 0) {
-			cfg->all = 1;
-			ret = 0;
-		} else if (dash) {
-			char lo[16];
-			size_t n = (size_t)(dash - val);
-
-			ret = -EINVAL;
-			if (n > 0 && n < sizeof(lo)) {
-				memcpy(lo, val, n);
-				lo[n] = '\0';
-				ret = ina_parse_u64(lo, 0, RTE_MAX_ETHPORTS - 1, &cfg->lo);
-				if (ret == 0)
-					ret = ina_parse_u64(dash + 1, cfg->lo, RTE_MAX_ETHPORTS - 1,
-							    &cfg->hi);
-				if (ret == 0 && cfg->hi - cfg->lo >= DPDK_MAX_ETH)
-					ret = -ERANGE;
-			}
-		} else {
-			ret = ina_parse_u64(val, 0, RTE_MAX_ETHPORTS - 1, &cfg->lo);
-			cfg->hi = cfg->lo;
-		}
-	} else if (strcmp(key, "ip") == 0) {
-		ret = inet_pton(AF_INET, val, &in) == 1 ? 0 : -EINVAL;
-		cfg->ip_be = in.s_addr;
-		range = " (A.B.C.D)";
-	} else if (strcmp(key, "udp") == 0) {
-		ret = ina_parse_u64(val, 1, 65535, &cfg->udp);
-		range = " (1..65535)";
-	} else if (strcmp(key, "mbufs") == 0) {
-		ret = ina_parse_u64(val, 64, DPDK_MAX_MBUFS, &cfg->mbufs);
-		range = " (64..4194304)";
-	} else if (strcmp(key, "reserve") == 0) {
-		ret = ina_parse_u64(val, 0, DPDK_MAX_MBUFS, &cfg->reserve);
-		range = " (0..4194304)";
-	} else if (strcmp(key, "rxd") == 0 || strcmp(key, "txd") == 0) {
-		ret = ina_parse_u64(val, 32, 16384, key[0] == 'r' ? &cfg->rxd : &cfg->txd);
-		range = " (32..16384)";
-	} else if (strcmp(key, "queue") == 0) {
-		ret = ina_parse_u64(val, 0, DPDK_MAX_QUEUES - 1, &cfg->queue);
-		range = " (0..15, below queues=)";
-	} else if (strcmp(key, "queues") == 0) {
-		ret = ina_parse_u64(val, 1, DPDK_MAX_QUEUES, &cfg->queues);
-		range = " (1..16)";
-	} else if (strcmp(key, "link_wait_ms") == 0) {
-		ret = ina_parse_u64(val, 0, 600000, &cfg->link_wait_ms);
-		range = " (0..600000)";
-	} else if (strcmp(key, "zerocopy") == 0 || strcmp(key, "offload") == 0) {
-		ret = ina_parse_u64(val, 0, 1, key[0] == 'z' ? &cfg->zerocopy : &cfg->offload);
-		range = " (0 or 1)";
-	} else if (strcmp(key, "drop") == 0) {
-		ret = ina_parse_double(val, 0.0, 1.0, &cfg->drop);
-		if (ret == 0 && cfg->drop >= 1.0)
-			ret = -ERANGE;
-		range = " (0 <= RATE < 1)";
-	} else if (strcmp(key, "seed") == 0) {
-		ret = ina_parse_u64(val, 0, UINT64_MAX, &cfg->seed);
-	} else {
-		snprintf(last_err, sizeof(last_err),
-			 "unknown option '%s' (known: port, ip, udp, mbufs, reserve, rxd, txd, "
-			 "queue, queues, link_wait_ms, zerocopy, offload, drop, seed)", key);
-		return -EINVAL;
-	}
-	if (ret < 0) {
-		snprintf(last_err, sizeof(last_err), "bad value '%s' for option '%s'%s", val, key,
-			 range);
-		return -EINVAL;
-	}
-	return 0;
-}
-
-static int
-dpdk_config_parse(const char *args, struct dpdk_config *cfg)
-{
-	char *copy, *opt, *save = NULL;
-	int ret = 0;
-
-	memset(cfg, 0, sizeof(*cfg));
-	cfg->udp = INA_DPDK_UDP_PORT;
-	cfg->mbufs = DPDK_DEF_MBUFS;
-	cfg->rxd = DPDK_DEF_DESC;
-	cfg->txd = DPDK_DEF_DESC;
-	cfg->queues = 1;
-	cfg->zerocopy = 1;
-	cfg->offload = 1;
-	cfg->seed = 1;
-	copy = strdup(args);
-	if (!copy)
-		return -ENOMEM;
-	for (opt = strtok_r(copy, ",", &save); opt; opt = strtok_r(NULL, ",", &save)) {
-		ret = dpdk_option(opt, cfg);
-		if (ret < 0)
-			break;
-	}
-	free(copy);
-	if (ret == 0 && cfg->queue >= cfg->queues) {
-		snprintf(last_err, sizeof(last_err), "queue=%u needs queues=%u or more",
-			 (unsigned)cfg->queue, (unsigned)cfg->queue + 1);
-		ret = -EINVAL;
-	}
-	return ret;
 }
 
 /* ---- open / close ---- */
@@ -1080,7 +966,7 @@ dpdk_open_cfg(const struct dpdk_config *cfg, struct ina_port **out)
 	}
 	neigh_init(&dp->neigh, dp->ip_be);
 	dp->link_period = rte_get_tsc_hz() / 1000 * DPDK_LINK_POLL_MS;
-	dpdk_link_poll(dp, 1);
+	dpdk_link_poll(dp, LINK_POLL_INIT);
 	if (sc.nb == 1)
 		snprintf(dp->name, sizeof(dp->name), "%u", sc.ids[0]);
 	else
@@ -1108,7 +994,7 @@ dpdk_open_args(const char *args, int need_port, uint16_t port_id, struct ina_por
 	*out = NULL;
 	if (!args)
 		args = "";
-	ret = dpdk_config_parse(args, &cfg);
+	ret = dpdk_config_parse(args, &cfg, last_err, sizeof(last_err));
 	if (ret == 0 && need_port && !cfg.has_port) {
 		snprintf(last_err, sizeof(last_err), "needs port=ID, port=LO-HI or port=all");
 		ret = -EINVAL;

@@ -4,7 +4,8 @@
  * to do: a --file-prefix another process holds, no hugepages without
  * --no-huge (only checked when the machine has none reserved), EAL started
  * twice, no ethdev at all, a link that stays down past link_wait_ms (a memif
- * server without a client), and port=all taking every ethdev.
+ * server without a client), port=all taking every ethdev, and an ethdev that
+ * will not start (a memif client without a server).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -194,6 +195,32 @@ test_all(void **state)
 	ina_port_close(p);
 }
 
+/* A memif client whose server does not exist fails to start. */
+static void
+test_will_not_start(void **state)
+{
+	struct ina_port *p = NULL;
+	char devargs[160], spec[64];
+	uint16_t id, client = RTE_MAX_ETHPORTS;
+
+	(void)state;
+	snprintf(devargs, sizeof(devargs), "net_memif1,role=client,id=0,socket=/%s-none.sock",
+		 prefix);
+	assert_int_equal(rte_dev_probe(devargs), 0);
+	RTE_ETH_FOREACH_DEV(id) {
+		char name[RTE_ETH_NAME_MAX_LEN];
+
+		if (rte_eth_dev_get_name_by_port(id, name) == 0 && strcmp(name, "net_memif1") == 0)
+			client = id;
+	}
+	assert_true(client < RTE_MAX_ETHPORTS);
+	snprintf(spec, sizeof(spec), "port=%u", client);
+	assert_int_equal(ina_port_dpdk_ops.open(&p, spec) < 0, 1);
+	assert_null(p);
+	assert_non_null(strstr(ina_port_dpdk_last_error(), "will not start"));
+	assert_non_null(strstr(ina_port_dpdk_last_error(), "net_memif"));
+}
+
 static int
 group_setup(void **state)
 {
@@ -236,6 +263,7 @@ main(void)
 		cmocka_unit_test(test_no_port),
 		cmocka_unit_test(test_link_down),
 		cmocka_unit_test(test_all),
+		cmocka_unit_test(test_will_not_start),
 	};
 
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);

@@ -28,6 +28,9 @@
  *
  * Peers: "IP:PORT" (the MAC is found by ARP: 5 requests 250 ms apart, else
  * -EHOSTUNREACH) or "MAC@IP:PORT", e.g. "02:00:00:00:00:02@10.0.0.2:9150".
+ * Each port object (queue) has its own neighbour table: resolve on the object
+ * of queue 0, where NICs deliver ARP. Open and close from one thread; each
+ * object is then used by one lcore.
  */
 #ifndef INA_PORT_DPDK_H
 #define INA_PORT_DPDK_H
@@ -62,7 +65,8 @@ int ina_port_dpdk_open_id(uint16_t port_id, const char *args, struct ina_port **
 /* The message of the last failed open in this thread ("" if none). */
 const char *ina_port_dpdk_last_error(void);
 
-/* mbufs of the port's pool not handed out (leak checks in tests). */
+/* mbufs of the port's pools (packets and fan-out headers) not handed out
+ * (leak checks in tests). */
 unsigned ina_port_dpdk_pool_avail(const struct ina_port *port);
 
 /* Number of ethdevs of the port, and the MAC it uses on ethdev 'i'. */
@@ -80,6 +84,8 @@ struct ina_port_dpdk_neigh_stats {
 	uint64_t not_ours;		/* IPv4 not for our IP/UDP port (in rx_drop) */
 	uint64_t malformed;		/* bad IPv4, UDP, ARP or ICMP (in rx_drop) */
 	uint64_t link_down;		/* link state changes to down seen */
+	uint64_t csum_partial;		/* UDP checksums left partial by the local
+					 * kernel (af_packet/af_xdp/tap), accepted */
 };
 void ina_port_dpdk_neigh_stats(const struct ina_port *port,
 			       struct ina_port_dpdk_neigh_stats *st);

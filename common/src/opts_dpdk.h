@@ -1,0 +1,28 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Options of the dpdk port (private): "port=...,ip=...,..." parsed into a
+ * struct with the defaults of port_dpdk.h filled in. No <rte_*.h> here.
+ */
+#ifndef INA_OPTS_DPDK_H
+#define INA_OPTS_DPDK_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define DPDK_DEF_MBUFS 8191
+#define DPDK_MAX_MBUFS (1u << 22)
+#define DPDK_DEF_DESC 512
+
+struct dpdk_config {
+	int has_port, all;
+	uint64_t lo, hi;
+	uint32_t ip_be;
+	uint64_t udp, mbufs, reserve, rxd, txd, queue, queues, link_wait_ms;
+	uint64_t zerocopy, offload, seed;
+	double drop;
+};
+
+/* Parses 'args' into 'cfg'. 0, or -EINVAL / -ENOMEM with a message in 'err'. */
+int dpdk_config_parse(const char *args, struct dpdk_config *cfg, char *err, size_t err_size);
+
+#endif
