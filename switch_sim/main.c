@@ -39,6 +39,7 @@ struct switch_config {
 	const char *port_opts;
 	const char *capture;
 	int slot_elems_set;	/* --slot-elems given: never shrunk to fit the port */
+	int listen_set;		/* --listen given: only a udp port has a use for it */
 	struct pipeline_config pipe;
 };
 
@@ -101,7 +102,7 @@ parse_args(int argc, char **argv, struct switch_config *c)
 	c->listen = "0.0.0.0:9150";
 	while ((o = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		switch (o) {
-		case OPT_LISTEN: c->listen = optarg; break;
+		case OPT_LISTEN: c->listen = optarg; c->listen_set = 1; break;
 		case OPT_PORT: c->port = optarg; break;
 		case OPT_PORT_OPTS: c->port_opts = optarg; break;
 		case OPT_CAPTURE: c->capture = optarg; break;
@@ -124,6 +125,9 @@ parse_args(int argc, char **argv, struct switch_config *c)
 	}
 	if (optind < argc)
 		ina_die("unexpected argument '%s' (see --help)", argv[optind]);
+	if (c->listen_set && c->port && strncmp(c->port, "udp", 3) != 0)
+		ina_die("--listen is for a udp port; --port %s takes its address in its options (ip=, udp=)",
+		    c->port);
 }
 
 /* The port spec: --port (with --port-opts appended), else udp on --listen.
