@@ -73,8 +73,8 @@ usage(FILE *f)
 }
 
 enum {
-	OPT_LISTEN = 256, OPT_PORT, OPT_PORT_OPTS, OPT_SLOTS, OPT_SLOT_ELEMS, OPT_MAX_JOBS, OPT_LINGER,
-	OPT_IDLE, OPT_LOG_LEVEL, OPT_CAPTURE,
+	OPT_LISTEN = 256, OPT_PORT, OPT_PORT_OPTS, OPT_SLOTS, OPT_SLOT_ELEMS, OPT_MAX_JOBS,
+	OPT_LINGER, OPT_IDLE, OPT_LOG_LEVEL, OPT_CAPTURE,
 };
 
 static void
@@ -126,8 +126,8 @@ parse_args(int argc, char **argv, struct switch_config *c)
 	if (optind < argc)
 		ina_die("unexpected argument '%s' (see --help)", argv[optind]);
 	if (c->listen_set && c->port && strncmp(c->port, "udp", 3) != 0)
-		ina_die("--listen is for a udp port; --port %s takes its address in its options (ip=, udp=)",
-		    c->port);
+		ina_die("--listen is for a udp port; --port %s takes its address in its "
+		    "options (ip=, udp=)", c->port);
 }
 
 /* The port spec: --port (with --port-opts appended), else udp on --listen.

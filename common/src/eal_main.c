@@ -172,8 +172,8 @@ ina_eal_main_start(const char *prog, int *argc, char ***argv)
 	if (ret < 0) {
 		free(eal_argv);
 		eal_argv = NULL;
-		ina_eal_main_die("cannot start DPDK: %s (EAL options go before '--', ina's after it)",
-				 err);
+		ina_eal_main_die("cannot start DPDK: %s (EAL options go before '--', ina's "
+				 "after it)", err);
 	}
 	eal_started = 1;
 	atexit(eal_at_exit);
