@@ -80,6 +80,36 @@ driver_on_kernel(const char *name)
 	       strcmp(name, "net_tap") == 0;
 }
 
+static uint64_t
+now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static void
+sleep_ms(unsigned ms)
+{
+	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
+
+	nanosleep(&ts, NULL);
+}
+
+/*
+ * A memif client connects in its start: the start fails while the server is
+ * not there yet, and a connection made before the server's own start never
+ * comes up. Within link_wait_ms both are retried (start again, stop and start
+ * again). Other drivers are never restarted: that would only restart a NIC's
+ * autonegotiation.
+ */
+static int
+is_memif(const struct dpdk_set *set, uint16_t i)
+{
+	return strcmp(set->names[i], "net_memif") == 0;
+}
+
 static int
 same_ids(const struct dpdk_set_cfg *a, const struct dpdk_set_cfg *b)
 {
@@ -178,7 +208,8 @@ set_pools(struct dpdk_set *set, int socket, char *err, size_t err_size)
 
 /* Configures and starts ethdev i of the set. */
 static int
-set_start_one(struct dpdk_set *set, uint16_t i, int socket, char *err, size_t err_size)
+set_start_one(struct dpdk_set *set, uint16_t i, int socket, uint64_t deadline_ms, char *err,
+	      size_t err_size)
 {
 	struct dpdk_set_cfg *cfg = &set->cfg;
 	uint16_t id = cfg->ids[i];
@@ -239,6 +270,10 @@ set_start_one(struct dpdk_set *set, uint16_t i, int socket, char *err, size_t er
 		}
 	}
 	ret = rte_eth_dev_start(id);
+	while (ret < 0 && is_memif(set, i) && now_ms() < deadline_ms) {
+		sleep_ms(100);
+		ret = rte_eth_dev_start(id);
+	}
 	if (ret < 0) {
 		what = "start";
 		goto fail;
@@ -271,14 +306,15 @@ dpdk_set_link_up(const struct dpdk_set *set, uint16_t i)
 }
 
 static int
-set_wait_links(struct dpdk_set *set, char *err, size_t err_size)
+set_wait_links(struct dpdk_set *set, uint64_t deadline_ms, char *err, size_t err_size)
 {
-	const struct timespec tick = { 0, 10 * 1000 * 1000 };
-	uint32_t waited = 0;
+	uint64_t restart = now_ms() + 500;
 
 	for (uint16_t i = 0; i < set->cfg.nb; i++) {
 		while (!dpdk_set_link_up(set, i)) {
-			if (waited >= set->cfg.link_wait_ms) {
+			uint64_t now = now_ms();
+
+			if (now >= deadline_ms) {
 				set_err(err, err_size,
 					"link of ethdev %u (%s) still down after link_wait_ms=%u (is "
 					"the peer up? a memif client needs its server running, a "
@@ -286,8 +322,12 @@ set_wait_links(struct dpdk_set *set, char *err, size_t err_size)
 					set->cfg.ids[i], set->names[i], set->cfg.link_wait_ms);
 				return -ENETDOWN;
 			}
-			nanosleep(&tick, NULL);
-			waited += 10;
+			if (is_memif(set, i) && now >= restart) {
+				(void)rte_eth_dev_stop(set->cfg.ids[i]);
+				(void)rte_eth_dev_start(set->cfg.ids[i]);
+				restart = now + 500;
+			}
+			sleep_ms(10);
 		}
 	}
 	return 0;
@@ -318,6 +358,7 @@ dpdk_set_open(const struct dpdk_set_cfg *cfg, uint16_t queue, struct dpdk_set **
 {
 	uint8_t started[DPDK_MAX_ETH] = { 0 };
 	struct dpdk_set *set;
+	uint64_t deadline_ms;
 	char ids[128];
 	int socket, ret;
 
@@ -358,13 +399,14 @@ dpdk_set_open(const struct dpdk_set_cfg *cfg, uint16_t queue, struct dpdk_set **
 	socket = rte_eth_dev_socket_id(cfg->ids[0]);
 	if (socket < 0)
 		socket = (int)rte_socket_id();
+	deadline_ms = now_ms() + cfg->link_wait_ms;
 	ret = set_pools(set, socket, err, err_size);
 	for (uint16_t i = 0; ret == 0 && i < cfg->nb; i++) {
-		ret = set_start_one(set, i, socket, err, err_size);
+		ret = set_start_one(set, i, socket, deadline_ms, err, err_size);
 		started[i] = ret == 0;
 	}
 	if (ret == 0 && cfg->link_wait_ms)
-		ret = set_wait_links(set, err, err_size);
+		ret = set_wait_links(set, deadline_ms, err, err_size);
 	if (ret < 0) {
 		set_free(set, started);
 		return ret;

@@ -20,7 +20,9 @@
  *   queue=P,queues=K   K rx/tx queue pairs per ethdev, this object uses
  *                      queue P of every ethdev [0, 1]; open K objects (one
  *                      per lcore) with the same port= and queues=
- *   link_wait_ms=MS    open waits for every link to be up, else -ENETDOWN [0]
+ *   link_wait_ms=MS    open waits for every link to be up, else -ENETDOWN [0];
+ *                      meanwhile a memif client retries its start and
+ *                      connection (its server may start later)
  *   zerocopy=0|1       fan-out chains a header mbuf per destination to the
  *                      one payload mbuf (where the ethdev takes chains) [1]
  *   offload=0|1        IPv4/UDP checksum offloads where advertised [1]
