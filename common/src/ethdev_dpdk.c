@@ -71,6 +71,16 @@ driver_takes_chains(const char *name)
 	return 0;
 }
 
+/* Virtual drivers that advertise 1518-byte frames but carry larger ones (in
+ * chained buffers); af_packet and tap are not among them: their frame size
+ * is a devarg (framesz=) and they drop what exceeds it. */
+static int
+driver_any_frame(const char *name)
+{
+	return strcmp(name, "net_memif") == 0 || strcmp(name, "net_ring") == 0 ||
+	       strcmp(name, "net_null") == 0;
+}
+
 /* Drivers over kernel interfaces, where a local sender's UDP checksum may be
  * left partial (veth and tap offload it to a NIC that is not there). */
 static int
@@ -78,6 +88,36 @@ driver_on_kernel(const char *name)
 {
 	return strcmp(name, "net_af_packet") == 0 || strcmp(name, "net_af_xdp") == 0 ||
 	       strcmp(name, "net_tap") == 0;
+}
+
+static uint64_t
+now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static void
+sleep_ms(unsigned ms)
+{
+	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
+
+	nanosleep(&ts, NULL);
+}
+
+/*
+ * A memif client connects in its start: the start fails while the server is
+ * not there yet, and a connection made before the server's own start never
+ * comes up. Within link_wait_ms both are retried (start again, stop and start
+ * again). Other drivers are never restarted: that would only restart a NIC's
+ * autonegotiation.
+ */
+static int
+is_memif(const struct dpdk_set *set, uint16_t i)
+{
+	return strcmp(set->names[i], "net_memif") == 0;
 }
 
 static int
@@ -142,6 +182,10 @@ set_pools(struct dpdk_set *set, int socket, char *err, size_t err_size)
 	uint64_t needed = dpdk_set_mbufs_needed(cfg, cache);
 	uint32_t nb_hdr = cfg->nb * (cfg->txd + 64) + 255;
 	char name[RTE_MEMPOOL_NAMESIZE];
+	/* A whole frame fits one mbuf: rx never needs scatter. */
+	uint32_t room = RTE_ALIGN(RTE_ETHER_HDR_LEN + cfg->mtu, 64);
+	uint16_t data_room = (uint16_t)(RTE_PKTMBUF_HEADROOM +
+					RTE_MAX((uint32_t)RTE_MBUF_DEFAULT_DATAROOM, room));
 
 	if (needed > cfg->nb_mbufs) {
 		set_err(err, err_size,
@@ -155,8 +199,8 @@ set_pools(struct dpdk_set *set, int socket, char *err, size_t err_size)
 	for (uint16_t q = 0; q < cfg->queues; q++) {
 		snprintf(name, sizeof(name), "ina_m%u_q%u", seq, q);
 		set->pools[q] = rte_pktmbuf_pool_create(name, cfg->nb_mbufs, cache,
-							(uint16_t)cfg->priv_size,
-							RTE_MBUF_DEFAULT_BUF_SIZE, socket);
+							(uint16_t)cfg->priv_size, data_room,
+							socket);
 		snprintf(name, sizeof(name), "ina_h%u_q%u", seq, q);
 		if (set->pools[q])
 			set->hdr_pools[q] = rte_pktmbuf_pool_create(
@@ -178,7 +222,8 @@ set_pools(struct dpdk_set *set, int socket, char *err, size_t err_size)
 
 /* Configures and starts ethdev i of the set. */
 static int
-set_start_one(struct dpdk_set *set, uint16_t i, int socket, char *err, size_t err_size)
+set_start_one(struct dpdk_set *set, uint16_t i, int socket, uint64_t deadline_ms, char *err,
+	      size_t err_size)
 {
 	struct dpdk_set_cfg *cfg = &set->cfg;
 	uint16_t id = cfg->ids[i];
@@ -188,6 +233,7 @@ set_start_one(struct dpdk_set *set, uint16_t i, int socket, char *err, size_t er
 	uint64_t ck_tx = RTE_ETH_TX_OFFLOAD_IPV4_CKSUM | RTE_ETH_TX_OFFLOAD_UDP_CKSUM;
 	uint64_t ck_rx = RTE_ETH_RX_OFFLOAD_IPV4_CKSUM | RTE_ETH_RX_OFFLOAD_UDP_CKSUM;
 	uint16_t rxd = (uint16_t)cfg->rxd, txd = (uint16_t)cfg->txd;
+	uint32_t overhead;
 	const char *what;
 	int ret;
 
@@ -203,6 +249,23 @@ set_start_one(struct dpdk_set *set, uint16_t i, int socket, char *err, size_t er
 		return -EINVAL;
 	}
 	memset(&conf, 0, sizeof(conf));
+	/* Ethernet overhead as ethdev counts it, to compare with max_rx_pktlen. */
+	overhead = info.max_mtu != UINT16_MAX && info.max_rx_pktlen > info.max_mtu
+			   ? info.max_rx_pktlen - info.max_mtu
+			   : RTE_ETHER_HDR_LEN + RTE_ETHER_CRC_LEN;
+	if (cfg->mtu <= info.max_mtu && cfg->mtu + overhead <= info.max_rx_pktlen) {
+		conf.rxmode.mtu = cfg->mtu;
+	} else if (!driver_any_frame(info.driver_name)) {
+		set_err(err, err_size,
+			"ethdev %u (%s) takes an MTU of %u at most (frames of %u bytes): lower "
+			"mtu=%u",
+			id, set->names[i], RTE_MIN((uint32_t)info.max_mtu,
+						   info.max_rx_pktlen - overhead),
+			info.max_rx_pktlen, cfg->mtu);
+		return -EINVAL;
+	}
+	/* else a virtual device (memif, ring...) that advertises 1518-byte frames
+	 * but carries larger ones in chained buffers: its MTU stays the default. */
 	if (info.tx_offload_capa & RTE_ETH_TX_OFFLOAD_MULTI_SEGS)
 		conf.txmode.offloads |= RTE_ETH_TX_OFFLOAD_MULTI_SEGS;
 	set->chains_ok[i] = (info.tx_offload_capa & RTE_ETH_TX_OFFLOAD_MULTI_SEGS) ||
@@ -239,6 +302,10 @@ set_start_one(struct dpdk_set *set, uint16_t i, int socket, char *err, size_t er
 		}
 	}
 	ret = rte_eth_dev_start(id);
+	while (ret < 0 && is_memif(set, i) && now_ms() < deadline_ms) {
+		sleep_ms(100);
+		ret = rte_eth_dev_start(id);
+	}
 	if (ret < 0) {
 		what = "start";
 		goto fail;
@@ -271,14 +338,15 @@ dpdk_set_link_up(const struct dpdk_set *set, uint16_t i)
 }
 
 static int
-set_wait_links(struct dpdk_set *set, char *err, size_t err_size)
+set_wait_links(struct dpdk_set *set, uint64_t deadline_ms, char *err, size_t err_size)
 {
-	const struct timespec tick = { 0, 10 * 1000 * 1000 };
-	uint32_t waited = 0;
+	uint64_t restart = now_ms() + 500;
 
 	for (uint16_t i = 0; i < set->cfg.nb; i++) {
 		while (!dpdk_set_link_up(set, i)) {
-			if (waited >= set->cfg.link_wait_ms) {
+			uint64_t now = now_ms();
+
+			if (now >= deadline_ms) {
 				set_err(err, err_size,
 					"link of ethdev %u (%s) still down after link_wait_ms=%u (is "
 					"the peer up? a memif client needs its server running, a "
@@ -286,8 +354,12 @@ set_wait_links(struct dpdk_set *set, char *err, size_t err_size)
 					set->cfg.ids[i], set->names[i], set->cfg.link_wait_ms);
 				return -ENETDOWN;
 			}
-			nanosleep(&tick, NULL);
-			waited += 10;
+			if (is_memif(set, i) && now >= restart) {
+				(void)rte_eth_dev_stop(set->cfg.ids[i]);
+				(void)rte_eth_dev_start(set->cfg.ids[i]);
+				restart = now + 500;
+			}
+			sleep_ms(10);
 		}
 	}
 	return 0;
@@ -297,10 +369,12 @@ static int
 set_join(struct dpdk_set *set, const struct dpdk_set_cfg *cfg, uint16_t queue, char *err,
 	 size_t err_size)
 {
-	if (!same_ids(&set->cfg, cfg) || set->cfg.queues != cfg->queues) {
+	if (!same_ids(&set->cfg, cfg) || set->cfg.queues != cfg->queues ||
+	    set->cfg.mtu != cfg->mtu) {
 		set_err(err, err_size,
-			"ethdev %u is already open in a dpdk port with other ethdevs or queues=%u",
-			cfg->ids[0], set->cfg.queues);
+			"ethdev %u is already open in a dpdk port with other ethdevs, queues=%u or "
+			"mtu=%u",
+			cfg->ids[0], set->cfg.queues, set->cfg.mtu);
 		return -EBUSY;
 	}
 	if (set->open_mask & (1u << queue)) {
@@ -318,6 +392,7 @@ dpdk_set_open(const struct dpdk_set_cfg *cfg, uint16_t queue, struct dpdk_set **
 {
 	uint8_t started[DPDK_MAX_ETH] = { 0 };
 	struct dpdk_set *set;
+	uint64_t deadline_ms;
 	char ids[128];
 	int socket, ret;
 
@@ -358,13 +433,14 @@ dpdk_set_open(const struct dpdk_set_cfg *cfg, uint16_t queue, struct dpdk_set **
 	socket = rte_eth_dev_socket_id(cfg->ids[0]);
 	if (socket < 0)
 		socket = (int)rte_socket_id();
+	deadline_ms = now_ms() + cfg->link_wait_ms;
 	ret = set_pools(set, socket, err, err_size);
 	for (uint16_t i = 0; ret == 0 && i < cfg->nb; i++) {
-		ret = set_start_one(set, i, socket, err, err_size);
+		ret = set_start_one(set, i, socket, deadline_ms, err, err_size);
 		started[i] = ret == 0;
 	}
 	if (ret == 0 && cfg->link_wait_ms)
-		ret = set_wait_links(set, err, err_size);
+		ret = set_wait_links(set, deadline_ms, err, err_size);
 	if (ret < 0) {
 		set_free(set, started);
 		return ret;

@@ -20,10 +20,16 @@
  *   queue=P,queues=K   K rx/tx queue pairs per ethdev, this object uses
  *                      queue P of every ethdev [0, 1]; open K objects (one
  *                      per lcore) with the same port= and queues=
- *   link_wait_ms=MS    open waits for every link to be up, else -ENETDOWN [0]
+ *   link_wait_ms=MS    open waits for every link to be up, else -ENETDOWN [0];
+ *                      meanwhile a memif client retries its start and
+ *                      connection (its server may start later)
  *   zerocopy=0|1       fan-out chains a header mbuf per destination to the
  *                      one payload mbuf (where the ethdev takes chains) [1]
  *   offload=0|1        IPv4/UDP checksum offloads where advertised [1]
+ *   mtu=BYTES          IPv4 MTU, 576..9000 [1500]: ina packets up to MTU - 28
+ *                      bytes; mbufs grow to hold a whole frame (memory:
+ *                      about mbufs x (mtu + 300) bytes per queue); af_packet
+ *                      needs framesz= above the frame size
  *   drop=RATE,seed=N   drop received ina packets on purpose (tests) [0, 1]
  *
  * Peers: "IP:PORT" (the MAC is found by ARP: 5 requests 250 ms apart, else
