@@ -6,6 +6,11 @@
  * the port. SIGUSR1 prints the counters and each job's state; SIGINT and
  * SIGTERM print them and exit. With --capture, every packet received and
  * sent is also written to a pcap file, which ina-replay reads.
+ *
+ * As a DPDK program it takes "[EAL options] -- [ina options]" (eal_main.h)
+ * and serves a dpdk port (--port dpdk:...); without EAL options it serves
+ * UDP on --listen. Exit status: 0, 2 for bad options, 3 when the transport
+ * could not start (EAL, the port).
  */
 #include <errno.h>
 #include <getopt.h>
@@ -18,6 +23,7 @@
 
 #include "ina/capture.h"
 #include "ina/cli.h"
+#include "ina/eal_main.h"
 #include "ina/log.h"
 #include "ina/port.h"
 #include "ina/util.h"
@@ -29,8 +35,11 @@ static volatile sig_atomic_t dump_stats;
 
 struct switch_config {
 	const char *listen;
+	const char *port;	/* --port SPEC, or NULL: udp on 'listen' */
 	const char *port_opts;
 	const char *capture;
+	int slot_elems_set;	/* --slot-elems given: never shrunk to fit the port */
+	int listen_set;		/* --listen given: only a udp port has a use for it */
 	struct pipeline_config pipe;
 };
 
@@ -39,16 +48,21 @@ usage(FILE *f)
 {
 	fprintf(f,
 		"usage: ina-switch [options]\n"
+		"       ina-switch [EAL options] -- --port dpdk:OPTIONS [options]\n"
 		"\n"
-		"Runs the ina aggregation pipeline on a UDP port: admits jobs, sums their\n"
+		"Runs the ina aggregation pipeline on a port: admits jobs, sums their\n"
 		"workers' blocks in a bounded pool of slots and returns the sums.\n"
 		"SIGUSR1 prints counters and job state; SIGINT/SIGTERM print them and exit.\n"
+		"Exit status 3: the transport could not start (EAL, the port).\n"
 		"\n"
 		"options:\n"
-		"  --listen ADDR:PORT    address to serve (default 0.0.0.0:%d)\n"
-		"  --port-opts OPTS      extra udp port options, e.g. drop=0.01,seed=3\n"
+		"  --listen ADDR:PORT    UDP address to serve (default 0.0.0.0:%d)\n"
+		"  --port SPEC           transport instead of UDP on --listen, e.g.\n"
+		"                        dpdk:port=all,ip=10.77.0.1 (needs EAL options)\n"
+		"  --port-opts OPTS      extra port options, e.g. drop=0.01,seed=3\n"
 		"  --slots N             slots in the pool; a job takes one per lane (default 1024)\n"
-		"  --slot-elems N        elements one slot sums, the largest block (default 2048)\n"
+		"  --slot-elems N        elements one slot sums, the largest block (default 2048,\n"
+		"                        or what one packet of the port carries if less)\n"
 		"  --max-jobs N          jobs served at once (default 64)\n"
 		"  --linger-ms MS        after a FIN, free the job once silent this long (default 1000)\n"
 		"  --idle-timeout-s S    free a job silent this long, 0 never (default 300)\n"
@@ -59,8 +73,8 @@ usage(FILE *f)
 }
 
 enum {
-	OPT_LISTEN = 256, OPT_PORT_OPTS, OPT_SLOTS, OPT_SLOT_ELEMS, OPT_MAX_JOBS, OPT_LINGER,
-	OPT_IDLE, OPT_LOG_LEVEL, OPT_CAPTURE,
+	OPT_LISTEN = 256, OPT_PORT, OPT_PORT_OPTS, OPT_SLOTS, OPT_SLOT_ELEMS, OPT_MAX_JOBS,
+	OPT_LINGER, OPT_IDLE, OPT_LOG_LEVEL, OPT_CAPTURE,
 };
 
 static void
@@ -68,6 +82,7 @@ parse_args(int argc, char **argv, struct switch_config *c)
 {
 	static const struct option opts[] = {
 		{ "listen", required_argument, NULL, OPT_LISTEN },
+		{ "port", required_argument, NULL, OPT_PORT },
 		{ "port-opts", required_argument, NULL, OPT_PORT_OPTS },
 		{ "slots", required_argument, NULL, OPT_SLOTS },
 		{ "slot-elems", required_argument, NULL, OPT_SLOT_ELEMS },
@@ -87,11 +102,15 @@ parse_args(int argc, char **argv, struct switch_config *c)
 	c->listen = "0.0.0.0:9150";
 	while ((o = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		switch (o) {
-		case OPT_LISTEN: c->listen = optarg; break;
+		case OPT_LISTEN: c->listen = optarg; c->listen_set = 1; break;
+		case OPT_PORT: c->port = optarg; break;
 		case OPT_PORT_OPTS: c->port_opts = optarg; break;
 		case OPT_CAPTURE: c->capture = optarg; break;
 		case OPT_SLOTS: c->pipe.nb_slots = (uint32_t)ina_cli_u64("slots", optarg, 1, 1u << 20); break;
-		case OPT_SLOT_ELEMS: c->pipe.slot_elems = (uint16_t)ina_cli_u64("slot-elems", optarg, 1, 16384); break;
+		case OPT_SLOT_ELEMS:
+			c->pipe.slot_elems = (uint16_t)ina_cli_u64("slot-elems", optarg, 1, 16384);
+			c->slot_elems_set = 1;
+			break;
 		case OPT_MAX_JOBS: c->pipe.max_jobs = (uint16_t)ina_cli_u64("max-jobs", optarg, 1, 4096); break;
 		case OPT_LINGER: c->pipe.linger_ns = ina_cli_u64("linger-ms", optarg, 0, 3600000) * INA_NS_PER_MS; break;
 		case OPT_IDLE: c->pipe.job_idle_ns = ina_cli_u64("idle-timeout-s", optarg, 0, 86400) * INA_NS_PER_S; break;
@@ -106,6 +125,29 @@ parse_args(int argc, char **argv, struct switch_config *c)
 	}
 	if (optind < argc)
 		ina_die("unexpected argument '%s' (see --help)", argv[optind]);
+	if (c->listen_set && c->port && strncmp(c->port, "udp", 3) != 0)
+		ina_die("--listen is for a udp port; --port %s takes its address in its "
+		    "options (ip=, udp=)", c->port);
+}
+
+/* The port spec: --port (with --port-opts appended), else udp on --listen.
+ * A udp spec without bind= serves --listen. */
+static void
+port_spec(const struct switch_config *c, char *spec, size_t size)
+{
+	const char *base = c->port ? c->port : "udp";
+	const char *sep = strchr(base, ':') ? "," : ":";
+	int is_udp = strncmp(base, "udp", 3) == 0 && (base[3] == '\0' || base[3] == ':');
+	int w;
+
+	if (is_udp && !strstr(base, "bind="))
+		w = snprintf(spec, size, "%s%sbind=%s%s%s", base, sep, c->listen,
+			     c->port_opts ? "," : "", c->port_opts ? c->port_opts : "");
+	else
+		w = snprintf(spec, size, "%s%s%s", base, c->port_opts ? sep : "",
+			     c->port_opts ? c->port_opts : "");
+	if (w < 0 || (size_t)w >= size)
+		ina_die("--port: spec too long");
 }
 
 static void
@@ -123,6 +165,7 @@ print_stats(const struct pipeline *p, const struct ina_port *port)
 	const struct ina_port_stats *ps = &port->stats;
 
 	printf("ina-switch stats:\n");
+	printf("  %-24s %s\n", "transport", port->ops->type);
 	printf("  %-24s %" PRIu64 "\n  %-24s %" PRIu64 "\n  %-24s %.2f\n  %-24s %.2f\n",
 	       "port_rx_pkts", ps->rx_pkts, "port_tx_pkts", ps->tx_pkts, "mean_rx_batch",
 	       ps->rx_bursts ? (double)ps->rx_pkts / (double)ps->rx_bursts : 0.0, "mean_tx_batch",
@@ -133,6 +176,7 @@ print_stats(const struct pipeline *p, const struct ina_port *port)
 		printf("  %-24s %" PRIu64 "\n", "port_rx_drop", ps->rx_drop);
 	if (ps->inject_drop)
 		printf("  %-24s %" PRIu64 "\n", "port_inject_drop", ps->inject_drop);
+	ina_eal_main_print_port(port, stdout);
 	pipeline_stats_print(p, stdout);
 	pipeline_dump(p, stdout);
 	fflush(stdout);
@@ -152,16 +196,25 @@ main(int argc, char **argv)
 	uint64_t last_tick = 0, realtime_offset = 0;
 	int ret;
 
+	ina_eal_main_start("ina-switch", &argc, &argv);
 	parse_args(argc, argv, &c);
 	ina_log_set_ident("ina-switch");
-	snprintf(spec, sizeof(spec), "udp:bind=%s%s%s", c.listen, c.port_opts ? "," : "",
-		 c.port_opts ? c.port_opts : "");
+	port_spec(&c, spec, sizeof(spec));
+	ina_eal_main_check_spec("--port", spec);
 	ret = ina_port_open(spec, &port, err, sizeof(err));
 	if (ret < 0)
-		ina_die("cannot open port %s: %s", spec, err[0] ? err : strerror(-ret));
-	if ((uint64_t)INA_HDR_SIZE + (uint64_t)c.pipe.slot_elems * 4 > port->max_pkt)
+		ina_eal_main_port_failed(spec, err[0] ? err : strerror(-ret));
+	if ((uint64_t)INA_HDR_SIZE + (uint64_t)c.pipe.slot_elems * 4 > port->max_pkt &&
+	    !c.slot_elems_set && port->max_pkt > INA_HDR_SIZE + 4) {
+		/* The default slot holds more than a packet of this port
+		 * carries (1500-byte frames on dpdk): the largest that fits. */
+		c.pipe.slot_elems = (uint16_t)((port->max_pkt - INA_HDR_SIZE) / 4);
+	}
+	if ((uint64_t)INA_HDR_SIZE + (uint64_t)c.pipe.slot_elems * 4 > port->max_pkt) {
+		ina_port_close(port);
 		ina_die("--slot-elems %u: a block of that size does not fit the port's %u-byte packets",
 		    c.pipe.slot_elems, port->max_pkt);
+	}
 	c.pipe.pool = port->pool;
 	p = pipeline_create(&c.pipe);
 	if (!p)
@@ -169,10 +222,15 @@ main(int argc, char **argv)
 		    c.pipe.slot_elems, strerror(errno));
 
 	if (c.capture) {
+		/* Captures give udp peers their addresses; other peers are
+		 * written as 0.0.0.0:0 (capture.h). */
 		memset(&self, 0, sizeof(self));
-		ret = port->ops->resolve(port, c.listen, &self);
-		if (ret < 0)
-			ina_die("--capture: cannot resolve %s: %s", c.listen, strerror(-ret));
+		if (port->ops == &ina_port_udp_ops) {
+			ret = port->ops->resolve(port, c.listen, &self);
+			if (ret < 0)
+				ina_die("--capture: cannot resolve %s: %s", c.listen,
+				    strerror(-ret));
+		}
 		cap = ina_capture_open(c.capture, err, sizeof(err));
 		if (!cap)
 			ina_die("--capture: %s", err);
@@ -184,8 +242,8 @@ main(int argc, char **argv)
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGUSR1, &sa, NULL);
-	INA_LOG(INFO, "listening on %s: %" PRIu32 " slots of %u elements (%.1f MiB), up to %u jobs",
-		c.listen, c.pipe.nb_slots, c.pipe.slot_elems,
+	INA_LOG(INFO, "serving %s: %" PRIu32 " slots of %u elements (%.1f MiB), up to %u jobs",
+		spec, c.pipe.nb_slots, c.pipe.slot_elems,
 		2.0 * c.pipe.nb_slots * c.pipe.slot_elems * 4 / (1 << 20), c.pipe.max_jobs);
 
 	while (!force_quit) {

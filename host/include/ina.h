@@ -29,6 +29,7 @@ enum ina_error {
 	INA_ESATURATED = -1005,	/* an i32 sum saturated: the result is not right */
 	INA_ENONFINITE = -1006,	/* NaN or infinity where i32 cannot carry it */
 	INA_ECLOSED = -1007,	/* the context failed earlier or is finished */
+	INA_EPORT = -1008,	/* the transport could not start (see ina_last_error) */
 };
 
 enum ina_encoding_type { INA_F32 = 1, INA_I32 = 2 };
@@ -36,7 +37,9 @@ enum ina_op { INA_SUM = 0, INA_AVG = 1 };
 
 struct ina_config {
 	const char *switch_addr;	/* "ADDR:PORT" of the switch */
-	const char *port;		/* transport spec, default "udp" */
+	const char *port;		/* transport spec, default "udp"; a "dpdk:..."
+					 * port needs EAL started and the dpdk port
+					 * registered first (port_dpdk.h) */
 	uint32_t job_id;
 	uint16_t rank;
 	uint16_t world;			/* workers in the job, 1..64 */
@@ -77,7 +80,9 @@ void ina_config_init(struct ina_config *cfg);
 int ina_token_from(const char *file, uint64_t *token, char *err, size_t err_size);
 
 /* Opens a port and joins the job. 0 and '*ctx', or a negative code (then
- * '*ctx' is NULL and 'err', if not NULL, holds a sentence saying why). */
+ * '*ctx' is NULL and 'err', if not NULL, holds a sentence saying why):
+ * INA_EPORT when the port cannot be opened, INA_ENOSWITCH when the switch's
+ * address cannot be resolved (no ARP answer) or the switch does not answer. */
 int ina_open(const struct ina_config *cfg, struct ina_ctx **ctx, char *err, size_t err_size);
 
 /*
@@ -94,6 +99,8 @@ void ina_get_stats(const struct ina_ctx *ctx, struct ina_stats *stats);
 const char *ina_last_error(const struct ina_ctx *ctx);
 /* The job's epoch as the switch assigned it. */
 uint32_t ina_epoch(const struct ina_ctx *ctx);
+/* The transport the context runs on: its port's type, "udp" or "dpdk". */
+const char *ina_transport(const struct ina_ctx *ctx);
 
 /* Says FIN (or LEAVE after an error), waits briefly for the switch, frees.
  * Accepts NULL. Returns 0 or the context's error. */

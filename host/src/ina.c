@@ -123,8 +123,10 @@ ina_open(const struct ina_config *cfg, struct ina_ctx **out, char *err, size_t e
 	if (!ctx)
 		return -ENOMEM;
 	ret = ina_port_open(cfg->port ? cfg->port : "udp", &ctx->port, err, (unsigned)err_size);
-	if (ret < 0)
+	if (ret < 0) {
+		ret = INA_EPORT;
 		goto fail;
+	}
 	if ((uint64_t)INA_HDR_SIZE + (uint64_t)cfg->block_size * 4 > ctx->port->max_pkt) {
 		snprintf(err, err_size, "block size %u does not fit the port's %u-byte packets",
 			 cfg->block_size, ctx->port->max_pkt);
@@ -148,8 +150,12 @@ ina_open(const struct ina_config *cfg, struct ina_ctx **out, char *err, size_t e
 	ec.pool = ctx->port->pool;
 	ret = ctx->port->ops->resolve(ctx->port, cfg->switch_addr, &ec.sw);
 	if (ret < 0) {
-		snprintf(err, err_size, "switch address '%s': %s", cfg->switch_addr,
-			 strerror(-ret));
+		snprintf(err, err_size, "switch address '%s' on the %s port: %s",
+			 cfg->switch_addr, ctx->port->ops->type, strerror(-ret));
+		/* A well-formed address nobody answers for (ARP) is a missing
+		 * switch; a malformed one stays -EINVAL. */
+		if (ret == -ETIMEDOUT || ret == -EHOSTUNREACH || ret == -ENXIO)
+			ret = INA_ENOSWITCH;
 		goto fail;
 	}
 	ctx->engine = engine_create(&ec);
@@ -243,6 +249,12 @@ ina_epoch(const struct ina_ctx *ctx)
 	return engine_epoch(ctx->engine);
 }
 
+const char *
+ina_transport(const struct ina_ctx *ctx)
+{
+	return ctx->port->ops->type;
+}
+
 int
 ina_close(struct ina_ctx *ctx)
 {
@@ -283,6 +295,8 @@ ina_strerror(int err)
 		return "NaN or infinity in an i32 tensor";
 	case INA_ECLOSED:
 		return "the context is closed or failed earlier";
+	case INA_EPORT:
+		return "the transport could not start";
 	default:
 		return err < 0 && err > -4096 ? strerror(-err) : "unknown error";
 	}

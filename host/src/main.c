@@ -4,7 +4,11 @@
  * C API (ina.h), allreduces a workload round after round (synthetic
  * block-sparse gradients, or real gradients from a .npy dump), verifies every
  * sum, prints a line per round and writes a JSON report. Exit status 0 only
- * if every round verified.
+ * if every round verified; 1 if a round failed or was wrong, 2 for bad options
+ * or a job that could not be joined, 3 when the transport could not start.
+ *
+ * As a DPDK program it takes "[EAL options] -- [ina options]" (eal_main.h)
+ * and runs on a dpdk port (--port dpdk:...); without EAL options, on UDP.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -17,6 +21,7 @@
 
 #include "ina.h"
 #include "ina/cli.h"
+#include "ina/eal_main.h"
 #include "ina/log.h"
 #include "ina/util.h"
 #include "report.h"
@@ -43,10 +48,12 @@ usage(FILE *f)
 {
 	fprintf(f,
 		"usage: ina-host --switch ADDR:PORT --job ID --rank R --world N [options]\n"
+		"       ina-host [EAL options] -- --port dpdk:OPTIONS --switch ADDR:PORT ...\n"
 		"\n"
 		"Joins job ID on the switch as rank R of N, allreduces a workload for a number\n"
 		"of rounds, verifies every sum, and exits 0 only if every round verified.\n"
 		"The job token comes from --token-file FILE or $INA_JOB_TOKEN, never argv.\n"
+		"Exit status 3: the transport could not start (EAL, the port).\n"
 		"\n"
 		"workload (one of):\n"
 		"  --elements M          synthetic tensor of M floats (default 1048576)\n"
@@ -62,7 +69,8 @@ usage(FILE *f)
 		"  --encoding f32|i32    payload encoding (default f32)\n"
 		"  --op sum|avg          sum, or average over the world (default sum)\n"
 		"  --token-file FILE     file whose first line is the job secret\n"
-		"  --port SPEC           transport, e.g. udp or udp:drop=0.01 (default udp)\n"
+		"  --port SPEC           transport, e.g. udp, udp:drop=0.01 or\n"
+		"                        dpdk:port=0,ip=10.77.0.2 (needs EAL options; default udp)\n"
 		"  --timeout-ms MS       no progress this long fails the run (default 10000)\n"
 		"  --rto-us US           first retransmission timeout (default 5000)\n"
 		"  --report FILE         write a JSON report\n"
@@ -191,7 +199,9 @@ main(int argc, char **argv)
 	double total = 0;
 	uint32_t n;
 
+	ina_eal_main_start("ina-host", &argc, &argv);
 	parse_args(argc, argv, &c);
+	ina_eal_main_check_spec("--port", c.ina.port);
 	snprintf(ident, sizeof(ident), "ina-host[%u]", c.ina.rank);
 	ina_log_set_ident(ident);
 	if (ina_token_from(c.token_file, &c.ina.token, err, sizeof(err)) < 0)
@@ -213,13 +223,16 @@ main(int argc, char **argv)
 		ina_die("out of memory for %" PRIu32 " elements", n);
 
 	ret = ina_open(&c.ina, &ctx, err, sizeof(err));
+	if (ret == INA_EPORT)
+		ina_eal_main_port_failed(c.ina.port, err);
 	if (ret < 0)
 		ina_die("cannot join job %" PRIu32 " at %s: %s (%s)", c.ina.job_id, c.ina.switch_addr,
 		    err, ina_strerror(ret));
 	INA_LOG(INFO, "joined job %" PRIu32 " epoch %" PRIu32 ": rank %u of %u, %s, %" PRIu32
-		" elements, %u lanes, B %u, %s",
+		" elements, %u lanes, B %u, %s, over %s",
 		c.ina.job_id, ina_epoch(ctx), c.ina.rank, c.ina.world, workload_kind(w), n,
-		c.ina.lanes, c.ina.block_size, c.ina.encoding == INA_I32 ? "i32" : "f32");
+		c.ina.lanes, c.ina.block_size, c.ina.encoding == INA_I32 ? "i32" : "f32",
+		ina_transport(ctx));
 
 	for (uint32_t r = 0; r < c.rounds; r++) {
 		struct verify_result vr;
@@ -293,7 +306,8 @@ main(int argc, char **argv)
 	}
 
 	memset(&rep, 0, sizeof(rep));
-	rep.transport = c.ina.port;
+	rep.transport = ina_transport(ctx);
+	rep.port = c.ina.port;
 	rep.workload = workload_kind(w);
 	rep.encoding = c.ina.encoding == INA_I32 ? "i32" : "f32";
 	rep.job = c.ina.job_id;

@@ -22,7 +22,8 @@ struct report_round {
 };
 
 struct report {
-	const char *transport;
+	const char *transport;		/* the port's type: "udp" or "dpdk" */
+	const char *port;		/* the port spec as given */
 	const char *workload;		/* "synthetic" or "gradients" */
 	const char *encoding;
 	uint32_t job;

@@ -1,0 +1,196 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * EAL start-up for the programs (eal_main.h). The programs split their argv
+ * as DPDK programs do: EAL options, "--", then ina's options. This file is
+ * compiled into ina-switch and ina-host; built with the dpdk port
+ * (INA_HAVE_DPDK) it starts EAL through ina_dpdk_eal_init() and cleans it
+ * up at exit, built without it any EAL option is a clear error.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ina/eal_main.h"
+#include "ina/port.h"
+#ifdef INA_HAVE_DPDK
+#include "ina/port_dpdk.h"
+#endif
+
+static const char *eal_prog = "ina";
+static int eal_started;
+static char **eal_argv;		/* EAL permutes its copy of argv; freed at exit */
+
+/* Options only EAL has (ina's own --log-level is not among them). */
+static const char *const eal_only_opts[] = {
+	"-l", "-c", "-n", "-m", "-a", "-b", "-d", "-s", "-S", "-r", "-v",
+	"--lcores", "--vdev", "--no-huge", "--no-pci", "--no-shconf", "--no-telemetry",
+	"--telemetry", "--file-prefix", "--in-memory", "--socket-mem", "--socket-limit",
+	"--huge-dir", "--huge-unlink", "--iova-mode", "--proc-type", "--allow", "--block",
+	"--main-lcore", "--single-file-segments", "--legacy-mem", "--base-virtaddr",
+	"--syslog", "--trace", "--trace-dir", "--trace-bufsz", "--trace-mode",
+	"--match-allocations", "--vfio-intr", "--vfio-vf-token", "--no-hpet",
+	"--mbuf-pool-ops-name", "--create-uio-dev", "--service-coremask",
+	"--service-corelist", "--force-max-simd-bitwidth", "--vmware-tsc-map",
+};
+
+void
+ina_eal_main_die(const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "%s: ", eal_prog);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	exit(INA_EXIT_TRANSPORT);
+}
+
+static int
+eal_only_option(const char *arg)
+{
+	size_t len = strcspn(arg, "=");
+
+	for (size_t i = 0; i < sizeof(eal_only_opts) / sizeof(eal_only_opts[0]); i++) {
+		const char *o = eal_only_opts[i];
+
+		if (o[1] != '-') {
+			/* Short options may carry their value: "-l0", "-l", "0". */
+			if (arg[0] == '-' && arg[1] == o[1] && arg[1] != '-')
+				return 1;
+		} else if (strlen(o) == len && strncmp(arg, o, len) == 0) {
+			return 1;
+		}
+	}
+	return 0;
+}
+
+int
+ina_eal_main_wanted(int argc, char **argv)
+{
+	for (int i = 1; i < argc; i++)
+		if (strcmp(argv[i], "--") == 0)
+			return 1;
+	return argc > 1 && eal_only_option(argv[1]);
+}
+
+int
+ina_eal_main_started(void)
+{
+	return eal_started;
+}
+
+int
+ina_eal_main_is_dpdk(const char *spec)
+{
+	return spec && strncmp(spec, "dpdk", 4) == 0 && (spec[4] == '\0' || spec[4] == ':');
+}
+
+void
+ina_eal_main_check_spec(const char *option, const char *spec)
+{
+	if (ina_eal_main_is_dpdk(spec) && !eal_started)
+		ina_eal_main_die("%s %s: a dpdk port needs EAL options first: %s [EAL options] -- "
+				 "%s %s ...", option, spec, eal_prog, option, spec);
+}
+
+void
+ina_eal_main_port_failed(const char *spec, const char *err)
+{
+	const char *why = err && err[0] ? err : "cannot open the port";
+
+#ifdef INA_HAVE_DPDK
+	if (ina_eal_main_is_dpdk(spec) && ina_port_dpdk_last_error()[0])
+		why = ina_port_dpdk_last_error();
+#endif
+	ina_eal_main_die("cannot open port %s: %s", spec, why);
+}
+
+void
+ina_eal_main_print_port(const struct ina_port *port, FILE *f)
+{
+#ifdef INA_HAVE_DPDK
+	struct ina_port_dpdk_neigh_stats st;
+	const struct {
+		const char *name;
+		const uint64_t *v;
+	} rows[] = {
+		{ "port_arp_rx", &st.arp_rx },
+		{ "port_arp_reply_tx", &st.arp_reply_tx },
+		{ "port_arp_request_tx", &st.arp_request_tx },
+		{ "port_arp_learned", &st.arp_learned },
+		{ "port_icmp_echo", &st.icmp_echo },
+		{ "port_not_ip", &st.not_ip },
+		{ "port_not_ours", &st.not_ours },
+		{ "port_malformed", &st.malformed },
+		{ "port_link_down", &st.link_down },
+	};
+
+	if (!port || port->ops != &ina_port_dpdk_ops)
+		return;
+	ina_port_dpdk_neigh_stats(port, &st);
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++)
+		if (*rows[i].v)
+			fprintf(f, "  %-24s %" PRIu64 "\n", rows[i].name, *rows[i].v);
+#else
+	(void)port;
+	(void)f;
+#endif
+}
+
+#ifdef INA_HAVE_DPDK
+static void
+eal_at_exit(void)
+{
+	ina_dpdk_eal_cleanup();
+	eal_started = 0;
+	free(eal_argv);
+	eal_argv = NULL;
+}
+
+int
+ina_eal_main_start(const char *prog, int *argc, char ***argv)
+{
+	char err[256];
+	int ret;
+
+	eal_prog = prog;
+	ret = ina_port_dpdk_register();
+	if (ret < 0 && ret != -EEXIST)
+		ina_eal_main_die("cannot register the dpdk port: %s", strerror(-ret));
+	if (!ina_eal_main_wanted(*argc, *argv))
+		return 0;
+	eal_argv = calloc((size_t)*argc + 1, sizeof(*eal_argv));
+	if (!eal_argv)
+		ina_eal_main_die("cannot start DPDK: out of memory");
+	memcpy(eal_argv, *argv, (size_t)*argc * sizeof(*eal_argv));
+	ret = ina_dpdk_eal_init(*argc, eal_argv, err, sizeof(err));
+	if (ret < 0) {
+		free(eal_argv);
+		eal_argv = NULL;
+		ina_eal_main_die("cannot start DPDK: %s (EAL options go before '--', ina's "
+				 "after it)", err);
+	}
+	eal_started = 1;
+	atexit(eal_at_exit);
+	/* As DPDK programs do: EAL put the program name at argv[ret]. */
+	eal_argv[ret] = (*argv)[0];
+	*argc -= ret;
+	*argv = eal_argv + ret;
+	optind = 0;	/* getopt starts afresh on the rest (glibc) */
+	return 1;
+}
+#else
+int
+ina_eal_main_start(const char *prog, int *argc, char ***argv)
+{
+	eal_prog = prog;
+	if (ina_eal_main_wanted(*argc, *argv))
+		ina_eal_main_die("cannot start DPDK: this %s was built without DPDK", prog);
+	return 0;
+}
+#endif
