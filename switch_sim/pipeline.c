@@ -860,9 +860,25 @@ pipeline_job_free(struct pipeline *p, uint32_t job_id)
 }
 
 void
+pipeline_stats_add(struct pipeline_stats *sum, const struct pipeline_stats *st)
+{
+	uint64_t *a = (uint64_t *)(void *)sum;
+	const uint64_t *b = (const uint64_t *)(const void *)st;
+
+	_Static_assert(sizeof(*st) % sizeof(uint64_t) == 0, "counters only");
+	for (size_t i = 0; i < sizeof(*st) / sizeof(uint64_t); i++)
+		a[i] += b[i];
+}
+
+void
 pipeline_stats_print(const struct pipeline *p, FILE *f)
 {
-	const struct pipeline_stats *st = &p->st;
+	pipeline_stats_fprint(&p->st, f);
+}
+
+void
+pipeline_stats_fprint(const struct pipeline_stats *st, FILE *f)
+{
 #define PRINT(name)                                                                  \
 	do {                                                                         \
 		if (st->name)                                                        \

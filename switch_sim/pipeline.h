@@ -159,6 +159,9 @@ uint16_t pipeline_nb_jobs(const struct pipeline *p);
 
 /* Prints the non-zero counters, one "name value" per line. */
 void pipeline_stats_print(const struct pipeline *p, FILE *f);
+void pipeline_stats_fprint(const struct pipeline_stats *st, FILE *f);
+/* Adds every counter of 'st' to 'sum' (partitions added together). */
+void pipeline_stats_add(struct pipeline_stats *sum, const struct pipeline_stats *st);
 /* Prints each job's state: ranks joined and finished, and for every lane
  * with an open block, the block and the ranks it still waits on. */
 void pipeline_dump(const struct pipeline *p, FILE *f);
