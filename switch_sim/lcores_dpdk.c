@@ -540,6 +540,8 @@ switch_lcores_run(struct switch_lcores *sl, volatile sig_atomic_t *stop,
 	for (uint16_t p = 1; p < sl->cfg.nb_parts; p++)
 		while (follow(sl->parts[p], ina_now_ns()))
 			;
+	sl->stop = NULL;
+	sl->dump = NULL;
 	return ret;
 }
 
@@ -570,7 +572,7 @@ switch_lcores_print(const struct switch_lcores *sl, FILE *f)
 {
 	struct pipeline_stats sum;
 	/* During run() (a print asked through 'dump'), the snapshots. */
-	int snap = sl->print_pending == 0 && sl->stop && !*sl->stop;
+	int snap = sl->stop != NULL;
 
 	memset(&sum, 0, sizeof(sum));
 	fprintf(f, "ina-switch stats: %u partitions\n", sl->cfg.nb_parts);
