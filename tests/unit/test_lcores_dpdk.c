@@ -7,7 +7,10 @@
  * must be steered between lcores and JOIN/FIN/LEAVE sequenced by partition 0;
  * it also drops frames both ways. Every sum must be exact (the data are
  * multiples of 2^-10, so any order of addition gives the same bits) and equal
- * to the one-partition switch's, for f32 and i32.
+ * to the one-partition switch's, for f32 and i32. In the i32 runs one worker
+ * never sends FIN: partition 0 frees the job when its linger runs out, and
+ * partition 1 must follow. A print asked for during a run (the 'dump' flag)
+ * must be served.
  *
  * With two lcores the partitions run on lcores 0 and 1 and the wire thread
  * floats over both CPUs (everything backs off when idle). With only one lcore,
@@ -48,6 +51,7 @@
 #define N 6000
 #define ROUNDS 3
 #define RUN_LIMIT_NS (30ull * INA_NS_PER_S)
+#define LINGER_NS (20ull * INA_NS_PER_MS)
 
 struct fixture {
 	struct rte_ring *sw_in[K_MAX], *sw_out[K_MAX];
@@ -68,6 +72,8 @@ struct wire {
 	uint64_t rng;
 	struct engine *e[WORLD];
 	volatile sig_atomic_t stop;
+	volatile sig_atomic_t dump;
+	int skip_fin;			/* a rank that sends no FIN, or -1 */
 	int rc;
 	char msg[256];
 	uint64_t moved, dropped;
@@ -263,6 +269,9 @@ wire_main(void *arg)
 		engine_join(w->e[r], ina_now_ns());
 	if (wire_run(w, ENGINE_JOINING, deadline) < 0)
 		goto out;
+	/* Partition 0 clears the flag once every partition published its
+	 * counters and it printed them. */
+	w->dump = 1;
 	for (int round = 0; round < ROUNDS; round++) {
 		make_round(round);
 		for (int r = 0; r < WORLD; r++) {
@@ -287,9 +296,20 @@ wire_main(void *arg)
 			}
 	}
 	for (int r = 0; r < WORLD; r++)
-		engine_finish(w->e[r], ina_now_ns());
+		if (r != w->skip_fin)
+			engine_finish(w->e[r], ina_now_ns());
 	if (wire_run(w, ENGINE_FINISHING, deadline) < 0)
 		goto out;
+	if (w->skip_fin >= 0) {
+		/* Five lingers: partition 0 expires the job, the others follow. */
+		struct timespec ts = { .tv_sec = 0, .tv_nsec = (long)(5 * LINGER_NS) };
+
+		nanosleep(&ts, NULL);
+	}
+	if (w->dump) {
+		snprintf(w->msg, sizeof(w->msg), "the print asked for was not served");
+		goto out;
+	}
 	w->rc = 0;
 out:
 	w->stop = 1;
@@ -326,6 +346,7 @@ run_switch(uint16_t k, uint8_t enc, double loss)
 	w.enc = enc;
 	w.loss = loss;
 	w.rng = 0x2545f4914f6cdd1dull + k * 7 + enc;
+	w.skip_fin = enc == INA_ENC_I32 ? WORLD - 1 : -1;
 	switch_lcores_config_init(&c);
 	c.nb_parts = k;
 	c.lcore[0] = rte_get_main_lcore();
@@ -334,6 +355,7 @@ run_switch(uint16_t k, uint8_t enc, double loss)
 	c.port[1] = fx.sw[1];
 	c.pipe.nb_slots = 64;
 	c.pipe.slot_elems = BLOCK;
+	c.pipe.linger_ns = LINGER_NS;
 	sl = switch_lcores_create(&c, err, sizeof(err));
 	if (!sl)
 		fail_msg("switch_lcores_create: %s", err);
@@ -365,7 +387,7 @@ run_switch(uint16_t k, uint8_t enc, double loss)
 	pthread_attr_setaffinity_np(&attr, sizeof(cpus), &cpus);
 	assert_int_equal(pthread_create(&th, &attr, wire_main, &w), 0);
 	pthread_attr_destroy(&attr);
-	assert_int_equal(switch_lcores_run(sl, &w.stop, NULL), 0);
+	assert_int_equal(switch_lcores_run(sl, &w.stop, &w.dump), 0);
 	pthread_join(th, NULL);
 
 	switch_lcores_sum(sl, &sum);
@@ -376,13 +398,21 @@ run_switch(uint16_t k, uint8_t enc, double loss)
 		fail_msg("k=%u: %s", k, w.msg);
 	assert_true(sum.results >= (uint64_t)ROUNDS * 10);
 	assert_int_equal(sum.jobs_admitted, 1);
+	assert_int_equal(sum.jobs_freed, 1);
+	assert_true(sum.fins >= (uint64_t)(w.skip_fin >= 0 ? WORLD - 1 : WORLD));	/* FINs may be resent */
 	assert_int_equal(sum.drop[PDROP_OTHER_PART], 0);
 	for (uint16_t p = 0; p < k; p++)
 		assert_int_equal(pipeline_nb_jobs(switch_lcores_pipeline(sl, p)), 0);
 	if (k > 1) {
 		assert_true(switch_lcores_stats(sl, 1)->steered_in > 0);
-		assert_true(switch_lcores_stats(sl, 0)->ctl_copies >= WORLD * 2);
-		assert_true(switch_lcores_stats(sl, 1)->ctl_copies >= WORLD * 2);
+		/* Every JOIN/FIN/LEAVE partition 0 took was copied (a FIN resent
+		 * after the job was freed too), and replayed on partition 1. */
+		assert_int_equal(switch_lcores_stats(sl, 0)->ctl_drop, 0);
+		assert_true(switch_lcores_stats(sl, 0)->ctl_copies >=
+			    sum.joins + sum.fins + sum.leaves);
+		assert_int_equal(switch_lcores_stats(sl, 1)->ctl_copies,
+				 switch_lcores_stats(sl, 0)->ctl_copies);
+		assert_int_equal(switch_lcores_stats(sl, 1)->jobs_followed, w.skip_fin >= 0);
 	}
 	switch_lcores_destroy(sl);
 	for (int r = 0; r < WORLD; r++)
