@@ -57,8 +57,15 @@ struct switch_lcores_config {
 
 /* Defaults: 1 partition on the main lcore, rings of 1024, 1 ms ticks, back
  * off after 64 empty polls, sleeps up to 50 us, pipeline_config_init().
- * Ports must still be set. */
+ * Ports must still be set. After EAL init. */
 void switch_lcores_config_init(struct switch_lcores_config *cfg);
+
+/*
+ * Puts partition 0 on the main lcore and partition p on EAL's p-th worker
+ * lcore; with fewer lcores than partitions, they wrap around and share (run
+ * in turn). Returns how many distinct lcores are used. After EAL init.
+ */
+unsigned switch_lcores_spread(struct switch_lcores_config *cfg);
 
 /* One partition's own counters (besides its pipeline's and port's). */
 struct switch_lcore_stats {

@@ -13,9 +13,10 @@
  * must be served.
  *
  * With two lcores the partitions run on lcores 0 and 1 and the wire thread
- * floats over both CPUs (everything backs off when idle). With only one lcore,
- * both partitions run in turn on the main lcore: same code path, no
- * parallelism; the test says so and still checks every sum.
+ * floats over both CPUs (everything backs off when idle). With only one lcore
+ * (one CPU, or INA_TEST_ONE_LCORE=1: ctest runs it so too), both partitions
+ * run in turn on the main lcore: same code, no parallelism; the test says so
+ * and still checks every sum.
  */
 #define _GNU_SOURCE
 #include <inttypes.h>
@@ -26,6 +27,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -109,7 +111,7 @@ group_setup(void **state)
 	char err[256], name[32], opts[64];
 
 	(void)state;
-	if (sysconf(_SC_NPROCESSORS_ONLN) < 2)
+	if (sysconf(_SC_NPROCESSORS_ONLN) < 2 || getenv("INA_TEST_ONE_LCORE"))
 		argv[8] = "0";
 	if (ina_dpdk_eal_init(argc, argv, err, sizeof(err)) < 0) {
 		fprintf(stderr, "%s\n", err);
@@ -349,8 +351,10 @@ run_switch(uint16_t k, uint8_t enc, double loss)
 	w.skip_fin = enc == INA_ENC_I32 ? WORLD - 1 : -1;
 	switch_lcores_config_init(&c);
 	c.nb_parts = k;
-	c.lcore[0] = rte_get_main_lcore();
-	c.lcore[1] = fx.lcore1;
+	assert_int_equal(switch_lcores_spread(&c), fx.lcore1 == rte_get_main_lcore() ? 1 : k);
+	assert_int_equal(c.lcore[0], rte_get_main_lcore());
+	if (k > 1)
+		assert_int_equal(c.lcore[1], fx.lcore1);
 	c.port[0] = fx.sw[0];
 	c.port[1] = fx.sw[1];
 	c.pipe.nb_slots = 64;
