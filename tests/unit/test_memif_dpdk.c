@@ -208,7 +208,8 @@ test_memif_star(void **state)
 		nanosleep(&ms500, NULL);
 	}
 	assert_int_equal(server_eal(), 0);
-	assert_int_equal(ina_port_dpdk_ops.open(&s, "port=all,ip=10.78.0.1,mtu=9000,mbufs=4095"), 0);
+	assert_int_equal(ina_port_dpdk_ops.open(&s, "port=all,ip=10.78.0.1,mtu=9000,mbufs=4095"),
+			 0);
 	assert_int_equal(ina_port_dpdk_nb_ethdevs(s), NB_CLIENTS);
 	avail0 = ina_port_dpdk_pool_avail(s);
 
