@@ -71,6 +71,16 @@ driver_takes_chains(const char *name)
 	return 0;
 }
 
+/* Virtual drivers that advertise 1518-byte frames but carry larger ones (in
+ * chained buffers); af_packet and tap are not among them: their frame size
+ * is a devarg (framesz=) and they drop what exceeds it. */
+static int
+driver_any_frame(const char *name)
+{
+	return strcmp(name, "net_memif") == 0 || strcmp(name, "net_ring") == 0 ||
+	       strcmp(name, "net_null") == 0;
+}
+
 /* Drivers over kernel interfaces, where a local sender's UDP checksum may be
  * left partial (veth and tap offload it to a NIC that is not there). */
 static int
@@ -172,6 +182,10 @@ set_pools(struct dpdk_set *set, int socket, char *err, size_t err_size)
 	uint64_t needed = dpdk_set_mbufs_needed(cfg, cache);
 	uint32_t nb_hdr = cfg->nb * (cfg->txd + 64) + 255;
 	char name[RTE_MEMPOOL_NAMESIZE];
+	/* A whole frame fits one mbuf: rx never needs scatter. */
+	uint32_t room = RTE_ALIGN(RTE_ETHER_HDR_LEN + cfg->mtu, 64);
+	uint16_t data_room = (uint16_t)(RTE_PKTMBUF_HEADROOM +
+					RTE_MAX((uint32_t)RTE_MBUF_DEFAULT_DATAROOM, room));
 
 	if (needed > cfg->nb_mbufs) {
 		set_err(err, err_size,
@@ -185,8 +199,8 @@ set_pools(struct dpdk_set *set, int socket, char *err, size_t err_size)
 	for (uint16_t q = 0; q < cfg->queues; q++) {
 		snprintf(name, sizeof(name), "ina_m%u_q%u", seq, q);
 		set->pools[q] = rte_pktmbuf_pool_create(name, cfg->nb_mbufs, cache,
-							(uint16_t)cfg->priv_size,
-							RTE_MBUF_DEFAULT_BUF_SIZE, socket);
+							(uint16_t)cfg->priv_size, data_room,
+							socket);
 		snprintf(name, sizeof(name), "ina_h%u_q%u", seq, q);
 		if (set->pools[q])
 			set->hdr_pools[q] = rte_pktmbuf_pool_create(
@@ -219,6 +233,7 @@ set_start_one(struct dpdk_set *set, uint16_t i, int socket, uint64_t deadline_ms
 	uint64_t ck_tx = RTE_ETH_TX_OFFLOAD_IPV4_CKSUM | RTE_ETH_TX_OFFLOAD_UDP_CKSUM;
 	uint64_t ck_rx = RTE_ETH_RX_OFFLOAD_IPV4_CKSUM | RTE_ETH_RX_OFFLOAD_UDP_CKSUM;
 	uint16_t rxd = (uint16_t)cfg->rxd, txd = (uint16_t)cfg->txd;
+	uint32_t overhead;
 	const char *what;
 	int ret;
 
@@ -229,11 +244,29 @@ set_start_one(struct dpdk_set *set, uint16_t i, int socket, uint64_t deadline_ms
 	}
 	snprintf(set->names[i], sizeof(set->names[i]), "%s", info.driver_name);
 	if (cfg->queues > info.max_rx_queues || cfg->queues > info.max_tx_queues) {
-		set_err(err, err_size, "ethdev %u (%s) has %u rx / %u tx queues, queues=%u asks for more",
-			id, set->names[i], info.max_rx_queues, info.max_tx_queues, cfg->queues);
+		set_err(err, err_size,
+			"ethdev %u (%s) has %u rx / %u tx queues, queues=%u asks for more", id,
+			set->names[i], info.max_rx_queues, info.max_tx_queues, cfg->queues);
 		return -EINVAL;
 	}
 	memset(&conf, 0, sizeof(conf));
+	/* Ethernet overhead as ethdev counts it, to compare with max_rx_pktlen. */
+	overhead = info.max_mtu != UINT16_MAX && info.max_rx_pktlen > info.max_mtu
+			   ? info.max_rx_pktlen - info.max_mtu
+			   : RTE_ETHER_HDR_LEN + RTE_ETHER_CRC_LEN;
+	if (cfg->mtu <= info.max_mtu && cfg->mtu + overhead <= info.max_rx_pktlen) {
+		conf.rxmode.mtu = cfg->mtu;
+	} else if (!driver_any_frame(info.driver_name)) {
+		set_err(err, err_size,
+			"ethdev %u (%s) takes an MTU of %u at most (frames of %u bytes): lower "
+			"mtu=%u",
+			id, set->names[i], RTE_MIN((uint32_t)info.max_mtu,
+						   info.max_rx_pktlen - overhead),
+			info.max_rx_pktlen, cfg->mtu);
+		return -EINVAL;
+	}
+	/* else a virtual device (memif, ring...) that advertises 1518-byte frames
+	 * but carries larger ones in chained buffers: its MTU stays the default. */
 	if (info.tx_offload_capa & RTE_ETH_TX_OFFLOAD_MULTI_SEGS)
 		conf.txmode.offloads |= RTE_ETH_TX_OFFLOAD_MULTI_SEGS;
 	set->chains_ok[i] = (info.tx_offload_capa & RTE_ETH_TX_OFFLOAD_MULTI_SEGS) ||
@@ -316,9 +349,9 @@ set_wait_links(struct dpdk_set *set, uint64_t deadline_ms, char *err, size_t err
 
 			if (now >= deadline_ms) {
 				set_err(err, err_size,
-					"link of ethdev %u (%s) still down after link_wait_ms=%u (is "
-					"the peer up? a memif client needs its server running, a "
-					"server waits for its client)",
+					"link of ethdev %u (%s) still down after link_wait_ms=%u "
+					"(is the peer up? a memif client needs its server "
+					"running, a server waits for its client)",
 					set->cfg.ids[i], set->names[i], set->cfg.link_wait_ms);
 				return -ENETDOWN;
 			}
@@ -337,10 +370,12 @@ static int
 set_join(struct dpdk_set *set, const struct dpdk_set_cfg *cfg, uint16_t queue, char *err,
 	 size_t err_size)
 {
-	if (!same_ids(&set->cfg, cfg) || set->cfg.queues != cfg->queues) {
+	if (!same_ids(&set->cfg, cfg) || set->cfg.queues != cfg->queues ||
+	    set->cfg.mtu != cfg->mtu) {
 		set_err(err, err_size,
-			"ethdev %u is already open in a dpdk port with other ethdevs or queues=%u",
-			cfg->ids[0], set->cfg.queues);
+			"ethdev %u is already open in a dpdk port with other ethdevs, queues=%u or "
+			"mtu=%u",
+			cfg->ids[0], set->cfg.queues, set->cfg.mtu);
 		return -EBUSY;
 	}
 	if (set->open_mask & (1u << queue)) {
@@ -369,7 +404,8 @@ dpdk_set_open(const struct dpdk_set_cfg *cfg, uint16_t queue, struct dpdk_set **
 	}
 	if (cfg->nb == 0 || cfg->nb > DPDK_MAX_ETH || cfg->queues == 0 ||
 	    cfg->queues > DPDK_MAX_QUEUES || queue >= cfg->queues) {
-		set_err(err, err_size, "bad ethdev set: %u ethdevs (1..%u), queue %u of %u (max %u)",
+		set_err(err, err_size,
+			"bad ethdev set: %u ethdevs (1..%u), queue %u of %u (max %u)",
 			cfg->nb, DPDK_MAX_ETH, queue, cfg->queues, DPDK_MAX_QUEUES);
 		return -EINVAL;
 	}

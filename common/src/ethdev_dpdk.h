@@ -28,6 +28,7 @@ struct dpdk_set_cfg {
 	uint32_t link_wait_ms;
 	int offload;			/* use checksum offloads where advertised */
 	uint32_t priv_size;		/* mbuf private area (struct ina_pkt) */
+	uint32_t mtu;			/* IPv4 MTU of every ethdev */
 };
 
 struct dpdk_set {

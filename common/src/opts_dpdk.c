@@ -85,6 +85,9 @@ dpdk_option(char *opt, struct dpdk_config *cfg, char *err, size_t err_size)
 	} else if (strcmp(key, "zerocopy") == 0 || strcmp(key, "offload") == 0) {
 		ret = ina_parse_u64(val, 0, 1, key[0] == 'z' ? &cfg->zerocopy : &cfg->offload);
 		range = " (0 or 1)";
+	} else if (strcmp(key, "mtu") == 0) {
+		ret = ina_parse_u64(val, DPDK_MIN_MTU, DPDK_MAX_MTU, &cfg->mtu);
+		range = " (576..9000)";
 	} else if (strcmp(key, "drop") == 0) {
 		ret = ina_parse_double(val, 0.0, 1.0, &cfg->drop);
 		if (ret == 0 && cfg->drop >= 1.0)
@@ -95,7 +98,7 @@ dpdk_option(char *opt, struct dpdk_config *cfg, char *err, size_t err_size)
 	} else {
 		snprintf(err, err_size,
 			 "unknown option '%s' (known: port, ip, udp, mbufs, reserve, rxd, txd, "
-			 "queue, queues, link_wait_ms, zerocopy, offload, drop, seed)", key);
+			 "queue, queues, link_wait_ms, zerocopy, offload, mtu, drop, seed)", key);
 		return -EINVAL;
 	}
 	if (ret < 0) {
@@ -121,6 +124,7 @@ dpdk_config_parse(const char *args, struct dpdk_config *cfg, char *err, size_t e
 	cfg->zerocopy = 1;
 	cfg->offload = 1;
 	cfg->seed = 1;
+	cfg->mtu = DPDK_DEF_MTU;
 	copy = strdup(args);
 	if (!copy)
 		return -ENOMEM;

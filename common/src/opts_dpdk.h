@@ -12,13 +12,16 @@
 #define DPDK_DEF_MBUFS 8191
 #define DPDK_MAX_MBUFS (1u << 22)
 #define DPDK_DEF_DESC 512
+#define DPDK_DEF_MTU 1500
+#define DPDK_MIN_MTU 576
+#define DPDK_MAX_MTU 9000
 
 struct dpdk_config {
 	int has_port, all;
 	uint64_t lo, hi;
 	uint32_t ip_be;
 	uint64_t udp, mbufs, reserve, rxd, txd, queue, queues, link_wait_ms;
-	uint64_t zerocopy, offload, seed;
+	uint64_t zerocopy, offload, seed, mtu;
 	double drop;
 };
 

@@ -38,8 +38,6 @@
 #include "neigh_dpdk.h"
 #include "opts_dpdk.h"
 
-#define DPDK_MTU 1500u
-#define DPDK_MAX_PKT (DPDK_MTU - 20 - 8)		/* largest ina packet */
 #define DPDK_TX_RETRIES 8		/* tx calls without progress, then drop */
 #define DPDK_WAIT_MAX_NS 50000ull
 #define DPDK_LINK_POLL_MS 100
@@ -52,7 +50,6 @@
 
 _Static_assert(DPDK_PEER_LEN <= INA_PEER_SIZE - 1, "peer size");
 _Static_assert(INA_MAX_BURST <= 32, "tx_failed is a 32-bit mask");
-_Static_assert(RTE_MBUF_DEFAULT_DATAROOM >= FRAME_HDR_LEN + DPDK_MAX_PKT, "room");
 
 
 struct dpdk_pool {
@@ -525,7 +522,10 @@ dpdk_rx_burst(struct ina_port *port, struct ina_pkt **pkts, uint16_t n)
 	dpdk_link_poll(dp, LINK_POLL_TIMED);
 	dp->rr = (uint16_t)(dp->rr + 1 == dp->nb_eth ? 0 : dp->rr + 1);
 	for (uint16_t k = 0; k < dp->nb_eth && nb < n; k++) {
-		uint16_t e = (uint16_t)(start + k < dp->nb_eth ? start + k : start + k - dp->nb_eth);
+		uint16_t e = (uint16_t)(start + k);
+
+		if (e >= dp->nb_eth)
+			e = (uint16_t)(e - dp->nb_eth);
 		uint16_t got;
 
 		if (!dp->link_up[e])
@@ -684,7 +684,7 @@ dpdk_tx_one(struct dpdk_port *dp, struct ina_pkt *pkt, uint8_t i)
 	uint32_t psum;
 	uint16_t e;
 
-	if (pkt->len > DPDK_MAX_PKT || pkt->data < base + FRAME_HDR_LEN ||
+	if (pkt->len > dp->port.max_pkt || pkt->data < base + FRAME_HDR_LEN ||
 	    pkt->data + pkt->len > base + m->buf_len) {
 		rte_pktmbuf_free(m);
 		dpdk_tx_failed(dp, i);
@@ -914,6 +914,7 @@ dpdk_set_cfg_make(const struct dpdk_config *cfg, struct dpdk_set_cfg *sc)
 	sc->link_wait_ms = (uint32_t)cfg->link_wait_ms;
 	sc->offload = (int)cfg->offload;
 	sc->priv_size = DPDK_PRIV_SIZE;
+	sc->mtu = (uint32_t)cfg->mtu;
 	return 0;
 }
 
@@ -951,9 +952,9 @@ dpdk_open_cfg(const struct dpdk_config *cfg, struct ina_port **out)
 	dp->pool.mp = dp->set->pools[dp->queue];
 	dp->hdr_mp = dp->set->hdr_pools[dp->queue];
 	dp->pool.pool.ops = &dpdk_pool_ops;
-	dp->pool.pool.buf_size = DPDK_MAX_PKT;
+	dp->pool.pool.buf_size = sc.mtu - 20 - 8;	/* largest ina packet */
 	dp->port.pool = &dp->pool.pool;
-	dp->port.max_pkt = DPDK_MAX_PKT;
+	dp->port.max_pkt = dp->pool.pool.buf_size;
 	dp->zerocopy = cfg->zerocopy != 0;
 	for (uint16_t e = 0; e < dp->nb_eth; e++) {
 		memcpy(dp->self[e].mac, dp->set->macs[e], 6);

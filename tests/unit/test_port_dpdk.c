@@ -7,7 +7,7 @@
  * answered with right checksums; fan-out to 3 destinations with and without
  * zero-copy; one port over 3 ethdevs replies out the ethdev a peer came in
  * on; drop= injection; too few mbufs; queues (also two threads at once);
- * link state; no mbuf leaks.
+ * jumbo frames (mtu=9000); link state; no mbuf leaks.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -853,6 +853,8 @@ test_options(void **state)
 	assert_int_equal(ops->open(&p, "port=0,queue=1"), -EINVAL);
 	assert_int_equal(ops->open(&p, "port=0,zerocopy=2"), -EINVAL);
 	assert_int_equal(ops->open(&p, "port=0,drop=1"), -EINVAL);
+	assert_int_equal(ops->open(&p, "port=0,mtu=100"), -EINVAL);
+	assert_int_equal(ops->open(&p, "port=0,mtu=9001"), -EINVAL);
 	assert_int_equal(ops->open(&p, "port=31"), -ENODEV);
 	assert_non_null(strstr(ina_port_dpdk_last_error(), "no ethdev 31"));
 	/* Taken by another port object. */
@@ -1040,6 +1042,58 @@ test_queues_parallel(void **state)
 	}
 }
 
+#define JUMBO "mtu=9000,mbufs=1023,rxd=256,txd=256"
+
+/* mtu=9000: ina packets up to 8972 bytes, single and fanned out (zero-copy
+ * chains linearized on rx into a jumbo mbuf). */
+static void
+test_jumbo(void **state)
+{
+	struct rte_ring *ab, *ba;
+	struct ina_port *a = NULL, *b = NULL, *p = NULL;
+	struct ina_pkt *pkts[INA_MAX_BURST];
+	struct ina_peer dsts[2];
+	char addr[64];
+	uint16_t ia, ib;
+	unsigned avail_a, avail_b;
+
+	(void)state;
+	assert_int_equal(pair("j_a", "j_b", &ab, &ba, &ia, &ib), 0);
+	assert_int_equal(ina_port_dpdk_open_id(ia, "ip=10.0.5.1," JUMBO, &a), 0);
+	assert_int_equal(ina_port_dpdk_open_id(ib, "ip=10.0.5.2," JUMBO, &b), 0);
+	assert_int_equal(a->max_pkt, 8972);
+	assert_int_equal(a->pool->buf_size, 8972);
+	avail_a = ina_port_dpdk_pool_avail(a);
+	avail_b = ina_port_dpdk_pool_avail(b);
+	addr_of(b, 0, addr, sizeof(addr), "10.0.5.2:9150");
+	pkts[0] = make(a, addr, 8972, 3);
+	pkts[1] = make(a, addr, 8972, 4);
+	pkts[2] = make(a, addr, 100, 5);
+	pkts[2]->len = 8973;	/* one byte too many */
+	assert_int_equal(ina_port_tx_burst(a, pkts, 3), 2);
+	assert_int_equal(ina_port_rx_burst(b, pkts, INA_MAX_BURST), 2);
+	check(pkts[0], 8972, 3);
+	check(pkts[1], 8972, 4);
+	ina_pkt_free_bulk(pkts, 2);
+
+	assert_int_equal(a->ops->resolve(a, addr, &dsts[0]), 0);
+	dsts[1] = dsts[0];
+	pkts[0] = make(a, NULL, 8000, 6);
+	pkts[0]->dsts = dsts;
+	pkts[0]->dst_mask = 3;
+	assert_int_equal(ina_port_tx_burst(a, pkts, 1), 1);
+	assert_int_equal(ina_port_rx_burst(b, pkts, INA_MAX_BURST), 2);
+	check(pkts[0], 8000, 6);
+	check(pkts[1], 8000, 6);
+	ina_pkt_free_bulk(pkts, 2);
+	assert_int_equal(ina_port_dpdk_pool_avail(a), avail_a);
+	assert_int_equal(ina_port_dpdk_pool_avail(b), avail_b);
+	/* The set keeps its MTU: another one is refused. */
+	assert_int_equal(ina_port_dpdk_open_id(ia, "mtu=1500", &p), -EBUSY);
+	ina_port_close(a);
+	ina_port_close(b);
+}
+
 /* A link that goes down is not polled (checked every ~100 ms), and tx to it
  * is dropped and counted; up again, it works. */
 static void
@@ -1102,6 +1156,7 @@ main(void)
 		cmocka_unit_test(test_enobufs),
 		cmocka_unit_test(test_queues),
 		cmocka_unit_test(test_queues_parallel),
+		cmocka_unit_test(test_jumbo),
 		cmocka_unit_test(test_link_state),
 		cmocka_unit_test(test_no_leak),
 	};

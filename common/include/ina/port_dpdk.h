@@ -26,6 +26,10 @@
  *   zerocopy=0|1       fan-out chains a header mbuf per destination to the
  *                      one payload mbuf (where the ethdev takes chains) [1]
  *   offload=0|1        IPv4/UDP checksum offloads where advertised [1]
+ *   mtu=BYTES          IPv4 MTU, 576..9000 [1500]: ina packets up to MTU - 28
+ *                      bytes; mbufs grow to hold a whole frame (memory:
+ *                      about mbufs x (mtu + 300) bytes per queue); af_packet
+ *                      needs framesz= above the frame size
  *   drop=RATE,seed=N   drop received ina packets on purpose (tests) [0, 1]
  *
  * Peers: "IP:PORT" (the MAC is found by ARP: 5 requests 250 ms apart, else
