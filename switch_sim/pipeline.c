@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The aggregation pipeline (pipeline.h). A job owns a contiguous run of slots,
- * one per lane. A slot has two halves, one per version bit: the current half
+ * one per lane it owns (all lanes, or those of this partition). A slot has two halves, one per version bit: the current half
  * aggregates the lane's open block, the other (the shadow) keeps the last
  * result so that a retransmission is answered from it, to its sender alone.
  * Completion is by count: when every rank of the job has answered the open
@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -21,6 +22,10 @@
 #include "ina/log.h"
 #include "ina/util.h"
 #include "pipeline.h"
+
+_Static_assert(offsetof(struct ina_wire_hdr, type) == 1 &&
+		       offsetof(struct ina_wire_hdr, lane) == 14,
+	       "pipeline_steer() reads these bytes");
 
 enum half_state {
 	HALF_IDLE = 0,		/* no block: the lane is between rounds */
@@ -63,7 +68,9 @@ struct slot {
 struct job {
 	uint8_t active;
 	struct ina_job_params params;
-	uint32_t slot_base;	/* first of params.lanes slots */
+	uint32_t slot_base;	/* first of nb_slots slots; lane l is in
+				 * slot_base + l / part_count */
+	uint16_t nb_slots;	/* ceil(lanes / part_count) */
 	uint64_t full;		/* bitmap of all ranks */
 	uint64_t joined;
 	uint64_t finished;	/* ranks that sent FIN */
@@ -83,6 +90,8 @@ struct pipeline {
 	uint16_t nb_jobs;
 	uint16_t last_job;	/* lookup cache */
 	uint32_t next_epoch;
+	uint8_t quiet;		/* a replica following partition 0: no answer,
+				 * no log (counters are restored by the caller) */
 };
 
 static const char *const drop_names[PDROP_MAX] = {
@@ -94,6 +103,7 @@ static const char *const drop_names[PDROP_MAX] = {
 	[PDROP_NO_BUFFER] = "no_buffer",
 	[PDROP_AFTER_FIN] = "after_fin",
 	[PDROP_JOIN_LINGER] = "join_while_lingering",
+	[PDROP_OTHER_PART] = "other_partition",
 };
 
 const char *
@@ -112,6 +122,8 @@ pipeline_config_init(struct pipeline_config *cfg)
 	cfg->linger_ns = 1000000000ull;
 	cfg->wait_interval_ns = 1000000ull;
 	cfg->job_idle_ns = 300ull * 1000000000ull;
+	cfg->part_index = 0;
+	cfg->part_count = 1;
 }
 
 struct pipeline *
@@ -121,7 +133,8 @@ pipeline_create(const struct pipeline_config *cfg)
 	size_t nb_acc;
 
 	if (!cfg->pool || cfg->nb_slots == 0 || cfg->nb_slots > UINT16_MAX * 16u ||
-	    cfg->slot_elems == 0 || cfg->max_jobs == 0 || cfg->max_jobs == UINT16_MAX) {
+	    cfg->slot_elems == 0 || cfg->max_jobs == 0 || cfg->max_jobs == UINT16_MAX ||
+	    cfg->part_count == 0 || cfg->part_index >= cfg->part_count) {
 		errno = EINVAL;
 		return NULL;
 	}
@@ -236,13 +249,14 @@ slots_reserve(struct pipeline *p, uint16_t n, uint16_t owner)
 static void
 job_free(struct pipeline *p, struct job *j)
 {
-	for (uint32_t k = j->slot_base; k < j->slot_base + j->params.lanes; k++)
+	for (uint32_t k = j->slot_base; k < j->slot_base + j->nb_slots; k++)
 		p->slot_owner[k] = 0;
-	p->free_slots += j->params.lanes;
+	p->free_slots += j->nb_slots;
 	j->active = 0;
 	p->nb_jobs--;
 	p->st.jobs_freed++;
-	INA_LOG(INFO, "job %" PRIu32 ": freed %u slots", j->params.job_id, j->params.lanes);
+	if (!p->quiet)
+		INA_LOG(INFO, "job %" PRIu32 ": freed %u slots", j->params.job_id, j->nb_slots);
 }
 
 /* Writes a switch-sent header for 'j' into 'pkt'; the payload follows. */
@@ -280,6 +294,11 @@ answer_buf(struct pipeline *p, struct ina_pkt *in, uint32_t size)
 {
 	struct ina_pkt *o = in;
 
+	if (p->quiet) {
+		/* A replica: partition 0 answers. */
+		ina_pkt_free(in);
+		return NULL;
+	}
 	if (in->cap < size) {
 		o = ina_pkt_alloc(p->cfg.pool);
 		if (!o) {
@@ -309,6 +328,10 @@ send_error(struct pipeline *p, struct ina_pkt *in, const struct ina_hdr *rx, uin
 	va_list ap;
 	int n;
 
+	if (p->quiet) {
+		ina_pkt_free(in);
+		return NULL;
+	}
 	va_start(ap, fmt);
 	n = vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
@@ -379,6 +402,8 @@ handle_join(struct pipeline *p, struct ina_pkt *in, const struct ina_hdr *h, uin
 		return NULL;
 	}
 	if (!j) {
+		uint16_t k = p->cfg.part_count;
+		uint16_t nb = (uint16_t)((lanes + k - 1) / k);
 		int64_t base;
 		uint16_t idx;
 
@@ -396,7 +421,14 @@ handle_join(struct pipeline *p, struct ina_pkt *in, const struct ina_hdr *h, uin
 					  "job %" PRIu32 ": the switch already serves %u jobs, its maximum",
 					  h->job_id, p->cfg.max_jobs);
 		}
-		base = slots_reserve(p, lanes, (uint16_t)(idx + 1));
+		base = slots_reserve(p, nb, (uint16_t)(idx + 1));
+		if (base < 0 && k > 1) {
+			p->st.jobs_refused++;
+			return send_error(p, in, h, INA_WERR_NO_SLOTS,
+					  "job %" PRIu32 ": needs %u contiguous slots in each of %u"
+					  " partitions (%u lanes); %" PRIu32 " of %" PRIu32 " are free",
+					  h->job_id, nb, k, lanes, p->free_slots, p->cfg.nb_slots);
+		}
 		if (base < 0) {
 			p->st.jobs_refused++;
 			return send_error(p, in, h, INA_WERR_NO_SLOTS,
@@ -417,10 +449,12 @@ handle_join(struct pipeline *p, struct ina_pkt *in, const struct ina_hdr *h, uin
 		j->params.max_block = max_block;
 		j->params.encoding = h->encoding;
 		j->slot_base = (uint32_t)base;
+		j->nb_slots = nb;
 		j->full = world == 64 ? ~0ull : (1ull << world) - 1;
 		p->nb_jobs++;
 		p->st.jobs_admitted++;
-		INA_LOG(INFO, "job %" PRIu32 ": admitted, epoch %" PRIu32 ", world %u, %u lanes, %s, B <= %u",
+		if (!p->quiet)
+			INA_LOG(INFO, "job %" PRIu32 ": admitted, epoch %" PRIu32 ", world %u, %u lanes, %s, B <= %u",
 			h->job_id, j->params.epoch, world, lanes, ina_wire_encoding_name(h->encoding),
 			max_block);
 	} else if (world != j->params.world || lanes != j->params.lanes ||
@@ -564,7 +598,7 @@ static struct ina_pkt *
 handle_data(struct pipeline *p, struct ina_pkt *in, struct job *j, const struct ina_hdr *h,
 	    uint64_t now)
 {
-	struct slot *s = &p->slots[j->slot_base + h->lane];
+	struct slot *s = &p->slots[j->slot_base + h->lane / p->cfg.part_count];
 	uint8_t ver = h->flags & INA_F_VER;
 	struct half *hf = &s->h[ver];
 	struct block_key key = {
@@ -678,7 +712,8 @@ handle_leave(struct pipeline *p, struct ina_pkt *in, struct job *j, const struct
 	uint64_t others = j->joined & ~j->finished & ~(1ull << h->rank);
 
 	p->st.leaves++;
-	INA_LOG(INFO, "job %" PRIu32 ": rank %u left", j->params.job_id, h->rank);
+	if (!p->quiet)
+		INA_LOG(INFO, "job %" PRIu32 ": rank %u left", j->params.job_id, h->rank);
 	o = others ? send_error(p, in, h, INA_WERR_LEFT, "job %" PRIu32 ": rank %u left the job",
 				j->params.job_id, h->rank)
 		   : (ina_pkt_free(in), NULL);
@@ -723,6 +758,12 @@ process_one(struct pipeline *p, struct ina_pkt *in, uint64_t now)
 		ina_pkt_free(in);
 		return NULL;
 	}
+	if (h.type == INA_T_DATA && h.lane % p->cfg.part_count != p->cfg.part_index) {
+		/* Misrouted: the owner must see it, this partition must not. */
+		p->st.drop[PDROP_OTHER_PART]++;
+		ina_pkt_free(in);
+		return NULL;
+	}
 	j->last_active_ns = now;
 	/*
 	 * A lingering job stays while any rank still talks to it: a worker
@@ -758,28 +799,86 @@ pipeline_rx_burst(struct pipeline *p, struct ina_pkt **in, uint16_t nb_in, uint6
 }
 
 void
-pipeline_tick(struct pipeline *p, uint64_t now_ns)
+pipeline_rx_quiet(struct pipeline *p, struct ina_pkt **in, uint16_t nb_in, uint64_t now_ns)
 {
-	for (uint16_t i = 0; i < p->cfg.max_jobs; i++) {
+	struct pipeline_stats saved = p->st;
+
+	p->quiet = 1;
+	for (uint16_t i = 0; i < nb_in; i++)
+		ina_pkt_free(process_one(p, in[i], now_ns));	/* NULL when quiet */
+	p->quiet = 0;
+	p->st = saved;
+}
+
+uint16_t
+pipeline_tick_freed(struct pipeline *p, uint64_t now_ns, uint32_t *freed, uint16_t max)
+{
+	uint16_t nb = 0;
+
+	if (p->cfg.part_index != 0)
+		return 0;
+	for (uint16_t i = 0; i < p->cfg.max_jobs && nb < max; i++) {
 		struct job *j = &p->jobs[i];
 
 		if (!j->active)
 			continue;
 		if (j->linger_until && now_ns >= j->linger_until) {
+			freed[nb++] = j->params.job_id;
 			job_free(p, j);
 		} else if (p->cfg.job_idle_ns && now_ns - j->last_active_ns >= p->cfg.job_idle_ns) {
 			INA_LOG(WARN, "job %" PRIu32 ": silent for %" PRIu64 " s, freed",
 				j->params.job_id, (uint64_t)(p->cfg.job_idle_ns / 1000000000ull));
 			p->st.jobs_expired++;
+			freed[nb++] = j->params.job_id;
 			job_free(p, j);
 		}
 	}
+	return nb;
+}
+
+void
+pipeline_tick(struct pipeline *p, uint64_t now_ns)
+{
+	uint32_t freed[16];
+
+	while (pipeline_tick_freed(p, now_ns, freed, 16) == 16)
+		;
+}
+
+int
+pipeline_job_free(struct pipeline *p, uint32_t job_id)
+{
+	struct job *j = job_find(p, job_id);
+
+	if (!j)
+		return 0;
+	p->quiet = 1;
+	job_free(p, j);
+	p->st.jobs_freed--;
+	p->quiet = 0;
+	return 1;
+}
+
+void
+pipeline_stats_add(struct pipeline_stats *sum, const struct pipeline_stats *st)
+{
+	uint64_t *a = (uint64_t *)(void *)sum;
+	const uint64_t *b = (const uint64_t *)(const void *)st;
+
+	_Static_assert(sizeof(*st) % sizeof(uint64_t) == 0, "counters only");
+	for (size_t i = 0; i < sizeof(*st) / sizeof(uint64_t); i++)
+		a[i] += b[i];
 }
 
 void
 pipeline_stats_print(const struct pipeline *p, FILE *f)
 {
-	const struct pipeline_stats *st = &p->st;
+	pipeline_stats_fprint(&p->st, f);
+}
+
+void
+pipeline_stats_fprint(const struct pipeline_stats *st, FILE *f)
+{
 #define PRINT(name)                                                                  \
 	do {                                                                         \
 		if (st->name)                                                        \
@@ -826,12 +925,13 @@ pipeline_dump(const struct pipeline *p, FILE *f)
 		fprintf(f, "job %" PRIu32 " epoch %" PRIu32 ": world %u, lanes %u (slots %" PRIu32
 			  "..%" PRIu32 "), %s; joined ",
 			j->params.job_id, j->params.epoch, j->params.world, j->params.lanes,
-			j->slot_base, j->slot_base + j->params.lanes - 1,
+			j->slot_base, j->slot_base + j->nb_slots - 1,
 			ina_wire_encoding_name(j->params.encoding));
 		fprintf(f, "%s, finished ", ina_ranks_str(ranks, sizeof(ranks), j->joined));
 		fprintf(f, "%s\n", ina_ranks_str(ranks, sizeof(ranks), j->finished));
-		for (uint16_t l = 0; l < j->params.lanes; l++) {
-			const struct slot *s = &p->slots[j->slot_base + l];
+		for (uint16_t l = p->cfg.part_index; l < j->params.lanes;
+		     l = (uint16_t)(l + p->cfg.part_count)) {
+			const struct slot *s = &p->slots[j->slot_base + l / p->cfg.part_count];
 			const struct half *hf = &s->h[s->cur];
 
 			const struct half *sh = &s->h[s->cur ^ 1];

@@ -10,6 +10,16 @@
  * out. It opens no socket, reads no clock and keeps no global state, so the
  * same code runs behind any port, under pcap replay, in the simulator and in
  * unit tests driven packet by packet. It allocates nothing after creation.
+ *
+ * Partitions (switch_lcores.h runs one per lcore): a pipeline created with
+ * part_count K > 1 and part_index P owns the lanes l with l % K == P of every
+ * job; lane l lives in slot base + l / K, where base is this partition's
+ * first slot for the job (each partition reserves ceil(L/K) slots). DATA for
+ * another partition's lane is dropped (other_partition). JOIN, FIN and LEAVE
+ * are not lane-bound: every partition must see them, in the same order, so
+ * that the job tables agree. Partition 0 answers them (pipeline_rx_burst);
+ * the others take them with pipeline_rx_quiet(). Only partition 0 frees jobs
+ * by time (pipeline_tick_freed); the others follow with pipeline_job_free().
  */
 #ifndef INA_PIPELINE_H
 #define INA_PIPELINE_H
@@ -30,12 +40,14 @@ struct pipeline_config {
 					 * silent this long (or every rank sent FIN) */
 	uint64_t wait_interval_ns;	/* at most one WAIT per slot this often */
 	uint64_t job_idle_ns;		/* free a job silent this long; 0: never */
+	uint16_t part_index;		/* this partition, < part_count (default 0) */
+	uint16_t part_count;		/* partitions of the lanes (default 1: all) */
 	/* Output packets come from here when an input buffer cannot be reused. */
 	struct ina_pkt_pool *pool;
 };
 
 /* Defaults: 1024 slots of 2048 elements, 64 jobs, 1 s linger, 1 ms WAIT
- * interval, 300 s idle timeout. 'pool' must still be set. */
+ * interval, 300 s idle timeout, one partition. 'pool' must still be set. */
 void pipeline_config_init(struct pipeline_config *cfg);
 
 /* Packets the pipeline drops for reasons beyond the wire format's. */
@@ -48,6 +60,7 @@ enum pipeline_drop {
 	PDROP_NO_BUFFER,	/* no packet buffer for the answer */
 	PDROP_AFTER_FIN,	/* data from a rank that already sent FIN */
 	PDROP_JOIN_LINGER,	/* JOIN of a new run while the old one lingers */
+	PDROP_OTHER_PART,	/* DATA for a lane another partition owns */
 	PDROP_MAX,
 };
 
@@ -83,8 +96,59 @@ void pipeline_destroy(struct pipeline *p);	/* Accepts NULL. */
 uint16_t pipeline_rx_burst(struct pipeline *p, struct ina_pkt **in, uint16_t nb_in,
 			   uint64_t now_ns, struct ina_pkt **out);
 
-/* Advances time: frees jobs whose linger or idle time ran out. */
+/* Advances time: frees jobs whose linger or idle time ran out. In a
+ * partition other than 0, does nothing (partition 0 decides; see below). */
 void pipeline_tick(struct pipeline *p, uint64_t now_ns);
+
+/*
+ * pipeline_tick() that also writes the ids of the jobs it freed to 'freed'
+ * and frees at most 'max' of them (the rest on a later tick). Returns how
+ * many. Partition 0 of a partitioned switch forwards these ids, in its
+ * sequence of control packets, to the other partitions.
+ */
+uint16_t pipeline_tick_freed(struct pipeline *p, uint64_t now_ns, uint32_t *freed,
+			     uint16_t max);
+
+/*
+ * A partition other than 0 follows partition 0: frees job 'job_id' without
+ * counting it. The caller's sequencing guarantees it is the same run as the
+ * one partition 0 freed. Returns 1 if a job was freed, else 0.
+ */
+int pipeline_job_free(struct pipeline *p, uint32_t job_id);
+
+/*
+ * Processes control packets (JOIN, FIN, LEAVE) that partition 0 answers, in
+ * the same order as partition 0, so that this partition's job table follows:
+ * no packet comes out, nothing is counted or logged, and every input is freed.
+ */
+void pipeline_rx_quiet(struct pipeline *p, struct ina_pkt **in, uint16_t nb_in, uint64_t now_ns);
+
+/* Where a received packet goes in a switch of 'part_count' partitions. */
+enum pipeline_steer {
+	PSTEER_LANE,	/* DATA: to partition *part (its lane's owner) */
+	PSTEER_ALL,	/* JOIN, FIN, LEAVE: to partition 0, and quietly to all */
+	PSTEER_FIRST,	/* anything else (dropped there): to partition 0 only */
+};
+
+/* Reads only the packet's type and lane bytes; validation is the owner's. */
+static inline enum pipeline_steer
+pipeline_steer(const struct ina_pkt *pkt, uint16_t part_count, uint16_t *part)
+{
+	*part = 0;
+	if (pkt->len < INA_HDR_SIZE)
+		return PSTEER_FIRST;
+	switch (pkt->data[1]) {
+	case INA_T_DATA:
+		*part = (uint16_t)(((uint16_t)pkt->data[14] << 8 | pkt->data[15]) % part_count);
+		return PSTEER_LANE;
+	case INA_T_JOIN:
+	case INA_T_FIN:
+	case INA_T_LEAVE:
+		return PSTEER_ALL;
+	default:
+		return PSTEER_FIRST;
+	}
+}
 
 const struct pipeline_stats *pipeline_stats(const struct pipeline *p);
 /* Name of a pipeline drop reason ("no_match"). */
@@ -95,6 +159,9 @@ uint16_t pipeline_nb_jobs(const struct pipeline *p);
 
 /* Prints the non-zero counters, one "name value" per line. */
 void pipeline_stats_print(const struct pipeline *p, FILE *f);
+void pipeline_stats_fprint(const struct pipeline_stats *st, FILE *f);
+/* Adds every counter of 'st' to 'sum' (partitions added together). */
+void pipeline_stats_add(struct pipeline_stats *sum, const struct pipeline_stats *st);
 /* Prints each job's state: ranks joined and finished, and for every lane
  * with an open block, the block and the ranks it still waits on. */
 void pipeline_dump(const struct pipeline *p, FILE *f);

@@ -138,7 +138,8 @@ ina_dpdk_eal_init(int argc, char **argv, char *err, size_t err_size)
 	if (!a.no_huge && hugepages_reserved() == 0) {
 		eal_err(err, err_size,
 			"EAL: no hugepages reserved: reserve hugepages (echo N > "
-			"/sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages) or pass --no-huge");
+			"/sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages) "
+			"or pass --no-huge");
 		return -ENOMEM;
 	}
 	if (!a.no_shconf && !a.in_memory && (holder = prefix_holder(a.prefix)) != 0) {
@@ -162,8 +163,8 @@ ina_dpdk_eal_init(int argc, char **argv, char *err, size_t err_size)
 				rte_strerror(e));
 		else
 			eal_err(err, err_size,
-				"rte_eal_init failed: %s (see EAL's messages above; a prefix in use "
-				"needs a distinct --file-prefix)",
+				"rte_eal_init failed: %s (see EAL's messages above; a "
+				"prefix in use needs a distinct --file-prefix)",
 				rte_strerror(e));
 		return -e;
 	}

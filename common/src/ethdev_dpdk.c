@@ -244,8 +244,9 @@ set_start_one(struct dpdk_set *set, uint16_t i, int socket, uint64_t deadline_ms
 	}
 	snprintf(set->names[i], sizeof(set->names[i]), "%s", info.driver_name);
 	if (cfg->queues > info.max_rx_queues || cfg->queues > info.max_tx_queues) {
-		set_err(err, err_size, "ethdev %u (%s) has %u rx / %u tx queues, queues=%u asks for more",
-			id, set->names[i], info.max_rx_queues, info.max_tx_queues, cfg->queues);
+		set_err(err, err_size,
+			"ethdev %u (%s) has %u rx / %u tx queues, queues=%u asks for more", id,
+			set->names[i], info.max_rx_queues, info.max_tx_queues, cfg->queues);
 		return -EINVAL;
 	}
 	memset(&conf, 0, sizeof(conf));
@@ -348,9 +349,9 @@ set_wait_links(struct dpdk_set *set, uint64_t deadline_ms, char *err, size_t err
 
 			if (now >= deadline_ms) {
 				set_err(err, err_size,
-					"link of ethdev %u (%s) still down after link_wait_ms=%u (is "
-					"the peer up? a memif client needs its server running, a "
-					"server waits for its client)",
+					"link of ethdev %u (%s) still down after link_wait_ms=%u "
+					"(is the peer up? a memif client needs its server "
+					"running, a server waits for its client)",
 					set->cfg.ids[i], set->names[i], set->cfg.link_wait_ms);
 				return -ENETDOWN;
 			}
@@ -403,7 +404,8 @@ dpdk_set_open(const struct dpdk_set_cfg *cfg, uint16_t queue, struct dpdk_set **
 	}
 	if (cfg->nb == 0 || cfg->nb > DPDK_MAX_ETH || cfg->queues == 0 ||
 	    cfg->queues > DPDK_MAX_QUEUES || queue >= cfg->queues) {
-		set_err(err, err_size, "bad ethdev set: %u ethdevs (1..%u), queue %u of %u (max %u)",
+		set_err(err, err_size,
+			"bad ethdev set: %u ethdevs (1..%u), queue %u of %u (max %u)",
 			cfg->nb, DPDK_MAX_ETH, queue, cfg->queues, DPDK_MAX_QUEUES);
 		return -EINVAL;
 	}

@@ -522,7 +522,10 @@ dpdk_rx_burst(struct ina_port *port, struct ina_pkt **pkts, uint16_t n)
 	dpdk_link_poll(dp, LINK_POLL_TIMED);
 	dp->rr = (uint16_t)(dp->rr + 1 == dp->nb_eth ? 0 : dp->rr + 1);
 	for (uint16_t k = 0; k < dp->nb_eth && nb < n; k++) {
-		uint16_t e = (uint16_t)(start + k < dp->nb_eth ? start + k : start + k - dp->nb_eth);
+		uint16_t e = (uint16_t)(start + k);
+
+		if (e >= dp->nb_eth)
+			e = (uint16_t)(e - dp->nb_eth);
 		uint16_t got;
 
 		if (!dp->link_up[e])

@@ -3,7 +3,8 @@
  * The in-process test fabric (fabric.h): a FIFO of packets in flight between
  * host engines and a switch pipeline, a virtual clock that jumps to the next
  * timer when nothing is in flight, and fault injection by sequence number or
- * seeded probability.
+ * seeded probability. A partitioned switch is fed the way switch_lcores
+ * feeds its lcores (fabric.h).
  */
 #include <assert.h>
 #include <stdlib.h>
@@ -76,6 +77,8 @@ fabric_init(struct fabric *f, uint16_t world, uint16_t lanes, uint16_t max_block
 	pc.pool = f->pool;
 	f->sw = pipeline_create(&pc);
 	assert(f->sw);
+	f->parts[0] = f->sw;
+	f->nb_parts = 1;
 	for (uint16_t r = 0; r < world; r++) {
 		struct engine_config ec;
 
@@ -107,7 +110,71 @@ fabric_fini(struct fabric *f)
 	for (uint16_t r = 0; r < f->world; r++)
 		engine_destroy(f->hosts[r]);
 	pipeline_destroy(f->sw);
+	for (uint16_t k = 1; k < f->nb_parts; k++)
+		pipeline_destroy(f->parts[k]);
 	ina_pkt_pool_destroy(f->pool);
+}
+
+void
+fabric_partition(struct fabric *f, uint16_t k, const struct pipeline_config *pcfg)
+{
+	struct pipeline_config pc;
+
+	assert(k >= 1 && k <= FABRIC_MAX_PARTS && f->nb_parts == 1);
+	if (pcfg) {
+		pc = *pcfg;
+	} else {
+		pipeline_config_init(&pc);
+		pc.nb_slots = 256;
+		pc.slot_elems = (uint16_t)((f->pool->buf_size - INA_HDR_SIZE - 256) / 4);
+	}
+	pc.pool = f->pool;
+	pc.part_count = k;
+	pipeline_destroy(f->sw);
+	for (uint16_t i = 0; i < k; i++) {
+		pc.part_index = i;
+		f->parts[i] = pipeline_create(&pc);
+		assert(f->parts[i]);
+	}
+	f->sw = f->parts[0];
+	f->nb_parts = k;
+}
+
+/* The switch receives one packet: steered to its partition, JOIN/FIN/LEAVE
+ * copied to the replicas first. Returns the answer or NULL. */
+static struct ina_pkt *
+switch_in(struct fabric *f, struct ina_pkt *pkt)
+{
+	struct ina_pkt *out;
+	uint16_t part = 0;
+
+	if (f->nb_parts > 1 && pipeline_steer(pkt, f->nb_parts, &part) == PSTEER_ALL) {
+		for (uint16_t k = 1; k < f->nb_parts; k++) {
+			struct ina_pkt *c = ina_pkt_alloc(f->pool);
+
+			assert(c);
+			memcpy(c->data, pkt->data, pkt->len);
+			c->len = pkt->len;
+			c->peer = pkt->peer;
+			pipeline_rx_quiet(f->parts[k], &c, 1, f->now);
+		}
+	}
+	/* f->sw, not parts[0]: a test may have swapped in its own pipeline. */
+	return pipeline_rx_burst(part ? f->parts[part] : f->sw, &pkt, 1, f->now, &out) == 1
+		       ? out
+		       : NULL;
+}
+
+static void
+switch_tick(struct fabric *f)
+{
+	uint32_t freed[16];
+	uint16_t nb;
+
+	while ((nb = pipeline_tick_freed(f->sw, f->now, freed, 16)) > 0)
+		for (uint16_t k = 1; k < f->nb_parts; k++)
+			for (uint16_t i = 0; i < nb; i++)
+				pipeline_job_free(f->parts[k], freed[i]);
 }
 
 /* Puts 'pkt' on the wire to 'dst', applying the faults. Takes ownership. */
@@ -140,6 +207,8 @@ wire_put(struct fabric *f, struct ina_pkt *pkt, int dst)
 static void
 switch_out(struct fabric *f, struct ina_pkt *pkt)
 {
+	if (f->tap)
+		f->tap(f->tap_arg, pkt);
 	if (!pkt->dsts) {
 		wire_put(f, pkt, peer_rank(&pkt->peer));
 		return;
@@ -191,7 +260,8 @@ deliver(struct fabric *f)
 
 			/* The switch sees the sender's address as a port would. */
 			pkt->dsts = NULL;
-			if (pipeline_rx_burst(f->sw, &pkt, 1, f->now, &out) == 1)
+			out = switch_in(f, pkt);
+			if (out)
 				switch_out(f, out);
 		} else {
 			engine_rx(f->hosts[batch[i].dst], &pkt, 1, f->now);
@@ -246,7 +316,7 @@ fabric_run(struct fabric *f, int phase, uint64_t limit_ns)
 		moved = collect(f);
 
 		moved += deliver(f);
-		pipeline_tick(f->sw, f->now);
+		switch_tick(f);
 		if (moved) {
 			f->now += STEP_NS;
 		} else {

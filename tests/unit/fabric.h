@@ -5,6 +5,10 @@
  * flight (a fan-out counts once per destination) gets a sequence number, so
  * a test can drop packet k, duplicate some, or deliver in a shuffled order,
  * and replay exactly. No sockets, no threads, no real time.
+ *
+ * The switch may be split into K lane partitions (fabric_partition): DATA goes
+ * to its lane's owner, JOIN/FIN/LEAVE to partition 0 and quietly to the
+ * others, as switch_lcores does across lcores, but in one thread and in order.
  */
 #ifndef INA_TEST_FABRIC_H
 #define INA_TEST_FABRIC_H
@@ -16,6 +20,7 @@
 #include "pipeline.h"
 
 #define FABRIC_MAX_HOSTS 8
+#define FABRIC_MAX_PARTS 4
 
 struct fabric_faults {
 	int64_t drop_seq;	/* drop the packet with this sequence number, -1 none */
@@ -29,7 +34,12 @@ struct fabric_faults {
 
 struct fabric {
 	struct ina_pkt_pool *pool;
-	struct pipeline *sw;
+	struct pipeline *sw;		/* the switch, or its partition 0 */
+	struct pipeline *parts[FABRIC_MAX_PARTS];	/* parts[0] is sw */
+	uint16_t nb_parts;
+	/* Called with every packet the switch sends, before fan-out. */
+	void (*tap)(void *arg, const struct ina_pkt *pkt);
+	void *tap_arg;
 	struct engine *hosts[FABRIC_MAX_HOSTS];
 	uint16_t world;
 	uint64_t now;
@@ -46,6 +56,10 @@ void fabric_init(struct fabric *f, uint16_t world, uint16_t lanes, uint16_t max_
 		 uint8_t encoding, const struct pipeline_config *pcfg,
 		 const struct engine_config *ecfg);
 void fabric_fini(struct fabric *f);
+
+/* Replaces the switch by 'k' partitions of config 'pcfg' (NULL: the default
+ * of fabric_init); before fabric_join. */
+void fabric_partition(struct fabric *f, uint16_t k, const struct pipeline_config *pcfg);
 
 /*
  * Runs the fabric until every host leaves phase 'phase' or fails, or 'limit_ns'

@@ -138,7 +138,8 @@ test_no_port(void **state)
 	(void)state;
 	assert_int_equal(rte_eth_dev_count_avail(), 0);
 	assert_int_equal(ina_port_dpdk_ops.open(&p, "port=all"), -ENODEV);
-	assert_non_null(strstr(ina_port_dpdk_last_error(), "no DPDK port: pass --vdev=... or bind a NIC"));
+	assert_non_null(strstr(ina_port_dpdk_last_error(),
+			       "no DPDK port: pass --vdev=... or bind a NIC"));
 	assert_int_equal(ina_port_dpdk_ops.open(&p, "port=0"), -ENODEV);
 	assert_non_null(strstr(ina_port_dpdk_last_error(), "no DPDK port"));
 	assert_null(p);

@@ -5,7 +5,8 @@
  * "port=all"; two client processes (forked before EAL starts, each with its
  * own --file-prefix, started before the server) wait for their link, find
  * the server by ARP, send packets that the server echoes out the ethdev they
- * came in on, and then receive zero-copy fan-outs sent to both. Every payload is checked; no mbuf
+ * came in on, and then receive zero-copy fan-outs sent to both, in jumbo
+ * frames (mtu=9000). Every payload is checked; no mbuf
  * of the server leaks.
  */
 #include <errno.h>
@@ -29,6 +30,7 @@
 #define NB_CLIENTS 2
 #define NB_ECHO 100		/* packets each client sends and gets back */
 #define NB_FAN 50		/* fan-outs the server sends to all clients */
+#define FAN_LEN 7000		/* bytes of each: jumbo frames (mtu=9000) */
 #define RUN_NS (20 * INA_NS_PER_S)
 
 static char sock[64], prefix[NB_CLIENTS + 1][48];
@@ -119,7 +121,8 @@ client(int c)
 	}
 	/* The server may not be listening yet, or not started: link_wait_ms
 	 * retries the memif start and connection meanwhile. */
-	snprintf(args, sizeof(args), "port=0,ip=10.78.0.%d,link_wait_ms=10000", 10 + c);
+	snprintf(args, sizeof(args), "port=0,ip=10.78.0.%d,link_wait_ms=10000,mtu=9000,mbufs=2047",
+		 10 + c);
 	ret = ina_port_dpdk_ops.open(&p, args);
 	if (ret < 0) {
 		fprintf(stderr, "client %d: no port: %s\n", c, ina_port_dpdk_last_error());
@@ -148,7 +151,7 @@ client(int c)
 		for (uint16_t i = 0; i < nb; i++) {
 			struct ina_pkt *q = pkts[i];
 
-			if (q->len == 1000 && good(q, 1000, 0x5a))
+			if (q->len == FAN_LEN && good(q, FAN_LEN, 0x5a))
 				fan++;
 			else if (echo_ok(q, c))
 				echo++;
@@ -205,7 +208,8 @@ test_memif_star(void **state)
 		nanosleep(&ms500, NULL);
 	}
 	assert_int_equal(server_eal(), 0);
-	assert_int_equal(ina_port_dpdk_ops.open(&s, "port=all,ip=10.78.0.1"), 0);
+	assert_int_equal(ina_port_dpdk_ops.open(&s, "port=all,ip=10.78.0.1,mtu=9000,mbufs=4095"),
+			 0);
 	assert_int_equal(ina_port_dpdk_nb_ethdevs(s), NB_CLIENTS);
 	avail0 = ina_port_dpdk_pool_avail(s);
 
@@ -229,7 +233,7 @@ test_memif_star(void **state)
 			struct ina_pkt *r = ina_pkt_alloc(s->pool);
 
 			assert_non_null(r);
-			fill(r, 1000, 0x5a);
+			fill(r, FAN_LEN, 0x5a);
 			r->dsts = peers;
 			r->dst_mask = (1ull << NB_CLIENTS) - 1;
 			fan += ina_port_tx_burst(s, &r, 1);

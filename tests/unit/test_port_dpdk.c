@@ -1042,6 +1042,8 @@ test_queues_parallel(void **state)
 	}
 }
 
+#define JUMBO "mtu=9000,mbufs=1023,rxd=256,txd=256"
+
 /* mtu=9000: ina packets up to 8972 bytes, single and fanned out (zero-copy
  * chains linearized on rx into a jumbo mbuf). */
 static void
@@ -1057,10 +1059,8 @@ test_jumbo(void **state)
 
 	(void)state;
 	assert_int_equal(pair("j_a", "j_b", &ab, &ba, &ia, &ib), 0);
-	assert_int_equal(ina_port_dpdk_open_id(ia, "ip=10.0.5.1,mtu=9000,mbufs=1023,rxd=256,txd=256",
-					       &a), 0);
-	assert_int_equal(ina_port_dpdk_open_id(ib, "ip=10.0.5.2,mtu=9000,mbufs=1023,rxd=256,txd=256",
-					       &b), 0);
+	assert_int_equal(ina_port_dpdk_open_id(ia, "ip=10.0.5.1," JUMBO, &a), 0);
+	assert_int_equal(ina_port_dpdk_open_id(ib, "ip=10.0.5.2," JUMBO, &b), 0);
 	assert_int_equal(a->max_pkt, 8972);
 	assert_int_equal(a->pool->buf_size, 8972);
 	avail_a = ina_port_dpdk_pool_avail(a);
