@@ -267,6 +267,14 @@ set_start_one(struct dpdk_set *set, uint16_t i, int socket, uint64_t deadline_ms
 	}
 	/* else a virtual device (memif, ring...) that advertises 1518-byte frames
 	 * but carries larger ones in chained buffers: its MTU stays the default. */
+	/* K queues on a NIC: spread flows by IPv4 addresses and UDP ports (RSS)
+	 * where it can; virtual devices (ring, memif) map queues to their own
+	 * rings instead. Untested here: no NIC. */
+	if (cfg->queues > 1 && (info.flow_type_rss_offloads & (RTE_ETH_RSS_IP | RTE_ETH_RSS_UDP))) {
+		conf.rxmode.mq_mode = RTE_ETH_MQ_RX_RSS;
+		conf.rx_adv_conf.rss_conf.rss_hf =
+			info.flow_type_rss_offloads & (RTE_ETH_RSS_IP | RTE_ETH_RSS_UDP);
+	}
 	if (info.tx_offload_capa & RTE_ETH_TX_OFFLOAD_MULTI_SEGS)
 		conf.txmode.offloads |= RTE_ETH_TX_OFFLOAD_MULTI_SEGS;
 	set->chains_ok[i] = (info.tx_offload_capa & RTE_ETH_TX_OFFLOAD_MULTI_SEGS) ||

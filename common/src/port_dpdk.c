@@ -1056,6 +1056,29 @@ ina_port_dpdk_neigh_stats(const struct ina_port *port, struct ina_port_dpdk_neig
 	*st = dpdk_of_c(port)->neigh.st;
 }
 
+int
+ina_port_dpdk_eth_stats(const struct ina_port *port, unsigned i, struct ina_port_dpdk_eth_stats *st)
+{
+	const struct dpdk_port *dp = dpdk_of_c(port);
+	struct rte_eth_stats es;
+	int ret;
+
+	if (i >= dp->nb_eth)
+		return -EINVAL;
+	ret = rte_eth_stats_get(dp->set->cfg.ids[i], &es);
+	if (ret < 0)
+		return ret;
+	st->ipackets = es.ipackets;
+	st->opackets = es.opackets;
+	st->ibytes = es.ibytes;
+	st->obytes = es.obytes;
+	st->imissed = es.imissed;
+	st->ierrors = es.ierrors;
+	st->oerrors = es.oerrors;
+	st->rx_nombuf = es.rx_nombuf;
+	return 0;
+}
+
 const struct ina_port_ops ina_port_dpdk_ops = {
 	.type = "dpdk",
 	.open = dpdk_open,

@@ -96,4 +96,14 @@ struct ina_port_dpdk_neigh_stats {
 void ina_port_dpdk_neigh_stats(const struct ina_port *port,
 			       struct ina_port_dpdk_neigh_stats *st);
 
+/* The counters of ethdev 'i' of the port (rte_eth_stats_get): what the
+ * driver saw, including drops before ina (imissed: rx ring full, rx_nombuf:
+ * pool empty). 0 or -errno. */
+struct ina_port_dpdk_eth_stats {
+	uint64_t ipackets, opackets, ibytes, obytes;
+	uint64_t imissed, ierrors, oerrors, rx_nombuf;
+};
+int ina_port_dpdk_eth_stats(const struct ina_port *port, unsigned i,
+			    struct ina_port_dpdk_eth_stats *st);
+
 #endif
