@@ -12,6 +12,8 @@
 #include <string.h>
 #include <time.h>
 
+#include <rte_dev.h>
+#include <rte_devargs.h>
 #include <rte_errno.h>
 #include <rte_ethdev.h>
 #include <rte_lcore.h>
@@ -21,6 +23,7 @@
 #include "ethdev_dpdk.h"
 
 #define SET_HDR_ROOM 64		/* data room of a header mbuf, past the headroom */
+#define MEMIF_DEF_BSIZE 2048	/* net_memif's buffer size without bsize= */
 
 /* The set each ethdev belongs to, NULL when free. */
 static struct dpdk_set *set_of[RTE_MAX_ETHPORTS];
@@ -71,14 +74,103 @@ driver_takes_chains(const char *name)
 	return 0;
 }
 
-/* Virtual drivers that advertise 1518-byte frames but carry larger ones (in
- * chained buffers); af_packet and tap are not among them: their frame size
- * is a devarg (framesz=) and they drop what exceeds it. */
+/* Virtual drivers that advertise 1518-byte frames but carry larger ones;
+ * af_packet and tap are not among them: their frame size is a devarg
+ * (framesz=) and they drop what exceeds it. memif carries frames up to its
+ * buffer size (bsize=), checked by set_check_frames(). */
 static int
 driver_any_frame(const char *name)
 {
 	return strcmp(name, "net_memif") == 0 || strcmp(name, "net_ring") == 0 ||
 	       strcmp(name, "net_null") == 0;
+}
+
+/*
+ * The buffer size of a net_memif ethdev: its vdev argument bsize= (the last
+ * one, as memif reads them), else memif's default of 2048 bytes.
+ */
+static uint32_t
+memif_bsize(const struct rte_eth_dev_info *info)
+{
+	const struct rte_devargs *da = info->device ? rte_dev_devargs(info->device) : NULL;
+	const char *s = da ? da->args : NULL;
+	uint32_t bsize = MEMIF_DEF_BSIZE;
+
+	while (s && *s) {
+		if (strncmp(s, "bsize=", 6) == 0) {
+			unsigned long v = strtoul(s + 6, NULL, 10);
+
+			if (v > 0 && v <= UINT16_MAX)
+				bsize = (uint32_t)v;
+		}
+		s = strchr(s, ',');
+		if (s)
+			s++;
+	}
+	return bsize;
+}
+
+/*
+ * Before the pools exist: whether every ethdev can carry frames of the MTU
+ * (memif: one frame per memif buffer), and the mbuf data room that needs.
+ *
+ * net_memif (DPDK 22.11, copy mode) splits a frame longer than its buffer
+ * size (bsize=, default 2048) over several descriptors, and that path is
+ * broken: tx checks for a free slot without counting the one it is already
+ * filling, so when the ring is nearly full it writes past the free slots and
+ * its 16-bit free count wraps; it then overwrites descriptors the peer has
+ * not read and publishes a head more than a ring ahead of the tail, and the
+ * peer reads the whole ring again and again: stale and half-written frames
+ * by the million (a packet storm: not_ip, malformed, duplicates). Its tx
+ * fast path (taken when bsize >= the mbufs' data room, e.g. for header
+ * mbufs) copies a segment longer than bsize into one buffer, past its end;
+ * and its rx slow path (taken when the mbufs' data room < bsize) copies each
+ * further descriptor of a frame over the start of the same mbuf. So: a frame
+ * must fit one memif buffer (mtu + 14 <= bsize, else open fails and says
+ * which bsize= to add), and the mbufs hold a whole memif buffer (rx takes the
+ * fast path, which chains mbufs right when a peer sends a header mbuf and
+ * its payload as two descriptors).
+ */
+static int
+set_check_frames(struct dpdk_set *set, char *err, size_t err_size)
+{
+	const struct dpdk_set_cfg *cfg = &set->cfg;
+	uint32_t frame = RTE_ETHER_HDR_LEN + cfg->mtu;
+
+	set->buf_min = RTE_MAX((uint32_t)RTE_MBUF_DEFAULT_DATAROOM, RTE_ALIGN(frame, 64));
+	for (uint16_t i = 0; i < cfg->nb; i++) {
+		struct rte_eth_dev_info info;
+		uint32_t bsize;
+		int ret = rte_eth_dev_info_get(cfg->ids[i], &info);
+
+		if (ret < 0) {
+			set_err(err, err_size, "ethdev %u will not give its info: %s", cfg->ids[i],
+				rte_strerror(-ret));
+			return ret;
+		}
+		if (strcmp(info.driver_name, "net_memif") != 0)
+			continue;
+		bsize = memif_bsize(&info);
+		if (frame > bsize) {
+			set_err(err, err_size,
+				"ethdev %u (net_memif) has %u-byte buffers (vdev argument bsize=, "
+				"default %u), too small for the %u-byte frames of mtu=%u: memif "
+				"would split them over several buffers, which corrupts its ring "
+				"(a packet storm); add bsize=%u to the --vdev of both memif ends "
+				"(server and client), or lower mtu= to %u",
+				cfg->ids[i], bsize, MEMIF_DEF_BSIZE, frame, cfg->mtu,
+				RTE_ALIGN(frame, 1024), bsize - RTE_ETHER_HDR_LEN);
+			return -EINVAL;
+		}
+		if (bsize > set->buf_min)
+			set->buf_min = bsize;
+	}
+	if (set->buf_min > UINT16_MAX - RTE_PKTMBUF_HEADROOM) {
+		set_err(err, err_size, "mbufs of %u bytes (a memif's bsize=) exceed DPDK's %u: "
+			"lower bsize=", set->buf_min, UINT16_MAX - RTE_PKTMBUF_HEADROOM);
+		return -EINVAL;
+	}
+	return 0;
 }
 
 /* Drivers over kernel interfaces, where a local sender's UDP checksum may be
@@ -182,10 +274,9 @@ set_pools(struct dpdk_set *set, int socket, char *err, size_t err_size)
 	uint64_t needed = dpdk_set_mbufs_needed(cfg, cache);
 	uint32_t nb_hdr = cfg->nb * (cfg->txd + 64) + 255;
 	char name[RTE_MEMPOOL_NAMESIZE];
-	/* A whole frame fits one mbuf: rx never needs scatter. */
-	uint32_t room = RTE_ALIGN(RTE_ETHER_HDR_LEN + cfg->mtu, 64);
-	uint16_t data_room = (uint16_t)(RTE_PKTMBUF_HEADROOM +
-					RTE_MAX((uint32_t)RTE_MBUF_DEFAULT_DATAROOM, room));
+	/* A whole frame (and a whole memif buffer) fits one mbuf: rx never
+	 * needs scatter (set_check_frames). */
+	uint16_t data_room = (uint16_t)(RTE_PKTMBUF_HEADROOM + set->buf_min);
 
 	if (needed > cfg->nb_mbufs) {
 		set_err(err, err_size,
@@ -266,7 +357,8 @@ set_start_one(struct dpdk_set *set, uint16_t i, int socket, uint64_t deadline_ms
 		return -EINVAL;
 	}
 	/* else a virtual device (memif, ring...) that advertises 1518-byte frames
-	 * but carries larger ones in chained buffers: its MTU stays the default. */
+	 * but carries larger ones (memif: up to bsize=, set_check_frames): its
+	 * MTU stays the default. */
 	/* K queues on a NIC: spread flows by IPv4 addresses and UDP ports (RSS)
 	 * where it can; virtual devices (ring, memif) map queues to their own
 	 * rings instead. Untested here: no NIC. */
@@ -444,7 +536,9 @@ dpdk_set_open(const struct dpdk_set_cfg *cfg, uint16_t queue, struct dpdk_set **
 	if (socket < 0)
 		socket = (int)rte_socket_id();
 	deadline_ms = now_ms() + cfg->link_wait_ms;
-	ret = set_pools(set, socket, err, err_size);
+	ret = set_check_frames(set, err, err_size);
+	if (ret == 0)
+		ret = set_pools(set, socket, err, err_size);
 	for (uint16_t i = 0; ret == 0 && i < cfg->nb; i++) {
 		ret = set_start_one(set, i, socket, deadline_ms, err, err_size);
 		started[i] = ret == 0;

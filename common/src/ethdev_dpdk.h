@@ -45,6 +45,9 @@ struct dpdk_set {
 						 * the local kernel may carry partial
 						 * UDP checksums */
 	char names[DPDK_MAX_ETH][32];		/* driver names, for messages */
+	uint32_t buf_min;			/* mbuf data room (past the headroom)
+						 * the pools need: a whole frame, and
+						 * at least every memif's bsize= */
 };
 
 /*
@@ -52,7 +55,8 @@ struct dpdk_set {
  * and starts the ethdevs, later ones (same ids and queues) share them.
  * 0, or -errno with a message in 'err': -ENODEV (no such ethdev), -EBUSY
  * (queue taken, or an ethdev in another set), -EINVAL (set mismatch, too many
- * queues), -ENOBUFS (mbufs too few), -ENETDOWN (link_wait_ms passed), or the
+ * queues, or an MTU an ethdev cannot carry, e.g. frames above a memif's
+ * bsize=), -ENOBUFS (mbufs too few), -ENETDOWN (link_wait_ms passed), or the
  * driver's error when configure or start fails.
  */
 int dpdk_set_open(const struct dpdk_set_cfg *cfg, uint16_t queue, struct dpdk_set **out,

@@ -8,7 +8,13 @@
 # cannot pass on UDP. DROP_RATE > 0 injects loss in every port (drop=RATE).
 # Exits 77 (skip) with the reason when DPDK cannot run here at all, unless
 # INA_REQUIRE_DPDK=1 (CI), which turns that into a failure.
-# Usage: dpdk_memif.sh BUILD_DIR DROP_RATE ENCODING [extra ina-host args...]
+# MTU=BYTES (jumbo frames, e.g. 9000) adds mtu= to every port and bsize= to
+# every memif vdev (a frame must fit one memif buffer: MTU + 14 rounded up to
+# 1 KiB, or BSIZE=), after checking that a switch without bsize= refuses to
+# start and says so. Every run checks that the switch received no more ina
+# packets than the hosts sent (x2, + 64): frames split over several memif
+# buffers once made memif replay its ring (millions of stale frames).
+# Usage: [MTU=BYTES] dpdk_memif.sh BUILD_DIR DROP_RATE ENCODING [extra ina-host args...]
 set -euo pipefail
 build=$1 drop=$2 enc=$3
 shift 3
@@ -46,11 +52,26 @@ if ! out=$(timeout 30 "$build/switch_sim/ina-switch" "${eal[@]}" --no-shconf -l 
 fi
 
 export INA_JOB_TOKEN="dpdk-memif-$$"
-opts=""
+opts="" vopts=""
 [ "$drop" != 0 ] && opts=",drop=$drop,seed=7"
+if [ -n "${MTU:-}" ]; then
+    # Without bsize= the switch must refuse jumbo frames, naming bsize=.
+    rm -f "$sock"
+    rc=0
+    timeout 30 "$build/switch_sim/ina-switch" "${eal[@]}" --file-prefix="$tag-sw" -l 1 \
+        "--vdev=net_memif0,role=server,id=0,socket=$sock" \
+        -- --port "dpdk:port=all,ip=10.77.0.1,mtu=$MTU" >"$tmp/nobsize.log" 2>&1 || rc=$?
+    if [ $rc -ne 3 ] || ! grep -q "bsize=" "$tmp/nobsize.log"; then
+        echo "a switch with mtu=$MTU and memif's default bsize exited $rc, want 3 naming bsize=:"
+        cat "$tmp/nobsize.log"; exit 1
+    fi
+    rm -rf "/var/run/dpdk/$tag-sw"
+    opts+=",mtu=$MTU"
+    vopts=",bsize=${BSIZE:-$(((MTU + 14 + 1023) / 1024 * 1024))}"
+fi
 vdevs=()
 for ((r = 0; r < world; r++)); do
-    vdevs+=("--vdev=net_memif$r,role=server,id=$r,socket=$sock")
+    vdevs+=("--vdev=net_memif$r,role=server,id=$r,socket=$sock$vopts")
 done
 rm -f "$sock"
 "$build/switch_sim/ina-switch" "${eal[@]}" --file-prefix="$tag-sw" -l 1 "${vdevs[@]}" \
@@ -70,7 +91,7 @@ fi
 hosts=()
 for ((r = 0; r < world; r++)); do
     timeout 120 "$build/host/ina-host" "${eal[@]}" --file-prefix="$tag-h$r" -l 0 \
-        "--vdev=net_memif0,role=client,id=$r,socket=$sock" \
+        "--vdev=net_memif0,role=client,id=$r,socket=$sock$vopts" \
         -- --port "dpdk:port=0,ip=10.77.0.$((r + 2)),link_wait_ms=5000$opts" \
         --switch 10.77.0.1:9150 --job 42 --rank "$r" --world "$world" --encoding "$enc" \
         --report "$tmp/r$r.json" --quiet --log-level warn "$@" >"$tmp/h$r.log" 2>&1 &
@@ -107,9 +128,21 @@ if [ $fail -eq 0 ]; then
             { echo "drop=$drop injected $inj drops and caused $retx retransmits: want both > 0"; fail=1; }
     fi
 fi
-jq -c '{rank, transport, rounds, verified, retransmits, injected_drops, seconds}' "$tmp"/r*.json || true
+jq -c '{rank, transport, rounds, verified, retransmits, injected_drops, seconds, packets_sent}' \
+    "$tmp"/r*.json || true
+# No storm: the switch got about what the hosts sent (retransmits included).
+stats=$(awk '/ina-switch stats/ { n++ } n == 2' "$tmp/switch.log")
+counter() { echo "$stats" | awk -v k="$1" '$1 == k { v = $2 } END { print v + 0 }'; }
+if [ $fail -eq 0 ]; then
+    sent=$(jq -s '[.[].packets_sent] | add' "$tmp"/r*.json)
+    got=$(counter port_rx_pkts) junk=$(($(counter port_not_ip) + $(counter port_malformed)))
+    echo "hosts sent $sent ina packets, the switch received $got (not_ip + malformed: $junk)"
+    if [ "$got" -gt $((2 * sent + 64)) ] || [ "$junk" -gt 0 ]; then
+        echo "packet storm: want at most $((2 * sent + 64)) received and no junk frames"; fail=1
+    fi
+fi
 if [ $fail -ne 0 ]; then
     echo "--- switch log"; cat "$tmp/switch.log"; exit 1
 fi
-awk '/ina-switch stats/ { n++ } n == 2' "$tmp/switch.log" | grep -E "transport|port_|arp|icmp" || true
-echo "1 passed, 0 failed: dpdk memif, world $world, drop $drop, $enc"
+echo "$stats" | grep -E "transport|port_|arp|icmp" || true
+echo "1 passed, 0 failed: dpdk memif, world $world, drop $drop, $enc${MTU:+, mtu $MTU, ${vopts#,}}"

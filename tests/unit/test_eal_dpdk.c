@@ -4,8 +4,9 @@
  * to do: a --file-prefix another process holds, no hugepages without
  * --no-huge (only checked when the machine has none reserved), EAL started
  * twice, no ethdev at all, a link that stays down past link_wait_ms (a memif
- * server without a client), port=all taking every ethdev, and an ethdev that
- * will not start (a memif client without a server).
+ * server without a client), an MTU whose frames exceed a memif's buffers
+ * (bsize=), port=all taking every ethdev, and an ethdev that will not start
+ * (a memif client without a server).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -145,7 +146,8 @@ test_no_port(void **state)
 	assert_null(p);
 }
 
-/* A memif server with no client: its link stays down. */
+/* A memif server with no client: its link stays down; mtu=9000 does not fit
+ * its default buffers. */
 static void
 test_link_down(void **state)
 {
@@ -164,6 +166,16 @@ test_link_down(void **state)
 	assert_true(dt >= 190 * INA_NS_PER_MS && dt < 2000 * INA_NS_PER_MS);
 	assert_non_null(strstr(ina_port_dpdk_last_error(), "link_wait_ms=200"));
 	assert_null(p);
+
+	/* Jumbo frames do not fit its 2048-byte buffers (no bsize=): memif
+	 * would split them over several buffers and corrupt its ring. */
+	assert_int_equal(ina_port_dpdk_ops.open(&p, "port=0,mtu=9000"), -EINVAL);
+	assert_non_null(strstr(ina_port_dpdk_last_error(), "net_memif"));
+	assert_non_null(strstr(ina_port_dpdk_last_error(), "bsize=9216"));
+	assert_null(p);
+	assert_int_equal(ina_port_dpdk_ops.open(&p, "port=0,mtu=2034"), 0);
+	ina_port_close(p);
+	p = NULL;
 
 	/* Without waiting it opens; nothing is received, tx is dropped and counted. */
 	assert_int_equal(ina_port_dpdk_ops.open(&p, "port=0,ip=10.3.0.1"), 0);
