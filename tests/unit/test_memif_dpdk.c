@@ -65,8 +65,8 @@ server_eal(void)
 
 	snprintf(pre, sizeof(pre), "--file-prefix=%s", prefix[0]);
 	for (int i = 0; i < NB_CLIENTS; i++) {
-		snprintf(vdev[i], sizeof(vdev[i]), "net_memif%d,role=server,id=%d,socket=%s,bsize=9216", i, i,
-			 sock);
+		snprintf(vdev[i], sizeof(vdev[i]),
+			 "net_memif%d,role=server,id=%d,socket=%s,bsize=9216", i, i, sock);
 		argv[argc++] = "--vdev";
 		argv[argc++] = vdev[i];
 	}

@@ -29,7 +29,11 @@
  *   mtu=BYTES          IPv4 MTU, 576..9000 [1500]: ina packets up to MTU - 28
  *                      bytes; mbufs grow to hold a whole frame (memory:
  *                      about mbufs x (mtu + 300) bytes per queue); af_packet
- *                      needs framesz= above the frame size
+ *                      needs framesz= above the frame size; net_memif needs
+ *                      bsize= (vdev argument, default 2048) of mtu + 14 or
+ *                      more on both ends, e.g. bsize=9216 for mtu=9000: open
+ *                      fails otherwise (memif corrupts its ring when a frame
+ *                      spans several of its buffers), and mbufs grow to bsize
  *   drop=RATE,seed=N   drop received ina packets on purpose (tests) [0, 1]
  *
  * Peers: "IP:PORT" (the MAC is found by ARP: 5 requests 250 ms apart, else
