@@ -71,6 +71,7 @@ struct dpdk_port {
 	struct dpdk_set *set;
 	struct rte_mempool *hdr_mp;	/* header mbufs of zero-copy fan-out */
 	uint16_t queue, nb_eth, rr;
+	uint16_t nb_rxq;		/* rx queues polled from 'queue' (K for queue=all) */
 	int zerocopy;			/* chains on every ethdev */
 	int need_psum;			/* some ethdev sums in software */
 	uint32_t ip_be;
@@ -515,22 +516,24 @@ dpdk_rx_burst(struct ina_port *port, struct ina_pkt **pkts, uint16_t n)
 {
 	struct dpdk_port *dp = dpdk_of(port);
 	struct rte_mbuf *mbufs[INA_MAX_BURST];
-	uint16_t nb = 0, start = dp->rr;
+	/* Sources: every (ethdev, rx queue) pair, round robin. */
+	uint16_t nb = 0, start = dp->rr, nb_src = (uint16_t)(dp->nb_eth * dp->nb_rxq);
 
 	if (n > INA_MAX_BURST)
 		n = INA_MAX_BURST;
 	dpdk_link_poll(dp, LINK_POLL_TIMED);
-	dp->rr = (uint16_t)(dp->rr + 1 == dp->nb_eth ? 0 : dp->rr + 1);
-	for (uint16_t k = 0; k < dp->nb_eth && nb < n; k++) {
-		uint16_t e = (uint16_t)(start + k);
+	dp->rr = (uint16_t)(dp->rr + 1 == nb_src ? 0 : dp->rr + 1);
+	for (uint16_t k = 0; k < nb_src && nb < n; k++) {
+		uint16_t s = (uint16_t)(start + k);
 
-		if (e >= dp->nb_eth)
-			e = (uint16_t)(e - dp->nb_eth);
-		uint16_t got;
+		if (s >= nb_src)
+			s = (uint16_t)(s - nb_src);
+		uint16_t e = (uint16_t)(s / dp->nb_rxq), got;
 
 		if (!dp->link_up[e])
 			continue;
-		got = rte_eth_rx_burst(dp->set->cfg.ids[e], dp->queue, mbufs, (uint16_t)(n - nb));
+		got = rte_eth_rx_burst(dp->set->cfg.ids[e], (uint16_t)(dp->queue + s % dp->nb_rxq),
+				       mbufs, (uint16_t)(n - nb));
 		for (uint16_t i = 0; i < got; i++) {
 			if (dpdk_rx_one(dp, e, mbufs[i], &pkts[nb])) {
 				port->stats.rx_bytes += pkts[nb]->len;
@@ -877,7 +880,8 @@ dpdk_close(struct ina_port *port)
 		return;
 	dp = dpdk_of(port);
 	dpdk_tx_flush_all(dp);
-	dpdk_set_close(dp->set, dp->queue);
+	for (uint16_t q = dp->nb_rxq; q-- > 0;)	/* the last one releases the set */
+		dpdk_set_close(dp->set, (uint16_t)(dp->queue + q));
 	free(dp);
 }
 
@@ -942,6 +946,18 @@ dpdk_open_cfg(const struct dpdk_config *cfg, struct ina_port **out)
 		free(dp);
 		return ret;
 	}
+	/* queue=all: this object also takes the other queues, for rx only. */
+	for (dp->nb_rxq = 1; cfg->queue_all && dp->nb_rxq < sc.queues; dp->nb_rxq++) {
+		struct dpdk_set *same;
+
+		ret = dpdk_set_open(&sc, dp->nb_rxq, &same, last_err, sizeof(last_err));
+		if (ret < 0) {
+			while (dp->nb_rxq-- > 0)
+				dpdk_set_close(dp->set, dp->nb_rxq);
+			free(dp);
+			return ret;
+		}
+	}
 	dp->port.ops = &ina_port_dpdk_ops;
 	dp->queue = (uint16_t)cfg->queue;
 	dp->nb_eth = sc.nb;
@@ -972,7 +988,11 @@ dpdk_open_cfg(const struct dpdk_config *cfg, struct ina_port **out)
 		snprintf(dp->name, sizeof(dp->name), "%u", sc.ids[0]);
 	else
 		snprintf(dp->name, sizeof(dp->name), "%u-%u", sc.ids[0], sc.ids[sc.nb - 1]);
-	if (sc.queues > 1) {
+	if (sc.queues > 1 && cfg->queue_all) {
+		size_t used = strlen(dp->name);
+
+		snprintf(dp->name + used, sizeof(dp->name) - used, " queues all");
+	} else if (sc.queues > 1) {
 		size_t used = strlen(dp->name);
 
 		snprintf(dp->name + used, sizeof(dp->name) - used, " queue %u", dp->queue);

@@ -8,11 +8,16 @@
 # cannot pass on UDP. DROP_RATE > 0 injects loss in every port (drop=RATE).
 # Exits 77 (skip) with the reason when DPDK cannot run here at all, unless
 # INA_REQUIRE_DPDK=1 (CI), which turns that into a failure.
-# Usage: dpdk_memif.sh BUILD_DIR DROP_RATE ENCODING [extra ina-host args...]
+# LCORES=K > 1: the switch runs on lcores 0-1 with --lcores K (K partitions,
+# partition P on queue P of every memif), the hosts open their memif with K
+# queue pairs (queue=all,queues=K: rx on every queue, tx on queue 0), and
+# every partition must have done work (its own line in the switch's counters).
+# Usage: [LCORES=K] dpdk_memif.sh BUILD_DIR DROP_RATE ENCODING [extra ina-host args...]
 set -euo pipefail
 build=$1 drop=$2 enc=$3
 shift 3
 world=${WORLD:-4}
+lcores=${LCORES:-1}
 tag=ina-t$$
 tmp=$(mktemp -d)
 sock=/tmp/ina-memif-$$-0.sock
@@ -48,13 +53,18 @@ fi
 export INA_JOB_TOKEN="dpdk-memif-$$"
 opts=""
 [ "$drop" != 0 ] && opts=",drop=$drop,seed=7"
+sw_lcores=(-l 1) sw_opts=() host_q=""
+if [ "$lcores" -gt 1 ]; then
+    sw_lcores=(-l 0-1) sw_opts=(--lcores "$lcores") host_q=",queue=all,queues=$lcores"
+fi
 vdevs=()
 for ((r = 0; r < world; r++)); do
     vdevs+=("--vdev=net_memif$r,role=server,id=$r,socket=$sock")
 done
 rm -f "$sock"
-"$build/switch_sim/ina-switch" "${eal[@]}" --file-prefix="$tag-sw" -l 1 "${vdevs[@]}" \
-    -- --port "dpdk:port=all,ip=10.77.0.1$opts" --log-level info >"$tmp/switch.log" 2>&1 &
+"$build/switch_sim/ina-switch" "${eal[@]}" --file-prefix="$tag-sw" "${sw_lcores[@]}" "${vdevs[@]}" \
+    -- --port "dpdk:port=all,ip=10.77.0.1$opts" "${sw_opts[@]}" --log-level info \
+    >"$tmp/switch.log" 2>&1 &
 sw=$!
 pids+=("$sw")
 # The memif server must be up before its clients start.
@@ -71,7 +81,7 @@ hosts=()
 for ((r = 0; r < world; r++)); do
     timeout 120 "$build/host/ina-host" "${eal[@]}" --file-prefix="$tag-h$r" -l 0 \
         "--vdev=net_memif0,role=client,id=$r,socket=$sock" \
-        -- --port "dpdk:port=0,ip=10.77.0.$((r + 2)),link_wait_ms=5000$opts" \
+        -- --port "dpdk:port=0,ip=10.77.0.$((r + 2)),link_wait_ms=5000$host_q$opts" \
         --switch 10.77.0.1:9150 --job 42 --rank "$r" --world "$world" --encoding "$enc" \
         --report "$tmp/r$r.json" --quiet --log-level warn "$@" >"$tmp/h$r.log" 2>&1 &
     hosts+=("$!")
@@ -108,8 +118,27 @@ if [ $fail -eq 0 ]; then
     fi
 fi
 jq -c '{rank, transport, rounds, verified, retransmits, injected_drops, seconds}' "$tmp"/r*.json || true
+if [ "$lcores" -gt 1 ] && [ $fail -eq 0 ]; then
+    # The final counters (after the SIGUSR1 snapshot): one line per partition,
+    # "  partition P lcore L: port rx R tx T ...; steered out O in I ...".
+    # Each must have sent results, partition 0 must have received from the
+    # hosts, and the others must have been steered DATA: the sums cannot
+    # have come from one partition.
+    grep -q "ina-switch stats: $lcores partitions" "$tmp/switch.log" ||
+        { echo "no counters of $lcores partitions"; fail=1; }
+    for ((p = 0; p < lcores; p++)); do
+        line=$(grep "^  partition $p lcore" "$tmp/switch.log" | tail -1)
+        read -r rx tx sin < <(echo "$line" |
+            sed -E 's/.*port rx ([0-9]+) tx ([0-9]+).*steered out [0-9]+ in ([0-9]+).*/\1 \2 \3/')
+        echo "partition $p: port rx ${rx:-?} tx ${tx:-?}, steered in ${sin:-?}"
+        if [ -z "$line" ] || [ "${tx:-0}" -eq 0 ] || { [ $p -eq 0 ] && [ "${rx:-0}" -eq 0 ]; } ||
+            { [ $p -gt 0 ] && [ $((${rx:-0} + ${sin:-0})) -eq 0 ]; }; then
+            echo "partition $p did no work: '$line'"; fail=1
+        fi
+    done
+fi
 if [ $fail -ne 0 ]; then
     echo "--- switch log"; cat "$tmp/switch.log"; exit 1
 fi
 awk '/ina-switch stats/ { n++ } n == 2' "$tmp/switch.log" | grep -E "transport|port_|arp|icmp" || true
-echo "1 passed, 0 failed: dpdk memif, world $world, drop $drop, $enc"
+echo "1 passed, 0 failed: dpdk memif, world $world, drop $drop, $enc, switch lcores $lcores"
