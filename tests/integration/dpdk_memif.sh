@@ -12,6 +12,7 @@
 # partition P on queue P of every memif), the hosts open their memif with K
 # queue pairs (queue=all,queues=K: rx on every queue, tx on queue 0), and
 # every partition must have done work (its own line in the switch's counters).
+# SW_LCORE_LIST=0 puts every partition on one lcore (they run in turn).
 # Usage: [LCORES=K] dpdk_memif.sh BUILD_DIR DROP_RATE ENCODING [extra ina-host args...]
 set -euo pipefail
 build=$1 drop=$2 enc=$3
@@ -55,7 +56,7 @@ opts=""
 [ "$drop" != 0 ] && opts=",drop=$drop,seed=7"
 sw_lcores=(-l 1) sw_opts=() host_q=""
 if [ "$lcores" -gt 1 ]; then
-    sw_lcores=(-l 0-1) sw_opts=(--lcores "$lcores") host_q=",queue=all,queues=$lcores"
+    sw_lcores=(-l "${SW_LCORE_LIST:-0-1}") sw_opts=(--lcores "$lcores") host_q=",queue=all,queues=$lcores"
 fi
 vdevs=()
 for ((r = 0; r < world; r++)); do
