@@ -154,10 +154,14 @@ drain_and_stop(struct dpdk_set *set, const uint8_t *started)
 
 		if (!started[i])
 			continue;
-		/* No mbuf of ours may outlive the pools in an rx queue. */
-		for (uint16_t q = 0; q < set->cfg.queues; q++)
-			while ((k = rte_eth_rx_burst(id, q, mbufs, 32)) > 0)
+		/* No mbuf of ours may outlive the pools in an rx queue. Bounded:
+		 * net_null, for one, never runs dry. */
+		for (uint16_t q = 0; q < set->cfg.queues; q++) {
+			unsigned bursts = set->cfg.rxd / 32 + 64;
+
+			while (bursts-- && (k = rte_eth_rx_burst(id, q, mbufs, 32)) > 0)
 				rte_pktmbuf_free_bulk(mbufs, k);
+		}
 		(void)rte_eth_dev_stop(id);
 	}
 }

@@ -100,7 +100,7 @@ static int
 group_setup(void **state)
 {
 	char *argv[] = { "test_port_dpdk", "--no-huge", "--no-pci", "--no-shconf",
-			 "--no-telemetry", "-m", "512", "-l", "0", "--log-level=error" };
+			 "--no-telemetry", "-m", "512", "--lcores=0@(0-1)", "--log-level=error" };
 	int argc = (int)(sizeof(argv) / sizeof(argv[0]));
 	struct rte_ring *r_dc;
 	char err[256];

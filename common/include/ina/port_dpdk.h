@@ -19,7 +19,10 @@
  *   rxd=N, txd=N       descriptors per rx / tx queue [512, 512]
  *   queue=P,queues=K   K rx/tx queue pairs per ethdev, this object uses
  *                      queue P of every ethdev [0, 1]; open K objects (one
- *                      per lcore) with the same port= and queues=
+ *                      per lcore) with the same port=, queues= and mtu=; the
+ *                      first one opened configures the ethdevs and the pools
+ *                      (its mbufs, reserve, rxd, txd, offload, link_wait_ms
+ *                      apply to all)
  *   link_wait_ms=MS    open waits for every link to be up, else -ENETDOWN [0];
  *                      meanwhile a memif client retries its start and
  *                      connection (its server may start later)
