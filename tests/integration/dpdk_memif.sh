@@ -8,6 +8,8 @@
 # cannot pass on UDP. DROP_RATE > 0 injects loss in every port (drop=RATE).
 # Exits 77 (skip) with the reason when DPDK cannot run here at all, unless
 # INA_REQUIRE_DPDK=1 (CI), which turns that into a failure.
+# With CAPTURE_DIR set, the switch and every host also write captures there
+# (switch.pcap, h0.pcap, ...), for dpdk_capture.sh.
 # Usage: dpdk_memif.sh BUILD_DIR DROP_RATE ENCODING [extra ina-host args...]
 set -euo pipefail
 build=$1 drop=$2 enc=$3
@@ -54,7 +56,8 @@ for ((r = 0; r < world; r++)); do
 done
 rm -f "$sock"
 "$build/switch_sim/ina-switch" "${eal[@]}" --file-prefix="$tag-sw" -l 1 "${vdevs[@]}" \
-    -- --port "dpdk:port=all,ip=10.77.0.1$opts" --log-level info >"$tmp/switch.log" 2>&1 &
+    -- --port "dpdk:port=all,ip=10.77.0.1$opts" --log-level info \
+    ${CAPTURE_DIR:+--capture "$CAPTURE_DIR/switch.pcap"} >"$tmp/switch.log" 2>&1 &
 sw=$!
 pids+=("$sw")
 # The memif server must be up before its clients start.
@@ -73,7 +76,8 @@ for ((r = 0; r < world; r++)); do
         "--vdev=net_memif0,role=client,id=$r,socket=$sock" \
         -- --port "dpdk:port=0,ip=10.77.0.$((r + 2)),link_wait_ms=5000$opts" \
         --switch 10.77.0.1:9150 --job 42 --rank "$r" --world "$world" --encoding "$enc" \
-        --report "$tmp/r$r.json" --quiet --log-level warn "$@" >"$tmp/h$r.log" 2>&1 &
+        --report "$tmp/r$r.json" --quiet --log-level warn \
+        ${CAPTURE_DIR:+--capture "$CAPTURE_DIR/h$r.pcap"} "$@" >"$tmp/h$r.log" 2>&1 &
     hosts+=("$!")
     pids+=("$!")
 done
@@ -107,6 +111,7 @@ if [ $fail -eq 0 ]; then
             { echo "drop=$drop injected $inj drops and caused $retx retransmits: want both > 0"; fail=1; }
     fi
 fi
+[ -n "${CAPTURE_DIR:-}" ] && cp "$tmp/switch.log" "$CAPTURE_DIR/switch.log"
 jq -c '{rank, transport, rounds, verified, retransmits, injected_drops, seconds}' "$tmp"/r*.json || true
 if [ $fail -ne 0 ]; then
     echo "--- switch log"; cat "$tmp/switch.log"; exit 1
