@@ -304,7 +304,7 @@ follow(struct part *pt, uint64_t now)
 		uintptr_t e = (uintptr_t)pt->ctl_buf[i];
 
 		if (e & 1) {
-			pipeline_rx_quiet(pt->pipe, batch, nb, now);
+			pipeline_rx_quiet(pt->pipe, batch, nb, now);	/* in order */
 			nb = 0;
 			pt->st.jobs_followed += (uint64_t)pipeline_job_free(pt->pipe, (uint32_t)(e >> 1));
 		} else {

@@ -286,8 +286,8 @@ main(int argc, char **argv)
 		    c.pipe.slot_elems, strerror(errno));
 
 	if (c.capture) {
-		/* Captures give udp peers their addresses; other peers are
-		 * written as 0.0.0.0:0 (capture.h). */
+		/* udp peers are sockaddr_in; a dpdk port decodes its own
+		 * peers and itself (ina_capture_set_port, capture.h). */
 		memset(&self, 0, sizeof(self));
 		if (port->ops == &ina_port_udp_ops) {
 			ret = port->ops->resolve(port, c.listen, &self);
@@ -298,6 +298,7 @@ main(int argc, char **argv)
 		cap = ina_capture_open(c.capture, err, sizeof(err));
 		if (!cap)
 			ina_die("--capture: %s", err);
+		ina_capture_set_port(cap, port);
 		realtime_offset = ina_capture_now_ns() - ina_now_ns();
 	}
 

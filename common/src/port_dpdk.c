@@ -1099,6 +1099,26 @@ ina_port_dpdk_eth_stats(const struct ina_port *port, unsigned i, struct ina_port
 	return 0;
 }
 
+static int
+dpdk_peer_inet(const struct ina_port *port, const struct ina_peer *peer, uint32_t *ip,
+	       uint16_t *udp)
+{
+	const struct dpdk_port *dp = dpdk_of_c(port);
+	struct frame_end end;
+	uint16_t eth;
+
+	if (!peer) {
+		*ip = rte_be_to_cpu_32(dp->ip_be);
+		*udp = rte_be_to_cpu_16(dp->udp_be);
+		return 0;
+	}
+	if (peer_get(dp, peer, &end, &eth) < 0)
+		return -EINVAL;
+	*ip = rte_be_to_cpu_32(end.ip_be);
+	*udp = rte_be_to_cpu_16(end.udp_be);
+	return 0;
+}
+
 const struct ina_port_ops ina_port_dpdk_ops = {
 	.type = "dpdk",
 	.open = dpdk_open,
@@ -1107,5 +1127,6 @@ const struct ina_port_ops ina_port_dpdk_ops = {
 	.wait = dpdk_wait,
 	.resolve = dpdk_resolve,
 	.peer_str = dpdk_peer_str,
+	.peer_inet = dpdk_peer_inet,
 	.close = dpdk_close,
 };

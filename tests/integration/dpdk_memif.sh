@@ -8,11 +8,14 @@
 # cannot pass on UDP. DROP_RATE > 0 injects loss in every port (drop=RATE).
 # Exits 77 (skip) with the reason when DPDK cannot run here at all, unless
 # INA_REQUIRE_DPDK=1 (CI), which turns that into a failure.
+# With CAPTURE_DIR set, the switch and every host also write captures there
+# (switch.pcap, h0.pcap, ...), for dpdk_capture.sh.
 # LCORES=K > 1: the switch runs on lcores 0-1 with --lcores K (K partitions,
 # partition P on queue P of every memif), the hosts open their memif with K
 # queue pairs (queue=all,queues=K: rx on every queue, tx on queue 0), and
 # every partition must have done work (its own line in the switch's counters).
-# SW_LCORE_LIST=0 puts every partition on one lcore (they run in turn).
+# SW_LCORE_LIST=0 puts every partition on one lcore (they run in turn). The
+# switch takes no --capture then (one pipeline's only); the hosts still do.
 # Usage: [LCORES=K] dpdk_memif.sh BUILD_DIR DROP_RATE ENCODING [extra ina-host args...]
 set -euo pipefail
 build=$1 drop=$2 enc=$3
@@ -63,9 +66,11 @@ for ((r = 0; r < world; r++)); do
     vdevs+=("--vdev=net_memif$r,role=server,id=$r,socket=$sock")
 done
 rm -f "$sock"
+sw_cap=()
+[ -n "${CAPTURE_DIR:-}" ] && [ "$lcores" -eq 1 ] && sw_cap=(--capture "$CAPTURE_DIR/switch.pcap")
 "$build/switch_sim/ina-switch" "${eal[@]}" --file-prefix="$tag-sw" "${sw_lcores[@]}" "${vdevs[@]}" \
     -- --port "dpdk:port=all,ip=10.77.0.1$opts" "${sw_opts[@]}" --log-level info \
-    >"$tmp/switch.log" 2>&1 &
+    "${sw_cap[@]}" >"$tmp/switch.log" 2>&1 &
 sw=$!
 pids+=("$sw")
 # The memif server must be up before its clients start.
@@ -84,7 +89,8 @@ for ((r = 0; r < world; r++)); do
         "--vdev=net_memif0,role=client,id=$r,socket=$sock" \
         -- --port "dpdk:port=0,ip=10.77.0.$((r + 2)),link_wait_ms=5000$host_q$opts" \
         --switch 10.77.0.1:9150 --job 42 --rank "$r" --world "$world" --encoding "$enc" \
-        --report "$tmp/r$r.json" --quiet --log-level warn "$@" >"$tmp/h$r.log" 2>&1 &
+        --report "$tmp/r$r.json" --quiet --log-level warn \
+        ${CAPTURE_DIR:+--capture "$CAPTURE_DIR/h$r.pcap"} "$@" >"$tmp/h$r.log" 2>&1 &
     hosts+=("$!")
     pids+=("$!")
 done
@@ -118,6 +124,7 @@ if [ $fail -eq 0 ]; then
             { echo "drop=$drop injected $inj drops and caused $retx retransmits: want both > 0"; fail=1; }
     fi
 fi
+[ -n "${CAPTURE_DIR:-}" ] && cp "$tmp/switch.log" "$CAPTURE_DIR/switch.log"
 jq -c '{rank, transport, rounds, verified, retransmits, injected_drops, seconds}' "$tmp"/r*.json || true
 if [ "$lcores" -gt 1 ] && [ $fail -eq 0 ]; then
     # The final counters (after the SIGUSR1 snapshot): one line per partition,
