@@ -113,16 +113,6 @@ ina_port_dpdk_last_error(void)
 	return last_err;
 }
 
-static uint64_t
-splitmix64(uint64_t *state)
-{
-	uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
-
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	return z ^ (z >> 31);
-}
-
 /* ---- packet pool over mbufs ---- */
 
 static inline struct ina_pkt *
@@ -435,7 +425,7 @@ dpdk_rx_ipv4(struct dpdk_port *dp, uint16_t e, struct rte_mbuf *m)
 		if (r == 2)
 			dp->neigh.st.csum_partial++;
 	}
-	if (dp->drop > 0 && (double)(splitmix64(&dp->rng) >> 11) * 0x1.0p-53 < dp->drop) {
+	if (dp->drop > 0 && (double)(ina_splitmix64(&dp->rng) >> 11) * 0x1.0p-53 < dp->drop) {
 		dp->port.stats.inject_drop++;
 		rte_pktmbuf_free(m);
 		return 0;
