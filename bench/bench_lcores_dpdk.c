@@ -7,14 +7,16 @@
  * ahead of time into each partition's rx ring, and the switch's answers pile
  * up in its tx rings, so both cores belong to the switch while it is timed.
  * The time of a run is from the launch to the last poll that did work on any
- * partition, after one untimed warm-up run. It prints median Melem/s (tensor elements per second, a sparse
+ * partition, after one untimed warm-up run. The three configurations take
+ * turns within each run. It prints median Melem/s (tensor elements per second, a sparse
  * tensor counting its dense size) and Mpkt/s, for dense and 1%-sparse input:
  *   1 lcore              one partition, every packet on its port;
  *   2 lcores             two partitions, each packet on the port of its
  *                        lane's owner (what RSS or a flow rule would do);
  *   2 lcores, sw steer   two partitions, every packet on partition 0's port,
  *                        which steers half of them to partition 1 by ring;
- * and the ratios to 1 lcore. Figures only; it never passes or fails.
+ * and the median over runs of each run's ratio to 1 lcore. Figures only; it
+ * never passes or fails.
  * BENCH_VERBOSE=1 in the environment prints every run's partition counters.
  */
 #include <errno.h>
@@ -24,6 +26,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 
 #include <rte_eth_ring.h>
@@ -373,10 +376,13 @@ run_until(struct switch_lcores *sl, unsigned want, const char *what)
 			rte_ring_count(sw_tx[0]) + rte_ring_count(sw_tx[1]), want);
 }
 
+static double tv_s(const struct timeval *tv);
+
 /* One timed round on 'k' partitions; returns seconds, or -1 when it drifted. */
 static double
-run_once(const struct workload *wl, uint16_t k, int by_lane)
+run_once(const struct workload *wl, uint16_t k, int by_lane, double *cpus)
 {
+	struct rusage ru0, ru1;
 	struct switch_lcores_config c;
 	struct switch_lcores *sl;
 	struct pipeline_stats sum;
@@ -407,8 +413,10 @@ run_once(const struct workload *wl, uint16_t k, int by_lane)
 		ina_die("no JOIN_ACK");
 
 	feed_data(wl, epoch, by_lane);
+	getrusage(RUSAGE_SELF, &ru0);
 	t0 = ina_now_ns();
 	run_until(sl, wl->nb_steps * o.world, wl->name);
+	getrusage(RUSAGE_SELF, &ru1);
 	for (uint16_t p = 0; p < k; p++) {
 		uint64_t t = switch_lcores_stats(sl, p)->last_work_ns;
 
@@ -433,7 +441,18 @@ run_once(const struct workload *wl, uint16_t k, int by_lane)
 	if (getenv("BENCH_VERBOSE"))
 		switch_lcores_print(sl, stderr);
 	switch_lcores_destroy(sl);
+	/* CPUs the process had: near k when the lcores ran undisturbed (the
+	 * monitor's 1 ms wake-ups and the idle tail after the last work count
+	 * too, so it is a rough figure). */
+	*cpus = (tv_s(&ru1.ru_utime) + tv_s(&ru1.ru_stime) - tv_s(&ru0.ru_utime) -
+		 tv_s(&ru0.ru_stime)) / ((double)(ina_now_ns() - t0) * 1e-9);
 	return (double)(last - t0) * 1e-9;
+}
+
+static double
+tv_s(const struct timeval *tv)
+{
+	return (double)tv->tv_sec + (double)tv->tv_usec * 1e-6;
 }
 
 static int
@@ -445,24 +464,48 @@ cmp_double(const void *a, const void *b)
 }
 
 static double
-median_s(const struct workload *wl, uint16_t k, int by_lane)
+median(double *t, unsigned n)
 {
-	double t[MAX_RUNS];
-	unsigned n = 0;
-
-	/* Untimed: the first touch of the pools' pages (no hugepages) and the
-	 * caches would otherwise land on whichever configuration runs first. */
-	(void)run_once(wl, k, by_lane);
-	for (unsigned r = 0; r < o.runs; r++) {
-		double s = run_once(wl, k, by_lane);
-
-		if (s > 0)
-			t[n++] = s;
-	}
 	if (!n)
 		return -1;
 	qsort(t, n, sizeof(t[0]), cmp_double);
 	return n % 2 ? t[n / 2] : (t[n / 2 - 1] + t[n / 2]) / 2;
+}
+
+/* The three configurations, in turn within each run, so that a busy spell of
+ * the machine hits all of them; med[c] is configuration c's median time and
+ * ratio[c] the median over runs of that run's 1-lcore time / c's time. */
+static void
+measure(const struct workload *wl, int two, double med[3], double ratio[3], double cpus[3])
+{
+	double s_unused, u[3][MAX_RUNS];
+	static const uint16_t parts[3] = { 1, 2, 2 };
+	static const int by_lane[3] = { 0, 1, 0 };
+	double t[3][MAX_RUNS], r[3][MAX_RUNS];
+	unsigned nt[3] = { 0, 0, 0 }, nr[3] = { 0, 0, 0 };
+	int nb = two ? 3 : 1;
+
+	/* Untimed: the first touch of the pools' pages (no hugepages) and the
+	 * caches would otherwise land on whichever configuration runs first. */
+	for (int c = 0; c < nb; c++)
+		(void)run_once(wl, parts[c], by_lane[c], &s_unused);
+	for (unsigned run = 0; run < o.runs; run++) {
+		double s[3];
+
+		for (int c = 0; c < nb; c++) {
+			s[c] = run_once(wl, parts[c], by_lane[c], &u[c][nt[c]]);
+			if (s[c] > 0)
+				t[c][nt[c]++] = s[c];
+		}
+		for (int c = 1; c < nb; c++)
+			if (s[0] > 0 && s[c] > 0)
+				r[c][nr[c]++] = s[0] / s[c];
+	}
+	for (int c = 0; c < 3; c++) {
+		cpus[c] = c < nb ? median(u[c], nt[c]) : -1;
+		med[c] = c < nb ? median(t[c], nt[c]) : -1;
+		ratio[c] = c && c < nb ? median(r[c], nr[c]) : -1;
+	}
 }
 
 static void
@@ -514,33 +557,32 @@ main(int argc, char **argv)
 	printf("switch on lcores, one process, ring ethdevs: f32, %u workers, B=%u, %u lanes, "
 	       "median of %u runs\n",
 	       o.world, o.block, o.lanes, o.runs);
-	printf("%-7s %-22s %10s %10s %9s %9s\n", "input", "configuration", "Melem/s", "Mpkt/s",
-	       "ms", "vs 1");
+	printf("%-7s %-22s %10s %10s %9s %9s %6s\n", "input", "configuration", "Melem/s", "Mpkt/s",
+	       "ms", "vs 1", "CPUs");
 	for (int i = 0; i < 2; i++) {
 		const struct workload *wl = &wls[i];
 		static const char *const names[3] = { "1 lcore", "2 lcores", "2 lcores, sw steer" };
-		double s[3];
+		double s[3], ratio[3], cpus[3];
 		char label[32];
 
-		s[0] = median_s(wl, 1, 0);
-		s[1] = two ? median_s(wl, 2, 1) : -1;
-		s[2] = two ? median_s(wl, 2, 0) : -1;
+		measure(wl, two, s, ratio, cpus);
 		snprintf(label, sizeof(label), "%s", wl->name);
 		if (i == 1)
 			snprintf(label, sizeof(label), "%.0f%%", wl->density * 100);
 		for (int c = 0; c < 3; c++) {
 			if (s[c] <= 0) {
-				printf("%-7s %-22s %10s %10s %9s %9s\n", label, names[c], "n/a", "n/a",
-				       "n/a", "n/a");
+				printf("%-7s %-22s %10s %10s %9s %9s %6s\n", label, names[c], "n/a",
+				       "n/a", "n/a", "n/a", "n/a");
 				continue;
 			}
 			printf("%-7s %-22s %10.1f %10.2f %9.2f", label, names[c],
 			       (double)wl->elems / s[c] * 1e-6, (double)wl->nb_pkts / s[c] * 1e-6,
 			       s[c] * 1e3);
-			if (c && s[0] > 0)
-				printf(" %8.2fx\n", s[0] / s[c]);
+			if (c && ratio[c] > 0)
+				printf(" %8.2fx", ratio[c]);
 			else
-				printf(" %9s\n", "-");
+				printf(" %9s", "-");
+			printf(" %6.2f\n", cpus[c]);
 		}
 		printf("%-7s %" PRIu64 " packets, %" PRIu32 " results, %" PRIu32 " elements\n", "",
 		       wl->nb_pkts, wl->nb_steps, wl->elems);

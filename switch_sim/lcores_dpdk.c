@@ -22,7 +22,6 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -118,21 +117,6 @@ switch_lcores_spread(struct switch_lcores_config *cfg)
 	return used;
 }
 
-static void
-set_err(char *err, size_t size, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-
-static void
-set_err(char *err, size_t size, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (!err || !size)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(err, size, fmt, ap);
-	va_end(ap);
-}
-
 static struct rte_ring *
 ring_make(struct switch_lcores *sl, const char *what, unsigned a, unsigned b)
 {
@@ -155,28 +139,28 @@ switch_lcores_create(const struct switch_lcores_config *cfg, char *err, size_t e
 	uint16_t k = cfg->nb_parts;
 
 	if (k == 0 || k > SWITCH_LCORES_MAX) {
-		set_err(err, err_size, "%u partitions: between 1 and %d", k, SWITCH_LCORES_MAX);
+		ina_errf(err, err_size, "%u partitions: between 1 and %d", k, SWITCH_LCORES_MAX);
 		return NULL;
 	}
 	if (cfg->ring_size < 2 * BURST || (cfg->ring_size & (cfg->ring_size - 1))) {
-		set_err(err, err_size, "ring size %u: a power of 2 of at least %d", cfg->ring_size,
+		ina_errf(err, err_size, "ring size %u: a power of 2 of at least %d", cfg->ring_size,
 			2 * BURST);
 		return NULL;
 	}
 	for (uint16_t p = 0; p < k; p++) {
 		if (!cfg->port[p]) {
-			set_err(err, err_size, "partition %u has no port", p);
+			ina_errf(err, err_size, "partition %u has no port", p);
 			return NULL;
 		}
 		if (cfg->lcore[p] >= RTE_MAX_LCORE || !rte_lcore_is_enabled(cfg->lcore[p])) {
-			set_err(err, err_size, "partition %u: lcore %u is not one of EAL's (-l/--lcores)",
+			ina_errf(err, err_size, "partition %u: lcore %u is not one of EAL's (-l/--lcores)",
 				p, cfg->lcore[p]);
 			return NULL;
 		}
 	}
 	sl = calloc(1, sizeof(*sl));
 	if (!sl) {
-		set_err(err, err_size, "out of memory");
+		ina_errf(err, err_size, "out of memory");
 		return NULL;
 	}
 	sl->cfg = *cfg;
@@ -186,7 +170,7 @@ switch_lcores_create(const struct switch_lcores_config *cfg, char *err, size_t e
 		uint16_t g;
 
 		if (!pt) {
-			set_err(err, err_size, "out of memory");
+			ina_errf(err, err_size, "out of memory");
 			goto fail;
 		}
 		memset(pt, 0, sizeof(*pt));
@@ -199,7 +183,7 @@ switch_lcores_create(const struct switch_lcores_config *cfg, char *err, size_t e
 		pc.part_count = k;
 		pt->pipe = pipeline_create(&pc);
 		if (!pt->pipe) {
-			set_err(err, err_size, "partition %u: cannot create the pipeline: %s", p,
+			ina_errf(err, err_size, "partition %u: cannot create the pipeline: %s", p,
 				strerror(errno));
 			goto fail;
 		}
@@ -230,7 +214,7 @@ switch_lcores_create(const struct switch_lcores_config *cfg, char *err, size_t e
 	return sl;
 
 ring_fail:
-	set_err(err, err_size, "cannot create a ring of %u entries: %s", cfg->ring_size,
+	ina_errf(err, err_size, "cannot create a ring of %u entries: %s", cfg->ring_size,
 		rte_strerror(rte_errno));
 fail:
 	switch_lcores_destroy(sl);
@@ -304,7 +288,7 @@ follow(struct part *pt, uint64_t now)
 		uintptr_t e = (uintptr_t)pt->ctl_buf[i];
 
 		if (e & 1) {
-			pipeline_rx_quiet(pt->pipe, batch, nb, now);
+			pipeline_rx_quiet(pt->pipe, batch, nb, now);	/* in order */
 			nb = 0;
 			pt->st.jobs_followed += (uint64_t)pipeline_job_free(pt->pipe, (uint32_t)(e >> 1));
 		} else {

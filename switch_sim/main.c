@@ -9,7 +9,8 @@
  *
  * As a DPDK program it takes "[EAL options] -- [ina options]" (eal_main.h)
  * and serves a dpdk port (--port dpdk:...); without EAL options it serves
- * UDP on --listen. Exit status: 0, 2 for bad options, 3 when the transport
+ * UDP on --listen. With --lcores K > 1 (dpdk only) the pipeline runs as K
+ * partitions on EAL's lcores, one queue of every ethdev each (run_lcores.h). Exit status: 0, 2 for bad options, 3 when the transport
  * could not start (EAL, the port).
  */
 #include <errno.h>
@@ -29,6 +30,7 @@
 #include "ina/util.h"
 #include "ina/wire.h"
 #include "pipeline.h"
+#include "run_lcores.h"
 
 static volatile sig_atomic_t force_quit;
 static volatile sig_atomic_t dump_stats;
@@ -40,6 +42,7 @@ struct switch_config {
 	const char *capture;
 	int slot_elems_set;	/* --slot-elems given: never shrunk to fit the port */
 	int listen_set;		/* --listen given: only a udp port has a use for it */
+	unsigned lcores;	/* --lcores K: pipeline partitions */
 	struct pipeline_config pipe;
 };
 
@@ -60,13 +63,20 @@ usage(FILE *f)
 		"  --port SPEC           transport instead of UDP on --listen, e.g.\n"
 		"                        dpdk:port=all,ip=10.77.0.1 (needs EAL options)\n"
 		"  --port-opts OPTS      extra port options, e.g. drop=0.01,seed=3\n"
-		"  --slots N             slots in the pool; a job takes one per lane (default 1024)\n"
+		"  --slots N             slots in the pool; a job takes one per lane (default 1024;\n"
+		"                        with --lcores K, per partition: a job takes ceil(L/K) of each)\n"
 		"  --slot-elems N        elements one slot sums, the largest block (default 2048,\n"
 		"                        or what one packet of the port carries if less)\n"
 		"  --max-jobs N          jobs served at once (default 64)\n"
 		"  --linger-ms MS        after a FIN, free the job once silent this long (default 1000)\n"
 		"  --idle-timeout-s S    free a job silent this long, 0 never (default 300)\n"
 		"  --capture FILE        write every packet received and sent to a pcap file\n"
+		"  --lcores K            run the pipeline as K partitions (lanes l %% K), one\n"
+		"                        per EAL lcore (-l), each on queue P of K of every\n"
+		"                        ethdev (dpdk ports only; hosts on memif then need\n"
+		"                        queue=all,queues=K); with fewer lcores than K they\n"
+		"                        share them, in turn (default 1: one loop); after\n"
+		"                        the '--' (before it, --lcores is EAL's own option)\n"
 		"  --log-level LEVEL     err, warn, info or debug (default info)\n"
 		"  -h, --help            this text\n",
 		INA_DEFAULT_UDP_PORT);
@@ -74,7 +84,7 @@ usage(FILE *f)
 
 enum {
 	OPT_LISTEN = 256, OPT_PORT, OPT_PORT_OPTS, OPT_SLOTS, OPT_SLOT_ELEMS, OPT_MAX_JOBS,
-	OPT_LINGER, OPT_IDLE, OPT_LOG_LEVEL, OPT_CAPTURE,
+	OPT_LINGER, OPT_IDLE, OPT_LOG_LEVEL, OPT_CAPTURE, OPT_LCORES,
 };
 
 static void
@@ -91,6 +101,7 @@ parse_args(int argc, char **argv, struct switch_config *c)
 		{ "idle-timeout-s", required_argument, NULL, OPT_IDLE },
 		{ "log-level", required_argument, NULL, OPT_LOG_LEVEL },
 		{ "capture", required_argument, NULL, OPT_CAPTURE },
+		{ "lcores", required_argument, NULL, OPT_LCORES },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -100,12 +111,16 @@ parse_args(int argc, char **argv, struct switch_config *c)
 	memset(c, 0, sizeof(*c));
 	pipeline_config_init(&c->pipe);
 	c->listen = "0.0.0.0:9150";
+	c->lcores = 1;
 	while ((o = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		switch (o) {
 		case OPT_LISTEN: c->listen = optarg; c->listen_set = 1; break;
 		case OPT_PORT: c->port = optarg; break;
 		case OPT_PORT_OPTS: c->port_opts = optarg; break;
 		case OPT_CAPTURE: c->capture = optarg; break;
+		case OPT_LCORES:
+			c->lcores = (unsigned)ina_cli_u64("lcores", optarg, 1, SWITCH_RUN_LCORES_MAX);
+			break;
 		case OPT_SLOTS: c->pipe.nb_slots = (uint32_t)ina_cli_u64("slots", optarg, 1, 1u << 20); break;
 		case OPT_SLOT_ELEMS:
 			c->pipe.slot_elems = (uint16_t)ina_cli_u64("slot-elems", optarg, 1, 16384);
@@ -128,6 +143,49 @@ parse_args(int argc, char **argv, struct switch_config *c)
 	if (c->listen_set && c->port && strncmp(c->port, "udp", 3) != 0)
 		ina_die("--listen is for a udp port; --port %s takes its address in its "
 		    "options (ip=, udp=)", c->port);
+	if (c->lcores > 1 && c->capture)
+		ina_die("--capture records one pipeline's port: not with --lcores %u", c->lcores);
+	if (c->lcores > 1 && !ina_eal_main_is_dpdk(c->port))
+		ina_die("--lcores %u needs a dpdk port: [EAL options] -- --port dpdk:... --lcores %u",
+		    c->lcores, c->lcores);
+#ifndef INA_HAVE_LCORES
+	if (c->lcores > 1)
+		ina_die("--lcores %u: this ina-switch was built without DPDK", c->lcores);
+#endif
+}
+
+#ifdef INA_HAVE_LCORES
+/* Has 'spec' an option 'key' ("key=...") of its own? */
+static int
+spec_has(const char *spec, const char *key)
+{
+	size_t n = strlen(key);
+
+	for (const char *s = strchr(spec, ':'); s && *s; s = strchr(s, ',')) {
+		s++;
+		if (strncmp(s, key, n) == 0 && s[n] == '=')
+			return 1;
+	}
+	return 0;
+}
+#endif
+
+int
+switch_fit_slot_elems(struct pipeline_config *pipe, int slot_elems_set, uint32_t max_pkt,
+		      char *err, size_t err_size)
+{
+	if ((uint64_t)INA_HDR_SIZE + (uint64_t)pipe->slot_elems * 4 > max_pkt &&
+	    !slot_elems_set && max_pkt > INA_HDR_SIZE + 4) {
+		/* The default slot holds more than a packet of this port
+		 * carries (1500-byte frames on dpdk): the largest that fits. */
+		pipe->slot_elems = (uint16_t)((max_pkt - INA_HDR_SIZE) / 4);
+	}
+	if ((uint64_t)INA_HDR_SIZE + (uint64_t)pipe->slot_elems * 4 > max_pkt) {
+		snprintf(err, err_size, "--slot-elems %u: a block of that size does not fit the "
+			 "port's %u-byte packets", pipe->slot_elems, max_pkt);
+		return -1;
+	}
+	return 0;
 }
 
 /* The port spec: --port (with --port-opts appended), else udp on --listen.
@@ -201,19 +259,26 @@ main(int argc, char **argv)
 	ina_log_set_ident("ina-switch");
 	port_spec(&c, spec, sizeof(spec));
 	ina_eal_main_check_spec("--port", spec);
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_signal;
+	if (c.lcores > 1) {
+#ifdef INA_HAVE_LCORES
+		if (spec_has(spec, "queue") || spec_has(spec, "queues"))
+			ina_die("--lcores %u sets queue= and queues= of the port itself: drop them "
+			    "from --port", c.lcores);
+		sigaction(SIGINT, &sa, NULL);
+		sigaction(SIGTERM, &sa, NULL);
+		sigaction(SIGUSR1, &sa, NULL);
+		return switch_run_lcores(spec, (uint16_t)c.lcores, &c.pipe, c.slot_elems_set,
+					 &force_quit, &dump_stats);
+#endif
+	}
 	ret = ina_port_open(spec, &port, err, sizeof(err));
 	if (ret < 0)
 		ina_eal_main_port_failed(spec, err[0] ? err : strerror(-ret));
-	if ((uint64_t)INA_HDR_SIZE + (uint64_t)c.pipe.slot_elems * 4 > port->max_pkt &&
-	    !c.slot_elems_set && port->max_pkt > INA_HDR_SIZE + 4) {
-		/* The default slot holds more than a packet of this port
-		 * carries (1500-byte frames on dpdk): the largest that fits. */
-		c.pipe.slot_elems = (uint16_t)((port->max_pkt - INA_HDR_SIZE) / 4);
-	}
-	if ((uint64_t)INA_HDR_SIZE + (uint64_t)c.pipe.slot_elems * 4 > port->max_pkt) {
+	if (switch_fit_slot_elems(&c.pipe, c.slot_elems_set, port->max_pkt, err, sizeof(err)) < 0) {
 		ina_port_close(port);
-		ina_die("--slot-elems %u: a block of that size does not fit the port's %u-byte packets",
-		    c.pipe.slot_elems, port->max_pkt);
+		ina_die("%s", err);
 	}
 	c.pipe.pool = port->pool;
 	p = pipeline_create(&c.pipe);
@@ -222,8 +287,8 @@ main(int argc, char **argv)
 		    c.pipe.slot_elems, strerror(errno));
 
 	if (c.capture) {
-		/* Captures give udp peers their addresses; other peers are
-		 * written as 0.0.0.0:0 (capture.h). */
+		/* udp peers are sockaddr_in; a dpdk port decodes its own
+		 * peers and itself (ina_capture_set_port, capture.h). */
 		memset(&self, 0, sizeof(self));
 		if (port->ops == &ina_port_udp_ops) {
 			ret = port->ops->resolve(port, c.listen, &self);
@@ -234,11 +299,10 @@ main(int argc, char **argv)
 		cap = ina_capture_open(c.capture, err, sizeof(err));
 		if (!cap)
 			ina_die("--capture: %s", err);
+		ina_capture_set_port(cap, port);
 		realtime_offset = ina_capture_now_ns() - ina_now_ns();
 	}
 
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = on_signal;
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGUSR1, &sa, NULL);

@@ -801,8 +801,11 @@ pipeline_rx_burst(struct pipeline *p, struct ina_pkt **in, uint16_t nb_in, uint6
 void
 pipeline_rx_quiet(struct pipeline *p, struct ina_pkt **in, uint16_t nb_in, uint64_t now_ns)
 {
-	struct pipeline_stats saved = p->st;
+	struct pipeline_stats saved;
 
+	if (!nb_in)
+		return;
+	saved = p->st;
 	p->quiet = 1;
 	for (uint16_t i = 0; i < nb_in; i++)
 		ina_pkt_free(process_one(p, in[i], now_ns));	/* NULL when quiet */

@@ -31,6 +31,7 @@ struct ina_capture {
 	pcap_dumper_t *dumper;
 	uint64_t nb_written;
 	uint64_t nb_skipped;
+	const struct ina_port *port;	/* decodes peers when set (ina_capture_set_port) */
 	uint8_t frame[FRAME_HDR_SIZE + INA_CAPTURE_MAX_PAYLOAD];
 };
 
@@ -99,14 +100,25 @@ udp_sum(uint32_t src_ip, uint32_t dst_ip, const uint8_t *udp, uint16_t udp_len)
 	return csum_fold(csum_add(csum_add(0, pseudo, sizeof(pseudo)), udp, udp_len));
 }
 
-/* IPv4 address and port of a peer in host order, 0.0.0.0:0 when not a sockaddr_in. */
+/* IPv4 address and port of a peer in host order: by the port set with
+ * ina_capture_set_port(), else from a sockaddr_in; 0.0.0.0:0 when neither. */
 static void
-peer_addr(const struct ina_peer *peer, uint32_t *ip, uint16_t *port)
+peer_addr(const struct ina_capture *cap, const struct ina_peer *peer, uint32_t *ip,
+	  uint16_t *port)
 {
 	struct sockaddr_in sin;
 
 	*ip = 0;
 	*port = 0;
+	if (cap->port) {
+		/* An empty peer (a zeroed 'self') is the port itself. */
+		if (cap->port->ops->peer_inet(cap->port, peer && peer->len ? peer : NULL, ip,
+					      port) < 0) {
+			*ip = 0;
+			*port = 0;
+		}
+		return;
+	}
 	if (!peer || peer->len != sizeof(sin))
 		return;
 	memcpy(&sin, peer->bytes, sizeof(sin));
@@ -170,8 +182,8 @@ ina_capture_write(struct ina_capture *cap, const struct ina_pkt *pkt,
 		cap->nb_skipped++;
 		return;
 	}
-	peer_addr(src, &src_ip, &src_port);
-	peer_addr(dst, &dst_ip, &dst_port);
+	peer_addr(cap, src, &src_ip, &src_port);
+	peer_addr(cap, dst, &dst_ip, &dst_port);
 
 	put_mac(eth, dst_ip);
 	put_mac(eth + 6, src_ip);
@@ -204,6 +216,13 @@ ina_capture_write(struct ina_capture *cap, const struct ina_pkt *pkt,
 	ph.caplen = ph.len = FRAME_HDR_SIZE + pkt->len;
 	pcap_dump((u_char *)cap->dumper, &ph, cap->frame);
 	cap->nb_written++;
+}
+
+void
+ina_capture_set_port(struct ina_capture *cap, const struct ina_port *port)
+{
+	if (port && port->ops->peer_inet)
+		cap->port = port;
 }
 
 void

@@ -9,7 +9,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +18,7 @@
 #include <rte_errno.h>
 
 #include "ina/port_dpdk.h"
+#include "ina/util.h"
 
 static int eal_up;
 
@@ -26,18 +26,6 @@ struct eal_args {
 	int no_huge, in_memory, no_shconf;
 	const char *prefix;
 };
-
-static void __attribute__((format(printf, 3, 4)))
-eal_err(char *err, size_t size, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (!err || !size)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(err, size, fmt, ap);
-	va_end(ap);
-}
 
 static void
 eal_args_scan(int argc, char **argv, struct eal_args *a)
@@ -131,19 +119,19 @@ ina_dpdk_eal_init(int argc, char **argv, char *err, size_t err_size)
 	if (err && err_size)
 		err[0] = '\0';
 	if (eal_up) {
-		eal_err(err, err_size, "EAL already initialised");
+		ina_errf(err, err_size, "EAL already initialised");
 		return -EALREADY;
 	}
 	eal_args_scan(argc, argv, &a);
 	if (!a.no_huge && hugepages_reserved() == 0) {
-		eal_err(err, err_size,
+		ina_errf(err, err_size,
 			"EAL: no hugepages reserved: reserve hugepages (echo N > "
 			"/sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages) "
 			"or pass --no-huge");
 		return -ENOMEM;
 	}
 	if (!a.no_shconf && !a.in_memory && (holder = prefix_holder(a.prefix)) != 0) {
-		eal_err(err, err_size,
+		ina_errf(err, err_size,
 			"EAL: file prefix '%s' is in use by another DPDK process (pid %ld): pass a "
 			"distinct --file-prefix=NAME (or --no-shconf when no memif is used)",
 			a.prefix, holder);
@@ -154,15 +142,15 @@ ina_dpdk_eal_init(int argc, char **argv, char *err, size_t err_size)
 		int e = rte_errno ? rte_errno : EINVAL;
 
 		if (e == EALREADY)
-			eal_err(err, err_size, "EAL already initialised");
+			ina_errf(err, err_size, "EAL already initialised");
 		else if (e == EACCES && !a.no_huge)
-			eal_err(err, err_size,
+			ina_errf(err, err_size,
 				"EAL cannot use hugepages (%s): reserve hugepages (echo N > "
 				"/sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages) or pass "
 				"--no-huge",
 				rte_strerror(e));
 		else
-			eal_err(err, err_size,
+			ina_errf(err, err_size,
 				"rte_eal_init failed: %s (see EAL's messages above; a "
 				"prefix in use needs a distinct --file-prefix)",
 				rte_strerror(e));

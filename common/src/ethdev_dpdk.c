@@ -6,7 +6,6 @@
  * Every start-up failure becomes -errno plus a sentence saying what to do.
  */
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,24 +20,13 @@
 #include <rte_mempool.h>
 
 #include "ethdev_dpdk.h"
+#include "ina/util.h"
 
 #define SET_HDR_ROOM 64		/* data room of a header mbuf, past the headroom */
 #define MEMIF_DEF_BSIZE 2048	/* net_memif's buffer size without bsize= */
 
 /* The set each ethdev belongs to, NULL when free. */
 static struct dpdk_set *set_of[RTE_MAX_ETHPORTS];
-
-static void __attribute__((format(printf, 3, 4)))
-set_err(char *err, size_t size, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (!err || !size)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(err, size, fmt, ap);
-	va_end(ap);
-}
 
 static unsigned
 pool_cache(uint32_t nb_mbufs)
@@ -142,30 +130,30 @@ set_check_frames(struct dpdk_set *set, char *err, size_t err_size)
 		int ret = rte_eth_dev_info_get(cfg->ids[i], &info);
 
 		if (ret < 0) {
-			set_err(err, err_size, "ethdev %u will not give its info: %s", cfg->ids[i],
-				rte_strerror(-ret));
+			ina_errf(err, err_size, "ethdev %u will not give its info: %s",
+				 cfg->ids[i], rte_strerror(-ret));
 			return ret;
 		}
 		if (strcmp(info.driver_name, "net_memif") != 0)
 			continue;
 		bsize = memif_bsize(&info);
 		if (frame > bsize) {
-			set_err(err, err_size,
-				"ethdev %u (net_memif) has %u-byte buffers (vdev argument bsize=, "
-				"default %u), too small for the %u-byte frames of mtu=%u: memif "
-				"would split them over several buffers, which corrupts its ring "
-				"(a packet storm); add bsize=%u to the --vdev of both memif ends "
-				"(server and client), or lower mtu= to %u",
-				cfg->ids[i], bsize, MEMIF_DEF_BSIZE, frame, cfg->mtu,
-				RTE_ALIGN(frame, 1024), bsize - RTE_ETHER_HDR_LEN);
+			ina_errf(err, err_size,
+				 "ethdev %u (net_memif) has %u-byte buffers (vdev argument bsize=, "
+				 "default %u), too small for the %u-byte frames of mtu=%u: memif "
+				 "would split them over several buffers, which corrupts its ring "
+				 "(a packet storm); add bsize=%u to the --vdev of both memif ends "
+				 "(server and client), or lower mtu= to %u",
+				 cfg->ids[i], bsize, MEMIF_DEF_BSIZE, frame, cfg->mtu,
+				 RTE_ALIGN(frame, 1024), bsize - RTE_ETHER_HDR_LEN);
 			return -EINVAL;
 		}
 		if (bsize > set->buf_min)
 			set->buf_min = bsize;
 	}
 	if (set->buf_min > UINT16_MAX - RTE_PKTMBUF_HEADROOM) {
-		set_err(err, err_size, "mbufs of %u bytes (a memif's bsize=) exceed DPDK's %u: "
-			"lower bsize=", set->buf_min, UINT16_MAX - RTE_PKTMBUF_HEADROOM);
+		ina_errf(err, err_size, "mbufs of %u bytes (a memif's bsize=) exceed DPDK's %u: "
+			 "lower bsize=", set->buf_min, UINT16_MAX - RTE_PKTMBUF_HEADROOM);
 		return -EINVAL;
 	}
 	return 0;
@@ -281,7 +269,7 @@ set_pools(struct dpdk_set *set, int socket, char *err, size_t err_size)
 	uint16_t data_room = (uint16_t)(RTE_PKTMBUF_HEADROOM + set->buf_min);
 
 	if (needed > cfg->nb_mbufs) {
-		set_err(err, err_size,
+		ina_errf(err, err_size,
 			"too few mbufs: mbufs=%u per queue, needs %llu = %u ethdevs x (%u rx + %u "
 			"tx descriptors) + %u cache x %u lcores + 64 + reserve=%u; raise mbufs=N "
 			"(or lower rxd=/txd=)",
@@ -301,7 +289,7 @@ set_pools(struct dpdk_set *set, int socket, char *err, size_t err_size)
 		if (!set->pools[q] || !set->hdr_pools[q]) {
 			int e = rte_errno ? rte_errno : ENOMEM;
 
-			set_err(err, err_size,
+			ina_errf(err, err_size,
 				"cannot create %u mbufs (+%u header mbufs) for queue %u: %s; give "
 				"EAL more memory (-m MB) or lower mbufs=N",
 				cfg->nb_mbufs, nb_hdr, q, rte_strerror(e));
@@ -337,7 +325,7 @@ set_start_one(struct dpdk_set *set, uint16_t i, int socket, uint64_t deadline_ms
 	}
 	snprintf(set->names[i], sizeof(set->names[i]), "%s", info.driver_name);
 	if (cfg->queues > info.max_rx_queues || cfg->queues > info.max_tx_queues) {
-		set_err(err, err_size,
+		ina_errf(err, err_size,
 			"ethdev %u (%s) has %u rx / %u tx queues, queues=%u asks for more", id,
 			set->names[i], info.max_rx_queues, info.max_tx_queues, cfg->queues);
 		return -EINVAL;
@@ -350,7 +338,7 @@ set_start_one(struct dpdk_set *set, uint16_t i, int socket, uint64_t deadline_ms
 	if (cfg->mtu <= info.max_mtu && cfg->mtu + overhead <= info.max_rx_pktlen) {
 		conf.rxmode.mtu = cfg->mtu;
 	} else if (!driver_any_frame(info.driver_name)) {
-		set_err(err, err_size,
+		ina_errf(err, err_size,
 			"ethdev %u (%s) takes an MTU of %u at most (frames of %u bytes): lower "
 			"mtu=%u",
 			id, set->names[i], RTE_MIN((uint32_t)info.max_mtu,
@@ -425,7 +413,7 @@ set_start_one(struct dpdk_set *set, uint16_t i, int socket, uint64_t deadline_ms
 	return 0;
 
 fail:
-	set_err(err, err_size, "ethdev %u (%s) will not %s: %s", id,
+	ina_errf(err, err_size, "ethdev %u (%s) will not %s: %s", id,
 		set->names[i][0] ? set->names[i] : "?", what, rte_strerror(-ret));
 	return ret;
 }
@@ -450,7 +438,7 @@ set_wait_links(struct dpdk_set *set, uint64_t deadline_ms, char *err, size_t err
 			uint64_t now = now_ms();
 
 			if (now >= deadline_ms) {
-				set_err(err, err_size,
+				ina_errf(err, err_size,
 					"link of ethdev %u (%s) still down after link_wait_ms=%u "
 					"(is the peer up? a memif client needs its server "
 					"running, a server waits for its client)",
@@ -474,14 +462,14 @@ set_join(struct dpdk_set *set, const struct dpdk_set_cfg *cfg, uint16_t queue, c
 {
 	if (!same_ids(&set->cfg, cfg) || set->cfg.queues != cfg->queues ||
 	    set->cfg.mtu != cfg->mtu) {
-		set_err(err, err_size,
+		ina_errf(err, err_size,
 			"ethdev %u is already open in a dpdk port with other ethdevs, queues=%u or "
 			"mtu=%u",
 			cfg->ids[0], set->cfg.queues, set->cfg.mtu);
 		return -EBUSY;
 	}
 	if (set->open_mask & (1u << queue)) {
-		set_err(err, err_size, "queue %u of ethdev %u is already open", queue, cfg->ids[0]);
+		ina_errf(err, err_size, "queue %u of ethdev %u is already open", queue, cfg->ids[0]);
 		return -EBUSY;
 	}
 	set->open_mask |= 1u << queue;
@@ -501,12 +489,12 @@ dpdk_set_open(const struct dpdk_set_cfg *cfg, uint16_t queue, struct dpdk_set **
 
 	*out = NULL;
 	if (rte_eth_dev_count_avail() == 0) {
-		set_err(err, err_size, "no DPDK port: pass --vdev=... or bind a NIC");
+		ina_errf(err, err_size, "no DPDK port: pass --vdev=... or bind a NIC");
 		return -ENODEV;
 	}
 	if (cfg->nb == 0 || cfg->nb > DPDK_MAX_ETH || cfg->queues == 0 ||
 	    cfg->queues > DPDK_MAX_QUEUES || queue >= cfg->queues) {
-		set_err(err, err_size,
+		ina_errf(err, err_size,
 			"bad ethdev set: %u ethdevs (1..%u), queue %u of %u (max %u)",
 			cfg->nb, DPDK_MAX_ETH, queue, cfg->queues, DPDK_MAX_QUEUES);
 		return -EINVAL;
@@ -514,11 +502,11 @@ dpdk_set_open(const struct dpdk_set_cfg *cfg, uint16_t queue, struct dpdk_set **
 	for (uint16_t i = 0; i < cfg->nb; i++) {
 		if (!rte_eth_dev_is_valid_port(cfg->ids[i])) {
 			ids_str(ids, sizeof(ids));
-			set_err(err, err_size, "no ethdev %u (ethdevs here: %s)", cfg->ids[i], ids);
+			ina_errf(err, err_size, "no ethdev %u (ethdevs here: %s)", cfg->ids[i], ids);
 			return -ENODEV;
 		}
 		if (set_of[cfg->ids[i]] && set_of[cfg->ids[i]] != set_of[cfg->ids[0]]) {
-			set_err(err, err_size, "ethdev %u is already open in another dpdk port",
+			ina_errf(err, err_size, "ethdev %u is already open in another dpdk port",
 				cfg->ids[i]);
 			return -EBUSY;
 		}

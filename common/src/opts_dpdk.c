@@ -74,8 +74,10 @@ dpdk_option(char *opt, struct dpdk_config *cfg, char *err, size_t err_size)
 		ret = ina_parse_u64(val, 32, 16384, key[0] == 'r' ? &cfg->rxd : &cfg->txd);
 		range = " (32..16384)";
 	} else if (strcmp(key, "queue") == 0) {
-		ret = ina_parse_u64(val, 0, DPDK_MAX_QUEUES - 1, &cfg->queue);
-		range = " (0..15, below queues=)";
+		cfg->queue_all = strcmp(val, "all") == 0;
+		cfg->queue = 0;
+		ret = cfg->queue_all ? 0 : ina_parse_u64(val, 0, DPDK_MAX_QUEUES - 1, &cfg->queue);
+		range = " (0..15 below queues=, or all)";
 	} else if (strcmp(key, "queues") == 0) {
 		ret = ina_parse_u64(val, 1, DPDK_MAX_QUEUES, &cfg->queues);
 		range = " (1..16)";

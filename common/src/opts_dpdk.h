@@ -22,6 +22,7 @@ struct dpdk_config {
 	uint32_t ip_be;
 	uint64_t udp, mbufs, reserve, rxd, txd, queue, queues, link_wait_ms;
 	uint64_t zerocopy, offload, seed, mtu;
+	int queue_all;		/* queue=all: poll every rx queue, send on queue 0 */
 	double drop;
 };
 

@@ -71,6 +71,7 @@ struct dpdk_port {
 	struct dpdk_set *set;
 	struct rte_mempool *hdr_mp;	/* header mbufs of zero-copy fan-out */
 	uint16_t queue, nb_eth, rr;
+	uint16_t nb_rxq;		/* rx queues polled from 'queue' (K for queue=all) */
 	int zerocopy;			/* chains on every ethdev */
 	int need_psum;			/* some ethdev sums in software */
 	uint32_t ip_be;
@@ -110,16 +111,6 @@ const char *
 ina_port_dpdk_last_error(void)
 {
 	return last_err;
-}
-
-static uint64_t
-splitmix64(uint64_t *state)
-{
-	uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
-
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	return z ^ (z >> 31);
 }
 
 /* ---- packet pool over mbufs ---- */
@@ -434,7 +425,7 @@ dpdk_rx_ipv4(struct dpdk_port *dp, uint16_t e, struct rte_mbuf *m)
 		if (r == 2)
 			dp->neigh.st.csum_partial++;
 	}
-	if (dp->drop > 0 && (double)(splitmix64(&dp->rng) >> 11) * 0x1.0p-53 < dp->drop) {
+	if (dp->drop > 0 && (double)(ina_splitmix64(&dp->rng) >> 11) * 0x1.0p-53 < dp->drop) {
 		dp->port.stats.inject_drop++;
 		rte_pktmbuf_free(m);
 		return 0;
@@ -515,22 +506,24 @@ dpdk_rx_burst(struct ina_port *port, struct ina_pkt **pkts, uint16_t n)
 {
 	struct dpdk_port *dp = dpdk_of(port);
 	struct rte_mbuf *mbufs[INA_MAX_BURST];
-	uint16_t nb = 0, start = dp->rr;
+	/* Sources: every (ethdev, rx queue) pair, round robin. */
+	uint16_t nb = 0, start = dp->rr, nb_src = (uint16_t)(dp->nb_eth * dp->nb_rxq);
 
 	if (n > INA_MAX_BURST)
 		n = INA_MAX_BURST;
 	dpdk_link_poll(dp, LINK_POLL_TIMED);
-	dp->rr = (uint16_t)(dp->rr + 1 == dp->nb_eth ? 0 : dp->rr + 1);
-	for (uint16_t k = 0; k < dp->nb_eth && nb < n; k++) {
-		uint16_t e = (uint16_t)(start + k);
+	dp->rr = (uint16_t)(dp->rr + 1 == nb_src ? 0 : dp->rr + 1);
+	for (uint16_t k = 0; k < nb_src && nb < n; k++) {
+		uint16_t s = (uint16_t)(start + k);
 
-		if (e >= dp->nb_eth)
-			e = (uint16_t)(e - dp->nb_eth);
-		uint16_t got;
+		if (s >= nb_src)
+			s = (uint16_t)(s - nb_src);
+		uint16_t e = (uint16_t)(s / dp->nb_rxq), got;
 
 		if (!dp->link_up[e])
 			continue;
-		got = rte_eth_rx_burst(dp->set->cfg.ids[e], dp->queue, mbufs, (uint16_t)(n - nb));
+		got = rte_eth_rx_burst(dp->set->cfg.ids[e], (uint16_t)(dp->queue + s % dp->nb_rxq),
+				       mbufs, (uint16_t)(n - nb));
 		for (uint16_t i = 0; i < got; i++) {
 			if (dpdk_rx_one(dp, e, mbufs[i], &pkts[nb])) {
 				port->stats.rx_bytes += pkts[nb]->len;
@@ -877,7 +870,8 @@ dpdk_close(struct ina_port *port)
 		return;
 	dp = dpdk_of(port);
 	dpdk_tx_flush_all(dp);
-	dpdk_set_close(dp->set, dp->queue);
+	for (uint16_t q = dp->nb_rxq; q-- > 0;)	/* the last one releases the set */
+		dpdk_set_close(dp->set, (uint16_t)(dp->queue + q));
 	free(dp);
 }
 
@@ -942,6 +936,18 @@ dpdk_open_cfg(const struct dpdk_config *cfg, struct ina_port **out)
 		free(dp);
 		return ret;
 	}
+	/* queue=all: this object also takes the other queues, for rx only. */
+	for (dp->nb_rxq = 1; cfg->queue_all && dp->nb_rxq < sc.queues; dp->nb_rxq++) {
+		struct dpdk_set *same;
+
+		ret = dpdk_set_open(&sc, dp->nb_rxq, &same, last_err, sizeof(last_err));
+		if (ret < 0) {
+			while (dp->nb_rxq-- > 0)
+				dpdk_set_close(dp->set, dp->nb_rxq);
+			free(dp);
+			return ret;
+		}
+	}
 	dp->port.ops = &ina_port_dpdk_ops;
 	dp->queue = (uint16_t)cfg->queue;
 	dp->nb_eth = sc.nb;
@@ -972,7 +978,11 @@ dpdk_open_cfg(const struct dpdk_config *cfg, struct ina_port **out)
 		snprintf(dp->name, sizeof(dp->name), "%u", sc.ids[0]);
 	else
 		snprintf(dp->name, sizeof(dp->name), "%u-%u", sc.ids[0], sc.ids[sc.nb - 1]);
-	if (sc.queues > 1) {
+	if (sc.queues > 1 && cfg->queue_all) {
+		size_t used = strlen(dp->name);
+
+		snprintf(dp->name + used, sizeof(dp->name) - used, " queues all");
+	} else if (sc.queues > 1) {
 		size_t used = strlen(dp->name);
 
 		snprintf(dp->name + used, sizeof(dp->name) - used, " queue %u", dp->queue);
@@ -1079,6 +1089,26 @@ ina_port_dpdk_eth_stats(const struct ina_port *port, unsigned i, struct ina_port
 	return 0;
 }
 
+static int
+dpdk_peer_inet(const struct ina_port *port, const struct ina_peer *peer, uint32_t *ip,
+	       uint16_t *udp)
+{
+	const struct dpdk_port *dp = dpdk_of_c(port);
+	struct frame_end end;
+	uint16_t eth;
+
+	if (!peer) {
+		*ip = rte_be_to_cpu_32(dp->ip_be);
+		*udp = rte_be_to_cpu_16(dp->udp_be);
+		return 0;
+	}
+	if (peer_get(dp, peer, &end, &eth) < 0)
+		return -EINVAL;
+	*ip = rte_be_to_cpu_32(end.ip_be);
+	*udp = rte_be_to_cpu_16(end.udp_be);
+	return 0;
+}
+
 const struct ina_port_ops ina_port_dpdk_ops = {
 	.type = "dpdk",
 	.open = dpdk_open,
@@ -1087,5 +1117,6 @@ const struct ina_port_ops ina_port_dpdk_ops = {
 	.wait = dpdk_wait,
 	.resolve = dpdk_resolve,
 	.peer_str = dpdk_peer_str,
+	.peer_inet = dpdk_peer_inet,
 	.close = dpdk_close,
 };

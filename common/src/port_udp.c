@@ -87,23 +87,13 @@ udp_of(struct ina_port *port)
 	return (struct udp_port *)(void *)port;
 }
 
-static uint64_t
-splitmix64(uint64_t *state)
-{
-	uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
-
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	return z ^ (z >> 31);
-}
-
 /* 1 if the next packet is to be dropped on purpose (drop=RATE). */
 static inline int
 udp_inject_drop(struct udp_port *up)
 {
 	if (up->drop <= 0)
 		return 0;
-	return (double)(splitmix64(&up->rng) >> 11) * 0x1.0p-53 < up->drop;
+	return (double)(ina_splitmix64(&up->rng) >> 11) * 0x1.0p-53 < up->drop;
 }
 
 static int

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* Strict number parsing for command lines and port options, rank lists (util.h). */
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -62,4 +63,16 @@ ina_ranks_str(char *buf, size_t size, uint64_t mask)
 	if (!mask)
 		snprintf(buf, size, "-");
 	return buf;
+}
+
+void
+ina_errf(char *err, size_t size, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!err || !size)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(err, size, fmt, ap);
+	va_end(ap);
 }

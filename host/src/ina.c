@@ -175,6 +175,7 @@ ina_open(const struct ina_config *cfg, struct ina_ctx **out, char *err, size_t e
 			ret = errno ? -errno : -EIO;
 			goto fail;
 		}
+		ina_capture_set_port(ctx->cap, ctx->port);
 		ctx->realtime_offset = ina_capture_now_ns() - ina_now_ns();
 	}
 	engine_join(ctx->engine, ina_now_ns());

@@ -4,7 +4,8 @@
 # clear line and exit with status 3 (the transport could not start) in
 # bounded time, never crash: a dpdk port without EAL options, EAL options EAL
 # refuses, ina options before the "--", a port id with no ethdev, a memif
-# client whose server is not there, a link that stays down. A switch address
+# client whose server is not there, a link that stays down. Misused
+# --lcores (no dpdk port, with --capture, with queue= in --port) is status 2. A switch address
 # nobody answers ARP for is a failed join (status 2), in bounded time. Skips
 # (77) when DPDK cannot start here at all, unless INA_REQUIRE_DPDK=1 (CI).
 # Usage: dpdk_errors.sh BUILD_DIR
@@ -65,6 +66,13 @@ expect host_no_memif_server "cannot open port" "$host" "${eal[@]}" -l 0 --file-p
 memif="--vdev=net_memif0,role=server,id=0,socket=/tmp/ina-memif-$$-0.sock"
 expect switch_link_down "link" "$sw" "${eal[@]}" -l 0 --file-prefix="$tag-f" "$memif" \
     -- --port dpdk:port=all,ip=10.77.0.1,link_wait_ms=300
+# --lcores K > 1 is for dpdk ports only, without --capture, and sets the
+# port's queue=/queues= itself: usage errors (status 2).
+want=2 expect switch_lcores_udp "needs a dpdk port" "$sw" --port udp --lcores 2
+want=2 expect switch_lcores_capture "not with --lcores" "$sw" "${eal[@]}" -l 0 \
+    --file-prefix="$tag-h" -- --port dpdk:port=all --lcores 2 --capture "$tmp/x.pcap"
+want=2 expect switch_lcores_queue "sets queue= and queues=" "$sw" "${eal[@]}" -l 0 \
+    --file-prefix="$tag-i" -- --port dpdk:port=all,queues=2 --lcores 2
 
 # A switch at 10.77.0.1; the host asks ARP for 10.77.0.9, which nobody has.
 "$sw" "${eal[@]}" -l 1 --file-prefix="$tag-sw" "$memif" -- --port dpdk:port=all,ip=10.77.0.1 \

@@ -9,7 +9,7 @@
  * multiples of 2^-10, so any order of addition gives the same bits) and equal
  * to the one-partition switch's, for f32 and i32. In the i32 runs one worker
  * never sends FIN: partition 0 frees the job when its linger runs out, and
- * partition 1 must follow. A print asked for during a run (the 'dump' flag)
+ * partition 1 must follow (the switch runs on, 10 ms at a time, until then). A print asked for during a run (the 'dump' flag)
  * must be served.
  *
  * With two lcores the partitions run on lcores 0 and 1 and the wire thread
@@ -302,12 +302,6 @@ wire_main(void *arg)
 			engine_finish(w->e[r], ina_now_ns());
 	if (wire_run(w, ENGINE_FINISHING, deadline) < 0)
 		goto out;
-	if (w->skip_fin >= 0) {
-		/* Five lingers: partition 0 expires the job, the others follow. */
-		struct timespec ts = { .tv_sec = 0, .tv_nsec = (long)(5 * LINGER_NS) };
-
-		nanosleep(&ts, NULL);
-	}
 	if (w->dump) {
 		snprintf(w->msg, sizeof(w->msg), "the print asked for was not served");
 		goto out;
@@ -316,6 +310,46 @@ wire_main(void *arg)
 out:
 	w->stop = 1;
 	return NULL;
+}
+
+static void *
+stopper_main(void *arg)
+{
+	struct timespec ts = { .tv_sec = 0, .tv_nsec = 10 * 1000000 };
+
+	nanosleep(&ts, NULL);
+	*(volatile sig_atomic_t *)arg = 1;
+	return NULL;
+}
+
+static int
+jobs_left(const struct switch_lcores *sl, uint16_t k)
+{
+	int n = 0;
+
+	for (uint16_t p = 0; p < k; p++)
+		n += pipeline_nb_jobs(switch_lcores_pipeline(sl, p));
+	return n;
+}
+
+/*
+ * The wire stops the switch once the workers are done, which can be before
+ * a heavily loaded machine let the switch process the last FIN or reach the
+ * linger's end. Runs it again, 10 ms at a time (up to 5 s), until every
+ * partition freed the job; between runs no lcore runs, so this thread may
+ * read their state.
+ */
+static void
+settle(struct switch_lcores *sl, uint16_t k)
+{
+	for (int i = 0; i < 500 && jobs_left(sl, k); i++) {
+		volatile sig_atomic_t stop = 0;
+		pthread_t th;
+
+		assert_int_equal(pthread_create(&th, NULL, stopper_main, (void *)&stop), 0);
+		assert_int_equal(switch_lcores_run(sl, &stop, NULL), 0);
+		pthread_join(th, NULL);
+	}
 }
 
 static void
@@ -393,6 +427,8 @@ run_switch(uint16_t k, uint8_t enc, double loss)
 	pthread_attr_destroy(&attr);
 	assert_int_equal(switch_lcores_run(sl, &w.stop, &w.dump), 0);
 	pthread_join(th, NULL);
+	if (w.rc == 0)
+		settle(sl, k);
 
 	switch_lcores_sum(sl, &sum);
 	print_message("k=%u %s loss %.2f: %" PRIu64 " frames moved, %" PRIu64 " dropped\n", k,
@@ -403,7 +439,6 @@ run_switch(uint16_t k, uint8_t enc, double loss)
 	assert_true(sum.results >= (uint64_t)ROUNDS * 10);
 	assert_int_equal(sum.jobs_admitted, 1);
 	assert_int_equal(sum.jobs_freed, 1);
-	assert_true(sum.fins >= (uint64_t)(w.skip_fin >= 0 ? WORLD - 1 : WORLD));	/* FINs may be resent */
 	assert_int_equal(sum.drop[PDROP_OTHER_PART], 0);
 	for (uint16_t p = 0; p < k; p++)
 		assert_int_equal(pipeline_nb_jobs(switch_lcores_pipeline(sl, p)), 0);
@@ -416,7 +451,11 @@ run_switch(uint16_t k, uint8_t enc, double loss)
 			    sum.joins + sum.fins + sum.leaves);
 		assert_int_equal(switch_lcores_stats(sl, 1)->ctl_copies,
 				 switch_lcores_stats(sl, 0)->ctl_copies);
-		assert_int_equal(switch_lcores_stats(sl, 1)->jobs_followed, w.skip_fin >= 0);
+		/* Freed by the last FIN on both, or by partition 0's linger expiry
+		 * and followed (always when a rank sends no FIN). */
+		assert_true(switch_lcores_stats(sl, 1)->jobs_followed <= 1);
+		if (w.skip_fin >= 0)
+			assert_int_equal(switch_lcores_stats(sl, 1)->jobs_followed, 1);
 	}
 	switch_lcores_destroy(sl);
 	for (int r = 0; r < WORLD; r++)

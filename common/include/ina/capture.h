@@ -14,6 +14,7 @@
 #include <time.h>
 
 #include "ina/pkt.h"
+#include "ina/port.h"
 
 /* Largest UDP payload a frame of the capture can hold (65535 - IPv4 - UDP). */
 #define INA_CAPTURE_MAX_PAYLOAD (65535 - 20 - 8)
@@ -47,6 +48,14 @@ struct ina_capture *ina_capture_open(const char *path, char *err, size_t err_siz
 void ina_capture_write(struct ina_capture *cap, const struct ina_pkt *pkt,
 		       const struct ina_peer *src, const struct ina_peer *dst,
 		       uint64_t realtime_ns);
+
+/*
+ * Decodes peers with 'port''s peer_inet op from now on (a dpdk port's peers
+ * are not sockaddr_in), and writes a NULL or empty (len 0) peer, such as a
+ * zeroed 'self', as the port's own address.
+ * Ports without that op, and NULL, change nothing.
+ */
+void ina_capture_set_port(struct ina_capture *cap, const struct ina_port *port);
 
 /* Writes a received burst: each packet from its 'peer' to 'self'. */
 void ina_capture_rx_burst(struct ina_capture *cap, struct ina_pkt *const *pkts, uint16_t n,

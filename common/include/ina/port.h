@@ -48,6 +48,14 @@ struct ina_port_ops {
 	/* Formats a peer for logs; returns 'buf'. */
 	const char *(*peer_str)(const struct ina_port *, const struct ina_peer *,
 				char *buf, unsigned size);
+	/*
+	 * Optional (NULL where peers are sockaddr_in, as on udp): the IPv4
+	 * address and UDP port, host order, of 'peer', or of the port itself
+	 * when 'peer' is NULL. 0, or -EINVAL for a peer of another port.
+	 * Captures use it to write a dpdk port's real addresses.
+	 */
+	int (*peer_inet)(const struct ina_port *, const struct ina_peer *peer, uint32_t *ip,
+			 uint16_t *udp);
 	void (*close)(struct ina_port *);	/* Accepts NULL. */
 };
 

@@ -23,6 +23,10 @@
  *                      first one opened configures the ethdevs and the pools
  *                      (its mbufs, reserve, rxd, txd, offload, link_wait_ms
  *                      apply to all)
+ *   queue=all,queues=K one object polls all K rx queues of every ethdev and
+ *                      sends on queue 0: the peer of K objects (a host facing
+ *                      ina-switch --lcores K over memif, whose partition P
+ *                      answers on queue P; memif pairs queue q of both ends)
  *   link_wait_ms=MS    open waits for every link to be up, else -ENETDOWN [0];
  *                      meanwhile a memif client retries its start and
  *                      connection (its server may start later)

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Small helpers shared by the programs: the monotonic clock (the pipeline and
- * the host engine never read it: time is their input), and strict number
- * parsing for command lines.
+ * the host engine never read it: time is their input), strict number
+ * parsing for command lines, error messages into buffers, a small generator.
  */
 #ifndef INA_UTIL_H
 #define INA_UTIL_H
@@ -30,5 +30,20 @@ int ina_parse_double(const char *s, double min, double max, double *out);
 
 /* Writes the set bits of 'mask' as "0,2,5" ("-" when none) into 'buf'. */
 const char *ina_ranks_str(char *buf, size_t size, uint64_t mask);
+
+/* snprintf into an error buffer; nothing when 'err' is NULL or 'size' 0. */
+void ina_errf(char *err, size_t size, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* splitmix64: the next number of a small seedable generator (the ports'
+ * drop= injection), the same on every platform. */
+static inline uint64_t
+ina_splitmix64(uint64_t *state)
+{
+	uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
+
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
 
 #endif

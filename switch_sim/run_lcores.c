@@ -1,0 +1,128 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * ina-switch --lcores K (run_lcores.h): K dpdk port objects, one per queue
+ * of the same ethdevs, and the partitioned switch (lcores.h) over them.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "ina/cli.h"
+#include "ina/eal_main.h"
+#include "ina/log.h"
+#include "ina/port_dpdk.h"
+#include "ina/util.h"
+#include "lcores.h"
+#include "run_lcores.h"
+
+_Static_assert(SWITCH_RUN_LCORES_MAX == SWITCH_LCORES_MAX, "partition limits differ");
+
+static void
+close_ports(struct ina_port **ports, uint16_t n)
+{
+	while (n-- > 0)
+		ina_port_close(ports[n]);
+}
+
+/* The port counters besides the per-partition lines, added over the
+ * partitions (nonzero ones; ARP and ping come in on queue 0 on memif). */
+static void
+print_ports(struct ina_port *const *ports, uint16_t k, FILE *f)
+{
+	struct ina_port_dpdk_neigh_stats sum, st;
+	uint64_t inject = 0;
+	const struct {
+		const char *name;
+		size_t off;
+	} rows[] = {
+		{ "port_arp_rx", offsetof(struct ina_port_dpdk_neigh_stats, arp_rx) },
+		{ "port_arp_reply_tx", offsetof(struct ina_port_dpdk_neigh_stats, arp_reply_tx) },
+		{ "port_arp_learned", offsetof(struct ina_port_dpdk_neigh_stats, arp_learned) },
+		{ "port_icmp_echo", offsetof(struct ina_port_dpdk_neigh_stats, icmp_echo) },
+		{ "port_not_ip", offsetof(struct ina_port_dpdk_neigh_stats, not_ip) },
+		{ "port_not_ours", offsetof(struct ina_port_dpdk_neigh_stats, not_ours) },
+		{ "port_malformed", offsetof(struct ina_port_dpdk_neigh_stats, malformed) },
+		{ "port_link_down", offsetof(struct ina_port_dpdk_neigh_stats, link_down) },
+	};
+
+	memset(&sum, 0, sizeof(sum));
+	for (uint16_t p = 0; p < k; p++) {
+		ina_port_dpdk_neigh_stats(ports[p], &st);
+		for (size_t r = 0; r < sizeof(rows) / sizeof(rows[0]); r++)
+			*(uint64_t *)(void *)((char *)&sum + rows[r].off) +=
+				*(const uint64_t *)(const void *)((const char *)&st + rows[r].off);
+		inject += ports[p]->stats.inject_drop;
+	}
+	fprintf(f, "  %-24s %s, %u partitions\n", "transport", ports[0]->ops->type, k);
+	if (inject)
+		fprintf(f, "  %-24s %" PRIu64 "\n", "port_inject_drop", inject);
+	for (size_t r = 0; r < sizeof(rows) / sizeof(rows[0]); r++) {
+		uint64_t v = *(const uint64_t *)(const void *)((const char *)&sum + rows[r].off);
+
+		if (v)
+			fprintf(f, "  %-24s %" PRIu64 "\n", rows[r].name, v);
+	}
+}
+
+int
+switch_run_lcores(const char *spec, uint16_t k, struct pipeline_config *pipe,
+		  int slot_elems_set, volatile sig_atomic_t *stop, volatile sig_atomic_t *dump)
+{
+	struct ina_port *ports[SWITCH_LCORES_MAX];
+	struct switch_lcores_config cfg;
+	struct switch_lcores *sl;
+	char pspec[600], err[256];
+	unsigned used;
+	int ret;
+
+	if (k < 2 || k > SWITCH_LCORES_MAX)
+		ina_die("--lcores %u: between 1 and %d", k, SWITCH_LCORES_MAX);
+	for (uint16_t p = 0; p < k; p++) {
+		int w = snprintf(pspec, sizeof(pspec), "%s%squeue=%u,queues=%u", spec,
+				 strchr(spec, ':') ? "," : ":", p, k);
+
+		if (w < 0 || (size_t)w >= sizeof(pspec)) {
+			close_ports(ports, p);
+			ina_die("--port: spec too long");
+		}
+		err[0] = '\0';
+		ret = ina_port_open(pspec, &ports[p], err, sizeof(err));
+		if (ret < 0) {
+			close_ports(ports, p);
+			ina_eal_main_port_failed(pspec, err[0] ? err : strerror(-ret));
+		}
+	}
+	if (switch_fit_slot_elems(pipe, slot_elems_set, ports[0]->max_pkt, err, sizeof(err)) < 0) {
+		close_ports(ports, k);
+		ina_die("%s", err);
+	}
+
+	switch_lcores_config_init(&cfg);
+	cfg.nb_parts = k;
+	cfg.pipe = *pipe;
+	for (uint16_t p = 0; p < k; p++)
+		cfg.port[p] = ports[p];
+	used = switch_lcores_spread(&cfg);
+	sl = switch_lcores_create(&cfg, err, sizeof(err));
+	if (!sl) {
+		close_ports(ports, k);
+		ina_die("--lcores %u: %s", k, err);
+	}
+	INA_LOG(INFO, "serving %s on %u partitions (queue P of %u per ethdev) on %u lcores%s: "
+		"%" PRIu32 " slots of %u elements per partition, up to %u jobs",
+		spec, k, k, used, used < k ? " (partitions share lcores, in turn)" : "",
+		pipe->nb_slots, pipe->slot_elems, pipe->max_jobs);
+	for (uint16_t p = 0; p < k; p++)
+		INA_LOG(DEBUG, "partition %u on lcore %u", p, cfg.lcore[p]);
+
+	ret = switch_lcores_run(sl, stop, dump);
+	if (ret < 0)
+		INA_LOG(ERR, "cannot launch every lcore: %s", strerror(-ret));
+	switch_lcores_print(sl, stdout);
+	print_ports(ports, k, stdout);
+	fflush(stdout);
+	switch_lcores_destroy(sl);
+	close_ports(ports, k);
+	return ret < 0 ? INA_EXIT_TRANSPORT : 0;
+}
