@@ -46,19 +46,10 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-skip() {
-    if [ "${INA_REQUIRE_DPDK:-0}" = 1 ]; then
-        echo "FAIL (INA_REQUIRE_DPDK=1): $*"; exit 1
-    fi
-    echo "SKIP: $*"; exit 77
-}
+. "$(dirname "$0")/dpdk_lib.sh"
 
 eal=(--no-huge -m 256 --no-pci --no-telemetry --log-level=lib.eal:warning)
-# Can EAL start here at all? (A one-process probe: no multi-process socket.)
-if ! out=$(timeout 30 "$build/switch_sim/ina-switch" "${eal[@]}" --no-shconf -l 0 \
-        --file-prefix="$tag-probe" -- --help 2>&1); then
-    skip "DPDK cannot start here: $(echo "$out" | grep -m1 'ina-switch:' || echo "$out" | tail -1)"
-fi
+probe_eal "$build/switch_sim/ina-switch" "$tag-probe" "${eal[@]}"
 
 export INA_JOB_TOKEN="dpdk-memif-$$"
 opts="" vopts=""
@@ -94,15 +85,7 @@ sw_cap=()
     "${sw_cap[@]}" >"$tmp/switch.log" 2>&1 &
 sw=$!
 pids+=("$sw")
-# The memif server must be up before its clients start.
-for ((i = 0; i < 100; i++)); do
-    grep -q "serving" "$tmp/switch.log" && break
-    kill -0 "$sw" 2>/dev/null || break
-    sleep 0.1
-done
-if ! grep -q "serving" "$tmp/switch.log"; then
-    echo "the switch did not start:"; cat "$tmp/switch.log"; exit 1
-fi
+wait_serving "$sw"
 
 hosts=()
 for ((r = 0; r < world; r++)); do
@@ -116,27 +99,11 @@ for ((r = 0; r < world; r++)); do
     pids+=("$!")
 done
 fail=0
-for ((r = 0; r < world; r++)); do
-    rc=0
-    wait "${hosts[$r]}" || rc=$?
-    if [ $rc -ne 0 ]; then
-        echo "rank $r failed (exit $rc):"; cat "$tmp/h$r.log"; fail=1
-    fi
-done
-kill -USR1 "$sw"; sleep 0.2; kill -TERM "$sw"
-rc=0; wait "$sw" || rc=$?
-[ $rc -eq 0 ] || { echo "the switch exited with $rc"; fail=1; }
-for ((r = 0; r < world; r++)); do
-    [ -s "$tmp/r$r.json" ] || { echo "rank $r wrote no report"; fail=1; continue; }
-    v=$(jq -r '.verified' "$tmp/r$r.json")
-    [ "$v" = "true" ] || { echo "rank $r report says verified=$v"; fail=1; }
-    t=$(jq -r '.transport' "$tmp/r$r.json")
-    [ "$t" = "dpdk" ] || { echo "rank $r ran on transport '$t', not dpdk"; fail=1; }
-done
+wait_hosts "${hosts[@]}"
+stop_switch "$sw"
+for ((r = 0; r < world; r++)); do check_report $r dpdk; done
 if [ $fail -eq 0 ]; then
-    # Every worker must hold the same bits every round.
-    hashes=$(jq -s -r '[.[].per_round | map(.sum_hash)] | unique | length' "$tmp"/r*.json)
-    [ "$hashes" = "1" ] || { echo "workers received different bits: $hashes distinct result sequences"; fail=1; }
+    check_same_bits
     # Loss was really injected, and repaired.
     if [ "$drop" != 0 ]; then
         inj=$(jq -s '[.[].injected_drops] | add' "$tmp"/r*.json)

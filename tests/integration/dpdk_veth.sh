@@ -38,12 +38,7 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-skip() {
-    if [ "${INA_REQUIRE_DPDK:-0}" = 1 ]; then
-        echo "FAIL (INA_REQUIRE_DPDK=1): $*"; exit 1
-    fi
-    echo "SKIP: $*"; exit 77
-}
+. "$(dirname "$0")/dpdk_lib.sh"
 [ "$(id -u)" -eq 0 ] || skip "needs root for network namespaces and veth pairs"
 command -v ip >/dev/null || skip "no ip command (iproute2)"
 for t in ping arping ethtool jq; do
@@ -83,10 +78,7 @@ ip netns exec "$tag-hub" ethtool -K kern-br tx off >/dev/null 2>&1 || true
 in_kern() { ip netns exec "$tag-kern" "$@"; }
 
 eal=(--no-huge -m 256 --no-pci --no-telemetry --no-shconf --log-level=lib.eal:warning)
-if ! out=$(timeout 30 "$build/switch_sim/ina-switch" "${eal[@]}" -l 0 --file-prefix="$tag-probe" \
-        -- --help 2>&1); then
-    skip "DPDK cannot start here: $(echo "$out" | grep -m1 'ina-switch:' || echo "$out" | tail -1)"
-fi
+probe_eal "$build/switch_sim/ina-switch" "$tag-probe" "${eal[@]}"
 
 export INA_JOB_TOKEN="dpdk-veth-$$"
 af="framecnt=4096,qdisc_bypass=1"
@@ -98,14 +90,7 @@ ip netns exec "$tag-sw" "$build/switch_sim/ina-switch" "${eal[@]}" --file-prefix
     >"$tmp/switch.log" 2>&1 &
 sw=$!
 pids+=("$sw")
-for ((i = 0; i < 100; i++)); do
-    grep -q "serving" "$tmp/switch.log" && break
-    kill -0 "$sw" 2>/dev/null || break
-    sleep 0.1
-done
-if ! grep -q "serving" "$tmp/switch.log"; then
-    echo "the switch did not start:"; cat "$tmp/switch.log"; exit 1
-fi
+wait_serving "$sw"
 
 fail=0
 # The DPDK switch answers ARP and ping like any host on the segment.
@@ -136,29 +121,11 @@ ip netns exec "$tag-kern" timeout 120 "$build/host/ina-host" --port udp --switch
     --log-level warn "$@" >"$tmp/h$dpdk_hosts.log" 2>&1 &
 hosts+=("$!")
 pids+=("$!")
-for ((r = 0; r < world; r++)); do
-    rc=0
-    wait "${hosts[$r]}" || rc=$?
-    if [ $rc -ne 0 ]; then
-        echo "rank $r failed (exit $rc):"; cat "$tmp/h$r.log"; fail=1
-    fi
-done
-kill -USR1 "$sw"; sleep 0.2; kill -TERM "$sw"
-rc=0; wait "$sw" || rc=$?
-[ $rc -eq 0 ] || { echo "the switch exited with $rc"; fail=1; }
-for ((r = 0; r < world; r++)); do
-    [ -s "$tmp/r$r.json" ] || { echo "rank $r wrote no report"; fail=1; continue; }
-    v=$(jq -r '.verified' "$tmp/r$r.json")
-    [ "$v" = "true" ] || { echo "rank $r report says verified=$v"; fail=1; }
-    want=dpdk
-    [ $r -eq $dpdk_hosts ] && want=udp
-    t=$(jq -r '.transport' "$tmp/r$r.json")
-    [ "$t" = "$want" ] || { echo "rank $r ran on transport '$t', not $want"; fail=1; }
-done
-if [ $fail -eq 0 ]; then
-    hashes=$(jq -s -r '[.[].per_round | map(.sum_hash)] | unique | length' "$tmp"/r*.json)
-    [ "$hashes" = "1" ] || { echo "workers received different bits: $hashes distinct result sequences"; fail=1; }
-fi
+wait_hosts "${hosts[@]}"
+stop_switch "$sw"
+for ((r = 0; r < dpdk_hosts; r++)); do check_report $r dpdk; done
+check_report $dpdk_hosts udp
+[ $fail -eq 0 ] && check_same_bits
 jq -c '{rank, transport, rounds, verified, retransmits, seconds}' "$tmp"/r*.json || true
 if [ $fail -ne 0 ]; then
     echo "--- switch log"; cat "$tmp/switch.log"; exit 1
