@@ -17,82 +17,9 @@
 
 #include <cmocka.h>
 
+#include "alloc_count.h"
 #include "fabric.h"
 #include "ina/log.h"
-
-/* The wrappers. Only calls from objects linked into this program (ina's
- * static libraries and the test) are wrapped; cmocka and libc are not. */
-void *__real_malloc(size_t size);
-void *__real_calloc(size_t n, size_t size);
-void *__real_realloc(void *p, size_t size);
-void *__real_aligned_alloc(size_t align, size_t size);
-int __real_posix_memalign(void **p, size_t align, size_t size);
-void *__wrap_malloc(size_t size);
-void *__wrap_calloc(size_t n, size_t size);
-void *__wrap_realloc(void *p, size_t size);
-void *__wrap_aligned_alloc(size_t align, size_t size);
-int __wrap_posix_memalign(void **p, size_t align, size_t size);
-
-static int counting;
-static uint64_t nb_allocs, nb_bytes;
-
-static void
-count(size_t size)
-{
-	if (counting) {
-		nb_allocs++;
-		nb_bytes += size;
-	}
-}
-
-void *
-__wrap_malloc(size_t size)
-{
-	count(size);
-	return __real_malloc(size);
-}
-
-void *
-__wrap_calloc(size_t n, size_t size)
-{
-	count(n * size);
-	return __real_calloc(n, size);
-}
-
-void *
-__wrap_realloc(void *p, size_t size)
-{
-	count(size);
-	return __real_realloc(p, size);
-}
-
-void *
-__wrap_aligned_alloc(size_t align, size_t size)
-{
-	count(size);
-	return __real_aligned_alloc(align, size);
-}
-
-int
-__wrap_posix_memalign(void **p, size_t align, size_t size)
-{
-	count(size);
-	return __real_posix_memalign(p, align, size);
-}
-
-static void
-count_on(void)
-{
-	nb_allocs = 0;
-	nb_bytes = 0;
-	counting = 1;
-}
-
-static void
-count_off(void)
-{
-	counting = 0;
-}
 
 /* ---- Data ---- */
 
@@ -179,23 +106,23 @@ test_alloc_wrappers_count(void **state)
 	struct pipeline *p;
 
 	(void)state;
-	count_on();
+	alloc_count_on();
 	pool = ina_pkt_pool_create(16, 256);
-	count_off();
+	alloc_count_off();
 	assert_non_null(pool);
-	assert_int_equal(nb_allocs, 1);
-	assert_true(nb_bytes >= 16 * 256);
+	assert_int_equal(alloc_nb, 1);
+	assert_true(alloc_bytes >= 16 * 256);
 
 	pipeline_config_init(&pc);
 	pc.pool = pool;
 	pc.nb_slots = 64;
 	pc.slot_elems = 128;
-	count_on();
+	alloc_count_on();
 	p = pipeline_create(&pc);
-	count_off();
+	alloc_count_off();
 	assert_non_null(p);
-	assert_true(nb_allocs >= 2);
-	assert_true(nb_bytes >= 2ull * 64 * 128 * sizeof(float));
+	assert_true(alloc_nb >= 2);
+	assert_true(alloc_bytes >= 2ull * 64 * 128 * sizeof(float));
 	pipeline_destroy(p);
 
 	/* And the host engine's. */
@@ -208,11 +135,11 @@ test_alloc_wrappers_count(void **state)
 		ec.max_block = 16;
 		ec.lanes = 4;
 		fabric_peer(&ec.sw, FABRIC_SWITCH);
-		count_on();
+		alloc_count_on();
 		e = engine_create(&ec);
-		count_off();
+		alloc_count_off();
 		assert_non_null(e);
-		assert_int_equal(nb_allocs, 2);
+		assert_int_equal(alloc_nb, 2);
 		engine_destroy(e);
 	}
 	ina_pkt_pool_destroy(pool);
@@ -241,30 +168,30 @@ run_counted(const struct job_case *c, int rounds, uint64_t seed)
 	f.faults.shuffle = c->shuffle;
 	f.rng = seed | 1;
 
-	count_on();
+	alloc_count_on();
 	assert_int_equal(fabric_join(&f), 0);
-	count_off();
-	allocs += nb_allocs;
-	bytes += nb_bytes;
+	alloc_count_off();
+	allocs += alloc_nb;
+	bytes += alloc_bytes;
 	for (int k = 0; k < rounds; k++) {
 		enum engine_op op = k % 3 == 2 ? ENGINE_AVG : ENGINE_SUM;
 		int rc;
 
 		make_data(c->world, c->n, c->block, c->density, seed + (uint64_t)k);
-		count_on();
+		alloc_count_on();
 		rc = fabric_allreduce(&f, (uint32_t)k % 2, ins, outs, c->n, c->block, op);
-		count_off();
+		alloc_count_off();
 		assert_int_equal(rc, 0);
-		allocs += nb_allocs;
-		bytes += nb_bytes;
+		allocs += alloc_nb;
+		bytes += alloc_bytes;
 		if (op == ENGINE_SUM)
 			check_sum(c->world, c->n);
 	}
-	count_on();
+	alloc_count_on();
 	assert_int_equal(fabric_finish(&f), 0);
-	count_off();
-	allocs += nb_allocs;
-	bytes += nb_bytes;
+	alloc_count_off();
+	allocs += alloc_nb;
+	bytes += alloc_bytes;
 	if (allocs)
 		fail_msg("%llu allocations (%llu bytes) while a job of %u ranks ran %d rounds",
 			 (unsigned long long)allocs, (unsigned long long)bytes, c->world, rounds);
@@ -294,12 +221,12 @@ create_counted(const struct pipeline_config *pc, uint64_t *allocs, uint64_t *byt
 {
 	struct pipeline *p;
 
-	count_on();
+	alloc_count_on();
 	p = pipeline_create(pc);
-	count_off();
+	alloc_count_off();
 	assert_non_null(p);
-	*allocs = nb_allocs;
-	*bytes = nb_bytes;
+	*allocs = alloc_nb;
+	*bytes = alloc_bytes;
 	return p;
 }
 
@@ -328,28 +255,28 @@ test_alloc_slot_memory_fixed(void **state)
 		pipeline_destroy(f.sw);
 		f.sw = p;
 
-		count_on();
+		alloc_count_on();
 		assert_int_equal(fabric_join(&f), 0);
-		count_off();
-		run_allocs += nb_allocs;
-		run_bytes += nb_bytes;
+		alloc_count_off();
+		run_allocs += alloc_nb;
+		run_bytes += alloc_bytes;
 		for (int round = 0; round < 2; round++) {
 			int rc;
 
 			make_data(4, sizes[k], 256, 0.3, (uint64_t)round + 7);
-			count_on();
+			alloc_count_on();
 			rc = fabric_allreduce(&f, 1, ins, outs, sizes[k], 256, ENGINE_SUM);
-			count_off();
+			alloc_count_off();
 			assert_int_equal(rc, 0);
-			run_allocs += nb_allocs;
-			run_bytes += nb_bytes;
+			run_allocs += alloc_nb;
+			run_bytes += alloc_bytes;
 			check_sum(4, sizes[k]);
 		}
-		count_on();
+		alloc_count_on();
 		assert_int_equal(fabric_finish(&f), 0);
-		count_off();
-		run_allocs += nb_allocs;
-		run_bytes += nb_bytes;
+		alloc_count_off();
+		run_allocs += alloc_nb;
+		run_bytes += alloc_bytes;
 		if (run_allocs)
 			fail_msg("%llu allocations (%llu bytes) for a tensor of %u elements",
 				 (unsigned long long)run_allocs, (unsigned long long)run_bytes,

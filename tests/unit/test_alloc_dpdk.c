@@ -26,56 +26,8 @@
 #include <rte_mbuf.h>
 #include <rte_ring.h>
 
+#include "alloc_count.h"
 #include "ina/port_dpdk.h"
-
-void *__real_malloc(size_t size);
-void *__real_calloc(size_t n, size_t size);
-void *__real_realloc(void *p, size_t size);
-void *__real_aligned_alloc(size_t align, size_t size);
-int __real_posix_memalign(void **p, size_t align, size_t size);
-void *__wrap_malloc(size_t size);
-void *__wrap_calloc(size_t n, size_t size);
-void *__wrap_realloc(void *p, size_t size);
-void *__wrap_aligned_alloc(size_t align, size_t size);
-int __wrap_posix_memalign(void **p, size_t align, size_t size);
-
-static int counting;
-static uint64_t nb_allocs;
-
-void *
-__wrap_malloc(size_t size)
-{
-	nb_allocs += (uint64_t)counting;
-	return __real_malloc(size);
-}
-
-void *
-__wrap_calloc(size_t n, size_t size)
-{
-	nb_allocs += (uint64_t)counting;
-	return __real_calloc(n, size);
-}
-
-void *
-__wrap_realloc(void *p, size_t size)
-{
-	nb_allocs += (uint64_t)counting;
-	return __real_realloc(p, size);
-}
-
-void *
-__wrap_aligned_alloc(size_t align, size_t size)
-{
-	nb_allocs += (uint64_t)counting;
-	return __real_aligned_alloc(align, size);
-}
-
-int
-__wrap_posix_memalign(void **p, size_t align, size_t size)
-{
-	nb_allocs += (uint64_t)counting;
-	return __real_posix_memalign(p, align, size);
-}
 
 struct wire {
 	struct rte_ring *ab, *ba;
@@ -246,13 +198,12 @@ run(int n)
 
 	for (unsigned r = 0; r < 64; r++)	/* warm-up: mempool caches, first paths */
 		round_trip(w, n, r);
-	counting = 1;
-	nb_allocs = 0;
+	alloc_count_on();
 	for (unsigned r = 0; r < 1000; r++)
 		got += round_trip(w, n, r);
-	counting = 0;
+	alloc_count_off();
 	assert_int_equal(got, 1000 * INA_MAX_BURST * 3);
-	assert_int_equal(nb_allocs, 0);
+	assert_int_equal(alloc_nb, 0);
 	ina_port_dpdk_neigh_stats(w->b, &st);
 	assert_true(st.arp_reply_tx >= 1000 / 16);
 	assert_int_equal(w->a->stats.tx_drop + w->b->stats.tx_drop, 0);
