@@ -12,6 +12,7 @@
 
 #include "ina/encode.h"
 #include "ina/npy.h"
+#include "ina/wire.h"
 #include "workload.h"
 
 struct workload {
@@ -38,10 +39,19 @@ splitmix64(uint64_t x)
 	return x ^ (x >> 31);
 }
 
+/* The synthetic generator's hash of (seed, a, b, c) is mix_last(mix_base()):
+ * the base depends only on (seed, round, rank), so loops over elements take it
+ * once and pay one splitmix64 per element. */
 static uint64_t
-mix(uint64_t seed, uint64_t a, uint64_t b, uint64_t c)
+mix_base(uint64_t seed, uint64_t a, uint64_t b)
 {
-	return splitmix64(splitmix64(splitmix64(seed ^ a) ^ b) ^ c);
+	return splitmix64(splitmix64(seed ^ a) ^ b);
+}
+
+static uint64_t
+mix_last(uint64_t base, uint64_t c)
+{
+	return splitmix64(base ^ c);
 }
 
 struct workload *
@@ -121,19 +131,20 @@ workload_kind(const struct workload *w)
 static int
 synth_has_block(const struct workload *w, uint32_t round, uint16_t rank, uint32_t b)
 {
-	uint64_t h = mix(w->seed, round, rank, (uint64_t)b << 1);
+	uint64_t h = mix_last(mix_base(w->seed, round, rank), (uint64_t)b << 1);
 
 	return (double)(h >> 11) * 0x1.0p-53 < w->density;
 }
 
-/* Synthetic: element i of (round, rank): k * 2^-10 with k in [-1023, 1023] \ {0}. */
-static float
-synth_value(const struct workload *w, uint32_t round, uint16_t rank, uint32_t i)
+/* Synthetic: element i of the (round, rank) whose mix_base() is 'base':
+ * k * 2^-10 with k in [-1023, 1023] \ {0} (the product is exact). */
+static inline float
+synth_value(uint64_t base, uint32_t i)
 {
-	uint64_t h = mix(w->seed, round, rank, ((uint64_t)i << 1) | 1);
+	uint64_t h = mix_last(base, ((uint64_t)i << 1) | 1);
 	int k = (int)(h % 2047) - 1023;
 
-	return ldexpf((float)(k ? k : 1), -10);
+	return (float)(k ? k : 1) * 0x1p-10f;
 }
 
 static uint32_t
@@ -170,6 +181,8 @@ workload_fill(struct workload *w, uint32_t round, uint16_t rank, float *dst)
 		memcpy(dst, w->rows + (size_t)rank * w->n, (size_t)w->n * sizeof(float));
 		return 0;
 	}
+	uint64_t base = mix_base(w->seed, round, rank);
+
 	memset(dst, 0, (size_t)w->n * sizeof(float));
 	for (uint32_t b = 0; b < synth_nb_blocks(w); b++) {
 		uint32_t lo = b * w->gen_block;
@@ -178,7 +191,7 @@ workload_fill(struct workload *w, uint32_t round, uint16_t rank, float *dst)
 		if (!synth_has_block(w, round, rank, b))
 			continue;
 		for (uint32_t i = lo; i < hi; i++)
-			dst[i] = synth_value(w, round, rank, i);
+			dst[i] = synth_value(base, i);
 	}
 	return 0;
 }
@@ -198,13 +211,17 @@ verify_synth(struct workload *w, uint32_t round, const float *got, int average,
 	     struct verify_result *res)
 {
 	float scale = 1.0f / (float)w->world;
-	uint16_t ranks[64];
+	uint64_t bases[INA_MAX_WORLD];
+	unsigned nr;
+	uint16_t ranks[INA_MAX_WORLD];
+
+	for (uint16_t r = 0; r < w->world; r++)
+		bases[r] = mix_base(w->seed, round, r);
 
 	for (uint32_t b = 0; b < synth_nb_blocks(w); b++) {
 		uint32_t lo = b * w->gen_block;
 		uint32_t hi = lo + w->gen_block < w->n ? lo + w->gen_block : w->n;
-		unsigned nr = 0;
-
+		nr = 0;
 		for (uint16_t r = 0; r < w->world; r++)
 			if (synth_has_block(w, round, r, b))
 				ranks[nr++] = r;
@@ -228,7 +245,7 @@ verify_synth(struct workload *w, uint32_t round, const float *got, int average,
 			uint32_t gb, wb;
 
 			for (unsigned k = 0; k < nr; k++)
-				want += synth_value(w, round, ranks[k], i);
+				want += synth_value(bases[ranks[k]], i);
 			if (average)
 				want *= scale;
 			memcpy(&gb, &got[i], sizeof(gb));
