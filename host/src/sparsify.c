@@ -271,7 +271,10 @@ topk_select(struct sparsify *s, double mass_total)
 	while (n > 0) {
 		if (c->target == SPARSIFY_DENSITY && kept == k)
 			break;
-		if (c->target == SPARSIFY_MASS && kept > 0 && !(cum < goal))
+		/* Mass: until the goal is reached, and every block of infinite
+		 * norm (NaN or infinity: the goal is not finite then). */
+		if (c->target == SPARSIFY_MASS && kept > 0 && !(cum < goal) &&
+		    s->norms[s->heap[0]] != INFINITY)
 			break;
 		b = heap_pop(s->heap, &n, s->norms);
 		if (s->norms[b] == 0.0)

@@ -94,8 +94,8 @@ void sparsify_destroy(struct sparsify *s);	/* Accepts NULL. */
  * prefix of that order: for DENSITY the nearest whole number of blocks to
  * density * blocks (at least 1), for BYTES the longest prefix within the
  * budget, for MASS the shortest prefix whose mass reaches mass * total. Blocks
- * with nothing non-zero are never counted as sent. NaN ranks as infinity and
- * passes any bound, so it is never hidden in the residual.
+ * with nothing non-zero are never counted as sent. NaN and infinity rank as
+ * infinity (first) and pass any bound; under MASS every such block is sent.
  */
 int sparsify_round(struct sparsify *s, const float *grad, float *out, uint32_t round,
 		   struct sparsify_stats *st);

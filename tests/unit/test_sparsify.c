@@ -704,8 +704,60 @@ test_sparsify_combined(void **state)
 	for (i = 0; i < n; i++)
 		assert_true(out[i] == 0.0f || (fabsf(out[i]) >= 0.5f && out[i] == g[i]));
 	sparsify_destroy(s);
+
+	/* Top-k ranks what passed the filter: block 0 has one value at the
+	 * bound, block 1 ten values under it and the larger norm; block 0 goes,
+	 * block 1 stays whole in the residual. */
+	memset(g, 0, n * sizeof(float));
+	g[3] = 0.5f;
+	for (i = 10; i < 20; i++)
+		g[i] = 0.4f;
+	c.density = 0.01;	/* one block */
+	s = sparsify_create(&c);
+	assert_int_equal(sparsify_round(s, g, out, 0, &st), 0);
+	assert_int_equal(st.blocks_sent, 1);
+	assert_true(out[3] == 0.5f);
+	for (i = 10; i < 20; i++)
+		assert_true(out[i] == 0.0f && sparsify_residual(s)[i] == 0.4f);
+	/* Without the filter, block 1 (norm 1.6 against 0.25) is the one. */
+	sparsify_destroy(s);
+	c.select = SPARSIFY_TOPK;
+	s = sparsify_create(&c);
+	assert_int_equal(sparsify_round(s, g, out, 0, &st), 0);
+	assert_true(out[3] == 0.0f && out[10] == 0.4f);
+	sparsify_destroy(s);
 	free(g);
 	free(out);
+}
+
+/* NaN and infinity rank first and pass any bound: never hidden. */
+static void
+test_sparsify_nonfinite_sent(void **state)
+{
+	const uint32_t n = 100, B = 10;
+	float g[100], out[100];
+	struct sparsify_config c;
+	struct sparsify_stats st;
+	struct sparsify *s;
+	int which;
+
+	(void)state;
+	for (which = 1; ledger_config(which, n, B, 1e9f, &c); which++) {
+		memset(g, 0, sizeof(g));
+		g[95] = NAN;
+		g[42] = INFINITY;
+		g[7] = 1e30f;
+		c.density = 0.2;	/* two blocks: DENSITY takes the two first */
+		s = sparsify_create(&c);
+		assert_non_null(s);
+		assert_int_equal(sparsify_round(s, g, out, 0, &st), 0);
+		if (!isnan(out[95]))
+			fail_msg("config %d: NaN not sent, %u blocks", which, st.blocks_sent);
+		assert_true(isinf(out[42]));
+		assert_false(isnan(sparsify_residual(s)[42]));
+		assert_false(isnan(sparsify_residual(s)[95]));
+		sparsify_destroy(s);
+	}
 }
 
 static void
@@ -918,6 +970,7 @@ main(void)
 		cmocka_unit_test(test_sparsify_filter_decay),
 		cmocka_unit_test(test_sparsify_filter_budget),
 		cmocka_unit_test(test_sparsify_combined),
+		cmocka_unit_test(test_sparsify_nonfinite_sent),
 		cmocka_unit_test(test_sparsify_deferred_rule),
 		cmocka_unit_test(test_sparsify_defer_block),
 		cmocka_unit_test(test_sparsify_out_aliases_grad),
