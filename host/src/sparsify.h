@@ -51,7 +51,8 @@ struct sparsify_config {
 	enum sparsify_bound_mode bound_mode;
 	float bound0;			/* SPARSIFY_DECAY: finite, >= 0 */
 	double decay;			/* SPARSIFY_DECAY: (0, 1] */
-	uint64_t filter_budget;		/* SPARSIFY_BUDGET: bytes per round, >= one full block */
+	uint64_t filter_budget;		/* SPARSIFY_BUDGET: bytes per round, >= one
+					 * full block */
 };
 
 /* What one round did. Bytes count INA_HDR_SIZE + 4 per element for each
@@ -66,7 +67,8 @@ struct sparsify_stats {
 	double residual_mass;		/* sum of squares of the residual after */
 };
 
-/* Defaults: B 256, block top-k at density 0.01, filter element-wise with a
+/* Defaults: B 256, block top-k at density 0.01 (mass 0.5 if MASS is chosen;
+ * a BYTES target needs its budget set), filter element-wise with a
  * decaying bound (bound0 0, decay 1: a bound of 0 holds nothing back). The
  * caller sets n_elems. */
 void sparsify_config_init(struct sparsify_config *cfg);

@@ -187,7 +187,8 @@ run_ledger(const struct sparsify_config *cfg, int W, uint32_t rounds, gen_fn *ge
 				if (out[w][i] == 0.0f)
 					assert_int_equal(bits_of(r[i]), bits_of(acc));
 				else
-					assert_true(bits_of(out[w][i]) == bits_of(acc) && r[i] == 0.0f);
+					assert_true(bits_of(out[w][i]) == bits_of(acc) &&
+						    r[i] == 0.0f);
 				if (err != 0.0f)
 					res.rounding++;
 				fg[w][i] += grad[w][i];
@@ -212,7 +213,8 @@ run_ledger(const struct sparsify_config *cfg, int W, uint32_t rounds, gen_fn *ge
 			res.deferred += (uint64_t)deferred;
 			for (w = 0; w < W; w++) {
 				if (deferred) {
-					assert_int_equal(sparsify_defer_block(sp[w], b, out[w] + off), 0);
+					assert_int_equal(
+						sparsify_defer_block(sp[w], b, out[w] + off), 0);
 					continue;
 				}
 				for (i = 0; i < len; i++) {
@@ -234,8 +236,9 @@ run_ledger(const struct sparsify_config *cfg, int W, uint32_t rounds, gen_fn *ge
 				assert_true(de[w][i] == 0.0);
 			}
 			if (fabs(lhs - dg[w][i]) > tol)
-				fail_msg("worker %d element %u: delivered + residual + err %.17g, "
-					 "sum of gradients %.17g, bound %.3g", w, i, lhs, dg[w][i], tol);
+				fail_msg("worker %d element %u: delivered + residual + err "
+					 "%.17g, sum of gradients %.17g, bound %.3g",
+					 w, i, lhs, dg[w][i], tol);
 			assert_true(fabs(dd[w][i] + r[i] - dg[w][i]) <=
 				    ldexp(dacc[w][i], -24) + tol);
 		}
@@ -504,7 +507,8 @@ test_sparsify_topk_byte_target(void **state)
 	c.n_elems = n;
 	c.block_size = B;
 	c.target = SPARSIFY_BYTES;
-	for (budget = INA_HDR_SIZE + 40; budget < 100 * (INA_HDR_SIZE + 40); budget = budget * 3 + 7) {
+	for (budget = INA_HDR_SIZE + 40; budget < 100 * (INA_HDR_SIZE + 40);
+	     budget = budget * 3 + 7) {
 		c.byte_budget = budget;
 		k = check_kept_prefix(&c, g, order, &st);
 		for (want = 0, b = 0; b < k; b++)
@@ -593,8 +597,9 @@ test_sparsify_filter_decay(void **state)
 				for (i = b * B; i < n && i < (b + 1) * B; i++)
 					m = fabsf(acc[i]) > m ? fabsf(acc[i]) : m;
 				for (i = b * B; i < n && i < (b + 1) * B; i++) {
-					int pass = mode == SPARSIFY_ELEMENT ? !(fabsf(acc[i]) < st.bound)
-									    : !(m < st.bound);
+					int pass = mode == SPARSIFY_ELEMENT
+							   ? !(fabsf(acc[i]) < st.bound)
+							   : !(m < st.bound);
 
 					assert_true(pass ? out[i] == acc[i] : out[i] == 0.0f);
 				}
@@ -891,7 +896,8 @@ test_sparsify_bad_params(void **state)
 	BAD((c.select = SPARSIFY_FILTER, c.bound0 = -1.0f));
 	BAD((c.select = SPARSIFY_FILTER, c.bound0 = NAN));
 	BAD((c.select = SPARSIFY_FILTER, c.bound0 = INFINITY));
-	BAD((c.select = SPARSIFY_FILTER, c.bound_mode = SPARSIFY_BUDGET, c.filter_budget = blk - 1));
+	BAD((c.select = SPARSIFY_FILTER, c.bound_mode = SPARSIFY_BUDGET,
+	     c.filter_budget = blk - 1));
 #undef BAD
 	/* A budget of one block: the block is min(B, n) long. */
 	c = ok;
