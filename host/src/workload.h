@@ -41,7 +41,7 @@ struct verify_result {
 
 /*
  * Checks 'got' (the allreduce of round 'round' with 'average' 0 or 1, over
- * the encoding 'encoding' (1 f32, 2 i32) in blocks of 'block_size') against
+ * the encoding 'encoding' (1 f32, 2 i32, 3 bf16) in blocks of 'block_size') against
  * the contributions of all ranks. 0 or -errno (the result is in 'res').
  */
 int workload_verify(struct workload *w, uint32_t round, const float *got, int average,
