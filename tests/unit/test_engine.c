@@ -717,6 +717,36 @@ test_engine_round_bf16(void **state)
 	done(t);
 }
 
+/* The largest block is what fits a packet buffer at the encoding's element
+ * size: twice as many elements in bf16 as in f32. */
+static void
+test_engine_max_block_by_encoding(void **state)
+{
+	struct t *t = *state;
+	const uint16_t f32_max = (BUF_SIZE - INA_HDR_SIZE) / 4, bf16_max = (BUF_SIZE - INA_HDR_SIZE) / 2;
+	struct engine *e;
+
+	t->cfg.max_block = f32_max;
+	e = engine_create(&t->cfg);
+	assert_non_null(e);
+	engine_destroy(e);
+	t->cfg.max_block = f32_max + 1;
+	assert_null(engine_create(&t->cfg));
+	t->cfg.encoding = INA_ENC_BF16;
+	e = engine_create(&t->cfg);
+	assert_non_null(e);
+	engine_destroy(e);
+	t->cfg.max_block = bf16_max;
+	e = engine_create(&t->cfg);
+	assert_non_null(e);
+	engine_destroy(e);
+	t->cfg.max_block = bf16_max + 1;
+	assert_null(engine_create(&t->cfg));
+	t->cfg.encoding = 4;	/* no such encoding */
+	t->cfg.max_block = 4;
+	assert_null(engine_create(&t->cfg));
+}
+
 static void
 test_engine_round_f32(void **state)
 {
@@ -1617,6 +1647,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_engine_inactive_lanes_send_nothing, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_engine_first_packets_i32, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_engine_max_block_by_encoding, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_engine_round_bf16, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_engine_round_f32, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_engine_round_i32, setup, teardown),
