@@ -808,6 +808,7 @@ test_encode_bf16_bound_holds(void **state)
 			b_scaled = ina_enc_bf16_bound(n, sum_abs, fabs(ref / n), 1);
 			for (order = 0; order < 30; order++) {
 				float got, avg;
+				double e_avg;
 
 				shuffle(x, n, &seed);
 				got = bf16_job(x, n);
@@ -816,8 +817,9 @@ test_encode_bf16_bound_holds(void **state)
 				assert_true(fabs((double)avg - ref / n) <= b_scaled);
 				if (b > 0 && fabs((double)got - ref) / b > worst)
 					worst = fabs((double)got - ref) / b;
-				if (b_scaled > 0 && fabs((double)avg - ref / n) / b_scaled > worst_scaled)
-					worst_scaled = fabs((double)avg - ref / n) / b_scaled;
+				e_avg = fabs((double)avg - ref / n);
+				if (b_scaled > 0 && e_avg / b_scaled > worst_scaled)
+					worst_scaled = e_avg / b_scaled;
 			}
 		}
 	}

@@ -723,7 +723,8 @@ static void
 test_engine_max_block_by_encoding(void **state)
 {
 	struct t *t = *state;
-	const uint16_t f32_max = (BUF_SIZE - INA_HDR_SIZE) / 4, bf16_max = (BUF_SIZE - INA_HDR_SIZE) / 2;
+	const uint16_t f32_max = (BUF_SIZE - INA_HDR_SIZE) / 4;
+	const uint16_t bf16_max = (BUF_SIZE - INA_HDR_SIZE) / 2;
 	struct engine *e;
 
 	t->cfg.max_block = f32_max;

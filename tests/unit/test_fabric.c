@@ -98,8 +98,8 @@ check_sum_bf16(uint16_t world, uint32_t n, int average)
 		bound = ina_enc_bf16_bound(world, sum_abs, fabs(ref), average);
 		err = fabs((double)outs[0][i] - ref);
 		if (!(err <= bound))
-			fail_msg("element %u: got %.9g want %.9g, error %.3g above the bf16 bound %.3g",
-				 i, (double)outs[0][i], ref, err, bound);
+			fail_msg("element %u: got %.9g want %.9g, error %.3g above the bf16 "
+				 "bound %.3g", i, (double)outs[0][i], ref, err, bound);
 		if (bound > 0 && err / bound > worst)
 			worst = err / bound;
 		for (uint16_t r = 1; r < world; r++)
