@@ -498,10 +498,20 @@ put_result(const struct pipeline *p, struct ina_pkt *o, const struct job *j, uin
 	if (n) {
 		if (j->params.encoding == INA_ENC_I32)
 			ina_enc_i32_store(o->data + INA_HDR_SIZE, hf->acc.i32, n);
+		else if (j->params.encoding == INA_ENC_BF16)
+			/* The one rounding of the binary32 sum. */
+			ina_enc_bf16_put(o->data + INA_HDR_SIZE, hf->acc.f32, n);
 		else
 			ina_enc_f32_put(o->data + INA_HDR_SIZE, hf->acc.f32, n);
-		o->len += (uint32_t)n * 4;
+		o->len += (uint32_t)(n * ina_wire_elem_size(j->params.encoding));
 	}
+}
+
+/* The largest RESULT for a block of size h->block_size in j's encoding. */
+static uint32_t
+result_size(const struct job *j, const struct ina_hdr *h)
+{
+	return INA_HDR_SIZE + (uint32_t)(h->block_size * ina_wire_elem_size(j->params.encoding));
 }
 
 static void
@@ -549,6 +559,12 @@ half_add(struct pipeline *p, const struct job *j, struct half *hf, const struct 
 					p->st.saturated += sat;
 				}
 			}
+		} else if (j->params.encoding == INA_ENC_BF16) {
+			/* bf16 widens exactly: the slot sums in binary32. */
+			if (!hf->has_data)
+				ina_enc_bf16_get(hf->acc.f32, payload, h->n_elems);
+			else
+				ina_enc_bf16_add(hf->acc.f32, payload, h->n_elems);
 		} else if (!hf->has_data) {
 			ina_enc_f32_get(hf->acc.f32, payload, h->n_elems);
 		} else {
@@ -626,7 +642,7 @@ handle_data(struct pipeline *p, struct ina_pkt *in, struct job *j, const struct 
 					   : PDROP_NO_MATCH]++;
 			goto drop;
 		}
-		o = answer_buf(p, in, INA_HDR_SIZE + (uint32_t)h->block_size * 4);
+		o = answer_buf(p, in, result_size(j, h));
 		if (!o)
 			return NULL;
 		put_result(p, o, j, h->lane, ver, hf);
@@ -656,7 +672,7 @@ handle_data(struct pipeline *p, struct ina_pkt *in, struct job *j, const struct 
 	}
 
 	/* Complete: the sum goes to every rank; the halves swap roles. */
-	o = answer_buf(p, in, INA_HDR_SIZE + (uint32_t)h->block_size * 4);
+	o = answer_buf(p, in, result_size(j, h));
 	if (!o) {
 		/* No buffer: the workers' retransmissions will ask the shadow. */
 		hf->state = HALF_RESULT;

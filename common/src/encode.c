@@ -36,6 +36,9 @@
 #define U32 0x1p-24
 #define U64 0x1p-53
 #define ETA32 0x1p-150
+/* bf16 unit roundoff (8 significand bits), and half its smallest subnormal. */
+#define UB16 0x1p-8
+#define ETAB16 0x1p-134
 
 static inline uint32_t
 load_be32(const uint8_t *p)
@@ -129,6 +132,101 @@ ina_enc_f32_add(float *restrict acc, const void *restrict src, size_t n)
 			acc[j] += load_f32(s + 4 * j);
 	for (; i < n; i++)
 		acc[i] += load_f32(s + 4 * i);
+}
+
+static inline uint16_t
+load_be16(const uint8_t *p)
+{
+	uint16_t v;
+
+	memcpy(&v, p, sizeof(v));
+	return __builtin_bswap16(v);
+}
+
+static inline void
+store_be16(uint8_t *p, uint16_t v)
+{
+	v = __builtin_bswap16(v);
+	memcpy(p, &v, sizeof(v));
+}
+
+/*
+ * binary32 to bf16, round to nearest, ties to even, in integer operations
+ * (branch-free, so the chunked loops vectorise). Adding 0x7fff plus the
+ * lowest kept bit to the binary32 pattern carries into bit 16 exactly when
+ * the dropped half is above the tie, or at the tie with an odd kept part;
+ * a carry out of the fraction steps the exponent, which is right, and from
+ * the largest finite bf16 up it gives the infinity's pattern (overflow).
+ * Infinities have a zero low half and stay. A NaN could round to an
+ * infinity (or, from 0xffffffff, wrap), so it keeps its top bits and gets
+ * the quiet bit instead. Subnormals need nothing: the bf16 subnormals are
+ * the binary32 ones with the low 16 bits dropped, and the spacing is even.
+ */
+static inline uint16_t
+bf16_round(float x)
+{
+	uint32_t v, r, nan;
+
+	memcpy(&v, &x, sizeof(v));
+	r = (v + 0x7fffu + ((v >> 16) & 1u)) >> 16;
+	nan = (v >> 16) | 0x0040u;
+	return (uint16_t)((v & 0x7fffffffu) > 0x7f800000u ? nan : r);
+}
+
+static inline float
+bf16_widen(uint16_t b)
+{
+	uint32_t v = (uint32_t)b << 16;
+	float f;
+
+	memcpy(&f, &v, sizeof(f));
+	return f;
+}
+
+uint16_t
+ina_enc_bf16_round(float x)
+{
+	return bf16_round(x);
+}
+
+INA_ENC_CLONES void
+ina_enc_bf16_put(void *restrict dst, const float *restrict src, size_t n)
+{
+	uint8_t *d = dst;
+	size_t i = 0, j;
+
+	for (; i + INA_ENC_CHUNK <= n; i += INA_ENC_CHUNK)
+		for (j = i; j < i + INA_ENC_CHUNK; j++)
+			store_be16(d + 2 * j, bf16_round(src[j]));
+	for (; i < n; i++)
+		store_be16(d + 2 * i, bf16_round(src[i]));
+}
+
+INA_ENC_CLONES void
+ina_enc_bf16_get(float *restrict dst, const void *restrict src, size_t n)
+{
+	const uint8_t *s = src;
+	size_t i = 0, j;
+
+	for (; i + INA_ENC_CHUNK <= n; i += INA_ENC_CHUNK)
+		for (j = i; j < i + INA_ENC_CHUNK; j++)
+			dst[j] = bf16_widen(load_be16(s + 2 * j));
+	for (; i < n; i++)
+		dst[i] = bf16_widen(load_be16(s + 2 * i));
+}
+
+/* The bf16 switch's hot loop: exact widening, one binary32 addition. */
+INA_ENC_CLONES void
+ina_enc_bf16_add(float *restrict acc, const void *restrict src, size_t n)
+{
+	const uint8_t *s = src;
+	size_t i = 0, j;
+
+	for (; i + INA_ENC_CHUNK <= n; i += INA_ENC_CHUNK)
+		for (j = i; j < i + INA_ENC_CHUNK; j++)
+			acc[j] += bf16_widen(load_be16(s + 2 * j));
+	for (; i < n; i++)
+		acc[i] += bf16_widen(load_be16(s + 2 * i));
 }
 
 /*
@@ -375,6 +473,27 @@ gamma_k(double k, double u)
  * With |T| <= |ref'| + R' + h and 'ref_abs' = |ref'|,
  *	|got' - ref'| <= h (1 + g_3) + g_3 |ref'| + R' (1 + g_3) + 4 eta.
  *
+ * bf16, sum. Worker i rounds x_i to y_i = bf16(x_i) once, with ub = 2^-8
+ * (bf16 unit roundoff) and etab = 2^-134 (half the smallest bf16
+ * subnormal): |y_i - x_i| <= ub |x_i| + etab. So Y = sum y_i has
+ *	|Y - S| <= ub A + N etab, and Ay = sum |y_i| <= (1 + ub) A + N etab.
+ * The switch widens each y_i exactly and adds in binary32 (any order): as
+ * for f32, |F - Y| <= g_{N-1} Ay. The binary64 reference: |ref - S| <=
+ * G_{N-1} A. So E = |F - ref| <= g_{N-1} Ay + ub A + N etab + G_{N-1} A.
+ * The result is rounded to bf16 once, r = bf16(F), |r - F| <= ub |F| + etab
+ * <= ub (|ref| + E) + etab, and the host widens r exactly. Hence
+ *	|got - ref| <= (1 + ub) E + ub |ref| + etab,
+ * to first order (ub + (N-1) u) A + ub |ref|. Attained to first order:
+ * N = 2, x = (1 + 2^-8, 2^-8 + 2^-16): both are ties that round to even,
+ * to 1 and 2^-8; F = 1 + 2^-8 is a tie again and rounds to 1, while
+ * ref = 1 + 2^-7 + 2^-16: an error of about 2^-8 (A + |ref|).
+ *
+ * bf16, average. The host decodes r exactly and multiplies by fl(1/N):
+ * got' = (r / N)(1 + t2) + e1 with |t2| <= g_2, |e1| <= eta, and the
+ * reference ref' = fl(ref / N) = (ref / N)(1 + d), |d| <= v. With
+ * |ref| <= N |ref'| / (1 - v) and |r| <= |ref| + B0 (B0 the sum's bound),
+ *	|got' - ref'| <= B0 (1 + g_2) / N + (g_2 + v) |ref| / N + eta.
+ *
  * No bound is ever negative, and N = 0 (an empty sum) has bound 0.
  */
 double
@@ -411,4 +530,23 @@ ina_enc_i32_bound(unsigned n_addends, int scale, double ref_abs, int scaled)
 	g_3 = gamma_k(3, U32);
 	r = x_max * (big_g_n * (1 + big_g_2) + big_g_2);
 	return h * (1 + g_3) + g_3 * ref_abs + r * (1 + g_3) + 4 * ETA32;
+}
+
+double
+ina_enc_bf16_bound(unsigned n_addends, double sum_abs, double ref_abs, int scaled)
+{
+	double n = n_addends, g_n, big_g_n, ay, e, ref_sum, b0, g_2;
+
+	if (n_addends == 0)
+		return 0;
+	g_n = gamma_k(n - 1, U32);
+	big_g_n = gamma_k(n - 1, U64);
+	ref_sum = scaled ? n * ref_abs / (1 - U64) : ref_abs;
+	ay = (1 + UB16) * sum_abs + n * ETAB16;
+	e = g_n * ay + UB16 * sum_abs + n * ETAB16 + big_g_n * sum_abs;
+	b0 = (1 + UB16) * e + UB16 * ref_sum + ETAB16;
+	if (!scaled)
+		return b0;
+	g_2 = gamma_k(2, U32);
+	return b0 * (1 + g_2) / n + (g_2 + U64) * ref_sum / n + ETA32;
 }

@@ -18,6 +18,8 @@ ina_wire_elem_size(uint8_t encoding)
 	case INA_ENC_F32:
 	case INA_ENC_I32:
 		return 4;
+	case INA_ENC_BF16:
+		return 2;
 	default:
 		return 0;
 	}
@@ -313,6 +315,7 @@ ina_wire_type_name(uint8_t type)
 static const char *const encoding_names[] = {
 	[INA_ENC_F32] = "f32",
 	[INA_ENC_I32] = "i32",
+	[INA_ENC_BF16] = "bf16",
 };
 _Static_assert(sizeof(encoding_names) / sizeof(encoding_names[0]) == INA_ENC_MAX + 1,
 	       "encoding_names out of step with enum ina_encoding");

@@ -32,7 +32,7 @@ enum ina_error {
 	INA_EPORT = -1008,	/* the transport could not start (see ina_last_error) */
 };
 
-enum ina_encoding_type { INA_F32 = 1, INA_I32 = 2 };
+enum ina_encoding_type { INA_F32 = 1, INA_I32 = 2, INA_BF16 = 3 };
 enum ina_op { INA_SUM = 0, INA_AVG = 1 };
 
 struct ina_config {
@@ -45,7 +45,8 @@ struct ina_config {
 	uint16_t world;			/* workers in the job, 1..64 */
 	uint16_t lanes;			/* window: blocks in flight, default 64 */
 	uint16_t block_size;		/* elements per block, default 1024 */
-	enum ina_encoding_type encoding;	/* default INA_F32 */
+	enum ina_encoding_type encoding;	/* default INA_F32; INA_BF16 sends half
+						 * the bytes, summed in f32, rounded once */
 	uint64_t token;			/* from ina_token_*(); never from argv */
 	uint32_t timeout_ms;		/* no progress this long fails, default 10000 */
 	uint32_t rto_us;		/* first retransmission timeout, default 5000 */

@@ -101,7 +101,8 @@ engine_create(const struct engine_config *cfg)
 	    cfg->lanes == 0 || cfg->max_block == 0 || !ina_wire_elem_size(cfg->encoding) ||
 	    cfg->sw.len == 0 || cfg->rto_min_ns == 0 || cfg->rto_ns < cfg->rto_min_ns ||
 	    cfg->rto_max_ns < cfg->rto_ns ||
-	    (uint64_t)INA_HDR_SIZE + (uint64_t)cfg->max_block * 4 > cfg->pool->buf_size) {
+	    (uint64_t)INA_HDR_SIZE + (uint64_t)cfg->max_block * ina_wire_elem_size(cfg->encoding) >
+		    cfg->pool->buf_size) {
 		errno = EINVAL;
 		return NULL;
 	}
@@ -385,9 +386,11 @@ build_data(struct engine *e, uint16_t l, int retx)
 		if (e->cfg.encoding == INA_ENC_I32)
 			ina_enc_i32_put(p->data + INA_HDR_SIZE, src, n,
 					ina_enc_i32_scale(ln->cur_exp, e->cfg.world));
+		else if (e->cfg.encoding == INA_ENC_BF16)
+			ina_enc_bf16_put(p->data + INA_HDR_SIZE, src, n);
 		else
 			ina_enc_f32_put(p->data + INA_HDR_SIZE, src, n);
-		p->len += (uint32_t)n * 4;
+		p->len += (uint32_t)(n * ina_wire_elem_size(e->cfg.encoding));
 		e->st.data_sent++;
 	} else {
 		e->st.empty_sent++;
@@ -461,6 +464,8 @@ on_result(struct engine *e, const struct ina_hdr *h, const uint8_t *payload, uin
 		else if (e->cfg.encoding == INA_ENC_I32)
 			ina_enc_i32_get(dst, payload, n,
 					ina_enc_i32_scale(ln->cur_exp, e->cfg.world));
+		else if (e->cfg.encoding == INA_ENC_BF16)
+			ina_enc_bf16_get(dst, payload, n);
 		else
 			ina_enc_f32_get(dst, payload, n);
 		zero_from = h->block + e->cfg.lanes;

@@ -94,7 +94,15 @@ run_while(struct ina_ctx *ctx, int phase)
 static uint8_t
 wire_encoding(enum ina_encoding_type t)
 {
-	return t == INA_I32 ? INA_ENC_I32 : t == INA_F32 ? INA_ENC_F32 : 0;
+	switch (t) {
+	case INA_F32:
+		return INA_ENC_F32;
+	case INA_I32:
+		return INA_ENC_I32;
+	case INA_BF16:
+		return INA_ENC_BF16;
+	}
+	return 0;
 }
 
 int
@@ -127,7 +135,9 @@ ina_open(const struct ina_config *cfg, struct ina_ctx **out, char *err, size_t e
 		ret = INA_EPORT;
 		goto fail;
 	}
-	if ((uint64_t)INA_HDR_SIZE + (uint64_t)cfg->block_size * 4 > ctx->port->max_pkt) {
+	if ((uint64_t)INA_HDR_SIZE +
+		    (uint64_t)cfg->block_size * ina_wire_elem_size(wire_encoding(cfg->encoding)) >
+	    ctx->port->max_pkt) {
 		snprintf(err, err_size, "block size %u does not fit the port's %u-byte packets",
 			 cfg->block_size, ctx->port->max_pkt);
 		ret = -EINVAL;

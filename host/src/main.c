@@ -66,7 +66,9 @@ usage(FILE *f)
 		"options:\n"
 		"  --lanes L             blocks in flight, one switch slot each (default 64)\n"
 		"  --block B             elements per block (default 1024)\n"
-		"  --encoding f32|i32    payload encoding (default f32)\n"
+		"  --encoding E          payload encoding: f32, i32 or bf16 (default f32);\n"
+		"                        bf16 sends half the bytes of f32, the switch sums\n"
+		"                        in f32 and rounds the result once\n"
 		"  --op sum|avg          sum, or average over the world (default sum)\n"
 		"  --token-file FILE     file whose first line is the job secret\n"
 		"  --port SPEC           transport, e.g. udp, udp:drop=0.01 or\n"
@@ -149,8 +151,10 @@ parse_args(int argc, char **argv, struct host_config *c)
 				c->ina.encoding = INA_F32;
 			else if (strcmp(optarg, "i32") == 0)
 				c->ina.encoding = INA_I32;
+			else if (strcmp(optarg, "bf16") == 0)
+				c->ina.encoding = INA_BF16;
 			else
-				ina_die("--encoding: '%s' is not f32 or i32", optarg);
+				ina_die("--encoding: '%s' is not f32, i32 or bf16", optarg);
 			break;
 		case OPT_OP:
 			if (strcmp(optarg, "sum") == 0)
@@ -184,6 +188,12 @@ parse_args(int argc, char **argv, struct host_config *c)
 		ina_die("--rank %u must be below --world %u", c->ina.rank, c->ina.world);
 	if (c->input && have_synth)
 		ina_die("--input and --elements/--density are exclusive");
+}
+
+static const char *
+encoding_name(enum ina_encoding_type e)
+{
+	return e == INA_I32 ? "i32" : e == INA_BF16 ? "bf16" : "f32";
 }
 
 int
@@ -233,7 +243,7 @@ main(int argc, char **argv)
 	INA_LOG(INFO, "joined job %" PRIu32 " epoch %" PRIu32 ": rank %u of %u, %s, %" PRIu32
 		" elements, %u lanes, B %u, %s, over %s",
 		c.ina.job_id, ina_epoch(ctx), c.ina.rank, c.ina.world, workload_kind(w), n,
-		c.ina.lanes, c.ina.block_size, c.ina.encoding == INA_I32 ? "i32" : "f32",
+		c.ina.lanes, c.ina.block_size, encoding_name(c.ina.encoding),
 		ina_transport(ctx));
 
 	for (uint32_t r = 0; r < c.rounds; r++) {
@@ -311,7 +321,7 @@ main(int argc, char **argv)
 	rep.transport = ina_transport(ctx);
 	rep.port = c.ina.port;
 	rep.workload = workload_kind(w);
-	rep.encoding = c.ina.encoding == INA_I32 ? "i32" : "f32";
+	rep.encoding = encoding_name(c.ina.encoding);
 	rep.job = c.ina.job_id;
 	rep.rank = c.ina.rank;
 	rep.world = c.ina.world;

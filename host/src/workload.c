@@ -206,9 +206,47 @@ note_bad(struct verify_result *res, uint64_t i, float got, float want)
 	}
 }
 
+/*
+ * bf16 has 8 significand bits, so k 2^-10 with |k| > 256 is in general not a
+ * bf16 (1023 2^-10 is not), and sums need up to 17 bits: a synthetic bf16
+ * result is checked against ina_enc_bf16_bound like real data, not bit for
+ * bit.
+ */
+static void
+verify_synth_bf16(struct workload *w, uint32_t lo, uint32_t hi, const uint64_t *bases,
+		  const uint16_t *ranks, unsigned nr, const float *got, int average,
+		  struct verify_result *res)
+{
+	for (uint32_t i = lo; i < hi; i++) {
+		double ref = 0, sum_abs = 0, bound, err;
+
+		for (unsigned k = 0; k < nr; k++) {
+			double x = synth_value(bases[ranks[k]], i);
+
+			ref += x;
+			sum_abs += fabs(x);
+		}
+		if (average)
+			ref /= w->world;
+		/* A block nobody had must come back +0 exactly. */
+		bound = nr ? ina_enc_bf16_bound(w->world, sum_abs, fabs(ref), average) : 0;
+		err = fabs((double)got[i] - ref);
+		if (!nr && signbit(got[i])) {
+			note_bad(res, i, got[i], 0.0f);
+			continue;
+		}
+		if (err > res->max_err)
+			res->max_err = err;
+		if (bound > 0 && err / bound > res->max_err_ratio)
+			res->max_err_ratio = err / bound;
+		if (!(err <= bound))
+			note_bad(res, i, got[i], (float)ref);
+	}
+}
+
 static void
 verify_synth(struct workload *w, uint32_t round, const float *got, int average,
-	     struct verify_result *res)
+	     uint8_t encoding, struct verify_result *res)
 {
 	float scale = 1.0f / (float)w->world;
 	uint64_t bases[INA_MAX_WORLD];
@@ -240,6 +278,10 @@ verify_synth(struct workload *w, uint32_t round, const float *got, int average,
 			if (bits == 0)
 				continue;
 		}
+		if (encoding == INA_ENC_BF16) {
+			verify_synth_bf16(w, lo, hi, bases, ranks, nr, got, average, res);
+			continue;
+		}
 		for (uint32_t i = lo; i < hi; i++) {
 			float want = 0.0f;
 			uint32_t gb, wb;
@@ -267,7 +309,7 @@ verify_real(struct workload *w, const float *got, int average, uint8_t encoding,
 		int emax = INA_EXP_ZERO;
 		int scale = 0;
 
-		if (encoding == 2) {
+		if (encoding == INA_ENC_I32) {
 			for (uint16_t r = 0; r < w->world; r++) {
 				int e = ina_enc_i32_exp(w->rows + (size_t)r * w->n + lo, hi - lo);
 
@@ -287,10 +329,12 @@ verify_real(struct workload *w, const float *got, int average, uint8_t encoding,
 			}
 			if (average)
 				ref /= w->world;
-			if (encoding == 2)
+			if (encoding == INA_ENC_I32)
 				bound = emax == INA_EXP_ZERO ? 0
 							     : ina_enc_i32_bound(w->world, scale,
 										 fabs(ref), average);
+			else if (encoding == INA_ENC_BF16)
+				bound = ina_enc_bf16_bound(w->world, sum_abs, fabs(ref), average);
 			else
 				bound = ina_enc_f32_bound(w->world, sum_abs, average);
 			err = fabs((double)got[i] - ref);
@@ -310,8 +354,8 @@ workload_verify(struct workload *w, uint32_t round, const float *got, int averag
 {
 	memset(res, 0, sizeof(*res));
 	if (w->synthetic) {
-		res->exact = 1;
-		verify_synth(w, round, got, average, res);
+		res->exact = encoding != INA_ENC_BF16;
+		verify_synth(w, round, got, average, encoding, res);
 	} else {
 		int ret = npy_load_iter(w, round % w->iters);
 

@@ -4,9 +4,11 @@
  * and the check of what it got back. Synthetic gradients are block-sparse with
  * a given block density, deterministic from (seed, round, rank), with values
  * k * 2^-10 (|k| <= 1023) whose float sums are exact in any order, so every
- * worker computes the expected sum itself and compares bits. Real gradients
- * come from a .npy dump (iterations x workers x parameters); their sums are
- * checked against a double-precision reference within the derived bound.
+ * worker computes the expected sum itself and compares bits (f32, i32; in bf16
+ * not every k * 2^-10 is representable, so bf16 results are checked against
+ * ina_enc_bf16_bound). Real gradients come from a .npy dump (iterations x
+ * workers x parameters); their sums are checked against a double-precision
+ * reference within the derived bound.
  */
 #ifndef INA_WORKLOAD_H
 #define INA_WORKLOAD_H
@@ -30,7 +32,7 @@ int workload_fill(struct workload *w, uint32_t round, uint16_t rank, float *dst)
 
 struct verify_result {
 	int ok;			/* every element right */
-	int exact;		/* checked bit for bit (synthetic) */
+	int exact;		/* checked bit for bit (synthetic f32, i32) */
 	uint64_t mismatches;	/* elements wrong */
 	uint64_t first_bad;	/* index of the first */
 	float got, want;	/* at first_bad */
@@ -41,7 +43,7 @@ struct verify_result {
 
 /*
  * Checks 'got' (the allreduce of round 'round' with 'average' 0 or 1, over
- * the encoding 'encoding' (1 f32, 2 i32) in blocks of 'block_size') against
+ * the encoding 'encoding' (1 f32, 2 i32, 3 bf16) in blocks of 'block_size') against
  * the contributions of all ranks. 0 or -errno (the result is in 'res').
  */
 int workload_verify(struct workload *w, uint32_t round, const float *got, int average,

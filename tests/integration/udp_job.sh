@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: MIT
 # Integration test: one ina-switch and WORLD ina-host processes over UDP on
 # loopback, with a test-only drop rate on every port; every sum must verify
-# (bit-exact on synthetic data) and every process must exit in time.
+# (bit-exact on synthetic f32 and i32 data, within the bound for bf16 and real
+# gradients) and every process must exit in time.
 # Usage: udp_job.sh BUILD_DIR UDP_PORT DROP_RATE ENCODING [extra ina-host args...]
 set -euo pipefail
 build=$1 port=$2 drop=$3 enc=$4

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Unit tests of encode.c: the f32 and i32 payload encodings against golden
+ * Unit tests of encode.c: the f32, i32 and bf16 payload encodings against golden
  * bytes and scalar references, the i32 exponent, scale and headroom, and the
  * error bounds of encode.h checked against randomised sums (fixed seed).
  */
@@ -570,6 +570,284 @@ test_encode_f32_bound_tight(void **state)
 	assert_true(fabs((double)got - ref) >= 0.99 * b);
 }
 
+/*
+ * bf16: an independent scalar reference of round to nearest, ties to even,
+ * computed in binary64 from the two bf16 neighbours of x (the truncation and
+ * the next pattern away from zero, an infinity counted as 2^128, which is
+ * where IEEE overflow rounds). NaN: any NaN pattern with the sign kept.
+ */
+static uint16_t
+ref_bf16(float x)
+{
+	uint32_t v = bits_of(x), lo = v & 0xffff0000u, hi = lo + 0x10000u;
+	double dx, dlo, dhi, a, b;
+
+	if (isnan(x))
+		return (uint16_t)((v >> 16) | 0x0040u);
+	if ((v & 0xffffu) == 0)
+		return (uint16_t)(v >> 16);
+	dx = fabs((double)x);
+	dlo = fabs((double)float_of(lo));
+	dhi = (hi & 0x7fffffffu) == 0x7f800000u ? 0x1p128 : fabs((double)float_of(hi));
+	a = dx - dlo;
+	b = dhi - dx;
+	if (a < b || (a == b && ((lo >> 16) & 1) == 0))
+		return (uint16_t)(lo >> 16);
+	return (uint16_t)(hi >> 16);
+}
+
+static uint16_t
+wire_u16(const uint8_t *p)
+{
+	return (uint16_t)(p[0] << 8 | p[1]);
+}
+
+static void
+test_encode_bf16_golden(void **state)
+{
+	static const struct {
+		uint32_t in;
+		uint16_t out;
+	} cases[] = {
+		{ 0x3f800000, 0x3f80 },	/* 1 */
+		{ 0xc0200000, 0xc020 },	/* -2.5 */
+		{ 0x00000000, 0x0000 },	/* +0 */
+		{ 0x80000000, 0x8000 },	/* -0 */
+		{ 0x3f808000, 0x3f80 },	/* 1 + 2^-8: tie, even kept part: down */
+		{ 0x3f818000, 0x3f82 },	/* 1 + 3 2^-8: tie, odd kept part: up */
+		{ 0x3f808001, 0x3f81 },	/* just above a tie: up */
+		{ 0xbf807fff, 0xbf80 },	/* just below a tie: down */
+		{ 0x3dcccccd, 0x3dcd },	/* 0.1 */
+		{ 0x7f800000, 0x7f80 },	/* +inf */
+		{ 0xff800000, 0xff80 },	/* -inf */
+		{ 0x7f7f0000, 0x7f7f },	/* largest finite bf16 */
+		{ 0x7f7f7fff, 0x7f7f },	/* below half an ulp past it: stays */
+		{ 0x7f7f8000, 0x7f80 },	/* half an ulp past it: overflows to inf */
+		{ 0xff7fffff, 0xff80 },	/* -FLT_MAX: -inf */
+		{ 0x7fc00000, 0x7fc0 },	/* quiet NaN */
+		{ 0x7f800001, 0x7fc0 },	/* signalling NaN, payload low: quiet NaN */
+		{ 0xff80ffff, 0xffc0 },	/* would round to -inf: NaN kept */
+		{ 0xffffffff, 0xffff },	/* would wrap to +0: NaN kept */
+		{ 0x00000001, 0x0000 },	/* smallest f32 subnormal: +0 */
+		{ 0x80008000, 0x8000 },	/* half the smallest bf16 subnormal: tie to -0 */
+		{ 0x00008001, 0x0001 },	/* above it: smallest bf16 subnormal */
+		{ 0x00018000, 0x0002 },	/* 1.5 subnormal steps: tie, up to even */
+		{ 0x007fffff, 0x0080 },	/* largest f32 subnormal: smallest normal */
+	};
+	uint8_t wire[2 * (sizeof(cases) / sizeof(cases[0]))];
+	float src[sizeof(cases) / sizeof(cases[0])], back[sizeof(cases) / sizeof(cases[0])];
+	size_t n = sizeof(cases) / sizeof(cases[0]), i;
+
+	(void)state;
+	for (i = 0; i < n; i++)
+		src[i] = float_of(cases[i].in);
+	ina_enc_bf16_put(wire, src, n);
+	ina_enc_bf16_get(back, wire, n);
+	for (i = 0; i < n; i++) {
+		assert_int_equal(wire_u16(wire + 2 * i), cases[i].out);
+		assert_int_equal(ina_enc_bf16_round(src[i]), cases[i].out);
+		assert_int_equal(ref_bf16(src[i]), cases[i].out);
+		/* get widens exactly: the pattern with 16 zero bits appended. */
+		assert_int_equal(bits_of(back[i]), (uint32_t)cases[i].out << 16);
+	}
+}
+
+/* Random bit patterns (every class: NaN, inf, subnormal, 0), random floats,
+ * and forced ties, through the vectorised chunks and the scalar tail at every
+ * alignment, against the reference. */
+static void
+test_encode_bf16_put_matches_reference(void **state)
+{
+	float src[MAX_N], dst[MAX_N];
+	uint8_t wire[2 * MAX_N + 2];
+	uint64_t seed = 21;
+	size_t n, i, off, round;
+
+	(void)state;
+	for (round = 0; round < 200; round++) {
+		for (i = 0; i < MAX_N; i++) {
+			uint32_t v = (uint32_t)rnd_next(&seed);
+
+			switch (rnd_below(&seed, 6)) {
+			case 0:
+				break;
+			case 1:
+				v = (v & 0xffff0000u) | 0x8000u;	/* a tie */
+				break;
+			case 2:
+				v &= 0x8000ffffu;	/* subnormal or zero */
+				break;
+			case 3:
+				v = (v & 0x807fffffu) | 0x7f000000u;	/* near overflow, or NaN */
+				v |= rnd_below(&seed, 2) ? 0x00800000u : 0;
+				break;
+			default:
+				v = bits_of(rnd_float(&seed, -40, 40));
+				break;
+			}
+			src[i] = float_of(v);
+		}
+		n = round < 100 ? round : MAX_N - round % 7;
+		off = round % 2;
+		memset(dst, 0xa5, sizeof(dst));
+		ina_enc_bf16_put(wire + off, src, n);
+		for (i = 0; i < n; i++)
+			assert_int_equal(wire_u16(wire + off + 2 * i), ref_bf16(src[i]));
+		ina_enc_bf16_get(dst, wire + off, n);
+		for (i = 0; i < n; i++) {
+			assert_int_equal(bits_of(dst[i]), (uint32_t)ref_bf16(src[i]) << 16);
+			/* NaN stays NaN, and a finite value is off by at most 2^-8
+			 * of its magnitude or half a subnormal step. */
+			if (isnan(src[i]))
+				assert_true(isnan(dst[i]));
+			else if (isfinite(dst[i]))
+				assert_true(fabs((double)dst[i] - src[i]) <=
+					    0x1p-8 * fabs((double)src[i]) + 0x1p-134);
+		}
+		if (n < MAX_N)
+			assert_int_equal(bits_of(dst[n]), 0xa5a5a5a5u);
+	}
+}
+
+/* Every bf16 pattern widens exactly and puts back to itself (a NaN to itself
+ * with the quiet bit). */
+static void
+test_encode_bf16_all_patterns_round_trip(void **state)
+{
+	static uint8_t wire[2 * 65536], again[2 * 65536];
+	static float f[65536];
+	uint32_t b;
+
+	(void)state;
+	for (b = 0; b < 65536; b++) {
+		wire[2 * b] = (uint8_t)(b >> 8);
+		wire[2 * b + 1] = (uint8_t)b;
+	}
+	ina_enc_bf16_get(f, wire, 65536);
+	ina_enc_bf16_put(again, f, 65536);
+	for (b = 0; b < 65536; b++) {
+		uint16_t want = (b & 0x7fffu) > 0x7f80u ? (uint16_t)(b | 0x0040u) : (uint16_t)b;
+
+		assert_int_equal(bits_of(f[b]), b << 16);
+		assert_int_equal(wire_u16(again + 2 * b), want);
+	}
+}
+
+static void
+test_encode_bf16_add_matches_scalar(void **state)
+{
+	float acc[MAX_N], ref[MAX_N], x[MAX_N];
+	uint8_t wire[2 * MAX_N + 1];
+	uint64_t seed = 22;
+	size_t n, i, round;
+
+	(void)state;
+	for (round = 0; round < 40; round++) {
+		n = round < 35 ? round * 2 : MAX_N - round % 5;
+		for (i = 0; i < n; i++) {
+			acc[i] = rnd_float(&seed, -30, 30);
+			x[i] = rnd_float(&seed, -30, 30);
+			if (i % 17 == 3)
+				x[i] = -acc[i];
+			if (i % 23 == 5)
+				x[i] = float_of(0x00030000);	/* a subnormal */
+			if (i % 29 == 7)
+				x[i] = float_of(0x7f800000);
+		}
+		ina_enc_bf16_put(wire + round % 2, x, n);
+		for (i = 0; i < n; i++)
+			ref[i] = acc[i] + float_of((uint32_t)ref_bf16(x[i]) << 16);
+		ina_enc_bf16_add(acc, wire + round % 2, n);
+		for (i = 0; i < n; i++)
+			assert_int_equal(bits_of(acc[i]), bits_of(ref[i]));
+	}
+}
+
+/* What a bf16 job computes: each worker rounds once, the switch adds the
+ * widened values in binary32 in arrival order, the result rounds once, and
+ * an average multiplies by fl(1/N). */
+static float
+bf16_job(const float *x, unsigned n)
+{
+	float f = 0;
+	unsigned i;
+
+	for (i = 0; i < n; i++)
+		f += float_of((uint32_t)ina_enc_bf16_round(x[i]) << 16);
+	return float_of((uint32_t)ina_enc_bf16_round(f) << 16);
+}
+
+static void
+test_encode_bf16_bound_holds(void **state)
+{
+	float x[64];
+	uint64_t seed = 23;
+	double worst = 0, worst_scaled = 0;
+	unsigned n, trial, order;
+	size_t i;
+
+	(void)state;
+	for (n = 1; n <= 64; n++) {
+		for (trial = 0; trial < 20; trial++) {
+			double ref = 0, sum_abs = 0, b, b_scaled;
+			int spread = (int)rnd_below(&seed, 40);
+			int top = trial % 5 == 4 ? -120 : -10;	/* near the subnormals */
+
+			for (i = 0; i < n; i++)
+				x[i] = rnd_float(&seed, top - spread, top);
+			if (trial % 3 == 0)
+				x[n - 1] = -x[0];
+			if (trial % 4 == 1)
+				for (i = 0; i < n; i++)	/* ties */
+					x[i] = float_of((bits_of(x[i]) & 0xffff0000u) | 0x8000u);
+			for (i = 0; i < n; i++) {
+				ref += x[i];
+				sum_abs += fabs(x[i]);
+			}
+			b = ina_enc_bf16_bound(n, sum_abs, fabs(ref), 0);
+			b_scaled = ina_enc_bf16_bound(n, sum_abs, fabs(ref / n), 1);
+			for (order = 0; order < 30; order++) {
+				float got, avg;
+				double e_avg;
+
+				shuffle(x, n, &seed);
+				got = bf16_job(x, n);
+				avg = got * (1.0f / (float)n);
+				assert_true(fabs((double)got - ref) <= b);
+				assert_true(fabs((double)avg - ref / n) <= b_scaled);
+				if (b > 0 && fabs((double)got - ref) / b > worst)
+					worst = fabs((double)got - ref) / b;
+				e_avg = fabs((double)avg - ref / n);
+				if (b_scaled > 0 && e_avg / b_scaled > worst_scaled)
+					worst_scaled = e_avg / b_scaled;
+			}
+		}
+	}
+	print_message("bf16 bound: worst error/bound %.3g (sum), %.3g (average)\n", worst,
+		      worst_scaled);
+}
+
+static void
+test_encode_bf16_bound_tight(void **state)
+{
+	/* Both addends are ties that round down to even, and so is the sum. */
+	float x[2] = { float_of(0x3f808000), float_of(0x3b808000) };	/* 1 + 2^-8, 2^-8 + 2^-16 */
+	double ref = (double)x[0] + x[1], sum_abs = ref, b;
+	float got;
+
+	(void)state;
+	assert_true(ina_enc_bf16_bound(0, 1.0, 1.0, 0) == 0);
+	/* First order: (2^-8 + (N-1) 2^-24) A + 2^-8 |ref|. */
+	b = ina_enc_bf16_bound(4, 1.0, 1.0, 0);
+	assert_true(b >= 0x1p-8 * 2 + 3 * 0x1p-24 && b <= (0x1p-8 * 2 + 3 * 0x1p-24) * 1.01);
+	assert_true(ina_enc_bf16_bound(4, 1.0, 0.25, 1) <= b / 4 * 1.01);
+	got = bf16_job(x, 2);
+	b = ina_enc_bf16_bound(2, sum_abs, fabs(ref), 0);
+	assert_true(got == 1.0f);
+	assert_true(fabs((double)got - ref) <= b);
+	assert_true(fabs((double)got - ref) >= 0.98 * b);
+}
+
 static void
 test_encode_i32_bound_holds(void **state)
 {
@@ -635,6 +913,12 @@ main(void)
 		cmocka_unit_test(test_encode_f32_bound_holds),
 		cmocka_unit_test(test_encode_f32_bound_tight),
 		cmocka_unit_test(test_encode_i32_bound_holds),
+		cmocka_unit_test(test_encode_bf16_golden),
+		cmocka_unit_test(test_encode_bf16_put_matches_reference),
+		cmocka_unit_test(test_encode_bf16_all_patterns_round_trip),
+		cmocka_unit_test(test_encode_bf16_add_matches_scalar),
+		cmocka_unit_test(test_encode_bf16_bound_holds),
+		cmocka_unit_test(test_encode_bf16_bound_tight),
 	};
 
 	return cmocka_run_group_tests_name("encode", tests, NULL, NULL);

@@ -650,6 +650,104 @@ test_engine_first_packets_i32(void **state)
 	done(t);
 }
 
+/*
+ * bf16: DATA carries each float rounded to bf16, 2 bytes an element; a
+ * RESULT's bf16 payload widens exactly into the output; a payload of 4-byte
+ * elements is a bad length, dropped and counted.
+ */
+static void
+test_engine_round_bf16(void **state)
+{
+	struct t *t = *state;
+	const struct wc_got *p;
+	float sum[8];
+	uint8_t bytes[16], payload[32];
+	struct ina_hdr h;
+	uint64_t bad;
+
+	t->cfg.encoding = INA_ENC_BF16;
+	t->cfg.lanes = 2;
+	join_ready(t);
+	/* B = 4, 8 elements: lane 0 block 0, lane 1 block 1. */
+	in[0] = 1.0f + 0x1p-8f;		/* a tie: rounds to even, 1 */
+	in[1] = 1.0f + 3 * 0x1p-8f;	/* a tie: rounds up, 1 + 2^-6 */
+	in[2] = 0.1f;
+	in[3] = -0.0f;
+	fill(in, 4, 4, -3.0f, 0.5f);
+	begin(t, in, out, 8, 4, ENGINE_SUM);
+	assert_int_equal(tx(t), 2);
+	p = for_lane(2, 0);
+	check_from_worker(t, p, INA_T_DATA, EPOCH);
+	assert_int_equal(p->h.n_elems, 4);
+	assert_int_equal(p->payload_size, 8);
+	ina_enc_bf16_put(bytes, in, 4);
+	assert_memory_equal(p->payload, bytes, 8);
+	assert_int_equal(p->payload[0] << 8 | p->payload[1], 0x3f80);
+	assert_int_equal(p->payload[2] << 8 | p->payload[3], 0x3f82);
+	assert_int_equal(p->payload[6] << 8 | p->payload[7], 0x8000);
+	p = for_lane(2, 1);
+	assert_int_equal(p->payload_size, 8);
+	ina_enc_bf16_put(bytes, &in[4], 4);
+	assert_memory_equal(p->payload, bytes, 8);
+
+	/* A RESULT with 4-byte elements: bad length, not taken. */
+	bad = engine_stats(t->e)->bad;
+	h = result_hdr(t, 0, 0, 0, INA_BLOCK_END, 0);
+	h.n_elems = 4;
+	memset(payload, 0, sizeof(payload));
+	rx_raw(t, &h, payload, 16);
+	assert_int_equal(engine_stats(t->e)->bad, bad + 1);
+	assert_int_equal(engine_phase(t->e), ENGINE_RUNNING);
+
+	/* The sums: bf16 values the engine widens exactly. */
+	sum[0] = 2.0f;
+	sum[1] = -0x1p-133f;	/* the smallest bf16 subnormal */
+	sum[2] = 258.0f;
+	sum[3] = 0.0f;
+	for (int i = 4; i < 8; i++)
+		sum[i] = (float)(i * 8);
+	for (int l = 0; l < 2; l++) {
+		h = result_hdr(t, (uint16_t)l, (uint32_t)l, 0, INA_BLOCK_END, 0);
+		h.n_elems = 4;
+		ina_enc_bf16_put(payload, &sum[4 * l], 4);
+		rx_raw(t, &h, payload, 8);
+	}
+	assert_int_equal(engine_phase(t->e), ENGINE_READY);
+	assert_floats(out, sum, 8);
+	done(t);
+}
+
+/* The largest block is what fits a packet buffer at the encoding's element
+ * size: twice as many elements in bf16 as in f32. */
+static void
+test_engine_max_block_by_encoding(void **state)
+{
+	struct t *t = *state;
+	const uint16_t f32_max = (BUF_SIZE - INA_HDR_SIZE) / 4;
+	const uint16_t bf16_max = (BUF_SIZE - INA_HDR_SIZE) / 2;
+	struct engine *e;
+
+	t->cfg.max_block = f32_max;
+	e = engine_create(&t->cfg);
+	assert_non_null(e);
+	engine_destroy(e);
+	t->cfg.max_block = f32_max + 1;
+	assert_null(engine_create(&t->cfg));
+	t->cfg.encoding = INA_ENC_BF16;
+	e = engine_create(&t->cfg);
+	assert_non_null(e);
+	engine_destroy(e);
+	t->cfg.max_block = bf16_max;
+	e = engine_create(&t->cfg);
+	assert_non_null(e);
+	engine_destroy(e);
+	t->cfg.max_block = bf16_max + 1;
+	assert_null(engine_create(&t->cfg));
+	t->cfg.encoding = 4;	/* no such encoding */
+	t->cfg.max_block = 4;
+	assert_null(engine_create(&t->cfg));
+}
+
 static void
 test_engine_round_f32(void **state)
 {
@@ -1550,6 +1648,8 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_engine_inactive_lanes_send_nothing, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_engine_first_packets_i32, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_engine_max_block_by_encoding, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_engine_round_bf16, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_engine_round_f32, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_engine_round_i32, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_engine_average_once, setup, teardown),

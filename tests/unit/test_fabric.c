@@ -75,6 +75,39 @@ check_sum(uint16_t world, uint32_t n, int average)
 	}
 }
 
+/*
+ * bf16: k 2^-10 with |k| up to 1023 needs up to 10 significand bits, bf16
+ * has 8, so sums are checked against ina_enc_bf16_bound of a binary64
+ * reference, and every rank must hold the same bits. Returns the largest
+ * error / bound.
+ */
+static double
+check_sum_bf16(uint16_t world, uint32_t n, int average)
+{
+	double worst = 0;
+
+	for (uint32_t i = 0; i < n; i++) {
+		double ref = 0, sum_abs = 0, bound, err;
+
+		for (uint16_t r = 0; r < world; r++) {
+			ref += ins[r][i];
+			sum_abs += fabs((double)ins[r][i]);
+		}
+		if (average)
+			ref /= world;
+		bound = ina_enc_bf16_bound(world, sum_abs, fabs(ref), average);
+		err = fabs((double)outs[0][i] - ref);
+		if (!(err <= bound))
+			fail_msg("element %u: got %.9g want %.9g, error %.3g above the bf16 "
+				 "bound %.3g", i, (double)outs[0][i], ref, err, bound);
+		if (bound > 0 && err / bound > worst)
+			worst = err / bound;
+		for (uint16_t r = 1; r < world; r++)
+			assert_memory_equal(&outs[r][i], &outs[0][i], sizeof(float));
+	}
+	return worst;
+}
+
 static void
 run_job(uint16_t world, uint16_t lanes, uint16_t block, uint8_t enc, uint32_t n, double density,
 	int rounds, const struct fabric_faults *faults, uint64_t *nb_pkts)
@@ -90,7 +123,10 @@ run_job(uint16_t world, uint16_t lanes, uint16_t block, uint8_t enc, uint32_t n,
 	for (int k = 0; k < rounds; k++) {
 		make_data(world, n, block, density, (uint64_t)k + 11);
 		assert_int_equal(fabric_allreduce(&f, 3, in_p, out_p, n, block, ENGINE_SUM), 0);
-		check_sum(world, n, 0);
+		if (enc == INA_ENC_BF16)
+			check_sum_bf16(world, n, 0);
+		else
+			check_sum(world, n, 0);
 	}
 	assert_int_equal(fabric_finish(&f), 0);
 	assert_int_equal(pipeline_nb_jobs(f.sw), 0);
@@ -199,6 +235,13 @@ test_fabric_drop_each_packet_i32(void **state)
 }
 
 static void
+test_fabric_drop_each_packet_bf16(void **state)
+{
+	(void)state;
+	sweep(INA_ENC_BF16);
+}
+
+static void
 test_fabric_random_faults(void **state)
 {
 	(void)state;
@@ -255,6 +298,81 @@ test_fabric_same_bits_everywhere(void **state)
 	}
 	assert_int_equal(fabric_finish(&f), 0);
 	fabric_fini(&f);
+}
+
+/*
+ * bf16 end to end: the synthetic k 2^-10 data (sparse and dense, tiny
+ * tensors, all-zero), random loss, duplicates and reordering, and random
+ * values over a wide range summed and averaged: every sum within
+ * ina_enc_bf16_bound, the same bits at every rank, and half the payload
+ * bytes of f32.
+ */
+static void
+test_fabric_bf16_within_bound(void **state)
+{
+	struct fabric f;
+	uint64_t x = 777, bytes_f32 = 0, bytes_bf16 = 0;
+	double worst = 0;
+
+	(void)state;
+	run_job(4, 4, 16, INA_ENC_BF16, 1000, 0.5, 3, NULL, NULL);
+	run_job(3, 5, 32, INA_ENC_BF16, 777, 1.0, 2, NULL, NULL);
+	run_job(4, 4, 16, INA_ENC_BF16, 1000, 0.0, 2, NULL, NULL);
+	run_job(4, 8, 16, INA_ENC_BF16, 20, 1.0, 3, NULL, NULL);
+	for (uint64_t seed = 1; seed <= 6; seed++) {
+		struct fabric_faults faults = {
+			.drop_seq = -1,
+			.drop_rate = seed % 3 == 0 ? 0.3 : 0.1,
+			.dup_rate = 0.05,
+			.shuffle = 1,
+			.seed = seed,
+		};
+
+		run_job(4, 4, 16, INA_ENC_BF16, 700, 0.4, 3, &faults, NULL);
+	}
+
+	for (int average = 0; average <= 1; average++) {
+		fabric_init(&f, 5, 4, 32, INA_ENC_BF16, NULL, NULL);
+		f.faults.drop_rate = 0.1;
+		f.faults.dup_rate = 0.1;
+		f.faults.shuffle = 1;
+		f.rng = 99 + (uint64_t)average;
+		assert_int_equal(fabric_join(&f), 0);
+		for (uint16_t r = 0; r < 5; r++) {
+			for (uint32_t i = 0; i < 2000; i++) {
+				x = hash(x);
+				ins[r][i] = (i / 32) % 3 == 0
+						    ? 0.0f
+						    : (float)((double)(int64_t)x * 0x1.0p-60 *
+							      ldexp(1.0, (int)(x % 40) - 20));
+			}
+			in_p[r] = ins[r];
+			out_p[r] = outs[r];
+		}
+		assert_int_equal(fabric_allreduce(&f, 9, in_p, out_p, 2000, 32,
+						  average ? ENGINE_AVG : ENGINE_SUM),
+				 0);
+		worst = fmax(worst, check_sum_bf16(5, 2000, average));
+		assert_int_equal(fabric_finish(&f), 0);
+		fabric_fini(&f);
+	}
+	print_message("bf16 over the fabric: worst error/bound %.3g\n", worst);
+
+	/* The same dense job in f32 and bf16: bf16 sends half the payload bytes. */
+	for (int k = 0; k < 2; k++) {
+		uint8_t enc = k ? INA_ENC_BF16 : INA_ENC_F32;
+		uint64_t *bytes = k ? &bytes_bf16 : &bytes_f32;
+
+		fabric_init(&f, 2, 2, 64, enc, NULL, NULL);
+		assert_int_equal(fabric_join(&f), 0);
+		make_data(2, 1024, 64, 1.0, 5);
+		assert_int_equal(fabric_allreduce(&f, 1, in_p, out_p, 1024, 64, ENGINE_SUM), 0);
+		*bytes = pipeline_stats(f.sw)->result_bytes;
+		assert_int_equal(fabric_finish(&f), 0);
+		fabric_fini(&f);
+	}
+	assert_true(bytes_bf16 > 0);
+	assert_int_equal(bytes_f32, 2 * bytes_bf16);
 }
 
 /*
@@ -390,7 +508,9 @@ main(void)
 		cmocka_unit_test(test_fabric_block_size_varies),
 		cmocka_unit_test(test_fabric_drop_each_packet_f32),
 		cmocka_unit_test(test_fabric_drop_each_packet_i32),
+		cmocka_unit_test(test_fabric_drop_each_packet_bf16),
 		cmocka_unit_test(test_fabric_random_faults),
+		cmocka_unit_test(test_fabric_bf16_within_bound),
 		cmocka_unit_test(test_fabric_same_bits_everywhere),
 		cmocka_unit_test(test_fabric_lagging_rank_keeps_job),
 		cmocka_unit_test(test_fabric_switch_unreachable),

@@ -903,6 +903,118 @@ test_pipeline_aggregate_f32(void **state)
 	done(t);
 }
 
+static void expect_wire_drop(struct t *t, const struct tjob *j, uint16_t rank,
+			     const struct ina_hdr *h, const void *payload, size_t size, uint32_t len,
+			     enum ina_wire_reason reason);
+
+/* A bf16 data packet from 'rank': 'vals' rounded to bf16, 2 bytes each. */
+static struct ina_pkt *
+mk_data_bf16(struct t *t, const struct tjob *j, uint16_t rank, const struct blk *b,
+	     uint32_t next, const float *vals)
+{
+	struct ina_hdr h = data_hdr(j, rank, b, next, 0, vals != NULL);
+	uint8_t payload[SLOT_ELEMS * 2];
+
+	assert_true(h.n_elems <= SLOT_ELEMS);
+	if (vals)
+		ina_enc_bf16_put(payload, vals, h.n_elems);
+	return mk_pkt(t, peer_of(j, rank), &h, payload, (size_t)h.n_elems * 2);
+}
+
+/*
+ * bf16: 2 bytes an element each way; the slot sums the exactly widened
+ * values in binary32 and the RESULT rounds once. Element 0 (1 + 2^-8 + 2^-8)
+ * and element 1 (256 + 1 + 1) would lose both small addends if the switch
+ * rounded to bf16 after each addition (every step is a tie to even); summed
+ * in binary32 they come back as 1 + 2^-7 and 258, both bf16.
+ */
+static void
+test_pipeline_aggregate_bf16(void **state)
+{
+	struct t *t = *state;
+	struct tjob j = { .id = 451, .token = 0x4545, .world = 3, .lanes = 2, .max_block = 4,
+			  .enc = INA_ENC_BF16 };
+	struct blk b = { .tensor_id = 5, .round = 1, .tensor_len = 32, .block_size = 4 };
+	struct blk b1 = b;
+	const float x0[4] = { 1.0f, 256.0f, -2.5f, 0x1p-130f };
+	const float x1[4] = { 0x1p-8f, 1.0f, 2.5f, 0x1p-130f };
+	const float x2[4] = { 0x1p-8f, 1.0f, 0.0f, 0x1p-131f };
+	const float sum[4] = { 1.0f + 0x1p-7f, 258.0f, 0.0f, 5 * 0x1p-131f };
+	/* A sum that is no bf16: 1 + 2^-8 + 2^-9 = 1 + 3 2^-9 rounds once, up. */
+	const float y0[4] = { 1.0f, 0, 0, 0 }, y1[4] = { 0x1p-8f, 0, 0, 0 },
+		    y2[4] = { 0x1p-9f, 0, 0, 0 };
+	uint8_t want[8], pl[16];
+	struct ina_pkt *pkt;
+	struct ina_hdr h;
+	struct wc_got g, r0;
+
+	start(t);
+	join_all(t, &j);
+
+	/* Lane 0, block 0 (bf16 lanes open with their first block, as f32). */
+	assert_int_equal(rx(t, mk_data_bf16(t, &j, 0, &b, 2, x0)), 0);
+	/* A payload of 4-byte elements, or one byte short, is a bad length. */
+	h = data_hdr(&j, 1, &b, 2, 0, 1);
+	memset(pl, 0, sizeof(pl));
+	ina_enc_f32_put(pl, x1, 4);
+	expect_wire_drop(t, &j, 1, &h, pl, 16, 0, INA_WIRE_BAD_LENGTH);
+	expect_wire_drop(t, &j, 1, &h, pl, 7, 0, INA_WIRE_BAD_LENGTH);
+	assert_int_equal(pipeline_stats(t->p)->drop_wire[INA_WIRE_BAD_LENGTH], 2);
+	assert_int_equal(rx(t, mk_data_bf16(t, &j, 1, &b, 2, x1)), 0);
+	assert_int_equal(rx(t, mk_data_bf16(t, &j, 2, &b, INA_BLOCK_END, x2)), 1);
+	take_one(t, &r0);
+	check_from_switch(&r0, &j, INA_T_RESULT);
+	check_fanout(&r0, &j);
+	assert_int_equal(r0.h.block, 0);
+	assert_int_equal(r0.h.next, 2);
+	assert_int_equal(r0.h.n_elems, 4);
+	assert_int_equal(r0.payload_size, 8);
+	assert_int_equal(r0.len, INA_HDR_SIZE + 8);
+	ina_enc_bf16_put(want, sum, 4);
+	assert_memory_equal(r0.payload, want, 8);
+
+	/* A retransmission: the shadow re-encodes the same binary32 sum, same bytes. */
+	pkt = mk_data_bf16(t, &j, 1, &b, 2, x1);
+	pkt->data[3] |= INA_F_RETX;
+	assert_int_equal(rx(t, pkt), 1);
+	take_one(t, &g);
+	check_unicast(&g, peer_of(&j, 1));
+	assert_int_equal(g.len, r0.len);
+	assert_memory_equal(g.payload, r0.payload, 8);
+	assert_int_equal(pipeline_stats(t->p)->shadow_replies, 1);
+
+	/* Block 2: one rounding of a binary32 sum that is no bf16. */
+	b.block = 2;
+	b.ver = 1;
+	assert_int_equal(rx(t, mk_data_bf16(t, &j, 0, &b, INA_BLOCK_END, y0)), 0);
+	assert_int_equal(rx(t, mk_data_bf16(t, &j, 1, &b, INA_BLOCK_END, y1)), 0);
+	assert_int_equal(rx(t, mk_data_bf16(t, &j, 2, &b, INA_BLOCK_END, y2)), 1);
+	take_one(t, &g);
+	assert_int_equal(g.payload_size, 8);
+	assert_int_equal(g.payload[0], 0x3f);
+	assert_int_equal(g.payload[1], 0x81);	/* 1 + 2^-7: 1 + 3 2^-9 rounded up */
+	assert_int_equal(g.payload[2] | g.payload[3], 0);
+
+	/* Lane 1: nobody has anything, a header-only result. */
+	b1.lane = 1;
+	b1.block = 1;
+	for (uint16_t r = 0; r < 2; r++)
+		assert_int_equal(rx(t, mk_data_bf16(t, &j, r, &b1, INA_BLOCK_END, NULL)), 0);
+	assert_int_equal(rx(t, mk_data_bf16(t, &j, 2, &b1, INA_BLOCK_END, NULL)), 1);
+	take_one(t, &g);
+	assert_int_equal(g.h.n_elems, 0);
+	assert_int_equal(g.len, INA_HDR_SIZE);
+
+	/* An f32 packet in a bf16 job is the wrong encoding. */
+	b1.round = 2;
+	b1.block = 1;
+	h = data_hdr(&j, 0, &b1, INA_BLOCK_END, 0, 1);
+	h.encoding = INA_ENC_F32;
+	expect_wire_drop(t, &j, 0, &h, pl, 16, 0, INA_WIRE_WRONG_ENCODING);
+	assert_int_equal(pipeline_stats(t->p)->results, 3);
+	done(t);
+}
+
 static void
 test_pipeline_aggregate_i32(void **state)
 {
@@ -1887,6 +1999,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_pipeline_join_refusals, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_pipeline_aggregate_f32, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_pipeline_aggregate_i32, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_pipeline_aggregate_bf16, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_pipeline_duplicates_wait, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_pipeline_lost_result, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_pipeline_reordering, setup, teardown),

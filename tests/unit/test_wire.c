@@ -304,6 +304,7 @@ test_wire_elem_size(void **state)
 	(void)state;
 	assert_int_equal(ina_wire_elem_size(INA_ENC_F32), 4);
 	assert_int_equal(ina_wire_elem_size(INA_ENC_I32), 4);
+	assert_int_equal(ina_wire_elem_size(INA_ENC_BF16), 2);
 	assert_int_equal(ina_wire_elem_size(0), 0);
 	assert_int_equal(ina_wire_elem_size(INA_ENC_MAX + 1), 0);
 	assert_int_equal(ina_wire_elem_size(255), 0);
@@ -1123,7 +1124,9 @@ test_wire_encoding_names(void **state)
 		assert_null(ina_wire_encoding_name((uint8_t)e));
 	assert_int_equal(ina_wire_encoding_parse("f32"), INA_ENC_F32);
 	assert_int_equal(ina_wire_encoding_parse("i32"), INA_ENC_I32);
-	assert_int_equal(ina_wire_encoding_parse("bf16"), 0);
+	assert_string_equal(ina_wire_encoding_name(INA_ENC_BF16), "bf16");
+	assert_int_equal(ina_wire_encoding_parse("bf16"), INA_ENC_BF16);
+	assert_int_equal(ina_wire_encoding_parse("bf1"), 0);
 	assert_int_equal(ina_wire_encoding_parse("f3"), 0);
 	assert_int_equal(ina_wire_encoding_parse("f322"), 0);
 	assert_int_equal(ina_wire_encoding_parse(""), 0);

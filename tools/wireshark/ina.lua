@@ -23,7 +23,9 @@ local type_names = {
 	[1] = "join", [2] = "join_ack", [3] = "data", [4] = "result", [5] = "wait",
 	[6] = "fin", [7] = "fin_ack", [8] = "leave", [9] = "error",
 }
-local enc_names = { [1] = "f32", [2] = "i32" }
+local enc_names = { [1] = "f32", [2] = "i32", [3] = "bf16" }
+-- bytes per payload element, by encoding
+local enc_sizes = { [1] = 4, [2] = 4, [3] = 2 }
 local status_names = {
 	[1] = "no_slots", [2] = "no_jobs", [3] = "mismatch", [4] = "unsupported", [5] = "left",
 }
@@ -65,6 +67,7 @@ local f = {
 	payload = ProtoField.bytes("ina.payload", "Payload"),
 	value_f32 = ProtoField.float("ina.value", "Value"),
 	value_i32 = ProtoField.int32("ina.value", "Value", base.DEC),
+	value_bf16 = ProtoField.uint16("ina.value_bf16", "Value (bf16 bits)", base.HEX),
 	join_world = ProtoField.uint16("ina.join.world", "World", base.DEC),
 	join_lanes = ProtoField.uint16("ina.join.lanes", "Lanes", base.DEC),
 	join_max_block = ProtoField.uint16("ina.join.max_block", "Max block", base.DEC),
@@ -76,7 +79,7 @@ ina.fields = {
 	f.version, f.type, f.encoding, f.flags, f.flag_ver, f.flag_retx, f.flag_sat,
 	f.job_id, f.epoch, f.rank, f.lane, f.tensor_id, f.round, f.tensor_len, f.block,
 	f.next, f.block_size, f.n_elems, f.exp, f.status, f.reserved, f.token,
-	f.payload, f.value_f32, f.value_i32, f.join_world, f.join_lanes,
+	f.payload, f.value_f32, f.value_i32, f.value_bf16, f.join_world, f.join_lanes,
 	f.join_max_block, f.join_reserved, f.wait_missing, f.error_msg,
 }
 
@@ -95,22 +98,39 @@ local function block_str(v)
 	return tostring(v)
 end
 
+-- a bf16 bit pattern (the top half of a binary32) as a number
+local function bf16_value(b)
+	local sign = b >= 0x8000 and -1 or 1
+	local e = math.floor(b / 128) % 256
+	local m = b % 128
+	if e == 255 then
+		if m == 0 then return sign * math.huge end
+		return 0 / 0
+	end
+	if e == 0 then return sign * m * 2 ^ -133 end
+	return sign * (1 + m / 128) * 2 ^ (e - 127)
+end
+
 local function dissect_values(buf, tree, ptype, enc, n)
-	local avail = math.floor((buf:len() - HDR_SIZE) / 4)
+	local size = enc_sizes[enc] or 4
+	local avail = math.floor((buf:len() - HDR_SIZE) / size)
 	local count = math.min(n, avail)
 	if count <= 0 then return end
-	local pt = tree:add(f.payload, buf(HDR_SIZE, count * 4))
+	local pt = tree:add(f.payload, buf(HDR_SIZE, count * size))
 	pt:set_text(string.format("Values: %d %s", count, enc_names[enc] or "?"))
 	for i = 0, math.min(count, MAX_VALUES) - 1 do
-		local r = buf(HDR_SIZE + 4 * i, 4)
+		local r = buf(HDR_SIZE + size * i, size)
 		if enc == 2 then
 			pt:add(f.value_i32, r)
+		elseif enc == 3 then
+			local it = pt:add(f.value_bf16, r)
+			it:set_text(string.format("Value: %.9g (bf16 0x%04x)", bf16_value(r:uint()), r:uint()))
 		else
 			pt:add(f.value_f32, r)
 		end
 	end
 	if count > MAX_VALUES then
-		pt:add(buf(HDR_SIZE + 4 * MAX_VALUES, (count - MAX_VALUES) * 4),
+		pt:add(buf(HDR_SIZE + size * MAX_VALUES, (count - MAX_VALUES) * size),
 			string.format("[%d more values]", count - MAX_VALUES))
 	end
 end
@@ -165,7 +185,7 @@ function ina.dissector(buf, pinfo, tree)
 		info = info .. string.format(" round %u lane %u block %s next %s",
 			round, lane, block_str(block), block_str(nxt))
 		if n > 0 then info = info .. string.format(" n %u", n) end
-		if rest ~= n * 4 then t:add_proto_expert_info(e_payload) end
+		if rest ~= n * (enc_sizes[enc] or 4) then t:add_proto_expert_info(e_payload) end
 		dissect_values(buf, t, ptype, enc, n)
 	elseif ptype == T_JOIN or ptype == T_JOIN_ACK then
 		if rest >= 8 then

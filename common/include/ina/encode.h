@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Payload encodings: f32 (big-endian binary32) and i32 (big-endian int32
- * scaled by 2^s, as an integer-only switch ASIC sums). Converts between the
+ * Payload encodings: f32 (big-endian binary32), i32 (big-endian int32
+ * scaled by 2^s, as an integer-only switch ASIC sums) and bf16 (big-endian
+ * bfloat16, summed in binary32 by the switch). Converts between the
  * host's floats and wire bytes, sums wire values into an accumulator (what
  * the switch does), and states the error bounds docs/PROTOCOL.md derives.
  */
@@ -19,6 +20,24 @@
 void ina_enc_f32_put(void *dst, const float *src, size_t n);
 void ina_enc_f32_get(float *dst, const void *src, size_t n);
 void ina_enc_f32_add(float *acc, const void *src, size_t n);
+
+/*
+ * bf16: the top 16 bits of a binary32 (sign, 8 exponent bits, 7 fraction
+ * bits), big-endian, 2 bytes an element. put rounds each float to nearest,
+ * ties to even, once: a finite value whose magnitude rounds past the largest
+ * bf16 (0x1.fep127, i.e. |x| >= 0x1.ffp127) becomes an infinity of its sign
+ * (IEEE overflow), infinities stay infinities, every NaN stays a quiet NaN
+ * with its sign (its top payload bits kept, the quiet bit set), and f32
+ * subnormals round into the bf16 subnormals (same exponent range). get
+ * widens exactly (every bf16 is a binary32). add is the switch's hot loop:
+ * acc[i] += the exactly widened wire value, in binary32. The switch keeps its
+ * sums in binary32 and encodes the result with put: one rounding.
+ */
+void ina_enc_bf16_put(void *dst, const float *src, size_t n);
+void ina_enc_bf16_get(float *dst, const void *src, size_t n);
+void ina_enc_bf16_add(float *acc, const void *src, size_t n);
+/* One float to its bf16 bit pattern (host order): the rounding put does. */
+uint16_t ina_enc_bf16_round(float x);
 
 /*
  * i32. A block's exponent e is the smallest integer with max|x| < 2^e
@@ -51,5 +70,14 @@ void ina_enc_i32_acc_get(float *dst, const int32_t *acc, size_t n, int scale);
  */
 double ina_enc_f32_bound(unsigned n_addends, double sum_abs, int scaled);
 double ina_enc_i32_bound(unsigned n_addends, int scale, double ref_abs, int scaled);
+/*
+ * bf16: each worker rounds its x_i to bf16 once, the switch adds the exactly
+ * widened values in binary32, and the result is rounded to bf16 once:
+ * |got - ref| <= ina_enc_bf16_bound(N, sum|x_i|, |ref|, scaled), where ref is
+ * the binary64 sum (or, scaled, the binary64 sum divided by N) of the
+ * workers' original floats. To first order (2^-8 + (N-1) 2^-24) sum|x_i|
+ * + 2^-8 |sum| (divided by N for an average).
+ */
+double ina_enc_bf16_bound(unsigned n_addends, double sum_abs, double ref_abs, int scaled);
 
 #endif

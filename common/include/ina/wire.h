@@ -48,7 +48,9 @@ enum ina_pkt_type {
 enum ina_encoding {
 	INA_ENC_F32 = 1,	/* IEEE-754 binary32, big-endian */
 	INA_ENC_I32 = 2,	/* two's complement int32 scaled by 2^s, big-endian */
-	INA_ENC_MAX = INA_ENC_I32,
+	INA_ENC_BF16 = 3,	/* bfloat16 (top half of a binary32), big-endian;
+				 * the switch sums in binary32 and rounds once */
+	INA_ENC_MAX = INA_ENC_BF16,
 };
 
 /* Header flags. */
