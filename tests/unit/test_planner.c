@@ -4,9 +4,10 @@
  * the cost model against a packet-by-packet replay of the lane protocol on
  * small random cases (f32 and i32), agreement of several workers that plan
  * from the same previous sum while their own gradients differ (and after a
- * lossy round, whose result is the same agreed sum), the chosen B on the real
- * gradients per layer and per iteration (printed), bad input, and no
- * allocation per plan.
+ * lossy round, whose result is the same agreed sum), the planner in a closed
+ * loop with the real engines and switch under loss, duplicates and reordering
+ * (tests/unit/fabric.c), the chosen B on the real gradients per layer and per
+ * iteration (printed), bad input, and no allocation per plan.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -20,9 +21,11 @@
 #include <string.h>
 
 #include "alloc_count.h"
+#include "fabric.h"
 #include "ina/npy.h"
 #include "ina/wire.h"
 #include "planner.h"
+#include "sparsify.h"
 
 #ifndef INA_SOURCE_DIR
 #error "INA_SOURCE_DIR must name the source tree (tests/CMakeLists.txt)"
@@ -329,6 +332,88 @@ test_workers_agree(void **state)
 		planner_destroy(p[w]);
 }
 
+/*
+ * The closed loop through the real engines and switch (fabric.c) with 5%
+ * loss, duplicates and reordering: 4 workers, each with its own real
+ * gradient (the fc2 layers, block top-k to mass 0.7 at this round's B), run
+ * 8 rounds; before each round every worker plans B from its own copy of the
+ * previous round's output, and all four must agree (round 0: no sum, 256).
+ */
+static void
+test_closed_loop_under_loss(void **state)
+{
+	enum { OFF = 70464, N = 1290 };
+	static float grad[N_PARAMS], in[MAX_W][N], out[MAX_W][N];
+	float *in_p[MAX_W], *out_p[MAX_W];
+	struct planner *p[MAX_W];
+	struct planner_config cfg;
+	struct fabric f;
+	struct ina_npy *npy;
+	char err[256];
+	uint32_t B = 256;
+	unsigned round, w;
+
+	(void)state;
+	npy = ina_npy_open(GRADS, err, sizeof(err));
+	if (!npy)
+		fail_msg("%s", err);
+	planner_config_init(&cfg);
+	cfg.max_elems = N;
+	cfg.max_pkt = INA_HDR_SIZE + 4 * 256;	/* B 16..256 */
+	cfg.lanes = 8;
+	for (w = 0; w < MAX_W; w++) {
+		p[w] = planner_create(&cfg);
+		assert_non_null(p[w]);
+		in_p[w] = in[w];
+		out_p[w] = out[w];
+	}
+	fabric_init(&f, MAX_W, 8, 256, INA_ENC_F32, NULL, NULL);
+	f.faults = (struct fabric_faults){
+		.drop_seq = -1, .drop_rate = 0.05, .dup_rate = 0.05, .shuffle = 1, .seed = 5,
+	};
+	f.rng = 5;
+	assert_int_equal(fabric_join(&f), 0);
+	for (round = 0; round < 8; round++) {
+		if (round > 0) {
+			uint32_t b[MAX_W];
+
+			for (w = 0; w < MAX_W; w++)
+				b[w] = planner_plan(p[w], out[w], N, 0.7, 0.0f);
+			for (w = 1; w < MAX_W; w++)
+				assert_int_equal(b[w], b[0]);
+			B = b[0];
+		}
+		print_message("closed loop round %u: B %u (packets so far %llu, dropped %llu)\n",
+			      round, B, (unsigned long long)f.seq, (unsigned long long)f.dropped);
+		for (w = 0; w < MAX_W; w++) {
+			struct sparsify_config sc;
+			struct sparsify *s;
+
+			assert_int_equal(ina_npy_read_row(npy, (round % 3) * 4u + w, grad, N_PARAMS),
+					 0);
+			sparsify_config_init(&sc);
+			sc.n_elems = N;
+			sc.block_size = B;
+			sc.target = SPARSIFY_MASS;
+			sc.mass = 0.7;
+			s = sparsify_create(&sc);
+			assert_non_null(s);
+			assert_int_equal(sparsify_round(s, grad + OFF, in[w], 0, NULL), 0);
+			sparsify_destroy(s);
+		}
+		assert_int_equal(fabric_allreduce(&f, 1, in_p, out_p, N, (uint16_t)B, ENGINE_SUM),
+				 0);
+		for (w = 1; w < MAX_W; w++)
+			assert_memory_equal(out[w], out[0], sizeof(out[0]));
+	}
+	assert_true(f.dropped > 0);
+	assert_int_equal(fabric_finish(&f), 0);
+	fabric_fini(&f);
+	for (w = 0; w < MAX_W; w++)
+		planner_destroy(p[w]);
+	ina_npy_close(npy);
+}
+
 static void
 test_bad_input(void **state)
 {
@@ -471,6 +556,7 @@ main(void)
 		cmocka_unit_test(test_plan_cost_exact),
 		cmocka_unit_test(test_ties_and_dense),
 		cmocka_unit_test(test_workers_agree),
+		cmocka_unit_test(test_closed_loop_under_loss),
 		cmocka_unit_test(test_bad_input),
 		cmocka_unit_test(test_no_alloc),
 		cmocka_unit_test(test_real_gradients),
