@@ -347,6 +347,9 @@ main(int argc, char **argv)
 			       r->ina.up_elems, r->fixed.pkts, r->ina.pkts);
 			for (it = 0; it < iters; it++)
 				printf("%s%" PRIu32, it ? ", " : "", r->ina_b[it]);
+			printf("], \"oracle_block_sizes\": [");
+			for (it = 0; it < iters; it++)
+				printf("%s%" PRIu32, it ? ", " : "", r->oracle_b[it]);
 			printf("]}%s\n", k + 1 < n_mass ? "," : "");
 		}
 		printf(" ]}\n");
