@@ -1,0 +1,566 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Unit tests of the block planner (host/src/planner.c): the candidate sizes,
+ * the cost model against a packet-by-packet replay of the lane protocol on
+ * small random cases (f32 and i32), agreement of several workers that plan
+ * from the same previous sum while their own gradients differ (and after a
+ * lossy round, whose result is the same agreed sum), the planner in a closed
+ * loop with the real engines and switch under loss, duplicates and reordering
+ * (tests/unit/fabric.c), the chosen B on the real gradients per layer and per
+ * iteration (printed), bad input, and no allocation per plan.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "alloc_count.h"
+#include "fabric.h"
+#include "ina/npy.h"
+#include "ina/wire.h"
+#include "planner.h"
+#include "sparsify.h"
+
+#ifndef INA_SOURCE_DIR
+#error "INA_SOURCE_DIR must name the source tree (tests/CMakeLists.txt)"
+#endif
+
+#define GRADS INA_SOURCE_DIR "/data/grads_cnn_digits_3it.npy"
+#define N_PARAMS 71754u
+#define MAX_W 4
+
+static uint64_t
+splitmix64(uint64_t *x)
+{
+	uint64_t z = (*x += 0x9e3779b97f4a7c15ull);
+
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
+static float
+rnd_val(uint64_t *s)
+{
+	return (float)((int64_t)(splitmix64(s) % 2001) - 1000) / 64.0f;
+}
+
+static void
+test_candidates(void **state)
+{
+	struct planner_config cfg;
+	struct planner *p;
+	const uint32_t *sz;
+
+	(void)state;
+	planner_config_init(&cfg);
+	cfg.max_elems = 1000;
+	assert_int_equal(planner_max_block(&cfg), (9000 - INA_HDR_SIZE) / 4);
+	p = planner_create(&cfg);
+	assert_non_null(p);
+	assert_int_equal(planner_n_candidates(p), 8);	/* 16 .. 2048 */
+	sz = planner_candidate_sizes(p);
+	assert_int_equal(sz[0], 16);
+	assert_int_equal(sz[7], 2048);
+	planner_destroy(p);
+
+	cfg.max_pkt = 1500 - 20 - 8;	/* 354 elements */
+	p = planner_create(&cfg);
+	assert_non_null(p);
+	assert_int_equal(planner_n_candidates(p), 5);	/* 16 .. 256 */
+	assert_int_equal(planner_candidate_sizes(p)[4], 256);
+	planner_destroy(p);
+
+	cfg.max_pkt = INA_HDR_SIZE + 4 * 15;	/* not even 16 elements */
+	assert_null(planner_create(&cfg));
+	planner_config_init(&cfg);
+	assert_null(planner_create(&cfg));	/* max_elems 0 */
+	planner_destroy(NULL);
+}
+
+/* The lane protocol replayed packet by packet (PROTOCOL.md 6.2, 6.3):
+ * counts what crosses the wire in each direction. */
+static uint32_t
+own_next(const float *v, uint32_t n, uint32_t B, uint32_t nb, uint32_t L, uint32_t from)
+{
+	uint32_t b;
+
+	for (b = from; b < nb; b += L) {
+		uint32_t i, end = b * B + B < n ? b * B + B : n;
+
+		for (i = b * B; i < end; i++)
+			if (v[i] != 0.0f)
+				return b;
+	}
+	return INA_BLOCK_END;
+}
+
+static void
+replay(const struct planner_config *cfg, const float *const *vec, uint32_t n, uint32_t B,
+       struct planner_cost *c)
+{
+	uint32_t nb = (n + B - 1) / B, L = cfg->lanes, l, N = cfg->world;
+	uint64_t hdr = INA_HDR_SIZE + cfg->frame_bytes;
+
+	memset(c, 0, sizeof(*c));
+	for (l = 0; l < L && l < nb; l++) {
+		uint32_t cur = l, w;
+
+		if (cfg->open_exchange) {
+			/* OPEN: header-only both ways; the result names min next. */
+			uint32_t next = INA_BLOCK_END;
+
+			for (w = 0; w < N; w++) {
+				uint32_t x = own_next(vec[w], n, B, nb, L, l);
+
+				next = x < next ? x : next;
+				c->up_pkts++;
+				c->up_bytes += hdr;
+			}
+			c->down_pkts += N;
+			c->down_bytes += N * hdr;
+			cur = next;
+		}
+		while (cur != INA_BLOCK_END) {
+			uint32_t next = INA_BLOCK_END, len = cur * B + B < n ? B : n - cur * B;
+			int any = 0;
+
+			for (w = 0; w < N; w++) {
+				uint32_t mine = own_next(vec[w], n, B, nb, L, cur);
+				uint32_t x = own_next(vec[w], n, B, nb, L, cur + L);
+
+				c->up_pkts++;
+				c->up_bytes += hdr;
+				if (mine == cur) {	/* data, else an empty ack */
+					c->up_bytes += 4ull * len;
+					any = 1;
+				}
+				next = x < next ? x : next;
+			}
+			c->down_pkts += N;
+			c->down_bytes += N * (hdr + (any ? 4ull * len : 0));
+			cur = next;
+		}
+	}
+}
+
+static void
+test_cost_bruteforce(void **state)
+{
+	uint64_t seed = 42;
+	float buf[MAX_W][300];
+	const float *vec[MAX_W];
+	unsigned trial, w;
+
+	(void)state;
+	for (w = 0; w < MAX_W; w++)
+		vec[w] = buf[w];
+	for (trial = 0; trial < 400; trial++) {
+		struct planner_config cfg;
+		struct planner_blocks blk;
+		struct planner_cost model, brute;
+		uint32_t n = 1 + (uint32_t)(splitmix64(&seed) % 300);
+		uint32_t B = 16u << (splitmix64(&seed) % 3);
+		unsigned zero_pct = (unsigned)(splitmix64(&seed) % 101);
+		uint32_t i;
+
+		planner_config_init(&cfg);
+		cfg.max_elems = 300;
+		cfg.world = (uint16_t)(1 + splitmix64(&seed) % MAX_W);
+		cfg.lanes = (uint16_t)(1 + splitmix64(&seed) % 5);
+		cfg.open_exchange = (int)(trial & 1);
+		cfg.frame_bytes = (trial & 2) ? 42 : 0;
+		for (w = 0; w < cfg.world; w++) {
+			for (i = 0; i < n; i += B) {
+				/* Each worker's block is zero with its own chance. */
+				int zero = splitmix64(&seed) % 100 < zero_pct;
+				uint32_t j;
+
+				for (j = i; j < i + B && j < n; j++)
+					buf[w][j] = zero ? 0.0f
+						: ((splitmix64(&seed) & 3) ? rnd_val(&seed) : 0.0f);
+			}
+		}
+		planner_count(&cfg, vec, cfg.world, n, B, &blk);
+		model = planner_cost(&cfg, n, B, &blk);
+		replay(&cfg, vec, n, B, &brute);
+		assert_int_equal(model.up_pkts, brute.up_pkts);
+		assert_int_equal(model.down_pkts, brute.down_pkts);
+		assert_int_equal(model.up_bytes, brute.up_bytes);
+		assert_int_equal(model.down_bytes, brute.down_bytes);
+	}
+}
+
+/* With every worker holding the reference's support, the plan's predicted
+ * cost is the replay's exact count, for every candidate. */
+static void
+test_plan_cost_exact(void **state)
+{
+	uint64_t seed = 7;
+	float ref[1000];
+	const float *vec[MAX_W];
+	struct planner_config cfg;
+	struct planner *p;
+	unsigned k, w;
+	uint32_t i, B;
+
+	(void)state;
+	for (i = 0; i < 1000; i++)
+		ref[i] = ((i / 48) % 3 == 0) ? rnd_val(&seed) : 0.0f;
+	planner_config_init(&cfg);
+	cfg.max_elems = 1000;
+	cfg.max_pkt = INA_HDR_SIZE + 4 * 256;
+	cfg.lanes = 3;
+	p = planner_create(&cfg);
+	assert_non_null(p);
+	for (w = 0; w < MAX_W; w++)
+		vec[w] = ref;
+	B = planner_plan(p, ref, 1000, 1.0, 0.0f);
+	assert_true(B >= 16);
+	for (k = 0; k < planner_n_candidates(p); k++) {
+		const struct planner_candidate *c = &planner_candidates(p)[k];
+		struct planner_cost brute;
+
+		replay(&cfg, vec, 1000, c->block_size, &brute);
+		assert_int_equal(c->cost.up_bytes, brute.up_bytes);
+		assert_int_equal(c->cost.down_bytes, brute.down_bytes);
+		assert_int_equal(c->cost.up_pkts, brute.up_pkts);
+		assert_int_equal(c->cost.down_pkts, brute.down_pkts);
+	}
+	/* The chosen B is the cheapest, the larger on a tie. */
+	for (k = 0; k < planner_n_candidates(p); k++) {
+		const struct planner_candidate *c = &planner_candidates(p)[k], *best = NULL;
+		unsigned j;
+
+		for (j = 0; j < planner_n_candidates(p); j++)
+			if (planner_candidates(p)[j].block_size == B)
+				best = &planner_candidates(p)[j];
+		assert_non_null(best);
+		assert_true(planner_cost_bytes(&best->cost) <= planner_cost_bytes(&c->cost));
+		if (c->block_size > B)
+			assert_true(planner_cost_bytes(&best->cost) < planner_cost_bytes(&c->cost));
+	}
+	planner_destroy(p);
+}
+
+/* Ties go to the larger B (an all-zero tensor on one lane costs one opener
+ * step at every B); a dense tensor picks the largest B (fewest headers); a
+ * lone non-zero element picks the smallest. */
+static void
+test_ties_and_dense(void **state)
+{
+	static float ref[4096];
+	struct planner_config cfg;
+	struct planner *p;
+	uint32_t i;
+
+	(void)state;
+	planner_config_init(&cfg);
+	cfg.max_elems = 4096;
+	cfg.lanes = 1;
+	p = planner_create(&cfg);
+	assert_non_null(p);
+	/* All zero, one lane: one opener step at every B: a tie everywhere. */
+	assert_int_equal(planner_plan(p, ref, 4096, 1.0, 0.0f), 2048);
+	for (i = 0; i < 4096; i++)
+		ref[i] = 1.0f;
+	assert_int_equal(planner_plan(p, ref, 4096, 1.0, 0.0f), 2048);
+	/* One non-zero element: the smallest block carries it. */
+	memset(ref, 0, sizeof(ref));
+	ref[1000] = 1.0f;
+	assert_int_equal(planner_plan(p, ref, 4096, 1.0, 0.0f), 16);
+	/* Under the bound it does not count: a tie again. */
+	assert_int_equal(planner_plan(p, ref, 4096, 1.0, 1.0f), 2048);
+	planner_destroy(p);
+}
+
+/*
+ * Four workers, each with its own gradient, plan round r+1 from the sum of
+ * round r, which the lane protocol delivers to every worker with the same
+ * bits (PROTOCOL.md 8.1), whatever was lost and retransmitted on the way.
+ * Each worker has its own planner, has planned other tensors before, and
+ * reads its sum from its own buffer: they must all pick the same B.
+ */
+static void
+test_workers_agree(void **state)
+{
+	enum { N = 6000 };
+	static float grad[MAX_W][N], sum[N], copy[MAX_W][N];
+	struct planner *p[MAX_W];
+	struct planner_config cfg;
+	uint64_t seed = 99;
+	unsigned round, w, i;
+
+	(void)state;
+	planner_config_init(&cfg);
+	cfg.max_elems = N;
+	for (w = 0; w < MAX_W; w++) {
+		p[w] = planner_create(&cfg);
+		assert_non_null(p[w]);
+	}
+	for (round = 0; round < 20; round++) {
+		uint32_t B[MAX_W];
+		double mass = round % 2 ? 0.7 : 1.0;
+
+		/* Different gradients: each worker zeroes its own blocks. */
+		for (w = 0; w < MAX_W; w++)
+			for (i = 0; i < N; i++)
+				grad[w][i] = ((i / (16u << (round % 6))) + w) % (2 + round % 5) == 0
+						     ? rnd_val(&seed) : 0.0f;
+		for (i = 0; i < N; i++)	/* the switch's sum, in rank order */
+			sum[i] = ((grad[0][i] + grad[1][i]) + grad[2][i]) + grad[3][i];
+		for (w = 0; w < MAX_W; w++) {
+			/* Lossy delivery: the retransmitted result is the same bits. */
+			memcpy(copy[w], sum, sizeof(sum));
+			/* Worker w planned its own gradient first: no state carries. */
+			(void)planner_plan(p[w], grad[w], N - w, 0.5, 0.0f);
+			B[w] = planner_plan(p[w], copy[w], N, mass, 0.0f);
+			assert_true(B[w] >= 16);
+		}
+		for (w = 1; w < MAX_W; w++)
+			assert_int_equal(B[w], B[0]);
+		/* The plan from a worker's own gradient could differ; the shared
+		 * input is what makes them agree. */
+	}
+	for (w = 0; w < MAX_W; w++)
+		planner_destroy(p[w]);
+}
+
+/*
+ * The closed loop through the real engines and switch (fabric.c) with 5%
+ * loss, duplicates and reordering: 4 workers, each with its own real
+ * gradient (the fc2 layers, block top-k to mass 0.7 at this round's B), run
+ * 8 rounds; before each round every worker plans B from its own copy of the
+ * previous round's output, and all four must agree (round 0: no sum, 256).
+ */
+static void
+test_closed_loop_under_loss(void **state)
+{
+	enum { OFF = 70464, N = 1290 };
+	static float grad[N_PARAMS], in[MAX_W][N], out[MAX_W][N];
+	float *in_p[MAX_W], *out_p[MAX_W];
+	struct planner *p[MAX_W];
+	struct planner_config cfg;
+	struct fabric f;
+	struct ina_npy *npy;
+	char err[256];
+	uint32_t B = 256;
+	unsigned round, w;
+
+	(void)state;
+	npy = ina_npy_open(GRADS, err, sizeof(err));
+	if (!npy)
+		fail_msg("%s", err);
+	planner_config_init(&cfg);
+	cfg.max_elems = N;
+	cfg.max_pkt = INA_HDR_SIZE + 4 * 256;	/* B 16..256 */
+	cfg.lanes = 8;
+	for (w = 0; w < MAX_W; w++) {
+		p[w] = planner_create(&cfg);
+		assert_non_null(p[w]);
+		in_p[w] = in[w];
+		out_p[w] = out[w];
+	}
+	fabric_init(&f, MAX_W, 8, 256, INA_ENC_F32, NULL, NULL);
+	f.faults = (struct fabric_faults){
+		.drop_seq = -1, .drop_rate = 0.05, .dup_rate = 0.05, .shuffle = 1, .seed = 5,
+	};
+	f.rng = 5;
+	assert_int_equal(fabric_join(&f), 0);
+	for (round = 0; round < 8; round++) {
+		if (round > 0) {
+			uint32_t b[MAX_W];
+
+			for (w = 0; w < MAX_W; w++)
+				b[w] = planner_plan(p[w], out[w], N, 0.7, 0.0f);
+			for (w = 1; w < MAX_W; w++)
+				assert_int_equal(b[w], b[0]);
+			B = b[0];
+		}
+		print_message("closed loop round %u: B %u (packets so far %llu, dropped %llu)\n",
+			      round, B, (unsigned long long)f.seq, (unsigned long long)f.dropped);
+		for (w = 0; w < MAX_W; w++) {
+			struct sparsify_config sc;
+			struct sparsify *s;
+
+			assert_int_equal(ina_npy_read_row(npy, (round % 3) * 4u + w, grad, N_PARAMS),
+					 0);
+			sparsify_config_init(&sc);
+			sc.n_elems = N;
+			sc.block_size = B;
+			sc.target = SPARSIFY_MASS;
+			sc.mass = 0.7;
+			s = sparsify_create(&sc);
+			assert_non_null(s);
+			assert_int_equal(sparsify_round(s, grad + OFF, in[w], 0, NULL), 0);
+			sparsify_destroy(s);
+		}
+		assert_int_equal(fabric_allreduce(&f, 1, in_p, out_p, N, (uint16_t)B, ENGINE_SUM),
+				 0);
+		for (w = 1; w < MAX_W; w++)
+			assert_memory_equal(out[w], out[0], sizeof(out[0]));
+	}
+	assert_true(f.dropped > 0);
+	assert_int_equal(fabric_finish(&f), 0);
+	fabric_fini(&f);
+	for (w = 0; w < MAX_W; w++)
+		planner_destroy(p[w]);
+	ina_npy_close(npy);
+}
+
+static void
+test_bad_input(void **state)
+{
+	float ref[64] = {0};
+	struct planner_config cfg;
+	struct planner *p;
+
+	(void)state;
+	planner_config_init(&cfg);
+	cfg.max_elems = 64;
+	p = planner_create(&cfg);
+	assert_non_null(p);
+	assert_int_equal(planner_plan(p, ref, 0, 1.0, 0.0f), 0);
+	assert_int_equal(planner_plan(p, ref, 65, 1.0, 0.0f), 0);
+	assert_int_equal(planner_plan(p, ref, 64, 0.0, 0.0f), 0);
+	assert_int_equal(planner_plan(p, ref, 64, NAN, 0.0f), 0);
+	assert_int_equal(planner_plan(p, ref, 64, 1.0, -1.0f), 0);
+	assert_int_equal(planner_plan(NULL, ref, 64, 1.0, 0.0f), 0);
+	/* A NaN block always travels, at every candidate and any mass. */
+	ref[40] = NAN;
+	assert_int_not_equal(planner_plan(p, ref, 64, 0.5, 0.0f), 0);
+	assert_int_equal(planner_candidates(p)[0].blocks.sent, 1);
+	assert_int_equal(planner_candidates(p)[0].blocks.sent_elems, 16);
+	assert_int_equal(planner_candidates(p)[1].blocks.sent, 1);
+	planner_destroy(p);
+}
+
+static void
+test_no_alloc(void **state)
+{
+	static float ref[N_PARAMS];
+	struct planner_config cfg;
+	struct planner *p;
+	uint64_t seed = 3;
+	uint32_t i;
+
+	(void)state;
+	for (i = 0; i < N_PARAMS; i++)
+		ref[i] = (i % 700 < 300) ? rnd_val(&seed) : 0.0f;
+	planner_config_init(&cfg);
+	cfg.max_elems = N_PARAMS;
+	p = planner_create(&cfg);
+	assert_non_null(p);
+	alloc_count_on();
+	(void)planner_plan(p, ref, N_PARAMS, 1.0, 0.0f);
+	(void)planner_plan(p, ref, N_PARAMS, 0.5, 0.0f);
+	(void)planner_plan(p, ref, 1000, 0.9, 1.0f);
+	alloc_count_off();
+	assert_int_equal(alloc_nb, 0);
+	planner_destroy(p);
+}
+
+/* The layers of data/grads_cnn_digits.layout.tsv. */
+static const struct {
+	const char *name;
+	uint32_t off, count;
+} layers[] = {
+	{"conv1.weight", 0, 144},   {"conv1.bias", 144, 16},    {"conv2.weight", 160, 4608},
+	{"conv2.bias", 4768, 32},   {"fc1.weight", 4800, 65536}, {"fc1.bias", 70336, 128},
+	{"fc2.weight", 70464, 1280}, {"fc2.bias", 71744, 10},
+};
+
+/*
+ * The real gradients: for each iteration, the 4 workers' sum is the shared
+ * reference. Per layer and per iteration, at mass 1 (every non-zero block)
+ * and at mass 0.7 (top blocks by norm), print the chosen B and its density;
+ * the chosen B must differ between layers whose block density differs.
+ */
+static void
+test_real_gradients(void **state)
+{
+	static float g[N_PARAMS], sum[N_PARAMS];
+	struct planner_config cfg;
+	struct planner *p;
+	struct ina_npy *npy;
+	char err[256];
+	const double masses[] = {1.0, 0.7};
+	uint32_t seen[2][PLANNER_MAX_CANDIDATES + 1] = {{0}};
+	unsigned it, w, l, m, k, distinct;
+	uint32_t i;
+
+	(void)state;
+	npy = ina_npy_open(GRADS, err, sizeof(err));
+	if (!npy)
+		fail_msg("%s", err);
+	assert_int_equal(ina_npy_dim(npy, 2), N_PARAMS);
+	planner_config_init(&cfg);
+	cfg.max_elems = N_PARAMS;
+	p = planner_create(&cfg);
+	assert_non_null(p);
+	print_message("planner on %s: N 4, L 64, max_pkt 9000 (B 16..2048)\n", GRADS);
+	print_message("%-3s %-13s %6s | %-22s | %-22s\n", "it", "tensor", "n",
+		      "mass 1: B  density", "mass 0.7: B  density");
+	for (it = 0; it < 3; it++) {
+		memset(sum, 0, sizeof(sum));
+		for (w = 0; w < 4; w++) {
+			assert_int_equal(ina_npy_read_row(npy, it * 4u + w, g, N_PARAMS), 0);
+			for (i = 0; i < N_PARAMS; i++)
+				sum[i] += g[i];
+		}
+		for (l = 0; l <= sizeof(layers) / sizeof(layers[0]); l++) {
+			const char *name = l < 8 ? layers[l].name : "(whole)";
+			uint32_t off = l < 8 ? layers[l].off : 0;
+			uint32_t cnt = l < 8 ? layers[l].count : N_PARAMS;
+			char col[2][32];
+
+			for (m = 0; m < 2; m++) {
+				uint32_t B = planner_plan(p, sum + off, cnt, masses[m], 0.0f);
+				const struct planner_candidate *c = planner_candidates(p);
+
+				assert_true(B >= 16);
+				for (k = 0; c[k].block_size != B; k++)
+					;
+				snprintf(col[m], sizeof(col[m]), "%5u  %.3f", B, c[k].density);
+				if (cnt >= 1024)	/* tensors of several blocks */
+					seen[m][k]++;
+			}
+			print_message("%-3u %-13s %6u | %-22s | %-22s\n", it, name, cnt, col[0],
+				      col[1]);
+		}
+	}
+	/* The chosen B varies with the density, at each rule. */
+	for (m = 0; m < 2; m++) {
+		distinct = 0;
+		for (k = 0; k < PLANNER_MAX_CANDIDATES; k++)
+			distinct += seen[m][k] != 0;
+		print_message("mass %.1f: %u distinct block sizes chosen\n", masses[m], distinct);
+		assert_true(distinct >= 2);
+	}
+	planner_destroy(p);
+	ina_npy_close(npy);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_candidates),
+		cmocka_unit_test(test_cost_bruteforce),
+		cmocka_unit_test(test_plan_cost_exact),
+		cmocka_unit_test(test_ties_and_dense),
+		cmocka_unit_test(test_workers_agree),
+		cmocka_unit_test(test_closed_loop_under_loss),
+		cmocka_unit_test(test_bad_input),
+		cmocka_unit_test(test_no_alloc),
+		cmocka_unit_test(test_real_gradients),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
