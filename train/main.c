@@ -19,6 +19,7 @@
 #include <jansson.h>
 #include <libgen.h>
 #include <limits.h>
+#include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -60,6 +61,8 @@ struct opts {
 	unsigned check_every;
 	double scale;
 	int quiet;
+	int diverge_rank;	/* test only: this worker perturbs a weight... */
+	uint64_t diverge_round;	/* ...after this round (-1: never) */
 };
 
 /* What one worker ends with (rank 0 reports it). */
@@ -110,7 +113,7 @@ parse_args(int argc, char **argv, struct opts *o)
 {
 	enum { O_DATA = 256, O_SCALE, O_WORKERS, O_RANK, O_SWITCH, O_SWITCH_BIN, O_JOB, O_TOKEN,
 	       O_EPOCHS, O_ROUNDS, O_LR, O_BATCH, O_SEED, O_CHECK, O_CSV, O_REPORT, O_PLOT,
-	       O_QUIET, O_HELP };
+	       O_QUIET, O_HELP, O_DIVERGE };
 	static const struct option lo[] = {
 		{ "data", required_argument, NULL, O_DATA },
 		{ "scale", required_argument, NULL, O_SCALE },
@@ -131,13 +134,15 @@ parse_args(int argc, char **argv, struct opts *o)
 		{ "plot", required_argument, NULL, O_PLOT },
 		{ "quiet", no_argument, NULL, O_QUIET },
 		{ "help", no_argument, NULL, O_HELP },
+		{ "test-diverge", required_argument, NULL, O_DIVERGE },
 		{ NULL, 0, NULL, 0 },
 	};
 	int ch;
 
 	*o = (struct opts){ .data = INA_TRAIN_DEFAULT_DATA, .switch_addr = "127.0.0.1:9150",
 			    .workers = 4, .rank = -1, .job = 1, .epochs = 50, .lr = 1.0,
-			    .batch = 32, .seed = 1, .check_every = 10, .scale = 16 };
+			    .batch = 32, .seed = 1, .check_every = 10, .scale = 16,
+			    .diverge_rank = -1 };
 	while ((ch = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
 		switch (ch) {
 		case O_DATA: o->data = optarg; break;
@@ -164,6 +169,18 @@ parse_args(int argc, char **argv, struct opts *o)
 		case O_REPORT: o->report = optarg; break;
 		case O_PLOT: o->plot = optarg; break;
 		case O_QUIET: o->quiet = 1; break;
+		case O_DIVERGE: {
+			/* Test only (not in --help): R:K, worker R's replica drifts
+			 * by one ulp after round K, which the hash check must catch. */
+			unsigned r;
+			unsigned long long k;
+
+			if (sscanf(optarg, "%u:%llu", &r, &k) != 2 || r >= MAX_WORKERS)
+				ina_die("--test-diverge: expected RANK:ROUND, got %s", optarg);
+			o->diverge_rank = (int)r;
+			o->diverge_round = k;
+			break;
+		}
 		case O_HELP: case 'h': usage(stdout); exit(0);
 		default: usage(stderr); exit(2);
 		}
@@ -362,6 +379,8 @@ run_worker(const struct opts *o, unsigned rank, const struct dataset *train,
 		res.grad_bytes_sent += st1.bytes_sent - st0.bytes_sent;
 		res.grad_bytes_received += st1.bytes_received - st0.bytes_received;
 		model_sgd_step(&m, grad, (float)o->lr);
+		if (o->diverge_rank == (int)rank && o->diverge_round == r)
+			m.params[0] = nextafterf(m.params[0], INFINITY);
 		res.rounds = r + 1;
 
 		if (res.rounds % o->check_every == 0 || res.rounds == total) {
@@ -375,7 +394,7 @@ run_worker(const struct opts *o, unsigned rank, const struct dataset *train,
 			if (ret == 0) {
 				fprintf(stderr, "ina-train[%u]: REPLICAS DIVERGED after round %" PRIu64
 					": worker %u holds other weights than worker %u\n",
-					rank, r, bad, rank);
+					rank, res.rounds, bad, rank);
 				ok = 0;
 				break;
 			}
