@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * ina-train: data-parallel training of a softmax regression on a real data
+ * ina-train: data-parallel training of a softmax regression (or, with
+ * --hidden H, a one-hidden-layer MLP) on a real data
  * set (data/digits.csv.gz) through an ina switch. Each worker computes the
  * gradient of its shard's mini-batch, the gradients are averaged through the
  * switch (exchange_gradient(): the one place a gradient leaves a worker, where
@@ -57,6 +58,7 @@ struct opts {
 	uint64_t rounds;	/* 0: epochs * rounds per epoch */
 	double lr;
 	unsigned batch;		/* samples per worker per round */
+	unsigned hidden;	/* MLP hidden units, 0: softmax regression */
 	uint64_t seed;
 	unsigned check_every;
 	double scale;
@@ -98,6 +100,8 @@ usage(FILE *f)
 		"  --rounds K            stop after K rounds instead\n"
 		"  --lr LR               SGD learning rate (default 1)\n"
 		"  --batch B             samples per worker per round (default 32)\n"
+		"  --hidden H            a small MLP with H hidden ReLU units (default 0:\n"
+		"                        softmax regression)\n"
 		"  --seed S              initial weights and batch order (default 1)\n"
 		"  --check-every N       compare the replicas' weight hashes every N rounds\n"
 		"                        (default 10; and after the last round)\n"
@@ -113,7 +117,7 @@ parse_args(int argc, char **argv, struct opts *o)
 {
 	enum { O_DATA = 256, O_SCALE, O_WORKERS, O_RANK, O_SWITCH, O_SWITCH_BIN, O_JOB, O_TOKEN,
 	       O_EPOCHS, O_ROUNDS, O_LR, O_BATCH, O_SEED, O_CHECK, O_CSV, O_REPORT, O_PLOT,
-	       O_QUIET, O_HELP, O_DIVERGE };
+	       O_QUIET, O_HELP, O_DIVERGE, O_HIDDEN };
 	static const struct option lo[] = {
 		{ "data", required_argument, NULL, O_DATA },
 		{ "scale", required_argument, NULL, O_SCALE },
@@ -127,6 +131,7 @@ parse_args(int argc, char **argv, struct opts *o)
 		{ "rounds", required_argument, NULL, O_ROUNDS },
 		{ "lr", required_argument, NULL, O_LR },
 		{ "batch", required_argument, NULL, O_BATCH },
+		{ "hidden", required_argument, NULL, O_HIDDEN },
 		{ "seed", required_argument, NULL, O_SEED },
 		{ "check-every", required_argument, NULL, O_CHECK },
 		{ "csv", required_argument, NULL, O_CSV },
@@ -161,6 +166,9 @@ parse_args(int argc, char **argv, struct opts *o)
 		case O_LR:
 			if (ina_parse_double(optarg, 1e-12, 1e6, &o->lr) < 0)
 				ina_die("--lr: not a positive number: %s", optarg);
+			break;
+		case O_HIDDEN:
+			o->hidden = (unsigned)ina_cli_u64("hidden", optarg, 0, MODEL_MAX_HIDDEN);
 			break;
 		case O_BATCH: o->batch = (unsigned)ina_cli_u64("batch", optarg, 1, 1000000); break;
 		case O_SEED: o->seed = ina_cli_u64("seed", optarg, 0, UINT64_MAX); break;
@@ -246,11 +254,15 @@ write_report(const struct opts *o, const struct model *m, const struct dataset *
 	     const struct dataset *test, const struct outcome *res, const struct ina_stats *st,
 	     const char *transport)
 {
-	char hash[17];
+	char hash[17], model[64];
 	json_t *root;
 	int ret;
 
 	snprintf(hash, sizeof(hash), "%016" PRIx64, res->weights_hash);
+	if (m->hidden)
+		snprintf(model, sizeof(model), "mlp %zu-%zu-%zu", m->dim, m->hidden, m->classes);
+	else
+		snprintf(model, sizeof(model), "softmax regression %zu-%zu", m->dim, m->classes);
 	root = json_pack("{s:f, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:f, s:I, s:I,"
 			 " s:b, s:I, s:s, s:f, s:f, s:s, s:s, s:I, s:I, s:s}",
 			 "accuracy", res->accuracy, "rounds", (json_int_t)res->rounds,
@@ -265,7 +277,7 @@ write_report(const struct opts *o, const struct model *m, const struct dataset *
 			 "split_seed", (json_int_t)SPLIT_SEED,
 			 "replicas_identical", 1, "hash_checks", (json_int_t)res->hash_checks,
 			 "weights_hash", hash, "train_loss", res->train_loss,
-			 "seconds", res->seconds, "model", "softmax regression",
+			 "seconds", res->seconds, "model", model,
 			 "sparsifier", "off", "train_size", (json_int_t)train->n,
 			 "test_size", (json_int_t)test->n, "transport", transport);
 	if (!root)
@@ -319,7 +331,7 @@ run_worker(const struct opts *o, unsigned rank, const struct dataset *train,
 	unsigned bad = 0;
 
 	total = o->rounds ? o->rounds : per_epoch * o->epochs;
-	if (model_init(&m, train->dim, train->classes, o->seed) < 0)
+	if (model_init(&m, train->dim, o->hidden, train->classes, o->seed) < 0)
 		ina_die("out of memory for the model");
 	shard = malloc((max_shard + 1) * sizeof(*shard));
 	batch_idx = malloc((size_t)bs * sizeof(*batch_idx));

@@ -3,7 +3,8 @@
 # Integration test: ina-train's one-command run (its own ina-switch and four
 # forked workers over UDP on loopback) trains softmax regression on the digits
 # data: the JSON report must say test accuracy >= 0.9, replicas identical at
-# every hash check, and the loss curve must have a row per round. Then a run
+# every hash check, and the loss curve must have a row per round; the same for
+# the small MLP (--hidden 32, no curve). Then a run
 # where one worker's replica drifts by one ulp must fail, saying so.
 # Usage: train_udp.sh BUILD_DIR UDP_PORT
 set -euo pipefail
@@ -31,6 +32,14 @@ rows=$(($(wc -l <"$tmp/curve.csv") - 2))	# a header and round 0
 [ "$rows" = "$rounds" ] || { echo "curve has $rows rows for $rounds rounds"; fail=1; }
 [ "$(head -1 "$tmp/curve.csv")" = "round,train_loss,test_accuracy" ] ||
     { echo "curve header wrong"; fail=1; }
+
+# The MLP (32 hidden units, 2410 parameters): 10 epochs reach 0.9 too.
+timeout 60 "$train" --switch "127.0.0.1:$port" --hidden 32 --epochs 10 --seed 2 --quiet \
+    --report "$tmp/mlp.json" >"$tmp/mlp.log" 2>&1 ||
+    { echo "ina-train --hidden 32 failed:"; cat "$tmp/mlp.log"; exit 1; }
+jq -c '{model, accuracy, rounds, hash_checks}' "$tmp/mlp.json"
+jq -e '.accuracy >= 0.9 and .replicas_identical == true and .params == 2410' "$tmp/mlp.json" \
+    >/dev/null || { echo "MLP: accuracy below 0.9 or replicas not identical"; fail=1; }
 
 # One ulp of drift in worker 2 after round 7: the check after round 10 fails loudly.
 if timeout 60 "$train" --switch "127.0.0.1:$port" --epochs 2 --test-diverge 2:7 \

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Unit tests of ina-train's model and data (train/model.c, train/data.c): the
- * analytic gradient against central finite differences, an SGD step that
+ * analytic gradient of softmax regression and of the MLP against central
+ * finite differences, an SGD step that
  * lowers the loss, the shipped digits data set read whole, malformed CSV
  * rejected with a message naming the line, gzip and plain input, the split
  * and the shards covering every row once.
@@ -98,7 +99,7 @@ test_gradient_finite_differences(void **state)
 
 	(void)state;
 	make_problem(N, D, C, x, y);
-	assert_int_equal(model_init(&m, D, C, 9), 0);
+	assert_int_equal(model_init(&m, D, 0, C, 9), 0);
 	assert_int_equal(m.n_params, C * D + C);
 	/* Biases away from 0, so their gradient is tested off the symmetric point. */
 	for (size_t c = 0; c < C; c++)
@@ -123,6 +124,46 @@ test_gradient_finite_differences(void **state)
 	model_free(&m);
 }
 
+/* The MLP (hidden ReLU layer): every parameter's analytic derivative
+ * against central differences, away from the ReLU's kink. */
+static void
+test_mlp_gradient_finite_differences(void **state)
+{
+	enum { N = 6, D = 5, H = 7, C = 3 };
+	float x[N * D], grad[H * D + H + C * H + C];
+	uint8_t y[N];
+	struct model m;
+	size_t checked = 0;
+
+	(void)state;
+	make_problem(N, D, C, x, y);
+	assert_int_equal(model_init(&m, D, H, C, 5), 0);
+	assert_int_equal(m.n_params, H * D + H + C * H + C);
+	model_gradient(&m, x, y, NULL, N, grad);
+	for (size_t i = 0; i < m.n_params; i++) {
+		const float h = 1e-3f;
+		float keep = m.params[i];
+		double up, down, fd;
+		float g_up[H * D + H + C * H + C], g_down[H * D + H + C * H + C];
+
+		m.params[i] = keep + h;
+		up = model_gradient(&m, x, y, NULL, N, g_up);
+		m.params[i] = keep - h;
+		down = model_gradient(&m, x, y, NULL, N, g_down);
+		m.params[i] = keep;
+		/* A kink crossed inside [-h, h] changes the derivative: skip. */
+		if (fabsf(g_up[i] - g_down[i]) > 0.05f * fabsf(grad[i]) + 1e-3f)
+			continue;
+		fd = (up - down) / (double)(2 * h);
+		if (fabs(fd - grad[i]) > 1e-4 + 1e-3 * fabs(fd))
+			fail_msg("param %zu: analytic %g, finite differences %g", i, grad[i], fd);
+		checked++;
+	}
+	assert_true(checked > m.n_params * 9 / 10);
+	model_free(&m);
+	assert_int_equal(model_init(&m, D, MODEL_MAX_HIDDEN + 1, C, 1), -EINVAL);
+}
+
 static void
 test_sgd_lowers_loss(void **state)
 {
@@ -134,7 +175,7 @@ test_sgd_lowers_loss(void **state)
 
 	(void)state;
 	make_problem(N, D, C, x, y);
-	assert_int_equal(model_init(&m, D, C, 1), 0);
+	assert_int_equal(model_init(&m, D, 0, C, 1), 0);
 	before = model_loss(&m, x, y, NULL, N);
 	assert_true(fabs(before - log(C)) < 0.05);	/* near-uniform at the start */
 	for (int k = 0; k < 50; k++) {
@@ -147,8 +188,8 @@ test_sgd_lowers_loss(void **state)
 	assert_true(fabs(probs[0] + probs[1] + probs[2] - 1.0f) < 1e-6);
 	assert_true(model_accuracy(&m, x, y, N) >= 0 && model_accuracy(&m, x, y, N) <= 1);
 	model_free(&m);
-	assert_int_equal(model_init(&m, 0, C, 1), -EINVAL);
-	assert_int_equal(model_init(&m, D, 1, 1), -EINVAL);
+	assert_int_equal(model_init(&m, 0, 0, C, 1), -EINVAL);
+	assert_int_equal(model_init(&m, D, 0, 1, 1), -EINVAL);
 }
 
 static void
@@ -282,6 +323,7 @@ main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_gradient_finite_differences),
+		cmocka_unit_test(test_mlp_gradient_finite_differences),
 		cmocka_unit_test(test_sgd_lowers_loss),
 		cmocka_unit_test(test_digits),
 		cmocka_unit_test(test_csv_good),
