@@ -438,6 +438,7 @@ run_worker(const struct opts *o, unsigned rank, const struct dataset *train,
 		       "sent %" PRIu64 " (dense %" PRIu64 ")\n",
 		       res.accuracy, res.rounds, res.seconds, res.hash_checks, res.weights_hash,
 		       res.grad_bytes_sent, (uint64_t)(m.n_params * 4 * res.rounds));
+		fflush(stdout);
 		if (o->report &&
 		    write_report(o, &m, train, test, &res, &st1, ina_transport(ctx)) < 0) {
 			fprintf(stderr, "ina-train: cannot write --report %s\n", o->report);
