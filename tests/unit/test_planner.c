@@ -23,6 +23,7 @@
 #include "alloc_count.h"
 #include "fabric.h"
 #include "ina/npy.h"
+#include "ina/util.h"
 #include "ina/wire.h"
 #include "planner.h"
 #include "sparsify.h"
@@ -35,20 +36,10 @@
 #define N_PARAMS 71754u
 #define MAX_W 4
 
-static uint64_t
-splitmix64(uint64_t *x)
-{
-	uint64_t z = (*x += 0x9e3779b97f4a7c15ull);
-
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	return z ^ (z >> 31);
-}
-
 static float
 rnd_val(uint64_t *s)
 {
-	return (float)((int64_t)(splitmix64(s) % 2001) - 1000) / 64.0f;
+	return (float)((int64_t)(ina_splitmix64(s) % 2001) - 1000) / 64.0f;
 }
 
 static void
@@ -165,26 +156,26 @@ test_cost_bruteforce(void **state)
 		struct planner_config cfg;
 		struct planner_blocks blk;
 		struct planner_cost model, brute;
-		uint32_t n = 1 + (uint32_t)(splitmix64(&seed) % 300);
-		uint32_t B = 16u << (splitmix64(&seed) % 3);
-		unsigned zero_pct = (unsigned)(splitmix64(&seed) % 101);
+		uint32_t n = 1 + (uint32_t)(ina_splitmix64(&seed) % 300);
+		uint32_t B = 16u << (ina_splitmix64(&seed) % 3);
+		unsigned zero_pct = (unsigned)(ina_splitmix64(&seed) % 101);
 		uint32_t i;
 
 		planner_config_init(&cfg);
 		cfg.max_elems = 300;
-		cfg.world = (uint16_t)(1 + splitmix64(&seed) % MAX_W);
-		cfg.lanes = (uint16_t)(1 + splitmix64(&seed) % 5);
+		cfg.world = (uint16_t)(1 + ina_splitmix64(&seed) % MAX_W);
+		cfg.lanes = (uint16_t)(1 + ina_splitmix64(&seed) % 5);
 		cfg.open_exchange = (int)(trial & 1);
 		cfg.frame_bytes = (trial & 2) ? 42 : 0;
 		for (w = 0; w < cfg.world; w++) {
 			for (i = 0; i < n; i += B) {
 				/* Each worker's block is zero with its own chance. */
-				int zero = splitmix64(&seed) % 100 < zero_pct;
+				int zero = ina_splitmix64(&seed) % 100 < zero_pct;
 				uint32_t j;
 
 				for (j = i; j < i + B && j < n; j++)
 					buf[w][j] = zero ? 0.0f
-						: ((splitmix64(&seed) & 3) ? rnd_val(&seed) : 0.0f);
+						: ((ina_splitmix64(&seed) & 3) ? rnd_val(&seed) : 0.0f);
 			}
 		}
 		planner_count(&cfg, vec, cfg.world, n, B, &blk);

@@ -20,6 +20,7 @@
 
 #include "alloc_count.h"
 #include "ina/npy.h"
+#include "ina/util.h"
 #include "ina/wire.h"
 #include "sparsify.h"
 
@@ -29,16 +30,6 @@
 
 #define GRADS INA_SOURCE_DIR "/data/grads_cnn_digits_3it.npy"
 #define MAX_W 4
-
-static uint64_t
-splitmix64(uint64_t *x)
-{
-	uint64_t z = (*x += 0x9e3779b97f4a7c15ull);
-
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	return z ^ (z >> 31);
-}
 
 static uint32_t
 bits_of(float f)
@@ -62,7 +53,7 @@ gen_dyadic(float *g, uint32_t n, int w, uint32_t t)
 	int scale = 0;
 
 	for (i = 0; i < n; i++) {
-		uint64_t x = splitmix64(&st);
+		uint64_t x = ina_splitmix64(&st);
 
 		if (i % 16 == 0)
 			scale = (int)(x >> 60) % 4;
@@ -79,7 +70,7 @@ gen_wide(float *g, uint32_t n, int w, uint32_t t)
 	uint32_t i;
 
 	for (i = 0; i < n; i++) {
-		uint64_t x = splitmix64(&st);
+		uint64_t x = ina_splitmix64(&st);
 		float u = (float)(x >> 40) / (float)(1u << 24);
 
 		g[i] = ldexpf(x & 1 ? u : -u, (int)((x >> 1) % 26) - 20);
