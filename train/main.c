@@ -63,6 +63,9 @@ struct opts {
 	unsigned check_every;
 	double scale;
 	int quiet;
+	unsigned block;		/* elements per block (the job's block size) */
+	unsigned lanes;
+	struct ina_sparsify sp;	/* the gradient's sparsifier */
 	int diverge_rank;	/* test only: this worker perturbs a weight... */
 	uint64_t diverge_round;	/* ...after this round (-1: never) */
 };
@@ -75,6 +78,8 @@ struct outcome {
 	uint64_t hash_checks;
 	uint64_t weights_hash;
 	double accuracy;
+	double density_sent;		/* blocks sent / blocks, over all rounds */
+	double residual_norm;		/* after the last round */
 	double train_loss;
 	double seconds;
 };
@@ -108,6 +113,15 @@ usage(FILE *f)
 		"  --csv FILE            loss curve: round, train loss, test accuracy\n"
 		"  --report FILE         JSON report (accuracy, rounds, bytes_sent, bytes_dense, ...)\n"
 		"  --plot FILE.png       plot the curve with gnuplot, if installed\n"
+		"  --block B             elements per block, the job's block size (default 1024)\n"
+		"  --lanes L             blocks in flight per worker (default 64)\n"
+		"  --sparsify MODE       the gradient's sparsifier, with residual carry-over:\n"
+		"                        off (default), topk, filter, both\n"
+		"  --density D           topk: keep this fraction of the blocks (default 0.1)\n"
+		"  --mass M              topk: keep the fewest blocks holding this fraction of\n"
+		"                        the sum of squares instead\n"
+		"  --filter-b0 V         filter: hold back |value| < V * decay^round (default 0)\n"
+		"  --filter-decay F      filter: the bound's decay per round, (0, 1] (default 1)\n"
 		"  --quiet               no line per epoch\n",
 		INA_TRAIN_DEFAULT_DATA);
 }
@@ -117,7 +131,8 @@ parse_args(int argc, char **argv, struct opts *o)
 {
 	enum { O_DATA = 256, O_SCALE, O_WORKERS, O_RANK, O_SWITCH, O_SWITCH_BIN, O_JOB, O_TOKEN,
 	       O_EPOCHS, O_ROUNDS, O_LR, O_BATCH, O_SEED, O_CHECK, O_CSV, O_REPORT, O_PLOT,
-	       O_QUIET, O_HELP, O_DIVERGE, O_HIDDEN };
+	       O_QUIET, O_HELP, O_DIVERGE, O_HIDDEN, O_BLOCK, O_LANES, O_SPARSIFY, O_DENSITY,
+	       O_MASS, O_B0, O_DECAY };
 	static const struct option lo[] = {
 		{ "data", required_argument, NULL, O_DATA },
 		{ "scale", required_argument, NULL, O_SCALE },
@@ -140,6 +155,13 @@ parse_args(int argc, char **argv, struct opts *o)
 		{ "quiet", no_argument, NULL, O_QUIET },
 		{ "help", no_argument, NULL, O_HELP },
 		{ "test-diverge", required_argument, NULL, O_DIVERGE },
+		{ "block", required_argument, NULL, O_BLOCK },
+		{ "lanes", required_argument, NULL, O_LANES },
+		{ "sparsify", required_argument, NULL, O_SPARSIFY },
+		{ "density", required_argument, NULL, O_DENSITY },
+		{ "mass", required_argument, NULL, O_MASS },
+		{ "filter-b0", required_argument, NULL, O_B0 },
+		{ "filter-decay", required_argument, NULL, O_DECAY },
 		{ NULL, 0, NULL, 0 },
 	};
 	int ch;
@@ -147,7 +169,10 @@ parse_args(int argc, char **argv, struct opts *o)
 	*o = (struct opts){ .data = INA_TRAIN_DEFAULT_DATA, .switch_addr = "127.0.0.1:9150",
 			    .workers = 4, .rank = -1, .job = 1, .epochs = 50, .lr = 1.0,
 			    .batch = 32, .seed = 1, .check_every = 10, .scale = 16,
-			    .diverge_rank = -1 };
+			    .block = 1024, .lanes = 64, .diverge_rank = -1 };
+	o->sp = (struct ina_sparsify){ .mode = INA_SPARSIFY_OFF, .target = INA_TOPK_DENSITY,
+				       .density = 0.1, .mass = 0.5, .filter_b0 = 0,
+				       .filter_decay = 1 };
 	while ((ch = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
 		switch (ch) {
 		case O_DATA: o->data = optarg; break;
@@ -189,6 +214,42 @@ parse_args(int argc, char **argv, struct opts *o)
 			o->diverge_round = k;
 			break;
 		}
+		case O_BLOCK: o->block = (unsigned)ina_cli_u64("block", optarg, 1, 65535); break;
+		case O_LANES: o->lanes = (unsigned)ina_cli_u64("lanes", optarg, 1, 65535); break;
+		case O_SPARSIFY:
+			if (!strcmp(optarg, "off"))
+				o->sp.mode = INA_SPARSIFY_OFF;
+			else if (!strcmp(optarg, "topk"))
+				o->sp.mode = INA_SPARSIFY_TOPK;
+			else if (!strcmp(optarg, "filter"))
+				o->sp.mode = INA_SPARSIFY_FILTER;
+			else if (!strcmp(optarg, "both"))
+				o->sp.mode = INA_SPARSIFY_BOTH;
+			else
+				ina_die("--sparsify: off, topk, filter or both, not %s", optarg);
+			break;
+		case O_DENSITY:
+			if (ina_parse_double(optarg, 1e-9, 1, &o->sp.density) < 0)
+				ina_die("--density: not in (0, 1]: %s", optarg);
+			o->sp.target = INA_TOPK_DENSITY;
+			break;
+		case O_MASS:
+			if (ina_parse_double(optarg, 1e-9, 1, &o->sp.mass) < 0)
+				ina_die("--mass: not in (0, 1]: %s", optarg);
+			o->sp.target = INA_TOPK_MASS;
+			break;
+		case O_B0: {
+			double v;
+
+			if (ina_parse_double(optarg, 0, 1e30, &v) < 0)
+				ina_die("--filter-b0: not a number >= 0: %s", optarg);
+			o->sp.filter_b0 = (float)v;
+			break;
+		}
+		case O_DECAY:
+			if (ina_parse_double(optarg, 1e-9, 1, &o->sp.filter_decay) < 0)
+				ina_die("--filter-decay: not in (0, 1]: %s", optarg);
+			break;
 		case O_HELP: case 'h': usage(stdout); exit(0);
 		default: usage(stderr); exit(2);
 		}
@@ -201,8 +262,9 @@ parse_args(int argc, char **argv, struct opts *o)
 
 /*
  * The one place a worker's gradient goes out and the job's average comes
- * back (in place). Dense today; the sparsifier (residual + block top-k +
- * value filter, host/src/sparsify.h) goes here once it is in the API.
+ * back (in place). With --sparsify the API's sparsifier for GRAD_TENSOR
+ * (cfg.sparsify) picks what is sent and keeps the rest in this worker's
+ * residual for the next round; the average is of what every worker sent.
  */
 static int
 exchange_gradient(struct ina_ctx *ctx, float *grad, size_t n)
@@ -249,12 +311,29 @@ now_s(void)
 	return (double)ina_now_ns() / 1e9;
 }
 
+static void
+sparsifier_name(const struct opts *o, char *buf, size_t size)
+{
+	static const char *const modes[] = { "off", "topk", "filter", "both" };
+	const struct ina_sparsify *sp = &o->sp;
+	int len;
+
+	len = snprintf(buf, size, "%s", modes[sp->mode]);
+	if (sp->mode & INA_SPARSIFY_TOPK)
+		len += snprintf(buf + len, size - (size_t)len,
+				sp->target == INA_TOPK_MASS ? " mass %g" : " density %g",
+				sp->target == INA_TOPK_MASS ? sp->mass : sp->density);
+	if (sp->mode & INA_SPARSIFY_FILTER)
+		snprintf(buf + len, size - (size_t)len, " filter b0 %g decay %g",
+			 (double)sp->filter_b0, sp->filter_decay);
+}
+
 static int
 write_report(const struct opts *o, const struct model *m, const struct dataset *train,
 	     const struct dataset *test, const struct outcome *res, const struct ina_stats *st,
 	     const char *transport)
 {
-	char hash[17], model[64];
+	char hash[17], model[64], spname[128];
 	json_t *root;
 	int ret;
 
@@ -263,8 +342,9 @@ write_report(const struct opts *o, const struct model *m, const struct dataset *
 		snprintf(model, sizeof(model), "mlp %zu-%zu-%zu", m->dim, m->hidden, m->classes);
 	else
 		snprintf(model, sizeof(model), "softmax regression %zu-%zu", m->dim, m->classes);
+	sparsifier_name(o, spname, sizeof(spname));
 	root = json_pack("{s:f, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:f, s:I, s:I,"
-			 " s:b, s:I, s:s, s:f, s:f, s:s, s:s, s:I, s:I, s:s}",
+			 " s:b, s:I, s:s, s:f, s:f, s:s, s:s, s:I, s:I, s:s, s:f, s:f, s:I, s:I}",
 			 "accuracy", res->accuracy, "rounds", (json_int_t)res->rounds,
 			 "bytes_sent", (json_int_t)res->grad_bytes_sent,
 			 "bytes_received", (json_int_t)res->grad_bytes_received,
@@ -278,8 +358,10 @@ write_report(const struct opts *o, const struct model *m, const struct dataset *
 			 "replicas_identical", 1, "hash_checks", (json_int_t)res->hash_checks,
 			 "weights_hash", hash, "train_loss", res->train_loss,
 			 "seconds", res->seconds, "model", model,
-			 "sparsifier", "off", "train_size", (json_int_t)train->n,
-			 "test_size", (json_int_t)test->n, "transport", transport);
+			 "sparsifier", spname, "train_size", (json_int_t)train->n,
+			 "test_size", (json_int_t)test->n, "transport", transport,
+			 "density_sent", res->density_sent, "residual_norm", res->residual_norm,
+			 "block", (json_int_t)o->block, "lanes", (json_int_t)o->lanes);
 	if (!root)
 		return -ENOMEM;
 	ret = json_dump_file(root, o->report, JSON_INDENT(2) | JSON_REAL_PRECISION(6));
@@ -348,12 +430,22 @@ run_worker(const struct opts *o, unsigned rank, const struct dataset *train,
 	cfg.job_id = o->job;
 	cfg.rank = (uint16_t)rank;
 	cfg.world = (uint16_t)o->workers;
+	cfg.block_size = (uint16_t)o->block;
+	cfg.lanes = (uint16_t)o->lanes;
+	cfg.sparsify = o->sp;	/* the job's sparsifier: every tensor but... */
 	if (ina_token_from(o->token_file, &cfg.token, err, sizeof(err)) < 0)
 		ina_die("%s", err);
 	ret = ina_open(&cfg, &ctx, err, sizeof(err));
 	if (ret < 0)
 		ina_die("worker %u: cannot join job %" PRIu32 " at %s: %s (%s)", rank, o->job,
 			o->switch_addr, err, ina_strerror(ret));
+	{
+		/* ...the replicas' hash check, which must arrive whole. */
+		struct ina_sparsify dense = { .mode = INA_SPARSIFY_OFF };
+
+		if (ina_tensor_sparsify(ctx, HASH_TENSOR, &dense) < 0)
+			ina_die("worker %u: %s", rank, ina_last_error(ctx));
+	}
 	if (rank == 0 && o->csv) {
 		csv = fopen(o->csv, "w");
 		if (!csv)
@@ -428,6 +520,9 @@ run_worker(const struct opts *o, unsigned rank, const struct dataset *train,
 	res.train_loss = model_loss(&m, train->x, train->y, NULL, train->n);
 	res.weights_hash = weights_hash(&m);
 	ina_get_stats(ctx, &st1);
+	res.density_sent = st1.sparse_blocks ? (double)st1.sparse_blocks_sent / st1.sparse_blocks
+					     : 1.0;
+	res.residual_norm = st1.residual_norm;
 	if (csv && fclose(csv) != 0) {
 		fprintf(stderr, "ina-train: --csv %s: %s\n", o->csv, strerror(errno));
 		ok = 0;
@@ -435,9 +530,10 @@ run_worker(const struct opts *o, unsigned rank, const struct dataset *train,
 	if (ok && rank == 0) {
 		printf("ina-train: test accuracy %.4f after %" PRIu64 " rounds in %.2f s; replicas "
 		       "identical at all %" PRIu64 " checks (weights %016" PRIx64 "); gradient bytes "
-		       "sent %" PRIu64 " (dense %" PRIu64 ")\n",
+		       "sent %" PRIu64 " (dense %" PRIu64 "), density sent %.4f, residual norm %.4g\n",
 		       res.accuracy, res.rounds, res.seconds, res.hash_checks, res.weights_hash,
-		       res.grad_bytes_sent, (uint64_t)(m.n_params * 4 * res.rounds));
+		       res.grad_bytes_sent, (uint64_t)(m.n_params * 4 * res.rounds),
+		       res.density_sent, res.residual_norm);
 		fflush(stdout);
 		if (o->report &&
 		    write_report(o, &m, train, test, &res, &st1, ina_transport(ctx)) < 0) {

@@ -35,6 +35,42 @@ enum ina_error {
 enum ina_encoding_type { INA_F32 = 1, INA_I32 = 2, INA_BF16 = 3 };
 enum ina_op { INA_SUM = 0, INA_AVG = 1 };
 
+/*
+ * The sparsifier (issue 4): what a worker sends of a tensor each round, with
+ * residual carry-over (error feedback): whatever is not sent this round stays
+ * in the worker's residual for that tensor and is added to the next round's
+ * input, so no update is lost, only delayed. Every worker of a job must use
+ * the same options for a tensor. Blocks are the job's block_size; the engine
+ * sends only the blocks that hold a non-zero value. No DEFERRED results on
+ * the wire yet: every result block comes back in full.
+ */
+enum ina_sparsify_mode {
+	INA_SPARSIFY_OFF = 0,		/* dense: every non-zero block is sent */
+	INA_SPARSIFY_TOPK = 1,		/* whole blocks ranked by L2 norm, to a target */
+	INA_SPARSIFY_FILTER = 2,	/* elements with |v| < b0 * decay^round held back */
+	INA_SPARSIFY_BOTH = 3,		/* the filter first, then top-k of what passed */
+};
+
+enum ina_topk_target {
+	INA_TOPK_DENSITY = 1,	/* a fraction of the tensor's blocks */
+	INA_TOPK_BYTES = 2,	/* a byte budget per round (56-byte header + 4 per element
+				 * per block sent, as f32) */
+	INA_TOPK_MASS = 3,	/* a fraction of the sum of squares (gradient + residual) */
+};
+
+struct ina_sparsify {
+	enum ina_sparsify_mode mode;	/* default INA_SPARSIFY_OFF */
+	enum ina_topk_target target;	/* default INA_TOPK_DENSITY */
+	double density;			/* (0, 1], default 0.1 */
+	uint64_t byte_budget;		/* >= one full block's bytes */
+	double mass;			/* (0, 1], default 0.5 */
+	float filter_b0;		/* bound at round 0, >= 0, default 0 */
+	double filter_decay;		/* (0, 1], bound = b0 * decay^round, default 1 */
+};
+
+/* At most this many tensors per context have a sparsifier (and a residual). */
+#define INA_MAX_SPARSE_TENSORS 16
+
 struct ina_config {
 	const char *switch_addr;	/* "ADDR:PORT" of the switch */
 	const char *port;		/* transport spec, default "udp"; a "dpdk:..."
@@ -51,6 +87,8 @@ struct ina_config {
 	uint32_t timeout_ms;		/* no progress this long fails, default 10000 */
 	uint32_t rto_us;		/* first retransmission timeout, default 5000 */
 	const char *capture;		/* pcap file of every packet sent and received, or NULL */
+	struct ina_sparsify sparsify;	/* the job's sparsifier for every tensor, default
+					 * off; ina_tensor_sparsify() sets one tensor's */
 };
 
 struct ina_stats {
@@ -68,6 +106,14 @@ struct ina_stats {
 	uint64_t tx_bursts;		/* port bursts that sent something */
 	uint64_t rx_bursts;		/* port bursts that received something */
 	uint64_t inject_drop;		/* packets the port dropped on purpose */
+	/* The sparsifier, over the allreduces of sparsified tensors. */
+	uint64_t sparse_rounds;		/* sparsified allreduces */
+	uint64_t sparse_blocks;		/* their blocks, summed over rounds */
+	uint64_t sparse_blocks_sent;	/* of those, blocks with a non-zero value sent */
+	double density_sent;		/* last sparsified round: blocks sent / blocks */
+	double residual_norm;		/* last sparsified round: L2 norm of the residual
+					 * left (sqrt of its sum of squares) */
+	double residual_norm_total;	/* L2 norm over every sparsified tensor's residual */
 };
 
 struct ina_ctx;
@@ -90,9 +136,30 @@ int ina_open(const struct ina_config *cfg, struct ina_ctx **ctx, char *err, size
  * Sums (INA_SUM) or averages (INA_AVG) 'n' floats of every worker of the job
  * into 'out' (which may be 'in'). Every worker must call it with the same
  * 'tensor_id' and 'n' in the same order. Every worker receives the same bits.
+ *
+ * With a sparsifier on for 'tensor_id' (cfg.sparsify or
+ * ina_tensor_sparsify()), the result is the sum (average) of what every
+ * worker SENT this round: in + this worker's residual, sparsified; the rest
+ * stays in the residual for the next call. 'in' is never modified: the
+ * context keeps its own copy of the tensor to send (n floats) and the
+ * residual (n floats), allocated on the tensor's first call and sized then;
+ * a later call with another 'n' is -EINVAL. A tensor beyond
+ * INA_MAX_SPARSE_TENSORS is -ENOSPC (see ina_last_error).
  */
 int ina_allreduce(struct ina_ctx *ctx, uint32_t tensor_id, const float *in, float *out, size_t n,
 		  enum ina_op op);
+
+/*
+ * Sets the sparsifier of one tensor (overriding cfg.sparsify; mode OFF makes
+ * it dense), before the tensor's first ina_allreduce(). 0, -EINVAL (bad
+ * options), -EBUSY (the tensor was already used) or -ENOSPC (more than
+ * INA_MAX_SPARSE_TENSORS tensors set).
+ */
+int ina_tensor_sparsify(struct ina_ctx *ctx, uint32_t tensor_id, const struct ina_sparsify *opt);
+
+/* This worker's residual of 'tensor_id' (n floats, owned by the context,
+ * valid until ina_close), or NULL if the tensor has no sparsifier yet. */
+const float *ina_residual(const struct ina_ctx *ctx, uint32_t tensor_id, size_t *n);
 
 /* Current counters. */
 void ina_get_stats(const struct ina_ctx *ctx, struct ina_stats *stats);

@@ -7,6 +7,7 @@
  * own timeout bounds every call.
  */
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,9 +19,23 @@
 #include "ina/port_udp.h"
 #include "ina/token.h"
 #include "ina/util.h"
+#include "sparsify.h"
 
 /* Longest single sleep in the port while an operation runs. */
 #define WAIT_MAX_NS (100 * INA_NS_PER_MS)
+
+/* One tensor with sparsifier options of its own, or one the job's sparsifier
+ * runs on: the residual lives in 's', 'send' is what goes to the engine. */
+struct sparse_tensor {
+	uint32_t id;
+	int used;			/* allreduced at least once */
+	struct ina_sparsify opt;
+	struct sparsify *s;		/* NULL until the first call (or mode OFF) */
+	float *send;
+	size_t n;
+	uint32_t round;
+	double residual_mass;
+};
 
 struct ina_ctx {
 	struct engine *engine;
@@ -29,6 +44,13 @@ struct ina_ctx {
 	uint64_t realtime_offset;	/* capture time minus monotonic time */
 	uint16_t block_size;
 	struct ina_port *port;
+	struct ina_sparsify job_sparsify;	/* cfg.sparsify */
+	struct sparse_tensor tensors[INA_MAX_SPARSE_TENSORS];
+	unsigned n_tensors;
+	struct {
+		uint64_t rounds, blocks, blocks_sent;
+		double density, residual_norm;
+	} sp;
 	char errmsg[512];
 };
 
@@ -43,6 +65,50 @@ ina_config_init(struct ina_config *cfg)
 	cfg->encoding = INA_F32;
 	cfg->timeout_ms = 10000;
 	cfg->rto_us = 5000;
+	cfg->sparsify.mode = INA_SPARSIFY_OFF;
+	cfg->sparsify.target = INA_TOPK_DENSITY;
+	cfg->sparsify.density = 0.1;
+	cfg->sparsify.mass = 0.5;
+	cfg->sparsify.filter_b0 = 0;
+	cfg->sparsify.filter_decay = 1;
+}
+
+/* The sparsifier library's configuration for options 'o' over 'n' elements
+ * in blocks of 'block_size'. 0 or -EINVAL. */
+static int
+sparsify_cfg(const struct ina_sparsify *o, size_t n, uint16_t block_size,
+	     struct sparsify_config *sc)
+{
+	sparsify_config_init(sc);
+	if (n == 0 || n > UINT32_MAX || (unsigned)o->mode > INA_SPARSIFY_BOTH)
+		return -EINVAL;
+	if (o->mode == INA_SPARSIFY_OFF)
+		return 0;	/* the other options do not matter */
+	sc->n_elems = (uint32_t)n;
+	sc->block_size = block_size;
+	sc->select = (o->mode & INA_SPARSIFY_TOPK ? SPARSIFY_TOPK : 0) |
+		     (o->mode & INA_SPARSIFY_FILTER ? SPARSIFY_FILTER : 0);
+	switch (o->target) {
+	case INA_TOPK_DENSITY:
+		sc->target = SPARSIFY_DENSITY;
+		break;
+	case INA_TOPK_BYTES:
+		sc->target = SPARSIFY_BYTES;
+		break;
+	case INA_TOPK_MASS:
+		sc->target = SPARSIFY_MASS;
+		break;
+	default:
+		return -EINVAL;
+	}
+	sc->density = o->density;
+	sc->byte_budget = o->byte_budget;
+	sc->mass = o->mass;
+	sc->filter_mode = SPARSIFY_ELEMENT;
+	sc->bound_mode = SPARSIFY_DECAY;
+	sc->bound0 = o->filter_b0;
+	sc->decay = o->filter_decay;
+	return sparsify_config_check(sc);
 }
 
 int
@@ -127,9 +193,21 @@ ina_open(const struct ina_config *cfg, struct ina_ctx **out, char *err, size_t e
 			 "block size and timeouts above 0", INA_MAX_WORLD);
 		return -EINVAL;
 	}
+	{
+		struct sparsify_config sc;
+
+		if (sparsify_cfg(&cfg->sparsify, cfg->block_size, cfg->block_size, &sc) < 0) {
+			snprintf(err, err_size,
+				 "bad sparsifier options: mode 0..3, density and mass in (0, 1], a "
+				 "byte budget of at least one block, filter b0 >= 0 and decay in "
+				 "(0, 1]");
+			return -EINVAL;
+		}
+	}
 	ctx = calloc(1, sizeof(*ctx));
 	if (!ctx)
 		return -ENOMEM;
+	ctx->job_sparsify = cfg->sparsify;
 	ret = ina_port_open(cfg->port ? cfg->port : "udp", &ctx->port, err, (unsigned)err_size);
 	if (ret < 0) {
 		ret = INA_EPORT;
@@ -205,23 +283,152 @@ fail:
 	return ret;
 }
 
+static struct sparse_tensor *
+find_tensor(const struct ina_ctx *ctx, uint32_t tensor_id)
+{
+	for (unsigned i = 0; i < ctx->n_tensors; i++)
+		if (ctx->tensors[i].id == tensor_id)
+			return (struct sparse_tensor *)&ctx->tensors[i];
+	return NULL;
+}
+
+static struct sparse_tensor *
+add_tensor(struct ina_ctx *ctx, uint32_t tensor_id, const struct ina_sparsify *opt)
+{
+	struct sparse_tensor *t;
+
+	if (ctx->n_tensors == INA_MAX_SPARSE_TENSORS) {
+		snprintf(ctx->errmsg, sizeof(ctx->errmsg),
+			 "tensor %u: more than %d tensors with a sparsifier in one context",
+			 tensor_id, INA_MAX_SPARSE_TENSORS);
+		return NULL;
+	}
+	t = &ctx->tensors[ctx->n_tensors++];
+	memset(t, 0, sizeof(*t));
+	t->id = tensor_id;
+	t->opt = *opt;
+	return t;
+}
+
+int
+ina_tensor_sparsify(struct ina_ctx *ctx, uint32_t tensor_id, const struct ina_sparsify *opt)
+{
+	struct sparsify_config sc;
+	struct sparse_tensor *t = find_tensor(ctx, tensor_id);
+
+	if (sparsify_cfg(opt, ctx->block_size, ctx->block_size, &sc) < 0) {
+		snprintf(ctx->errmsg, sizeof(ctx->errmsg), "tensor %u: bad sparsifier options",
+			 tensor_id);
+		return -EINVAL;
+	}
+	if (t && t->used) {
+		snprintf(ctx->errmsg, sizeof(ctx->errmsg),
+			 "tensor %u: its sparsifier cannot change after its first allreduce",
+			 tensor_id);
+		return -EBUSY;
+	}
+	if (t) {
+		t->opt = *opt;
+		return 0;
+	}
+	return add_tensor(ctx, tensor_id, opt) ? 0 : -ENOSPC;
+}
+
+const float *
+ina_residual(const struct ina_ctx *ctx, uint32_t tensor_id, size_t *n)
+{
+	const struct sparse_tensor *t = find_tensor(ctx, tensor_id);
+
+	if (!t || !t->s)
+		return NULL;
+	if (n)
+		*n = t->n;
+	return sparsify_residual(t->s);
+}
+
+/* Sparsifies 'in' (n floats) of tensor 't' into its send buffer: the
+ * residual takes the rest. First call: creates the sparsifier. 0 or -errno. */
+static int
+sparsify_tensor(struct ina_ctx *ctx, struct sparse_tensor *t, const float *in, size_t n,
+		struct sparsify_stats *st)
+{
+	if (!t->s) {
+		struct sparsify_config sc;
+
+		if (sparsify_cfg(&t->opt, n, ctx->block_size, &sc) < 0) {
+			snprintf(ctx->errmsg, sizeof(ctx->errmsg),
+				 "tensor %u: sparsifier options do not fit %zu elements in blocks "
+				 "of %u (a byte budget below one block?)", t->id, n,
+				 ctx->block_size);
+			return -EINVAL;
+		}
+		t->s = sparsify_create(&sc);
+		t->send = malloc(n * sizeof(float));
+		if (!t->s || !t->send) {
+			sparsify_destroy(t->s);
+			free(t->send);
+			t->s = NULL;
+			t->send = NULL;
+			snprintf(ctx->errmsg, sizeof(ctx->errmsg),
+				 "tensor %u: no memory for the sparsifier of %zu elements", t->id, n);
+			return -ENOMEM;
+		}
+		t->n = n;
+	}
+	if (n != t->n) {
+		snprintf(ctx->errmsg, sizeof(ctx->errmsg),
+			 "tensor %u: %zu elements, but its sparsifier was made for %zu", t->id, n,
+			 t->n);
+		return -EINVAL;
+	}
+	return sparsify_round(t->s, in, t->send, t->round++, st);
+}
+
 int
 ina_allreduce(struct ina_ctx *ctx, uint32_t tensor_id, const float *in, float *out, size_t n,
 	      enum ina_op op)
 {
+	struct sparse_tensor *t;
+	struct sparsify_stats st;
 	int ret;
 
 	if (engine_error(ctx->engine))
 		return engine_error(ctx->engine);
 	if (engine_phase(ctx->engine) != ENGINE_READY)
 		return INA_ECLOSED;
+	t = find_tensor(ctx, tensor_id);
+	if (!t && ctx->job_sparsify.mode != INA_SPARSIFY_OFF) {
+		t = add_tensor(ctx, tensor_id, &ctx->job_sparsify);
+		if (!t)
+			return -ENOSPC;
+	}
+	if (t && t->opt.mode != INA_SPARSIFY_OFF) {
+		ret = sparsify_tensor(ctx, t, in, n, &st);
+		if (ret < 0)
+			return ret;
+		in = t->send;
+	}
+	if (t)
+		t->used = 1;
 	ret = engine_allreduce(ctx->engine, tensor_id, in, out, n, ctx->block_size,
 			       op == INA_AVG ? ENGINE_AVG : ENGINE_SUM, ina_now_ns());
 	if (ret < 0)
 		return ret;
 	ret = run_while(ctx, ENGINE_RUNNING);
-	if (ret < 0)
+	if (ret < 0) {
 		snprintf(ctx->errmsg, sizeof(ctx->errmsg), "%s", engine_error_msg(ctx->engine));
+		return ret;
+	}
+	if (t && t->s) {
+		uint32_t nb = sparsify_n_blocks(t->s);
+
+		ctx->sp.rounds++;
+		ctx->sp.blocks += nb;
+		ctx->sp.blocks_sent += st.blocks_sent;
+		ctx->sp.density = (double)st.blocks_sent / nb;
+		ctx->sp.residual_norm = sqrt(st.residual_mass);
+		t->residual_mass = st.residual_mass;
+	}
 	return ret;
 }
 
@@ -246,6 +453,18 @@ ina_get_stats(const struct ina_ctx *ctx, struct ina_stats *s)
 	s->tx_bursts = ps->tx_bursts;
 	s->rx_bursts = ps->rx_bursts;
 	s->inject_drop = ps->inject_drop;
+	s->sparse_rounds = ctx->sp.rounds;
+	s->sparse_blocks = ctx->sp.blocks;
+	s->sparse_blocks_sent = ctx->sp.blocks_sent;
+	s->density_sent = ctx->sp.density;
+	s->residual_norm = ctx->sp.residual_norm;
+	{
+		double m = 0;
+
+		for (unsigned i = 0; i < ctx->n_tensors; i++)
+			m += ctx->tensors[i].residual_mass;
+		s->residual_norm_total = sqrt(m);
+	}
 }
 
 const char *
@@ -282,6 +501,10 @@ ina_close(struct ina_ctx *ctx)
 		ret = -EIO;
 	engine_destroy(ctx->engine);
 	ina_port_close(ctx->port);
+	for (unsigned i = 0; i < ctx->n_tensors; i++) {
+		sparsify_destroy(ctx->tensors[i].s);
+		free(ctx->tensors[i].send);
+	}
 	free(ctx);
 	return ret;
 }

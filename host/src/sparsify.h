@@ -5,8 +5,9 @@
  * what to send (whole blocks by L2 norm, and/or a value-bounded filter), the
  * picked values are copied out unchanged and everything else stays in the
  * residual, so nothing is dropped, only delayed. Pure and transport-free: no
- * engine, no clock, nothing allocated after sparsify_create(). Not yet wired
- * into the engine or ina_allreduce() (issue 4, later slices).
+ * engine, no clock, nothing allocated after sparsify_create(). ina_allreduce()
+ * runs it per tensor in front of the engine (ina.h: struct ina_sparsify);
+ * DEFERRED results on the wire are not wired yet.
  */
 #ifndef INA_SPARSIFY_H
 #define INA_SPARSIFY_H
