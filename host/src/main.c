@@ -25,6 +25,7 @@
 #include "ina/log.h"
 #include "ina/util.h"
 #include "report.h"
+#include "sparsify.h"
 #include "workload.h"
 
 /* Tensor id of the one-element allreduce that lines workers up before a round. */
@@ -40,6 +41,7 @@ struct host_config {
 	uint32_t rounds;
 	uint64_t seed;
 	enum ina_op op;
+	struct ina_sparsify sp;		/* tensor 0's sparsifier (--sparsify) */
 	int quiet;
 };
 
@@ -79,6 +81,15 @@ usage(FILE *f)
 		"  --rto-us US           first retransmission timeout (default 5000)\n"
 		"  --report FILE         write a JSON report\n"
 		"  --capture FILE        write every packet sent and received to a pcap file\n"
+		"  --sparsify MODE       off (default), topk, filter or both: the sparsifier\n"
+		"                        with residual carry-over (synthetic f32 only: every\n"
+		"                        host simulates every rank's sparsifier and checks the\n"
+		"                        sum of what the ranks sent, bit for bit)\n"
+		"  --keep-density D      topk: fraction of the blocks sent (default 0.1)\n"
+		"  --keep-mass M         topk: the fewest blocks with this fraction of the\n"
+		"                        sum of squares instead\n"
+		"  --filter-b0 V         filter: hold back |v| < V * decay^round (default 0)\n"
+		"  --filter-decay F      filter: decay per round, (0, 1] (default 1)\n"
 		"  --quiet               no line per round\n"
 		"  --log-level LEVEL     err, warn, info or debug (default info)\n"
 		"  -h, --help            this text\n");
@@ -88,6 +99,7 @@ enum {
 	OPT_SWITCH = 256, OPT_JOB, OPT_RANK, OPT_WORLD, OPT_ELEMENTS, OPT_DENSITY, OPT_SEED,
 	OPT_INPUT, OPT_ROUNDS, OPT_LANES, OPT_BLOCK, OPT_ENCODING, OPT_OP, OPT_TOKEN_FILE,
 	OPT_PORT, OPT_TIMEOUT, OPT_RTO, OPT_REPORT, OPT_QUIET, OPT_LOG_LEVEL, OPT_CAPTURE,
+	OPT_SPARSIFY, OPT_KEEP_DENSITY, OPT_KEEP_MASS, OPT_B0, OPT_DECAY,
 };
 
 static void
@@ -115,6 +127,11 @@ parse_args(int argc, char **argv, struct host_config *c)
 		{ "capture", required_argument, NULL, OPT_CAPTURE },
 		{ "quiet", no_argument, NULL, OPT_QUIET },
 		{ "log-level", required_argument, NULL, OPT_LOG_LEVEL },
+		{ "sparsify", required_argument, NULL, OPT_SPARSIFY },
+		{ "keep-density", required_argument, NULL, OPT_KEEP_DENSITY },
+		{ "keep-mass", required_argument, NULL, OPT_KEEP_MASS },
+		{ "filter-b0", required_argument, NULL, OPT_B0 },
+		{ "filter-decay", required_argument, NULL, OPT_DECAY },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -129,6 +146,7 @@ parse_args(int argc, char **argv, struct host_config *c)
 	c->rounds = 10;
 	c->seed = 1;
 	c->op = INA_SUM;
+	c->sp = c->ina.sparsify;	/* off, density 0.1, mass 0.5, b0 0, decay 1 */
 	while ((o = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		switch (o) {
 		case OPT_SWITCH: c->ina.switch_addr = optarg; break;
@@ -171,6 +189,40 @@ parse_args(int argc, char **argv, struct host_config *c)
 		case OPT_REPORT: c->report = optarg; break;
 		case OPT_CAPTURE: c->ina.capture = optarg; break;
 		case OPT_QUIET: c->quiet = 1; break;
+		case OPT_SPARSIFY:
+			if (strcmp(optarg, "off") == 0)
+				c->sp.mode = INA_SPARSIFY_OFF;
+			else if (strcmp(optarg, "topk") == 0)
+				c->sp.mode = INA_SPARSIFY_TOPK;
+			else if (strcmp(optarg, "filter") == 0)
+				c->sp.mode = INA_SPARSIFY_FILTER;
+			else if (strcmp(optarg, "both") == 0)
+				c->sp.mode = INA_SPARSIFY_BOTH;
+			else
+				ina_die("--sparsify: '%s' is not off, topk, filter or both", optarg);
+			break;
+		case OPT_KEEP_DENSITY:
+			if (ina_parse_double(optarg, 1e-9, 1.0, &c->sp.density) < 0)
+				ina_die("--keep-density: '%s' is not a number in (0, 1]", optarg);
+			c->sp.target = INA_TOPK_DENSITY;
+			break;
+		case OPT_KEEP_MASS:
+			if (ina_parse_double(optarg, 1e-9, 1.0, &c->sp.mass) < 0)
+				ina_die("--keep-mass: '%s' is not a number in (0, 1]", optarg);
+			c->sp.target = INA_TOPK_MASS;
+			break;
+		case OPT_B0: {
+			double v;
+
+			if (ina_parse_double(optarg, 0, 1e30, &v) < 0)
+				ina_die("--filter-b0: '%s' is not a number >= 0", optarg);
+			c->sp.filter_b0 = (float)v;
+			break;
+		}
+		case OPT_DECAY:
+			if (ina_parse_double(optarg, 1e-9, 1.0, &c->sp.filter_decay) < 0)
+				ina_die("--filter-decay: '%s' is not a number in (0, 1]", optarg);
+			break;
 		case OPT_LOG_LEVEL: ina_cli_log_level(optarg); break;
 		case 'h':
 			usage(stdout);
@@ -188,6 +240,92 @@ parse_args(int argc, char **argv, struct host_config *c)
 		ina_die("--rank %u must be below --world %u", c->ina.rank, c->ina.world);
 	if (c->input && have_synth)
 		ina_die("--input and --elements/--density are exclusive");
+	/* The check of a sparsified round is exact on synthetic f32 data only. */
+	if (c->sp.mode != INA_SPARSIFY_OFF && (c->input || c->ina.encoding != INA_F32))
+		ina_die("--sparsify: only with synthetic data in f32 (its sums are checked bit "
+			"for bit against every rank's simulated sparsifier)");
+}
+
+/* Every rank's sparsifier, simulated on this host: the check of a sparsified
+ * round is the sum of what every rank sent, which each host can compute from
+ * the deterministic workload. */
+struct sim {
+	struct sparsify *s[64];
+	float *tmp, *want;
+	uint16_t world;
+};
+
+static int
+sim_init(struct sim *sm, const struct host_config *c, uint32_t n)
+{
+	struct sparsify_config sc;
+
+	memset(sm, 0, sizeof(*sm));
+	sm->world = c->ina.world;
+	sparsify_config_init(&sc);
+	sc.n_elems = n;
+	sc.block_size = c->ina.block_size;
+	sc.select = (c->sp.mode & INA_SPARSIFY_TOPK ? SPARSIFY_TOPK : 0) |
+		    (c->sp.mode & INA_SPARSIFY_FILTER ? SPARSIFY_FILTER : 0);
+	sc.target = c->sp.target == INA_TOPK_MASS ? SPARSIFY_MASS : SPARSIFY_DENSITY;
+	sc.density = c->sp.density;
+	sc.mass = c->sp.mass;
+	sc.filter_mode = SPARSIFY_ELEMENT;
+	sc.bound_mode = SPARSIFY_DECAY;
+	sc.bound0 = c->sp.filter_b0;
+	sc.decay = c->sp.filter_decay;
+	for (uint16_t q = 0; q < sm->world; q++)
+		if (!(sm->s[q] = sparsify_create(&sc)))
+			return -1;
+	sm->tmp = malloc((size_t)n * sizeof(float));
+	sm->want = malloc((size_t)n * sizeof(float));
+	return sm->tmp && sm->want ? 0 : -1;
+}
+
+static void
+sim_fini(struct sim *sm)
+{
+	for (uint16_t q = 0; q < sm->world; q++)
+		sparsify_destroy(sm->s[q]);
+	free(sm->tmp);
+	free(sm->want);
+}
+
+/* Checks 'got' of round 'r' against the sum (average) of what every simulated
+ * rank sent, bit for bit. */
+static void
+sim_verify(struct sim *sm, struct workload *w, uint32_t r, const float *got, uint32_t n,
+	   int average, struct verify_result *vr)
+{
+	memset(vr, 0, sizeof(*vr));
+	vr->exact = 1;
+	memset(sm->want, 0, (size_t)n * sizeof(float));
+	for (uint16_t q = 0; q < sm->world; q++) {
+		if (workload_fill(w, r, q, sm->tmp) < 0 ||
+		    sparsify_round(sm->s[q], sm->tmp, sm->tmp, r, NULL) < 0) {
+			vr->mismatches = n;
+			return;
+		}
+		for (uint32_t i = 0; i < n; i++)
+			sm->want[i] += sm->tmp[i];
+	}
+	if (average) {
+		float scale = 1.0f / (float)sm->world;
+
+		for (uint32_t i = 0; i < n; i++)
+			sm->want[i] *= scale;
+	}
+	for (uint32_t i = 0; i < n; i++) {
+		if (memcmp(&got[i], &sm->want[i], sizeof(float)) != 0) {
+			if (!vr->mismatches) {
+				vr->first_bad = i;
+				vr->got = got[i];
+				vr->want = sm->want[i];
+			}
+			vr->mismatches++;
+		}
+	}
+	vr->ok = vr->mismatches == 0;
 }
 
 static const char *
@@ -207,6 +345,7 @@ main(int argc, char **argv)
 	char err[256], ident[32];
 	float *buf, one = 1.0f, one_out;
 	uint64_t prev_sent = 0, prev_recv = 0, prev_retx = 0;
+	struct sim sim = { 0 };
 	int ret, all_ok = 1;
 	double total = 0;
 	uint32_t n;
@@ -240,6 +379,12 @@ main(int argc, char **argv)
 	if (ret < 0)
 		ina_die("cannot join job %" PRIu32 " at %s: %s (%s)", c.ina.job_id, c.ina.switch_addr,
 		    err, ina_strerror(ret));
+	if (c.sp.mode != INA_SPARSIFY_OFF) {
+		if (ina_tensor_sparsify(ctx, 0, &c.sp) < 0)
+			ina_die("--sparsify: %s", ina_last_error(ctx));
+		if (sim_init(&sim, &c, n) < 0)
+			ina_die("out of memory for %u simulated sparsifiers", c.ina.world);
+	}
 	INA_LOG(INFO, "joined job %" PRIu32 " epoch %" PRIu32 ": rank %u of %u, %s, %" PRIu32
 		" elements, %u lanes, B %u, %s, over %s",
 		c.ina.job_id, ina_epoch(ctx), c.ina.rank, c.ina.world, workload_kind(w), n,
@@ -279,8 +424,11 @@ main(int argc, char **argv)
 			all_ok = 0;
 			break;
 		}
-		workload_verify(w, r, buf, c.op == INA_AVG, (uint8_t)c.ina.encoding,
-				c.ina.block_size, &vr);
+		if (c.sp.mode != INA_SPARSIFY_OFF)
+			sim_verify(&sim, w, r, buf, n, c.op == INA_AVG, &vr);
+		else
+			workload_verify(w, r, buf, c.op == INA_AVG, (uint8_t)c.ina.encoding,
+					c.ina.block_size, &vr);
 		ina_get_stats(ctx, &st);
 		rounds[r].round = r;
 		rounds[r].seconds = (double)(t1 - t0) / 1e9;
@@ -330,6 +478,10 @@ main(int argc, char **argv)
 	rep.rounds = c.rounds;
 	rep.elements = n;
 	rep.density = c.input ? -1 : c.density;
+	rep.sparsifier = c.sp.mode == INA_SPARSIFY_BOTH     ? "both"
+			 : c.sp.mode == INA_SPARSIFY_FILTER ? "filter"
+			 : c.sp.mode == INA_SPARSIFY_TOPK   ? "topk"
+							    : "off";
 	rep.seconds = total;
 	rep.per_round = rounds;
 	ina_get_stats(ctx, &rep.stats);
@@ -341,6 +493,7 @@ main(int argc, char **argv)
 	if (c.report && report_write(c.report, &rep) < 0)
 		ina_die("cannot write report %s", c.report);
 	workload_destroy(w);
+	sim_fini(&sim);
 	free(buf);
 	free(rounds);
 	(void)ret;

@@ -57,6 +57,12 @@ report_write(const char *path, const struct report *r)
 	if (r->density >= 0)
 		json_object_set_new(root, "density", json_real(r->density));
 	json_object_set_new(root, "port", json_string(r->port ? r->port : ""));
+	json_object_set_new(root, "sparsifier", json_string(r->sparsifier ? r->sparsifier : "off"));
+	json_object_set_new(root, "density_sent",
+			    json_real(s->sparse_blocks ? (double)s->sparse_blocks_sent /
+							 (double)s->sparse_blocks
+						       : 1.0));
+	json_object_set_new(root, "residual_norm", json_real(s->residual_norm));
 	json_object_set_new(root, "data_packets", json_integer((json_int_t)s->data_packets));
 	json_object_set_new(root, "empty_packets", json_integer((json_int_t)s->empty_packets));
 	json_object_set_new(root, "per_round", rounds);

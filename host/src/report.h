@@ -31,6 +31,7 @@ struct report {
 	uint32_t rounds;
 	uint32_t elements;
 	double density;			/* synthetic only, else < 0 */
+	const char *sparsifier;		/* "off", "topk", "filter", "both" */
 	int verified;
 	double seconds;			/* sum of the rounds' times */
 	struct ina_stats stats;
