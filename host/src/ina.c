@@ -412,8 +412,17 @@ ina_allreduce(struct ina_ctx *ctx, uint32_t tensor_id, const float *in, float *o
 		t->used = 1;
 	ret = engine_allreduce(ctx->engine, tensor_id, in, out, n, ctx->block_size,
 			       op == INA_AVG ? ENGINE_AVG : ENGINE_SUM, ina_now_ns());
-	if (ret < 0)
+	if (ret < 0) {
+		/* Nothing went out: what was to be sent goes back into the
+		 * residual (exactly), and the round did not happen. */
+		if (t && t->s) {
+			for (uint32_t b = 0; b < sparsify_n_blocks(t->s); b++)
+				sparsify_defer_block(t->s, b,
+						     t->send + (size_t)b * ctx->block_size);
+			t->round--;
+		}
 		return ret;
+	}
 	ret = run_while(ctx, ENGINE_RUNNING);
 	if (ret < 0) {
 		snprintf(ctx->errmsg, sizeof(ctx->errmsg), "%s", engine_error_msg(ctx->engine));
