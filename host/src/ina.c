@@ -20,6 +20,7 @@
 #include "ina/token.h"
 #include "ina/util.h"
 #include "sparsify.h"
+#include "sparsify_opts.h"
 
 /* Longest single sleep in the port while an operation runs. */
 #define WAIT_MAX_NS (100 * INA_NS_PER_MS)
@@ -73,11 +74,9 @@ ina_config_init(struct ina_config *cfg)
 	cfg->sparsify.filter_decay = 1;
 }
 
-/* The sparsifier library's configuration for options 'o' over 'n' elements
- * in blocks of 'block_size'. 0 or -EINVAL. */
-static int
-sparsify_cfg(const struct ina_sparsify *o, size_t n, uint16_t block_size,
-	     struct sparsify_config *sc)
+int
+ina_sparsify_config(const struct ina_sparsify *o, size_t n, uint16_t block_size,
+		    struct sparsify_config *sc)
 {
 	sparsify_config_init(sc);
 	if (n == 0 || n > UINT32_MAX || (unsigned)o->mode > INA_SPARSIFY_BOTH)
@@ -196,7 +195,7 @@ ina_open(const struct ina_config *cfg, struct ina_ctx **out, char *err, size_t e
 	{
 		struct sparsify_config sc;
 
-		if (sparsify_cfg(&cfg->sparsify, cfg->block_size, cfg->block_size, &sc) < 0) {
+		if (ina_sparsify_config(&cfg->sparsify, cfg->block_size, cfg->block_size, &sc) < 0) {
 			snprintf(err, err_size,
 				 "bad sparsifier options: mode 0..3, density and mass in (0, 1], a "
 				 "byte budget of at least one block, filter b0 >= 0 and decay in "
@@ -316,7 +315,7 @@ ina_tensor_sparsify(struct ina_ctx *ctx, uint32_t tensor_id, const struct ina_sp
 	struct sparsify_config sc;
 	struct sparse_tensor *t = find_tensor(ctx, tensor_id);
 
-	if (sparsify_cfg(opt, ctx->block_size, ctx->block_size, &sc) < 0) {
+	if (ina_sparsify_config(opt, ctx->block_size, ctx->block_size, &sc) < 0) {
 		snprintf(ctx->errmsg, sizeof(ctx->errmsg), "tensor %u: bad sparsifier options",
 			 tensor_id);
 		return -EINVAL;
@@ -355,7 +354,7 @@ sparsify_tensor(struct ina_ctx *ctx, struct sparse_tensor *t, const float *in, s
 	if (!t->s) {
 		struct sparsify_config sc;
 
-		if (sparsify_cfg(&t->opt, n, ctx->block_size, &sc) < 0) {
+		if (ina_sparsify_config(&t->opt, n, ctx->block_size, &sc) < 0) {
 			snprintf(ctx->errmsg, sizeof(ctx->errmsg),
 				 "tensor %u: sparsifier options do not fit %zu elements in blocks "
 				 "of %u (a byte budget below one block?)", t->id, n,

@@ -26,6 +26,7 @@
 #include "ina/util.h"
 #include "report.h"
 #include "sparsify.h"
+#include "sparsify_opts.h"
 #include "workload.h"
 
 /* Tensor id of the one-element allreduce that lines workers up before a round. */
@@ -262,18 +263,8 @@ sim_init(struct sim *sm, const struct host_config *c, uint32_t n)
 
 	memset(sm, 0, sizeof(*sm));
 	sm->world = c->ina.world;
-	sparsify_config_init(&sc);
-	sc.n_elems = n;
-	sc.block_size = c->ina.block_size;
-	sc.select = (c->sp.mode & INA_SPARSIFY_TOPK ? SPARSIFY_TOPK : 0) |
-		    (c->sp.mode & INA_SPARSIFY_FILTER ? SPARSIFY_FILTER : 0);
-	sc.target = c->sp.target == INA_TOPK_MASS ? SPARSIFY_MASS : SPARSIFY_DENSITY;
-	sc.density = c->sp.density;
-	sc.mass = c->sp.mass;
-	sc.filter_mode = SPARSIFY_ELEMENT;
-	sc.bound_mode = SPARSIFY_DECAY;
-	sc.bound0 = c->sp.filter_b0;
-	sc.decay = c->sp.filter_decay;
+	if (ina_sparsify_config(&c->sp, n, c->ina.block_size, &sc) < 0)
+		return -1;
 	for (uint16_t q = 0; q < sm->world; q++)
 		if (!(sm->s[q] = sparsify_create(&sc)))
 			return -1;
