@@ -17,17 +17,28 @@ ina_cli_set_prog(const char *prog)
 	cli_prog = prog;
 }
 
+const char *
+ina_cli_prog(void)
+{
+	return cli_prog;
+}
+
+void
+ina_vdie(int status, const char *fmt, va_list ap)
+{
+	fprintf(stderr, "%s: ", cli_prog);
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+	exit(status);
+}
+
 void
 ina_die(const char *fmt, ...)
 {
 	va_list ap;
 
-	fprintf(stderr, "%s: ", cli_prog);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-	exit(2);
+	ina_vdie(2, fmt, ap);
 }
 
 uint64_t

@@ -14,13 +14,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ina/cli.h"
 #include "ina/eal_main.h"
 #include "ina/port.h"
 #ifdef INA_HAVE_DPDK
 #include "ina/port_dpdk.h"
 #endif
 
-static const char *eal_prog = "ina";
 static int eal_started;
 static char **eal_argv;		/* EAL permutes its copy of argv; freed at exit */
 
@@ -42,12 +42,8 @@ ina_eal_main_die(const char *fmt, ...)
 {
 	va_list ap;
 
-	fprintf(stderr, "%s: ", eal_prog);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-	exit(INA_EXIT_TRANSPORT);
+	ina_vdie(INA_EXIT_TRANSPORT, fmt, ap);
 }
 
 static int
@@ -95,7 +91,7 @@ ina_eal_main_check_spec(const char *option, const char *spec)
 {
 	if (ina_eal_main_is_dpdk(spec) && !eal_started)
 		ina_eal_main_die("%s %s: a dpdk port needs EAL options first: %s [EAL options] -- "
-				 "%s %s ...", option, spec, eal_prog, option, spec);
+				 "%s %s ...", option, spec, ina_cli_prog(), option, spec);
 }
 
 void
@@ -158,7 +154,7 @@ ina_eal_main_start(const char *prog, int *argc, char ***argv)
 	char err[256];
 	int ret;
 
-	eal_prog = prog;
+	ina_cli_set_prog(prog);
 	ret = ina_port_dpdk_register();
 	if (ret < 0 && ret != -EEXIST)
 		ina_eal_main_die("cannot register the dpdk port: %s", strerror(-ret));
@@ -188,7 +184,7 @@ ina_eal_main_start(const char *prog, int *argc, char ***argv)
 int
 ina_eal_main_start(const char *prog, int *argc, char ***argv)
 {
-	eal_prog = prog;
+	ina_cli_set_prog(prog);
 	if (ina_eal_main_wanted(*argc, *argv))
 		ina_eal_main_die("cannot start DPDK: this %s was built without DPDK", prog);
 	return 0;
