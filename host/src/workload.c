@@ -206,6 +206,20 @@ note_bad(struct verify_result *res, uint64_t i, float got, float want)
 	}
 }
 
+/* Checks element i, 'got', against 'ref' within 'bound', and records the error. */
+static void
+check_bound(struct verify_result *res, uint64_t i, float got, double ref, double bound)
+{
+	double err = fabs((double)got - ref);
+
+	if (err > res->max_err)
+		res->max_err = err;
+	if (bound > 0 && err / bound > res->max_err_ratio)
+		res->max_err_ratio = err / bound;
+	if (!(err <= bound))
+		note_bad(res, i, got, (float)ref);
+}
+
 /*
  * bf16 has 8 significand bits, so k 2^-10 with |k| > 256 is in general not a
  * bf16 (1023 2^-10 is not), and sums need up to 17 bits: a synthetic bf16
@@ -218,7 +232,7 @@ verify_synth_bf16(struct workload *w, uint32_t lo, uint32_t hi, const uint64_t *
 		  struct verify_result *res)
 {
 	for (uint32_t i = lo; i < hi; i++) {
-		double ref = 0, sum_abs = 0, bound, err;
+		double ref = 0, sum_abs = 0, bound;
 
 		for (unsigned k = 0; k < nr; k++) {
 			double x = synth_value(bases[ranks[k]], i);
@@ -230,17 +244,11 @@ verify_synth_bf16(struct workload *w, uint32_t lo, uint32_t hi, const uint64_t *
 			ref /= w->world;
 		/* A block nobody had must come back +0 exactly. */
 		bound = nr ? ina_enc_bf16_bound(w->world, sum_abs, fabs(ref), average) : 0;
-		err = fabs((double)got[i] - ref);
 		if (!nr && signbit(got[i])) {
 			note_bad(res, i, got[i], 0.0f);
 			continue;
 		}
-		if (err > res->max_err)
-			res->max_err = err;
-		if (bound > 0 && err / bound > res->max_err_ratio)
-			res->max_err_ratio = err / bound;
-		if (!(err <= bound))
-			note_bad(res, i, got[i], (float)ref);
+		check_bound(res, i, got[i], ref, bound);
 	}
 }
 
@@ -319,7 +327,7 @@ verify_real(struct workload *w, const float *got, int average, uint8_t encoding,
 			scale = ina_enc_i32_scale(emax, w->world);
 		}
 		for (uint32_t i = lo; i < hi; i++) {
-			double ref = 0, sum_abs = 0, bound, err;
+			double ref = 0, sum_abs = 0, bound;
 
 			for (uint16_t r = 0; r < w->world; r++) {
 				double x = w->rows[(size_t)r * w->n + i];
@@ -337,13 +345,7 @@ verify_real(struct workload *w, const float *got, int average, uint8_t encoding,
 				bound = ina_enc_bf16_bound(w->world, sum_abs, fabs(ref), average);
 			else
 				bound = ina_enc_f32_bound(w->world, sum_abs, average);
-			err = fabs((double)got[i] - ref);
-			if (err > res->max_err)
-				res->max_err = err;
-			if (bound > 0 && err / bound > res->max_err_ratio)
-				res->max_err_ratio = err / bound;
-			if (!(err <= bound))
-				note_bad(res, i, got[i], (float)ref);
+			check_bound(res, i, got[i], ref, bound);
 		}
 	}
 }
