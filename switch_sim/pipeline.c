@@ -46,7 +46,10 @@ struct half {
 	uint8_t state;		/* enum half_state */
 	uint8_t has_data;	/* some rank sent a payload */
 	uint8_t saturated;
+	uint8_t deferred;	/* the finished sum went down DEFERRED */
 	int16_t exp;		/* largest exponent announced for 'next' */
+	uint32_t bound;		/* smallest raw result-filter bound announced
+				 * (encode.h: raw bounds order like bounds) */
 	struct block_key key;
 	uint32_t next;		/* smallest next pointer announced */
 	uint64_t bitmap;	/* ranks that answered */
@@ -272,7 +275,7 @@ put_hdr(struct ina_pkt *pkt, const struct job *j, uint8_t type, const struct ina
 	h.version = INA_WIRE_VERSION;
 	h.type = type;
 	h.rank = INA_RANK_SWITCH;
-	h.reserved = 0;
+	h.bound = 0;	/* only a DATA packet carries one */
 	h.status = 0;
 	if (j) {
 		h.job_id = j->params.job_id;
@@ -482,7 +485,8 @@ put_result(const struct pipeline *p, struct ina_pkt *o, const struct job *j, uin
 
 	(void)p;
 	memset(&h, 0, sizeof(h));
-	h.flags = (uint8_t)(ver | (hf->saturated ? INA_F_SATURATED : 0));
+	h.flags = (uint8_t)(ver | (hf->saturated ? INA_F_SATURATED : 0) |
+			    (hf->deferred ? INA_F_DEFERRED : 0));
 	h.lane = lane;
 	h.tensor_id = hf->key.tensor_id;
 	h.round = hf->key.round;
@@ -491,7 +495,7 @@ put_result(const struct pipeline *p, struct ina_pkt *o, const struct job *j, uin
 	h.block_size = hf->key.block_size;
 	h.next = hf->next;
 	h.exp = hf->next == INA_BLOCK_END ? 0 : hf->exp;
-	if (hf->has_data)
+	if (hf->has_data && !hf->deferred)
 		n = ina_wire_block_elems(hf->key.tensor_len, hf->key.block_size, hf->key.block);
 	h.n_elems = n;
 	put_hdr(o, j, INA_T_RESULT, &h);
@@ -522,6 +526,8 @@ half_open(struct half *hf, const struct block_key *key)
 	hf->bitmap = 0;
 	hf->has_data = 0;
 	hf->saturated = 0;
+	hf->deferred = 0;
+	hf->bound = UINT32_MAX;
 	hf->next = INA_BLOCK_END;
 	hf->exp = INA_EXP_ZERO;
 }
@@ -547,6 +553,8 @@ half_add(struct pipeline *p, const struct job *j, struct half *hf, const struct 
 	 const uint8_t *payload)
 {
 	hf->bitmap |= 1ull << h->rank;
+	if (h->bound < hf->bound)
+		hf->bound = h->bound;
 	if (h->n_elems) {
 		if (j->params.encoding == INA_ENC_I32) {
 			if (!hf->has_data) {
@@ -578,6 +586,22 @@ half_add(struct pipeline *p, const struct job *j, struct half *hf, const struct 
 	} else if (h->next == hf->next && h->exp > hf->exp) {
 		hf->exp = h->exp;
 	}
+}
+
+/* The result filter: a finished sum whose every element is under the
+ * smallest bound its packets announced goes down header-only, DEFERRED, and
+ * each worker keeps its own part. A saturated sum is never deferred. */
+static int
+half_deferred(const struct job *j, const struct half *hf)
+{
+	uint16_t n;
+
+	if (!hf->has_data || hf->saturated || hf->bound == 0 || hf->bound == UINT32_MAX)
+		return 0;
+	n = ina_wire_block_elems(hf->key.tensor_len, hf->key.block_size, hf->key.block);
+	if (j->params.encoding == INA_ENC_I32)
+		return ina_enc_i32_deferred(hf->acc.i32, n, (int32_t)hf->bound);
+	return ina_enc_f32_deferred(hf->acc.f32, n, ina_enc_bound_f32(hf->bound));
 }
 
 static struct ina_pkt *
@@ -672,6 +696,7 @@ handle_data(struct pipeline *p, struct ina_pkt *in, struct job *j, const struct 
 	}
 
 	/* Complete: the sum goes to every rank; the halves swap roles. */
+	hf->deferred = (uint8_t)half_deferred(j, hf);
 	o = answer_buf(p, in, result_size(j, h));
 	if (!o) {
 		/* No buffer: the workers' retransmissions will ask the shadow. */
@@ -684,6 +709,8 @@ handle_data(struct pipeline *p, struct ina_pkt *in, struct job *j, const struct 
 		p->st.results++;
 		if (!hf->has_data)
 			p->st.results_empty++;
+		if (hf->deferred)
+			p->st.results_deferred++;
 		p->st.result_bytes += o->len - INA_HDR_SIZE;
 	}
 	s->cur = ver ^ 1;
@@ -907,6 +934,7 @@ pipeline_stats_fprint(const struct pipeline_stats *st, FILE *f)
 	PRINT(tx_pkts);
 	PRINT(results);
 	PRINT(results_empty);
+	PRINT(results_deferred);
 	PRINT(result_bytes);
 	PRINT(shadow_replies);
 	PRINT(duplicates);

@@ -69,6 +69,8 @@ struct pipeline_stats {
 	uint64_t tx_pkts;		/* packets out (a fan-out counts once) */
 	uint64_t results;		/* blocks completed and sent to the job */
 	uint64_t results_empty;		/* of which header-only (zero sum) */
+	uint64_t results_deferred;	/* of which header-only, DEFERRED (under
+					 * the result filter's bound) */
 	uint64_t result_bytes;		/* payload bytes of results */
 	uint64_t shadow_replies;	/* retransmissions answered from a shadow */
 	uint64_t duplicates;		/* data for the open block already counted */

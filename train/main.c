@@ -172,7 +172,7 @@ parse_args(int argc, char **argv, struct opts *o)
 			    .block = 1024, .lanes = 64, .diverge_rank = -1 };
 	o->sp = (struct ina_sparsify){ .mode = INA_SPARSIFY_OFF, .target = INA_TOPK_DENSITY,
 				       .density = 0.1, .mass = 0.5, .filter_b0 = 0,
-				       .filter_decay = 1 };
+				       .filter_decay = 1, .filter_results = 1 };
 	while ((ch = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
 		switch (ch) {
 		case O_DATA: o->data = optarg; break;

@@ -6,7 +6,9 @@
  * bounds that tests and docs/PROTOCOL.md use to decide what a right sum is.
  */
 #include "ina/encode.h"
+#include "ina/wire.h"
 
+#include <float.h>
 #include <math.h>
 #include <string.h>
 
@@ -549,4 +551,58 @@ ina_enc_bf16_bound(unsigned n_addends, double sum_abs, double ref_abs, int scale
 		return b0;
 	g_2 = gamma_k(2, U32);
 	return b0 * (1 + g_2) / n + (g_2 + U64) * ref_sum / n + ETA32;
+}
+
+uint32_t
+ina_enc_bound(uint8_t encoding, float bound, int scale)
+{
+	uint32_t raw;
+	double q;
+
+	if (!(bound > 0.0f))
+		return 0;
+	if (encoding != INA_ENC_I32) {
+		if (bound > FLT_MAX)
+			bound = FLT_MAX;
+		memcpy(&raw, &bound, sizeof(raw));
+		return raw;
+	}
+	q = ceil((double)bound * pow2(scale));
+	return q >= (double)INT32_MAX ? (uint32_t)INT32_MAX : (uint32_t)q;
+}
+
+float
+ina_enc_bound_f32(uint32_t raw)
+{
+	float b;
+
+	memcpy(&b, &raw, sizeof(b));
+	return b;
+}
+
+int
+ina_enc_f32_deferred(const float *sum, size_t n, float bound)
+{
+	int nonzero = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		if (!(fabsf(sum[i]) < bound))
+			return 0;
+		nonzero |= sum[i] != 0.0f;
+	}
+	return nonzero;
+}
+
+int
+ina_enc_i32_deferred(const int32_t *sum, size_t n, int32_t bound)
+{
+	int nonzero = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		/* -bound < x < bound, without negating INT32_MIN. */
+		if (sum[i] >= bound || sum[i] <= -bound)
+			return 0;
+		nonzero |= sum[i] != 0;
+	}
+	return nonzero;
 }

@@ -47,7 +47,7 @@ ina_wire_encode_hdr(const struct ina_hdr *h, void *buf)
 	w.n_elems = htons(h->n_elems);
 	w.exp = htons((uint16_t)h->exp);
 	w.status = htons(h->status);
-	w.reserved = htonl(h->reserved);
+	w.bound = htonl(h->bound);
 	w.token = htobe64(h->token);
 	memcpy(buf, &w, sizeof(w));
 }
@@ -75,7 +75,7 @@ ina_wire_decode_hdr(const void *buf, struct ina_hdr *h)
 	h->n_elems = ntohs(w.n_elems);
 	h->exp = (int16_t)ntohs(w.exp);
 	h->status = ntohs(w.status);
-	h->reserved = ntohl(w.reserved);
+	h->bound = ntohl(w.bound);
 	h->token = be64toh(w.token);
 }
 
@@ -159,6 +159,16 @@ validate_block(size_t size, const struct ina_hdr *h)
 	return INA_WIRE_OK;
 }
 
+/* A DATA packet's bound: an i32 bound is a non-negative int32; any other is
+ * a finite, non-negative binary32. */
+static int
+bound_valid(const struct ina_hdr *h)
+{
+	if (h->encoding == INA_ENC_I32)
+		return h->bound <= INT32_MAX;
+	return (h->bound & 0x80000000u) == 0 && (h->bound & 0x7f800000u) != 0x7f800000u;
+}
+
 /* Everything the packet alone says; 'h' is already decoded. */
 static enum ina_wire_reason
 validate_stateless(const uint8_t *buf, size_t size, const struct ina_hdr *h)
@@ -169,8 +179,11 @@ validate_stateless(const uint8_t *buf, size_t size, const struct ina_hdr *h)
 		return INA_WIRE_BAD_TYPE;
 	if (h->flags & ~INA_F_KNOWN)
 		return INA_WIRE_BAD_FLAGS;
-	if (h->reserved != 0)
-		return INA_WIRE_BAD_RESERVED;
+	/* A DEFERRED result is header-only by definition. */
+	if ((h->flags & INA_F_DEFERRED) && (h->type != INA_T_RESULT || h->n_elems != 0))
+		return INA_WIRE_BAD_FLAGS;
+	if (h->bound != 0 && (h->type != INA_T_DATA || !bound_valid(h)))
+		return INA_WIRE_BAD_BOUND;
 
 	switch (h->type) {
 	case INA_T_JOIN:
@@ -261,7 +274,7 @@ static const char *const reason_names[] = {
 	[INA_WIRE_BAD_VERSION] = "bad_version",
 	[INA_WIRE_BAD_TYPE] = "bad_type",
 	[INA_WIRE_BAD_FLAGS] = "bad_flags",
-	[INA_WIRE_BAD_RESERVED] = "bad_reserved",
+	[INA_WIRE_BAD_BOUND] = "bad_bound",
 	[INA_WIRE_BAD_ENCODING] = "bad_encoding",
 	[INA_WIRE_BAD_LENGTH] = "bad_length",
 	[INA_WIRE_BAD_BLOCK_SIZE] = "bad_block_size",

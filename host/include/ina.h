@@ -30,6 +30,7 @@ enum ina_error {
 	INA_ENONFINITE = -1006,	/* NaN or infinity where i32 cannot carry it */
 	INA_ECLOSED = -1007,	/* the context failed earlier or is finished */
 	INA_EPORT = -1008,	/* the transport could not start (see ina_last_error) */
+	INA_EPROTO = -1009,	/* the switch answered against the protocol */
 };
 
 enum ina_encoding_type { INA_F32 = 1, INA_I32 = 2, INA_BF16 = 3 };
@@ -41,8 +42,11 @@ enum ina_op { INA_SUM = 0, INA_AVG = 1 };
  * in the worker's residual for that tensor and is added to the next round's
  * input, so no update is lost, only delayed. Every worker of a job must use
  * the same options for a tensor. Blocks are the job's block_size; the engine
- * sends only the blocks that hold a non-zero value. No DEFERRED results on
- * the wire yet: every result block comes back in full.
+ * sends only the blocks that hold a non-zero value. With the value filter on
+ * (and filter_results, the default), the filter also applies on the way
+ * down: a result block whose sum is under the round's bound comes back
+ * DEFERRED, as zeros, and each worker puts its own part of it back into its
+ * residual, so that sum arrives in a later round (docs/PROTOCOL.md 7.7).
  */
 enum ina_sparsify_mode {
 	INA_SPARSIFY_OFF = 0,		/* dense: every non-zero block is sent */
@@ -66,6 +70,11 @@ struct ina_sparsify {
 	double mass;			/* (0, 1], default 0.5 */
 	float filter_b0;		/* bound at round 0, >= 0, default 0 */
 	double filter_decay;		/* (0, 1], bound = b0 * decay^round, default 1 */
+	int filter_results;		/* FILTER, BOTH: 1 (default) filters results too: a
+					 * block whose sum is under the round's bound comes
+					 * back DEFERRED (header-only) and each worker's own
+					 * part goes back to its residual; 0 sends every
+					 * result in full */
 };
 
 /* At most this many tensors per context have a sparsifier (and a residual). */
@@ -110,6 +119,8 @@ struct ina_stats {
 	uint64_t sparse_rounds;		/* sparsified allreduces */
 	uint64_t sparse_blocks;		/* their blocks, summed over rounds */
 	uint64_t sparse_blocks_sent;	/* of those, blocks with a non-zero value sent */
+	uint64_t sparse_blocks_deferred;	/* blocks whose sum came back DEFERRED (each
+					 * worker's own part went back to its residual) */
 	double density_sent;		/* last sparsified round: blocks sent / blocks */
 	double residual_norm;		/* last sparsified round: L2 norm of the residual
 					 * left (sqrt of its sum of squares) */

@@ -72,6 +72,10 @@ struct engine {
 	uint64_t wait_missing;	/* ranks the last WAIT named */
 	uint64_t wait_heard_ns;	/* when */
 	uint32_t wait_lane, wait_block;
+	float bound;		/* the result filter's bound, 0 for none */
+	uint8_t *deferred;	/* per block: came back DEFERRED */
+	float next_bound;	/* engine_set_result_filter(), for the next op */
+	uint8_t *next_deferred;
 	struct lane *lanes;
 };
 
@@ -257,6 +261,13 @@ next_nonzero(const struct engine *e, uint32_t from)
 	return ina_block_next_nonzero(e->in, e->n, e->block_size, e->cfg.lanes, from);
 }
 
+void
+engine_set_result_filter(struct engine *e, float bound, uint8_t *deferred)
+{
+	e->next_bound = deferred && bound > 0.0f ? bound : 0.0f;
+	e->next_deferred = e->next_bound > 0.0f ? deferred : NULL;
+}
+
 int
 engine_allreduce(struct engine *e, uint32_t tensor_id, const float *in, float *out, size_t n,
 		 uint16_t block_size, enum engine_op op, uint64_t now_ns)
@@ -275,6 +286,12 @@ engine_allreduce(struct engine *e, uint32_t tensor_id, const float *in, float *o
 	e->block_size = block_size;
 	e->nb_blocks = ina_wire_nb_blocks(e->n, block_size);
 	e->op = op;
+	e->bound = e->next_bound;
+	e->deferred = e->next_deferred;
+	e->next_bound = 0.0f;
+	e->next_deferred = NULL;
+	if (e->deferred)
+		memset(e->deferred, 0, e->nb_blocks);
 	e->lanes_left = 0;
 	e->last_progress_ns = now_ns;
 	e->wait_missing = 0;
@@ -375,6 +392,9 @@ build_data(struct engine *e, uint16_t l, int retx)
 	h.next = ln->my_next;
 	h.block_size = e->block_size;
 	h.exp = ln->my_exp;
+	if (e->bound > 0.0f && ln->block != INA_BLOCK_OPEN)
+		h.bound = ina_enc_bound(e->cfg.encoding, e->bound,
+					ina_enc_i32_scale(ln->cur_exp, e->cfg.world));
 	if (ln->has_data)
 		n = ina_wire_block_elems(e->n, e->block_size, ln->block);
 	h.n_elems = n;
@@ -459,6 +479,17 @@ on_result(struct engine *e, const struct ina_hdr *h, const uint8_t *payload, uin
 		float *dst = e->out + (size_t)h->block * e->block_size;
 		uint16_t n = ina_wire_block_elems(e->n, e->block_size, h->block);
 
+		if (h->flags & INA_F_DEFERRED) {
+			if (!e->deferred) {
+				fail(e, INA_EPROTO,
+				     "job %" PRIu32 " rank %u round %" PRIu32 ": lane %u block %" PRIu32
+				     " came back deferred, but this worker set no result filter",
+				     e->cfg.job_id, e->cfg.rank, e->round, h->lane, h->block);
+				return;
+			}
+			e->deferred[h->block] = 1;
+			e->st.deferred++;
+		}
 		if (h->n_elems == 0)
 			memset(dst, 0, (size_t)n * sizeof(float));
 		else if (e->cfg.encoding == INA_ENC_I32)

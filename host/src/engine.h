@@ -62,6 +62,7 @@ struct engine_stats {
 	uint64_t stale;				/* valid but for no open block */
 	uint64_t bad;				/* failed validation */
 	uint64_t saturated;			/* results flagged saturated */
+	uint64_t deferred;			/* results that came back DEFERRED */
 };
 
 struct engine *engine_create(const struct engine_config *cfg);
@@ -78,6 +79,18 @@ int engine_join(struct engine *e, uint64_t now_ns);
  */
 int engine_allreduce(struct engine *e, uint32_t tensor_id, const float *in, float *out, size_t n,
 		     uint16_t block_size, enum engine_op op, uint64_t now_ns);
+
+/*
+ * The result filter of the next engine_allreduce() only: every DATA packet
+ * announces 'bound' (> 0; 0 turns the filter off), and a block whose sum the
+ * switch finds under the smallest bound announced comes back header-only,
+ * DEFERRED: the engine writes zeros for it and sets deferred[block] to 1.
+ * 'deferred' holds one byte per block of that allreduce, is zeroed when it
+ * starts and must stay valid until it ends; the caller gives each deferred
+ * block's own contribution back to its residual (sparsify_defer_block). A
+ * DEFERRED result for an allreduce without a bound fails it (INA_EPROTO).
+ */
+void engine_set_result_filter(struct engine *e, float bound, uint8_t *deferred);
 
 /* Starts the goodbye: FIN after a finished job, LEAVE to abort one. */
 void engine_finish(struct engine *e, uint64_t now_ns);

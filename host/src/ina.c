@@ -33,6 +33,7 @@ struct sparse_tensor {
 	struct ina_sparsify opt;
 	struct sparsify *s;		/* NULL until the first call (or mode OFF) */
 	float *send;
+	uint8_t *deferred;		/* per block: the result came back DEFERRED */
 	size_t n;
 	uint32_t round;
 	double residual_mass;
@@ -49,7 +50,7 @@ struct ina_ctx {
 	struct sparse_tensor tensors[INA_MAX_SPARSE_TENSORS];
 	unsigned n_tensors;
 	struct {
-		uint64_t rounds, blocks, blocks_sent;
+		uint64_t rounds, blocks, blocks_sent, blocks_deferred;
 		double density, residual_norm;
 	} sp;
 	char errmsg[512];
@@ -72,6 +73,7 @@ ina_config_init(struct ina_config *cfg)
 	cfg->sparsify.mass = 0.5;
 	cfg->sparsify.filter_b0 = 0;
 	cfg->sparsify.filter_decay = 1;
+	cfg->sparsify.filter_results = 1;
 }
 
 int
@@ -363,11 +365,14 @@ sparsify_tensor(struct ina_ctx *ctx, struct sparse_tensor *t, const float *in, s
 		}
 		t->s = sparsify_create(&sc);
 		t->send = malloc(n * sizeof(float));
-		if (!t->s || !t->send) {
+		t->deferred = t->s ? calloc(sparsify_n_blocks(t->s), 1) : NULL;
+		if (!t->s || !t->send || !t->deferred) {
 			sparsify_destroy(t->s);
 			free(t->send);
+			free(t->deferred);
 			t->s = NULL;
 			t->send = NULL;
+			t->deferred = NULL;
 			snprintf(ctx->errmsg, sizeof(ctx->errmsg),
 				 "tensor %u: no memory for the sparsifier of %zu elements", t->id, n);
 			return -ENOMEM;
@@ -381,6 +386,28 @@ sparsify_tensor(struct ina_ctx *ctx, struct sparse_tensor *t, const float *in, s
 		return -EINVAL;
 	}
 	return sparsify_round(t->s, in, t->send, t->round++, st);
+}
+
+/* The blocks of 't' whose sum came back DEFERRED: this worker's own part of
+ * each goes back into its residual (exactly). Returns the sum of squares
+ * given back. */
+static double
+take_back_deferred(struct ina_ctx *ctx, struct sparse_tensor *t)
+{
+	double mass = 0;
+
+	for (uint32_t b = 0; b < sparsify_n_blocks(t->s); b++) {
+		const float *own = t->send + (size_t)b * ctx->block_size;
+		uint32_t len = sparsify_block_len(t->s, b);
+
+		if (!t->deferred[b])
+			continue;
+		for (uint32_t i = 0; i < len; i++)
+			mass += (double)own[i] * own[i];
+		sparsify_defer_block(t->s, b, own);
+		ctx->sp.blocks_deferred++;
+	}
+	return mass;
 }
 
 int
@@ -409,6 +436,8 @@ ina_allreduce(struct ina_ctx *ctx, uint32_t tensor_id, const float *in, float *o
 	}
 	if (t)
 		t->used = 1;
+	if (t && t->s && t->opt.filter_results)
+		engine_set_result_filter(ctx->engine, st.bound, t->deferred);
 	ret = engine_allreduce(ctx->engine, tensor_id, in, out, n, ctx->block_size,
 			       op == INA_AVG ? ENGINE_AVG : ENGINE_SUM, ina_now_ns());
 	if (ret < 0) {
@@ -430,6 +459,8 @@ ina_allreduce(struct ina_ctx *ctx, uint32_t tensor_id, const float *in, float *o
 	if (t && t->s) {
 		uint32_t nb = sparsify_n_blocks(t->s);
 
+		if (t->opt.filter_results)
+			st.residual_mass += take_back_deferred(ctx, t);
 		ctx->sp.rounds++;
 		ctx->sp.blocks += nb;
 		ctx->sp.blocks_sent += st.blocks_sent;
@@ -464,6 +495,7 @@ ina_get_stats(const struct ina_ctx *ctx, struct ina_stats *s)
 	s->sparse_rounds = ctx->sp.rounds;
 	s->sparse_blocks = ctx->sp.blocks;
 	s->sparse_blocks_sent = ctx->sp.blocks_sent;
+	s->sparse_blocks_deferred = ctx->sp.blocks_deferred;
 	s->density_sent = ctx->sp.density;
 	s->residual_norm = ctx->sp.residual_norm;
 	{
@@ -512,6 +544,7 @@ ina_close(struct ina_ctx *ctx)
 	for (unsigned i = 0; i < ctx->n_tensors; i++) {
 		sparsify_destroy(ctx->tensors[i].s);
 		free(ctx->tensors[i].send);
+		free(ctx->tensors[i].deferred);
 	}
 	free(ctx);
 	return ret;
@@ -539,6 +572,8 @@ ina_strerror(int err)
 		return "the context is closed or failed earlier";
 	case INA_EPORT:
 		return "the transport could not start";
+	case INA_EPROTO:
+		return "the switch answered against the protocol";
 	default:
 		return err < 0 && err > -4096 ? strerror(-err) : "unknown error";
 	}

@@ -148,6 +148,8 @@ parse_args(int argc, char **argv, struct host_config *c)
 	c->seed = 1;
 	c->op = INA_SUM;
 	c->sp = c->ina.sparsify;	/* off, density 0.1, mass 0.5, b0 0, decay 1 */
+	/* The simulated ranks do not model DEFERRED results yet. */
+	c->sp.filter_results = 0;
 	while ((o = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		switch (o) {
 		case OPT_SWITCH: c->ina.switch_addr = optarg; break;

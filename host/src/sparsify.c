@@ -417,17 +417,3 @@ sparsify_defer_block(struct sparsify *s, uint32_t block, const float *own_sent)
 		r[i] += own_sent[i];	/* one of the two is zero: exact */
 	return 0;
 }
-
-int
-sparsify_result_deferred(const float *sum, size_t n_elems, float bound)
-{
-	size_t i;
-	int nonzero = 0;
-
-	for (i = 0; i < n_elems; i++) {
-		if (!(fabsf(sum[i]) < bound))
-			return 0;
-		nonzero |= sum[i] != 0.0f;
-	}
-	return nonzero;
-}

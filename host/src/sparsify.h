@@ -6,8 +6,8 @@
  * picked values are copied out unchanged and everything else stays in the
  * residual, so nothing is dropped, only delayed. Pure and transport-free: no
  * engine, no clock, nothing allocated after sparsify_create(). ina_allreduce()
- * runs it per tensor in front of the engine (ina.h: struct ina_sparsify);
- * DEFERRED results on the wire are not wired yet.
+ * runs it per tensor in front of the engine (ina.h: struct ina_sparsify) and
+ * gives DEFERRED result blocks back with sparsify_defer_block().
  */
 #ifndef INA_SPARSIFY_H
 #define INA_SPARSIFY_H
@@ -112,14 +112,6 @@ int sparsify_round(struct sparsify *s, const float *grad, float *out, uint32_t r
  * sent: own_sent and residual both non-zero; nothing is changed then).
  */
 int sparsify_defer_block(struct sparsify *s, uint32_t block, const float *own_sent);
-
-/*
- * The broadcast rule, a pure function of a result block: 1 if the sum
- * 'sum' (n_elems floats) should go down DEFERRED (header-only) under 'bound',
- * i.e. it is not all zero and every |sum[i]| < bound; 0 otherwise (a NaN
- * never defers). A zero sum travels as an ordinary zero block.
- */
-int sparsify_result_deferred(const float *sum, size_t n_elems, float bound);
 
 /* The residual (n_elems floats, owned by 's'), the number of blocks, and the
  * length of block 'block' (B, or less for the last). */

@@ -24,7 +24,7 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
 fields=(version type encoding flags job_id epoch rank lane tensor_id round tensor_len
-        block next block_size n_elems exp status token)
+        block next block_size n_elems exp status bound token)
 eargs=()
 for f in "${fields[@]}"; do eargs+=(-e "ina.$f"); done
 

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Prints the ina header of every UDP frame of a capture, one line per frame,
- * fields separated by tabs in the order of docs/PROTOCOL.md 2.1 (reserved left
- * out): version type encoding flags job_id epoch rank lane tensor_id round
- * tensor_len block next block_size n_elems exp status token. Numbers are
+ * fields separated by tabs in the order of docs/PROTOCOL.md 2.1: version type
+ * encoding flags job_id epoch rank lane tensor_id round tensor_len block next
+ * block_size n_elems exp status bound token. Numbers are
  * decimal, the token is 0x and 16 lower-case hex digits. tests/pcap/dissector.sh
  * compares this with what the Wireshark dissector (tools/wireshark/ina.lua)
  * makes of the same capture.
@@ -32,10 +32,10 @@ print_frame(void *arg, const uint8_t *ina, size_t len, uint64_t ts_ns, uint32_t 
 	}
 	ina_wire_decode_hdr(ina, &h);
 	printf("%u\t%u\t%u\t%u\t%" PRIu32 "\t%" PRIu32 "\t%u\t%u\t%" PRIu32 "\t%" PRIu32
-	       "\t%" PRIu32 "\t%" PRIu32 "\t%" PRIu32 "\t%u\t%u\t%d\t%u\t0x%016llx\n",
+	       "\t%" PRIu32 "\t%" PRIu32 "\t%" PRIu32 "\t%u\t%u\t%d\t%u\t%" PRIu32 "\t0x%016llx\n",
 	       h.version, h.type, h.encoding, h.flags, h.job_id, h.epoch, h.rank, h.lane,
 	       h.tensor_id, h.round, h.tensor_len, h.block, h.next, h.block_size, h.n_elems,
-	       h.exp, h.status, (unsigned long long)h.token);
+	       h.exp, h.status, h.bound, (unsigned long long)h.token);
 	return 0;
 }
 

@@ -1045,7 +1045,7 @@ test_engine_bad_packets_counted(void **state)
 		case 6: h.encoding = INA_ENC_I32; break;
 		case 7: h.version = 2; break;
 		case 8: h.type = INA_T_DATA; h.rank = 1; break;	/* a type workers never get */
-		case 9: h.reserved = 1; break;
+		case 9: h.bound = 1; break;			/* only DATA has one */
 		}
 		rx_result_h(t, &h, sum);
 		bad++;
@@ -1272,6 +1272,48 @@ test_engine_error_left(void **state)
 	assert_int_equal(engine_phase(t->e), ENGINE_CLOSED);
 	assert_int_equal(engine_allreduce(t->e, 0, in, out, 8, 4, ENGINE_SUM, t->now),
 			 INA_ELEFT);
+	done(t);
+}
+
+/*
+ * The result filter: every DATA packet carries the bound (f32 bits here), a
+ * DEFERRED result writes zeros and marks its block, a full result does not;
+ * the next allreduce has no bound unless set again, and a DEFERRED result
+ * for it fails the operation with INA_EPROTO.
+ */
+static void
+test_engine_result_filter(void **state)
+{
+	struct t *t = *state;
+	uint8_t deferred[2];
+	const float s1[4] = { 5, 6, 7, 8 };
+
+	t->cfg.lanes = 2;
+	join_ready(t);
+	fill(in, 0, 8, 1.0f, 1.0f);
+	memset(deferred, 0xee, sizeof(deferred));
+	engine_set_result_filter(t->e, 0.5f, deferred);
+	begin(t, in, out, 8, 4, ENGINE_SUM);
+	assert_int_equal(deferred[0], 0);
+	assert_int_equal(tx(t), 2);
+	assert_int_equal(g[0].h.bound, ina_enc_bound(INA_ENC_F32, 0.5f, 0));
+	assert_int_equal(g[1].h.bound, ina_enc_bound(INA_ENC_F32, 0.5f, 0));
+	rx_result(t, 0, 0, INA_F_DEFERRED, INA_BLOCK_END, 0, NULL);
+	rx_result(t, 1, 1, 0, INA_BLOCK_END, 0, s1);
+	assert_int_equal(engine_phase(t->e), ENGINE_READY);
+	assert_int_equal(deferred[0], 1);
+	assert_int_equal(deferred[1], 0);
+	for (int i = 0; i < 4; i++)
+		assert_true(out[i] == 0.0f && out[4 + i] == s1[i]);
+	assert_int_equal(engine_stats(t->e)->deferred, 1);
+
+	/* Next round: no bound announced, and a DEFERRED answer is refused. */
+	begin(t, in, out, 8, 4, ENGINE_SUM);
+	assert_int_equal(tx(t), 2);
+	assert_int_equal(g[0].h.bound, 0);
+	rx_result(t, 0, 0, INA_F_VER | INA_F_DEFERRED, INA_BLOCK_END, 0, NULL);
+	assert_int_equal(engine_error(t->e), INA_EPROTO);
+	assert_non_null(strstr(engine_error_msg(t->e), "deferred"));
 	done(t);
 }
 
@@ -1659,6 +1701,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_engine_wait_delays_resend, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_engine_timeout_no_switch, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_engine_error_left, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_engine_result_filter, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_engine_saturated, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_engine_nonfinite_i32, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_engine_fin, setup, teardown),

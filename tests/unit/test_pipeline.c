@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include <cmocka.h>
+#include <math.h>
 
 #include "ina/encode.h"
 #include "ina/lane.h"
@@ -278,6 +279,20 @@ push(struct t *t, const struct tjob *j, uint16_t rank, const struct blk *b, uint
      const void *vals)
 {
 	return push_x(t, j, rank, b, next, 0, vals);
+}
+
+/* push() with a result-filter bound in the header (raw, encode.h). */
+static uint16_t
+push_bound(struct t *t, const struct tjob *j, uint16_t rank, const struct blk *b, uint32_t next,
+	   const void *vals, uint32_t bound)
+{
+	struct ina_hdr h = data_hdr(j, rank, b, next, 0, vals != NULL);
+	uint8_t payload[SLOT_ELEMS * 4];
+
+	h.bound = bound;
+	if (vals)
+		wc_put_words(payload, vals, h.n_elems);
+	return rx(t, mk_pkt(t, peer_of(j, rank), &h, payload, (size_t)h.n_elems * 4));
 }
 
 static struct ina_pkt *
@@ -1268,6 +1283,89 @@ test_pipeline_lost_result(void **state)
 	done(t);
 }
 
+/*
+ * The result filter (PROTOCOL.md 7.7): a sum whose every element is under the
+ * smallest bound its packets announced goes down header-only and DEFERRED,
+ * in the fan-out and in shadow replies alike; a sum at the bound, a zero sum,
+ * a NaN, any packet without a bound, or a saturated i32 sum goes down whole.
+ */
+static void
+test_pipeline_result_filter(void **state)
+{
+	struct t *t = *state;
+	struct tjob j = { .id = 611, .token = 0x6161, .world = 3, .lanes = 1, .max_block = 4,
+			  .enc = INA_ENC_F32 };
+	struct blk b = { .tensor_id = 3, .round = 1, .tensor_len = 16, .block_size = 4 };
+	const float a[4] = { 0.25f, -0.5f, 0, 0.125f }, c[4] = { 0.5f, 0, -0.25f, 0 };
+	const float z[4] = { 0.25f, 0, 0, 0 }, zn[4] = { -0.25f, 0, 0, 0 };
+	const float nan4[4] = { NAN, 0, 0, 0 };
+	uint32_t one = ina_enc_bound(INA_ENC_F32, 1.0f, 0);
+	uint32_t half = ina_enc_bound(INA_ENC_F32, 0.5f, 0);
+	const struct pipeline_stats *st;
+	struct wc_got g, r;
+	struct ina_pkt *pkt;
+
+	start(t);
+	st = pipeline_stats(t->p);
+	join_all(t, &j);
+	/* Block 0: sum (0.75, -0.5, -0.25, 0.125), all under 1: deferred. */
+	assert_int_equal(push_bound(t, &j, 0, &b, 1, a, one), 0);
+	assert_int_equal(push_bound(t, &j, 1, &b, 1, NULL, one), 0);
+	assert_int_equal(push_bound(t, &j, 2, &b, 1, c, one), 1);
+	take_one(t, &r);
+	check_result(&r, &j, &b, 1, NULL);
+	check_fanout(&r, &j);
+	assert_int_equal(r.h.flags & INA_F_DEFERRED, INA_F_DEFERRED);
+	assert_int_equal(r.h.bound, 0);
+	assert_int_equal(st->results_deferred, 1);
+	assert_int_equal(st->result_bytes, 0);
+	/* A lost result: the shadow answers DEFERRED too. */
+	pkt = mk_data(t, &j, 2, &b, 1, c);
+	assert_int_equal(rx(t, pkt), 1);
+	take_one(t, &g);
+	check_unicast(&g, peer_of(&j, 2));
+	assert_int_equal(g.len, INA_HDR_SIZE);
+	assert_memory_equal(g.bytes, r.bytes, r.len);
+	/* Block 1: rank 1 announces 0.5, the smallest wins, 0.75 is not under it. */
+	b.block = 1;
+	b.ver = 1;
+	assert_int_equal(push_bound(t, &j, 0, &b, 2, a, one), 0);
+	assert_int_equal(push_bound(t, &j, 1, &b, 2, NULL, half), 0);
+	assert_int_equal(push_bound(t, &j, 2, &b, 2, c, one), 1);
+	take_one(t, &g);
+	assert_int_equal(g.h.flags & INA_F_DEFERRED, 0);
+	assert_int_equal(g.h.n_elems, 4);
+	/* Block 2: a zero sum goes as an ordinary block; block 3: a rank without
+	 * a bound turns the filter off. */
+	b.block = 2;
+	b.ver = 0;
+	assert_int_equal(push_bound(t, &j, 0, &b, 3, z, one), 0);
+	assert_int_equal(push_bound(t, &j, 1, &b, 3, zn, one), 0);
+	assert_int_equal(push_bound(t, &j, 2, &b, 3, NULL, one), 1);
+	take_one(t, &g);
+	assert_int_equal(g.h.flags & INA_F_DEFERRED, 0);
+	assert_int_equal(g.h.n_elems, 4);
+	b.block = 3;
+	b.ver = 1;
+	assert_int_equal(push_bound(t, &j, 0, &b, INA_BLOCK_END, a, one), 0);
+	assert_int_equal(push_bound(t, &j, 1, &b, INA_BLOCK_END, NULL, 0), 0);
+	assert_int_equal(push_bound(t, &j, 2, &b, INA_BLOCK_END, c, one), 1);
+	take_one(t, &g);
+	assert_int_equal(g.h.flags & INA_F_DEFERRED, 0);
+	assert_int_equal(g.h.n_elems, 4);
+	/* Round 2: a NaN never defers. */
+	b.round = 2;
+	b.block = 0;
+	b.ver = 0;
+	assert_int_equal(push_bound(t, &j, 0, &b, INA_BLOCK_END, nan4, one), 0);
+	assert_int_equal(push_bound(t, &j, 1, &b, INA_BLOCK_END, NULL, one), 0);
+	assert_int_equal(push_bound(t, &j, 2, &b, INA_BLOCK_END, NULL, one), 1);
+	take_one(t, &g);
+	assert_int_equal(g.h.flags & INA_F_DEFERRED, 0);
+	assert_int_equal(st->results_deferred, 1);
+	done(t);
+}
+
 static void
 test_pipeline_reordering(void **state)
 {
@@ -1524,8 +1622,8 @@ test_pipeline_malformed(void **state)
 	h.flags = 0x80;
 	expect_wire_drop(t, &j, 1, &h, pl, 16, 0, INA_WIRE_BAD_FLAGS);
 	h = good;
-	h.reserved = 1;
-	expect_wire_drop(t, &j, 1, &h, pl, 16, 0, INA_WIRE_BAD_RESERVED);
+	h.bound = 0xbf800000u;	/* -1.0f */
+	expect_wire_drop(t, &j, 1, &h, pl, 16, 0, INA_WIRE_BAD_BOUND);
 	h = good;
 	h.encoding = 7;
 	expect_wire_drop(t, &j, 1, &h, pl, 16, 0, INA_WIRE_BAD_ENCODING);
@@ -2002,6 +2100,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_pipeline_aggregate_bf16, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_pipeline_duplicates_wait, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_pipeline_lost_result, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_pipeline_result_filter, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_pipeline_reordering, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_pipeline_exact_match, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_pipeline_malformed, setup, teardown),

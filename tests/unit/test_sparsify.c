@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "alloc_count.h"
+#include "ina/encode.h"
 #include "ina/npy.h"
 #include "ina/util.h"
 #include "ina/wire.h"
@@ -116,7 +117,7 @@ struct ledger_result {
 /*
  * W workers, each with its own sparsifier on 'cfg', for 'rounds' rounds; a
  * switch sums the workers' outputs per block and defers the blocks that
- * sparsify_result_deferred() says are under a broadcast bound (a quarter of
+ * ina_enc_f32_deferred() says are under a broadcast bound (a quarter of
  * the round's largest |sum|); each worker then puts its own part of those
  * blocks back with sparsify_defer_block(). Per worker and element it asserts:
  *
@@ -199,7 +200,7 @@ run_ledger(const struct sparsify_config *cfg, int W, uint32_t rounds, gen_fn *ge
 		for (b = 0; b < nb; b++) {
 			size_t off = (size_t)b * cfg->block_size;
 			uint32_t len = sparsify_block_len(sp[0], b);
-			int deferred = sparsify_result_deferred(sum + off, len, bound);
+			int deferred = ina_enc_f32_deferred(sum + off, len, bound);
 
 			res.deferred += (uint64_t)deferred;
 			for (w = 0; w < W; w++) {
@@ -765,12 +766,12 @@ test_sparsify_deferred_rule(void **state)
 	const float nan[4] = { 0.1f, NAN, 0.0f, 0.0f };
 
 	(void)state;
-	assert_int_equal(sparsify_result_deferred(zero, 4, 0.25f), 0);
-	assert_int_equal(sparsify_result_deferred(small, 4, 0.25f), 1);
-	assert_int_equal(sparsify_result_deferred(at, 4, 0.25f), 0);	/* |x| = bound goes */
-	assert_int_equal(sparsify_result_deferred(nan, 4, 0.25f), 0);
-	assert_int_equal(sparsify_result_deferred(small, 4, 0.0f), 0);
-	assert_int_equal(sparsify_result_deferred(small, 0, 1.0f), 0);
+	assert_int_equal(ina_enc_f32_deferred(zero, 4, 0.25f), 0);
+	assert_int_equal(ina_enc_f32_deferred(small, 4, 0.25f), 1);
+	assert_int_equal(ina_enc_f32_deferred(at, 4, 0.25f), 0);	/* |x| = bound goes */
+	assert_int_equal(ina_enc_f32_deferred(nan, 4, 0.25f), 0);
+	assert_int_equal(ina_enc_f32_deferred(small, 4, 0.0f), 0);
+	assert_int_equal(ina_enc_f32_deferred(small, 0, 1.0f), 0);
 }
 
 static void
@@ -932,7 +933,7 @@ test_sparsify_no_alloc_per_round(void **state)
 		for (which = 0; which < count; which++) {
 			assert_int_equal(sparsify_round(s[which], g, out, t, &st), 0);
 			for (b = 0; b < sparsify_n_blocks(s[which]); b += 7)
-				if (sparsify_result_deferred(out + b * B, B, 0.1f))
+				if (ina_enc_f32_deferred(out + b * B, B, 0.1f))
 					assert_int_equal(
 						sparsify_defer_block(s[which], b, out + b * B), 0);
 		}

@@ -166,7 +166,7 @@ static const struct ina_hdr golden_hdr = {
 	.n_elems = 0x1415,
 	.exp = -300,		/* 0xfed4 */
 	.status = 0x1617,
-	.reserved = 0x18191a1bu,
+	.bound = 0x18191a1bu,
 	.token = 0x1c1d1e1f20212223ull,
 };
 
@@ -183,7 +183,7 @@ static const uint8_t golden_bytes[INA_HDR_SIZE] = {
 	0x0e, 0x0f, 0x10, 0x11,			/* 32 next */
 	0x12, 0x13, 0x14, 0x15,			/* 36 block_size n_elems */
 	0xfe, 0xd4, 0x16, 0x17,			/* 40 exp status */
-	0x18, 0x19, 0x1a, 0x1b,			/* 44 reserved */
+	0x18, 0x19, 0x1a, 0x1b,			/* 44 bound */
 	0x1c, 0x1d, 0x1e, 0x1f, 0x20, 0x21, 0x22, 0x23, /* 48 token */
 };
 
@@ -207,7 +207,7 @@ assert_hdr_equal(const struct ina_hdr *a, const struct ina_hdr *b)
 	assert_int_equal(a->n_elems, b->n_elems);
 	assert_int_equal(a->exp, b->exp);
 	assert_int_equal(a->status, b->status);
-	assert_int_equal(a->reserved, b->reserved);
+	assert_int_equal(a->bound, b->bound);
 	assert_true(a->token == b->token);
 }
 
@@ -252,7 +252,7 @@ test_wire_decode_golden(void **state)
 	assert_int_equal(h.n_elems, 0x1415);
 	assert_true(h.exp == -300);
 	assert_int_equal(h.status, 0x1617);
-	assert_int_equal(h.reserved, 0x18191a1bu);
+	assert_int_equal(h.bound, 0x18191a1bu);
 	assert_true(h.token == 0x1c1d1e1f20212223ull);
 }
 
@@ -353,6 +353,7 @@ test_wire_valid_variants(void **state)
 	/* Every known flag, the i32 encoding, the largest error message. */
 	pkt_init(&p, INA_T_RESULT);
 	p.h.flags = INA_F_KNOWN;
+	pkt_set_elems(&p, 0);
 	pkt_build(&p);
 	expect(&p, &job, INA_WIRE_OK);
 
@@ -572,19 +573,69 @@ test_wire_reject_bad_flags(void **state)
 }
 
 static void
-test_wire_reject_bad_reserved(void **state)
+test_wire_reject_bad_bound(void **state)
+{
+	static const uint32_t bad_f32[] = { 0xbf800000u, 0x80000001u, 0x7fc00000u, 0x7f800000u,
+					    0xffffffffu };
+	struct pkt p;
+
+	(void)state;
+	/* f32 and bf16: negative, NaN or infinite binary32 bits. */
+	for (size_t i = 0; i < sizeof(bad_f32) / sizeof(bad_f32[0]); i++) {
+		pkt_init(&p, INA_T_DATA);
+		p.h.bound = bad_f32[i];
+		pkt_build(&p);
+		expect_stateless(&p, INA_WIRE_BAD_BOUND);
+	}
+	/* i32: a negative int32. */
+	pkt_init(&p, INA_T_DATA);
+	p.h.encoding = INA_ENC_I32;
+	p.h.bound = 0x80000000u;
+	pkt_build(&p);
+	expect_stateless(&p, INA_WIRE_BAD_BOUND);
+	/* Only DATA carries a bound. */
+	pkt_init(&p, INA_T_LEAVE);
+	p.h.bound = 1;
+	pkt_build(&p);
+	expect_stateless(&p, INA_WIRE_BAD_BOUND);
+	pkt_init(&p, INA_T_RESULT);
+	p.h.bound = 0x3f800000u;
+	pkt_build(&p);
+	expect_stateless(&p, INA_WIRE_BAD_BOUND);
+	/* What is allowed: a finite positive bound, FLT_MAX, an i32 INT32_MAX. */
+	pkt_init(&p, INA_T_DATA);
+	p.h.bound = 0x3f800000u;
+	pkt_build(&p);
+	expect(&p, &job, INA_WIRE_OK);
+	p.h.bound = 0x7f7fffffu;
+	pkt_build(&p);
+	expect(&p, &job, INA_WIRE_OK);
+	pkt_init(&p, INA_T_DATA);
+	p.h.encoding = INA_ENC_I32;
+	p.h.bound = 0x7fffffffu;
+	pkt_build(&p);
+	expect(&p, NULL, INA_WIRE_OK);
+}
+
+/* DEFERRED belongs to a header-only RESULT. */
+static void
+test_wire_deferred_flag(void **state)
 {
 	struct pkt p;
 
 	(void)state;
+	pkt_init(&p, INA_T_RESULT);
+	p.h.flags = INA_F_VER | INA_F_DEFERRED;
+	pkt_build(&p);
+	expect_stateless(&p, INA_WIRE_BAD_FLAGS);	/* with a payload */
+	pkt_set_elems(&p, 0);
+	pkt_build(&p);
+	expect(&p, &job, INA_WIRE_OK);
 	pkt_init(&p, INA_T_DATA);
-	p.h.reserved = 1;
+	p.h.flags = INA_F_DEFERRED;
+	pkt_set_elems(&p, 0);
 	pkt_build(&p);
-	expect_stateless(&p, INA_WIRE_BAD_RESERVED);
-	pkt_init(&p, INA_T_LEAVE);
-	p.h.reserved = 0x80000000u;
-	pkt_build(&p);
-	expect_stateless(&p, INA_WIRE_BAD_RESERVED);
+	expect_stateless(&p, INA_WIRE_BAD_FLAGS);
 }
 
 static void
@@ -1003,15 +1054,15 @@ test_wire_reject_order(void **state)
 	p.h.version = INA_WIRE_VERSION;
 	p.h.type = INA_T_DATA;
 	p.h.flags = 0xff;
-	p.h.reserved = 1;
+	p.h.bound = 0xffffffffu;
 	pkt_build(&p);
 	expect_stateless(&p, INA_WIRE_BAD_FLAGS);
 	/* A stateless defect comes before any stateful one. */
 	pkt_init(&p, INA_T_DATA);
 	p.h.job_id = 0;
-	p.h.reserved = 1;
+	p.h.bound = 0xffffffffu;
 	pkt_build(&p);
-	expect_stateless(&p, INA_WIRE_BAD_RESERVED);
+	expect_stateless(&p, INA_WIRE_BAD_BOUND);
 	/* Job before token before epoch before rank before lane. */
 	pkt_init(&p, INA_T_DATA);
 	p.h.job_id = 0;
@@ -1235,7 +1286,8 @@ main(void)
 		cmocka_unit_test(test_wire_reject_bad_version),
 		cmocka_unit_test(test_wire_reject_bad_type),
 		cmocka_unit_test(test_wire_reject_bad_flags),
-		cmocka_unit_test(test_wire_reject_bad_reserved),
+		cmocka_unit_test(test_wire_reject_bad_bound),
+		cmocka_unit_test(test_wire_deferred_flag),
 		cmocka_unit_test(test_wire_reject_bad_encoding),
 		cmocka_unit_test(test_wire_reject_bad_length),
 		cmocka_unit_test(test_wire_reject_bad_block_size),

@@ -107,7 +107,8 @@ wc_assert_hdr(const struct wc_got *g, uint8_t type, uint8_t encoding, uint32_t j
 	assert_int_equal(g->h.rank, rank);
 	assert_true(g->h.token == token);
 	assert_int_equal(g->h.status, 0);
-	assert_int_equal(g->h.reserved, 0);
+	if (type != INA_T_DATA)
+		assert_int_equal(g->h.bound, 0);
 }
 
 void

@@ -48,6 +48,7 @@ local f = {
 	flag_ver = ProtoField.bool("ina.flags.ver", "Slot version", 8, nil, 0x01),
 	flag_retx = ProtoField.bool("ina.flags.retx", "Retransmission", 8, nil, 0x02),
 	flag_sat = ProtoField.bool("ina.flags.saturated", "Saturated", 8, nil, 0x04),
+	flag_def = ProtoField.bool("ina.flags.deferred", "Deferred", 8, nil, 0x08),
 	job_id = ProtoField.uint32("ina.job_id", "Job id", base.DEC),
 	epoch = ProtoField.uint32("ina.epoch", "Epoch", base.DEC),
 	rank = ProtoField.uint16("ina.rank", "Rank", base.DEC),
@@ -61,7 +62,8 @@ local f = {
 	n_elems = ProtoField.uint16("ina.n_elems", "Elements", base.DEC),
 	exp = ProtoField.int16("ina.exp", "Exponent", base.DEC),
 	status = ProtoField.uint16("ina.status", "Status", base.DEC),
-	reserved = ProtoField.uint32("ina.reserved", "Reserved", base.DEC),
+	bound = ProtoField.uint32("ina.bound", "Result filter bound (raw)", base.DEC),
+	bound_value = ProtoField.float("ina.bound.value", "Result filter bound"),
 	token = ProtoField.uint64("ina.token", "Token", base.HEX),
 	-- payload
 	payload = ProtoField.bytes("ina.payload", "Payload"),
@@ -76,9 +78,9 @@ local f = {
 	error_msg = ProtoField.string("ina.error.msg", "Message"),
 }
 ina.fields = {
-	f.version, f.type, f.encoding, f.flags, f.flag_ver, f.flag_retx, f.flag_sat,
+	f.version, f.type, f.encoding, f.flags, f.flag_ver, f.flag_retx, f.flag_sat, f.flag_def,
 	f.job_id, f.epoch, f.rank, f.lane, f.tensor_id, f.round, f.tensor_len, f.block,
-	f.next, f.block_size, f.n_elems, f.exp, f.status, f.reserved, f.token,
+	f.next, f.block_size, f.n_elems, f.exp, f.status, f.bound, f.bound_value, f.token,
 	f.payload, f.value_f32, f.value_i32, f.value_bf16, f.join_world, f.join_lanes,
 	f.join_max_block, f.join_reserved, f.wait_missing, f.error_msg,
 }
@@ -155,6 +157,7 @@ function ina.dissector(buf, pinfo, tree)
 	ft:add(f.flag_ver, buf(3, 1))
 	ft:add(f.flag_retx, buf(3, 1))
 	ft:add(f.flag_sat, buf(3, 1))
+	ft:add(f.flag_def, buf(3, 1))
 	t:add(f.job_id, buf(4, 4))
 	t:add(f.epoch, buf(8, 4))
 	add_named(t, f.rank, buf(12, 2), { [0xffff] = "switch" })
@@ -168,7 +171,10 @@ function ina.dissector(buf, pinfo, tree)
 	t:add(f.n_elems, buf(38, 2))
 	t:add(f.exp, buf(40, 2))
 	add_named(t, f.status, buf(42, 2), status_names)
-	t:add(f.reserved, buf(44, 4))
+	local bt = t:add(f.bound, buf(44, 4))
+	if enc ~= 2 and buf(44, 4):uint() ~= 0 then
+		bt:add(f.bound_value, buf(44, 4))	-- binary32 bits (f32, bf16)
+	end
 	t:add(f.token, buf(48, 8))
 
 	local job = buf(4, 4):uint()

@@ -62,6 +62,24 @@ void ina_enc_i32_store(void *dst, const int32_t *acc, size_t n);
 void ina_enc_i32_acc_get(float *dst, const int32_t *acc, size_t n, int scale);
 
 /*
+ * The result filter (docs/PROTOCOL.md section 7.7). A DATA header's 'bound'
+ * holds the bound in the block's units: ina_enc_bound() gives the raw 32 bits
+ * for 'encoding': the binary32 bits of 'bound' (f32, bf16; an infinity is
+ * capped at FLT_MAX), or ceil(bound * 2^scale) capped at INT32_MAX (i32,
+ * 'scale' the block's ina_enc_i32_scale(): an integer q is under it exactly
+ * when q 2^-scale is under 'bound'). 0, no filter, for bound <= 0 or
+ * NaN. Raw bounds of one encoding order like the bounds they encode, so the
+ * switch keeps the smallest one of a block's packets by comparing integers.
+ * A sum goes down DEFERRED when it is not all zero and every |x| < bound (a
+ * NaN never defers; a zero sum travels as an ordinary zero block).
+ */
+uint32_t ina_enc_bound(uint8_t encoding, float bound, int scale);
+int ina_enc_f32_deferred(const float *sum, size_t n, float bound);
+int ina_enc_i32_deferred(const int32_t *sum, size_t n, int32_t bound);
+/* The binary32 a raw f32/bf16 bound holds. */
+float ina_enc_bound_f32(uint32_t raw);
+
+/*
  * Error bounds (docs/PROTOCOL.md, "What a right sum is"). For N float32
  * addends summed in any order in float32, then compared against a
  * double-precision reference: |got - ref| <= ina_enc_f32_bound(N, sum|x_i|).

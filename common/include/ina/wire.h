@@ -57,7 +57,9 @@ enum ina_encoding {
 #define INA_F_VER 0x01		/* slot version bit: selects current or shadow */
 #define INA_F_RETX 0x02		/* a retransmission (information only) */
 #define INA_F_SATURATED 0x04	/* RESULT: an i32 sum saturated */
-#define INA_F_KNOWN 0x07	/* every flag v1 defines */
+#define INA_F_DEFERRED 0x08	/* RESULT: header-only, the sum is under the
+				 * bound: each worker keeps its own part */
+#define INA_F_KNOWN 0x0f	/* every flag v1 defines */
 
 /* ERROR codes (the header's status field). */
 enum ina_wire_error {
@@ -87,7 +89,9 @@ struct ina_wire_hdr {
 	ina_be16 n_elems;	/* elements in the payload: 0 or min(B, rest) */
 	ina_be16 exp;		/* int16: i32 exponent of the block 'next' names */
 	ina_be16 status;	/* ERROR: enum ina_wire_error; else 0 */
-	ina_be32 reserved;	/* 0 */
+	ina_be32 bound;		/* DATA: the result filter's bound in the
+				 * block's units (f32 bits, or i32 scaled like
+				 * the block), 0 for none; else 0 */
 	ina_be64 token;		/* job token (64-bit hash of the job secret) */
 } __attribute__((packed));
 
@@ -112,7 +116,7 @@ struct ina_hdr {
 	uint16_t n_elems;
 	int16_t exp;
 	uint16_t status;
-	uint32_t reserved;
+	uint32_t bound;		/* raw: binary32 bits (f32, bf16) or int32 (i32) */
 	uint64_t token;
 };
 
@@ -146,7 +150,8 @@ enum ina_wire_reason {
 	INA_WIRE_BAD_VERSION,
 	INA_WIRE_BAD_TYPE,
 	INA_WIRE_BAD_FLAGS,		/* unknown flag bits */
-	INA_WIRE_BAD_RESERVED,		/* reserved field not zero */
+	INA_WIRE_BAD_BOUND,		/* bound negative or NaN, or on a
+					 * packet other than DATA */
 	INA_WIRE_BAD_ENCODING,		/* not an encoding v1 knows */
 	INA_WIRE_BAD_LENGTH,		/* payload size disagrees with the header */
 	INA_WIRE_BAD_BLOCK_SIZE,	/* B is 0 or elements disagree with B */
