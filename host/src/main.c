@@ -276,6 +276,22 @@ verify_round(const struct host_config *c, struct workload *w, struct sim_ranks *
 	}
 }
 
+/* A round's counters: the differences over its allreduce. */
+static void
+round_stats(struct report_round *rr, const struct ina_stats *before,
+	    const struct ina_stats *after)
+{
+	uint64_t blocks = after->sparse_blocks - before->sparse_blocks;
+	uint64_t sent = after->sparse_blocks_sent - before->sparse_blocks_sent;
+
+	rr->bytes_sent = after->bytes_sent - before->bytes_sent;
+	rr->bytes_received = after->bytes_received - before->bytes_received;
+	rr->retransmits = after->retransmits - before->retransmits;
+	/* A dense round sends every non-zero block and keeps no residual. */
+	rr->density_sent = blocks ? (double)sent / (double)blocks : 1.0;
+	rr->residual_norm = blocks ? after->residual_norm : 0.0;
+}
+
 static const char *
 encoding_name(enum ina_encoding_type e)
 {
@@ -372,9 +388,7 @@ main(int argc, char **argv)
 		}
 		verify_round(&c, w, sim, r, buf, &vr);
 		ina_get_stats(ctx, &after);
-		rounds[r].bytes_sent = after.bytes_sent - before.bytes_sent;
-		rounds[r].bytes_received = after.bytes_received - before.bytes_received;
-		rounds[r].retransmits = after.retransmits - before.retransmits;
+		round_stats(&rounds[r], &before, &after);
 		rounds[r].round = r;
 		rounds[r].seconds = (double)(t1 - t0) / 1e9;
 		rounds[r].verified = vr.ok;
