@@ -263,6 +263,7 @@ test_check_sparse_gradients_bounded(void **state)
 	struct check_params p = { .world = WORLD, .block_size = 64 };
 	float *res;
 	uint64_t zero_blocks = 0;
+	unsigned caught;
 
 	(void)state;
 	assert_non_null(w);
@@ -285,8 +286,12 @@ test_check_sparse_gradients_bounded(void **state)
 			assert_true(vr.max_err_ratio <= 1.0);
 			zero_blocks += nb - vr.nonzero_blocks;
 
-			/* Off by half the bound: right; by twice: wrong. */
-			for (uint32_t i = 0; i < p.n; i += 997) {
+			/* The float nearest to half the bound off: right if it
+			 * is within the bound (not so when the bound is under
+			 * half an ulp); twice the bound off (or the next float
+			 * out): wrong. */
+			caught = 0;
+			for (uint32_t i = 0; i < p.n; i += 1009) {
 				double ref, bound = ref_bound(&p, c, i, &ref);
 				float keep = res[i];
 
@@ -294,15 +299,19 @@ test_check_sparse_gradients_bounded(void **state)
 					continue;
 				res[i] = (float)(ref + 0.5 * bound);
 				assert_int_equal(workload_check(&p, c, res, &vr), 0);
-				assert_true(vr.ok);
+				assert_int_equal(vr.ok, fabs((double)res[i] - ref) <= bound);
 				res[i] = (float)(ref + 2 * bound);
+				while (fabs((double)res[i] - ref) <= bound)
+					res[i] = nextafterf(res[i], INFINITY);
 				assert_int_equal(workload_check(&p, c, res, &vr), 0);
 				assert_false(vr.ok);
 				assert_int_equal(vr.mismatches, 1);
 				assert_int_equal(vr.first_bad, i);
 				assert_true(vr.max_err_ratio > 1.0);
 				res[i] = keep;
+				caught++;
 			}
+			assert_true(caught >= 10);
 		}
 	}
 	/* The sparsifier zeroed whole blocks that the check saw as not sent. */
