@@ -25,8 +25,7 @@
 #include "ina/log.h"
 #include "ina/util.h"
 #include "report.h"
-#include "sparsify.h"
-#include "sparsify_opts.h"
+#include "sim_ranks.h"
 #include "workload.h"
 
 /* Tensor id of the one-element allreduce that lines workers up before a round. */
@@ -83,9 +82,10 @@ usage(FILE *f)
 		"  --report FILE         write a JSON report\n"
 		"  --capture FILE        write every packet sent and received to a pcap file\n"
 		"  --sparsify MODE       off (default), topk, filter or both: the sparsifier\n"
-		"                        with residual carry-over (synthetic f32 only: every\n"
-		"                        host simulates every rank's sparsifier and checks the\n"
-		"                        sum of what the ranks sent, bit for bit)\n"
+		"                        with residual carry-over; every host simulates every\n"
+		"                        rank's sparsifier and checks the sum of what the ranks\n"
+		"                        sent, as a dense sum is checked (bit for bit on\n"
+		"                        synthetic f32 and i32, else within the bound)\n"
 		"  --keep-density D      topk: fraction of the blocks sent (default 0.1)\n"
 		"  --keep-mass M         topk: the fewest blocks with this fraction of the\n"
 		"                        sum of squares instead\n"
@@ -243,82 +243,55 @@ parse_args(int argc, char **argv, struct host_config *c)
 		ina_die("--rank %u must be below --world %u", c->ina.rank, c->ina.world);
 	if (c->input && have_synth)
 		ina_die("--input and --elements/--density are exclusive");
-	/* The check of a sparsified round is exact on synthetic f32 data only. */
-	if (c->sp.mode != INA_SPARSIFY_OFF && (c->input || c->ina.encoding != INA_F32))
-		ina_die("--sparsify: only with synthetic data in f32 (its sums are checked bit "
-			"for bit against every rank's simulated sparsifier)");
 }
 
-/* Every rank's sparsifier, simulated on this host: the check of a sparsified
- * round is the sum of what every rank sent, which each host can compute from
- * the deterministic workload. */
-struct sim {
-	struct sparsify *s[64];
-	float *tmp, *want;
-	uint16_t world;
-};
-
-static int
-sim_init(struct sim *sm, const struct host_config *c, uint32_t n)
-{
-	struct sparsify_config sc;
-
-	memset(sm, 0, sizeof(*sm));
-	sm->world = c->ina.world;
-	if (ina_sparsify_config(&c->sp, n, c->ina.block_size, &sc) < 0)
-		return -1;
-	for (uint16_t q = 0; q < sm->world; q++)
-		if (!(sm->s[q] = sparsify_create(&sc)))
-			return -1;
-	sm->tmp = malloc((size_t)n * sizeof(float));
-	sm->want = malloc((size_t)n * sizeof(float));
-	return sm->tmp && sm->want ? 0 : -1;
-}
-
+/* Checks round 'r''s result 'got': dense, against the workload's own
+ * gradients; sparsified, against what every simulated rank sent (sim_ranks.h).
+ * Either way workload_check(), exact or within the encoding's bound. */
 static void
-sim_fini(struct sim *sm)
+verify_round(const struct host_config *c, struct workload *w, struct sim_ranks *sim, uint32_t r,
+	     const float *got, struct verify_result *vr)
 {
-	for (uint16_t q = 0; q < sm->world; q++)
-		sparsify_destroy(sm->s[q]);
-	free(sm->tmp);
-	free(sm->want);
+	uint8_t enc = (uint8_t)c->ina.encoding;
+	int avg = c->op == INA_AVG;
+	int ret;
+
+	if (!sim) {
+		ret = workload_verify(w, r, got, avg, enc, c->ina.block_size, vr);
+	} else {
+		struct check_params p = {
+			.n = workload_elements(w),
+			.world = c->ina.world,
+			.block_size = c->ina.block_size,
+			.encoding = enc,
+			.average = avg,
+			.exact = workload_exact(w, enc),
+		};
+
+		ret = sim_ranks_round(sim, w, r);
+		if (ret == 0)
+			ret = workload_check(&p, sim_ranks_sent(sim), got, vr);
+	}
+	if (ret < 0) {
+		INA_LOG(ERR, "round %" PRIu32 ": cannot check the result: %s", r, strerror(-ret));
+		vr->ok = 0;
+	}
 }
 
-/* Checks 'got' of round 'r' against the sum (average) of what every simulated
- * rank sent, bit for bit. */
+/* A round's counters: the differences over its allreduce. */
 static void
-sim_verify(struct sim *sm, struct workload *w, uint32_t r, const float *got, uint32_t n,
-	   int average, struct verify_result *vr)
+round_stats(struct report_round *rr, const struct ina_stats *before,
+	    const struct ina_stats *after)
 {
-	memset(vr, 0, sizeof(*vr));
-	vr->exact = 1;
-	memset(sm->want, 0, (size_t)n * sizeof(float));
-	for (uint16_t q = 0; q < sm->world; q++) {
-		if (workload_fill(w, r, q, sm->tmp) < 0 ||
-		    sparsify_round(sm->s[q], sm->tmp, sm->tmp, r, NULL) < 0) {
-			vr->mismatches = n;
-			return;
-		}
-		for (uint32_t i = 0; i < n; i++)
-			sm->want[i] += sm->tmp[i];
-	}
-	if (average) {
-		float scale = 1.0f / (float)sm->world;
+	uint64_t blocks = after->sparse_blocks - before->sparse_blocks;
+	uint64_t sent = after->sparse_blocks_sent - before->sparse_blocks_sent;
 
-		for (uint32_t i = 0; i < n; i++)
-			sm->want[i] *= scale;
-	}
-	for (uint32_t i = 0; i < n; i++) {
-		if (memcmp(&got[i], &sm->want[i], sizeof(float)) != 0) {
-			if (!vr->mismatches) {
-				vr->first_bad = i;
-				vr->got = got[i];
-				vr->want = sm->want[i];
-			}
-			vr->mismatches++;
-		}
-	}
-	vr->ok = vr->mismatches == 0;
+	rr->bytes_sent = after->bytes_sent - before->bytes_sent;
+	rr->bytes_received = after->bytes_received - before->bytes_received;
+	rr->retransmits = after->retransmits - before->retransmits;
+	/* A dense round sends every non-zero block and keeps no residual. */
+	rr->density_sent = blocks ? (double)sent / (double)blocks : 1.0;
+	rr->residual_norm = blocks ? after->residual_norm : 0.0;
 }
 
 static const char *
@@ -337,8 +310,7 @@ main(int argc, char **argv)
 	struct report rep;
 	char err[256], ident[32];
 	float *buf, one = 1.0f, one_out;
-	uint64_t prev_sent = 0, prev_recv = 0, prev_retx = 0;
-	struct sim sim = { 0 };
+	struct sim_ranks *sim = NULL;
 	int ret, all_ok = 1;
 	double total = 0;
 	uint32_t n;
@@ -375,8 +347,10 @@ main(int argc, char **argv)
 	if (c.sp.mode != INA_SPARSIFY_OFF) {
 		if (ina_tensor_sparsify(ctx, 0, &c.sp) < 0)
 			ina_die("--sparsify: %s", ina_last_error(ctx));
-		if (sim_init(&sim, &c, n) < 0)
-			ina_die("out of memory for %u simulated sparsifiers", c.ina.world);
+		sim = sim_ranks_create(&c.sp, n, c.ina.block_size, c.ina.world);
+		if (!sim)
+			ina_die("cannot simulate %u ranks' sparsifiers: %s", c.ina.world,
+				strerror(errno));
 	}
 	INA_LOG(INFO, "joined job %" PRIu32 " epoch %" PRIu32 ": rank %u of %u, %s, %" PRIu32
 		" elements, %u lanes, B %u, %s, over %s",
@@ -386,7 +360,7 @@ main(int argc, char **argv)
 
 	for (uint32_t r = 0; r < c.rounds; r++) {
 		struct verify_result vr;
-		struct ina_stats st;
+		struct ina_stats before, after;
 		uint64_t t0, t1;
 
 		if (workload_fill(w, r, c.ina.rank, buf) < 0)
@@ -404,10 +378,7 @@ main(int argc, char **argv)
 			all_ok = 0;
 			break;
 		}
-		ina_get_stats(ctx, &st);
-		prev_sent = st.bytes_sent;
-		prev_recv = st.bytes_received;
-		prev_retx = st.retransmits;
+		ina_get_stats(ctx, &before);
 		t0 = ina_now_ns();
 		ret = ina_allreduce(ctx, 0, buf, buf, n, c.op);
 		t1 = ina_now_ns();
@@ -417,17 +388,11 @@ main(int argc, char **argv)
 			all_ok = 0;
 			break;
 		}
-		if (c.sp.mode != INA_SPARSIFY_OFF)
-			sim_verify(&sim, w, r, buf, n, c.op == INA_AVG, &vr);
-		else
-			workload_verify(w, r, buf, c.op == INA_AVG, (uint8_t)c.ina.encoding,
-					c.ina.block_size, &vr);
-		ina_get_stats(ctx, &st);
+		verify_round(&c, w, sim, r, buf, &vr);
+		ina_get_stats(ctx, &after);
+		round_stats(&rounds[r], &before, &after);
 		rounds[r].round = r;
 		rounds[r].seconds = (double)(t1 - t0) / 1e9;
-		rounds[r].bytes_sent = st.bytes_sent - prev_sent;
-		rounds[r].bytes_received = st.bytes_received - prev_recv;
-		rounds[r].retransmits = st.retransmits - prev_retx;
 		rounds[r].verified = vr.ok;
 		rounds[r].max_err_ratio = vr.max_err_ratio;
 		rounds[r].sum_hash = XXH3_64bits(buf, (size_t)n * sizeof(float));
@@ -486,7 +451,7 @@ main(int argc, char **argv)
 	if (c.report && report_write(c.report, &rep) < 0)
 		ina_die("cannot write report %s", c.report);
 	workload_destroy(w);
-	sim_fini(&sim);
+	sim_ranks_destroy(sim);
 	free(buf);
 	free(rounds);
 	(void)ret;

@@ -24,13 +24,14 @@ report_write(const char *path, const struct report *r)
 		snprintf(hash, sizeof(hash), "%016" PRIx64, rr->sum_hash);
 
 		json_array_append_new(rounds,
-				      json_pack("{s:I, s:f, s:I, s:I, s:I, s:b, s:f, s:s}", "round",
-						(json_int_t)rr->round, "seconds", rr->seconds,
+				      json_pack("{s:I, s:f, s:I, s:I, s:I, s:f, s:f, s:b, s:f, s:s}",
+						"round", (json_int_t)rr->round, "seconds", rr->seconds,
 						"bytes_sent", (json_int_t)rr->bytes_sent,
 						"bytes_received", (json_int_t)rr->bytes_received,
 						"retransmits", (json_int_t)rr->retransmits,
-						"verified", rr->verified, "max_err_ratio",
-						rr->max_err_ratio, "sum_hash", hash));
+						"density_sent", rr->density_sent, "residual_norm",
+						rr->residual_norm, "verified", rr->verified,
+						"max_err_ratio", rr->max_err_ratio, "sum_hash", hash));
 	}
 	root = json_pack("{s:I, s:I, s:I, s:s, s:s, s:s, s:I, s:I, s:I, s:I, s:b, s:I, s:I, s:I, "
 			 "s:I, s:I, s:I, s:I, s:f, s:f, s:f, s:f, s:f, s:I}",

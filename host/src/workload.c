@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Workloads of ina-host (workload.h): synthetic block-sparse gradients with
- * exactly summable values, and real gradients from a .npy dump, each with the
- * check of a returned sum.
+ * exactly summable values, and real gradients from a .npy dump; and the one
+ * check of a returned sum against per-rank contributions (workload_check),
+ * bit for bit or within the encoding's bound.
  */
 #include <errno.h>
 #include <math.h>
@@ -10,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ina/block.h"
 #include "ina/encode.h"
 #include "ina/npy.h"
 #include "ina/wire.h"
@@ -26,8 +28,10 @@ struct workload {
 	/* real gradients */
 	struct ina_npy *npy;
 	uint64_t iters, workers;
-	float *rows;		/* world rows of the current iteration */
-	int64_t rows_iter;	/* iteration 'rows' holds, -1 none */
+	/* every rank's contribution: world rows of one iteration (real), or of
+	 * one round (synthetic, made for the dense check on first use) */
+	float *rows;
+	int64_t rows_iter;	/* the iteration or round 'rows' holds, -1 none */
 };
 
 static uint64_t
@@ -68,6 +72,7 @@ workload_synth(uint32_t elements, double density, uint64_t seed, uint16_t world,
 	w->seed = seed;
 	w->world = world;
 	w->gen_block = block_size;
+	w->rows_iter = -1;
 	return w;
 }
 
@@ -196,6 +201,21 @@ workload_fill(struct workload *w, uint32_t round, uint16_t rank, float *dst)
 	return 0;
 }
 
+/* Synthetic: fills 'rows' with every rank's gradient of 'round' (the dense
+ * check's contributions), allocated on first use. */
+static int
+synth_load_round(struct workload *w, uint32_t round)
+{
+	if (w->rows_iter == (int64_t)round)
+		return 0;
+	if (!w->rows && !(w->rows = malloc((size_t)w->world * w->n * sizeof(float))))
+		return -ENOMEM;
+	for (uint16_t r = 0; r < w->world; r++)
+		workload_fill(w, round, r, w->rows + (size_t)r * w->n);
+	w->rows_iter = (int64_t)round;
+	return 0;
+}
+
 static void
 note_bad(struct verify_result *res, uint64_t i, float got, float want)
 {
@@ -220,151 +240,151 @@ check_bound(struct verify_result *res, uint64_t i, float got, double ref, double
 		note_bad(res, i, got, (float)ref);
 }
 
-/*
- * bf16 has 8 significand bits, so k 2^-10 with |k| > 256 is in general not a
- * bf16 (1023 2^-10 is not), and sums need up to 17 bits: a synthetic bf16
- * result is checked against ina_enc_bf16_bound like real data, not bit for
- * bit.
- */
-static void
-verify_synth_bf16(struct workload *w, uint32_t lo, uint32_t hi, const uint64_t *bases,
-		  const uint16_t *ranks, unsigned nr, const float *got, int average,
-		  struct verify_result *res)
+/* 1 if some rank's block [lo, hi) is not zero (as the engine decides: -0.0
+ * counts as zero), i.e. some rank sent it. */
+static int
+anyone_sent(const struct check_params *p, const float *const *contrib, uint32_t lo, uint32_t hi)
 {
+	for (uint16_t r = 0; r < p->world; r++)
+		if (!ina_block_is_zero(contrib[r] + lo, hi - lo))
+			return 1;
+	return 0;
+}
+
+/* A block nobody sent comes back header-only: +0.0 everywhere, bit for bit. */
+static void
+check_plus_zero(const float *got, uint32_t lo, uint32_t hi, struct verify_result *res)
+{
+	for (uint32_t i = lo; i < hi; i++) {
+		uint32_t bits;
+
+		memcpy(&bits, &got[i], sizeof(bits));
+		if (bits != 0)
+			note_bad(res, i, got[i], 0.0f);
+	}
+}
+
+/* Bit for bit against the float sum in rank order (times fl(1/N)): right
+ * when every partial sum is exact (PROTOCOL.md 8.3). */
+static void
+check_exact(const struct check_params *p, const float *const *contrib, const float *got,
+	    uint32_t lo, uint32_t hi, struct verify_result *res)
+{
+	float scale = 1.0f / (float)p->world;
+
+	for (uint32_t i = lo; i < hi; i++) {
+		float want = 0.0f;
+		uint32_t gb, wb;
+
+		for (uint16_t r = 0; r < p->world; r++)
+			want += contrib[r][i];
+		if (p->average)
+			want *= scale;
+		memcpy(&gb, &got[i], sizeof(gb));
+		memcpy(&wb, &want, sizeof(wb));
+		if (gb != wb)
+			note_bad(res, i, got[i], want);
+		if (fabs((double)got[i] - want) > res->max_err)
+			res->max_err = fabs((double)got[i] - want);
+	}
+}
+
+/* i32: the scale every rank used for block [lo, hi): from the largest
+ * exponent of the ranks' copies (PROTOCOL.md 7.2, 7.3). */
+static int
+i32_block_scale(const struct check_params *p, const float *const *contrib, uint32_t lo,
+		uint32_t hi)
+{
+	int emax = INA_EXP_ZERO;
+
+	for (uint16_t r = 0; r < p->world; r++) {
+		int e = ina_enc_i32_exp(contrib[r] + lo, hi - lo);
+
+		if (e > emax)
+			emax = e;
+	}
+	return ina_enc_i32_scale(emax, p->world);
+}
+
+/* Against a binary64 reference within the encoding's bound (PROTOCOL.md 8.2). */
+static void
+check_bounded(const struct check_params *p, const float *const *contrib, const float *got,
+	      uint32_t lo, uint32_t hi, struct verify_result *res)
+{
+	int scale = p->encoding == INA_ENC_I32 ? i32_block_scale(p, contrib, lo, hi) : 0;
+
 	for (uint32_t i = lo; i < hi; i++) {
 		double ref = 0, sum_abs = 0, bound;
 
-		for (unsigned k = 0; k < nr; k++) {
-			double x = synth_value(bases[ranks[k]], i);
+		for (uint16_t r = 0; r < p->world; r++) {
+			double x = contrib[r][i];
 
 			ref += x;
 			sum_abs += fabs(x);
 		}
-		if (average)
-			ref /= w->world;
-		/* A block nobody had must come back +0 exactly. */
-		bound = nr ? ina_enc_bf16_bound(w->world, sum_abs, fabs(ref), average) : 0;
-		if (!nr && signbit(got[i])) {
-			note_bad(res, i, got[i], 0.0f);
-			continue;
-		}
+		if (p->average)
+			ref /= p->world;
+		if (p->encoding == INA_ENC_I32)
+			bound = ina_enc_i32_bound(p->world, scale, fabs(ref), p->average);
+		else if (p->encoding == INA_ENC_BF16)
+			bound = ina_enc_bf16_bound(p->world, sum_abs, fabs(ref), p->average);
+		else
+			bound = ina_enc_f32_bound(p->world, sum_abs, p->average);
 		check_bound(res, i, got[i], ref, bound);
 	}
 }
 
-static void
-verify_synth(struct workload *w, uint32_t round, const float *got, int average,
-	     uint8_t encoding, struct verify_result *res)
+int
+workload_check(const struct check_params *p, const float *const *contrib, const float *got,
+	       struct verify_result *res)
 {
-	float scale = 1.0f / (float)w->world;
-	uint64_t bases[INA_MAX_WORLD];
-	unsigned nr;
-	uint16_t ranks[INA_MAX_WORLD];
+	memset(res, 0, sizeof(*res));
+	if (p->world == 0 || p->world > INA_MAX_WORLD || p->block_size == 0 ||
+	    p->encoding < INA_ENC_F32 || p->encoding > INA_ENC_BF16)
+		return -EINVAL;
+	res->exact = p->exact;
+	for (uint32_t lo = 0; lo < p->n; lo += p->block_size) {
+		uint32_t hi = p->n - lo > p->block_size ? lo + p->block_size : p->n;
 
-	for (uint16_t r = 0; r < w->world; r++)
-		bases[r] = mix_base(w->seed, round, r);
-
-	for (uint32_t b = 0; b < synth_nb_blocks(w); b++) {
-		uint32_t lo = b * w->gen_block;
-		uint32_t hi = lo + w->gen_block < w->n ? lo + w->gen_block : w->n;
-		nr = 0;
-		for (uint16_t r = 0; r < w->world; r++)
-			if (synth_has_block(w, round, r, b))
-				ranks[nr++] = r;
-		if (nr) {
-			res->nonzero_blocks++;
-		} else {
-			/* Nobody had the block: the sum must be +0.0 everywhere. */
-			uint32_t bits = 0;
-
-			for (uint32_t i = lo; i < hi; i++) {
-				uint32_t x;
-
-				memcpy(&x, &got[i], sizeof(x));
-				bits |= x;
-			}
-			if (bits == 0)
-				continue;
-		}
-		if (encoding == INA_ENC_BF16) {
-			verify_synth_bf16(w, lo, hi, bases, ranks, nr, got, average, res);
+		if (!anyone_sent(p, contrib, lo, hi)) {
+			check_plus_zero(got, lo, hi, res);
 			continue;
 		}
-		for (uint32_t i = lo; i < hi; i++) {
-			float want = 0.0f;
-			uint32_t gb, wb;
-
-			for (unsigned k = 0; k < nr; k++)
-				want += synth_value(bases[ranks[k]], i);
-			if (average)
-				want *= scale;
-			memcpy(&gb, &got[i], sizeof(gb));
-			memcpy(&wb, &want, sizeof(wb));
-			if (gb != wb)
-				note_bad(res, i, got[i], want);
-			if (fabs((double)got[i] - want) > res->max_err)
-				res->max_err = fabs((double)got[i] - want);
-		}
+		res->nonzero_blocks++;
+		if (p->exact)
+			check_exact(p, contrib, got, lo, hi, res);
+		else
+			check_bounded(p, contrib, got, lo, hi, res);
 	}
+	res->ok = res->mismatches == 0;
+	return 0;
 }
 
-static void
-verify_real(struct workload *w, const float *got, int average, uint8_t encoding,
-	    uint16_t block_size, struct verify_result *res)
+int
+workload_exact(const struct workload *w, uint8_t encoding)
 {
-	for (uint32_t lo = 0; lo < w->n; lo += block_size) {
-		uint32_t hi = lo + block_size < w->n ? lo + block_size : w->n;
-		int emax = INA_EXP_ZERO;
-		int scale = 0;
-
-		if (encoding == INA_ENC_I32) {
-			for (uint16_t r = 0; r < w->world; r++) {
-				int e = ina_enc_i32_exp(w->rows + (size_t)r * w->n + lo, hi - lo);
-
-				if (e > emax)
-					emax = e;
-			}
-			scale = ina_enc_i32_scale(emax, w->world);
-		}
-		for (uint32_t i = lo; i < hi; i++) {
-			double ref = 0, sum_abs = 0, bound;
-
-			for (uint16_t r = 0; r < w->world; r++) {
-				double x = w->rows[(size_t)r * w->n + i];
-
-				ref += x;
-				sum_abs += fabs(x);
-			}
-			if (average)
-				ref /= w->world;
-			if (encoding == INA_ENC_I32)
-				bound = emax == INA_EXP_ZERO ? 0
-							     : ina_enc_i32_bound(w->world, scale,
-										 fabs(ref), average);
-			else if (encoding == INA_ENC_BF16)
-				bound = ina_enc_bf16_bound(w->world, sum_abs, fabs(ref), average);
-			else
-				bound = ina_enc_f32_bound(w->world, sum_abs, average);
-			check_bound(res, i, got[i], ref, bound);
-		}
-	}
+	return w->synthetic && encoding != INA_ENC_BF16;
 }
 
 int
 workload_verify(struct workload *w, uint32_t round, const float *got, int average,
 		uint8_t encoding, uint16_t block_size, struct verify_result *res)
 {
-	memset(res, 0, sizeof(*res));
-	if (w->synthetic) {
-		res->exact = encoding != INA_ENC_BF16;
-		verify_synth(w, round, got, average, encoding, res);
-	} else {
-		int ret = npy_load_iter(w, round % w->iters);
+	const float *contrib[INA_MAX_WORLD];
+	struct check_params p = {
+		.n = w->n,
+		.world = w->world,
+		.block_size = block_size,
+		.encoding = encoding,
+		.average = average,
+		.exact = workload_exact(w, encoding),
+	};
+	int ret = w->synthetic ? synth_load_round(w, round) : npy_load_iter(w, round % w->iters);
 
-		if (ret < 0)
-			return ret;
-		verify_real(w, got, average, encoding, block_size, res);
-	}
-	res->ok = res->mismatches == 0;
-	return 0;
+	memset(res, 0, sizeof(*res));
+	if (ret < 0)
+		return ret;
+	for (uint16_t r = 0; r < w->world; r++)
+		contrib[r] = w->rows + (size_t)r * w->n;
+	return workload_check(&p, contrib, got, res);
 }

@@ -42,6 +42,15 @@ for ((r = 0; r < world; r++)); do
     [ -s "$tmp/r$r.json" ] || { echo "rank $r wrote no report"; fail=1; continue; }
     v=$(jq -r '.verified' "$tmp/r$r.json")
     [ "$v" = "true" ] || { echo "rank $r report says verified=$v"; fail=1; }
+    # Per round: a dense round sends every non-zero block and keeps no
+    # residual; a sparsified one reports what it sent and what it kept.
+    if [[ " $* " == *" --sparsify "* && " $* " != *" --sparsify off "* ]]; then
+        want='all(.density_sent > 0 and .density_sent <= 1 and .residual_norm > 0)'
+    else
+        want='all(.density_sent == 1 and .residual_norm == 0)'
+    fi
+    v=$(jq -r ".per_round | $want" "$tmp/r$r.json")
+    [ "$v" = "true" ] || { echo "rank $r: per_round density_sent/residual_norm: not $want"; fail=1; }
 done
 # Every worker must hold the same bits every round (the switch sums each block once).
 if [ $fail -eq 0 ]; then
