@@ -342,17 +342,25 @@ print_sizes(const uint32_t *s, unsigned iters, const char *sep)
 		printf("%s%" PRIu32, it ? sep : "", s[it]);
 }
 
+/* What json_format prints besides the common figures. */
+#define JF_BYTES 0x1	/* <name>_bytes (not already printed under the key) */
+#define JF_VS 0x2	/* <name>_vs_fixed */
+#define JF_SPARSE 0x4	/* the oracle and the block sizes (ina's formats) */
+
 static void
-json_format(const char *name, const struct totals *t, const struct totals *fixed, int sparse,
+json_format(const char *name, const struct totals *t, const struct totals *fixed, unsigned what,
 	    unsigned iters)
 {
-	printf(",\n   \"%s_bytes\": %" PRIu64 ", \"%s_up_bytes\": %" PRIu64
-	       ", \"%s_down_bytes\": %" PRIu64 ", \"%s_pkts\": %" PRIu64
-	       ", \"%s_empty_up_pkts\": %" PRIu64 ", \"%s_empty_down_pkts\": %" PRIu64
-	       ", \"%s_up_elems\": %" PRIu64 ", \"%s_vs_fixed\": %.4f",
-	       name, t->bytes, name, t->up, name, t->down, name, t->pkts, name, t->empty_up, name,
-	       t->empty_down, name, t->up_elems, name, (double)t->bytes / (double)fixed->bytes);
-	if (!sparse)
+	if (what & JF_BYTES)
+		printf(",\n   \"%s_bytes\": %" PRIu64, name, t->bytes);
+	printf(",\n   \"%s_up_bytes\": %" PRIu64 ", \"%s_down_bytes\": %" PRIu64
+	       ", \"%s_pkts\": %" PRIu64 ", \"%s_empty_up_pkts\": %" PRIu64
+	       ", \"%s_empty_down_pkts\": %" PRIu64 ", \"%s_up_elems\": %" PRIu64,
+	       name, t->up, name, t->down, name, t->pkts, name, t->empty_up, name, t->empty_down,
+	       name, t->up_elems);
+	if (what & JF_VS)
+		printf(", \"%s_vs_fixed\": %.4f", name, (double)t->bytes / (double)fixed->bytes);
+	if (!(what & JF_SPARSE))
 		return;
 	printf(", \"%s_oracle_bytes\": %" PRIu64 ", \"%s_block_sizes\": [", name, t->oracle, name);
 	print_sizes(t->b, iters, ", ");
@@ -361,8 +369,8 @@ json_format(const char *name, const struct totals *t, const struct totals *fixed
 	printf("]");
 }
 
-/* One entry of "rows": the issue's keys first, then every format's figures
- * under its prefix; the older names of ina's figures are kept. */
+/* One entry of "rows": the issue's keys first, the older names of ina's
+ * figures, then every format's figures under its prefix. */
 static void
 json_row(const struct bench *b, const struct row *r)
 {
@@ -370,15 +378,17 @@ json_row(const struct bench *b, const struct row *r)
 	       ", \"fixed_block_bytes\": %" PRIu64 ", \"ina_bytes\": %" PRIu64
 	       ", \"mass_kept\": %.4f, \"ina_bf16_bytes\": %" PRIu64
 	       ", \"ina_bf16_mass_kept\": %.4f, \"fixed_mass_kept\": %.4f"
-	       ", \"oracle_bytes\": %" PRIu64 ", \"fixed_up_elems\": %" PRIu64
-	       ", \"fixed_pkts\": %" PRIu64,
+	       ", \"oracle_bytes\": %" PRIu64 ", \"block_sizes\": [",
 	       r->mass, r->dense.bytes, r->fixed.bytes, r->ina.bytes, kept(&r->ina),
-	       r->bf16.bytes, kept(&r->bf16), kept(&r->fixed), r->ina.oracle,
-	       r->fixed.up_elems, r->fixed.pkts);
-	json_format("dense", &r->dense, &r->fixed, 0, b->iters);
-	json_format("fixed", &r->fixed, &r->fixed, 0, b->iters);
-	json_format("ina", &r->ina, &r->fixed, 1, b->iters);
-	json_format("ina_bf16", &r->bf16, &r->fixed, 1, b->iters);
+	       r->bf16.bytes, kept(&r->bf16), kept(&r->fixed), r->ina.oracle);
+	print_sizes(r->ina.b, b->iters, ", ");
+	printf("], \"oracle_block_sizes\": [");
+	print_sizes(r->ina.oracle_b, b->iters, ", ");
+	printf("]");
+	json_format("dense", &r->dense, &r->fixed, JF_VS, b->iters);
+	json_format("fixed", &r->fixed, &r->fixed, JF_BYTES, b->iters);
+	json_format("ina", &r->ina, &r->fixed, JF_VS | JF_SPARSE, b->iters);
+	json_format("ina_bf16", &r->bf16, &r->fixed, JF_VS | JF_SPARSE, b->iters);
 	printf("}");
 }
 
