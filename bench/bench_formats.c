@@ -512,6 +512,7 @@ static int
 parse_args(struct bench *b, int argc, char **argv)
 {
 	struct planner_config *pc = &b->f32.pc;
+	unsigned long v;
 	int json = 0, opt;
 	char *end;
 	static const struct option opts[] = {
@@ -539,9 +540,10 @@ parse_args(struct bench *b, int argc, char **argv)
 			pc->max_pkt = (uint32_t)parse_num(optarg, "--max-pkt");
 			break;
 		case 'l':
-			pc->lanes = (uint16_t)parse_num(optarg, "--lanes");
-			if (pc->lanes == 0)
+			v = parse_num(optarg, "--lanes");
+			if (v == 0 || v > UINT16_MAX)
 				die("--lanes: 1..65535");
+			pc->lanes = (uint16_t)v;
 			break;
 		case 'f':
 			pc->frame_bytes = (uint32_t)parse_num(optarg, "--frame-bytes");

@@ -68,7 +68,7 @@ for f in dense fixed-256 ina ina-bf16; do
 done
 
 # Bad options fail.
-for bad in "--lanes 0" "--mass 2" "--mass 0" "--max-pkt 100" "--first-block 8" \
+for bad in "--lanes 0" "--lanes 65536" "--lanes -1" "--mass 2" "--mass 0" "--max-pkt 100" "--first-block 8" \
     "--plan-headroom 1" "--input /nonexistent.npy" "extra"; do
     # shellcheck disable=SC2086
     if "$bin" $bad >/dev/null 2>&1; then fail "accepted: $bad"; fi
