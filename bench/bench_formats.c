@@ -1,22 +1,26 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * ina-bench-formats: bytes on the wire for the real gradients in data/ (issue
- * 4, point 8), both directions, every header, empty ack and lane opener
- * counted by the block planner's cost model (host/src/planner.h), which equals
- * a packet-by-packet replay of the lane protocol. Three formats, for each
- * iteration of the 4 workers' gradients, as one tensor:
- *   dense        every block sent, B = 256;
+ * 4, point 8), both directions, every header, empty ack, lane opener and
+ * header-only RESULT counted by the block planner's cost model
+ * (host/src/planner.h), which equals a packet-by-packet replay of the lane
+ * protocol. Four formats, for each iteration of the 4 workers' gradients, as
+ * one tensor:
+ *   dense        every block sent, B = 256, f32;
  *   fixed-256    element top-k per worker to a mass fraction, then blocks of
- *                256 (zero blocks skipped), as OmniReduce does;
+ *                256 (zero blocks skipped), as OmniReduce does, f32;
  *   ina          block top-k per worker to the same mass fraction
  *                (host/src/sparsify.h) at the B the planner picks from the
  *                previous iteration's sum of what was sent (iteration 0 has
- *                none: B = 256).
+ *                none: --first-block, 256 by default), f32;
+ *   ina-bf16     the same with the bf16 encoding (2 bytes an element, its own
+ *                planner with elem_bytes 2); its mass kept is that of the
+ *                values rounded to bf16, and its reference the bf16 result.
  * No residual carry-over in either sparse format: each iteration keeps the
  * fraction of its own gradient's mass (sum of squares). Offline: no switch,
- * no engine. See bench/README.md.
+ * no engine, no timing: the figures are exact counts and deterministic. See
+ * bench/README.md.
  */
-#include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <math.h>
@@ -24,6 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ina/encode.h"
 #include "ina/npy.h"
 #include "planner.h"
 #include "sparsify.h"
@@ -33,22 +38,65 @@
 #define MAX_ITERS 16
 #define FIXED_B 256
 
-struct totals {
-	uint64_t bytes, up, down, pkts;
-	uint64_t up_elems;	/* payload elements sent up, all workers */
-	double mass_sent, mass_total;
-};
-
-struct row {
-	double mass;
-	struct totals dense, fixed, ina, oracle;
-	uint32_t ina_b[MAX_ITERS], oracle_b[MAX_ITERS];
-};
-
 struct mag {
 	float m;
 	uint32_t i;
 };
+
+/* One format's figures for one mass fraction, summed over iterations. */
+struct totals {
+	uint64_t bytes, up, down, pkts;
+	uint64_t up_elems;	/* payload elements sent up, all workers */
+	uint64_t empty_up;	/* header-only DATA: empty acks and empty openers */
+	uint64_t empty_down;	/* header-only RESULTs */
+	uint64_t oracle;	/* bytes at the best B in hindsight (sparse ina) */
+	double mass_sent, mass_total;
+	uint32_t b[MAX_ITERS], oracle_b[MAX_ITERS];
+};
+
+struct row {
+	double mass;
+	struct totals dense, fixed, ina, bf16;
+};
+
+/* What an ina encoding needs: its cost model, planner and reference. */
+struct fmt {
+	struct planner_config pc;
+	struct planner *pl;
+	float *prev;		/* the previous iteration's result, as workers hold it */
+	int bf16;
+};
+
+struct bench {
+	const char *input;
+	struct ina_npy *npy;
+	uint32_t n, first_b;
+	unsigned iters, n_mass;
+	double masses[MAX_MASSES];
+	double headroom;	/* plan at mass m + headroom * (1 - m) */
+	struct fmt f32, bf16;
+	float *g[N_WORKERS], *sent[N_WORKERS], *q[N_WORKERS];
+	struct mag *tmp;
+	uint8_t *wire;		/* n bf16 values */
+	struct row rows[MAX_MASSES];
+};
+
+static void
+die(const char *msg)
+{
+	fprintf(stderr, "ina-bench-formats: %s\n", msg);
+	exit(1);
+}
+
+static void *
+xmalloc(size_t size)
+{
+	void *p = malloc(size);
+
+	if (!p)
+		die("out of memory");
+	return p;
+}
 
 static int
 mag_cmp(const void *a, const void *b)
@@ -58,22 +106,6 @@ mag_cmp(const void *a, const void *b)
 	if (x->m != y->m)
 		return x->m > y->m ? -1 : 1;
 	return x->i < y->i ? -1 : (x->i > y->i);
-}
-
-static void
-die(const char *msg)
-{
-	fprintf(stderr, "ina-bench-formats: %s\n", msg);
-	exit(1);
-}
-
-static void
-add(struct totals *t, const struct planner_cost *c)
-{
-	t->up += c->up_bytes;
-	t->down += c->down_bytes;
-	t->bytes += c->up_bytes + c->down_bytes;
-	t->pkts += c->up_pkts + c->down_pkts;
 }
 
 static double
@@ -107,11 +139,9 @@ elem_topk(const float *g, float *out, uint32_t n, double m, struct mag *tmp)
 
 /* Block top-k to mass m at block size B (the sparsifier, fresh: no residual). */
 static void
-block_topk(const float *g, float *out, uint32_t n, uint32_t B, double m, double *sent,
-	   double *total)
+block_topk(const float *g, float *out, uint32_t n, uint32_t B, double m)
 {
 	struct sparsify_config sc;
-	struct sparsify_stats st;
 	struct sparsify *s;
 
 	sparsify_config_init(&sc);
@@ -121,272 +151,525 @@ block_topk(const float *g, float *out, uint32_t n, uint32_t B, double m, double 
 	sc.target = SPARSIFY_MASS;
 	sc.mass = m;
 	s = sparsify_create(&sc);
-	if (!s || sparsify_round(s, g, out, 0, &st) != 0)
+	if (!s || sparsify_round(s, g, out, 0, NULL) != 0)
 		die("sparsify failed");
-	*sent += st.mass_sent;
-	*total += st.mass_total;
 	sparsify_destroy(s);
+}
+
+/* v rounded to bf16 and widened back: what the wire carries (ina_enc_bf16_put). */
+static void
+bf16_roundtrip(struct bench *b, const float *v, float *out)
+{
+	ina_enc_bf16_put(b->wire, v, b->n);
+	ina_enc_bf16_get(out, b->wire, b->n);
+}
+
+/*
+ * The exact wire of one round at block size B for the workers' vectors: the
+ * lane protocol's packets (planner_count, planner_cost) into t, and how many
+ * of them are header-only. A worker sends each of its non-zero blocks once
+ * (as its opener or as an answer); every other packet it sends is empty. Every
+ * RESULT for a step whose block is in no worker's set is header-only.
+ */
+static uint64_t
+count_round(const struct planner_config *pc, uint32_t n, uint32_t B, float *const *vec,
+	    struct totals *t)
+{
+	struct planner_blocks blk, own;
+	struct planner_cost c;
+	uint64_t data = 0, steps;
+	unsigned w;
+
+	for (w = 0; w < N_WORKERS; w++) {
+		planner_count(pc, (const float *const *)&vec[w], 1, n, B, &own);
+		data += own.sent;
+	}
+	planner_count(pc, (const float *const *)vec, N_WORKERS, n, B, &blk);
+	c = planner_cost(pc, n, B, &blk);
+	if (t) {
+		steps = c.up_pkts / N_WORKERS;
+		t->up += c.up_bytes;
+		t->down += c.down_bytes;
+		t->bytes += planner_cost_bytes(&c);
+		t->pkts += c.up_pkts + c.down_pkts;
+		t->up_elems += blk.up_elems;
+		t->empty_up += c.up_pkts - data;
+		t->empty_down += (uint64_t)N_WORKERS * (steps - blk.sent);
+	}
+	return planner_cost_bytes(&c);
+}
+
+/* Dense: every block of every worker at B = 256 (no zero skipping at all). */
+static void
+run_dense(const struct bench *b, struct totals *t)
+{
+	const struct planner_config *pc = &b->f32.pc;
+	struct planner_blocks blk = {.n_blocks = (b->n + FIXED_B - 1) / FIXED_B};
+	struct planner_cost c;
+
+	blk.sent = blk.n_blocks;
+	blk.sent_openers = blk.n_blocks < pc->lanes ? blk.n_blocks : pc->lanes;
+	blk.sent_elems = b->n;
+	blk.up_elems = (uint64_t)N_WORKERS * b->n;
+	c = planner_cost(pc, b->n, FIXED_B, &blk);
+	t->up += c.up_bytes;
+	t->down += c.down_bytes;
+	t->bytes += planner_cost_bytes(&c);
+	t->pkts += c.up_pkts + c.down_pkts;
+	t->up_elems += blk.up_elems;
+	t->empty_up += c.up_pkts - (uint64_t)N_WORKERS * blk.sent;
+	t->mass_sent += 1;
+	t->mass_total += 1;
+}
+
+/* Fixed-256 after element top-k to mass m, f32. */
+static void
+run_fixed(struct bench *b, double m, struct totals *t)
+{
+	unsigned w;
+
+	for (w = 0; w < N_WORKERS; w++) {
+		elem_topk(b->g[w], b->sent[w], b->n, m, b->tmp);
+		t->mass_sent += sumsq(b->sent[w], b->n);
+		t->mass_total += sumsq(b->g[w], b->n);
+	}
+	count_round(&b->f32.pc, b->n, FIXED_B, b->sent, t);
+}
+
+/* Block top-k at B for every worker, in b->sent (f32, what the engine tests
+ * for zero blocks) and, for bf16, the rounded values in b->q. */
+static void
+select_blocks(struct bench *b, const struct fmt *f, uint32_t B, double m)
+{
+	unsigned w;
+
+	for (w = 0; w < N_WORKERS; w++) {
+		block_topk(b->g[w], b->sent[w], b->n, B, m);
+		if (f->bf16)
+			bf16_roundtrip(b, b->sent[w], b->q[w]);
+	}
+}
+
+/* The best B in hindsight for this iteration: block top-k at each candidate. */
+static void
+run_oracle(struct bench *b, const struct fmt *f, double m, unsigned it, struct totals *t)
+{
+	const uint32_t *sizes = planner_candidate_sizes(f->pl);
+	uint64_t best = 0, bytes;
+	unsigned k;
+
+	for (k = 0; k < planner_n_candidates(f->pl); k++) {
+		select_blocks(b, f, sizes[k], m);
+		bytes = count_round(&f->pc, b->n, sizes[k], b->sent, NULL);
+		if (k == 0 || bytes <= best) {
+			best = bytes;
+			t->oracle_b[it] = sizes[k];
+		}
+	}
+	t->oracle += best;
+}
+
+/* The result every worker holds after the round, in rank order: the f32 sum,
+ * or for bf16 the f32 sum of the bf16 values, rounded once. */
+static void
+keep_result(struct bench *b, struct fmt *f)
+{
+	float *const *v = f->bf16 ? b->q : b->sent;
+	uint32_t i;
+	unsigned w;
+
+	for (i = 0; i < b->n; i++) {
+		float s = v[0][i];
+
+		for (w = 1; w < N_WORKERS; w++)
+			s += v[w][i];
+		f->prev[i] = s;
+	}
+	if (f->bf16)
+		bf16_roundtrip(b, f->prev, f->prev);
+}
+
+/* ina in one encoding: plan on the previous result, select, count, keep. */
+static void
+run_ina(struct bench *b, struct fmt *f, double m, unsigned it, struct totals *t)
+{
+	double plan_mass = m + b->headroom * (1 - m);
+	uint32_t B;
+	unsigned w;
+
+	run_oracle(b, f, m, it, t);
+	B = it == 0 ? b->first_b : planner_plan(f->pl, f->prev, b->n, plan_mass, 0.0f);
+	if (B == 0)
+		die("planner_plan failed");
+	t->b[it] = B;
+	select_blocks(b, f, B, m);
+	for (w = 0; w < N_WORKERS; w++) {
+		t->mass_sent += sumsq(f->bf16 ? b->q[w] : b->sent[w], b->n);
+		t->mass_total += sumsq(b->g[w], b->n);
+	}
+	count_round(&f->pc, b->n, B, b->sent, t);
+	keep_result(b, f);
+}
+
+static void
+run_row(struct bench *b, struct row *r)
+{
+	unsigned it, w;
+
+	for (it = 0; it < b->iters; it++) {
+		for (w = 0; w < N_WORKERS; w++)
+			if (ina_npy_read_row(b->npy, (uint64_t)it * N_WORKERS + w, b->g[w], b->n) != 0)
+				die("input: read failed");
+		run_dense(b, &r->dense);
+		run_fixed(b, r->mass, &r->fixed);
+		run_ina(b, &b->f32, r->mass, it, &r->ina);
+		run_ina(b, &b->bf16, r->mass, it, &r->bf16);
+	}
+}
+
+static double
+kept(const struct totals *t)
+{
+	return t->mass_sent / t->mass_total;
+}
+
+static void
+print_sizes(const uint32_t *s, unsigned iters, const char *sep)
+{
+	unsigned it;
+
+	for (it = 0; it < iters; it++)
+		printf("%s%" PRIu32, it ? sep : "", s[it]);
+}
+
+/* What json_format prints besides the common figures. */
+#define JF_BYTES 0x1	/* <name>_bytes (not already printed under the issue's key) */
+#define JF_VS 0x2	/* <name>_vs_fixed */
+#define JF_SPARSE 0x4	/* the oracle and the block sizes (ina's formats) */
+
+static void
+json_format(const char *name, const struct totals *t, const struct totals *fixed, unsigned what,
+	    unsigned iters)
+{
+	if (what & JF_BYTES)
+		printf(",\n   \"%s_bytes\": %" PRIu64, name, t->bytes);
+	printf(",\n   \"%s_up_bytes\": %" PRIu64 ", \"%s_down_bytes\": %" PRIu64
+	       ", \"%s_pkts\": %" PRIu64 ", \"%s_empty_up_pkts\": %" PRIu64
+	       ", \"%s_empty_down_pkts\": %" PRIu64 ", \"%s_up_elems\": %" PRIu64,
+	       name, t->up, name, t->down, name, t->pkts, name, t->empty_up, name, t->empty_down,
+	       name, t->up_elems);
+	if (what & JF_VS)
+		printf(", \"%s_vs_fixed\": %.4f", name, (double)t->bytes / (double)fixed->bytes);
+	if (!(what & JF_SPARSE))
+		return;
+	printf(", \"%s_oracle_bytes\": %" PRIu64 ", \"%s_block_sizes\": [", name, t->oracle, name);
+	print_sizes(t->b, iters, ", ");
+	printf("], \"%s_oracle_block_sizes\": [", name);
+	print_sizes(t->oracle_b, iters, ", ");
+	printf("]");
+}
+
+/* One entry of "rows": the issue's keys first, the older names of ina's
+ * figures, then every format's figures under its prefix. */
+static void
+json_row(const struct bench *b, const struct row *r)
+{
+	printf("  {\"mass_target\": %.2f, \"dense_bytes\": %" PRIu64
+	       ", \"fixed_block_bytes\": %" PRIu64 ", \"ina_bytes\": %" PRIu64
+	       ", \"mass_kept\": %.4f, \"ina_bf16_bytes\": %" PRIu64
+	       ", \"ina_bf16_mass_kept\": %.4f, \"fixed_mass_kept\": %.4f"
+	       ", \"oracle_bytes\": %" PRIu64 ", \"block_sizes\": [",
+	       r->mass, r->dense.bytes, r->fixed.bytes, r->ina.bytes, kept(&r->ina),
+	       r->bf16.bytes, kept(&r->bf16), kept(&r->fixed), r->ina.oracle);
+	print_sizes(r->ina.b, b->iters, ", ");
+	printf("], \"oracle_block_sizes\": [");
+	print_sizes(r->ina.oracle_b, b->iters, ", ");
+	printf("]");
+	json_format("dense", &r->dense, &r->fixed, JF_VS, b->iters);
+	json_format("fixed", &r->fixed, &r->fixed, JF_BYTES, b->iters);
+	json_format("ina", &r->ina, &r->fixed, JF_VS | JF_SPARSE, b->iters);
+	json_format("ina_bf16", &r->bf16, &r->fixed, JF_VS | JF_SPARSE, b->iters);
+	printf("}");
+}
+
+static void
+print_json(const struct bench *b)
+{
+	const struct row *top = &b->rows[b->n_mass - 1];
+	unsigned k;
+
+	printf("{\"input\": \"%s\", \"elements\": %" PRIu32 ", \"workers\": %d, "
+	       "\"iterations\": %u, \"max_pkt\": %" PRIu32 ", \"lanes\": %u, "
+	       "\"frame_bytes\": %" PRIu32 ", \"first_block\": %" PRIu32
+	       ", \"plan_headroom\": %.3f,\n",
+	       b->input, b->n, N_WORKERS, b->iters, b->f32.pc.max_pkt, b->f32.pc.lanes,
+	       b->f32.pc.frame_bytes, b->first_b, b->headroom);
+	printf(" \"dense_bytes\": %" PRIu64 ", \"fixed_block_bytes\": %" PRIu64
+	       ", \"ina_bytes\": %" PRIu64 ", \"mass_kept\": %.4f, \"ina_bf16_bytes\": %" PRIu64
+	       ", \"ina_bf16_mass_kept\": %.4f, \"fixed_mass_kept\": %.4f, \"mass_target\": %.2f,\n"
+	       " \"rows\": [\n",
+	       top->dense.bytes, top->fixed.bytes, top->ina.bytes, kept(&top->ina),
+	       top->bf16.bytes, kept(&top->bf16), kept(&top->fixed), top->mass);
+	for (k = 0; k < b->n_mass; k++) {
+		json_row(b, &b->rows[k]);
+		printf("%s\n", k + 1 < b->n_mass ? "," : "");
+	}
+	printf(" ]}\n");
+}
+
+static void
+table_line(const char *name, double mass, const struct totals *t, const struct totals *fixed,
+	   int sparse, unsigned iters)
+{
+	printf("%-5.2f %-9s %10" PRIu64 " %9" PRIu64 " %9" PRIu64 " %6" PRIu64 " %6" PRIu64
+	       " %6.1f%% %7.4f",
+	       mass, name, t->bytes, t->up, t->down, t->pkts, t->empty_up + t->empty_down,
+	       100.0 * (double)t->bytes / (double)fixed->bytes, kept(t));
+	if (sparse) {
+		printf(" %9" PRIu64 " %6.1f%%  ", t->oracle,
+		       100.0 * (double)t->oracle / (double)fixed->bytes);
+		print_sizes(t->b, iters, ",");
+	}
+	printf("\n");
+}
+
+static void
+print_table(const struct bench *b)
+{
+	const struct fmt *f = &b->f32, *h = &b->bf16;
+	unsigned k;
+
+	printf("ina-bench-formats: %s, %" PRIu32 " elements x %d workers x %u iterations\n",
+	       b->input, b->n, N_WORKERS, b->iters);
+	printf("max_pkt %" PRIu32 " (B 16..%u f32, 16..%u bf16), %u lanes, frame bytes %" PRIu32
+	       ", first B %" PRIu32 ", plan headroom %.2f\n",
+	       f->pc.max_pkt, planner_candidate_sizes(f->pl)[planner_n_candidates(f->pl) - 1],
+	       planner_candidate_sizes(h->pl)[planner_n_candidates(h->pl) - 1], f->pc.lanes,
+	       f->pc.frame_bytes, b->first_b, b->headroom);
+	printf("%-5s %-9s %10s %9s %9s %6s %6s %7s %7s %9s %7s  %s\n", "mass", "format", "bytes",
+	       "up", "down", "pkts", "empty", "/fixed", "kept", "oracle", "/fixed",
+	       "B per iteration");
+	for (k = 0; k < b->n_mass; k++) {
+		const struct row *r = &b->rows[k];
+
+		table_line("dense", r->mass, &r->dense, &r->fixed, 0, b->iters);
+		table_line("fixed-256", r->mass, &r->fixed, &r->fixed, 0, b->iters);
+		table_line("ina", r->mass, &r->ina, &r->fixed, 1, b->iters);
+		table_line("ina-bf16", r->mass, &r->bf16, &r->fixed, 1, b->iters);
+	}
+	printf("bytes = up + down over all iterations; pkts both directions; empty: header-only\n"
+	       "packets of them (empty acks, empty openers, header-only RESULTs); /fixed: share\n"
+	       "of the fixed-block baseline's bytes (the issue's target is <= 20%%); kept: mass\n"
+	       "sent / gradient mass (bf16: of the rounded values); oracle: block top-k at the\n"
+	       "best B in hindsight per iteration.\n");
 }
 
 static void
 usage(FILE *f)
 {
 	fprintf(f, "usage: ina-bench-formats [--input FILE.npy] [--mass F,F,...] [--max-pkt BYTES]\n"
-		   "                         [--lanes L] [--frame-bytes BYTES] [--json]\n"
+		   "                         [--lanes L] [--frame-bytes BYTES] [--first-block B]\n"
+		   "                         [--plan-headroom H] [--json]\n"
 		   "Bytes on the wire (both directions, headers and empty acks counted) for the\n"
 		   "real gradients: dense, fixed blocks of 256 after element top-k, and the\n"
-		   "block planner with block top-k, at equal fractions of gradient mass.\n");
+		   "block planner with block top-k in f32 and bf16, at equal fractions of\n"
+		   "gradient mass. The planner plans at mass m + H (1 - m) (H = 0 by default);\n"
+		   "iteration 0 has no reference and uses --first-block (256).\n");
 }
 
-int
-main(int argc, char **argv)
+static void
+parse_masses(struct bench *b, char *arg)
 {
-	const char *input = INA_SOURCE_DIR "/data/grads_cnn_digits_3it.npy";
-	double masses[MAX_MASSES] = {0.5, 0.7, 0.9};
-	unsigned n_mass = 3, k, it, w, iters;
-	struct planner_config pc;
-	struct planner *pl;
-	struct ina_npy *npy;
-	struct row rows[MAX_MASSES];
+	char *tok, *end;
+
+	b->n_mass = 0;
+	for (tok = strtok(arg, ","); tok; tok = strtok(NULL, ",")) {
+		double v = strtod(tok, &end);
+
+		if (*end || !(v > 0 && v <= 1) || b->n_mass == MAX_MASSES)
+			die("--mass: fractions in (0, 1], at most 8");
+		b->masses[b->n_mass++] = v;
+	}
+	if (b->n_mass == 0)
+		die("--mass: no fraction");
+}
+
+static unsigned long
+parse_num(const char *arg, const char *what)
+{
+	char *end;
+	unsigned long v = strtoul(arg, &end, 10);
+
+	if (*end || *arg == '\0' || *arg == '-') {
+		fprintf(stderr, "ina-bench-formats: %s: a number\n", what);
+		exit(2);
+	}
+	return v;
+}
+
+/* Options into b (defaults set by the caller); 1 if --json. */
+static int
+parse_args(struct bench *b, int argc, char **argv)
+{
+	struct planner_config *pc = &b->f32.pc;
+	unsigned long v;
 	int json = 0, opt;
-	char err[256];
-	uint32_t n, i;
-	float *g[N_WORKERS], *sent[N_WORKERS], *prev;
-	struct mag *tmp;
+	char *end;
 	static const struct option opts[] = {
 		{"input", required_argument, NULL, 'i'},
 		{"mass", required_argument, NULL, 'm'},
 		{"max-pkt", required_argument, NULL, 'p'},
 		{"lanes", required_argument, NULL, 'l'},
 		{"frame-bytes", required_argument, NULL, 'f'},
+		{"first-block", required_argument, NULL, 'b'},
+		{"plan-headroom", required_argument, NULL, 'r'},
 		{"json", no_argument, NULL, 'j'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
 
-	planner_config_init(&pc);
-	pc.world = N_WORKERS;
 	while ((opt = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-		char *end, *tok;
-
 		switch (opt) {
 		case 'i':
-			input = optarg;
+			b->input = optarg;
 			break;
 		case 'm':
-			n_mass = 0;
-			for (tok = strtok(optarg, ","); tok; tok = strtok(NULL, ",")) {
-				double v = strtod(tok, &end);
-
-				if (*end || !(v > 0 && v <= 1) || n_mass == MAX_MASSES)
-					die("--mass: fractions in (0, 1], at most 8");
-				masses[n_mass++] = v;
-			}
-			if (n_mass == 0)
-				die("--mass: no fraction");
+			parse_masses(b, optarg);
 			break;
 		case 'p':
-			pc.max_pkt = (uint32_t)strtoul(optarg, &end, 10);
-			if (*end)
-				die("--max-pkt: a number of bytes");
+			pc->max_pkt = (uint32_t)parse_num(optarg, "--max-pkt");
 			break;
 		case 'l':
-			pc.lanes = (uint16_t)strtoul(optarg, &end, 10);
-			if (*end || pc.lanes == 0)
+			v = parse_num(optarg, "--lanes");
+			if (v == 0 || v > UINT16_MAX)
 				die("--lanes: 1..65535");
+			pc->lanes = (uint16_t)v;
 			break;
 		case 'f':
-			pc.frame_bytes = (uint32_t)strtoul(optarg, &end, 10);
-			if (*end)
-				die("--frame-bytes: a number of bytes");
+			pc->frame_bytes = (uint32_t)parse_num(optarg, "--frame-bytes");
+			break;
+		case 'b':
+			b->first_b = (uint32_t)parse_num(optarg, "--first-block");
+			break;
+		case 'r':
+			b->headroom = strtod(optarg, &end);
+			if (*end || !(b->headroom >= 0 && b->headroom < 1))
+				die("--plan-headroom: a number in [0, 1)");
 			break;
 		case 'j':
 			json = 1;
 			break;
 		case 'h':
 			usage(stdout);
-			return 0;
+			exit(0);
 		default:
 			usage(stderr);
-			return 2;
+			exit(2);
 		}
 	}
 	if (optind != argc) {
 		usage(stderr);
-		return 2;
+		exit(2);
 	}
-	npy = ina_npy_open(input, err, sizeof(err));
-	if (!npy)
+	return json;
+}
+
+static void
+open_input(struct bench *b)
+{
+	char err[256];
+
+	b->npy = ina_npy_open(b->input, err, sizeof(err));
+	if (!b->npy)
 		die(err);
-	if (ina_npy_ndim(npy) != 3 || ina_npy_dim(npy, 1) != N_WORKERS ||
-	    ina_npy_dim(npy, 2) == 0 || ina_npy_dim(npy, 2) > UINT32_MAX / 2)
+	if (ina_npy_ndim(b->npy) != 3 || ina_npy_dim(b->npy, 1) != N_WORKERS ||
+	    ina_npy_dim(b->npy, 2) == 0 || ina_npy_dim(b->npy, 2) > UINT32_MAX / 2)
 		die("input: expected shape (iterations, 4, parameters)");
-	iters = (unsigned)ina_npy_dim(npy, 0);
-	if (iters > MAX_ITERS)
-		iters = MAX_ITERS;
-	n = (uint32_t)ina_npy_dim(npy, 2);
-	pc.max_elems = n;
-	if (planner_max_block(&pc) < FIXED_B)
+	b->iters = (unsigned)ina_npy_dim(b->npy, 0);
+	if (b->iters > MAX_ITERS)
+		b->iters = MAX_ITERS;
+	b->n = (uint32_t)ina_npy_dim(b->npy, 2);
+}
+
+/* The f32 and bf16 planners (same packet limits, 4 and 2 bytes an element). */
+static void
+setup_formats(struct bench *b)
+{
+	b->f32.pc.max_elems = b->n;
+	b->bf16.pc = b->f32.pc;
+	b->bf16.pc.elem_bytes = 2;
+	b->bf16.bf16 = 1;
+	if (planner_max_block(&b->f32.pc) < FIXED_B)
 		die("--max-pkt: a packet must carry a block of 256");
-	pl = planner_create(&pc);
-	if (!pl)
+	if (b->first_b < PLANNER_MIN_BLOCK || b->first_b > planner_max_block(&b->f32.pc))
+		die("--first-block: 16 up to what one f32 packet carries");
+	b->f32.pl = planner_create(&b->f32.pc);
+	b->bf16.pl = planner_create(&b->bf16.pc);
+	if (!b->f32.pl || !b->bf16.pl)
 		die("planner_create failed");
+	b->f32.prev = xmalloc(b->n * sizeof(float));
+	b->bf16.prev = xmalloc(b->n * sizeof(float));
+}
+
+static void
+setup_buffers(struct bench *b)
+{
+	unsigned w;
+
 	for (w = 0; w < N_WORKERS; w++) {
-		g[w] = malloc(n * sizeof(float));
-		sent[w] = malloc(n * sizeof(float));
-		if (!g[w] || !sent[w])
-			die("out of memory");
+		b->g[w] = xmalloc(b->n * sizeof(float));
+		b->sent[w] = xmalloc(b->n * sizeof(float));
+		b->q[w] = xmalloc(b->n * sizeof(float));
 	}
-	prev = malloc(n * sizeof(float));
-	tmp = malloc(n * sizeof(*tmp));
-	if (!prev || !tmp)
-		die("out of memory");
+	b->tmp = xmalloc(b->n * sizeof(*b->tmp));
+	b->wire = xmalloc(b->n * (size_t)2);
+}
 
-	memset(rows, 0, sizeof(rows));
-	for (k = 0; k < n_mass; k++) {
-		struct row *r = &rows[k];
-		const float *vec[N_WORKERS];
+static void
+teardown(struct bench *b)
+{
+	unsigned w;
 
-		r->mass = masses[k];
-		for (w = 0; w < N_WORKERS; w++)
-			vec[w] = sent[w];
-		for (it = 0; it < iters; it++) {
-			struct planner_blocks blk;
-			struct planner_cost c;
-			uint32_t B, best_b = 0;
-			uint64_t best = 0;
-			unsigned cand;
-
-			for (w = 0; w < N_WORKERS; w++)
-				if (ina_npy_read_row(npy, (uint64_t)it * N_WORKERS + w, g[w], n) != 0)
-					die("input: read failed");
-			/* dense: every block at B = 256 */
-			blk = (struct planner_blocks){.n_blocks = (n + FIXED_B - 1) / FIXED_B};
-			blk.sent = blk.n_blocks;
-			blk.sent_openers = blk.n_blocks < pc.lanes ? blk.n_blocks : pc.lanes;
-			blk.sent_elems = n;
-			blk.up_elems = (uint64_t)N_WORKERS * n;
-			c = planner_cost(&pc, n, FIXED_B, &blk);
-			add(&r->dense, &c);
-			/* fixed-256 after element top-k */
-			for (w = 0; w < N_WORKERS; w++) {
-				elem_topk(g[w], sent[w], n, r->mass, tmp);
-				r->fixed.mass_sent += sumsq(sent[w], n);
-				r->fixed.mass_total += sumsq(g[w], n);
-			}
-			planner_count(&pc, vec, N_WORKERS, n, FIXED_B, &blk);
-			c = planner_cost(&pc, n, FIXED_B, &blk);
-			add(&r->fixed, &c);
-			r->fixed.up_elems += blk.up_elems;
-			/* oracle: the best B in hindsight (block top-k at every candidate) */
-			for (cand = 0; cand < planner_n_candidates(pl); cand++) {
-				uint32_t cb = planner_candidate_sizes(pl)[cand];
-				double ms = 0, mt = 0;
-
-				for (w = 0; w < N_WORKERS; w++)
-					block_topk(g[w], sent[w], n, cb, r->mass, &ms, &mt);
-				planner_count(&pc, vec, N_WORKERS, n, cb, &blk);
-				c = planner_cost(&pc, n, cb, &blk);
-				if (best_b == 0 || planner_cost_bytes(&c) <= best) {
-					best = planner_cost_bytes(&c);
-					best_b = cb;
-				}
-			}
-			r->oracle.bytes += best;
-			r->oracle_b[it] = best_b;
-			/* ina: the planner on the previous iteration's sum */
-			B = it == 0 ? FIXED_B : planner_plan(pl, prev, n, r->mass, 0.0f);
-			if (B == 0)
-				die("planner_plan failed");
-			r->ina_b[it] = B;
-			for (w = 0; w < N_WORKERS; w++)
-				block_topk(g[w], sent[w], n, B, r->mass, &r->ina.mass_sent,
-					   &r->ina.mass_total);
-			planner_count(&pc, vec, N_WORKERS, n, B, &blk);
-			c = planner_cost(&pc, n, B, &blk);
-			add(&r->ina, &c);
-			r->ina.up_elems += blk.up_elems;
-			/* the switch's sum, in rank order: next iteration's reference */
-			for (i = 0; i < n; i++) {
-				float s = sent[0][i];
-
-				for (w = 1; w < N_WORKERS; w++)
-					s += sent[w][i];
-				prev[i] = s;
-			}
-		}
-	}
-
-	if (json) {
-		const struct row *top = &rows[n_mass - 1];
-
-		printf("{\"input\": \"%s\", \"elements\": %" PRIu32 ", \"workers\": %d, "
-		       "\"iterations\": %u, \"max_pkt\": %" PRIu32 ", \"lanes\": %u, "
-		       "\"frame_bytes\": %" PRIu32 ",\n",
-		       input, n, N_WORKERS, iters, pc.max_pkt, pc.lanes, pc.frame_bytes);
-		printf(" \"dense_bytes\": %" PRIu64 ", \"fixed_block_bytes\": %" PRIu64
-		       ", \"ina_bytes\": %" PRIu64 ", \"mass_kept\": %.4f, "
-		       "\"fixed_mass_kept\": %.4f, \"mass_target\": %.2f,\n \"rows\": [\n",
-		       top->dense.bytes, top->fixed.bytes, top->ina.bytes,
-		       top->ina.mass_sent / top->ina.mass_total,
-		       top->fixed.mass_sent / top->fixed.mass_total, top->mass);
-		for (k = 0; k < n_mass; k++) {
-			const struct row *r = &rows[k];
-
-			printf("  {\"mass_target\": %.2f, \"dense_bytes\": %" PRIu64
-			       ", \"fixed_block_bytes\": %" PRIu64 ", \"ina_bytes\": %" PRIu64
-			       ", \"oracle_bytes\": %" PRIu64 ", \"mass_kept\": %.4f, "
-			       "\"fixed_mass_kept\": %.4f, \"ina_vs_fixed\": %.4f, "
-			       "\"fixed_up_elems\": %" PRIu64 ", \"ina_up_elems\": %" PRIu64
-			       ", \"fixed_pkts\": %" PRIu64 ", \"ina_pkts\": %" PRIu64
-			       ", \"block_sizes\": [",
-			       r->mass, r->dense.bytes, r->fixed.bytes, r->ina.bytes,
-			       r->oracle.bytes, r->ina.mass_sent / r->ina.mass_total,
-			       r->fixed.mass_sent / r->fixed.mass_total,
-			       (double)r->ina.bytes / (double)r->fixed.bytes, r->fixed.up_elems,
-			       r->ina.up_elems, r->fixed.pkts, r->ina.pkts);
-			for (it = 0; it < iters; it++)
-				printf("%s%" PRIu32, it ? ", " : "", r->ina_b[it]);
-			printf("], \"oracle_block_sizes\": [");
-			for (it = 0; it < iters; it++)
-				printf("%s%" PRIu32, it ? ", " : "", r->oracle_b[it]);
-			printf("]}%s\n", k + 1 < n_mass ? "," : "");
-		}
-		printf(" ]}\n");
-	} else {
-		printf("ina-bench-formats: %s, %" PRIu32 " elements x %d workers x %u iterations\n",
-		       input, n, N_WORKERS, iters);
-		printf("max_pkt %" PRIu32 " (B 16..%u), %u lanes, frame bytes %" PRIu32
-		       "; bytes = up + down, all iterations\n",
-		       pc.max_pkt, planner_candidate_sizes(pl)[planner_n_candidates(pl) - 1],
-		       pc.lanes, pc.frame_bytes);
-		printf("%-5s %11s %11s %11s %8s %8s %8s %11s  %s\n", "mass", "dense", "fixed-256",
-		       "ina", "ina/fix", "kept-fix", "kept-ina", "oracle", "B per iteration");
-		for (k = 0; k < n_mass; k++) {
-			const struct row *r = &rows[k];
-			char bs[128];
-			int off = 0;
-
-			for (it = 0; it < iters && off < (int)sizeof(bs) - 16; it++)
-				off += snprintf(bs + off, sizeof(bs) - (size_t)off, "%s%" PRIu32,
-						it ? "," : "", r->ina_b[it]);
-			printf("%-5.2f %11" PRIu64 " %11" PRIu64 " %11" PRIu64 " %7.1f%% %8.4f %8.4f %11"
-			       PRIu64 "  %s\n",
-			       r->mass, r->dense.bytes, r->fixed.bytes, r->ina.bytes,
-			       100.0 * (double)r->ina.bytes / (double)r->fixed.bytes,
-			       r->fixed.mass_sent / r->fixed.mass_total,
-			       r->ina.mass_sent / r->ina.mass_total, r->oracle.bytes, bs);
-		}
-		printf("ina/fix: ina's bytes as a share of the fixed-block baseline's (the target is "
-		       "<= 20%%);\noracle: block top-k at the best B in hindsight per iteration.\n");
-	}
 	for (w = 0; w < N_WORKERS; w++) {
-		free(g[w]);
-		free(sent[w]);
+		free(b->g[w]);
+		free(b->sent[w]);
+		free(b->q[w]);
 	}
-	free(prev);
-	free(tmp);
-	planner_destroy(pl);
-	ina_npy_close(npy);
+	free(b->tmp);
+	free(b->wire);
+	free(b->f32.prev);
+	free(b->bf16.prev);
+	planner_destroy(b->f32.pl);
+	planner_destroy(b->bf16.pl);
+	ina_npy_close(b->npy);
+}
+
+int
+main(int argc, char **argv)
+{
+	static struct bench b = {
+		.input = INA_SOURCE_DIR "/data/grads_cnn_digits_3it.npy",
+		.masses = {0.5, 0.7, 0.9},
+		.n_mass = 3,
+		.first_b = FIXED_B,
+	};
+	unsigned k;
+	int json;
+
+	planner_config_init(&b.f32.pc);
+	b.f32.pc.world = N_WORKERS;
+	json = parse_args(&b, argc, argv);
+	open_input(&b);
+	setup_formats(&b);
+	setup_buffers(&b);
+	for (k = 0; k < b.n_mass; k++) {
+		b.rows[k].mass = b.masses[k];
+		run_row(&b, &b.rows[k]);
+	}
+	if (json)
+		print_json(&b);
+	else
+		print_table(&b);
+	teardown(&b);
 	return 0;
 }
