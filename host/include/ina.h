@@ -98,6 +98,12 @@ struct ina_config {
 	const char *capture;		/* pcap file of every packet sent and received, or NULL */
 	struct ina_sparsify sparsify;	/* the job's sparsifier for every tensor, default
 					 * off; ina_tensor_sparsify() sets one tensor's */
+	int plan_blocks;		/* 1: the block planner picks B per tensor and
+					 * round, a power of two from 16 up to block_size,
+					 * from the previous round's result (the same on
+					 * every worker: no extra round trip); the first
+					 * round uses block_size. 0 (default): B is
+					 * block_size. Every worker must set it alike. */
 };
 
 struct ina_stats {
@@ -122,6 +128,8 @@ struct ina_stats {
 	uint64_t sparse_blocks_deferred;	/* blocks whose sum came back DEFERRED (each
 					 * worker's own part went back to its residual) */
 	double density_sent;		/* last sparsified round: blocks sent / blocks */
+	uint16_t block_size;		/* B of the last allreduce (the planner's choice
+					 * with plan_blocks) */
 	double residual_norm;		/* last sparsified round: L2 norm of the residual
 					 * left (sqrt of its sum of squares) */
 	double residual_norm_total;	/* L2 norm over every sparsified tensor's residual */

@@ -21,22 +21,19 @@
 #include "ina/util.h"
 #include "sparsify.h"
 #include "sparsify_opts.h"
+#include "tensor_round.h"
 
 /* Longest single sleep in the port while an operation runs. */
 #define WAIT_MAX_NS (100 * INA_NS_PER_MS)
 
 /* One tensor with sparsifier options of its own, or one the job's sparsifier
- * runs on: the residual lives in 's', 'send' is what goes to the engine. */
+ * or block planner runs on: its round state (residual, planning reference)
+ * lives in 'tr'. */
 struct sparse_tensor {
 	uint32_t id;
 	int used;			/* allreduced at least once */
 	struct ina_sparsify opt;
-	struct sparsify *s;		/* NULL until the first call (or mode OFF) */
-	float *send;
-	uint8_t *deferred;		/* per block: the result came back DEFERRED */
-	size_t n;
-	uint32_t round;
-	double residual_mass;
+	struct tround *tr;		/* NULL until the first call */
 };
 
 struct ina_ctx {
@@ -45,6 +42,10 @@ struct ina_ctx {
 	struct ina_peer self;		/* this worker's address, for captures */
 	uint64_t realtime_offset;	/* capture time minus monotonic time */
 	uint16_t block_size;
+	uint16_t last_block_size;	/* B of the last allreduce */
+	uint16_t world, lanes;
+	uint8_t encoding;
+	int plan_blocks;		/* cfg.plan_blocks */
 	struct ina_port *port;
 	struct ina_sparsify job_sparsify;	/* cfg.sparsify */
 	struct sparse_tensor tensors[INA_MAX_SPARSE_TENSORS];
@@ -74,42 +75,6 @@ ina_config_init(struct ina_config *cfg)
 	cfg->sparsify.filter_b0 = 0;
 	cfg->sparsify.filter_decay = 1;
 	cfg->sparsify.filter_results = 1;
-}
-
-int
-ina_sparsify_config(const struct ina_sparsify *o, size_t n, uint16_t block_size,
-		    struct sparsify_config *sc)
-{
-	sparsify_config_init(sc);
-	if (n == 0 || n > UINT32_MAX || (unsigned)o->mode > INA_SPARSIFY_BOTH)
-		return -EINVAL;
-	if (o->mode == INA_SPARSIFY_OFF)
-		return 0;	/* the other options do not matter */
-	sc->n_elems = (uint32_t)n;
-	sc->block_size = block_size;
-	sc->select = (o->mode & INA_SPARSIFY_TOPK ? SPARSIFY_TOPK : 0) |
-		     (o->mode & INA_SPARSIFY_FILTER ? SPARSIFY_FILTER : 0);
-	switch (o->target) {
-	case INA_TOPK_DENSITY:
-		sc->target = SPARSIFY_DENSITY;
-		break;
-	case INA_TOPK_BYTES:
-		sc->target = SPARSIFY_BYTES;
-		break;
-	case INA_TOPK_MASS:
-		sc->target = SPARSIFY_MASS;
-		break;
-	default:
-		return -EINVAL;
-	}
-	sc->density = o->density;
-	sc->byte_budget = o->byte_budget;
-	sc->mass = o->mass;
-	sc->filter_mode = SPARSIFY_ELEMENT;
-	sc->bound_mode = SPARSIFY_DECAY;
-	sc->bound0 = o->filter_b0;
-	sc->decay = o->filter_decay;
-	return sparsify_config_check(sc);
 }
 
 int
@@ -274,6 +239,11 @@ ina_open(const struct ina_config *cfg, struct ina_ctx **out, char *err, size_t e
 		goto fail;
 	}
 	ctx->block_size = cfg->block_size;
+	ctx->last_block_size = cfg->block_size;
+	ctx->world = cfg->world;
+	ctx->lanes = cfg->lanes;
+	ctx->encoding = ec.encoding;
+	ctx->plan_blocks = cfg->plan_blocks;
 	*out = ctx;
 	return 0;
 fail:
@@ -339,134 +309,117 @@ const float *
 ina_residual(const struct ina_ctx *ctx, uint32_t tensor_id, size_t *n)
 {
 	const struct sparse_tensor *t = find_tensor(ctx, tensor_id);
+	const float *r = t && t->tr ? tround_residual(t->tr) : NULL;
 
-	if (!t || !t->s)
+	if (r && n)
+		*n = tround_n(t->tr);
+	return r;
+}
+
+/* The tensor's round state: found, or made on its first call (with the
+ * job's options unless it has its own). NULL with -errno in 'ret' and a
+ * sentence in errmsg; also NULL with 0 when the tensor is plain dense. */
+static struct sparse_tensor *
+tensor_for(struct ina_ctx *ctx, uint32_t tensor_id, size_t n, int *ret)
+{
+	struct sparse_tensor *t = find_tensor(ctx, tensor_id);
+	struct tround_config tc;
+
+	*ret = 0;
+	if (!t && (ctx->job_sparsify.mode != INA_SPARSIFY_OFF || ctx->plan_blocks)) {
+		t = add_tensor(ctx, tensor_id, &ctx->job_sparsify);
+		if (!t) {
+			*ret = -ENOSPC;
+			return NULL;
+		}
+	}
+	if (!t || (t->opt.mode == INA_SPARSIFY_OFF && !ctx->plan_blocks))
 		return NULL;
-	if (n)
-		*n = t->n;
-	return sparsify_residual(t->s);
-}
-
-/* Sparsifies 'in' (n floats) of tensor 't' into its send buffer: the
- * residual takes the rest. First call: creates the sparsifier. 0 or -errno. */
-static int
-sparsify_tensor(struct ina_ctx *ctx, struct sparse_tensor *t, const float *in, size_t n,
-		struct sparsify_stats *st)
-{
-	if (!t->s) {
-		struct sparsify_config sc;
-
-		if (ina_sparsify_config(&t->opt, n, ctx->block_size, &sc) < 0) {
-			snprintf(ctx->errmsg, sizeof(ctx->errmsg),
-				 "tensor %u: sparsifier options do not fit %zu elements in blocks "
-				 "of %u (a byte budget below one block?)", t->id, n,
-				 ctx->block_size);
-			return -EINVAL;
-		}
-		t->s = sparsify_create(&sc);
-		t->send = malloc(n * sizeof(float));
-		t->deferred = t->s ? calloc(sparsify_n_blocks(t->s), 1) : NULL;
-		if (!t->s || !t->send || !t->deferred) {
-			sparsify_destroy(t->s);
-			free(t->send);
-			free(t->deferred);
-			t->s = NULL;
-			t->send = NULL;
-			t->deferred = NULL;
-			snprintf(ctx->errmsg, sizeof(ctx->errmsg),
-				 "tensor %u: no memory for the sparsifier of %zu elements", t->id, n);
-			return -ENOMEM;
-		}
-		t->n = n;
-	}
-	if (n != t->n) {
+	if (t->tr) {
+		if (tround_n(t->tr) == n)
+			return t;
 		snprintf(ctx->errmsg, sizeof(ctx->errmsg),
-			 "tensor %u: %zu elements, but its sparsifier was made for %zu", t->id, n,
-			 t->n);
-		return -EINVAL;
+			 "tensor %u: %zu elements, but its sparsifier was made for %zu", tensor_id,
+			 n, tround_n(t->tr));
+		*ret = -EINVAL;
+		return NULL;
 	}
-	return sparsify_round(t->s, in, t->send, t->round++, st);
+	memset(&tc, 0, sizeof(tc));
+	tc.tensor_id = tensor_id;
+	tc.n = n;
+	tc.sp = t->opt;
+	tc.plan = ctx->plan_blocks;
+	tc.max_block = ctx->block_size;
+	tc.encoding = ctx->encoding;
+	tc.world = ctx->world;
+	tc.lanes = ctx->lanes;
+	t->tr = tround_create(&tc, ctx->errmsg, sizeof(ctx->errmsg));
+	if (!t->tr) {
+		*ret = -EINVAL;
+		return NULL;
+	}
+	return t;
 }
 
-/* The blocks of 't' whose sum came back DEFERRED: this worker's own part of
- * each goes back into its residual (exactly). Returns the sum of squares
- * given back. */
-static double
-take_back_deferred(struct ina_ctx *ctx, struct sparse_tensor *t)
+/* What the round of 't' did, into the context's sparsifier stats. */
+static void
+account(struct ina_ctx *ctx, const struct sparse_tensor *t)
 {
-	double mass = 0;
+	const struct tround_stats *ts = tround_stats(t->tr);
 
-	for (uint32_t b = 0; b < sparsify_n_blocks(t->s); b++) {
-		const float *own = t->send + (size_t)b * ctx->block_size;
-		uint32_t len = sparsify_block_len(t->s, b);
-
-		if (!t->deferred[b])
-			continue;
-		for (uint32_t i = 0; i < len; i++)
-			mass += (double)own[i] * own[i];
-		sparsify_defer_block(t->s, b, own);
-		ctx->sp.blocks_deferred++;
-	}
-	return mass;
+	if (t->opt.mode == INA_SPARSIFY_OFF)
+		return;
+	ctx->sp.rounds++;
+	ctx->sp.blocks += ts->blocks;
+	ctx->sp.blocks_sent += ts->blocks_sent;
+	ctx->sp.blocks_deferred += ts->blocks_deferred;
+	ctx->sp.density = ts->blocks ? (double)ts->blocks_sent / ts->blocks : 0;
+	ctx->sp.residual_norm = sqrt(ts->residual_mass);
 }
 
 int
 ina_allreduce(struct ina_ctx *ctx, uint32_t tensor_id, const float *in, float *out, size_t n,
 	      enum ina_op op)
 {
+	struct tround_step step = { .send = in, .block_size = ctx->block_size };
 	struct sparse_tensor *t;
-	struct sparsify_stats st;
 	int ret;
 
 	if (engine_error(ctx->engine))
 		return engine_error(ctx->engine);
 	if (engine_phase(ctx->engine) != ENGINE_READY)
 		return INA_ECLOSED;
-	t = find_tensor(ctx, tensor_id);
-	if (!t && ctx->job_sparsify.mode != INA_SPARSIFY_OFF) {
-		t = add_tensor(ctx, tensor_id, &ctx->job_sparsify);
-		if (!t)
-			return -ENOSPC;
-	}
-	if (t && t->opt.mode != INA_SPARSIFY_OFF) {
-		ret = sparsify_tensor(ctx, t, in, n, &st);
-		if (ret < 0)
-			return ret;
-		in = t->send;
-	}
-	if (t)
+	if (n == 0 || n >= INA_BLOCK_OPEN || !in || !out)
+		return -EINVAL;
+	t = tensor_for(ctx, tensor_id, n, &ret);
+	if (ret < 0)
+		return ret;
+	if (t) {
 		t->used = 1;
-	if (t && t->s && t->opt.filter_results)
-		engine_set_result_filter(ctx->engine, st.bound, t->deferred);
-	ret = engine_allreduce(ctx->engine, tensor_id, in, out, n, ctx->block_size,
+		if (tround_begin(t->tr, in, &step) < 0) {
+			snprintf(ctx->errmsg, sizeof(ctx->errmsg),
+				 "tensor %u: the sparsifier refused this round", tensor_id);
+			return -EINVAL;
+		}
+		engine_set_result_filter(ctx->engine, step.bound, step.deferred);
+	}
+	ret = engine_allreduce(ctx->engine, tensor_id, step.send, out, n, step.block_size,
 			       op == INA_AVG ? ENGINE_AVG : ENGINE_SUM, ina_now_ns());
 	if (ret < 0) {
-		/* Nothing went out: what was to be sent goes back into the
-		 * residual (exactly), and the round did not happen. */
-		if (t && t->s) {
-			for (uint32_t b = 0; b < sparsify_n_blocks(t->s); b++)
-				sparsify_defer_block(t->s, b,
-						     t->send + (size_t)b * ctx->block_size);
-			t->round--;
-		}
+		/* Nothing went out: the round did not happen. */
+		if (t)
+			tround_cancel(t->tr);
 		return ret;
 	}
+	ctx->last_block_size = step.block_size;
 	ret = run_while(ctx, ENGINE_RUNNING);
 	if (ret < 0) {
 		snprintf(ctx->errmsg, sizeof(ctx->errmsg), "%s", engine_error_msg(ctx->engine));
 		return ret;
 	}
-	if (t && t->s) {
-		uint32_t nb = sparsify_n_blocks(t->s);
-
-		if (t->opt.filter_results)
-			st.residual_mass += take_back_deferred(ctx, t);
-		ctx->sp.rounds++;
-		ctx->sp.blocks += nb;
-		ctx->sp.blocks_sent += st.blocks_sent;
-		ctx->sp.density = (double)st.blocks_sent / nb;
-		ctx->sp.residual_norm = sqrt(st.residual_mass);
-		t->residual_mass = st.residual_mass;
+	if (t) {
+		tround_end(t->tr, out);
+		account(ctx, t);
 	}
 	return ret;
 }
@@ -497,12 +450,14 @@ ina_get_stats(const struct ina_ctx *ctx, struct ina_stats *s)
 	s->sparse_blocks_sent = ctx->sp.blocks_sent;
 	s->sparse_blocks_deferred = ctx->sp.blocks_deferred;
 	s->density_sent = ctx->sp.density;
+	s->block_size = ctx->last_block_size;
 	s->residual_norm = ctx->sp.residual_norm;
 	{
 		double m = 0;
 
 		for (unsigned i = 0; i < ctx->n_tensors; i++)
-			m += ctx->tensors[i].residual_mass;
+			if (ctx->tensors[i].tr)
+				m += tround_stats(ctx->tensors[i].tr)->residual_mass;
 		s->residual_norm_total = sqrt(m);
 	}
 }
@@ -541,11 +496,8 @@ ina_close(struct ina_ctx *ctx)
 		ret = -EIO;
 	engine_destroy(ctx->engine);
 	ina_port_close(ctx->port);
-	for (unsigned i = 0; i < ctx->n_tensors; i++) {
-		sparsify_destroy(ctx->tensors[i].s);
-		free(ctx->tensors[i].send);
-		free(ctx->tensors[i].deferred);
-	}
+	for (unsigned i = 0; i < ctx->n_tensors; i++)
+		tround_destroy(ctx->tensors[i].tr);
 	free(ctx);
 	return ret;
 }

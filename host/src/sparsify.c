@@ -16,6 +16,7 @@
 
 struct sparsify {
 	struct sparsify_config cfg;
+	uint32_t min_block;	/* cfg.block_size at creation: sizes the arrays */
 	uint32_t n_blocks;
 	float *residual;	/* n_elems */
 	double *norms;		/* per block: sum of squares of what may be sent */
@@ -109,6 +110,7 @@ sparsify_create(const struct sparsify_config *cfg)
 	if (s == NULL)
 		return NULL;
 	s->cfg = *cfg;
+	s->min_block = cfg->block_size;
 	s->n_blocks = (uint32_t)(((uint64_t)cfg->n_elems + cfg->block_size - 1) / cfg->block_size);
 	s->residual = calloc(cfg->n_elems, sizeof(*s->residual));
 	s->norms = calloc(s->n_blocks, sizeof(*s->norms));
@@ -134,6 +136,19 @@ sparsify_destroy(struct sparsify *s)
 	free(s->heap);
 	free(s->keep);
 	free(s);
+}
+
+int
+sparsify_set_block_size(struct sparsify *s, uint32_t block_size)
+{
+	struct sparsify_config c = s->cfg;
+
+	c.block_size = block_size;
+	if (block_size < s->min_block || sparsify_config_check(&c) < 0)
+		return -EINVAL;
+	s->cfg.block_size = block_size;
+	s->n_blocks = (uint32_t)(((uint64_t)c.n_elems + block_size - 1) / block_size);
+	return 0;
 }
 
 const float *

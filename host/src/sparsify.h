@@ -113,6 +113,14 @@ int sparsify_round(struct sparsify *s, const float *grad, float *out, uint32_t r
  */
 int sparsify_defer_block(struct sparsify *s, uint32_t block, const float *own_sent);
 
+/*
+ * Changes B for the rounds that follow (the block planner's choice): any B at
+ * least the block_size 's' was created with (which sized its arrays), under
+ * which the config still holds (a byte budget of at least one block). The
+ * residual is per element and carries over unchanged. 0 or -EINVAL.
+ */
+int sparsify_set_block_size(struct sparsify *s, uint32_t block_size);
+
 /* The residual (n_elems floats, owned by 's'), the number of blocks, and the
  * length of block 'block' (B, or less for the last). */
 const float *sparsify_residual(const struct sparsify *s);

@@ -2,8 +2,8 @@
 /*
  * The one translation of the public sparsifier options (struct ina_sparsify,
  * ina.h) into the sparsifier library's configuration (sparsify.h): used by
- * ina_allreduce() and by ina-host's checker, which replays every rank's
- * sparsifier. Defined in ina.c.
+ * the tensor round (tensor_round.c) and by ina-host's checker, which replays
+ * every rank's sparsifier.
  */
 #ifndef INA_HOST_SPARSIFY_OPTS_H
 #define INA_HOST_SPARSIFY_OPTS_H

@@ -346,14 +346,25 @@ fabric_join(struct fabric *f)
 }
 
 int
-fabric_allreduce(struct fabric *f, uint32_t tensor_id, float **ins, float **outs, uint32_t n,
-		 uint16_t block_size, enum engine_op op)
+fabric_allreduce_each(struct fabric *f, uint32_t tensor_id, const float *const *ins, float **outs,
+		      uint32_t n, const uint16_t *block_sizes, enum engine_op op)
 {
 	for (uint16_t r = 0; r < f->world; r++)
-		if (engine_allreduce(f->hosts[r], tensor_id, ins[r], outs[r], n, block_size, op,
+		if (engine_allreduce(f->hosts[r], tensor_id, ins[r], outs[r], n, block_sizes[r], op,
 				     f->now) < 0)
 			return -1;
 	return fabric_run(f, ENGINE_RUNNING, 60ull * 1000000000ull);
+}
+
+int
+fabric_allreduce(struct fabric *f, uint32_t tensor_id, float **ins, float **outs, uint32_t n,
+		 uint16_t block_size, enum engine_op op)
+{
+	uint16_t bs[FABRIC_MAX_HOSTS];
+
+	for (uint16_t r = 0; r < f->world; r++)
+		bs[r] = block_size;
+	return fabric_allreduce_each(f, tensor_id, (const float *const *)ins, outs, n, bs, op);
 }
 
 int

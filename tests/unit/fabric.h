@@ -75,6 +75,10 @@ int fabric_join(struct fabric *f);
 int fabric_allreduce(struct fabric *f, uint32_t tensor_id, float **ins, float **outs, uint32_t n,
 		     uint16_t block_size, enum engine_op op);
 
+/* The same, each host with its own input and block size (ins[r] may be
+ * const: the engine only reads it). */
+int fabric_allreduce_each(struct fabric *f, uint32_t tensor_id, const float *const *ins,
+			  float **outs, uint32_t n, const uint16_t *block_sizes, enum engine_op op);
 /* Sends FIN from every host and runs until they closed. 0 or -1. */
 int fabric_finish(struct fabric *f);
 

@@ -1,0 +1,231 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * One tensor's round on one worker (tensor_round.h): the block planner, the
+ * sparsifier and the worker's side of DEFERRED results, in that order around
+ * the engine.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ina/wire.h"
+#include "planner.h"
+#include "sparsify.h"
+#include "sparsify_opts.h"
+#include "tensor_round.h"
+
+struct tround {
+	struct tround_config cfg;
+	struct sparsify *s;		/* NULL: nothing sparsified */
+	float *send;			/* what was sent this round (with 's') */
+	uint8_t *deferred;		/* per block: the sum came back DEFERRED */
+	struct planner *planner;	/* NULL: B is max_block */
+	float *ref;			/* the last round's result (with 'planner') */
+	int have_ref;
+	double plan_mass;		/* the planner's mass rule: the top-k mass
+					 * target, or 1 (every non-zero block) */
+	struct sparsify_stats sst;	/* of the round in progress */
+	struct tround_stats st;
+	uint16_t B;			/* of the round in progress */
+};
+
+/* The smallest B the sparsifier must serve: its arrays are sized for it. */
+static uint16_t
+min_block(const struct tround_config *c)
+{
+	return c->plan && c->max_block > PLANNER_MIN_BLOCK ? PLANNER_MIN_BLOCK : c->max_block;
+}
+
+static int
+make_planner(struct tround *t)
+{
+	const struct tround_config *c = &t->cfg;
+	struct planner_config pc;
+
+	planner_config_init(&pc);
+	pc.max_elems = (uint32_t)c->n;
+	pc.elem_bytes = (uint32_t)ina_wire_elem_size(c->encoding);
+	/* Candidates: powers of two from 16 up to the job's largest B. */
+	pc.max_pkt = INA_HDR_SIZE + (uint32_t)c->max_block * pc.elem_bytes;
+	pc.world = c->world;
+	pc.lanes = c->lanes;
+	pc.open_exchange = c->encoding == INA_ENC_I32;
+	pc.frame_bytes = 42;	/* Ethernet, IPv4, UDP */
+	t->planner = planner_create(&pc);
+	t->ref = calloc(c->n, sizeof(float));
+	t->plan_mass = (c->sp.mode & INA_SPARSIFY_TOPK) && c->sp.target == INA_TOPK_MASS
+			       ? c->sp.mass
+			       : 1.0;
+	return t->planner && t->ref ? 0 : -ENOMEM;
+}
+
+static int
+make_sparsifier(struct tround *t)
+{
+	const struct tround_config *c = &t->cfg;
+	struct sparsify_config sc;
+
+	if (ina_sparsify_config(&c->sp, c->n, min_block(c), &sc) < 0)
+		return -EINVAL;
+	t->s = sparsify_create(&sc);
+	t->send = malloc(c->n * sizeof(float));
+	t->deferred = t->s ? calloc(sparsify_n_blocks(t->s), 1) : NULL;
+	return t->s && t->send && t->deferred ? 0 : -ENOMEM;
+}
+
+struct tround *
+tround_create(const struct tround_config *cfg, char *err, size_t err_size)
+{
+	struct sparsify_config sc;
+	struct tround *t;
+	int ret = 0;
+
+	/* The options must hold at every B the round may use: a byte budget
+	 * of one block at the largest holds at all smaller ones. */
+	if (cfg->n == 0 || cfg->n >= INA_BLOCK_OPEN || cfg->max_block == 0 ||
+	    !ina_wire_elem_size(cfg->encoding) || cfg->world == 0 || cfg->lanes == 0 ||
+	    ina_sparsify_config(&cfg->sp, cfg->n, cfg->max_block, &sc) < 0) {
+		snprintf(err, err_size,
+			 "tensor %u: sparsifier options do not fit %zu elements in blocks of %u "
+			 "(a byte budget below one block?)",
+			 cfg->tensor_id, cfg->n, cfg->max_block);
+		return NULL;
+	}
+	t = calloc(1, sizeof(*t));
+	if (!t) {
+		snprintf(err, err_size, "tensor %u: no memory", cfg->tensor_id);
+		return NULL;
+	}
+	t->cfg = *cfg;
+	if (cfg->plan)
+		ret = make_planner(t);
+	if (!ret && cfg->sp.mode != INA_SPARSIFY_OFF)
+		ret = make_sparsifier(t);
+	if (ret < 0) {
+		snprintf(err, err_size, "tensor %u: no memory for the sparsifier and planner of %zu "
+			 "elements", cfg->tensor_id, cfg->n);
+		tround_destroy(t);
+		return NULL;
+	}
+	return t;
+}
+
+void
+tround_destroy(struct tround *t)
+{
+	if (!t)
+		return;
+	sparsify_destroy(t->s);
+	planner_destroy(t->planner);
+	free(t->send);
+	free(t->deferred);
+	free(t->ref);
+	free(t);
+}
+
+/* B of this round: the planner's choice from the last result, or the
+ * largest B before there is one (every worker starts alike). */
+static uint16_t
+plan(struct tround *t)
+{
+	uint32_t B = 0;
+
+	if (t->planner && t->have_ref)
+		B = planner_plan(t->planner, t->ref, (uint32_t)t->cfg.n, t->plan_mass, 0.0f);
+	return B ? (uint16_t)B : t->cfg.max_block;
+}
+
+int
+tround_begin(struct tround *t, const float *in, struct tround_step *step)
+{
+	memset(step, 0, sizeof(*step));
+	t->B = plan(t);
+	step->block_size = t->B;
+	if (!t->s) {
+		step->send = in;
+		return 0;
+	}
+	if (sparsify_set_block_size(t->s, t->B) < 0 ||
+	    sparsify_round(t->s, in, t->send, t->st.rounds, &t->sst) < 0)
+		return -EINVAL;
+	step->send = t->send;
+	if (t->cfg.sp.filter_results && t->sst.bound > 0.0f) {
+		step->bound = t->sst.bound;
+		step->deferred = t->deferred;
+	}
+	return 0;
+}
+
+void
+tround_cancel(struct tround *t)
+{
+	if (!t->s)
+		return;
+	for (uint32_t b = 0; b < sparsify_n_blocks(t->s); b++)
+		sparsify_defer_block(t->s, b, t->send + (size_t)b * t->B);
+}
+
+/* Gives this worker's part of every DEFERRED block back to the residual;
+ * returns how many, and adds their sum of squares to 'mass'. */
+static uint32_t
+take_back_deferred(struct tround *t, double *mass)
+{
+	uint32_t n = 0;
+
+	for (uint32_t b = 0; b < sparsify_n_blocks(t->s); b++) {
+		const float *own = t->send + (size_t)b * t->B;
+		uint32_t len = sparsify_block_len(t->s, b);
+
+		if (!t->deferred[b])
+			continue;
+		for (uint32_t i = 0; i < len; i++)
+			*mass += (double)own[i] * own[i];
+		sparsify_defer_block(t->s, b, own);
+		n++;
+	}
+	return n;
+}
+
+void
+tround_end(struct tround *t, const float *out)
+{
+	struct tround_stats *st = &t->st;
+
+	st->block_size = t->B;
+	st->blocks = ina_wire_nb_blocks((uint32_t)t->cfg.n, t->B);
+	st->blocks_sent = st->blocks;
+	st->blocks_deferred = 0;
+	if (t->s) {
+		double mass = t->sst.residual_mass;
+
+		st->blocks_sent = t->sst.blocks_sent;
+		st->blocks_deferred = t->sst.bound > 0.0f && t->cfg.sp.filter_results
+					      ? take_back_deferred(t, &mass)
+					      : 0;
+		st->residual_mass = mass;
+	}
+	if (t->planner) {
+		memcpy(t->ref, out, t->cfg.n * sizeof(float));
+		t->have_ref = 1;
+	}
+	st->rounds++;
+}
+
+const struct tround_stats *
+tround_stats(const struct tround *t)
+{
+	return &t->st;
+}
+
+const float *
+tround_residual(const struct tround *t)
+{
+	return t->s ? sparsify_residual(t->s) : NULL;
+}
+
+size_t
+tround_n(const struct tround *t)
+{
+	return t->cfg.n;
+}

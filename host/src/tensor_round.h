@@ -1,0 +1,68 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * One tensor's round on one worker, around the engine: what goes in front of
+ * engine_allreduce() and what comes after it. Before: the block planner picks
+ * B from the previous round's result (which every worker holds bit for bit,
+ * so all agree without a round trip), and the sparsifier cuts the input plus
+ * the residual into what is sent and what stays. After: the blocks whose sum
+ * came back DEFERRED give this worker's part back to the residual, and the
+ * result becomes the next round's planning reference. Transport-free and
+ * clock-free: ina_allreduce() runs it per tensor, and the tests run it over
+ * the in-process fabric. Nothing is allocated after tround_create().
+ */
+#ifndef INA_TENSOR_ROUND_H
+#define INA_TENSOR_ROUND_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ina.h"
+
+struct tround_config {
+	uint32_t tensor_id;		/* for messages */
+	size_t n;			/* elements, 1 .. INA_BLOCK_OPEN - 1 */
+	struct ina_sparsify sp;		/* mode OFF: the input is sent as it is */
+	int plan;			/* 1: B per round by the block planner */
+	uint16_t max_block;		/* the job's largest B (its JOIN); B itself
+					 * when not planning */
+	uint8_t encoding;		/* enum ina_encoding: bytes per element */
+	uint16_t world, lanes;		/* the job's, for the planner's cost model */
+};
+
+/* What the engine gets for this round. */
+struct tround_step {
+	const float *send;		/* the values to allreduce: the caller's input
+					 * when nothing is sparsified */
+	uint16_t block_size;		/* B of this round */
+	float bound;			/* the result filter's bound, 0 for none */
+	uint8_t *deferred;		/* for engine_set_result_filter(), NULL for none */
+};
+
+struct tround_stats {
+	uint32_t rounds;		/* rounds ended */
+	uint16_t block_size;		/* B of the last round */
+	uint32_t blocks;		/* blocks of the last round */
+	uint32_t blocks_sent;		/* of those, with a non-zero value sent */
+	uint32_t blocks_deferred;	/* of those, whose sum came back DEFERRED */
+	double residual_mass;		/* sum of squares of the residual after it */
+};
+
+/* NULL with a sentence in 'err' (bad options, no memory). */
+struct tround *tround_create(const struct tround_config *cfg, char *err, size_t err_size);
+void tround_destroy(struct tround *t);	/* Accepts NULL. */
+
+/* Plans and sparsifies 'in' (n floats, not modified) into 'step'. 0, or
+ * -EINVAL if 'in' holds a value the sparsifier refuses. */
+int tround_begin(struct tround *t, const float *in, struct tround_step *step);
+/* The engine refused the round: what was to be sent goes back into the
+ * residual, exactly, and the round did not happen. */
+void tround_cancel(struct tround *t);
+/* The round ended with 'out' (n floats) on every worker alike. */
+void tround_end(struct tround *t, const float *out);
+
+const struct tround_stats *tround_stats(const struct tround *t);
+/* The residual (n floats), NULL when nothing is sparsified. */
+const float *tround_residual(const struct tround *t);
+size_t tround_n(const struct tround *t);
+
+#endif

@@ -1,0 +1,344 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The tensor round (host/src/tensor_round.c), exactly as ina_allreduce() runs
+ * it around each engine, over the in-process fabric (four engines and the
+ * switch, with loss): each worker plans its own B from the previous result
+ * and hands it to its own engine, so workers that disagreed would be dropped
+ * by the switch and time out. Checked: every worker picks the same B every
+ * round; every worker receives the same bits; a block comes back DEFERRED
+ * exactly when its sum is under the round's bound; on dyadic data the sum
+ * over rounds of the results plus every final residual equals the sum of the
+ * inputs bit for bit (no update lost); on the real gradients in data/ the
+ * chosen B changes as the kept mass (so the density) changes.
+ */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "fabric.h"
+#include "ina/encode.h"
+#include "ina/npy.h"
+#include "ina/util.h"
+#include "tensor_round.h"
+
+#define WORLD 4
+#define MAXN 71754		/* the real gradients' length */
+#define GRADS INA_SOURCE_DIR "/data/grads_cnn_digits_3it.npy"
+
+static float grad[WORLD][MAXN], outs[WORLD][MAXN];
+static double want[MAXN], got[MAXN];
+
+struct run {
+	uint32_t n;
+	uint16_t max_block, lanes;
+	uint8_t enc;
+	struct ina_sparsify sp;
+	double drop_rate;
+	int rounds;
+	int exact;		/* dyadic inputs: sums checked bit for bit */
+	/* out */
+	uint16_t B[16];
+	uint64_t deferred;
+};
+
+/* Dyadic values k 2^-10 (every sum exact in f32); every fourth run of 64
+ * elements from the second nearly cancels across workers, so some sums are
+ * small at every B up to 64. */
+static void
+dyadic_grads(uint32_t n, int round)
+{
+	for (int r = 0; r < WORLD; r++)
+		for (uint32_t i = 0; i < n; i++) {
+			int cancel = (i / 64) % 4 == 1;
+			uint64_t st = (uint64_t)round * 1000003u +
+				      (uint64_t)(cancel ? 0 : r) * n + i;
+			uint64_t h = ina_splitmix64(&st);
+			int k = (int)(h % 2047) - 1023;
+
+			if (cancel)
+				k = (r % 2 ? -k : k) + (r == 0 ? (int)(h >> 40) % 3 - 1 : 0);
+			grad[r][i] = (float)k / 1024.0f;
+		}
+}
+
+/* Dyadic too, with the mass in runs of 16: every eighth run holds values up
+ * to 1023 2^-10, the rest at most 7 2^-10, so a mass target is met by fine
+ * blocks and the planner has a reason to leave the largest B. */
+static void
+hot_grads(uint32_t n, int round)
+{
+	for (int r = 0; r < WORLD; r++)
+		for (uint32_t i = 0; i < n; i++) {
+			uint64_t st = (uint64_t)round * 7000003u + (uint64_t)r * n + i;
+			uint64_t h = ina_splitmix64(&st);
+			int hot = (i / 16) % 8 == 3;
+			int k = hot ? (int)(h % 2047) - 1023 : (int)(h % 15) - 7;
+
+			grad[r][i] = (float)k / 1024.0f;
+		}
+}
+
+static struct ina_npy *npy;
+
+/* The real gradients: worker r of iteration round mod 3. */
+static void
+real_grads(uint32_t n, int round)
+{
+	char err[256];
+
+	if (!npy) {
+		npy = ina_npy_open(GRADS, err, sizeof(err));
+		if (!npy)
+			fail_msg("%s", err);
+	}
+	assert_int_equal(ina_npy_dim(npy, 2), n);
+	for (int r = 0; r < WORLD; r++)
+		assert_int_equal(ina_npy_read_row(npy, (uint64_t)(round % 3) * WORLD + (uint64_t)r,
+						  grad[r], n), 0);
+}
+
+/* Block b of the round: DEFERRED on every worker alike, exactly when the
+ * sum of what was sent is under the bound, and then zeros; otherwise the
+ * sum, bit for bit ('exact') or within the f32 bound. Returns 1 if deferred. */
+static int
+check_block(const struct run *ru, struct tround_step *step, uint32_t b)
+{
+	uint16_t B = step[0].block_size;
+	uint32_t off = b * B, len = ru->n - off < B ? ru->n - off : B;
+	int def = step[0].deferred ? step[0].deferred[b] : 0;
+	float s[1024];
+
+	for (int r = 1; r < WORLD; r++)
+		assert_int_equal(step[r].deferred ? step[r].deferred[b] : 0, def);
+	for (uint32_t i = 0; i < len; i++) {
+		s[i] = 0;
+		for (int r = 0; r < WORLD; r++)
+			s[i] += step[r].send[off + i];
+	}
+	if (ru->exact)
+		assert_int_equal(def, step[0].bound > 0 && ina_enc_f32_deferred(s, len, step[0].bound));
+	for (uint32_t i = 0; i < len; i++) {
+		float g = outs[0][off + i];
+
+		if (def) {
+			assert_true(g == 0.0f);
+		} else if (ru->exact) {
+			assert_memory_equal(&g, &s[i], sizeof(float));
+		} else {
+			double a = 0, ref = 0;
+
+			for (int r = 0; r < WORLD; r++) {
+				a += fabs((double)step[r].send[off + i]);
+				ref += step[r].send[off + i];
+			}
+			if (fabs(g - ref) > ina_enc_f32_bound(WORLD, a, 0))
+				fail_msg("block %u element %u: %.9g, want %.9g", b, i, g, ref);
+		}
+	}
+	return def;
+}
+
+static void
+run(struct run *ru, void (*gen)(uint32_t, int))
+{
+	struct fabric f;
+	struct tround *tr[WORLD];
+	struct tround_config tc;
+	float *out_p[WORLD];
+	char err[256];
+
+	memset(&tc, 0, sizeof(tc));
+	tc.n = ru->n;
+	tc.sp = ru->sp;
+	tc.plan = 1;
+	tc.max_block = ru->max_block;
+	tc.encoding = ru->enc;
+	tc.world = WORLD;
+	tc.lanes = ru->lanes;
+	fabric_init(&f, WORLD, ru->lanes, ru->max_block, ru->enc, NULL, NULL);
+	f.faults.drop_rate = ru->drop_rate;
+	f.faults.seed = 11;
+	f.rng = 11;
+	for (int r = 0; r < WORLD; r++) {
+		tr[r] = tround_create(&tc, err, sizeof(err));
+		if (!tr[r])
+			fail_msg("%s", err);
+		out_p[r] = outs[r];
+	}
+	memset(want, 0, sizeof(want));
+	memset(got, 0, sizeof(got));
+	ru->deferred = 0;
+	assert_int_equal(fabric_join(&f), 0);
+	for (int k = 0; k < ru->rounds; k++) {
+		struct tround_step step[WORLD];
+		const float *in_p[WORLD];
+		uint16_t bs[WORLD];
+		uint32_t nb;
+
+		gen(ru->n, k);
+		for (int r = 0; r < WORLD; r++) {
+			for (uint32_t i = 0; i < ru->n; i++)
+				want[i] += grad[r][i];
+			assert_int_equal(tround_begin(tr[r], grad[r], &step[r]), 0);
+			in_p[r] = step[r].send;
+			bs[r] = step[r].block_size;
+			engine_set_result_filter(f.hosts[r], step[r].bound, step[r].deferred);
+			memset(outs[r], 0x7f, ru->n * sizeof(float));
+		}
+		/* Each worker planned alone: they agree. */
+		for (int r = 1; r < WORLD; r++)
+			assert_int_equal(bs[r], bs[0]);
+		ru->B[k] = bs[0];
+		assert_int_equal(fabric_allreduce_each(&f, 9, in_p, out_p, ru->n, bs, ENGINE_SUM), 0);
+		for (int r = 1; r < WORLD; r++)
+			assert_memory_equal(outs[r], outs[0], ru->n * sizeof(float));
+		nb = ina_wire_nb_blocks(ru->n, bs[0]);
+		for (uint32_t b = 0; b < nb; b++)
+			ru->deferred += (uint64_t)check_block(ru, step, b);
+		for (int r = 0; r < WORLD; r++) {
+			tround_end(tr[r], outs[r]);
+			assert_int_equal(tround_stats(tr[r])->block_size, bs[0]);
+		}
+		for (uint32_t i = 0; i < ru->n; i++)
+			got[i] += outs[0][i];
+	}
+	for (int r = 0; r < WORLD; r++) {
+		const float *res = tround_residual(tr[r]);
+
+		for (uint32_t i = 0; res && i < ru->n; i++)
+			got[i] += res[i];
+		tround_destroy(tr[r]);
+	}
+	/* No update lost: results + residuals == inputs (exactly on dyadic data). */
+	if (ru->exact)
+		for (uint32_t i = 0; i < ru->n; i++)
+			if (got[i] != want[i])
+				fail_msg("element %u: results + residuals %.9g, inputs %.9g", i,
+					 got[i], want[i]);
+	assert_int_equal(fabric_finish(&f), 0);
+	fabric_fini(&f);
+}
+
+static struct ina_sparsify
+opts(enum ina_sparsify_mode mode)
+{
+	struct ina_sparsify sp = {
+		.mode = mode,
+		.target = INA_TOPK_DENSITY,
+		.density = 0.3,
+		.mass = 0.5,
+		.filter_b0 = 0.25f,
+		.filter_decay = 0.8,
+		.filter_results = 1,
+	};
+
+	return sp;
+}
+
+static void
+print_run(const char *what, const struct run *ru)
+{
+	print_message("%s: B per round %u %u %u %u %u %u %u %u, %llu blocks deferred\n", what,
+		      ru->B[0], ru->B[1], ru->B[2], ru->B[3], ru->B[4], ru->B[5], ru->B[6], ru->B[7],
+		      (unsigned long long)ru->deferred);
+}
+
+/* Planner, top-k, value filter and DEFERRED results together, under loss, in
+ * f32 and i32: agreement every round and no update lost, bit for bit, both
+ * where B stays and where it moves. */
+static void
+test_planned_no_update_lost(void **state)
+{
+	static const uint8_t encs[] = { INA_ENC_F32, INA_ENC_I32 };
+
+	(void)state;
+	for (size_t e = 0; e < 2; e++) {
+		struct run ru = {
+			.n = 1000, .max_block = 64, .lanes = 8, .enc = encs[e],
+			.sp = opts(INA_SPARSIFY_BOTH), .drop_rate = 0.05, .rounds = 8, .exact = 1,
+		};
+		int moved = 0;
+
+		run(&ru, dyadic_grads);
+		/* Round 0 has no reference: the largest B. */
+		assert_int_equal(ru.B[0], 64);
+		if (ru.deferred == 0)
+			fail_msg("nothing deferred in %d rounds", ru.rounds);
+		print_run(e ? "i32 density" : "f32 density", &ru);
+
+		ru.sp.target = INA_TOPK_MASS;
+		ru.sp.mass = 0.5;
+		ru.sp.filter_b0 = 0.01f;
+		run(&ru, hot_grads);
+		for (int k = 1; k < ru.rounds; k++)
+			moved |= ru.B[k] != 64;
+		print_run(e ? "i32 mass" : "f32 mass", &ru);
+		assert_true(moved);
+	}
+}
+
+/* Dense (no sparsifier): the planner alone, and B stays the largest on
+ * dense data, where every block is non-zero. */
+static void
+test_planned_dense(void **state)
+{
+	struct run ru = {
+		.n = 1000, .max_block = 64, .lanes = 8, .enc = INA_ENC_F32,
+		.sp = opts(INA_SPARSIFY_OFF), .drop_rate = 0.02, .rounds = 3, .exact = 1,
+	};
+
+	(void)state;
+	run(&ru, dyadic_grads);
+	for (int k = 0; k < ru.rounds; k++)
+		assert_int_equal(ru.B[k], 64);
+}
+
+/* The real gradients, block top-k to a mass fraction, under loss: the
+ * workers agree, and the chosen B differs between a low and a high mass
+ * (where the density differs) and from round to round. */
+static void
+test_planned_real_gradients(void **state)
+{
+	static const double masses[] = { 0.3, 0.9 };
+	uint16_t last[2];
+
+	(void)state;
+	for (int m = 0; m < 2; m++) {
+		struct run ru = {
+			.n = MAXN, .max_block = 1024, .lanes = 64, .enc = INA_ENC_F32,
+			.sp = opts(INA_SPARSIFY_TOPK), .drop_rate = 0.02, .rounds = 4,
+		};
+		int distinct = 0;
+
+		ru.sp.target = INA_TOPK_MASS;
+		ru.sp.mass = masses[m];
+		run(&ru, real_grads);
+		for (int k = 1; k < ru.rounds; k++)
+			distinct |= ru.B[k] != ru.B[0];
+		print_message("mass %.1f: B per round %u %u %u %u\n", masses[m], ru.B[0], ru.B[1],
+			      ru.B[2], ru.B[3]);
+		assert_true(distinct);
+		last[m] = ru.B[ru.rounds - 1];
+	}
+	assert_int_not_equal(last[0], last[1]);
+	ina_npy_close(npy);
+	npy = NULL;
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_planned_no_update_lost),
+		cmocka_unit_test(test_planned_dense),
+		cmocka_unit_test(test_planned_real_gradients),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
