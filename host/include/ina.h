@@ -71,10 +71,13 @@ struct ina_sparsify {
 	float filter_b0;		/* bound at round 0, >= 0, default 0 */
 	double filter_decay;		/* (0, 1], bound = b0 * decay^round, default 1 */
 	int filter_results;		/* FILTER, BOTH: 1 (default) filters results too: a
-					 * block whose sum is under the round's bound comes
+					 * block whose sum is under the result bound comes
 					 * back DEFERRED (header-only) and each worker's own
 					 * part goes back to its residual; 0 sends every
 					 * result in full */
+	float filter_results_scale;	/* result bound = this x the round's filter bound;
+					 * 0 (default): the world size, so a block is
+					 * deferred when its average is under the bound */
 };
 
 /* At most this many tensors per context have a sparsifier (and a residual). */
@@ -179,6 +182,13 @@ int ina_tensor_sparsify(struct ina_ctx *ctx, uint32_t tensor_id, const struct in
 /* This worker's residual of 'tensor_id' (n floats, owned by the context,
  * valid until ina_close), or NULL if the tensor has no sparsifier yet. */
 const float *ina_residual(const struct ina_ctx *ctx, uint32_t tensor_id, size_t *n);
+
+/* Per block of the last allreduce of 'tensor_id' (in that round's block
+ * size, ina_stats.block_size): 1 if its sum came back DEFERRED (zeros in the
+ * result, this worker's part back in its residual). Owned by the context,
+ * valid until the next allreduce of the tensor; NULL if it has no sparsifier. */
+const uint8_t *ina_deferred_blocks(const struct ina_ctx *ctx, uint32_t tensor_id,
+				   size_t *n_blocks);
 
 /* Current counters. */
 void ina_get_stats(const struct ina_ctx *ctx, struct ina_stats *stats);

@@ -316,6 +316,18 @@ ina_residual(const struct ina_ctx *ctx, uint32_t tensor_id, size_t *n)
 	return r;
 }
 
+const uint8_t *
+ina_deferred_blocks(const struct ina_ctx *ctx, uint32_t tensor_id, size_t *n_blocks)
+{
+	const struct sparse_tensor *t = find_tensor(ctx, tensor_id);
+	uint32_t nb = 0;
+	const uint8_t *d = t && t->tr ? tround_deferred(t->tr, &nb) : NULL;
+
+	if (d && n_blocks)
+		*n_blocks = nb;
+	return d;
+}
+
 /* The tensor's round state: found, or made on its first call (with the
  * job's options unless it has its own). NULL with -errno in 'ret' and a
  * sentence in errmsg; also NULL with 0 when the tensor is plain dense. */

@@ -91,6 +91,14 @@ usage(FILE *f)
 		"                        sum of squares instead\n"
 		"  --filter-b0 V         filter: hold back |v| < V * decay^round (default 0)\n"
 		"  --filter-decay F      filter: decay per round, (0, 1] (default 1)\n"
+		"  --no-filter-results   filter: send every result in full (by default a\n"
+		"                        result block whose sum is under the bound comes\n"
+		"                        back DEFERRED and each rank keeps its part)\n"
+		"  --filter-results-scale X  the result bound is X times the filter's\n"
+		"                        (default: the world size: a block whose average\n"
+		"                        is under the bound is deferred)\n"
+		"  --plan                the block planner picks B per round (powers of two\n"
+		"                        from 16 up to --block) from the previous result\n"
 		"  --quiet               no line per round\n"
 		"  --log-level LEVEL     err, warn, info or debug (default info)\n"
 		"  -h, --help            this text\n");
@@ -100,7 +108,8 @@ enum {
 	OPT_SWITCH = 256, OPT_JOB, OPT_RANK, OPT_WORLD, OPT_ELEMENTS, OPT_DENSITY, OPT_SEED,
 	OPT_INPUT, OPT_ROUNDS, OPT_LANES, OPT_BLOCK, OPT_ENCODING, OPT_OP, OPT_TOKEN_FILE,
 	OPT_PORT, OPT_TIMEOUT, OPT_RTO, OPT_REPORT, OPT_QUIET, OPT_LOG_LEVEL, OPT_CAPTURE,
-	OPT_SPARSIFY, OPT_KEEP_DENSITY, OPT_KEEP_MASS, OPT_B0, OPT_DECAY,
+	OPT_SPARSIFY, OPT_KEEP_DENSITY, OPT_KEEP_MASS, OPT_B0, OPT_DECAY, OPT_NO_FILTER_RESULTS,
+	OPT_PLAN, OPT_RESULTS_SCALE,
 };
 
 static void
@@ -133,6 +142,9 @@ parse_args(int argc, char **argv, struct host_config *c)
 		{ "keep-mass", required_argument, NULL, OPT_KEEP_MASS },
 		{ "filter-b0", required_argument, NULL, OPT_B0 },
 		{ "filter-decay", required_argument, NULL, OPT_DECAY },
+		{ "no-filter-results", no_argument, NULL, OPT_NO_FILTER_RESULTS },
+		{ "plan", no_argument, NULL, OPT_PLAN },
+		{ "filter-results-scale", required_argument, NULL, OPT_RESULTS_SCALE },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -148,8 +160,6 @@ parse_args(int argc, char **argv, struct host_config *c)
 	c->seed = 1;
 	c->op = INA_SUM;
 	c->sp = c->ina.sparsify;	/* off, density 0.1, mass 0.5, b0 0, decay 1 */
-	/* The simulated ranks do not model DEFERRED results yet. */
-	c->sp.filter_results = 0;
 	while ((o = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		switch (o) {
 		case OPT_SWITCH: c->ina.switch_addr = optarg; break;
@@ -226,6 +236,16 @@ parse_args(int argc, char **argv, struct host_config *c)
 			if (ina_parse_double(optarg, 1e-9, 1.0, &c->sp.filter_decay) < 0)
 				ina_die("--filter-decay: '%s' is not a number in (0, 1]", optarg);
 			break;
+		case OPT_NO_FILTER_RESULTS: c->sp.filter_results = 0; break;
+		case OPT_PLAN: c->ina.plan_blocks = 1; break;
+		case OPT_RESULTS_SCALE: {
+			double v;
+
+			if (ina_parse_double(optarg, 1e-9, 1e9, &v) < 0)
+				ina_die("--filter-results-scale: '%s' is not a number > 0", optarg);
+			c->sp.filter_results_scale = (float)v;
+			break;
+		}
 		case OPT_LOG_LEVEL: ina_cli_log_level(optarg); break;
 		case 'h':
 			usage(stdout);
@@ -245,30 +265,63 @@ parse_args(int argc, char **argv, struct host_config *c)
 		ina_die("--input and --elements/--density are exclusive");
 }
 
+/* What the job said of round r besides its result: its B and the blocks
+ * that came back DEFERRED (NULL for none). */
+struct round_marks {
+	uint16_t block_size;
+	const uint8_t *deferred;
+	size_t n_blocks;
+};
+
+/* Round 'r' on the simulated ranks: the same B as the job's, deferred
+ * blocks whose sums were under the bound, then what they contributed. */
+static int
+simulate_round(struct sim_ranks *sim, struct workload *w, uint32_t r, const float *got,
+	       const struct round_marks *m, int exact)
+{
+	uint32_t bad = 0;
+	int ret = sim_ranks_round(sim, w, r);
+
+	if (ret < 0)
+		return ret;
+	if (sim_ranks_block_size(sim) != m->block_size) {
+		INA_LOG(ERR, "round %" PRIu32 ": the job used B %u, every simulated rank planned %u",
+			r, m->block_size, sim_ranks_block_size(sim));
+		return -EPROTO;
+	}
+	ret = sim_ranks_result(sim, got, m->deferred, m->n_blocks, exact, &bad);
+	if (ret == -EPROTO)
+		INA_LOG(ERR, "round %" PRIu32 ": block %" PRIu32 " came back DEFERRED, but its sum "
+			"was not under the round's bound", r, bad);
+	return ret;
+}
+
 /* Checks round 'r''s result 'got': dense, against the workload's own
- * gradients; sparsified, against what every simulated rank sent (sim_ranks.h).
- * Either way workload_check(), exact or within the encoding's bound. */
+ * gradients; sparsified or planned, against what every simulated rank sent
+ * (sim_ranks.h). Either way workload_check(), exact or within the encoding's
+ * bound, in the round's B. */
 static void
 verify_round(const struct host_config *c, struct workload *w, struct sim_ranks *sim, uint32_t r,
-	     const float *got, struct verify_result *vr)
+	     const float *got, const struct round_marks *m, struct verify_result *vr)
 {
 	uint8_t enc = (uint8_t)c->ina.encoding;
 	int avg = c->op == INA_AVG;
 	int ret;
 
+	memset(vr, 0, sizeof(*vr));
 	if (!sim) {
-		ret = workload_verify(w, r, got, avg, enc, c->ina.block_size, vr);
+		ret = workload_verify(w, r, got, avg, enc, m->block_size, vr);
 	} else {
 		struct check_params p = {
 			.n = workload_elements(w),
 			.world = c->ina.world,
-			.block_size = c->ina.block_size,
+			.block_size = m->block_size,
 			.encoding = enc,
 			.average = avg,
 			.exact = workload_exact(w, enc),
 		};
 
-		ret = sim_ranks_round(sim, w, r);
+		ret = simulate_round(sim, w, r, got, m, p.exact);
 		if (ret == 0)
 			ret = workload_check(&p, sim_ranks_sent(sim), got, vr);
 	}
@@ -292,6 +345,8 @@ round_stats(struct report_round *rr, const struct ina_stats *before,
 	/* A dense round sends every non-zero block and keeps no residual. */
 	rr->density_sent = blocks ? (double)sent / (double)blocks : 1.0;
 	rr->residual_norm = blocks ? after->residual_norm : 0.0;
+	rr->block_size = after->block_size;
+	rr->blocks_deferred = after->sparse_blocks_deferred - before->sparse_blocks_deferred;
 }
 
 static const char *
@@ -344,13 +399,22 @@ main(int argc, char **argv)
 	if (ret < 0)
 		ina_die("cannot join job %" PRIu32 " at %s: %s (%s)", c.ina.job_id, c.ina.switch_addr,
 		    err, ina_strerror(ret));
-	if (c.sp.mode != INA_SPARSIFY_OFF) {
+	if (c.sp.mode != INA_SPARSIFY_OFF || c.ina.plan_blocks) {
+		struct tround_config tc = {
+			.n = n,
+			.sp = c.sp,
+			.plan = c.ina.plan_blocks,
+			.max_block = c.ina.block_size,
+			.encoding = (uint8_t)c.ina.encoding,
+			.world = c.ina.world,
+			.lanes = c.ina.lanes,
+		};
+
 		if (ina_tensor_sparsify(ctx, 0, &c.sp) < 0)
 			ina_die("--sparsify: %s", ina_last_error(ctx));
-		sim = sim_ranks_create(&c.sp, n, c.ina.block_size, c.ina.world);
+		sim = sim_ranks_create(&tc, err, sizeof(err));
 		if (!sim)
-			ina_die("cannot simulate %u ranks' sparsifiers: %s", c.ina.world,
-				strerror(errno));
+			ina_die("cannot simulate %u ranks: %s", c.ina.world, err);
 	}
 	INA_LOG(INFO, "joined job %" PRIu32 " epoch %" PRIu32 ": rank %u of %u, %s, %" PRIu32
 		" elements, %u lanes, B %u, %s, over %s",
@@ -388,8 +452,13 @@ main(int argc, char **argv)
 			all_ok = 0;
 			break;
 		}
-		verify_round(&c, w, sim, r, buf, &vr);
 		ina_get_stats(ctx, &after);
+		{
+			struct round_marks m = { .block_size = after.block_size };
+
+			m.deferred = ina_deferred_blocks(ctx, 0, &m.n_blocks);
+			verify_round(&c, w, sim, r, buf, &m, &vr);
+		}
 		round_stats(&rounds[r], &before, &after);
 		rounds[r].round = r;
 		rounds[r].seconds = (double)(t1 - t0) / 1e9;

@@ -24,13 +24,16 @@ report_write(const char *path, const struct report *r)
 		snprintf(hash, sizeof(hash), "%016" PRIx64, rr->sum_hash);
 
 		json_array_append_new(rounds,
-				      json_pack("{s:I, s:f, s:I, s:I, s:I, s:f, s:f, s:b, s:f, s:s}",
+				      json_pack("{s:I, s:f, s:I, s:I, s:I, s:f, s:f, s:I, s:I, s:b, s:f, "
+						"s:s}",
 						"round", (json_int_t)rr->round, "seconds", rr->seconds,
 						"bytes_sent", (json_int_t)rr->bytes_sent,
 						"bytes_received", (json_int_t)rr->bytes_received,
 						"retransmits", (json_int_t)rr->retransmits,
 						"density_sent", rr->density_sent, "residual_norm",
-						rr->residual_norm, "verified", rr->verified,
+						rr->residual_norm, "block_size",
+						(json_int_t)rr->block_size, "blocks_deferred",
+						(json_int_t)rr->blocks_deferred, "verified", rr->verified,
 						"max_err_ratio", rr->max_err_ratio, "sum_hash", hash));
 	}
 	root = json_pack("{s:I, s:I, s:I, s:s, s:s, s:s, s:I, s:I, s:I, s:I, s:b, s:I, s:I, s:I, "
@@ -64,6 +67,8 @@ report_write(const char *path, const struct report *r)
 							 (double)s->sparse_blocks
 						       : 1.0));
 	json_object_set_new(root, "residual_norm", json_real(s->residual_norm));
+	json_object_set_new(root, "blocks_deferred",
+			    json_integer((json_int_t)s->sparse_blocks_deferred));
 	json_object_set_new(root, "data_packets", json_integer((json_int_t)s->data_packets));
 	json_object_set_new(root, "empty_packets", json_integer((json_int_t)s->empty_packets));
 	json_object_set_new(root, "per_round", rounds);

@@ -18,6 +18,8 @@ struct report_round {
 	uint64_t retransmits;
 	double density_sent;	/* blocks sent / blocks of the round (1 when dense) */
 	double residual_norm;	/* L2 norm of this worker's residual after it (0 dense) */
+	uint32_t block_size;	/* B of the round (the planner's choice with --plan) */
+	uint64_t blocks_deferred;	/* result blocks that came back DEFERRED */
 	int verified;
 	double max_err_ratio;
 	uint64_t sum_hash;	/* XXH3-64 of the result: equal on every worker */

@@ -150,8 +150,12 @@ tround_begin(struct tround *t, const float *in, struct tround_step *step)
 	    sparsify_round(t->s, in, t->send, t->st.rounds, &t->sst) < 0)
 		return -EINVAL;
 	step->send = t->send;
+	memset(t->deferred, 0, sparsify_n_blocks(t->s));
 	if (t->cfg.sp.filter_results && t->sst.bound > 0.0f) {
-		step->bound = t->sst.bound;
+		float scale = t->cfg.sp.filter_results_scale > 0.0f ? t->cfg.sp.filter_results_scale
+								    : (float)t->cfg.world;
+
+		step->bound = t->sst.bound * scale;
 		step->deferred = t->deferred;
 	}
 	return 0;
@@ -216,6 +220,16 @@ const struct tround_stats *
 tround_stats(const struct tround *t)
 {
 	return &t->st;
+}
+
+const uint8_t *
+tround_deferred(const struct tround *t, uint32_t *n_blocks)
+{
+	if (!t->s)
+		return NULL;
+	if (n_blocks)
+		*n_blocks = sparsify_n_blocks(t->s);
+	return t->deferred;
 }
 
 const float *

@@ -61,6 +61,9 @@ void tround_cancel(struct tround *t);
 void tround_end(struct tround *t, const float *out);
 
 const struct tround_stats *tround_stats(const struct tround *t);
+/* Per block of the last round (at its B): 1 if its sum came back DEFERRED;
+ * NULL when nothing is sparsified. Valid until the next tround_begin(). */
+const uint8_t *tround_deferred(const struct tround *t, uint32_t *n_blocks);
 /* The residual (n floats), NULL when nothing is sparsified. */
 const float *tround_residual(const struct tround *t);
 size_t tround_n(const struct tround *t);

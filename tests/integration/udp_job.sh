@@ -57,7 +57,23 @@ if [ $fail -eq 0 ]; then
     hashes=$(jq -s -r '[.[].per_round | map(.sum_hash)] | unique | length' "$tmp"/r*.json)
     [ "$hashes" = "1" ] || { echo "workers received different bits: $hashes distinct result sequences"; fail=1; }
 fi
-jq -c '{rank, rounds, verified, retransmits, injected_drops, seconds}' "$tmp"/r*.json || true
+# With --plan every worker must have used the same B every round, and with
+# EXPECT_B_VARIES=1 more than one B over the run; with EXPECT_DEFERRED=1 some
+# result blocks must have come back DEFERRED.
+if [ $fail -eq 0 ]; then
+    seqs=$(jq -s -r '[.[].per_round | map(.block_size)] | unique | length' "$tmp"/r*.json)
+    [ "$seqs" = "1" ] || { echo "workers used different block sizes"; fail=1; }
+    if [ "${EXPECT_B_VARIES:-0}" = 1 ]; then
+        n=$(jq -r '[.per_round[].block_size] | unique | length' "$tmp/r0.json")
+        [ "$n" -gt 1 ] || { echo "the planner kept one block size over the run"; fail=1; }
+    fi
+    if [ "${EXPECT_DEFERRED:-0}" = 1 ]; then
+        n=$(jq -r '.blocks_deferred' "$tmp/r0.json")
+        [ "$n" -gt 0 ] || { echo "no result block came back deferred"; fail=1; }
+    fi
+fi
+jq -c '{rank, rounds, verified, retransmits, injected_drops, seconds, blocks_deferred,
+        B: [.per_round[].block_size]}' "$tmp"/r*.json || true
 if [ $fail -ne 0 ]; then
     echo "--- switch log"; cat "$tmp/switch.log"; exit 1
 fi

@@ -245,6 +245,31 @@ alloc_floats(uint32_t n)
 	return x;
 }
 
+/* 'world' simulated ranks with sparsifier options 'opt', B fixed. */
+static struct sim_ranks *
+sim_make(const struct ina_sparsify *opt, uint32_t n, uint16_t block_size)
+{
+	struct tround_config tc = {
+		.n = n, .sp = *opt, .max_block = block_size, .encoding = INA_ENC_F32,
+		.world = WORLD, .lanes = 8,
+	};
+	char err[256];
+	struct sim_ranks *sm = sim_ranks_create(&tc, err, sizeof(err));
+
+	if (!sm)
+		fail_msg("%s", err);
+	return sm;
+}
+
+/* Ends a simulated round on its result (no deferred blocks). */
+static void
+sim_end(struct sim_ranks *sm, const float *result)
+{
+	uint32_t bad;
+
+	assert_int_equal(sim_ranks_result(sm, result, NULL, 0, 0, &bad), 0);
+}
+
 /* Rounds of real gradients through every rank's sparsifier (both selectors):
  * each encoding's result passes within its bound, sum and average; off by
  * half the bound passes, off by twice the bound is caught. */
@@ -268,7 +293,7 @@ test_check_sparse_gradients_bounded(void **state)
 	(void)state;
 	assert_non_null(w);
 	p.n = workload_elements(w);
-	sm = sim_ranks_create(&opt, p.n, p.block_size, WORLD);
+	sm = sim_make(&opt, p.n, p.block_size);
 	assert_non_null(sm);
 	res = alloc_floats(p.n);
 	for (uint32_t round = 0; round < 6; round++) {
@@ -313,6 +338,7 @@ test_check_sparse_gradients_bounded(void **state)
 			}
 			assert_true(caught >= 10);
 		}
+		sim_end(sm, res);
 	}
 	/* The sparsifier zeroed whole blocks that the check saw as not sent. */
 	assert_true(zero_blocks > 0);
@@ -331,7 +357,7 @@ test_check_sparse_synthetic_exact(void **state)
 		.mass = 0.5, .filter_b0 = 0, .filter_decay = 1,
 	};
 	struct workload *w = workload_synth(N, 0.5, 9, WORLD, BLOCK);
-	struct sim_ranks *sm = sim_ranks_create(&opt, N, BLOCK, WORLD);
+	struct sim_ranks *sm = sim_make(&opt, N, BLOCK);
 	struct check_params p = { .n = N, .world = WORLD, .block_size = BLOCK };
 	struct verify_result vr;
 
@@ -365,6 +391,7 @@ test_check_sparse_synthetic_exact(void **state)
 			assert_false(vr.ok);
 			assert_int_equal(vr.first_bad, i);
 		}
+		sim_end(sm, got);
 	}
 	sim_ranks_destroy(sm);
 	workload_destroy(w);
