@@ -293,7 +293,7 @@ keep_result(struct bench *b, struct fmt *f)
 static void
 run_ina(struct bench *b, struct fmt *f, double m, unsigned it, struct totals *t)
 {
-	double plan_mass = m + b->headroom * (1 - m);
+	double plan_mass = planner_target_mass(m, b->headroom);
 	uint32_t B;
 	unsigned w;
 
@@ -652,6 +652,7 @@ main(int argc, char **argv)
 		.masses = {0.5, 0.7, 0.9},
 		.n_mass = 3,
 		.first_b = FIXED_B,
+		.headroom = PLANNER_HEADROOM,
 	};
 	unsigned k;
 	int json;

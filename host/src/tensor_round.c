@@ -55,7 +55,7 @@ make_planner(struct tround *t)
 	t->planner = planner_create(&pc);
 	t->ref = calloc(c->n, sizeof(float));
 	t->plan_mass = (c->sp.mode & INA_SPARSIFY_TOPK) && c->sp.target == INA_TOPK_MASS
-			       ? c->sp.mass
+			       ? planner_target_mass(c->sp.mass, PLANNER_HEADROOM)
 			       : 1.0;
 	return t->planner && t->ref ? 0 : -ENOMEM;
 }
