@@ -80,7 +80,8 @@ struct ina_sparsify {
 					 * deferred when its average is under the bound */
 };
 
-/* At most this many tensors per context have a sparsifier (and a residual). */
+/* At most this many tensors per context have a sparsifier (and a residual) or
+ * the block planner (and the previous result). */
 #define INA_MAX_SPARSE_TENSORS 16
 
 struct ina_config {

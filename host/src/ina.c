@@ -270,7 +270,8 @@ add_tensor(struct ina_ctx *ctx, uint32_t tensor_id, const struct ina_sparsify *o
 
 	if (ctx->n_tensors == INA_MAX_SPARSE_TENSORS) {
 		snprintf(ctx->errmsg, sizeof(ctx->errmsg),
-			 "tensor %u: more than %d tensors with a sparsifier in one context",
+			 "tensor %u: more than %d tensors with a sparsifier or the planner in one "
+			 "context",
 			 tensor_id, INA_MAX_SPARSE_TENSORS);
 		return NULL;
 	}
