@@ -98,7 +98,8 @@ tround_create(const struct tround_config *cfg, char *err, size_t err_size)
 		return NULL;
 	}
 	t->cfg = *cfg;
-	if (cfg->plan)
+	/* Below the smallest candidate there is nothing to choose: B is max_block. */
+	if (cfg->plan && cfg->max_block >= PLANNER_MIN_BLOCK)
 		ret = make_planner(t);
 	if (!ret && cfg->sp.mode != INA_SPARSIFY_OFF)
 		ret = make_sparsifier(t);

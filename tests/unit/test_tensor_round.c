@@ -297,6 +297,12 @@ test_planned_dense(void **state)
 	run(&ru, dyadic_grads);
 	for (int k = 0; k < ru.rounds; k++)
 		assert_int_equal(ru.B[k], 64);
+	/* A largest B under the smallest candidate (16): nothing to plan. */
+	ru.max_block = 8;
+	ru.sp = opts(INA_SPARSIFY_TOPK);
+	run(&ru, dyadic_grads);
+	for (int k = 0; k < ru.rounds; k++)
+		assert_int_equal(ru.B[k], 8);
 }
 
 /* The real gradients, block top-k to a mass fraction, under loss: the
