@@ -110,10 +110,11 @@ replay_output(struct replay *r, struct ina_pkt **out, uint16_t nb_out)
 			ina_wire_decode_hdr(o->data, &h);
 			if (h.type == INA_T_RESULT) {
 				printf("RESULT job=%" PRIu32 " round=%" PRIu32 " lane=%u block=%" PRIu32
-				       " next=%" PRIu32 " n_elems=%u hash=%016" PRIx64 "\n",
+				       " next=%" PRIu32 " n_elems=%u hash=%016" PRIx64 "%s\n",
 				       h.job_id, h.round, h.lane, h.block, h.next, h.n_elems,
 				       (uint64_t)XXH3_64bits(o->data + INA_HDR_SIZE,
-							     o->len - INA_HDR_SIZE));
+							     o->len - INA_HDR_SIZE),
+				       h.flags & INA_F_DEFERRED ? " deferred" : "");
 				r->nb_results++;
 			}
 		}

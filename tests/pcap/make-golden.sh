@@ -41,3 +41,7 @@ record f32-loss5 "drop=0.05,seed=5" 2 --elements 2000 --density 0.4 --block 64 -
 # Three workers, i32, lane openers and agreed exponents, no loss.
 record i32-world3 "drop=0" 3 --elements 1500 --density 0.5 --block 128 --lanes 3 --rounds 2 \
     --encoding i32
+# Two workers, f32, the value filter in both directions and the block planner,
+# no loss: DATA with a result bound, DEFERRED results, B changing per round.
+record f32-filter-plan "drop=0" 2 --elements 2000 --density 1 --block 64 --lanes 4 \
+    --rounds 4 --sparsify both --keep-density 0.5 --filter-b0 0.5 --filter-decay 0.8 --plan
