@@ -79,6 +79,7 @@ struct outcome {
 	uint64_t weights_hash;
 	double accuracy;
 	double density_sent;		/* blocks sent / blocks, over all rounds */
+	uint64_t blocks_deferred;	/* result blocks that came back DEFERRED */
 	double residual_norm;		/* after the last round */
 	double train_loss;
 	double seconds;
@@ -364,6 +365,11 @@ write_report(const struct opts *o, const struct model *m, const struct dataset *
 			 "block", (json_int_t)o->block, "lanes", (json_int_t)o->lanes);
 	if (!root)
 		return -ENOMEM;
+	if (json_object_set_new(root, "blocks_deferred",
+				json_integer((json_int_t)res->blocks_deferred)) < 0) {
+		json_decref(root);
+		return -ENOMEM;
+	}
 	ret = json_dump_file(root, o->report, JSON_INDENT(2) | JSON_REAL_PRECISION(6));
 	json_decref(root);
 	return ret == 0 ? 0 : -EIO;
@@ -523,6 +529,7 @@ run_worker(const struct opts *o, unsigned rank, const struct dataset *train,
 	res.density_sent = st1.sparse_blocks ? (double)st1.sparse_blocks_sent / st1.sparse_blocks
 					     : 1.0;
 	res.residual_norm = st1.residual_norm;
+	res.blocks_deferred = st1.sparse_blocks_deferred;
 	if (csv && fclose(csv) != 0) {
 		fprintf(stderr, "ina-train: --csv %s: %s\n", o->csv, strerror(errno));
 		ok = 0;
@@ -530,10 +537,11 @@ run_worker(const struct opts *o, unsigned rank, const struct dataset *train,
 	if (ok && rank == 0) {
 		printf("ina-train: test accuracy %.4f after %" PRIu64 " rounds in %.2f s; replicas "
 		       "identical at all %" PRIu64 " checks (weights %016" PRIx64 "); gradient bytes "
-		       "sent %" PRIu64 " (dense %" PRIu64 "), density sent %.4f, residual norm %.4g\n",
+		       "sent %" PRIu64 " (dense %" PRIu64 "), density sent %.4f, blocks deferred %"
+		       PRIu64 ", residual norm %.4g\n",
 		       res.accuracy, res.rounds, res.seconds, res.hash_checks, res.weights_hash,
 		       res.grad_bytes_sent, (uint64_t)(m.n_params * 4 * res.rounds),
-		       res.density_sent, res.residual_norm);
+		       res.density_sent, res.blocks_deferred, res.residual_norm);
 		fflush(stdout);
 		if (o->report &&
 		    write_report(o, &m, train, test, &res, &st1, ina_transport(ctx)) < 0) {
