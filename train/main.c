@@ -4,10 +4,11 @@
  * --hidden H, a one-hidden-layer MLP) on a real data
  * set (data/digits.csv.gz) through an ina switch. Each worker computes the
  * gradient of its shard's mini-batch, the gradients are averaged through the
- * switch (exchange_gradient(): the one place a gradient leaves a worker, where
- * the sparsifier will go), and every worker applies the same SGD step, so the
- * replicas stay bit-identical; every --check-every rounds the workers compare
- * hashes of their weights through the switch and stop loudly if they differ.
+ * switch (exchange_gradient(): the one place a gradient leaves a worker,
+ * through the API's sparsifier with --sparsify), and every worker applies the
+ * same SGD step, so the replicas stay bit-identical; every --check-every
+ * rounds the workers compare hashes of their weights through the switch and
+ * stop loudly if they differ.
  *
  * With --rank R it runs one worker of a job against --switch. Without it, it
  * is the one-command run: it starts ina-switch (built next to it) on --switch
@@ -121,7 +122,9 @@ usage(FILE *f)
 		"  --density D           topk: keep this fraction of the blocks (default 0.1)\n"
 		"  --mass M              topk: keep the fewest blocks holding this fraction of\n"
 		"                        the sum of squares instead\n"
-		"  --filter-b0 V         filter: hold back |value| < V * decay^round (default 0)\n"
+		"  --filter-b0 V         filter: hold back |value| < V * decay^round (default 0);\n"
+		"                        a result block whose sums are all under it comes back\n"
+		"                        deferred (zeros; each worker's part stays in its residual)\n"
 		"  --filter-decay F      filter: the bound's decay per round, (0, 1] (default 1)\n"
 		"  --quiet               no line per epoch\n",
 		INA_TRAIN_DEFAULT_DATA);
@@ -266,6 +269,9 @@ parse_args(int argc, char **argv, struct opts *o)
  * back (in place). With --sparsify the API's sparsifier for GRAD_TENSOR
  * (cfg.sparsify) picks what is sent and keeps the rest in this worker's
  * residual for the next round; the average is of what every worker sent.
+ * With the value filter on, a result block whose sum is under the round's
+ * bound comes back DEFERRED, as zeros, and this worker's part of it goes back
+ * to its residual (cfg.sparsify.filter_results, counted in blocks_deferred).
  */
 static int
 exchange_gradient(struct ina_ctx *ctx, float *grad, size_t n)
