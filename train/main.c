@@ -262,6 +262,8 @@ parse_args(int argc, char **argv, struct opts *o)
 		ina_die("unexpected argument: %s", argv[optind]);
 	if (o->rank >= 0 && (unsigned)o->rank >= o->workers)
 		ina_die("--rank %d: not below --workers %u", o->rank, o->workers);
+	if (o->plot && !o->csv)
+		ina_die("--plot draws the --csv curve: give --csv FILE too");
 }
 
 /*
