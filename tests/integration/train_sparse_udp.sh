@@ -4,17 +4,16 @@
 # headline run for one seed, at 100 epochs instead of 200 to stay short.
 # ina-train's one-command run (its own ina-switch and four workers over UDP
 # on loopback) trains the MLP (--hidden 64, 4810 parameters in 76 blocks of
-# 64) for 100 epochs dense, then with the
-# sparsifier and the value filter on (--sparsify both: block top-k at density
-# 0.04 of what passes the filter |v| >= 0.15, residual carry-over, and the
-# result filter: a block whose sum is under the bound comes back DEFERRED),
-# same seed and rounds. The sparse run must send at most 10% of the dense
-# run's gradient bytes, have some results deferred (blocks_deferred > 0),
-# keep the replicas identical and reach at least the dense accuracy - 0.03.
-# One seed is noisy (sparse runs are not bit-reproducible, a test row is
-# 0.28 point): seed 3 has come within +-0.5 point of dense in every run seen,
-# so 3 points only catches training that broke; it deferred 4 to 20 blocks. Top-k alone is covered by
-# udp_api_sparsify.
+# 64) dense, then with the sparsifier and the value filter on (--sparsify
+# both: block top-k at density 0.04 of what passes the filter |v| >= 0.15,
+# residual carry-over, and the result filter: a block whose sum is under the
+# bound comes back DEFERRED), same seed and rounds. The sparse run must send
+# at most 10% of the dense run's gradient bytes, have some results deferred
+# (blocks_deferred > 0; 4 to 20 in every run seen), keep the replicas
+# identical and reach at least the dense accuracy - 0.03. One seed is noisy
+# (sparse runs are not bit-reproducible, a test row is 0.28 point): seed 3
+# has come within +-0.5 point of dense in every run seen, so 3 points only
+# catches training that broke. Top-k alone is covered by udp_api_sparsify.
 # Usage: train_sparse_udp.sh BUILD_DIR UDP_PORT
 set -euo pipefail
 build=$1 port=$2
