@@ -67,6 +67,7 @@ struct opts {
 	unsigned block;		/* elements per block (the job's block size) */
 	unsigned lanes;
 	struct ina_sparsify sp;	/* the gradient's sparsifier */
+	int plan;		/* the block planner: B per round */
 	int diverge_rank;	/* test only: this worker perturbs a weight... */
 	uint64_t diverge_round;	/* ...after this round (-1: never) */
 };
@@ -123,9 +124,14 @@ usage(FILE *f)
 		"  --mass M              topk: keep the fewest blocks holding this fraction of\n"
 		"                        the sum of squares instead\n"
 		"  --filter-b0 V         filter: hold back |value| < V * decay^round (default 0);\n"
-		"                        a result block whose sums are all under it comes back\n"
-		"                        deferred (zeros; each worker's part stays in its residual)\n"
+		"                        a result block whose averages are all under it comes\n"
+		"                        back deferred (zeros; each worker's part stays in its\n"
+		"                        residual)\n"
 		"  --filter-decay F      filter: the bound's decay per round, (0, 1] (default 1)\n"
+		"  --filter-results-scale X  the result bound is X x the filter's (default: the\n"
+		"                        workers, so a block whose average is under it is deferred)\n"
+		"  --no-filter-results   every result comes back in full\n"
+		"  --plan                the block planner picks B per round (up to --block)\n"
 		"  --quiet               no line per epoch\n",
 		INA_TRAIN_DEFAULT_DATA);
 }
@@ -136,7 +142,7 @@ parse_args(int argc, char **argv, struct opts *o)
 	enum { O_DATA = 256, O_SCALE, O_WORKERS, O_RANK, O_SWITCH, O_SWITCH_BIN, O_JOB, O_TOKEN,
 	       O_EPOCHS, O_ROUNDS, O_LR, O_BATCH, O_SEED, O_CHECK, O_CSV, O_REPORT, O_PLOT,
 	       O_QUIET, O_HELP, O_DIVERGE, O_HIDDEN, O_BLOCK, O_LANES, O_SPARSIFY, O_DENSITY,
-	       O_MASS, O_B0, O_DECAY };
+	       O_MASS, O_B0, O_DECAY, O_RSCALE, O_NO_RESULTS, O_PLAN };
 	static const struct option lo[] = {
 		{ "data", required_argument, NULL, O_DATA },
 		{ "scale", required_argument, NULL, O_SCALE },
@@ -166,6 +172,9 @@ parse_args(int argc, char **argv, struct opts *o)
 		{ "mass", required_argument, NULL, O_MASS },
 		{ "filter-b0", required_argument, NULL, O_B0 },
 		{ "filter-decay", required_argument, NULL, O_DECAY },
+		{ "filter-results-scale", required_argument, NULL, O_RSCALE },
+		{ "no-filter-results", no_argument, NULL, O_NO_RESULTS },
+		{ "plan", no_argument, NULL, O_PLAN },
 		{ NULL, 0, NULL, 0 },
 	};
 	int ch;
@@ -254,6 +263,16 @@ parse_args(int argc, char **argv, struct opts *o)
 			if (ina_parse_double(optarg, 1e-9, 1, &o->sp.filter_decay) < 0)
 				ina_die("--filter-decay: not in (0, 1]: %s", optarg);
 			break;
+		case O_RSCALE: {
+			double v;
+
+			if (ina_parse_double(optarg, 1e-9, 1e9, &v) < 0)
+				ina_die("--filter-results-scale: not a positive number: %s", optarg);
+			o->sp.filter_results_scale = (float)v;
+			break;
+		}
+		case O_NO_RESULTS: o->sp.filter_results = 0; break;
+		case O_PLAN: o->plan = 1; break;
 		case O_HELP: case 'h': usage(stdout); exit(0);
 		default: usage(stderr); exit(2);
 		}
@@ -332,9 +351,15 @@ sparsifier_name(const struct opts *o, char *buf, size_t size)
 		len += snprintf(buf + len, size - (size_t)len,
 				sp->target == INA_TOPK_MASS ? " mass %g" : " density %g",
 				sp->target == INA_TOPK_MASS ? sp->mass : sp->density);
-	if (sp->mode & INA_SPARSIFY_FILTER)
-		snprintf(buf + len, size - (size_t)len, " filter b0 %g decay %g",
-			 (double)sp->filter_b0, sp->filter_decay);
+	if (!(sp->mode & INA_SPARSIFY_FILTER))
+		return;
+	len += snprintf(buf + len, size - (size_t)len, " filter b0 %g decay %g",
+			(double)sp->filter_b0, sp->filter_decay);
+	if (!sp->filter_results)
+		snprintf(buf + len, size - (size_t)len, " results off");
+	else if (sp->filter_results_scale > 0)
+		snprintf(buf + len, size - (size_t)len, " results scale %g",
+			 (double)sp->filter_results_scale);
 }
 
 static int
@@ -374,7 +399,8 @@ write_report(const struct opts *o, const struct model *m, const struct dataset *
 	if (!root)
 		return -ENOMEM;
 	if (json_object_set_new(root, "blocks_deferred",
-				json_integer((json_int_t)res->blocks_deferred)) < 0) {
+				json_integer((json_int_t)res->blocks_deferred)) < 0 ||
+	    json_object_set_new(root, "plan", json_boolean(o->plan)) < 0) {
 		json_decref(root);
 		return -ENOMEM;
 	}
@@ -446,6 +472,7 @@ run_worker(const struct opts *o, unsigned rank, const struct dataset *train,
 	cfg.world = (uint16_t)o->workers;
 	cfg.block_size = (uint16_t)o->block;
 	cfg.lanes = (uint16_t)o->lanes;
+	cfg.plan_blocks = o->plan;
 	cfg.sparsify = o->sp;	/* the job's sparsifier: every tensor but... */
 	if (ina_token_from(o->token_file, &cfg.token, err, sizeof(err)) < 0)
 		ina_die("%s", err);
