@@ -82,6 +82,7 @@ struct outcome {
 	double accuracy;
 	double density_sent;		/* blocks sent / blocks, over all rounds */
 	uint64_t blocks_deferred;	/* result blocks that came back DEFERRED */
+	unsigned last_block;		/* B of the last gradient exchange (--plan) */
 	double residual_norm;		/* after the last round */
 	double train_loss;
 	double seconds;
@@ -400,7 +401,8 @@ write_report(const struct opts *o, const struct model *m, const struct dataset *
 		return -ENOMEM;
 	if (json_object_set_new(root, "blocks_deferred",
 				json_integer((json_int_t)res->blocks_deferred)) < 0 ||
-	    json_object_set_new(root, "plan", json_boolean(o->plan)) < 0) {
+	    json_object_set_new(root, "plan", json_boolean(o->plan)) < 0 ||
+	    json_object_set_new(root, "last_block_size", json_integer(res->last_block)) < 0) {
 		json_decref(root);
 		return -ENOMEM;
 	}
@@ -521,6 +523,7 @@ run_worker(const struct opts *o, unsigned rank, const struct dataset *train,
 			break;
 		}
 		ina_get_stats(ctx, &st1);
+		res.last_block = st1.block_size;
 		res.grad_bytes_sent += st1.bytes_sent - st0.bytes_sent;
 		res.grad_bytes_received += st1.bytes_received - st0.bytes_received;
 		model_sgd_step(&m, grad, (float)o->lr);
