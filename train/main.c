@@ -291,9 +291,10 @@ parse_args(int argc, char **argv, struct opts *o)
  * back (in place). With --sparsify the API's sparsifier for GRAD_TENSOR
  * (cfg.sparsify) picks what is sent and keeps the rest in this worker's
  * residual for the next round; the average is of what every worker sent.
- * With the value filter on, a result block whose sum is under the round's
- * bound comes back DEFERRED, as zeros, and this worker's part of it goes back
- * to its residual (cfg.sparsify.filter_results, counted in blocks_deferred).
+ * With the value filter on, a result block whose average is under the
+ * round's bound (by default; --filter-results-scale) comes back DEFERRED, as
+ * zeros, and this worker's part of it goes back to its residual
+ * (cfg.sparsify.filter_results, counted in blocks_deferred).
  */
 static int
 exchange_gradient(struct ina_ctx *ctx, float *grad, size_t n)
