@@ -72,7 +72,7 @@ if [ $fail -eq 0 ]; then
         [ "$n" -gt 0 ] || { echo "no result block came back deferred"; fail=1; }
     fi
 fi
-jq -c '{rank, rounds, verified, retransmits, injected_drops, seconds, blocks_deferred,
+jq -c '{rank, rounds, verified, retransmits, injected_drops, seconds, bytes_sent, bytes_received, blocks_deferred,
         B: [.per_round[].block_size]}' "$tmp"/r*.json || true
 if [ $fail -ne 0 ]; then
     echo "--- switch log"; cat "$tmp/switch.log"; exit 1
