@@ -70,6 +70,9 @@ usage(FILE *f)
 		"  --max-jobs N          jobs served at once (default 64)\n"
 		"  --linger-ms MS        after a FIN, free the job once silent this long (default 1000)\n"
 		"  --idle-timeout-s S    free a job silent this long, 0 never (default 300)\n"
+		"  --peer-timeout-ms MS  a rank silent this long while another waits on it\n"
+		"                        is dead: its job is aborted, the others told\n"
+		"                        (default 3000, 0 never)\n"
 		"  --capture FILE        write every packet received and sent to a pcap file\n"
 		"  --lcores K            run the pipeline as K partitions (lanes l %% K), one\n"
 		"                        per EAL lcore (-l), each on queue P of K of every\n"
@@ -84,7 +87,7 @@ usage(FILE *f)
 
 enum {
 	OPT_LISTEN = 256, OPT_PORT, OPT_PORT_OPTS, OPT_SLOTS, OPT_SLOT_ELEMS, OPT_MAX_JOBS,
-	OPT_LINGER, OPT_IDLE, OPT_LOG_LEVEL, OPT_CAPTURE, OPT_LCORES,
+	OPT_LINGER, OPT_IDLE, OPT_PEER_TIMEOUT, OPT_LOG_LEVEL, OPT_CAPTURE, OPT_LCORES,
 };
 
 static void
@@ -99,6 +102,7 @@ parse_args(int argc, char **argv, struct switch_config *c)
 		{ "max-jobs", required_argument, NULL, OPT_MAX_JOBS },
 		{ "linger-ms", required_argument, NULL, OPT_LINGER },
 		{ "idle-timeout-s", required_argument, NULL, OPT_IDLE },
+		{ "peer-timeout-ms", required_argument, NULL, OPT_PEER_TIMEOUT },
 		{ "log-level", required_argument, NULL, OPT_LOG_LEVEL },
 		{ "capture", required_argument, NULL, OPT_CAPTURE },
 		{ "lcores", required_argument, NULL, OPT_LCORES },
@@ -129,6 +133,7 @@ parse_args(int argc, char **argv, struct switch_config *c)
 		case OPT_MAX_JOBS: c->pipe.max_jobs = (uint16_t)ina_cli_u64("max-jobs", optarg, 1, 4096); break;
 		case OPT_LINGER: c->pipe.linger_ns = ina_cli_u64("linger-ms", optarg, 0, 3600000) * INA_NS_PER_MS; break;
 		case OPT_IDLE: c->pipe.job_idle_ns = ina_cli_u64("idle-timeout-s", optarg, 0, 86400) * INA_NS_PER_S; break;
+		case OPT_PEER_TIMEOUT: c->pipe.peer_timeout_ns = ina_cli_u64("peer-timeout-ms", optarg, 0, 3600000) * INA_NS_PER_MS; break;
 		case OPT_LOG_LEVEL: ina_cli_log_level(optarg); break;
 		case 'h':
 			usage(stdout);

@@ -79,6 +79,9 @@ struct job {
 	uint64_t finished;	/* ranks that sent FIN */
 	uint64_t linger_until;	/* 0: not lingering */
 	uint64_t last_active_ns;
+	uint8_t aborted;	/* a rank died: freed at the next tick */
+	uint64_t heard_ns[INA_MAX_WORLD];	/* last packet from each rank (from
+						 * admission for a rank not heard yet) */
 	struct ina_peer peers[INA_MAX_WORLD];
 };
 
@@ -107,6 +110,7 @@ static const char *const drop_names[PDROP_MAX] = {
 	[PDROP_AFTER_FIN] = "after_fin",
 	[PDROP_JOIN_LINGER] = "join_while_lingering",
 	[PDROP_OTHER_PART] = "other_partition",
+	[PDROP_ABORTED] = "job_aborted",
 };
 
 const char *
@@ -125,6 +129,7 @@ pipeline_config_init(struct pipeline_config *cfg)
 	cfg->linger_ns = 1000000000ull;
 	cfg->wait_interval_ns = 1000000ull;
 	cfg->job_idle_ns = 300ull * 1000000000ull;
+	cfg->peer_timeout_ns = 3ull * 1000000000ull;
 	cfg->part_index = 0;
 	cfg->part_count = 1;
 }
@@ -393,12 +398,13 @@ handle_join(struct pipeline *p, struct ina_pkt *in, const struct ina_hdr *h, uin
 		ina_pkt_free(in);
 		return NULL;
 	}
-	if (j && (j->finished >> h->rank & 1)) {
+	if (j && (j->aborted || (j->finished >> h->rank & 1))) {
 		/*
 		 * A rank that finished joins again: a new run of the job id. The
 		 * old run still lingers for ranks finishing its last round, so
 		 * the JOIN waits (the worker retries) until every rank has sent
-		 * FIN or the linger ran out, which frees the old run.
+		 * FIN or the linger ran out, which frees the old run. An
+		 * aborted job is freed at the next tick; its JOINs wait too.
 		 */
 		p->st.drop[PDROP_JOIN_LINGER]++;
 		ina_pkt_free(in);
@@ -454,6 +460,8 @@ handle_join(struct pipeline *p, struct ina_pkt *in, const struct ina_hdr *h, uin
 		j->slot_base = (uint32_t)base;
 		j->nb_slots = nb;
 		j->full = world == 64 ? ~0ull : (1ull << world) - 1;
+		for (uint16_t r = 0; r < INA_MAX_WORLD; r++)
+			j->heard_ns[r] = now;
 		p->nb_jobs++;
 		p->st.jobs_admitted++;
 		if (!p->quiet)
@@ -604,6 +612,54 @@ half_deferred(const struct job *j, const struct half *hf)
 	return ina_enc_f32_deferred(hf->acc.f32, n, ina_enc_bound_f32(hf->bound));
 }
 
+/* Of 'ranks' (those a block waits on), the ones silent for the peer
+ * timeout: dead. Only partition 0 decides (it frees jobs for all). */
+static uint64_t
+silent_ranks(const struct pipeline *p, const struct job *j, uint64_t ranks, uint64_t now)
+{
+	uint64_t dead = 0;
+
+	if (!p->cfg.peer_timeout_ns || p->cfg.part_index != 0)
+		return 0;
+	for (uint16_t r = 0; r < j->params.world; r++)
+		if ((ranks >> r & 1) && now - j->heard_ns[r] >= p->cfg.peer_timeout_ns)
+			dead |= 1ull << r;
+	return dead;
+}
+
+/*
+ * A rank died while the others wait on it: every other rank gets an ERROR
+ * naming it (one fan-out, answering the packet of the rank that asked), and
+ * the job is freed at the next tick, in every partition (pipeline_tick_freed
+ * reports it). The round is lost: no partial sum is ever sent.
+ */
+static struct ina_pkt *
+abort_job(struct pipeline *p, struct ina_pkt *in, struct job *j, const struct ina_hdr *h,
+	  uint64_t dead, uint64_t now)
+{
+	uint16_t r = (uint16_t)__builtin_ctzll(dead);
+	uint64_t others = j->joined & ~j->finished & ~dead;
+	uint64_t silent_ms = (now - j->heard_ns[r]) / 1000000u;
+	struct ina_pkt *o;
+
+	p->st.jobs_aborted++;
+	j->aborted = 1;
+	if (!p->quiet)
+		INA_LOG(WARN, "job %" PRIu32 ": rank %u silent for %" PRIu64 " ms while rank %u "
+			"waits on it (lane %u block %" PRIu32 " round %" PRIu32 "): job aborted",
+			j->params.job_id, r, silent_ms, h->rank, h->lane, h->block, h->round);
+	o = send_error(p, in, h, INA_WERR_PEER_DEAD,
+		       "job %" PRIu32 ": rank %u silent for %" PRIu64 " ms%s; round %" PRIu32
+		       " aborted, the job is gone (re-join to go on)",
+		       j->params.job_id, r, silent_ms,
+		       dead & (dead - 1) ? " (and other ranks)" : "", h->round);
+	if (o) {
+		o->dsts = j->peers;
+		o->dst_mask = others;
+	}
+	return o;
+}
+
 static struct ina_pkt *
 send_wait(struct pipeline *p, struct ina_pkt *in, const struct job *j, struct slot *s,
 	  const struct ina_hdr *rx, uint64_t now)
@@ -686,7 +742,11 @@ handle_data(struct pipeline *p, struct ina_pkt *in, struct job *j, const struct 
 		goto drop;
 	}
 	if (hf->bitmap >> h->rank & 1) {
+		uint64_t dead = silent_ranks(p, j, j->full & ~hf->bitmap, now);
+
 		p->st.duplicates++;
+		if (dead)
+			return abort_job(p, in, j, h, dead, now);
 		return send_wait(p, in, j, s, h, now);
 	}
 	half_add(p, j, hf, h, in->data + INA_HDR_SIZE);
@@ -807,7 +867,13 @@ process_one(struct pipeline *p, struct ina_pkt *in, uint64_t now)
 		ina_pkt_free(in);
 		return NULL;
 	}
+	if (j->aborted) {
+		p->st.drop[PDROP_ABORTED]++;
+		ina_pkt_free(in);
+		return NULL;
+	}
 	j->last_active_ns = now;
+	j->heard_ns[h.rank] = now;
 	/*
 	 * A lingering job stays while any rank still talks to it: a worker
 	 * that lost a last result keeps asking the shadow, and only silence
@@ -868,7 +934,7 @@ pipeline_tick_freed(struct pipeline *p, uint64_t now_ns, uint32_t *freed, uint16
 
 		if (!j->active)
 			continue;
-		if (j->linger_until && now_ns >= j->linger_until) {
+		if (j->aborted || (j->linger_until && now_ns >= j->linger_until)) {
 			freed[nb++] = j->params.job_id;
 			job_free(p, j);
 		} else if (p->cfg.job_idle_ns && now_ns - j->last_active_ns >= p->cfg.job_idle_ns) {
@@ -947,6 +1013,7 @@ pipeline_stats_fprint(const struct pipeline_stats *st, FILE *f)
 	PRINT(jobs_refused);
 	PRINT(jobs_freed);
 	PRINT(jobs_expired);
+	PRINT(jobs_aborted);
 #undef PRINT
 	for (int r = 1; r < INA_WIRE_REASON_MAX; r++)
 		if (st->drop_wire[r])

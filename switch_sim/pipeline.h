@@ -40,6 +40,9 @@ struct pipeline_config {
 					 * silent this long (or every rank sent FIN) */
 	uint64_t wait_interval_ns;	/* at most one WAIT per slot this often */
 	uint64_t job_idle_ns;		/* free a job silent this long; 0: never */
+	uint64_t peer_timeout_ns;	/* a rank silent this long while another
+					 * rank waits on it is dead: the job is
+					 * aborted and freed; 0: never */
 	uint16_t part_index;		/* this partition, < part_count (default 0) */
 	uint16_t part_count;		/* partitions of the lanes (default 1: all) */
 	/* Output packets come from here when an input buffer cannot be reused. */
@@ -47,7 +50,8 @@ struct pipeline_config {
 };
 
 /* Defaults: 1024 slots of 2048 elements, 64 jobs, 1 s linger, 1 ms WAIT
- * interval, 300 s idle timeout, one partition. 'pool' must still be set. */
+ * interval, 300 s idle timeout, 3 s peer timeout, one partition. 'pool' must
+ * still be set. */
 void pipeline_config_init(struct pipeline_config *cfg);
 
 /* Packets the pipeline drops for reasons beyond the wire format's. */
@@ -61,6 +65,7 @@ enum pipeline_drop {
 	PDROP_AFTER_FIN,	/* data from a rank that already sent FIN */
 	PDROP_JOIN_LINGER,	/* JOIN of a new run while the old one lingers */
 	PDROP_OTHER_PART,	/* DATA for a lane another partition owns */
+	PDROP_ABORTED,		/* for a job aborted (a dead rank), not yet freed */
 	PDROP_MAX,
 };
 
@@ -78,6 +83,7 @@ struct pipeline_stats {
 	uint64_t saturated;		/* i32 additions that saturated */
 	uint64_t joins, fins, leaves;
 	uint64_t jobs_admitted, jobs_refused, jobs_freed, jobs_expired;
+	uint64_t jobs_aborted;		/* a rank fell silent while others waited */
 	uint64_t drop_wire[INA_WIRE_REASON_MAX];	/* by enum ina_wire_reason */
 	uint64_t drop[PDROP_MAX];			/* by enum pipeline_drop */
 };

@@ -562,7 +562,9 @@ static void
 on_error(struct engine *e, const struct ina_hdr *h, const uint8_t *payload, uint32_t len)
 {
 	int n = (int)(len - INA_HDR_SIZE);
-	int err = h->status == INA_WERR_LEFT ? INA_ELEFT : INA_EREFUSED;
+	int err = h->status == INA_WERR_LEFT	    ? INA_ELEFT
+		  : h->status == INA_WERR_PEER_DEAD ? INA_EPEER
+						    : INA_EREFUSED;
 
 	if (e->phase == ENGINE_CLOSED)
 		return;

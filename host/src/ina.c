@@ -427,6 +427,11 @@ ina_allreduce(struct ina_ctx *ctx, uint32_t tensor_id, const float *in, float *o
 	ctx->last_block_size = step.block_size;
 	ret = run_while(ctx, ENGINE_RUNNING);
 	if (ret < 0) {
+		/* The round was aborted (a dead peer, a lost switch): no sum
+		 * was delivered, so what this worker sent goes back into its
+		 * residual, where ina_residual() still finds it. */
+		if (t)
+			tround_cancel(t->tr);
 		snprintf(ctx->errmsg, sizeof(ctx->errmsg), "%s", engine_error_msg(ctx->engine));
 		return ret;
 	}

@@ -54,8 +54,9 @@ void tround_destroy(struct tround *t);	/* Accepts NULL. */
 /* Plans and sparsifies 'in' (n floats, not modified) into 'step'. 0, or
  * -EINVAL if 'in' holds a value the sparsifier refuses. */
 int tround_begin(struct tround *t, const float *in, struct tround_step *step);
-/* The engine refused the round: what was to be sent goes back into the
- * residual, exactly, and the round did not happen. */
+/* The round did not complete (the engine refused it, or it was aborted: no
+ * sum is used): what was to be sent goes back into the residual, exactly,
+ * and the round did not happen. */
 void tround_cancel(struct tround *t);
 /* The round ended with 'out' (n floats) on every worker alike. */
 void tround_end(struct tround *t, const float *out);

@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: MIT
 # Integration test: runs that cannot finish end with a clear error in bounded
 # time, never a hang: no switch at the address, a job the switch refuses, a
-# peer that never shows up, a missing token, a malformed gradient file.
+# peer that never shows up, a missing token, a malformed gradient file, a
+# worker killed mid-run (and the survivors re-joining as a smaller job).
 # Usage: udp_errors.sh BUILD_DIR UDP_PORT
 set -euo pipefail
 build=$1 port=$2
@@ -54,5 +55,52 @@ expect bad_input 1 "bad.npy" "$host" --switch "127.0.0.1:$port" --rank 0 --world
     --input "$tmp/bad.npy"
 expect bad_option 1 "density" "$host" --switch "127.0.0.1:$port" --rank 0 --world 2 --job 6 \
     --density 2
+
+# A worker that dies mid-run (SIGKILL): the switch (peer timeout 1 s) aborts
+# the round and tells the survivors, whose runs fail naming the dead rank well
+# before their own 10 s timeout; then the two survivors re-join the same job
+# id as a world of two, under a new epoch, and finish.
+kill "$sw"; wait "$sw" 2>/dev/null || true
+"$build/switch_sim/ina-switch" --listen "127.0.0.1:$port" --peer-timeout-ms 1000 \
+    --log-level warn >"$tmp/switch2.log" 2>&1 &
+sw=$!
+sleep 0.2
+dead=(--job 8 --world 3 --elements 200000 --rounds 100000 --timeout-ms 10000 --quiet)
+pids=()
+for r in 0 1 2; do
+    "$host" --switch "127.0.0.1:$port" --rank $r "${dead[@]}" >"$tmp/dead$r.log" 2>&1 &
+    pids+=("$!")
+done
+sleep 1
+t0=$(date +%s%N)
+kill -9 "${pids[2]}"
+for r in 0 1; do
+    rc=0
+    timeout 20 tail --pid="${pids[$r]}" -f /dev/null || rc=$?
+    wait "${pids[$r]}" && rc=0 || rc=$?
+    ms=$((($(date +%s%N) - t0) / 1000000))
+    if [ $rc -ne 0 ] && grep -q "rank 2 silent" "$tmp/dead$r.log" && [ $ms -lt 6000 ]; then
+        echo "ok   dead_worker rank $r: exit $rc after $ms ms: $(grep -m1 'rank 2 silent' "$tmp/dead$r.log")"
+        passed=$((passed + 1))
+    else
+        echo "FAIL dead_worker rank $r: exit $rc after $ms ms; output:"; cat "$tmp/dead$r.log"
+        fail=$((fail + 1))
+    fi
+done
+grep -q "job 8: rank 2 silent" "$tmp/switch2.log" ||
+    { echo "FAIL dead_worker: the switch did not log the abort"; cat "$tmp/switch2.log"; fail=$((fail + 1)); }
+pids=()
+for r in 0 1; do
+    timeout 30 "$host" --switch "127.0.0.1:$port" --rank $r --job 8 --world 2 --elements 10000 \
+        --rounds 3 --quiet >"$tmp/rejoin$r.log" 2>&1 &
+    pids+=("$!")
+done
+for r in 0 1; do
+    if wait "${pids[$r]}"; then
+        echo "ok   rejoin rank $r: job 8 again as a world of two"; passed=$((passed + 1))
+    else
+        echo "FAIL rejoin rank $r:"; cat "$tmp/rejoin$r.log"; fail=$((fail + 1))
+    fi
+done
 echo "$passed passed, $fail failed"
 [ $fail -eq 0 ]

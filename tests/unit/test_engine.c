@@ -1275,6 +1275,27 @@ test_engine_error_left(void **state)
 	done(t);
 }
 
+/* The switch found a rank dead: the allreduce fails with INA_EPEER and the
+ * switch's sentence naming the rank; nothing is left to free on it. */
+static void
+test_engine_error_peer_dead(void **state)
+{
+	struct t *t = *state;
+	const char *msg = "job 7: rank 2 silent for 3000 ms; round 0 aborted";
+
+	join_ready(t);
+	fill(in, 0, 8, 1.0f, 1.0f);
+	begin(t, in, out, 8, 4, ENGINE_SUM);
+	assert_int_equal(tx(t), 2);
+	rx_error(t, INA_WERR_PEER_DEAD, msg, TOKEN);
+	assert_int_equal(engine_error(t->e), INA_EPEER);
+	assert_int_equal(engine_phase(t->e), ENGINE_CLOSED);
+	assert_non_null(strstr(engine_error_msg(t->e), msg));
+	t->now += TIMEOUT;
+	assert_int_equal(tx(t), 0);
+	done(t);
+}
+
 /*
  * The result filter: every DATA packet carries the bound (f32 bits here), a
  * DEFERRED result writes zeros and marks its block, a full result does not;
@@ -1701,6 +1722,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_engine_wait_delays_resend, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_engine_timeout_no_switch, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_engine_error_left, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_engine_error_peer_dead, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_engine_result_filter, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_engine_saturated, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_engine_nonfinite_i32, setup, teardown),

@@ -1134,6 +1134,66 @@ test_pipeline_aggregate_i32(void **state)
 	done(t);
 }
 
+/*
+ * A rank that dies: while the others only repeat themselves (duplicates
+ * answered by WAIT), nothing happens before the peer timeout; after it, the
+ * next repeat gets an ERROR fan-out naming the silent rank to every other
+ * rank, the job takes no more packets, the next tick frees its slots, and
+ * the survivors can join again with a smaller world under a new epoch.
+ */
+static void
+test_pipeline_dead_rank(void **state)
+{
+	struct t *t = *state;
+	struct tjob j = { .id = 521, .token = 0x5252, .world = 3, .lanes = 2, .max_block = 4,
+			  .enc = INA_ENC_F32 };
+	struct blk b = { .tensor_id = 1, .round = 0, .tensor_len = 8, .block_size = 4 };
+	const float w[4] = { 1, 2, 3, 4 };
+	const struct pipeline_stats *st;
+	uint32_t free0, epoch0;
+	struct wc_got g;
+
+	t->cfg.peer_timeout_ns = 2 * SEC;
+	start(t);
+	st = pipeline_stats(t->p);
+	free0 = pipeline_free_slots(t->p);
+	join_all(t, &j);
+	epoch0 = j.epoch;
+	/* Ranks 0 and 1 send lane 0's block; rank 2 never does. */
+	assert_int_equal(push(t, &j, 0, &b, INA_BLOCK_END, w), 0);
+	assert_int_equal(push(t, &j, 1, &b, INA_BLOCK_END, w), 0);
+	t->now += 2 * SEC - 1;
+	assert_int_equal(push(t, &j, 0, &b, INA_BLOCK_END, w), 1);
+	take_one(t, &g);
+	check_from_switch(&g, &j, INA_T_WAIT);
+	assert_int_equal(st->jobs_aborted, 0);
+	/* Rank 1 repeats itself after rank 2's two silent seconds. */
+	t->now += 1;
+	assert_int_equal(push(t, &j, 1, &b, INA_BLOCK_END, w), 1);
+	take_one(t, &g);
+	check_error(&g, j.id, j.token, INA_WERR_PEER_DEAD);
+	assert_true(g.fanout);
+	assert_int_equal(g.dst_mask, 0x3);
+	assert_msg_has(&g, "rank 2 silent for 2000 ms");
+	assert_int_equal(st->jobs_aborted, 1);
+	/* Nothing more of it is taken, and a JOIN waits until it is freed. */
+	assert_int_equal(push(t, &j, 0, &b, INA_BLOCK_END, w), 0);
+	assert_int_equal(st->drop[PDROP_ABORTED], 1);
+	assert_true(pipeline_free_slots(t->p) < free0);
+	pipeline_tick(t->p, t->now);
+	assert_int_equal(pipeline_free_slots(t->p), free0);
+	/* The survivors go on as a job of two, under a new epoch. */
+	j.world = 2;
+	j.epoch = 0;
+	join_all(t, &j);
+	assert_int_not_equal(j.epoch, epoch0);
+	assert_int_equal(push(t, &j, 0, &b, INA_BLOCK_END, w), 0);
+	assert_int_equal(push(t, &j, 1, &b, INA_BLOCK_END, w), 1);
+	take_one(t, &g);
+	check_from_switch(&g, &j, INA_T_RESULT);
+	done(t);
+}
+
 static void
 test_pipeline_duplicates_wait(void **state)
 {
@@ -2098,6 +2158,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_pipeline_aggregate_f32, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_pipeline_aggregate_i32, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_pipeline_aggregate_bf16, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_pipeline_dead_rank, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_pipeline_duplicates_wait, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_pipeline_lost_result, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_pipeline_result_filter, setup, teardown),

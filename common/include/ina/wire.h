@@ -68,6 +68,8 @@ enum ina_wire_error {
 	INA_WERR_MISMATCH = 3,	/* JOIN parameters differ from the job's */
 	INA_WERR_UNSUPPORTED = 4, /* encoding, block size or world not served */
 	INA_WERR_LEFT = 5,	/* another rank left the job; it is gone */
+	INA_WERR_PEER_DEAD = 6,	/* a rank the job waits on fell silent: the
+				 * round is aborted and the job is gone */
 };
 
 /* The header as it lies on the wire. */
