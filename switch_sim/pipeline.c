@@ -1042,7 +1042,10 @@ pipeline_dump(const struct pipeline *p, FILE *f)
 			j->slot_base, j->slot_base + j->nb_slots - 1,
 			ina_wire_encoding_name(j->params.encoding));
 		fprintf(f, "%s, finished ", ina_ranks_str(ranks, sizeof(ranks), j->joined));
-		fprintf(f, "%s\n", ina_ranks_str(ranks, sizeof(ranks), j->finished));
+		fprintf(f, "%s%s\n", ina_ranks_str(ranks, sizeof(ranks), j->finished),
+			j->aborted	  ? " (aborted: a rank died; freed at the next tick)"
+			: j->linger_until ? " (lingering)"
+					  : "");
 		for (uint16_t l = p->cfg.part_index; l < j->params.lanes;
 		     l = (uint16_t)(l + p->cfg.part_count)) {
 			const struct slot *s = &p->slots[j->slot_base + l / p->cfg.part_count];

@@ -119,6 +119,9 @@ struct ina_stats {
 	uint64_t data_packets;		/* packets that carried a block */
 	uint64_t empty_packets;		/* header-only acks */
 	uint64_t retransmits;
+	uint64_t stalls;		/* allreduces that went a quarter of timeout_ms
+					 * without progress (each logged once, with what
+					 * it waits for and what the switch last said) */
 	uint64_t waits;			/* WAIT answers from the switch */
 	uint64_t dropped;		/* received packets that failed validation */
 	uint64_t stale;			/* valid packets for no open block */

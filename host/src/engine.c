@@ -74,6 +74,10 @@ struct engine {
 	uint32_t wait_lane, wait_block;
 	float bound;		/* the result filter's bound, 0 for none */
 	uint8_t *deferred;	/* per block: came back DEFERRED */
+	uint8_t last_type;	/* type of the last packet the switch sent us */
+	uint8_t stall_reported;	/* this stall was described already */
+	uint8_t stall_pending;	/* stall_msg not yet taken (engine_stall) */
+	char stall_msg[384];
 	float next_bound;	/* engine_set_result_filter(), for the next op */
 	uint8_t *next_deferred;
 	struct lane *lanes;
@@ -288,6 +292,7 @@ engine_allreduce(struct engine *e, uint32_t tensor_id, const float *in, float *o
 	e->op = op;
 	e->bound = e->next_bound;
 	e->deferred = e->next_deferred;
+	e->stall_reported = 0;
 	e->next_bound = 0.0f;
 	e->next_deferred = NULL;
 	if (e->deferred)
@@ -513,6 +518,7 @@ on_result(struct engine *e, const struct ina_hdr *h, const uint8_t *payload, uin
 		rtt_sample(e, now - ln->sent_ns);
 	ln->ver ^= 1;
 	e->last_progress_ns = now;
+	e->stall_reported = 0;
 	e->wait_missing = 0;
 	if (h->next == INA_BLOCK_END) {
 		ln->done = 1;
@@ -597,6 +603,7 @@ rx_one(struct engine *e, struct ina_pkt *pkt, uint64_t now)
 		e->st.bad++;
 		return;
 	}
+	e->last_type = h.type;
 	switch (h.type) {
 	case INA_T_JOIN_ACK:
 		if (e->phase == ENGINE_JOINING) {
@@ -645,11 +652,63 @@ engine_rx(struct engine *e, struct ina_pkt **pkts, uint16_t n, uint64_t now_ns)
 	}
 }
 
+/* The first lane still waiting for a result. */
+static uint16_t
+waiting_lane(const struct engine *e)
+{
+	uint16_t lane = 0;
+
+	while (lane + 1u < e->cfg.lanes && e->lanes[lane].done)
+		lane++;
+	return lane;
+}
+
+/*
+ * A stall, described once when a quarter of the timeout has passed without
+ * progress, while the operation may still recover: what this worker waits
+ * for, and what the switch last said. ina.c logs it (engine_stall()).
+ */
+static void
+describe_stall(struct engine *e, uint64_t now)
+{
+	char said[192], ranks[160];
+	uint16_t lane = waiting_lane(e);
+	uint64_t ago = (now - e->last_heard_ns) / 1000000;
+
+	if (e->last_type == INA_T_WAIT && e->wait_missing)
+		snprintf(said, sizeof(said), "WAIT for lane %" PRIu32 " block %" PRIu32
+			 ", missing rank(s) %s, %" PRIu64 " ms ago", e->wait_lane, e->wait_block,
+			 ina_ranks_str(ranks, sizeof(ranks), e->wait_missing), ago);
+	else
+		snprintf(said, sizeof(said), "%s, %" PRIu64 " ms ago",
+			 e->last_type ? ina_wire_type_name(e->last_type) : "nothing", ago);
+	snprintf(e->stall_msg, sizeof(e->stall_msg),
+		 "job %" PRIu32 " rank %u round %" PRIu32 ": no progress for %" PRIu64
+		 " ms: lane %u waits for block %" PRIu32 " (%" PRIu64 " retransmissions so far); "
+		 "the switch last said: %s",
+		 e->cfg.job_id, e->cfg.rank, e->round, (now - e->last_progress_ns) / 1000000, lane,
+		 e->lanes[lane].block, e->st.retransmits, said);
+	e->stall_reported = 1;
+	e->stall_pending = 1;
+	e->st.stalls++;
+}
+
+const char *
+engine_stall(struct engine *e)
+{
+	if (!e->stall_pending)
+		return NULL;
+	e->stall_pending = 0;
+	return e->stall_msg;
+}
+
 static void
 check_progress(struct engine *e, uint64_t now)
 {
 	char ranks[192];
 
+	if (!e->stall_reported && now - e->last_progress_ns >= e->cfg.timeout_ns / 4)
+		describe_stall(e, now);
 	if (now - e->last_progress_ns < e->cfg.timeout_ns)
 		return;
 	/* Blame peers only while the switch still says it waits on them. */
@@ -661,10 +720,8 @@ check_progress(struct engine *e, uint64_t now)
 		     ina_ranks_str(ranks, sizeof(ranks), e->wait_missing), e->wait_lane,
 		     e->wait_block, e->round);
 	} else {
-		uint32_t lane = 0;
+		uint32_t lane = waiting_lane(e);
 
-		while (lane + 1u < e->cfg.lanes && e->lanes[lane].done)
-			lane++;
 		fail(e, INA_ENOSWITCH,
 		     "job %" PRIu32 " rank %u: the switch did not answer for %" PRIu64
 		     " ms (round %" PRIu32 ", lane %" PRIu32 " waits for block %" PRIu32 ")",

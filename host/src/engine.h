@@ -63,6 +63,8 @@ struct engine_stats {
 	uint64_t bad;				/* failed validation */
 	uint64_t saturated;			/* results flagged saturated */
 	uint64_t deferred;			/* results that came back DEFERRED */
+	uint64_t stalls;			/* operations that went a quarter of the
+						 * timeout without progress */
 };
 
 struct engine *engine_create(const struct engine_config *cfg);
@@ -113,6 +115,14 @@ int engine_phase(const struct engine *e);
 int engine_error(const struct engine *e);
 /* A sentence on the last error, naming job, rank, lane, block and round. */
 const char *engine_error_msg(const struct engine *e);
+/* Once per stall (a quarter of timeout_ns without progress in an
+ * operation): a sentence naming the job, round, the lane and block waited
+ * for, the retransmissions so far and what the switch last said (a WAIT with
+ * the ranks it waits on, a RESULT, nothing); NULL otherwise. The caller logs
+ * it. Noticed by engine_tx() (at most one retransmission timeout late: the
+ * stall is no timer of its own). Valid until the next call into the engine. */
+const char *engine_stall(struct engine *e);
+
 /* The earliest time engine_tx() has timer work to do. */
 uint64_t engine_next_deadline(const struct engine *e);
 

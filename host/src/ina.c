@@ -15,6 +15,7 @@
 #include "engine.h"
 #include "ina.h"
 #include "ina/capture.h"
+#include "ina/log.h"
 #include "ina/port.h"
 #include "ina/port_udp.h"
 #include "ina/token.h"
@@ -104,6 +105,12 @@ run_while(struct ina_ctx *ctx, int phase)
 			engine_rx(ctx->engine, pkts, nb_rx, now);
 		}
 		nb_tx = engine_tx(ctx->engine, now, pkts, INA_MAX_BURST);
+		{
+			const char *stall = engine_stall(ctx->engine);
+
+			if (stall)
+				INA_LOG(WARN, "%s", stall);
+		}
 		if (ctx->cap && nb_tx)
 			ina_capture_tx_burst(ctx->cap, pkts, nb_tx, &ctx->self,
 					     now + ctx->realtime_offset);
@@ -457,6 +464,7 @@ ina_get_stats(const struct ina_ctx *ctx, struct ina_stats *s)
 	s->data_packets = es->data_sent;
 	s->empty_packets = es->empty_sent;
 	s->retransmits = es->retransmits;
+	s->stalls = es->stalls;
 	s->waits = es->waits;
 	s->dropped = es->bad;
 	s->stale = es->stale;

@@ -1275,6 +1275,40 @@ test_engine_error_left(void **state)
 	done(t);
 }
 
+/* A stall is described once, at a quarter of the timeout: the lane and block
+ * waited for, and what the switch last said (a WAIT naming rank 2). */
+static void
+test_engine_stall_described(void **state)
+{
+	struct t *t = *state;
+	const char *m;
+
+	t->cfg.lanes = 1;
+	join_ready(t);
+	fill(in, 0, 4, 1.0f, 1.0f);
+	begin(t, in, out, 4, 4, ENGINE_SUM);
+	assert_int_equal(tx(t), 1);
+	assert_null(engine_stall(t->e));
+	rx_wait(t, 0, 0, engine_round(t->e), 0, 0x4);
+	t->now += TIMEOUT / 4 - 1;
+	tx(t);
+	assert_null(engine_stall(t->e));
+	t->now += 1;
+	tx(t);
+	m = engine_stall(t->e);
+	assert_non_null(m);
+	assert_non_null(strstr(m, "lane 0 waits for block 0"));
+	assert_non_null(strstr(m, "WAIT for lane 0 block 0, missing rank(s) 2"));
+	assert_null(engine_stall(t->e));
+	assert_int_equal(engine_stats(t->e)->stalls, 1);
+	/* Once per stall, not per timer. */
+	t->now += TIMEOUT / 4;
+	tx(t);
+	assert_null(engine_stall(t->e));
+	assert_int_equal(engine_error(t->e), 0);
+	done(t);
+}
+
 /* The switch found a rank dead: the allreduce fails with INA_EPEER and the
  * switch's sentence naming the rank; nothing is left to free on it. */
 static void
@@ -1723,6 +1757,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_engine_timeout_no_switch, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_engine_error_left, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_engine_error_peer_dead, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_engine_stall_described, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_engine_result_filter, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_engine_saturated, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_engine_nonfinite_i32, setup, teardown),
