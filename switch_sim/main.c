@@ -34,6 +34,8 @@
 
 static volatile sig_atomic_t force_quit;
 static volatile sig_atomic_t dump_stats;
+static volatile sig_atomic_t stop_requested;	/* SIGINT/SIGTERM: drain, then quit */
+static int lcores_running;			/* no drain there: quit at once */
 
 struct switch_config {
 	const char *listen;
@@ -43,6 +45,7 @@ struct switch_config {
 	int slot_elems_set;	/* --slot-elems given: never shrunk to fit the port */
 	int listen_set;		/* --listen given: only a udp port has a use for it */
 	unsigned lcores;	/* --lcores K: pipeline partitions */
+	uint64_t drain_ns;	/* --drain-ms */
 	struct pipeline_config pipe;
 };
 
@@ -73,6 +76,10 @@ usage(FILE *f)
 		"  --peer-timeout-ms MS  a rank silent this long while another waits on it\n"
 		"                        is dead: its job is aborted, the others told\n"
 		"                        (default 3000, 0 never)\n"
+		"  --drain-ms MS         on SIGTERM/SIGINT, let running jobs finish this\n"
+		"                        long, refusing new ones, then abort the rest with\n"
+		"                        an ERROR to their workers (default 2000; a second\n"
+		"                        signal quits at once)\n"
 		"  --capture FILE        write every packet received and sent to a pcap file\n"
 		"  --lcores K            run the pipeline as K partitions (lanes l %% K), one\n"
 		"                        per EAL lcore (-l), each on queue P of K of every\n"
@@ -87,7 +94,7 @@ usage(FILE *f)
 
 enum {
 	OPT_LISTEN = 256, OPT_PORT, OPT_PORT_OPTS, OPT_SLOTS, OPT_SLOT_ELEMS, OPT_MAX_JOBS,
-	OPT_LINGER, OPT_IDLE, OPT_PEER_TIMEOUT, OPT_LOG_LEVEL, OPT_CAPTURE, OPT_LCORES,
+	OPT_LINGER, OPT_IDLE, OPT_PEER_TIMEOUT, OPT_DRAIN, OPT_LOG_LEVEL, OPT_CAPTURE, OPT_LCORES,
 };
 
 static void
@@ -103,6 +110,7 @@ parse_args(int argc, char **argv, struct switch_config *c)
 		{ "linger-ms", required_argument, NULL, OPT_LINGER },
 		{ "idle-timeout-s", required_argument, NULL, OPT_IDLE },
 		{ "peer-timeout-ms", required_argument, NULL, OPT_PEER_TIMEOUT },
+		{ "drain-ms", required_argument, NULL, OPT_DRAIN },
 		{ "log-level", required_argument, NULL, OPT_LOG_LEVEL },
 		{ "capture", required_argument, NULL, OPT_CAPTURE },
 		{ "lcores", required_argument, NULL, OPT_LCORES },
@@ -116,6 +124,7 @@ parse_args(int argc, char **argv, struct switch_config *c)
 	pipeline_config_init(&c->pipe);
 	c->listen = "0.0.0.0:9150";
 	c->lcores = 1;
+	c->drain_ns = 2000 * INA_NS_PER_MS;
 	while ((o = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		switch (o) {
 		case OPT_LISTEN: c->listen = optarg; c->listen_set = 1; break;
@@ -133,6 +142,7 @@ parse_args(int argc, char **argv, struct switch_config *c)
 		case OPT_MAX_JOBS: c->pipe.max_jobs = (uint16_t)ina_cli_u64("max-jobs", optarg, 1, 4096); break;
 		case OPT_LINGER: c->pipe.linger_ns = ina_cli_u64("linger-ms", optarg, 0, 3600000) * INA_NS_PER_MS; break;
 		case OPT_IDLE: c->pipe.job_idle_ns = ina_cli_u64("idle-timeout-s", optarg, 0, 86400) * INA_NS_PER_S; break;
+		case OPT_DRAIN: c->drain_ns = ina_cli_u64("drain-ms", optarg, 0, 3600000) * INA_NS_PER_MS; break;
 		case OPT_PEER_TIMEOUT: c->pipe.peer_timeout_ns = ina_cli_u64("peer-timeout-ms", optarg, 0, 3600000) * INA_NS_PER_MS; break;
 		case OPT_LOG_LEVEL: ina_cli_log_level(optarg); break;
 		case 'h':
@@ -216,10 +226,13 @@ port_spec(const struct switch_config *c, char *spec, size_t size)
 static void
 on_signal(int sig)
 {
-	if (sig == SIGUSR1)
+	if (sig == SIGUSR1) {
 		dump_stats = 1;
-	else
-		force_quit = 1;
+	} else {
+		if (stop_requested || lcores_running)
+			force_quit = 1;
+		stop_requested = 1;
+	}
 }
 
 static void
@@ -243,6 +256,38 @@ print_stats(const struct pipeline *p, const struct ina_port *port)
 	pipeline_stats_print(p, stdout);
 	pipeline_dump(p, stdout);
 	fflush(stdout);
+}
+
+/*
+ * A graceful stop (SIGINT or SIGTERM): no new job is admitted, the jobs that
+ * run have drain_ns to finish, then every job left is aborted with an ERROR
+ * to its workers. Returns 1 when the switch may exit.
+ */
+static int
+drain(struct pipeline *p, struct ina_port *port, struct ina_capture *cap,
+      const struct ina_peer *self, uint64_t realtime_offset, uint64_t drain_ns)
+{
+	static uint64_t deadline;
+	struct ina_pkt *out[INA_MAX_BURST];
+	uint64_t now = ina_now_ns();
+	uint16_t nb;
+
+	if (!deadline) {
+		deadline = now + drain_ns;
+		pipeline_drain(p);
+		INA_LOG(INFO, "stopping: %u job(s) have %" PRIu64 " ms to finish", pipeline_nb_jobs(p),
+			(uint64_t)(drain_ns / INA_NS_PER_MS));
+	}
+	if (pipeline_nb_jobs(p) && now < deadline)
+		return 0;
+	if (pipeline_nb_jobs(p))
+		INA_LOG(WARN, "stopping: aborting %u job(s) still running", pipeline_nb_jobs(p));
+	while ((nb = pipeline_shutdown(p, out, INA_MAX_BURST)) > 0) {
+		if (cap)
+			ina_capture_tx_burst(cap, out, nb, self, now + realtime_offset);
+		ina_port_tx_burst(port, out, nb);
+	}
+	return 1;
 }
 
 int
@@ -271,6 +316,7 @@ main(int argc, char **argv)
 		if (spec_has(spec, "queue") || spec_has(spec, "queues"))
 			ina_die("--lcores %u sets queue= and queues= of the port itself: drop them "
 			    "from --port", c.lcores);
+		lcores_running = 1;
 		sigaction(SIGINT, &sa, NULL);
 		sigaction(SIGTERM, &sa, NULL);
 		sigaction(SIGUSR1, &sa, NULL);
@@ -319,6 +365,8 @@ main(int argc, char **argv)
 		uint64_t now;
 		uint16_t nb_rx = ina_port_rx_burst(port, in, INA_MAX_BURST);
 
+		if (stop_requested && drain(p, port, cap, &self, realtime_offset, c.drain_ns))
+			break;
 		now = ina_now_ns();
 		if (nb_rx) {
 			uint16_t nb_out;

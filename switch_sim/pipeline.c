@@ -98,6 +98,7 @@ struct pipeline {
 	uint32_t next_epoch;
 	uint8_t quiet;		/* a replica following partition 0: no answer,
 				 * no log (counters are restored by the caller) */
+	uint8_t draining;	/* pipeline_drain(): no new job is admitted */
 };
 
 static const char *const drop_names[PDROP_MAX] = {
@@ -322,6 +323,27 @@ answer_buf(struct pipeline *p, struct ina_pkt *in, uint32_t size)
 	return o;
 }
 
+/* Writes an ERROR of job 'job_id' with status 'code' and text 'msg' (n
+ * bytes, at most INA_ERROR_MSG_MAX) into 'o'. */
+static void
+put_error(struct ina_pkt *o, uint32_t job_id, uint64_t token, uint8_t encoding, uint16_t code,
+	  const char *msg, size_t n)
+{
+	struct ina_hdr h;
+
+	memset(&h, 0, sizeof(h));
+	h.version = INA_WIRE_VERSION;
+	h.type = INA_T_ERROR;
+	h.encoding = encoding;
+	h.job_id = job_id;
+	h.token = token;
+	h.rank = INA_RANK_SWITCH;
+	h.status = code;
+	ina_wire_encode_hdr(&h, o->data);
+	memcpy(o->data + INA_HDR_SIZE, msg, n);
+	o->len = INA_HDR_SIZE + (uint32_t)n;
+}
+
 static struct ina_pkt *
 send_error(struct pipeline *p, struct ina_pkt *in, const struct ina_hdr *rx, uint16_t code,
 	   const char *fmt, ...) __attribute__((format(printf, 5, 6)));
@@ -331,7 +353,6 @@ send_error(struct pipeline *p, struct ina_pkt *in, const struct ina_hdr *rx, uin
 	   const char *fmt, ...)
 {
 	char msg[INA_ERROR_MSG_MAX + 1];
-	struct ina_hdr h;
 	struct ina_pkt *o;
 	va_list ap;
 	int n;
@@ -350,17 +371,7 @@ send_error(struct pipeline *p, struct ina_pkt *in, const struct ina_hdr *rx, uin
 	o = answer_buf(p, in, INA_HDR_SIZE + INA_ERROR_MSG_MAX);
 	if (!o)
 		return NULL;
-	memset(&h, 0, sizeof(h));
-	h.version = INA_WIRE_VERSION;
-	h.type = INA_T_ERROR;
-	h.encoding = rx->encoding;
-	h.job_id = rx->job_id;
-	h.token = rx->token;
-	h.rank = INA_RANK_SWITCH;
-	h.status = code;
-	ina_wire_encode_hdr(&h, o->data);
-	memcpy(o->data + INA_HDR_SIZE, msg, (size_t)n);
-	o->len = INA_HDR_SIZE + (uint32_t)n;
+	put_error(o, rx->job_id, rx->token, rx->encoding, code, msg, (size_t)n);
 	INA_LOG_RL(WARN, "job %" PRIu32 " rank %u: refused: %s", rx->job_id, rx->rank, msg);
 	return o;
 }
@@ -416,6 +427,11 @@ handle_join(struct pipeline *p, struct ina_pkt *in, const struct ina_hdr *h, uin
 		int64_t base;
 		uint16_t idx;
 
+		if (p->draining) {
+			p->st.jobs_refused++;
+			return send_error(p, in, h, INA_WERR_SHUTDOWN,
+					  "job %" PRIu32 ": the switch is shutting down", h->job_id);
+		}
 		if (max_block > p->cfg.slot_elems) {
 			p->st.jobs_refused++;
 			return send_error(p, in, h, INA_WERR_UNSUPPORTED,
@@ -945,6 +961,42 @@ pipeline_tick_freed(struct pipeline *p, uint64_t now_ns, uint32_t *freed, uint16
 			job_free(p, j);
 		}
 	}
+	return nb;
+}
+
+void
+pipeline_drain(struct pipeline *p)
+{
+	p->draining = 1;
+}
+
+uint16_t
+pipeline_shutdown(struct pipeline *p, struct ina_pkt **out, uint16_t max)
+{
+	static const char msg[] = "the switch is shutting down: the job is aborted";
+	uint16_t nb = 0;
+
+	p->draining = 1;
+	for (uint16_t i = 0; i < p->cfg.max_jobs && nb < max; i++) {
+		struct job *j = &p->jobs[i];
+		uint64_t told = j->joined & ~j->finished;
+		struct ina_pkt *o;
+
+		if (!j->active)
+			continue;
+		o = told && !p->quiet ? ina_pkt_alloc(p->cfg.pool) : NULL;
+		if (o) {
+			put_error(o, j->params.job_id, j->params.token, j->params.encoding,
+				  INA_WERR_SHUTDOWN, msg, sizeof(msg) - 1);
+			/* job_free() only marks the job: 'peers' stays valid. */
+			o->dsts = j->peers;
+			o->dst_mask = told;
+			out[nb++] = o;
+		}
+		p->st.jobs_aborted++;
+		job_free(p, j);
+	}
+	p->st.tx_pkts += nb;
 	return nb;
 }
 

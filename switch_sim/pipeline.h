@@ -104,6 +104,18 @@ void pipeline_destroy(struct pipeline *p);	/* Accepts NULL. */
 uint16_t pipeline_rx_burst(struct pipeline *p, struct ina_pkt **in, uint16_t nb_in,
 			   uint64_t now_ns, struct ina_pkt **out);
 
+/*
+ * Shutting down gracefully. pipeline_drain() stops admitting jobs (a JOIN of
+ * a new job gets ERROR SHUTDOWN) while the jobs that run may finish
+ * (pipeline_nb_jobs() says how many are left). pipeline_shutdown() then
+ * aborts every job left: one ERROR SHUTDOWN fanned out to its ranks that
+ * have not finished (written to 'out', at most 'max'; the rest on another
+ * call), and frees it. 'dsts' of those packets stay valid until the next
+ * call into the pipeline.
+ */
+void pipeline_drain(struct pipeline *p);
+uint16_t pipeline_shutdown(struct pipeline *p, struct ina_pkt **out, uint16_t max);
+
 /* Advances time: frees jobs whose linger or idle time ran out. In a
  * partition other than 0, does nothing (partition 0 decides; see below). */
 void pipeline_tick(struct pipeline *p, uint64_t now_ns);

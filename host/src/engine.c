@@ -570,6 +570,7 @@ on_error(struct engine *e, const struct ina_hdr *h, const uint8_t *payload, uint
 	int n = (int)(len - INA_HDR_SIZE);
 	int err = h->status == INA_WERR_LEFT	    ? INA_ELEFT
 		  : h->status == INA_WERR_PEER_DEAD ? INA_EPEER
+		  : h->status == INA_WERR_SHUTDOWN  ? INA_ENOSWITCH
 						    : INA_EREFUSED;
 
 	if (e->phase == ENGINE_CLOSED)

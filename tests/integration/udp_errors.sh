@@ -3,7 +3,8 @@
 # Integration test: runs that cannot finish end with a clear error in bounded
 # time, never a hang: no switch at the address, a job the switch refuses, a
 # peer that never shows up, a missing token, a malformed gradient file, a
-# worker killed mid-run (and the survivors re-joining as a smaller job).
+# worker killed mid-run (and the survivors re-joining as a smaller job), a
+# switch stopped with SIGTERM while a job runs (drained, its workers told).
 # Usage: udp_errors.sh BUILD_DIR UDP_PORT
 set -euo pipefail
 build=$1 port=$2
@@ -62,7 +63,7 @@ expect bad_option 1 "density" "$host" --switch "127.0.0.1:$port" --rank 0 --worl
 # id as a world of two, under a new epoch, and finish.
 kill "$sw"; wait "$sw" 2>/dev/null || true
 "$build/switch_sim/ina-switch" --listen "127.0.0.1:$port" --peer-timeout-ms 1000 \
-    --log-level warn >"$tmp/switch2.log" 2>&1 &
+    --drain-ms 500 --log-level warn >"$tmp/switch2.log" 2>&1 &
 sw=$!
 sleep 0.2
 dead=(--job 8 --world 3 --elements 200000 --rounds 100000 --timeout-ms 10000 --quiet)
@@ -102,5 +103,41 @@ for r in 0 1; do
         echo "FAIL rejoin rank $r:"; cat "$tmp/rejoin$r.log"; fail=$((fail + 1))
     fi
 done
+
+# A graceful stop: SIGTERM while a job runs. The switch refuses new jobs,
+# gives the running one --drain-ms 500 to finish, then tells its workers,
+# which fail with the switch's sentence instead of timing out, and it exits.
+pids=()
+for r in 0 1; do
+    "$host" --switch "127.0.0.1:$port" --rank $r --job 9 --world 2 --elements 200000 \
+        --rounds 100000 --timeout-ms 10000 --quiet >"$tmp/drain$r.log" 2>&1 &
+    pids+=("$!")
+done
+sleep 1
+t0=$(date +%s%N)
+kill -TERM "$sw"
+rc=0
+timeout 10 tail --pid="$sw" -f /dev/null || rc=$?
+ms=$((($(date +%s%N) - t0) / 1000000))
+if [ $rc -eq 0 ] && [ $ms -lt 3000 ]; then
+    echo "ok   drain: the switch exited $ms ms after SIGTERM"; passed=$((passed + 1))
+else
+    echo "FAIL drain: the switch still runs $ms ms after SIGTERM"; fail=$((fail + 1))
+fi
+wait "$sw" 2>/dev/null || true
+sw=""
+for r in 0 1; do
+    rc=0
+    timeout 15 tail --pid="${pids[$r]}" -f /dev/null || true
+    wait "${pids[$r]}" && rc=0 || rc=$?
+    if [ $rc -ne 0 ] && grep -q "shutting down" "$tmp/drain$r.log"; then
+        echo "ok   drain rank $r: exit $rc: $(grep -m1 'shutting down' "$tmp/drain$r.log")"
+        passed=$((passed + 1))
+    else
+        echo "FAIL drain rank $r: exit $rc; output:"; cat "$tmp/drain$r.log"; fail=$((fail + 1))
+    fi
+done
+grep -q "aborting 1 job" "$tmp/switch2.log" ||
+    { echo "FAIL drain: the switch did not log the abort"; cat "$tmp/switch2.log"; fail=$((fail + 1)); }
 echo "$passed passed, $fail failed"
 [ $fail -eq 0 ]

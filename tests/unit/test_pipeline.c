@@ -1194,6 +1194,50 @@ test_pipeline_dead_rank(void **state)
 	done(t);
 }
 
+/*
+ * A graceful stop: once draining, a new job's JOIN is refused with ERROR
+ * SHUTDOWN while a running job still completes its blocks; the shutdown then
+ * tells every rank of what is left (one fan-out) and frees it.
+ */
+static void
+test_pipeline_drain_shutdown(void **state)
+{
+	struct t *t = *state;
+	struct tjob j = { .id = 531, .token = 0x5353, .world = 2, .lanes = 1, .max_block = 4,
+			  .enc = INA_ENC_F32 };
+	struct tjob k = { .id = 532, .token = 0x5454, .world = 2, .lanes = 1, .max_block = 4,
+			  .enc = INA_ENC_F32 };
+	struct blk b = { .tensor_id = 1, .round = 0, .tensor_len = 4, .block_size = 4 };
+	const float w[4] = { 1, 2, 3, 4 };
+	struct ina_pkt *out[4];
+	uint32_t free0;
+	struct wc_got g;
+
+	start(t);
+	free0 = pipeline_free_slots(t->p);
+	join_all(t, &j);
+	pipeline_drain(t->p);
+	assert_int_equal(send_join(t, &k, 0), 1);
+	take_one(t, &g);
+	check_error(&g, k.id, k.token, INA_WERR_SHUTDOWN);
+	assert_int_equal(push(t, &j, 0, &b, INA_BLOCK_END, w), 0);
+	assert_int_equal(push(t, &j, 1, &b, INA_BLOCK_END, w), 1);
+	take_one(t, &g);
+	check_from_switch(&g, &j, INA_T_RESULT);
+	assert_int_equal(pipeline_nb_jobs(t->p), 1);
+	assert_int_equal(pipeline_shutdown(t->p, out, 4), 1);
+	assert_int_equal(pipeline_nb_jobs(t->p), 0);
+	assert_int_equal(pipeline_free_slots(t->p), free0);
+	wc_decode(&g, out[0], NULL);
+	check_error(&g, j.id, j.token, INA_WERR_SHUTDOWN);
+	assert_true(g.fanout);
+	assert_int_equal(g.dst_mask, 0x3);
+	assert_msg_has(&g, "shutting down");
+	ina_pkt_free(out[0]);
+	assert_int_equal(pipeline_shutdown(t->p, out, 4), 0);
+	done(t);
+}
+
 static void
 test_pipeline_duplicates_wait(void **state)
 {
@@ -2159,6 +2203,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_pipeline_aggregate_i32, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_pipeline_aggregate_bf16, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_pipeline_dead_rank, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_pipeline_drain_shutdown, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_pipeline_duplicates_wait, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_pipeline_lost_result, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_pipeline_result_filter, setup, teardown),

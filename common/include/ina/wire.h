@@ -70,6 +70,8 @@ enum ina_wire_error {
 	INA_WERR_LEFT = 5,	/* another rank left the job; it is gone */
 	INA_WERR_PEER_DEAD = 6,	/* a rank the job waits on fell silent: the
 				 * round is aborted and the job is gone */
+	INA_WERR_SHUTDOWN = 7,	/* the switch is shutting down: no new job, or
+				 * the job is aborted */
 };
 
 /* The header as it lies on the wire. */
