@@ -1,0 +1,178 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A hostile sender for tests: from a plain UDP socket, sends a live switch
+ * every kind of packet it must drop without harm to the jobs it serves.
+ * Given the job id of a running job (and, to act as an on-path attacker who
+ * captured its packets, its token from $INA_JOB_TOKEN), it sends, 'count'
+ * times each: a DATA with a wrong token for that job; DATA for a job id that
+ * does not exist; truncated headers; a payload longer than the header says;
+ * a block past the tensor; an unknown version; an unknown type; a replay of
+ * a DATA of round 0 with the right token (stale by now); and a flood of
+ * JOINs for new job ids with random tokens. Prints what it sent. The test
+ * (udp_hostile.sh) then checks the switch's counters and that the job's
+ * sums stayed exact.
+ * Usage: hostile ADDR:PORT JOB_ID COUNT
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "ina/token.h"
+#include "ina/util.h"
+#include "ina/wire.h"
+
+#define PKT_MAX 2048
+
+struct target {
+	int fd;
+	struct sockaddr_in sw;
+	uint32_t job;
+	uint64_t token;		/* the job's, 0 if unknown */
+	uint64_t rng;
+	unsigned sent;
+};
+
+static void
+send_raw(struct target *t, const void *buf, size_t len)
+{
+	if (sendto(t->fd, buf, len, 0, (const struct sockaddr *)&t->sw, sizeof(t->sw)) < 0) {
+		perror("hostile: sendto");
+		exit(1);
+	}
+	t->sent++;
+	/* Do not outrun the socket buffers: these are to be counted, not lost. */
+	if (t->sent % 64 == 0)
+		usleep(1000);
+}
+
+/* A well-formed DATA header of job 'job' with token 'token', lane 0 block 0. */
+static struct ina_hdr
+data_hdr(uint32_t job, uint64_t token, uint32_t round)
+{
+	struct ina_hdr h;
+
+	memset(&h, 0, sizeof(h));
+	h.version = INA_WIRE_VERSION;
+	h.type = INA_T_DATA;
+	h.encoding = INA_ENC_F32;
+	h.job_id = job;
+	h.epoch = 1;
+	h.rank = 0;
+	h.lane = 0;
+	h.tensor_id = 0;
+	h.round = round;
+	h.tensor_len = 64;
+	h.block = 0;
+	h.next = INA_BLOCK_END;
+	h.block_size = 64;
+	h.n_elems = 64;
+	h.token = token;
+	return h;
+}
+
+static void
+send_hdr(struct target *t, const struct ina_hdr *h, size_t payload)
+{
+	uint8_t buf[PKT_MAX];
+
+	memset(buf, 0, sizeof(buf));
+	ina_wire_encode_hdr(h, buf);
+	send_raw(t, buf, INA_HDR_SIZE + payload);
+}
+
+static void
+send_join_flood(struct target *t, unsigned count)
+{
+	uint8_t buf[INA_HDR_SIZE + sizeof(struct ina_wire_join)];
+	struct ina_hdr h;
+
+	for (unsigned i = 0; i < count; i++) {
+		memset(&h, 0, sizeof(h));
+		h.version = INA_WIRE_VERSION;
+		h.type = INA_T_JOIN;
+		h.encoding = INA_ENC_F32;
+		h.job_id = 0x70000000u + (uint32_t)(ina_splitmix64(&t->rng) % 0x0fffffffu);
+		h.block_size = 64;
+		h.token = ina_splitmix64(&t->rng);
+		ina_wire_encode_hdr(&h, buf);
+		ina_wire_encode_join(2, 1, 64, buf + INA_HDR_SIZE);
+		send_raw(t, buf, sizeof(buf));
+	}
+}
+
+int
+main(int argc, char **argv)
+{
+	struct target t = { .rng = 0x5eed };
+	const char *secret = getenv("INA_JOB_TOKEN");
+	unsigned count;
+	char host[64];
+	char *colon;
+	struct ina_hdr h;
+
+	if (argc != 4 || strlen(argv[1]) >= sizeof(host)) {
+		fprintf(stderr, "usage: hostile ADDR:PORT JOB_ID COUNT\n");
+		return 2;
+	}
+	strcpy(host, argv[1]);
+	colon = strrchr(host, ':');
+	if (!colon)
+		return 2;
+	*colon = '\0';
+	t.sw.sin_family = AF_INET;
+	t.sw.sin_port = htons((uint16_t)atoi(colon + 1));
+	if (inet_pton(AF_INET, host, &t.sw.sin_addr) != 1)
+		return 2;
+	t.job = (uint32_t)strtoul(argv[2], NULL, 0);
+	count = (unsigned)strtoul(argv[3], NULL, 0);
+	t.token = secret ? ina_token_hash(secret, strlen(secret)) : 0;
+	t.fd = socket(AF_INET, SOCK_DGRAM, 0);
+	if (t.fd < 0) {
+		perror("hostile: socket");
+		return 1;
+	}
+	for (unsigned i = 0; i < count; i++) {
+		/* The job's id with a guessed token: another job's worker. */
+		h = data_hdr(t.job, t.token ^ (ina_splitmix64(&t.rng) | 1), 1);
+		send_hdr(&t, &h, 64 * 4);
+		/* A job id nobody holds. */
+		h = data_hdr(t.job + 1000 + i, t.token, 1);
+		send_hdr(&t, &h, 64 * 4);
+		/* A header whose payload is missing, and less than a header. */
+		send_hdr(&t, &h, 0);
+		{
+			uint8_t small[INA_HDR_SIZE - 1];
+
+			memset(small, 0xab, sizeof(small));
+			send_raw(&t, small, sizeof(small));
+		}
+		/* A payload longer than n_elems says. */
+		h = data_hdr(t.job, t.token, 1);
+		send_hdr(&t, &h, 64 * 4 + 100);
+		/* A block past the tensor. */
+		h = data_hdr(t.job, t.token, 1);
+		h.block = 9;
+		h.n_elems = 0;
+		send_hdr(&t, &h, 0);
+		/* An unknown version and an unknown type. */
+		h = data_hdr(t.job, t.token, 1);
+		h.version = 9;
+		send_hdr(&t, &h, 64 * 4);
+		h = data_hdr(t.job, t.token, 1);
+		h.type = 42;
+		send_hdr(&t, &h, 0);
+		/* A replay of round 0's DATA, right token and epoch: stale now. */
+		h = data_hdr(t.job, t.token, 0);
+		send_hdr(&t, &h, 64 * 4);
+	}
+	send_join_flood(&t, count);
+	close(t.fd);
+	printf("hostile: sent %u packets to %s (job %u)\n", t.sent, argv[1], t.job);
+	return 0;
+}
