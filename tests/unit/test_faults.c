@@ -5,7 +5,9 @@
  * packets, determinism from the seed (and one kind's picks unchanged when
  * another is added), reordering and delay with a bounded hold queue that is
  * released by time and drained at close, duplicates equal to their
- * original, single bit flips, and no malloc per packet.
+ * original, single bit flips, and no malloc per packet. Then through a real
+ * udp port on loopback: delayed packets come out in time, wait() wakes for
+ * them, and close frees what is still held.
  */
 #include <errno.h>
 #include <math.h>
@@ -22,6 +24,8 @@
 #include "alloc_count.h"
 #include "ina/faults.h"
 #include "ina/pkt.h"
+#include "ina/port_udp.h"
+#include "ina/util.h"
 
 #define POOL_PKTS 1024
 #define BURST 16
@@ -414,6 +418,94 @@ test_no_alloc(void **state)
 	assert_true(f.st.drop && f.st.dup && f.st.reorder && f.st.delay && f.st.corrupt);
 }
 
+static struct ina_port *
+udp_open(const char *spec)
+{
+	struct ina_port *port = NULL;
+	char err[256];
+
+	assert_int_equal(ina_port_open(spec, &port, err, sizeof(err)), 0);
+	return port;
+}
+
+/* Receives on 'b' until 'want' packets came or 2 s passed; returns how many,
+ * and the longest wait() that ended with packets due. */
+static unsigned
+udp_collect(struct ina_port *b, unsigned want, uint64_t *longest_wait)
+{
+	struct ina_pkt *pkts[INA_MAX_BURST];
+	uint64_t start = ina_now_ns();
+	unsigned got = 0;
+
+	*longest_wait = 0;
+	while (got < want && ina_now_ns() - start < 2 * INA_NS_PER_S) {
+		uint16_t nb = ina_port_rx_burst(b, pkts, INA_MAX_BURST);
+		uint64_t t;
+
+		got += nb;
+		ina_pkt_free_bulk(pkts, nb);
+		if (nb)
+			continue;
+		t = ina_now_ns();
+		b->ops->wait(b, INA_NS_PER_S);
+		t = ina_now_ns() - t;
+		if (t > *longest_wait)
+			*longest_wait = t;
+	}
+	return got;
+}
+
+/* delay_us= on a udp port: 8 packets held (hold=8), 4 pass at once; wait()
+ * wakes when the held ones are due, not at its 1 s timeout; close frees
+ * packets still held. */
+static void
+test_udp_port_delay(void **state)
+{
+	struct ina_port *a = udp_open("udp:bind=127.0.0.1:0,pkts=64");
+	struct ina_port *b = udp_open("udp:bind=127.0.0.1:0,pkts=64,delay_us=100000,hold=8");
+	struct ina_pkt *pkts[12];
+	struct ina_peer dst;
+	uint64_t t0, waited;
+	char addr[64];
+
+	(void)state;
+	assert_int_equal(ina_port_udp_local(b, addr, sizeof(addr)), 0);
+	assert_int_equal(a->ops->resolve(a, addr, &dst), 0);
+	for (int i = 0; i < 12; i++) {
+		pkts[i] = ina_pkt_alloc(a->pool);
+		assert_non_null(pkts[i]);
+		pkts[i]->len = 4;
+		memcpy(pkts[i]->data, &i, 4);
+		pkts[i]->peer = dst;
+	}
+	t0 = ina_now_ns();
+	assert_int_equal(ina_port_tx_burst(a, pkts, 12), 12);
+	assert_int_equal(udp_collect(b, 4, &waited), 4);
+	assert_int_equal(b->stats.inject_delay, 8);
+	assert_true(ina_now_ns() - t0 < 100 * INA_NS_PER_MS);
+	assert_int_equal(udp_collect(b, 8, &waited), 8);
+	assert_true(ina_now_ns() - t0 >= 100 * INA_NS_PER_MS);
+	assert_true(waited < 500 * INA_NS_PER_MS);	/* woken for them, not at 1 s */
+	assert_int_equal(b->stats.rx_pkts, 12);
+	assert_int_equal(ina_pkt_pool_avail(b->pool), 64);
+
+	/* Held at close. */
+	for (int i = 0; i < 5; i++) {
+		pkts[i] = ina_pkt_alloc(a->pool);
+		pkts[i]->len = 4;
+		pkts[i]->peer = dst;
+	}
+	assert_int_equal(ina_port_tx_burst(a, pkts, 5), 5);
+	for (int i = 0; i < 100 && b->stats.inject_delay < 13; i++) {
+		assert_int_equal(ina_port_rx_burst(b, pkts, INA_MAX_BURST), 0);
+		b->ops->wait(b, INA_NS_PER_MS);
+	}
+	assert_int_equal(b->stats.inject_delay, 13);
+	assert_int_equal(ina_pkt_pool_avail(b->pool), 64 - 5);
+	ina_port_close(b);
+	ina_port_close(a);
+}
+
 int
 main(void)
 {
@@ -426,6 +518,7 @@ main(void)
 		cmocka_unit_test(test_dup_no_room),
 		cmocka_unit_test(test_corrupt),
 		cmocka_unit_test(test_no_alloc),
+		cmocka_unit_test(test_udp_port_delay),
 	};
 
 	return cmocka_run_group_tests_name("faults", tests, setup, teardown);
