@@ -18,7 +18,10 @@
 struct ina_port;
 
 struct ina_port_stats {
-	uint64_t rx_pkts, rx_bytes, rx_bursts;	/* bursts that returned > 0 */
+	uint64_t rx_pkts, rx_bytes, rx_bursts;	/* handed to the caller (after
+						 * injected faults: duplicates
+						 * count, held ones when given);
+						 * bursts that returned > 0 */
 	uint64_t tx_pkts, tx_bytes, tx_bursts;	/* per destination sent */
 	uint64_t tx_drop;			/* could not be sent, freed */
 	uint64_t rx_drop;			/* dropped on receive (errors, no buffer) */
