@@ -463,7 +463,7 @@ test_udp_port_delay(void **state)
 {
 	struct ina_port *a = udp_open("udp:bind=127.0.0.1:0,pkts=64");
 	struct ina_port *b = udp_open("udp:bind=127.0.0.1:0,pkts=64,delay_us=100000,hold=8");
-	struct ina_pkt *pkts[12];
+	struct ina_pkt *pkts[INA_MAX_BURST];
 	struct ina_peer dst;
 	uint64_t t0, waited;
 	char addr[64];
