@@ -106,9 +106,32 @@ ina_eal_main_port_failed(const char *spec, const char *err)
 	ina_eal_main_die("cannot open port %s: %s", spec, why);
 }
 
+/* The injected faults (faults.h) of any port, and checksum drops. */
+static void
+print_faults(const struct ina_port *port, FILE *f)
+{
+	const struct ina_port_stats *ps = &port->stats;
+	const struct {
+		const char *name;
+		uint64_t v;
+	} rows[] = {
+		{ "port_inject_dup", ps->inject_dup },
+		{ "port_inject_reorder", ps->inject_reorder },
+		{ "port_inject_delay", ps->inject_delay },
+		{ "port_inject_corrupt", ps->inject_corrupt },
+		{ "port_csum_bad", ps->rx_csum_bad },
+	};
+
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++)
+		if (rows[i].v)
+			fprintf(f, "  %-24s %" PRIu64 "\n", rows[i].name, rows[i].v);
+}
+
 void
 ina_eal_main_print_port(const struct ina_port *port, FILE *f)
 {
+	if (port)
+		print_faults(port, f);
 #ifdef INA_HAVE_DPDK
 	struct ina_port_dpdk_neigh_stats st;
 	const struct {

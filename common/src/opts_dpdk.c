@@ -90,17 +90,11 @@ dpdk_option(char *opt, struct dpdk_config *cfg, char *err, size_t err_size)
 	} else if (strcmp(key, "mtu") == 0) {
 		ret = ina_parse_u64(val, DPDK_MIN_MTU, DPDK_MAX_MTU, &cfg->mtu);
 		range = " (576..9000)";
-	} else if (strcmp(key, "drop") == 0) {
-		ret = ina_parse_double(val, 0.0, 1.0, &cfg->drop);
-		if (ret == 0 && cfg->drop >= 1.0)
-			ret = -ERANGE;
-		range = " (0 <= RATE < 1)";
-	} else if (strcmp(key, "seed") == 0) {
-		ret = ina_parse_u64(val, 0, UINT64_MAX, &cfg->seed);
-	} else {
+	} else if ((ret = ina_faults_option(&cfg->faults, key, val, &range)) == 0) {
 		snprintf(err, err_size,
 			 "unknown option '%s' (known: port, ip, udp, mbufs, reserve, rxd, txd, "
-			 "queue, queues, link_wait_ms, zerocopy, offload, mtu, drop, seed)", key);
+			 "queue, queues, link_wait_ms, zerocopy, offload, mtu, " INA_FAULTS_KEYS ")",
+			 key);
 		return -EINVAL;
 	}
 	if (ret < 0) {
@@ -125,7 +119,7 @@ dpdk_config_parse(const char *args, struct dpdk_config *cfg, char *err, size_t e
 	cfg->queues = 1;
 	cfg->zerocopy = 1;
 	cfg->offload = 1;
-	cfg->seed = 1;
+	ina_faults_cfg_init(&cfg->faults);
 	cfg->mtu = DPDK_DEF_MTU;
 	copy = strdup(args);
 	if (!copy)

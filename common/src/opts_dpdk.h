@@ -9,6 +9,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "ina/faults.h"
+
 #define DPDK_DEF_MBUFS 8191
 #define DPDK_MAX_MBUFS (1u << 22)
 #define DPDK_DEF_DESC 512
@@ -21,9 +23,9 @@ struct dpdk_config {
 	uint64_t lo, hi;
 	uint32_t ip_be;
 	uint64_t udp, mbufs, reserve, rxd, txd, queue, queues, link_wait_ms;
-	uint64_t zerocopy, offload, seed, mtu;
+	uint64_t zerocopy, offload, mtu;
 	int queue_all;		/* queue=all: poll every rx queue, send on queue 0 */
-	double drop;
+	struct ina_faults_cfg faults;	/* drop=, dup=, ..., seed= (faults.h) */
 };
 
 /* Parses 'args' into 'cfg'. 0, or -EINVAL / -ENOMEM with a message in 'err'. */

@@ -2,13 +2,16 @@
 /*
  * Port specs (port.h): "TYPE[:OPTIONS]" is looked up in a table of backend
  * ops, and the backend's open parses OPTIONS. Backends live in port_*.c;
- * adding one means one line in port_types[] below.
+ * adding one means one line in port_types[] below. The receive path through
+ * the fault injector (faults.h) is here too, so that every backend shares it.
  */
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "ina/faults.h"
 #include "ina/port.h"
+#include "ina/util.h"
 
 /* Backends: udp always; others (dpdk) register themselves at start-up, so
  * that ina_common does not depend on their libraries. */
@@ -92,4 +95,54 @@ ina_port_open(const char *spec, struct ina_port **out, char *err, unsigned err_s
 				 strerror(-ret));
 	}
 	return ret;
+}
+
+void
+ina_port_faults_sync(struct ina_port *p, const struct ina_faults *f)
+{
+	p->stats.inject_drop = f->st.drop;
+	p->stats.inject_dup = f->st.dup;
+	p->stats.inject_reorder = f->st.reorder;
+	p->stats.inject_delay = f->st.delay;
+	p->stats.inject_corrupt = f->st.corrupt;
+}
+
+uint16_t
+ina_port_faults_rx(struct ina_port *p, struct ina_faults *f,
+		   uint16_t (*raw_rx)(struct ina_port *, struct ina_pkt **, uint16_t),
+		   struct ina_pkt **pkts, uint16_t n)
+{
+	uint64_t now = 0;
+	uint16_t nb = 0, got;
+
+	if (ina_faults_active(f)) {
+		now = ina_faults_timed(f) ? ina_now_ns() : 0;
+		nb = ina_faults_release(f, now, pkts, n);
+	}
+	if (nb < n) {
+		got = raw_rx(p, pkts + nb, (uint16_t)(n - nb));
+		if (ina_faults_active(f) && got)
+			got = ina_faults_rx(f, now, pkts + nb, got, (uint16_t)(n - nb));
+		nb = (uint16_t)(nb + got);
+	}
+	if (ina_faults_active(f))
+		ina_port_faults_sync(p, f);
+	for (uint16_t i = 0; i < nb; i++)
+		p->stats.rx_bytes += pkts[i]->len;
+	if (nb) {
+		p->stats.rx_pkts += nb;
+		p->stats.rx_bursts++;
+	}
+	return nb;
+}
+
+uint64_t
+ina_port_faults_wait_ns(const struct ina_faults *f, uint64_t timeout_ns)
+{
+	uint64_t next;
+
+	if (f->nb_held == 0)
+		return timeout_ns;
+	next = ina_faults_next_ns(f, ina_faults_timed(f) ? ina_now_ns() : 0);
+	return next < timeout_ns ? next : timeout_ns;
 }

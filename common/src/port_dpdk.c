@@ -7,7 +7,9 @@
  * strips. ARP and ICMP echo go to neigh_dpdk.c. A fan-out chains one small
  * header mbuf per destination to the one payload mbuf (refcnt), or copies
  * where chains are not accepted. Nothing here allocates, locks or logs per
- * packet.
+ * packet. Injected faults (faults.h) apply on rx: corrupt= flips a bit of a
+ * received datagram before its UDP checksum is verified here in software,
+ * the others act on the ina packets that passed every check.
  *
  * A peer is 14 bytes: MAC (6), IPv4 (4, network order), UDP port (2, network
  * order), index of the port's ethdev it was seen on (2).
@@ -32,6 +34,7 @@
 
 #include "ethdev_dpdk.h"
 #include "frame_dpdk.h"
+#include "ina/faults.h"
 #include "ina/log.h"
 #include "ina/port_dpdk.h"
 #include "ina/util.h"
@@ -76,8 +79,7 @@ struct dpdk_port {
 	int need_psum;			/* some ethdev sums in software */
 	uint32_t ip_be;
 	uint16_t udp_be;
-	double drop;			/* injected loss rate, 0 = none */
-	uint64_t rng;			/* splitmix64 state for 'drop' */
+	struct ina_faults faults;	/* injected faults (tests), off by default */
 	uint64_t link_next, link_period;	/* tsc */
 	uint8_t link_up[DPDK_MAX_ETH];
 	struct frame_end self[DPDK_MAX_ETH];
@@ -374,6 +376,23 @@ dpdk_rx_flag_good(const struct dpdk_port *dp, uint16_t e, const struct rte_mbuf 
 	return dp->set->rx_csum[e] && (m->ol_flags & mask) == good;
 }
 
+/*
+ * corrupt=: flips one bit of the ina packet in a UDP datagram for us, as a
+ * wire would, before its checksum is verified (in software: 1 makes the
+ * caller ignore the NIC's verdict, which was about the bits before). Not on
+ * ethdevs that accept a partial checksum from a local kernel (af_packet,
+ * af_xdp, tap), nor on a datagram without a checksum (0): a corrupted frame
+ * could pass there.
+ */
+static inline int
+dpdk_rx_corrupt(struct dpdk_port *dp, uint16_t e, const struct rte_udp_hdr *udp,
+		uint32_t udp_len)
+{
+	if (!ina_faults_active(&dp->faults) || dp->set->kernel_peer[e] || udp->dgram_cksum == 0)
+		return 0;
+	return ina_faults_corrupt(&dp->faults, (uint8_t *)(uintptr_t)(udp + 1), udp_len - 8);
+}
+
 /* An IPv4 frame: a UDP datagram for us becomes 'pkt' (returns 1); ICMP goes
  * to neigh; the rest is dropped and counted (returns 0, 'm' consumed). */
 static int
@@ -416,19 +435,17 @@ dpdk_rx_ipv4(struct dpdk_port *dp, uint16_t e, struct rte_mbuf *m)
 		goto malformed;
 	if (udp->dst_port != dp->udp_be)
 		goto not_ours;
-	if (!dpdk_rx_flag_good(dp, e, m, RTE_MBUF_F_RX_L4_CKSUM_MASK,
+	if (dpdk_rx_corrupt(dp, e, udp, udp_len) ||
+	    !dpdk_rx_flag_good(dp, e, m, RTE_MBUF_F_RX_L4_CKSUM_MASK,
 			       RTE_MBUF_F_RX_L4_CKSUM_GOOD)) {
 		r = frame_udp_ok((const uint8_t *)ip, (uint32_t)hlen, udp_len,
 				 dp->set->kernel_peer[e]);
-		if (r == 0)
+		if (r == 0) {
+			dp->port.stats.rx_csum_bad++;
 			goto malformed;
+		}
 		if (r == 2)
 			dp->neigh.st.csum_partial++;
-	}
-	if (dp->drop > 0 && (double)(ina_splitmix64(&dp->rng) >> 11) * 0x1.0p-53 < dp->drop) {
-		dp->port.stats.inject_drop++;
-		rte_pktmbuf_free(m);
-		return 0;
 	}
 
 	pkt = mbuf_pkt(m);
@@ -501,8 +518,9 @@ drop:
 	return 0;
 }
 
+/* Receives without faults but corrupt=; ina_port_faults_rx() counts. */
 static uint16_t
-dpdk_rx_burst(struct ina_port *port, struct ina_pkt **pkts, uint16_t n)
+dpdk_rx_raw(struct ina_port *port, struct ina_pkt **pkts, uint16_t n)
 {
 	struct dpdk_port *dp = dpdk_of(port);
 	struct rte_mbuf *mbufs[INA_MAX_BURST];
@@ -524,19 +542,19 @@ dpdk_rx_burst(struct ina_port *port, struct ina_pkt **pkts, uint16_t n)
 			continue;
 		got = rte_eth_rx_burst(dp->set->cfg.ids[e], (uint16_t)(dp->queue + s % dp->nb_rxq),
 				       mbufs, (uint16_t)(n - nb));
-		for (uint16_t i = 0; i < got; i++) {
-			if (dpdk_rx_one(dp, e, mbufs[i], &pkts[nb])) {
-				port->stats.rx_bytes += pkts[nb]->len;
-				nb++;
-			}
-		}
+		for (uint16_t i = 0; i < got; i++)
+			nb = (uint16_t)(nb + dpdk_rx_one(dp, e, mbufs[i], &pkts[nb]));
 	}
 	dpdk_tx_flush_all(dp);	/* ARP and ping replies */
-	if (nb) {
-		port->stats.rx_pkts += nb;
-		port->stats.rx_bursts++;
-	}
 	return nb;
+}
+
+static uint16_t
+dpdk_rx_burst(struct ina_port *port, struct ina_pkt **pkts, uint16_t n)
+{
+	if (n > INA_MAX_BURST)
+		n = INA_MAX_BURST;
+	return ina_port_faults_rx(port, &dpdk_of(port)->faults, dpdk_rx_raw, pkts, n);
 }
 
 /* ---- tx ---- */
@@ -720,7 +738,7 @@ dpdk_wait(struct ina_port *port, uint64_t timeout_ns)
 {
 	struct timespec ts;
 
-	(void)port;
+	timeout_ns = ina_port_faults_wait_ns(&dpdk_of(port)->faults, timeout_ns);
 	if (!timeout_ns)
 		return;
 	if (timeout_ns > DPDK_WAIT_MAX_NS)
@@ -869,6 +887,7 @@ dpdk_close(struct ina_port *port)
 	if (!port)
 		return;
 	dp = dpdk_of(port);
+	ina_faults_flush(&dp->faults);	/* before the pools go */
 	dpdk_tx_flush_all(dp);
 	for (uint16_t q = dp->nb_rxq; q-- > 0;)	/* the last one releases the set */
 		dpdk_set_close(dp->set, (uint16_t)(dp->queue + q));
@@ -953,8 +972,7 @@ dpdk_open_cfg(const struct dpdk_config *cfg, struct ina_port **out)
 	dp->nb_eth = sc.nb;
 	dp->ip_be = cfg->ip_be;
 	dp->udp_be = rte_cpu_to_be_16((uint16_t)cfg->udp);
-	dp->drop = cfg->drop;
-	dp->rng = cfg->seed;
+	ina_faults_init(&dp->faults, &cfg->faults);
 	dp->pool.mp = dp->set->pools[dp->queue];
 	dp->hdr_mp = dp->set->hdr_pools[dp->queue];
 	dp->pool.pool.ops = &dpdk_pool_ops;

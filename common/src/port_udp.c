@@ -8,9 +8,13 @@
  *
  * Options, comma-separated: bind=ADDR:PORT (default 0.0.0.0:0), mtu=BYTES
  * (largest packet, 128..65507, default 9000), pkts=N (pool size, default
- * 4096), rcvbuf=BYTES and sndbuf=BYTES (default 8 MiB), drop=RATE and seed=N
- * (test-only loss injection on rx and tx, default 0 and 1), busy=0|1 (wait()
- * returns at once).
+ * 4096), rcvbuf=BYTES and sndbuf=BYTES (default 8 MiB), busy=0|1 (wait()
+ * returns at once), and the fault injector's options (faults.h, tests and
+ * demos): drop=RATE drops on rx and on tx; dup=, reorder=, reorder_gap=,
+ * delay=, delay_us=, hold= apply on rx; seed=N. corrupt= is refused: the
+ * kernel verifies the UDP checksum and drops a corrupted datagram before ina
+ * sees it, and flipping bits after that would be caught by nothing, so
+ * corruption is injected where ina verifies the checksum (dpdk ports).
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -25,6 +29,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "ina/faults.h"
 #include "ina/log.h"
 #include "ina/port_udp.h"
 #include "ina/util.h"
@@ -47,8 +52,7 @@ struct udp_config {
 	uint64_t mtu;
 	uint64_t nb_pkts;
 	uint64_t rcvbuf, sndbuf;
-	double drop;
-	uint64_t seed;
+	struct ina_faults_cfg faults;
 	uint64_t busy;
 };
 
@@ -56,8 +60,7 @@ struct udp_port {
 	struct ina_port port;		/* first: the handle callers hold */
 	int fd;
 	int busy;			/* wait() returns at once */
-	double drop;			/* injected loss rate, 0 = none */
-	uint64_t rng;			/* splitmix64 state for 'drop' */
+	struct ina_faults faults;	/* injected faults (tests), off by default */
 	char name[32];			/* bound "A.B.C.D:PORT", for logs */
 
 	/* rx: one message per buffer of a burst. */
@@ -85,15 +88,6 @@ static inline struct udp_port *
 udp_of(struct ina_port *port)
 {
 	return (struct udp_port *)(void *)port;
-}
-
-/* 1 if the next packet is to be dropped on purpose (drop=RATE). */
-static inline int
-udp_inject_drop(struct udp_port *up)
-{
-	if (up->drop <= 0)
-		return 0;
-	return (double)(ina_splitmix64(&up->rng) >> 11) * 0x1.0p-53 < up->drop;
 }
 
 static int
@@ -191,8 +185,7 @@ udp_config_init(struct udp_config *cfg)
 	cfg->nb_pkts = UDP_DEF_PKTS;
 	cfg->rcvbuf = UDP_DEF_SOCKBUF;
 	cfg->sndbuf = UDP_DEF_SOCKBUF;
-	cfg->drop = 0;
-	cfg->seed = 1;
+	ina_faults_cfg_init(&cfg->faults);
 	cfg->busy = 0;
 }
 
@@ -226,19 +219,17 @@ udp_option(const char *args, char *opt, struct udp_config *cfg)
 	} else if (strcmp(key, "sndbuf") == 0) {
 		ret = ina_parse_u64(val, UDP_MIN_SOCKBUF, UDP_MAX_SOCKBUF, &cfg->sndbuf);
 		range = " (4096..536870912)";
-	} else if (strcmp(key, "drop") == 0) {
-		ret = ina_parse_double(val, 0.0, 1.0, &cfg->drop);
-		if (ret == 0 && cfg->drop >= 1.0)
-			ret = -ERANGE;
-		range = " (0 <= RATE < 1)";
-	} else if (strcmp(key, "seed") == 0) {
-		ret = ina_parse_u64(val, 0, UINT64_MAX, &cfg->seed);
+	} else if (strcmp(key, "corrupt") == 0) {
+		INA_LOG(ERR, "udp port '%s': corrupt= is for ports that verify checksums "
+			"themselves (dpdk): the kernel drops a corrupted UDP datagram "
+			"before ina sees it", args);
+		return -EINVAL;
 	} else if (strcmp(key, "busy") == 0) {
 		ret = ina_parse_u64(val, 0, 1, &cfg->busy);
 		range = " (0 or 1)";
-	} else {
+	} else if ((ret = ina_faults_option(&cfg->faults, key, val, &range)) == 0) {
 		INA_LOG(ERR, "udp port '%s': unknown option '%s' (known: bind, mtu, pkts, "
-			"rcvbuf, sndbuf, drop, seed, busy)", args, key);
+			"rcvbuf, sndbuf, busy, " INA_FAULTS_KEYS ")", args, key);
 		return -EINVAL;
 	}
 	if (ret < 0) {
@@ -296,6 +287,7 @@ udp_close(struct ina_port *port)
 	if (!port)
 		return;
 	up = udp_of(port);
+	ina_faults_flush(&up->faults);
 	if (up->fd >= 0)
 		close(up->fd);
 	ina_pkt_pool_destroy(port->pool);
@@ -326,8 +318,7 @@ udp_open(struct ina_port **out, const char *args)
 	up->port.ops = &ina_port_udp_ops;
 	up->port.max_pkt = (uint32_t)cfg.mtu;
 	up->busy = (int)cfg.busy;
-	up->drop = cfg.drop;
-	up->rng = cfg.seed;
+	ina_faults_init(&up->faults, &cfg.faults);
 	sin_str(&cfg.bind, up->name, sizeof(up->name));
 
 	up->port.pool = ina_pkt_pool_create((unsigned)cfg.nb_pkts, (uint32_t)cfg.mtu);
@@ -358,7 +349,7 @@ udp_open(struct ina_port **out, const char *args)
 		up->rx_msgs[i].msg_hdr.msg_iovlen = 1;
 	}
 	INA_LOG(DEBUG, "udp port %s: open, mtu %u, %u packets, drop %g", up->name,
-		(unsigned)cfg.mtu, (unsigned)cfg.nb_pkts, cfg.drop);
+		(unsigned)cfg.mtu, (unsigned)cfg.nb_pkts, cfg.faults.rate[INA_FAULT_DROP]);
 	*out = &up->port;
 	return 0;
 
@@ -367,8 +358,9 @@ err:
 	return ret;
 }
 
+/* Receives without faults; ina_port_faults_rx() counts what the caller gets. */
 static uint16_t
-udp_rx_burst(struct ina_port *port, struct ina_pkt **pkts, uint16_t n)
+udp_rx_raw(struct ina_port *port, struct ina_pkt **pkts, uint16_t n)
 {
 	struct udp_port *up = udp_of(port);
 	struct ina_pkt_pool *pool = port->pool;
@@ -419,25 +411,23 @@ udp_rx_burst(struct ina_port *port, struct ina_pkt **pkts, uint16_t n)
 			drops[nb_drops++] = p;
 			continue;
 		}
-		if (udp_inject_drop(up)) {
-			port->stats.inject_drop++;
-			drops[nb_drops++] = p;
-			continue;
-		}
 		p->len = up->rx_msgs[i].msg_len;
 		peer_set(&p->peer, &up->rx_names[i]);
-		port->stats.rx_bytes += p->len;
 		pkts[nb_rx++] = p;
 	}
 	for (; i < got; i++)
 		drops[nb_drops++] = pkts[i];
 	if (nb_drops)
 		pool->ops->put(pool, drops, nb_drops);
-	if (nb_rx) {
-		port->stats.rx_pkts += nb_rx;
-		port->stats.rx_bursts++;
-	}
 	return (uint16_t)nb_rx;
+}
+
+static uint16_t
+udp_rx_burst(struct ina_port *port, struct ina_pkt **pkts, uint16_t n)
+{
+	if (n > INA_MAX_BURST)
+		n = INA_MAX_BURST;
+	return ina_port_faults_rx(port, &udp_of(port)->faults, udp_rx_raw, pkts, n);
 }
 
 /* Waits a little after sendmmsg found no room. */
@@ -519,8 +509,8 @@ udp_tx_add(struct udp_port *up, unsigned b, const struct ina_peer *peer)
 		up->tx_failed[b] = 1;
 		return;
 	}
-	if (udp_inject_drop(up)) {
-		up->port.stats.inject_drop++;
+	if (ina_faults_drop(&up->faults)) {
+		up->port.stats.inject_drop = up->faults.st.drop;
 		return;
 	}
 	m = up->tx_nb_msgs++;
@@ -581,6 +571,7 @@ udp_wait(struct ina_port *port, uint64_t timeout_ns)
 	struct pollfd pfd = { .fd = up->fd, .events = POLLIN };
 	struct timespec ts;
 
+	timeout_ns = ina_port_faults_wait_ns(&up->faults, timeout_ns);
 	if (up->busy || timeout_ns == 0)
 		return;
 	ts.tv_sec = (time_t)(timeout_ns / INA_NS_PER_S);

@@ -128,6 +128,12 @@ struct ina_stats {
 	uint64_t tx_bursts;		/* port bursts that sent something */
 	uint64_t rx_bursts;		/* port bursts that received something */
 	uint64_t inject_drop;		/* packets the port dropped on purpose */
+	uint64_t inject_dup;		/* ... duplicated, reordered, delayed and */
+	uint64_t inject_reorder;	/* corrupted on purpose (port options dup=, */
+	uint64_t inject_delay;		/* reorder=, delay=, corrupt=) */
+	uint64_t inject_corrupt;
+	uint64_t csum_drops;		/* received packets that failed the UDP
+					 * checksum ina verifies (dpdk), dropped */
 	/* The sparsifier, over the allreduces of sparsified tensors. */
 	uint64_t sparse_rounds;		/* sparsified allreduces */
 	uint64_t sparse_blocks;		/* their blocks, summed over rounds */

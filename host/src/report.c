@@ -60,6 +60,12 @@ report_write(const char *path, const struct report *r)
 	}
 	if (r->density >= 0)
 		json_object_set_new(root, "density", json_real(r->density));
+	json_object_set_new(root, "injected_dups", json_integer((json_int_t)s->inject_dup));
+	json_object_set_new(root, "injected_reorders", json_integer((json_int_t)s->inject_reorder));
+	json_object_set_new(root, "injected_delays", json_integer((json_int_t)s->inject_delay));
+	json_object_set_new(root, "injected_corruptions",
+			    json_integer((json_int_t)s->inject_corrupt));
+	json_object_set_new(root, "checksum_drops", json_integer((json_int_t)s->csum_drops));
 	json_object_set_new(root, "port", json_string(r->port ? r->port : ""));
 	json_object_set_new(root, "sparsifier", json_string(r->sparsifier ? r->sparsifier : "off"));
 	json_object_set_new(root, "density_sent",

@@ -8,6 +8,9 @@
 # cannot pass on UDP. DROP_RATE > 0 injects loss in every port (drop=RATE).
 # Exits 77 (skip) with the reason when DPDK cannot run here at all, unless
 # INA_REQUIRE_DPDK=1 (CI), which turns that into a failure.
+# FAULTS=OPTS adds fault options (faults.h, e.g. corrupt=0.02 or
+# dup=0.05,reorder=0.05) to every port; with corrupt= the switch must have
+# dropped corrupted frames on their UDP checksum (port_csum_bad > 0).
 # With CAPTURE_DIR set, the switch and every host also write captures there
 # (switch.pcap, h0.pcap, ...), for dpdk_capture.sh.
 # LCORES=K > 1: the switch runs on lcores 0-1 with --lcores K (K partitions,
@@ -54,6 +57,7 @@ probe_eal "$build/switch_sim/ina-switch" "$tag-probe" "${eal[@]}"
 export INA_JOB_TOKEN="dpdk-memif-$$"
 opts="" vopts=""
 [ "$drop" != 0 ] && opts=",drop=$drop,seed=7"
+[ -n "${FAULTS:-}" ] && opts+=",$FAULTS"
 if [ -n "${MTU:-}" ]; then
     # Without bsize= the switch must refuse jumbo frames, naming bsize=.
     rm -f "$sock"
@@ -122,7 +126,9 @@ stats=$(awk '/ina-switch stats/ { n++ } n == 2' "$tmp/switch.log")
 counter() { echo "$stats" | awk -v k="$1" '$1 == k { v = $2 } END { print v + 0 }'; }
 if [ $fail -eq 0 ]; then
     sent=$(jq -s '[.[].packets_sent] | add' "$tmp"/r*.json)
-    got=$(counter port_rx_pkts) junk=$(($(counter port_not_ip) + $(counter port_malformed)))
+    # Frames dropped on their checksum (corrupt=) are malformed, not junk.
+    got=$(counter port_rx_pkts)
+    junk=$(($(counter port_not_ip) + $(counter port_malformed) - $(counter port_csum_bad)))
     if [ "$lcores" -gt 1 ]; then
         got=$(echo "$stats" | sed -nE 's/^  partition 0 lcore.*port rx ([0-9]+) .*/\1/p' | tail -1)
         got=${got:-0}
@@ -131,6 +137,17 @@ if [ $fail -eq 0 ]; then
     if [ "$got" -gt $((2 * sent + 64)) ] || [ "$junk" -gt 0 ]; then
         echo "packet storm: want at most $((2 * sent + 64)) received and no junk frames"; fail=1
     fi
+fi
+for kv in ${FAULTS//,/ }; do
+    k=${kv%%=*}
+    case $k in dup | reorder | delay) ;; *) continue ;; esac
+    [ "$(counter "port_inject_$k")" -gt 0 ] || { echo "$kv: the switch injected no $k"; fail=1; }
+done
+if [[ ",${FAULTS:-}" == *,corrupt=* ]] && [ $fail -eq 0 ]; then
+    bad=$(counter port_csum_bad) flipped=$(counter port_inject_corrupt)
+    echo "the switch flipped bits in $flipped frames and dropped $bad on their UDP checksum"
+    [ "$bad" -gt 0 ] && [ "$bad" -eq "$flipped" ] ||
+        { echo "corrupt=: want port_csum_bad > 0 and equal to port_inject_corrupt"; fail=1; }
 fi
 if [ "$lcores" -gt 1 ] && [ $fail -eq 0 ]; then
     # The final counters (after the SIGUSR1 snapshot): one line per partition,

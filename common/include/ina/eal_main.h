@@ -53,8 +53,10 @@ void ina_eal_main_port_failed(const char *spec, const char *err)
 struct ina_port;
 /*
  * Prints the counters a port keeps besides struct ina_port_stats, one
- * "  name value" line each, nonzero ones only: for a dpdk port its ARP, ICMP
- * and rx classification counters. Nothing for other ports.
+ * "  name value" line each, nonzero ones only: for any port the faults
+ * injected besides drops (port_inject_dup, _reorder, _delay, _corrupt) and
+ * port_csum_bad; for a dpdk port also its ARP, ICMP and rx classification
+ * counters.
  */
 void ina_eal_main_print_port(const struct ina_port *port, FILE *f);
 

@@ -18,11 +18,21 @@
 struct ina_port;
 
 struct ina_port_stats {
-	uint64_t rx_pkts, rx_bytes, rx_bursts;	/* bursts that returned > 0 */
+	uint64_t rx_pkts, rx_bytes, rx_bursts;	/* handed to the caller (after
+						 * injected faults: duplicates
+						 * count, held ones when given);
+						 * bursts that returned > 0 */
 	uint64_t tx_pkts, tx_bytes, tx_bursts;	/* per destination sent */
 	uint64_t tx_drop;			/* could not be sent, freed */
 	uint64_t rx_drop;			/* dropped on receive (errors, no buffer) */
 	uint64_t inject_drop;			/* dropped on purpose (drop=RATE) */
+	/* The other faults injected on purpose (faults.h). */
+	uint64_t inject_dup;			/* received packets delivered twice */
+	uint64_t inject_reorder;		/* held back behind later ones */
+	uint64_t inject_delay;			/* held for delay_us */
+	uint64_t inject_corrupt;		/* bits flipped before a checksum check */
+	uint64_t rx_csum_bad;			/* failed the UDP checksum ina verifies
+						 * (dpdk), dropped; in rx_drop too */
 };
 
 struct ina_port_ops {
@@ -93,6 +103,21 @@ ina_port_close(struct ina_port *p)
 }
 
 extern const struct ina_port_ops ina_port_udp_ops;
+
+struct ina_faults;
+/*
+ * For backends: receives through the fault injector 'f' (faults.h). Gives
+ * out the held packets now due, then what 'raw_rx' receives with faults
+ * applied, and counts rx_pkts, rx_bytes and rx_bursts over what the caller
+ * gets ('raw_rx' counts none of them) and the injected faults.
+ */
+uint16_t ina_port_faults_rx(struct ina_port *p, struct ina_faults *f,
+			    uint16_t (*raw_rx)(struct ina_port *, struct ina_pkt **, uint16_t),
+			    struct ina_pkt **pkts, uint16_t n);
+/* Copies the injector's counters into the port's stats. */
+void ina_port_faults_sync(struct ina_port *p, const struct ina_faults *f);
+/* Caps a wait of 'timeout_ns' by when the next held packet is due. */
+uint64_t ina_port_faults_wait_ns(const struct ina_faults *f, uint64_t timeout_ns);
 
 /* Makes a backend known to ina_port_open() by its type name (udp is always
  * known). 0, -EEXIST for another backend of that name, or -ENOSPC. */

@@ -42,6 +42,14 @@
  *                      fails otherwise (memif corrupts its ring when a frame
  *                      spans several of its buffers), and mbufs grow to bsize
  *   drop=RATE,seed=N   drop received ina packets on purpose (tests) [0, 1]
+ *   dup=, reorder=, reorder_gap=, delay=, delay_us=, hold=
+ *                      duplicate, reorder, delay received ina packets on
+ *                      purpose (tests; faults.h)
+ *   corrupt=RATE       flip one bit of a received ina packet before its UDP
+ *                      checksum is verified in software: the packet is
+ *                      dropped and counted (rx_csum_bad), as a wire error
+ *                      would be; not on af_packet/af_xdp/tap (partial
+ *                      checksums from a local kernel are accepted there)
  *
  * Peers: "IP:PORT" (the MAC is found by ARP: 5 requests 250 ms apart, else
  * -EHOSTUNREACH) or "MAC@IP:PORT", e.g. "02:00:00:00:00:02@10.0.0.2:9150".
@@ -99,7 +107,9 @@ struct ina_port_dpdk_neigh_stats {
 	uint64_t icmp_echo;		/* echo requests answered */
 	uint64_t not_ip;		/* neither IPv4 nor ARP (in rx_drop too) */
 	uint64_t not_ours;		/* IPv4 not for our IP/UDP port (in rx_drop) */
-	uint64_t malformed;		/* bad IPv4, UDP, ARP or ICMP (in rx_drop) */
+	uint64_t malformed;		/* bad IPv4, UDP, ARP or ICMP (in rx_drop); UDP
+					 * checksum failures are also in the port's
+					 * stats.rx_csum_bad */
 	uint64_t link_down;		/* link state changes to down seen */
 	uint64_t csum_partial;		/* UDP checksums left partial by the local
 					 * kernel (af_packet/af_xdp/tap), accepted */
