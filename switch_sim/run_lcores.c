@@ -31,7 +31,11 @@ static void
 print_ports(struct ina_port *const *ports, uint16_t k, FILE *f)
 {
 	struct ina_port_dpdk_neigh_stats sum, st;
-	uint64_t inject = 0;
+	static const char *const inject_names[] = {
+		"port_inject_drop", "port_inject_dup", "port_inject_reorder",
+		"port_inject_delay", "port_inject_corrupt", "port_csum_bad",
+	};
+	uint64_t inject[6] = { 0 };
 	const struct {
 		const char *name;
 		size_t off;
@@ -52,11 +56,17 @@ print_ports(struct ina_port *const *ports, uint16_t k, FILE *f)
 		for (size_t r = 0; r < sizeof(rows) / sizeof(rows[0]); r++)
 			*(uint64_t *)(void *)((char *)&sum + rows[r].off) +=
 				*(const uint64_t *)(const void *)((const char *)&st + rows[r].off);
-		inject += ports[p]->stats.inject_drop;
+		inject[0] += ports[p]->stats.inject_drop;
+		inject[1] += ports[p]->stats.inject_dup;
+		inject[2] += ports[p]->stats.inject_reorder;
+		inject[3] += ports[p]->stats.inject_delay;
+		inject[4] += ports[p]->stats.inject_corrupt;
+		inject[5] += ports[p]->stats.rx_csum_bad;
 	}
 	fprintf(f, "  %-24s %s, %u partitions\n", "transport", ports[0]->ops->type, k);
-	if (inject)
-		fprintf(f, "  %-24s %" PRIu64 "\n", "port_inject_drop", inject);
+	for (size_t i = 0; i < sizeof(inject) / sizeof(inject[0]); i++)
+		if (inject[i])
+			fprintf(f, "  %-24s %" PRIu64 "\n", inject_names[i], inject[i]);
 	for (size_t r = 0; r < sizeof(rows) / sizeof(rows[0]); r++) {
 		uint64_t v = *(const uint64_t *)(const void *)((const char *)&sum + rows[r].off);
 

@@ -471,6 +471,11 @@ ina_get_stats(const struct ina_ctx *ctx, struct ina_stats *s)
 	s->tx_bursts = ps->tx_bursts;
 	s->rx_bursts = ps->rx_bursts;
 	s->inject_drop = ps->inject_drop;
+	s->inject_dup = ps->inject_dup;
+	s->inject_reorder = ps->inject_reorder;
+	s->inject_delay = ps->inject_delay;
+	s->inject_corrupt = ps->inject_corrupt;
+	s->csum_drops = ps->rx_csum_bad;
 	s->sparse_rounds = ctx->sp.rounds;
 	s->sparse_blocks = ctx->sp.blocks;
 	s->sparse_blocks_sent = ctx->sp.blocks_sent;
