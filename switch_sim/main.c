@@ -75,7 +75,7 @@ usage(FILE *f)
 		"  --idle-timeout-s S    free a job silent this long, 0 never (default 300)\n"
 		"  --peer-timeout-ms MS  a rank silent this long while another waits on it\n"
 		"                        is dead: its job is aborted, the others told\n"
-		"                        (default 3000, 0 never)\n"
+		"                        (default 8000: under the hosts' 10 s timeout; 0 never)\n"
 		"  --drain-ms MS         on SIGTERM/SIGINT, let running jobs finish this\n"
 		"                        long, refusing new ones, then abort the rest with\n"
 		"                        an ERROR to their workers (default 2000; a second\n"

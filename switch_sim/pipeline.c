@@ -130,7 +130,7 @@ pipeline_config_init(struct pipeline_config *cfg)
 	cfg->linger_ns = 1000000000ull;
 	cfg->wait_interval_ns = 1000000ull;
 	cfg->job_idle_ns = 300ull * 1000000000ull;
-	cfg->peer_timeout_ns = 3ull * 1000000000ull;
+	cfg->peer_timeout_ns = 8ull * 1000000000ull;
 	cfg->part_index = 0;
 	cfg->part_count = 1;
 }

@@ -50,7 +50,7 @@ struct pipeline_config {
 };
 
 /* Defaults: 1024 slots of 2048 elements, 64 jobs, 1 s linger, 1 ms WAIT
- * interval, 300 s idle timeout, 3 s peer timeout, one partition. 'pool' must
+ * interval, 300 s idle timeout, 8 s peer timeout, one partition. 'pool' must
  * still be set. */
 void pipeline_config_init(struct pipeline_config *cfg);
 

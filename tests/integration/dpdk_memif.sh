@@ -138,7 +138,7 @@ if [ $fail -eq 0 ]; then
         echo "packet storm: want at most $((2 * sent + 64)) received and no junk frames"; fail=1
     fi
 fi
-for kv in ${FAULTS//,/ }; do
+for kv in ${FAULTS:+${FAULTS//,/ }}; do
     k=${kv%%=*}
     case $k in dup | reorder | delay) ;; *) continue ;; esac
     [ "$(counter "port_inject_$k")" -gt 0 ] || { echo "$kv: the switch injected no $k"; fail=1; }
