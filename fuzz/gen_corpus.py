@@ -125,5 +125,46 @@ def pipeline():
     write("fuzz_pipeline", "partitions_refusals", s)
 
 
+def engine():
+    def cfg(world, rank, lanes, max_block, enc, n, bs, elems):
+        out = bytes([world - 1, rank, lanes - 1, max_block - 1, enc - 1, 9, 99])
+        out += struct.pack(">H", n - 1) + bytes([bs - 1, len(elems)])
+        for at, v in elems:
+            out += struct.pack(">Hf", at, v)
+        return out
+
+    tx, join_ack, fin_ack = b"\x00\x0f", b"\x03\x00", b"\x08"
+
+    def result(lane, sel, payload=b"", op=0x04, extra=b""):
+        return bytes([op, lane, sel]) + extra + payload
+
+    elems = [(0, 1.0), (5, 2.0), (9, -3.0), (13, 4.0)]
+    # f32, world 2, 2 lanes, B 4, 16 elements: the whole allreduce, then FIN.
+    s = cfg(2, 0, 2, 4, F32, 16, 4, elems) + tx + join_ack + b"\x0b\x05" + tx
+    s += result(0, 0x00, f32s([1, 2, 3, 4])) + result(1, 0x00, f32s([5, 6, 7, 8])) + tx
+    s += result(0, 0x01, f32s([1, 1, 1, 1])) + result(1, 0x01, f32s([2, 2, 2, 2])) + tx
+    s += b"\x0c" + tx + fin_ack
+    write("fuzz_engine", "f32_allreduce", s)
+
+    # i32 with a result filter: openers, a WAIT, a DEFERRED result, a
+    # saturated one, a timeout, then an ERROR.
+    s = cfg(3, 1, 2, 8, I32, 20, 8, elems) + tx + join_ack + b"\x1b\x10\x02" + tx
+    s += result(0, 0x00, extra=b"\x00\x03") + result(1, 0x00, extra=b"\x00\x02") + tx
+    s += bytes([0x84, 0, 0x01]) + struct.pack(">Q", 0b100)
+    s += result(0, 0x31) + result(1, 0x05, struct.pack(">8i", *range(8))) + tx
+    s += b"\x0f" + tx + bytes([0x07, 12, 3]) + b"job 7: bad"
+    write("fuzz_engine", "i32_filter_wait_error", s)
+
+    # bf16, one lane, a retransmission after the deadline, a stale result of
+    # another version, a raw packet, and LEAVE.
+    s = cfg(1, 0, 1, 4, BF16, 6, 3, [(2, 0.5), (4, -1.5)]) + tx + join_ack + b"\x2b\x01" + tx
+    s += b"\x0f" + tx + result(0, 0x08, bytes(6)) + result(0, 0x00, bytes([0x3f, 0x80] * 3))
+    raw = hdr(RESULT, enc=BF16, rank=SWITCH, job=7, token=0x0123456789abcdef, tlen=6,
+              block=1, nxt=END, bs=3, n=3) + bytes(6)
+    s += b"\x09" + struct.pack(">H", len(raw)) + raw + tx + b"\x0d" + tx
+    write("fuzz_engine", "bf16_retx_leave", s)
+
+
 wire()
 pipeline()
+engine()
