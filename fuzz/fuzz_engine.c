@@ -50,6 +50,8 @@
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 
+static int trace;	/* INA_FUZZ_TRACE set: print what goes in and out */
+
 /* What the last DATA on a lane said. */
 struct lane_seen {
 	int seen;
@@ -128,6 +130,9 @@ check_sent(struct fz *f, const struct ina_pkt *p)
 	if (h.type != INA_T_DATA)
 		return;
 	FZ_CHECK(h.lane < f->cfg.lanes);
+	if (trace)
+		fprintf(stderr, "tx data lane %u block %u next %u n %u flags %#x\n", h.lane,
+			h.block, h.next, h.n_elems, h.flags);
 	if (h.lane < MAX_LANES) {
 		f->lanes[h.lane].seen = 1;
 		f->lanes[h.lane].h = h;
@@ -164,6 +169,13 @@ deliver(struct fz *f, const uint8_t *bytes, size_t len)
 
 	if (!p)
 		return;
+	if (trace && len >= INA_HDR_SIZE) {
+		struct ina_hdr h;
+
+		ina_wire_decode_hdr(bytes, &h);
+		fprintf(stderr, "rx %s lane %u block %u next %u n %u flags %#x\n",
+			ina_wire_type_name(h.type), h.lane, h.block, h.next, h.n_elems, h.flags);
+	}
 	p->peer = f->cfg.sw;
 	f->recv++;
 	engine_rx(f->e, &p, 1, f->now);
@@ -378,6 +390,7 @@ LLVMFuzzerInitialize(int *argc, char ***argv)
 	(void)argc;
 	(void)argv;
 	ina_log_set_level(INA_LOG_ERR);
+	trace = getenv("INA_FUZZ_TRACE") != NULL;
 	return 0;
 }
 
@@ -423,7 +436,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	FZ_CHECK(f.e != NULL);
 	FZ_CHECK(engine_join(f.e, f.now) == 0);
 	run_ops(&f, &in);
-	if (getenv("INA_FUZZ_TRACE")) {
+	if (trace) {
 		const struct engine_stats *st = engine_stats(f.e);
 
 		fprintf(stderr, "phase %d error %d (%s) rounds %llu sent %llu recv %llu bad %llu"
