@@ -23,6 +23,8 @@
  *    the harness holds (every input is freed or reused, every output freed
  *    here; LeakSanitizer checks the rest), and each buffer is its own
  *    allocation of exactly its capacity, so a write past 'cap' is a report;
+ *  - completion by count: a RESULT (fanned out to every rank of the job, or
+ *    a shadow copy) names a block for which every rank sent valid DATA;
  *  - counters agree with what came out: rx and tx counts, results (fan-outs),
  *    results_empty, results_deferred, result_bytes, shadow_replies and waits
  *    exactly; JOIN_ACK, FIN_ACK and ERROR answers within joins, fins, leaves;
@@ -78,8 +80,19 @@ struct fjob {
 	uint8_t last_ver[MAX_LANES];
 };
 
+/* Which ranks sent a valid DATA packet for one block of one job run. */
+#define MAX_SEEN 1024
+struct seen {
+	uint32_t job_id, epoch;
+	uint16_t lane, block_size;
+	uint32_t tensor_id, round, tensor_len, block;
+	uint64_t ranks;
+};
+
 struct fz {
 	struct fz_pool big, small, answers;
+	struct seen seen[MAX_SEEN];
+	unsigned nb_seen;
 	struct pipeline_config cfg;
 	struct pipeline *p;
 	uint64_t now;
@@ -178,6 +191,51 @@ keep_or_free(struct fz *f, struct ina_pkt *o)
 	f->held[f->nb_held++] = o;
 }
 
+static int
+seen_match(const struct seen *e, const struct ina_hdr *h)
+{
+	return e->job_id == h->job_id && e->epoch == h->epoch && e->lane == h->lane &&
+	       e->tensor_id == h->tensor_id && e->round == h->round &&
+	       e->tensor_len == h->tensor_len && e->block == h->block &&
+	       e->block_size == h->block_size;
+}
+
+static struct seen *
+seen_find(struct fz *f, const struct ina_hdr *h)
+{
+	for (unsigned i = 0; i < f->nb_seen; i++)
+		if (seen_match(&f->seen[i], h))
+			return &f->seen[i];
+	return NULL;
+}
+
+/* Remembers the rank of a valid DATA packet about to go in. */
+static void
+note_data(struct fz *f, const struct ina_pkt *pkt)
+{
+	struct ina_hdr h;
+	struct seen *e;
+
+	if (ina_wire_validate(pkt->data, pkt->len, NULL, &h) != INA_WIRE_OK ||
+	    h.type != INA_T_DATA || h.rank >= 64)
+		return;
+	e = seen_find(f, &h);
+	if (!e) {
+		FZ_CHECK(f->nb_seen < MAX_SEEN);
+		e = &f->seen[f->nb_seen++];
+		memset(e, 0, sizeof(*e));
+		e->job_id = h.job_id;
+		e->epoch = h.epoch;
+		e->lane = h.lane;
+		e->block_size = h.block_size;
+		e->tensor_id = h.tensor_id;
+		e->round = h.round;
+		e->tensor_len = h.tensor_len;
+		e->block = h.block;
+	}
+	e->ranks |= 1ull << h.rank;
+}
+
 /* What the outputs of one burst add up to, for the counters. */
 struct tally {
 	uint64_t results, results_empty, results_deferred, result_bytes;
@@ -229,6 +287,17 @@ check_output(struct fz *f, const struct ina_pkt *o, struct tally *t)
 		}
 		break;
 	case INA_T_RESULT:
+		/* Completion by count: a result (or its shadow copy) only for a
+		 * block every rank of the job sent DATA for. */
+		if (j && j->acked && h.epoch == j->params.epoch) {
+			const struct seen *e = seen_find(f, &h);
+			uint64_t full = j->params.world == 64 ? ~0ull
+							      : (1ull << j->params.world) - 1;
+
+			FZ_CHECK(e && (e->ranks & full) == full);
+			if (o->dsts)
+				FZ_CHECK(o->dst_mask == full);
+		}
 		if (o->dsts) {
 			t->results++;
 			if (h.flags & INA_F_DEFERRED)
@@ -323,6 +392,7 @@ push(struct fz *f, struct ina_pkt *pkt)
 {
 	if (!pkt)
 		return;
+	note_data(f, pkt);
 	f->pending[f->nb_pending++] = pkt;
 	if (f->nb_pending == MAX_BURST)
 		flush(f, 0);
