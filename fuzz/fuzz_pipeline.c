@@ -209,15 +209,22 @@ seen_find(struct fz *f, const struct ina_hdr *h)
 	return NULL;
 }
 
-/* Remembers the rank of a valid DATA packet about to go in. */
+/* Remembers the rank of a valid DATA packet about to go in (and traces it). */
 static void
 note_data(struct fz *f, const struct ina_pkt *pkt)
 {
 	struct ina_hdr h;
 	struct seen *e;
 
-	if (ina_wire_validate(pkt->data, pkt->len, NULL, &h) != INA_WIRE_OK ||
-	    h.type != INA_T_DATA || h.rank >= 64)
+	enum ina_wire_reason r = ina_wire_validate(pkt->data, pkt->len, NULL, &h);
+
+	if (trace && pkt->len >= INA_HDR_SIZE)
+		fprintf(stderr, "in  %s (%s) job %u epoch %u rank %u lane %u tensor %u round %u"
+			" len %u B %u block %u next %u n %u flags %#x\n",
+			ina_wire_type_name(h.type), ina_wire_reason_name(r), h.job_id, h.epoch,
+			h.rank, h.lane, h.tensor_id, h.round, h.tensor_len, h.block_size, h.block,
+			h.next, h.n_elems, h.flags);
+	if (r != INA_WIRE_OK || h.type != INA_T_DATA || h.rank >= 64)
 		return;
 	e = seen_find(f, &h);
 	if (!e) {
@@ -267,9 +274,10 @@ check_output(struct fz *f, const struct ina_pkt *o, struct tally *t)
 		FZ_CHECK(o->peer.len <= INA_PEER_SIZE - 1);
 	}
 	if (trace)
-		fprintf(stderr, "out %s job %u lane %u block %u next %u n %u flags %#x status %u\n",
-			ina_wire_type_name(h.type), h.job_id, h.lane, h.block, h.next, h.n_elems,
-			h.flags, h.status);
+		fprintf(stderr, "out %s job %u epoch %u lane %u tensor %u round %u len %u B %u"
+			" block %u next %u n %u flags %#x status %u\n",
+			ina_wire_type_name(h.type), h.job_id, h.epoch, h.lane, h.tensor_id, h.round,
+			h.tensor_len, h.block_size, h.block, h.next, h.n_elems, h.flags, h.status);
 	j = job_by_id(f, h.job_id);
 	switch (h.type) {
 	case INA_T_JOIN_ACK:
@@ -357,6 +365,9 @@ flush(struct fz *f, int quiet)
 
 	if (!n)
 		return;
+	/* As they go in: an op may have corrupted a pending packet. */
+	for (uint16_t i = 0; i < n; i++)
+		note_data(f, f->pending[i]);
 	f->nb_pending = 0;
 	if (quiet) {
 		f->quiet_used = 1;
@@ -392,7 +403,6 @@ push(struct fz *f, struct ina_pkt *pkt)
 {
 	if (!pkt)
 		return;
-	note_data(f, pkt);
 	f->pending[f->nb_pending++] = pkt;
 	if (f->nb_pending == MAX_BURST)
 		flush(f, 0);
