@@ -478,6 +478,18 @@ on_result(struct engine *e, const struct ina_hdr *h, const uint8_t *payload, uin
 		e->st.stale++;
 		return;
 	}
+	if (h->next > ln->my_next) {
+		/* The switch announces the smallest next block of all workers
+		 * (END the largest), so never one past this worker's own: that
+		 * sum would lack this worker's block, and the lane would send
+		 * packets whose next pointer is not past their block. */
+		fail(e, INA_EPROTO,
+		     "job %" PRIu32 " rank %u round %" PRIu32 ": lane %u block %" PRIu32
+		     " came back with next block %" PRIu32 ", past this worker's next non-zero"
+		     " block %" PRIu32,
+		     e->cfg.job_id, e->cfg.rank, e->round, h->lane, h->block, h->next, ln->my_next);
+		return;
+	}
 	if (h->block == INA_BLOCK_OPEN) {
 		zero_from = h->lane;
 	} else {

@@ -1,0 +1,457 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * libFuzzer target: the host engine (host/src/engine.c) fed what a switch
+ * sends, RESULT, WAIT, ERROR, JOIN_ACK and FIN_ACK, cut from the input.
+ *
+ * Input: 12 configuration bytes (rank, world, lanes, largest B, encoding,
+ * timeouts, the tensor's length, B, operation and result filter), the
+ * tensor's floats (mostly zero, so that blocks are skipped), then operations,
+ * each an opcode byte and its arguments: run engine_tx, a JOIN_ACK (right or
+ * wrong), a RESULT for a lane's open block (built from the last DATA the
+ * engine sent on it, with a next pointer it announced or another, payload,
+ * flags SATURATED/DEFERRED and exponent from the input), a WAIT, an ERROR, a
+ * FIN_ACK, a raw packet, the clock moved, a new allreduce, FIN, LEAVE.
+ * The output buffer and the deferred flags are heap allocations of exactly
+ * their size, so any write past them is a report.
+ *
+ * Checked after every step:
+ *  - every packet the engine sends is a valid worker packet of its job
+ *    (validated alone, and against the job once the JOIN_ACK gave the
+ *    epoch), from its rank, within its buffer; a DATA payload in f32 holds
+ *    exactly the bits of the input block it names;
+ *  - the engine keeps no packet: the pool is empty after every step;
+ *  - counters: packets received and sent as counted here, bad + stale at
+ *    most the packets received; the phase is one of enum engine_phase and an
+ *    error comes with a message.
+ */
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine.h"
+#include "fuzz_util.h"
+#include "ina/encode.h"
+#include "ina/log.h"
+#include "ina/pkt.h"
+#include "ina/wire.h"
+
+#define MAX_LANES 8
+#define MAX_BLOCK 64
+#define MAX_N 512
+#define MAX_TX 16
+#define MAX_OPS 256
+#define RAW_MAX 400
+#define JOB 7u
+#define TOKEN 0x0123456789abcdefull
+#define MS 1000000ull
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+int LLVMFuzzerInitialize(int *argc, char ***argv);
+
+static int trace;	/* INA_FUZZ_TRACE set: print what goes in and out */
+
+/* What the last DATA on a lane said. */
+struct lane_seen {
+	int seen;
+	struct ina_hdr h;
+};
+
+struct fz {
+	struct fz_pool pool;
+	struct engine_config cfg;
+	struct engine *e;
+	uint64_t now;
+	uint32_t epoch;		/* the switch's, once a JOIN_ACK was sent */
+	float *in, *out;
+	uint8_t *deferred;
+	uint32_t n;
+	uint16_t bs;
+	uint64_t recv, sent;
+	struct lane_seen lanes[MAX_LANES];
+};
+
+static void
+check_engine(const struct fz *f)
+{
+	const struct engine_stats *st = engine_stats(f->e);
+	int phase = engine_phase(f->e);
+
+	FZ_CHECK(f->pool.out == 0);
+	FZ_CHECK(phase >= ENGINE_IDLE && phase <= ENGINE_CLOSED);
+	FZ_CHECK(st->pkts_recv == f->recv);
+	FZ_CHECK(st->pkts_sent == f->sent);
+	FZ_CHECK(st->bad + st->stale <= st->pkts_recv);
+	if (engine_error(f->e))
+		FZ_CHECK(engine_error_msg(f->e) && engine_error_msg(f->e)[0]);
+	(void)engine_next_deadline(f->e);
+}
+
+static struct ina_job_params
+params(const struct fz *f)
+{
+	struct ina_job_params p = {
+		.job_id = JOB,
+		.epoch = f->epoch,
+		.token = TOKEN,
+		.world = f->cfg.world,
+		.lanes = f->cfg.lanes,
+		.max_block = f->cfg.max_block,
+		.encoding = f->cfg.encoding,
+	};
+	return p;
+}
+
+static void
+check_sent(struct fz *f, const struct ina_pkt *p)
+{
+	struct ina_job_params jp = params(f);
+	struct ina_hdr h;
+	enum ina_wire_reason r;
+
+	FZ_CHECK(p->len >= INA_HDR_SIZE && p->len <= p->cap);
+	FZ_CHECK(ina_peer_equal(&p->peer, &f->cfg.sw) && !p->dsts);
+	r = ina_wire_validate(p->data, p->len, NULL, &h);
+	if (r != INA_WIRE_OK)
+		fprintf(stderr, "sent %s fails validation: %s\n", ina_wire_type_name(h.type),
+			ina_wire_reason_name(r));
+	FZ_CHECK(r == INA_WIRE_OK);
+	FZ_CHECK(h.type == INA_T_JOIN || h.type == INA_T_DATA || h.type == INA_T_FIN ||
+		 h.type == INA_T_LEAVE);
+	FZ_CHECK(h.rank == f->cfg.rank && h.job_id == JOB && h.token == TOKEN);
+	if (f->epoch && h.type != INA_T_JOIN && h.epoch == f->epoch) {
+		r = ina_wire_validate(p->data, p->len, &jp, &h);
+		if (r != INA_WIRE_OK)
+			fprintf(stderr, "sent %s fails the job's validation: %s\n",
+				ina_wire_type_name(h.type), ina_wire_reason_name(r));
+		FZ_CHECK(r == INA_WIRE_OK);
+	}
+	if (h.type != INA_T_DATA)
+		return;
+	FZ_CHECK(h.lane < f->cfg.lanes);
+	if (trace)
+		fprintf(stderr, "tx data lane %u block %u next %u n %u flags %#x\n", h.lane,
+			h.block, h.next, h.n_elems, h.flags);
+	if (h.lane < MAX_LANES) {
+		f->lanes[h.lane].seen = 1;
+		f->lanes[h.lane].h = h;
+	}
+	/* What an f32 DATA carries is the input block it names, bit for bit. */
+	if (h.encoding == INA_ENC_F32 && h.n_elems && f->in && h.tensor_len == f->n &&
+	    h.block_size == f->bs) {
+		uint8_t want[4 * MAX_BLOCK];
+
+		ina_enc_f32_put(want, f->in + (size_t)h.block * h.block_size, h.n_elems);
+		FZ_CHECK(memcmp(want, p->data + INA_HDR_SIZE, 4u * h.n_elems) == 0);
+	}
+}
+
+static void
+op_tx(struct fz *f, struct fz_in *in)
+{
+	struct ina_pkt *out[MAX_TX];
+	uint16_t max = (uint16_t)(1 + fz_u8(in) % MAX_TX);
+	uint16_t nb = engine_tx(f->e, f->now, out, max);
+
+	FZ_CHECK(nb <= max);
+	f->sent += nb;
+	for (uint16_t i = 0; i < nb; i++) {
+		check_sent(f, out[i]);
+		ina_pkt_free(out[i]);
+	}
+}
+
+static void
+deliver(struct fz *f, const uint8_t *bytes, size_t len)
+{
+	struct ina_pkt *p = fz_pkt(&f->pool, bytes, len);
+
+	if (!p)
+		return;
+	if (trace && len >= INA_HDR_SIZE) {
+		struct ina_hdr h;
+
+		ina_wire_decode_hdr(bytes, &h);
+		fprintf(stderr, "rx %s lane %u block %u next %u n %u flags %#x\n",
+			ina_wire_type_name(h.type), h.lane, h.block, h.next, h.n_elems, h.flags);
+	}
+	p->peer = f->cfg.sw;
+	f->recv++;
+	engine_rx(f->e, &p, 1, f->now);
+}
+
+static struct ina_hdr
+sw_hdr(const struct fz *f, uint8_t type)
+{
+	struct ina_hdr h;
+
+	memset(&h, 0, sizeof(h));
+	h.version = INA_WIRE_VERSION;
+	h.type = type;
+	h.encoding = f->cfg.encoding;
+	h.job_id = JOB;
+	h.epoch = f->epoch;
+	h.rank = INA_RANK_SWITCH;
+	h.token = TOKEN;
+	return h;
+}
+
+static void
+op_join_ack(struct fz *f, struct fz_in *in, uint8_t op)
+{
+	uint8_t pkt[INA_HDR_SIZE + sizeof(struct ina_wire_join)];
+	struct ina_hdr h;
+	uint16_t lanes = f->cfg.lanes;
+
+	if (!f->epoch || (op & 0x10))
+		f->epoch = 1 + fz_u8(in) % 3;
+	h = sw_hdr(f, INA_T_JOIN_ACK);
+	if (op & 0x20)
+		lanes = (uint16_t)(lanes + 1);	/* not the job the worker asked for */
+	ina_wire_encode_hdr(&h, pkt);
+	ina_wire_encode_join(f->cfg.world, lanes, f->cfg.max_block, pkt + INA_HDR_SIZE);
+	deliver(f, pkt, sizeof(pkt));
+}
+
+static void
+op_result(struct fz *f, struct fz_in *in, uint8_t op)
+{
+	static uint8_t pkt[INA_HDR_SIZE + 4 * MAX_BLOCK];
+	uint8_t l = (uint8_t)(fz_u8(in) % f->cfg.lanes), sel = fz_u8(in);
+	const struct lane_seen *ls = &f->lanes[l % MAX_LANES];
+	struct ina_hdr h = sw_hdr(f, op & 0x80 ? INA_T_WAIT : INA_T_RESULT);
+	uint32_t nb;
+	size_t plen = 0;
+
+	if (!ls->seen)
+		return;
+	h.flags = ls->h.flags & INA_F_VER;
+	h.lane = l;
+	h.tensor_id = ls->h.tensor_id;
+	h.round = ls->h.round;
+	h.tensor_len = ls->h.tensor_len;
+	h.block_size = ls->h.block_size;
+	h.block = ls->h.block;
+	nb = ina_wire_nb_blocks(h.tensor_len, h.block_size);
+	if (h.type == INA_T_WAIT) {
+		h.flags = sel & 1;
+		ina_wire_encode_hdr(&h, pkt);
+		fz_bytes(in, pkt + INA_HDR_SIZE, INA_WAIT_PAYLOAD);
+		deliver(f, pkt, INA_HDR_SIZE + INA_WAIT_PAYLOAD);
+		return;
+	}
+	/* The next block: what the worker announced, END, or another of the lane. */
+	switch (sel & 3) {
+	case 0:
+		h.next = ls->h.next;
+		break;
+	case 1:
+		h.next = INA_BLOCK_END;
+		break;
+	default:
+		h.next = (h.block == INA_BLOCK_OPEN ? l : h.block + f->cfg.lanes) +
+			 (uint32_t)(fz_u8(in) % 4) * f->cfg.lanes;
+		if (h.next >= nb)
+			h.next = INA_BLOCK_END;
+		break;
+	}
+	if (h.next != INA_BLOCK_END && f->cfg.encoding == INA_ENC_I32)
+		h.exp = (int16_t)fz_u16(in);
+	if (sel & 0x04)
+		h.flags |= INA_F_SATURATED;
+	if (sel & 0x08)
+		h.flags ^= INA_F_VER;	/* the other version: stale */
+	if (h.block != INA_BLOCK_OPEN && !(sel & 0x10)) {
+		h.n_elems = ina_wire_block_elems(h.tensor_len, h.block_size, h.block);
+		plen = (size_t)h.n_elems * ina_wire_elem_size(h.encoding);
+	} else if (h.block != INA_BLOCK_OPEN && (sel & 0x20)) {
+		h.flags |= INA_F_DEFERRED;
+	}
+	if (sel & 0x40)
+		h.round++;	/* another round: stale */
+	if (INA_HDR_SIZE + plen > sizeof(pkt))
+		return;
+	ina_wire_encode_hdr(&h, pkt);
+	fz_bytes(in, pkt + INA_HDR_SIZE, plen);
+	deliver(f, pkt, INA_HDR_SIZE + plen);
+}
+
+static void
+op_error(struct fz *f, struct fz_in *in)
+{
+	uint8_t pkt[INA_HDR_SIZE + INA_ERROR_MSG_MAX];
+	struct ina_hdr h = sw_hdr(f, INA_T_ERROR);
+	size_t len = fz_u8(in) % (INA_ERROR_MSG_MAX + 1);
+
+	h.epoch = 0;
+	h.status = (uint16_t)(1 + fz_u8(in) % 5);
+	ina_wire_encode_hdr(&h, pkt);
+	fz_bytes(in, pkt + INA_HDR_SIZE, len);
+	deliver(f, pkt, INA_HDR_SIZE + len);
+}
+
+static void
+op_raw(struct fz *f, struct fz_in *in)
+{
+	uint8_t pkt[RAW_MAX];
+	size_t len = fz_u16(in) % RAW_MAX;
+
+	fz_bytes(in, pkt, len);
+	deliver(f, pkt, len);
+}
+
+static void
+start_op(struct fz *f, struct fz_in *in, uint8_t sel)
+{
+	float bound;
+	uint32_t nb;
+
+	if (engine_phase(f->e) != ENGINE_READY)
+		return;
+	free(f->out);
+	free(f->deferred);
+	f->out = malloc(f->n * sizeof(float));
+	nb = ina_wire_nb_blocks(f->n, f->bs);
+	f->deferred = malloc(nb);
+	if (!f->out || !f->deferred)
+		abort();
+	memset(f->out, 0x7f, f->n * sizeof(float));
+	if (sel & 1) {
+		bound = (float)(1 + fz_u8(in)) / 16.0f;
+		engine_set_result_filter(f->e, bound, f->deferred);
+	}
+	memset(f->lanes, 0, sizeof(f->lanes));
+	FZ_CHECK(engine_allreduce(f->e, fz_u8(in), f->in, f->out, f->n, f->bs,
+				  (sel & 2) ? ENGINE_AVG : ENGINE_SUM, f->now) == 0 ||
+		 engine_error(f->e));
+}
+
+static void
+run_ops(struct fz *f, struct fz_in *in)
+{
+	for (int k = 0; k < MAX_OPS && in->n; k++) {
+		uint8_t op = fz_u8(in);
+
+		switch (op & 0x0f) {
+		case 0:
+		case 1:
+		case 2:
+			op_tx(f, in);
+			break;
+		case 3:
+			op_join_ack(f, in, op);
+			break;
+		case 4:
+		case 5:
+		case 6:
+			op_result(f, in, op);
+			break;
+		case 7:
+			op_error(f, in);
+			break;
+		case 8: {
+			uint8_t pkt[INA_HDR_SIZE];
+			struct ina_hdr h = sw_hdr(f, INA_T_FIN_ACK);
+
+			ina_wire_encode_hdr(&h, pkt);
+			deliver(f, pkt, sizeof(pkt));
+			break;
+		}
+		case 9:
+			op_raw(f, in);
+			break;
+		case 10:
+			f->now += (uint64_t)fz_u8(in) << ((op >> 4) * 2);
+			break;
+		case 11:
+			start_op(f, in, op >> 4);
+			break;
+		case 12:
+			engine_finish(f->e, f->now);
+			break;
+		case 13:
+			engine_leave(f->e, f->now);
+			break;
+		default:
+			/* Past the next deadline. */
+			if (engine_next_deadline(f->e) != UINT64_MAX &&
+			    engine_next_deadline(f->e) > f->now)
+				f->now = engine_next_deadline(f->e);
+			break;
+		}
+		check_engine(f);
+	}
+}
+
+int
+LLVMFuzzerInitialize(int *argc, char ***argv)
+{
+	(void)argc;
+	(void)argv;
+	ina_log_set_level(INA_LOG_ERR);
+	trace = getenv("INA_FUZZ_TRACE") != NULL;
+	return 0;
+}
+
+int
+LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	static struct fz f;
+	struct fz_in in = { data, size };
+	uint8_t nz;
+
+	memset(&f, 0, sizeof(f));
+	fz_pool_init(&f.pool, 4 * MAX_TX, INA_HDR_SIZE + 4 * MAX_BLOCK);
+	engine_config_init(&f.cfg);
+	f.cfg.job_id = JOB;
+	f.cfg.token = TOKEN;
+	f.cfg.world = (uint16_t)(1 + fz_u8(&in) % 8);
+	f.cfg.rank = (uint16_t)(fz_u8(&in) % f.cfg.world);
+	f.cfg.lanes = (uint16_t)(1 + fz_u8(&in) % MAX_LANES);
+	f.cfg.max_block = (uint16_t)(1 + fz_u8(&in) % MAX_BLOCK);
+	f.cfg.encoding = (uint8_t)(1 + fz_u8(&in) % INA_ENC_MAX);
+	f.cfg.rto_ns = (1 + (uint64_t)fz_u8(&in)) * 100000ull;
+	f.cfg.rto_min_ns = f.cfg.rto_ns;
+	f.cfg.rto_max_ns = 8 * f.cfg.rto_ns;
+	f.cfg.timeout_ns = (1 + (uint64_t)fz_u8(&in)) * MS;
+	f.cfg.sw.len = 16;
+	memset(f.cfg.sw.bytes, 0x42, 16);
+	f.cfg.pool = &f.pool.base;
+	f.n = 1 + fz_u16(&in) % MAX_N;
+	f.bs = (uint16_t)(1 + fz_u8(&in) % f.cfg.max_block);
+	nz = fz_u8(&in);
+	/* The tensor: 'nz' of its elements set from the input, the rest zero. */
+	f.in = calloc(f.n, sizeof(float));
+	if (!f.in)
+		return 0;
+	for (unsigned i = 0; i < nz % 32; i++) {
+		uint16_t at = fz_u16(&in);
+		uint32_t bits = fz_u32(&in);
+
+		memcpy(&f.in[at % f.n], &bits, sizeof(bits));
+	}
+	f.now = 1000 * MS;
+	f.e = engine_create(&f.cfg);
+	FZ_CHECK(f.e != NULL);
+	FZ_CHECK(engine_join(f.e, f.now) == 0);
+	run_ops(&f, &in);
+	if (trace) {
+		const struct engine_stats *st = engine_stats(f.e);
+
+		fprintf(stderr, "phase %d error %d (%s) rounds %llu sent %llu recv %llu bad %llu"
+			" stale %llu retx %llu waits %llu deferred %llu saturated %llu\n",
+			engine_phase(f.e), engine_error(f.e), engine_error_msg(f.e),
+			(unsigned long long)st->rounds, (unsigned long long)st->pkts_sent,
+			(unsigned long long)st->pkts_recv, (unsigned long long)st->bad,
+			(unsigned long long)st->stale, (unsigned long long)st->retransmits,
+			(unsigned long long)st->waits, (unsigned long long)st->deferred,
+			(unsigned long long)st->saturated);
+	}
+	engine_destroy(f.e);
+	FZ_CHECK(f.pool.out == 0);
+	free(f.in);
+	free(f.out);
+	free(f.deferred);
+	return 0;
+}

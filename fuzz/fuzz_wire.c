@@ -1,0 +1,427 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * libFuzzer target: the header decoder and the payload codecs
+ * (common/src/wire.c, common/src/encode.c).
+ *
+ * Input: 12 control bytes, then the packet. The packet alone goes through
+ * ina_wire_validate() without a job, then with job parameters built from the
+ * control bytes (each of job id, token and epoch either copied from the
+ * header, so the job checks can pass, or taken from the control bytes).
+ * Checked, after docs/PROTOCOL.md sections 2 and 4:
+ *  - a reason is one of enum ina_wire_reason, and has a name; a packet
+ *    shorter than the header is 'truncated', and only that;
+ *  - decode then encode gives back the header's 56 bytes, and the header the
+ *    validator filled is the one ina_wire_decode_hdr() reads;
+ *  - with a job, a packet the packet-alone checks refuse is refused for the
+ *    same reason, and one they pass is accepted or refused for a job reason;
+ *  - a packet that validates satisfies every rule of section 2 the validator
+ *    promises: version, type, flags, bound, per-type size (a DATA or RESULT
+ *    is exactly 56 + n_elems * elem_size bytes), JOIN payload ranges and its
+ *    codec's round trip, block and next pointer within the tensor, and with a
+ *    job: job id, token, epoch, rank, lane, lane membership, encoding, B;
+ *  - on a valid DATA or RESULT payload: f32 get/put is a bit-exact round
+ *    trip; bf16 get/put keeps every non-NaN and quiets a NaN with its sign;
+ *    add into zeros gives what get gives and adding the payload twice gives
+ *    x + x; i32 load/store round trips, add counts exactly the elements whose
+ *    doubling overflows int32 and saturates them; i32 get/put with a small
+ *    scale round trips values of at most 24 bits; scaling the payload's
+ *    floats by ina_enc_i32_scale(exp, world) keeps every |q| within
+ *    2^(30 - ceil(log2 world)); the result filter's raw bound keeps the
+ *    order of bounds and ina_enc_f32_deferred() agrees with its definition.
+ */
+#include <math.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fuzz_util.h"
+#include "ina/encode.h"
+#include "ina/log.h"
+#include "ina/wire.h"
+
+#define CTL_SIZE 12
+#define MAX_ELEMS 65535
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+int LLVMFuzzerInitialize(int *argc, char ***argv);
+
+static float fa[MAX_ELEMS], fb[MAX_ELEMS];
+static int32_t ia[MAX_ELEMS], ib[MAX_ELEMS];
+static uint8_t wb[INA_HDR_SIZE + 4 * MAX_ELEMS];
+
+static int
+hdr_equal(const struct ina_hdr *a, const struct ina_hdr *b)
+{
+	return a->version == b->version && a->type == b->type && a->encoding == b->encoding &&
+	       a->flags == b->flags && a->job_id == b->job_id && a->epoch == b->epoch &&
+	       a->rank == b->rank && a->lane == b->lane && a->tensor_id == b->tensor_id &&
+	       a->round == b->round && a->tensor_len == b->tensor_len && a->block == b->block &&
+	       a->next == b->next && a->block_size == b->block_size &&
+	       a->n_elems == b->n_elems && a->exp == b->exp && a->status == b->status &&
+	       a->bound == b->bound && a->token == b->token;
+}
+
+static uint32_t
+f2u(float f)
+{
+	uint32_t u;
+
+	memcpy(&u, &f, sizeof(u));
+	return u;
+}
+
+static float
+u2f(uint32_t u)
+{
+	float f;
+
+	memcpy(&f, &u, sizeof(f));
+	return f;
+}
+
+/* Equal as values, NaN equal to NaN. */
+static int
+same_value(float a, float b)
+{
+	return (isnan(a) && isnan(b)) || a == b;
+}
+
+/* The rules of section 2 and 4.1 that a packet passing alone satisfies. */
+static void
+check_valid_alone(const uint8_t *buf, size_t size, const struct ina_hdr *h)
+{
+	FZ_CHECK(h->version == INA_WIRE_VERSION);
+	FZ_CHECK(h->type >= 1 && h->type <= INA_T_MAX);
+	FZ_CHECK(strcmp(ina_wire_type_name(h->type), "unknown") != 0);
+	FZ_CHECK((h->flags & ~INA_F_KNOWN) == 0);
+	if (h->flags & INA_F_DEFERRED)
+		FZ_CHECK(h->type == INA_T_RESULT && h->n_elems == 0);
+	if (h->bound) {
+		FZ_CHECK(h->type == INA_T_DATA);
+		if (h->encoding == INA_ENC_I32)
+			FZ_CHECK(h->bound <= INT32_MAX);
+		else
+			FZ_CHECK(isfinite(u2f(h->bound)) && u2f(h->bound) >= 0.0f);
+	}
+	switch (h->type) {
+	case INA_T_JOIN:
+	case INA_T_JOIN_ACK: {
+		uint16_t world, lanes, max_block;
+		uint8_t again[sizeof(struct ina_wire_join)];
+
+		FZ_CHECK(ina_wire_elem_size(h->encoding) != 0);
+		FZ_CHECK(ina_wire_encoding_name(h->encoding) != NULL);
+		FZ_CHECK(ina_wire_encoding_parse(ina_wire_encoding_name(h->encoding)) ==
+			 h->encoding);
+		FZ_CHECK(size == INA_HDR_SIZE + sizeof(struct ina_wire_join));
+		ina_wire_decode_join(buf + INA_HDR_SIZE, &world, &lanes, &max_block);
+		FZ_CHECK(world >= 1 && world <= INA_MAX_WORLD && lanes >= 1 && max_block >= 1);
+		if (h->type == INA_T_JOIN)
+			FZ_CHECK(h->rank < world);
+		/* 'reserved' is 0 in a valid JOIN, so the codec gives the bytes back. */
+		ina_wire_encode_join(world, lanes, max_block, again);
+		FZ_CHECK(memcmp(again, buf + INA_HDR_SIZE, sizeof(again)) == 0);
+		break;
+	}
+	case INA_T_DATA:
+	case INA_T_RESULT: {
+		size_t es = ina_wire_elem_size(h->encoding);
+		uint32_t nb = ina_wire_nb_blocks(h->tensor_len, h->block_size);
+
+		FZ_CHECK(es == 2 || es == 4);
+		FZ_CHECK(h->block_size >= 1);
+		FZ_CHECK(size == INA_HDR_SIZE + (size_t)h->n_elems * es);
+		if (h->block == INA_BLOCK_OPEN) {
+			FZ_CHECK(h->n_elems == 0);
+		} else {
+			FZ_CHECK(h->block < nb);
+			FZ_CHECK((uint64_t)h->block * h->block_size < h->tensor_len);
+			FZ_CHECK(h->n_elems == 0 ||
+				 h->n_elems == ina_wire_block_elems(h->tensor_len, h->block_size,
+								    h->block));
+			FZ_CHECK(h->n_elems <= h->block_size);
+			if (h->next != INA_BLOCK_END)
+				FZ_CHECK(h->next > h->block);
+		}
+		if (h->next != INA_BLOCK_END)
+			FZ_CHECK(h->next < nb);
+		break;
+	}
+	case INA_T_WAIT:
+		FZ_CHECK(size == INA_HDR_SIZE + INA_WAIT_PAYLOAD);
+		break;
+	case INA_T_FIN:
+	case INA_T_FIN_ACK:
+	case INA_T_LEAVE:
+		FZ_CHECK(size == INA_HDR_SIZE);
+		break;
+	default:
+		FZ_CHECK(h->type == INA_T_ERROR);
+		FZ_CHECK(size <= INA_HDR_SIZE + INA_ERROR_MSG_MAX);
+		break;
+	}
+}
+
+/* The job rules of 4.1 (13 to 21) that a packet passing with 'job' satisfies. */
+static void
+check_valid_job(const struct ina_hdr *h, const struct ina_job_params *job)
+{
+	FZ_CHECK(h->job_id == job->job_id);
+	FZ_CHECK(h->token == job->token);
+	if (h->type != INA_T_JOIN)
+		FZ_CHECK(h->epoch == job->epoch);
+	if (h->type == INA_T_JOIN || h->type == INA_T_DATA || h->type == INA_T_FIN ||
+	    h->type == INA_T_LEAVE)
+		FZ_CHECK(h->rank < job->world);
+	else
+		FZ_CHECK(h->rank == INA_RANK_SWITCH);
+	if (h->type == INA_T_DATA || h->type == INA_T_RESULT || h->type == INA_T_WAIT) {
+		FZ_CHECK(h->lane < job->lanes);
+		if (h->block != INA_BLOCK_OPEN)
+			FZ_CHECK(h->block % job->lanes == h->lane);
+	}
+	if (h->type == INA_T_DATA || h->type == INA_T_RESULT) {
+		if (h->next != INA_BLOCK_END)
+			FZ_CHECK(h->next % job->lanes == h->lane);
+		FZ_CHECK(h->encoding == job->encoding);
+		FZ_CHECK(h->block_size <= job->max_block);
+	}
+}
+
+static void
+check_f32(const uint8_t *pl, size_t n)
+{
+	ina_enc_f32_get(fa, pl, n);
+	ina_enc_f32_put(wb, fa, n);
+	FZ_CHECK(memcmp(wb, pl, 4 * n) == 0);
+	memset(fb, 0, n * sizeof(float));
+	ina_enc_f32_add(fb, pl, n);
+	for (size_t i = 0; i < n; i++)
+		FZ_CHECK(same_value(fb[i], fa[i]));
+	ina_enc_f32_add(fb, pl, n);
+	for (size_t i = 0; i < n; i++)
+		FZ_CHECK(same_value(fb[i], fa[i] + fa[i]));
+}
+
+static void
+check_bf16(const uint8_t *pl, size_t n)
+{
+	ina_enc_bf16_get(fa, pl, n);
+	ina_enc_bf16_put(wb, fa, n);
+	for (size_t i = 0; i < n; i++) {
+		uint16_t in = (uint16_t)(pl[2 * i] << 8 | pl[2 * i + 1]);
+		uint16_t out = (uint16_t)(wb[2 * i] << 8 | wb[2 * i + 1]);
+
+		FZ_CHECK(f2u(fa[i]) == (uint32_t)in << 16);	/* widening is exact */
+		FZ_CHECK(ina_enc_bf16_round(fa[i]) == out);
+		if (isnan(fa[i]))
+			FZ_CHECK(out == (in | 0x0040u));
+		else
+			FZ_CHECK(out == in);
+	}
+	memset(fb, 0, n * sizeof(float));
+	ina_enc_bf16_add(fb, pl, n);
+	for (size_t i = 0; i < n; i++)
+		FZ_CHECK(same_value(fb[i], fa[i]));
+	ina_enc_bf16_add(fb, pl, n);
+	for (size_t i = 0; i < n; i++)
+		FZ_CHECK(same_value(fb[i], fa[i] + fa[i]));
+}
+
+static void
+check_i32(const uint8_t *pl, size_t n, int scale)
+{
+	size_t sat = 0, got;
+
+	ina_enc_i32_load(ia, pl, n);
+	ina_enc_i32_store(wb, ia, n);
+	FZ_CHECK(memcmp(wb, pl, 4 * n) == 0);
+	memset(ib, 0, n * sizeof(int32_t));
+	FZ_CHECK(ina_enc_i32_add(ib, pl, n) == 0);
+	FZ_CHECK(memcmp(ia, ib, n * sizeof(int32_t)) == 0);
+	got = ina_enc_i32_add(ib, pl, n);
+	for (size_t i = 0; i < n; i++) {
+		int64_t want = 2 * (int64_t)ia[i];
+
+		if (want > INT32_MAX) {
+			want = INT32_MAX;
+			sat++;
+		} else if (want < INT32_MIN) {
+			want = INT32_MIN;
+			sat++;
+		}
+		FZ_CHECK(ib[i] == want);
+	}
+	FZ_CHECK(got == sat);
+	/* Values of at most 24 bits survive get and put at a small scale. */
+	ina_enc_i32_get(fa, pl, n, scale);
+	ina_enc_i32_acc_get(fb, ia, n, scale);
+	ina_enc_i32_put(wb, fa, n, scale);
+	for (size_t i = 0; i < n; i++) {
+		FZ_CHECK(f2u(fa[i]) == f2u(fb[i]));
+		if (ia[i] >= -(1 << 24) && ia[i] <= (1 << 24)) {
+			int32_t q = (int32_t)((uint32_t)wb[4 * i] << 24 | (uint32_t)wb[4 * i + 1] << 16 |
+					      (uint32_t)wb[4 * i + 2] << 8 | wb[4 * i + 3]);
+
+			FZ_CHECK(q == ia[i]);
+		}
+	}
+}
+
+/* Scaling floats as an i32 worker does keeps the documented headroom. */
+static void
+check_i32_scale(const float *x, size_t n, unsigned world)
+{
+	int e = ina_enc_i32_exp(x, n);
+	int s = ina_enc_i32_scale(e, world);
+	int lw = world <= 1 ? 0 : 32 - __builtin_clz(world - 1);
+	int64_t lim = (int64_t)1 << (30 - lw);
+	int finite = 1, zero = 1;
+
+	for (size_t i = 0; i < n; i++) {
+		finite &= isfinite(x[i]) != 0;
+		zero &= x[i] == 0.0f;
+	}
+	if (!finite) {
+		FZ_CHECK(e == INA_EXP_NONFINITE);
+		return;
+	}
+	if (zero) {
+		FZ_CHECK(e == INA_EXP_ZERO);
+		return;
+	}
+	for (size_t i = 0; i < n; i++)
+		FZ_CHECK(fabs((double)x[i]) < ldexp(1.0, e));
+	ina_enc_i32_put(wb, x, n, s);
+	ina_enc_i32_load(ia, wb, n);
+	for (size_t i = 0; i < n; i++)
+		FZ_CHECK(ia[i] <= lim && ia[i] >= -lim);
+}
+
+/* The result filter: raw bounds order like bounds; deferred as defined. */
+static void
+check_filter(const float *x, size_t n, uint32_t raw_a, uint32_t raw_b, uint8_t enc)
+{
+	float a = u2f(raw_a), b = u2f(raw_b);
+	int nonzero = 0, under = 1;
+
+	if (isfinite(a) && isfinite(b) && a > 0 && b > 0) {
+		uint32_t ra = ina_enc_bound(enc, a, 0), rb = ina_enc_bound(enc, b, 0);
+
+		if (a < b)
+			FZ_CHECK(ra <= rb);
+		if (enc != INA_ENC_I32)
+			FZ_CHECK(ina_enc_bound_f32(ra) == a);
+	}
+	if (!(a > 0))
+		FZ_CHECK(ina_enc_bound(enc, a, 0) == 0);
+	for (size_t i = 0; i < n; i++) {
+		under &= fabsf(x[i]) < a;
+		nonzero |= x[i] != 0.0f;
+	}
+	FZ_CHECK(ina_enc_f32_deferred(x, n, a) == (under && nonzero));
+}
+
+static void
+check_payload(const uint8_t *buf, const struct ina_hdr *h, const uint8_t *ctl)
+{
+	const uint8_t *pl = buf + INA_HDR_SIZE;
+	size_t n = h->n_elems;
+	int scale = (int)(int8_t)ctl[10] / 2;	/* -64..63: exact in a double */
+
+	switch (h->encoding) {
+	case INA_ENC_F32:
+		check_f32(pl, n);
+		ina_enc_f32_get(fa, pl, n);
+		break;
+	case INA_ENC_BF16:
+		check_bf16(pl, n);
+		ina_enc_bf16_get(fa, pl, n);
+		break;
+	default:
+		check_i32(pl, n, scale);
+		ina_enc_f32_get(fa, pl, n);	/* the same bits as floats */
+		break;
+	}
+	check_i32_scale(fa, n, 1u + ctl[11] % INA_MAX_WORLD);
+	check_filter(fa, n, h->bound, (uint32_t)ctl[8] << 24 | (uint32_t)ctl[9] << 16 | h->bound >> 16,
+		     h->encoding);
+}
+
+int
+LLVMFuzzerInitialize(int *argc, char ***argv)
+{
+	(void)argc;
+	(void)argv;
+	ina_log_set_level(INA_LOG_ERR);
+	return 0;
+}
+
+int
+LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	uint8_t ctl[CTL_SIZE] = { 0 };
+	struct ina_hdr h, hj, hd;
+	struct ina_job_params job;
+	enum ina_wire_reason r, rj;
+	uint8_t *buf;
+	size_t len;
+
+	if (size >= CTL_SIZE) {
+		memcpy(ctl, data, CTL_SIZE);
+		data += CTL_SIZE;
+		size -= CTL_SIZE;
+	}
+	if (size > sizeof(wb))
+		return -1;
+	/* A heap copy of exactly the packet's size: a read past it is a report. */
+	len = size;
+	buf = malloc(len ? len : 1);
+	if (!buf)
+		return 0;
+	memcpy(buf, data, len);
+
+	memset(&h, 0, sizeof(h));
+	r = ina_wire_validate(buf, len, NULL, &h);
+	FZ_CHECK((unsigned)r < INA_WIRE_REASON_MAX);
+	FZ_CHECK(strcmp(ina_wire_reason_name(r), "unknown") != 0);
+	FZ_CHECK((r == INA_WIRE_TRUNCATED) == (len < INA_HDR_SIZE));
+	if (len >= INA_HDR_SIZE) {
+		uint8_t again[INA_HDR_SIZE];
+
+		ina_wire_decode_hdr(buf, &hd);
+		FZ_CHECK(hdr_equal(&h, &hd));
+		ina_wire_encode_hdr(&h, again);
+		FZ_CHECK(memcmp(again, buf, INA_HDR_SIZE) == 0);
+	}
+	if (r == INA_WIRE_OK) {
+		check_valid_alone(buf, len, &h);
+		if (h.type == INA_T_DATA || h.type == INA_T_RESULT)
+			check_payload(buf, &h, ctl);
+	}
+
+	/* Again with a job: each of id, token, epoch from the header or the
+	 * control bytes, so that the job checks pass or fail at each step. */
+	memset(&job, 0, sizeof(job));
+	job.job_id = (ctl[0] & 1) ? (uint32_t)ctl[1] : h.job_id;
+	job.token = (ctl[0] & 2) ? (uint64_t)ctl[2] : h.token;
+	job.epoch = (ctl[0] & 4) ? (uint32_t)ctl[3] : h.epoch;
+	job.world = (uint16_t)(1 + ctl[4] % INA_MAX_WORLD);
+	job.lanes = (uint16_t)(1 + ((ctl[5] << 8 | ctl[6]) % 4096));
+	job.max_block = (uint16_t)(1 + ((ctl[7] << 8 | ctl[8]) % 4096));
+	job.encoding = (ctl[0] & 8) ? (uint8_t)(ctl[9] % 5) : h.encoding;
+	memset(&hj, 0, sizeof(hj));
+	rj = ina_wire_validate(buf, len, &job, &hj);
+	FZ_CHECK((unsigned)rj < INA_WIRE_REASON_MAX);
+	if (len >= INA_HDR_SIZE)
+		FZ_CHECK(hdr_equal(&h, &hj));
+	if (r != INA_WIRE_OK)
+		FZ_CHECK(rj == r);
+	else if (rj != INA_WIRE_OK)
+		FZ_CHECK(rj >= INA_WIRE_WRONG_JOB && rj <= INA_WIRE_BLOCK_TOO_BIG);
+	else
+		check_valid_job(&hj, &job);
+	free(buf);
+	return 0;
+}

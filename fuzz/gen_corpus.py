@@ -1,0 +1,170 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""Writes the seed corpora of fuzz/corpus/ (committed; rerun after changing
+an input format): valid packets of every type for fuzz_wire, and short
+scripted jobs for fuzz_pipeline (the op codes of fuzz_pipeline.c).
+Usage: fuzz/gen_corpus.py"""
+import os
+import struct
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+JOIN, JOIN_ACK, DATA, RESULT, WAIT, FIN, FIN_ACK, LEAVE, ERROR = range(1, 10)
+F32, I32, BF16 = 1, 2, 3
+END, OPEN, SWITCH = 0xFFFFFFFF, 0xFFFFFFFE, 0xFFFF
+TOKEN = 0x1111111111111111
+
+
+def hdr(typ, enc=F32, flags=0, job=1, epoch=1, rank=0, lane=0, tensor=0, rnd=0,
+        tlen=0, block=0, nxt=0, bs=0, n=0, exp=0, status=0, bound=0, token=TOKEN):
+    return struct.pack(">BBBBIIHHIIIIIHHhHIQ", 1, typ, enc, flags, job, epoch, rank, lane,
+                       tensor, rnd, tlen, block, nxt, bs, n, exp, status, bound, token)
+
+
+def f32s(vals):
+    return b"".join(struct.pack(">f", v) for v in vals)
+
+
+def write(target, name, data):
+    d = os.path.join(HERE, "corpus", target)
+    os.makedirs(d, exist_ok=True)
+    with open(os.path.join(d, name), "wb") as f:
+        f.write(data)
+
+
+def wire():
+    # 12 control bytes: 0 -> the job's id, token, epoch and encoding come
+    # from the header; world 4, 4 lanes, max block 16; scale 4, world 4.
+    ctl = bytes([0, 0, 0, 0, 3, 0, 3, 0, 15, 0, 8, 3])
+    seeds = {
+        "join": hdr(JOIN, epoch=0, rank=1) + struct.pack(">HHHH", 4, 4, 16, 0),
+        "join_ack": hdr(JOIN_ACK, rank=SWITCH) + struct.pack(">HHHH", 4, 4, 16, 0),
+        "data_f32": hdr(DATA, lane=1, tlen=40, block=1, nxt=5, bs=8, n=8) +
+        f32s([1.5, -2, 0, 3e38, -1e-40, 7, 8, 9]),
+        "data_f32_tail": hdr(DATA, lane=0, tlen=36, block=4, nxt=END, bs=8, n=4,
+                             bound=0x3f000000) + f32s([0.25, -0.1, 0, 0.4]),
+        "data_i32_open": hdr(DATA, enc=I32, lane=2, tlen=64, block=OPEN, nxt=2, bs=16, exp=3),
+        "data_i32": hdr(DATA, enc=I32, lane=2, tlen=64, block=2, nxt=END, bs=16, n=16,
+                        bound=100) + b"".join(struct.pack(">i", v) for v in
+                                              [0, 1, -1, 2**30, -2**31, 2**31 - 1, 5, 6,
+                                               7, 8, 9, 10, 11, 12, 13, -14]),
+        "result_bf16": hdr(RESULT, enc=BF16, flags=1, rank=SWITCH, lane=3, tlen=20, block=3,
+                           nxt=END, bs=4, n=4) + bytes([0x3f, 0x80, 0x7f, 0x81, 0xff, 0x80,
+                                                        0x00, 0x01]),
+        "result_deferred": hdr(RESULT, flags=8, rank=SWITCH, lane=1, tlen=40, block=1,
+                               nxt=5, bs=8),
+        "wait": hdr(WAIT, flags=1, rank=SWITCH, lane=1, tlen=40, block=1, bs=8) +
+        struct.pack(">Q", 0b1010),
+        "fin": hdr(FIN, rank=2),
+        "leave": hdr(LEAVE, rank=3),
+        "error": hdr(ERROR, epoch=0, rank=SWITCH, status=3) + b"job 1: mismatch",
+        "truncated": hdr(DATA)[:30],
+    }
+    for name, pkt in seeds.items():
+        write("fuzz_wire", name, ctl + pkt)
+
+
+def pipeline():
+    # config: 16 slots, slot width 16, 2 jobs, one partition, 10 ms linger,
+    # 1 us WAIT interval, 1 s idle, 9 answer buffers, no output held back.
+    cfg = bytes([15, 15, 1, 0, 9, 1, 100, 0x08])
+
+    def join(job, rank, shape=None):
+        if shape:   # world, lanes, max_block, encoding
+            w, l, b, e = shape
+            return bytes([0x11, job, w - 1, l - 1, b - 1, e - 1, rank])
+        return bytes([0x01, job, rank])
+
+    def data(job, sel, rank, lane, payload=b"", tensor=None, op=0x02, extra=b""):
+        out = bytes([op | (0x10 if tensor else 0), job, sel, rank, lane])
+        if tensor:   # tensor id, round, length, block size
+            tid, rnd, tlen, bs = tensor
+            out += bytes([tid, rnd]) + struct.pack(">H", tlen - 1) + bytes([bs - 1])
+        return out + extra + payload
+
+    flush, tick = b"\x08", b"\x06\x00"
+    fin = lambda job, rank: bytes([0x04, job, rank])
+    leave = lambda job, rank: bytes([0x05, job, rank])
+    p16 = f32s([1, 2, 3, 4])
+
+    # f32, world 2, 2 lanes, B 4, 8 elements: both lanes complete, then FIN.
+    s = cfg + join(0, 0, (2, 2, 4, F32)) + join(0, 1) + flush
+    s += data(0, 0x08, 0, 0, p16, tensor=(0, 0, 8, 4)) + data(0, 0x08, 1, 0, p16)
+    s += data(0, 0x08, 0, 1, p16) + data(0, 0x08, 1, 1, p16) + flush
+    s += data(0, 0x09, 1, 1, p16) + flush            # a retransmission: shadow reply
+    s += fin(0, 0) + fin(0, 1) + flush + tick
+    write("fuzz_pipeline", "f32_job", s)
+
+    # i32, world 2, one lane, B 4, 8 elements: openers, block 0 announced
+    # by the result, its two data packets (next END), a duplicate -> WAIT.
+    s = cfg + join(1, 0, (2, 1, 4, I32)) + join(1, 1) + flush
+    s += data(1, 0x00, 0, 0, tensor=(0, 0, 8, 4), extra=b"\x05")
+    s += data(1, 0x00, 1, 0, extra=b"\x06") + flush
+    s += data(1, 0x19, 0, 0, struct.pack(">iiii", 1, -2, 3, 2**30)) + flush
+    s += data(1, 0x19, 0, 0, struct.pack(">iiii", 1, -2, 3, 2**30)) + flush
+    s += data(1, 0x19, 1, 0, struct.pack(">iiii", 5, 6, 7, 2**30)) + flush
+    s += b"\x07\x40" + tick + b"\x0e"
+    write("fuzz_pipeline", "i32_job", s)
+
+    # bf16 with a bound (DEFERRED), world 3, then LEAVE; a raw JOIN too.
+    s = cfg + join(2, 0, (3, 1, 2, BF16)) + join(2, 1) + join(2, 2) + flush
+    bound = struct.pack(">I", 0x40000000)   # 2.0
+    for r in range(3):
+        s += data(2, 0x08, r, 0, bytes([0x3f, 0x00, 0xbe, 0x80]),
+                  tensor=(1, 2, 2, 2) if r == 0 else None, op=0x22, extra=bound)
+    s += flush + leave(2, 1) + flush
+    raw = hdr(JOIN, epoch=0, job=1, token=TOKEN) + struct.pack(">HHHH", 1, 1, 4, 0)
+    s += b"\x00" + struct.pack(">H", len(raw)) + raw + b"\x0c\x0b\x03\x05" + flush
+    write("fuzz_pipeline", "bf16_leave_raw", s)
+
+    # Two partitions (this is partition 0), a job too big for the slots and
+    # one refused for its block size, the quiet path and a follower's free.
+    cfg2 = bytes([3, 7, 0, 1, 0, 0, 5, 0x33])
+    s = cfg2 + join(0, 0, (1, 8, 8, F32)) + join(1, 0, (1, 4, 9, F32)) + flush
+    s += join(3, 0, (1, 2, 4, F32)) + b"\x09" + data(3, 0x08, 0, 1, p16, tensor=(0, 0, 8, 4))
+    s += flush + b"\x0d\x03" + b"\x0f" + tick
+    write("fuzz_pipeline", "partitions_refusals", s)
+
+
+def engine():
+    def cfg(world, rank, lanes, max_block, enc, n, bs, elems):
+        out = bytes([world - 1, rank, lanes - 1, max_block - 1, enc - 1, 9, 99])
+        out += struct.pack(">H", n - 1) + bytes([bs - 1, len(elems)])
+        for at, v in elems:
+            out += struct.pack(">Hf", at, v)
+        return out
+
+    tx, join_ack, fin_ack = b"\x00\x0f", b"\x03\x00", b"\x08"
+
+    def result(lane, sel, payload=b"", op=0x04, extra=b""):
+        return bytes([op, lane, sel]) + extra + payload
+
+    elems = [(0, 1.0), (5, 2.0), (9, -3.0), (13, 4.0)]
+    # f32, world 2, 2 lanes, B 4, 16 elements: the whole allreduce, then FIN.
+    s = cfg(2, 0, 2, 4, F32, 16, 4, elems) + tx + join_ack + b"\x0b\x05" + tx
+    s += result(0, 0x00, f32s([1, 2, 3, 4])) + result(1, 0x00, f32s([5, 6, 7, 8])) + tx
+    s += result(0, 0x01, f32s([1, 1, 1, 1])) + result(1, 0x01, f32s([2, 2, 2, 2])) + tx
+    s += b"\x0c" + tx + fin_ack
+    write("fuzz_engine", "f32_allreduce", s)
+
+    # i32 with a result filter: openers, a WAIT, a DEFERRED result, a
+    # saturated one, a timeout, then an ERROR.
+    s = cfg(3, 1, 2, 8, I32, 20, 8, elems) + tx + join_ack + b"\x1b\x10\x02" + tx
+    s += result(0, 0x00, extra=b"\x00\x03") + result(1, 0x00, extra=b"\x00\x02") + tx
+    s += bytes([0x84, 0, 0x01]) + struct.pack(">Q", 0b100)
+    s += result(0, 0x31) + result(1, 0x05, struct.pack(">8i", *range(8))) + tx
+    s += b"\x0f" + tx + bytes([0x07, 12, 3]) + b"job 7: bad"
+    write("fuzz_engine", "i32_filter_wait_error", s)
+
+    # bf16, one lane, a retransmission after the deadline, a stale result of
+    # another version, a raw packet, and LEAVE.
+    s = cfg(1, 0, 1, 4, BF16, 6, 3, [(2, 0.5), (4, -1.5)]) + tx + join_ack + b"\x2b\x01" + tx
+    s += b"\x0f" + tx + result(0, 0x08, bytes(6)) + result(0, 0x00, bytes([0x3f, 0x80] * 3))
+    raw = hdr(RESULT, enc=BF16, rank=SWITCH, job=7, token=0x0123456789abcdef, tlen=6,
+              block=1, nxt=END, bs=3, n=3) + bytes(6)
+    s += b"\x09" + struct.pack(">H", len(raw)) + raw + tx + b"\x0d" + tx
+    write("fuzz_engine", "bf16_retx_leave", s)
+
+
+wire()
+pipeline()
+engine()
