@@ -1,13 +1,17 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 # Integration test: one ina-switch and WORLD ina-host processes over UDP on
-# loopback, with a test-only drop rate on every port; every sum must verify
-# (bit-exact on synthetic f32 and i32 data, within the bound for bf16 and real
-# gradients) and every process must exit in time.
-# Usage: udp_job.sh BUILD_DIR UDP_PORT DROP_RATE ENCODING [extra ina-host args...]
+# loopback, with test-only faults on every port (FAULTS: the port options of
+# faults.h, drop=, dup=, reorder=, delay=, ...; a bare number P means drop=P;
+# the seed differs per process); every sum must verify (bit-exact on
+# synthetic f32 and i32 data, within the bound for bf16 and real gradients),
+# every worker must hold the same bits, every process must exit in time, and
+# every kind of fault asked for must really have been injected.
+# Usage: udp_job.sh BUILD_DIR UDP_PORT FAULTS ENCODING [extra ina-host args...]
 set -euo pipefail
-build=$1 port=$2 drop=$3 enc=$4
+build=$1 port=$2 faults=$3 enc=$4
 shift 4
+[[ $faults =~ ^[0-9.]+$ ]] && faults="drop=$faults"
 world=${WORLD:-4}
 tmp=$(mktemp -d)
 pids=()
@@ -18,7 +22,7 @@ cleanup() {
 }
 trap cleanup EXIT INT TERM
 export INA_JOB_TOKEN="test-$port"
-"$build/switch_sim/ina-switch" --listen "127.0.0.1:$port" --port-opts "drop=$drop,seed=7" \
+"$build/switch_sim/ina-switch" --listen "127.0.0.1:$port" --port-opts "$faults,seed=7" \
     --log-level warn ${SWITCH_ARGS:-} >"$tmp/switch.log" 2>&1 &
 sw=$!
 pids+=("$sw")
@@ -26,7 +30,7 @@ sleep 0.2
 hosts=()
 for ((r = 0; r < world; r++)); do
     timeout 120 "$build/host/ina-host" --switch "127.0.0.1:$port" --job 42 --rank "$r" \
-        --world "$world" --encoding "$enc" --port "udp:drop=$drop,seed=$((r + 11))" \
+        --world "$world" --encoding "$enc" --port "udp:$faults,seed=$((r + 11))" \
         --report "$tmp/r$r.json" --quiet --log-level warn "$@" >"$tmp/h$r.log" 2>&1 &
     hosts+=("$!")
 done
@@ -72,9 +76,23 @@ if [ $fail -eq 0 ]; then
         [ "$n" -gt 0 ] || { echo "no result block came back deferred"; fail=1; }
     fi
 fi
+# Every kind asked for with a rate > 0 was injected: by the switch (any
+# kind; its final counters, after the SIGUSR1 snapshot), and for drop= by
+# the switch and the hosts together.
+stats=$(awk '/ina-switch stats/ { n++ } n == 2' "$tmp/switch.log")
+counter() { echo "$stats" | awk -v k="$1" '$1 == k { v = $2 } END { print v + 0 }'; }
+for kv in ${faults//,/ }; do
+    k=${kv%%=*} v=${kv#*=}
+    case $k in drop | dup | reorder | delay) ;; *) continue ;; esac
+    awk -v v="$v" 'BEGIN { exit !(v > 0) }' || continue
+    n=$(counter "port_inject_$k")
+    [ "$k" = drop ] && n=$((n + $(jq -s '[.[].injected_drops] | add' "$tmp"/r*.json)))
+    echo "injected $k: $n"
+    [ "$n" -gt 0 ] || { echo "$kv was asked for but never injected"; fail=1; }
+done
 jq -c '{rank, rounds, verified, retransmits, injected_drops, seconds, bytes_sent, bytes_received, blocks_deferred,
         B: [.per_round[].block_size]}' "$tmp"/r*.json || true
 if [ $fail -ne 0 ]; then
     echo "--- switch log"; cat "$tmp/switch.log"; exit 1
 fi
-echo "1 passed, 0 failed: world $world, drop $drop, $enc"
+echo "1 passed, 0 failed: world $world, $faults, $enc"
