@@ -49,10 +49,18 @@ wait_hosts() {
 }
 
 # stop_switch PID: SIGUSR1 (a counter snapshot), then SIGTERM (the final
-# counters); a non-zero exit sets fail=1.
+# counters); a non-zero exit, or none within 15 s, sets fail=1.
 stop_switch() {
-    local rc=0
+    local rc=0 i
     kill -USR1 "$1"; sleep 0.2; kill -TERM "$1"
+    # Bounded: a switch that does not stop within 15 s is killed and fails.
+    for ((i = 0; i < 150; i++)); do
+        kill -0 "$1" 2>/dev/null || break
+        sleep 0.1
+    done
+    if kill -0 "$1" 2>/dev/null; then
+        echo "the switch did not stop 15 s after SIGTERM"; kill -9 "$1"; fail=1
+    fi
     wait "$1" || rc=$?
     [ $rc -eq 0 ] || { echo "the switch exited with $rc"; fail=1; }
 }

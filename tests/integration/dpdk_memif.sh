@@ -93,7 +93,7 @@ wait_serving "$sw"
 
 hosts=()
 for ((r = 0; r < world; r++)); do
-    timeout 120 "$build/host/ina-host" "${eal[@]}" --file-prefix="$tag-h$r" -l 0 \
+    timeout 80 "$build/host/ina-host" "${eal[@]}" --file-prefix="$tag-h$r" -l 0 \
         "--vdev=net_memif0,role=client,id=$r,socket=$sock$vopts" \
         -- --port "dpdk:port=0,ip=10.77.0.$((r + 2)),link_wait_ms=5000$host_q$opts" \
         --switch 10.77.0.1:9150 --job 42 --rank "$r" --world "$world" --encoding "$enc" \
