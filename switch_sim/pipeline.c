@@ -438,6 +438,16 @@ handle_join(struct pipeline *p, struct ina_pkt *in, const struct ina_hdr *h, uin
 					  "job %" PRIu32 ": block size %u is above the switch's slot width %u",
 					  h->job_id, max_block, p->cfg.slot_elems);
 		}
+		if (p->cfg.max_pkt && (uint64_t)INA_HDR_SIZE + (uint64_t)max_block *
+						ina_wire_elem_size(h->encoding) > p->cfg.max_pkt) {
+			/* The slot holds it, but its RESULT would not fit a packet. */
+			p->st.jobs_refused++;
+			return send_error(p, in, h, INA_WERR_UNSUPPORTED,
+					  "job %" PRIu32 ": a block of %u %s elements does not fit the "
+					  "switch's %" PRIu32 "-byte packets",
+					  h->job_id, max_block, ina_wire_encoding_name(h->encoding),
+					  p->cfg.max_pkt);
+		}
 		for (idx = 0; idx < p->cfg.max_jobs && p->jobs[idx].active; idx++)
 			;
 		if (idx == p->cfg.max_jobs) {

@@ -35,6 +35,9 @@ struct pipeline;
 struct pipeline_config {
 	uint32_t nb_slots;		/* slots in the pool (--slots) */
 	uint16_t slot_elems;		/* elements one slot sums: the largest B */
+	uint32_t max_pkt;		/* largest packet the switch's port carries:
+					 * a job whose largest RESULT would not fit is
+					 * refused; 0: not checked */
 	uint16_t max_jobs;		/* jobs admitted at once */
 	uint64_t linger_ns;		/* after a FIN, free the job when it has been
 					 * silent this long (or every rank sent FIN) */

@@ -718,6 +718,32 @@ test_pipeline_pool_full(void **state)
 	done(t);
 }
 
+/*
+ * A port that limits packets (max_pkt): the slot may hold more elements than
+ * an f32 packet carries (it is sized for bf16), so an f32 job whose RESULT
+ * would not fit is refused, and a bf16 job of the same block size admitted.
+ */
+static void
+test_pipeline_join_max_pkt(void **state)
+{
+	struct t *t = *state;
+	struct tjob f = { .id = 211, .token = 0x1111, .world = 1, .lanes = 1, .max_block = 16,
+			  .enc = INA_ENC_F32 };
+	struct tjob b = f;
+	struct wc_got g;
+
+	b.id = 212, b.token = 0x2222, b.enc = INA_ENC_BF16, b.peer_base = 2;
+	t->cfg.max_pkt = INA_HDR_SIZE + 16 * 2;	/* 16 bf16 elements, 8 f32 */
+	start(t);
+	assert_int_equal(send_join(t, &f, 0), 1);
+	take_one(t, &g);
+	check_error(&g, f.id, f.token, INA_WERR_UNSUPPORTED);
+	assert_msg_has(&g, "16 f32 elements does not fit the switch's 88-byte packets");
+	join_all(t, &b);
+	assert_int_equal(pipeline_nb_jobs(t->p), 1);
+	done(t);
+}
+
 static void
 test_pipeline_join_refusals(void **state)
 {
@@ -2198,6 +2224,7 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_pipeline_join_ack, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_pipeline_pool_full, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_pipeline_join_max_pkt, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_pipeline_join_refusals, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_pipeline_aggregate_f32, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_pipeline_aggregate_i32, setup, teardown),
