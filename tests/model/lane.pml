@@ -1,0 +1,731 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A Promela model of ina's lane protocol as the C code runs it today
+ * (docs/PROTOCOL.md sections 5.2 and 6, and 7.7): workers (host/src/engine.c),
+ * the switch (switch_sim/pipeline.c) and a network that drops, duplicates,
+ * delays and reorders packets. Run by tests/model/check.sh; what it covers,
+ * what it bounds and the state counts are in docs/PROTOCOL.md section 12.
+ *
+ * The instance: NW = 2 workers, NB = 4 blocks, NR = 2 rounds, NL = 1 lane
+ * (2 with -DNL=2), f32 lane openers (block = lane), one job already admitted
+ * (every rank joined, one epoch), one tensor and one block size. Worker w's
+ * element in block b of round r is w + 1 when b is in the worker's support
+ * for that round and 0 otherwise, so a sum names who contributed (1, 2 or 3)
+ * and a sum under the result filter's bound (BOUND = 2: only worker 0 had
+ * the block) goes down DEFERRED. Each worker's support for each round is
+ * chosen at the start among NPAT patterns (all 16 subsets with -DNPAT=16).
+ *
+ * Time is not modelled. A worker's retransmission timer fires at any moment
+ * at which nothing of that worker's lane is in flight (no DATA from it, no
+ * RESULT or WAIT to it): a timer that fires earlier than that is the
+ * network's duplicate, which the network can make of any packet. Linger
+ * expiry is allowed once no worker is inside an allreduce (the timing
+ * argument is in docs/PROTOCOL.md section 12).
+ *
+ * Safety (assertions): every result a worker accepts is the right sum of
+ * that round and block, or header-only exactly when the sum is zero, or
+ * DEFERRED exactly when the sum is under the bound; the next pointer is the
+ * smallest next non-zero block of any worker; the blocks it skips are zero
+ * for everybody; no worker accepts two results for one block; a round ends
+ * with every block accounted for; a WAIT names only ranks that are missing;
+ * the network never holds more than BAGN packets. Liveness (the ltl claim
+ * 'closes', checked with weak fairness): every worker closes after all NR
+ * rounds.
+ */
+
+#ifndef NW
+#define NW 2		/* workers; the packet layout below has 1 bit of rank */
+#endif
+#ifndef NB
+#define NB 4		/* blocks of the tensor */
+#endif
+#ifndef NR
+#define NR 2		/* rounds (allreduce calls) */
+#endif
+#ifndef NL
+#define NL 1		/* lanes */
+#endif
+#ifndef MAXDROP
+#define MAXDROP 2	/* packets the network may lose */
+#endif
+#ifndef MAXDUP
+#define MAXDUP 1	/* packets the network may duplicate */
+#endif
+#ifndef BAGN
+#define BAGN 8		/* packets in flight at once */
+#endif
+#ifndef MAXSLOW
+#define MAXSLOW 2	/* timeouts while the switch holds the packet (slow peer) */
+#endif
+#ifndef NPAT
+#define NPAT 4		/* support patterns per worker and round */
+#endif
+#define BOUND 2		/* every worker's result-filter bound (DATA 'bound') */
+#define BOUND_NONE 7	/* half_open()'s UINT32_MAX: no bound announced yet */
+#define END NB		/* INA_BLOCK_END */
+#define FULL ((1 << NW) - 1)	/* struct job 'full' */
+#define ALLBLK ((1 << NB) - 1)
+
+/* Packet types (docs/PROTOCOL.md 2.3); 0 is a free place in the bag. */
+#define T_DATA 1
+#define T_RESULT 2
+#define T_WAIT 3
+#define T_FIN 4
+#define T_FINACK 5
+
+/*
+ * A packet is a short: type 3 bits, rank 1 (the sender of DATA and FIN, the
+ * destination of RESULT, WAIT and FIN_ACK), lane 1, round 1, block 2,
+ * next 3, version bit 1, value 2 (DATA: the payload, 0 for an empty packet;
+ * RESULT: the sum, 0 for header-only; WAIT: the bitmap of missing ranks),
+ * DEFERRED flag 1. Values are positive, so "has a payload" is "value > 0".
+ */
+#define MKPKT(t, rk, ln, rd, b, nx, v, val, df) \
+	((t) | ((rk) << 3) | ((ln) << 4) | ((rd) << 5) | ((b) << 6) | ((nx) << 8) | \
+	 ((v) << 11) | ((val) << 12) | ((df) << 14))
+#define P_TYPE(p) ((p) & 7)
+#define P_RANK(p) (((p) >> 3) & 1)
+#define P_LANE(p) (((p) >> 4) & 1)
+#define P_ROUND(p) (((p) >> 5) & 1)
+#define P_BLOCK(p) (((p) >> 6) & 3)
+#define P_NEXT(p) (((p) >> 8) & 7)
+#define P_VER(p) (((p) >> 11) & 1)
+#define P_VAL(p) (((p) >> 12) & 3)
+#define P_DEF(p) (((p) >> 14) & 1)
+
+/* The network: a multiset of packets in flight, kept sorted (ascending, the
+ * free places last) so that one multiset is one state. */
+short bag[BAGN];
+byte drops, dups, slows;
+
+/* The inputs: bit b of sup[w * NR + r] is set when worker w's block b of
+ * round r is non-zero. */
+byte sup[NW * NR];
+#define IN(w, r, b) (((sup[(w) * NR + (r)] >> (b)) & 1) * ((w) + 1))
+#define SUM(r, b) (IN(0, r, b) + IN(1, r, b))
+
+/* The switch: one job, one slot per lane (struct job, struct slot, struct
+ * half of pipeline.c). Half h of lane l is sh[2 * l + h]. */
+#define H_IDLE 0
+#define H_AGG 1
+#define H_RESULT 2
+bit job_active = 1;		/* struct job 'active' */
+byte job_finished;		/* struct job 'finished' */
+bit job_linger;			/* struct job 'linger_until' != 0 */
+bit s_cur[NL];			/* struct slot 'cur' */
+bit s_has_round[NL];
+bit s_last_round[NL];
+typedef half {
+	unsigned state : 2;	/* state */
+	unsigned round : 1;	/* key.round */
+	unsigned block : 2;	/* key.block */
+	unsigned bitmap : 2;	/* bitmap */
+	unsigned next : 3;	/* next */
+	unsigned acc : 2;	/* acc (the sum) */
+	unsigned bound : 3;	/* bound */
+	bit has_data;
+	bit deferred;
+};
+half sh[2 * NL];
+
+/* The workers (struct engine and struct lane of engine.c). Lane l of
+ * worker w is ln[w * NL + l]. */
+#define E_RUNNING 1
+#define E_READY 2
+#define E_FINISHING 3
+#define E_CLOSED 4
+byte e_phase[NW];		/* 'phase' */
+byte e_round[NW];		/* 'round' */
+byte e_lanes_left[NW];		/* 'lanes_left' */
+byte e_tries[NW];		/* 'ctl_tries' of the FIN */
+byte e_got[NW];			/* ghost: blocks of this round accounted for */
+typedef lane {
+	bit done;		/* struct lane 'done' */
+	bit ver;		/* 'ver' */
+	bit has_data;		/* 'has_data' */
+	unsigned block : 2;	/* 'block' */
+	unsigned my_next : 3;	/* 'my_next' */
+};
+lane ln[NW * NL];
+
+/* Scratch, not part of the state: every atomic step sets what it reads. */
+hidden byte i, k, b, x, y;
+hidden short pk, q;
+
+/* Puts packet 'p' into the bag, in its place. */
+inline insert(p)
+{
+	assert(bag[BAGN - 1] == 0);	/* BAGN is enough */
+	k = BAGN - 1;
+	do
+	:: k > 0 && (bag[k - 1] == 0 || bag[k - 1] > p) ->
+		bag[k] = bag[k - 1];
+		k--
+	:: else -> break
+	od;
+	bag[k] = p;
+	k = 0
+}
+
+/* A step's packets out (pipeline_rx_burst()'s out[], engine_tx()'s out[]):
+ * a step runs as one d_step and queues them here; transmit() sends them.
+ * Not hidden: they live across transmit()'s choices, which the search
+ * undoes, and they are empty in every state it stores. */
+short out[2];
+byte nout;
+
+inline emit(p)
+{
+	assert(nout < 2);
+	out[nout] = p;
+	nout++
+}
+
+/*
+ * A packet whose arrival can change nothing, now or later, is taken out of
+ * the bag: a RESULT or WAIT for a block its worker has passed (a worker's
+ * round and lane block only go forward), a FIN_ACK for a closed worker, a
+ * FIN or DATA for a freed job, a DATA from a finished rank or for a key
+ * older than its half's (half keys and last_round only go forward: asserted
+ * in half_open() and on completion). Its receiver would drop it (counted as
+ * stale or no_match) whenever it came; taking it out early only lets its
+ * owner's timer fire sooner, which real timers do anyway. It keeps the
+ * search from telling apart states that differ only in such dead packets.
+ */
+#define W_PASSED(w, p) \
+	(e_phase[w] == E_CLOSED || (e_phase[w] == E_RUNNING && \
+	 (P_ROUND(p) < e_round[w] || (P_ROUND(p) == e_round[w] && \
+	  (ln[(w) * NL + P_LANE(p)].done || P_BLOCK(p) < ln[(w) * NL + P_LANE(p)].block)))) || \
+	 (e_phase[w] == E_FINISHING && P_TYPE(p) != T_FINACK))
+#define HV(p) (2 * P_LANE(p) + P_VER(p))
+#define S_PASSED(p) \
+	(!job_active || (P_TYPE(p) == T_DATA && \
+	 (((job_finished >> P_RANK(p)) & 1) || \
+	  (sh[HV(p)].state != H_IDLE && \
+	    P_ROUND(p) * NB + P_BLOCK(p) < sh[HV(p)].round * NB + sh[HV(p)].block) || \
+	   (sh[HV(p)].state == H_IDLE && s_has_round[P_LANE(p)] && \
+	    P_ROUND(p) <= s_last_round[P_LANE(p)]))))
+#define TO_SW(p) (P_TYPE(p) == T_DATA || P_TYPE(p) == T_FIN)
+#define DEAD(p) ((TO_SW(p) && S_PASSED(p)) || (!TO_SW(p) && W_PASSED(P_RANK(p), p)))
+
+inline gc()
+{
+	k = 0;	/* not a d_step's first statement: a jump may end here */
+#ifndef NOGC
+	d_step {
+		k = 0;
+		do
+		:: k < BAGN && bag[k] != 0 ->
+			if
+			:: DEAD(bag[k]) ->
+				pk = k;
+				do
+				:: pk < BAGN - 1 -> bag[pk] = bag[pk + 1]; pk++
+				:: else -> break
+				od;
+				bag[BAGN - 1] = 0
+			:: else -> k++
+			fi
+		:: else -> break
+		od;
+		k = 0;
+		pk = 0
+	}
+#endif
+}
+
+/*
+ * The transport sends out[]. Unless the network is a process of its own
+ * (-DNET_PROCESS), each packet may be lost (MAXDROP in all) or duplicated
+ * (MAXDUP in all) here, as it is sent: a packet that is lost or copied later
+ * is one that was lost or copied now and then delayed, and delay and
+ * reordering are the receivers' choice of any packet in the bag (PICK).
+ */
+inline transmit()
+{
+	do
+	:: nout > 0 ->
+		nout--;
+#ifdef NET_PROCESS
+		d_step { insert(out[nout]); out[nout] = 0 }
+#else
+		if
+		:: true -> d_step { insert(out[nout]); out[nout] = 0 }
+		:: drops < MAXDROP -> drops++; out[nout] = 0	/* lost */
+		:: dups < MAXDUP -> dups++;			/* duplicated */
+			d_step { insert(out[nout]); insert(out[nout]); out[nout] = 0 }
+		fi
+#endif
+	:: else -> break
+	od;
+	gc()
+}
+
+/* Takes the packet at place 'j' out of the bag into 'pk'. */
+inline take(j)
+{
+	pk = bag[j];
+	k = j;
+	do
+	:: k < BAGN - 1 -> bag[k] = bag[k + 1]; k++
+	:: else -> break
+	od;
+	bag[BAGN - 1] = 0;
+	k = 0
+}
+
+/* Chooses a place 'j' in the bag whose packet satisfies COND(place). */
+#define PICK(j, COND) \
+	if \
+	:: COND(0) -> j = 0 \
+	:: COND(1) -> j = 1 \
+	:: COND(2) -> j = 2 \
+	:: COND(3) -> j = 3 \
+	:: COND(4) -> j = 4 \
+	:: COND(5) -> j = 5 \
+	:: COND(6) -> j = 6 \
+	:: COND(7) -> j = 7 \
+	fi
+
+/* The packets for the switch, for worker W, and any packet. */
+#define TO_SWITCH(j) (P_TYPE(bag[j]) == T_DATA || P_TYPE(bag[j]) == T_FIN)
+#define TO_WORKER(j) (e_phase[me] != E_CLOSED && bag[j] != 0 && !TO_SWITCH(j) && \
+		      P_RANK(bag[j]) == me)
+#define DROPPABLE(j) (drops < MAXDROP && bag[j] != 0)
+#define DUPLICABLE(j) (dups < MAXDUP && bag[j] != 0)
+
+/* 1 when nothing of worker 'w' lane 'l' is in flight: the lane's timer may
+ * fire. Packets of a lane are DATA from w and RESULT and WAIT to w. */
+#define MINE(j, w, l) (bag[j] != 0 && P_RANK(bag[j]) == (w) && P_LANE(bag[j]) == (l) && \
+		       P_TYPE(bag[j]) <= T_WAIT)
+#define LANE_QUIET(w, l) (!MINE(0, w, l) && !MINE(1, w, l) && !MINE(2, w, l) && \
+			  !MINE(3, w, l) && !MINE(4, w, l) && !MINE(5, w, l) && \
+			  !MINE(6, w, l) && !MINE(7, w, l))
+#define CTL(j, w) (bag[j] != 0 && P_RANK(bag[j]) == (w) && P_TYPE(bag[j]) >= T_FIN)
+#define CTL_QUIET(w) (!CTL(0, w) && !CTL(1, w) && !CTL(2, w) && !CTL(3, w) && \
+		      !CTL(4, w) && !CTL(5, w) && !CTL(6, w) && !CTL(7, w))
+
+/* 1 when the switch holds worker w's answer for lane l's block and waits
+ * on a peer: a timeout now is a slow peer's, not a loss's. */
+#define HELD(w, l) (s_cur[l] == ln[(w) * NL + (l)].ver && \
+		    sh[2 * (l) + s_cur[l]].state == H_AGG && \
+		    sh[2 * (l) + s_cur[l]].round == e_round[w] && \
+		    sh[2 * (l) + s_cur[l]].block == ln[(w) * NL + (l)].block && \
+		    ((sh[2 * (l) + s_cur[l]].bitmap >> (w)) & 1))
+#define TIMER(w, l) (e_phase[w] == E_RUNNING && !ln[(w) * NL + (l)].done && \
+		     LANE_QUIET(w, l) && (slows < MAXSLOW || !HELD(w, l)))
+
+/* ina_block_next_nonzero(): worker w's first non-zero block of round r at
+ * or after 'from' in from's lane (stepping by NL), or END. */
+inline next_nonzero(w, r, from, res)
+{
+	res = from;
+	do
+	:: res >= NB -> res = END; break
+	:: else ->
+		if
+		:: IN(w, r, res) != 0 -> break
+		:: else -> res = res + NL
+		fi
+	od
+}
+
+/* engine.c build_data() and the engine_tx() that sends it. */
+inline send_data(w, l)
+{
+	emit(MKPKT(T_DATA, w, l, e_round[w], ln[w * NL + l].block, ln[w * NL + l].my_next,
+		  ln[w * NL + l].ver,
+		  ln[w * NL + l].has_data * ((w) + 1), 0))
+}
+
+/* engine.c engine_allreduce(): sets every lane up and sends its opener
+ * (f32: block = lane, with the payload if that block is non-zero). */
+inline allreduce(w)
+{
+	e_phase[w] = E_RUNNING;
+	e_got[w] = 0;
+	e_lanes_left[w] = 0;
+	y = 0;
+	do
+	:: y < NL ->
+		/* ina_lane_active(): every lane has a block (NB >= NL) */
+		ln[w * NL + y].done = 0;
+		e_lanes_left[w]++;
+		ln[w * NL + y].block = y;	/* ina_lane_first() */
+		next_nonzero(w, e_round[w], y, x);
+		ln[w * NL + y].has_data = (x == y);
+		if
+		:: x == y -> next_nonzero(w, e_round[w], y + NL, x)
+		:: else
+		fi;
+		ln[w * NL + y].my_next = x;
+		send_data(w, y);
+		y++
+	:: else -> break
+	od;
+	x = 0;
+	y = 0
+}
+
+/* engine.c engine_finish() and tx_ctl(): the first FIN. */
+inline finish(w)
+{
+	e_phase[w] = E_FINISHING;
+	e_tries[w] = 1;
+	emit(MKPKT(T_FIN, w, 0, 0, 0, 0, 0, 0, 0))
+}
+
+/* engine.c on_result(), with the checks. 'pk' is a RESULT for 'me'. */
+inline on_result()
+{
+	y = me * NL + P_LANE(pk);
+	if
+	:: e_phase[me] != E_RUNNING || ln[y].done || P_ROUND(pk) != e_round[me] ||
+	   P_BLOCK(pk) != ln[y].block || P_VER(pk) != ln[y].ver ->
+		skip	/* stale */
+	:: else ->
+		b = P_BLOCK(pk);
+		/* never two results for one block */
+		assert(!((e_got[me] >> b) & 1));
+		e_got[me] = e_got[me] | (1 << b);
+		x = SUM(e_round[me], b);
+		if
+		:: P_DEF(pk) ->
+			/* header-only, and only for a sum under the bound; the
+			 * worker keeps its own part (e->deferred[block] = 1) */
+			assert(P_VAL(pk) == 0 && x > 0 && x < BOUND)
+		:: else ->
+			/* the sum, or header-only exactly when it is zero */
+			assert(P_VAL(pk) == x && !(x > 0 && x < BOUND))
+		fi;
+		/* the next pointer: the smallest next non-zero block of any
+		 * worker after this one */
+		next_nonzero(0, e_round[me], b + NL, x);
+		next_nonzero(1, e_round[me], b + NL, q);
+		if
+		:: q < x -> x = q
+		:: else
+		fi;
+		assert(P_NEXT(pk) == x);
+		/* ina_block_zero_range(): the skipped blocks are zero for
+		 * every worker */
+		x = b + NL;
+		do
+		:: x < P_NEXT(pk) ->
+			assert(SUM(e_round[me], x) == 0 && !((e_got[me] >> x) & 1));
+			e_got[me] = e_got[me] | (1 << x);
+			x = x + NL
+		:: else -> break
+		od;
+		ln[y].ver = 1 - ln[y].ver;
+		if
+		:: P_NEXT(pk) == END ->
+			ln[y].done = 1;
+			e_lanes_left[me]--;
+			if
+			:: e_lanes_left[me] == 0 ->
+				/* finish_op(): every block of the round is
+				 * accounted for; the caller's next allreduce
+				 * or its ina_close() (FIN) follows */
+				assert(e_got[me] == ALLBLK);
+				e_round[me]++;
+				e_phase[me] = E_READY;
+				if
+				:: e_round[me] < NR -> allreduce(me)
+				:: else -> finish(me)
+				fi
+			:: else
+			fi
+		:: else ->
+			ln[y].block = P_NEXT(pk);
+			if
+			:: ln[y].my_next == P_NEXT(pk) ->
+				ln[y].has_data = 1;
+				next_nonzero(me, e_round[me], P_NEXT(pk) + NL, x);
+				ln[y].my_next = x
+			:: else ->
+				ln[y].has_data = 0
+			fi;
+			send_data(me, P_LANE(pk))	/* need_send, engine_tx() */
+		fi
+	fi;
+	b = 0;
+	x = 0;
+	y = 0;
+	q = 0
+}
+
+proctype worker(byte me)
+{
+	do
+	/* engine_rx(): a packet for me, in any order */
+	:: atomic {
+		PICK(i, TO_WORKER);
+		d_step {
+		take(i);
+		i = 0;
+		if
+		:: P_TYPE(pk) == T_RESULT -> on_result()
+		:: P_TYPE(pk) == T_WAIT ->
+			/* on_wait(): a WAIT for the lane's block only
+			 * restarts the lane's timer. The switch has my
+			 * packet: I am not among the missing ranks */
+			y = me * NL + P_LANE(pk);
+			if
+			:: e_phase[me] == E_RUNNING && !ln[y].done &&
+			   P_ROUND(pk) == e_round[me] && P_BLOCK(pk) == ln[y].block ->
+				assert(!((P_VAL(pk) >> me) & 1) && P_VAL(pk) != 0)
+			:: else	/* stale */
+			fi;
+			y = 0
+		:: P_TYPE(pk) == T_FINACK ->
+			if
+			:: e_phase[me] == E_FINISHING -> e_phase[me] = E_CLOSED
+			:: else
+			fi
+		fi;
+		pk = 0
+		};
+		transmit()
+	   }
+	/* engine_tx(): lane 0's timer fires, the packet is built again */
+	:: atomic {
+		TIMER(me, 0) ->
+		d_step { slows = slows + HELD(me, 0); send_data(me, 0) };
+		transmit()
+	   }
+#if NL > 1
+	:: atomic {
+		TIMER(me, 1) ->
+		d_step { slows = slows + HELD(me, 1); send_data(me, 1) };
+		transmit()
+	   }
+#endif
+	/* tx_ctl(): the FIN's timer: resend, or close after 4 tries */
+	:: atomic {
+		e_phase[me] == E_FINISHING && CTL_QUIET(me) ->
+		d_step {
+			if
+			:: e_tries[me] >= 4 -> e_phase[me] = E_CLOSED
+			:: else ->
+				e_tries[me]++;
+				emit(MKPKT(T_FIN, me, 0, 0, 0, 0, 0, 0, 0))
+			fi
+		};
+		transmit()
+	   }
+	:: e_phase[me] == E_CLOSED -> break
+	od;
+	/* a closed worker made every round */
+	assert(e_round[me] == NR)
+}
+
+/* pipeline.c half_open() */
+inline half_open(hh, r, blk)
+{
+	/* a half's key never goes back (gc() relies on it) */
+	assert((r) * NB + (blk) >= sh[hh].round * NB + sh[hh].block);
+	sh[hh].state = H_AGG;
+	sh[hh].round = r;
+	sh[hh].block = blk;
+	sh[hh].bitmap = 0;
+	sh[hh].has_data = 0;
+	sh[hh].deferred = 0;
+	sh[hh].bound = BOUND_NONE;
+	sh[hh].next = END;
+	sh[hh].acc = 0
+}
+
+/* pipeline.c put_result(): the result kept in half 'hh' to rank 'w' */
+#define RESULT_PKT(w, l, hh) \
+	MKPKT(T_RESULT, w, l, sh[hh].round, sh[hh].block, sh[hh].next, (hh) % 2, \
+	      sh[hh].acc * (1 - sh[hh].deferred), sh[hh].deferred)
+
+/* pipeline.c handle_data(); 'pk' is a valid DATA of the job. */
+inline handle_data()
+{
+	b = P_LANE(pk);			/* the slot */
+	y = 2 * b + P_VER(pk);		/* hf = &s->h[ver] */
+	if
+	:: (job_finished >> P_RANK(pk)) & 1 ->
+		skip	/* drop: after_fin */
+	:: else -> if
+	:: P_VER(pk) != s_cur[b] ->
+		/* the shadow: a retransmission for a finished block */
+		if
+		:: sh[y].state == H_RESULT && sh[y].round == P_ROUND(pk) &&
+		   sh[y].block == P_BLOCK(pk) ->
+			emit(RESULT_PKT(P_RANK(pk), b, y))	/* shadow_replies */
+		:: else -> skip	/* drop: no_match */
+		fi
+	:: else ->
+		x = 1;		/* 0 once the packet is dropped */
+		if
+		:: sh[y].state == H_IDLE ->
+			/* only a lane's first packet of a later round opens it */
+			if
+			:: P_BLOCK(pk) != b ||
+			   (s_has_round[b] && P_ROUND(pk) <= s_last_round[b]) ->
+				x = 0	/* drop: no_match */
+			:: else -> half_open(y, P_ROUND(pk), P_BLOCK(pk))
+			fi
+		:: sh[y].state != H_IDLE &&
+		   (sh[y].round != P_ROUND(pk) || sh[y].block != P_BLOCK(pk)) ->
+			x = 0	/* drop: no_match */
+		:: else
+		fi;
+		if
+		:: x == 0
+		:: x && ((sh[y].bitmap >> P_RANK(pk)) & 1) ->
+			/* a duplicate: send_wait(). Its rate limit is not
+			 * modelled: a WAIT only delays the sender's timer, so
+			 * a duplicate dropped within wait_interval_ns is one
+			 * whose WAIT arrives at once */
+			emit(MKPKT(T_WAIT, P_RANK(pk), b, P_ROUND(pk), P_BLOCK(pk), END,
+				   s_cur[b], FULL & ~sh[y].bitmap, 0))
+		:: else ->
+			/* half_add() */
+			sh[y].bitmap = sh[y].bitmap | (1 << P_RANK(pk));
+			if
+			:: BOUND < sh[y].bound -> sh[y].bound = BOUND
+			:: else
+			fi;
+			if
+			:: P_VAL(pk) > 0 ->
+				sh[y].acc = sh[y].acc + P_VAL(pk);
+				sh[y].has_data = 1
+			:: else
+			fi;
+			if
+			:: P_NEXT(pk) < sh[y].next -> sh[y].next = P_NEXT(pk)
+			:: else
+			fi;
+			if
+			:: sh[y].bitmap == FULL ->
+				/* complete: half_deferred(), the sum to every
+				 * rank, the halves swap roles */
+				sh[y].deferred = (sh[y].has_data && sh[y].bound != 0 &&
+						  sh[y].bound != BOUND_NONE &&
+						  sh[y].acc < sh[y].bound);
+				sh[y].state = H_RESULT;
+				emit(RESULT_PKT(0, b, y));
+				emit(RESULT_PKT(1, b, y));
+				s_cur[b] = 1 - P_VER(pk);
+				if
+				:: sh[y].next == END ->
+					sh[2 * b + s_cur[b]].state = H_IDLE;
+					assert(!s_has_round[b] ||
+					       P_ROUND(pk) > s_last_round[b]);
+					s_has_round[b] = 1;
+					s_last_round[b] = P_ROUND(pk)
+				:: else ->
+					half_open(2 * b + s_cur[b], P_ROUND(pk), sh[y].next)
+				fi
+			:: else
+			fi
+		fi
+	fi fi;
+	b = 0;
+	x = 0;
+	y = 0
+}
+
+proctype sw()
+{
+end:
+	do
+	/* pipeline_rx_burst() -> process_one(): a packet for the switch */
+	:: atomic {
+		PICK(i, TO_SWITCH);
+		d_step {
+		take(i);
+		i = 0;
+		if
+		:: !job_active -> skip	/* drop: unknown_job */
+		:: else ->
+			if
+			:: P_TYPE(pk) == T_DATA -> handle_data()
+			:: else ->
+				/* handle_fin() */
+				job_finished = job_finished | (1 << P_RANK(pk));
+				job_linger = 1;
+				emit(MKPKT(T_FINACK, P_RANK(pk), 0, 0, 0, 0, 0, 0, 0));
+				if
+				:: job_finished == FULL -> job_active = 0	/* job_free() */
+				:: else
+				fi
+			fi
+		fi;
+		pk = 0
+		};
+		transmit()
+	   }
+	/* pipeline_tick(): the linger runs out. Every packet of the job
+	 * restarts it and a worker in an allreduce talks at least every
+	 * rto_max, so it runs out only once no worker is in an allreduce. */
+	:: atomic {
+		job_active && job_linger && e_phase[0] != E_RUNNING && e_phase[1] != E_RUNNING ->
+		job_active = 0;
+		gc()
+	   }
+	od
+}
+
+#ifdef NET_PROCESS
+/* The network as a process of its own (slower; transmit() does the same at
+ * send time): any packet in flight may be lost (MAXDROP in all) or
+ * duplicated (MAXDUP in all) at any time; delivery in any order is the
+ * receivers' choice (PICK). */
+proctype network()
+{
+end:
+	do
+	:: atomic { PICK(i, DROPPABLE); take(i); i = 0; pk = 0; drops++ }
+	:: atomic { PICK(i, DUPLICABLE); q = bag[i]; i = 0; insert(q); q = 0; dups++ }
+	/* for the liveness check under weak fairness: the network may stop
+	 * making faults for good, so fairness never forces one */
+	:: break
+	od
+}
+#endif
+
+/* The supports a worker may have in a round. */
+inline choose(s)
+{
+#if NPAT == 16
+	select(s : 0 .. 15)
+#elif NPAT == 1
+	s = 13
+#else
+	if
+	:: s = 0	/* nothing: an empty opener announcing END */
+	:: s = 1	/* block 0 only */
+	:: s = 10	/* blocks 1 and 3 */
+	:: s = 13	/* blocks 0, 2 and 3 */
+	fi
+#endif
+}
+
+init
+{
+	atomic {
+		assert(NW == 2 && NB == 4 && NR <= 2 && NL <= 2 && BAGN == 8);
+		choose(sup[0]);
+		choose(sup[1]);
+		choose(sup[2]);
+		choose(sup[3]);
+		allreduce(0);
+		transmit();
+		allreduce(1);
+		transmit();
+		run sw();
+#ifdef NET_PROCESS
+		run network();
+#endif
+		run worker(0);
+		run worker(1)
+	}
+}
+
+/* Every worker closes (after all NR rounds, asserted in worker()). */
+ltl closes { <> (e_phase[0] == E_CLOSED && e_phase[1] == E_CLOSED) }
