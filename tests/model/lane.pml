@@ -151,6 +151,7 @@ lane ln[NW * NL];
 /* Scratch, not part of the state: every atomic step sets what it reads. */
 hidden byte i, k, b, x, y;
 hidden short pk, q;
+hidden byte dead, dropped;	/* the packet was dead (gc()); it was dropped */
 
 /* Puts packet 'p' into the bag, in its place. */
 inline insert(p)
@@ -382,7 +383,7 @@ inline on_result()
 	if
 	:: e_phase[me] != E_RUNNING || ln[y].done || P_ROUND(pk) != e_round[me] ||
 	   P_BLOCK(pk) != ln[y].block || P_VER(pk) != ln[y].ver ->
-		skip	/* stale */
+		dropped = 1	/* stale */
 	:: else ->
 		b = P_BLOCK(pk);
 		/* never two results for one block */
@@ -464,6 +465,7 @@ proctype worker(byte me)
 		d_step {
 		take(i);
 		i = 0;
+		dead = DEAD(pk);
 		if
 		:: P_TYPE(pk) == T_RESULT -> on_result()
 		:: P_TYPE(pk) == T_WAIT ->
@@ -475,15 +477,20 @@ proctype worker(byte me)
 			:: e_phase[me] == E_RUNNING && !ln[y].done &&
 			   P_ROUND(pk) == e_round[me] && P_BLOCK(pk) == ln[y].block ->
 				assert(!((P_VAL(pk) >> me) & 1) && P_VAL(pk) != 0)
-			:: else	/* stale */
+			:: else -> dropped = 1	/* stale */
 			fi;
 			y = 0
 		:: P_TYPE(pk) == T_FINACK ->
 			if
 			:: e_phase[me] == E_FINISHING -> e_phase[me] = E_CLOSED
-			:: else
+			:: else -> dropped = 1
 			fi
 		fi;
+		/* gc() takes out only packets that are dropped (checked
+		 * with -DNOGC, where they arrive) */
+		assert(!dead || dropped);
+		dead = 0;
+		dropped = 0;
 		pk = 0
 		};
 		transmit()
@@ -548,7 +555,7 @@ inline handle_data()
 	y = 2 * b + P_VER(pk);		/* hf = &s->h[ver] */
 	if
 	:: (job_finished >> P_RANK(pk)) & 1 ->
-		skip	/* drop: after_fin */
+		dropped = 1	/* drop: after_fin */
 	:: else -> if
 	:: P_VER(pk) != s_cur[b] ->
 		/* the shadow: a retransmission for a finished block */
@@ -556,7 +563,7 @@ inline handle_data()
 		:: sh[y].state == H_RESULT && sh[y].round == P_ROUND(pk) &&
 		   sh[y].block == P_BLOCK(pk) ->
 			emit(RESULT_PKT(P_RANK(pk), b, y))	/* shadow_replies */
-		:: else -> skip	/* drop: no_match */
+		:: else -> dropped = 1	/* drop: no_match */
 		fi
 	:: else ->
 		x = 1;		/* 0 once the packet is dropped */
@@ -566,12 +573,12 @@ inline handle_data()
 			if
 			:: P_BLOCK(pk) != b ||
 			   (s_has_round[b] && P_ROUND(pk) <= s_last_round[b]) ->
-				x = 0	/* drop: no_match */
+				x = 0; dropped = 1	/* drop: no_match */
 			:: else -> half_open(y, P_ROUND(pk), P_BLOCK(pk))
 			fi
 		:: sh[y].state != H_IDLE &&
 		   (sh[y].round != P_ROUND(pk) || sh[y].block != P_BLOCK(pk)) ->
-			x = 0	/* drop: no_match */
+			x = 0; dropped = 1	/* drop: no_match */
 		:: else
 		fi;
 		if
@@ -640,8 +647,9 @@ end:
 		d_step {
 		take(i);
 		i = 0;
+		dead = DEAD(pk);
 		if
-		:: !job_active -> skip	/* drop: unknown_job */
+		:: !job_active -> dropped = 1	/* drop: unknown_job */
 		:: else ->
 			if
 			:: P_TYPE(pk) == T_DATA -> handle_data()
@@ -656,6 +664,11 @@ end:
 				fi
 			fi
 		fi;
+		/* gc() takes out only packets that are dropped (checked
+		 * with -DNOGC, where they arrive) */
+		assert(!dead || dropped);
+		dead = 0;
+		dropped = 0;
 		pk = 0
 		};
 		transmit()
