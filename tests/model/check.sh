@@ -4,16 +4,18 @@
 # the verifier in a temporary directory, compiles it with gcc, runs it under
 # nice, and fails unless pan reports "errors: 0" for a complete search.
 #   safety    assertions (every sum right, no result twice, next pointers,
-#             DEFERRED, WAIT) and invalid end states, exhaustive (COLLAPSE)
+#             DEFERRED, WAIT) and invalid end states, exhaustive (COLLAPSE),
+#             with f32 lane openers and with i32's OPEN (-DI32)
 #   liveness  the ltl claim 'closes' (every worker closes after every round)
-#             under weak fairness (pan -a -f), exhaustive
-#   gc        the safety check of a smaller instance without gc() (-DNOGC):
-#             every packet gc() takes out would have been dropped
+#             under weak fairness (pan -a -f), exhaustive, f32
+#   liveness_i32  the same with -DI32 (not in ctest: 3 more minutes)
+#   gc        the safety check of a smaller instance without gc() (-DNOGC),
+#             f32 and i32: every packet gc() takes out would have been dropped
 #   mutants   five deliberate protocol bugs, each of which must be caught
 #   all       all of the above
 # Exits 77 (skipped) when spin is not installed (scripts/deps installs it).
 # Memory: pan stops at 4 GiB (-DMEMLIM); the checks need about 1.5 GiB.
-# Usage: tests/model/check.sh BUILD_DIR [safety|liveness|gc|mutants|all]
+# Usage: tests/model/check.sh BUILD_DIR [safety|liveness|liveness_i32|gc|mutants|all]
 set -euo pipefail
 build=$1
 mode=${2:-all}
@@ -86,13 +88,19 @@ mutant() {
 }
 
 safety() {
-    run safety pass "" "-DNOCLAIM -DCOLLAPSE" "-m200000 -w25"
+    run safety pass "" "-DNOCLAIM -DCOLLAPSE" "-m200000 -w25" &&
+        run safety_i32 pass "-DI32" "-DNOCLAIM -DCOLLAPSE" "-m200000 -w25"
 }
 liveness() {
     run liveness pass "" "-DCOLLAPSE" "-m200000 -w25 -a -f"
 }
+liveness_i32() {
+    run liveness_i32 pass "-DI32" "-DCOLLAPSE" "-m200000 -w25 -a -f"
+}
 gc_check() {
-    run safety_nogc pass "-DNOGC -DNPAT=1 -DMAXSLOW=1" "-DNOCLAIM -DCOLLAPSE" "-m200000 -w23"
+    run safety_nogc pass "-DNOGC -DNPAT=1 -DMAXSLOW=1" "-DNOCLAIM -DCOLLAPSE" "-m200000 -w23" &&
+        run safety_nogc_i32 pass "-DI32 -DNOGC -DNPAT=1 -DMAXSLOW=1" "-DNOCLAIM -DCOLLAPSE" \
+            "-m200000 -w23"
 }
 mutants() {
     # the switch adds a duplicate again: a wrong sum
@@ -114,6 +122,7 @@ rc=0
 case $mode in
 safety) safety || rc=1 ;;
 liveness) liveness || rc=1 ;;
+liveness_i32) liveness_i32 || rc=1 ;;
 gc) gc_check || rc=1 ;;
 mutants) mutants || rc=1 ;;
 all)
@@ -121,7 +130,8 @@ all)
     gc_check || rc=1
     mutants || rc=1
     liveness || rc=1
+    liveness_i32 || rc=1
     ;;
-*) echo "usage: $0 BUILD_DIR [safety|liveness|gc|mutants|all]" >&2; exit 2 ;;
+*) echo "usage: $0 BUILD_DIR [safety|liveness|liveness_i32|gc|mutants|all]" >&2; exit 2 ;;
 esac
 exit $rc

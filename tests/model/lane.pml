@@ -74,28 +74,48 @@
 #define T_FINACK 5
 
 /*
- * A packet is a short: type 3 bits, rank 1 (the sender of DATA and FIN, the
- * destination of RESULT, WAIT and FIN_ACK), lane 1, round 1, block 2,
- * next 3, version bit 1, value 2 (DATA: the payload, 0 for an empty packet;
- * RESULT: the sum, 0 for header-only; WAIT: the bitmap of missing ranks),
- * DEFERRED flag 1. Values are positive, so "has a payload" is "value > 0".
+ * The i32 encoding (-DI32) opens each lane with a header-only OPEN packet
+ * (ina_lane_first()), whose RESULT announces the lane's first block; its
+ * exponents are not modelled. OPEN comes before every block: ORD() orders
+ * block indices, KEY() the keys (round, block) of a lane.
+ */
+#define OPEN 5		/* INA_BLOCK_OPEN */
+#ifdef I32
+#define FIRST(l) OPEN
+#define BB 3		/* bits of a block field */
+#define PKT int
+#else
+#define FIRST(l) (l)
+#define BB 2
+#define PKT short
+#endif
+#define ORD(b) (((b) + 1) % (OPEN + 1))
+#define KEY(r, b) ((r) * 8 + ORD(b))
+
+/*
+ * A packet is a short (an int with -DI32): type 3 bits, rank 1 (the sender
+ * of DATA and FIN, the destination of RESULT, WAIT and FIN_ACK), lane 1,
+ * round 1, block BB, next 3, version bit 1, value 2 (DATA: the payload, 0 for
+ * an empty packet; RESULT: the sum, 0 for header-only; WAIT: the bitmap of
+ * missing ranks), DEFERRED flag 1. Values are positive, so "has a payload"
+ * is "value > 0".
  */
 #define MKPKT(t, rk, ln, rd, b, nx, v, val, df) \
-	((t) | ((rk) << 3) | ((ln) << 4) | ((rd) << 5) | ((b) << 6) | ((nx) << 8) | \
-	 ((v) << 11) | ((val) << 12) | ((df) << 14))
+	((t) | ((rk) << 3) | ((ln) << 4) | ((rd) << 5) | ((b) << 6) | ((nx) << (6 + BB)) | \
+	 ((v) << (9 + BB)) | ((val) << (10 + BB)) | ((df) << (12 + BB)))
 #define P_TYPE(p) ((p) & 7)
 #define P_RANK(p) (((p) >> 3) & 1)
 #define P_LANE(p) (((p) >> 4) & 1)
 #define P_ROUND(p) (((p) >> 5) & 1)
-#define P_BLOCK(p) (((p) >> 6) & 3)
-#define P_NEXT(p) (((p) >> 8) & 7)
-#define P_VER(p) (((p) >> 11) & 1)
-#define P_VAL(p) (((p) >> 12) & 3)
-#define P_DEF(p) (((p) >> 14) & 1)
+#define P_BLOCK(p) (((p) >> 6) & ((1 << BB) - 1))
+#define P_NEXT(p) (((p) >> (6 + BB)) & 7)
+#define P_VER(p) (((p) >> (9 + BB)) & 1)
+#define P_VAL(p) (((p) >> (10 + BB)) & 3)
+#define P_DEF(p) (((p) >> (12 + BB)) & 1)
 
 /* The network: a multiset of packets in flight, kept sorted (ascending, the
  * free places last) so that one multiset is one state. */
-short bag[BAGN];
+PKT bag[BAGN];
 byte drops, dups, slows;
 
 /* The inputs: bit b of sup[w * NR + r] is set when worker w's block b of
@@ -118,7 +138,7 @@ bit s_last_round[NL];
 typedef half {
 	unsigned state : 2;	/* state */
 	unsigned round : 1;	/* key.round */
-	unsigned block : 2;	/* key.block */
+	unsigned block : 3;	/* key.block */
 	unsigned bitmap : 2;	/* bitmap */
 	unsigned next : 3;	/* next */
 	unsigned acc : 2;	/* acc (the sum) */
@@ -143,14 +163,15 @@ typedef lane {
 	bit done;		/* struct lane 'done' */
 	bit ver;		/* 'ver' */
 	bit has_data;		/* 'has_data' */
-	unsigned block : 2;	/* 'block' */
+	unsigned block : 3;	/* 'block' */
 	unsigned my_next : 3;	/* 'my_next' */
 };
 lane ln[NW * NL];
 
 /* Scratch, not part of the state: every atomic step sets what it reads. */
 hidden byte i, k, b, x, y;
-hidden short pk, q;
+hidden PKT pk, q;
+hidden byte z;
 hidden byte dead, dropped;	/* the packet was dead (gc()); it was dropped */
 
 /* Puts packet 'p' into the bag, in its place. */
@@ -172,7 +193,7 @@ inline insert(p)
  * a step runs as one d_step and queues them here; transmit() sends them.
  * Not hidden: they live across transmit()'s choices, which the search
  * undoes, and they are empty in every state it stores. */
-short out[2];
+PKT out[2];
 byte nout;
 
 inline emit(p)
@@ -196,14 +217,15 @@ inline emit(p)
 #define W_PASSED(w, p) \
 	(e_phase[w] == E_CLOSED || (e_phase[w] == E_RUNNING && \
 	 (P_ROUND(p) < e_round[w] || (P_ROUND(p) == e_round[w] && \
-	  (ln[(w) * NL + P_LANE(p)].done || P_BLOCK(p) < ln[(w) * NL + P_LANE(p)].block)))) || \
+	  (ln[(w) * NL + P_LANE(p)].done || \
+	   ORD(P_BLOCK(p)) < ORD(ln[(w) * NL + P_LANE(p)].block))))) || \
 	 (e_phase[w] == E_FINISHING && P_TYPE(p) != T_FINACK))
 #define HV(p) (2 * P_LANE(p) + P_VER(p))
 #define S_PASSED(p) \
 	(!job_active || (P_TYPE(p) == T_DATA && \
 	 (((job_finished >> P_RANK(p)) & 1) || \
 	  (sh[HV(p)].state != H_IDLE && \
-	    P_ROUND(p) * NB + P_BLOCK(p) < sh[HV(p)].round * NB + sh[HV(p)].block) || \
+	    KEY(P_ROUND(p), P_BLOCK(p)) < KEY(sh[HV(p)].round, sh[HV(p)].block)) || \
 	   (sh[HV(p)].state == H_IDLE && s_has_round[P_LANE(p)] && \
 	    P_ROUND(p) <= s_last_round[P_LANE(p)]))))
 #define TO_SW(p) (P_TYPE(p) == T_DATA || P_TYPE(p) == T_FIN)
@@ -352,13 +374,17 @@ inline allreduce(w)
 		/* ina_lane_active(): every lane has a block (NB >= NL) */
 		ln[w * NL + y].done = 0;
 		e_lanes_left[w]++;
-		ln[w * NL + y].block = y;	/* ina_lane_first() */
+		ln[w * NL + y].block = FIRST(y);	/* ina_lane_first() */
 		next_nonzero(w, e_round[w], y, x);
+#ifdef I32
+		ln[w * NL + y].has_data = 0;	/* OPEN: header-only */
+#else
 		ln[w * NL + y].has_data = (x == y);
 		if
 		:: x == y -> next_nonzero(w, e_round[w], y + NL, x)
 		:: else
 		fi;
+#endif
 		ln[w * NL + y].my_next = x;
 		send_data(w, y);
 		y++
@@ -386,23 +412,33 @@ inline on_result()
 		dropped = 1	/* stale */
 	:: else ->
 		b = P_BLOCK(pk);
-		/* never two results for one block */
-		assert(!((e_got[me] >> b) & 1));
-		e_got[me] = e_got[me] | (1 << b);
-		x = SUM(e_round[me], b);
 		if
-		:: P_DEF(pk) ->
-			/* header-only, and only for a sum under the bound; the
-			 * worker keeps its own part (e->deferred[block] = 1) */
-			assert(P_VAL(pk) == 0 && x > 0 && x < BOUND)
+		:: b == OPEN ->
+			/* the answer to an OPEN: header-only, never DEFERRED */
+			assert(P_VAL(pk) == 0 && !P_DEF(pk));
+			z = P_LANE(pk)	/* zero_from */
 		:: else ->
-			/* the sum, or header-only exactly when it is zero */
-			assert(P_VAL(pk) == x && !(x > 0 && x < BOUND))
+			/* never two results for one block */
+			assert(!((e_got[me] >> b) & 1));
+			e_got[me] = e_got[me] | (1 << b);
+			x = SUM(e_round[me], b);
+			if
+			:: P_DEF(pk) ->
+				/* header-only, and only for a sum under the
+				 * bound; the worker keeps its own part
+				 * (e->deferred[block] = 1) */
+				assert(P_VAL(pk) == 0 && x > 0 && x < BOUND)
+			:: else ->
+				/* the sum, or header-only exactly when it is
+				 * zero */
+				assert(P_VAL(pk) == x && !(x > 0 && x < BOUND))
+			fi;
+			z = b + NL
 		fi;
 		/* the next pointer: the smallest next non-zero block of any
-		 * worker after this one */
-		next_nonzero(0, e_round[me], b + NL, x);
-		next_nonzero(1, e_round[me], b + NL, q);
+		 * worker from zero_from on */
+		next_nonzero(0, e_round[me], z, x);
+		next_nonzero(1, e_round[me], z, q);
 		if
 		:: q < x -> x = q
 		:: else
@@ -410,7 +446,8 @@ inline on_result()
 		assert(P_NEXT(pk) == x);
 		/* ina_block_zero_range(): the skipped blocks are zero for
 		 * every worker */
-		x = b + NL;
+		x = z;
+		z = 0;
 		do
 		:: x < P_NEXT(pk) ->
 			assert(SUM(e_round[me], x) == 0 && !((e_got[me] >> x) & 1));
@@ -531,7 +568,7 @@ proctype worker(byte me)
 inline half_open(hh, r, blk)
 {
 	/* a half's key never goes back (gc() relies on it) */
-	assert((r) * NB + (blk) >= sh[hh].round * NB + sh[hh].block);
+	assert(KEY(r, blk) >= KEY(sh[hh].round, sh[hh].block));
 	sh[hh].state = H_AGG;
 	sh[hh].round = r;
 	sh[hh].block = blk;
@@ -571,7 +608,7 @@ inline handle_data()
 		:: sh[y].state == H_IDLE ->
 			/* only a lane's first packet of a later round opens it */
 			if
-			:: P_BLOCK(pk) != b ||
+			:: P_BLOCK(pk) != FIRST(b) ||
 			   (s_has_round[b] && P_ROUND(pk) <= s_last_round[b]) ->
 				x = 0; dropped = 1	/* drop: no_match */
 			:: else -> half_open(y, P_ROUND(pk), P_BLOCK(pk))
@@ -593,10 +630,13 @@ inline handle_data()
 		:: else ->
 			/* half_add() */
 			sh[y].bitmap = sh[y].bitmap | (1 << P_RANK(pk));
+			/* build_data(): an OPEN carries bound 0 */
+			z = BOUND * (P_BLOCK(pk) != OPEN);
 			if
-			:: BOUND < sh[y].bound -> sh[y].bound = BOUND
+			:: z < sh[y].bound -> sh[y].bound = z
 			:: else
 			fi;
+			z = 0;
 			if
 			:: P_VAL(pk) > 0 ->
 				sh[y].acc = sh[y].acc + P_VAL(pk);
@@ -723,6 +763,17 @@ init
 {
 	atomic {
 		assert(NW == 2 && NB == 4 && NR <= 2 && NL <= 2 && BAGN == 8);
+#ifdef I32
+		/* slots_reserve() zeroes an idle half's key, which nothing
+		 * reads while the half is idle; OPEN, the smallest key, keeps
+		 * half_open()'s check that keys never go back simple */
+		sh[0].block = OPEN;
+		sh[1].block = OPEN;
+#if NL > 1
+		sh[2].block = OPEN;
+		sh[3].block = OPEN;
+#endif
+#endif
 		choose(sup[0]);
 		choose(sup[1]);
 		choose(sup[2]);
