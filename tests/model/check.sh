@@ -5,7 +5,8 @@
 # nice, and fails unless pan reports "errors: 0" for a complete search.
 #   safety    assertions (every sum right, no result twice, next pointers,
 #             DEFERRED, WAIT) and invalid end states, exhaustive (COLLAPSE),
-#             with f32 lane openers and with i32's OPEN (-DI32)
+#             with f32 lane openers and with i32's OPEN (-DI32), and every
+#             one of the 65,536 inputs without faults (-DNPAT=16)
 #   liveness  the ltl claim 'closes' (every worker closes after every round)
 #             under weak fairness (pan -a -f), exhaustive, f32
 #   liveness_i32  the same with -DI32 (not in ctest: 3 more minutes)
@@ -89,7 +90,9 @@ mutant() {
 
 safety() {
     run safety pass "" "-DNOCLAIM -DCOLLAPSE" "-m200000 -w25" &&
-        run safety_i32 pass "-DI32" "-DNOCLAIM -DCOLLAPSE" "-m200000 -w25"
+        run safety_i32 pass "-DI32" "-DNOCLAIM -DCOLLAPSE" "-m200000 -w25" &&
+        run safety_inputs pass "-DNPAT=16 -DMAXDROP=0 -DMAXDUP=0 -DMAXSLOW=0" \
+            "-DNOCLAIM -DCOLLAPSE" "-m200000 -w25"
 }
 liveness() {
     run liveness pass "" "-DCOLLAPSE" "-m200000 -w25 -a -f"

@@ -743,10 +743,13 @@ end:
 #endif
 
 /* The supports a worker may have in a round. */
+byte pat;	/* select()'s variable (not hidden: the search undoes it) */
 inline choose(s)
 {
 #if NPAT == 16
-	select(s : 0 .. 15)
+	select(pat : 0 .. 15);
+	s = pat;
+	pat = 0
 #elif NPAT == 1
 	s = 13
 #else
