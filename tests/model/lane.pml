@@ -7,7 +7,8 @@
  * what it bounds and the state counts are in docs/PROTOCOL.md section 12.
  *
  * The instance: NW = 2 workers, NB = 4 blocks, NR = 2 rounds, NL = 1 lane
- * (2 with -DNL=2), f32 lane openers (block = lane), one job already admitted
+ * (2 with -DNL=2), f32 lane openers (block = lane; -DI32: i32's OPEN), one
+ * job already admitted
  * (every rank joined, one epoch), one tensor and one block size. Worker w's
  * element in block b of round r is w + 1 when b is in the worker's support
  * for that round and 0 otherwise, so a sum names who contributed (1, 2 or 3)
@@ -18,9 +19,12 @@
  * Time is not modelled. A worker's retransmission timer fires at any moment
  * at which nothing of that worker's lane is in flight (no DATA from it, no
  * RESULT or WAIT to it): a timer that fires earlier than that is the
- * network's duplicate, which the network can make of any packet. Linger
- * expiry is allowed once no worker is inside an allreduce (the timing
- * argument is in docs/PROTOCOL.md section 12).
+ * network's duplicate, which the network can make of any packet. A timeout
+ * while the switch already holds the worker's packet (a slow peer) happens
+ * at most MAXSLOW times in a run. Linger expiry is allowed once no worker is
+ * inside an allreduce (the timing argument is in docs/PROTOCOL.md section
+ * 12). Packets that can no longer change anything are taken out (gc();
+ * -DNOGC keeps them and checks that each is dropped when it arrives).
  *
  * Safety (assertions): every result a worker accepts is the right sum of
  * that round and block, or header-only exactly when the sum is zero, or
