@@ -314,7 +314,8 @@ inline take(j)
 	:: COND(7) -> j = 7 \
 	fi
 
-/* The packets for the switch, for worker W, and any packet. */
+/* The packets for the switch, for worker me, and those the network process
+ * (-DNET_PROCESS) may still lose or copy. */
 #define TO_SWITCH(j) (P_TYPE(bag[j]) == T_DATA || P_TYPE(bag[j]) == T_FIN)
 #define TO_WORKER(j) (e_phase[me] != E_CLOSED && bag[j] != 0 && !TO_SWITCH(j) && \
 		      P_RANK(bag[j]) == me)
