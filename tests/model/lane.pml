@@ -416,6 +416,9 @@ inline on_result()
 	   P_BLOCK(pk) != ln[y].block || P_VER(pk) != ln[y].ver ->
 		dropped = 1	/* stale */
 	:: else ->
+		/* on_result() fails the operation (INA_EPROTO) on a next
+		 * pointer past the worker's own: it never happens */
+		assert(P_NEXT(pk) <= ln[y].my_next);
 		b = P_BLOCK(pk);
 		if
 		:: b == OPEN ->
@@ -718,6 +721,10 @@ end:
 		};
 		transmit()
 	   }
+	/* The peer timeout (silent_ranks(), abort_job(): 8 s without a
+	 * packet from a rank that a block waits on) never fires: a worker
+	 * in an allreduce sends at least every rto_max (200 ms), and at most
+	 * MAXDROP of its packets are lost. */
 	/* pipeline_tick(): the linger runs out. Every packet of the job
 	 * restarts it and a worker in an allreduce talks at least every
 	 * rto_max, so it runs out only once no worker is in an allreduce. */
