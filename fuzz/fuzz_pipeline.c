@@ -246,7 +246,7 @@ note_data(struct fz *f, const struct ina_pkt *pkt)
 /* What the outputs of one burst add up to, for the counters. */
 struct tally {
 	uint64_t results, results_empty, results_deferred, result_bytes;
-	uint64_t shadow_replies, waits, join_acks, fin_acks, errors, errors_left;
+	uint64_t shadow_replies, waits, join_acks, fin_acks, errors, errors_left, errors_dead;
 };
 
 /* Checks one output of the switch and learns from it. */
@@ -332,10 +332,12 @@ check_output(struct fz *f, const struct ina_pkt *o, struct tally *t)
 		t->fin_acks++;
 		break;
 	case INA_T_ERROR:
-		FZ_CHECK(h.status >= INA_WERR_NO_SLOTS && h.status <= INA_WERR_LEFT);
+		FZ_CHECK(h.status >= INA_WERR_NO_SLOTS && h.status <= INA_WERR_MAX);
 		FZ_CHECK(o->len > INA_HDR_SIZE);
 		if (h.status == INA_WERR_LEFT)
 			t->errors_left++;
+		else if (h.status == INA_WERR_PEER_DEAD)
+			t->errors_dead++;	/* answers a DATA, not a JOIN */
 		else
 			t->errors++;
 		break;
@@ -392,6 +394,7 @@ flush(struct fz *f, int quiet)
 	FZ_CHECK(t.join_acks + t.errors <= st->joins - before.joins);
 	FZ_CHECK(t.fin_acks <= st->fins - before.fins);
 	FZ_CHECK(t.errors_left <= st->leaves - before.leaves);
+	FZ_CHECK(t.errors_dead <= st->jobs_aborted - before.jobs_aborted);
 	/* The outputs are held back (up to hold_max), or freed now. */
 	for (uint16_t i = 0; i < nb_out; i++)
 		keep_or_free(f, out[i]);

@@ -72,6 +72,7 @@ enum ina_wire_error {
 				 * round is aborted and the job is gone */
 	INA_WERR_SHUTDOWN = 7,	/* the switch is shutting down: no new job, or
 				 * the job is aborted */
+	INA_WERR_MAX = INA_WERR_SHUTDOWN,
 };
 
 /* The header as it lies on the wire. */
