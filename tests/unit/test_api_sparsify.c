@@ -21,6 +21,7 @@
 
 #include <cmocka.h>
 
+#include "dyadic.h"
 #include "fabric.h"
 #include "ina/encode.h"
 #include "ina/util.h"
@@ -36,25 +37,11 @@ static float grad[WORLD][N], sendbuf[WORLD][N], outs[WORLD][N];
 static uint8_t deferred[WORLD][(N + BLOCK - 1) / BLOCK];
 static double want[N], got[N];
 
-/* Values k 2^-10, |k| <= 1023: every sum here is exact in f32. Every
- * fourth block (from block 1) nearly cancels across workers: +v, -v, +v, -v
- * with rank 0 adding at most 2^-10, so its sums are small and the result
- * filter has blocks to defer. */
+/* The round's gradients (dyadic.h), near-cancelling in runs of a block. */
 static void
 make_grad(int round)
 {
-	for (int r = 0; r < WORLD; r++)
-		for (int i = 0; i < N; i++) {
-			int cancel = (i / BLOCK) % 4 == 1;
-			uint64_t st = (uint64_t)round * 1000003u + (uint64_t)(cancel ? 0 : r) * N +
-				      (uint64_t)i;
-			uint64_t h = ina_splitmix64(&st);
-			int k = (int)(h % 2047) - 1023;
-
-			if (cancel)
-				k = (r % 2 ? -k : k) + (r == 0 ? (int)(h >> 40) % 3 - 1 : 0);
-			grad[r][i] = (float)k / 1024.0f;
-		}
+	dyadic_cancel_grads(&grad[0][0], WORLD, N, N, round, BLOCK);
 }
 
 /* Checks block 'b' of round's results against the sum of what was sent:

@@ -21,6 +21,7 @@
 
 #include <cmocka.h>
 
+#include "dyadic.h"
 #include "fabric.h"
 #include "ina/encode.h"
 #include "ina/npy.h"
@@ -47,24 +48,12 @@ struct run {
 	uint64_t deferred;
 };
 
-/* Dyadic values k 2^-10 (every sum exact in f32); every fourth run of 64
- * elements from the second nearly cancels across workers, so some sums are
- * small at every B up to 64. */
+/* Dyadic values (dyadic.h), near-cancelling in runs of 64 elements, so some
+ * sums are small at every B up to 64. */
 static void
 dyadic_grads(uint32_t n, int round)
 {
-	for (int r = 0; r < WORLD; r++)
-		for (uint32_t i = 0; i < n; i++) {
-			int cancel = (i / 64) % 4 == 1;
-			uint64_t st = (uint64_t)round * 1000003u +
-				      (uint64_t)(cancel ? 0 : r) * n + i;
-			uint64_t h = ina_splitmix64(&st);
-			int k = (int)(h % 2047) - 1023;
-
-			if (cancel)
-				k = (r % 2 ? -k : k) + (r == 0 ? (int)(h >> 40) % 3 - 1 : 0);
-			grad[r][i] = (float)k / 1024.0f;
-		}
+	dyadic_cancel_grads(&grad[0][0], WORLD, n, MAXN, round, 64);
 }
 
 /* Dyadic too, with the mass in runs of 16: every eighth run holds values up
