@@ -1,0 +1,252 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A simulated host (node.h): the real host engine (host/src/engine.c) fed
+ * with the packets its link delivers and woken at its own deadlines, and the
+ * job's workload (host/src/workload.c, the generator and check ina-host
+ * uses). A round's input is generated when the round starts, so a host
+ * holds one tensor in and one out, never the job's whole history; every
+ * result is checked before the next round starts, and a wrong sum fails the
+ * job.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine.h"
+#include "node.h"
+#include "workload.h"
+
+#define HOST_TX_BURST 32
+
+struct host_node {
+	struct sim_node node;	/* first: the ops' handle */
+	struct host_node_config cfg;
+	struct engine *engine;
+	float *in, *out;	/* one round's tensor, allocated at round 0 */
+	uint32_t round;		/* the round running (or next to run) */
+	int running;		/* an allreduce of 'round' is in flight */
+	int last_phase;
+	int stopped;
+};
+
+static struct host_node *
+host_of(struct sim_node *n)
+{
+	return (struct host_node *)n;
+}
+
+static void host_pump(struct host_node *h, uint64_t now);
+
+static int
+start_round(struct host_node *h, uint64_t now)
+{
+	char msg[200];
+	int ret;
+
+	if (!h->in) {
+		h->in = malloc((size_t)h->cfg.tensor_len * sizeof(float));
+		h->out = malloc((size_t)h->cfg.tensor_len * sizeof(float));
+		if (!h->in || !h->out) {
+			sim_job_fail(h->cfg.job, now, "out of memory for a host's tensor");
+			return -ENOMEM;
+		}
+	}
+	ret = workload_fill(h->cfg.workload, h->round, h->cfg.rank, h->in);
+	if (ret < 0) {
+		snprintf(msg, sizeof(msg), "rank %u round %u: no data: %s", h->cfg.rank, h->round,
+			 strerror(-ret));
+		sim_job_fail(h->cfg.job, now, msg);
+		return ret;
+	}
+	ret = engine_allreduce(h->engine, 0, h->in, h->out, h->cfg.tensor_len,
+			       h->cfg.block_size, ENGINE_SUM, now);
+	if (ret < 0) {
+		snprintf(msg, sizeof(msg), "rank %u round %u: engine_allreduce: %s", h->cfg.rank,
+			 h->round, strerror(-ret));
+		sim_job_fail(h->cfg.job, now, msg);
+		return ret;
+	}
+	h->running = 1;
+	return 0;
+}
+
+/* The allreduce of 'round' ended: check it, report it, start the next. */
+static void
+round_ended(struct host_node *h, uint64_t now)
+{
+	struct verify_result res;
+	char msg[256];
+	int ret;
+
+	h->running = 0;
+	ret = workload_verify(h->cfg.workload, h->round, h->out, 0, h->cfg.encoding,
+			      h->cfg.block_size, &res);
+	if (ret < 0 || !res.ok) {
+		if (ret < 0)
+			snprintf(msg, sizeof(msg), "rank %u round %u: cannot check the sum: %s",
+				 h->cfg.rank, h->round, strerror(-ret));
+		else
+			snprintf(msg, sizeof(msg),
+				 "rank %u round %u: wrong sum: %llu elements, first at %llu "
+				 "(got %g, want %g)",
+				 h->cfg.rank, h->round, (unsigned long long)res.mismatches,
+				 (unsigned long long)res.first_bad, (double)res.got,
+				 (double)res.want);
+		sim_job_fail(h->cfg.job, now, msg);
+		return;
+	}
+	sim_job_round_done(h->cfg.job, h->cfg.rank, h->round, now);
+	h->round++;
+	if (h->round < h->cfg.rounds)
+		start_round(h, now);
+	else
+		engine_finish(h->engine, now);	/* as ina-host closes after its rounds */
+}
+
+static void
+host_pump(struct host_node *h, uint64_t now)
+{
+	struct ina_pkt *out[HOST_TX_BURST];
+	uint16_t nb;
+	uint64_t d;
+	int phase;
+
+	for (int pass = 0; pass < 4 && !h->stopped; pass++) {
+		do {
+			nb = engine_tx(h->engine, now, out, HOST_TX_BURST);
+			for (uint16_t i = 0; i < nb; i++)
+				sim_net_send(h->node.net, h->node.index, h->cfg.switch_index,
+					     out[i], now);
+		} while (nb == HOST_TX_BURST);
+		if (engine_error(h->engine)) {
+			char msg[320];
+
+			snprintf(msg, sizeof(msg), "rank %u: %s", h->cfg.rank,
+				 engine_error_msg(h->engine));
+			sim_job_fail(h->cfg.job, now, msg);
+			return;
+		}
+		phase = engine_phase(h->engine);
+		if (phase != h->last_phase) {
+			h->last_phase = phase;
+			sim_job_phase(h->cfg.job, h->cfg.rank, phase, now);
+		}
+		if (h->stopped)
+			return;
+		if (!(h->running && phase == ENGINE_READY))
+			break;
+		/* The op ended: the next one's first packets go out in the
+		 * next pass. */
+		round_ended(h, now);
+	}
+	if (h->stopped)
+		return;
+	d = engine_next_deadline(h->engine);
+	if (d != UINT64_MAX)
+		sim_net_wake(h->node.net, &h->node, d > now ? d : now + 1);
+}
+
+static void
+host_rx(struct sim_node *n, struct ina_pkt *pkt, int src, uint64_t now)
+{
+	struct host_node *h = host_of(n);
+
+	(void)src;
+	if (h->stopped) {
+		ina_pkt_free(pkt);
+		return;
+	}
+	engine_rx(h->engine, &pkt, 1, now);
+	host_pump(h, now);
+}
+
+static void
+host_wake(struct sim_node *n, uint64_t now)
+{
+	struct host_node *h = host_of(n);
+
+	if (!h->stopped)
+		host_pump(h, now);
+}
+
+static void
+host_destroy(struct sim_node *n)
+{
+	struct host_node *h = host_of(n);
+
+	if (!h)
+		return;
+	engine_destroy(h->engine);
+	free(h->in);
+	free(h->out);
+	free(h);
+}
+
+static const struct sim_node_ops host_ops = {
+	.kind = "host",
+	.rx = host_rx,
+	.wake = host_wake,
+	.destroy = host_destroy,
+};
+
+struct sim_node *
+host_node_create(struct sim_net *net, const struct host_node_config *cfg)
+{
+	struct host_node *h = calloc(1, sizeof(*h));
+	struct engine_config ec;
+
+	if (!h)
+		return NULL;
+	h->node = (struct sim_node){ .ops = &host_ops, .net = net, .index = cfg->index,
+				     .wake_at = UINT64_MAX };
+	h->cfg = *cfg;
+	engine_config_init(&ec);
+	ec.job_id = cfg->job_id;
+	ec.rank = cfg->rank;
+	ec.world = cfg->world;
+	ec.lanes = cfg->lanes;
+	ec.max_block = cfg->block_size;
+	ec.encoding = cfg->encoding;
+	ec.token = 0x5eed0000ull + cfg->job_id;
+	ec.pool = sim_net_pool(net);
+	sim_net_peer(cfg->switch_index, &ec.sw);
+	h->engine = engine_create(&ec);
+	if (!h->engine) {
+		free(h);
+		return NULL;
+	}
+	h->last_phase = engine_phase(h->engine);
+	return &h->node;
+}
+
+const struct engine_stats *
+host_node_stats(const struct sim_node *n)
+{
+	return engine_stats(((const struct host_node *)n)->engine);
+}
+
+void
+host_node_join(struct sim_node *n, uint64_t now)
+{
+	struct host_node *h = host_of(n);
+
+	engine_join(h->engine, now);
+	host_pump(h, now);
+}
+
+void
+host_node_start(struct sim_node *n, uint64_t now)
+{
+	struct host_node *h = host_of(n);
+
+	h->round = 0;
+	if (h->cfg.rounds && start_round(h, now) == 0)
+		host_pump(h, now);
+}
+
+void
+host_node_stop(struct sim_node *n)
+{
+	host_of(n)->stopped = 1;
+}

@@ -1,0 +1,88 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * What a node of the simulated network is to net.c, and what net.c offers
+ * back. A node is an ops table over its own state: packets addressed to it
+ * and its timer go in; it sends packets and asks for wake-ups through the
+ * sim_net_* services below. Today there are two kinds: a host (host_node.c:
+ * a host engine and its workload) and a switch (switch_node.c: one pipeline
+ * for the jobs whose hosts hang off it). A rack switch that presents itself
+ * upstream as one worker (DESIGN.md, hierarchical aggregation) will be a
+ * third kind behind the same ops, with the pipeline mode that does it.
+ */
+#ifndef INA_SIM_NODE_H
+#define INA_SIM_NODE_H
+
+#include <stdint.h>
+
+#include "ina/pkt.h"
+
+struct sim_net;
+struct sim_node;
+struct sim_job;
+
+struct sim_node_ops {
+	const char *kind;	/* "host", "switch" */
+	/* A packet addressed to this node arrived at 'now' from node 'src'
+	 * (its 'peer' is src's address, as a port reports a source). The
+	 * node owns the packet. */
+	void (*rx)(struct sim_node *n, struct ina_pkt *pkt, int src, uint64_t now);
+	/* The wake-up asked for with sim_net_wake() is due. */
+	void (*wake)(struct sim_node *n, uint64_t now);
+	void (*destroy)(struct sim_node *n);	/* Accepts NULL. */
+};
+
+struct sim_node {
+	const struct sim_node_ops *ops;
+	struct sim_net *net;
+	int index;		/* node index in the topology */
+	uint64_t wake_at;	/* pending wake-up, UINT64_MAX none */
+};
+
+/* Sends 'pkt' from node 'src' to node 'dst' at 'now', along the tree's path
+ * (takes ownership: a packet dropped on the way is freed and counted). */
+void sim_net_send(struct sim_net *net, int src, int dst, struct ina_pkt *pkt, uint64_t now);
+
+/* Wakes node 'n' at 't' (replaces any earlier request of the node). */
+void sim_net_wake(struct sim_net *net, struct sim_node *n, uint64_t t);
+
+/* The transport address of node 'index', and back (-1: not a node's). */
+void sim_net_peer(int index, struct ina_peer *peer);
+int sim_net_peer_node(const struct ina_peer *peer);
+
+/* The packet pool every node allocates from. */
+struct ina_pkt_pool *sim_net_pool(struct sim_net *net);
+
+/* Hosts report to their job (net.c): round 'round' ended on rank 'rank'
+ * at 'now' with a right sum, or the job failed with 'msg'. */
+void sim_job_round_done(struct sim_job *job, uint16_t rank, uint32_t round, uint64_t now);
+void sim_job_fail(struct sim_job *job, uint64_t now, const char *msg);
+/* Rank 'rank' moved to a new engine phase (joined, closed). These calls only
+ * record: net.c acts on them between events, never inside a node's call. */
+void sim_job_phase(struct sim_job *job, uint16_t rank, int phase, uint64_t now);
+
+/* The two kinds of node. NULL with errno set. */
+struct host_node_config {
+	int index;			/* node index */
+	int switch_index;		/* node index of the job's switch */
+	struct sim_job *job;
+	struct workload *workload;	/* the job's (shared by its hosts) */
+	uint16_t rank, world, lanes, block_size;
+	uint8_t encoding;
+	uint32_t job_id, tensor_len, rounds;
+};
+struct sim_node *host_node_create(struct sim_net *net, const struct host_node_config *cfg);
+/* The host's engine counters. */
+const struct engine_stats *host_node_stats(const struct sim_node *n);
+/* Starts joining; starts round 0 (each later round starts when the host's
+ * previous one ended, and FIN follows the last, as ina-host runs them). */
+void host_node_join(struct sim_node *n, uint64_t now);
+void host_node_start(struct sim_node *n, uint64_t now);
+/* Stops the host: it drops what it receives and sleeps (its job failed). */
+void host_node_stop(struct sim_node *n);
+
+struct pipeline_config;
+struct sim_node *switch_node_create(struct sim_net *net, int index,
+				    const struct pipeline_config *cfg);
+const struct pipeline_stats *switch_node_stats(const struct sim_node *n);
+
+#endif
