@@ -59,6 +59,8 @@ struct sim_net {
 	int window_open, window_closed;
 	struct sim_report rep;
 	const struct pipeline_stats **sw_stats;
+	sim_tap_fn *tap;
+	void *tap_arg;
 };
 
 void
@@ -728,6 +730,8 @@ sim_net_run(struct sim_net *net)
 			continue;
 		}
 		sim_net_peer(ev.src, &ev.pkt->peer);
+		if (net->tap)
+			net->tap(net->tap_arg, ev.pkt, ev.src, ev.dst, net->now);
 		n->ops->rx(n, ev.pkt, ev.src, net->now);
 	}
 	window_close(net);
@@ -737,6 +741,13 @@ sim_net_run(struct sim_net *net)
 		if (net->rep.jobs[k].state == SIM_JOB_FAILED)
 			ok = 0;
 	return ok ? 0 : -1;
+}
+
+void
+sim_net_set_tap(struct sim_net *net, sim_tap_fn *tap, void *arg)
+{
+	net->tap = tap;
+	net->tap_arg = arg;
 }
 
 const struct sim_report *

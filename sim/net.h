@@ -86,6 +86,7 @@ struct sim_report {
 };
 
 struct sim_net;
+struct ina_pkt;
 
 /*
  * Builds the network of 't' (which must outlive it): links, nodes and the
@@ -100,6 +101,15 @@ void sim_net_destroy(struct sim_net *net);	/* Accepts NULL. */
 /* Runs every job that is not refused to its end. Returns 0 when each of
  * them ended SIM_JOB_OK (refused ones do not count), else -1. */
 int sim_net_run(struct sim_net *net);
+
+/*
+ * Calls 'tap' with every packet delivered to a node, at 'now', before the
+ * node sees it (from node 'src' to node 'dst'). The tap may change the
+ * packet's bytes, not free it. Tests corrupt a result with it, to see a
+ * wrong sum fail the run; a capture of a link could hang here.
+ */
+typedef void sim_tap_fn(void *arg, struct ina_pkt *pkt, int src, int dst, uint64_t now);
+void sim_net_set_tap(struct sim_net *net, sim_tap_fn *tap, void *arg);
 
 /* The figures; valid until sim_net_destroy(). */
 const struct sim_report *sim_net_report(const struct sim_net *net);

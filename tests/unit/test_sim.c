@@ -17,6 +17,7 @@
 #include <cmocka.h>
 
 #include "events.h"
+#include "ina/pkt.h"
 #include "ina/wire.h"
 #include "link.h"
 #include "net.h"
@@ -244,6 +245,83 @@ test_sim_lossy_exact(void **state)
 	sim_topo_free(t);
 }
 
+/* Real gradients (.npy): summed in arrival order, checked within the f32
+ * bound (workload.h), under loss. */
+static void
+test_sim_gradients_file(void **state)
+{
+	struct topology *t = lossy4(0.01);
+	struct topo_job *j = sim_topo_job(t);
+	struct sim_job_report rep;
+	int ok;
+	char *r;
+
+	(void)state;
+	j->data = TOPO_DATA_FILE;
+	j->path = strdup(INA_SOURCE_DIR "/data/grads_cnn_digits_3it.npy");
+	j->tensor_len = 0;	/* the file's */
+	r = run_json(t, 3, &ok, &rep);
+	assert_true(ok);
+	assert_int_equal(rep.state, SIM_JOB_OK);
+	assert_int_equal(rep.tensor_len, 71754);
+	assert_int_equal(rep.sums_checked, 4 * 3);
+	free(r);
+	sim_topo_free(t);
+}
+
+/* Adds 1 to the first element of the first RESULT with a payload that
+ * reaches the host *arg (as a switch with a broken adder would). */
+static void
+corrupt_once(void *arg, struct ina_pkt *pkt, int src, int dst, uint64_t now)
+{
+	int *victim = arg;
+	struct ina_hdr h;
+	uint32_t x;
+	float f;
+
+	(void)src;
+	(void)now;
+	if (*victim < 0 || dst != *victim || pkt->len <= INA_HDR_SIZE)
+		return;
+	ina_wire_decode_hdr(pkt->data, &h);
+	if (h.type != INA_T_RESULT)
+		return;
+	memcpy(&x, pkt->data + INA_HDR_SIZE, 4);
+	x = __builtin_bswap32(x);
+	memcpy(&f, &x, 4);
+	f += 1.0f;
+	memcpy(&x, &f, 4);
+	x = __builtin_bswap32(x);
+	memcpy(pkt->data + INA_HDR_SIZE, &x, 4);
+	*victim = -1;
+}
+
+static void
+test_sim_wrong_sum_fails(void **state)
+{
+	struct topology *t = lossy4(0);
+	struct sim_config cfg;
+	struct sim_net *net;
+	const struct sim_job_report *rep;
+	int victim;
+	char err[256];
+
+	(void)state;
+	victim = sim_topo_job(t)->hosts[2];
+	sim_config_init(&cfg);
+	net = sim_net_create(t, &cfg, err, sizeof(err));
+	assert_non_null(net);
+	sim_net_set_tap(net, corrupt_once, &victim);
+	assert_int_equal(sim_net_run(net), -1);
+	assert_int_equal(victim, -1);
+	rep = &sim_net_report(net)->jobs[0];
+	assert_int_equal(rep->state, SIM_JOB_FAILED);
+	print_message("%s\n", rep->error);
+	assert_non_null(strstr(rep->error, "rank 2 round 0: wrong sum"));
+	sim_net_destroy(net);
+	sim_topo_free(t);
+}
+
 static void
 test_sim_refuses_multi_switch(void **state)
 {
@@ -346,6 +424,8 @@ main(void)
 		cmocka_unit_test(test_sim_analytic_star),
 		cmocka_unit_test(test_sim_deterministic),
 		cmocka_unit_test(test_sim_lossy_exact),
+		cmocka_unit_test(test_sim_gradients_file),
+		cmocka_unit_test(test_sim_wrong_sum_fails),
 		cmocka_unit_test(test_sim_refuses_multi_switch),
 		cmocka_unit_test(test_sim_ring_closed_form),
 		cmocka_unit_test(test_sim_ring_bottleneck),
