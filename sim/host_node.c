@@ -2,11 +2,11 @@
 /*
  * A simulated host (node.h): the real host engine (host/src/engine.c) fed
  * with the packets its link delivers and woken at its own deadlines, and the
- * job's workload (host/src/workload.c, the generator and check ina-host
- * uses). A round's input is generated when the round starts, so a host
- * holds one tensor in and one out, never the job's whole history; every
- * result is checked before the next round starts, and a wrong sum fails the
- * job.
+ * job's workload (host/src/workload.c, the generator ina-host uses). A
+ * round's input is generated when the round starts, so a host holds one
+ * tensor in and one out, never the job's whole history; every result is
+ * checked (sim_job_check) before the next round starts, and a wrong sum
+ * fails the job.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -75,24 +75,10 @@ start_round(struct host_node *h, uint64_t now)
 static void
 round_ended(struct host_node *h, uint64_t now)
 {
-	struct verify_result res;
-	char msg[256];
-	int ret;
+	char msg[320];
 
 	h->running = 0;
-	ret = workload_verify(h->cfg.workload, h->round, h->out, 0, h->cfg.encoding,
-			      h->cfg.block_size, &res);
-	if (ret < 0 || !res.ok) {
-		if (ret < 0)
-			snprintf(msg, sizeof(msg), "rank %u round %u: cannot check the sum: %s",
-				 h->cfg.rank, h->round, strerror(-ret));
-		else
-			snprintf(msg, sizeof(msg),
-				 "rank %u round %u: wrong sum: %llu elements, first at %llu "
-				 "(got %g, want %g)",
-				 h->cfg.rank, h->round, (unsigned long long)res.mismatches,
-				 (unsigned long long)res.first_bad, (double)res.got,
-				 (double)res.want);
+	if (sim_job_check(h->cfg.job, h->cfg.rank, h->round, h->out, msg, sizeof(msg)) < 0) {
 		sim_job_fail(h->cfg.job, now, msg);
 		return;
 	}

@@ -40,6 +40,10 @@ struct sim_job {
 	uint8_t *rank_joined, *rank_closed;
 	uint32_t *rank_rounds;		/* rounds each rank finished */
 	uint64_t *round_end;		/* latest end of each round */
+	/* The first checked result of the two rounds that can be open at
+	 * once (a rank cannot end round r + 2 before all ended round r). */
+	float *ref[2];
+	int64_t ref_round[2];
 	int failed;			/* rep->error says why */
 	int start_due;			/* every rank joined: start the rounds */
 	int stop_due;			/* failed: stop the hosts */
@@ -182,6 +186,53 @@ sim_job_fail(struct sim_job *job, uint64_t now, const char *msg)
 	job_fail(job, msg);
 }
 
+int
+sim_job_check(struct sim_job *job, uint16_t rank, uint32_t round, const float *out, char *msg,
+	      size_t msglen)
+{
+	const struct topo_job *tj = job->tj;
+	size_t n = job->rep->tensor_len, bytes = n * sizeof(float);
+	unsigned slot = round & 1;
+	struct verify_result res;
+	int ret;
+
+	if (job->ref_round[slot] == (int64_t)round) {
+		if (memcmp(out, job->ref[slot], bytes) == 0)
+			return 0;
+		for (size_t i = 0; i < n; i++) {
+			if (memcmp(&out[i], &job->ref[slot][i], sizeof(float)) == 0)
+				continue;
+			snprintf(msg, msglen,
+				 "rank %u round %u: wrong sum: element %zu is %g where the checked "
+				 "result of another rank has %g",
+				 rank, round, i, (double)out[i], (double)job->ref[slot][i]);
+			break;
+		}
+		return -1;
+	}
+	ret = workload_verify(job->workload, round, out, 0, tj->encoding, tj->block_size, &res);
+	if (ret < 0) {
+		snprintf(msg, msglen, "rank %u round %u: cannot check the sum: %s", rank, round,
+			 strerror(-ret));
+		return -1;
+	}
+	if (!res.ok) {
+		snprintf(msg, msglen,
+			 "rank %u round %u: wrong sum: %llu elements, first at %llu (got %g, want "
+			 "%g)",
+			 rank, round, (unsigned long long)res.mismatches,
+			 (unsigned long long)res.first_bad, (double)res.got, (double)res.want);
+		return -1;
+	}
+	if (!job->ref[slot] && !(job->ref[slot] = malloc(bytes))) {
+		snprintf(msg, msglen, "out of memory");
+		return -1;
+	}
+	memcpy(job->ref[slot], out, bytes);
+	job->ref_round[slot] = round;
+	return 0;
+}
+
 void
 sim_job_round_done(struct sim_job *job, uint16_t rank, uint32_t round, uint64_t now)
 {
@@ -262,12 +313,26 @@ job_check(struct sim_net *net, uint32_t k, uint8_t *host_taken)
 		if (sw < 0)
 			sw = t->nodes[h].attach;
 		if (t->nodes[h].attach != sw) {
+			uint32_t nb_sw = 0;
+
+			/* How many switches its hosts hang off, for the message. */
+			for (uint32_t x = 0; x < t->nb_nodes; x++) {
+				if (t->nodes[x].kind != TOPO_SWITCH)
+					continue;
+				for (uint16_t q = 0; q < tj->nb_hosts; q++) {
+					if (t->nodes[tj->hosts[q]].attach == (int)x) {
+						nb_sw++;
+						break;
+					}
+				}
+			}
 			job_refuse(rep,
-				   "job %s spans several switches (%s and others): aggregating "
-				   "it needs hierarchical aggregation, a rack switch presenting "
-				   "itself upstream as one worker (DESIGN.md), which the pipeline "
-				   "does not have yet; its %u workers are not simulated",
-				   tj->name, t->nodes[sw].name, tj->nb_hosts);
+				   "job %s spans %u switches (%s, %s%s): aggregating it needs "
+				   "hierarchical aggregation, a rack switch presenting itself "
+				   "upstream as one worker (DESIGN.md), which the pipeline does not "
+				   "have yet; its %u workers are not simulated",
+				   tj->name, nb_sw, t->nodes[sw].name, t->nodes[t->nodes[h].attach].name,
+				   nb_sw > 2 ? ", ..." : "", tj->nb_hosts);
 			return;
 		}
 	}
@@ -334,6 +399,7 @@ job_build(struct sim_net *net, uint32_t k, char *err, size_t errlen)
 	job->rep = rep;
 	job->tj = tj;
 	job->world = tj->nb_hosts;
+	job->ref_round[0] = job->ref_round[1] = -1;
 	if (tj->data == TOPO_DATA_FILE)
 		job->workload = workload_npy(tj->path, tj->nb_hosts, werr, sizeof(werr));
 	else
@@ -534,6 +600,8 @@ sim_net_destroy(struct sim_net *net)
 		free(job->rank_closed);
 		free(job->rank_rounds);
 		free(job->round_end);
+		free(job->ref[0]);
+		free(job->ref[1]);
 	}
 	for (uint32_t k = 0; net->rep.jobs && k < net->t->nb_jobs; k++)
 		free(net->rep.jobs[k].round_ns);

@@ -12,6 +12,7 @@
 #ifndef INA_SIM_NODE_H
 #define INA_SIM_NODE_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "ina/pkt.h"
@@ -51,6 +52,16 @@ int sim_net_peer_node(const struct ina_peer *peer);
 
 /* The packet pool every node allocates from. */
 struct ina_pkt_pool *sim_net_pool(struct sim_net *net);
+
+/*
+ * Checks rank 'rank''s result 'out' of round 'round'. The first rank to end
+ * a round is checked against every rank's contribution (workload_verify:
+ * bit for bit where the data allows, else within the encoding's bound);
+ * every other rank must then hold the same bytes, since the switch sent the
+ * same sums to all. 0, or -1 with a sentence in 'msg'.
+ */
+int sim_job_check(struct sim_job *job, uint16_t rank, uint32_t round, const float *out, char *msg,
+		  size_t msglen);
 
 /* Hosts report to their job (net.c): round 'round' ended on rank 'rank'
  * at 'now' with a right sum, or the job failed with 'msg'. */

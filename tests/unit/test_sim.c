@@ -270,18 +270,25 @@ test_sim_gradients_file(void **state)
 }
 
 /* Adds 1 to the first element of the first RESULT with a payload that
- * reaches the host *arg (as a switch with a broken adder would). */
+ * reaches host 'victim' (every host when -2), as a switch with a broken
+ * adder would. */
+struct corrupt {
+	int victim;
+	uint8_t done[64];	/* by node index */
+};
+
 static void
 corrupt_once(void *arg, struct ina_pkt *pkt, int src, int dst, uint64_t now)
 {
-	int *victim = arg;
+	struct corrupt *c = arg;
 	struct ina_hdr h;
 	uint32_t x;
 	float f;
 
 	(void)src;
 	(void)now;
-	if (*victim < 0 || dst != *victim || pkt->len <= INA_HDR_SIZE)
+	if ((c->victim != -2 && dst != c->victim) || dst >= 64 || c->done[dst] ||
+	    pkt->len <= INA_HDR_SIZE)
 		return;
 	ina_wire_decode_hdr(pkt->data, &h);
 	if (h.type != INA_T_RESULT)
@@ -293,33 +300,36 @@ corrupt_once(void *arg, struct ina_pkt *pkt, int src, int dst, uint64_t now)
 	memcpy(&x, &f, 4);
 	x = __builtin_bswap32(x);
 	memcpy(pkt->data + INA_HDR_SIZE, &x, 4);
-	*victim = -1;
+	c->done[dst] = 1;
 }
 
+/* One rank's result corrupted (it differs from the others'), then every
+ * rank's alike (they agree, and the full check of the first catches it). */
 static void
 test_sim_wrong_sum_fails(void **state)
 {
-	struct topology *t = lossy4(0);
-	struct sim_config cfg;
-	struct sim_net *net;
-	const struct sim_job_report *rep;
-	int victim;
-	char err[256];
+	for (int every = 0; every < 2; every++) {
+		struct topology *t = lossy4(0);
+		struct corrupt c = { .victim = every ? -2 : sim_topo_job(t)->hosts[2] };
+		struct sim_config cfg;
+		struct sim_net *net;
+		const struct sim_job_report *rep;
+		char err[256];
 
-	(void)state;
-	victim = sim_topo_job(t)->hosts[2];
-	sim_config_init(&cfg);
-	net = sim_net_create(t, &cfg, err, sizeof(err));
-	assert_non_null(net);
-	sim_net_set_tap(net, corrupt_once, &victim);
-	assert_int_equal(sim_net_run(net), -1);
-	assert_int_equal(victim, -1);
-	rep = &sim_net_report(net)->jobs[0];
-	assert_int_equal(rep->state, SIM_JOB_FAILED);
-	print_message("%s\n", rep->error);
-	assert_non_null(strstr(rep->error, "rank 2 round 0: wrong sum"));
-	sim_net_destroy(net);
-	sim_topo_free(t);
+		(void)state;
+		sim_config_init(&cfg);
+		net = sim_net_create(t, &cfg, err, sizeof(err));
+		assert_non_null(net);
+		sim_net_set_tap(net, corrupt_once, &c);
+		assert_int_equal(sim_net_run(net), -1);
+		rep = &sim_net_report(net)->jobs[0];
+		assert_int_equal(rep->state, SIM_JOB_FAILED);
+		print_message("%s\n", rep->error);
+		assert_non_null(strstr(rep->error, every ? "round 0: wrong sum: 1 elements"
+							 : "rank 2 round 0: wrong sum"));
+		sim_net_destroy(net);
+		sim_topo_free(t);
+	}
 }
 
 static void
