@@ -196,6 +196,14 @@ host_node_create(struct sim_net *net, const struct host_node_config *cfg)
 	ec.encoding = cfg->encoding;
 	ec.token = 0x5eed0000ull + cfg->job_id;
 	ec.pool = sim_net_pool(net);
+	if (cfg->rto_ns) {
+		/* As ina.c applies ina-host's --rto-us. */
+		ec.rto_ns = cfg->rto_ns;
+		if (ec.rto_min_ns > ec.rto_ns)
+			ec.rto_min_ns = ec.rto_ns;
+		if (ec.rto_max_ns < ec.rto_ns)
+			ec.rto_max_ns = ec.rto_ns;
+	}
 	sim_net_peer(cfg->switch_index, &ec.sw);
 	h->engine = engine_create(&ec);
 	if (!h->engine) {

@@ -26,6 +26,7 @@ enum {
 	OPT_JSON,
 	OPT_OVERHEAD,
 	OPT_QUIET,
+	OPT_RTO,
 };
 
 static void
@@ -38,7 +39,10 @@ usage(FILE *f)
 		"  and the ring allreduce on the same links\n"
 		"  --seed N          loss draws (default 1)\n"
 		"  --queue BYTES     each link direction's queue, tail drop beyond (default\n"
-		"                    1048576; 0: unlimited)\n"
+		"                    0: as ina-testbed's shaper, 50 ms at the link's rate\n"
+		"                    plus a 2 ms burst, at least 64 KiB)\n"
+		"  --rto-us US       the engines' first retransmission timeout (default 0:\n"
+		"                    as ina-testbed sets it from the host's link)\n"
 		"  --overhead BYTES  framing each packet gains on the wire (default 42:\n"
 		"                    Ethernet, IPv4, UDP)\n"
 		"  --limit SECONDS   simulated time a job may take (default 600)\n"
@@ -67,6 +71,7 @@ main(int argc, char **argv)
 		{ "limit", required_argument, NULL, OPT_LIMIT },
 		{ "json", required_argument, NULL, OPT_JSON },
 		{ "quiet", no_argument, NULL, OPT_QUIET },
+		{ "rto-us", required_argument, NULL, OPT_RTO },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -88,6 +93,9 @@ main(int argc, char **argv)
 			break;
 		case OPT_QUEUE:
 			cfg.queue_bytes = ina_cli_u64("queue", optarg, 0, UINT64_MAX);
+			break;
+		case OPT_RTO:
+			cfg.rto_ns = ina_cli_u64("rto-us", optarg, 0, 10000000) * 1000;
 			break;
 		case OPT_OVERHEAD:
 			cfg.frame_overhead = (uint32_t)ina_cli_u64("overhead", optarg, 0, 1000);

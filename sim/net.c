@@ -71,7 +71,8 @@ void
 sim_config_init(struct sim_config *cfg)
 {
 	cfg->seed = 1;
-	cfg->queue_bytes = 1u << 20;
+	cfg->queue_bytes = 0;
+	cfg->rto_ns = 0;
 	cfg->frame_overhead = 42;
 	cfg->limit_ns = 600ull * 1000000000ull;
 }
@@ -288,6 +289,41 @@ elem_size(uint8_t encoding)
 	return encoding == INA_ENC_BF16 ? 2 : 4;
 }
 
+/* A link direction's queue: the configured one, or ina-testbed's tbf
+ * limit (testbed/netns.c: 50 ms at the rate plus a burst of 2 ms, at least
+ * 4 frames; at least 64 KiB in all). */
+static uint64_t
+queue_of(const struct sim_config *cfg, const struct topo_link *l)
+{
+	uint64_t bytes_s = l->bandwidth_bps / 8, burst = bytes_s / 500, limit;
+	uint64_t mtu = l->mtu ? l->mtu : 1500;
+
+	if (cfg->queue_bytes)
+		return cfg->queue_bytes;
+	if (burst < 4 * (mtu + 14))
+		burst = 4 * (mtu + 14);
+	limit = bytes_s / 20 + burst;
+	return limit < 64 * 1024 ? 64 * 1024 : limit;
+}
+
+/* A host's first retransmission timeout: the configured one, or what
+ * ina-testbed gives ina-host (testbed/run.c): 4x the injected round-trip
+ * delay plus 3x a lane's worth of frames at the link's rate, 5 ms to 10 s. */
+static uint64_t
+rto_of(const struct sim_config *cfg, const struct topo_link *l, const struct topo_job *tj)
+{
+	uint64_t delay_us = 2 * l->latency_ns / 1000, frame, queue_us = 0, us;
+
+	if (cfg->rto_ns)
+		return cfg->rto_ns;
+	frame = 14 + 28 + INA_HDR_SIZE + (uint64_t)tj->block_size * elem_size(tj->encoding);
+	if (l->bandwidth_bps)
+		queue_us = (uint64_t)tj->lanes * frame * 8 * 1000000 / l->bandwidth_bps;
+	us = 4 * delay_us + 3 * queue_us;
+	us = us < 5000 ? 5000 : us > 10000000 ? 10000000 : us;
+	return us * 1000;
+}
+
 /* Decides whether job 'k' can run here; fills its switch. */
 static void
 job_check(struct sim_net *net, uint32_t k, uint8_t *host_taken)
@@ -437,6 +473,8 @@ job_build(struct sim_net *net, uint32_t k, char *err, size_t errlen)
 			.job_id = tj->job_id,
 			.tensor_len = rep->tensor_len,
 			.rounds = tj->rounds,
+			.rto_ns = rto_of(&net->cfg, &net->t->links[net->route.up_link[tj->hosts[r]]],
+					 tj),
 		};
 
 		job->hosts[r] = host_node_create(net, &hc);
@@ -539,7 +577,7 @@ sim_net_create(const struct topology *t, const struct sim_config *cfg, char *err
 
 		for (uint32_t d = 0; d < 2; d++)
 			sim_link_init(&net->links[2 * k + d], l->bandwidth_bps, l->latency_ns,
-				      l->loss, cfg->queue_bytes,
+				      l->loss, queue_of(cfg, l),
 				      cfg->seed * 0x100000001b3ull + 2 * k + d);
 	}
 	for (uint32_t k = 0; k < t->nb_jobs; k++) {

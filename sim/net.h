@@ -25,14 +25,21 @@
 
 struct sim_config {
 	uint64_t seed;		/* loss draws (each link direction its own stream) */
-	uint64_t queue_bytes;	/* each link direction's queue; 0: unlimited */
+	uint64_t queue_bytes;	/* each link direction's queue; 0: as ina-testbed
+				 * shapes a link (tc tbf: 50 ms at the link's rate
+				 * plus a 2 ms burst, at least 64 KiB) */
+	uint64_t rto_ns;	/* each engine's first retransmission timeout; 0:
+				 * as ina-testbed sets ina-host's --rto-us (4x the
+				 * link's round-trip latency plus 3x a lane's
+				 * worth of frames at its rate, 5 ms to 10 s) */
 	uint32_t frame_overhead; /* bytes each ina packet gains on the wire:
 				 * Ethernet, IPv4 and UDP headers (42) */
 	uint64_t limit_ns;	/* virtual time after which a job that has not
 				 * finished fails */
 };
 
-/* Defaults: seed 1, 1 MiB queues, 42 bytes of framing, 600 s. */
+/* Defaults: seed 1, queues and timeouts as ina-testbed's (0), 42 bytes of
+ * framing, 600 s. */
 void sim_config_init(struct sim_config *cfg);
 
 enum sim_job_state {

@@ -80,6 +80,8 @@ struct host_node_config {
 	uint16_t rank, world, lanes, block_size;
 	uint8_t encoding;
 	uint32_t job_id, tensor_len, rounds;
+	uint64_t rto_ns;		/* first retransmission timeout, 0: the
+					 * engine's default */
 };
 struct sim_node *host_node_create(struct sim_net *net, const struct host_node_config *cfg);
 /* The host's engine counters. */

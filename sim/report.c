@@ -258,6 +258,7 @@ sim_report_json(const struct topology *t, const struct sim_config *cfg,
 	json_object_set_new(root, "topology", json_string(t->name ? t->name : ""));
 	json_object_set_new(c, "seed", json_integer((json_int_t)cfg->seed));
 	json_object_set_new(c, "queue_bytes", json_integer((json_int_t)cfg->queue_bytes));
+	json_object_set_new(c, "rto_ns", json_integer((json_int_t)cfg->rto_ns));
 	json_object_set_new(c, "frame_overhead", json_integer(cfg->frame_overhead));
 	json_object_set_new(c, "limit_ns", json_integer((json_int_t)cfg->limit_ns));
 	json_object_set_new(root, "config", c);
