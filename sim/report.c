@@ -102,9 +102,9 @@ sim_report_text(const struct topology *t, const struct sim_config *cfg,
 {
 	int any_link = 0;
 
-	fprintf(f, "topology %s (%s): %u nodes, %u links, %u jobs; seed %" PRIu64 "\n",
+	fprintf(f, "topology %s (%s): %u nodes, %u links, %u job%s; seed %" PRIu64 "\n",
 		t->name ? t->name : "?", t->file ? t->file : "?", t->nb_nodes, t->nb_links,
-		t->nb_jobs, cfg->seed);
+		t->nb_jobs, t->nb_jobs == 1 ? "" : "s", cfg->seed);
 	for (uint32_t k = 0; k < rep->nb_jobs; k++)
 		job_text(t, &rep->jobs[k], f);
 	for (uint32_t k = 0; k < rep->nb_links; k++)
