@@ -6,6 +6,7 @@
  * lossy topology finishing with every sum right, the refusal of a job that
  * spans switches, and the ring model against its closed form.
  */
+#include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -21,6 +22,7 @@
 #include "ina/wire.h"
 #include "link.h"
 #include "net.h"
+#include "pipeline.h"
 #include "report.h"
 #include "ring.h"
 #include "route.h"
@@ -216,32 +218,124 @@ test_sim_deterministic(void **state)
 	sim_topo_free(t);
 }
 
+/* 10% loss each way on every link, in each encoding: every round of every
+ * host checked (bit for bit in f32 and i32, within the bound in bf16). */
 static void
 test_sim_lossy_exact(void **state)
 {
-	struct topology *t = lossy4(0.10);
+	const uint8_t encs[] = { INA_ENC_F32, INA_ENC_I32, INA_ENC_BF16 };
+
+	(void)state;
+	for (unsigned e = 0; e < 3; e++) {
+		struct topology *t = lossy4(0.10);
+		struct sim_config cfg;
+		struct sim_net *net;
+		const struct sim_report *rep;
+		uint64_t lost = 0;
+		char err[256];
+
+		sim_topo_job(t)->encoding = encs[e];
+		sim_config_init(&cfg);
+		net = sim_net_create(t, &cfg, err, sizeof(err));
+		assert_non_null(net);
+		if (sim_net_run(net) < 0)
+			fail_msg("encoding %u: %s", encs[e], sim_net_report(net)->jobs[0].error);
+		rep = sim_net_report(net);
+		assert_int_equal(rep->jobs[0].state, SIM_JOB_OK);
+		assert_int_equal(rep->jobs[0].rounds_done, 3);
+		assert_int_equal(rep->jobs[0].sums_checked, 4 * 3);
+		for (uint32_t k = 0; k < rep->nb_links; k++)
+			lost += rep->links[k].dir[0].lost + rep->links[k].dir[1].lost;
+		assert_true(lost > 0);
+		assert_true(rep->jobs[0].retransmits > 0);
+		sim_net_destroy(net);
+		sim_topo_free(t);
+	}
+}
+
+/* Two jobs on one switch (hosts 0-1 and 2-3): one pipeline holds both, each
+ * finishes with its own figures; a job on the switch of another's hosts
+ * cannot take a host twice. */
+static void
+test_sim_two_jobs(void **state)
+{
+	struct topology *t = lossy4(0.01);
+	struct topo_job *j;
 	struct sim_config cfg;
 	struct sim_net *net;
 	const struct sim_report *rep;
-	uint64_t lost = 0;
 	char err[256];
 
 	(void)state;
-	sim_topo_job(t)->encoding = INA_ENC_I32;
+	t->jobs = realloc(t->jobs, 2 * sizeof(*t->jobs));
+	t->nb_jobs = 2;
+	t->jobs[1] = t->jobs[0];
+	j = &t->jobs[1];
+	j->name = strdup("k");
+	j->job_id = 2;
+	j->hosts = calloc(2, sizeof(int));
+	j->hosts[0] = t->jobs[0].hosts[2];
+	j->hosts[1] = t->jobs[0].hosts[3];
+	j->nb_hosts = 2;
+	j->density = 0.7;
+	j->rounds = 4;
+	t->jobs[0].nb_hosts = 2;
 	sim_config_init(&cfg);
 	net = sim_net_create(t, &cfg, err, sizeof(err));
 	assert_non_null(net);
 	if (sim_net_run(net) < 0)
-		fail_msg("job: %s", sim_net_report(net)->jobs[0].error);
+		fail_msg("%s / %s", sim_net_report(net)->jobs[0].error,
+			 sim_net_report(net)->jobs[1].error);
 	rep = sim_net_report(net);
 	assert_int_equal(rep->jobs[0].state, SIM_JOB_OK);
-	assert_int_equal(rep->jobs[0].rounds_done, 3);
-	assert_int_equal(rep->jobs[0].sums_checked, 4 * 3);
-	for (uint32_t k = 0; k < rep->nb_links; k++)
-		lost += rep->links[k].dir[0].lost + rep->links[k].dir[1].lost;
-	assert_true(lost > 0);
-	assert_true(rep->jobs[0].retransmits > 0);
+	assert_int_equal(rep->jobs[1].state, SIM_JOB_OK);
+	assert_int_equal(rep->jobs[0].sums_checked, 2 * 3);
+	assert_int_equal(rep->jobs[1].sums_checked, 2 * 4);
+	assert_true(rep->switches[0]->jobs_admitted == 2);
 	sim_net_destroy(net);
+	/* Job k on hosts of job j: refused, j still runs. */
+	t->jobs[1].hosts[0] = t->jobs[0].hosts[1];
+	net = sim_net_create(t, &cfg, err, sizeof(err));
+	assert_non_null(net);
+	assert_int_equal(sim_net_run(net), 0);
+	rep = sim_net_report(net);
+	assert_int_equal(rep->jobs[0].state, SIM_JOB_OK);
+	assert_int_equal(rep->jobs[1].state, SIM_JOB_REFUSED);
+	assert_non_null(strstr(rep->jobs[1].why, "in another job"));
+	sim_net_destroy(net);
+	sim_topo_free(t);
+}
+
+/* Paths through racks under a spine: within a rack, host - rack - host;
+ * across racks, up to the spine and down, each link the right way. */
+static void
+test_sim_routes(void **state)
+{
+	struct topology *t = sim_topo_racks(2, 2, gbit, gbit);
+	struct topo_job *j = sim_topo_job(t);
+	struct sim_route r;
+	uint32_t dirs[8];
+	char err[256];
+	int a = j->hosts[0], b = j->hosts[1], c = j->hosts[3];
+
+	(void)state;
+	assert_int_equal(sim_route_init(&r, t, err, sizeof(err)), 0);
+	assert_int_equal(sim_route_path(&r, a, b, dirs, 8), 2);
+	/* Host links are a -> b = host -> switch: up is direction 0. */
+	assert_int_equal(dirs[0] & 1, 0);
+	assert_int_equal(dirs[1] & 1, 1);
+	assert_int_equal(sim_route_path(&r, a, c, dirs, 8), 4);
+	assert_int_equal(t->links[dirs[1] / 2].b, 0);	/* rack -> spine */
+	assert_int_equal(dirs[1] & 1, 0);
+	assert_int_equal(dirs[2] & 1, 1);		/* spine -> rack */
+	assert_int_equal(sim_route_path(&r, a, c, dirs, 3), -1);	/* too long */
+	assert_int_equal(sim_route_path(&r, c, c, dirs, 8), 0);
+	sim_route_fini(&r);
+	/* A host said to hang off a switch it has no link to: refused by
+	 * name. */
+	t->nodes[c].attach = 1;
+	assert_int_equal(sim_route_init(&r, t, err, sizeof(err)), -EINVAL);
+	assert_string_equal(err, "h3: no link to s1, the switch it hangs off");
 	sim_topo_free(t);
 }
 
@@ -434,6 +528,8 @@ main(void)
 		cmocka_unit_test(test_sim_analytic_star),
 		cmocka_unit_test(test_sim_deterministic),
 		cmocka_unit_test(test_sim_lossy_exact),
+		cmocka_unit_test(test_sim_two_jobs),
+		cmocka_unit_test(test_sim_routes),
 		cmocka_unit_test(test_sim_gradients_file),
 		cmocka_unit_test(test_sim_wrong_sum_fails),
 		cmocka_unit_test(test_sim_refuses_multi_switch),
