@@ -253,6 +253,38 @@ test_sim_lossy_exact(void **state)
 	}
 }
 
+/* Queues of two frames: the switch's fan-out and the retransmissions
+ * overflow them, tail drops are counted, and every sum is still right. */
+static void
+test_sim_tail_drop(void **state)
+{
+	struct topology *t = lossy4(0);
+	struct sim_config cfg;
+	struct sim_net *net;
+	const struct sim_report *rep;
+	uint64_t drops = 0;
+	char err[256];
+
+	(void)state;
+	sim_topo_job(t)->density = 1;
+	sim_config_init(&cfg);
+	cfg.queue_bytes = 2 * (INA_HDR_SIZE + 4 * 256 + 42);
+	net = sim_net_create(t, &cfg, err, sizeof(err));
+	assert_non_null(net);
+	if (sim_net_run(net) < 0)
+		fail_msg("%s", sim_net_report(net)->jobs[0].error);
+	rep = sim_net_report(net);
+	assert_int_equal(rep->jobs[0].state, SIM_JOB_OK);
+	for (uint32_t k = 0; k < rep->nb_links; k++)
+		drops += rep->links[k].dir[0].tail_drops + rep->links[k].dir[1].tail_drops;
+	assert_true(drops > 0);
+	assert_true(rep->jobs[0].retransmits > 0);
+	for (uint32_t k = 0; k < rep->nb_links; k++)
+		assert_true(rep->links[k].dir[1].queue_max <= cfg.queue_bytes);
+	sim_net_destroy(net);
+	sim_topo_free(t);
+}
+
 /* Two jobs on one switch (hosts 0-1 and 2-3): one pipeline holds both, each
  * finishes with its own figures; a job on the switch of another's hosts
  * cannot take a host twice. */
@@ -528,6 +560,7 @@ main(void)
 		cmocka_unit_test(test_sim_analytic_star),
 		cmocka_unit_test(test_sim_deterministic),
 		cmocka_unit_test(test_sim_lossy_exact),
+		cmocka_unit_test(test_sim_tail_drop),
 		cmocka_unit_test(test_sim_two_jobs),
 		cmocka_unit_test(test_sim_routes),
 		cmocka_unit_test(test_sim_gradients_file),
