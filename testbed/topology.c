@@ -73,6 +73,13 @@ fail(struct ctx *c, int line, const char *field, const char *fmt, ...)
 	va_end(ap);
 	snprintf(c->err, c->errlen, "%s:%d: %s%s%s", c->file, line > 0 ? line : 1, field,
 		 field[0] ? ": " : "", what);
+	if (!c->errlen)
+		return -1;
+	/* One line, whatever the file's strings hold. */
+	for (char *p = c->err; *p; p++) {
+		if ((unsigned char)*p < ' ' || *p == 0x7f)
+			*p = '?';
+	}
 	return -1;
 }
 
@@ -94,6 +101,9 @@ struct cy_log {
 	char text[4096];
 	size_t n;
 };
+
+static void cy_log_fn(cyaml_log_t level, void *ctx, const char *fmt, va_list ap)
+	__attribute__((format(printf, 3, 0)));
 
 static void
 cy_log_fn(cyaml_log_t level, void *ctx, const char *fmt, va_list ap)
@@ -1009,6 +1019,8 @@ parse(const char *yaml, size_t len, const char *name, const char *dir, char *err
 
 	if (errlen)
 		err[0] = 0;
+	if (!yaml)
+		yaml = "", len = 0;
 	if (len > TOPO_MAX_INPUT) {
 		fail(&c, 1, "", "%zu bytes: a topology file has at most %u", len, TOPO_MAX_INPUT);
 		return NULL;
