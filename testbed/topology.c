@@ -459,6 +459,10 @@ build_switches(struct ctx *c)
 			if ((uint32_t)p == i)
 				return fail(c, line_of(c, field, entry), field,
 					    "'%s' is this switch itself", rs->uplink);
+			if (r->switches[p].role == RAW_ROLE_REPLICA)
+				return fail(c, line_of(c, field, entry), field,
+					    "'%s' is a replica: uplink to the switch it stands by for",
+					    rs->uplink);
 			nd->parent = p;
 		}
 		pathf(field, sizeof(field), "%s.replica_of", entry);

@@ -281,6 +281,10 @@ static const struct bad bad_files[] = {
 	{ "replica of nothing",
 	  "name: t\nswitches:\n  - name: r1\n    role: replica\n    replica_of: r7\n" BASE_TAIL,
 	  "bad.yaml:5: switches[0].replica_of: no switch called 'r7'" },
+	{ "uplink to a replica",
+	  "name: t\nswitches:\n  - name: r0\n  - name: rb\n    role: replica\n    replica_of: r0\n"
+	  "  - name: r1\n    uplink: rb\n" BASE_TAIL,
+	  "bad.yaml:8: switches[2].uplink: 'rb' is a replica" },
 	{ "unknown role", "name: t\nswitches:\n  - name: r0\n    role: leaf\n" BASE_TAIL,
 	  "bad.yaml:4: switches[0].role: 'leaf' is not one of" },
 	{ "job with unknown host", BASE "jobs:\n  - name: j\n    hosts: [h0, h7]\n    tensor: 8\n",
