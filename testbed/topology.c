@@ -814,16 +814,18 @@ check_job_tree(struct ctx *c, uint32_t i, struct topo_job *j, uint32_t *fan_in, 
 			int up = t->nodes[n].kind == TOPO_HOST ? t->nodes[n].attach
 							       : t->nodes[n].parent;
 
-			if (l && l->mtu < frame_size(j))
-				return fail(c, l->line, field,
-					    "blocks of %u %s elements need %u-byte frames; the link "
-					    "'%s'-'%s' has mtu %u",
+			if (l && l->mtu < frame_size(j)) {
+				pathf(field, sizeof(field), "%s.block", entry);
+				return fail(c, line_of(c, field, entry), field,
+					    "blocks of %u %s elements need %u-byte frames; links[%u] "
+					    "(%s - %s, line %d) has mtu %u",
 					    j->block_size,
 					    j->encoding == INA_ENC_BF16	 ? "bf16"
 					    : j->encoding == INA_ENC_I32 ? "i32"
 									 : "f32",
-					    frame_size(j), t->nodes[l->a].name, t->nodes[l->b].name,
-					    l->mtu);
+					    frame_size(j), (unsigned)(l - t->links), t->nodes[l->a].name,
+					    t->nodes[l->b].name, l->line, l->mtu);
+			}
 			fan_in[up]++;
 			if (seen[up])
 				break;	/* the rest of the way is counted */
