@@ -1,0 +1,86 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Inside the simulation: the state net.c (links, events, the loop, the
+ * rounds window) and job.c (admission, a job's hosts, its checks and its
+ * figures) share. Not an interface for anyone else: net.h is.
+ */
+#ifndef INA_SIM_NET_INT_H
+#define INA_SIM_NET_INT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "events.h"
+#include "link.h"
+#include "net.h"
+#include "node.h"
+#include "route.h"
+
+#define IP_UDP_BYTES 28
+
+enum job_phase { JP_JOINING, JP_RUNNING, JP_CLOSING, JP_END };
+
+struct sim_job {
+	struct sim_net *net;
+	struct sim_job_report *rep;
+	const struct topo_job *tj;
+	struct workload *workload;
+	struct sim_node **hosts;	/* by rank (also in net->nodes) */
+	uint16_t world;
+	enum job_phase phase;
+	uint16_t joined, finished, closed;
+	uint8_t *rank_joined, *rank_closed;
+	uint32_t *rank_rounds;		/* rounds each rank finished */
+	uint64_t *round_end;		/* latest end of each round */
+	/* The first checked result of the two rounds that can be open at
+	 * once (a rank cannot end round r + 2 before all ended round r). */
+	float *ref[2];
+	int64_t ref_round[2];
+	int failed;			/* rep->error says why */
+	int start_due;			/* every rank joined: start the rounds */
+	int stop_due;			/* failed: stop the hosts */
+};
+
+struct sim_net {
+	const struct topology *t;
+	struct sim_config cfg;
+	struct sim_route route;
+	struct sim_link *links;		/* 2 per topology link (route.h) */
+	struct sim_link_stats *win_start;
+	struct sim_node **nodes;	/* by node index; NULL: forwards only */
+	struct sim_job *jobs;
+	struct ina_pkt_pool *pool;
+	struct sim_events q;
+	uint64_t now;
+	int window_open, window_closed;
+	struct sim_report rep;
+	const struct pipeline_stats **sw_stats;
+	sim_tap_fn *tap;
+	void *tap_arg;
+};
+
+/* job.c */
+/* Decides whether job 'k' can run here (one switch, hosts free, blocks that
+ * fit); marks it refused with the reason, or fills its switch. 'host_taken'
+ * (one byte per node) collects the hosts of admitted jobs. */
+void job_admit(struct sim_net *net, uint32_t k, uint8_t *host_taken);
+/* Builds an admitted job's workload and host nodes. 0, or -errno with a
+ * message in 'err' (a job without data is failed, not an error). */
+int job_build(struct sim_net *net, uint32_t k, char *err, size_t errlen);
+/* The ring model of job 'k', timed. */
+void job_ring(struct sim_net *net, uint32_t k);
+void job_fini(struct sim_job *job);
+/* Whether some job still joins or runs rounds. */
+int jobs_rounds_left(const struct sim_net *net);
+/* Job-level steps between events; 1 while some job is not over. */
+int jobs_step(struct sim_net *net);
+/* Fills the job reports at the end of a run. */
+void jobs_report(struct sim_net *net);
+/* Bytes of one element in 'encoding'. */
+uint32_t job_elem_size(uint8_t encoding);
+
+/* net.c: the rounds window over which links are counted. */
+void net_window_open(struct sim_net *net);
+void net_window_close(struct sim_net *net);
+
+#endif
