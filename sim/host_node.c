@@ -71,6 +71,17 @@ start_round(struct host_node *h, uint64_t now)
 	return 0;
 }
 
+/* The last round ended: FIN, as ina-host closes after its rounds; the
+ * tensors are not needed any more (the engine is done with them). */
+static void
+host_done(struct host_node *h, uint64_t now)
+{
+	engine_finish(h->engine, now);
+	free(h->in);
+	free(h->out);
+	h->in = h->out = NULL;
+}
+
 /* The allreduce of 'round' ended: check it, report it, start the next. */
 static void
 round_ended(struct host_node *h, uint64_t now)
@@ -87,7 +98,7 @@ round_ended(struct host_node *h, uint64_t now)
 	if (h->round < h->cfg.rounds)
 		start_round(h, now);
 	else
-		engine_finish(h->engine, now);	/* as ina-host closes after its rounds */
+		host_done(h, now);
 }
 
 static void
