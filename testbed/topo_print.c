@@ -1,0 +1,177 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * topology_print(): the summary `ina-testbed check` shows (topology.h):
+ * counts, the switches and what hangs under each, link shaping grouped
+ * when many links share it, and each job with its tree.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "ina/wire.h"
+#include "topo_units.h"
+#include "topology.h"
+
+#define MAX_LISTED 8	/* names listed in full before "... (N in all)" */
+
+static const char *
+role_name(enum topo_role r)
+{
+	switch (r) {
+	case TOPO_ROLE_RACK: return "rack";
+	case TOPO_ROLE_SPINE: return "spine";
+	case TOPO_ROLE_CORE: return "core";
+	case TOPO_ROLE_REPLICA: return "replica";
+	}
+	return "?";
+}
+
+static const char *
+enc_name(uint8_t e)
+{
+	return e == INA_ENC_I32 ? "i32" : e == INA_ENC_BF16 ? "bf16" : "f32";
+}
+
+static void
+print_shaping(const struct topo_link *l, FILE *f)
+{
+	char bw[32], lat[32];
+
+	fprintf(f, "%s, latency %s, loss %g, mtu %u",
+		l->bandwidth_bps ? topo_format_rate(l->bandwidth_bps, bw, sizeof(bw)) : "unshaped",
+		topo_format_duration(l->latency_ns, lat, sizeof(lat)), l->loss, l->mtu);
+}
+
+static int
+same_shaping(const struct topo_link *a, const struct topo_link *b)
+{
+	return a->bandwidth_bps == b->bandwidth_bps && a->latency_ns == b->latency_ns &&
+	       a->loss == b->loss && a->mtu == b->mtu;
+}
+
+/* The children of switch 's' (hosts attached, switches uplinked), in
+ * 'mark' nodes only when mark is not NULL. */
+static void
+print_children(const struct topology *t, int s, const uint8_t *mark, FILE *f)
+{
+	uint32_t nb_hosts = 0, nb_sw = 0;
+
+	for (uint32_t i = 0; i < t->nb_nodes; i++) {
+		const struct topo_node *n = &t->nodes[i];
+
+		if (mark && !mark[i])
+			continue;
+		if (n->kind == TOPO_HOST && n->attach == s) {
+			if (nb_hosts++ < MAX_LISTED)
+				fprintf(f, "%s%s", nb_hosts + nb_sw > 1 ? " " : "", n->name);
+		} else if (n->kind == TOPO_SWITCH && n->parent == s) {
+			if (nb_sw++ < MAX_LISTED)
+				fprintf(f, "%s%s", nb_hosts + nb_sw > 1 ? " " : "", n->name);
+		}
+	}
+	if (nb_hosts + nb_sw > MAX_LISTED)
+		fprintf(f, " ... (%u hosts, %u switches)", nb_hosts, nb_sw);
+	if (!nb_hosts && !nb_sw)
+		fprintf(f, "-");
+}
+
+/* The tree under 's', one line per switch, indented by depth; only the
+ * first MAX_LISTED switches of each level are expanded. */
+static void
+print_tree(const struct topology *t, int s, const uint8_t *mark, int depth, FILE *f)
+{
+	uint32_t shown = 0, more = 0;
+
+	fprintf(f, "    %*s%s <- ", depth * 2, "", t->nodes[s].name);
+	print_children(t, s, mark, f);
+	fprintf(f, "\n");
+	for (uint32_t i = 0; i < t->nb_nodes; i++) {
+		if (t->nodes[i].kind != TOPO_SWITCH || t->nodes[i].parent != s || (mark && !mark[i]))
+			continue;
+		if (shown < 2 || t->nb_nodes <= 64) {
+			print_tree(t, (int)i, mark, depth + 1, f);
+			shown++;
+		} else {
+			more++;
+		}
+	}
+	if (more)
+		fprintf(f, "    %*s... and %u more like these\n", (depth + 1) * 2, "", more);
+}
+
+void
+topology_print(const struct topology *t, FILE *f)
+{
+	uint32_t nb_sw = 0, nb_hosts = 0;
+	uint8_t *mark;
+
+	for (uint32_t i = 0; i < t->nb_nodes; i++)
+		t->nodes[i].kind == TOPO_HOST ? nb_hosts++ : nb_sw++;
+	fprintf(f, "topology %s (%s): %u switches, %u hosts, %u links, %u jobs\n", t->name,
+		t->file ? t->file : "-", nb_sw, nb_hosts, t->nb_links, t->nb_jobs);
+	fprintf(f, "switches:\n");
+	for (uint32_t i = 0, listed = 0; i < t->nb_nodes; i++) {
+		const struct topo_node *n = &t->nodes[i];
+
+		if (n->kind != TOPO_SWITCH)
+			continue;
+		if (listed++ >= 16 && nb_sw > 20) {
+			fprintf(f, "  ... and %u more\n", nb_sw - 16);
+			break;
+		}
+		fprintf(f, "  %-12s %-7s slots %u, cores %u, uplink %s", n->name, role_name(n->role),
+			n->slots, n->cores, n->parent >= 0 ? t->nodes[n->parent].name : "- (a root)");
+		if (n->replica_of >= 0)
+			fprintf(f, ", replica of %s", t->nodes[n->replica_of].name);
+		fprintf(f, "\n    under it: ");
+		print_children(t, (int)i, NULL, f);
+		fprintf(f, "\n");
+	}
+	/* Links, grouped by shaping: consecutive links alike print as one line. */
+	fprintf(f, "links:\n");
+	for (uint32_t i = 0; i < t->nb_links;) {
+		uint32_t k = i + 1;
+
+		while (k < t->nb_links && same_shaping(&t->links[i], &t->links[k]))
+			k++;
+		if (k - i == 1)
+			fprintf(f, "  %s - %s: ", t->nodes[t->links[i].a].name,
+				t->nodes[t->links[i].b].name);
+		else
+			fprintf(f, "  %u links, %s - %s to %s - %s: ", k - i,
+				t->nodes[t->links[i].a].name, t->nodes[t->links[i].b].name,
+				t->nodes[t->links[k - 1].a].name, t->nodes[t->links[k - 1].b].name);
+		print_shaping(&t->links[i], f);
+		fprintf(f, "\n");
+		i = k;
+	}
+	fprintf(f, "jobs:\n");
+	mark = calloc(t->nb_nodes ? t->nb_nodes : 1, 1);
+	for (uint32_t i = 0; i < t->nb_jobs; i++) {
+		const struct topo_job *j = &t->jobs[i];
+
+		fprintf(f, "  %s (id %u): %u hosts, tensor %u %s, %u rounds, block %u, %u lanes, ",
+			j->name, j->job_id, j->nb_hosts, j->tensor_len, enc_name(j->encoding),
+			j->rounds, j->block_size, j->lanes);
+		if (j->data == TOPO_DATA_FILE)
+			fprintf(f, "data %s\n", j->path);
+		else
+			fprintf(f, "synthetic density %g seed %llu\n", j->density,
+				(unsigned long long)j->seed);
+		fprintf(f, "    root %s; tree:\n", t->nodes[j->root].name);
+		if (!mark)
+			continue;
+		memset(mark, 0, t->nb_nodes);
+		for (uint16_t k = 0; k < j->nb_hosts; k++) {
+			int n = j->hosts[k];
+
+			mark[n] = 1;
+			for (n = t->nodes[n].attach; n >= 0 && !mark[n]; n = t->nodes[n].parent) {
+				mark[n] = 1;
+				if (n == j->root)
+					break;
+			}
+		}
+		print_tree(t, j->root, mark, 0, f);
+	}
+	free(mark);
+}

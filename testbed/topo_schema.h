@@ -1,0 +1,83 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The YAML schema of a topology file for libcyaml, and the raw structs it
+ * loads into: every scalar as the string written (libcyaml 1.3.1 reads
+ * "12abc" as the integer 12 and "010" as 8, so numbers are parsed strictly
+ * in topology.c), NULL when not given; then topology.c resolves names, parses
+ * units and numbers, applies defaults and checks.
+ */
+#ifndef INA_TOPO_SCHEMA_H
+#define INA_TOPO_SCHEMA_H
+
+#include <cyaml/cyaml.h>
+#include <stdint.h>
+
+/* Enumerations: 0 means "not given". */
+enum { RAW_ROLE_RACK = 1, RAW_ROLE_SPINE, RAW_ROLE_CORE, RAW_ROLE_REPLICA };
+enum { RAW_ENC_F32 = 1, RAW_ENC_I32, RAW_ENC_BF16 };
+
+struct raw_link_opts {		/* a link's shaping, or the file's defaults */
+	char *bandwidth;
+	char *latency;
+	char *loss;
+	char *mtu;
+};
+
+struct raw_switch {
+	char *name;
+	int role;
+	char *slots;
+	char *cores;
+	char *uplink;
+	char *replica_of;
+};
+
+struct raw_host {
+	char *name;
+};
+
+struct raw_link {
+	char **endpoints;
+	unsigned endpoints_count;
+	struct raw_link_opts o;
+};
+
+struct raw_synthetic {
+	char *density;
+	char *seed;
+};
+
+struct raw_data {
+	struct raw_synthetic *synthetic;
+	char *file;
+};
+
+struct raw_job {
+	char *name;
+	char *id;
+	char **hosts;
+	unsigned hosts_count;
+	char *tensor;
+	char *rounds;
+	char *block;
+	char *lanes;
+	int encoding;
+	struct raw_data *data;
+};
+
+struct raw_topology {
+	char *name;
+	struct raw_link_opts *defaults;
+	struct raw_switch *switches;
+	unsigned switches_count;
+	struct raw_host *hosts;
+	unsigned hosts_count;
+	struct raw_link *links;
+	unsigned links_count;
+	struct raw_job *jobs;
+	unsigned jobs_count;
+};
+
+extern const cyaml_schema_value_t topo_schema;
+
+#endif

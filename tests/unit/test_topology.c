@@ -1,0 +1,491 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The topology parser (testbed/topology.c): every file shipped in
+ * topologies/ loads and says what it should; a table of bad files each fails
+ * with the exact "<file>:<line>: <field>" it names; units, lookups and the
+ * printed summary.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "ina/wire.h"
+#include "topo_units.h"
+#include "topology.h"
+
+#ifndef INA_SOURCE_DIR
+#error "INA_SOURCE_DIR must name the source tree"
+#endif
+
+static struct topology *
+load_shipped(const char *file)
+{
+	char path[512], err[512];
+	struct topology *t;
+
+	snprintf(path, sizeof(path), "%s/topologies/%s", INA_SOURCE_DIR, file);
+	t = topology_load(path, err, sizeof(err));
+	if (!t)
+		fail_msg("%s: %s", file, err);
+	return t;
+}
+
+/* Every .yaml in topologies/ loads, whatever it is called. */
+static void
+test_every_shipped_file_loads(void **state)
+{
+	char dir[512];
+	unsigned n = 0;
+	struct dirent *e;
+	DIR *d;
+
+	(void)state;
+	snprintf(dir, sizeof(dir), "%s/topologies", INA_SOURCE_DIR);
+	d = opendir(dir);
+	assert_non_null(d);
+	while ((e = readdir(d))) {
+		size_t len = strlen(e->d_name);
+
+		if (len < 6 || strcmp(e->d_name + len - 5, ".yaml"))
+			continue;
+		topology_free(load_shipped(e->d_name));
+		n++;
+	}
+	closedir(d);
+	assert_true(n >= 5);
+}
+
+static void
+test_rack4(void **state)
+{
+	struct topology *t = load_shipped("rack4.yaml");
+	int r = topology_find(t, "rack0"), h2 = topology_find(t, "h2");
+	const struct topo_link *l;
+	const struct topo_job *j;
+
+	(void)state;
+	assert_string_equal(t->name, "rack4");
+	assert_int_equal(t->nb_nodes, 5);
+	assert_int_equal(t->nb_links, 4);
+	assert_int_equal(t->nb_jobs, 1);
+	assert_true(r >= 0 && h2 >= 0);
+	assert_int_equal(t->nodes[r].kind, TOPO_SWITCH);
+	assert_int_equal(t->nodes[r].role, TOPO_ROLE_RACK);
+	assert_int_equal(t->nodes[r].parent, -1);
+	assert_int_equal(t->nodes[r].slots, 1024);
+	assert_int_equal(t->nodes[h2].kind, TOPO_HOST);
+	assert_int_equal(t->nodes[h2].attach, r);
+	l = topology_link(t, r, h2);
+	assert_non_null(l);
+	assert_ptr_equal(l, topology_link(t, h2, r));
+	assert_int_equal(l->a, h2);	/* the host is 'a' */
+	assert_int_equal(l->b, r);
+	assert_int_equal(l->bandwidth_bps, 200000000);
+	assert_int_equal(l->latency_ns, 50000);
+	assert_true(l->loss == 0);
+	assert_int_equal(l->mtu, 1500);
+	assert_null(topology_link(t, h2, topology_find(t, "h3")));
+	assert_int_equal(topology_find(t, "nope"), -1);
+	j = &t->jobs[0];
+	assert_string_equal(j->name, "allreduce");
+	assert_int_equal(j->job_id, 1);
+	assert_int_equal(j->nb_hosts, 4);
+	for (int k = 0; k < 4; k++) {
+		char name[8];
+
+		snprintf(name, sizeof(name), "h%d", k);
+		assert_int_equal(j->hosts[k], topology_find(t, name));
+	}
+	assert_int_equal(j->root, r);
+	assert_int_equal(j->tensor_len, 262144);
+	assert_int_equal(j->rounds, 10);
+	assert_int_equal(j->block_size, 256);
+	assert_int_equal(j->lanes, 8);
+	assert_int_equal(j->encoding, INA_ENC_F32);
+	assert_int_equal(j->data, TOPO_DATA_SYNTHETIC);
+	assert_true(j->density == 0.1);
+	assert_int_equal(j->seed, 1);
+	assert_null(j->path);
+	topology_free(t);
+}
+
+static void
+test_rack4_lossy(void **state)
+{
+	struct topology *t = load_shipped("rack4-lossy.yaml");
+	int r = topology_find(t, "rack0");
+
+	(void)state;
+	assert_true(topology_link(t, topology_find(t, "h0"), r)->loss == 0.01);
+	assert_true(topology_link(t, topology_find(t, "h3"), r)->loss == 0.02);
+	assert_int_equal(t->jobs[0].job_id, 1);	/* the default: 1 + index */
+	topology_free(t);
+}
+
+static void
+test_two_racks(void **state)
+{
+	struct topology *t = load_shipped("two-racks.yaml");
+	int sp = topology_find(t, "spine0"), r0 = topology_find(t, "rack0"),
+	    r1 = topology_find(t, "rack1");
+	const struct topo_link *up = topology_link(t, r1, sp);
+
+	(void)state;
+	assert_int_equal(t->nodes[sp].role, TOPO_ROLE_SPINE);
+	assert_int_equal(t->nodes[r0].parent, sp);
+	assert_int_equal(t->nodes[r1].parent, sp);
+	assert_int_equal(t->nodes[topology_find(t, "h5")].attach, r1);
+	assert_non_null(up);
+	assert_int_equal(up->a, r1);	/* the child is 'a' */
+	assert_int_equal(up->bandwidth_bps, 1000000000);
+	assert_int_equal(t->jobs[0].nb_hosts, 8);
+	assert_int_equal(t->jobs[0].root, sp);
+	assert_true(t->jobs[0].density == 1.0);
+	topology_free(t);
+}
+
+static void
+test_fabric_1024(void **state)
+{
+	struct topology *t = load_shipped("fabric-1024.yaml");
+	int core = topology_find(t, "core0"), hosts = 0, racks = 0, spines = 0;
+
+	(void)state;
+	for (uint32_t i = 0; i < t->nb_nodes; i++) {
+		const struct topo_node *n = &t->nodes[i];
+
+		hosts += n->kind == TOPO_HOST;
+		racks += n->kind == TOPO_SWITCH && n->role == TOPO_ROLE_RACK;
+		spines += n->kind == TOPO_SWITCH && n->role == TOPO_ROLE_SPINE;
+		if (n->kind == TOPO_HOST)
+			assert_int_equal(t->nodes[t->nodes[n->attach].parent].parent, core);
+	}
+	assert_int_equal(hosts, 1024);
+	assert_int_equal(racks, 64);
+	assert_int_equal(spines, 8);
+	assert_int_equal(t->nodes[core].role, TOPO_ROLE_CORE);
+	assert_int_equal(t->nb_jobs, 1);
+	assert_int_equal(t->jobs[0].nb_hosts, 1024);
+	assert_int_equal(t->jobs[0].root, core);
+	assert_int_equal(t->jobs[0].tensor_len, 262144);
+	assert_int_equal(t->jobs[0].rounds, 2);
+	topology_free(t);
+}
+
+/* A .npy job: the path is taken from the file's folder, the tensor length
+ * from the file. */
+static void
+test_gradient_file_job(void **state)
+{
+	struct topology *t = load_shipped("rack4-grads.yaml");
+	const struct topo_job *j = &t->jobs[0];
+	FILE *f;
+
+	(void)state;
+	assert_int_equal(j->data, TOPO_DATA_FILE);
+	assert_int_equal(j->tensor_len, 71754);
+	assert_non_null(j->path);
+	f = fopen(j->path, "rb");
+	assert_non_null(f);
+	fclose(f);
+	topology_free(t);
+}
+
+/* ----------------------------------------------------------- bad files */
+
+#define BASE                                                                             \
+	"name: t\n"                      /* 1 */                                         \
+	"switches:\n"                    /* 2 */                                         \
+	"  - name: r0\n"                 /* 3 */                                         \
+	"hosts:\n"                       /* 4 */                                         \
+	"  - name: h0\n"                 /* 5 */                                         \
+	"  - name: h1\n"                 /* 6 */                                         \
+	"links:\n"                       /* 7 */                                         \
+	"  - endpoints: [h0, r0]\n"      /* 8 */                                         \
+	"  - endpoints: [h1, r0]\n"      /* 9 */
+
+#define BASE_TAIL "hosts:\n  - name: h0\nlinks:\n  - endpoints: [h0, r0]\n"
+
+#define JOB(extra)                                                                       \
+	BASE "jobs:\n"                   /* 10 */                                        \
+	     "  - name: j\n"             /* 11 */                                        \
+	     "    hosts: [h0, h1]\n"     /* 12 */                                        \
+	     extra
+
+struct bad {
+	const char *what;
+	const char *yaml;
+	const char *expect;	/* a fragment of the message */
+};
+
+static const struct bad bad_files[] = {
+	{ "unknown key", BASE "    colour: red\n", "bad.yaml:10: links[1].colour: unknown field" },
+	{ "unknown top-level key", "name: t\nswitch: []\n", "bad.yaml:2: switch: unknown field" },
+	{ "wrong type: list for a number", BASE "    mtu: [1500]\n",
+	  "bad.yaml:10: links[1].mtu: want a single value" },
+	{ "wrong type: scalar for a list", "name: t\nswitches: r0\n",
+	  "bad.yaml:2: switches: want a list" },
+	{ "bad rate", BASE "    bandwidth: 10Gbps\n",
+	  "bad.yaml:10: links[1].bandwidth: '10Gbps' is not a rate" },
+	{ "bad rate default", "defaults:\n  bandwidth: fast\n" BASE,
+	  "bad.yaml:2: defaults.bandwidth: 'fast' is not a rate" },
+	{ "rate above 1Tbit", BASE "    bandwidth: 2Tbit\n",
+	  "bad.yaml:10: links[1].bandwidth: '2Tbit' is out of range" },
+	{ "bad latency", BASE "    latency: 5 ms\n",
+	  "bad.yaml:10: links[1].latency: '5 ms' is not a duration" },
+	{ "negative loss", BASE "    loss: -0.1\n", "bad.yaml:10: links[1].loss: -0.1 is out of range" },
+	{ "loss of 1", BASE "    loss: 1\n", "bad.yaml:10: links[1].loss: 1 is out of range" },
+	{ "loss nan", BASE "    loss: nan\n", "bad.yaml:10: links[1].loss: 'nan' is not a number" },
+	{ "mtu too small", BASE "    mtu: 100\n", "bad.yaml:10: links[1].mtu: 100 is out of range" },
+	{ "unknown node in a link", BASE "  - endpoints: [h0, r9]\n",
+	  "bad.yaml:10: links[2].endpoints[1]: no host or switch called 'r9'" },
+	{ "link with one end", BASE "  - endpoints: [h0]\n",
+	  "bad.yaml:10: links[2].endpoints: want exactly 2 entries" },
+	{ "host with two links",
+	  "name: t\nswitches:\n  - name: r0\n  - name: r1\nhosts:\n  - name: h0\nlinks:\n"
+	  "  - endpoints: [h0, r0]\n  - endpoints: [r1, h0]\n",
+	  "bad.yaml:9: links[1].endpoints: host 'h0' already has a link (links[0], line 8)" },
+	{ "host with no link", "name: t\nswitches:\n  - name: r0\nhosts:\n  - name: h0\n"
+			       "  - name: h1\nlinks:\n  - endpoints: [h0, r0]\n",
+	  "bad.yaml:6: hosts[1]: host 'h1' has no link" },
+	{ "host to host", BASE "  - endpoints: [h0, h1]\n",
+	  "bad.yaml:10: links[2].endpoints: 'h0' and 'h1' are both hosts" },
+	{ "same link twice", BASE "  - endpoints: [r0, h1]\n",
+	  "bad.yaml:10: links[2].endpoints: 'r0' and 'h1' are already linked by links[1]" },
+	{ "cycle in uplinks",
+	  "name: t\nswitches:\n  - name: a\n    uplink: b\n  - name: b\n    uplink: a\n"
+	  "hosts:\n  - name: h0\nlinks:\n  - endpoints: [h0, a]\n  - endpoints: [a, b]\n",
+	  "bad.yaml:4: switches[0].uplink: uplinks form a cycle through 'a'" },
+	{ "uplink without a link",
+	  "name: t\nswitches:\n  - name: a\n    uplink: b\n  - name: b\n"
+	  "hosts:\n  - name: h0\nlinks:\n  - endpoints: [h0, a]\n",
+	  "bad.yaml:4: switches[0].uplink: no link between 'a' and its uplink 'b'" },
+	{ "uplink to nowhere", "name: t\nswitches:\n  - name: a\n    uplink: zz\n" BASE_TAIL,
+	  "bad.yaml:4: switches[0].uplink: no switch called 'zz'" },
+	{ "duplicate name",
+	  "name: t\nswitches:\n  - name: r0\nhosts:\n  - name: r0\nlinks:\n  - endpoints: [r0, r0]\n",
+	  "bad.yaml:5: hosts[0].name: 'r0' is already the name of switches[0] (line 3)" },
+	{ "bad name", "name: t\nswitches:\n  - name: 'r 0'\n" BASE_TAIL,
+	  "bad.yaml:3: switches[0].name: 'r 0' is not a name" },
+	{ "replica without replica_of",
+	  "name: t\nswitches:\n  - name: r0\n  - name: r1\n    role: replica\n" BASE_TAIL,
+	  "bad.yaml:4: switches[1].replica_of: missing" },
+	{ "replica of nothing",
+	  "name: t\nswitches:\n  - name: r1\n    role: replica\n    replica_of: r7\n" BASE_TAIL,
+	  "bad.yaml:5: switches[0].replica_of: no switch called 'r7'" },
+	{ "unknown role", "name: t\nswitches:\n  - name: r0\n    role: leaf\n" BASE_TAIL,
+	  "bad.yaml:4: switches[0].role: 'leaf' is not one of" },
+	{ "job with unknown host", BASE "jobs:\n  - name: j\n    hosts: [h0, h7]\n    tensor: 8\n",
+	  "bad.yaml:12: jobs[0].hosts[1]: no host called 'h7'" },
+	{ "job with a host twice", JOB("    tensor: 8\n    hosts: [h0, h0]\n"),
+	  "bad.yaml:14: jobs[0].hosts: given twice" },
+	{ "job host listed twice", BASE "jobs:\n  - name: j\n    hosts: [h0, h1, h0]\n    tensor: 8\n",
+	  "bad.yaml:12: jobs[0].hosts[2]: host 'h0' is in this job twice" },
+	{ "job on a switch", BASE "jobs:\n  - name: j\n    hosts: [r0]\n    tensor: 8\n",
+	  "bad.yaml:12: jobs[0].hosts[0]: 'r0' is a switch" },
+	{ "duplicate job id",
+	  JOB("    tensor: 8\n  - name: k\n    id: 1\n    hosts: [h1]\n    tensor: 8\n"),
+	  "bad.yaml:15: jobs[1].id: job id 1 is already jobs[0]'s ('j', line 11)" },
+	{ "missing required field", "switches:\n  - name: r0\n", "bad.yaml:1: name: missing" },
+	{ "missing nested field", BASE "  - {}\n", "bad.yaml:10: links[2].endpoints: missing" },
+	{ "missing tensor", JOB("    rounds: 2\n"), "bad.yaml:11: jobs[0].tensor: missing" },
+	{ "empty file", "", "bad.yaml:1: empty" },
+	{ "only a comment", "# nothing\n", "bad.yaml:1: empty" },
+	{ "not YAML at all", "\x7f" "ELF\x01\x02{{{[[[ : : -", "bad.yaml:1: not YAML" },
+	{ "unbalanced", "name: [t\n", "bad.yaml:2: not YAML" },
+	{ "a sentence", "just a sentence\n", "bad.yaml:1: want a mapping" },
+	{ "huge number", JOB("    tensor: 99999999999999999999999\n"),
+	  "bad.yaml:13: jobs[0].tensor: '99999999999999999999999' is too large" },
+	{ "tensor above 32 bits", JOB("    tensor: 4294967296\n"),
+	  "bad.yaml:13: jobs[0].tensor: 4294967296 is out of range" },
+	{ "number with junk", JOB("    tensor: 12abc\n"),
+	  "bad.yaml:13: jobs[0].tensor: '12abc' is not a whole number" },
+	{ "octal-looking number", JOB("    tensor: 8\n    rounds: 0x10\n"),
+	  "bad.yaml:14: jobs[0].rounds: '0x10' is not a whole number" },
+	{ "huge slots", "name: t\nswitches:\n  - name: r0\n    slots: 18446744073709551616\n" BASE_TAIL,
+	  "bad.yaml:4: switches[0].slots: '18446744073709551616' is too large" },
+	{ "huge rate", BASE "    bandwidth: 99999999999999999999999999Gbit\n",
+	  "bad.yaml:10: links[1].bandwidth: '99999999999999999999999999Gbit' is out of range" },
+	{ "bad encoding", JOB("    tensor: 8\n    encoding: f64\n"),
+	  "bad.yaml:14: jobs[0].encoding: 'f64' is not one of" },
+	{ "density above 1", JOB("    tensor: 8\n    data: {synthetic: {density: 1.5}}\n"),
+	  "bad.yaml:14: jobs[0].data.synthetic.density: 1.5 is out of range" },
+	{ "both data kinds", JOB("    tensor: 8\n    data: {synthetic: {}, file: x.npy}\n"),
+	  "bad.yaml:14: jobs[0].data: either synthetic or file" },
+	{ "missing data file", JOB("    data: {file: /nonexistent/grads.npy}\n"),
+	  "bad.yaml:13: jobs[0].data.file: /nonexistent/grads.npy: No such file" },
+	{ "data file not a file", JOB("    data: {file: /dev/zero}\n"),
+	  "bad.yaml:13: jobs[0].data.file: /dev/zero: not a regular file" },
+	{ "block too large for the mtu", JOB("    tensor: 8\n    block: 1024\n"),
+	  "bad.yaml:8: jobs[0].hosts: blocks of 1024 f32 elements need 4180-byte frames" },
+	{ "lanes beyond the slots",
+	  "name: t\nswitches:\n  - name: r0\n    slots: 4\nhosts:\n  - name: h0\nlinks:\n"
+	  "  - endpoints: [h0, r0]\njobs:\n  - name: j\n    hosts: [h0]\n    tensor: 8\n",
+	  "bad.yaml:4: switches[0].slots: switch 'r0' has 4 slots" },
+	{ "hosts under two roots",
+	  "name: t\nswitches:\n  - name: r0\n  - name: r1\nhosts:\n  - name: h0\n  - name: h1\n"
+	  "links:\n  - endpoints: [h0, r0]\n  - endpoints: [h1, r1]\n"
+	  "jobs:\n  - name: j\n    hosts: [h0, h1]\n    tensor: 8\n",
+	  "bad.yaml:13: jobs[0].hosts: 'h0' and 'h1' are under different roots" },
+	{ "given twice", "name: t\nname: u\n", "bad.yaml:2: name: given twice" },
+	{ "alias", "name: &a t\nswitches:\n  - name: *a\n", "bad.yaml:3: aliases" },
+	{ "too deep", "name: t\nx: [[[[[[[[[[[[[[[[[[[[[[1]]]]]]]]]]]]]]]]]]]]]\n",
+	  "bad.yaml:2: nested deeper than" },
+	{ "a NUL byte", "name: t\0\n", "bad.yaml:1: not YAML" },
+};
+
+static void
+test_bad_files(void **state)
+{
+	int failed = 0;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(bad_files) / sizeof(bad_files[0]); i++) {
+		const struct bad *b = &bad_files[i];
+		size_t len = strlen(b->yaml);
+		char err[512];
+		struct topology *t;
+
+		if (strcmp(b->what, "a NUL byte") == 0)
+			len = 9;
+		memset(err, 'x', sizeof(err));
+		t = topology_parse(b->yaml, len, "bad.yaml", err, sizeof(err));
+		if (t) {
+			topology_free(t);
+			print_error("%s: parsed, want \"%s\"\n", b->what, b->expect);
+			failed++;
+		} else if (!memchr(err, 0, sizeof(err)) || !strstr(err, b->expect)) {
+			print_error("%s: got \"%.*s\", want \"%s\"\n", b->what,
+				    (int)sizeof(err) - 1, err, b->expect);
+			failed++;
+		}
+	}
+	assert_int_equal(failed, 0);
+}
+
+/* A small message buffer cuts the message; no error message goes past it. */
+static void
+test_short_error_buffer(void **state)
+{
+	char err[8];
+
+	(void)state;
+	memset(err, 'x', sizeof(err));
+	assert_null(topology_parse("name: t\n", 8, "bad.yaml", err, sizeof(err)));
+	assert_true(memchr(err, 0, sizeof(err)) != NULL);
+	assert_null(topology_load("/nonexistent/t.yaml", err, sizeof(err)));
+	assert_true(memchr(err, 0, sizeof(err)) != NULL);
+}
+
+/* ------------------------------------------------------------- units */
+
+static void
+test_rates(void **state)
+{
+	static const struct {
+		const char *s;
+		int ret;
+		uint64_t bps;
+	} cases[] = {
+		{ "0", 0, 0 },		{ "10Gbit", 0, 10000000000ULL },
+		{ "100Mbit", 0, 100000000 }, { "100mbit", 0, 100000000 },
+		{ "1.5Gbit", 0, 1500000000 }, { "1kbit", 0, 1000 },
+		{ "1Kbit", 0, 1000 },	{ "64bit", 0, 64 },
+		{ "1Tbit", 0, 1000000000000ULL }, { "1.0001Tbit", -ERANGE, 0 },
+		{ "0.5bit", -ERANGE, 0 }, { "10", -EINVAL, 0 },
+		{ "10Gbps", -EINVAL, 0 }, { "10 Gbit", -EINVAL, 0 },
+		{ "Gbit", -EINVAL, 0 },	{ "-1Gbit", -EINVAL, 0 },
+		{ ".5Gbit", -EINVAL, 0 }, { "1.Gbit", -EINVAL, 0 },
+		{ "", -EINVAL, 0 },	{ "1GBIT", -EINVAL, 0 },
+	};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		uint64_t v = 12345;
+		int ret = topo_parse_rate(cases[i].s, &v);
+
+		if (ret != cases[i].ret || (ret == 0 && v != cases[i].bps))
+			fail_msg("'%s': ret %d v %llu", cases[i].s, ret, (unsigned long long)v);
+	}
+}
+
+static void
+test_durations(void **state)
+{
+	static const struct {
+		const char *s;
+		int ret;
+		uint64_t ns;
+	} cases[] = {
+		{ "0", 0, 0 },		   { "50us", 0, 50000 },   { "1ms", 0, 1000000 },
+		{ "1.5ms", 0, 1500000 },   { "10s", 0, 10000000000ULL }, { "7ns", 0, 7 },
+		{ "11s", -ERANGE, 0 },	   { "0.5ns", -ERANGE, 0 }, { "5", -EINVAL, 0 },
+		{ "5Ms", -EINVAL, 0 },	   { "5 ms", -EINVAL, 0 }, { "ms", -EINVAL, 0 },
+	};
+	char buf[32];
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		uint64_t v = 12345;
+		int ret = topo_parse_duration(cases[i].s, &v);
+
+		if (ret != cases[i].ret || (ret == 0 && v != cases[i].ns))
+			fail_msg("'%s': ret %d v %llu", cases[i].s, ret, (unsigned long long)v);
+	}
+	assert_string_equal(topo_format_duration(1500000, buf, sizeof(buf)), "1500us");
+	assert_string_equal(topo_format_duration(0, buf, sizeof(buf)), "0");
+	assert_string_equal(topo_format_rate(200000000, buf, sizeof(buf)), "200Mbit");
+	assert_string_equal(topo_format_rate(1500, buf, sizeof(buf)), "1500bit");
+}
+
+/* ------------------------------------------------------------- print */
+
+static void
+test_print(void **state)
+{
+	struct topology *t = load_shipped("two-racks.yaml");
+	char *text = NULL;
+	size_t size = 0;
+	FILE *f = open_memstream(&text, &size);
+
+	(void)state;
+	assert_non_null(f);
+	topology_print(t, f);
+	fclose(f);
+	assert_non_null(strstr(text, "topology two-racks"));
+	assert_non_null(strstr(text, "3 switches, 8 hosts, 10 links, 1 jobs"));
+	assert_non_null(strstr(text, "rack1        rack    slots 1024, cores 1, uplink spine0"));
+	assert_non_null(strstr(text, "8 links, h0 - rack0 to h7 - rack1: 200Mbit, latency 50us"));
+	assert_non_null(strstr(text, "root spine0"));
+	assert_non_null(strstr(text, "rack1 <- h4 h5 h6 h7"));
+	free(text);
+	topology_free(t);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_every_shipped_file_loads),
+		cmocka_unit_test(test_rack4),
+		cmocka_unit_test(test_rack4_lossy),
+		cmocka_unit_test(test_two_racks),
+		cmocka_unit_test(test_fabric_1024),
+		cmocka_unit_test(test_gradient_file_job),
+		cmocka_unit_test(test_bad_files),
+		cmocka_unit_test(test_short_error_buffer),
+		cmocka_unit_test(test_rates),
+		cmocka_unit_test(test_durations),
+		cmocka_unit_test(test_print),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
