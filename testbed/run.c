@@ -4,7 +4,6 @@
 #include <errno.h>
 #include <ftw.h>
 #include <inttypes.h>
-#include <libgen.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
@@ -365,18 +364,6 @@ start_switches(struct run *r, char *err, size_t errlen)
 	return 0;
 }
 
-static const char *
-data_path(const struct run *r, const struct topo_job *job, char *buf, size_t size)
-{
-	char dir[PATH_MAX];
-
-	if (job->path[0] == '/' || !r->t->file)
-		return job->path;
-	tb_fmt(dir, sizeof(dir), "%s", r->t->file);
-	tb_fmt(buf, size, "%s/%s", dirname(dir), job->path);
-	return buf;
-}
-
 static int
 start_hosts(struct run *r, char *err, size_t errlen)
 {
@@ -396,7 +383,7 @@ start_hosts(struct run *r, char *err, size_t errlen)
 			struct proc *p = new_proc(r, PROC_HOST, "host %s (job %s, rank %u)", h->name,
 						  job->name, k);
 			char sw[48], swaddr[32], jid[16], rank[8], world[8], rounds[16], block[8],
-				lanes[8], elems[24], dens[32], seed[24], spec[256], rto[24], path[PATH_MAX];
+				lanes[8], elems[24], dens[32], seed[24], spec[256], rto[24];
 			char *argv[40];
 			uint64_t delay_us = 2 * l->latency_ns / 1000;	/* both ways, on receive */
 			int a = 0, ret, o = 0;
@@ -434,7 +421,7 @@ start_hosts(struct run *r, char *err, size_t errlen)
 			argv[a++] = "--encoding", argv[a++] = (char *)enc_name(job->encoding);
 			if (job->data == TOPO_DATA_FILE) {
 				argv[a++] = "--input";
-				argv[a++] = (char *)data_path(r, job, path, sizeof(path));
+				argv[a++] = job->path;	/* the parser made it relative to the file */
 			} else {
 				tb_fmt(elems, sizeof(elems), "%" PRIu32, job->tensor_len);
 				tb_fmt(dens, sizeof(dens), "%.17g", job->density);

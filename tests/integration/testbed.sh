@@ -1,0 +1,221 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# Integration tests of ina-testbed (testbed/): topologies played in network
+# namespaces on this machine, as root. CASE is one of:
+#   rack4     topologies/rack4.yaml over UDP: exit 0, every sum verified, the
+#             report's fields present and sane (per-round times, goodput,
+#             bytes each way on every link, close to what the hosts counted)
+#   lossy     topologies/rack4-lossy.yaml: finishes exactly, retransmits > 0,
+#             drops injected on every host
+#   check     `check` on every shipped file (exit 0, a summary), on broken
+#             files (exit 2, the file and line named) and a missing one
+#   refuse    run refused with a clear message and nothing made: a job over
+#             two switch tiers (two-racks.yaml, exit 4; `check` accepts it),
+#             not root (setpriv to nobody, exit 3), --dpdk (exit 4), bad options
+#   sigint    SIGINT in the middle of a long run: exit 130, all torn down
+# After each: no namespace of that testbed left, no new link in the root
+# namespace, no ina-switch or ina-host of it still running.
+# Skips (77) when not root or without `ip netns`.
+# Usage: testbed.sh BUILD_DIR SOURCE_DIR CASE
+set -euo pipefail
+build=$1 src=$2 case=$3
+tb=$build/testbed/ina-testbed
+topo=$src/topologies
+tmp=$(mktemp -d)
+chmod 755 "$tmp"
+cleanup() { rm -rf "$tmp"; }
+trap cleanup EXIT
+fail=0
+bad() { echo "FAIL: $*"; fail=1; }
+ok() { echo "ok   $*"; }
+
+[ "$(id -u)" -eq 0 ] || { echo "SKIP: needs root (network namespaces)"; exit 77; }
+command -v ip >/dev/null || { echo "SKIP: no ip command (iproute2)"; exit 77; }
+command -v jq >/dev/null || { echo "FAIL: jq is missing (scripts/deps installs it)"; exit 1; }
+links_before=$(ip -o link show | wc -l)
+
+# tb_run OUT ARGS...: runs ina-testbed in the background (so its pid, the
+# namespaces' prefix, is known), bounded; sets 'rc' and 'pid'.
+tb_run() {
+    local out=$1
+    shift
+    "$tb" "$@" >"$out.out" 2>"$out.err" &
+    pid=$!
+    rc=0
+    wait_bounded "$pid" 300 || rc=$?
+}
+# wait_bounded PID SECONDS: waits for PID; kills it after SECONDS (then 124).
+wait_bounded() {
+    local p=$1 s=$2 i
+    for ((i = 0; i < s * 10; i++)); do
+        kill -0 "$p" 2>/dev/null || { wait "$p"; return $?; }
+        sleep 0.1
+    done
+    kill -9 "$p" 2>/dev/null || true
+    wait "$p" 2>/dev/null || true
+    echo "ina-testbed $p still ran after $s s: killed"
+    return 124
+}
+# torn_down PID WHAT: nothing of testbed PID is left.
+torn_down() {
+    local p=$1 what=$2 left
+    left=$(ip netns list | grep -c "^inatb$p-" || true)
+    [ "$left" -eq 0 ] || bad "$what: $left namespaces of inatb$p left: $(ip netns list | grep "^inatb$p-" | tr '\n' ' ')"
+    [ "$(ip -o link show | wc -l)" -eq "$links_before" ] ||
+        bad "$what: links in the root namespace changed: $(ip -o link show | wc -l), were $links_before"
+    if pgrep -f "$tmp/wd-$what" >/dev/null; then
+        bad "$what: processes left: $(pgrep -af "$tmp/wd-$what")"
+        pkill -9 -f "$tmp/wd-$what" || true
+    fi
+    [ $fail -eq 0 ] && ok "$what: torn down (no namespace, link or process left)"
+    return 0
+}
+show() { echo "--- stdout"; cat "$1.out"; echo "--- stderr"; cat "$1.err"; }
+# expect_json FILE WHAT JQ_EXPR: the expression holds on the report.
+expect_json() {
+    local v
+    v=$(jq -r "$3" "$1" 2>&1) || true
+    [ "$v" = "true" ] && ok "$2" || bad "$2: $3 is $v"
+}
+
+case $case in
+rack4 | lossy)
+    file=$topo/rack4.yaml
+    [ "$case" = lossy ] && file=$topo/rack4-lossy.yaml
+    out=$tmp/$case
+    tb_run "$out" run "$file" --json "$out.json" --workdir "$tmp/wd-$case" --no-progress
+    [ "$rc" -eq 0 ] && ok "run $case: exit 0" || { bad "run $case: exit $rc"; show "$out"; }
+    cat "$out.out"
+    j=$out.json
+    if [ -s "$j" ]; then
+        expect_json "$j" "verified" '.verified and .outcome == "ok"'
+        expect_json "$j" "every job verified every round" \
+            'all(.jobs[]; .verified and .rounds_done == .rounds and (.per_round | length) == .rounds)'
+        expect_json "$j" "every rank verified, exited 0, over udp" \
+            'all(.jobs[].ranks[]; .verified and .exited_ok and .transport == "udp")'
+        expect_json "$j" "round times: 0 < min <= mean <= max < 60 s" \
+            'all(.jobs[].round_seconds; .min > 0 and .min <= .mean and .mean <= .max and .max < 60)'
+        expect_json "$j" "per-round times > 0 and bytes > 0" \
+            'all(.jobs[].per_round[]; .seconds > 0 and .bytes > 0)'
+        expect_json "$j" "goodput > 0" 'all(.jobs[]; .goodput_gbps > 0)'
+        expect_json "$j" "every link counted both ways" \
+            'all(.links[]; .counted and .a_to_b.bytes_sent > 0 and .b_to_a.bytes_sent > 0
+                 and .a_to_b.bytes_received > 0 and .b_to_a.bytes_received > 0)'
+        expect_json "$j" "no link faster than its shaping (mean rate <= bandwidth)" \
+            'all(.links[]; .bandwidth_bps == 0 or (.a_to_b.mean_mbps * 1e6 <= .bandwidth_bps * 1.05
+                 and .b_to_a.mean_mbps * 1e6 <= .bandwidth_bps * 1.05))'
+        # Each host's link carried at least the ina bytes its host counted each
+        # way (the veth adds IP, UDP and Ethernet headers, and the barriers).
+        expect_json "$j" "link bytes >= the host's own counts" \
+            '[.links[] as $l | .jobs[].ranks[] | select(.host == $l.a) |
+              ($l.a_to_b.bytes_sent >= .bytes_sent and $l.b_to_a.bytes_received >= .bytes_received)] | all'
+        if [ "$case" = lossy ]; then
+            expect_json "$j" "retransmits > 0" 'all(.jobs[]; .retransmits > 0)'
+            expect_json "$j" "drops injected on every host" 'all(.jobs[].ranks[]; .injected_drops > 0)'
+        fi
+        # The text report says the same.
+        grep -q "every sum verified" "$out.out" && ok "text report: every sum verified" ||
+            bad "the text report does not say every sum verified"
+        grep -Eq "round time mean [0-9.]+ ms" "$out.out" && ok "text report: round time" ||
+            bad "the text report has no round time"
+    else
+        bad "no JSON report"
+    fi
+    [ -d "$tmp/wd-$case" ] && [ "$rc" -eq 0 ] && [ -n "$(ls "$tmp/wd-$case")" ] && ok "logs in --workdir"
+    torn_down "$pid" "$case"
+    ;;
+check)
+    for f in "$topo"/*.yaml; do
+        if "$tb" check "$f" >"$tmp/c.out" 2>&1; then
+            ok "check $(basename "$f"): exit 0, $(wc -l <"$tmp/c.out") lines"
+        else
+            bad "check $(basename "$f"): exit $?"; cat "$tmp/c.out"
+        fi
+    done
+    grep -q "can play it" <("$tb" check "$topo/rack4.yaml") && ok "check rack4: playable" ||
+        bad "check rack4 does not say run can play it"
+    # Broken files: exit 2 and one line naming the file (and the line).
+    sed 's/endpoints: \[h2, rack0\]/endpoints: [h2, rack9]/' "$topo/rack4.yaml" >"$tmp/unknown-node.yaml"
+    sed 's/bandwidth: 200Mbit/bandwidth: fast/' "$topo/rack4.yaml" >"$tmp/bad-rate.yaml"
+    printf 'name: x\nhosts: [\n' >"$tmp/syntax.yaml"
+    for f in unknown-node bad-rate syntax; do
+        rc=0
+        "$tb" check "$tmp/$f.yaml" >"$tmp/c.out" 2>"$tmp/c.err" || rc=$?
+        if [ $rc -eq 2 ] && grep -q "$f.yaml" "$tmp/c.err"; then
+            ok "check $f.yaml: exit 2: $(head -1 "$tmp/c.err")"
+        else
+            bad "check $f.yaml: exit $rc, stderr: $(cat "$tmp/c.err")"
+        fi
+    done
+    rc=0
+    "$tb" check "$tmp/missing.yaml" >/dev/null 2>"$tmp/c.err" || rc=$?
+    [ $rc -eq 2 ] && ok "check a missing file: exit 2: $(cat "$tmp/c.err")" || bad "check missing: exit $rc"
+    rc=0
+    "$tb" frobnicate >/dev/null 2>&1 || rc=$?
+    [ $rc -eq 2 ] && ok "unknown command: exit 2" || bad "unknown command: exit $rc"
+    ;;
+refuse)
+    # A job over two switch tiers: check accepts it and says why run cannot.
+    rc=0
+    "$tb" check "$topo/two-racks.yaml" >"$tmp/c.out" 2>&1 || rc=$?
+    [ $rc -eq 0 ] && grep -q "hierarchical aggregation" "$tmp/c.out" &&
+        ok "check two-racks: exit 0, says run cannot play it yet" ||
+        { bad "check two-racks: exit $rc"; cat "$tmp/c.out"; }
+    tb_run "$tmp/hier" run "$topo/two-racks.yaml" --workdir "$tmp/wd-hier"
+    if [ "$rc" -eq 4 ] && grep -q "hierarchical aggregation.*not built yet" "$tmp/hier.err"; then
+        ok "run two-racks: exit 4: $(cat "$tmp/hier.err")"
+    else
+        bad "run two-racks: exit $rc"; show "$tmp/hier"
+    fi
+    torn_down "$pid" hier
+    # Not root: refused before anything is made.
+    cp "$topo/rack4.yaml" "$tmp/rack4.yaml"
+    chmod 644 "$tmp/rack4.yaml"
+    rc=0
+    setpriv --reuid=nobody --regid=nogroup --clear-groups "$tb" run "$tmp/rack4.yaml" \
+        >"$tmp/nr.out" 2>"$tmp/nr.err" || rc=$?
+    if [ $rc -eq 3 ] && grep -q "needs root" "$tmp/nr.err"; then
+        ok "run as nobody: exit 3: $(cat "$tmp/nr.err")"
+    else
+        bad "run as nobody: exit $rc"; cat "$tmp/nr.out" "$tmp/nr.err"
+    fi
+    rc=0
+    setpriv --reuid=nobody --regid=nogroup --clear-groups "$tb" check "$tmp/rack4.yaml" \
+        >/dev/null 2>&1 || rc=$?
+    [ $rc -eq 0 ] && ok "check as nobody: exit 0" || bad "check as nobody: exit $rc"
+    [ "$(ip netns list | grep -c '^inatb' || true)" -eq 0 ] || true
+    tb_run "$tmp/dpdk" run "$topo/rack4.yaml" --dpdk
+    [ "$rc" -eq 4 ] && ok "run --dpdk: exit 4: $(cat "$tmp/dpdk.err")" || { bad "run --dpdk: exit $rc"; show "$tmp/dpdk"; }
+    tb_run "$tmp/opt" run "$topo/rack4.yaml" --timeout 0
+    [ "$rc" -eq 2 ] && ok "run --timeout 0: exit 2: $(cat "$tmp/opt.err")" || bad "run --timeout 0: exit $rc"
+    ;;
+sigint)
+    # rack4 for many rounds: SIGINT once some rounds are done.
+    sed 's/rounds: 10/rounds: 100000/' "$topo/rack4.yaml" >"$tmp/long.yaml"
+    "$tb" run "$tmp/long.yaml" --workdir "$tmp/wd-sigint" --no-progress \
+        >"$tmp/long.out" 2>"$tmp/long.err" &
+    pid=$!
+    started=0
+    for ((i = 0; i < 600; i++)); do
+        if grep -q "round" "$tmp/wd-sigint"/host-*.log 2>/dev/null; then started=1; break; fi
+        kill -0 $pid 2>/dev/null || break
+        sleep 0.1
+    done
+    [ $started -eq 1 ] && ok "long run: rounds under way" || bad "long run never got going"
+    [ "$(ip netns list | grep -c "^inatb$pid-" || true)" -eq 5 ] && ok "5 namespaces while it runs" ||
+        bad "namespaces while it runs: $(ip netns list | grep "^inatb$pid-" | tr '\n' ' ')"
+    kill -INT $pid
+    rc=0
+    wait_bounded $pid 30 || rc=$?
+    [ $rc -eq 130 ] && ok "SIGINT: exit 130" || { bad "SIGINT: exit $rc"; show "$tmp/long"; }
+    grep -q "interrupted" "$tmp/long.err" && ok "says: $(grep interrupted "$tmp/long.err")" ||
+        bad "no word of the interruption"
+    torn_down "$pid" sigint
+    ;;
+*)
+    echo "unknown case $case"; exit 2 ;;
+esac
+if [ $fail -ne 0 ]; then
+    echo "FAILED: testbed $case"; exit 1
+fi
+echo "1 passed, 0 failed: testbed $case"
