@@ -38,7 +38,7 @@ job_build(const struct report_run *r, uint32_t j)
 	json_t *out, **reps = calloc(job->nb_hosts, sizeof(*reps));
 	json_int_t retx = 0, sent = 0, received = 0;
 	double sum = 0, min = 0, max = 0;
-	uint32_t nb_rounds = 0;
+	uint32_t nb_rounds = 0, nb_rounds_done;
 	int verified = 1;
 
 	if (!reps || !ranks || !rounds || !hosts)
@@ -112,6 +112,18 @@ job_build(const struct report_run *r, uint32_t j)
 	}
 	if (nb_rounds < job->rounds)
 		verified = 0;
+	/* Without every report (ranks stopped early write none), the rounds
+	 * every rank printed. */
+	if (nb_rounds == 0) {
+		int least = -1;
+
+		for (uint16_t k = 0; k < job->nb_hosts; k++)
+			if (least < 0 || r->ranks[j][k].rounds_done < least)
+				least = r->ranks[j][k].rounds_done;
+		nb_rounds_done = least > 0 ? (uint32_t)least : 0;
+	} else {
+		nb_rounds_done = nb_rounds;
+	}
 	{
 		double mean = nb_rounds ? sum / nb_rounds : 0;
 		double dense = (double)job->tensor_len * 4;
@@ -120,7 +132,7 @@ job_build(const struct report_run *r, uint32_t j)
 				"s:f}, s:f, s:I, s:I, s:I, s:o, s:o}",
 				"name", job->name, "job_id", (json_int_t)job->job_id, "switch",
 				t->nodes[job->root].name, "hosts", hosts, "rounds", (int)job->rounds,
-				"rounds_done", (int)nb_rounds, "elements",
+				"rounds_done", (int)nb_rounds_done, "elements",
 				(json_int_t)job->tensor_len, "encoding", encoding_name(job->encoding),
 				"block_size", (int)job->block_size, "lanes", (int)job->lanes,
 				"verified", verified, "round_seconds", "mean", mean, "min", min,
@@ -239,11 +251,16 @@ print_job(const json_t *job, FILE *f)
 		num(rs, "mean") * 1e3, num(rs, "min") * 1e3, num(rs, "max") * 1e3,
 		num(job, "goodput_gbps"), integer(job, "retransmits"),
 		(double)integer(job, "bytes_sent") / 1e6, (double)integer(job, "bytes_received") / 1e6);
-	json_array_foreach(pr, i, v)
+	json_array_foreach(pr, i, v) {
+		if (i == 20) {
+			fprintf(f, "    (%zu more rounds in the JSON report)\n", json_array_size(pr) - i);
+			break;
+		}
 		fprintf(f, "    round %3" JSON_INTEGER_FORMAT "  %9.3f ms  retx %5" JSON_INTEGER_FORMAT
 			"  %10.3f MB\n",
 			integer(v, "round"), num(v, "seconds") * 1e3, integer(v, "retransmits"),
 			(double)integer(v, "bytes") / 1e6);
+	}
 	json_array_foreach(ranks, i, v)
 		if (!json_is_true(json_object_get(v, "verified")) ||
 		    !json_is_true(json_object_get(v, "exited_ok")))

@@ -6,13 +6,14 @@
 #             report's fields present and sane (per-round times, goodput,
 #             bytes each way on every link, close to what the hosts counted)
 #   lossy     topologies/rack4-lossy.yaml: finishes exactly, retransmits > 0,
-#             drops injected on every host
+#             drops injected on every host; --capture: a pcap per link
 #   check     `check` on every shipped file (exit 0, a summary), on broken
 #             files (exit 2, the file and line named) and a missing one
 #   refuse    run refused with a clear message and nothing made: a job over
 #             two switch tiers (two-racks.yaml, exit 4; `check` accepts it),
 #             not root (setpriv to nobody, exit 3), --dpdk (exit 4), bad options
 #   sigint    SIGINT in the middle of a long run: exit 130, all torn down
+#   timeout   a long run past --timeout: exit 1, a partial report, all torn down
 # After each: no namespace of that testbed left, no new link in the root
 # namespace, no ina-switch or ina-host of it still running.
 # Skips (77) when not root or without `ip netns`.
@@ -83,7 +84,9 @@ rack4 | lossy)
     file=$topo/rack4.yaml
     [ "$case" = lossy ] && file=$topo/rack4-lossy.yaml
     out=$tmp/$case
-    tb_run "$out" run "$file" --json "$out.json" --workdir "$tmp/wd-$case" --no-progress
+    extra=()
+    [ "$case" = lossy ] && extra=(--capture "$tmp/caps")
+    tb_run "$out" run "$file" --json "$out.json" --workdir "$tmp/wd-$case" --no-progress "${extra[@]}"
     [ "$rc" -eq 0 ] && ok "run $case: exit 0" || { bad "run $case: exit $rc"; show "$out"; }
     cat "$out.out"
     j=$out.json
@@ -112,6 +115,16 @@ rack4 | lossy)
         if [ "$case" = lossy ]; then
             expect_json "$j" "retransmits > 0" 'all(.jobs[]; .retransmits > 0)'
             expect_json "$j" "drops injected on every host" 'all(.jobs[].ranks[]; .injected_drops > 0)'
+        fi
+        if [ "$case" = lossy ] && command -v tcpdump >/dev/null; then
+            # --capture: one pcap per link, each with the job's UDP in it.
+            n=$(jq '.links | length' "$j")
+            [ "$(ls "$tmp/caps"/*.pcap | wc -l)" -eq "$n" ] && ok "--capture: $n pcaps" ||
+                bad "--capture: $(ls "$tmp/caps" | tr '\n' ' ') for $n links"
+            for f in "$tmp/caps"/*.pcap; do
+                c=$(tcpdump -r "$f" -n udp port 9150 2>/dev/null | wc -l)
+                [ "$c" -gt 100 ] || bad "$(basename "$f"): $c packets to or from port 9150"
+            done
         fi
         # The text report says the same.
         grep -q "every sum verified" "$out.out" && ok "text report: every sum verified" ||
@@ -211,6 +224,18 @@ sigint)
     grep -q "interrupted" "$tmp/long.err" && ok "says: $(grep interrupted "$tmp/long.err")" ||
         bad "no word of the interruption"
     torn_down "$pid" sigint
+    ;;
+timeout)
+    # A run past --timeout: stopped, a partial report, exit 1, all torn down.
+    sed 's/rounds: 10/rounds: 100000/' "$topo/rack4.yaml" >"$tmp/long.yaml"
+    tb_run "$tmp/to" run "$tmp/long.yaml" --timeout 3 --json "$tmp/to.json" \
+        --workdir "$tmp/wd-timeout" --no-progress
+    [ "$rc" -eq 1 ] && ok "past --timeout 3: exit 1" || { bad "past --timeout: exit $rc"; show "$tmp/to"; }
+    grep -q "time limit" "$tmp/to.err" && ok "says: $(grep 'time limit' "$tmp/to.err")" ||
+        bad "no word of the time limit"
+    expect_json "$tmp/to.json" "partial report: outcome timeout, not verified, some rounds done" \
+        '.outcome == "timeout" and (.verified | not) and .jobs[0].rounds_done > 0'
+    torn_down "$pid" timeout
     ;;
 *)
     echo "unknown case $case"; exit 2 ;;
