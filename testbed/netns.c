@@ -63,8 +63,8 @@ if_setup(const char *ns, const char *ifname, const char *cidr, const char *mtu, 
 	snprintf(what, sizeof(what), "%s in %s", ifname, ns);
 	if (RUN(err, errlen, "ip", "-n", (char *)ns, "link", "set", (char *)ifname, "mtu",
 		(char *)mtu, "up") < 0 ||
-	    RUN(err, errlen, "ip", "-n", (char *)ns, "addr", "add", (char *)cidr, "dev",
-		(char *)ifname) < 0)
+	    (cidr && RUN(err, errlen, "ip", "-n", (char *)ns, "addr", "add", (char *)cidr, "dev",
+			 (char *)ifname) < 0))
 		return failed(err, errlen, what);
 	return 0;
 }
@@ -144,6 +144,22 @@ netns_if_stats(const char *ns, const char *ifname, struct netns_if_stats *st, ch
 	st->tx_packets = u64_at(s, "tx", "packets");
 	st->tx_dropped = u64_at(s, "tx", "dropped");
 	json_decref(root);
+	{
+		char *const tc[] = { "tc", "-j", "-s", "-n", (char *)ns, "qdisc", "show", "dev",
+				     (char *)ifname, NULL };
+		size_t i;
+		json_t *q;
+
+		if (proc_run_out(tc, CMD_MS, out, sizeof(out), err, errlen) < 0)
+			return -1;
+		root = json_loads(out, 0, &je);
+		json_array_foreach(root, i, q)
+			if (json_is_true(json_object_get(q, "root")) &&
+			    json_is_integer(json_object_get(q, "drops")))
+				st->shaper_drops = (uint64_t)json_integer_value(
+					json_object_get(q, "drops"));
+		json_decref(root);
+	}
 	return 0;
 }
 

@@ -22,7 +22,8 @@ int netns_add(const char *ns, char *err, size_t errlen);
 int netns_del(const char *ns, char *err, size_t errlen);
 
 /* A veth pair: 'if_a' in 'ns_a', 'if_b' in 'ns_b', both with 'mtu', up,
- * with addresses 'cidr_a' and 'cidr_b' (e.g. "10.100.0.2/24"). */
+ * with addresses 'cidr_a' and 'cidr_b' (e.g. "10.100.0.2/24"; NULL: none, the
+ * interface belongs to a DPDK process). */
 int netns_veth(const char *ns_a, const char *if_a, const char *cidr_a, const char *ns_b,
 	       const char *if_b, const char *cidr_b, uint32_t mtu, char *err, size_t errlen);
 
@@ -32,9 +33,10 @@ int netns_shape(const char *ns, const char *ifname, uint64_t bps, uint32_t mtu, 
 
 struct netns_if_stats {
 	uint64_t rx_bytes, tx_bytes, rx_packets, tx_packets, tx_dropped;
+	uint64_t shaper_drops;		/* frames the root qdisc (tbf) dropped */
 };
 
-/* Reads the counters of 'ifname' in 'ns' (ip -j -s link; tc's drops). */
+/* Reads the counters of 'ifname' in 'ns' (ip -j -s link, tc -j -s qdisc). */
 int netns_if_stats(const char *ns, const char *ifname, struct netns_if_stats *st, char *err,
 		   size_t errlen);
 

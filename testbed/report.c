@@ -155,7 +155,8 @@ nomem:
 static json_t *
 direction(const struct netns_if_stats *from, const struct netns_if_stats *to, double seconds)
 {
-	return json_pack("{s:I, s:I, s:I, s:I, s:f}", "bytes_sent", (json_int_t)from->tx_bytes,
+	return json_pack("{s:I, s:I, s:I, s:I, s:I, s:f}", "shaper_drops",
+			 (json_int_t)from->shaper_drops, "bytes_sent", (json_int_t)from->tx_bytes,
 			 "bytes_received", (json_int_t)to->rx_bytes, "packets_sent",
 			 (json_int_t)from->tx_packets, "packets_received",
 			 (json_int_t)to->rx_packets, "mean_mbps",
@@ -300,8 +301,12 @@ report_print(const json_t *rep, FILE *f)
 			fprintf(f, " not counted\n");
 			continue;
 		}
-		fprintf(f, "  up %10.3f MB (%7.1f Mbit/s)  down %10.3f MB (%7.1f Mbit/s)\n",
+		fprintf(f, "  up %8.3f MB (%6.1f Mbit/s)  down %8.3f MB (%6.1f Mbit/s)",
 			(double)integer(ab, "bytes_sent") / 1e6, num(ab, "mean_mbps"),
 			(double)integer(ba, "bytes_sent") / 1e6, num(ba, "mean_mbps"));
+		if (integer(ab, "shaper_drops") || integer(ba, "shaper_drops"))
+			fprintf(f, "  shaper drops %" JSON_INTEGER_FORMAT " up, %" JSON_INTEGER_FORMAT
+				" down", integer(ab, "shaper_drops"), integer(ba, "shaper_drops"));
+		fputc('\n', f);
 	}
 }

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* ina-testbed run (run.h): a topology played in network namespaces on this machine. */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <errno.h>
 #include <ftw.h>
 #include <inttypes.h>
@@ -85,8 +86,28 @@ elem_bytes(uint8_t e)
 }
 
 int
-run_check(const struct topology *t, char *err, size_t errlen)
+run_check(const struct topology *t, int dpdk, char *err, size_t errlen)
 {
+	for (uint32_t j = 0; dpdk && j < t->nb_jobs; j++)
+		for (uint16_t k = 0; k < t->jobs[j].nb_hosts; k++)
+			for (uint32_t i = 0; i < j; i++)
+				for (uint16_t m = 0; m < t->jobs[i].nb_hosts; m++)
+					if (t->jobs[i].hosts[m] == t->jobs[j].hosts[k]) {
+						tb_fmt(err, errlen,
+						       "--dpdk: host %s is in jobs '%s' and '%s': one "
+						       "DPDK process per veth (run it over UDP)",
+						       t->nodes[t->jobs[j].hosts[k]].name,
+						       t->jobs[i].name, t->jobs[j].name);
+						return TB_EXIT_UNSUPPORTED;
+					}
+	for (uint32_t i = 0; dpdk && i < t->nb_links; i++)
+		if (t->links[i].mtu > 1500) {
+			tb_fmt(err, errlen, "--dpdk: link %s-%s has MTU %u: af_packet frames above "
+			       "1500 bytes are not set up yet (run it over UDP)",
+			       t->nodes[t->links[i].a].name, t->nodes[t->links[i].b].name,
+			       t->links[i].mtu);
+			return TB_EXIT_UNSUPPORTED;
+		}
 	for (uint32_t j = 0; j < t->nb_jobs; j++) {
 		const struct topo_job *job = &t->jobs[j];
 
@@ -169,6 +190,25 @@ rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
 	return remove(path);
 }
 
+/* EAL's runtime folders of this run's DPDK processes (/var/run/dpdk/PREFIX-*). */
+static void
+rm_dpdk_runtime(const struct run *r)
+{
+	DIR *d = opendir("/var/run/dpdk");
+	struct dirent *e;
+	char path[PATH_MAX];
+	size_t plen = strlen(r->prefix);
+
+	if (!d)
+		return;
+	while ((e = readdir(d)))
+		if (strncmp(e->d_name, r->prefix, plen) == 0 && e->d_name[plen] == '-') {
+			tb_fmt(path, sizeof(path), "/var/run/dpdk/%s", e->d_name);
+			nftw(path, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+		}
+	closedir(d);
+}
+
 static int
 teardown(struct run *r)
 {
@@ -181,6 +221,8 @@ teardown(struct run *r)
 
 		(void)n;
 	}
+	if (r->o->dpdk)
+		rm_dpdk_runtime(r);
 	for (uint32_t i = 0; r->ns_made && i < t->nb_nodes; i++) {
 		if (!r->ns_made[i])
 			continue;
@@ -216,7 +258,9 @@ setup_network(struct run *r, char *err, size_t errlen)
 		link_if(i, ifn, sizeof(ifn));
 		link_addr(i, 1, 1, ca, sizeof(ca));
 		link_addr(i, 0, 1, cb, sizeof(cb));
-		if (netns_veth(r->ns[l->a], ifn, ca, r->ns[l->b], ifn, cb, l->mtu, err, errlen) < 0)
+		/* Over DPDK both ends belong to DPDK processes: no kernel address. */
+		if (netns_veth(r->ns[l->a], ifn, r->o->dpdk ? NULL : ca, r->ns[l->b], ifn,
+			       r->o->dpdk ? NULL : cb, l->mtu, err, errlen) < 0)
 			return -1;
 		if (l->bandwidth_bps &&
 		    (netns_shape(r->ns[l->a], ifn, l->bandwidth_bps, l->mtu, err, errlen) < 0 ||
@@ -314,54 +358,109 @@ serves_a_job(const struct topology *t, int node)
 	return 0;
 }
 
+/* EAL options of a DPDK process in namespace of 'node' (vdevs added by the caller). */
+static int
+eal_args(const struct run *r, char **argv, int a, int node, const char *tag, const char *lcore,
+	 char *prefix, size_t size)
+{
+	tb_fmt(prefix, size, "--file-prefix=%s-%s%s", r->prefix, r->t->nodes[node].name, tag);
+	argv[a++] = "--no-huge";
+	argv[a++] = "-m";
+	argv[a++] = "256";
+	argv[a++] = "--no-pci";
+	argv[a++] = "--no-telemetry";
+	argv[a++] = "--no-shconf";
+	argv[a++] = "--log-level=lib.eal:warning";
+	argv[a++] = prefix;
+	argv[a++] = "-l";
+	argv[a++] = (char *)lcore;
+	return a;
+}
+
+/* DPDK: the switch end of every link owned by one net_af_packet each. */
+#define DPDK_SWITCH_IP "10.99.0.1"
+#define AF_PACKET_OPTS "framecnt=4096,qdisc_bypass=0"	/* through tc tbf */
+
 static int
 start_switches(struct run *r, char *err, size_t errlen)
 {
 	const struct topology *t = r->t;
 	size_t first = r->nb_procs;
+	char (*vdevs)[96] = calloc(t->nb_links + 1, sizeof(*vdevs));
+	char **argv = calloc(32 + t->nb_links, sizeof(*argv));
+	int ret = -1;
 
+	if (!vdevs || !argv) {
+		tb_fmt(err, errlen, "out of memory");
+		goto out;
+	}
 	for (uint32_t i = 0; i < t->nb_nodes; i++) {
 		const struct topo_node *n = &t->nodes[i];
-		char listen[32], slots[16], cap[PATH_MAX];
-		char *argv[16];
+		char listen[32], slots[16], prefix[128];
 		struct proc *p;
-		int a = 0, ret;
+		int a = 0, nb_vdevs = 0, e;
 
 		if (n->kind != TOPO_SWITCH || !serves_a_job(t, (int)i))
 			continue;
 		p = new_proc(r, PROC_SWITCH, "switch %s", n->name);
 		tb_fmt(p->log, sizeof(p->log), "%s/switch-%s.log", r->workdir, n->name);
-		tb_fmt(listen, sizeof(listen), "0.0.0.0:%d", SWITCH_UDP_PORT);
 		argv[a++] = (char *)r->o->switch_bin;
-		argv[a++] = "--listen";
-		argv[a++] = listen;
+		if (r->o->dpdk) {
+			a = eal_args(r, argv, a, (int)i, "", "1", prefix, sizeof(prefix));
+			for (uint32_t li = 0; li < t->nb_links; li++) {
+				if (t->links[li].a != (int)i && t->links[li].b != (int)i)
+					continue;
+				tb_fmt(vdevs[nb_vdevs], sizeof(vdevs[0]),
+				       "--vdev=net_af_packet%d,iface=v%" PRIu32 "," AF_PACKET_OPTS,
+				       nb_vdevs, li);
+				argv[a++] = vdevs[nb_vdevs++];
+			}
+			argv[a++] = "--";
+			argv[a++] = "--port";
+			argv[a++] = "dpdk:port=all,ip=" DPDK_SWITCH_IP ",link_wait_ms=5000";
+		} else {
+			tb_fmt(listen, sizeof(listen), "0.0.0.0:%d", SWITCH_UDP_PORT);
+			argv[a++] = "--listen";
+			argv[a++] = listen;
+		}
 		argv[a++] = "--log-level";
-		argv[a++] = "warn";
+		argv[a++] = "info";
 		if (n->slots) {
 			tb_fmt(slots, sizeof(slots), "%" PRIu32, n->slots);
 			argv[a++] = "--slots";
 			argv[a++] = slots;
 		}
 		argv[a] = NULL;
-		(void)cap;
-		ret = proc_start(p, r->ns[i], argv, NULL);
-		if (ret < 0) {
-			tb_fmt(err, errlen, "cannot start %s: %s", r->o->switch_bin, strerror(-ret));
-			return -1;
+		e = proc_start(p, r->ns[i], argv, NULL);
+		if (e < 0) {
+			tb_fmt(err, errlen, "cannot start %s: %s", r->o->switch_bin, strerror(-e));
+			goto out;
 		}
 	}
-	/* ina-switch says nothing at warn level once serving: give it a moment and
-	 * make sure it is still there (hosts retry their JOIN anyway). */
-	tb_sleep_ms(300);
-	for (size_t i = first; i < r->nb_procs; i++)
-		if (proc_poll(&r->procs[i])) {
-			char how[64];
+	/* Each switch says "serving" once its port is open (EAL takes a while). */
+	for (size_t i = first; i < r->nb_procs; i++) {
+		char how[64];
 
-			tb_fmt(err, errlen, "%s exited at start (%s; see %s)", r->procs[i].name,
-				 proc_how(&r->procs[i], how, sizeof(how)), r->procs[i].log);
-			return -1;
-		}
-	return 0;
+		if (wait_log(&r->procs[i], "serving", 20000))
+			continue;
+		if (stop_sig)
+			goto out;
+		proc_poll(&r->procs[i]);
+		tb_fmt(err, errlen, "%s did not start (%s; see %s)", r->procs[i].name,
+		       proc_how(&r->procs[i], how, sizeof(how)), r->procs[i].log);
+		if (r->procs[i].exited && WIFEXITED(r->procs[i].status) &&
+		    WEXITSTATUS(r->procs[i].status) == 3)
+			ret = -3;	/* its transport could not start */
+		else
+			ret = -1;
+		goto out_ret;
+	}
+	ret = 0;
+out:
+out_ret:
+	free(vdevs);
+	free(argv);
+	return ret;
 }
 
 static int
@@ -384,7 +483,7 @@ start_hosts(struct run *r, char *err, size_t errlen)
 						  job->name, k);
 			char sw[48], swaddr[32], jid[16], rank[8], world[8], rounds[16], block[8],
 				lanes[8], elems[24], dens[32], seed[24], spec[256], rto[24];
-			char *argv[40];
+			char *argv[48], prefix[128], vdev[96];
 			uint64_t delay_us = 2 * l->latency_ns / 1000;	/* both ways, on receive */
 			int a = 0, ret, o = 0;
 
@@ -399,10 +498,21 @@ start_hosts(struct run *r, char *err, size_t errlen)
 			/* The port: the link's MTU, its loss (drop= acts on send and on
 			 * receive: each way once) and its latency (every received packet
 			 * held for the round trip's worth; see README.md). */
-			o += snprintf(spec + o, sizeof(spec) - (size_t)o, "udp:mtu=%u,seed=%zu",
-				      l->mtu - 28, 1000 + pi);
+			if (r->o->dpdk) {
+				char hip[32];
+
+				link_addr(li, 1, 0, hip, sizeof(hip));
+				o += snprintf(spec + o, sizeof(spec) - (size_t)o,
+					      "dpdk:port=0,ip=%s,mtu=%u,link_wait_ms=5000,seed=%zu", hip,
+					      l->mtu, 1000 + pi);
+			} else {
+				o += snprintf(spec + o, sizeof(spec) - (size_t)o, "udp:mtu=%u,seed=%zu",
+					      l->mtu - 28, 1000 + pi);
+			}
+			/* The dpdk port drops on receive only: both ways' loss there. */
 			if (l->loss > 0)
-				o += snprintf(spec + o, sizeof(spec) - (size_t)o, ",drop=%.9g", l->loss);
+				o += snprintf(spec + o, sizeof(spec) - (size_t)o, ",drop=%.9g",
+					      r->o->dpdk ? 1 - (1 - l->loss) * (1 - l->loss) : l->loss);
 			if (delay_us > 0)
 				o += snprintf(spec + o, sizeof(spec) - (size_t)o,
 					      ",delay_us=%" PRIu64 ",hold=256", delay_us);
@@ -411,6 +521,17 @@ start_hosts(struct run *r, char *err, size_t errlen)
 			tb_fmt(r->reports[pi], sizeof(r->reports[pi]), "%s/host-%s-job%" PRIu32
 				 "-r%u.json", r->workdir, h->name, job->job_id, k);
 			argv[a++] = (char *)r->o->host_bin;
+			if (r->o->dpdk) {
+				char tag[32];
+
+				tb_fmt(tag, sizeof(tag), "-j%" PRIu32, job->job_id);
+				a = eal_args(r, argv, a, node, tag, "0", prefix, sizeof(prefix));
+				tb_fmt(vdev, sizeof(vdev),
+				       "--vdev=net_af_packet0,iface=v%" PRIu32 "," AF_PACKET_OPTS, li);
+				argv[a++] = vdev;
+				argv[a++] = "--";
+				tb_fmt(sw, sizeof(sw), "%s:%d", DPDK_SWITCH_IP, SWITCH_UDP_PORT);
+			}
 			argv[a++] = "--switch", argv[a++] = sw;
 			argv[a++] = "--job", argv[a++] = jid;
 			argv[a++] = "--rank", argv[a++] = rank;
@@ -646,7 +767,7 @@ report(struct run *r, const char *outcome, double seconds)
 	const struct topology *t = r->t;
 	struct report_run rr = {
 		.t = t,
-		.transport = "udp",
+		.transport = r->o->dpdk ? "dpdk" : "udp",
 		.seconds = seconds,
 		.outcome = outcome,
 		.links = r->links,
@@ -718,11 +839,11 @@ run_topology(const struct topology *t, const struct run_opts *o)
 	static const int sigs[3] = { SIGINT, SIGTERM, SIGHUP };
 	const char *outcome = "failed";
 	char err[512];
-	int status = TB_EXIT_ENV, verified = 0;
+	int status = TB_EXIT_ENV, verified = 0, ret;
 	long long t0 = 0;
 	double seconds = 0;
 
-	if ((status = run_check(t, err, sizeof(err))) != 0) {
+	if ((status = run_check(t, o->dpdk, err, sizeof(err))) != 0) {
 		fprintf(stderr, "ina-testbed: %s: cannot run: %s\n", t->file ? t->file : t->name, err);
 		return status;
 	}
@@ -781,11 +902,13 @@ run_topology(const struct topology *t, const struct run_opts *o)
 		say(&r, "%s", err);
 		goto out;
 	}
-	if (stop_sig || start_switches(&r, err, sizeof(err)) < 0) {
+	if (!stop_sig && (ret = start_switches(&r, err, sizeof(err))) < 0) {
 		if (!stop_sig)
-			say(&r, "%s", err);
+			say(&r, "%s%s", err, ret == -3 ? ": its transport could not start" : "");
 		goto out;
 	}
+	if (stop_sig)
+		goto out;
 	t0 = tb_now_ms();
 	if (stop_sig || start_hosts(&r, err, sizeof(err)) < 0) {
 		if (!stop_sig)

@@ -35,17 +35,19 @@ struct run_opts {
 	const char *json;	/* write the report as JSON here, or NULL */
 	const char *workdir;	/* logs and ina-host reports; NULL: a fresh /tmp folder,
 				 * removed after a run that verified */
+	int dpdk;		/* DPDK on net_af_packet over the veths, not kernel UDP */
 	int timeout_s;		/* the whole run's limit */
 	int progress;		/* 1: a live line (a tty), 0: plain lines */
 	int verbose;		/* print each setup command's purpose */
 };
 
 /*
- * 0 if run can play 't'; else the reason in 'err' and TB_EXIT_UNSUPPORTED (a
- * job that spans more than one switch tier) or TB_EXIT_USAGE (a block that
- * does not fit its link's MTU, a host without a link to its switch).
+ * 0 if run can play 't' (over DPDK if 'dpdk'); else the reason in 'err' and
+ * TB_EXIT_UNSUPPORTED (a job that spans more than one switch tier; with DPDK
+ * a host in two jobs, an MTU above 1500) or TB_EXIT_USAGE (a block that does
+ * not fit its link's MTU, a host without a link to its switch).
  */
-int run_check(const struct topology *t, char *err, size_t errlen);
+int run_check(const struct topology *t, int dpdk, char *err, size_t errlen);
 
 /* Plays 't'; returns the exit status (TB_EXIT_*). Checks root and namespaces
  * itself. */
