@@ -847,6 +847,7 @@ run_topology(const struct topology *t, const struct run_opts *o)
 		fprintf(stderr, "ina-testbed: %s: cannot run: %s\n", t->file ? t->file : t->name, err);
 		return status;
 	}
+	status = TB_EXIT_ENV;	/* until the run gets going */
 	if (geteuid() != 0) {
 		fprintf(stderr, "ina-testbed: run needs root: it makes network namespaces, veth pairs "
 				"and tc qdiscs (run it as root or with sudo; `ina-testbed check` needs no "

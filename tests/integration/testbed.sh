@@ -12,7 +12,9 @@
 #   refuse    run refused with a clear message and nothing made: a job over
 #             two switch tiers (two-racks.yaml, exit 4; `check` accepts it),
 #             not root (setpriv to nobody, exit 3), --dpdk with a host in two
-#             jobs (exit 4), bad options
+#             jobs (exit 4), no network namespaces (an `ip` that cannot add
+#             one: exit 3), bad options; `clean` deletes a dead testbed's
+#             namespaces and keeps a live one's
 #   dpdk      rack4-lossy.yaml with --dpdk (DPDK processes on net_af_packet
 #             over the veths): as lossy, every report saying dpdk, no EAL
 #             folder left; skips (77) where EAL cannot start, unless
@@ -223,6 +225,26 @@ refuse)
         ok "run --dpdk, a host in two jobs: exit 4: $(cat "$tmp/dpdk.err")" ||
         { bad "run --dpdk two jobs: exit $rc"; show "$tmp/dpdk"; }
     torn_down "$pid" dpdk
+    # No network namespaces (an `ip` that cannot add one, as in a container
+    # without CAP_SYS_ADMIN): exit 3, said so, nothing left.
+    mkdir -p "$tmp/bin"
+    printf '#!/bin/sh\ncase "$*" in *"netns add"*) echo "mount --make-shared /run/netns failed: Operation not permitted" >&2; exit 1;; esac\nexec %s "$@"\n' \
+        "$(command -v ip)" >"$tmp/bin/ip"
+    chmod +x "$tmp/bin/ip"
+    PATH="$tmp/bin:$PATH" tb_run "$tmp/nons" run "$topo/rack4.yaml" --workdir "$tmp/wd-nons"
+    [ "$rc" -eq 3 ] && grep -q "network namespaces are not available" "$tmp/nons.err" &&
+        ok "no namespaces: exit 3: $(head -1 "$tmp/nons.err")" || { bad "no namespaces: exit $rc"; show "$tmp/nons"; }
+    torn_down "$pid" nons
+    # clean: a dead testbed's namespace goes, a live one's stays.
+    dead=4000000
+    while kill -0 $dead 2>/dev/null; do dead=$((dead + 1)); done
+    ip netns add "inatb$dead-x"
+    ip netns add "inatb$$-x"
+    "$tb" clean >"$tmp/clean.out" 2>&1 || bad "clean: exit $?"
+    ip netns list | grep -q "^inatb$dead-x" && bad "clean left inatb$dead-x" || ok "clean: $(grep deleted "$tmp/clean.out" | tr '\n' ' ')"
+    ip netns list | grep -q "^inatb$$-x" && ok "clean kept the namespace of a live testbed" || bad "clean deleted a live testbed's namespace"
+    ip netns del "inatb$dead-x" 2>/dev/null || true
+    ip netns del "inatb$$-x" 2>/dev/null || true
     tb_run "$tmp/opt" run "$topo/rack4.yaml" --timeout 0
     [ "$rc" -eq 2 ] && ok "run --timeout 0: exit 2: $(cat "$tmp/opt.err")" || bad "run --timeout 0: exit $rc"
     ;;
