@@ -73,6 +73,13 @@ fail(struct ctx *c, int line, const char *field, const char *fmt, ...)
 	va_end(ap);
 	snprintf(c->err, c->errlen, "%s:%d: %s%s%s", c->file, line > 0 ? line : 1, field,
 		 field[0] ? ": " : "", what);
+	if (!c->errlen)
+		return -1;
+	/* One line, whatever the file's strings hold. */
+	for (char *p = c->err; *p; p++) {
+		if ((unsigned char)*p < ' ' || *p == 0x7f)
+			*p = '?';
+	}
 	return -1;
 }
 
@@ -94,6 +101,9 @@ struct cy_log {
 	char text[4096];
 	size_t n;
 };
+
+static void cy_log_fn(cyaml_log_t level, void *ctx, const char *fmt, va_list ap)
+	__attribute__((format(printf, 3, 0)));
 
 static void
 cy_log_fn(cyaml_log_t level, void *ctx, const char *fmt, va_list ap)
@@ -449,6 +459,10 @@ build_switches(struct ctx *c)
 			if ((uint32_t)p == i)
 				return fail(c, line_of(c, field, entry), field,
 					    "'%s' is this switch itself", rs->uplink);
+			if (r->switches[p].role == RAW_ROLE_REPLICA)
+				return fail(c, line_of(c, field, entry), field,
+					    "'%s' is a replica: uplink to the switch it stands by for",
+					    rs->uplink);
 			nd->parent = p;
 		}
 		pathf(field, sizeof(field), "%s.replica_of", entry);
@@ -800,16 +814,18 @@ check_job_tree(struct ctx *c, uint32_t i, struct topo_job *j, uint32_t *fan_in, 
 			int up = t->nodes[n].kind == TOPO_HOST ? t->nodes[n].attach
 							       : t->nodes[n].parent;
 
-			if (l && l->mtu < frame_size(j))
-				return fail(c, l->line, field,
-					    "blocks of %u %s elements need %u-byte frames; the link "
-					    "'%s'-'%s' has mtu %u",
+			if (l && l->mtu < frame_size(j)) {
+				pathf(field, sizeof(field), "%s.block", entry);
+				return fail(c, line_of(c, field, entry), field,
+					    "blocks of %u %s elements need %u-byte frames; links[%u] "
+					    "(%s - %s, line %d) has mtu %u",
 					    j->block_size,
 					    j->encoding == INA_ENC_BF16	 ? "bf16"
 					    : j->encoding == INA_ENC_I32 ? "i32"
 									 : "f32",
-					    frame_size(j), t->nodes[l->a].name, t->nodes[l->b].name,
-					    l->mtu);
+					    frame_size(j), (unsigned)(l - t->links), t->nodes[l->a].name,
+					    t->nodes[l->b].name, l->line, l->mtu);
+			}
 			fan_in[up]++;
 			if (seen[up])
 				break;	/* the rest of the way is counted */
@@ -1009,6 +1025,8 @@ parse(const char *yaml, size_t len, const char *name, const char *dir, char *err
 
 	if (errlen)
 		err[0] = 0;
+	if (!yaml)
+		yaml = "", len = 0;
 	if (len > TOPO_MAX_INPUT) {
 		fail(&c, 1, "", "%zu bytes: a topology file has at most %u", len, TOPO_MAX_INPUT);
 		return NULL;

@@ -44,7 +44,8 @@ struct topo_node {
 };
 
 struct topo_link {
-	int a, b;			/* node indices; a host is always 'a' */
+	int a, b;			/* node indices; a host is always 'a', and
+					 * of an uplink the child ('b' above it) */
 	uint64_t bandwidth_bps;		/* bits per second; 0: unshaped */
 	uint64_t latency_ns;		/* one way */
 	double loss;			/* drop rate each way, [0, 1) */
@@ -73,7 +74,8 @@ struct topo_job {
 	double density;			/* synthetic: fraction of non-zero blocks */
 	uint64_t seed;
 	char *path;			/* file: relative paths are taken from the
-					 * topology file's folder */
+					 * topology file's folder (topology_load
+					 * stores them joined to it: open as is) */
 	int line;
 };
 

@@ -256,6 +256,8 @@ static const struct bad bad_files[] = {
 	{ "host with no link", "name: t\nswitches:\n  - name: r0\nhosts:\n  - name: h0\n"
 			       "  - name: h1\nlinks:\n  - endpoints: [h0, r0]\n",
 	  "bad.yaml:6: hosts[1]: host 'h1' has no link" },
+	{ "switch linked to itself", BASE "  - endpoints: [r0, r0]\n",
+	  "bad.yaml:10: links[2].endpoints: 'r0' linked to itself" },
 	{ "host to host", BASE "  - endpoints: [h0, h1]\n",
 	  "bad.yaml:10: links[2].endpoints: 'h0' and 'h1' are both hosts" },
 	{ "same link twice", BASE "  - endpoints: [r0, h1]\n",
@@ -281,6 +283,10 @@ static const struct bad bad_files[] = {
 	{ "replica of nothing",
 	  "name: t\nswitches:\n  - name: r1\n    role: replica\n    replica_of: r7\n" BASE_TAIL,
 	  "bad.yaml:5: switches[0].replica_of: no switch called 'r7'" },
+	{ "uplink to a replica",
+	  "name: t\nswitches:\n  - name: r0\n  - name: rb\n    role: replica\n    replica_of: r0\n"
+	  "  - name: r1\n    uplink: rb\n" BASE_TAIL,
+	  "bad.yaml:8: switches[2].uplink: 'rb' is a replica" },
 	{ "unknown role", "name: t\nswitches:\n  - name: r0\n    role: leaf\n" BASE_TAIL,
 	  "bad.yaml:4: switches[0].role: 'leaf' is not one of" },
 	{ "job with unknown host", BASE "jobs:\n  - name: j\n    hosts: [h0, h7]\n    tensor: 8\n",
@@ -294,6 +300,14 @@ static const struct bad bad_files[] = {
 	{ "duplicate job id",
 	  JOB("    tensor: 8\n  - name: k\n    id: 1\n    hosts: [h1]\n    tensor: 8\n"),
 	  "bad.yaml:15: jobs[1].id: job id 1 is already jobs[0]'s ('j', line 11)" },
+	{ "duplicate job name", JOB("    tensor: 8\n  - name: j\n    hosts: [h1]\n    tensor: 8\n"),
+	  "bad.yaml:14: jobs[1].name: 'j' is already the name of jobs[0] (line 11)" },
+	{ "tensor not the file's",
+	  JOB("    tensor: 1000\n    data: {file: " INA_SOURCE_DIR "/data/grads_cnn_digits_3it.npy}\n"),
+	  "bad.yaml:13: jobs[0].tensor: 1000, but " INA_SOURCE_DIR
+	  "/data/grads_cnn_digits_3it.npy has 71754 parameters" },
+	{ "data file not .npy", JOB("    data: {file: " INA_SOURCE_DIR "/topologies/rack4.yaml}\n"),
+	  "bad.yaml:13: jobs[0].data.file: " },
 	{ "missing required field", "switches:\n  - name: r0\n", "bad.yaml:1: name: missing" },
 	{ "missing nested field", BASE "  - {}\n", "bad.yaml:10: links[2].endpoints: missing" },
 	{ "missing tensor", JOB("    rounds: 2\n"), "bad.yaml:11: jobs[0].tensor: missing" },
@@ -325,7 +339,12 @@ static const struct bad bad_files[] = {
 	{ "data file not a file", JOB("    data: {file: /dev/zero}\n"),
 	  "bad.yaml:13: jobs[0].data.file: /dev/zero: not a regular file" },
 	{ "block too large for the mtu", JOB("    tensor: 8\n    block: 1024\n"),
-	  "bad.yaml:8: jobs[0].hosts: blocks of 1024 f32 elements need 4180-byte frames" },
+	  "bad.yaml:14: jobs[0].block: blocks of 1024 f32 elements need 4180-byte frames; "
+	  "links[0] (h0 - r0, line 8) has mtu 1500" },
+	{ "bf16 blocks fit where f32 do not",
+	  JOB("    tensor: 8\n    block: 512\n    encoding: bf16\n  - name: k\n    hosts: [h1]\n"
+	      "    tensor: 8\n    block: 512\n"),
+	  "bad.yaml:19: jobs[1].block: blocks of 512 f32 elements need 2132-byte frames" },
 	{ "lanes beyond the slots",
 	  "name: t\nswitches:\n  - name: r0\n    slots: 4\nhosts:\n  - name: h0\nlinks:\n"
 	  "  - endpoints: [h0, r0]\njobs:\n  - name: j\n    hosts: [h0]\n    tensor: 8\n",
@@ -369,6 +388,38 @@ test_bad_files(void **state)
 		}
 	}
 	assert_int_equal(failed, 0);
+}
+
+/* A switch aggregates at most INA_MAX_WORLD children of one job. */
+static void
+test_fan_in(void **state)
+{
+	size_t cap = 16384, n = 0;
+	char *y = malloc(cap), err[512];
+	struct topology *t;
+
+	(void)state;
+	assert_non_null(y);
+	n += (size_t)snprintf(y + n, cap - n, "name: t\nswitches: [{name: r0}]\nhosts:\n");
+	for (int i = 0; i <= INA_MAX_WORLD; i++)
+		n += (size_t)snprintf(y + n, cap - n, "  - name: h%d\n", i);
+	n += (size_t)snprintf(y + n, cap - n, "links:\n");
+	for (int i = 0; i <= INA_MAX_WORLD; i++)
+		n += (size_t)snprintf(y + n, cap - n, "  - endpoints: [h%d, r0]\n", i);
+	n += (size_t)snprintf(y + n, cap - n, "jobs:\n  - name: j\n    tensor: 8\n    hosts:\n");
+	/* INA_MAX_WORLD hosts pass; one more does not. */
+	for (int i = 0; i < INA_MAX_WORLD; i++)
+		n += (size_t)snprintf(y + n, cap - n, "      - h%d\n", i);
+	assert_true(n < cap - 64);
+	t = topology_parse(y, n, "fan.yaml", err, sizeof(err));
+	if (!t)
+		fail_msg("%s", err);
+	assert_int_equal(t->jobs[0].nb_hosts, INA_MAX_WORLD);
+	topology_free(t);
+	n += (size_t)snprintf(y + n, cap - n, "      - h%d\n", INA_MAX_WORLD);
+	assert_null(topology_parse(y, n, "fan.yaml", err, sizeof(err)));
+	assert_non_null(strstr(err, "jobs[0].hosts: switch 'r0' would aggregate 65 children"));
+	free(y);
 }
 
 /* A small message buffer cuts the message; no error message goes past it. */
@@ -481,6 +532,7 @@ main(void)
 		cmocka_unit_test(test_fabric_1024),
 		cmocka_unit_test(test_gradient_file_job),
 		cmocka_unit_test(test_bad_files),
+		cmocka_unit_test(test_fan_in),
 		cmocka_unit_test(test_short_error_buffer),
 		cmocka_unit_test(test_rates),
 		cmocka_unit_test(test_durations),
