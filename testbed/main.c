@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "netns.h"
+#include "plan.h"
 #include "run.h"
 #include "topology.h"
 
@@ -122,7 +123,7 @@ cmd_check(int argc, char **argv)
 	if (!t)
 		return TB_EXIT_USAGE;
 	topology_print(t, stdout);
-	ret = run_check(t, 0, err, sizeof(err));
+	ret = plan_check(t, 0, err, sizeof(err));
 	if (ret == 0)
 		printf("run: ina-testbed can play it\n");
 	else if (ret == TB_EXIT_UNSUPPORTED)

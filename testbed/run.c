@@ -15,13 +15,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "ina/wire.h"
 #include "netns.h"
+#include "plan.h"
 #include "procs.h"
 #include "report.h"
 #include "run.h"
 
-#define SWITCH_UDP_PORT 9150
 #define START_MS 3000		/* a switch or tcpdump to be up */
 #define STOP_HOSTS_MS 2000	/* hosts to exit on SIGTERM */
 #define STOP_SWITCH_MS 5000	/* ina-switch drains for 2 s on SIGTERM */
@@ -73,82 +72,6 @@ say(const struct run *r, const char *fmt, ...)
 	((struct run *)r)->progress_shown = 0;
 }
 
-static const char *
-enc_name(uint8_t e)
-{
-	return e == INA_ENC_I32 ? "i32" : e == INA_ENC_BF16 ? "bf16" : "f32";
-}
-
-static unsigned
-elem_bytes(uint8_t e)
-{
-	return e == INA_ENC_BF16 ? 2 : 4;
-}
-
-int
-run_check(const struct topology *t, int dpdk, char *err, size_t errlen)
-{
-	for (uint32_t j = 0; dpdk && j < t->nb_jobs; j++)
-		for (uint16_t k = 0; k < t->jobs[j].nb_hosts; k++)
-			for (uint32_t i = 0; i < j; i++)
-				for (uint16_t m = 0; m < t->jobs[i].nb_hosts; m++)
-					if (t->jobs[i].hosts[m] == t->jobs[j].hosts[k]) {
-						tb_fmt(err, errlen,
-						       "--dpdk: host %s is in jobs '%s' and '%s': one "
-						       "DPDK process per veth (run it over UDP)",
-						       t->nodes[t->jobs[j].hosts[k]].name,
-						       t->jobs[i].name, t->jobs[j].name);
-						return TB_EXIT_UNSUPPORTED;
-					}
-	for (uint32_t i = 0; dpdk && i < t->nb_links; i++)
-		if (t->links[i].mtu > 1500) {
-			tb_fmt(err, errlen, "--dpdk: link %s-%s has MTU %u: af_packet frames above "
-			       "1500 bytes are not set up yet (run it over UDP)",
-			       t->nodes[t->links[i].a].name, t->nodes[t->links[i].b].name,
-			       t->links[i].mtu);
-			return TB_EXIT_UNSUPPORTED;
-		}
-	for (uint32_t j = 0; j < t->nb_jobs; j++) {
-		const struct topo_job *job = &t->jobs[j];
-
-		for (uint16_t k = 0; k < job->nb_hosts; k++) {
-			const struct topo_node *h = &t->nodes[job->hosts[k]];
-			const struct topo_link *l;
-
-			if (h->attach != job->root) {
-				tb_fmt(err, errlen,
-					 "job '%s' spans more than one switch tier (host %s is on %s, "
-					 "the job's root is %s): hierarchical aggregation (a rack "
-					 "switch forwarding its partial sums upstream) is not built "
-					 "yet; ina-testbed run plays jobs whose hosts all hang off one "
-					 "switch",
-					 job->name, h->name,
-					 h->attach >= 0 ? t->nodes[h->attach].name : "nothing",
-					 t->nodes[job->root].name);
-				return TB_EXIT_UNSUPPORTED;
-			}
-			l = topology_link(t, job->hosts[k], h->attach);
-			if (!l) {
-				tb_fmt(err, errlen, "host %s has no link to its switch %s", h->name,
-					 t->nodes[h->attach].name);
-				return TB_EXIT_USAGE;
-			}
-			/* IPv4 and UDP headers, then the ina header and one block. */
-			if (28u + INA_HDR_SIZE + (uint32_t)job->block_size * elem_bytes(job->encoding) >
-			    l->mtu) {
-				tb_fmt(err, errlen,
-					 "job '%s': a block of %u %s elements is a %u-byte IP packet, "
-					 "more than the MTU %u of the link %s-%s (line %d)",
-					 job->name, job->block_size, enc_name(job->encoding),
-					 28u + INA_HDR_SIZE + job->block_size * elem_bytes(job->encoding),
-					 l->mtu, h->name, t->nodes[h->attach].name, l->line);
-				return TB_EXIT_USAGE;
-			}
-		}
-	}
-	return 0;
-}
-
 /* ---- names and addresses ---- */
 
 static void
@@ -165,20 +88,6 @@ ns_name(const struct run *r, int node, char *buf, size_t size)
 		tb_fmt(buf, size, "%s-%s", r->prefix, n);
 	else
 		tb_fmt(buf, size, "%s-n%d", r->prefix, node);
-}
-
-/* Link i joins 10.(100 + i / 256).(i % 256).0/24: a is .2, b is .1. */
-static void
-link_addr(uint32_t i, int side_a, int with_len, char *buf, size_t size)
-{
-	tb_fmt(buf, size, "10.%u.%u.%u%s", 100 + i / 256, i % 256, side_a ? 2 : 1,
-		 with_len ? "/24" : "");
-}
-
-static void
-link_if(uint32_t i, char *buf, size_t size)
-{
-	tb_fmt(buf, size, "v%" PRIu32, i);
 }
 
 /* ---- teardown ---- */
@@ -255,9 +164,9 @@ setup_network(struct run *r, char *err, size_t errlen)
 		const struct topo_link *l = &t->links[i];
 		char ifn[16], ca[32], cb[32];
 
-		link_if(i, ifn, sizeof(ifn));
-		link_addr(i, 1, 1, ca, sizeof(ca));
-		link_addr(i, 0, 1, cb, sizeof(cb));
+		plan_link_if(i, ifn, sizeof(ifn));
+		plan_link_addr(i, 1, 1, ca, sizeof(ca));
+		plan_link_addr(i, 0, 1, cb, sizeof(cb));
 		/* Over DPDK both ends belong to DPDK processes: no kernel address. */
 		if (netns_veth(r->ns[l->a], ifn, r->o->dpdk ? NULL : ca, r->ns[l->b], ifn,
 			       r->o->dpdk ? NULL : cb, l->mtu, err, errlen) < 0)
@@ -331,7 +240,7 @@ start_captures(struct run *r, char *err, size_t errlen)
 		char *argv[] = { "tcpdump", "-i", ifn, "-n", "-U", "-Z", "root", "-w", file, NULL };
 		int ret;
 
-		link_if(i, ifn, sizeof(ifn));
+		plan_link_if(i, ifn, sizeof(ifn));
 		tb_fmt(file, sizeof(file), "%s/%s-%s.pcap", r->o->capture_dir, t->nodes[l->a].name,
 			 t->nodes[l->b].name);
 		tb_fmt(p->log, sizeof(p->log), "%s/tcpdump-%" PRIu32 ".log", r->workdir, i);
@@ -378,7 +287,6 @@ eal_args(const struct run *r, char **argv, int a, int node, const char *tag, con
 }
 
 /* DPDK: the switch end of every link owned by one net_af_packet each. */
-#define DPDK_SWITCH_IP "10.99.0.1"
 #define AF_PACKET_OPTS "framecnt=4096,qdisc_bypass=0"	/* through tc tbf */
 
 static int
@@ -417,9 +325,9 @@ start_switches(struct run *r, char *err, size_t errlen)
 			}
 			argv[a++] = "--";
 			argv[a++] = "--port";
-			argv[a++] = "dpdk:port=all,ip=" DPDK_SWITCH_IP ",link_wait_ms=5000";
+			argv[a++] = "dpdk:port=all,ip=" PLAN_DPDK_SWITCH_IP ",link_wait_ms=5000";
 		} else {
-			tb_fmt(listen, sizeof(listen), "0.0.0.0:%d", SWITCH_UDP_PORT);
+			tb_fmt(listen, sizeof(listen), "0.0.0.0:%d", PLAN_SWITCH_UDP_PORT);
 			argv[a++] = "--listen";
 			argv[a++] = listen;
 		}
@@ -484,38 +392,18 @@ start_hosts(struct run *r, char *err, size_t errlen)
 			char sw[48], swaddr[32], jid[16], rank[8], world[8], rounds[16], block[8],
 				lanes[8], elems[24], dens[32], seed[24], spec[256], rto[24];
 			char *argv[48], prefix[128], vdev[96];
-			uint64_t delay_us = 2 * l->latency_ns / 1000;	/* both ways, on receive */
-			int a = 0, ret, o = 0;
+			uint64_t rto_us;
+			int a = 0, ret;
 
-			link_addr(li, 0, 0, swaddr, sizeof(swaddr));
-			tb_fmt(sw, sizeof(sw), "%s:%d", swaddr, SWITCH_UDP_PORT);
+			plan_link_addr(li, 0, 0, swaddr, sizeof(swaddr));
+			tb_fmt(sw, sizeof(sw), "%s:%d", swaddr, PLAN_SWITCH_UDP_PORT);
 			tb_fmt(jid, sizeof(jid), "%" PRIu32, job->job_id);
 			tb_fmt(rank, sizeof(rank), "%u", k);
 			tb_fmt(world, sizeof(world), "%u", job->nb_hosts);
 			tb_fmt(rounds, sizeof(rounds), "%" PRIu32, job->rounds);
 			tb_fmt(block, sizeof(block), "%u", job->block_size);
 			tb_fmt(lanes, sizeof(lanes), "%u", job->lanes);
-			/* The port: the link's MTU, its loss (drop= acts on send and on
-			 * receive: each way once) and its latency (every received packet
-			 * held for the round trip's worth; see README.md). */
-			if (r->o->dpdk) {
-				char hip[32];
-
-				link_addr(li, 1, 0, hip, sizeof(hip));
-				o += snprintf(spec + o, sizeof(spec) - (size_t)o,
-					      "dpdk:port=0,ip=%s,mtu=%u,link_wait_ms=5000,seed=%zu", hip,
-					      l->mtu, 1000 + pi);
-			} else {
-				o += snprintf(spec + o, sizeof(spec) - (size_t)o, "udp:mtu=%u,seed=%zu",
-					      l->mtu - 28, 1000 + pi);
-			}
-			/* The dpdk port drops on receive only: both ways' loss there. */
-			if (l->loss > 0)
-				o += snprintf(spec + o, sizeof(spec) - (size_t)o, ",drop=%.9g",
-					      r->o->dpdk ? 1 - (1 - l->loss) * (1 - l->loss) : l->loss);
-			if (delay_us > 0)
-				o += snprintf(spec + o, sizeof(spec) - (size_t)o,
-					      ",delay_us=%" PRIu64 ",hold=256", delay_us);
+			plan_host_port(l, li, r->o->dpdk, 1000 + pi, spec, sizeof(spec));
 			tb_fmt(p->log, sizeof(p->log), "%s/host-%s-job%" PRIu32 "-r%u.log", r->workdir,
 				 h->name, job->job_id, k);
 			tb_fmt(r->reports[pi], sizeof(r->reports[pi]), "%s/host-%s-job%" PRIu32
@@ -530,7 +418,7 @@ start_hosts(struct run *r, char *err, size_t errlen)
 				       "--vdev=net_af_packet0,iface=v%" PRIu32 "," AF_PACKET_OPTS, li);
 				argv[a++] = vdev;
 				argv[a++] = "--";
-				tb_fmt(sw, sizeof(sw), "%s:%d", DPDK_SWITCH_IP, SWITCH_UDP_PORT);
+				tb_fmt(sw, sizeof(sw), "%s:%d", PLAN_DPDK_SWITCH_IP, PLAN_SWITCH_UDP_PORT);
 			}
 			argv[a++] = "--switch", argv[a++] = sw;
 			argv[a++] = "--job", argv[a++] = jid;
@@ -539,7 +427,7 @@ start_hosts(struct run *r, char *err, size_t errlen)
 			argv[a++] = "--rounds", argv[a++] = rounds;
 			argv[a++] = "--block", argv[a++] = block;
 			argv[a++] = "--lanes", argv[a++] = lanes;
-			argv[a++] = "--encoding", argv[a++] = (char *)enc_name(job->encoding);
+			argv[a++] = "--encoding", argv[a++] = (char *)plan_encoding(job->encoding);
 			if (job->data == TOPO_DATA_FILE) {
 				argv[a++] = "--input";
 				argv[a++] = job->path;	/* the parser made it relative to the file */
@@ -552,20 +440,8 @@ start_hosts(struct run *r, char *err, size_t errlen)
 				argv[a++] = "--seed", argv[a++] = seed;
 			}
 			argv[a++] = "--port", argv[a++] = spec;
-			if (delay_us > 0 || l->bandwidth_bps) {
-				/* The first retransmission well after the round trip:
-				 * the injected delay, and a lane's worth of frames
-				 * queued in the shaper. */
-				uint64_t frame = 14 + 28 + INA_HDR_SIZE +
-						 (uint64_t)job->block_size * elem_bytes(job->encoding);
-				uint64_t queue_us = l->bandwidth_bps ? (uint64_t)job->lanes * frame * 8 *
-									 1000000 / l->bandwidth_bps
-								     : 0;
-				uint64_t us = 4 * delay_us + 3 * queue_us;
-
-				/* ina-host's minimum is 5 ms; it takes up to 10 s. */
-				us = us < 5000 ? 5000 : us > 10000000 ? 10000000 : us;
-				tb_fmt(rto, sizeof(rto), "%" PRIu64, us);
+			if ((rto_us = plan_host_rto_us(l, job)) > 0) {
+				tb_fmt(rto, sizeof(rto), "%" PRIu64, rto_us);
 				argv[a++] = "--rto-us", argv[a++] = rto;
 			}
 			argv[a++] = "--report", argv[a++] = r->reports[pi];
@@ -702,7 +578,7 @@ read_links(struct run *r)
 		const struct topo_link *l = &t->links[i];
 		char ifn[16];
 
-		link_if(i, ifn, sizeof(ifn));
+		plan_link_if(i, ifn, sizeof(ifn));
 		r->links[i].have = netns_if_stats(r->ns[l->a], ifn, &r->links[i].a, err,
 						  sizeof(err)) == 0 &&
 				   netns_if_stats(r->ns[l->b], ifn, &r->links[i].b, err,
@@ -843,7 +719,7 @@ run_topology(const struct topology *t, const struct run_opts *o)
 	long long t0 = 0;
 	double seconds = 0;
 
-	if ((status = run_check(t, o->dpdk, err, sizeof(err))) != 0) {
+	if ((status = plan_check(t, o->dpdk, err, sizeof(err))) != 0) {
 		fprintf(stderr, "ina-testbed: %s: cannot run: %s\n", t->file ? t->file : t->name, err);
 		return status;
 	}

@@ -41,14 +41,6 @@ struct run_opts {
 	int verbose;		/* print each setup command's purpose */
 };
 
-/*
- * 0 if run can play 't' (over DPDK if 'dpdk'); else the reason in 'err' and
- * TB_EXIT_UNSUPPORTED (a job that spans more than one switch tier; with DPDK
- * a host in two jobs, an MTU above 1500) or TB_EXIT_USAGE (a block that does
- * not fit its link's MTU, a host without a link to its switch).
- */
-int run_check(const struct topology *t, int dpdk, char *err, size_t errlen);
-
 /* Plays 't'; returns the exit status (TB_EXIT_*). Checks root and namespaces
  * itself. */
 int run_topology(const struct topology *t, const struct run_opts *o);
