@@ -23,7 +23,8 @@
 #   timeout   a long run past --timeout: exit 1, a partial report, all torn down
 # After each: no namespace of that testbed left, no new link in the root
 # namespace, no ina-switch or ina-host of it still running.
-# Skips (77) when not root or without `ip netns`.
+# Skips (77) when not root or without `ip netns` (fails then with
+# INA_REQUIRE_DPDK=1, as CI sets).
 # Usage: testbed.sh BUILD_DIR SOURCE_DIR CASE
 set -euo pipefail
 build=$1 src=$2 case=$3
@@ -37,8 +38,16 @@ fail=0
 bad() { echo "FAIL: $*"; fail=1; }
 ok() { echo "ok   $*"; }
 
-[ "$(id -u)" -eq 0 ] || { echo "SKIP: needs root (network namespaces)"; exit 77; }
-command -v ip >/dev/null || { echo "SKIP: no ip command (iproute2)"; exit 77; }
+# skip REASON: exit 77, or fail where namespaces must work (INA_REQUIRE_DPDK=1:
+# CI, where "a DPDK or network-namespace test that skips is a failure").
+skip() {
+    [ "${INA_REQUIRE_DPDK:-0}" = 1 ] && { echo "FAIL (INA_REQUIRE_DPDK=1): $*"; exit 1; }
+    echo "SKIP: $*"; exit 77
+}
+[ "$(id -u)" -eq 0 ] || skip "needs root (network namespaces)"
+command -v ip >/dev/null || skip "no ip command (iproute2)"
+ip netns add "inatb-probe$$" 2>"$tmp/probe.err" || skip "ip netns add failed: $(cat "$tmp/probe.err")"
+ip netns del "inatb-probe$$"
 command -v jq >/dev/null || { echo "FAIL: jq is missing (scripts/deps installs it)"; exit 1; }
 # Veths the testbed would have left in the root namespace (it makes them in
 # the nodes' namespaces, named v<link>); other users' links do not count.
