@@ -152,31 +152,38 @@ proc_run(char *const argv[], int timeout_ms, char *err, size_t errlen)
 int
 proc_start(struct proc *p, const char *ns, char *const argv[], char *const env[])
 {
-	char *full[64];
+	char **full;
 	size_t n = 0, i;
 	pid_t pid;
 	int fd;
 
+	for (i = 0; argv[i]; i++)
+		;
+	full = calloc(i + 5, sizeof(*full));
+	if (!full)
+		return -ENOMEM;
 	if (ns) {
 		full[n++] = "ip";
 		full[n++] = "netns";
 		full[n++] = "exec";
 		full[n++] = (char *)ns;
 	}
-	for (i = 0; argv[i]; i++) {
-		if (n + 1 >= sizeof(full) / sizeof(full[0]))
-			return -E2BIG;
+	for (i = 0; argv[i]; i++)
 		full[n++] = argv[i];
-	}
 	full[n] = NULL;
 	fd = open(p->log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (fd < 0)
-		return -errno;
+	if (fd < 0) {
+		int e = errno;
+
+		free(full);
+		return -e;
+	}
 	pid = fork();
 	if (pid < 0) {
 		int e = errno;
 
 		close(fd);
+		free(full);
 		return -e;
 	}
 	if (pid == 0) {
@@ -195,6 +202,7 @@ proc_start(struct proc *p, const char *ns, char *const argv[], char *const env[]
 	}
 	setpgid(pid, pid);
 	close(fd);
+	free(full);
 	p->pid = pid;
 	p->exited = 0;
 	p->status = 0;

@@ -9,8 +9,8 @@
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 #include <stdarg.h>
+#include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -21,7 +21,8 @@
 #include "report.h"
 #include "run.h"
 
-#define START_MS 3000		/* a switch or tcpdump to be up */
+#define START_MS 3000		/* tcpdump to be up */
+#define START_SWITCH_MS 20000	/* a switch to be serving (EAL takes a while) */
 #define STOP_HOSTS_MS 2000	/* hosts to exit on SIGTERM */
 #define STOP_SWITCH_MS 5000	/* ina-switch drains for 2 s on SIGTERM */
 
@@ -55,10 +56,10 @@ struct run {
 };
 
 static void
-say(const struct run *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+say(struct run *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 static void
-say(const struct run *r, const char *fmt, ...)
+say(struct run *r, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -69,7 +70,7 @@ say(const struct run *r, const char *fmt, ...)
 	vfprintf(stderr, fmt, ap);
 	va_end(ap);
 	fputc('\n', stderr);
-	((struct run *)r)->progress_shown = 0;
+	r->progress_shown = 0;
 }
 
 /* ---- names and addresses ---- */
@@ -87,7 +88,7 @@ ns_name(const struct run *r, int node, char *buf, size_t size)
 	if (plain)
 		tb_fmt(buf, size, "%s-%s", r->prefix, n);
 	else
-		tb_fmt(buf, size, "%s-n%d", r->prefix, node);
+		tb_fmt(buf, size, "%s-node=%d", r->prefix, node);	/* '=' is never plain */
 }
 
 /* ---- teardown ---- */
@@ -272,7 +273,7 @@ static int
 eal_args(const struct run *r, char **argv, int a, int node, const char *tag, const char *lcore,
 	 char *prefix, size_t size)
 {
-	tb_fmt(prefix, size, "--file-prefix=%s-%s%s", r->prefix, r->t->nodes[node].name, tag);
+	tb_fmt(prefix, size, "--file-prefix=%s%s", r->ns[node], tag);
 	argv[a++] = "--no-huge";
 	argv[a++] = "-m";
 	argv[a++] = "256";
@@ -349,7 +350,7 @@ start_switches(struct run *r, char *err, size_t errlen)
 	for (size_t i = first; i < r->nb_procs; i++) {
 		char how[64];
 
-		if (wait_log(&r->procs[i], "serving", 20000))
+		if (wait_log(&r->procs[i], "serving", START_SWITCH_MS))
 			continue;
 		if (stop_sig)
 			goto out;
@@ -361,11 +362,10 @@ start_switches(struct run *r, char *err, size_t errlen)
 			ret = -3;	/* its transport could not start */
 		else
 			ret = -1;
-		goto out_ret;
+		goto out;
 	}
 	ret = 0;
 out:
-out_ret:
 	free(vdevs);
 	free(argv);
 	return ret;
