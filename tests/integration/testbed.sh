@@ -21,6 +21,7 @@
 #             INA_REQUIRE_DPDK=1
 #   sigint    SIGINT in the middle of a long run: exit 130, all torn down
 #   timeout   a long run past --timeout: exit 1, a partial report, all torn down
+#   crash     the switch killed (SIGKILL) mid-run: said, exit 1, all torn down
 # After each: no namespace of that testbed left, no new link in the root
 # namespace, no ina-switch or ina-host of it still running.
 # Skips (77) when not root or without `ip netns` (fails then with
@@ -281,6 +282,28 @@ sigint)
     grep -q "interrupted" "$tmp/long.err" && ok "says: $(grep interrupted "$tmp/long.err")" ||
         bad "no word of the interruption"
     torn_down "$pid" sigint
+    ;;
+crash)
+    # The switch killed in the middle of a run: the testbed says so, stops
+    # the hosts, exits 1 with a partial report, and tears down.
+    sed 's/rounds: 10/rounds: 100000/' "$topo/rack4.yaml" >"$tmp/long.yaml"
+    "$tb" run "$tmp/long.yaml" --workdir "$tmp/wd-crash" --json "$tmp/crash.json" --no-progress \
+        >"$tmp/crash.out" 2>"$tmp/crash.err" &
+    pid=$!
+    for ((i = 0; i < 600; i++)); do
+        grep -q "round" "$tmp/wd-crash"/host-*.log 2>/dev/null && break
+        sleep 0.1
+    done
+    sw=$(ip netns pids "inatb$pid-rack0" 2>/dev/null | head -1)
+    [ -n "$sw" ] && kill -9 "$sw" && ok "killed the switch ($sw)" || bad "no switch process in inatb$pid-rack0"
+    rc=0
+    wait_bounded $pid 60 || rc=$?
+    [ $rc -eq 1 ] && ok "exit 1" || { bad "exit $rc"; show "$tmp/crash"; }
+    grep -q "switch rack0 exited during the run (killed by signal 9" "$tmp/crash.err" &&
+        ok "says: $(grep 'exited during' "$tmp/crash.err")" || { bad "no word of the switch"; show "$tmp/crash"; }
+    expect_json "$tmp/crash.json" "partial report: outcome failed, not verified" \
+        '.outcome == "failed" and (.verified | not)'
+    torn_down "$pid" crash
     ;;
 timeout)
     # A run past --timeout: stopped, a partial report, exit 1, all torn down.
