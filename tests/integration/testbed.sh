@@ -22,6 +22,7 @@
 #   sigint    SIGINT in the middle of a long run: exit 130, all torn down
 #   timeout   a long run past --timeout: exit 1, a partial report, all torn down
 #   crash     the switch killed (SIGKILL) mid-run: said, exit 1, all torn down
+#   hostfail  one host exits 1 at once: exit 1, the rank and its log named
 # After each: no namespace of that testbed left, no new link in the root
 # namespace, no ina-switch or ina-host of it still running.
 # Skips (77) when not root or without `ip netns` (fails then with
@@ -304,6 +305,23 @@ crash)
     expect_json "$tmp/crash.json" "partial report: outcome failed, not verified" \
         '.outcome == "failed" and (.verified | not)'
     torn_down "$pid" crash
+    ;;
+hostfail)
+    # A host that fails at once (rank 1 exits 1): the others give up after
+    # the switch's peer timeout; exit 1, the rank named, all torn down.
+    printf '#!/bin/sh\ncase " $* " in *" --rank 1 "*) echo "rank 1 fails on purpose" >&2; exit 1;; esac\nexec %s "$@"\n' \
+        "$build/host/ina-host" >"$tmp/host-wrapper"
+    chmod +x "$tmp/host-wrapper"
+    tb_run "$tmp/hf" run "$topo/rack4.yaml" --host-bin "$tmp/host-wrapper" --json "$tmp/hf.json" \
+        --workdir "$tmp/wd-hostfail" --no-progress
+    [ "$rc" -eq 1 ] && ok "exit 1" || { bad "exit $rc"; show "$tmp/hf"; }
+    grep -q "rank 1 on h1: not verified, exit 1" "$tmp/hf.out" && ok "the report names rank 1" ||
+        { bad "the report does not name rank 1"; show "$tmp/hf"; }
+    grep -q "host h1 (job allreduce, rank 1): exit 1; its log: " "$tmp/hf.err" &&
+        ok "says where its log is" || bad "no word of rank 1's log"
+    expect_json "$tmp/hf.json" "JSON: not verified, rank 1 exit 1" \
+        '(.verified | not) and (.jobs[0].ranks[1].how == "exit 1")'
+    torn_down "$pid" hostfail
     ;;
 timeout)
     # A run past --timeout: stopped, a partial report, exit 1, all torn down.
