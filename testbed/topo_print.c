@@ -12,6 +12,8 @@
 #include "topology.h"
 
 #define MAX_LISTED 8	/* names listed in full before "... (N in all)" */
+#define MAX_TREE_LINES 48	/* lines of one job's tree */
+#define MAX_JOBS 32		/* jobs printed in full */
 
 static const char *
 role_name(enum topo_role r)
@@ -74,21 +76,29 @@ print_children(const struct topology *t, int s, const uint8_t *mark, FILE *f)
 		fprintf(f, "-");
 }
 
-/* The tree under 's', one line per switch, indented by depth; only the
- * first MAX_LISTED switches of each level are expanded. */
+/* The tree under 's', one line per switch, indented by depth; in a large
+ * topology only the first two switches of each level are expanded, and a
+ * tree prints at most MAX_TREE_LINES lines ('*budget' counts down). */
 static void
-print_tree(const struct topology *t, int s, const uint8_t *mark, int depth, FILE *f)
+print_tree(const struct topology *t, int s, const uint8_t *mark, int depth, int *budget, FILE *f)
 {
 	uint32_t shown = 0, more = 0;
 
+	if (*budget <= 0 || depth > 16) {
+		if (*budget > 0)
+			fprintf(f, "    %*s...\n", depth * 2, "");
+		*budget = 0;
+		return;
+	}
+	(*budget)--;
 	fprintf(f, "    %*s%s <- ", depth * 2, "", t->nodes[s].name);
 	print_children(t, s, mark, f);
 	fprintf(f, "\n");
 	for (uint32_t i = 0; i < t->nb_nodes; i++) {
 		if (t->nodes[i].kind != TOPO_SWITCH || t->nodes[i].parent != s || (mark && !mark[i]))
 			continue;
-		if (shown < 2 || t->nb_nodes <= 64) {
-			print_tree(t, (int)i, mark, depth + 1, f);
+		if ((shown < 2 || t->nb_nodes <= 64) && *budget > 0) {
+			print_tree(t, (int)i, mark, depth + 1, budget, f);
 			shown++;
 		} else {
 			more++;
@@ -148,7 +158,12 @@ topology_print(const struct topology *t, FILE *f)
 	mark = calloc(t->nb_nodes ? t->nb_nodes : 1, 1);
 	for (uint32_t i = 0; i < t->nb_jobs; i++) {
 		const struct topo_job *j = &t->jobs[i];
+		int budget = MAX_TREE_LINES;
 
+		if (i == MAX_JOBS) {
+			fprintf(f, "  ... and %u more jobs\n", t->nb_jobs - MAX_JOBS);
+			break;
+		}
 		fprintf(f, "  %s (id %u): %u hosts, tensor %u %s, %u rounds, block %u, %u lanes, ",
 			j->name, j->job_id, j->nb_hosts, j->tensor_len, enc_name(j->encoding),
 			j->rounds, j->block_size, j->lanes);
@@ -171,7 +186,7 @@ topology_print(const struct topology *t, FILE *f)
 					break;
 			}
 		}
-		print_tree(t, j->root, mark, 0, f);
+		print_tree(t, j->root, mark, 0, &budget, f);
 	}
 	free(mark);
 }

@@ -26,6 +26,8 @@
 
 #define TOPO_MAX_INPUT (16u << 20)	/* bytes of YAML */
 #define TOPO_MAX_NODES 65536
+#define TOPO_MAX_LINKS (2 * TOPO_MAX_NODES)
+#define TOPO_MAX_JOBS 1024
 #define TOPO_MAX_NAME 32
 #define DEFAULT_SLOTS 1024		/* ina-switch --slots */
 #define DEFAULT_MTU 1500
@@ -42,6 +44,14 @@ struct ctx {
 	struct raw_topology *raw;
 	struct topology *t;
 	int *by_name;			/* node indices sorted by name */
+	struct edge *edges;		/* the links by their two ends */
+};
+
+/* A link by its ends, lower index first: sorted, they find a link in
+ * log time and show the same pair linked twice. */
+struct edge {
+	int lo, hi;
+	uint32_t link;
 };
 
 /* ------------------------------------------------------------------ errors */
@@ -502,52 +512,68 @@ pick(const char *own, const char *def, int i, const char *key, char *field, size
 }
 
 static int
-build_links(struct ctx *c)
+cmp_edge(const void *x, const void *y)
+{
+	const struct edge *a = x, *b = y;
+
+	if (a->lo != b->lo)
+		return a->lo < b->lo ? -1 : 1;
+	if (a->hi != b->hi)
+		return a->hi < b->hi ? -1 : 1;
+	return a->link < b->link ? -1 : a->link > b->link;
+}
+
+/* The link between nodes a and b, or NULL (c->edges must be built). */
+static const struct topo_link *
+link_between(const struct ctx *c, int a, int b)
+{
+	struct edge key = { a < b ? a : b, a < b ? b : a, 0 };
+	size_t lo = 0, hi = c->t->nb_links;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		const struct edge *e = &c->edges[mid];
+
+		if (e->lo == key.lo && e->hi == key.hi)
+			return &c->t->links[e->link];
+		if (e->lo < key.lo || (e->lo == key.lo && e->hi < key.hi))
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return NULL;
+}
+
+/* Ends of every link, by name, oriented; the same pair never twice. */
+static int
+link_ends(struct ctx *c)
 {
 	struct raw_topology *r = c->raw;
 	struct topology *t = c->t;
-	struct raw_link_opts none = { 0 }, *d = r->defaults ? r->defaults : &none;
-	int *host_link = NULL;
 	char field[128], entry[64];
 
-	t->links = calloc(r->links_count, sizeof(*t->links));
-	host_link = malloc(t->nb_nodes * sizeof(*host_link));
-	if (!t->links || !host_link) {
-		free(host_link);
-		return fail(c, 1, "", "out of memory");
-	}
-	for (uint32_t i = 0; i < t->nb_nodes; i++)
-		host_link[i] = -1;
 	for (uint32_t i = 0; i < r->links_count; i++) {
 		struct raw_link *rl = &r->links[i];
 		struct topo_link *l = &t->links[i];
 		int ends[2];
-		const char *s;
-		uint64_t v;
 
 		pathf(entry, sizeof(entry), "links[%u]", i);
 		l->line = line_of(c, entry, NULL);
 		for (int k = 0; k < 2; k++) {
 			pathf(field, sizeof(field), "links[%u].endpoints[%d]", i, k);
 			ends[k] = find(c, rl->endpoints[k]);
-			if (ends[k] < 0) {
-				fail(c, line_of(c, field, entry), field,
-				     "no host or switch called '%s'", rl->endpoints[k]);
-				goto err;
-			}
+			if (ends[k] < 0)
+				return fail(c, line_of(c, field, entry), field,
+					    "no host or switch called '%s'", rl->endpoints[k]);
 		}
 		pathf(field, sizeof(field), "links[%u].endpoints", i);
-		if (ends[0] == ends[1]) {
-			fail(c, line_of(c, field, entry), field, "'%s' linked to itself",
-			     rl->endpoints[0]);
-			goto err;
-		}
-		if (t->nodes[ends[0]].kind == TOPO_HOST && t->nodes[ends[1]].kind == TOPO_HOST) {
-			fail(c, line_of(c, field, entry), field,
-			     "'%s' and '%s' are both hosts: a host links to a switch",
-			     rl->endpoints[0], rl->endpoints[1]);
-			goto err;
-		}
+		if (ends[0] == ends[1])
+			return fail(c, line_of(c, field, entry), field, "'%s' linked to itself",
+				    rl->endpoints[0]);
+		if (t->nodes[ends[0]].kind == TOPO_HOST && t->nodes[ends[1]].kind == TOPO_HOST)
+			return fail(c, line_of(c, field, entry), field,
+				    "'%s' and '%s' are both hosts: a host links to a switch",
+				    rl->endpoints[0], rl->endpoints[1]);
 		/* A host is 'a'; between switches, a child is 'a' and its uplink 'b'. */
 		if (t->nodes[ends[1]].kind == TOPO_HOST || t->nodes[ends[1]].parent == ends[0]) {
 			l->a = ends[1];
@@ -556,16 +582,60 @@ build_links(struct ctx *c)
 			l->a = ends[0];
 			l->b = ends[1];
 		}
-		for (uint32_t j = 0; j < i; j++) {
-			if ((t->links[j].a == l->a && t->links[j].b == l->b) ||
-			    (t->links[j].a == l->b && t->links[j].b == l->a)) {
-				fail(c, line_of(c, field, entry), field,
-				     "'%s' and '%s' are already linked by links[%u] (line %d)",
-				     rl->endpoints[0], rl->endpoints[1], j, t->links[j].line);
-				goto err;
-			}
-		}
+		c->edges[i].lo = l->a < l->b ? l->a : l->b;
+		c->edges[i].hi = l->a < l->b ? l->b : l->a;
+		c->edges[i].link = i;
 		t->nb_links = i + 1;
+	}
+	qsort(c->edges, t->nb_links, sizeof(*c->edges), cmp_edge);
+	for (uint32_t k = 1; k < t->nb_links; k++) {
+		const struct edge *e = &c->edges[k], *prev = &c->edges[k - 1];
+		uint32_t i = e->link;
+
+		if (e->lo != prev->lo || e->hi != prev->hi)
+			continue;
+		/* Equal pairs sort by link index: 'prev' came first in the file. */
+		pathf(field, sizeof(field), "links[%u].endpoints", i);
+		pathf(entry, sizeof(entry), "links[%u]", i);
+		return fail(c, line_of(c, field, entry), field,
+			    "'%s' and '%s' are already linked by links[%u] (line %d)",
+			    r->links[i].endpoints[0], r->links[i].endpoints[1], prev->link,
+			    t->links[prev->link].line);
+	}
+	return 0;
+}
+
+static int
+build_links(struct ctx *c)
+{
+	struct raw_topology *r = c->raw;
+	struct topology *t = c->t;
+	struct raw_link_opts none = { 0 }, *d = r->defaults ? r->defaults : &none;
+	int *host_link = NULL;
+	char field[128], entry[64];
+
+	if (r->links_count > TOPO_MAX_LINKS)
+		return fail(c, line_of(c, "links", NULL), "links", "%u links: at most %d",
+			    r->links_count, TOPO_MAX_LINKS);
+	t->links = calloc(r->links_count, sizeof(*t->links));
+	c->edges = calloc(r->links_count, sizeof(*c->edges));
+	host_link = malloc(t->nb_nodes * sizeof(*host_link));
+	if (!t->links || !c->edges || !host_link) {
+		free(host_link);
+		return fail(c, 1, "", "out of memory");
+	}
+	if (link_ends(c) < 0)
+		goto err;
+	for (uint32_t i = 0; i < t->nb_nodes; i++)
+		host_link[i] = -1;
+	for (uint32_t i = 0; i < r->links_count; i++) {
+		struct raw_link *rl = &r->links[i];
+		struct topo_link *l = &t->links[i];
+		const char *s;
+		uint64_t v;
+
+		pathf(entry, sizeof(entry), "links[%u]", i);
+		pathf(field, sizeof(field), "links[%u].endpoints", i);
 		if (t->nodes[l->a].kind == TOPO_HOST) {
 			if (host_link[l->a] >= 0) {
 				fail(c, line_of(c, field, entry), field,
@@ -641,61 +711,48 @@ err:
 	return -1;
 }
 
-/* Uplinks: each names a linked switch, and following them always ends. */
+/* Uplinks: each names a linked switch, and following them always ends
+ * (each switch is walked once: 1 while on the walk, 2 once known to end). */
 static int
 check_tree(struct ctx *c)
 {
 	struct topology *t = c->t;
+	uint8_t *state = calloc(t->nb_nodes, 1);
 	char field[128], entry[64];
+	int ret = -1;
 
+	if (!state)
+		return fail(c, 1, "", "out of memory");
 	for (uint32_t i = 0; i < c->raw->switches_count; i++) {
-		int p = t->nodes[i].parent;
-		uint32_t steps = 0;
+		int p = t->nodes[i].parent, n;
 
-		if (p < 0)
-			continue;
 		pathf(entry, sizeof(entry), "switches[%u]", i);
 		pathf(field, sizeof(field), "%s.uplink", entry);
-		if (!topology_link(t, (int)i, p))
-			return fail(c, line_of(c, field, entry), field,
-				    "no link between '%s' and its uplink '%s' (add one to links)",
-				    t->nodes[i].name, t->nodes[p].name);
-		for (int n = p; n >= 0; n = t->nodes[n].parent) {
-			if (n == (int)i || ++steps > t->nb_nodes)
-				return fail(c, line_of(c, field, entry), field,
-					    "uplinks form a cycle through '%s'", t->nodes[i].name);
+		if (p >= 0 && !link_between(c, (int)i, p)) {
+			fail(c, line_of(c, field, entry), field,
+			     "no link between '%s' and its uplink '%s' (add one to links)",
+			     t->nodes[i].name, t->nodes[p].name);
+			goto out;
 		}
+		for (n = (int)i; n >= 0 && state[n] == 0; n = t->nodes[n].parent)
+			state[n] = 1;
+		if (n >= 0 && state[n] == 1) {
+			pathf(entry, sizeof(entry), "switches[%d]", n);
+			pathf(field, sizeof(field), "%s.uplink", entry);
+			fail(c, line_of(c, field, entry), field, "uplinks form a cycle through '%s'",
+			     t->nodes[n].name);
+			goto out;
+		}
+		for (n = (int)i; n >= 0 && state[n] == 1; n = t->nodes[n].parent)
+			state[n] = 2;
 	}
-	return 0;
+	ret = 0;
+out:
+	free(state);
+	return ret;
 }
 
 /* -------------------------------------------------------------------- jobs */
-
-static int
-depth_of(const struct topology *t, int n)
-{
-	int d = 0;
-
-	for (; t->nodes[n].parent >= 0; n = t->nodes[n].parent)
-		d++;
-	return d;
-}
-
-static int
-common_ancestor(const struct topology *t, int a, int b)
-{
-	int da = depth_of(t, a), db = depth_of(t, b);
-
-	for (; da > db; da--)
-		a = t->nodes[a].parent;
-	for (; db > da; db--)
-		b = t->nodes[b].parent;
-	while (a != b && a >= 0 && b >= 0) {
-		a = t->nodes[a].parent;
-		b = t->nodes[b].parent;
-	}
-	return a == b ? a : -1;
-}
 
 static char *
 data_path(const struct ctx *c, const char *file)
@@ -808,9 +865,9 @@ check_job_tree(struct ctx *c, uint32_t i, struct topo_job *j, uint32_t *fan_in, 
 
 		seen[n] = 1;
 		while (n != j->root) {
-			const struct topo_link *l = topology_link(t, n, t->nodes[n].kind == TOPO_HOST
-										? t->nodes[n].attach
-										: t->nodes[n].parent);
+			const struct topo_link *l = link_between(c, n, t->nodes[n].kind == TOPO_HOST
+									       ? t->nodes[n].attach
+									       : t->nodes[n].parent);
 			int up = t->nodes[n].kind == TOPO_HOST ? t->nodes[n].attach
 							       : t->nodes[n].parent;
 
@@ -856,6 +913,42 @@ check_job_tree(struct ctx *c, uint32_t i, struct topo_job *j, uint32_t *fan_in, 
 	return 0;
 }
 
+/*
+ * The job's root, host by host: the first host's switch and the switches
+ * above it are numbered by height (chain_pos); each other host walks up
+ * from its switch to that chain, marking what it passes (bit 2 of 'mark')
+ * so no switch is walked twice. The root is the highest chain switch met.
+ */
+static int
+job_root_add(struct ctx *c, uint32_t i, const struct topo_job *j, uint32_t k, int *chain_pos,
+	     uint8_t *mark, int *root_pos)
+{
+	const struct topology *t = c->t;
+	int h = j->hosts[k], n = t->nodes[h].attach, pos = 0;
+	char field[128], entry[64];
+
+	if (k == 0) {
+		for (; n >= 0; n = t->nodes[n].parent)
+			chain_pos[n] = pos++;
+		return 0;
+	}
+	while (n >= 0 && chain_pos[n] < 0 && !(mark[n] & 2)) {
+		mark[n] |= 2;
+		n = t->nodes[n].parent;
+	}
+	if (n < 0) {
+		pathf(entry, sizeof(entry), "jobs[%u]", i);
+		pathf(field, sizeof(field), "%s.hosts", entry);
+		return fail(c, line_of(c, field, entry), field,
+			    "'%s' and '%s' are under different roots: a job's hosts share one "
+			    "switch tree",
+			    t->nodes[j->hosts[0]].name, t->nodes[h].name);
+	}
+	if (chain_pos[n] > *root_pos)
+		*root_pos = chain_pos[n];
+	return 0;
+}
+
 static int
 build_jobs(struct ctx *c)
 {
@@ -864,19 +957,26 @@ build_jobs(struct ctx *c)
 	uint32_t *fan_in = NULL;
 	uint8_t *in_job = NULL;
 	uint64_t *slots_used = NULL;
+	int *chain_pos = NULL, root_pos = 0;
 	char field[128], entry[64];
 	int ret = -1;
 
 	if (!r->jobs_count)
 		return 0;
+	if (r->jobs_count > TOPO_MAX_JOBS)
+		return fail(c, line_of(c, "jobs", NULL), "jobs", "%u jobs: at most %d",
+			    r->jobs_count, TOPO_MAX_JOBS);
 	t->jobs = calloc(r->jobs_count, sizeof(*t->jobs));
 	fan_in = calloc(t->nb_nodes, sizeof(*fan_in));
 	in_job = calloc(t->nb_nodes, 1);
 	slots_used = calloc(t->nb_nodes, sizeof(*slots_used));
-	if (!t->jobs || !fan_in || !in_job || !slots_used) {
+	chain_pos = malloc(t->nb_nodes * sizeof(*chain_pos));
+	if (!t->jobs || !fan_in || !in_job || !slots_used || !chain_pos) {
 		fail(c, 1, "", "out of memory");
 		goto out;
 	}
+	for (uint32_t i = 0; i < t->nb_nodes; i++)
+		chain_pos[i] = -1;
 	for (uint32_t i = 0; i < r->jobs_count; i++) {
 		struct raw_job *rj = &r->jobs[i];
 		struct topo_job *j = &t->jobs[i];
@@ -929,6 +1029,7 @@ build_jobs(struct ctx *c)
 			goto out;
 		}
 		memset(in_job, 0, t->nb_nodes);
+		root_pos = 0;
 		for (uint32_t k = 0; k < rj->hosts_count; k++) {
 			int h = find(c, rj->hosts[k]);
 
@@ -951,16 +1052,14 @@ build_jobs(struct ctx *c)
 			in_job[h] = 1;
 			j->hosts[k] = h;
 			j->nb_hosts = (uint16_t)(k + 1);
-			j->root = k ? common_ancestor(t, j->root, t->nodes[h].attach)
-				    : t->nodes[h].attach;
-			if (j->root < 0) {
-				pathf(field, sizeof(field), "%s.hosts", entry);
-				fail(c, line_of(c, field, entry), field,
-				     "'%s' and '%s' are under different roots: a job's hosts share "
-				     "one switch tree",
-				     t->nodes[j->hosts[0]].name, rj->hosts[k]);
+			if (job_root_add(c, i, j, k, chain_pos, in_job, &root_pos) < 0)
 				goto out;
-			}
+		}
+		j->root = t->nodes[j->hosts[0]].attach;
+		for (int n = j->root; n >= 0; n = t->nodes[n].parent) {
+			if (chain_pos[n] == root_pos)
+				j->root = n;
+			chain_pos[n] = -1;
 		}
 		pathf(field, sizeof(field), "%s.tensor", entry);
 		if (rj->tensor) {
@@ -1002,6 +1101,7 @@ out:
 	free(fan_in);
 	free(in_job);
 	free(slots_used);
+	free(chain_pos);
 	return ret;
 }
 
@@ -1073,6 +1173,7 @@ out:
 		cyaml_free(&cfg, &topo_schema, c.raw, 0);
 	topo_lines_free(c.lines);
 	free(c.by_name);
+	free(c.edges);
 	free(c.dir);
 	if (!ok) {
 		topology_free(c.t);

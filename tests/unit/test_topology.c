@@ -390,6 +390,118 @@ test_bad_files(void **state)
 	assert_int_equal(failed, 0);
 }
 
+/* A job's root is the lowest switch above all its hosts. */
+static void
+test_job_roots(void **state)
+{
+	static const char *yaml =
+		"name: t\n"
+		"switches:\n"
+		"  - {name: sp, role: spine}\n"
+		"  - {name: r0, uplink: sp}\n"
+		"  - {name: r1, uplink: sp}\n"
+		"hosts: [{name: a}, {name: b}, {name: c}, {name: d}]\n"
+		"links:\n"
+		"  - endpoints: [r0, sp]\n"
+		"  - endpoints: [sp, r1]\n"
+		"  - endpoints: [a, r0]\n"
+		"  - endpoints: [b, r0]\n"
+		"  - endpoints: [r1, c]\n"
+		"  - endpoints: [d, sp]\n"
+		"jobs:\n"
+		"  - {name: in-r0, hosts: [b, a], tensor: 8}\n"
+		"  - {name: in-r1, hosts: [c], tensor: 8}\n"
+		"  - {name: across, hosts: [a, c], tensor: 8}\n"
+		"  - {name: with-d, hosts: [b, d], tensor: 8}\n";
+	char err[512];
+	struct topology *t = topology_parse(yaml, strlen(yaml), "roots.yaml", err, sizeof(err));
+	int sp, r0, r1;
+
+	(void)state;
+	if (!t)
+		fail_msg("%s", err);
+	sp = topology_find(t, "sp");
+	r0 = topology_find(t, "r0");
+	r1 = topology_find(t, "r1");
+	assert_int_equal(t->jobs[0].root, r0);
+	assert_int_equal(t->jobs[1].root, r1);
+	assert_int_equal(t->jobs[2].root, sp);
+	assert_int_equal(t->jobs[3].root, sp);
+	assert_int_equal(t->jobs[3].job_id, 4);
+	/* Links come out host first, child switch first, whatever the file's order. */
+	assert_int_equal(topology_link(t, sp, r1)->a, r1);
+	assert_int_equal(topology_link(t, sp, r0)->a, r0);
+	assert_int_equal(topology_link(t, r1, topology_find(t, "c"))->a, topology_find(t, "c"));
+	assert_int_equal(t->nodes[topology_find(t, "d")].attach, sp);
+	topology_free(t);
+}
+
+/* A chain of 'nb' switches, s0 at the bottom, hosts 'lo' on s0 and 'hi' on
+ * the top one, and a job on 'job_hosts'; 'cyclic': the top's uplink is s0. */
+static char *
+chain_yaml(int nb, int cyclic, const char *job_hosts, size_t *len)
+{
+	size_t cap = 64 * (size_t)nb + 1024, n = 0;
+	char *y = malloc(cap);
+
+	assert_non_null(y);
+	n += (size_t)snprintf(y + n, cap - n, "name: chain\nswitches:\n");
+	for (int i = 0; i < nb; i++) {
+		if (i + 1 < nb || cyclic)
+			n += (size_t)snprintf(y + n, cap - n, "- {name: s%d, uplink: s%d}\n", i,
+					      (i + 1) % nb);
+		else
+			n += (size_t)snprintf(y + n, cap - n, "- {name: s%d}\n", i);
+	}
+	n += (size_t)snprintf(y + n, cap - n, "hosts: [{name: lo}, {name: hi}]\nlinks:\n");
+	for (int i = 0; i + 1 < nb; i++)
+		n += (size_t)snprintf(y + n, cap - n, "- endpoints: [s%d, s%d]\n", i, i + 1);
+	if (cyclic)
+		n += (size_t)snprintf(y + n, cap - n, "- endpoints: [s%d, s0]\n", nb - 1);
+	n += (size_t)snprintf(y + n, cap - n,
+			      "- endpoints: [lo, s0]\n- endpoints: [hi, s%d]\n"
+			      "jobs: [{name: j, hosts: [%s], tensor: 8}]\n",
+			      nb - 1, job_hosts);
+	assert_true(n < cap);
+	*len = n;
+	return y;
+}
+
+/* 20,000 switches in a chain, and in a cycle: checked in linear time (a
+ * quadratic check would take minutes), printed within its bounds. */
+static void
+test_deep_chain(void **state)
+{
+	enum { N = 20000 };
+	char *y, err[512], *text = NULL;
+	struct topology *t;
+	size_t len, size = 0;
+	FILE *f;
+
+	(void)state;
+	y = chain_yaml(N, 1, "lo, hi", &len);
+	assert_null(topology_parse(y, len, "chain.yaml", err, sizeof(err)));
+	assert_non_null(strstr(err, "chain.yaml:3: switches[0].uplink: uplinks form a cycle through 's0'"));
+	free(y);
+	y = chain_yaml(N, 0, "lo, hi, lo2", &len);
+	assert_null(topology_parse(y, len, "chain.yaml", err, sizeof(err)));
+	assert_non_null(strstr(err, "jobs[0].hosts[2]: no host called 'lo2'"));
+	free(y);
+	y = chain_yaml(N, 0, "hi, lo", &len);
+	t = topology_parse(y, len, "chain.yaml", err, sizeof(err));
+	if (!t)
+		fail_msg("%s", err);
+	assert_int_equal(t->jobs[0].root, topology_find(t, "s19999"));
+	f = open_memstream(&text, &size);
+	assert_non_null(f);
+	topology_print(t, f);
+	fclose(f);
+	assert_true(size < 16384);
+	free(text);
+	topology_free(t);
+	free(y);
+}
+
 /* A switch aggregates at most INA_MAX_WORLD children of one job. */
 static void
 test_fan_in(void **state)
@@ -532,6 +644,8 @@ main(void)
 		cmocka_unit_test(test_fabric_1024),
 		cmocka_unit_test(test_gradient_file_job),
 		cmocka_unit_test(test_bad_files),
+		cmocka_unit_test(test_job_roots),
+		cmocka_unit_test(test_deep_chain),
 		cmocka_unit_test(test_fan_in),
 		cmocka_unit_test(test_short_error_buffer),
 		cmocka_unit_test(test_rates),

@@ -1,0 +1,149 @@
+/* SPDX-License-Identifier: MIT */
+/* What ina-testbed tells each process and interface (plan.h): pure functions of the topology. */
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+
+#include "ina/wire.h"
+#include "plan.h"
+#include "run.h"
+
+/* snprintf for messages, which are cut short rather than overflow. */
+static void msg(char *buf, size_t size, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+static void
+msg(char *buf, size_t size, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(buf, size, fmt, ap);
+	va_end(ap);
+}
+
+const char *
+plan_encoding(uint8_t e)
+{
+	return e == INA_ENC_I32 ? "i32" : e == INA_ENC_BF16 ? "bf16" : "f32";
+}
+
+static unsigned
+elem_bytes(uint8_t e)
+{
+	return e == INA_ENC_BF16 ? 2 : 4;
+}
+
+int
+plan_check(const struct topology *t, int dpdk, char *err, size_t errlen)
+{
+	for (uint32_t j = 0; dpdk && j < t->nb_jobs; j++)
+		for (uint16_t k = 0; k < t->jobs[j].nb_hosts; k++)
+			for (uint32_t i = 0; i < j; i++)
+				for (uint16_t m = 0; m < t->jobs[i].nb_hosts; m++)
+					if (t->jobs[i].hosts[m] == t->jobs[j].hosts[k]) {
+						msg(err, errlen,
+						       "--dpdk: host %s is in jobs '%s' and '%s': one "
+						       "DPDK process per veth (run it over UDP)",
+						       t->nodes[t->jobs[j].hosts[k]].name,
+						       t->jobs[i].name, t->jobs[j].name);
+						return TB_EXIT_UNSUPPORTED;
+					}
+	for (uint32_t i = 0; dpdk && i < t->nb_links; i++)
+		if (t->links[i].mtu > 1500) {
+			msg(err, errlen, "--dpdk: link %s-%s has MTU %u: af_packet frames above "
+			       "1500 bytes are not set up yet (run it over UDP)",
+			       t->nodes[t->links[i].a].name, t->nodes[t->links[i].b].name,
+			       t->links[i].mtu);
+			return TB_EXIT_UNSUPPORTED;
+		}
+	for (uint32_t j = 0; j < t->nb_jobs; j++) {
+		const struct topo_job *job = &t->jobs[j];
+
+		for (uint16_t k = 0; k < job->nb_hosts; k++) {
+			const struct topo_node *h = &t->nodes[job->hosts[k]];
+			const struct topo_link *l;
+
+			if (h->attach != job->root) {
+				msg(err, errlen,
+					 "job '%s' spans more than one switch tier (host %s is on %s, "
+					 "the job's root is %s): hierarchical aggregation (a rack "
+					 "switch forwarding its partial sums upstream) is not built "
+					 "yet; ina-testbed run plays jobs whose hosts all hang off one "
+					 "switch",
+					 job->name, h->name,
+					 h->attach >= 0 ? t->nodes[h->attach].name : "nothing",
+					 t->nodes[job->root].name);
+				return TB_EXIT_UNSUPPORTED;
+			}
+			l = topology_link(t, job->hosts[k], h->attach);
+			if (!l) {
+				msg(err, errlen, "host %s has no link to its switch %s", h->name,
+					 t->nodes[h->attach].name);
+				return TB_EXIT_USAGE;
+			}
+			/* IPv4 and UDP headers, then the ina header and one block. */
+			if (28u + INA_HDR_SIZE + (uint32_t)job->block_size * elem_bytes(job->encoding) >
+			    l->mtu) {
+				msg(err, errlen,
+					 "job '%s': a block of %u %s elements is a %u-byte IP packet, "
+					 "more than the MTU %u of the link %s-%s (line %d)",
+					 job->name, job->block_size, plan_encoding(job->encoding),
+					 28u + INA_HDR_SIZE + job->block_size * elem_bytes(job->encoding),
+					 l->mtu, h->name, t->nodes[h->attach].name, l->line);
+				return TB_EXIT_USAGE;
+			}
+		}
+	}
+	return 0;
+}
+
+void
+plan_link_addr(uint32_t i, int side_a, int with_len, char *buf, size_t size)
+{
+	msg(buf, size, "10.%u.%u.%u%s", 100 + i / 256, i % 256, side_a ? 2 : 1,
+	    with_len ? "/24" : "");
+}
+
+void
+plan_link_if(uint32_t i, char *buf, size_t size)
+{
+	msg(buf, size, "v%" PRIu32, i);
+}
+
+void
+plan_host_port(const struct topo_link *l, uint32_t i, int dpdk, uint64_t seed, char *buf,
+	       size_t size)
+{
+	uint64_t delay_us = 2 * l->latency_ns / 1000;
+	char ip[32], loss[48] = "", delay[64] = "";
+
+	if (l->loss > 0)
+		msg(loss, sizeof(loss), ",drop=%.9g",
+		    dpdk ? 1 - (1 - l->loss) * (1 - l->loss) : l->loss);
+	if (delay_us > 0)
+		msg(delay, sizeof(delay), ",delay_us=%" PRIu64 ",hold=256", delay_us);
+	if (dpdk) {
+		plan_link_addr(i, 1, 0, ip, sizeof(ip));
+		msg(buf, size, "dpdk:port=0,ip=%s,mtu=%u,link_wait_ms=5000,seed=%" PRIu64 "%s%s", ip,
+		    l->mtu, seed, loss, delay);
+	} else {
+		/* The udp port's mtu= is the largest UDP payload. */
+		msg(buf, size, "udp:mtu=%u,seed=%" PRIu64 "%s%s", l->mtu - 28, seed, loss, delay);
+	}
+}
+
+uint64_t
+plan_host_rto_us(const struct topo_link *l, const struct topo_job *job)
+{
+	uint64_t delay_us = 2 * l->latency_ns / 1000;
+	uint64_t frame = 14 + 28 + INA_HDR_SIZE + (uint64_t)job->block_size * elem_bytes(job->encoding);
+	uint64_t queue_us = l->bandwidth_bps ? (uint64_t)job->lanes * frame * 8 * 1000000 /
+						       l->bandwidth_bps
+					     : 0;
+	uint64_t us = 4 * delay_us + 3 * queue_us;
+
+	if (delay_us == 0 && queue_us == 0)
+		return 0;
+	/* ina-host's minimum is 5 ms; it takes up to 10 s. */
+	return us < 5000 ? 5000 : us > 10000000 ? 10000000 : us;
+}
