@@ -25,6 +25,8 @@
 #define INA_BLOCK_OPEN 0xfffffffeu
 /* Rank field of packets sent by the switch. */
 #define INA_RANK_SWITCH 0xffffu
+/* Rank field of a REPL that the replica fans out to every rank of the job. */
+#define INA_RANK_ALL 0xfffeu
 /* Longest message text an ERROR packet carries. */
 #define INA_ERROR_MSG_MAX 200
 
@@ -42,6 +44,9 @@ enum ina_pkt_type {
 	INA_T_FIN_ACK = 7,	/* switch -> worker */
 	INA_T_LEAVE = 8,	/* worker -> switch: abort, free the job */
 	INA_T_ERROR = 9,	/* switch -> worker: refused, with a reason */
+	INA_T_REPL = 10,	/* primary -> replica: a result to store and send on */
+	INA_T_FAILOVER = 11,	/* worker -> replica: the primary is silent;
+				 * replica -> workers: taken over, new epoch */
 	INA_T_MAX = INA_T_ERROR,
 };
 
@@ -59,7 +64,8 @@ enum ina_encoding {
 #define INA_F_SATURATED 0x04	/* RESULT: an i32 sum saturated */
 #define INA_F_DEFERRED 0x08	/* RESULT: header-only, the sum is under the
 				 * bound: each worker keeps its own part */
-#define INA_F_KNOWN 0x0f	/* every flag v1 defines */
+#define INA_F_STANDBY 0x10	/* JOIN, JOIN_ACK with the replica: stand by */
+#define INA_F_KNOWN 0x1f	/* every flag v1 defines */
 
 /* ERROR codes (the header's status field). */
 enum ina_wire_error {
