@@ -699,6 +699,7 @@ on_failover(struct engine *e, const struct ina_hdr *h, uint64_t now)
 	e->fo_active = 0;
 	e->params.epoch = h->epoch;
 	e->st.failovers++;
+	e->st.failover_silence_ns = now - e->sw_heard_ns;
 	e->sw_heard_ns = now;
 	e->last_heard_ns = now;
 	if (e->phase == ENGINE_JOINING) {

@@ -79,6 +79,8 @@ struct engine_stats {
 						 * timeout without progress */
 	uint64_t failovers;			/* takeovers by the replica followed */
 	uint64_t failover_sent;			/* FAILOVER packets sent to the replica */
+	uint64_t failover_silence_ns;		/* the last takeover: how long the
+						 * primary had been silent then */
 	uint64_t standby_lost;			/* the replica refused to stand by any
 						 * longer (an ERROR from it): no failover
 						 * left for the job */
