@@ -100,6 +100,7 @@ struct engine {
 	uint64_t fo_rto_ns;
 	uint64_t sw_heard_ns;	/* last packet for this job from the switch
 				 * followed (for P: a RESULT through R too) */
+	uint64_t probe_ns;	/* last probe of the replica (tx_probe) */
 };
 
 enum standby {
@@ -354,6 +355,7 @@ engine_allreduce(struct engine *e, uint32_t tensor_id, const float *in, float *o
 	e->last_progress_ns = now_ns;
 	e->wait_missing = 0;
 	e->sw_heard_ns = now_ns;
+	e->probe_ns = 0;
 	e->fo_active = 0;
 	for (uint16_t l = 0; l < e->cfg.lanes; l++) {
 		struct lane *ln = &e->lanes[l];
@@ -1070,6 +1072,33 @@ tx_failover(struct engine *e, uint64_t now, struct ina_pkt **out, uint16_t max)
 	return 1;
 }
 
+/*
+ * The primary answers (WAITs) but nothing progresses for failover_ns: either
+ * a peer is slow, or the replica took the job over (another worker found the
+ * primary silent, perhaps only for a moment) and its announcement to this
+ * worker was lost; the primary, alive, can then never deliver a result again
+ * (the replica drops what it sends). Once per failover_ns of no progress, the
+ * packet of the first lane waiting goes to the replica too: standing by, it
+ * drops it; having taken over, it answers with the announcement.
+ */
+static uint16_t
+tx_probe(struct engine *e, uint64_t now, struct ina_pkt **out, uint16_t max)
+{
+	uint64_t since = e->probe_ns > e->last_progress_ns ? e->probe_ns : e->last_progress_ns;
+	struct ina_pkt *p;
+
+	if (!standing_by(e) || e->fo_active || max == 0 || now - since < e->cfg.failover_ns)
+		return 0;
+	p = build_data(e, waiting_lane(e), 1);
+	if (!p)
+		return 0;
+	p->peer = e->cfg.replica;
+	e->probe_ns = now;
+	e->st.probes++;
+	out[0] = p;
+	return 1;
+}
+
 uint16_t
 engine_tx(struct engine *e, uint64_t now_ns, struct ina_pkt **out, uint16_t max)
 {
@@ -1084,6 +1113,7 @@ engine_tx(struct engine *e, uint64_t now_ns, struct ina_pkt **out, uint16_t max)
 	if (e->err)
 		goto count;
 	nb = (uint16_t)(nb + tx_failover(e, now_ns, out + nb, (uint16_t)(max - nb)));
+	nb = (uint16_t)(nb + tx_probe(e, now_ns, out + nb, (uint16_t)(max - nb)));
 	for (uint16_t k = 0; k < e->cfg.lanes && nb < max; k++) {
 		uint16_t l = (uint16_t)((e->tx_cursor + k) % e->cfg.lanes);
 		struct lane *ln = &e->lanes[l];
@@ -1131,10 +1161,16 @@ engine_next_deadline(const struct engine *e)
 	if (e->phase != ENGINE_RUNNING || e->err)
 		return d;
 	if (standing_by(e)) {
-		if (!e->fo_active)
+		if (!e->fo_active) {
+			uint64_t since = e->probe_ns > e->last_progress_ns ? e->probe_ns
+									   : e->last_progress_ns;
+
 			d = e->sw_heard_ns + e->cfg.failover_ns;
-		else
+			if (since + e->cfg.failover_ns < d)
+				d = since + e->cfg.failover_ns;
+		} else {
 			d = e->fo_need_send ? 0 : e->fo_sent_ns + e->fo_rto_ns;
+		}
 	}
 	for (uint16_t l = 0; l < e->cfg.lanes; l++) {
 		const struct lane *ln = &e->lanes[l];

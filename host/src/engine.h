@@ -12,7 +12,10 @@
  * also asks the replica to stand by for the job after the primary admitted
  * it, watches the primary while packets are outstanding, asks the replica to
  * take over when the primary falls silent, and on the replica's announcement
- * goes on with it under the new epoch, resending what was in flight.
+ * goes on with it under the new epoch, resending what was in flight. After
+ * failover_ns without progress while the primary still answers, it also sends
+ * the first waiting packet to the replica, which answers it with the
+ * announcement if it took over unheard (engine.c tx_probe).
  */
 #ifndef INA_ENGINE_H
 #define INA_ENGINE_H
@@ -81,6 +84,10 @@ struct engine_stats {
 	uint64_t failover_sent;			/* FAILOVER packets sent to the replica */
 	uint64_t failover_silence_ns;		/* the last takeover: how long the
 						 * primary had been silent then */
+	uint64_t probes;			/* packets sent to the replica standing by
+						 * after failover_ns without progress, in
+						 * case it took over unheard (engine.c
+						 * tx_probe) */
 	uint64_t standby_lost;			/* the replica refused to stand by any
 						 * longer (an ERROR from it): no failover
 						 * left for the job */

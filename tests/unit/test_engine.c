@@ -2116,9 +2116,20 @@ test_engine_failover_on_silence(void **state)
 	done(t);
 }
 
+/* A probe: lane 0's packet for block 0, resent, to the replica. */
+static int
+is_probe(const struct t *t, const struct wc_got *p)
+{
+	if (!to_replica(t, p))
+		return 0;
+	check_data(t, p, 0, 0, 0, 1, INA_BLOCK_END, 0, &in[0]);
+	return 1;
+}
+
 /*
  * WAITs from the primary: a peer is slow, the primary alive. No FAILOVER
- * while they come; FAILOVER when they stop; and FAILOVER stops again when the
+ * while they come (only a probe to the replica per failover time without
+ * progress); FAILOVER when they stop; and FAILOVER stops again when the
  * primary speaks once more.
  */
 static void
@@ -2126,7 +2137,7 @@ test_engine_wait_keeps_primary(void **state)
 {
 	struct t *t = *state;
 	uint64_t t0, last_wait;
-	int fos = 0;
+	int fos = 0, probes = 0;
 	uint16_t n;
 
 	t->cfg.world = 3;
@@ -2144,11 +2155,17 @@ test_engine_wait_keeps_primary(void **state)
 		n = tx(t);
 		for (uint16_t i = 0; i < n; i++) {
 			assert_int_equal(g[i].h.type, INA_T_DATA);
-			assert_false(to_replica(t, &g[i]));
+			if (is_probe(t, &g[i])) {
+				probes++;
+				assert_true(t->now == t0 + (uint64_t)probes * FAILOVER);
+				continue;
+			}
 			rx_wait(t, 0, 0, 0, 0, 1u << 2);
 			last_wait = t->now;
 		}
 	}
+	assert_true(probes >= 2);
+	assert_int_equal(engine_stats(t->e)->probes, probes);
 	assert_int_equal(engine_stats(t->e)->failover_sent, 0);
 	/* The WAITs stop: FAILOVER failover_ns after the last one. */
 	while (fos == 0) {
@@ -2168,12 +2185,62 @@ test_engine_wait_keeps_primary(void **state)
 	while (t->now < last_wait + FAILOVER - RTO_MAX) {
 		to_deadline(t);
 		n = tx(t);
-		for (uint16_t i = 0; i < n; i++)
+		for (uint16_t i = 0; i < n; i++) {
 			assert_int_equal(g[i].h.type, INA_T_DATA);
+			is_probe(t, &g[i]);
+		}
 	}
 	assert_int_equal(engine_stats(t->e)->failover_sent, 1);
 	assert_int_equal(engine_stats(t->e)->failovers, 0);
 	assert_int_equal(engine_error(t->e), 0);
+	done(t);
+}
+
+/*
+ * Split views: the replica took the job over (another worker found the
+ * primary silent for a moment) and its announcement to this worker was lost,
+ * while the primary, alive, answers this worker with WAITs it can never
+ * follow with a result. After a failover time without progress, the probe to
+ * the replica brings the announcement, and the worker follows it.
+ */
+static void
+test_engine_probe_finds_takeover(void **state)
+{
+	struct t *t = *state;
+	uint64_t t0;
+	int probed = 0;
+	uint16_t n;
+
+	t->cfg.lanes = 1;
+	join_replica(t);
+	fill(in, 0, 4, 1.0f, 1.0f);
+	t0 = t->now;
+	begin(t, in, out, 4, 4, ENGINE_SUM);
+	assert_int_equal(tx(t), 1);
+	while (!probed) {
+		to_deadline(t);
+		assert_true(t->now <= t0 + FAILOVER);
+		n = tx(t);
+		for (uint16_t i = 0; i < n; i++) {
+			if (is_probe(t, &g[i])) {
+				probed = 1;
+				continue;
+			}
+			rx_wait(t, 0, 0, 0, 0, 1u << 1);
+		}
+	}
+	assert_true(t->now == t0 + FAILOVER);
+	assert_int_equal(engine_stats(t->e)->failover_sent, 0);
+	/* The replica, which took over, answers the old-epoch packet with the
+	 * announcement. */
+	rx_announce(t, &t->cfg.replica, EPOCH2);
+	t->epoch = EPOCH2;
+	assert_true(engine_failed_over(t->e));
+	check_data(t, tx_one(t), 0, 0, 0, 1, INA_BLOCK_END, 0, &in[0]);
+	assert_true(to_replica(t, &g[0]));
+	rx_result(t, 0, 0, 0, INA_BLOCK_END, 0, &in[0]);
+	assert_int_equal(engine_phase(t->e), ENGINE_READY);
+	assert_floats(out, in, 4);
 	done(t);
 }
 
@@ -2391,6 +2458,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_engine_replica_join_refused, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_engine_failover_on_silence, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_engine_wait_keeps_primary, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_engine_probe_finds_takeover, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_engine_failover_announced_first, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_engine_failover_unanswered, setup, teardown),
