@@ -136,7 +136,8 @@ engine_create(const struct engine_config *cfg)
 	    cfg->lanes == 0 || cfg->max_block == 0 || !ina_wire_elem_size(cfg->encoding) ||
 	    cfg->sw.len == 0 || cfg->rto_min_ns == 0 || cfg->rto_ns < cfg->rto_min_ns ||
 	    cfg->rto_max_ns < cfg->rto_ns ||
-	    (cfg->replica.len && (cfg->failover_ns == 0 || ina_peer_equal(&cfg->replica, &cfg->sw))) ||
+	    (cfg->replica.len &&
+	     (cfg->failover_ns == 0 || ina_peer_equal(&cfg->replica, &cfg->sw))) ||
 	    (uint64_t)INA_HDR_SIZE + (uint64_t)cfg->max_block * ina_wire_elem_size(cfg->encoding) >
 		    cfg->pool->buf_size) {
 		errno = EINVAL;
@@ -952,7 +953,8 @@ check_progress(struct engine *e, uint64_t now)
 		fail(e, INA_ENOSWITCH,
 		     "job %" PRIu32 " rank %u: no progress for %" PRIu64 " ms: the primary switch "
 		     "is silent for %" PRIu64 " ms and the replica did not take over (%" PRIu32
-		     " FAILOVER sent; round %" PRIu32 ", lane %" PRIu32 " waits for block %" PRIu32 ")",
+		     " FAILOVER sent; round %" PRIu32 ", lane %" PRIu32
+		     " waits for block %" PRIu32 ")",
 		     e->cfg.job_id, e->cfg.rank, e->cfg.timeout_ns / 1000000,
 		     (now - e->sw_heard_ns) / 1000000, e->fo_tries, e->round, lane,
 		     e->lanes[lane].block);

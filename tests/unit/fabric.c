@@ -32,7 +32,9 @@ fabric_peer(struct ina_peer *peer, int rank)
 	memset(peer, 0, sizeof(*peer));
 	peer->len = 2;
 	peer->bytes[0] = 0xa5;
-	peer->bytes[1] = (uint8_t)(rank == FABRIC_SWITCH ? 0xff : rank == FABRIC_REPLICA ? 0xfe : rank);
+	peer->bytes[1] = (uint8_t)(rank == FABRIC_SWITCH    ? 0xff
+				   : rank == FABRIC_REPLICA ? 0xfe
+							    : rank);
 }
 
 static int

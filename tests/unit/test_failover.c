@@ -50,7 +50,8 @@ make_round(uint64_t seed, int round)
 {
 	for (uint16_t r = 0; r < WORLD; r++) {
 		for (uint32_t b = 0; b * BLOCK < N; b++) {
-			uint64_t hb = hash(seed ^ (uint64_t)round << 40 ^ r * 1000003ull ^ b * 7919ull);
+			uint64_t hb = hash(seed ^ (uint64_t)round << 40 ^ r * 1000003ull ^
+					   b * 7919ull);
 			int on = hb % 5 < 3;
 
 			for (uint32_t i = b * BLOCK; i < N && i < (b + 1) * BLOCK; i++) {
@@ -75,9 +76,10 @@ check_round(int round, int64_t kill)
 			want += ins[r][i];
 		for (uint16_t r = 0; r < WORLD; r++)
 			if (memcmp(&outs[r][i], &want, sizeof(float)) != 0)
-				fail_msg("kill at packet %lld, round %d, rank %u element %u: got %.9g "
-					 "want %.9g",
-					 (long long)kill, round, r, i, (double)outs[r][i], (double)want);
+				fail_msg("kill at packet %lld, round %d, rank %u element %u: got "
+					 "%.9g want %.9g",
+					 (long long)kill, round, r, i, (double)outs[r][i],
+					 (double)want);
 	}
 }
 
@@ -168,8 +170,8 @@ sweep(uint8_t enc, double drop, uint64_t seed)
 	assert_int_equal(run(enc, -1, drop, seed, &ref), 0);
 	assert_true(ref.reduced > ref.joined + 100);
 	for (int k = 0; k < KILL_POINTS; k++) {
-		int64_t kill = (int64_t)(ref.joined + (ref.reduced - ref.joined) * (uint64_t)(2 * k + 1) /
-						       (2 * KILL_POINTS));
+		int64_t kill = (int64_t)(ref.joined + (ref.reduced - ref.joined) *
+							(uint64_t)(2 * k + 1) / (2 * KILL_POINTS));
 
 		taken += run(enc, kill, drop, seed, &m);
 	}
