@@ -7,7 +7,8 @@
 # SIGKILL in the middle of the run. Every worker must finish every round
 # right, report failovers >= 1, and log the takeover; the time from the kill
 # to each worker's takeover is printed. First, a worker whose replica does not
-# answer must fail its join naming the replica, in bounded time.
+# answer must fail its join naming the replica, in bounded time, and one given
+# the switch's own address as its replica is refused.
 # Usage: udp_failover.sh BUILD_DIR BASE_PORT [FAULTS]   (uses BASE_PORT..+2)
 set -euo pipefail
 build=$1 base=$2 faults=${3:-drop=0.01}
@@ -50,6 +51,16 @@ if [ $rc -ne 0 ] && [ $rc -ne 124 ] && grep -q "replica switch did not answer" "
     echo "ok   no_replica: exit $rc after $ms ms: $(grep -m1 'replica' "$tmp/noreplica.log")"
 else
     echo "FAIL no_replica: exit $rc after $ms ms; output:"; cat "$tmp/noreplica.log"; fail=1
+fi
+
+# The switch as its own replica: refused before anything is sent.
+rc=0
+timeout 20 "$host" --switch "127.0.0.1:$pport" --replica "127.0.0.1:$pport" --job 41 --rank 0 \
+    --world 1 --elements 1000 --rounds 1 --quiet >"$tmp/self.log" 2>&1 || rc=$?
+if [ $rc -eq 2 ] && grep -q "is the switch itself" "$tmp/self.log"; then
+    echo "ok   self_replica: exit $rc: $(grep -m1 'itself' "$tmp/self.log")"
+else
+    echo "FAIL self_replica: exit $rc; output:"; cat "$tmp/self.log"; fail=1
 fi
 
 # The job, and the primary killed in its middle.
@@ -110,6 +121,8 @@ for ((r = 0; r < world; r++)); do
     echo "rank $r: failovers $fo, kill to takeover logged ${took[$r]:-never} ms," \
         "switch silent $silence ms at the takeover"
 done
+grep -q "job 42: rank .* reports the primary silent: taken over" "$tmp/replica.log" ||
+    { echo "FAIL: the replica did not log the takeover"; fail=1; }
 if [ $fail -eq 0 ]; then
     hashes=$(jq -s -r '[.[].per_round | map(.sum_hash)] | unique | length' "$tmp"/r*.json)
     [ "$hashes" = "1" ] || { echo "FAIL: workers received different bits"; fail=1; }
@@ -122,5 +135,5 @@ if [ $fail -ne 0 ]; then
     for ((r = 0; r < world; r++)); do echo "--- rank $r"; grep -v '^round' "$tmp/h$r.log" || true; done
     exit 1
 fi
-echo "2 passed, 0 failed: world $world, $faults, primary killed after $killed_at rounds," \
+echo "3 passed, 0 failed: world $world, $faults, primary killed after $killed_at rounds," \
     "failover in ${took[0]} ms (failover time $failover_ms ms)"
