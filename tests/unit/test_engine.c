@@ -1908,6 +1908,37 @@ test_engine_replica_standby_join(void **state)
 	done(t);
 }
 
+/* The replica took the job over before this worker asked it to stand by (a
+ * late worker): its announcement completes the join, on the replica. */
+static void
+test_engine_replica_join_after_takeover(void **state)
+{
+	struct t *t = *state;
+	uint16_t n;
+
+	with_replica(t);
+	start(t);
+	assert_int_equal(engine_join(t->e, t->now), 0);
+	assert_int_equal(tx(t), 1);
+	/* Before the primary's JOIN_ACK an announcement means nothing. */
+	rx_announce(t, &t->cfg.replica, EPOCH2);
+	assert_int_equal(engine_stats(t->e)->stale, 1);
+	rx_join_ack_from(t, &t->cfg.sw, 0, EPOCH);
+	check_standby_join(t, tx_one(t));
+	rx_announce(t, &t->cfg.replica, EPOCH2);
+	assert_int_equal(engine_phase(t->e), ENGINE_READY);
+	assert_true(engine_failed_over(t->e));
+	assert_int_equal(engine_epoch(t->e), EPOCH2);
+	t->epoch = EPOCH2;
+	fill(in, 0, 8, 1.0f, 1.0f);
+	begin(t, in, out, 8, 4, ENGINE_SUM);
+	n = tx(t);
+	assert_int_equal(n, 2);
+	assert_true(to_replica(t, &g[0]) && to_replica(t, &g[1]));
+	check_data(t, for_lane(n, 0), 0, 0, 0, 0, INA_BLOCK_END, 0, &in[0]);
+	done(t);
+}
+
 /* A replica that never answers fails the join, naming the replica; the
  * primary, which holds the job, hears LEAVE. */
 static void
@@ -2453,6 +2484,8 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_engine_pool_empty_defers_send, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_engine_replica_standby_join, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_engine_replica_join_after_takeover, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(test_engine_replica_join_unanswered, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_engine_replica_join_refused, setup, teardown),
