@@ -10,8 +10,12 @@
  * As a DPDK program it takes "[EAL options] -- [ina options]" (eal_main.h)
  * and serves a dpdk port (--port dpdk:...); without EAL options it serves
  * UDP on --listen. With --lcores K > 1 (dpdk only) the pipeline runs as K
- * partitions on EAL's lcores, one queue of every ethdev each (run_lcores.h). Exit status: 0, 2 for bad options, 3 when the transport
- * could not start (EAL, the port).
+ * partitions on EAL's lcores, one queue of every ethdev each (run_lcores.h).
+ * With --replica it is a primary that sends every result through its replica;
+ * with --primary it is that replica, standing by for the primary's jobs and
+ * taking them over on a worker's FAILOVER (docs/PROTOCOL.md, "Replica and
+ * failover"). Exit status: 0, 2 for bad options, 3 when the transport could
+ * not start (EAL, the port).
  */
 #include <errno.h>
 #include <getopt.h>
@@ -42,6 +46,8 @@ struct switch_config {
 	const char *port;	/* --port SPEC, or NULL: udp on 'listen' */
 	const char *port_opts;
 	const char *capture;
+	const char *replica;	/* --replica ADDR:PORT: a primary's replica */
+	const char *primary;	/* --primary ADDR:PORT: this is its replica */
 	int slot_elems_set;	/* --slot-elems given: never shrunk to fit the port */
 	int listen_set;		/* --listen given: only a udp port has a use for it */
 	unsigned lcores;	/* --lcores K: pipeline partitions */
@@ -81,6 +87,11 @@ usage(FILE *f)
 		"                        an ERROR to their workers (default 2000; a second\n"
 		"                        signal quits at once)\n"
 		"  --capture FILE        write every packet received and sent to a pcap file\n"
+		"  --replica ADDR:PORT   be a primary: send every result through the replica\n"
+		"                        switch there, which can take the jobs over\n"
+		"  --primary ADDR:PORT   be the replica of the switch there (the address its\n"
+		"                        packets come from): stand by for its jobs, take\n"
+		"                        one over when a worker reports it silent\n"
 		"  --lcores K            run the pipeline as K partitions (lanes l %% K), one\n"
 		"                        per EAL lcore (-l), each on queue P of K of every\n"
 		"                        ethdev (dpdk ports only; hosts on memif then need\n"
@@ -95,6 +106,7 @@ usage(FILE *f)
 enum {
 	OPT_LISTEN = 256, OPT_PORT, OPT_PORT_OPTS, OPT_SLOTS, OPT_SLOT_ELEMS, OPT_MAX_JOBS,
 	OPT_LINGER, OPT_IDLE, OPT_PEER_TIMEOUT, OPT_DRAIN, OPT_LOG_LEVEL, OPT_CAPTURE, OPT_LCORES,
+	OPT_REPLICA, OPT_PRIMARY,
 };
 
 static void
@@ -114,6 +126,8 @@ parse_args(int argc, char **argv, struct switch_config *c)
 		{ "log-level", required_argument, NULL, OPT_LOG_LEVEL },
 		{ "capture", required_argument, NULL, OPT_CAPTURE },
 		{ "lcores", required_argument, NULL, OPT_LCORES },
+		{ "replica", required_argument, NULL, OPT_REPLICA },
+		{ "primary", required_argument, NULL, OPT_PRIMARY },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -131,6 +145,8 @@ parse_args(int argc, char **argv, struct switch_config *c)
 		case OPT_PORT: c->port = optarg; break;
 		case OPT_PORT_OPTS: c->port_opts = optarg; break;
 		case OPT_CAPTURE: c->capture = optarg; break;
+		case OPT_REPLICA: c->replica = optarg; break;
+		case OPT_PRIMARY: c->primary = optarg; break;
 		case OPT_LCORES:
 			c->lcores = (unsigned)ina_cli_u64("lcores", optarg, 1, SWITCH_RUN_LCORES_MAX);
 			break;
@@ -160,6 +176,12 @@ parse_args(int argc, char **argv, struct switch_config *c)
 		    "options (ip=, udp=)", c->port);
 	if (c->lcores > 1 && c->capture)
 		ina_die("--capture records one pipeline's port: not with --lcores %u", c->lcores);
+	if (c->lcores > 1 && (c->replica || c->primary))
+		ina_die("--%s: a switch on --lcores %u partitions does not replicate; run the "
+		    "primary and the replica with one lcore each", c->replica ? "replica" : "primary",
+		    c->lcores);
+	if (c->replica && c->primary)
+		ina_die("--replica and --primary: a switch is a primary or a replica, not both");
 	if (c->lcores > 1 && !ina_eal_main_is_dpdk(c->port))
 		ina_die("--lcores %u needs a dpdk port: [EAL options] -- --port dpdk:... --lcores %u",
 		    c->lcores, c->lcores);
@@ -225,6 +247,25 @@ port_spec(const struct switch_config *c, char *spec, size_t size)
 			     c->port_opts ? c->port_opts : "");
 	if (w < 0 || (size_t)w >= size)
 		ina_die("--port: spec too long");
+}
+
+/* Resolves the address of option 'opt' ('addr', NULL if not given) into a
+ * peer of 'port', or dies naming it. */
+static void
+resolve_peer(struct ina_port *port, const char *opt, const char *addr, struct ina_peer *peer)
+{
+	char err[256];
+	int ret;
+
+	if (!addr)
+		return;
+	ret = port->ops->resolve(port, addr, peer);
+	if (ret < 0) {
+		snprintf(err, sizeof(err), "%s %s: cannot resolve it on the %s port: %s", opt, addr,
+			 port->ops->type, strerror(-ret));
+		ina_port_close(port);
+		ina_die("%s", err);
+	}
 }
 
 static void
@@ -336,6 +377,8 @@ main(int argc, char **argv)
 		ina_die("%s", err);
 	}
 	c.pipe.pool = port->pool;
+	resolve_peer(port, "--replica", c.replica, &c.pipe.replica);
+	resolve_peer(port, "--primary", c.primary, &c.pipe.primary);
 	p = pipeline_create(&c.pipe);
 	if (!p)
 		ina_die("cannot create the pipeline (%u slots of %u elements): %s", c.pipe.nb_slots,
@@ -361,9 +404,11 @@ main(int argc, char **argv)
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGUSR1, &sa, NULL);
-	INA_LOG(INFO, "serving %s: %" PRIu32 " slots of %u elements (%.1f MiB), up to %u jobs",
+	INA_LOG(INFO, "serving %s: %" PRIu32 " slots of %u elements (%.1f MiB), up to %u jobs%s%s",
 		spec, c.pipe.nb_slots, c.pipe.slot_elems,
-		2.0 * c.pipe.nb_slots * c.pipe.slot_elems * 4 / (1 << 20), c.pipe.max_jobs);
+		2.0 * c.pipe.nb_slots * c.pipe.slot_elems * 4 / (1 << 20), c.pipe.max_jobs,
+		c.replica ? "; primary, replica at " : c.primary ? "; replica of the primary at " : "",
+		c.replica ? c.replica : c.primary ? c.primary : "");
 
 	while (!force_quit) {
 		uint64_t now;

@@ -8,6 +8,10 @@
  * block, the sum goes to all of them with the smallest next pointer announced,
  * and the halves swap roles. Time comes in as an argument; nothing here reads
  * a clock or allocates after pipeline_create().
+ *
+ * A replica keeps a standby job's slots exactly as the primary's completions
+ * leave them: each stored REPL goes through the same slot_complete() as a
+ * block finished here, so a takeover only changes the epoch.
  */
 #include <endian.h>
 #include <errno.h>
@@ -80,6 +84,11 @@ struct job {
 	uint64_t linger_until;	/* 0: not lingering */
 	uint64_t last_active_ns;
 	uint8_t aborted;	/* a rank died: freed at the next tick */
+	uint8_t standby;	/* a replica's job, standing by for the primary */
+	uint8_t taken_over;	/* a replica's job taken over: 'old_epoch' is
+				 * the primary's epoch, answered with the
+				 * announcement of the new one */
+	uint32_t old_epoch;
 	uint64_t heard_ns[INA_MAX_WORLD];	/* last packet from each rank (from
 						 * admission for a rank not heard yet) */
 	struct ina_peer peers[INA_MAX_WORLD];
@@ -112,6 +121,10 @@ static const char *const drop_names[PDROP_MAX] = {
 	[PDROP_JOIN_LINGER] = "join_while_lingering",
 	[PDROP_OTHER_PART] = "other_partition",
 	[PDROP_ABORTED] = "job_aborted",
+	[PDROP_STANDBY] = "standby",
+	[PDROP_NOT_PRIMARY] = "not_primary",
+	[PDROP_NOT_STANDBY] = "not_standby",
+	[PDROP_TAKEN_OVER] = "taken_over",
 };
 
 const char *
@@ -143,7 +156,9 @@ pipeline_create(const struct pipeline_config *cfg)
 
 	if (!cfg->pool || cfg->nb_slots == 0 || cfg->nb_slots > UINT16_MAX * 16u ||
 	    cfg->slot_elems == 0 || cfg->max_jobs == 0 || cfg->max_jobs == UINT16_MAX ||
-	    cfg->part_count == 0 || cfg->part_index >= cfg->part_count) {
+	    cfg->part_count == 0 || cfg->part_index >= cfg->part_count ||
+	    cfg->replica.len >= INA_PEER_SIZE || cfg->primary.len >= INA_PEER_SIZE ||
+	    ((cfg->replica.len || cfg->primary.len) && cfg->part_count > 1)) {
 		errno = EINVAL;
 		return NULL;
 	}
@@ -384,7 +399,7 @@ send_join_ack(struct pipeline *p, struct ina_pkt *in, const struct job *j, const
 
 	if (!o)
 		return NULL;
-	h.flags = 0;
+	h.flags = j->standby ? INA_F_STANDBY : 0;
 	h.lane = h.block_size = h.n_elems = 0;
 	h.tensor_id = h.round = h.tensor_len = h.block = h.next = 0;
 	h.exp = 0;
@@ -399,6 +414,7 @@ static struct ina_pkt *
 handle_join(struct pipeline *p, struct ina_pkt *in, const struct ina_hdr *h, uint64_t now)
 {
 	uint16_t world, lanes, max_block;
+	uint8_t standby = (h->flags & INA_F_STANDBY) != 0;
 	struct job *j = job_find(p, h->job_id);
 
 	ina_wire_decode_join(in->data + INA_HDR_SIZE, &world, &lanes, &max_block);
@@ -408,6 +424,41 @@ handle_join(struct pipeline *p, struct ina_pkt *in, const struct ina_hdr *h, uin
 		p->st.drop_wire[INA_WIRE_WRONG_TOKEN]++;
 		ina_pkt_free(in);
 		return NULL;
+	}
+	if (standby) {
+		if (!p->cfg.primary.len) {
+			p->st.jobs_refused++;
+			return send_error(p, in, h, INA_WERR_UNSUPPORTED,
+					  "job %" PRIu32 ": this switch is no replica (it has no "
+					  "primary): it cannot stand by for the job", h->job_id);
+		}
+		if (h->epoch == 0) {
+			/* Standing by needs the primary's epoch. */
+			p->st.drop_wire[INA_WIRE_WRONG_EPOCH]++;
+			ina_pkt_free(in);
+			return NULL;
+		}
+		if (j && j->taken_over) {
+			/* A late copy: the job runs here now. */
+			p->st.drop[PDROP_TAKEN_OVER]++;
+			ina_pkt_free(in);
+			return NULL;
+		}
+		if (j && j->standby && h->epoch != j->params.epoch) {
+			/* The job re-joined the primary under a new epoch. */
+			if (!p->quiet)
+				INA_LOG(INFO, "job %" PRIu32 ": standby epoch %" PRIu32
+					" replaced by epoch %" PRIu32, h->job_id, j->params.epoch,
+					h->epoch);
+			job_free(p, j);
+			j = NULL;
+		}
+	}
+	if (j && standby != j->standby && !j->taken_over) {
+		return send_error(p, in, h, INA_WERR_MISMATCH,
+				  "job %" PRIu32 ": rank %u joins %s, but the job %s here", h->job_id,
+				  h->rank, standby ? "standing by" : "to run",
+				  j->standby ? "stands by" : "runs");
 	}
 	if (j && (j->aborted || (j->finished >> h->rank & 1))) {
 		/*
@@ -475,9 +526,16 @@ handle_join(struct pipeline *p, struct ina_pkt *in, const struct ina_hdr *h, uin
 		memset(j, 0, sizeof(*j));
 		j->active = 1;
 		j->params.job_id = h->job_id;
-		j->params.epoch = p->next_epoch++;
-		if (p->next_epoch == 0)
-			p->next_epoch = 1;
+		if (standby) {
+			/* The primary's epoch: every packet of the job carries it. */
+			j->standby = 1;
+			j->params.epoch = h->epoch;
+			p->st.standby_jobs++;
+		} else {
+			j->params.epoch = p->next_epoch++;
+			if (p->next_epoch == 0)
+				p->next_epoch = 1;
+		}
 		j->params.token = h->token;
 		j->params.world = world;
 		j->params.lanes = lanes;
@@ -491,9 +549,9 @@ handle_join(struct pipeline *p, struct ina_pkt *in, const struct ina_hdr *h, uin
 		p->nb_jobs++;
 		p->st.jobs_admitted++;
 		if (!p->quiet)
-			INA_LOG(INFO, "job %" PRIu32 ": admitted, epoch %" PRIu32 ", world %u, %u lanes, %s, B <= %u",
-			h->job_id, j->params.epoch, world, lanes, ina_wire_encoding_name(h->encoding),
-			max_block);
+			INA_LOG(INFO, "job %" PRIu32 ": admitted%s, epoch %" PRIu32 ", world %u, %u lanes, %s, B <= %u",
+			h->job_id, standby ? " (standby for the primary)" : "", j->params.epoch,
+			world, lanes, ina_wire_encoding_name(h->encoding), max_block);
 	} else if (world != j->params.world || lanes != j->params.lanes ||
 		   max_block != j->params.max_block || h->encoding != j->params.encoding) {
 		return send_error(p, in, h, INA_WERR_MISMATCH,
@@ -552,6 +610,30 @@ result_size(const struct job *j, const struct ina_hdr *h)
 	return INA_HDR_SIZE + (uint32_t)(h->block_size * ina_wire_elem_size(j->params.encoding));
 }
 
+/*
+ * Addresses the RESULT just written into 'o' to 'rank', or with INA_RANK_ALL
+ * to every rank of 'j' (a unicast keeps o->peer, the sender of the DATA it
+ * answers). A primary sends it instead as one REPL to its replica, the rank
+ * in the header: the replica stores it and sends it on.
+ */
+static void
+result_route(struct pipeline *p, struct ina_pkt *o, struct job *j, uint16_t rank)
+{
+	if (p->cfg.replica.len) {
+		uint16_t rank_be = htobe16(rank);
+
+		o->data[offsetof(struct ina_wire_hdr, type)] = INA_T_REPL;
+		memcpy(o->data + offsetof(struct ina_wire_hdr, rank), &rank_be, sizeof(rank_be));
+		o->peer = p->cfg.replica;
+		o->dsts = NULL;
+		o->dst_mask = 0;
+		p->st.replicated++;
+	} else if (rank == INA_RANK_ALL) {
+		o->dsts = j->peers;
+		o->dst_mask = j->full;
+	}
+}
+
 static void
 half_open(struct half *hf, const struct block_key *key)
 {
@@ -564,6 +646,33 @@ half_open(struct half *hf, const struct block_key *key)
 	hf->bound = UINT32_MAX;
 	hf->next = INA_BLOCK_END;
 	hf->exp = INA_EXP_ZERO;
+}
+
+/*
+ * Block completion: half 'ver' of 's' holds a finished block. It becomes the
+ * lane's shadow and the version flips; the other half opens for the
+ * announced next block, or idles until the next round's opener when that is
+ * END. Every finished block comes here, aggregated in this switch or stored
+ * by a replica from its primary's REPL.
+ */
+static void
+slot_complete(struct slot *s, uint8_t ver)
+{
+	struct half *hf = &s->h[ver];
+
+	hf->state = HALF_RESULT;
+	s->cur = ver ^ 1;
+	if (hf->next == INA_BLOCK_END) {
+		s->h[s->cur].state = HALF_IDLE;
+		s->has_round = 1;
+		s->last_round = hf->key.round;
+	} else {
+		struct block_key key = hf->key;
+
+		key.block = hf->next;
+		half_open(&s->h[s->cur], &key);
+	}
+	s->waited = 0;
 }
 
 static int
@@ -752,6 +861,7 @@ handle_data(struct pipeline *p, struct ina_pkt *in, struct job *j, const struct 
 		if (!o)
 			return NULL;
 		put_result(p, o, j, h->lane, ver, hf);
+		result_route(p, o, j, h->rank);
 		p->st.shadow_replies++;
 		return o;
 	}
@@ -781,17 +891,13 @@ handle_data(struct pipeline *p, struct ina_pkt *in, struct job *j, const struct 
 		return NULL;
 	}
 
-	/* Complete: the sum goes to every rank; the halves swap roles. */
+	/* Complete: the sum goes to every rank; the halves swap roles. If no
+	 * buffer, the workers' retransmissions will ask the shadow. */
 	hf->deferred = (uint8_t)half_deferred(j, hf);
 	o = answer_buf(p, in, result_size(j, h));
-	if (!o) {
-		/* No buffer: the workers' retransmissions will ask the shadow. */
-		hf->state = HALF_RESULT;
-	} else {
-		hf->state = HALF_RESULT;
+	if (o) {
 		put_result(p, o, j, h->lane, ver, hf);
-		o->dsts = j->peers;
-		o->dst_mask = j->full;
+		result_route(p, o, j, INA_RANK_ALL);
 		p->st.results++;
 		if (!hf->has_data)
 			p->st.results_empty++;
@@ -799,16 +905,7 @@ handle_data(struct pipeline *p, struct ina_pkt *in, struct job *j, const struct 
 			p->st.results_deferred++;
 		p->st.result_bytes += o->len - INA_HDR_SIZE;
 	}
-	s->cur = ver ^ 1;
-	if (hf->next == INA_BLOCK_END) {
-		s->h[s->cur].state = HALF_IDLE;
-		s->has_round = 1;
-		s->last_round = h->round;
-	} else {
-		key.block = hf->next;
-		half_open(&s->h[s->cur], &key);
-	}
-	s->waited = 0;
+	slot_complete(s, ver);
 	return o;
 
 drop:
@@ -855,21 +952,213 @@ handle_leave(struct pipeline *p, struct ina_pkt *in, struct job *j, const struct
 	return o;
 }
 
+/* Where a block stands in its lane's round: the i32 opener comes first. */
+static uint64_t
+block_order(uint32_t block)
+{
+	return block == INA_BLOCK_OPEN ? 0 : (uint64_t)block + 1;
+}
+
+/* Is the result in 'h' later than the lane's stored one (round, then block)? */
+static int
+repl_newer(const struct slot *s, const struct ina_hdr *h)
+{
+	const struct half *sh = &s->h[s->cur ^ 1];
+	int32_t d;
+
+	if (sh->state != HALF_RESULT)
+		return 1;
+	d = (int32_t)(h->round - sh->key.round);
+	if (d != 0)
+		return d > 0;
+	return block_order(h->block) > block_order(sh->key.block);
+}
+
+/*
+ * A replica stores the primary's result 'h' (payload at 'payload') as lane
+ * h->lane's last result: into the half its version bit names, as if the
+ * block had completed here, then through the same completion.
+ */
+static void
+repl_store(struct pipeline *p, struct job *j, struct slot *s, const struct ina_hdr *h,
+	   const uint8_t *payload)
+{
+	uint8_t ver = h->flags & INA_F_VER;
+	struct half *hf = &s->h[ver];
+	struct block_key key = {
+		.tensor_id = h->tensor_id,
+		.round = h->round,
+		.tensor_len = h->tensor_len,
+		.block = h->block,
+		.block_size = h->block_size,
+	};
+
+	half_open(hf, &key);
+	hf->bitmap = j->full;
+	hf->next = h->next;
+	hf->exp = h->exp;
+	hf->saturated = (h->flags & INA_F_SATURATED) != 0;
+	hf->deferred = (h->flags & INA_F_DEFERRED) != 0;
+	hf->has_data = h->n_elems != 0 || hf->deferred;
+	if (h->n_elems) {
+		/* Exact: put_result() writes back the same bits (a bf16 widens
+		 * to binary32 and rounds back to itself). */
+		if (j->params.encoding == INA_ENC_I32)
+			ina_enc_i32_load(hf->acc.i32, payload, h->n_elems);
+		else if (j->params.encoding == INA_ENC_BF16)
+			ina_enc_bf16_get(hf->acc.f32, payload, h->n_elems);
+		else
+			ina_enc_f32_get(hf->acc.f32, payload, h->n_elems);
+	}
+	slot_complete(s, ver);
+	p->st.repl_stored++;
+}
+
+/*
+ * REPL from the primary for a standby job: a later result than the lane's
+ * stored one is stored; either way it goes on to the workers as the RESULT
+ * the primary would have sent (fan-out, or a shadow reply to one rank), in
+ * the same buffer.
+ */
+static struct ina_pkt *
+handle_repl(struct pipeline *p, struct ina_pkt *in, struct job *j, const struct ina_hdr *h,
+	    uint64_t now)
+{
+	struct slot *s = &p->slots[j->slot_base + h->lane / p->cfg.part_count];
+	uint16_t rank_be = htobe16(INA_RANK_SWITCH);
+	struct ina_pkt *o;
+
+	if (j->taken_over) {
+		p->st.drop[PDROP_TAKEN_OVER]++;
+		goto drop;
+	}
+	if (!j->standby) {
+		p->st.drop[PDROP_NOT_STANDBY]++;
+		goto drop;
+	}
+	if (h->rank != INA_RANK_ALL && !(j->joined >> h->rank & 1)) {
+		p->st.drop[PDROP_NOT_JOINED]++;
+		goto drop;
+	}
+	j->last_active_ns = now;
+	if (j->linger_until)
+		j->linger_until = now + p->cfg.linger_ns;
+	if (repl_newer(s, h))
+		repl_store(p, j, s, h, in->data + INA_HDR_SIZE);
+	o = answer_buf(p, in, in->len);
+	if (!o)
+		return NULL;
+	o->data[offsetof(struct ina_wire_hdr, type)] = INA_T_RESULT;
+	memcpy(o->data + offsetof(struct ina_wire_hdr, rank), &rank_be, sizeof(rank_be));
+	if (h->rank == INA_RANK_ALL) {
+		o->dsts = j->peers;
+		o->dst_mask = j->joined;
+	} else {
+		o->peer = j->peers[h->rank];
+	}
+	p->st.repl_sent++;
+	return o;
+
+drop:
+	ina_pkt_free(in);
+	return NULL;
+}
+
+/* The replica's announcement that it took job 'j' over: header-only, the
+ * new epoch, from the switch. Written into 'o' (the caller addresses it). */
+static void
+put_announce(struct ina_pkt *o, const struct job *j)
+{
+	put_hdr(o, j, INA_T_FAILOVER, NULL);
+}
+
+/* Answers one rank (the sender of 'in') with the announcement again. */
+static struct ina_pkt *
+announce_again(struct pipeline *p, struct ina_pkt *in, const struct job *j)
+{
+	struct ina_pkt *o = answer_buf(p, in, INA_HDR_SIZE);
+
+	if (!o)
+		return NULL;
+	put_announce(o, j);
+	p->st.announce_repeats++;
+	return o;
+}
+
+/*
+ * FAILOVER from rank h->rank. For a standby job (the primary's epoch,
+ * validated): take it over. The lanes already stand where the stored results
+ * left them (repl_store); the job gets the next epoch (never 0), its ranks'
+ * silence counts from now, and every rank that has not finished is told. A
+ * job already taken over tells the rank again: it missed the announcement.
+ */
+static struct ina_pkt *
+handle_failover(struct pipeline *p, struct ina_pkt *in, struct job *j, const struct ina_hdr *h,
+		uint64_t now)
+{
+	struct ina_pkt *o;
+
+	if (!(j->joined >> h->rank & 1)) {
+		p->st.drop[PDROP_NOT_JOINED]++;
+		ina_pkt_free(in);
+		return NULL;
+	}
+	if (j->taken_over)
+		return announce_again(p, in, j);
+	if (!j->standby) {
+		p->st.drop[PDROP_NOT_STANDBY]++;
+		ina_pkt_free(in);
+		return NULL;
+	}
+	j->standby = 0;
+	j->taken_over = 1;
+	j->old_epoch = j->params.epoch;
+	j->params.epoch++;
+	if (j->params.epoch == 0)
+		j->params.epoch = 1;
+	for (uint16_t r = 0; r < INA_MAX_WORLD; r++)
+		j->heard_ns[r] = now;
+	p->st.takeovers++;
+	if (!p->quiet)
+		INA_LOG(WARN, "job %" PRIu32 ": rank %u reports the primary silent: taken over, "
+			"epoch %" PRIu32 " -> %" PRIu32, j->params.job_id, h->rank, j->old_epoch,
+			j->params.epoch);
+	o = answer_buf(p, in, INA_HDR_SIZE);
+	if (!o)
+		return NULL;
+	put_announce(o, j);
+	o->dsts = j->peers;
+	o->dst_mask = j->joined & ~j->finished;
+	return o;
+}
+
 static struct ina_pkt *
 process_one(struct pipeline *p, struct ina_pkt *in, uint64_t now)
 {
+	const struct ina_job_params *params = NULL;
+	struct ina_job_params old_params;
 	struct ina_hdr h;
 	struct job *j = NULL;
 	enum ina_wire_reason r;
+	int old = 0;	/* of the primary's epoch, for a job taken over */
 
 	p->st.rx_pkts++;
 	if (in->len >= INA_HDR_SIZE && in->data[1] != INA_T_JOIN) {
-		uint32_t id_be;
+		uint32_t id_be, epoch_be;
 
 		memcpy(&id_be, in->data + 4, sizeof(id_be));
 		j = job_find(p, be32toh(id_be));
+		params = j ? &j->params : NULL;
+		memcpy(&epoch_be, in->data + 8, sizeof(epoch_be));
+		if (j && j->taken_over && be32toh(epoch_be) == j->old_epoch) {
+			/* Checked as the primary's job; answered below. */
+			old_params = j->params;
+			old_params.epoch = j->old_epoch;
+			params = &old_params;
+			old = 1;
+		}
 	}
-	r = ina_wire_validate(in->data, in->len, j ? &j->params : NULL, &h);
+	r = ina_wire_validate(in->data, in->len, params, &h);
 	if (r != INA_WIRE_OK) {
 		p->st.drop_wire[r]++;
 		ina_pkt_free(in);
@@ -877,7 +1166,19 @@ process_one(struct pipeline *p, struct ina_pkt *in, uint64_t now)
 	}
 	if (h.type == INA_T_JOIN)
 		return handle_join(p, in, &h, now);
-	if (h.type != INA_T_DATA && h.type != INA_T_FIN && h.type != INA_T_LEAVE) {
+	if (h.type == INA_T_REPL || h.type == INA_T_FAILOVER) {
+		/* Only a replica takes these; FAILOVER only from a worker. */
+		if (!p->cfg.primary.len || h.rank == INA_RANK_SWITCH) {
+			p->st.drop[PDROP_UNEXPECTED]++;
+			ina_pkt_free(in);
+			return NULL;
+		}
+		if (h.type == INA_T_REPL && !ina_peer_equal(&in->peer, &p->cfg.primary)) {
+			p->st.drop[PDROP_NOT_PRIMARY]++;
+			ina_pkt_free(in);
+			return NULL;
+		}
+	} else if (h.type != INA_T_DATA && h.type != INA_T_FIN && h.type != INA_T_LEAVE) {
 		p->st.drop[PDROP_UNEXPECTED]++;
 		ina_pkt_free(in);
 		return NULL;
@@ -898,6 +1199,20 @@ process_one(struct pipeline *p, struct ina_pkt *in, uint64_t now)
 		ina_pkt_free(in);
 		return NULL;
 	}
+	if (h.type == INA_T_REPL)
+		return handle_repl(p, in, j, &h, now);
+	if (old && h.type != INA_T_DATA && h.type != INA_T_FAILOVER) {
+		/* FIN or LEAVE of the primary's epoch: not this job's any more. */
+		p->st.drop_wire[INA_WIRE_WRONG_EPOCH]++;
+		ina_pkt_free(in);
+		return NULL;
+	}
+	if (j->standby && h.type == INA_T_DATA) {
+		/* The primary aggregates; DATA here is lost or misrouted. */
+		p->st.drop[PDROP_STANDBY]++;
+		ina_pkt_free(in);
+		return NULL;
+	}
 	j->last_active_ns = now;
 	j->heard_ns[h.rank] = now;
 	/*
@@ -908,7 +1223,14 @@ process_one(struct pipeline *p, struct ina_pkt *in, uint64_t now)
 	if (j->linger_until)
 		j->linger_until = now + p->cfg.linger_ns;
 	switch (h.type) {
+	case INA_T_FAILOVER:
+		return handle_failover(p, in, j, &h, now);
 	case INA_T_DATA:
+		if (old) {
+			/* In flight from before the takeover: never aggregated;
+			 * the rank learns the new epoch and resends. */
+			return announce_again(p, in, j);
+		}
 		return handle_data(p, in, j, &h, now);
 	case INA_T_FIN:
 		return handle_fin(p, in, j, &h, now);
@@ -994,7 +1316,8 @@ pipeline_shutdown(struct pipeline *p, struct ina_pkt **out, uint16_t max)
 
 		if (!j->active)
 			continue;
-		o = told && !p->quiet ? ina_pkt_alloc(p->cfg.pool) : NULL;
+		/* A job standing by runs on its primary: nothing to tell. */
+		o = told && !p->quiet && !j->standby ? ina_pkt_alloc(p->cfg.pool) : NULL;
 		if (o) {
 			put_error(o, j->params.job_id, j->params.token, j->params.encoding,
 				  INA_WERR_SHUTDOWN, msg, sizeof(msg) - 1);
@@ -1076,6 +1399,12 @@ pipeline_stats_fprint(const struct pipeline_stats *st, FILE *f)
 	PRINT(jobs_freed);
 	PRINT(jobs_expired);
 	PRINT(jobs_aborted);
+	PRINT(replicated);
+	PRINT(repl_stored);
+	PRINT(repl_sent);
+	PRINT(standby_jobs);
+	PRINT(takeovers);
+	PRINT(announce_repeats);
 #undef PRINT
 	for (int r = 1; r < INA_WIRE_REASON_MAX; r++)
 		if (st->drop_wire[r])
@@ -1108,6 +1437,11 @@ pipeline_dump(const struct pipeline *p, FILE *f)
 			j->aborted	  ? " (aborted: a rank died; freed at the next tick)"
 			: j->linger_until ? " (lingering)"
 					  : "");
+		if (j->standby)
+			fprintf(f, "  standing by for the primary\n");
+		else if (j->taken_over)
+			fprintf(f, "  taken over from the primary (its epoch %" PRIu32 ")\n",
+				j->old_epoch);
 		for (uint16_t l = p->cfg.part_index; l < j->params.lanes;
 		     l = (uint16_t)(l + p->cfg.part_count)) {
 			const struct slot *s = &p->slots[j->slot_base + l / p->cfg.part_count];
@@ -1115,6 +1449,15 @@ pipeline_dump(const struct pipeline *p, FILE *f)
 
 			const struct half *sh = &s->h[s->cur ^ 1];
 
+			if (j->standby) {
+				if (sh->state == HALF_RESULT)
+					fprintf(f, "  lane %u: stored result: tensor %" PRIu32
+						   " round %" PRIu32 " block %" PRIu32 " next %" PRIu32
+						   " (version %u)\n",
+						l, sh->key.tensor_id, sh->key.round, sh->key.block,
+						sh->next, s->cur ^ 1);
+				continue;
+			}
 			if (hf->state != HALF_AGG || !hf->bitmap)
 				continue;
 			fprintf(f, "  lane %u: tensor %" PRIu32 " round %" PRIu32 " block %" PRIu32

@@ -20,6 +20,14 @@
  * that the job tables agree. Partition 0 answers them (pipeline_rx_burst);
  * the others take them with pipeline_rx_quiet(). Only partition 0 frees jobs
  * by time (pipeline_tick_freed); the others follow with pipeline_job_free().
+ *
+ * Replication (docs/PROTOCOL.md, "Replica and failover"): a primary (config
+ * 'replica' set) sends every RESULT as one REPL to its replica instead of to
+ * the workers. A replica (config 'primary' set) admits jobs in standby on a
+ * JOIN flagged STANDBY, stores each REPL as its lane's last result and sends
+ * it on to the workers as a RESULT, drops DATA, and on a worker's FAILOVER
+ * takes the job over under a new epoch, its lanes already where the last
+ * stored results left them. Neither works with partitions.
  */
 #ifndef INA_PIPELINE_H
 #define INA_PIPELINE_H
@@ -50,6 +58,11 @@ struct pipeline_config {
 	uint16_t part_count;		/* partitions of the lanes (default 1: all) */
 	/* Output packets come from here when an input buffer cannot be reused. */
 	struct ina_pkt_pool *pool;
+	/* A primary: every RESULT goes as a REPL to this replica (len 0: none). */
+	struct ina_peer replica;
+	/* A replica: stands jobs by for this primary, takes REPL only from it,
+	 * takes a job over on FAILOVER (len 0: not a replica). */
+	struct ina_peer primary;
 };
 
 /* Defaults: 1024 slots of 2048 elements, 64 jobs, 1 s linger, 1 ms WAIT
@@ -69,6 +82,11 @@ enum pipeline_drop {
 	PDROP_JOIN_LINGER,	/* JOIN of a new run while the old one lingers */
 	PDROP_OTHER_PART,	/* DATA for a lane another partition owns */
 	PDROP_ABORTED,		/* for a job aborted (a dead rank), not yet freed */
+	PDROP_STANDBY,		/* DATA for a job this replica stands by for */
+	PDROP_NOT_PRIMARY,	/* REPL from a peer other than the primary */
+	PDROP_NOT_STANDBY,	/* REPL or FAILOVER for a job that does not
+				 * stand by here (it runs here) */
+	PDROP_TAKEN_OVER,	/* REPL or standby JOIN for a job taken over */
 	PDROP_MAX,
 };
 
@@ -87,6 +105,13 @@ struct pipeline_stats {
 	uint64_t joins, fins, leaves;
 	uint64_t jobs_admitted, jobs_refused, jobs_freed, jobs_expired;
 	uint64_t jobs_aborted;		/* a rank fell silent while others waited */
+	uint64_t replicated;		/* primary: RESULTs sent as REPL */
+	uint64_t repl_stored;		/* replica: REPLs stored as a lane's result */
+	uint64_t repl_sent;		/* replica: REPLs sent on as RESULT */
+	uint64_t standby_jobs;		/* replica: jobs admitted in standby */
+	uint64_t takeovers;		/* replica: jobs taken over on FAILOVER */
+	uint64_t announce_repeats;	/* replica: FAILOVER sent again to one rank
+					 * (its FAILOVER or old-epoch DATA) */
 	uint64_t drop_wire[INA_WIRE_REASON_MAX];	/* by enum ina_wire_reason */
 	uint64_t drop[PDROP_MAX];			/* by enum pipeline_drop */
 };
@@ -113,7 +138,7 @@ uint16_t pipeline_rx_burst(struct pipeline *p, struct ina_pkt **in, uint16_t nb_
  * (pipeline_nb_jobs() says how many are left). pipeline_shutdown() then
  * aborts every job left: one ERROR SHUTDOWN fanned out to its ranks that
  * have not finished (written to 'out', at most 'max'; the rest on another
- * call), and frees it. 'dsts' of those packets stay valid until the next
+ * call; none for a job a replica stands by for), and frees it. 'dsts' of those packets stay valid until the next
  * call into the pipeline.
  */
 void pipeline_drain(struct pipeline *p);
@@ -185,8 +210,9 @@ void pipeline_stats_print(const struct pipeline *p, FILE *f);
 void pipeline_stats_fprint(const struct pipeline_stats *st, FILE *f);
 /* Adds every counter of 'st' to 'sum' (partitions added together). */
 void pipeline_stats_add(struct pipeline_stats *sum, const struct pipeline_stats *st);
-/* Prints each job's state: ranks joined and finished, and for every lane
- * with an open block, the block and the ranks it still waits on. */
+/* Prints each job's state: ranks joined and finished, standby or taken
+ * over, and for every lane with an open block, the block and the ranks it
+ * still waits on (standing by: every lane's stored result). */
 void pipeline_dump(const struct pipeline *p, FILE *f);
 
 #endif

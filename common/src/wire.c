@@ -180,7 +180,11 @@ validate_stateless(const uint8_t *buf, size_t size, const struct ina_hdr *h)
 	if (h->flags & ~INA_F_KNOWN)
 		return INA_WIRE_BAD_FLAGS;
 	/* A DEFERRED result is header-only by definition. */
-	if ((h->flags & INA_F_DEFERRED) && (h->type != INA_T_RESULT || h->n_elems != 0))
+	if ((h->flags & INA_F_DEFERRED) &&
+	    ((h->type != INA_T_RESULT && h->type != INA_T_REPL) || h->n_elems != 0))
+		return INA_WIRE_BAD_FLAGS;
+	/* STANDBY belongs to a JOIN and its JOIN_ACK. */
+	if ((h->flags & INA_F_STANDBY) && h->type != INA_T_JOIN && h->type != INA_T_JOIN_ACK)
 		return INA_WIRE_BAD_FLAGS;
 	if (h->bound != 0 && (h->type != INA_T_DATA || !bound_valid(h)))
 		return INA_WIRE_BAD_BOUND;
@@ -191,6 +195,7 @@ validate_stateless(const uint8_t *buf, size_t size, const struct ina_hdr *h)
 		return validate_join(buf, size, h);
 	case INA_T_DATA:
 	case INA_T_RESULT:
+	case INA_T_REPL:
 		return validate_block(size, h);
 	case INA_T_WAIT:
 		if (size != INA_HDR_SIZE + INA_WAIT_PAYLOAD)
@@ -199,6 +204,7 @@ validate_stateless(const uint8_t *buf, size_t size, const struct ina_hdr *h)
 	case INA_T_FIN:
 	case INA_T_FIN_ACK:
 	case INA_T_LEAVE:
+	case INA_T_FAILOVER:
 		if (size != INA_HDR_SIZE)
 			return INA_WIRE_BAD_LENGTH;
 		return INA_WIRE_OK;
@@ -218,7 +224,9 @@ validate_job(const struct ina_hdr *h, const struct ina_job_params *job)
 		return INA_WIRE_WRONG_JOB;
 	if (h->token != job->token)
 		return INA_WIRE_WRONG_TOKEN;
-	if (h->type != INA_T_JOIN && h->epoch != job->epoch)
+	/* A replica's FAILOVER announces a new epoch: the receiver adopts it. */
+	if (h->type != INA_T_JOIN && h->epoch != job->epoch &&
+	    !(h->type == INA_T_FAILOVER && h->rank == INA_RANK_SWITCH))
 		return INA_WIRE_WRONG_EPOCH;
 
 	switch (h->type) {
@@ -229,13 +237,22 @@ validate_job(const struct ina_hdr *h, const struct ina_job_params *job)
 		if (h->rank >= job->world)
 			return INA_WIRE_RANK_PAST_WORLD;
 		break;
+	case INA_T_REPL:
+		if (h->rank >= job->world && h->rank != INA_RANK_ALL)
+			return INA_WIRE_RANK_PAST_WORLD;
+		break;
+	case INA_T_FAILOVER:
+		if (h->rank >= job->world && h->rank != INA_RANK_SWITCH)
+			return INA_WIRE_RANK_PAST_WORLD;
+		break;
 	default:
 		if (h->rank != INA_RANK_SWITCH)
 			return INA_WIRE_RANK_PAST_WORLD;
 		break;
 	}
 
-	if (h->type != INA_T_DATA && h->type != INA_T_RESULT && h->type != INA_T_WAIT)
+	if (h->type != INA_T_DATA && h->type != INA_T_RESULT && h->type != INA_T_REPL &&
+	    h->type != INA_T_WAIT)
 		return INA_WIRE_OK;
 	if (h->lane >= job->lanes)
 		return INA_WIRE_LANE_PAST_LANES;
@@ -313,6 +330,8 @@ static const char *const type_names[] = {
 	[INA_T_FIN_ACK] = "fin_ack",
 	[INA_T_LEAVE] = "leave",
 	[INA_T_ERROR] = "error",
+	[INA_T_REPL] = "repl",
+	[INA_T_FAILOVER] = "failover",
 };
 _Static_assert(sizeof(type_names) / sizeof(type_names[0]) == INA_T_MAX + 1,
 	       "type_names out of step with enum ina_pkt_type");

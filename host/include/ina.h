@@ -86,6 +86,12 @@ struct ina_sparsify {
 
 struct ina_config {
 	const char *switch_addr;	/* "ADDR:PORT" of the switch */
+	const char *replica_addr;	/* "ADDR:PORT" of a replica switch (ina-switch
+					 * --primary) that takes the job over when the
+					 * switch falls silent, or NULL for none */
+	uint32_t failover_ms;		/* with a replica: no answer from the switch this
+					 * long while an allreduce waits asks the
+					 * replica to take over, default 1000 */
 	const char *port;		/* transport spec, default "udp"; a "dpdk:..."
 					 * port needs EAL started and the dpdk port
 					 * registered first (port_dpdk.h) */
@@ -123,6 +129,9 @@ struct ina_stats {
 					 * without progress (each logged once, with what
 					 * it waits for and what the switch last said) */
 	uint64_t waits;			/* WAIT answers from the switch */
+	uint64_t failovers;		/* takeovers by the replica switch (0 or 1) */
+	double failover_silence_ms;	/* the last takeover: how long the switch had
+					 * been silent then */
 	uint64_t dropped;		/* received packets that failed validation */
 	uint64_t stale;			/* valid packets for no open block */
 	uint64_t tx_bursts;		/* port bursts that sent something */
@@ -161,7 +170,10 @@ int ina_token_from(const char *file, uint64_t *token, char *err, size_t err_size
 /* Opens a port and joins the job. 0 and '*ctx', or a negative code (then
  * '*ctx' is NULL and 'err', if not NULL, holds a sentence saying why):
  * INA_EPORT when the port cannot be opened, INA_ENOSWITCH when the switch's
- * address cannot be resolved (no ARP answer) or the switch does not answer. */
+ * address cannot be resolved (no ARP answer) or the switch does not answer.
+ * With cfg.replica_addr the join also asks the replica to stand by, and fails
+ * (INA_ENOSWITCH, INA_EREFUSED) when it does not answer or refuses; an
+ * allreduce whose switch then falls silent goes on at the replica. */
 int ina_open(const struct ina_config *cfg, struct ina_ctx **ctx, char *err, size_t err_size);
 
 /*

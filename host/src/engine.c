@@ -7,6 +7,13 @@
  * block writes the sum (or zeros for a header-only result) into the output,
  * zeroes the blocks the announced next pointer skips, and makes the lane send
  * its answer to the newly announced block.
+ *
+ * With a replica, the primary P and the replica R: the packets go to P, the
+ * results come back through R, and P's silence while packets are outstanding
+ * (no RESULT through R, no WAIT from P, for failover_ns) makes the engine ask
+ * R to take over with FAILOVER. R's announcement (a FAILOVER with the new
+ * epoch) switches the engine to R, which answers every resent packet either
+ * into the block it opened afresh or from the result it stored last.
  */
 #include <endian.h>
 #include <errno.h>
@@ -30,6 +37,7 @@ struct lane {
 	uint8_t need_send;	/* a first send is due */
 	uint8_t has_data;	/* my packet for 'block' carries a payload */
 	uint8_t retx;		/* the packet in flight was resent (no RTT sample) */
+	uint8_t resend;		/* resend now, whatever the timer (a failover) */
 	int16_t cur_exp;	/* agreed exponent of 'block' (i32) */
 	int16_t my_exp;		/* exponent of 'my_next' (i32) */
 	uint32_t block;		/* the block my packet in flight answers */
@@ -77,10 +85,28 @@ struct engine {
 	uint8_t last_type;	/* type of the last packet the switch sent us */
 	uint8_t stall_reported;	/* this stall was described already */
 	uint8_t stall_pending;	/* stall_msg not yet taken (engine_stall) */
-	char stall_msg[384];
+	char stall_msg[512];
 	float next_bound;	/* engine_set_result_filter(), for the next op */
 	uint8_t *next_deferred;
 	struct lane *lanes;
+
+	/* The replica (cfg.replica.len != 0). */
+	uint8_t standby;	/* enum standby */
+	uint8_t failed_over;	/* the switch followed is the replica */
+	uint8_t fo_active;	/* the primary is silent: FAILOVERs go out */
+	uint8_t fo_need_send;
+	uint32_t fo_tries;
+	uint64_t fo_sent_ns;
+	uint64_t fo_rto_ns;
+	uint64_t sw_heard_ns;	/* last packet for this job from the switch
+				 * followed (for P: a RESULT through R too) */
+	uint64_t probe_ns;	/* last probe of the replica (tx_probe) */
+};
+
+enum standby {
+	STANDBY_NONE = 0,	/* no replica, or it no longer stands by */
+	STANDBY_JOINING,	/* P admitted the job: STANDBY JOIN to R */
+	STANDBY_UP,		/* R stands by */
 };
 
 /* FIN and LEAVE are tried this many times before the engine closes anyway. */
@@ -98,6 +124,7 @@ engine_config_init(struct engine_config *cfg)
 	cfg->rto_min_ns = 5000000ull;
 	cfg->rto_max_ns = 200000000ull;
 	cfg->timeout_ns = 10000000000ull;
+	cfg->failover_ns = 1000000000ull;
 }
 
 struct engine *
@@ -109,6 +136,8 @@ engine_create(const struct engine_config *cfg)
 	    cfg->lanes == 0 || cfg->max_block == 0 || !ina_wire_elem_size(cfg->encoding) ||
 	    cfg->sw.len == 0 || cfg->rto_min_ns == 0 || cfg->rto_ns < cfg->rto_min_ns ||
 	    cfg->rto_max_ns < cfg->rto_ns ||
+	    (cfg->replica.len &&
+	     (cfg->failover_ns == 0 || ina_peer_equal(&cfg->replica, &cfg->sw))) ||
 	    (uint64_t)INA_HDR_SIZE + (uint64_t)cfg->max_block * ina_wire_elem_size(cfg->encoding) >
 		    cfg->pool->buf_size) {
 		errno = EINVAL;
@@ -193,6 +222,32 @@ const struct engine_stats *
 engine_stats(const struct engine *e)
 {
 	return &e->st;
+}
+
+int
+engine_failed_over(const struct engine *e)
+{
+	return e->failed_over;
+}
+
+static int
+has_replica(const struct engine *e)
+{
+	return e->cfg.replica.len != 0;
+}
+
+/* The switch this engine talks to: the primary, or the replica after a failover. */
+static const struct ina_peer *
+cur_sw(const struct engine *e)
+{
+	return e->failed_over ? &e->cfg.replica : &e->cfg.sw;
+}
+
+/* The replica stands by: it can take over, and hears the goodbye too. */
+static int
+standing_by(const struct engine *e)
+{
+	return e->standby == STANDBY_UP && !e->failed_over;
 }
 
 static void
@@ -300,6 +355,9 @@ engine_allreduce(struct engine *e, uint32_t tensor_id, const float *in, float *o
 	e->lanes_left = 0;
 	e->last_progress_ns = now_ns;
 	e->wait_missing = 0;
+	e->sw_heard_ns = now_ns;
+	e->probe_ns = 0;
+	e->fo_active = 0;
 	for (uint16_t l = 0; l < e->cfg.lanes; l++) {
 		struct lane *ln = &e->lanes[l];
 
@@ -320,6 +378,7 @@ engine_allreduce(struct engine *e, uint32_t tensor_id, const float *in, float *o
 		}
 		ln->my_exp = block_exp(e, ln->my_next);
 		ln->need_send = 1;
+		ln->resend = 0;
 		ln->rto_ns = e->rto_ns;
 	}
 	if (e->err)
@@ -353,13 +412,18 @@ build_ctl(struct engine *e)
 	switch (e->phase) {
 	case ENGINE_JOINING:
 		fill_hdr(e, &h, INA_T_JOIN);
-		h.epoch = 0;
+		/* To the replica: stand by for the epoch the switch gave. */
+		if (e->standby == STANDBY_JOINING)
+			h.flags = INA_F_STANDBY;
+		else
+			h.epoch = 0;
 		h.block_size = e->cfg.max_block;
 		ina_wire_encode_hdr(&h, p->data);
 		ina_wire_encode_join(e->cfg.world, e->cfg.lanes, e->cfg.max_block,
 				     p->data + INA_HDR_SIZE);
 		p->len = INA_HDR_SIZE + sizeof(struct ina_wire_join);
-		break;
+		p->peer = e->standby == STANDBY_JOINING ? e->cfg.replica : e->cfg.sw;
+		return p;
 	case ENGINE_FINISHING:
 		fill_hdr(e, &h, INA_T_FIN);
 		h.round = e->round;
@@ -373,7 +437,7 @@ build_ctl(struct engine *e)
 		p->len = INA_HDR_SIZE;
 		break;
 	}
-	p->peer = e->cfg.sw;
+	p->peer = *cur_sw(e);
 	return p;
 }
 
@@ -420,7 +484,7 @@ build_data(struct engine *e, uint16_t l, int retx)
 	} else {
 		e->st.empty_sent++;
 	}
-	p->peer = e->cfg.sw;
+	p->peer = *cur_sw(e);
 	return p;
 }
 
@@ -592,6 +656,111 @@ on_error(struct engine *e, const struct ina_hdr *h, const uint8_t *payload, uint
 	e->phase = ENGINE_CLOSED;
 }
 
+/*
+ * An ERROR from the replica before any failover. While it is asked to stand
+ * by, the join fails (and the primary, which admitted the job, hears LEAVE);
+ * later the job goes on at the primary without a replica.
+ */
+static void
+on_replica_error(struct engine *e, const struct ina_hdr *h, const uint8_t *payload, uint32_t len,
+		 uint64_t now)
+{
+	int n = (int)(len - INA_HDR_SIZE);
+
+	if (e->standby == STANDBY_JOINING && e->phase == ENGINE_JOINING) {
+		fail(e, h->status == INA_WERR_SHUTDOWN ? INA_ENOSWITCH : INA_EREFUSED,
+		     "job %" PRIu32 " rank %u: the replica switch refused to stand by: %.*s",
+		     e->cfg.job_id, e->cfg.rank, n, (const char *)payload);
+		e->standby = STANDBY_NONE;
+		ctl_start(e, ENGINE_LEAVING, now);
+		return;
+	}
+	if (e->standby == STANDBY_UP) {
+		e->standby = STANDBY_NONE;
+		e->fo_active = 0;
+		e->st.standby_lost++;
+		return;
+	}
+	e->st.stale++;
+}
+
+/*
+ * The replica's announcement: it has taken the job over under epoch
+ * 'h->epoch'. From now on the engine talks to it alone, and every packet in
+ * flight goes again at once with the new epoch: the replica counts it into
+ * the block it opened or answers it from the result it stored.
+ */
+static void
+on_failover(struct engine *e, const struct ina_hdr *h, uint64_t now)
+{
+	if (e->failed_over || e->standby == STANDBY_NONE || h->epoch == 0 ||
+	    h->epoch == e->params.epoch || e->phase == ENGINE_CLOSED) {
+		e->st.stale++;
+		return;
+	}
+	e->failed_over = 1;
+	e->fo_active = 0;
+	e->params.epoch = h->epoch;
+	e->st.failovers++;
+	e->st.failover_silence_ns = now - e->sw_heard_ns;
+	e->sw_heard_ns = now;
+	e->last_heard_ns = now;
+	if (e->phase == ENGINE_JOINING) {
+		/* Still asking it to stand by: it has the job, so the join is done. */
+		e->phase = ENGINE_READY;
+		return;
+	}
+	if (e->phase == ENGINE_FINISHING || e->phase == ENGINE_LEAVING) {
+		/* The goodbye starts over, to the replica. */
+		ctl_start(e, e->phase, now);
+		return;
+	}
+	if (e->phase != ENGINE_RUNNING)
+		return;
+	e->last_progress_ns = now;
+	e->stall_reported = 0;
+	e->wait_missing = 0;
+	for (uint16_t l = 0; l < e->cfg.lanes; l++) {
+		struct lane *ln = &e->lanes[l];
+
+		if (ln->done)
+			continue;
+		ln->resend = 1;
+		ln->rto_ns = e->rto_ns;
+	}
+}
+
+/*
+ * With a replica: whether a packet of 'type' may come from 'pkt's sender.
+ * Before a failover the primary sends everything but what only the replica
+ * sends (its STANDBY JOIN_ACK, FIN_ACK and ERROR to a worker standing by with
+ * it, the FAILOVER announcement); RESULTs come from the replica, which sends
+ * on the primary's. After a failover only the replica is heard. Sets '*from_r'.
+ */
+static int
+sender_ok(const struct engine *e, const struct ina_pkt *pkt, const struct ina_hdr *h, int *from_r)
+{
+	int r = ina_peer_equal(&pkt->peer, &e->cfg.replica);
+	int p = !r && ina_peer_equal(&pkt->peer, &e->cfg.sw);
+
+	*from_r = r;
+	if (e->failed_over)
+		return r;
+	switch (h->type) {
+	case INA_T_RESULT:
+		return r || p;
+	case INA_T_FAILOVER:
+		return r;
+	case INA_T_JOIN_ACK:
+		return (h->flags & INA_F_STANDBY) ? r : p;
+	case INA_T_FIN_ACK:
+	case INA_T_ERROR:
+		return r || p;
+	default:
+		return p;
+	}
+}
+
 static void
 rx_one(struct engine *e, struct ina_pkt *pkt, uint64_t now)
 {
@@ -599,27 +768,45 @@ rx_one(struct engine *e, struct ina_pkt *pkt, uint64_t now)
 	enum ina_wire_reason r;
 	const uint8_t *payload = pkt->data + INA_HDR_SIZE;
 	int joined = e->params.epoch != 0;
+	int from_r = 0;
 
 	e->st.pkts_recv++;
 	e->st.bytes_recv += pkt->len;
-	/* Before the JOIN_ACK the epoch is unknown, and ERROR carries none. */
-	if (!joined || (pkt->len >= INA_HDR_SIZE && pkt->data[1] == INA_T_ERROR)) {
+	/* Before the JOIN_ACK the epoch is unknown, ERROR carries none, and the
+	 * replica announces a new one in FAILOVER. */
+	if (!joined ||
+	    (pkt->len >= INA_HDR_SIZE &&
+	     (pkt->data[1] == INA_T_ERROR || pkt->data[1] == INA_T_FAILOVER))) {
 		r = ina_wire_validate(pkt->data, pkt->len, NULL, &h);
 		if (r == INA_WIRE_OK && h.job_id != e->cfg.job_id)
 			r = INA_WIRE_WRONG_JOB;
 		else if (r == INA_WIRE_OK && h.token != e->cfg.token)
 			r = INA_WIRE_WRONG_TOKEN;
+		else if (r == INA_WIRE_OK && h.type == INA_T_FAILOVER && h.rank != INA_RANK_SWITCH)
+			r = INA_WIRE_RANK_PAST_WORLD;
 	} else {
 		r = ina_wire_validate(pkt->data, pkt->len, &e->params, &h);
 	}
-	if (r != INA_WIRE_OK) {
+	if (r != INA_WIRE_OK || (h.type == INA_T_FAILOVER && !has_replica(e)) ||
+	    ((h.flags & INA_F_STANDBY) && !has_replica(e))) {
 		e->st.bad++;
 		return;
+	}
+	if (has_replica(e)) {
+		if (!sender_ok(e, pkt, &h, &from_r)) {
+			e->st.stale++;
+			return;
+		}
+		/* The switch followed answers: for the primary, a RESULT sent
+		 * on by the replica counts as its own. */
+		if (e->failed_over || !from_r || h.type == INA_T_RESULT)
+			e->sw_heard_ns = now;
 	}
 	e->last_type = h.type;
 	switch (h.type) {
 	case INA_T_JOIN_ACK:
-		if (e->phase == ENGINE_JOINING) {
+		if (e->phase == ENGINE_JOINING &&
+		    !!(h.flags & INA_F_STANDBY) == (e->standby == STANDBY_JOINING)) {
 			uint16_t world, lanes, max_block;
 
 			ina_wire_decode_join(payload, &world, &lanes, &max_block);
@@ -628,9 +815,20 @@ rx_one(struct engine *e, struct ina_pkt *pkt, uint64_t now)
 				e->st.bad++;
 				return;
 			}
-			e->params.epoch = h.epoch;
-			e->phase = ENGINE_READY;
 			e->last_heard_ns = now;
+			if (e->standby == STANDBY_JOINING) {
+				e->standby = STANDBY_UP;
+				e->phase = ENGINE_READY;
+				return;
+			}
+			e->params.epoch = h.epoch;
+			if (has_replica(e)) {
+				/* Now the replica, with the epoch. */
+				e->standby = STANDBY_JOINING;
+				ctl_start(e, ENGINE_JOINING, now);
+				return;
+			}
+			e->phase = ENGINE_READY;
 		} else {
 			e->st.stale++;
 		}
@@ -644,11 +842,19 @@ rx_one(struct engine *e, struct ina_pkt *pkt, uint64_t now)
 		on_wait(e, &h, payload, now);
 		return;
 	case INA_T_FIN_ACK:
-		if (e->phase == ENGINE_FINISHING)
+		/* Only the switch followed is waited for; the replica standing
+		 * by hears the FIN as a courtesy. */
+		if (e->phase == ENGINE_FINISHING && (e->failed_over || !from_r))
 			e->phase = ENGINE_CLOSED;
 		return;
 	case INA_T_ERROR:
-		on_error(e, &h, payload, pkt->len);
+		if (from_r && !e->failed_over)
+			on_replica_error(e, &h, payload, pkt->len, now);
+		else
+			on_error(e, &h, payload, pkt->len);
+		return;
+	case INA_T_FAILOVER:
+		on_failover(e, &h, now);
 		return;
 	default:
 		e->st.bad++;
@@ -684,7 +890,7 @@ waiting_lane(const struct engine *e)
 static void
 describe_stall(struct engine *e, uint64_t now)
 {
-	char said[192], ranks[160];
+	char said[320], ranks[160];
 	uint16_t lane = waiting_lane(e);
 	uint64_t ago = (now - e->last_heard_ns) / 1000000;
 
@@ -695,12 +901,21 @@ describe_stall(struct engine *e, uint64_t now)
 	else
 		snprintf(said, sizeof(said), "%s, %" PRIu64 " ms ago",
 			 e->last_type ? ina_wire_type_name(e->last_type) : "nothing", ago);
+	if (e->fo_active) {
+		size_t len = strlen(said);
+
+		snprintf(said + len, sizeof(said) - len,
+			 "; the primary is silent for %" PRIu64 " ms, waiting for the replica to "
+			 "take over (%" PRIu32 " FAILOVER sent)",
+			 (now - e->sw_heard_ns) / 1000000, e->fo_tries);
+	}
 	snprintf(e->stall_msg, sizeof(e->stall_msg),
 		 "job %" PRIu32 " rank %u round %" PRIu32 ": no progress for %" PRIu64
 		 " ms: lane %u waits for block %" PRIu32 " (%" PRIu64 " retransmissions so far); "
-		 "the switch last said: %s",
+		 "the %s last said: %s",
 		 e->cfg.job_id, e->cfg.rank, e->round, (now - e->last_progress_ns) / 1000000, lane,
-		 e->lanes[lane].block, e->st.retransmits, said);
+		 e->lanes[lane].block, e->st.retransmits,
+		 e->failed_over ? "replica switch" : "switch", said);
 	e->stall_reported = 1;
 	e->stall_pending = 1;
 	e->st.stalls++;
@@ -732,13 +947,25 @@ check_progress(struct engine *e, uint64_t now)
 		     e->cfg.job_id, e->cfg.rank, e->cfg.timeout_ns / 1000000,
 		     ina_ranks_str(ranks, sizeof(ranks), e->wait_missing), e->wait_lane,
 		     e->wait_block, e->round);
+	} else if (e->fo_active) {
+		uint32_t lane = waiting_lane(e);
+
+		fail(e, INA_ENOSWITCH,
+		     "job %" PRIu32 " rank %u: no progress for %" PRIu64 " ms: the primary switch "
+		     "is silent for %" PRIu64 " ms and the replica did not take over (%" PRIu32
+		     " FAILOVER sent; round %" PRIu32 ", lane %" PRIu32
+		     " waits for block %" PRIu32 ")",
+		     e->cfg.job_id, e->cfg.rank, e->cfg.timeout_ns / 1000000,
+		     (now - e->sw_heard_ns) / 1000000, e->fo_tries, e->round, lane,
+		     e->lanes[lane].block);
 	} else {
 		uint32_t lane = waiting_lane(e);
 
 		fail(e, INA_ENOSWITCH,
-		     "job %" PRIu32 " rank %u: the switch did not answer for %" PRIu64
+		     "job %" PRIu32 " rank %u: the %s did not answer for %" PRIu64
 		     " ms (round %" PRIu32 ", lane %" PRIu32 " waits for block %" PRIu32 ")",
-		     e->cfg.job_id, e->cfg.rank, e->cfg.timeout_ns / 1000000, e->round, lane,
+		     e->cfg.job_id, e->cfg.rank, e->failed_over ? "replica switch" : "switch",
+		     e->cfg.timeout_ns / 1000000, e->round, lane,
 		     e->lanes[lane].block);
 	}
 }
@@ -753,6 +980,17 @@ tx_ctl(struct engine *e, uint64_t now, struct ina_pkt **out, uint16_t max)
 		return 0;
 	if (!e->ctl_need_send && now - e->ctl_sent_ns < e->ctl_rto_ns)
 		return 0;
+	if (e->phase == ENGINE_JOINING && e->standby == STANDBY_JOINING &&
+	    now - e->ctl_start_ns >= e->cfg.timeout_ns) {
+		fail(e, INA_ENOSWITCH,
+		     "job %" PRIu32 " rank %u: the replica switch did not answer the standby JOIN "
+		     "for %" PRIu64 " ms (the switch admitted the job with epoch %" PRIu32 ")",
+		     e->cfg.job_id, e->cfg.rank, e->cfg.timeout_ns / 1000000, e->params.epoch);
+		/* The switch holds the job: free it. */
+		e->standby = STANDBY_NONE;
+		ctl_start(e, ENGINE_LEAVING, now);
+		return 0;
+	}
 	if (e->phase == ENGINE_JOINING && now - e->ctl_start_ns >= e->cfg.timeout_ns) {
 		fail(e, INA_ENOSWITCH,
 		     "job %" PRIu32 " rank %u: the switch did not answer the JOIN for %" PRIu64 " ms",
@@ -776,6 +1014,90 @@ tx_ctl(struct engine *e, uint64_t now, struct ina_pkt **out, uint16_t max)
 	e->ctl_sent_ns = now;
 	e->ctl_tries++;
 	out[0] = p;
+	/* The goodbye goes to a replica standing by as well: its standby job
+	 * is freed without waiting for its idle timeout. */
+	if (e->phase != ENGINE_JOINING && standing_by(e) && max > 1) {
+		struct ina_pkt *c = ina_pkt_alloc(e->cfg.pool);
+
+		if (c) {
+			memcpy(c->data, p->data, p->len);
+			c->len = p->len;
+			c->peer = e->cfg.replica;
+			out[1] = c;
+			return 2;
+		}
+	}
+	return 1;
+}
+
+/*
+ * The primary's silence: packets outstanding and nothing from it (or from
+ * the replica on its behalf) for failover_ns. Then FAILOVER goes to the
+ * replica, resent on the usual backoff until it announces the takeover or
+ * the primary speaks again (a WAIT: it was slow, not dead).
+ */
+static uint16_t
+tx_failover(struct engine *e, uint64_t now, struct ina_pkt **out, uint16_t max)
+{
+	struct ina_pkt *p;
+	struct ina_hdr h;
+
+	if (!standing_by(e) || max == 0)
+		return 0;
+	if (now - e->sw_heard_ns < e->cfg.failover_ns) {
+		e->fo_active = 0;
+		return 0;
+	}
+	if (!e->fo_active) {
+		e->fo_active = 1;
+		e->fo_need_send = 1;
+		e->fo_tries = 0;
+		e->fo_rto_ns = e->cfg.rto_ns;
+	}
+	if (!e->fo_need_send && now - e->fo_sent_ns < e->fo_rto_ns)
+		return 0;
+	p = ina_pkt_alloc(e->cfg.pool);
+	if (!p)
+		return 0;
+	fill_hdr(e, &h, INA_T_FAILOVER);
+	ina_wire_encode_hdr(&h, p->data);
+	p->len = INA_HDR_SIZE;
+	p->peer = e->cfg.replica;
+	if (!e->fo_need_send)
+		e->fo_rto_ns = e->fo_rto_ns * 2 > e->cfg.rto_max_ns ? e->cfg.rto_max_ns
+								   : e->fo_rto_ns * 2;
+	e->fo_need_send = 0;
+	e->fo_sent_ns = now;
+	e->fo_tries++;
+	e->st.failover_sent++;
+	out[0] = p;
+	return 1;
+}
+
+/*
+ * The primary answers (WAITs) but nothing progresses for failover_ns: either
+ * a peer is slow, or the replica took the job over (another worker found the
+ * primary silent, perhaps only for a moment) and its announcement to this
+ * worker was lost; the primary, alive, can then never deliver a result again
+ * (the replica drops what it sends). Once per failover_ns of no progress, the
+ * packet of the first lane waiting goes to the replica too: standing by, it
+ * drops it; having taken over, it answers with the announcement.
+ */
+static uint16_t
+tx_probe(struct engine *e, uint64_t now, struct ina_pkt **out, uint16_t max)
+{
+	uint64_t since = e->probe_ns > e->last_progress_ns ? e->probe_ns : e->last_progress_ns;
+	struct ina_pkt *p;
+
+	if (!standing_by(e) || e->fo_active || max == 0 || now - since < e->cfg.failover_ns)
+		return 0;
+	p = build_data(e, waiting_lane(e), 1);
+	if (!p)
+		return 0;
+	p->peer = e->cfg.replica;
+	e->probe_ns = now;
+	e->st.probes++;
+	out[0] = p;
 	return 1;
 }
 
@@ -792,6 +1114,8 @@ engine_tx(struct engine *e, uint64_t now_ns, struct ina_pkt **out, uint16_t max)
 	check_progress(e, now_ns);
 	if (e->err)
 		goto count;
+	nb = (uint16_t)(nb + tx_failover(e, now_ns, out + nb, (uint16_t)(max - nb)));
+	nb = (uint16_t)(nb + tx_probe(e, now_ns, out + nb, (uint16_t)(max - nb)));
 	for (uint16_t k = 0; k < e->cfg.lanes && nb < max; k++) {
 		uint16_t l = (uint16_t)((e->tx_cursor + k) % e->cfg.lanes);
 		struct lane *ln = &e->lanes[l];
@@ -801,17 +1125,20 @@ engine_tx(struct engine *e, uint64_t now_ns, struct ina_pkt **out, uint16_t max)
 		if (ln->done)
 			continue;
 		retx = !ln->need_send;
-		if (retx && now_ns - ln->sent_ns < ln->rto_ns)
+		if (retx && !ln->resend && now_ns - ln->sent_ns < ln->rto_ns)
 			continue;
 		p = build_data(e, l, retx);
 		if (!p)
 			break;
 		if (retx) {
 			e->st.retransmits++;
-			ln->rto_ns = ln->rto_ns * 2 > e->cfg.rto_max_ns ? e->cfg.rto_max_ns
-									: ln->rto_ns * 2;
+			/* A resend to a new switch starts a fresh backoff. */
+			if (!ln->resend)
+				ln->rto_ns = ln->rto_ns * 2 > e->cfg.rto_max_ns ? e->cfg.rto_max_ns
+										: ln->rto_ns * 2;
 		}
 		ln->need_send = 0;
+		ln->resend = 0;
 		ln->retx = (uint8_t)retx;
 		ln->sent_ns = now_ns;
 		out[nb++] = p;
@@ -835,12 +1162,24 @@ engine_next_deadline(const struct engine *e)
 		return e->ctl_need_send ? 0 : e->ctl_sent_ns + e->ctl_rto_ns;
 	if (e->phase != ENGINE_RUNNING || e->err)
 		return d;
+	if (standing_by(e)) {
+		if (!e->fo_active) {
+			uint64_t since = e->probe_ns > e->last_progress_ns ? e->probe_ns
+									   : e->last_progress_ns;
+
+			d = e->sw_heard_ns + e->cfg.failover_ns;
+			if (since + e->cfg.failover_ns < d)
+				d = since + e->cfg.failover_ns;
+		} else {
+			d = e->fo_need_send ? 0 : e->fo_sent_ns + e->fo_rto_ns;
+		}
+	}
 	for (uint16_t l = 0; l < e->cfg.lanes; l++) {
 		const struct lane *ln = &e->lanes[l];
 
 		if (ln->done)
 			continue;
-		if (ln->need_send)
+		if (ln->need_send || ln->resend)
 			return 0;
 		if (ln->sent_ns + ln->rto_ns < d)
 			d = ln->sent_ns + ln->rto_ns;

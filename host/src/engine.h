@@ -7,6 +7,15 @@
  * timeout with backoff. Packets and the current time go in; packets come out.
  * It opens no socket and reads no clock: ina.c drives it over a port, and the
  * tests drive it packet by packet.
+ *
+ * With a replica switch (docs/PROTOCOL.md, "Replica and failover") the engine
+ * also asks the replica to stand by for the job after the primary admitted
+ * it, watches the primary while packets are outstanding, asks the replica to
+ * take over when the primary falls silent, and on the replica's announcement
+ * goes on with it under the new epoch, resending what was in flight. After
+ * failover_ns without progress while the primary still answers, it also sends
+ * the first waiting packet to the replica, which answers it with the
+ * announcement if it took over unheard (engine.c tx_probe).
  */
 #ifndef INA_ENGINE_H
 #define INA_ENGINE_H
@@ -27,7 +36,13 @@ struct engine_config {
 	uint16_t max_block;		/* largest B this worker will use */
 	uint8_t encoding;		/* enum ina_encoding */
 	uint64_t token;
-	struct ina_peer sw;		/* the switch */
+	struct ina_peer sw;		/* the switch (the primary, with a replica) */
+	struct ina_peer replica;	/* the replica switch, len 0 = none */
+	uint64_t failover_ns;		/* with a replica: nothing from the primary
+					 * this long while packets are outstanding
+					 * asks the replica to take over; keep it
+					 * above rto_max_ns, or a WAIT for a slow
+					 * peer may come too late (default 1 s) */
 	uint64_t rto_ns;		/* first retransmission timeout, before any
 					 * round trip was measured */
 	uint64_t rto_min_ns;		/* floor of the adaptive timeout */
@@ -65,12 +80,26 @@ struct engine_stats {
 	uint64_t deferred;			/* results that came back DEFERRED */
 	uint64_t stalls;			/* operations that went a quarter of the
 						 * timeout without progress */
+	uint64_t failovers;			/* takeovers by the replica followed */
+	uint64_t failover_sent;			/* FAILOVER packets sent to the replica */
+	uint64_t failover_silence_ns;		/* the last takeover: how long the
+						 * primary had been silent then */
+	uint64_t probes;			/* packets sent to the replica standing by
+						 * after failover_ns without progress, in
+						 * case it took over unheard (engine.c
+						 * tx_probe) */
+	uint64_t standby_lost;			/* the replica refused to stand by any
+						 * longer (an ERROR from it): no failover
+						 * left for the job */
 };
 
 struct engine *engine_create(const struct engine_config *cfg);
 void engine_destroy(struct engine *e);	/* Accepts NULL. */
 
-/* Starts joining the job. 0 or -errno. */
+/* Starts joining the job: JOIN to the switch, then, with a replica, a STANDBY
+ * JOIN to the replica with the epoch the switch gave; the join completes when
+ * both answered. A replica that refuses or does not answer within timeout_ns
+ * fails the join (the engine then says LEAVE to the switch). 0 or -errno. */
 int engine_join(struct engine *e, uint64_t now_ns);
 
 /*
@@ -94,7 +123,9 @@ int engine_allreduce(struct engine *e, uint32_t tensor_id, const float *in, floa
  */
 void engine_set_result_filter(struct engine *e, float bound, uint8_t *deferred);
 
-/* Starts the goodbye: FIN after a finished job, LEAVE to abort one. */
+/* Starts the goodbye: FIN after a finished job, LEAVE to abort one; to the
+ * switch followed, and also to the replica while it stands by (best effort:
+ * only the followed switch's FIN_ACK is awaited). */
 void engine_finish(struct engine *e, uint64_t now_ns);
 void engine_leave(struct engine *e, uint64_t now_ns);
 
@@ -118,13 +149,18 @@ const char *engine_error_msg(const struct engine *e);
 /* Once per stall (a quarter of timeout_ns without progress in an
  * operation): a sentence naming the job, round, the lane and block waited
  * for, the retransmissions so far and what the switch last said (a WAIT with
- * the ranks it waits on, a RESULT, nothing); NULL otherwise. The caller logs
+ * the ranks it waits on, a RESULT, nothing) and, while the engine waits for
+ * the replica to take over, how long the primary is silent and how many
+ * FAILOVERs went to the replica; NULL otherwise. The caller logs
  * it. Noticed by engine_tx() (at most one retransmission timeout late: the
  * stall is no timer of its own). Valid until the next call into the engine. */
 const char *engine_stall(struct engine *e);
 
 /* The earliest time engine_tx() has timer work to do. */
 uint64_t engine_next_deadline(const struct engine *e);
+
+/* 1 once the engine follows the replica (after its FAILOVER announcement). */
+int engine_failed_over(const struct engine *e);
 
 uint32_t engine_round(const struct engine *e);
 uint32_t engine_epoch(const struct engine *e);

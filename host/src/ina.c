@@ -48,6 +48,10 @@ struct ina_ctx {
 	uint8_t encoding;
 	int plan_blocks;		/* cfg.plan_blocks */
 	struct ina_port *port;
+	char replica_addr[64];		/* cfg.replica_addr, for the log */
+	uint32_t job_id;
+	uint16_t rank;
+	uint64_t failovers;		/* takeovers logged so far */
 	struct ina_sparsify job_sparsify;	/* cfg.sparsify */
 	struct sparse_tensor tensors[INA_MAX_SPARSE_TENSORS];
 	unsigned n_tensors;
@@ -69,6 +73,7 @@ ina_config_init(struct ina_config *cfg)
 	cfg->encoding = INA_F32;
 	cfg->timeout_ms = 10000;
 	cfg->rto_us = 5000;
+	cfg->failover_ms = 1000;
 	cfg->sparsify.mode = INA_SPARSIFY_OFF;
 	cfg->sparsify.target = INA_TOPK_DENSITY;
 	cfg->sparsify.density = 0.1;
@@ -82,6 +87,20 @@ int
 ina_token_from(const char *file, uint64_t *token, char *err, size_t err_size)
 {
 	return ina_token_load(file, token, err, err_size);
+}
+
+/* The replica took the job over: said once, as it changes where the job runs. */
+static void
+log_failover(struct ina_ctx *ctx)
+{
+	const struct engine_stats *es = engine_stats(ctx->engine);
+
+	ctx->failovers = es->failovers;
+	INA_LOG(WARN, "job %u rank %u round %u: the switch fell silent; the replica %s took the "
+		"job over under epoch %u (the switch silent for %.1f ms)",
+		ctx->job_id, ctx->rank, engine_round(ctx->engine), ctx->replica_addr,
+		engine_epoch(ctx->engine),
+		(double)es->failover_silence_ns / 1e6);
 }
 
 /* Drives the engine while it stays in 'phase'; an error ends joining and
@@ -103,6 +122,8 @@ run_while(struct ina_ctx *ctx, int phase)
 				ina_capture_rx_burst(ctx->cap, pkts, nb_rx, &ctx->self,
 						     now + ctx->realtime_offset);
 			engine_rx(ctx->engine, pkts, nb_rx, now);
+			if (engine_stats(ctx->engine)->failovers != ctx->failovers)
+				log_failover(ctx);
 		}
 		nb_tx = engine_tx(ctx->engine, now, pkts, INA_MAX_BURST);
 		{
@@ -160,10 +181,11 @@ ina_open(const struct ina_config *cfg, struct ina_ctx **out, char *err, size_t e
 	err[0] = '\0';
 	if (!cfg->switch_addr || !wire_encoding(cfg->encoding) || cfg->world == 0 ||
 	    cfg->world > INA_MAX_WORLD || cfg->rank >= cfg->world || cfg->lanes == 0 ||
-	    cfg->block_size == 0 || cfg->timeout_ms == 0 || cfg->rto_us == 0) {
+	    cfg->block_size == 0 || cfg->timeout_ms == 0 || cfg->rto_us == 0 ||
+	    (cfg->replica_addr && cfg->failover_ms == 0)) {
 		snprintf(err, err_size,
 			 "bad configuration: need a switch address, rank < world <= %d, lanes, "
-			 "block size and timeouts above 0", INA_MAX_WORLD);
+			 "block size and timeouts (and the failover time) above 0", INA_MAX_WORLD);
 		return -EINVAL;
 	}
 	{
@@ -181,6 +203,8 @@ ina_open(const struct ina_config *cfg, struct ina_ctx **out, char *err, size_t e
 	if (!ctx)
 		return -ENOMEM;
 	ctx->job_sparsify = cfg->sparsify;
+	ctx->job_id = cfg->job_id;
+	ctx->rank = cfg->rank;
 	ret = ina_port_open(cfg->port ? cfg->port : "udp", &ctx->port, err, (unsigned)err_size);
 	if (ret < 0) {
 		ret = INA_EPORT;
@@ -206,6 +230,14 @@ ina_open(const struct ina_config *cfg, struct ina_ctx **out, char *err, size_t e
 	ec.rto_ns = (uint64_t)cfg->rto_us * 1000;
 	if (ec.rto_min_ns > ec.rto_ns)
 		ec.rto_min_ns = ec.rto_ns;
+	if (cfg->replica_addr) {
+		ec.failover_ns = (uint64_t)cfg->failover_ms * INA_NS_PER_MS;
+		/* Resends (and the WAITs a slow peer's round earns them) must
+		 * come more often than the failover time, or a live switch
+		 * would look silent. */
+		if (ec.rto_max_ns > ec.failover_ns / 2)
+			ec.rto_max_ns = ec.failover_ns / 2;
+	}
 	if (ec.rto_max_ns < ec.rto_ns)
 		ec.rto_max_ns = ec.rto_ns;
 	ec.pool = ctx->port->pool;
@@ -218,6 +250,23 @@ ina_open(const struct ina_config *cfg, struct ina_ctx **out, char *err, size_t e
 		if (ret == -ETIMEDOUT || ret == -EHOSTUNREACH || ret == -ENXIO)
 			ret = INA_ENOSWITCH;
 		goto fail;
+	}
+	if (cfg->replica_addr) {
+		ret = ctx->port->ops->resolve(ctx->port, cfg->replica_addr, &ec.replica);
+		if (ret < 0) {
+			snprintf(err, err_size, "replica address '%s' on the %s port: %s",
+				 cfg->replica_addr, ctx->port->ops->type, strerror(-ret));
+			if (ret == -ETIMEDOUT || ret == -EHOSTUNREACH || ret == -ENXIO)
+				ret = INA_ENOSWITCH;
+			goto fail;
+		}
+		if (ina_peer_equal(&ec.replica, &ec.sw)) {
+			snprintf(err, err_size, "the replica '%s' is the switch itself",
+				 cfg->replica_addr);
+			ret = -EINVAL;
+			goto fail;
+		}
+		snprintf(ctx->replica_addr, sizeof(ctx->replica_addr), "%s", cfg->replica_addr);
 	}
 	ctx->engine = engine_create(&ec);
 	if (!ctx->engine) {
@@ -243,6 +292,10 @@ ina_open(const struct ina_config *cfg, struct ina_ctx **out, char *err, size_t e
 	ret = run_while(ctx, ENGINE_JOINING);
 	if (ret < 0) {
 		snprintf(err, err_size, "%s", engine_error_msg(ctx->engine));
+		/* A replica that would not stand by: the switch, which admitted
+		 * the job, hears LEAVE. */
+		while (engine_phase(ctx->engine) == ENGINE_LEAVING)
+			run_while(ctx, ENGINE_LEAVING);
 		goto fail;
 	}
 	ctx->block_size = cfg->block_size;
@@ -466,6 +519,8 @@ ina_get_stats(const struct ina_ctx *ctx, struct ina_stats *s)
 	s->retransmits = es->retransmits;
 	s->stalls = es->stalls;
 	s->waits = es->waits;
+	s->failovers = es->failovers;
+	s->failover_silence_ms = (double)es->failover_silence_ns / 1e6;
 	s->dropped = es->bad;
 	s->stale = es->stale;
 	s->tx_bursts = ps->tx_bursts;

@@ -78,6 +78,11 @@ usage(FILE *f)
 		"                        facing ina-switch --lcores K over memif, add\n"
 		"                        queue=all,queues=K\n"
 		"  --timeout-ms MS       no progress this long fails the run (default 10000)\n"
+		"  --replica ADDR:PORT   a replica switch (ina-switch --primary) standing by:\n"
+		"                        when the switch falls silent, the job goes on there\n"
+		"  --failover-ms MS      with --replica: no answer from the switch this long\n"
+		"                        while a round waits asks the replica to take over\n"
+		"                        (default 1000)\n"
 		"  --rto-us US           first retransmission timeout (default 5000)\n"
 		"  --report FILE         write a JSON report\n"
 		"  --capture FILE        write every packet sent and received to a pcap file\n"
@@ -109,7 +114,7 @@ enum {
 	OPT_INPUT, OPT_ROUNDS, OPT_LANES, OPT_BLOCK, OPT_ENCODING, OPT_OP, OPT_TOKEN_FILE,
 	OPT_PORT, OPT_TIMEOUT, OPT_RTO, OPT_REPORT, OPT_QUIET, OPT_LOG_LEVEL, OPT_CAPTURE,
 	OPT_SPARSIFY, OPT_KEEP_DENSITY, OPT_KEEP_MASS, OPT_B0, OPT_DECAY, OPT_NO_FILTER_RESULTS,
-	OPT_PLAN, OPT_RESULTS_SCALE,
+	OPT_PLAN, OPT_RESULTS_SCALE, OPT_REPLICA, OPT_FAILOVER,
 };
 
 static void
@@ -145,6 +150,8 @@ parse_args(int argc, char **argv, struct host_config *c)
 		{ "no-filter-results", no_argument, NULL, OPT_NO_FILTER_RESULTS },
 		{ "plan", no_argument, NULL, OPT_PLAN },
 		{ "filter-results-scale", required_argument, NULL, OPT_RESULTS_SCALE },
+		{ "replica", required_argument, NULL, OPT_REPLICA },
+		{ "failover-ms", required_argument, NULL, OPT_FAILOVER },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -199,6 +206,8 @@ parse_args(int argc, char **argv, struct host_config *c)
 		case OPT_PORT: c->ina.port = optarg; break;
 		case OPT_TIMEOUT: c->ina.timeout_ms = (uint32_t)ina_cli_u64("timeout-ms", optarg, 1, 86400000); break;
 		case OPT_RTO: c->ina.rto_us = (uint32_t)ina_cli_u64("rto-us", optarg, 1, 10000000); break;
+		case OPT_REPLICA: c->ina.replica_addr = optarg; break;
+		case OPT_FAILOVER: c->ina.failover_ms = (uint32_t)ina_cli_u64("failover-ms", optarg, 1, 86400000); break;
 		case OPT_REPORT: c->report = optarg; break;
 		case OPT_CAPTURE: c->ina.capture = optarg; break;
 		case OPT_QUIET: c->quiet = 1; break;
@@ -397,8 +406,9 @@ main(int argc, char **argv)
 	if (ret == INA_EPORT)
 		ina_eal_main_port_failed(c.ina.port, err);
 	if (ret < 0)
-		ina_die("cannot join job %" PRIu32 " at %s: %s (%s)", c.ina.job_id, c.ina.switch_addr,
-		    err, ina_strerror(ret));
+		ina_die("cannot join job %" PRIu32 " at %s%s%s: %s (%s)", c.ina.job_id,
+			c.ina.switch_addr, c.ina.replica_addr ? " with the replica " : "",
+			c.ina.replica_addr ? c.ina.replica_addr : "", err, ina_strerror(ret));
 	if (c.sp.mode != INA_SPARSIFY_OFF || c.ina.plan_blocks) {
 		struct tround_config tc = {
 			.n = n,
@@ -417,10 +427,11 @@ main(int argc, char **argv)
 			ina_die("cannot simulate %u ranks: %s", c.ina.world, err);
 	}
 	INA_LOG(INFO, "joined job %" PRIu32 " epoch %" PRIu32 ": rank %u of %u, %s, %" PRIu32
-		" elements, %u lanes, B %u, %s, over %s",
+		" elements, %u lanes, B %u, %s, over %s%s%s",
 		c.ina.job_id, ina_epoch(ctx), c.ina.rank, c.ina.world, workload_kind(w), n,
 		c.ina.lanes, c.ina.block_size, encoding_name(c.ina.encoding),
-		ina_transport(ctx));
+		ina_transport(ctx), c.ina.replica_addr ? ", replica standing by at " : "",
+		c.ina.replica_addr ? c.ina.replica_addr : "");
 
 	for (uint32_t r = 0; r < c.rounds; r++) {
 		struct verify_result vr;

@@ -74,6 +74,8 @@ report_write(const char *path, const struct report *r)
 						       : 1.0));
 	json_object_set_new(root, "residual_norm", json_real(s->residual_norm));
 	json_object_set_new(root, "stalls", json_integer((json_int_t)s->stalls));
+	json_object_set_new(root, "failovers", json_integer((json_int_t)s->failovers));
+	json_object_set_new(root, "failover_silence_ms", json_real(s->failover_silence_ms));
 	json_object_set_new(root, "blocks_deferred",
 			    json_integer((json_int_t)s->sparse_blocks_deferred));
 	json_object_set_new(root, "data_packets", json_integer((json_int_t)s->data_packets));

@@ -4,7 +4,8 @@
  * host engines and a switch pipeline, a virtual clock that jumps to the next
  * timer when nothing is in flight, and fault injection by sequence number or
  * seeded probability. A partitioned switch is fed the way switch_lcores
- * feeds its lcores (fabric.h).
+ * feeds its lcores (fabric.h). Each packet in flight knows its sender, whose
+ * address the receiver sees, as a port would report it.
  */
 #include <assert.h>
 #include <stdlib.h>
@@ -18,7 +19,8 @@
 
 struct flight {
 	struct ina_pkt *pkt;
-	int dst;		/* rank, or FABRIC_SWITCH */
+	int src;		/* rank, FABRIC_SWITCH or FABRIC_REPLICA */
+	int dst;
 };
 
 static struct flight flights[FLIGHT_MAX];
@@ -30,13 +32,17 @@ fabric_peer(struct ina_peer *peer, int rank)
 	memset(peer, 0, sizeof(*peer));
 	peer->len = 2;
 	peer->bytes[0] = 0xa5;
-	peer->bytes[1] = (uint8_t)(rank < 0 ? 0xff : rank);
+	peer->bytes[1] = (uint8_t)(rank == FABRIC_SWITCH    ? 0xff
+				   : rank == FABRIC_REPLICA ? 0xfe
+							    : rank);
 }
 
 static int
 peer_rank(const struct ina_peer *peer)
 {
-	return peer->bytes[1] == 0xff ? FABRIC_SWITCH : peer->bytes[1];
+	return peer->bytes[1] == 0xff	? FABRIC_SWITCH
+	       : peer->bytes[1] == 0xfe ? FABRIC_REPLICA
+					: peer->bytes[1];
 }
 
 static uint64_t
@@ -62,6 +68,8 @@ fabric_init(struct fabric *f, uint16_t world, uint16_t lanes, uint16_t max_block
 
 	memset(f, 0, sizeof(*f));
 	f->faults.drop_seq = -1;
+	f->kill_primary_seq = -1;
+	f->lose_announce_to = -1;
 	f->rng = 0x9e3779b97f4a7c15ull;
 	f->world = world;
 	f->now = 1000000;
@@ -75,6 +83,14 @@ fabric_init(struct fabric *f, uint16_t world, uint16_t lanes, uint16_t max_block
 		pc.slot_elems = max_block;
 	}
 	pc.pool = f->pool;
+	if (ecfg && ecfg->replica.len) {
+		struct pipeline_config rc = pc;
+
+		fabric_peer(&rc.primary, FABRIC_SWITCH);
+		f->replica = pipeline_create(&rc);
+		assert(f->replica);
+		fabric_peer(&pc.replica, FABRIC_REPLICA);
+	}
 	f->sw = pipeline_create(&pc);
 	assert(f->sw);
 	f->parts[0] = f->sw;
@@ -95,6 +111,8 @@ fabric_init(struct fabric *f, uint16_t world, uint16_t lanes, uint16_t max_block
 		ec.token = 0x1234567890abcdefull;
 		ec.pool = f->pool;
 		fabric_peer(&ec.sw, FABRIC_SWITCH);
+		if (ec.replica.len)
+			fabric_peer(&ec.replica, FABRIC_REPLICA);
 		f->hosts[r] = engine_create(&ec);
 		assert(f->hosts[r]);
 	}
@@ -110,9 +128,17 @@ fabric_fini(struct fabric *f)
 	for (uint16_t r = 0; r < f->world; r++)
 		engine_destroy(f->hosts[r]);
 	pipeline_destroy(f->sw);
+	pipeline_destroy(f->replica);
 	for (uint16_t k = 1; k < f->nb_parts; k++)
 		pipeline_destroy(f->parts[k]);
 	ina_pkt_pool_destroy(f->pool);
+}
+
+void
+fabric_kill_primary(struct fabric *f)
+{
+	f->primary_dead = 1;
+	f->killed_at_ns = f->now;
 }
 
 void
@@ -175,14 +201,33 @@ switch_tick(struct fabric *f)
 		for (uint16_t k = 1; k < f->nb_parts; k++)
 			for (uint16_t i = 0; i < nb; i++)
 				pipeline_job_free(f->parts[k], freed[i]);
+	while (f->replica && pipeline_tick_freed(f->replica, f->now, freed, 16) > 0)
+		;
 }
 
-/* Puts 'pkt' on the wire to 'dst', applying the faults. Takes ownership. */
+/* Puts 'pkt' on the wire from 'src' to 'dst', applying the faults. Takes
+ * ownership. */
 static void
-wire_put(struct fabric *f, struct ina_pkt *pkt, int dst)
+wire_put(struct fabric *f, struct ina_pkt *pkt, int src, int dst)
 {
 	uint64_t seq = f->seq++;
 
+	if ((int64_t)seq == f->kill_primary_seq)
+		fabric_kill_primary(f);
+	if (f->primary_dead && f->revive_after_ns && f->now >= f->killed_at_ns + f->revive_after_ns)
+		f->primary_dead = 0;
+	if (f->primary_dead && (src == FABRIC_SWITCH || dst == FABRIC_SWITCH)) {
+		f->killed++;
+		ina_pkt_free(pkt);
+		return;
+	}
+	if (src == FABRIC_REPLICA && dst == f->lose_announce_to && pkt->len >= INA_HDR_SIZE &&
+	    pkt->data[1] == INA_T_FAILOVER) {
+		f->lose_announce_to = -1;
+		f->dropped++;
+		ina_pkt_free(pkt);
+		return;
+	}
 	if ((int64_t)seq == f->faults.drop_seq ||
 	    (f->faults.drop_rate > 0 && rng_unit(f) < f->faults.drop_rate) ||
 	    nb_flights >= FLIGHT_MAX - 1) {
@@ -197,20 +242,20 @@ wire_put(struct fabric *f, struct ina_pkt *pkt, int dst)
 			memcpy(c->data, pkt->data, pkt->len);
 			c->len = pkt->len;
 			c->peer = pkt->peer;
-			flights[nb_flights++] = (struct flight){ c, dst };
+			flights[nb_flights++] = (struct flight){ c, src, dst };
 		}
 	}
-	flights[nb_flights++] = (struct flight){ pkt, dst };
+	flights[nb_flights++] = (struct flight){ pkt, src, dst };
 }
 
-/* Sends a switch output: one copy per destination of a fan-out. */
+/* Sends an output of switch 'src': one copy per destination of a fan-out. */
 static void
-switch_out(struct fabric *f, struct ina_pkt *pkt)
+switch_out(struct fabric *f, struct ina_pkt *pkt, int src)
 {
 	if (f->tap)
 		f->tap(f->tap_arg, pkt);
 	if (!pkt->dsts) {
-		wire_put(f, pkt, peer_rank(&pkt->peer));
+		wire_put(f, pkt, src, peer_rank(&pkt->peer));
 		return;
 	}
 	for (int r = 0; r < 64; r++) {
@@ -223,7 +268,7 @@ switch_out(struct fabric *f, struct ina_pkt *pkt)
 		memcpy(c->data, pkt->data, pkt->len);
 		c->len = pkt->len;
 		c->peer = pkt->dsts[r];
-		wire_put(f, c, peer_rank(&c->peer));
+		wire_put(f, c, src, peer_rank(&c->peer));
 	}
 	ina_pkt_free(pkt);
 }
@@ -255,14 +300,22 @@ deliver(struct fabric *f)
 			continue;
 		}
 
+		/* The receiver sees the sender's address as a port would. */
+		fabric_peer(&pkt->peer, batch[i].src);
+		pkt->dsts = NULL;
 		if (batch[i].dst == FABRIC_SWITCH) {
+			struct ina_pkt *out = switch_in(f, pkt);
+
+			if (out)
+				switch_out(f, out, FABRIC_SWITCH);
+		} else if (batch[i].dst == FABRIC_REPLICA) {
 			struct ina_pkt *out;
 
-			/* The switch sees the sender's address as a port would. */
-			pkt->dsts = NULL;
-			out = switch_in(f, pkt);
-			if (out)
-				switch_out(f, out);
+			if (f->replica &&
+			    pipeline_rx_burst(f->replica, &pkt, 1, f->now, &out) == 1)
+				switch_out(f, out, FABRIC_REPLICA);
+			else if (!f->replica)
+				ina_pkt_free(pkt);
 		} else {
 			engine_rx(f->hosts[batch[i].dst], &pkt, 1, f->now);
 		}
@@ -279,11 +332,8 @@ collect(struct fabric *f)
 	for (uint16_t r = 0; r < f->world; r++) {
 		uint16_t n = engine_tx(f->hosts[r], f->now, out, 64);
 
-		for (uint16_t i = 0; i < n; i++) {
-			/* What a port would report as the source. */
-			fabric_peer(&out[i]->peer, r);
-			wire_put(f, out[i], FABRIC_SWITCH);
-		}
+		for (uint16_t i = 0; i < n; i++)
+			wire_put(f, out[i], r, peer_rank(&out[i]->peer));
 		total += n;
 	}
 	return total;

@@ -9,6 +9,12 @@
  * The switch may be split into K lane partitions (fabric_partition): DATA goes
  * to its lane's owner, JOIN/FIN/LEAVE to partition 0 and quietly to the
  * others, as switch_lcores does across lcores, but in one thread and in order.
+ *
+ * With a replica (an engine config naming FABRIC_REPLICA as its replica) the
+ * fabric runs a second pipeline standing by for the first, which sends it
+ * every result; fabric_kill_primary() (or kill_primary_seq) then cuts the
+ * primary off: everything to and from it is lost from that point on, or for
+ * revive_after_ns of virtual time (a primary that only stalls).
  */
 #ifndef INA_TEST_FABRIC_H
 #define INA_TEST_FABRIC_H
@@ -40,6 +46,16 @@ struct fabric {
 	/* Called with every packet the switch sends, before fan-out. */
 	void (*tap)(void *arg, const struct ina_pkt *pkt);
 	void *tap_arg;
+	struct pipeline *replica;	/* NULL unless the hosts have a replica */
+	int primary_dead;		/* everything to and from sw is lost */
+	int64_t kill_primary_seq;	/* the primary dies when this packet is
+					 * put on the wire, -1 never */
+	uint64_t revive_after_ns;	/* ... and comes back, its state intact,
+					 * this long after (0: never): a stall */
+	uint64_t killed_at_ns;
+	int lose_announce_to;		/* the replica's first FAILOVER announcement
+					 * to this rank is lost, -1 none */
+	uint64_t killed;		/* packets lost to the dead primary */
 	struct engine *hosts[FABRIC_MAX_HOSTS];
 	uint16_t world;
 	uint64_t now;
@@ -51,7 +67,9 @@ struct fabric {
 };
 
 /* Builds a fabric of 'world' hosts joined to job 'job_id' (not yet joined).
- * 'pcfg' and 'ecfg' may be NULL for defaults; pools and peers are filled in. */
+ * 'pcfg' and 'ecfg' may be NULL for defaults; pools and peers are filled in.
+ * An 'ecfg' whose replica is set (fabric_peer(..., FABRIC_REPLICA)) adds a
+ * replica pipeline of config 'pcfg' and makes the switch its primary. */
 void fabric_init(struct fabric *f, uint16_t world, uint16_t lanes, uint16_t max_block,
 		 uint8_t encoding, const struct pipeline_config *pcfg,
 		 const struct engine_config *ecfg);
@@ -82,8 +100,12 @@ int fabric_allreduce_each(struct fabric *f, uint32_t tensor_id, const float *con
 /* Sends FIN from every host and runs until they closed. 0 or -1. */
 int fabric_finish(struct fabric *f);
 
-/* Peer address of host 'rank' and of the switch. */
+/* From now on everything to and from the primary switch is lost. */
+void fabric_kill_primary(struct fabric *f);
+
+/* Peer address of host 'rank', of the switch and of the replica. */
 void fabric_peer(struct ina_peer *peer, int rank);
 #define FABRIC_SWITCH (-1)
+#define FABRIC_REPLICA (-2)
 
 #endif

@@ -7,7 +7,10 @@
  * its backoff, refusal, the lane openers of f32 and i32, results, zero-fill of
  * skipped blocks, version bits, averages, stale and invalid packets,
  * retransmission, WAIT, timeouts and every error, FIN, LEAVE, in-place
- * operation and the deadline; and after every test, that no buffer leaked.
+ * operation and the deadline; with a replica switch, the standby JOIN, the
+ * silence that asks for a failover (and the WAITs that do not), the
+ * takeover, and the goodbye to both; and after every test, that no buffer
+ * leaked.
  */
 #include <endian.h>
 #include <errno.h>
@@ -46,6 +49,8 @@
 #define TOKEN 0x0123456789abcdefull
 #define EPOCH 5u
 #define TENSOR 9u
+#define EPOCH2 6u		/* the replica's epoch after a takeover */
+#define FAILOVER (20 * MS)	/* failover_ns of the replica tests */
 
 struct t {
 	struct ina_pkt_pool *pool;
@@ -57,6 +62,8 @@ struct t {
 	uint32_t round;
 	uint32_t n;
 	uint16_t bs;
+	uint32_t epoch;		/* the epoch the engine should use */
+	const struct ina_peer *res_src;	/* where RESULTs come from */
 };
 
 /* The packets of the last engine_tx(), copied and decoded. */
@@ -92,6 +99,8 @@ setup(void **state)
 	t->cfg.timeout_ns = TIMEOUT;
 	t->cfg.pool = t->pool;
 	t->now = T0;
+	t->epoch = EPOCH;
+	t->res_src = &t->cfg.sw;
 	memset(in, 0, sizeof(in));
 	memset(other, 0, sizeof(other));
 	memset(out, 0x7f, sizeof(out));	/* garbage the results must replace */
@@ -152,8 +161,10 @@ tx(struct t *t)
 	for (uint16_t i = 0; i < n; i++) {
 		struct ina_pkt *pkt = pkts[i];
 
-		wc_decode(&g[i], pkt, &p);
-		assert_true(ina_peer_equal(&pkt->peer, &t->cfg.sw));
+		/* A FAILOVER is checked by hand (check_failover). */
+		wc_decode(&g[i], pkt, pkt->data[1] == INA_T_FAILOVER ? NULL : &p);
+		assert_true(ina_peer_equal(&pkt->peer, &t->cfg.sw) ||
+			    (t->cfg.replica.len && ina_peer_equal(&pkt->peer, &t->cfg.replica)));
 		assert_null(pkt->dsts);
 		ina_pkt_free(pkt);
 	}
@@ -207,7 +218,7 @@ static void
 check_data(const struct t *t, const struct wc_got *p, uint16_t lane, uint32_t block, uint8_t ver,
 	   int retx, uint32_t next, int16_t exp, const void *vals)
 {
-	check_from_worker(t, p, INA_T_DATA, EPOCH);
+	check_from_worker(t, p, INA_T_DATA, t->epoch);
 	assert_int_equal(p->h.flags, ver | (retx ? INA_F_RETX : 0));
 	assert_int_equal(p->h.lane, lane);
 	assert_int_equal(p->h.tensor_id, t->tensor_id);
@@ -224,7 +235,7 @@ check_data(const struct t *t, const struct wc_got *p, uint16_t lane, uint32_t bl
 static void
 check_ctl(const struct t *t, const struct wc_got *p, uint8_t type, uint32_t round)
 {
-	check_from_worker(t, p, type, EPOCH);
+	check_from_worker(t, p, type, t->epoch);
 	assert_int_equal(p->len, INA_HDR_SIZE);
 	assert_int_equal(p->h.flags, 0);
 	assert_int_equal(p->h.round, round);
@@ -238,17 +249,25 @@ check_ctl(const struct t *t, const struct wc_got *p, uint8_t type, uint32_t roun
 static struct ina_hdr
 sw_hdr(const struct t *t, uint8_t type)
 {
-	return wc_hdr(type, t->cfg.encoding, JOB, type == INA_T_ERROR ? 0 : EPOCH, INA_RANK_SWITCH,
-		      TOKEN);
+	return wc_hdr(type, t->cfg.encoding, JOB, type == INA_T_ERROR ? 0 : t->epoch,
+		      INA_RANK_SWITCH, TOKEN);
 }
 
-/* Delivers one packet with header 'h' and 'size' bytes of payload. */
+/* Delivers one packet from 'src' with header 'h' and 'size' bytes of payload. */
+static void
+rx_from(struct t *t, const struct ina_peer *src, const struct ina_hdr *h, const void *payload,
+	size_t size)
+{
+	struct ina_pkt *pkt = wc_mk_pkt(t->pool, src, h, payload, size);
+
+	engine_rx(t->e, &pkt, 1, t->now);
+}
+
+/* The same from the switch. */
 static void
 rx_raw(struct t *t, const struct ina_hdr *h, const void *payload, size_t size)
 {
-	struct ina_pkt *pkt = wc_mk_pkt(t->pool, &t->cfg.sw, h, payload, size);
-
-	engine_rx(t->e, &pkt, 1, t->now);
+	rx_from(t, &t->cfg.sw, h, payload, size);
 }
 
 static void
@@ -293,7 +312,7 @@ rx_result_h(struct t *t, struct ina_hdr *h, const void *vals)
 			     : 0;
 	if (h->n_elems)
 		wc_put_words(payload, vals, h->n_elems);
-	rx_raw(t, h, payload, (size_t)h->n_elems * 4);
+	rx_from(t, t->res_src, h, payload, (size_t)h->n_elems * 4);
 }
 
 static void
@@ -1733,6 +1752,701 @@ test_engine_wait_lane_out_of_range(void **state)
 	done(t);
 }
 
+/* ---- A replica switch ---- */
+
+/* The replica's address; results then come through it, as they do from a
+ * primary with a replica. */
+static void
+with_replica(struct t *t)
+{
+	t->cfg.replica.len = 16;
+	for (int k = 0; k < 16; k++)
+		t->cfg.replica.bytes[k] = (uint8_t)(0x60 + k);
+	t->cfg.failover_ns = FAILOVER;
+	t->res_src = &t->cfg.replica;
+}
+
+static int
+to_replica(const struct t *t, const struct wc_got *p)
+{
+	return ina_peer_equal(&p->peer, &t->cfg.replica);
+}
+
+static void
+rx_join_ack_from(struct t *t, const struct ina_peer *src, uint8_t flags, uint32_t epoch)
+{
+	struct ina_hdr h = sw_hdr(t, INA_T_JOIN_ACK);
+	uint8_t payload[sizeof(struct ina_wire_join)];
+
+	h.flags = flags;
+	h.epoch = epoch;
+	ina_wire_encode_join(t->cfg.world, t->cfg.lanes, t->cfg.max_block, payload);
+	rx_from(t, src, &h, payload, sizeof(payload));
+}
+
+/* The replica's announcement: taken over under 'epoch'. */
+static void
+rx_announce(struct t *t, const struct ina_peer *src, uint32_t epoch)
+{
+	struct ina_hdr h = wc_hdr(INA_T_FAILOVER, t->cfg.encoding, JOB, epoch, INA_RANK_SWITCH,
+				  TOKEN);
+
+	rx_from(t, src, &h, NULL, 0);
+}
+
+/* The STANDBY JOIN to the replica: the job's parameters and epoch EPOCH. */
+static void
+check_standby_join(const struct t *t, const struct wc_got *p)
+{
+	uint16_t world, lanes, max_block;
+
+	assert_true(to_replica(t, p));
+	check_from_worker(t, p, INA_T_JOIN, EPOCH);
+	assert_int_equal(p->h.flags, INA_F_STANDBY);
+	assert_int_equal(p->h.block_size, t->cfg.max_block);
+	assert_int_equal(p->len, INA_HDR_SIZE + sizeof(struct ina_wire_join));
+	ina_wire_decode_join(p->payload, &world, &lanes, &max_block);
+	assert_int_equal(world, t->cfg.world);
+	assert_int_equal(lanes, t->cfg.lanes);
+	assert_int_equal(max_block, t->cfg.max_block);
+}
+
+/* A FAILOVER to the replica: header only, with the primary's epoch. */
+static void
+check_failover(const struct t *t, const struct wc_got *p)
+{
+	assert_true(to_replica(t, p));
+	check_from_worker(t, p, INA_T_FAILOVER, EPOCH);
+	assert_int_equal(p->len, INA_HDR_SIZE);
+	assert_int_equal(p->h.flags, 0);
+	assert_int_equal(p->h.lane, 0);
+	assert_int_equal(p->h.block, 0);
+	assert_int_equal(p->h.n_elems, 0);
+}
+
+/* JOIN to the primary, STANDBY JOIN to the replica: READY with EPOCH. */
+static void
+join_replica(struct t *t)
+{
+	const struct wc_got *p;
+
+	with_replica(t);
+	start(t);
+	assert_int_equal(engine_join(t->e, t->now), 0);
+	p = tx_one(t);
+	assert_false(to_replica(t, p));
+	check_from_worker(t, p, INA_T_JOIN, 0);
+	t->now += 10 * US;
+	rx_join_ack_from(t, &t->cfg.sw, 0, EPOCH);
+	assert_int_equal(engine_phase(t->e), ENGINE_JOINING);
+	check_standby_join(t, tx_one(t));
+	t->now += 10 * US;
+	rx_join_ack_from(t, &t->cfg.replica, INA_F_STANDBY, EPOCH);
+	assert_int_equal(engine_phase(t->e), ENGINE_READY);
+	assert_int_equal(engine_epoch(t->e), EPOCH);
+}
+
+/* The join completes only when the primary and then the replica answered;
+ * each answer counts only from the switch that owes it. */
+static void
+test_engine_replica_standby_join(void **state)
+{
+	struct t *t = *state;
+	uint8_t first[INA_HDR_SIZE + 8];
+	const struct wc_got *p;
+	uint64_t sent;
+
+	with_replica(t);
+	start(t);
+	assert_int_equal(engine_join(t->e, t->now), 0);
+	p = tx_one(t);
+	assert_false(to_replica(t, p));
+	check_from_worker(t, p, INA_T_JOIN, 0);
+	assert_int_equal(p->h.flags, 0);
+	t->now += 10 * US;
+	/* The replica's word does not count before the primary's, nor a plain
+	 * JOIN_ACK from the replica. */
+	rx_join_ack_from(t, &t->cfg.replica, INA_F_STANDBY, EPOCH);
+	rx_join_ack_from(t, &t->cfg.replica, 0, EPOCH);
+	assert_int_equal(engine_stats(t->e)->stale, 2);
+	assert_int_equal(engine_phase(t->e), ENGINE_JOINING);
+	assert_int_equal(engine_epoch(t->e), 0);
+
+	/* The primary admits the job: a STANDBY JOIN with its epoch goes to
+	 * the replica at once, resent on the backoff with the same bytes. */
+	rx_join_ack_from(t, &t->cfg.sw, 0, EPOCH);
+	assert_int_equal(engine_phase(t->e), ENGINE_JOINING);
+	assert_int_equal(engine_epoch(t->e), EPOCH);
+	assert_true(engine_next_deadline(t->e) == 0);
+	p = tx_one(t);
+	check_standby_join(t, p);
+	memcpy(first, p->bytes, sizeof(first));
+	sent = t->now;
+	assert_int_equal(tx(t), 0);
+	assert_true(engine_next_deadline(t->e) == sent + RTO);
+	t->now = sent + RTO;
+	p = tx_one(t);
+	assert_true(to_replica(t, p));
+	assert_memory_equal(p->bytes, first, sizeof(first));
+	/* A late JOIN_ACK of the primary, a STANDBY one from the primary's
+	 * address, and one of another epoch change nothing. */
+	rx_join_ack_from(t, &t->cfg.sw, 0, EPOCH);
+	rx_join_ack_from(t, &t->cfg.sw, INA_F_STANDBY, EPOCH);
+	assert_int_equal(engine_stats(t->e)->stale, 4);
+	rx_join_ack_from(t, &t->cfg.replica, INA_F_STANDBY, EPOCH + 3);
+	assert_int_equal(engine_stats(t->e)->bad, 1);
+	assert_int_equal(engine_phase(t->e), ENGINE_JOINING);
+
+	rx_join_ack_from(t, &t->cfg.replica, INA_F_STANDBY, EPOCH);
+	assert_int_equal(engine_phase(t->e), ENGINE_READY);
+	assert_int_equal(engine_epoch(t->e), EPOCH);
+	assert_int_equal(engine_error(t->e), 0);
+	assert_false(engine_failed_over(t->e));
+	assert_true(engine_next_deadline(t->e) == UINT64_MAX);
+	t->now += TIMEOUT * 2;
+	assert_int_equal(tx(t), 0);
+	done(t);
+}
+
+/* The replica took the job over before this worker asked it to stand by (a
+ * late worker): its announcement completes the join, on the replica. */
+static void
+test_engine_replica_join_after_takeover(void **state)
+{
+	struct t *t = *state;
+	uint16_t n;
+
+	with_replica(t);
+	start(t);
+	assert_int_equal(engine_join(t->e, t->now), 0);
+	assert_int_equal(tx(t), 1);
+	/* Before the primary's JOIN_ACK an announcement means nothing. */
+	rx_announce(t, &t->cfg.replica, EPOCH2);
+	assert_int_equal(engine_stats(t->e)->stale, 1);
+	rx_join_ack_from(t, &t->cfg.sw, 0, EPOCH);
+	check_standby_join(t, tx_one(t));
+	rx_announce(t, &t->cfg.replica, EPOCH2);
+	assert_int_equal(engine_phase(t->e), ENGINE_READY);
+	assert_true(engine_failed_over(t->e));
+	assert_int_equal(engine_epoch(t->e), EPOCH2);
+	t->epoch = EPOCH2;
+	fill(in, 0, 8, 1.0f, 1.0f);
+	begin(t, in, out, 8, 4, ENGINE_SUM);
+	n = tx(t);
+	assert_int_equal(n, 2);
+	assert_true(to_replica(t, &g[0]) && to_replica(t, &g[1]));
+	check_data(t, for_lane(n, 0), 0, 0, 0, 0, INA_BLOCK_END, 0, &in[0]);
+	done(t);
+}
+
+/* A replica that never answers fails the join, naming the replica; the
+ * primary, which holds the job, hears LEAVE. */
+static void
+test_engine_replica_join_unanswered(void **state)
+{
+	struct t *t = *state;
+	uint64_t t0;
+	int standby_joins = 0, leaves = 0;
+
+	with_replica(t);
+	start(t);
+	assert_int_equal(engine_join(t->e, t->now), 0);
+	assert_int_equal(tx(t), 1);
+	rx_join_ack_from(t, &t->cfg.sw, 0, EPOCH);
+	t0 = t->now;
+	while (engine_error(t->e) == 0) {
+		uint16_t n;
+
+		to_deadline(t);
+		n = tx(t);
+		for (uint16_t i = 0; i < n; i++) {
+			check_standby_join(t, &g[i]);
+			standby_joins++;
+		}
+		assert_true(standby_joins < 100);
+	}
+	assert_true(t->now >= t0 + TIMEOUT && t->now <= t0 + TIMEOUT + RTO_MAX);
+	assert_int_equal(engine_error(t->e), INA_ENOSWITCH);
+	assert_non_null(strstr(engine_error_msg(t->e), "replica switch did not answer"));
+	assert_int_equal(engine_phase(t->e), ENGINE_LEAVING);
+	while (engine_phase(t->e) != ENGINE_CLOSED) {
+		uint16_t n;
+
+		to_deadline(t);
+		n = tx(t);
+		for (uint16_t i = 0; i < n; i++) {
+			assert_false(to_replica(t, &g[i]));
+			check_ctl(t, &g[i], INA_T_LEAVE, 0);
+			leaves++;
+		}
+		assert_true(leaves <= 10);
+	}
+	assert_int_equal(leaves, 4);
+	done(t);
+}
+
+/* A replica that refuses to stand by fails the join with its reason. */
+static void
+test_engine_replica_join_refused(void **state)
+{
+	struct t *t = *state;
+	const char *msg = "job 7: the slot pool cannot hold the job's lanes";
+	struct ina_hdr h;
+
+	with_replica(t);
+	start(t);
+	assert_int_equal(engine_join(t->e, t->now), 0);
+	assert_int_equal(tx(t), 1);
+	rx_join_ack_from(t, &t->cfg.sw, 0, EPOCH);
+	check_standby_join(t, tx_one(t));
+	h = sw_hdr(t, INA_T_ERROR);
+	h.status = INA_WERR_NO_SLOTS;
+	rx_from(t, &t->cfg.replica, &h, msg, strlen(msg));
+	assert_int_equal(engine_error(t->e), INA_EREFUSED);
+	assert_non_null(strstr(engine_error_msg(t->e), "replica switch refused to stand by"));
+	assert_non_null(strstr(engine_error_msg(t->e), msg));
+	assert_int_equal(engine_phase(t->e), ENGINE_LEAVING);
+	{
+		const struct wc_got *p = tx_one(t);
+
+		assert_false(to_replica(t, p));
+		check_ctl(t, p, INA_T_LEAVE, 0);
+	}
+	done(t);
+}
+
+/*
+ * The primary falls silent mid-round: RESULTs through the replica kept it
+ * alive until then; after failover_ns of silence FAILOVER goes to the
+ * replica on the backoff, and the stall names the replica. The announcement
+ * moves the engine to the replica under the new epoch, every packet in flight
+ * goes again at once, the primary is no longer heard, and the round ends on
+ * the replica's results; the next round and the goodbye go to it alone.
+ */
+static void
+test_engine_failover_on_silence(void **state)
+{
+	struct t *t = *state;
+	uint64_t heard, last_fo, gap = RTO;
+	float sum[16];
+	const char *m;
+	int fos = 0;
+	uint16_t n;
+
+	/* Lane 0: blocks 0, 2; lane 1: blocks 1, 3; all mine. */
+	join_replica(t);
+	fill(in, 0, 16, 1.0f, 1.0f);
+	fill(sum, 0, 16, 3.0f, 2.0f);
+	begin(t, in, out, 16, 4, ENGINE_SUM);
+	n = tx(t);
+	assert_int_equal(n, 2);
+	for (uint16_t i = 0; i < n; i++)
+		assert_false(to_replica(t, &g[i]));
+	/* Block 0's result through the replica: the primary is alive. */
+	t->now += 500 * US;
+	heard = t->now;
+	rx_result(t, 0, 0, 0, 2, 0, &sum[0]);
+	check_data(t, tx_one(t), 0, 2, 1, 0, INA_BLOCK_END, 0, &in[8]);
+	/* Nothing more from anyone: the lanes resend to the primary until
+	 * failover_ns after the last word; then FAILOVER, on the backoff. */
+	while (fos < 4) {
+		to_deadline(t);
+		n = tx(t);
+		for (uint16_t i = 0; i < n; i++) {
+			if (g[i].h.type == INA_T_DATA) {
+				assert_false(to_replica(t, &g[i]));
+				continue;
+			}
+			check_failover(t, &g[i]);
+			if (fos == 0)
+				assert_true(t->now == heard + FAILOVER);
+			else
+				assert_true(t->now == last_fo + gap);
+			if (fos > 0)
+				gap = gap * 2 > RTO_MAX ? RTO_MAX : gap * 2;
+			last_fo = t->now;
+			fos++;
+		}
+	}
+	assert_int_equal(engine_stats(t->e)->failover_sent, 4);
+	assert_int_equal(engine_error(t->e), 0);
+	m = engine_stall(t->e);
+	assert_non_null(m);
+	assert_non_null(strstr(m, "waiting for the replica to take over"));
+	assert_int_equal(engine_stats(t->e)->failovers, 0);
+
+	/* The announcement from the primary's address is not the replica's. */
+	rx_announce(t, &t->cfg.sw, EPOCH2);
+	assert_false(engine_failed_over(t->e));
+	rx_announce(t, &t->cfg.replica, EPOCH2);
+	assert_true(engine_failed_over(t->e));
+	assert_int_equal(engine_epoch(t->e), EPOCH2);
+	assert_int_equal(engine_stats(t->e)->failovers, 1);
+	t->epoch = EPOCH2;
+	/* Both lanes' packets again at once, to the replica, new epoch, marked. */
+	assert_true(engine_next_deadline(t->e) == 0);
+	n = tx(t);
+	assert_int_equal(n, 2);
+	assert_true(to_replica(t, for_lane(n, 0)) && to_replica(t, for_lane(n, 1)));
+	check_data(t, for_lane(n, 0), 0, 2, 1, 1, INA_BLOCK_END, 0, &in[8]);
+	check_data(t, for_lane(n, 1), 1, 1, 0, 1, 3, 0, &in[4]);
+	assert_int_equal(tx(t), 0);
+	/* A fresh backoff from the measured timeout: 500 us + 4 x 250 us. */
+	assert_true(engine_next_deadline(t->e) == t->now + 1500 * US);
+	/* The primary is no longer heard, nor an old-epoch result; a repeated
+	 * announcement changes nothing. */
+	{
+		uint64_t stale = engine_stats(t->e)->stale, bad = engine_stats(t->e)->bad;
+
+		t->res_src = &t->cfg.sw;
+		rx_result(t, 1, 1, 0, 3, 0, &sum[4]);
+		t->res_src = &t->cfg.replica;
+		rx_wait(t, 1, 1, 0, 0, 2);
+		t->epoch = EPOCH;
+		rx_result(t, 1, 1, 0, 3, 0, &sum[4]);
+		t->epoch = EPOCH2;
+		rx_announce(t, &t->cfg.replica, EPOCH2);
+		rx_announce(t, &t->cfg.replica, EPOCH2 + 1);
+		assert_int_equal(engine_stats(t->e)->stale, stale + 4);
+		assert_int_equal(engine_stats(t->e)->bad, bad + 1);
+		assert_int_equal(engine_epoch(t->e), EPOCH2);
+		assert_int_equal(engine_stats(t->e)->failovers, 1);
+	}
+	/* The replica answers: the round ends with every sum. */
+	rx_result(t, 1, 1, 0, 3, 0, &sum[4]);
+	check_data(t, tx_one(t), 1, 3, 1, 0, INA_BLOCK_END, 0, &in[12]);
+	rx_result(t, 0, 2, INA_F_VER, INA_BLOCK_END, 0, &sum[8]);
+	rx_result(t, 1, 3, INA_F_VER, INA_BLOCK_END, 0, &sum[12]);
+	assert_int_equal(engine_phase(t->e), ENGINE_READY);
+	assert_floats(out, sum, 16);
+	/* No more FAILOVER, no silence watch: the replica is the switch now. */
+	t->now += 10 * FAILOVER;
+	assert_int_equal(tx(t), 0);
+	begin(t, in, out, 16, 4, ENGINE_SUM);
+	n = tx(t);
+	assert_int_equal(n, 2);
+	assert_true(to_replica(t, &g[0]) && to_replica(t, &g[1]));
+	check_data(t, for_lane(n, 0), 0, 0, 0, 0, 2, 0, &in[0]);
+	t->now += 3 * FAILOVER;
+	while (engine_error(t->e) == 0 && t->now < T0 + 100 * TIMEOUT) {
+		to_deadline(t);
+		n = tx(t);
+		for (uint16_t i = 0; i < n; i++)
+			assert_int_equal(g[i].h.type, INA_T_DATA);
+	}
+	assert_int_equal(engine_error(t->e), INA_ENOSWITCH);
+	assert_non_null(strstr(engine_error_msg(t->e), "replica switch did not answer"));
+	/* The goodbye: LEAVE to the replica alone. */
+	engine_leave(t->e, t->now);
+	{
+		const struct wc_got *p = tx_one(t);
+
+		assert_true(to_replica(t, p));
+		check_ctl(t, p, INA_T_LEAVE, 1);
+	}
+	done(t);
+}
+
+/* A probe: lane 0's packet for block 0, resent, to the replica. */
+static int
+is_probe(const struct t *t, const struct wc_got *p)
+{
+	if (!to_replica(t, p))
+		return 0;
+	check_data(t, p, 0, 0, 0, 1, INA_BLOCK_END, 0, &in[0]);
+	return 1;
+}
+
+/*
+ * WAITs from the primary: a peer is slow, the primary alive. No FAILOVER
+ * while they come (only a probe to the replica per failover time without
+ * progress); FAILOVER when they stop; and FAILOVER stops again when the
+ * primary speaks once more.
+ */
+static void
+test_engine_wait_keeps_primary(void **state)
+{
+	struct t *t = *state;
+	uint64_t t0, last_wait;
+	int fos = 0, probes = 0;
+	uint16_t n;
+
+	t->cfg.world = 3;
+	t->cfg.lanes = 1;
+	join_replica(t);
+	fill(in, 0, 4, 1.0f, 1.0f);
+	t0 = t->now;
+	begin(t, in, out, 4, 4, ENGINE_SUM);
+	assert_int_equal(tx(t), 1);
+	/* Every resend answered with a WAIT naming rank 2, for 3 failover
+	 * times (all of this within the operation's timeout). */
+	last_wait = t->now;
+	while (t->now < t0 + 3 * FAILOVER) {
+		to_deadline(t);
+		n = tx(t);
+		for (uint16_t i = 0; i < n; i++) {
+			assert_int_equal(g[i].h.type, INA_T_DATA);
+			if (is_probe(t, &g[i])) {
+				probes++;
+				assert_true(t->now == t0 + (uint64_t)probes * FAILOVER);
+				continue;
+			}
+			rx_wait(t, 0, 0, 0, 0, 1u << 2);
+			last_wait = t->now;
+		}
+	}
+	assert_true(probes >= 2);
+	assert_int_equal(engine_stats(t->e)->probes, probes);
+	assert_int_equal(engine_stats(t->e)->failover_sent, 0);
+	/* The WAITs stop: FAILOVER failover_ns after the last one. */
+	while (fos == 0) {
+		to_deadline(t);
+		n = tx(t);
+		for (uint16_t i = 0; i < n; i++)
+			if (g[i].h.type == INA_T_FAILOVER) {
+				check_failover(t, &g[i]);
+				assert_true(t->now == last_wait + FAILOVER);
+				fos++;
+			}
+	}
+	/* The primary answers again: no further FAILOVER while it does. */
+	rx_wait(t, 0, 0, 0, 0, 1u << 2);
+	last_wait = t->now;
+	assert_true(engine_next_deadline(t->e) > t->now);
+	while (t->now < last_wait + FAILOVER - RTO_MAX) {
+		to_deadline(t);
+		n = tx(t);
+		for (uint16_t i = 0; i < n; i++) {
+			assert_int_equal(g[i].h.type, INA_T_DATA);
+			is_probe(t, &g[i]);
+		}
+	}
+	assert_int_equal(engine_stats(t->e)->failover_sent, 1);
+	assert_int_equal(engine_stats(t->e)->failovers, 0);
+	assert_int_equal(engine_error(t->e), 0);
+	done(t);
+}
+
+/*
+ * Split views: the replica took the job over (another worker found the
+ * primary silent for a moment) and its announcement to this worker was lost,
+ * while the primary, alive, answers this worker with WAITs it can never
+ * follow with a result. After a failover time without progress, the probe to
+ * the replica brings the announcement, and the worker follows it.
+ */
+static void
+test_engine_probe_finds_takeover(void **state)
+{
+	struct t *t = *state;
+	uint64_t t0;
+	int probed = 0;
+	uint16_t n;
+
+	t->cfg.lanes = 1;
+	join_replica(t);
+	fill(in, 0, 4, 1.0f, 1.0f);
+	t0 = t->now;
+	begin(t, in, out, 4, 4, ENGINE_SUM);
+	assert_int_equal(tx(t), 1);
+	while (!probed) {
+		to_deadline(t);
+		assert_true(t->now <= t0 + FAILOVER);
+		n = tx(t);
+		for (uint16_t i = 0; i < n; i++) {
+			if (is_probe(t, &g[i])) {
+				probed = 1;
+				continue;
+			}
+			rx_wait(t, 0, 0, 0, 0, 1u << 1);
+		}
+	}
+	assert_true(t->now == t0 + FAILOVER);
+	assert_int_equal(engine_stats(t->e)->failover_sent, 0);
+	/* The replica, which took over, answers the old-epoch packet with the
+	 * announcement. */
+	rx_announce(t, &t->cfg.replica, EPOCH2);
+	t->epoch = EPOCH2;
+	assert_true(engine_failed_over(t->e));
+	check_data(t, tx_one(t), 0, 0, 0, 1, INA_BLOCK_END, 0, &in[0]);
+	assert_true(to_replica(t, &g[0]));
+	rx_result(t, 0, 0, 0, INA_BLOCK_END, 0, &in[0]);
+	assert_int_equal(engine_phase(t->e), ENGINE_READY);
+	assert_floats(out, in, 4);
+	done(t);
+}
+
+/* An announcement before this worker noticed anything: the same takeover,
+ * with no FAILOVER of its own. */
+static void
+test_engine_failover_announced_first(void **state)
+{
+	struct t *t = *state;
+	uint16_t n;
+
+	join_replica(t);
+	fill(in, 0, 8, 1.0f, 1.0f);
+	begin(t, in, out, 8, 4, ENGINE_SUM);
+	assert_int_equal(tx(t), 2);
+	t->now += 1 * MS;
+	rx_announce(t, &t->cfg.replica, EPOCH2);
+	t->epoch = EPOCH2;
+	assert_int_equal(engine_stats(t->e)->failovers, 1);
+	n = tx(t);
+	assert_int_equal(n, 2);
+	check_data(t, for_lane(n, 0), 0, 0, 0, 1, INA_BLOCK_END, 0, &in[0]);
+	check_data(t, for_lane(n, 1), 1, 1, 0, 1, INA_BLOCK_END, 0, &in[4]);
+	assert_true(to_replica(t, &g[0]) && to_replica(t, &g[1]));
+	rx_result(t, 0, 0, 0, INA_BLOCK_END, 0, &in[0]);
+	rx_result(t, 1, 1, 0, INA_BLOCK_END, 0, &in[4]);
+	assert_int_equal(engine_phase(t->e), ENGINE_READY);
+	assert_floats(out, in, 8);
+	assert_int_equal(engine_stats(t->e)->failover_sent, 0);
+	/* FIN to the replica alone; its FIN_ACK closes. */
+	engine_finish(t->e, t->now);
+	{
+		const struct wc_got *p = tx_one(t);
+
+		assert_true(to_replica(t, p));
+		check_ctl(t, p, INA_T_FIN, 1);
+	}
+	{
+		struct ina_hdr h = sw_hdr(t, INA_T_FIN_ACK);
+
+		rx_from(t, &t->cfg.replica, &h, NULL, 0);
+	}
+	assert_int_equal(engine_phase(t->e), ENGINE_CLOSED);
+	done(t);
+}
+
+/* A replica that never takes over: the operation fails at its timeout, and
+ * the sentence says the primary is silent and the replica did not answer. */
+static void
+test_engine_failover_unanswered(void **state)
+{
+	struct t *t = *state;
+	uint64_t t0;
+
+	join_replica(t);
+	fill(in, 0, 8, 1.0f, 1.0f);
+	t0 = t->now;
+	begin(t, in, out, 8, 4, ENGINE_SUM);
+	while (engine_error(t->e) == 0) {
+		to_deadline(t);
+		assert_true(t->now <= t0 + TIMEOUT);
+		tx(t);
+	}
+	assert_true(t->now == t0 + TIMEOUT);
+	assert_int_equal(engine_error(t->e), INA_ENOSWITCH);
+	assert_non_null(strstr(engine_error_msg(t->e), "the replica did not take over"));
+	assert_true(engine_stats(t->e)->failover_sent > 3);
+	assert_int_equal(engine_stats(t->e)->failovers, 0);
+	done(t);
+}
+
+/* While the replica stands by, FIN and LEAVE go to both switches; only the
+ * primary's FIN_ACK ends the goodbye. */
+static void
+test_engine_replica_goodbye(void **state)
+{
+	struct t *t = *state;
+	struct ina_hdr h;
+	uint16_t n;
+
+	join_replica(t);
+	one_round(t);
+	engine_finish(t->e, t->now);
+	n = tx(t);
+	assert_int_equal(n, 2);
+	assert_false(to_replica(t, &g[0]));
+	assert_true(to_replica(t, &g[1]));
+	check_ctl(t, &g[0], INA_T_FIN, 1);
+	assert_int_equal(g[1].len, g[0].len);
+	assert_memory_equal(g[1].bytes, g[0].bytes, g[0].len);
+	h = sw_hdr(t, INA_T_FIN_ACK);
+	rx_from(t, &t->cfg.replica, &h, NULL, 0);
+	assert_int_equal(engine_phase(t->e), ENGINE_FINISHING);
+	to_deadline(t);
+	assert_int_equal(tx(t), 2);
+	rx_from(t, &t->cfg.sw, &h, NULL, 0);
+	assert_int_equal(engine_phase(t->e), ENGINE_CLOSED);
+	engine_destroy(t->e);
+	t->e = NULL;
+
+	/* LEAVE in the middle of a round: to both. */
+	join_replica(t);
+	fill(in, 0, 8, 1.0f, 1.0f);
+	begin(t, in, out, 8, 4, ENGINE_SUM);
+	assert_int_equal(tx(t), 2);
+	engine_leave(t->e, t->now);
+	n = tx(t);
+	assert_int_equal(n, 2);
+	check_ctl(t, &g[0], INA_T_LEAVE, 0);
+	check_ctl(t, &g[1], INA_T_LEAVE, 0);
+	assert_true(to_replica(t, &g[0]) != to_replica(t, &g[1]));
+	done(t);
+}
+
+/* An ERROR from the replica standing by: the job goes on at the primary with
+ * no replica left (no FAILOVER, a silent primary is a lost switch again). */
+static void
+test_engine_replica_error_drops_standby(void **state)
+{
+	struct t *t = *state;
+	const char *msg = "job 7: the switch is shutting down";
+	struct ina_hdr h;
+	uint64_t t0;
+
+	join_replica(t);
+	h = sw_hdr(t, INA_T_ERROR);
+	h.status = INA_WERR_SHUTDOWN;
+	rx_from(t, &t->cfg.replica, &h, msg, strlen(msg));
+	assert_int_equal(engine_error(t->e), 0);
+	assert_int_equal(engine_stats(t->e)->standby_lost, 1);
+	one_round(t);
+	fill(in, 0, 8, 1.0f, 1.0f);
+	t0 = t->now;
+	begin(t, in, out, 8, 4, ENGINE_SUM);
+	while (engine_error(t->e) == 0) {
+		uint16_t n;
+
+		to_deadline(t);
+		n = tx(t);
+		for (uint16_t i = 0; i < n; i++)
+			assert_false(to_replica(t, &g[i]));
+	}
+	assert_true(t->now == t0 + TIMEOUT);
+	assert_int_equal(engine_error(t->e), INA_ENOSWITCH);
+	assert_int_equal(engine_stats(t->e)->failover_sent, 0);
+	/* Nor does an announcement count any more. */
+	rx_announce(t, &t->cfg.replica, EPOCH2);
+	assert_false(engine_failed_over(t->e));
+	done(t);
+}
+
+/* Without a replica a FAILOVER is a bad packet, and a config naming the
+ * switch as its own replica, or no failover time, is refused. */
+static void
+test_engine_no_replica_failover_bad(void **state)
+{
+	struct t *t = *state;
+	struct engine_config c;
+
+	join_ready(t);
+	rx_announce(t, &t->cfg.sw, EPOCH2);
+	assert_int_equal(engine_stats(t->e)->bad, 1);
+	assert_int_equal(engine_epoch(t->e), EPOCH);
+	assert_false(engine_failed_over(t->e));
+	c = t->cfg;
+	c.replica = c.sw;
+	assert_null(engine_create(&c));
+	c = t->cfg;
+	with_replica(t);
+	c.replica = t->cfg.replica;
+	c.failover_ns = 0;
+	assert_null(engine_create(&c));
+	done(t);
+}
+
 int
 main(void)
 {
@@ -1768,6 +2482,23 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_engine_in_place, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_engine_next_deadline, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_engine_pool_empty_defers_send, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_engine_replica_standby_join, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_engine_replica_join_after_takeover, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_engine_replica_join_unanswered, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_engine_replica_join_refused, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_engine_failover_on_silence, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_engine_wait_keeps_primary, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_engine_probe_finds_takeover, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_engine_failover_announced_first, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_engine_failover_unanswered, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_engine_replica_goodbye, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_engine_replica_error_drops_standby, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_engine_no_replica_failover_bad, setup,
 						teardown),
 		/* Last: under ASan, the out-of-bounds read it exposes aborts. */
 		cmocka_unit_test_setup_teardown(test_engine_wait_lane_out_of_range, setup,

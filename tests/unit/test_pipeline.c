@@ -6,8 +6,9 @@
  * and destination. Covers admission and its refusals, the lane protocol (next
  * pointers, empty answers, header-only results, i32 openers and exponents),
  * duplicates and WAIT, shadow replies, exact matching and every drop counter,
- * slot reuse, two jobs at once, FIN, linger, idle timeout and LEAVE, and checks
- * after every test that no packet buffer leaked.
+ * slot reuse, two jobs at once, FIN, linger, idle timeout and LEAVE, a primary
+ * and its replica side by side (REPL, standby, FAILOVER and takeover), and
+ * checks after every test that no packet buffer leaked.
  */
 #include <endian.h>
 #include <setjmp.h>
@@ -50,7 +51,8 @@ struct t {
 	struct ina_pkt_pool *pool;	/* NB_PKTS buffers, for inputs and outputs */
 	struct ina_pkt_pool *in_pool;	/* where test packets come from */
 	struct pipeline_config cfg;
-	struct pipeline *p;
+	struct pipeline *p;		/* the switch packets go to */
+	struct pipeline *prim, *repl;	/* a primary and its replica, or NULL */
 	uint64_t now;
 	uint16_t nb_out;
 	struct ina_pkt *out[MAX_BURST];
@@ -147,7 +149,12 @@ teardown(void **state)
 
 	for (uint16_t i = 0; i < t->nb_out; i++)
 		ina_pkt_free(t->out[i]);
-	pipeline_destroy(t->p);
+	if (t->prim || t->repl) {
+		pipeline_destroy(t->prim);
+		pipeline_destroy(t->repl);
+	} else {
+		pipeline_destroy(t->p);
+	}
 	ina_pkt_pool_destroy(t->pool);
 	free(t);
 	return 0;
@@ -348,13 +355,13 @@ check_fanout(const struct wc_got *g, const struct tjob *j)
 		assert_true(ina_peer_equal(&g->dsts[r], peer_of(j, r)));
 }
 
-/* A RESULT for block 'b' with next pointer 'next' and the sum 'vals' (floats
- * or int32s), or header-only when 'vals' is NULL. */
+/* A RESULT (or a REPL to 'rank') for block 'b' with next pointer 'next' and
+ * the sum 'vals' (floats or int32s), or header-only when 'vals' is NULL. */
 static void
-check_result(const struct wc_got *g, const struct tjob *j, const struct blk *b, uint32_t next,
-	     const void *vals)
+check_block(const struct wc_got *g, const struct tjob *j, uint8_t type, uint16_t rank,
+	    const struct blk *b, uint32_t next, const void *vals)
 {
-	check_from_switch(g, j, INA_T_RESULT);
+	wc_assert_hdr(g, type, j->enc, j->id, j->epoch, rank, j->token);
 	assert_int_equal(g->h.lane, b->lane);
 	assert_int_equal(g->h.tensor_id, b->tensor_id);
 	assert_int_equal(g->h.round, b->round);
@@ -364,6 +371,13 @@ check_result(const struct wc_got *g, const struct tjob *j, const struct blk *b, 
 	assert_int_equal(g->h.flags & INA_F_VER, b->ver);
 	assert_int_equal(g->h.next, next);
 	wc_assert_block(g, b->tensor_len, b->block_size, b->block, vals);
+}
+
+static void
+check_result(const struct wc_got *g, const struct tjob *j, const struct blk *b, uint32_t next,
+	     const void *vals)
+{
+	check_block(g, j, INA_T_RESULT, INA_RANK_SWITCH, b, next, vals);
 }
 
 /* An ERROR to one sender, for job 'id' with token 'token'. */
@@ -2218,6 +2232,680 @@ test_pipeline_unused_half_is_no_match(void **state)
 	done(t);
 }
 
+/* ---- Replica and failover: a primary and its replica side by side. ---- */
+
+#define PRIMARY_PEER (&peers[NB_PEERS - 2])
+#define REPLICA_PEER (&peers[NB_PEERS - 1])
+
+/* A primary replicating to REPLICA_PEER and a replica of PRIMARY_PEER; the
+ * packets go to the primary. */
+static void
+start_pair(struct t *t)
+{
+	struct pipeline_config c = t->cfg;
+
+	c.replica = *REPLICA_PEER;
+	t->prim = pipeline_create(&c);
+	assert_non_null(t->prim);
+	c = t->cfg;
+	c.primary = *PRIMARY_PEER;
+	t->repl = pipeline_create(&c);
+	assert_non_null(t->repl);
+	t->p = t->prim;
+}
+
+static struct ina_pkt *
+mk_standby_join(struct t *t, const struct tjob *j, uint16_t rank, uint32_t epoch)
+{
+	struct ina_hdr h = base_hdr(j, INA_T_JOIN, rank);
+	uint8_t payload[sizeof(struct ina_wire_join)];
+
+	h.flags = INA_F_STANDBY;
+	h.epoch = epoch;
+	ina_wire_encode_join(j->world, j->lanes, j->max_block, payload);
+	return mk_pkt(t, peer_of(j, rank), &h, payload, sizeof(payload));
+}
+
+/* A standby JOIN from 'rank' with the job's epoch, and its STANDBY JOIN_ACK. */
+static void
+standby_join(struct t *t, const struct tjob *j, uint16_t rank)
+{
+	uint16_t world, lanes, max_block;
+	struct wc_got g;
+
+	assert_int_equal(rx(t, mk_standby_join(t, j, rank, j->epoch)), 1);
+	take_one(t, &g);
+	check_from_switch(&g, j, INA_T_JOIN_ACK);
+	assert_int_equal(g.h.flags, INA_F_STANDBY);
+	check_unicast(&g, peer_of(j, rank));
+	ina_wire_decode_join(g.payload, &world, &lanes, &max_block);
+	assert_int_equal(world, j->world);
+	assert_int_equal(lanes, j->lanes);
+	assert_int_equal(max_block, j->max_block);
+}
+
+/* A packet the switch sent ('g'), arriving at the next switch from 'src'. */
+static struct ina_pkt *
+resend(struct t *t, const struct wc_got *g, const struct ina_peer *src)
+{
+	return mk_pkt(t, src, &g->h, g->payload, g->payload_size);
+}
+
+/* A REPL of block 'b' from the primary, to the replica, for 'rank'. */
+static void
+check_repl(const struct wc_got *g, const struct tjob *j, uint16_t rank, const struct blk *b,
+	   uint32_t next, const void *vals)
+{
+	check_block(g, j, INA_T_REPL, rank, b, next, vals);
+	check_unicast(g, REPLICA_PEER);
+}
+
+/* 'g' is 'r' as the replica sends it on: the same bytes but type and rank. */
+static void
+check_sent_on(const struct wc_got *g, const struct wc_got *r)
+{
+	assert_int_equal(g->len, r->len);
+	assert_int_equal(g->h.type, INA_T_RESULT);
+	assert_int_equal(g->h.rank, INA_RANK_SWITCH);
+	assert_memory_equal(g->bytes + 2, r->bytes + 2, 10);
+	assert_memory_equal(g->bytes + 14, r->bytes + 14, r->len - 14);
+}
+
+static struct ina_pkt *
+mk_failover(struct t *t, const struct tjob *j, uint16_t rank, uint32_t epoch)
+{
+	struct ina_hdr h = base_hdr(j, INA_T_FAILOVER, rank);
+
+	h.epoch = epoch;
+	return mk_pkt(t, peer_of(j, rank), &h, NULL, 0);
+}
+
+/* The replica's announcement of epoch j->epoch. */
+static void
+check_announce(const struct wc_got *g, const struct tjob *j)
+{
+	check_from_switch(g, j, INA_T_FAILOVER);
+	assert_int_equal(g->len, INA_HDR_SIZE);
+	assert_int_equal(g->h.flags, 0);
+	assert_int_equal(g->h.lane, 0);
+	assert_int_equal(g->h.block, 0);
+}
+
+/* Block 'b' completes at the primary (every rank sends 'vals[r]' with next
+ * 'next'); its REPL reaches the replica, which fans it out. Returns the
+ * RESULT in 'r'. */
+static void
+replicate_block(struct t *t, const struct tjob *j, const struct blk *b, uint32_t next,
+		const float (*vals)[4], const float *sum, struct wc_got *r)
+{
+	struct wc_got g;
+
+	t->p = t->prim;
+	for (uint16_t k = 0; k < j->world; k++)
+		assert_int_equal(push(t, j, k, b, next, vals ? vals[k] : NULL), k + 1 == j->world);
+	take_one(t, &g);
+	check_repl(&g, j, INA_RANK_ALL, b, next, sum);
+	t->p = t->repl;
+	assert_int_equal(rx(t, resend(t, &g, PRIMARY_PEER)), 1);
+	take_one(t, r);
+	check_result(r, j, b, next, sum);
+	check_fanout(r, j);
+	check_sent_on(r, &g);
+}
+
+/*
+ * A primary and its replica, f32: every result leaves the primary as one
+ * REPL, which the replica stores and fans out as the RESULT; a shadow reply
+ * goes the same way to one rank. Standby drops DATA. The primary dies with a
+ * block half aggregated; a FAILOVER makes the replica take over under a new
+ * epoch, announced to every rank. Its lanes stand where the last stored
+ * results left them: each rank's retransmission of a stored block is
+ * answered from the shadow, the half-aggregated block is aggregated again at
+ * the replica, each contribution once, bit for bit, and a lane whose round
+ * ended opens for the next round. The primary's REPLs and old-epoch DATA
+ * no longer count.
+ */
+static void
+test_pipeline_replica_takeover(void **state)
+{
+	struct t *t = *state;
+	struct tjob j = { .id = 2001, .token = 0x2020, .world = 3, .lanes = 2, .max_block = 4,
+			  .enc = INA_ENC_F32 };
+	struct blk b0 = { .tensor_id = 7, .round = 0, .tensor_len = 16, .block_size = 4,
+			  .lane = 0, .block = 0 };
+	struct blk b2 = b0, b1 = b0, b3 = b0, n1 = b0;
+	static const float a[3][4] = { { 1.1f, -2.5f, 3e-7f, 0 }, { 0.3f, 0.7f, 1e7f, 0 },
+				       { -1.4f, 2.5f, 1.0f, 0 } };
+	static const float c[3][4] = { { 0.1f, 0.2f, 0.3f, 1e-3f }, { 1e8f, 3.3f, -0.3f, 7 },
+				       { -1e8f, 1e-8f, 0.25f, 1.5f } };
+	static const float d[3][4] = { { 5, 6, 7, 8 }, { 0.5f, 0.5f, 0.5f, 0.5f },
+				       { 1, 2, 3, 4 } };
+	static const float e[3][4] = { { 9, 9, 9, 9 }, { 2, 2, 2, 2 }, { 1e-5f, 0, 0, 0 } };
+	float sa[4], sc[4], sd[4], se[4];
+	const struct pipeline_stats *ps, *rs;
+	struct wc_got g, ra, rd, re, rep;
+	struct tjob old;
+	char buf[2048];
+	FILE *f;
+
+	b1.lane = 1;
+	b1.block = 1;
+	b3 = b1;
+	b3.block = 3;
+	b3.ver = 1;
+	b2.block = 2;
+	b2.ver = 1;
+	fadd(sa, a[0], 4, 1); fadd(sa, a[1], 4, 0); fadd(sa, a[2], 4, 0);
+	fadd(sd, d[0], 4, 1); fadd(sd, d[1], 4, 0); fadd(sd, d[2], 4, 0);
+	fadd(se, e[0], 4, 1); fadd(se, e[1], 4, 0); fadd(se, e[2], 4, 0);
+	start_pair(t);
+	ps = pipeline_stats(t->prim);
+	rs = pipeline_stats(t->repl);
+
+	/* The job joins the primary, then stands by at the replica. */
+	join_all(t, &j);
+	t->p = t->repl;
+	for (uint16_t r = 0; r < j.world; r++)
+		standby_join(t, &j, r);
+	standby_join(t, &j, 1);	/* a repeat is acked again */
+	assert_int_equal(rs->standby_jobs, 1);
+	assert_int_equal(pipeline_nb_jobs(t->repl), 1);
+	/* Standing by, the replica drops DATA. */
+	assert_int_equal(push(t, &j, 0, &b0, 2, a[0]), 0);
+	assert_int_equal(rs->drop[PDROP_STANDBY], 1);
+
+	/* Lane 0, block 0 and lane 1, blocks 1 and 3 (the round's end). */
+	replicate_block(t, &j, &b0, 2, a, sa, &ra);
+	replicate_block(t, &j, &b1, 3, d, sd, &rd);
+	replicate_block(t, &j, &b3, INA_BLOCK_END, e, se, &re);
+	assert_int_equal(ps->replicated, 3);
+	assert_int_equal(ps->results, 3);
+	assert_int_equal(rs->repl_stored, 3);
+	assert_int_equal(rs->repl_sent, 3);
+
+	/* A shadow reply at the primary: a REPL to that rank, sent on to it
+	 * alone and not stored again. */
+	t->p = t->prim;
+	assert_int_equal(push(t, &j, 2, &b3, INA_BLOCK_END, e[2]), 1);
+	take_one(t, &rep);
+	check_repl(&rep, &j, 2, &b3, INA_BLOCK_END, se);
+	t->p = t->repl;
+	assert_int_equal(rx(t, resend(t, &rep, PRIMARY_PEER)), 1);
+	take_one(t, &g);
+	check_unicast(&g, peer_of(&j, 2));
+	assert_memory_equal(g.bytes, re.bytes, re.len);
+	assert_int_equal(rs->repl_stored, 3);
+	assert_int_equal(rs->repl_sent, 4);
+	/* A late copy of an older result is sent on, not stored. */
+	assert_int_equal(rx(t, resend(t, &rep, PRIMARY_PEER)), 1);
+	t->nb_out = 0;
+	ina_pkt_free(t->out[0]);
+	/* Only the primary's REPLs count. */
+	assert_int_equal(rx(t, resend(t, &rep, peer_of(&j, 0))), 0);
+	assert_int_equal(rx(t, resend(t, &rep, REPLICA_PEER)), 0);
+	assert_int_equal(rs->drop[PDROP_NOT_PRIMARY], 2);
+	assert_int_equal(rs->repl_stored, 3);
+
+	/* The replica's dump shows the job standing by and its stored results. */
+	f = fmemopen(buf, sizeof(buf), "w");
+	assert_non_null(f);
+	pipeline_dump(t->repl, f);
+	fclose(f);
+	assert_non_null(strstr(buf, "standing by for the primary"));
+	assert_non_null(strstr(buf, "lane 0: stored result: tensor 7 round 0 block 0 next 2"));
+	assert_non_null(strstr(buf, "lane 1: stored result: tensor 7 round 0 block 3 next 4294967295"));
+
+	/* Block 2: ranks 0 and 1 reach the primary; then it dies. */
+	t->p = t->prim;
+	assert_int_equal(push(t, &j, 0, &b2, INA_BLOCK_END, c[0]), 0);
+	assert_int_equal(push(t, &j, 1, &b2, INA_BLOCK_END, c[1]), 0);
+
+	/* Rank 1 reports the primary silent: the replica takes over under the
+	 * next epoch and tells every rank. */
+	t->p = t->repl;
+	t->now += 9 * SEC;	/* past the peer timeout: silence before counts not */
+	old = j;
+	assert_int_equal(rx(t, mk_failover(t, &j, 1, j.epoch)), 1);
+	j.epoch = old.epoch + 1;
+	take_one(t, &g);
+	check_announce(&g, &j);
+	check_fanout(&g, &j);
+	assert_int_equal(rs->takeovers, 1);
+	f = fmemopen(buf, sizeof(buf), "w");
+	assert_non_null(f);
+	pipeline_dump(t->repl, f);
+	fclose(f);
+	snprintf(buf + 1024, 64, "taken over from the primary (its epoch %u)", old.epoch);
+	assert_non_null(strstr(buf, buf + 1024));
+
+	/* Block 2 again, at the replica: each rank once; a repeat waits on
+	 * rank 2 (not dead: its silence counts from the takeover). */
+	assert_int_equal(push(t, &j, 1, &b2, INA_BLOCK_END, c[1]), 0);
+	assert_int_equal(push(t, &j, 0, &b2, INA_BLOCK_END, c[0]), 0);
+	assert_int_equal(push(t, &j, 1, &b2, INA_BLOCK_END, c[1]), 1);
+	take_one(t, &g);
+	check_from_switch(&g, &j, INA_T_WAIT);
+
+	/* The primary's REPLs no longer count, nor DATA of its epoch: that
+	 * rank is told the new epoch instead, as is a rank asking again. */
+	assert_int_equal(rx(t, resend(t, &rep, PRIMARY_PEER)), 0);
+	assert_int_equal(rs->drop[PDROP_TAKEN_OVER], 1);
+	assert_int_equal(push(t, &old, 2, &b2, INA_BLOCK_END, c[2]), 1);
+	take_one(t, &g);
+	check_announce(&g, &j);
+	check_unicast(&g, peer_of(&j, 2));
+	assert_int_equal(rx(t, mk_failover(t, &j, 0, old.epoch)), 1);
+	take_one(t, &g);
+	check_announce(&g, &j);
+	check_unicast(&g, peer_of(&j, 0));
+	assert_int_equal(rs->announce_repeats, 2);
+	assert_int_equal(rs->takeovers, 1);
+	/* FIN of the old epoch is not this job's any more. */
+	assert_int_equal(send_ctl(t, &old, INA_T_FIN, 0), 0);
+	assert_int_equal(rs->drop_wire[INA_WIRE_WRONG_EPOCH], 1);
+
+	/* Every rank's retransmission of a stored block: from the shadow. */
+	for (uint16_t r = 0; r < j.world; r++) {
+		assert_int_equal(push(t, &j, r, &b3, INA_BLOCK_END, e[r]), 1);
+		take_one(t, &g);
+		check_unicast(&g, peer_of(&j, r));
+		check_result(&g, &j, &b3, INA_BLOCK_END, se);
+	}
+	assert_int_equal(push(t, &j, 2, &b0, 2, a[2]), 1);
+	take_one(t, &g);
+	check_unicast(&g, peer_of(&j, 2));
+	check_result(&g, &j, &b0, 2, sa);
+	assert_int_equal(rs->shadow_replies, 4);
+
+	/* Rank 2 completes block 2: the sum of each rank's part once. */
+	assert_int_equal(push(t, &j, 2, &b2, INA_BLOCK_END, c[2]), 1);
+	take_one(t, &g);
+	fadd(sc, c[1], 4, 1);
+	fadd(sc, c[0], 4, 0);
+	fadd(sc, c[2], 4, 0);
+	check_result(&g, &j, &b2, INA_BLOCK_END, sc);
+	check_fanout(&g, &j);
+	assert_int_equal(rs->duplicates, 1);
+	assert_int_equal(rs->results, 1);
+
+	/* Lane 1 ended its round before the takeover: round 1 opens it. */
+	n1 = b1;
+	n1.round = 1;
+	n1.ver = 0;
+	assert_int_equal(push(t, &j, 0, &n1, INA_BLOCK_END, d[0]), 0);
+	assert_int_equal(push(t, &j, 1, &n1, INA_BLOCK_END, d[1]), 0);
+	assert_int_equal(push(t, &j, 2, &n1, INA_BLOCK_END, d[2]), 1);
+	take_one(t, &g);
+	check_result(&g, &j, &n1, INA_BLOCK_END, sd);
+	check_fanout(&g, &j);
+
+	/* A replica after takeover is an ordinary switch: the job finishes. */
+	assert_int_equal(rs->replicated, 0);
+	fin_all(t, &j);
+	assert_int_equal(pipeline_nb_jobs(t->repl), 0);
+	assert_int_equal(pipeline_free_slots(t->repl), 16);
+	done(t);
+}
+
+/*
+ * The i32 encoding through a takeover. A lane's stored result may be its
+ * OPEN (the open block is then the one it announces, under the agreed
+ * exponent, which the shadow keeps) or a round's last block (the lane then
+ * waits for the next round's OPEN); a saturated sum keeps its flag in the
+ * shadow.
+ */
+static void
+test_pipeline_replica_i32(void **state)
+{
+	struct t *t = *state;
+	struct tjob j = { .id = 2002, .token = 0x2121, .world = 2, .lanes = 2, .max_block = 4,
+			  .enc = INA_ENC_I32 };
+	struct blk o0 = { .tensor_id = 3, .round = 1, .tensor_len = 8, .block_size = 4,
+			  .lane = 0, .block = INA_BLOCK_OPEN };
+	struct blk o1 = o0, k0 = o0, k1 = o0;
+	const int32_t d0[4] = { INT32_MAX, 5, -7, 0 }, d1[4] = { 1, 6, -1, 0 };
+	const int32_t sd[4] = { INT32_MAX, 11, -8, 0 };
+	const int32_t a0[4] = { 100, -200, 1 << 20, 0 }, a1[4] = { 1, 2, 3, 4 };
+	const int32_t sa[4] = { 101, -198, (1 << 20) + 3, 4 };
+	const int32_t e0[4] = { -3, 0, 9, 1 << 29 }, e1[4] = { 3, 0, -10, 1 << 29 };
+	const int32_t se[4] = { 0, 0, -1, 1 << 30 };
+	const struct pipeline_stats *rs;
+	struct wc_got g, r;
+	struct tjob old;
+
+	o1.lane = 1;
+	k0.block = 0;
+	k0.ver = 1;
+	k1.lane = 1;
+	k1.block = 1;
+	k1.ver = 1;
+	start_pair(t);
+	rs = pipeline_stats(t->repl);
+	join_all(t, &j);
+	t->p = t->repl;
+	standby_join(t, &j, 0);
+	standby_join(t, &j, 1);
+
+	/* Both lanes open: lane 0 announces block 0 (exponent 5), lane 1
+	 * block 1 (exponent 6). */
+	t->p = t->prim;
+	assert_int_equal(push_x(t, &j, 0, &o0, 0, 3, NULL), 0);
+	assert_int_equal(push_x(t, &j, 1, &o0, 0, 5, NULL), 1);
+	take_one(t, &g);
+	check_repl(&g, &j, INA_RANK_ALL, &o0, 0, NULL);
+	assert_int_equal(g.h.exp, 5);
+	t->p = t->repl;
+	assert_int_equal(rx(t, resend(t, &g, PRIMARY_PEER)), 1);
+	take_one(t, &r);
+	check_result(&r, &j, &o0, 0, NULL);
+	assert_int_equal(r.h.exp, 5);
+	t->p = t->prim;
+	assert_int_equal(push_x(t, &j, 0, &o1, 1, 2, NULL), 0);
+	assert_int_equal(push_x(t, &j, 1, &o1, 1, 6, NULL), 1);
+	take_one(t, &g);
+	t->p = t->repl;
+	assert_int_equal(rx(t, resend(t, &g, PRIMARY_PEER)), 1);
+	take_one(t, &r);
+	check_result(&r, &j, &o1, 1, NULL);
+	assert_int_equal(r.h.exp, 6);
+
+	/* Block 0 saturates and ends lane 0's round. */
+	t->p = t->prim;
+	assert_int_equal(push_x(t, &j, 0, &k0, INA_BLOCK_END, 0, d0), 0);
+	assert_int_equal(push_x(t, &j, 1, &k0, INA_BLOCK_END, 0, d1), 1);
+	take_one(t, &g);
+	check_repl(&g, &j, INA_RANK_ALL, &k0, INA_BLOCK_END, sd);
+	assert_int_equal(g.h.flags & INA_F_SATURATED, INA_F_SATURATED);
+	t->p = t->repl;
+	assert_int_equal(rx(t, resend(t, &g, PRIMARY_PEER)), 1);
+	take_one(t, &r);
+	check_result(&r, &j, &k0, INA_BLOCK_END, sd);
+	assert_int_equal(r.h.flags & INA_F_SATURATED, INA_F_SATURATED);
+
+	/* Lane 1's block 1 reaches the primary from rank 0; it dies. */
+	t->p = t->prim;
+	assert_int_equal(push_x(t, &j, 0, &k1, INA_BLOCK_END, 0, e0), 0);
+	t->p = t->repl;
+	old = j;
+	assert_int_equal(rx(t, mk_failover(t, &j, 0, j.epoch)), 1);
+	j.epoch++;
+	take_one(t, &g);
+	check_announce(&g, &j);
+	check_fanout(&g, &j);
+
+	/* Rank 1 missed both lanes' last results: the shadows answer, the
+	 * saturated sum and the OPEN with its agreed exponent. */
+	assert_int_equal(push_x(t, &j, 1, &k0, INA_BLOCK_END, 0, d1), 1);
+	take_one(t, &g);
+	check_unicast(&g, peer_of(&j, 1));
+	check_result(&g, &j, &k0, INA_BLOCK_END, sd);
+	assert_int_equal(g.h.flags & INA_F_SATURATED, INA_F_SATURATED);
+	assert_int_equal(push_x(t, &j, 1, &o1, 1, 6, NULL), 1);
+	take_one(t, &g);
+	check_unicast(&g, peer_of(&j, 1));
+	check_result(&g, &j, &o1, 1, NULL);
+	assert_int_equal(g.h.exp, 6);
+	/* Old-epoch DATA: told, not counted. */
+	assert_int_equal(push_x(t, &old, 1, &k1, INA_BLOCK_END, 0, e1), 1);
+	take_one(t, &g);
+	check_announce(&g, &j);
+
+	/* Block 1 at the replica, each rank once. */
+	assert_int_equal(push_x(t, &j, 0, &k1, INA_BLOCK_END, 0, e0), 0);
+	assert_int_equal(push_x(t, &j, 1, &k1, INA_BLOCK_END, 0, e1), 1);
+	take_one(t, &g);
+	check_result(&g, &j, &k1, INA_BLOCK_END, se);
+	check_fanout(&g, &j);
+
+	/* Round 2 at the replica: both lanes open with an OPEN. */
+	o0.round = o1.round = k0.round = 2;
+	o0.ver = 0;
+	assert_int_equal(push_x(t, &j, 1, &o0, 0, 4, NULL), 0);
+	assert_int_equal(push_x(t, &j, 0, &o0, 0, 2, NULL), 1);
+	take_one(t, &g);
+	check_result(&g, &j, &o0, 0, NULL);
+	assert_int_equal(g.h.exp, 4);
+	assert_int_equal(push_x(t, &j, 0, &k0, INA_BLOCK_END, 0, a0), 0);
+	assert_int_equal(push_x(t, &j, 1, &k0, INA_BLOCK_END, 0, a1), 1);
+	take_one(t, &g);
+	check_result(&g, &j, &k0, INA_BLOCK_END, sa);
+	assert_int_equal(g.h.flags & INA_F_SATURATED, 0);
+	o1.ver = 0;
+	assert_int_equal(push_x(t, &j, 0, &o1, INA_BLOCK_END, 0, NULL), 0);
+	assert_int_equal(push_x(t, &j, 1, &o1, INA_BLOCK_END, 0, NULL), 1);
+	take_one(t, &g);
+	check_result(&g, &j, &o1, INA_BLOCK_END, NULL);
+	assert_int_equal(rs->takeovers, 1);
+	assert_int_equal(rs->announce_repeats, 1);
+	assert_int_equal(rs->shadow_replies, 2);
+	assert_int_equal(rs->results, 4);
+	done(t);
+}
+
+/* A REPL as the primary would send it, built by hand: 'vals' are the
+ * payload's 4-byte words (two bf16 elements each in bf16). */
+static struct ina_pkt *
+mk_repl(struct t *t, const struct tjob *j, uint16_t rank, const struct blk *b, uint32_t next,
+	const void *vals)
+{
+	struct ina_hdr h = data_hdr(j, rank, b, next, 0, vals != NULL);
+	size_t size = (size_t)h.n_elems * ina_wire_elem_size(j->enc);
+	uint8_t payload[SLOT_ELEMS * 4];
+
+	h.type = INA_T_REPL;
+	if (vals)
+		wc_put_words(payload, vals, size / 4);
+	return mk_pkt(t, PRIMARY_PEER, &h, payload, size);
+}
+
+/*
+ * The replica's admission and its refusals: a standby JOIN needs a replica
+ * and an epoch; a standby JOIN of a new epoch replaces the job standing by
+ * (the application re-joined the primary); a job cannot both run and stand
+ * by; REPL and FAILOVER only where they belong; a standby job is kept alive
+ * by REPLs, freed by FIN or idleness like any other; and a bf16 result goes
+ * through the store bit for bit.
+ */
+static void
+test_pipeline_replica_admission(void **state)
+{
+	struct t *t = *state;
+	struct tjob j = { .id = 2003, .token = 0x2222, .world = 2, .lanes = 1, .max_block = 4,
+			  .enc = INA_ENC_BF16, .epoch = 40 };
+	struct tjob n = { .id = 2004, .token = 0x2323, .world = 2, .lanes = 1, .max_block = 4,
+			  .enc = INA_ENC_F32 };
+	struct blk b = { .tensor_id = 1, .round = 0, .tensor_len = 8, .block_size = 4 };
+	/* bf16 elements 1, -2, 10, 0 as two words; rank 0's part as floats. */
+	const int32_t bf[2] = { 0x3f80c000, 0x41200000 };
+	const float x[4] = { 1, -1, 4, 0 };
+	const struct pipeline_stats *ps, *rs;
+	struct wc_got g, r;
+
+	start_pair(t);
+	ps = pipeline_stats(t->prim);
+	rs = pipeline_stats(t->repl);
+
+	/* Not a replica: a standby JOIN is refused, REPL and FAILOVER dropped. */
+	assert_int_equal(rx(t, mk_standby_join(t, &j, 0, j.epoch)), 1);
+	take_one(t, &g);
+	check_error(&g, j.id, j.token, INA_WERR_UNSUPPORTED);
+	assert_msg_has(&g, "no replica");
+	assert_int_equal(rx(t, mk_repl(t, &j, INA_RANK_ALL, &b, INA_BLOCK_END, NULL)), 0);
+	assert_int_equal(rx(t, mk_failover(t, &j, 0, j.epoch)), 0);
+	assert_int_equal(ps->drop[PDROP_UNEXPECTED], 2);
+
+	t->p = t->repl;
+	/* A standby JOIN without an epoch. */
+	assert_int_equal(rx(t, mk_standby_join(t, &j, 0, 0)), 0);
+	assert_int_equal(rs->drop_wire[INA_WIRE_WRONG_EPOCH], 1);
+	/* REPL and FAILOVER for a job not here. */
+	assert_int_equal(rx(t, mk_repl(t, &j, INA_RANK_ALL, &b, INA_BLOCK_END, NULL)), 0);
+	assert_int_equal(rx(t, mk_failover(t, &j, 0, j.epoch)), 0);
+	assert_int_equal(rs->drop[PDROP_UNKNOWN_JOB], 2);
+
+	/* A replica also runs jobs of its own; REPL and FAILOVER for them are
+	 * dropped, and a job does not both run and stand by. */
+	join_all(t, &n);
+	assert_int_equal(rx(t, mk_repl(t, &n, INA_RANK_ALL, &b, INA_BLOCK_END, NULL)), 0);
+	assert_int_equal(rx(t, mk_failover(t, &n, 1, n.epoch)), 0);
+	assert_int_equal(rs->drop[PDROP_NOT_STANDBY], 2);
+	assert_int_equal(rx(t, mk_standby_join(t, &n, 0, n.epoch)), 1);
+	take_one(t, &g);
+	check_error(&g, n.id, n.token, INA_WERR_MISMATCH);
+
+	/* Rank 0 stands by; a REPL to a rank that has not, a FAILOVER from it. */
+	standby_join(t, &j, 0);
+	assert_int_equal(rx(t, mk_standby_join(t, &j, 1, j.epoch)), 1);
+	t->nb_out = 0;
+	ina_pkt_free(t->out[0]);
+	/* A normal JOIN for the job standing by: refused. */
+	assert_int_equal(rx(t, mk_join_as(t, &j, 0, j.world, j.lanes, j.max_block, j.enc,
+					  j.token)), 1);
+	take_one(t, &g);
+	check_error(&g, j.id, j.token, INA_WERR_MISMATCH);
+
+	assert_int_equal(rx(t, mk_repl(t, &j, INA_RANK_ALL, &b, INA_BLOCK_END, NULL)), 1);
+	take_one(t, &r);
+	check_fanout(&r, &j);
+	assert_int_equal(rs->repl_stored, 1);
+
+	/* The application re-joins the primary under epoch 41: the standby job
+	 * of epoch 40 is replaced, and its REPLs are dropped. */
+	{
+		struct tjob j2 = j;
+
+		j2.epoch = 41;
+		standby_join(t, &j2, 1);
+		assert_int_equal(rs->standby_jobs, 2);
+		assert_int_equal(pipeline_nb_jobs(t->repl), 2);
+		assert_int_equal(rx(t, mk_repl(t, &j, INA_RANK_ALL, &b, INA_BLOCK_END, NULL)), 0);
+		assert_int_equal(rs->drop_wire[INA_WIRE_WRONG_EPOCH], 2);
+		/* Rank 0 has not joined the new one. */
+		assert_int_equal(rx(t, mk_repl(t, &j2, 0, &b, INA_BLOCK_END, NULL)), 0);
+		assert_int_equal(rx(t, mk_failover(t, &j2, 0, j2.epoch)), 0);
+		assert_int_equal(rs->drop[PDROP_NOT_JOINED], 2);
+		/* A fresh lane: the first REPL of any block is stored. */
+		b.block = 0;
+		assert_int_equal(rx(t, mk_repl(t, &j2, 1, &b, INA_BLOCK_END, NULL)), 1);
+		take_one(t, &g);
+		check_unicast(&g, peer_of(&j2, 1));
+		assert_int_equal(rs->repl_stored, 2);
+		j = j2;
+	}
+
+	/* Idle: REPLs keep the standby job alive; silence frees it. */
+	t->now += IDLE_NS - 1;
+	assert_int_equal(rx(t, mk_repl(t, &j, 1, &b, INA_BLOCK_END, NULL)), 1);
+	t->nb_out = 0;
+	ina_pkt_free(t->out[0]);
+	t->now += IDLE_NS - 1;
+	join_all(t, &n);	/* keeps job n */
+	pipeline_tick(t->repl, t->now);
+	assert_int_equal(pipeline_nb_jobs(t->repl), 2);
+	t->now += 1;
+	standby_join(t, &j, 0);
+	fin(t, &j, 0);
+	fin(t, &j, 1);
+	assert_int_equal(pipeline_nb_jobs(t->repl), 1);
+	t->now += IDLE_NS;
+	pipeline_tick(t->repl, t->now);
+	assert_int_equal(pipeline_nb_jobs(t->repl), 0);
+
+	/* A bf16 result, stored and sent on, answers from the shadow after a
+	 * takeover bit for bit. */
+	j.id = 2005;
+	j.epoch = 50;
+	standby_join(t, &j, 0);
+	standby_join(t, &j, 1);
+	assert_int_equal(rx(t, mk_repl(t, &j, INA_RANK_ALL, &b, INA_BLOCK_END, bf)), 1);
+	take_one(t, &r);
+	check_fanout(&r, &j);
+	check_from_switch(&r, &j, INA_T_RESULT);
+	assert_int_equal(rx(t, mk_failover(t, &j, 1, j.epoch)), 1);
+	t->nb_out = 0;
+	ina_pkt_free(t->out[0]);
+	j.epoch++;
+	assert_int_equal(rx(t, mk_data_bf16(t, &j, 0, &b, INA_BLOCK_END, x)), 1);
+	take_one(t, &g);
+	check_unicast(&g, peer_of(&j, 0));
+	assert_int_equal(g.len, r.len);
+	assert_memory_equal(g.payload, r.payload, r.payload_size);
+	assert_int_equal(r.payload_size, 8);
+	assert_int_equal(wc_word_at(r.payload, 0), (uint32_t)bf[0]);
+	assert_int_equal(wc_word_at(r.payload, 1), (uint32_t)bf[1]);
+	j.epoch--;
+
+	/* A standby JOIN for a job taken over is a late copy: dropped. */
+	assert_int_equal(rx(t, mk_standby_join(t, &j, 0, j.epoch)), 0);
+	assert_int_equal(rs->drop[PDROP_TAKEN_OVER], 1);
+	/* The switch's own announcement sent back to it: dropped. */
+	j.epoch = 51;
+	assert_int_equal(send_ctl(t, &j, INA_T_FAILOVER, INA_RANK_SWITCH), 0);
+	assert_int_equal(rs->drop[PDROP_UNEXPECTED], 1);
+	/* LEAVE works on a taken-over job, as on a standby one. */
+	assert_int_equal(send_ctl(t, &j, INA_T_LEAVE, 0), 1);
+	take_one(t, &g);
+	check_error(&g, j.id, j.token, INA_WERR_LEFT);
+	assert_int_equal(pipeline_nb_jobs(t->repl), 0);
+	assert_int_equal(ps->replicated, 0);
+	done(t);
+}
+
+/* A replica that stops frees its standby jobs without a word to their
+ * workers (they run on the primary); a job it took over is aborted. */
+static void
+test_pipeline_replica_shutdown(void **state)
+{
+	struct t *t = *state;
+	struct tjob j = { .id = 2006, .token = 0x2424, .world = 2, .lanes = 1, .max_block = 4,
+			  .enc = INA_ENC_F32, .epoch = 7 };
+	struct tjob k = j;
+	struct ina_pkt *out[4];
+	struct wc_got g;
+
+	start_pair(t);
+	t->p = t->repl;
+	standby_join(t, &j, 0);
+	standby_join(t, &j, 1);
+	k.id = 2007;
+	standby_join(t, &k, 0);
+	standby_join(t, &k, 1);
+	assert_int_equal(rx(t, mk_failover(t, &k, 0, k.epoch)), 1);
+	t->nb_out = 0;
+	ina_pkt_free(t->out[0]);
+	k.epoch++;
+	assert_int_equal(pipeline_shutdown(t->repl, out, 4), 1);
+	wc_decode(&g, out[0], NULL);
+	ina_pkt_free(out[0]);
+	check_error(&g, k.id, k.token, INA_WERR_SHUTDOWN);
+	check_fanout(&g, &k);
+	assert_int_equal(pipeline_nb_jobs(t->repl), 0);
+	done(t);
+}
+
+/* A partitioned pipeline takes neither a replica nor a primary. */
+static void
+test_pipeline_replica_config(void **state)
+{
+	struct t *t = *state;
+	struct pipeline_config c = t->cfg;
+	struct pipeline *p;
+
+	c.part_count = 2;
+	c.replica = *REPLICA_PEER;
+	assert_null(pipeline_create(&c));
+	c.replica.len = 0;
+	c.primary = *PRIMARY_PEER;
+	assert_null(pipeline_create(&c));
+	c.part_count = 1;
+	p = pipeline_create(&c);
+	assert_non_null(p);
+	pipeline_destroy(p);
+	c.primary.len = INA_PEER_SIZE;
+	assert_null(pipeline_create(&c));
+	done(t);
+}
+
 int
 main(void)
 {
@@ -2248,6 +2936,11 @@ main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(test_pipeline_unused_half_is_no_match, setup,
 						teardown),
+		cmocka_unit_test_setup_teardown(test_pipeline_replica_takeover, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_pipeline_replica_i32, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_pipeline_replica_admission, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_pipeline_replica_shutdown, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_pipeline_replica_config, setup, teardown),
 	};
 
 	peers_init();

@@ -3,7 +3,8 @@
  * Unit tests of the wire format (common/src/wire.c): the header against
  * hand-written golden bytes, the JOIN payload codec, one packet per rejection
  * reason that is valid but for that one defect, valid packets of every type,
- * and a fixed-seed random-bytes loop for the sanitizer build.
+ * the replica's packets (REPL, FAILOVER, the STANDBY flag), and a fixed-seed
+ * random-bytes loop for the sanitizer build.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -59,8 +60,9 @@ pkt_set_elems(struct pkt *p, uint16_t n_elems)
 	p->size = INA_HDR_SIZE + (size_t)n_elems * 4;
 }
 
-/* A valid packet of 'type' for 'job', built. DATA and RESULT carry block 1 of
- * lane 1, full, with next block 4. */
+/* A valid packet of 'type' for 'job', built. DATA, RESULT and REPL carry
+ * block 1 of lane 1, full, with next block 4; a REPL goes to every rank. A
+ * FAILOVER is a worker's (the announcement's epoch is not checked). */
 static void
 pkt_init(struct pkt *p, uint8_t type)
 {
@@ -91,8 +93,11 @@ pkt_init(struct pkt *p, uint8_t type)
 		break;
 	case INA_T_DATA:
 	case INA_T_RESULT:
+	case INA_T_REPL:
 		if (type == INA_T_DATA)
 			p->h.rank = 1;
+		if (type == INA_T_REPL)
+			p->h.rank = INA_RANK_ALL;
 		p->h.encoding = INA_ENC_F32;
 		p->h.flags = INA_F_VER;
 		p->h.lane = 1;
@@ -107,6 +112,7 @@ pkt_init(struct pkt *p, uint8_t type)
 		break;
 	case INA_T_FIN:
 	case INA_T_LEAVE:
+	case INA_T_FAILOVER:
 		p->h.rank = 3;
 		break;
 	case INA_T_ERROR:
@@ -350,9 +356,10 @@ test_wire_valid_variants(void **state)
 	struct pkt p;
 
 	(void)state;
-	/* Every known flag, the i32 encoding, the largest error message. */
+	/* Every known flag a RESULT may carry, the i32 encoding, the largest
+	 * error message. */
 	pkt_init(&p, INA_T_RESULT);
-	p.h.flags = INA_F_KNOWN;
+	p.h.flags = INA_F_KNOWN & ~INA_F_STANDBY;
 	pkt_set_elems(&p, 0);
 	pkt_build(&p);
 	expect(&p, &job, INA_WIRE_OK);
@@ -1039,6 +1046,166 @@ test_wire_reject_block_too_big(void **state)
 	expect_stateful(&p, INA_WIRE_BLOCK_TOO_BIG);
 }
 
+/* The replica's types have their fixed values and the flag its bit. */
+static void
+test_wire_replica_values(void **state)
+{
+	static const uint8_t want[16] = {
+		0x01, 0x0a, 0x01, 0x01,		/* version, REPL, f32, VER */
+		0x00, 0x00, 0xc0, 0xde,		/* job_id */
+		0x00, 0x00, 0x00, 0x03,		/* epoch */
+		0xff, 0xfe, 0x00, 0x01,		/* rank ALL, lane 1 */
+	};
+	struct pkt p;
+
+	(void)state;
+	assert_int_equal(INA_T_REPL, 10);
+	assert_int_equal(INA_T_FAILOVER, 11);
+	assert_int_equal(INA_T_MAX, 11);
+	assert_int_equal(INA_F_STANDBY, 0x10);
+	assert_int_equal(INA_F_KNOWN, 0x1f);
+	assert_int_equal(INA_RANK_ALL, 0xfffe);
+	pkt_init(&p, INA_T_REPL);
+	assert_memory_equal(p.buf, want, sizeof(want));
+	pkt_init(&p, INA_T_FAILOVER);
+	assert_int_equal(p.buf[1], 0x0b);
+}
+
+/* REPL: a RESULT in every respect but type and rank. */
+static void
+test_wire_repl(void **state)
+{
+	struct ina_job_params j = job;
+	struct pkt p;
+	uint16_t r;
+
+	(void)state;
+	/* To every rank, or to one rank of the job, and nothing else. */
+	pkt_init(&p, INA_T_REPL);
+	expect(&p, &job, INA_WIRE_OK);
+	for (r = 0; r < WORLD; r++) {
+		p.h.rank = r;
+		pkt_build(&p);
+		expect(&p, &job, INA_WIRE_OK);
+	}
+	p.h.rank = WORLD;
+	pkt_build(&p);
+	expect_stateful(&p, INA_WIRE_RANK_PAST_WORLD);
+	p.h.rank = INA_RANK_SWITCH;
+	pkt_build(&p);
+	expect_stateful(&p, INA_WIRE_RANK_PAST_WORLD);
+	/* Payload rules of a RESULT. */
+	pkt_init(&p, INA_T_REPL);
+	p.size += 4;
+	expect_stateless(&p, INA_WIRE_BAD_LENGTH);
+	pkt_init(&p, INA_T_REPL);
+	pkt_set_elems(&p, BSIZE - 1);
+	pkt_build(&p);
+	expect_stateless(&p, INA_WIRE_BAD_BLOCK_SIZE);
+	pkt_init(&p, INA_T_REPL);
+	p.h.next = 1;
+	pkt_build(&p);
+	expect_stateless(&p, INA_WIRE_NEXT_NOT_PAST_BLOCK);
+	pkt_init(&p, INA_T_REPL);
+	p.h.block = 2;
+	pkt_build(&p);
+	expect_stateful(&p, INA_WIRE_BLOCK_NOT_IN_LANE);
+	pkt_init(&p, INA_T_REPL);
+	p.h.bound = 0x3f800000u;
+	pkt_build(&p);
+	expect_stateless(&p, INA_WIRE_BAD_BOUND);
+	/* A DEFERRED or SATURATED result, header-only, an i32 opener's. */
+	pkt_init(&p, INA_T_REPL);
+	p.h.flags = INA_F_DEFERRED;
+	pkt_build(&p);
+	expect_stateless(&p, INA_WIRE_BAD_FLAGS);
+	pkt_set_elems(&p, 0);
+	pkt_build(&p);
+	expect(&p, &job, INA_WIRE_OK);
+	j.encoding = INA_ENC_I32;
+	pkt_init(&p, INA_T_REPL);
+	p.h.encoding = INA_ENC_I32;
+	p.h.flags = INA_F_SATURATED;
+	p.h.exp = 7;
+	pkt_build(&p);
+	expect(&p, &j, INA_WIRE_OK);
+	p.h.block = INA_BLOCK_OPEN;
+	p.h.rank = 2;
+	pkt_set_elems(&p, 0);
+	pkt_build(&p);
+	expect(&p, &j, INA_WIRE_OK);
+	/* The job's encoding and epoch. */
+	expect(&p, &job, INA_WIRE_WRONG_ENCODING);
+	p.h.epoch = EPOCH + 1;
+	pkt_build(&p);
+	expect(&p, &j, INA_WIRE_WRONG_EPOCH);
+}
+
+/* FAILOVER: header-only; a worker's carries the job's epoch, the replica's
+ * announcement a new one that the receiver adopts. */
+static void
+test_wire_failover(void **state)
+{
+	struct pkt p;
+
+	(void)state;
+	pkt_init(&p, INA_T_FAILOVER);
+	expect(&p, &job, INA_WIRE_OK);
+	p.size = INA_HDR_SIZE + 1;
+	expect_stateless(&p, INA_WIRE_BAD_LENGTH);
+	/* The worker's: its rank, the job's epoch. */
+	pkt_init(&p, INA_T_FAILOVER);
+	p.h.rank = WORLD;
+	pkt_build(&p);
+	expect_stateful(&p, INA_WIRE_RANK_PAST_WORLD);
+	p.h.rank = INA_RANK_ALL;
+	pkt_build(&p);
+	expect_stateful(&p, INA_WIRE_RANK_PAST_WORLD);
+	pkt_init(&p, INA_T_FAILOVER);
+	p.h.epoch = EPOCH - 1;
+	pkt_build(&p);
+	expect_stateful(&p, INA_WIRE_WRONG_EPOCH);
+	/* The announcement: from the switch, any epoch; job and token still
+	 * checked. */
+	p.h.rank = INA_RANK_SWITCH;
+	p.h.epoch = EPOCH + 1;
+	pkt_build(&p);
+	expect(&p, &job, INA_WIRE_OK);
+	p.h.token = TOKEN + 1;
+	pkt_build(&p);
+	expect_stateful(&p, INA_WIRE_WRONG_TOKEN);
+	p.h.token = TOKEN;
+	p.h.job_id = JOB_ID + 1;
+	pkt_build(&p);
+	expect_stateful(&p, INA_WIRE_WRONG_JOB);
+}
+
+/* STANDBY belongs to JOIN and JOIN_ACK only. */
+static void
+test_wire_standby_flag(void **state)
+{
+	struct pkt p;
+	uint8_t t;
+
+	(void)state;
+	for (t = 1; t <= INA_T_MAX; t++) {
+		pkt_init(&p, t);
+		p.h.flags |= INA_F_STANDBY;
+		pkt_build(&p);
+		if (t == INA_T_JOIN || t == INA_T_JOIN_ACK)
+			expect(&p, &job, INA_WIRE_OK);
+		else
+			expect_stateless(&p, INA_WIRE_BAD_FLAGS);
+	}
+	/* A standby JOIN carries the primary's epoch, which the wire does not
+	 * check (the replica does). */
+	pkt_init(&p, INA_T_JOIN);
+	p.h.flags = INA_F_STANDBY;
+	p.h.epoch = EPOCH + 5;
+	pkt_build(&p);
+	expect(&p, &job, INA_WIRE_OK);
+}
+
 /* Each check reports the first defect in the documented order. */
 static void
 test_wire_reject_order(void **state)
@@ -1151,7 +1318,7 @@ test_wire_type_names(void **state)
 {
 	static const char *const want[] = {
 		"unknown", "join", "join_ack", "data", "result", "wait",
-		"fin", "fin_ack", "leave", "error",
+		"fin", "fin_ack", "leave", "error", "repl", "failover",
 	};
 	unsigned int t;
 
@@ -1304,6 +1471,10 @@ main(void)
 		cmocka_unit_test(test_wire_reject_next_not_in_lane),
 		cmocka_unit_test(test_wire_reject_wrong_encoding),
 		cmocka_unit_test(test_wire_reject_block_too_big),
+		cmocka_unit_test(test_wire_replica_values),
+		cmocka_unit_test(test_wire_repl),
+		cmocka_unit_test(test_wire_failover),
+		cmocka_unit_test(test_wire_standby_flag),
 		cmocka_unit_test(test_wire_reject_order),
 		cmocka_unit_test(test_wire_degenerate_job),
 		cmocka_unit_test(test_wire_reason_names),

@@ -25,6 +25,8 @@
 #define INA_BLOCK_OPEN 0xfffffffeu
 /* Rank field of packets sent by the switch. */
 #define INA_RANK_SWITCH 0xffffu
+/* Rank field of a REPL that the replica fans out to every rank of the job. */
+#define INA_RANK_ALL 0xfffeu
 /* Longest message text an ERROR packet carries. */
 #define INA_ERROR_MSG_MAX 200
 
@@ -42,7 +44,11 @@ enum ina_pkt_type {
 	INA_T_FIN_ACK = 7,	/* switch -> worker */
 	INA_T_LEAVE = 8,	/* worker -> switch: abort, free the job */
 	INA_T_ERROR = 9,	/* switch -> worker: refused, with a reason */
-	INA_T_MAX = INA_T_ERROR,
+	INA_T_REPL = 10,	/* primary -> replica: a RESULT to store and
+				 * send on, rank = its destination or ALL */
+	INA_T_FAILOVER = 11,	/* worker -> replica: the primary is silent;
+				 * replica -> workers: taken over, new epoch */
+	INA_T_MAX = INA_T_FAILOVER,
 };
 
 enum ina_encoding {
@@ -59,7 +65,10 @@ enum ina_encoding {
 #define INA_F_SATURATED 0x04	/* RESULT: an i32 sum saturated */
 #define INA_F_DEFERRED 0x08	/* RESULT: header-only, the sum is under the
 				 * bound: each worker keeps its own part */
-#define INA_F_KNOWN 0x0f	/* every flag v1 defines */
+#define INA_F_STANDBY 0x10	/* JOIN, JOIN_ACK with a replica switch:
+				 * stand by for this job (epoch = the
+				 * primary's) */
+#define INA_F_KNOWN 0x1f	/* every flag v1 defines */
 
 /* ERROR codes (the header's status field). */
 enum ina_wire_error {
@@ -206,8 +215,10 @@ void ina_wire_decode_hdr(const void *buf, struct ina_hdr *h);
  * everything the packet alone says (version, type, flags, lengths against
  * 'size', block and next pointer against the tensor), then, when 'job' is not
  * NULL, everything that depends on the job (job id, token, epoch unless the
- * packet is a JOIN, rank, lane, lane membership of block and next, encoding,
- * block size). Returns INA_WIRE_OK or the first reason for rejection; 'h' is
+ * packet is a JOIN or a replica's FAILOVER announcement, which carries the
+ * new epoch; rank, lane, lane membership of block and next, encoding, block
+ * size). A REPL is checked as the RESULT it carries, with a rank below the
+ * world or INA_RANK_ALL. Returns INA_WIRE_OK or the first reason for rejection; 'h' is
  * filled whenever the header itself could be read.
  */
 enum ina_wire_reason ina_wire_validate(const void *buf, size_t size,
