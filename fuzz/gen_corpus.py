@@ -124,6 +124,26 @@ def pipeline():
     s += flush + b"\x0d\x03" + b"\x0f" + tick
     write("fuzz_pipeline", "partitions_refusals", s)
 
+    # A primary (role byte 9): the f32 job's results leave as REPLs.
+    cfg_p = cfg[:3] + bytes([9]) + cfg[4:]
+    s = cfg_p + join(0, 0, (2, 1, 4, F32)) + join(0, 1) + flush
+    s += data(0, 0x08, 0, 0, p16, tensor=(0, 0, 4, 4)) + data(0, 0x08, 1, 0, p16) + flush
+    s += data(0, 0x08, 1, 0, p16) + flush            # a shadow reply: a REPL to rank 1
+    s += fin(0, 0) + fin(0, 1) + flush
+    write("fuzz_pipeline", "primary_repl", s)
+
+    # A replica (role byte 18): two standby JOINs (epoch 0x7ffffff1), DATA
+    # dropped in standby, its copy as the primary's REPL (stored, sent on),
+    # a FAILOVER (takeover, announced), the next block aggregated here.
+    cfg_r = cfg[:3] + bytes([18]) + cfg[4:]
+    s = cfg_r + bytes([0x51, 0, 1, 0, 3, 0, 0, 1]) + bytes([0x41, 0, 1, 1]) + flush
+    s += data(0, 0x10, 0, 0, p16, tensor=(0, 0, 16, 4)) + b"\x4c" + flush
+    s += bytes([0x45, 0, 1]) + flush
+    s += data(0, 0x09, 0, 0, p16) + data(0, 0x09, 1, 0, p16) + flush
+    s += data(0, 0x09, 1, 0, p16) + flush            # a shadow reply
+    s += fin(0, 0) + fin(0, 1) + flush + tick + b"\x0e"
+    write("fuzz_pipeline", "replica_takeover", s)
+
 
 def engine():
     def cfg(world, rank, lanes, max_block, enc, n, bs, elems):

@@ -1089,7 +1089,8 @@ announce_again(struct pipeline *p, struct ina_pkt *in, const struct job *j)
  * FAILOVER from rank h->rank. For a standby job (the primary's epoch,
  * validated): take it over. The lanes already stand where the stored results
  * left them (repl_store); the job gets the next epoch (never 0), its ranks'
- * silence counts from now, and every rank that has not finished is told. A
+ * silence counts from now, and every rank that has not finished (and the
+ * asking one) is told. A
  * job already taken over tells the rank again: it missed the announcement.
  */
 static struct ina_pkt *
@@ -1128,7 +1129,8 @@ handle_failover(struct pipeline *p, struct ina_pkt *in, struct job *j, const str
 		return NULL;
 	put_announce(o, j);
 	o->dsts = j->peers;
-	o->dst_mask = j->joined & ~j->finished;
+	/* The asking rank too, even if it sent FIN: it may wait for the ACK. */
+	o->dst_mask = (j->joined & ~j->finished) | 1ull << h->rank;
 	return o;
 }
 

@@ -2852,7 +2852,8 @@ test_pipeline_replica_admission(void **state)
 }
 
 /* A replica that stops frees its standby jobs without a word to their
- * workers (they run on the primary); a job it took over is aborted. */
+ * workers (they run on the primary); a job it took over is aborted. A rank
+ * that finished and asks for the takeover is told too. */
 static void
 test_pipeline_replica_shutdown(void **state)
 {
@@ -2870,15 +2871,20 @@ test_pipeline_replica_shutdown(void **state)
 	k.id = 2007;
 	standby_join(t, &k, 0);
 	standby_join(t, &k, 1);
+	/* Rank 0 finished (its FIN to the replica too) and still asks: the
+	 * announcement reaches it as well as rank 1. */
+	fin(t, &k, 0);
 	assert_int_equal(rx(t, mk_failover(t, &k, 0, k.epoch)), 1);
-	t->nb_out = 0;
-	ina_pkt_free(t->out[0]);
 	k.epoch++;
+	take_one(t, &g);
+	check_announce(&g, &k);
+	check_fanout(&g, &k);
 	assert_int_equal(pipeline_shutdown(t->repl, out, 4), 1);
 	wc_decode(&g, out[0], NULL);
 	ina_pkt_free(out[0]);
 	check_error(&g, k.id, k.token, INA_WERR_SHUTDOWN);
-	check_fanout(&g, &k);
+	assert_true(g.fanout);
+	assert_int_equal(g.dst_mask, 2);	/* rank 1: rank 0 finished */
 	assert_int_equal(pipeline_nb_jobs(t->repl), 0);
 	done(t);
 }
