@@ -8,7 +8,8 @@ import os
 import struct
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-JOIN, JOIN_ACK, DATA, RESULT, WAIT, FIN, FIN_ACK, LEAVE, ERROR = range(1, 10)
+JOIN, JOIN_ACK, DATA, RESULT, WAIT, FIN, FIN_ACK, LEAVE, ERROR, REPL, FAILOVER = range(1, 12)
+STANDBY, ALL = 0x10, 0xFFFE
 F32, I32, BF16 = 1, 2, 3
 END, OPEN, SWITCH = 0xFFFFFFFF, 0xFFFFFFFE, 0xFFFF
 TOKEN = 0x1111111111111111
@@ -58,6 +59,12 @@ def wire():
         "leave": hdr(LEAVE, rank=3),
         "error": hdr(ERROR, epoch=0, rank=SWITCH, status=3) + b"job 1: mismatch",
         "truncated": hdr(DATA)[:30],
+        "join_standby": hdr(JOIN, flags=STANDBY, epoch=5, rank=1) +
+        struct.pack(">HHHH", 4, 4, 16, 0),
+        "repl": hdr(REPL, flags=1, rank=ALL, lane=1, tlen=40, block=1, nxt=5, bs=8, n=8) +
+        f32s([1.5, -2, 0, 3e38, -1e-40, 7, 8, 9]),
+        "failover": hdr(FAILOVER, rank=2),
+        "failover_announce": hdr(FAILOVER, epoch=2, rank=SWITCH),
     }
     for name, pkt in seeds.items():
         write("fuzz_wire", name, ctl + pkt)
