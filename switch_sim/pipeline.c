@@ -456,8 +456,8 @@ handle_join(struct pipeline *p, struct ina_pkt *in, const struct ina_hdr *h, uin
 	}
 	if (j && standby != j->standby && !j->taken_over) {
 		return send_error(p, in, h, INA_WERR_MISMATCH,
-				  "job %" PRIu32 ": rank %u joins %s, but the job %s here", h->job_id,
-				  h->rank, standby ? "standing by" : "to run",
+				  "job %" PRIu32 ": rank %u joins %s, but the job %s here",
+				  h->job_id, h->rank, standby ? "standing by" : "to run",
 				  j->standby ? "stands by" : "runs");
 	}
 	if (j && (j->aborted || (j->finished >> h->rank & 1))) {
@@ -1454,8 +1454,8 @@ pipeline_dump(const struct pipeline *p, FILE *f)
 			if (j->standby) {
 				if (sh->state == HALF_RESULT)
 					fprintf(f, "  lane %u: stored result: tensor %" PRIu32
-						   " round %" PRIu32 " block %" PRIu32 " next %" PRIu32
-						   " (version %u)\n",
+						" round %" PRIu32 " block %" PRIu32
+						" next %" PRIu32 " (version %u)\n",
 						l, sh->key.tensor_id, sh->key.round, sh->key.block,
 						sh->next, s->cur ^ 1);
 				continue;
