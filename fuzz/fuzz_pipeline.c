@@ -3,13 +3,16 @@
  * libFuzzer target: the switch's aggregation pipeline (switch_sim/pipeline.c)
  * fed a sequence of packets and clock ticks cut from the input.
  *
- * Input: 8 configuration bytes (slots, slot width, jobs, lane partitions,
- * linger, WAIT interval, idle timeout, answer pool size, outputs held back),
+ * Input: 8 configuration bytes (slots, slot width, jobs, lane partitions and,
+ * unpartitioned, the replication role: none, primary or replica; linger, WAIT
+ * interval, idle timeout, answer pool size, outputs held back),
  * then operations, each an opcode byte and its arguments: a raw packet
  * (length-prefixed bytes), a JOIN, DATA, FIN or LEAVE built valid for one of
- * four jobs (the epoch learnt from the switch's JOIN_ACK, the block from its
- * last RESULT, so that the fuzzer gets past validation into the lane
- * protocol), a byte of the last packet corrupted, a packet duplicated, a
+ * four jobs (the epoch learnt from the switch's JOIN_ACK or a replica's
+ * FAILOVER, the block from its last RESULT, so that the fuzzer gets past
+ * validation into the lane protocol), a standby JOIN or a FAILOVER, a copy of
+ * the last packet as the primary's REPL, a byte of the last packet
+ * corrupted, a packet duplicated, a
  * burst sent (to pipeline_rx_burst, or to pipeline_rx_quiet as a partition
  * follower does), the clock advanced, pipeline_tick(_freed), pipeline_job_free,
  * outputs held back to drain the answer pool (no_buffer), dumps. A pipeline
@@ -24,10 +27,14 @@
  *    here; LeakSanitizer checks the rest), and each buffer is its own
  *    allocation of exactly its capacity, so a write past 'cap' is a report;
  *  - completion by count: a RESULT (fanned out to every rank of the job, or
- *    a shadow copy) names a block for which every rank sent valid DATA;
+ *    a shadow copy), or a primary's REPL, names a block for which every rank
+ *    sent valid DATA (not checked on a replica, which sends on REPLs);
  *  - counters agree with what came out: rx and tx counts, results (fan-outs),
  *    results_empty, results_deferred, result_bytes, shadow_replies and waits
- *    exactly; JOIN_ACK, FIN_ACK and ERROR answers within joins, fins, leaves;
+ *    exactly (a primary's REPLs as the RESULTs they stand for, and counted in
+ *    replicated; on a replica RESULTs as results, shadow replies and REPLs
+ *    sent on together); FAILOVER announcements as takeovers and repeats;
+ *    JOIN_ACK, FIN_ACK and ERROR answers within joins, fins, leaves;
  *    drops at most the packets received; pipeline_rx_quiet changes no counter;
  *  - the slot pool: free slots never exceed the pool, all free with no job,
  *    jobs within max_jobs and equal to admitted - freed; after a tick past
@@ -104,7 +111,13 @@ struct fz {
 	uint64_t rx, tx;	/* packets given to / taken from rx_burst */
 	uint64_t job_frees;	/* pipeline_job_free() that freed a job */
 	int quiet_used;		/* rx_quiet admits jobs without counting them */
+	uint8_t role;		/* 0, ROLE_PRIMARY or ROLE_REPLICA */
 };
+
+#define ROLE_PRIMARY 1
+#define ROLE_REPLICA 2
+#define PEER_PRIMARY 200	/* peer_of(job) of the primary and the replica */
+#define PEER_REPLICA 201
 
 static FILE *devnull;
 static int trace;	/* INA_FUZZ_TRACE set: print every output and the counters */
@@ -247,6 +260,7 @@ note_data(struct fz *f, const struct ina_pkt *pkt)
 struct tally {
 	uint64_t results, results_empty, results_deferred, result_bytes;
 	uint64_t shadow_replies, waits, join_acks, fin_acks, errors, errors_left, errors_dead;
+	uint64_t repls, announces;
 };
 
 /* Checks one output of the switch and learns from it. */
@@ -263,7 +277,7 @@ check_output(struct fz *f, const struct ina_pkt *o, struct tally *t)
 		fprintf(stderr, "output type %u fails validation: %s\n", h.type,
 			ina_wire_reason_name(r));
 	FZ_CHECK(r == INA_WIRE_OK);
-	FZ_CHECK(h.rank == INA_RANK_SWITCH);
+	FZ_CHECK(h.rank == INA_RANK_SWITCH || h.type == INA_T_REPL);
 	if (o->dsts) {
 		FZ_CHECK(o->dst_mask != 0);
 		for (int b = 0; b < 64; b++)
@@ -294,10 +308,18 @@ check_output(struct fz *f, const struct ina_pkt *o, struct tally *t)
 					     &j->params.lanes, &j->params.max_block);
 		}
 		break;
+	case INA_T_REPL:
+		/* A primary's RESULT, to its replica alone. */
+		FZ_CHECK(f->role == ROLE_PRIMARY);
+		FZ_CHECK(!o->dsts && ina_peer_equal(&o->peer, &f->cfg.replica));
+		FZ_CHECK(h.rank != INA_RANK_SWITCH);
+		t->repls++;
+		/* fall through */
 	case INA_T_RESULT:
 		/* Completion by count: a result (or its shadow copy) only for a
-		 * block every rank of the job sent DATA for. */
-		if (j && j->acked && h.epoch == j->params.epoch) {
+		 * block every rank of the job sent DATA for. A replica sends on
+		 * what its primary summed. */
+		if (j && j->acked && h.epoch == j->params.epoch && f->role != ROLE_REPLICA) {
 			const struct seen *e = seen_find(f, &h);
 			uint64_t full = j->params.world == 64 ? ~0ull
 							      : (1ull << j->params.world) - 1;
@@ -306,7 +328,7 @@ check_output(struct fz *f, const struct ina_pkt *o, struct tally *t)
 			if (o->dsts)
 				FZ_CHECK(o->dst_mask == full);
 		}
-		if (o->dsts) {
+		if (o->dsts || (h.type == INA_T_REPL && h.rank == INA_RANK_ALL)) {
 			t->results++;
 			if (h.flags & INA_F_DEFERRED)
 				t->results_deferred++;
@@ -326,6 +348,14 @@ check_output(struct fz *f, const struct ina_pkt *o, struct tally *t)
 	case INA_T_WAIT:
 		FZ_CHECK(!o->dsts);
 		t->waits++;
+		break;
+	case INA_T_FAILOVER:
+		/* A replica's announcement: the job's new epoch. */
+		FZ_CHECK(f->role == ROLE_REPLICA);
+		FZ_CHECK(h.epoch != 0 && o->len == INA_HDR_SIZE);
+		t->announces++;
+		if (j && j->acked)
+			j->params.epoch = h.epoch;
 		break;
 	case INA_T_FIN_ACK:
 		FZ_CHECK(!o->dsts);
@@ -385,11 +415,21 @@ flush(struct fz *f, int quiet)
 	for (uint16_t i = 0; i < nb_out; i++)
 		check_output(f, out[i], &t);
 	st = pipeline_stats(f->p);
-	FZ_CHECK(st->results - before.results == t.results);
-	FZ_CHECK(st->results_empty - before.results_empty == t.results_empty);
-	FZ_CHECK(st->results_deferred - before.results_deferred == t.results_deferred);
-	FZ_CHECK(st->result_bytes - before.result_bytes == t.result_bytes);
-	FZ_CHECK(st->shadow_replies - before.shadow_replies == t.shadow_replies);
+	if (f->role == ROLE_REPLICA) {
+		FZ_CHECK(st->results + st->shadow_replies + st->repl_sent -
+				 (before.results + before.shadow_replies + before.repl_sent) ==
+			 t.results + t.shadow_replies);
+		FZ_CHECK(st->results_empty + st->results_deferred <= st->results);
+	} else {
+		FZ_CHECK(st->results - before.results == t.results);
+		FZ_CHECK(st->results_empty - before.results_empty == t.results_empty);
+		FZ_CHECK(st->results_deferred - before.results_deferred == t.results_deferred);
+		FZ_CHECK(st->result_bytes - before.result_bytes == t.result_bytes);
+		FZ_CHECK(st->shadow_replies - before.shadow_replies == t.shadow_replies);
+	}
+	FZ_CHECK(st->replicated - before.replicated == t.repls);
+	FZ_CHECK(st->takeovers + st->announce_repeats -
+			 (before.takeovers + before.announce_repeats) == t.announces);
 	FZ_CHECK(st->waits - before.waits == t.waits);
 	FZ_CHECK(t.join_acks + t.errors <= st->joins - before.joins);
 	FZ_CHECK(t.fin_acks <= st->fins - before.fins);
@@ -463,12 +503,25 @@ op_join(struct fz *f, struct fz_in *in, uint8_t op)
 	struct ina_hdr h;
 	struct ina_peer src;
 
-	if (!j->shaped || (op & 0x10))
+	if (!j->shaped || (op & 0x10)) {
 		shape(j, in, f->cfg.slot_elems);
+		/* On a replica, epochs come from the input and may repeat: what
+		 * the last JOIN_ACK said is not this shape's job. */
+		if (f->role == ROLE_REPLICA)
+			j->acked = 0;
+	}
 	rank = (uint16_t)(fz_u8(in) % j->world);
 	h = base_hdr(j, INA_T_JOIN, rank);
 	if (op & 0x20)
 		h.token ^= 1;	/* not the job's secret */
+	if (op & 0x40) {
+		/* Standby: the epoch a primary gave, or maybe another (0, or
+		 * far from the replica's own epochs). */
+		uint8_t e = fz_u8(in) % 5;
+
+		h.flags = INA_F_STANDBY;
+		h.epoch = j->acked && !(op & 0x10) ? j->params.epoch : e ? 0x7ffffff0u + e : 0;
+	}
 	ina_wire_encode_hdr(&h, pkt);
 	ina_wire_encode_join(j->world, j->lanes, j->max_block, pkt + INA_HDR_SIZE);
 	peer_of(&src, (unsigned)(j - f->jobs), rank);
@@ -632,7 +685,7 @@ run_ops(struct fz *f, struct fz_in *in)
 			op_ctl(f, in, INA_T_FIN, op);
 			break;
 		case 5:
-			op_ctl(f, in, INA_T_LEAVE, op);
+			op_ctl(f, in, op & 0x40 ? INA_T_FAILOVER : INA_T_LEAVE, op);
 			break;
 		case 6:
 			op_tick(f, in, op);
@@ -663,7 +716,26 @@ run_ops(struct fz *f, struct fz_in *in)
 			}
 			break;
 		case 12:
-			if (f->nb_pending) {
+			if (f->nb_pending && (op & 0x40)) {
+				/* The last packet as the primary's REPL (a DATA
+				 * makes a RESULT): to every rank or to its sender,
+				 * from the primary or from the sender. */
+				struct ina_pkt *p = f->pending[f->nb_pending - 1];
+				uint8_t pkt[RAW_MAX];
+				struct ina_peer src;
+
+				if (p->len < INA_HDR_SIZE || p->len > sizeof(pkt))
+					break;
+				memcpy(pkt, p->data, p->len);
+				pkt[1] = INA_T_REPL;
+				memset(pkt + 44, 0, 4);	/* no bound */
+				if (!(op & 0x20)) {
+					pkt[12] = INA_RANK_ALL >> 8;
+					pkt[13] = INA_RANK_ALL & 0xff;
+				}
+				peer_of(&src, PEER_PRIMARY, 0);
+				push(f, mk(f, pkt, p->len, op & 0x10, op & 0x80 ? &p->peer : &src));
+			} else if (f->nb_pending) {
 				/* Send the last packet twice. */
 				struct ina_pkt *p = f->pending[f->nb_pending - 1];
 
@@ -719,6 +791,13 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	b = fz_u8(&in);
 	f.cfg.part_count = (uint16_t)(1 + b % 3);
 	f.cfg.part_index = (uint16_t)((b / 3) % f.cfg.part_count);
+	if (f.cfg.part_count == 1) {
+		f.role = (uint8_t)(b / 9 % 3);
+		if (f.role == ROLE_PRIMARY)
+			peer_of(&f.cfg.replica, PEER_REPLICA, 0);
+		else if (f.role == ROLE_REPLICA)
+			peer_of(&f.cfg.primary, PEER_PRIMARY, 0);
+	}
 	f.cfg.linger_ns = (1 + (uint64_t)fz_u8(&in)) * 1000000ull;
 	f.cfg.wait_interval_ns = (uint64_t)fz_u8(&in) * 1000ull;
 	b = fz_u8(&in);

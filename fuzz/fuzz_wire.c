@@ -96,7 +96,9 @@ check_valid_alone(const uint8_t *buf, size_t size, const struct ina_hdr *h)
 	FZ_CHECK(strcmp(ina_wire_type_name(h->type), "unknown") != 0);
 	FZ_CHECK((h->flags & ~INA_F_KNOWN) == 0);
 	if (h->flags & INA_F_DEFERRED)
-		FZ_CHECK(h->type == INA_T_RESULT && h->n_elems == 0);
+		FZ_CHECK((h->type == INA_T_RESULT || h->type == INA_T_REPL) && h->n_elems == 0);
+	if (h->flags & INA_F_STANDBY)
+		FZ_CHECK(h->type == INA_T_JOIN || h->type == INA_T_JOIN_ACK);
 	if (h->bound) {
 		FZ_CHECK(h->type == INA_T_DATA);
 		if (h->encoding == INA_ENC_I32)
@@ -125,7 +127,8 @@ check_valid_alone(const uint8_t *buf, size_t size, const struct ina_hdr *h)
 		break;
 	}
 	case INA_T_DATA:
-	case INA_T_RESULT: {
+	case INA_T_RESULT:
+	case INA_T_REPL: {
 		size_t es = ina_wire_elem_size(h->encoding);
 		uint32_t nb = ina_wire_nb_blocks(h->tensor_len, h->block_size);
 
@@ -154,6 +157,7 @@ check_valid_alone(const uint8_t *buf, size_t size, const struct ina_hdr *h)
 	case INA_T_FIN:
 	case INA_T_FIN_ACK:
 	case INA_T_LEAVE:
+	case INA_T_FAILOVER:
 		FZ_CHECK(size == INA_HDR_SIZE);
 		break;
 	default:
@@ -169,19 +173,25 @@ check_valid_job(const struct ina_hdr *h, const struct ina_job_params *job)
 {
 	FZ_CHECK(h->job_id == job->job_id);
 	FZ_CHECK(h->token == job->token);
-	if (h->type != INA_T_JOIN)
+	/* A replica's FAILOVER announces a new epoch. */
+	if (h->type != INA_T_JOIN && !(h->type == INA_T_FAILOVER && h->rank == INA_RANK_SWITCH))
 		FZ_CHECK(h->epoch == job->epoch);
 	if (h->type == INA_T_JOIN || h->type == INA_T_DATA || h->type == INA_T_FIN ||
 	    h->type == INA_T_LEAVE)
 		FZ_CHECK(h->rank < job->world);
+	else if (h->type == INA_T_REPL)
+		FZ_CHECK(h->rank < job->world || h->rank == INA_RANK_ALL);
+	else if (h->type == INA_T_FAILOVER)
+		FZ_CHECK(h->rank < job->world || h->rank == INA_RANK_SWITCH);
 	else
 		FZ_CHECK(h->rank == INA_RANK_SWITCH);
-	if (h->type == INA_T_DATA || h->type == INA_T_RESULT || h->type == INA_T_WAIT) {
+	if (h->type == INA_T_DATA || h->type == INA_T_RESULT || h->type == INA_T_REPL ||
+	    h->type == INA_T_WAIT) {
 		FZ_CHECK(h->lane < job->lanes);
 		if (h->block != INA_BLOCK_OPEN)
 			FZ_CHECK(h->block % job->lanes == h->lane);
 	}
-	if (h->type == INA_T_DATA || h->type == INA_T_RESULT) {
+	if (h->type == INA_T_DATA || h->type == INA_T_RESULT || h->type == INA_T_REPL) {
 		if (h->next != INA_BLOCK_END)
 			FZ_CHECK(h->next % job->lanes == h->lane);
 		FZ_CHECK(h->encoding == job->encoding);

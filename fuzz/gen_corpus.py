@@ -8,7 +8,8 @@ import os
 import struct
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-JOIN, JOIN_ACK, DATA, RESULT, WAIT, FIN, FIN_ACK, LEAVE, ERROR = range(1, 10)
+JOIN, JOIN_ACK, DATA, RESULT, WAIT, FIN, FIN_ACK, LEAVE, ERROR, REPL, FAILOVER = range(1, 12)
+STANDBY, ALL = 0x10, 0xFFFE
 F32, I32, BF16 = 1, 2, 3
 END, OPEN, SWITCH = 0xFFFFFFFF, 0xFFFFFFFE, 0xFFFF
 TOKEN = 0x1111111111111111
@@ -58,6 +59,12 @@ def wire():
         "leave": hdr(LEAVE, rank=3),
         "error": hdr(ERROR, epoch=0, rank=SWITCH, status=3) + b"job 1: mismatch",
         "truncated": hdr(DATA)[:30],
+        "join_standby": hdr(JOIN, flags=STANDBY, epoch=5, rank=1) +
+        struct.pack(">HHHH", 4, 4, 16, 0),
+        "repl": hdr(REPL, flags=1, rank=ALL, lane=1, tlen=40, block=1, nxt=5, bs=8, n=8) +
+        f32s([1.5, -2, 0, 3e38, -1e-40, 7, 8, 9]),
+        "failover": hdr(FAILOVER, rank=2),
+        "failover_announce": hdr(FAILOVER, epoch=2, rank=SWITCH),
     }
     for name, pkt in seeds.items():
         write("fuzz_wire", name, ctl + pkt)
@@ -123,6 +130,26 @@ def pipeline():
     s += join(3, 0, (1, 2, 4, F32)) + b"\x09" + data(3, 0x08, 0, 1, p16, tensor=(0, 0, 8, 4))
     s += flush + b"\x0d\x03" + b"\x0f" + tick
     write("fuzz_pipeline", "partitions_refusals", s)
+
+    # A primary (role byte 9): the f32 job's results leave as REPLs.
+    cfg_p = cfg[:3] + bytes([9]) + cfg[4:]
+    s = cfg_p + join(0, 0, (2, 1, 4, F32)) + join(0, 1) + flush
+    s += data(0, 0x08, 0, 0, p16, tensor=(0, 0, 4, 4)) + data(0, 0x08, 1, 0, p16) + flush
+    s += data(0, 0x08, 1, 0, p16) + flush            # a shadow reply: a REPL to rank 1
+    s += fin(0, 0) + fin(0, 1) + flush
+    write("fuzz_pipeline", "primary_repl", s)
+
+    # A replica (role byte 18): two standby JOINs (epoch 0x7ffffff1), DATA
+    # dropped in standby, its copy as the primary's REPL (stored, sent on),
+    # a FAILOVER (takeover, announced), the next block aggregated here.
+    cfg_r = cfg[:3] + bytes([18]) + cfg[4:]
+    s = cfg_r + bytes([0x51, 0, 1, 0, 3, 0, 0, 1]) + bytes([0x41, 0, 1, 1]) + flush
+    s += data(0, 0x10, 0, 0, p16, tensor=(0, 0, 16, 4)) + b"\x4c" + flush
+    s += bytes([0x45, 0, 1]) + flush
+    s += data(0, 0x09, 0, 0, p16) + data(0, 0x09, 1, 0, p16) + flush
+    s += data(0, 0x09, 1, 0, p16) + flush            # a shadow reply
+    s += fin(0, 0) + fin(0, 1) + flush + tick + b"\x0e"
+    write("fuzz_pipeline", "replica_takeover", s)
 
 
 def engine():

@@ -178,8 +178,8 @@ parse_args(int argc, char **argv, struct switch_config *c)
 		ina_die("--capture records one pipeline's port: not with --lcores %u", c->lcores);
 	if (c->lcores > 1 && (c->replica || c->primary))
 		ina_die("--%s: a switch on --lcores %u partitions does not replicate; run the "
-		    "primary and the replica with one lcore each", c->replica ? "replica" : "primary",
-		    c->lcores);
+		    "primary and the replica with one lcore each",
+		    c->replica ? "replica" : "primary", c->lcores);
 	if (c->replica && c->primary)
 		ina_die("--replica and --primary: a switch is a primary or a replica, not both");
 	if (c->lcores > 1 && !ina_eal_main_is_dpdk(c->port))
@@ -407,7 +407,9 @@ main(int argc, char **argv)
 	INA_LOG(INFO, "serving %s: %" PRIu32 " slots of %u elements (%.1f MiB), up to %u jobs%s%s",
 		spec, c.pipe.nb_slots, c.pipe.slot_elems,
 		2.0 * c.pipe.nb_slots * c.pipe.slot_elems * 4 / (1 << 20), c.pipe.max_jobs,
-		c.replica ? "; primary, replica at " : c.primary ? "; replica of the primary at " : "",
+		c.replica   ? "; primary, replica at "
+		: c.primary ? "; replica of the primary at "
+			    : "",
 		c.replica ? c.replica : c.primary ? c.primary : "");
 
 	while (!force_quit) {

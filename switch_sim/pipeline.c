@@ -456,8 +456,8 @@ handle_join(struct pipeline *p, struct ina_pkt *in, const struct ina_hdr *h, uin
 	}
 	if (j && standby != j->standby && !j->taken_over) {
 		return send_error(p, in, h, INA_WERR_MISMATCH,
-				  "job %" PRIu32 ": rank %u joins %s, but the job %s here", h->job_id,
-				  h->rank, standby ? "standing by" : "to run",
+				  "job %" PRIu32 ": rank %u joins %s, but the job %s here",
+				  h->job_id, h->rank, standby ? "standing by" : "to run",
 				  j->standby ? "stands by" : "runs");
 	}
 	if (j && (j->aborted || (j->finished >> h->rank & 1))) {
@@ -1089,7 +1089,8 @@ announce_again(struct pipeline *p, struct ina_pkt *in, const struct job *j)
  * FAILOVER from rank h->rank. For a standby job (the primary's epoch,
  * validated): take it over. The lanes already stand where the stored results
  * left them (repl_store); the job gets the next epoch (never 0), its ranks'
- * silence counts from now, and every rank that has not finished is told. A
+ * silence counts from now, and every rank that has not finished (and the
+ * asking one) is told. A
  * job already taken over tells the rank again: it missed the announcement.
  */
 static struct ina_pkt *
@@ -1128,7 +1129,8 @@ handle_failover(struct pipeline *p, struct ina_pkt *in, struct job *j, const str
 		return NULL;
 	put_announce(o, j);
 	o->dsts = j->peers;
-	o->dst_mask = j->joined & ~j->finished;
+	/* The asking rank too, even if it sent FIN: it may wait for the ACK. */
+	o->dst_mask = (j->joined & ~j->finished) | 1ull << h->rank;
 	return o;
 }
 
@@ -1452,8 +1454,8 @@ pipeline_dump(const struct pipeline *p, FILE *f)
 			if (j->standby) {
 				if (sh->state == HALF_RESULT)
 					fprintf(f, "  lane %u: stored result: tensor %" PRIu32
-						   " round %" PRIu32 " block %" PRIu32 " next %" PRIu32
-						   " (version %u)\n",
+						" round %" PRIu32 " block %" PRIu32
+						" next %" PRIu32 " (version %u)\n",
 						l, sh->key.tensor_id, sh->key.round, sh->key.block,
 						sh->next, s->cur ^ 1);
 				continue;

@@ -2438,8 +2438,9 @@ test_pipeline_replica_takeover(void **state)
 	assert_int_equal(rs->repl_sent, 4);
 	/* A late copy of an older result is sent on, not stored. */
 	assert_int_equal(rx(t, resend(t, &rep, PRIMARY_PEER)), 1);
-	t->nb_out = 0;
-	ina_pkt_free(t->out[0]);
+	take_one(t, &g);
+	check_unicast(&g, peer_of(&j, 2));
+	assert_int_equal(rs->repl_sent, 5);
 	/* Only the primary's REPLs count. */
 	assert_int_equal(rx(t, resend(t, &rep, peer_of(&j, 0))), 0);
 	assert_int_equal(rx(t, resend(t, &rep, REPLICA_PEER)), 0);
@@ -2753,11 +2754,9 @@ test_pipeline_replica_admission(void **state)
 	take_one(t, &g);
 	check_error(&g, n.id, n.token, INA_WERR_MISMATCH);
 
-	/* Rank 0 stands by; a REPL to a rank that has not, a FAILOVER from it. */
+	/* Both ranks stand by. */
 	standby_join(t, &j, 0);
-	assert_int_equal(rx(t, mk_standby_join(t, &j, 1, j.epoch)), 1);
-	t->nb_out = 0;
-	ina_pkt_free(t->out[0]);
+	standby_join(t, &j, 1);
 	/* A normal JOIN for the job standing by: refused. */
 	assert_int_equal(rx(t, mk_join_as(t, &j, 0, j.world, j.lanes, j.max_block, j.enc,
 					  j.token)), 1);
@@ -2796,8 +2795,8 @@ test_pipeline_replica_admission(void **state)
 	/* Idle: REPLs keep the standby job alive; silence frees it. */
 	t->now += IDLE_NS - 1;
 	assert_int_equal(rx(t, mk_repl(t, &j, 1, &b, INA_BLOCK_END, NULL)), 1);
-	t->nb_out = 0;
-	ina_pkt_free(t->out[0]);
+	take_one(t, &g);
+	check_unicast(&g, peer_of(&j, 1));
 	t->now += IDLE_NS - 1;
 	join_all(t, &n);	/* keeps job n */
 	pipeline_tick(t->repl, t->now);
@@ -2822,9 +2821,10 @@ test_pipeline_replica_admission(void **state)
 	check_fanout(&r, &j);
 	check_from_switch(&r, &j, INA_T_RESULT);
 	assert_int_equal(rx(t, mk_failover(t, &j, 1, j.epoch)), 1);
-	t->nb_out = 0;
-	ina_pkt_free(t->out[0]);
 	j.epoch++;
+	take_one(t, &g);
+	check_announce(&g, &j);
+	check_fanout(&g, &j);
 	assert_int_equal(rx(t, mk_data_bf16(t, &j, 0, &b, INA_BLOCK_END, x)), 1);
 	take_one(t, &g);
 	check_unicast(&g, peer_of(&j, 0));
@@ -2852,7 +2852,8 @@ test_pipeline_replica_admission(void **state)
 }
 
 /* A replica that stops frees its standby jobs without a word to their
- * workers (they run on the primary); a job it took over is aborted. */
+ * workers (they run on the primary); a job it took over is aborted. A rank
+ * that finished and asks for the takeover is told too. */
 static void
 test_pipeline_replica_shutdown(void **state)
 {
@@ -2870,15 +2871,20 @@ test_pipeline_replica_shutdown(void **state)
 	k.id = 2007;
 	standby_join(t, &k, 0);
 	standby_join(t, &k, 1);
+	/* Rank 0 finished (its FIN to the replica too) and still asks: the
+	 * announcement reaches it as well as rank 1. */
+	fin(t, &k, 0);
 	assert_int_equal(rx(t, mk_failover(t, &k, 0, k.epoch)), 1);
-	t->nb_out = 0;
-	ina_pkt_free(t->out[0]);
 	k.epoch++;
+	take_one(t, &g);
+	check_announce(&g, &k);
+	check_fanout(&g, &k);
 	assert_int_equal(pipeline_shutdown(t->repl, out, 4), 1);
 	wc_decode(&g, out[0], NULL);
 	ina_pkt_free(out[0]);
 	check_error(&g, k.id, k.token, INA_WERR_SHUTDOWN);
-	check_fanout(&g, &k);
+	assert_true(g.fanout);
+	assert_int_equal(g.dst_mask, 2);	/* rank 1: rank 0 finished */
 	assert_int_equal(pipeline_nb_jobs(t->repl), 0);
 	done(t);
 }

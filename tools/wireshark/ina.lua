@@ -17,11 +17,13 @@ local BLOCK_OPEN = 0xfffffffe
 local BLOCK_END = 0xffffffff
 local MAX_VALUES = 64
 
-local T_JOIN, T_JOIN_ACK, T_DATA, T_RESULT, T_WAIT, T_ERROR = 1, 2, 3, 4, 5, 9
+local T_JOIN, T_JOIN_ACK, T_DATA, T_RESULT, T_WAIT, T_ERROR, T_REPL, T_FAILOVER =
+	1, 2, 3, 4, 5, 9, 10, 11
 
 local type_names = {
 	[1] = "join", [2] = "join_ack", [3] = "data", [4] = "result", [5] = "wait",
-	[6] = "fin", [7] = "fin_ack", [8] = "leave", [9] = "error",
+	[6] = "fin", [7] = "fin_ack", [8] = "leave", [9] = "error", [10] = "repl",
+	[11] = "failover",
 }
 local enc_names = { [1] = "f32", [2] = "i32", [3] = "bf16" }
 -- bytes per payload element, by encoding
@@ -49,6 +51,7 @@ local f = {
 	flag_retx = ProtoField.bool("ina.flags.retx", "Retransmission", 8, nil, 0x02),
 	flag_sat = ProtoField.bool("ina.flags.saturated", "Saturated", 8, nil, 0x04),
 	flag_def = ProtoField.bool("ina.flags.deferred", "Deferred", 8, nil, 0x08),
+	flag_standby = ProtoField.bool("ina.flags.standby", "Standby", 8, nil, 0x10),
 	job_id = ProtoField.uint32("ina.job_id", "Job id", base.DEC),
 	epoch = ProtoField.uint32("ina.epoch", "Epoch", base.DEC),
 	rank = ProtoField.uint16("ina.rank", "Rank", base.DEC),
@@ -79,6 +82,7 @@ local f = {
 }
 ina.fields = {
 	f.version, f.type, f.encoding, f.flags, f.flag_ver, f.flag_retx, f.flag_sat, f.flag_def,
+	f.flag_standby,
 	f.job_id, f.epoch, f.rank, f.lane, f.tensor_id, f.round, f.tensor_len, f.block,
 	f.next, f.block_size, f.n_elems, f.exp, f.status, f.bound, f.bound_value, f.token,
 	f.payload, f.value_f32, f.value_i32, f.value_bf16, f.join_world, f.join_lanes,
@@ -158,9 +162,10 @@ function ina.dissector(buf, pinfo, tree)
 	ft:add(f.flag_retx, buf(3, 1))
 	ft:add(f.flag_sat, buf(3, 1))
 	ft:add(f.flag_def, buf(3, 1))
+	ft:add(f.flag_standby, buf(3, 1))
 	t:add(f.job_id, buf(4, 4))
 	t:add(f.epoch, buf(8, 4))
-	add_named(t, f.rank, buf(12, 2), { [0xffff] = "switch" })
+	add_named(t, f.rank, buf(12, 2), { [0xffff] = "switch", [0xfffe] = "all" })
 	t:add(f.lane, buf(14, 2))
 	t:add(f.tensor_id, buf(16, 4))
 	t:add(f.round, buf(20, 4))
@@ -187,9 +192,13 @@ function ina.dissector(buf, pinfo, tree)
 	local info = string.format("%s job %u", name, job)
 	local rest = len - HDR_SIZE
 
-	if ptype == T_DATA or ptype == T_RESULT then
+	if ptype == T_DATA or ptype == T_RESULT or ptype == T_REPL then
 		info = info .. string.format(" round %u lane %u block %s next %s",
 			round, lane, block_str(block), block_str(nxt))
+		if ptype == T_REPL then
+			local to = buf(12, 2):uint()
+			info = info .. (to == 0xfffe and " to all" or string.format(" to rank %u", to))
+		end
 		if n > 0 then info = info .. string.format(" n %u", n) end
 		if rest ~= n * (enc_sizes[enc] or 4) then t:add_proto_expert_info(e_payload) end
 		dissect_values(buf, t, ptype, enc, n)
@@ -217,6 +226,9 @@ function ina.dissector(buf, pinfo, tree)
 			t:add(f.error_msg, buf(56, rest))
 			info = info .. ": " .. buf(56, rest):string()
 		end
+	elseif ptype == T_FAILOVER then
+		info = info .. string.format(" epoch %u", buf(8, 4):uint())
+		if rest ~= 0 then t:add_proto_expert_info(e_payload) end
 	else
 		info = info .. string.format(" round %u", round)
 		if rest ~= 0 then t:add_proto_expert_info(e_payload) end
