@@ -78,6 +78,8 @@ usage(FILE *f)
 		"                        or what one packet of the port carries if less)\n"
 		"  --max-jobs N          jobs served at once (default 64)\n"
 		"  --linger-ms MS        after a FIN, free the job once silent this long (default 1000)\n"
+		"  --standby-linger-ms MS  the same for a replica's standby job (default 10000: at\n"
+		"                        least the workers' timeout, so a late one can still fail over)\n"
 		"  --idle-timeout-s S    free a job silent this long, 0 never (default 300)\n"
 		"  --peer-timeout-ms MS  a rank silent this long while another waits on it\n"
 		"                        is dead: its job is aborted, the others told\n"
@@ -105,7 +107,7 @@ usage(FILE *f)
 
 enum {
 	OPT_LISTEN = 256, OPT_PORT, OPT_PORT_OPTS, OPT_SLOTS, OPT_SLOT_ELEMS, OPT_MAX_JOBS,
-	OPT_LINGER, OPT_IDLE, OPT_PEER_TIMEOUT, OPT_DRAIN, OPT_LOG_LEVEL, OPT_CAPTURE, OPT_LCORES,
+	OPT_LINGER, OPT_STANDBY_LINGER, OPT_IDLE, OPT_PEER_TIMEOUT, OPT_DRAIN, OPT_LOG_LEVEL, OPT_CAPTURE, OPT_LCORES,
 	OPT_REPLICA, OPT_PRIMARY,
 };
 
@@ -120,6 +122,7 @@ parse_args(int argc, char **argv, struct switch_config *c)
 		{ "slot-elems", required_argument, NULL, OPT_SLOT_ELEMS },
 		{ "max-jobs", required_argument, NULL, OPT_MAX_JOBS },
 		{ "linger-ms", required_argument, NULL, OPT_LINGER },
+		{ "standby-linger-ms", required_argument, NULL, OPT_STANDBY_LINGER },
 		{ "idle-timeout-s", required_argument, NULL, OPT_IDLE },
 		{ "peer-timeout-ms", required_argument, NULL, OPT_PEER_TIMEOUT },
 		{ "drain-ms", required_argument, NULL, OPT_DRAIN },
@@ -157,6 +160,10 @@ parse_args(int argc, char **argv, struct switch_config *c)
 			break;
 		case OPT_MAX_JOBS: c->pipe.max_jobs = (uint16_t)ina_cli_u64("max-jobs", optarg, 1, 4096); break;
 		case OPT_LINGER: c->pipe.linger_ns = ina_cli_u64("linger-ms", optarg, 0, 3600000) * INA_NS_PER_MS; break;
+		case OPT_STANDBY_LINGER:
+			c->pipe.standby_linger_ns =
+				ina_cli_u64("standby-linger-ms", optarg, 0, 3600000) * INA_NS_PER_MS;
+			break;
 		case OPT_IDLE: c->pipe.job_idle_ns = ina_cli_u64("idle-timeout-s", optarg, 0, 86400) * INA_NS_PER_S; break;
 		case OPT_DRAIN: c->drain_ns = ina_cli_u64("drain-ms", optarg, 0, 3600000) * INA_NS_PER_MS; break;
 		case OPT_PEER_TIMEOUT: c->pipe.peer_timeout_ns = ina_cli_u64("peer-timeout-ms", optarg, 0, 3600000) * INA_NS_PER_MS; break;

@@ -141,6 +141,7 @@ pipeline_config_init(struct pipeline_config *cfg)
 	cfg->slot_elems = 2048;
 	cfg->max_jobs = 64;
 	cfg->linger_ns = 1000000000ull;
+	cfg->standby_linger_ns = 10000000000ull;
 	cfg->wait_interval_ns = 1000000ull;
 	cfg->job_idle_ns = 300ull * 1000000000ull;
 	cfg->peer_timeout_ns = 8ull * 1000000000ull;
@@ -913,6 +914,15 @@ drop:
 	return NULL;
 }
 
+/* How long a job lingers after a FIN: a standby job longer (standby_linger_ns). */
+static uint64_t
+job_linger_ns(const struct pipeline *p, const struct job *j)
+{
+	if (j->standby && p->cfg.standby_linger_ns > p->cfg.linger_ns)
+		return p->cfg.standby_linger_ns;
+	return p->cfg.linger_ns;
+}
+
 static struct ina_pkt *
 handle_fin(struct pipeline *p, struct ina_pkt *in, struct job *j, const struct ina_hdr *h,
 	   uint64_t now)
@@ -922,7 +932,7 @@ handle_fin(struct pipeline *p, struct ina_pkt *in, struct job *j, const struct i
 
 	p->st.fins++;
 	j->finished |= 1ull << h->rank;
-	j->linger_until = now + p->cfg.linger_ns;
+	j->linger_until = now + job_linger_ns(p, j);
 	o = answer_buf(p, in, INA_HDR_SIZE);
 	if (o)
 		put_hdr(o, j, INA_T_FIN_ACK, &a);
@@ -1042,7 +1052,7 @@ handle_repl(struct pipeline *p, struct ina_pkt *in, struct job *j, const struct 
 	}
 	j->last_active_ns = now;
 	if (j->linger_until)
-		j->linger_until = now + p->cfg.linger_ns;
+		j->linger_until = now + job_linger_ns(p, j);
 	if (repl_newer(s, h))
 		repl_store(p, j, s, h, in->data + INA_HDR_SIZE);
 	o = answer_buf(p, in, in->len);
@@ -1223,7 +1233,7 @@ process_one(struct pipeline *p, struct ina_pkt *in, uint64_t now)
 	 * for a whole linger frees the job before every FIN arrived.
 	 */
 	if (j->linger_until)
-		j->linger_until = now + p->cfg.linger_ns;
+		j->linger_until = now + job_linger_ns(p, j);
 	switch (h.type) {
 	case INA_T_FAILOVER:
 		return handle_failover(p, in, j, &h, now);

@@ -47,6 +47,11 @@ struct pipeline_config {
 					 * a job whose largest RESULT would not fit is
 					 * refused; 0: not checked */
 	uint16_t max_jobs;		/* jobs admitted at once */
+	uint64_t standby_linger_ns;	/* the same for a replica's standby job:
+					 * at least a worker's timeout, so that a
+					 * worker still waiting on a dead primary
+					 * can fail over to it after the others
+					 * finished */
 	uint64_t linger_ns;		/* after a FIN, free the job when it has been
 					 * silent this long (or every rank sent FIN) */
 	uint64_t wait_interval_ns;	/* at most one WAIT per slot this often */
@@ -65,9 +70,9 @@ struct pipeline_config {
 	struct ina_peer primary;
 };
 
-/* Defaults: 1024 slots of 2048 elements, 64 jobs, 1 s linger, 1 ms WAIT
- * interval, 300 s idle timeout, 8 s peer timeout, one partition. 'pool' must
- * still be set. */
+/* Defaults: 1024 slots of 2048 elements, 64 jobs, 1 s linger (10 s for a
+ * standby job), 1 ms WAIT interval, 300 s idle timeout, 8 s peer timeout,
+ * one partition. 'pool' must still be set. */
 void pipeline_config_init(struct pipeline_config *cfg);
 
 /* Packets the pipeline drops for reasons beyond the wire format's. */

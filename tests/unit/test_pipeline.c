@@ -2889,6 +2889,64 @@ test_pipeline_replica_shutdown(void **state)
 	done(t);
 }
 
+/* The trace the model found (docs/PROTOCOL.md 5.9): the last result of the
+ * job reaches the replica and rank 1, is lost on its way to rank 0, rank 1
+ * finishes (its FIN to the replica too), and the primary dies. The replica
+ * must still hold the job when rank 0 notices, a failover time later: a
+ * standby job lingers standby_linger_ns, not linger_ns. */
+static void
+test_pipeline_replica_standby_linger(void **state)
+{
+	struct t *t = *state;
+	struct tjob j = { .id = 2008, .token = 0x2525, .world = 2, .lanes = 1, .max_block = 4,
+			  .enc = INA_ENC_F32, .epoch = 9 };
+	struct blk b = { .tensor_id = 1, .round = 0, .tensor_len = 4, .block_size = 4 };
+	const float sum[4] = { 3, -1, 0.5f, 8 };
+	const float x[4] = { 1, 2, 0.25f, 3 };
+	struct wc_got g, r;
+
+	t->cfg.standby_linger_ns = 20 * LINGER_NS;
+	start_pair(t);
+	t->p = t->repl;
+	standby_join(t, &j, 0);
+	standby_join(t, &j, 1);
+	assert_int_equal(rx(t, mk_repl(t, &j, INA_RANK_ALL, &b, INA_BLOCK_END, sum)), 1);
+	take_one(t, &r);
+	check_fanout(&r, &j);
+	fin(t, &j, 1);
+	/* Past the ordinary linger the standby job is still there. */
+	t->now += 2 * LINGER_NS;
+	pipeline_tick(t->repl, t->now);
+	assert_int_equal(pipeline_nb_jobs(t->repl), 1);
+	/* Rank 0 asks; the replica takes over and answers its resend of the
+	 * last block from the stored result, bit for bit. */
+	assert_int_equal(rx(t, mk_failover(t, &j, 0, j.epoch)), 1);
+	j.epoch++;
+	take_one(t, &g);
+	check_announce(&g, &j);
+	assert_int_equal(rx(t, mk_data(t, &j, 0, &b, INA_BLOCK_END, x)), 1);
+	take_one(t, &g);
+	check_unicast(&g, peer_of(&j, 0));
+	assert_int_equal(g.h.type, INA_T_RESULT);
+	assert_memory_equal(g.payload, r.payload, r.payload_size);
+	/* Taken over, the job lingers like any other: rank 0's FIN frees it. */
+	fin(t, &j, 0);
+	assert_int_equal(pipeline_nb_jobs(t->repl), 0);
+
+	/* Without a takeover, a standby job with a FIN is freed once silent
+	 * for standby_linger_ns. */
+	j.id = 2009;
+	j.epoch = 12;
+	standby_join(t, &j, 0);
+	standby_join(t, &j, 1);
+	fin(t, &j, 1);
+	pipeline_tick(t->repl, t->now + 20 * LINGER_NS - 1);
+	assert_int_equal(pipeline_nb_jobs(t->repl), 1);
+	pipeline_tick(t->repl, t->now + 20 * LINGER_NS);
+	assert_int_equal(pipeline_nb_jobs(t->repl), 0);
+	done(t);
+}
+
 /* A partitioned pipeline takes neither a replica nor a primary. */
 static void
 test_pipeline_replica_config(void **state)
@@ -2946,6 +3004,8 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_pipeline_replica_i32, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_pipeline_replica_admission, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_pipeline_replica_shutdown, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_pipeline_replica_standby_linger, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(test_pipeline_replica_config, setup, teardown),
 	};
 
