@@ -256,6 +256,11 @@ fail_cyaml(struct ctx *c, struct cy_log *l, cyaml_err_t e)
 		return fail(c, line ? line : line_of(c, path, NULL), field, "given twice");
 	}
 	cy_explain(msg, says, sizeof(says));
+	if (strncmp(msg, "Expecting MAPPING, got event: SCALAR", 36) == 0 &&
+	    (strncmp(path, "hosts[", 6) == 0 || strncmp(path, "switches[", 9) == 0) &&
+	    !strchr(path, '.'))
+		snprintf(says, sizeof(says), "want a mapping such as {name: %s0}, not a bare name",
+			 path[0] == 'h' ? "h" : "rack");
 	if (!path[0] && !line)
 		line = 1;
 	return fail(c, line, path, "%s", says);
