@@ -233,6 +233,8 @@ static const struct bad bad_files[] = {
 	  "bad.yaml:10: links[1].mtu: want a single value" },
 	{ "wrong type: scalar for a list", "name: t\nswitches: r0\n",
 	  "bad.yaml:2: switches: want a list" },
+	{ "a bare host name", "name: t\nswitches: [{name: r0}]\nhosts: [h0, h1]\n",
+	  "bad.yaml:3: hosts[0]: want a mapping such as {name: h0}, not a bare name" },
 	{ "bad rate", BASE "    bandwidth: 10Gbps\n",
 	  "bad.yaml:10: links[1].bandwidth: '10Gbps' is not a rate" },
 	{ "bad rate default", "defaults:\n  bandwidth: fast\n" BASE,
