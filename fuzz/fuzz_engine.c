@@ -1,28 +1,46 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * libFuzzer target: the host engine (host/src/engine.c) fed what a switch
- * sends, RESULT, WAIT, ERROR, JOIN_ACK and FIN_ACK, cut from the input.
+ * sends, RESULT, WAIT, ERROR, JOIN_ACK and FIN_ACK, cut from the input; with
+ * a replica switch (docs/PROTOCOL.md 5.9) also what the replica sends.
  *
- * Input: 12 configuration bytes (rank, world, lanes, largest B, encoding,
- * timeouts, the tensor's length, B, operation and result filter), the
- * tensor's floats (mostly zero, so that blocks are skipped), then operations,
- * each an opcode byte and its arguments: run engine_tx, a JOIN_ACK (right or
- * wrong), a RESULT for a lane's open block (built from the last DATA the
- * engine sent on it, with a next pointer it announced or another, payload,
- * flags SATURATED/DEFERRED and exponent from the input), a WAIT, an ERROR, a
- * FIN_ACK, a raw packet, the clock moved, a new allreduce, FIN, LEAVE.
- * The output buffer and the deferred flags are heap allocations of exactly
- * their size, so any write past them is a report.
+ * Input: configuration bytes (world, with bit 0x80 a replica peer, rank,
+ * lanes, largest B, encoding, timeouts, with a replica a byte of failover
+ * time, the tensor's length, B, how many non-zero elements), the tensor's
+ * floats (mostly zero, so that blocks are skipped), then operations, each an
+ * opcode byte and its arguments: run engine_tx, a JOIN_ACK (right or wrong;
+ * a STANDBY one from the replica, or from the wrong peer), a RESULT for a
+ * lane's open block (built from the last DATA the engine sent on it, with a
+ * next pointer it announced or another, payload, flags SATURATED/DEFERRED
+ * and exponent from the input) from the primary or passed on by the replica,
+ * a WAIT, an ERROR and a FIN_ACK from either, a raw packet from either, the
+ * replica's FAILOVER announcement (new epoch or not, right job and token or
+ * not, from the replica or not), the clock moved, a new allreduce, FIN,
+ * LEAVE. The output buffer and the deferred flags are heap allocations of
+ * exactly their size, so any write past them is a report.
  *
  * Checked after every step:
  *  - every packet the engine sends is a valid worker packet of its job
- *    (validated alone, and against the job once the JOIN_ACK gave the
- *    epoch), from its rank, within its buffer; a DATA payload in f32 holds
- *    exactly the bits of the input block it names;
+ *    (validated alone, and against the job with the epoch the engine holds),
+ *    from its rank, within its buffer, to the primary or the replica and to
+ *    nothing else; a DATA payload in f32 holds exactly the bits of the input
+ *    block it names;
+ *  - to the primary: JOIN (epoch 0), DATA, FIN, LEAVE, and nothing once the
+ *    engine follows the replica; to the replica: a STANDBY JOIN with the
+ *    primary's epoch, FAILOVER, FIN, LEAVE, and DATA only after the takeover
+ *    or as the probe (counted in 'probes'); every packet but the JOIN to the
+ *    primary carries the epoch the engine holds: the primary's JOIN_ACK's,
+ *    then the accepted announcement's;
+ *  - the engine's epoch changes only on a primary's JOIN_ACK while it had
+ *    none, or on an announcement from the replica of its job with a new
+ *    non-zero epoch, and only once each; a right announcement while the
+ *    replica stands by (its STANDBY JOIN_ACK accepted, no ERROR from it since)
+ *    is always taken;
  *  - the engine keeps no packet: the pool is empty after every step;
  *  - counters: packets received and sent as counted here, bad + stale at
- *    most the packets received; the phase is one of enum engine_phase and an
- *    error comes with a message.
+ *    most the packets received, failovers 0 or 1 and equal to
+ *    engine_failed_over(), FAILOVERs sent and probes as counted here; the
+ *    phase is one of enum engine_phase and an error comes with a message.
  */
 #include <stddef.h>
 #include <stdint.h>
@@ -64,6 +82,11 @@ struct fz {
 	struct engine *e;
 	uint64_t now;
 	uint32_t epoch;		/* the switch's, once a JOIN_ACK was sent */
+	uint32_t held;		/* the epoch the engine holds, as seen here */
+	uint32_t primary_epoch;	/* the primary's JOIN_ACK's */
+	int has_replica;
+	int standby_up;		/* its STANDBY JOIN_ACK taken, no ERROR from it since */
+	uint64_t fo_sent, probes;
 	float *in, *out;
 	uint8_t *deferred;
 	uint32_t n;
@@ -83,6 +106,12 @@ check_engine(const struct fz *f)
 	FZ_CHECK(st->pkts_recv == f->recv);
 	FZ_CHECK(st->pkts_sent == f->sent);
 	FZ_CHECK(st->bad + st->stale <= st->pkts_recv);
+	FZ_CHECK(st->failovers <= 1 && st->failovers == (uint64_t)engine_failed_over(f->e));
+	FZ_CHECK(st->failover_sent == f->fo_sent);
+	FZ_CHECK(st->probes == f->probes);
+	FZ_CHECK(engine_epoch(f->e) == f->held);
+	if (!f->has_replica)
+		FZ_CHECK(!st->failovers && !st->failover_sent && !st->probes && !st->standby_lost);
 	if (engine_error(f->e))
 		FZ_CHECK(engine_error_msg(f->e) && engine_error_msg(f->e)[0]);
 	(void)engine_next_deadline(f->e);
@@ -93,7 +122,7 @@ params(const struct fz *f)
 {
 	struct ina_job_params p = {
 		.job_id = JOB,
-		.epoch = f->epoch,
+		.epoch = f->held,
 		.token = TOKEN,
 		.world = f->cfg.world,
 		.lanes = f->cfg.lanes,
@@ -109,23 +138,49 @@ check_sent(struct fz *f, const struct ina_pkt *p)
 	struct ina_job_params jp = params(f);
 	struct ina_hdr h;
 	enum ina_wire_reason r;
+	int to_r = f->has_replica && ina_peer_equal(&p->peer, &f->cfg.replica);
+	int fo = engine_failed_over(f->e);
 
 	FZ_CHECK(p->len >= INA_HDR_SIZE && p->len <= p->cap);
-	FZ_CHECK(ina_peer_equal(&p->peer, &f->cfg.sw) && !p->dsts);
+	FZ_CHECK((to_r || ina_peer_equal(&p->peer, &f->cfg.sw)) && !p->dsts);
 	r = ina_wire_validate(p->data, p->len, NULL, &h);
 	if (r != INA_WIRE_OK)
 		fprintf(stderr, "sent %s fails validation: %s\n", ina_wire_type_name(h.type),
 			ina_wire_reason_name(r));
 	FZ_CHECK(r == INA_WIRE_OK);
-	FZ_CHECK(h.type == INA_T_JOIN || h.type == INA_T_DATA || h.type == INA_T_FIN ||
-		 h.type == INA_T_LEAVE);
+	if (trace)
+		fprintf(stderr, "tx %s to %s epoch %u flags %#x\n", ina_wire_type_name(h.type),
+			to_r ? "replica" : "primary", h.epoch, h.flags);
 	FZ_CHECK(h.rank == f->cfg.rank && h.job_id == JOB && h.token == TOKEN);
-	if (f->epoch && h.type != INA_T_JOIN && h.epoch == f->epoch) {
-		r = ina_wire_validate(p->data, p->len, &jp, &h);
-		if (r != INA_WIRE_OK)
-			fprintf(stderr, "sent %s fails the job's validation: %s\n",
-				ina_wire_type_name(h.type), ina_wire_reason_name(r));
-		FZ_CHECK(r == INA_WIRE_OK);
+	if (!to_r) {
+		/* The primary: nothing once the engine follows the replica. */
+		FZ_CHECK(!fo);
+		FZ_CHECK(h.type == INA_T_JOIN || h.type == INA_T_DATA || h.type == INA_T_FIN ||
+			 h.type == INA_T_LEAVE);
+		if (h.type == INA_T_JOIN)
+			FZ_CHECK(h.epoch == 0 && !(h.flags & INA_F_STANDBY));
+	} else if (h.type == INA_T_JOIN) {
+		FZ_CHECK(!fo && (h.flags & INA_F_STANDBY) && h.epoch == f->primary_epoch &&
+			 h.epoch != 0);
+	} else if (h.type == INA_T_FAILOVER) {
+		FZ_CHECK(!fo && p->len == INA_HDR_SIZE);
+		f->fo_sent++;
+	} else if (h.type == INA_T_DATA) {
+		/* After the takeover, or as the probe of a replica standing by. */
+		if (!fo)
+			f->probes++;
+	} else {
+		FZ_CHECK(h.type == INA_T_FIN || h.type == INA_T_LEAVE);
+	}
+	if (!(h.type == INA_T_JOIN && !to_r)) {
+		FZ_CHECK(h.epoch == f->held);
+		if (f->held && h.type != INA_T_JOIN) {
+			r = ina_wire_validate(p->data, p->len, &jp, &h);
+			if (r != INA_WIRE_OK)
+				fprintf(stderr, "sent %s fails the job's validation: %s\n",
+					ina_wire_type_name(h.type), ina_wire_reason_name(r));
+			FZ_CHECK(r == INA_WIRE_OK);
+		}
 	}
 	if (h.type != INA_T_DATA)
 		return;
@@ -162,23 +217,78 @@ op_tx(struct fz *f, struct fz_in *in)
 	}
 }
 
+/*
+ * The engine's epoch after a packet: it may change only to a primary's
+ * JOIN_ACK's while the engine held none, or to the new epoch of an
+ * announcement from the replica (the takeover, once).
+ */
 static void
-deliver(struct fz *f, const uint8_t *bytes, size_t len)
+check_epoch(struct fz *f, const uint8_t *bytes, size_t len, int from_r, uint32_t ep0, int fo0,
+	    int ph0)
+{
+	uint32_t ep = engine_epoch(f->e);
+	int fo = engine_failed_over(f->e);
+	struct ina_hdr h;
+
+	FZ_CHECK(fo >= fo0);
+	if (len >= INA_HDR_SIZE)
+		ina_wire_decode_hdr(bytes, &h);
+	if (fo != fo0) {
+		/* The takeover: the replica's announcement of this job. */
+		FZ_CHECK(len == INA_HDR_SIZE && f->has_replica && from_r);
+		FZ_CHECK(h.type == INA_T_FAILOVER && h.rank == INA_RANK_SWITCH &&
+			 h.job_id == JOB && h.token == TOKEN && h.flags == 0);
+		FZ_CHECK(ep0 != 0 && h.epoch != 0 && h.epoch != ep0 && ep == h.epoch);
+		FZ_CHECK(ph0 != ENGINE_CLOSED && ph0 != ENGINE_IDLE);
+		if (trace)
+			fprintf(stderr, "taken over: epoch %u -> %u\n", ep0, ep);
+		f->held = ep;
+		f->epoch = ep;
+		return;
+	}
+	if (ep != ep0) {
+		/* The primary's JOIN_ACK. */
+		FZ_CHECK(ep0 == 0 && !fo && len >= INA_HDR_SIZE && !from_r);
+		FZ_CHECK(h.type == INA_T_JOIN_ACK && !(h.flags & INA_F_STANDBY) && h.epoch == ep &&
+			 ph0 == ENGINE_JOINING);
+		f->held = ep;
+		f->primary_epoch = ep;
+	}
+	/* The replica's STANDBY JOIN_ACK completes the join. */
+	if (from_r && !fo && ph0 == ENGINE_JOINING && engine_phase(f->e) == ENGINE_READY &&
+	    len >= INA_HDR_SIZE && h.type == INA_T_JOIN_ACK) {
+		FZ_CHECK(h.flags & INA_F_STANDBY);
+		f->standby_up = 1;
+	}
+	if (from_r && len >= INA_HDR_SIZE && bytes[1] == INA_T_ERROR)
+		f->standby_up = 0;
+}
+
+/* Delivers 'bytes' from the primary, or with 'from_r' from the replica. */
+static void
+deliver_from(struct fz *f, const uint8_t *bytes, size_t len, int from_r)
 {
 	struct ina_pkt *p = fz_pkt(&f->pool, bytes, len);
+	uint32_t ep0 = engine_epoch(f->e);
+	int fo0 = engine_failed_over(f->e), ph0 = engine_phase(f->e);
 
 	if (!p)
 		return;
+	if (len > p->cap)
+		len = p->cap;
+	from_r = from_r && f->has_replica;
 	if (trace && len >= INA_HDR_SIZE) {
 		struct ina_hdr h;
 
 		ina_wire_decode_hdr(bytes, &h);
-		fprintf(stderr, "rx %s lane %u block %u next %u n %u flags %#x\n",
-			ina_wire_type_name(h.type), h.lane, h.block, h.next, h.n_elems, h.flags);
+		fprintf(stderr, "rx %s from %s epoch %u lane %u block %u next %u n %u flags %#x\n",
+			ina_wire_type_name(h.type), from_r ? "replica" : "primary", h.epoch, h.lane,
+			h.block, h.next, h.n_elems, h.flags);
 	}
-	p->peer = f->cfg.sw;
+	p->peer = from_r ? f->cfg.replica : f->cfg.sw;
 	f->recv++;
 	engine_rx(f->e, &p, 1, f->now);
+	check_epoch(f, bytes, len, from_r, ep0, fo0, ph0);
 }
 
 static struct ina_hdr
@@ -209,9 +319,12 @@ op_join_ack(struct fz *f, struct fz_in *in, uint8_t op)
 	h = sw_hdr(f, INA_T_JOIN_ACK);
 	if (op & 0x20)
 		lanes = (uint16_t)(lanes + 1);	/* not the job the worker asked for */
+	if (op & 0x40)
+		h.flags = INA_F_STANDBY;	/* the replica's answer to a standby JOIN */
 	ina_wire_encode_hdr(&h, pkt);
 	ina_wire_encode_join(f->cfg.world, lanes, f->cfg.max_block, pkt + INA_HDR_SIZE);
-	deliver(f, pkt, sizeof(pkt));
+	/* From the replica if STANDBY, unless 0x80: from the wrong peer. */
+	deliver_from(f, pkt, sizeof(pkt), !!(op & 0x40) != !!(op & 0x80));
 }
 
 static void
@@ -238,7 +351,7 @@ op_result(struct fz *f, struct fz_in *in, uint8_t op)
 		h.flags = sel & 1;
 		ina_wire_encode_hdr(&h, pkt);
 		fz_bytes(in, pkt + INA_HDR_SIZE, INA_WAIT_PAYLOAD);
-		deliver(f, pkt, INA_HDR_SIZE + INA_WAIT_PAYLOAD);
+		deliver_from(f, pkt, INA_HDR_SIZE + INA_WAIT_PAYLOAD, op & 0x10);
 		return;
 	}
 	/* The next block: what the worker announced, END, or another of the lane. */
@@ -274,11 +387,12 @@ op_result(struct fz *f, struct fz_in *in, uint8_t op)
 		return;
 	ina_wire_encode_hdr(&h, pkt);
 	fz_bytes(in, pkt + INA_HDR_SIZE, plen);
-	deliver(f, pkt, INA_HDR_SIZE + plen);
+	/* 0x10: passed on by the replica, as every RESULT is when there is one. */
+	deliver_from(f, pkt, INA_HDR_SIZE + plen, op & 0x10);
 }
 
 static void
-op_error(struct fz *f, struct fz_in *in)
+op_error(struct fz *f, struct fz_in *in, uint8_t op)
 {
 	uint8_t pkt[INA_HDR_SIZE + INA_ERROR_MSG_MAX];
 	struct ina_hdr h = sw_hdr(f, INA_T_ERROR);
@@ -288,17 +402,63 @@ op_error(struct fz *f, struct fz_in *in)
 	h.status = (uint16_t)(1 + fz_u8(in) % 5);
 	ina_wire_encode_hdr(&h, pkt);
 	fz_bytes(in, pkt + INA_HDR_SIZE, len);
-	deliver(f, pkt, INA_HDR_SIZE + len);
+	deliver_from(f, pkt, INA_HDR_SIZE + len, op & 0x10);
+}
+
+/*
+ * The replica's FAILOVER announcement. 'sel': bits 0-1 the epoch (the one
+ * held plus one, plus two, the one held, or 0), 0x04 another job, 0x08
+ * another token, 0x10 from the primary, 0x20 from a rank, 0x40 a flag set,
+ * 0x80 a payload byte too. Without any of these it is right, and taken
+ * while the replica stands by.
+ */
+static void
+op_announce(struct fz *f, struct fz_in *in)
+{
+	uint8_t pkt[INA_HDR_SIZE + 1];
+	uint8_t sel = fz_u8(in);
+	struct ina_hdr h = sw_hdr(f, INA_T_FAILOVER);
+	uint32_t held = engine_epoch(f->e);
+	int right, ph0 = engine_phase(f->e), fo0 = engine_failed_over(f->e);
+
+	switch (sel & 3) {
+	case 0:
+		h.epoch = held + 1;
+		break;
+	case 1:
+		h.epoch = held + 2;
+		break;
+	case 2:
+		h.epoch = held;
+		break;
+	default:
+		h.epoch = 0;
+		break;
+	}
+	if (sel & 0x04)
+		h.job_id = JOB + 1;
+	if (sel & 0x08)
+		h.token = ~TOKEN;
+	if (sel & 0x20)
+		h.rank = f->cfg.rank;
+	if (sel & 0x40)
+		h.flags = INA_F_RETX;
+	pkt[INA_HDR_SIZE] = 0;
+	ina_wire_encode_hdr(&h, pkt);
+	right = !(sel & 0xfc) && h.epoch != 0 && h.epoch != held;
+	deliver_from(f, pkt, INA_HDR_SIZE + !!(sel & 0x80), !(sel & 0x10));
+	if (right && f->has_replica && f->standby_up && !fo0 && ph0 != ENGINE_CLOSED)
+		FZ_CHECK(engine_failed_over(f->e));
 }
 
 static void
-op_raw(struct fz *f, struct fz_in *in)
+op_raw(struct fz *f, struct fz_in *in, uint8_t op)
 {
 	uint8_t pkt[RAW_MAX];
 	size_t len = fz_u16(in) % RAW_MAX;
 
 	fz_bytes(in, pkt, len);
-	deliver(f, pkt, len);
+	deliver_from(f, pkt, len, op & 0x10);
 }
 
 static void
@@ -348,18 +508,18 @@ run_ops(struct fz *f, struct fz_in *in)
 			op_result(f, in, op);
 			break;
 		case 7:
-			op_error(f, in);
+			op_error(f, in, op);
 			break;
 		case 8: {
 			uint8_t pkt[INA_HDR_SIZE];
 			struct ina_hdr h = sw_hdr(f, INA_T_FIN_ACK);
 
 			ina_wire_encode_hdr(&h, pkt);
-			deliver(f, pkt, sizeof(pkt));
+			deliver_from(f, pkt, sizeof(pkt), op & 0x10);
 			break;
 		}
 		case 9:
-			op_raw(f, in);
+			op_raw(f, in, op);
 			break;
 		case 10:
 			f->now += (uint64_t)fz_u8(in) << ((op >> 4) * 2);
@@ -372,6 +532,9 @@ run_ops(struct fz *f, struct fz_in *in)
 			break;
 		case 13:
 			engine_leave(f->e, f->now);
+			break;
+		case 14:
+			op_announce(f, in);
 			break;
 		default:
 			/* Past the next deadline. */
@@ -399,14 +562,16 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static struct fz f;
 	struct fz_in in = { data, size };
-	uint8_t nz;
+	uint8_t wb, nz;
 
 	memset(&f, 0, sizeof(f));
 	fz_pool_init(&f.pool, 4 * MAX_TX, INA_HDR_SIZE + 4 * MAX_BLOCK);
 	engine_config_init(&f.cfg);
 	f.cfg.job_id = JOB;
 	f.cfg.token = TOKEN;
-	f.cfg.world = (uint16_t)(1 + fz_u8(&in) % 8);
+	wb = fz_u8(&in);
+	f.cfg.world = (uint16_t)(1 + wb % 8);
+	f.has_replica = !!(wb & 0x80);	/* a replica peer */
 	f.cfg.rank = (uint16_t)(fz_u8(&in) % f.cfg.world);
 	f.cfg.lanes = (uint16_t)(1 + fz_u8(&in) % MAX_LANES);
 	f.cfg.max_block = (uint16_t)(1 + fz_u8(&in) % MAX_BLOCK);
@@ -417,6 +582,12 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	f.cfg.timeout_ns = (1 + (uint64_t)fz_u8(&in)) * MS;
 	f.cfg.sw.len = 16;
 	memset(f.cfg.sw.bytes, 0x42, 16);
+	if (f.has_replica) {
+		/* 1 to 256 first timeouts: below the backoff cap or above. */
+		f.cfg.failover_ns = (1 + (uint64_t)fz_u8(&in)) * f.cfg.rto_ns;
+		f.cfg.replica.len = 16;
+		memset(f.cfg.replica.bytes, 0x43, 16);
+	}
 	f.cfg.pool = &f.pool.base;
 	f.n = 1 + fz_u16(&in) % MAX_N;
 	f.bs = (uint16_t)(1 + fz_u8(&in) % f.cfg.max_block);
@@ -440,13 +611,16 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		const struct engine_stats *st = engine_stats(f.e);
 
 		fprintf(stderr, "phase %d error %d (%s) rounds %llu sent %llu recv %llu bad %llu"
-			" stale %llu retx %llu waits %llu deferred %llu saturated %llu\n",
+			" stale %llu retx %llu waits %llu deferred %llu saturated %llu failovers %llu"
+			" failover_sent %llu probes %llu standby_lost %llu\n",
 			engine_phase(f.e), engine_error(f.e), engine_error_msg(f.e),
 			(unsigned long long)st->rounds, (unsigned long long)st->pkts_sent,
 			(unsigned long long)st->pkts_recv, (unsigned long long)st->bad,
 			(unsigned long long)st->stale, (unsigned long long)st->retransmits,
 			(unsigned long long)st->waits, (unsigned long long)st->deferred,
-			(unsigned long long)st->saturated);
+			(unsigned long long)st->saturated, (unsigned long long)st->failovers,
+			(unsigned long long)st->failover_sent, (unsigned long long)st->probes,
+			(unsigned long long)st->standby_lost);
 	}
 	engine_destroy(f.e);
 	FZ_CHECK(f.pool.out == 0);

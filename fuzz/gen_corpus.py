@@ -153,8 +153,13 @@ def pipeline():
 
 
 def engine():
-    def cfg(world, rank, lanes, max_block, enc, n, bs, elems):
-        out = bytes([world - 1, rank, lanes - 1, max_block - 1, enc - 1, 9, 99])
+    # rto 1 ms (backoff cap 8 ms), timeout 100 ms; with a replica (world
+    # byte | 0x80) a failover time of 'replica' + 1 first timeouts.
+    def cfg(world, rank, lanes, max_block, enc, n, bs, elems, replica=None):
+        out = bytes([world - 1 | (0x80 if replica is not None else 0), rank, lanes - 1,
+                     max_block - 1, enc - 1, 9, 99])
+        if replica is not None:
+            out += bytes([replica])
         out += struct.pack(">H", n - 1) + bytes([bs - 1, len(elems)])
         for at, v in elems:
             out += struct.pack(">Hf", at, v)
@@ -190,6 +195,48 @@ def engine():
               block=1, nxt=END, bs=3, n=3) + bytes(6)
     s += b"\x09" + struct.pack(">H", len(raw)) + raw + tx + b"\x0d" + tx
     write("fuzz_engine", "bf16_retx_leave", s)
+
+    # With a replica (failover 20 ms): JOIN to the primary, its JOIN_ACK
+    # (epoch 1), the STANDBY JOIN to the replica, two wrong STANDBY
+    # JOIN_ACKs (from the primary; another job's lanes), the right one.
+    standby = tx + join_ack + tx + b"\xc3" + b"\x63" + b"\x43" + tx
+    from_r = 0x14   # a RESULT passed on by the replica
+    ra = cfg(2, 0, 2, 4, F32, 16, 4, elems, replica=19) + standby
+
+    # The whole allreduce through the replica, FIN to both, FIN_ACKs.
+    s = ra + b"\x0b\x05" + tx
+    s += result(0, 0x00, f32s([1, 2, 3, 4]), op=from_r)
+    s += result(1, 0x00, f32s([5, 6, 7, 8]), op=from_r) + tx
+    s += result(0, 0x01, f32s([1, 1, 1, 1]), op=from_r)
+    s += result(1, 0x01, f32s([2, 2, 2, 2])) + tx
+    s += b"\x0c" + tx + b"\x18" + b"\x08"
+    write("fuzz_engine", "replica_standby_join", s)
+
+    # The primary falls silent: FAILOVERs to the replica; wrong
+    # announcements (another job, the epoch held, from the primary), the
+    # right one (epoch 2); the DATA in flight again to the replica, its
+    # results, FIN to the replica alone, its FIN_ACK, a replica ERROR after.
+    s = ra + b"\x0b\x05" + tx + (b"\x0f" + tx) * 10
+    s += b"\x0e\x04" + b"\x0e\x02" + b"\x0e\x10" + b"\x0e\x00" + tx
+    s += result(0, 0x00, f32s([1, 2, 3, 4]), op=from_r)
+    s += result(1, 0x00, f32s([5, 6, 7, 8]), op=from_r) + tx
+    s += result(0, 0x01, f32s([1, 1, 1, 1]), op=from_r)
+    s += result(1, 0x01, f32s([2, 2, 2, 2]), op=from_r) + tx
+    s += b"\x0c" + tx + b"\x18" + bytes([0x17, 5, 5]) + b"gone!"
+    write("fuzz_engine", "replica_takeover", s)
+
+    # The primary answers WAITs but nothing progresses: the probe (the
+    # waiting DATA to the replica), answered with the announcement.
+    wait = bytes([0x84, 0, 0x01]) + struct.pack(">Q", 0b10)
+    s = ra + b"\x0b\x05" + tx + (wait + b"\x0f" + tx) * 8
+    s += b"\x0e\x01" + tx + result(0, 0x00, f32s([1, 2, 3, 4]), op=from_r) + tx
+    s += b"\x0d" + tx
+    write("fuzz_engine", "replica_probe", s)
+
+    # The replica refuses to stand by: the join fails, LEAVE to the primary.
+    s = cfg(1, 0, 1, 4, BF16, 6, 3, [(2, 0.5)], replica=0) + tx + join_ack + tx
+    s += bytes([0x17, 9, 2]) + b"jobs full" + tx + b"\x0f" + tx
+    write("fuzz_engine", "replica_refused", s)
 
 
 wire()
