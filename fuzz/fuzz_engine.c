@@ -237,7 +237,8 @@ check_epoch(struct fz *f, const uint8_t *bytes, size_t len, int from_r, uint32_t
 		/* The takeover: the replica's announcement of this job. */
 		FZ_CHECK(len == INA_HDR_SIZE && f->has_replica && from_r);
 		FZ_CHECK(h.type == INA_T_FAILOVER && h.rank == INA_RANK_SWITCH &&
-			 h.job_id == JOB && h.token == TOKEN && h.flags == 0);
+			 h.job_id == JOB && h.token == TOKEN &&
+			 !(h.flags & (INA_F_STANDBY | INA_F_DEFERRED)));
 		FZ_CHECK(ep0 != 0 && h.epoch != 0 && h.epoch != ep0 && ep == h.epoch);
 		FZ_CHECK(ph0 != ENGINE_CLOSED && ph0 != ENGINE_IDLE);
 		if (trace)
@@ -408,9 +409,11 @@ op_error(struct fz *f, struct fz_in *in, uint8_t op)
 /*
  * The replica's FAILOVER announcement. 'sel': bits 0-1 the epoch (the one
  * held plus one, plus two, the one held, or 0), 0x04 another job, 0x08
- * another token, 0x10 from the primary, 0x20 from a rank, 0x40 a flag set,
- * 0x80 a payload byte too. Without any of these it is right, and taken
- * while the replica stands by.
+ * another token, 0x10 from the primary, 0x20 from a rank, 0x40 the STANDBY
+ * flag (bad_flags), 0x80 a payload byte too. Without any of these it is
+ * right, and taken while the replica stands by. (A RETX or VER flag is no
+ * reason to drop it: like every control packet's, ina_wire_validate()
+ * ignores them.)
  */
 static void
 op_announce(struct fz *f, struct fz_in *in)
@@ -442,7 +445,7 @@ op_announce(struct fz *f, struct fz_in *in)
 	if (sel & 0x20)
 		h.rank = f->cfg.rank;
 	if (sel & 0x40)
-		h.flags = INA_F_RETX;
+		h.flags = INA_F_STANDBY;
 	pkt[INA_HDR_SIZE] = 0;
 	ina_wire_encode_hdr(&h, pkt);
 	right = !(sel & 0xfc) && h.epoch != 0 && h.epoch != held;
