@@ -87,6 +87,11 @@ struct fz {
 	int has_replica;
 	int standby_up;		/* its STANDBY JOIN_ACK taken, no ERROR from it since */
 	uint64_t fo_sent, probes;
+	/* When the engine last heard the primary (the start, a valid packet
+	 * from it, a valid RESULT from the replica), last progressed (the
+	 * start, a RESULT neither bad nor stale) and last probed, as far as
+	 * seen from here: never later than the engine's own. */
+	uint64_t pri_heard_ns, progress_ns, probe_ns;
 	float *in, *out;
 	uint8_t *deferred;
 	uint32_t n;
@@ -163,12 +168,19 @@ check_sent(struct fz *f, const struct ina_pkt *p)
 		FZ_CHECK(!fo && (h.flags & INA_F_STANDBY) && h.epoch == f->primary_epoch &&
 			 h.epoch != 0);
 	} else if (h.type == INA_T_FAILOVER) {
-		FZ_CHECK(!fo && p->len == INA_HDR_SIZE);
+		/* Only while an operation runs and the primary is silent. */
+		FZ_CHECK(!fo && p->len == INA_HDR_SIZE && engine_phase(f->e) == ENGINE_RUNNING);
+		FZ_CHECK(f->now - f->pri_heard_ns >= f->cfg.failover_ns);
 		f->fo_sent++;
 	} else if (h.type == INA_T_DATA) {
 		/* After the takeover, or as the probe of a replica standing by. */
-		if (!fo)
+		if (!fo) {
+			/* Once per failover time without progress. */
+			FZ_CHECK(f->now - f->progress_ns >= f->cfg.failover_ns);
+			FZ_CHECK(!f->probe_ns || f->now - f->probe_ns >= f->cfg.failover_ns);
+			f->probe_ns = f->now;
 			f->probes++;
+		}
 	} else {
 		FZ_CHECK(h.type == INA_T_FIN || h.type == INA_T_LEAVE);
 	}
@@ -182,8 +194,11 @@ check_sent(struct fz *f, const struct ina_pkt *p)
 			FZ_CHECK(r == INA_WIRE_OK);
 		}
 	}
+	if (h.type == INA_T_JOIN)
+		FZ_CHECK(engine_phase(f->e) == ENGINE_JOINING);
 	if (h.type != INA_T_DATA)
 		return;
+	FZ_CHECK(engine_phase(f->e) == ENGINE_RUNNING && !engine_error(f->e));
 	FZ_CHECK(h.lane < f->cfg.lanes);
 	if (trace)
 		fprintf(stderr, "tx data lane %u block %u next %u n %u flags %#x\n", h.lane,
@@ -272,6 +287,7 @@ deliver_from(struct fz *f, const uint8_t *bytes, size_t len, int from_r)
 	struct ina_pkt *p = fz_pkt(&f->pool, bytes, len);
 	uint32_t ep0 = engine_epoch(f->e);
 	int fo0 = engine_failed_over(f->e), ph0 = engine_phase(f->e);
+	uint64_t bad, stale;
 
 	if (!p)
 		return;
@@ -288,7 +304,16 @@ deliver_from(struct fz *f, const uint8_t *bytes, size_t len, int from_r)
 	}
 	p->peer = from_r ? f->cfg.replica : f->cfg.sw;
 	f->recv++;
+	bad = engine_stats(f->e)->bad;
+	stale = engine_stats(f->e)->stale;
 	engine_rx(f->e, &p, 1, f->now);
+	if (len >= INA_HDR_SIZE && engine_stats(f->e)->bad == bad) {
+		if (!fo0 && (from_r ? bytes[1] == INA_T_RESULT
+				    : bytes[1] != INA_T_FAILOVER && !(bytes[3] & INA_F_STANDBY)))
+			f->pri_heard_ns = f->now;
+		if (bytes[1] == INA_T_RESULT && engine_stats(f->e)->stale == stale)
+			f->progress_ns = f->now;
+	}
 	check_epoch(f, bytes, len, from_r, ep0, fo0, ph0);
 }
 
@@ -485,9 +510,13 @@ start_op(struct fz *f, struct fz_in *in, uint8_t sel)
 		engine_set_result_filter(f->e, bound, f->deferred);
 	}
 	memset(f->lanes, 0, sizeof(f->lanes));
-	FZ_CHECK(engine_allreduce(f->e, fz_u8(in), f->in, f->out, f->n, f->bs,
-				  (sel & 2) ? ENGINE_AVG : ENGINE_SUM, f->now) == 0 ||
-		 engine_error(f->e));
+	if (engine_allreduce(f->e, fz_u8(in), f->in, f->out, f->n, f->bs,
+			     (sel & 2) ? ENGINE_AVG : ENGINE_SUM, f->now) == 0) {
+		f->pri_heard_ns = f->progress_ns = f->now;
+		f->probe_ns = 0;
+	} else {
+		FZ_CHECK(engine_error(f->e));
+	}
 }
 
 static void
