@@ -4,7 +4,8 @@
  * sends, RESULT, WAIT, ERROR, JOIN_ACK and FIN_ACK, cut from the input; with
  * a replica switch (docs/PROTOCOL.md 5.9) also what the replica sends.
  *
- * Input: configuration bytes (world, with bit 0x80 a replica peer, rank,
+ * Input: configuration bytes (world, with bit 0x80 a replica peer and bits
+ * 3-5 a packet pool of that few packets, so that allocations fail, rank,
  * lanes, largest B, encoding, timeouts, with a replica a byte of failover
  * time, the tensor's length, B, how many non-zero elements), the tensor's
  * floats (mostly zero, so that blocks are skipped), then operations, each an
@@ -39,8 +40,9 @@
  *  - the engine keeps no packet: the pool is empty after every step;
  *  - counters: packets received and sent as counted here, bad + stale at
  *    most the packets received, failovers 0 or 1 and equal to
- *    engine_failed_over(), FAILOVERs sent and probes as counted here; the
- *    phase is one of enum engine_phase and an error comes with a message.
+ *    engine_failed_over(), FAILOVERs sent and probes as counted here, the
+ *    round the rounds done; the phase is one of enum engine_phase, an error
+ *    comes with a message, a stall with one, once.
  */
 #include <stddef.h>
 #include <stdint.h>
@@ -105,6 +107,7 @@ check_engine(const struct fz *f)
 {
 	const struct engine_stats *st = engine_stats(f->e);
 	int phase = engine_phase(f->e);
+	const char *stall;
 
 	FZ_CHECK(f->pool.out == 0);
 	FZ_CHECK(phase >= ENGINE_IDLE && phase <= ENGINE_CLOSED);
@@ -115,6 +118,13 @@ check_engine(const struct fz *f)
 	FZ_CHECK(st->failover_sent == f->fo_sent);
 	FZ_CHECK(st->probes == f->probes);
 	FZ_CHECK(engine_epoch(f->e) == f->held);
+	FZ_CHECK(engine_round(f->e) == (uint32_t)st->rounds);
+	stall = engine_stall(f->e);
+	if (stall) {
+		/* Once per stall: a sentence, then nothing until the next. */
+		FZ_CHECK(stall[0] && strlen(stall) < 1024);
+		FZ_CHECK(engine_stall(f->e) == NULL);
+	}
 	if (!f->has_replica)
 		FZ_CHECK(!st->failovers && !st->failover_sent && !st->probes && !st->standby_lost);
 	if (engine_error(f->e))
@@ -597,13 +607,15 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	uint8_t wb, nz;
 
 	memset(&f, 0, sizeof(f));
-	fz_pool_init(&f.pool, 4 * MAX_TX, INA_HDR_SIZE + 4 * MAX_BLOCK);
 	engine_config_init(&f.cfg);
 	f.cfg.job_id = JOB;
 	f.cfg.token = TOKEN;
 	wb = fz_u8(&in);
 	f.cfg.world = (uint16_t)(1 + wb % 8);
 	f.has_replica = !!(wb & 0x80);	/* a replica peer */
+	/* Bits 3-5: a pool of only that many packets, so allocations fail. */
+	fz_pool_init(&f.pool, (wb >> 3 & 7) ? (wb >> 3 & 7) : 4 * MAX_TX,
+		     INA_HDR_SIZE + 4 * MAX_BLOCK);
 	f.cfg.rank = (uint16_t)(fz_u8(&in) % f.cfg.world);
 	f.cfg.lanes = (uint16_t)(1 + fz_u8(&in) % MAX_LANES);
 	f.cfg.max_block = (uint16_t)(1 + fz_u8(&in) % MAX_BLOCK);
