@@ -37,6 +37,8 @@
  *    non-zero epoch, and only once each; a right announcement while the
  *    replica stands by (its STANDBY JOIN_ACK accepted, no ERROR from it since)
  *    is always taken;
+ *  - engine_tx sends nothing before engine_next_deadline(), and after a
+ *    takeover in an operation the deadline is now (the resend);
  *  - the engine keeps no packet: the pool is empty after every step;
  *  - counters: packets received and sent as counted here, bad + stale at
  *    most the packets received, failovers 0 or 1 and equal to
@@ -232,9 +234,14 @@ op_tx(struct fz *f, struct fz_in *in)
 {
 	struct ina_pkt *out[MAX_TX];
 	uint16_t max = (uint16_t)(1 + fz_u8(in) % MAX_TX);
+	uint64_t deadline = engine_next_deadline(f->e);
 	uint16_t nb = engine_tx(f->e, f->now, out, max);
 
 	FZ_CHECK(nb <= max);
+	/* Nothing to send before the deadline the engine gave: a transport
+	 * that sleeps until then misses nothing. */
+	if (deadline > f->now)
+		FZ_CHECK(nb == 0);
 	f->sent += nb;
 	for (uint16_t i = 0; i < nb; i++) {
 		check_sent(f, out[i]);
@@ -268,6 +275,10 @@ check_epoch(struct fz *f, const uint8_t *bytes, size_t len, int from_r, uint32_t
 		FZ_CHECK(ph0 != ENGINE_CLOSED && ph0 != ENGINE_IDLE);
 		if (trace)
 			fprintf(stderr, "taken over: epoch %u -> %u\n", ep0, ep);
+		/* What was in flight goes again at once, to the replica. */
+		if (ph0 == ENGINE_RUNNING && engine_phase(f->e) == ENGINE_RUNNING &&
+		    !engine_error(f->e))
+			FZ_CHECK(engine_next_deadline(f->e) <= f->now);
 		f->held = ep;
 		f->epoch = ep;
 		return;

@@ -799,8 +799,12 @@ rx_one(struct engine *e, struct ina_pkt *pkt, uint64_t now)
 		}
 		/* The switch followed answers: for the primary, a RESULT sent
 		 * on by the replica counts as its own. */
-		if (e->failed_over || !from_r || h.type == INA_T_RESULT)
+		if (e->failed_over || !from_r || h.type == INA_T_RESULT) {
 			e->sw_heard_ns = now;
+			/* No longer silent: engine_next_deadline() must not
+			 * wait for the FAILOVER's resend (test_fuzz_found). */
+			e->fo_active = 0;
+		}
 	}
 	e->last_type = h.type;
 	switch (h.type) {
