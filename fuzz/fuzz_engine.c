@@ -37,8 +37,10 @@
  *    non-zero epoch, and only once each; a right announcement while the
  *    replica stands by (its STANDBY JOIN_ACK accepted, no ERROR from it since)
  *    is always taken;
- *  - engine_tx sends nothing before engine_next_deadline(), and after a
- *    takeover in an operation the deadline is now (the resend);
+ *  - engine_tx sends nothing before engine_next_deadline(), and when that
+ *    has come it sends, changes phase or error, or moves the deadline on
+ *    (no spinning transport); after a takeover in an operation the deadline
+ *    is now (the resend);
  *  - the engine keeps no packet: the pool is empty after every step;
  *  - counters: packets received and sent as counted here, bad + stale at
  *    most the packets received, failovers 0 or 1 and equal to
@@ -235,6 +237,7 @@ op_tx(struct fz *f, struct fz_in *in)
 	struct ina_pkt *out[MAX_TX];
 	uint16_t max = (uint16_t)(1 + fz_u8(in) % MAX_TX);
 	uint64_t deadline = engine_next_deadline(f->e);
+	int phase = engine_phase(f->e), err = engine_error(f->e);
 	uint16_t nb = engine_tx(f->e, f->now, out, max);
 
 	FZ_CHECK(nb <= max);
@@ -242,6 +245,12 @@ op_tx(struct fz *f, struct fz_in *in)
 	 * that sleeps until then misses nothing. */
 	if (deadline > f->now)
 		FZ_CHECK(nb == 0);
+	/* A deadline that has come does some work, or the transport, which
+	 * sleeps only until a deadline in the future, would spin (unless the
+	 * pool ran dry). */
+	else if (nb == 0 && phase == engine_phase(f->e) && err == engine_error(f->e) &&
+		 f->pool.limit > MAX_TX)
+		FZ_CHECK(engine_next_deadline(f->e) > f->now);
 	f->sent += nb;
 	for (uint16_t i = 0; i < nb; i++) {
 		check_sent(f, out[i]);
