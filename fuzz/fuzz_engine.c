@@ -675,8 +675,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		const struct engine_stats *st = engine_stats(f.e);
 
 		fprintf(stderr, "phase %d error %d (%s) rounds %llu sent %llu recv %llu bad %llu"
-			" stale %llu retx %llu waits %llu deferred %llu saturated %llu failovers %llu"
-			" failover_sent %llu probes %llu standby_lost %llu\n",
+			" stale %llu retx %llu waits %llu deferred %llu saturated %llu"
+			" failovers %llu failover_sent %llu probes %llu standby_lost %llu\n",
 			engine_phase(f.e), engine_error(f.e), engine_error_msg(f.e),
 			(unsigned long long)st->rounds, (unsigned long long)st->pkts_sent,
 			(unsigned long long)st->pkts_recv, (unsigned long long)st->bad,

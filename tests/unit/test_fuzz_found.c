@@ -320,9 +320,9 @@ test_probe_after_failover_deadline(void **state)
 	rx(&t, &h, missing, sizeof(missing));
 	assert_true(engine_next_deadline(t.e) <= t.now);
 	n = tx_all(&t, g);
-	for (k = 0; k < n && !(g[k].h.type == INA_T_DATA && ina_peer_equal(&g[k].peer, replica(&t)));
-	     k++)
-		;
+	for (k = 0; k < n; k++)
+		if (g[k].h.type == INA_T_DATA && ina_peer_equal(&g[k].peer, replica(&t)))
+			break;
 	assert_true(k < n);
 	assert_int_equal(g[k].h.block, 0);
 	assert_int_equal(engine_stats(t.e)->probes, 1);
