@@ -233,6 +233,12 @@ def engine():
     s += b"\x0d" + tx
     write("fuzz_engine", "replica_probe", s)
 
+    # The primary silent (FAILOVERs), then a WAIT from it with no progress
+    # for the failover time: the probe is due at once, and so is the
+    # deadline (what test_fuzz_found test_probe_after_failover_deadline keeps).
+    s = ra + b"\x0b\x05" + tx + (b"\x0f" + tx) * 10 + wait + tx + b"\x0f" + tx
+    write("fuzz_engine", "replica_failover_then_wait", s)
+
     # The replica refuses to stand by: the join fails, LEAVE to the primary.
     s = cfg(1, 0, 1, 4, BF16, 6, 3, [(2, 0.5)], replica=0) + tx + join_ack + tx
     s += bytes([0x17, 9, 2]) + b"jobs full" + tx + b"\x0f" + tx
