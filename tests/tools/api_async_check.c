@@ -1,0 +1,249 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The asynchronous API (ina_iallreduce, ina_ibroadcast, ina_ibarrier,
+ * ina_test, ina_wait, ina_flush, ina_progress) over a udp port and a real
+ * ina-switch: forks W ranks, each submits a step of L tensors of spread
+ * sizes in backpropagation order (the last layer first, priority = layer)
+ * with a rank-dependent delay between them (ranks produce them at different
+ * times), then a broadcast and a barrier, for S steps. Checks: every sum
+ * exact (small integers) on every rank; the completion order is the
+ * policy's (fifo: submission order; priority: layer 0 first; magnitude:
+ * submission order in the first step, then the largest previous sum first),
+ * seen through ina_test; the broadcast carries the root's bits; a blocking
+ * ina_allreduce between async ones; a second test of a spent handle and a
+ * handle never given are -EINVAL; max_pending gives -EBUSY.
+ * Usage: api_async_check ADDR:PORT fifo|priority|magnitude   (exit 0: passed)
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "ina.h"
+
+#define W 4
+#define L 8
+#define S 3
+#define MAXN 6000
+
+static const size_t sizes[L] = { 3000, 40, 5000, 700, 1, 2048, 300, 5999 };
+
+/* Rank r's value of layer l, element i, step s: small integers, exact sums;
+ * layer l's sum grows with l in step 0 and shrinks with it after, so the
+ * magnitude order differs from the submission order. */
+static float
+value(int s, int r, int l, size_t i)
+{
+	int scale = s == 0 ? l + 1 : (L - l) * 3;
+
+	return (float)(((int)(i % 7) - 3 + r) * scale);
+}
+
+#define CHECK(c, ...)                                                                     \
+	do {                                                                              \
+		if (!(c)) {                                                               \
+			fprintf(stderr, "rank %d: ", rank);                               \
+			fprintf(stderr, __VA_ARGS__);                                     \
+			fprintf(stderr, "\n");                                            \
+			fflush(stderr);                                                   \
+			return 1;                                                         \
+		}                                                                         \
+	} while (0)
+
+static void
+pause_us(long us)
+{
+	struct timespec ts = { .tv_sec = us / 1000000, .tv_nsec = (us % 1000000) * 1000 };
+
+	nanosleep(&ts, NULL);
+}
+
+static double
+sum_norm2(int s, int l)
+{
+	double ss = 0;
+
+	for (size_t i = 0; i < sizes[l]; i++) {
+		double v = 0;
+
+		for (int r = 0; r < W; r++)
+			v += value(s, r, l, i);
+		ss += v * v;
+	}
+	return ss;
+}
+
+/* The expected order of step s's layers (their index in submission order:
+ * k-th submitted is layer L-1-k). */
+static void
+expected_order(enum ina_sched_policy p, int s, int *layers)
+{
+	for (int k = 0; k < L; k++)
+		layers[k] = L - 1 - k;
+	if (p == INA_SCHED_PRIORITY) {
+		for (int k = 0; k < L; k++)
+			layers[k] = k;
+	} else if (p == INA_SCHED_MAGNITUDE && s > 0) {
+		/* Previous step's norms, largest first, ties in submission order. */
+		for (int a = 1; a < L; a++)
+			for (int b = a; b > 0 && sum_norm2(s - 1, layers[b]) >
+						   sum_norm2(s - 1, layers[b - 1]); b--) {
+				int t = layers[b];
+
+				layers[b] = layers[b - 1];
+				layers[b - 1] = t;
+			}
+	}
+}
+
+static int
+run_rank(const char *addr, enum ina_sched_policy policy, int rank)
+{
+	static float in[L][MAXN], out[L][MAXN], bc[MAXN], x[4], y[4];
+	struct ina_config cfg;
+	struct ina_ctx *ctx;
+	uint64_t h[L], hb, hbar, spent;
+	char err[256];
+	int ret;
+
+	ina_config_init(&cfg);
+	cfg.switch_addr = addr;
+	cfg.job_id = 77 + (uint32_t)policy;
+	cfg.rank = (uint16_t)rank;
+	cfg.world = W;
+	cfg.block_size = 256;
+	cfg.lanes = 16;
+	cfg.sched = policy;
+	cfg.max_pending = 12;
+	cfg.timeout_ms = 20000;
+	if (ina_token_from(NULL, &cfg.token, err, sizeof(err)) < 0)
+		CHECK(0, "token: %s", err);
+	ret = ina_open(&cfg, &ctx, err, sizeof(err));
+	CHECK(ret == 0, "open: %s", err);
+	for (int s = 0; s < S; s++) {
+		int want[L], done[L] = { 0 }, nb_done = 0, order[L];
+
+		for (int k = 0; k < L; k++) {
+			int l = L - 1 - k;
+
+			for (size_t i = 0; i < sizes[l]; i++)
+				in[l][i] = value(s, rank, l, i);
+			ret = ina_iallreduce(ctx, (uint32_t)l, in[l], out[l], sizes[l], INA_SUM, l,
+					     &h[l]);
+			CHECK(ret == 0, "step %d layer %d: iallreduce %s", s, l, ina_strerror(ret));
+			/* Ranks produce their tensors at different paces. */
+			pause_us(200 + 700 * rank);
+		}
+		ret = ina_flush(ctx);
+		CHECK(ret == 0, "flush: %s", ina_strerror(ret));
+		/* Completion order through ina_test: when a layer is seen done,
+		 * every layer the policy puts before it is done too. */
+		expected_order(policy, s, want);
+		for (int k = 0; k < L; k++)
+			order[want[k]] = k;
+		for (int iter = 0; nb_done < L && iter < 2000000; iter++) {
+			for (int l = 0; l < L; l++) {
+				if (done[l])
+					continue;
+				ret = ina_test(ctx, h[l]);
+				CHECK(ret >= 0, "step %d layer %d: test %s (%s)", s, l,
+				      ina_strerror(ret), ina_last_error(ctx));
+				if (ret == 0)
+					continue;
+				done[l] = 1;
+				nb_done++;
+				for (int k = 0; k < order[l]; k++) {
+					int e = want[k];
+
+					if (!done[e]) {
+						ret = ina_test(ctx, h[e]);
+						CHECK(ret == 1, "step %d (%d): layer %d done before "
+						      "layer %d, against the policy", s, policy, l, e);
+						done[e] = 1;
+						nb_done++;
+					}
+				}
+			}
+			ina_progress(ctx, 200);
+		}
+		CHECK(nb_done == L, "step %d: not every layer ended", s);
+		for (int l = 0; l < L; l++)
+			for (size_t i = 0; i < sizes[l]; i++) {
+				float v = 0;
+
+				for (int r = 0; r < W; r++)
+					v += value(s, r, l, i);
+				CHECK(out[l][i] == v, "step %d layer %d elem %zu: %g, want %g", s, l,
+				      i, (double)out[l][i], (double)v);
+			}
+		/* A spent handle, one never given. */
+		CHECK(ina_test(ctx, h[0]) == -EINVAL, "a spent handle is not -EINVAL");
+		CHECK(ina_wait(ctx, h[0]) == -EINVAL, "a spent handle is not -EINVAL");
+		CHECK(ina_wait(ctx, 0) == -EINVAL, "handle 0 is not -EINVAL");
+		/* A broadcast from rank s % W, then a barrier, then a blocking
+		 * allreduce while nothing else runs. */
+		for (size_t i = 0; i < MAXN; i++)
+			bc[i] = rank == s % W ? (float)i * 0.37f - 11.0f : -1.0f;
+		ret = ina_ibroadcast(ctx, 100, bc, MAXN, (uint16_t)(s % W), 0, &hb);
+		CHECK(ret == 0, "ibroadcast: %s", ina_strerror(ret));
+		ret = ina_ibarrier(ctx, &hbar);
+		CHECK(ret == 0, "ibarrier: %s", ina_strerror(ret));
+		CHECK(ina_wait(ctx, hbar) == 0, "barrier: %s", ina_last_error(ctx));
+		/* The barrier is a fence: the broadcast ended before it. */
+		CHECK(ina_test(ctx, hb) == 1, "the broadcast did not end before the barrier");
+		for (size_t i = 0; i < MAXN; i++)
+			CHECK(bc[i] == (float)i * 0.37f - 11.0f, "broadcast elem %zu: %g", i,
+			      (double)bc[i]);
+		x[0] = (float)rank;
+		ret = ina_allreduce(ctx, 101, x, y, 1, INA_SUM);
+		CHECK(ret == 0 && y[0] == (float)(W * (W - 1) / 2), "blocking allreduce: %s %g",
+		      ina_strerror(ret), (double)y[0]);
+	}
+	/* max_pending: 12 submitted and not waited for, the 13th is -EBUSY. */
+	{
+		uint64_t hs[12];
+		int n = 0;
+
+		for (; n < 12; n++) {
+			ret = ina_iallreduce(ctx, 200, x, y, 1, INA_SUM, 0, &hs[n]);
+			CHECK(ret == 0, "pending %d: %s", n, ina_strerror(ret));
+		}
+		ret = ina_iallreduce(ctx, 200, x, y, 1, INA_SUM, 0, &spent);
+		CHECK(ret == -EBUSY, "beyond max_pending: %s", ina_strerror(ret));
+		ina_flush(ctx);
+		for (int k = n - 1; k >= 0; k--)
+			CHECK(ina_wait(ctx, hs[k]) == 0, "pending wait %d: %s", k, ina_last_error(ctx));
+	}
+	ret = ina_close(ctx);
+	CHECK(ret == 0, "close: %s", ina_strerror(ret));
+	return 0;
+}
+
+int
+main(int argc, char **argv)
+{
+	enum ina_sched_policy p;
+	int failed = 0;
+
+	if (argc != 3) {
+		fprintf(stderr, "usage: %s ADDR:PORT fifo|priority|magnitude\n", argv[0]);
+		return 2;
+	}
+	p = strcmp(argv[2], "fifo") == 0	 ? INA_SCHED_FIFO
+	    : strcmp(argv[2], "priority") == 0 ? INA_SCHED_PRIORITY
+					       : INA_SCHED_MAGNITUDE;
+	for (int r = 0; r < W; r++)
+		if (fork() == 0)
+			_exit(run_rank(argv[1], p, r));
+	for (int r = 0; r < W; r++) {
+		int st;
+
+		if (wait(&st) < 0 || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
+			failed = 1;
+	}
+	printf("%s: %s\n", argv[2], failed ? "FAILED" : "passed");
+	return failed;
+}
