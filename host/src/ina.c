@@ -849,7 +849,7 @@ ina_wait(struct ina_ctx *ctx, uint64_t handle)
 			ret = op_collect(o);
 			break;
 		}
-		if (step(ctx, &sleep_ns))
+		if (step(ctx, &sleep_ns) || o->state == OP_DONE)
 			continue;
 		/* Nothing runs and the scheduler waits for submissions that
 		 * may never come: bounded by the engine's timeout too. */
