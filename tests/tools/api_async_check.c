@@ -11,10 +11,13 @@
  * submission order in the first step, then the largest previous sum first),
  * seen through ina_test; the broadcast carries the root's bits; a blocking
  * ina_allreduce between async ones; a second test of a spent handle and a
- * handle never given are -EINVAL; max_pending gives -EBUSY.
+ * handle never given are -EINVAL; max_pending gives -EBUSY; and a step where
+ * one thread submits while another waits (the calls are thread-safe).
  * Usage: api_async_check ADDR:PORT fifo|priority|magnitude   (exit 0: passed)
  */
 #include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -97,6 +100,28 @@ expected_order(enum ina_sched_policy p, int s, int *layers)
 				layers[b - 1] = t;
 			}
 	}
+}
+
+/* Two threads on one context: the main thread submits, this one waits. */
+struct waiter {
+	struct ina_ctx *ctx;
+	uint64_t h[L];
+	atomic_int published;	/* handles h[0 .. published) are valid */
+	int failed;
+};
+
+static void *
+waiter_main(void *arg)
+{
+	struct waiter *w = arg;
+
+	for (int k = 0; k < L; k++) {
+		while (atomic_load(&w->published) <= k)
+			ina_progress(w->ctx, 100);
+		if (ina_wait(w->ctx, w->h[k]) != 0)
+			w->failed = 1;
+	}
+	return NULL;
 }
 
 static int
@@ -202,7 +227,39 @@ run_rank(const char *addr, enum ina_sched_policy policy, int rank)
 		CHECK(ret == 0 && y[0] == (float)(W * (W - 1) / 2), "blocking allreduce: %s %g",
 		      ina_strerror(ret), (double)y[0]);
 	}
-	/* max_pending: 12 submitted and not waited for, the 13th is -EBUSY. */
+	/* One thread submits (and flushes), another waits. */
+	{
+		static struct waiter wt;
+		pthread_t th;
+
+		wt.ctx = ctx;
+		atomic_store(&wt.published, 0);
+		pthread_create(&th, NULL, waiter_main, &wt);
+		for (int k = 0; k < L; k++) {
+			int l = L - 1 - k;
+
+			for (size_t i = 0; i < sizes[l]; i++)
+				in[l][i] = value(S, rank, l, i);
+			ret = ina_iallreduce(ctx, (uint32_t)l, in[l], out[l], sizes[l], INA_SUM, l,
+					     &wt.h[k]);
+			CHECK(ret == 0, "threaded layer %d: %s", l, ina_strerror(ret));
+			atomic_store(&wt.published, k + 1);
+			pause_us(300 + 500 * rank);
+		}
+		ina_flush(ctx);
+		pthread_join(th, NULL);
+		CHECK(!wt.failed, "threaded: a wait failed: %s", ina_last_error(ctx));
+		for (int l = 0; l < L; l++)
+			for (size_t i = 0; i < sizes[l]; i++) {
+				float v = 0;
+
+				for (int r = 0; r < W; r++)
+					v += value(S, r, l, i);
+				CHECK(out[l][i] == v, "threaded layer %d elem %zu: %g, want %g", l, i,
+				      (double)out[l][i], (double)v);
+			}
+	}
+		/* max_pending: 12 submitted and not waited for, the 13th is -EBUSY. */
 	{
 		uint64_t hs[12];
 		int n = 0;
