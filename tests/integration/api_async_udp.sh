@@ -4,7 +4,9 @@
 # api_async_check.c) against ina-switch over UDP loopback, with 1% injected
 # loss at the switch's port, under each scheduling policy: many tensors in
 # flight, completion in the policy's order, exact sums, broadcast, barrier,
-# the handle errors and max_pending.
+# the handle errors, max_pending, two threads on one context; and the
+# sparsifier and block planner per operation with many in flight (no update
+# lost).
 # Usage: api_async_udp.sh BUILD_DIR UDP_PORT
 set -euo pipefail
 build=$1 port=$2
@@ -17,6 +19,7 @@ for policy in fifo priority magnitude; do
     sw=$!
     sleep 0.3
     timeout 90 "$build/tests/api_async_check" "127.0.0.1:$port" $policy
+    timeout 90 "$build/tests/api_async_check" "127.0.0.1:$port" $policy sparse
     kill "$sw"; wait "$sw" 2>/dev/null || true; sw=""
 done
-echo "3 passed, 0 failed: the asynchronous API over UDP port $port"
+echo "6 passed, 0 failed: the asynchronous API over UDP port $port"

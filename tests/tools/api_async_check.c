@@ -13,7 +13,12 @@
  * ina_allreduce between async ones; a second test of a spent handle and a
  * handle never given are -EINVAL; max_pending gives -EBUSY; and a step where
  * one thread submits while another waits (the calls are thread-safe).
- * Usage: api_async_check ADDR:PORT fifo|priority|magnitude   (exit 0: passed)
+ * With "sparse" after the policy: the job's sparsifier (block top-k) and
+ * the block planner run per operation while many are in flight: the sum over
+ * steps of every result plus every rank's residual equals the sum of every
+ * input, exactly (no update lost).
+ * Usage: api_async_check ADDR:PORT fifo|priority|magnitude [sparse]
+ * (exit 0: all passed)
  */
 #include <errno.h>
 #include <pthread.h>
@@ -279,14 +284,91 @@ run_rank(const char *addr, enum ina_sched_policy policy, int rank)
 	return 0;
 }
 
+/* The sparsifier and the planner per operation, with the steps' tensors in
+ * flight together. */
+static int
+run_sparse(const char *addr, enum ina_sched_policy policy, int rank)
+{
+	static float in[L][MAXN], out[L][MAXN], resid[MAXN], rsum[MAXN];
+	static double got[L][MAXN], want[L][MAXN];
+	struct ina_sparsify dense = { .mode = INA_SPARSIFY_OFF };
+	struct ina_config cfg;
+	struct ina_ctx *ctx;
+	uint64_t h[L];
+	char err[256];
+	int ret;
+
+	ina_config_init(&cfg);
+	cfg.switch_addr = addr;
+	cfg.job_id = 90 + (uint32_t)policy;
+	cfg.rank = (uint16_t)rank;
+	cfg.world = W;
+	cfg.block_size = 256;
+	cfg.lanes = 16;
+	cfg.sched = policy;
+	cfg.sched_window = 3;
+	cfg.timeout_ms = 20000;
+	cfg.plan_blocks = 1;
+	cfg.sparsify.mode = INA_SPARSIFY_TOPK;
+	cfg.sparsify.target = INA_TOPK_DENSITY;
+	cfg.sparsify.density = 0.3;
+	if (ina_token_from(NULL, &cfg.token, err, sizeof(err)) < 0)
+		CHECK(0, "token: %s", err);
+	ret = ina_open(&cfg, &ctx, err, sizeof(err));
+	CHECK(ret == 0, "open: %s", err);
+	for (int l = 0; l < L; l++)
+		CHECK(ina_tensor_sparsify(ctx, 1000 + (uint32_t)l, &dense) == 0,
+		      "dense residual tensor");
+	for (int s = 0; s < S + 2; s++) {
+		for (int k = 0; k < L; k++) {
+			int l = L - 1 - k;
+
+			for (size_t i = 0; i < sizes[l]; i++) {
+				in[l][i] = value(s, rank, l, i);
+				for (int r = 0; r < W; r++)
+					want[l][i] += value(s, r, l, i);
+			}
+			ret = ina_iallreduce(ctx, (uint32_t)l, in[l], out[l], sizes[l], INA_SUM, l,
+					     &h[l]);
+			CHECK(ret == 0, "sparse step %d layer %d: %s", s, l, ina_strerror(ret));
+			pause_us(100 + 300 * rank);
+		}
+		ina_flush(ctx);
+		for (int l = 0; l < L; l++) {
+			ret = ina_wait(ctx, h[l]);
+			CHECK(ret == 0, "sparse step %d layer %d: %s (%s)", s, l, ina_strerror(ret),
+			      ina_last_error(ctx));
+			for (size_t i = 0; i < sizes[l]; i++)
+				got[l][i] += out[l][i];
+		}
+	}
+	for (int l = 0; l < L; l++) {
+		const float *r = ina_residual(ctx, (uint32_t)l, NULL);
+
+		CHECK(r, "layer %d has no residual", l);
+		memcpy(resid, r, sizes[l] * sizeof(float));
+		ret = ina_allreduce(ctx, 1000 + (uint32_t)l, resid, rsum, sizes[l], INA_SUM);
+		CHECK(ret == 0, "residual sum: %s", ina_strerror(ret));
+		for (size_t i = 0; i < sizes[l]; i++)
+			CHECK(got[l][i] + rsum[i] == want[l][i],
+			      "layer %d elem %zu: results %g + residuals %g != inputs %g", l, i,
+			      got[l][i], (double)rsum[i], want[l][i]);
+	}
+	ret = ina_close(ctx);
+	CHECK(ret == 0, "close: %s", ina_strerror(ret));
+	return 0;
+}
+
 int
 main(int argc, char **argv)
 {
 	enum ina_sched_policy p;
 	int failed = 0;
 
-	if (argc != 3) {
-		fprintf(stderr, "usage: %s ADDR:PORT fifo|priority|magnitude\n", argv[0]);
+	int sparse = argc == 4 && strcmp(argv[3], "sparse") == 0;
+
+	if (argc != 3 && !sparse) {
+		fprintf(stderr, "usage: %s ADDR:PORT fifo|priority|magnitude [sparse]\n", argv[0]);
 		return 2;
 	}
 	p = strcmp(argv[2], "fifo") == 0	 ? INA_SCHED_FIFO
@@ -294,13 +376,13 @@ main(int argc, char **argv)
 					       : INA_SCHED_MAGNITUDE;
 	for (int r = 0; r < W; r++)
 		if (fork() == 0)
-			_exit(run_rank(argv[1], p, r));
+			_exit(sparse ? run_sparse(argv[1], p, r) : run_rank(argv[1], p, r));
 	for (int r = 0; r < W; r++) {
 		int st;
 
 		if (wait(&st) < 0 || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
 			failed = 1;
 	}
-	printf("%s: %s\n", argv[2], failed ? "FAILED" : "passed");
+	printf("%s%s: %s\n", argv[2], sparse ? " sparse" : "", failed ? "FAILED" : "passed");
 	return failed;
 }
