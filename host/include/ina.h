@@ -151,6 +151,13 @@ struct ina_config {
 					 * next ina_flush() (or barrier) */
 	uint32_t max_pending;		/* operations submitted and not yet waited
 					 * for (ina_test/ina_wait), default 256 */
+	uint32_t fuse_elems;		/* fusion: queued dense allreduces (no
+					 * sparsifier, no planner, same op) smaller
+					 * than this go together in one round of up
+					 * to this many elements; 0 (default): off.
+					 * Under fifo a small tensor then waits for the
+					 * next submission or ina_flush() to know
+					 * whether it fits */
 	int plan_blocks;		/* 1: the block planner picks B per tensor and
 					 * round, a power of two from 16 up to block_size,
 					 * from the previous round's result (the same on

@@ -69,7 +69,10 @@ struct ina_ctx {
 	struct order *sched;
 	struct op *ops;			/* max_pending slots */
 	uint32_t max_pending;
-	struct op *running;		/* the operation the engine runs, or NULL */
+	struct op *run[ORDER_FUSE_MAX];	/* the operations the engine's round carries */
+	uint32_t nb_run;		/* 0: the engine is free; > 1: fused */
+	uint32_t fuse_elems;		/* cfg.fuse_elems */
+	float *fuse_in, *fuse_out;	/* a fused round's elements, fuse_elems each */
 	uint64_t timeout_ns;		/* cfg.timeout_ms */
 	struct ina_capture *cap;	/* NULL unless capturing */
 	struct ina_peer self;		/* this worker's address, for captures */
@@ -218,11 +221,13 @@ ina_open(const struct ina_config *cfg, struct ina_ctx **out, char *err, size_t e
 	    cfg->world > INA_MAX_WORLD || cfg->rank >= cfg->world || cfg->lanes == 0 ||
 	    cfg->block_size == 0 || cfg->timeout_ms == 0 || cfg->rto_us == 0 ||
 	    (cfg->replica_addr && cfg->failover_ms == 0) || cfg->max_pending == 0 ||
-	    cfg->max_pending > 65536 || (unsigned)cfg->sched > INA_SCHED_MAGNITUDE) {
+	    cfg->max_pending > 65536 || (unsigned)cfg->sched > INA_SCHED_MAGNITUDE ||
+	    cfg->fuse_elems > (1u << 24)) {
 		snprintf(err, err_size,
 			 "bad configuration: need a switch address, rank < world <= %d, lanes, "
 			 "block size and timeouts (and the failover time) above 0, max_pending "
-			 "1..65536 and a scheduling policy 0..2", INA_MAX_WORLD);
+			 "1..65536, a scheduling policy 0..2 and fuse_elems up to %u",
+			 INA_MAX_WORLD, 1u << 24);
 		return -EINVAL;
 	}
 	{
@@ -246,12 +251,20 @@ ina_open(const struct ina_config *cfg, struct ina_ctx **out, char *err, size_t e
 			.window = cfg->sched_window,
 			.capacity = cfg->max_pending,
 			.max_tensors = 4096,
+			.fuse_elems = cfg->fuse_elems,
+			.fuse_max = ORDER_FUSE_MAX,
 		};
 
 		ctx->max_pending = cfg->max_pending;
+		ctx->fuse_elems = cfg->fuse_elems;
 		ctx->ops = calloc(cfg->max_pending, sizeof(*ctx->ops));
 		ctx->sched = order_create(&sc);
-		if (!ctx->ops || !ctx->sched) {
+		if (cfg->fuse_elems) {
+			ctx->fuse_in = calloc(cfg->fuse_elems, sizeof(float));
+			ctx->fuse_out = calloc(cfg->fuse_elems, sizeof(float));
+		}
+		if (!ctx->ops || !ctx->sched ||
+		    (cfg->fuse_elems && (!ctx->fuse_in || !ctx->fuse_out))) {
 			ret = -ENOMEM;
 			goto fail;
 		}
@@ -367,6 +380,8 @@ fail:
 	ina_port_close(ctx->port);
 	order_destroy(ctx->sched);
 	free(ctx->ops);
+	free(ctx->fuse_in);
+	free(ctx->fuse_out);
 	pthread_mutex_destroy(&ctx->lock);
 	free(ctx);
 	return ret;
@@ -521,15 +536,13 @@ op_of(struct ina_ctx *ctx, uint64_t handle)
 
 /* Ends operation 'o' with 'ret'. */
 static void
-op_end(struct ina_ctx *ctx, struct op *o, int ret)
+op_end(struct op *o, int ret)
 {
 	if (o->t && ret < 0)
 		tround_cancel(o->t->tr);	/* the round did not happen */
 	o->t = NULL;
 	o->ret = ret;
 	o->state = OP_DONE;
-	if (ctx->running == o)
-		ctx->running = NULL;
 }
 
 /* Every operation not ended yet ends with the context's error. */
@@ -538,7 +551,8 @@ fail_pending(struct ina_ctx *ctx, int err)
 {
 	for (uint32_t i = 0; i < ctx->max_pending; i++)
 		if (ctx->ops[i].state == OP_QUEUED || ctx->ops[i].state == OP_RUNNING)
-			op_end(ctx, &ctx->ops[i], err);
+			op_end(&ctx->ops[i], err);
+	ctx->nb_run = 0;
 }
 
 /* Operations submitted and not ended. */
@@ -590,11 +604,44 @@ op_start(struct ina_ctx *ctx, struct op *o)
 		goto fail;
 	ctx->last_block_size = step.block_size;
 	o->state = OP_RUNNING;
-	ctx->running = o;
+	ctx->run[0] = o;
+	ctx->nb_run = 1;
 	return 0;
 fail:
-	op_end(ctx, o, ret);
+	op_end(o, ret);
 	return ret;
+}
+
+/* Starts the dense allreduces 'seqs' (count > 1, one class) as one round
+ * of their elements end to end; 0 or the error (they then ended). */
+static int
+fused_start(struct ina_ctx *ctx, const uint64_t *seqs, uint32_t count)
+{
+	struct op *first = &ctx->ops[seqs[0] % ctx->max_pending];
+	size_t off = 0;
+	int ret;
+
+	for (uint32_t i = 0; i < count; i++) {
+		struct op *o = &ctx->ops[seqs[i] % ctx->max_pending];
+
+		memcpy(ctx->fuse_in + off, o->in, o->n * sizeof(float));
+		off += o->n;
+		ctx->run[i] = o;
+	}
+	ret = engine_allreduce(ctx->engine, first->tensor_id, ctx->fuse_in, ctx->fuse_out, off,
+			       ctx->block_size, first->op == INA_AVG ? ENGINE_AVG : ENGINE_SUM,
+			       ina_now_ns());
+	for (uint32_t i = 0; i < count; i++) {
+		if (ret < 0)
+			op_end(ctx->run[i], ret);
+		else
+			ctx->run[i]->state = OP_RUNNING;
+	}
+	if (ret < 0)
+		return ret;
+	ctx->last_block_size = ctx->block_size;
+	ctx->nb_run = count;
+	return 0;
 }
 
 /* The running operation's engine round ended well. */
@@ -614,18 +661,40 @@ op_finish(struct ina_ctx *ctx, struct op *o)
 			ss += (double)o->out[i] * o->out[i];
 		order_set_norm(ctx->sched, o->tensor_id, sqrt(ss));
 	}
-	op_end(ctx, o, 0);
+	op_end(o, 0);
 }
 
 /* Starts scheduled operations while the engine is free. */
 static void
 schedule(struct ina_ctx *ctx)
 {
-	uint64_t seq;
+	uint64_t seqs[ORDER_FUSE_MAX];
+	uint32_t count;
 
-	while (!ctx->running && engine_phase(ctx->engine) == ENGINE_READY &&
-	       !engine_error(ctx->engine) && order_next(ctx->sched, &seq) == 0)
-		op_start(ctx, &ctx->ops[seq % ctx->max_pending]);
+	while (!ctx->nb_run && engine_phase(ctx->engine) == ENGINE_READY &&
+	       !engine_error(ctx->engine) && order_next_group(ctx->sched, seqs, &count) == 0) {
+		if (count == 1)
+			op_start(ctx, &ctx->ops[seqs[0] % ctx->max_pending]);
+		else
+			fused_start(ctx, seqs, count);
+	}
+}
+
+/* The engine ended the round: every operation it carried ends well. */
+static void
+round_finish(struct ina_ctx *ctx)
+{
+	size_t off = 0;
+
+	for (uint32_t i = 0; ctx->nb_run > 1 && i < ctx->nb_run; i++) {
+		struct op *o = ctx->run[i];
+
+		memcpy(o->out, ctx->fuse_out + off, o->n * sizeof(float));
+		off += o->n;
+	}
+	for (uint32_t i = 0; i < ctx->nb_run; i++)
+		op_finish(ctx, ctx->run[i]);
+	ctx->nb_run = 0;
 }
 
 /*
@@ -677,8 +746,8 @@ step(struct ina_ctx *ctx, uint64_t *sleep_ns)
 		fail_pending(ctx, engine_error(ctx->engine));
 		return 1;
 	}
-	if (ctx->running && engine_phase(ctx->engine) == ENGINE_READY) {
-		op_finish(ctx, ctx->running);
+	if (ctx->nb_run && engine_phase(ctx->engine) == ENGINE_READY) {
+		round_finish(ctx);
 		schedule(ctx);
 		moved = 1;
 	}
@@ -705,6 +774,21 @@ ctx_usable(const struct ina_ctx *ctx)
 	return 0;
 }
 
+/* The fusion class of an operation: dense allreduces without the planner,
+ * small enough, by op (1 sum, 2 average); 0 for the rest, never fused. */
+static uint8_t
+fuse_class(const struct ina_ctx *ctx, const struct op *o)
+{
+	const struct sparse_tensor *t = find_tensor(ctx, o->tensor_id);
+	int dense = t ? t->opt.mode == INA_SPARSIFY_OFF
+		      : ctx->job_sparsify.mode == INA_SPARSIFY_OFF;
+
+	if (!ctx->fuse_elems || o->kind != OP_ALLREDUCE || !dense || ctx->plan_blocks ||
+	    o->n >= ctx->fuse_elems)
+		return 0;
+	return o->op == INA_AVG ? 2 : 1;
+}
+
 /* Queues an operation (under the lock): 0 and '*handle', or an error. */
 static int
 submit(struct ina_ctx *ctx, const struct op *proto, int32_t priority, uint64_t *handle)
@@ -722,8 +806,17 @@ submit(struct ina_ctx *ctx, const struct op *proto, int32_t priority, uint64_t *
 			 ctx->max_pending);
 		return -EBUSY;
 	}
-	ret = order_submit(ctx->sched, proto->tensor_id, priority, proto->kind == OP_BARRIER,
-			   &seq);
+	{
+		struct order_op oo = {
+			.tensor_id = proto->tensor_id,
+			.priority = priority,
+			.fence = proto->kind == OP_BARRIER,
+			.n = (uint32_t)proto->n,
+			.fuse_class = fuse_class(ctx, proto),
+		};
+
+		ret = order_submit_op(ctx->sched, &oo, &seq);
+	}
 	if (ret < 0)
 		return -EBUSY;
 	*o = *proto;
@@ -853,7 +946,7 @@ ina_wait(struct ina_ctx *ctx, uint64_t handle)
 			continue;
 		/* Nothing runs and the scheduler waits for submissions that
 		 * may never come: bounded by the engine's timeout too. */
-		if (!ctx->running && o->state == OP_QUEUED && order_waiting(ctx->sched)) {
+		if (!ctx->nb_run && o->state == OP_QUEUED && order_waiting(ctx->sched)) {
 			uint64_t now = ina_now_ns();
 
 			if (!stuck_since)
@@ -1022,6 +1115,8 @@ ina_close(struct ina_ctx *ctx)
 		tround_destroy(ctx->tensors[i].tr);
 	order_destroy(ctx->sched);
 	free(ctx->ops);
+	free(ctx->fuse_in);
+	free(ctx->fuse_out);
 	pthread_mutex_destroy(&ctx->lock);
 	free(ctx);
 	return ret;

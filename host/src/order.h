@@ -39,6 +39,20 @@ struct order_config {
 	uint32_t window;	/* submissions per window, 0: up to a flush or fence */
 	uint32_t capacity;	/* operations queued (submitted, not started) at most */
 	uint32_t max_tensors;	/* tensors whose norm is remembered (MAGNITUDE) */
+	uint32_t fuse_elems;	/* fusion: a round holds operations of one class up
+				 * to this many elements in all; 0: no fusion */
+	uint32_t fuse_max;	/* ... and at most this many (<= ORDER_FUSE_MAX) */
+};
+
+#define ORDER_FUSE_MAX 64
+
+/* One operation as submitted. */
+struct order_op {
+	uint32_t tensor_id;
+	int32_t priority;
+	int fence;		/* a barrier */
+	uint32_t n;		/* elements */
+	uint8_t fuse_class;	/* 0: never fused; else only with the same class */
 };
 
 struct order;
@@ -53,6 +67,9 @@ void order_destroy(struct order *s);	/* Accepts NULL. */
 int order_submit(struct order *s, uint32_t tensor_id, int32_t priority, int fence,
 		 uint64_t *seq);
 
+/* The same with what fusion needs (elements, class). */
+int order_submit_op(struct order *s, const struct order_op *op, uint64_t *seq);
+
 /* A flush mark: every operation of the current window has been submitted
  * (the end of a step). Part of the submission sequence. */
 void order_flush(struct order *s);
@@ -63,6 +80,16 @@ void order_flush(struct order *s);
 /* The operation to run next: 0 and '*seq' (it leaves the queue), ORDER_WAIT
  * when the window's end is not submitted yet, or ORDER_EMPTY. */
 int order_next(struct order *s, uint64_t *seq);
+
+/* The next round's operations (up to fuse_max into 'seqs', in the order
+ * their elements go: the policy's choice first): 0 and '*count', ORDER_WAIT
+ * or ORDER_EMPTY. Fusion: under FIFO the operations that follow the choice
+ * in submission order, under PRIORITY and MAGNITUDE the window's next in
+ * the policy's order, while they are of the choice's class and fit in
+ * fuse_elems; the group ends at a flush mark or a fence. Under FIFO a small
+ * operation waits (ORDER_WAIT) until the one after it is submitted or a
+ * flush mark says none follows, as whether it fits decides the group. */
+int order_next_group(struct order *s, uint64_t *seqs, uint32_t *count);
 
 /* Whether order_next() would return ORDER_WAIT (for a caller that blocks). */
 int order_waiting(const struct order *s);

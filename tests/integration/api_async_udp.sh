@@ -6,7 +6,7 @@
 # flight, completion in the policy's order, exact sums, broadcast, barrier,
 # the handle errors, max_pending, two threads on one context; and the
 # sparsifier and block planner per operation with many in flight (no update
-# lost).
+# lost); and small tensors fused into one round (cfg.fuse_elems).
 # Usage: api_async_udp.sh BUILD_DIR UDP_PORT
 set -euo pipefail
 build=$1 port=$2
@@ -20,6 +20,7 @@ for policy in fifo priority magnitude; do
     sleep 0.3
     timeout 90 "$build/tests/api_async_check" "127.0.0.1:$port" $policy
     timeout 90 "$build/tests/api_async_check" "127.0.0.1:$port" $policy sparse
+    timeout 90 "$build/tests/api_async_check" "127.0.0.1:$port" $policy fuse
     kill "$sw"; wait "$sw" 2>/dev/null || true; sw=""
 done
-echo "6 passed, 0 failed: the asynchronous API over UDP port $port"
+echo "9 passed, 0 failed: the asynchronous API over UDP port $port"

@@ -17,7 +17,8 @@
  * the block planner run per operation while many are in flight: the sum over
  * steps of every result plus every rank's residual equals the sum of every
  * input, exactly (no update lost).
- * Usage: api_async_check ADDR:PORT fifo|priority|magnitude [sparse]
+ * With "fuse": the same as without, small tensors fused (cfg.fuse_elems).
+ * Usage: api_async_check ADDR:PORT fifo|priority|magnitude [sparse|fuse]
  * (exit 0: all passed)
  */
 #include <errno.h>
@@ -130,7 +131,7 @@ waiter_main(void *arg)
 }
 
 static int
-run_rank(const char *addr, enum ina_sched_policy policy, int rank)
+run_rank(const char *addr, enum ina_sched_policy policy, int rank, uint32_t fuse)
 {
 	static float in[L][MAXN], out[L][MAXN], bc[MAXN], x[4], y[4];
 	struct ina_config cfg;
@@ -148,6 +149,7 @@ run_rank(const char *addr, enum ina_sched_policy policy, int rank)
 	cfg.lanes = 16;
 	cfg.sched = policy;
 	cfg.max_pending = 12;
+	cfg.fuse_elems = fuse;
 	cfg.timeout_ms = 20000;
 	if (ina_token_from(NULL, &cfg.token, err, sizeof(err)) < 0)
 		CHECK(0, "token: %s", err);
@@ -279,6 +281,19 @@ run_rank(const char *addr, enum ina_sched_policy policy, int rank)
 		for (int k = n - 1; k >= 0; k--)
 			CHECK(ina_wait(ctx, hs[k]) == 0, "pending wait %d: %s", k, ina_last_error(ctx));
 	}
+	/* Fusion: fewer rounds than operations (each step's small tensors). */
+	{
+		struct ina_stats st;
+		uint64_t ops = (uint64_t)S * (L + 3) + L + 12;
+
+		ina_get_stats(ctx, &st);
+		if (fuse)
+			CHECK(st.rounds + S <= ops, "fusion: %llu rounds for %llu operations",
+			      (unsigned long long)st.rounds, (unsigned long long)ops);
+		else
+			CHECK(st.rounds == ops, "%llu rounds for %llu operations",
+			      (unsigned long long)st.rounds, (unsigned long long)ops);
+	}
 	ret = ina_close(ctx);
 	CHECK(ret == 0, "close: %s", ina_strerror(ret));
 	return 0;
@@ -366,9 +381,11 @@ main(int argc, char **argv)
 	int failed = 0;
 
 	int sparse = argc == 4 && strcmp(argv[3], "sparse") == 0;
+	int fuse = argc == 4 && strcmp(argv[3], "fuse") == 0;
 
-	if (argc != 3 && !sparse) {
-		fprintf(stderr, "usage: %s ADDR:PORT fifo|priority|magnitude [sparse]\n", argv[0]);
+	if (argc != 3 && !sparse && !fuse) {
+		fprintf(stderr, "usage: %s ADDR:PORT fifo|priority|magnitude [sparse|fuse]\n",
+			argv[0]);
 		return 2;
 	}
 	p = strcmp(argv[2], "fifo") == 0	 ? INA_SCHED_FIFO
@@ -376,13 +393,15 @@ main(int argc, char **argv)
 					       : INA_SCHED_MAGNITUDE;
 	for (int r = 0; r < W; r++)
 		if (fork() == 0)
-			_exit(sparse ? run_sparse(argv[1], p, r) : run_rank(argv[1], p, r));
+			_exit(sparse ? run_sparse(argv[1], p, r)
+				     : run_rank(argv[1], p, r, fuse ? 4096 : 0));
 	for (int r = 0; r < W; r++) {
 		int st;
 
 		if (wait(&st) < 0 || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
 			failed = 1;
 	}
-	printf("%s%s: %s\n", argv[2], sparse ? " sparse" : "", failed ? "FAILED" : "passed");
+	printf("%s%s: %s\n", argv[2], sparse ? " sparse" : fuse ? " fuse" : "",
+	       failed ? "FAILED" : "passed");
 	return failed;
 }

@@ -254,6 +254,99 @@ test_no_starvation(void **state)
 	order_destroy(s);
 }
 
+static struct order *
+mkfuse(enum order_policy p, uint32_t window, uint32_t fuse_elems)
+{
+	struct order_config c = { .policy = p, .window = window, .capacity = 64,
+				  .max_tensors = 64, .fuse_elems = fuse_elems, .fuse_max = 3 };
+	struct order *s = order_create(&c);
+
+	assert_non_null(s);
+	return s;
+}
+
+static void
+subn(struct order *s, int32_t prio, uint32_t n, uint8_t cls, int fence)
+{
+	struct order_op op = { .tensor_id = (uint32_t)prio, .priority = prio, .n = n,
+			       .fuse_class = cls, .fence = fence };
+	uint64_t seq;
+
+	assert_int_equal(order_submit_op(s, &op, &seq), 0);
+}
+
+/* The next group, as 'count' seqs. */
+static void
+group(struct order *s, uint32_t count, ...)
+{
+	uint64_t seqs[ORDER_FUSE_MAX];
+	uint32_t n = 0;
+	va_list ap;
+
+	assert_int_equal(order_next_group(s, seqs, &n), 0);
+	assert_int_equal(n, count);
+	va_start(ap, count);
+	for (uint32_t i = 0; i < count; i++)
+		assert_int_equal(seqs[i], va_arg(ap, int));
+	va_end(ap);
+}
+
+static void
+test_fuse_fifo(void **state)
+{
+	struct order *s = mkfuse(ORDER_FIFO, 0, 100);
+	uint64_t seqs[ORDER_FUSE_MAX];
+	uint32_t n;
+
+	(void)state;
+	subn(s, 0, 10, 1, 0);
+	/* Whether the next fits decides: wait for it. */
+	assert_int_equal(order_next_group(s, seqs, &n), ORDER_WAIT);
+	assert_true(order_waiting(s));
+	subn(s, 1, 20, 1, 0);
+	assert_int_equal(order_next_group(s, seqs, &n), ORDER_WAIT);
+	subn(s, 2, 5000, 0, 0);		/* too big: never fused */
+	group(s, 2, 0, 1);
+	group(s, 1, 2);			/* a big one goes at once */
+	subn(s, 3, 30, 1, 0);
+	subn(s, 4, 30, 2, 0);		/* another class ends the group */
+	group(s, 1, 3);
+	assert_int_equal(order_next_group(s, seqs, &n), ORDER_WAIT);
+	order_flush(s);			/* a flush ends it too */
+	group(s, 1, 4);
+	/* The limit: fuse_max 3, then up to fuse_elems. */
+	for (int i = 0; i < 5; i++)
+		subn(s, 5 + i, 10, 1, 0);
+	group(s, 3, 5, 6, 7);
+	subn(s, 10, 81, 1, 0);		/* 10 + 10 + 81 > 100 */
+	group(s, 2, 8, 9);
+	subn(s, 11, 0, 0, 1);		/* a barrier ends it */
+	group(s, 1, 10);
+	group(s, 1, 11);
+	order_destroy(s);
+}
+
+static void
+test_fuse_priority(void **state)
+{
+	struct order *s = mkfuse(ORDER_PRIORITY, 0, 100);
+
+	(void)state;
+	/* Backprop order, priority = layer; layer 2 is big. */
+	subn(s, 4, 10, 1, 0);
+	subn(s, 3, 10, 1, 0);
+	subn(s, 2, 90, 1, 0);
+	subn(s, 1, 10, 1, 0);
+	subn(s, 0, 10, 1, 0);
+	order_flush(s);
+	/* Layer 0 and 1 (priority order), then 2 does not fit: the group
+	 * stops there rather than let layer 3 pass layer 2. */
+	group(s, 2, 4, 3);
+	group(s, 2, 2, 1);	/* 90 + 10 fits exactly */
+	group(s, 1, 0);
+	order_destroy(s);
+}
+
 /* A random program: submissions (tensor, priority), flushes, barriers. */
 struct event {
 	int kind;	/* 0 submit, 1 flush, 2 barrier */
@@ -277,9 +370,11 @@ rnd(uint64_t *x)
  * every worker would compute it from the same bits. */
 static unsigned
 play(enum order_policy p, uint32_t window, const struct event *ev, unsigned n_ev, double eager,
-     uint64_t seed, uint64_t *order_out)
+     uint64_t seed, uint64_t *order_out, uint32_t fuse)
 {
-	struct order *s = mk(p, window, 1024);
+	struct order_config oc = { .policy = p, .window = window, .capacity = 1024,
+				   .max_tensors = 64, .fuse_elems = fuse, .fuse_max = 4 };
+	struct order *s = order_create(&oc);
 	unsigned n = 0, count[16] = { 0 };
 	uint32_t tensor_of[1024];
 	int32_t prio_of[1024];
@@ -293,7 +388,15 @@ play(enum order_policy p, uint32_t window, const struct event *ev, unsigned n_ev
 			if (ev[i].kind == 1) {
 				order_flush(s);
 			} else {
-				sub(s, ev[i].tensor, ev[i].prio, ev[i].kind == 2);
+				struct order_op op = {
+					.tensor_id = ev[i].tensor,
+					.priority = ev[i].prio,
+					.fence = ev[i].kind == 2,
+					.n = 1 + ev[i].tensor * 7,
+					.fuse_class = (uint8_t)(ev[i].tensor % 3),
+				};
+
+				assert_int_equal(order_submit_op(s, &op, &seq), 0);
 				tensor_of[order_submitted(s) - 1] = ev[i].tensor;
 				prio_of[order_submitted(s) - 1] = ev[i].prio;
 				fence_of[order_submitted(s) - 1] = ev[i].kind == 2;
@@ -303,40 +406,56 @@ play(enum order_policy p, uint32_t window, const struct event *ev, unsigned n_ev
 		} else {
 			order_flush(s);
 		}
-		while (order_next(s, &seq) == 0) {
-			uint32_t t = tensor_of[seq];
+		uint64_t grp[ORDER_FUSE_MAX];
+		uint32_t ng;
+
+		while (order_next_group(s, grp, &ng) == 0) {
+			for (uint32_t gi = 0; gi < ng; gi++) {
+			uint32_t t = tensor_of[grp[gi]];
+
+			seq = grp[gi];
+			assert_true(ng == 1 || fuse);
 
 			/* Fences: everything before a barrier started before it,
 			 * and it before everything after it. */
 			for (unsigned k = 0; k < n; k++) {
+				if (order_out[k] > UINT64_MAX - ORDER_FUSE_MAX - 1)
+					continue;	/* a group's end */
 				if (fence_of[seq])
 					assert_true(order_out[k] < seq);
 				if (fence_of[order_out[k]])
 					assert_true(order_out[k] < seq);
 			}
-			if (p == ORDER_FIFO && n)
-				assert_true(order_out[n - 1] < seq);
+			for (unsigned k = n; p == ORDER_FIFO && k-- > 0;)
+				if (order_out[k] < UINT64_MAX - ORDER_FUSE_MAX - 1) {
+					assert_true(order_out[k] < seq);
+					break;
+				}
 			(void)prio_of;
 			order_out[n++] = seq;
 			count[t % 16]++;
 			order_set_norm(s, t, (double)((t * 7919u + count[t % 16] * 104729u) % 97));
+			}
+			/* A group's end, so that groupings are compared too. */
+			order_out[n++] = UINT64_MAX - ng;
 		}
 	}
 	assert_int_equal(order_queued(s), 0);
 	order_destroy(s);
-	return n;
+	return n;	/* operations + groups */
 }
 
 static void
 test_agreement(void **state)
 {
 	static struct event ev[400];
-	static uint64_t a[1024], b[1024];
+	static uint64_t a[2048], b[2048];
 	uint64_t x = 12345;
 
 	(void)state;
-	for (int trial = 0; trial < 60; trial++) {
-		enum order_policy p = (enum order_policy)(trial % 3);
+	for (int trial = 0; trial < 120; trial++) {
+		uint32_t fuse = trial % 2 ? 0 : 40;
+		enum order_policy p = (enum order_policy)((trial / 2) % 3);
 		uint32_t window = (uint32_t)(rnd(&x) % 6);	/* 0 (flush only) .. 5 */
 		unsigned n_ev = 50 + (unsigned)(rnd(&x) % 300), n_sub = 0;
 		unsigned na, nb;
@@ -350,12 +469,13 @@ test_agreement(void **state)
 			n_sub += ev[i].kind != 1;
 		}
 		/* One eager worker, one that asks rarely, one at random. */
-		na = play(p, window, ev, n_ev, 1.0, x, a);
-		assert_int_equal(na, n_sub);
-		nb = play(p, window, ev, n_ev, 0.05, x + 1, b);
+		na = play(p, window, ev, n_ev, 1.0, x, a, fuse);
+		assert_true(na >= n_sub + (fuse ? 1 : n_sub) && na <= 2 * n_sub);
+		nb = play(p, window, ev, n_ev, 0.05, x + 1, b, fuse);
 		assert_int_equal(nb, na);
 		assert_memory_equal(a, b, na * sizeof(a[0]));
-		nb = play(p, window, ev, n_ev, 0.5, x + 2, b);
+		nb = play(p, window, ev, n_ev, 0.5, x + 2, b, fuse);
+		assert_int_equal(nb, na);
 		assert_memory_equal(a, b, na * sizeof(a[0]));
 	}
 }
@@ -372,6 +492,8 @@ main(void)
 		cmocka_unit_test(test_capacity_and_bad_config),
 		cmocka_unit_test(test_no_starvation),
 		cmocka_unit_test(test_agreement),
+		cmocka_unit_test(test_fuse_fifo),
+		cmocka_unit_test(test_fuse_priority),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
