@@ -16,8 +16,11 @@
  * the machine falls on all alike; the first step of each is a warm-up, not
  * counted (it also gives magnitude its first norms).
  *
+ * The "fused" rows fuse tensors under --fuse elements (16384) into one round
+ * (cfg.fuse_elems).
+ *
  * Usage: bench_order [--runs N] [--world W] [--scale F] [--compute-ms MS]
- *                    [--port P]
+ *                    [--port P] [--fuse ELEMS]
  */
 #include <errno.h>
 #include <getopt.h>
@@ -45,25 +48,28 @@ struct conf {
 	const char *name;
 	enum ina_sched_policy policy;
 	uint32_t window;
+	int fuse;		/* cfg.fuse_elems = --fuse */
 };
 
 static const struct conf confs[] = {
-	{ "fifo", INA_SCHED_FIFO, 0 },
-	{ "priority (flush)", INA_SCHED_PRIORITY, 0 },
-	{ "priority (window 4)", INA_SCHED_PRIORITY, 4 },
-	{ "magnitude (flush)", INA_SCHED_MAGNITUDE, 0 },
-	{ "magnitude (window 4)", INA_SCHED_MAGNITUDE, 4 },
+	{ "fifo", INA_SCHED_FIFO, 0, 0 },
+	{ "priority (flush)", INA_SCHED_PRIORITY, 0, 0 },
+	{ "priority (window 4)", INA_SCHED_PRIORITY, 4, 0 },
+	{ "magnitude (flush)", INA_SCHED_MAGNITUDE, 0, 0 },
+	{ "magnitude (window 4)", INA_SCHED_MAGNITUDE, 4, 0 },
+	{ "fifo, fused", INA_SCHED_FIFO, 0, 1 },
+	{ "priority (flush), fused", INA_SCHED_PRIORITY, 0, 1 },
 };
 #define NB_CONFS (sizeof(confs) / sizeof(confs[0]))
 
 static struct {
-	int runs, world, port;
+	int runs, world, port, fuse;
 	double scale, compute_ms;
 	size_t sizes[L];
 	size_t total;
 	char addr[32];
 	volatile int stop;
-} g = { .runs = 5, .world = 4, .port = 9271, .scale = 0.25, .compute_ms = 40 };
+} g = { .runs = 5, .world = 4, .port = 9271, .scale = 0.25, .compute_ms = 40, .fuse = 16384 };
 
 struct worker {
 	pthread_t th;
@@ -188,6 +194,7 @@ worker_main(void *arg)
 		cfg.token = 0x5eed;
 		cfg.sched = confs[c].policy;
 		cfg.sched_window = confs[c].window;
+		cfg.fuse_elems = confs[c].fuse ? (uint32_t)g.fuse : 0;
 		cfg.timeout_ms = 30000;
 		ret = ina_open(&cfg, &ctx[c], err, sizeof(err));
 		if (ret < 0) {
@@ -241,7 +248,8 @@ main(int argc, char **argv)
 	static const struct option opts[] = {
 		{ "runs", required_argument, NULL, 'r' },   { "world", required_argument, NULL, 'w' },
 		{ "scale", required_argument, NULL, 's' },  { "compute-ms", required_argument, NULL, 'c' },
-		{ "port", required_argument, NULL, 'p' },   { NULL, 0, NULL, 0 },
+		{ "port", required_argument, NULL, 'p' },   { "fuse", required_argument, NULL, 'f' },
+		{ NULL, 0, NULL, 0 },
 	};
 	static struct worker ws[MAX_W];
 	double fifo_first = 0, fifo_all = 0;
@@ -257,15 +265,17 @@ main(int argc, char **argv)
 		case 's': g.scale = atof(optarg); break;
 		case 'c': g.compute_ms = atof(optarg); break;
 		case 'p': g.port = atoi(optarg); break;
+		case 'f': g.fuse = atoi(optarg); break;
 		default:
 			fprintf(stderr, "usage: %s [--runs N] [--world W] [--scale F] "
-				"[--compute-ms MS] [--port P]\n", argv[0]);
+				"[--compute-ms MS] [--port P] [--fuse ELEMS]\n", argv[0]);
 			return 2;
 		}
 	}
 	if (g.runs < 1 || g.runs > 64 || g.world < 1 || g.world > MAX_W || g.scale <= 0 ||
-	    g.compute_ms < 0) {
-		fprintf(stderr, "bench_order: runs 1..64, world 1..%d, scale > 0\n", MAX_W);
+	    g.compute_ms < 0 || g.fuse < 1 || g.fuse > (1 << 24)) {
+		fprintf(stderr, "bench_order: runs 1..64, world 1..%d, scale > 0, fuse 1..2^24\n",
+			MAX_W);
 		return 2;
 	}
 	for (int l = 0; l < L; l++) {
@@ -292,7 +302,7 @@ main(int argc, char **argv)
 	printf("bench_order: %d workers, %d layers of %zu floats in all (%zu to %zu), backprop "
 	       "%.0f ms, median of %d steps\n", g.world, L, g.total, g.sizes[0] < g.sizes[10] ?
 	       g.sizes[0] : g.sizes[10], g.sizes[5], g.compute_ms, g.runs);
-	printf("%-22s %14s %14s %10s %10s\n", "policy", "first_ms", "all_ms", "first/fifo",
+	printf("%-26s %10s %10s %10s %10s\n", "policy", "first_ms", "all_ms", "first/fifo",
 	       "all/fifo");
 	for (int r = 0; r < g.world; r++) {
 		ws[r].rank = r;
@@ -315,7 +325,7 @@ main(int argc, char **argv)
 			fifo_first = mf;
 			fifo_all = ma;
 		}
-		printf("%-22s %14.1f %14.1f %10.2f %10.2f\n", confs[c].name, mf, ma,
+		printf("%-26s %10.1f %10.1f %10.2f %10.2f\n", confs[c].name, mf, ma,
 		       fifo_first > 0 ? mf / fifo_first : 0, fifo_all > 0 ? ma / fifo_all : 0);
 	}
 	g.stop = 1;
