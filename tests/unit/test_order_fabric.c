@@ -11,7 +11,8 @@
  * every sum is exact on every worker, and the order is the policy's:
  * fifo in submission order; priority with a flush per step layer 0 first;
  * magnitude with a flush per step in submission order for the first step,
- * then by the previous step's norms, largest first.
+ * then by the previous step's norms, largest first. The same with small
+ * tensors fused (order_next_group): the same order, fewer rounds, exact sums.
  */
 #include <math.h>
 #include <setjmp.h>
@@ -38,6 +39,7 @@
 struct ev {
 	int kind;		/* 0 tensor, 1 flush, 2 barrier */
 	int layer;
+	int step;
 	uint64_t at[WORLD];	/* virtual time each worker does it */
 };
 
@@ -79,6 +81,7 @@ make_program(uint64_t seed)
 			struct ev *e = &evs[nb_evs++];
 
 			e->kind = 0;
+			e->step = s;
 			e->layer = L - 1 - k;
 			sizes[s][e->layer] = 1 + rnd(&x) % MAXN;
 			for (int r = 0; r < WORLD; r++) {
@@ -92,6 +95,7 @@ make_program(uint64_t seed)
 			struct ev *e = &evs[nb_evs++];
 
 			e->kind = kind;
+			e->step = s;
 			e->layer = -1;
 			for (int r = 0; r < WORLD; r++)
 				e->at[r] = t[r];
@@ -103,15 +107,28 @@ make_program(uint64_t seed)
 	}
 }
 
+#define FUSE 2000
+static float fuse_in[WORLD][FUSE], fuse_out[WORLD][FUSE];
+
+static size_t
+op_n(uint64_t q)
+{
+	return op_layer[q] < 0 ? 1 : sizes[op_step[q]][op_layer[q]];
+}
+
 static int
-run(enum order_policy p, uint32_t window, double drop, uint64_t seed, uint64_t *order0)
+run(enum order_policy p, uint32_t window, double drop, uint64_t seed, uint64_t *order0,
+    uint32_t fuse)
 {
 	struct order_config oc = { .policy = p, .window = window, .capacity = 64,
-				   .max_tensors = 64 };
+				   .max_tensors = 64, .fuse_elems = fuse, .fuse_max = 8 };
+	uint64_t group[WORLD][ORDER_FUSE_MAX];
+	uint32_t nb_group[WORLD] = { 0 };
+	unsigned nb_rounds[WORLD] = { 0 };
 	struct order *sc[WORLD];
 	struct fabric f;
 	unsigned next_ev[WORLD] = { 0 }, nb_started[WORLD] = { 0 }, nb_done[WORLD] = { 0 };
-	uint64_t started[WORLD][OPS], running[WORLD];
+	uint64_t started[WORLD][OPS];
 	int busy[WORLD] = { 0 };
 	uint64_t limit;
 
@@ -140,41 +157,67 @@ run(enum order_policy p, uint32_t window, double drop, uint64_t seed, uint64_t *
 				const struct ev *e = &evs[next_ev[r]++];
 				uint64_t seq;
 
-				if (e->kind == 1)
+				if (e->kind == 1) {
 					order_flush(sc[r]);
-				else
-					assert_int_equal(order_submit(sc[r], e->kind == 2 ? BARRIER
-											: (uint32_t)e->layer,
-								     e->layer, e->kind == 2, &seq),
-							 0);
+				} else {
+					struct order_op op = {
+						.tensor_id = e->kind == 2 ? BARRIER : (uint32_t)e->layer,
+						.priority = e->layer,
+						.fence = e->kind == 2,
+						.n = e->kind == 2 ? 1 : (uint32_t)sizes[e->step][e->layer],
+						.fuse_class = e->kind == 2 ? 0 : 1,
+					};
+
+					assert_int_equal(order_submit_op(sc[r], &op, &seq), 0);
+				}
 			}
 			if (busy[r] && engine_phase(f.hosts[r]) == ENGINE_READY) {
-				uint64_t q = running[r];
-				double ss = 0;
+				size_t off = 0;
 
 				busy[r] = 0;
-				nb_done[r]++;
-				if (op_layer[q] >= 0) {
-					for (size_t i = 0; i < sizes[op_step[q]][op_layer[q]]; i++)
+				for (uint32_t g = 0; g < nb_group[r]; g++) {
+					uint64_t q = group[r][g];
+					double ss = 0;
+
+					nb_done[r]++;
+					if (nb_group[r] > 1) {
+						memcpy(outs[r][q], fuse_out[r] + off,
+						       op_n(q) * sizeof(float));
+						off += op_n(q);
+					}
+					if (op_layer[q] < 0)
+						continue;
+					for (size_t i = 0; i < op_n(q); i++)
 						ss += (double)outs[r][q][i] * outs[r][q][i];
 					order_set_norm(sc[r], (uint32_t)op_layer[q], sqrt(ss));
 				}
 			}
 			if (!busy[r] && engine_phase(f.hosts[r]) == ENGINE_READY &&
-			    order_next(sc[r], &running[r]) == 0) {
-				uint64_t q = running[r];
-				int bar = op_layer[q] < 0;
+			    order_next_group(sc[r], group[r], &nb_group[r]) == 0) {
+				uint64_t q = group[r][0];
+				int bar = op_layer[q] < 0, fused = nb_group[r] > 1;
+				size_t off = 0;
 
+				assert_true(!fused || fuse);
+				for (uint32_t g = 0; fused && g < nb_group[r]; g++) {
+					uint64_t m = group[r][g];
+
+					assert_true(op_layer[m] >= 0);
+					memcpy(fuse_in[r] + off, ins[r][m], op_n(m) * sizeof(float));
+					off += op_n(m);
+				}
+				assert_true(off <= FUSE);
 				ones[r][q] = 1;
 				assert_int_equal(
 					engine_allreduce(f.hosts[r], bar ? BARRIER : (uint32_t)op_layer[q],
-							 bar ? &ones[r][q] : ins[r][q],
-							 bar ? &ones[r][q] : outs[r][q],
-							 bar ? 1 : sizes[op_step[q]][op_layer[q]],
-							 BLOCK, ENGINE_SUM, f.now),
+							 fused ? fuse_in[r] : bar ? &ones[r][q] : ins[r][q],
+							 fused ? fuse_out[r] : bar ? &ones[r][q] : outs[r][q],
+							 fused ? off : op_n(q), BLOCK, ENGINE_SUM, f.now),
 					0);
 				busy[r] = 1;
-				started[r][nb_started[r]++] = q;
+				nb_rounds[r]++;
+				for (uint32_t g = 0; g < nb_group[r]; g++)
+					started[r][nb_started[r]++] = group[r][g];
 			}
 			all &= nb_done[r] == OPS;
 			assert_int_equal(engine_error(f.hosts[r]), 0);
@@ -189,6 +232,9 @@ run(enum order_policy p, uint32_t window, double drop, uint64_t seed, uint64_t *
 		assert_int_equal(nb_done[r], OPS);
 		/* The same operation in every round on every worker. */
 		assert_memory_equal(started[r], started[0], sizeof(started[0]));
+		assert_int_equal(nb_rounds[r], nb_rounds[0]);
+		if (!fuse)
+			assert_int_equal(nb_rounds[r], OPS);
 		for (unsigned q = 0; q < OPS; q++) {
 			if (op_layer[q] < 0) {
 				assert_true(ones[r][q] == (float)WORLD);
@@ -205,6 +251,8 @@ run(enum order_policy p, uint32_t window, double drop, uint64_t seed, uint64_t *
 		order_destroy(sc[r]);
 	}
 	memcpy(order0, started[0], sizeof(started[0]));
+	if (fuse)	/* small tensors did fuse */
+		assert_true(nb_rounds[0] < OPS);
 	assert_int_equal(fabric_finish(&f), 0);
 	fabric_fini(&f);
 	return 0;
@@ -268,7 +316,15 @@ test_policies(void **state)
 			for (int lossy = 0; lossy <= 1; lossy++) {
 				uint64_t seed = 1000 + i * 10 + window + (uint64_t)lossy;
 
-				run(ps[i], window, lossy ? 0.02 : 0, seed, got);
+				run(ps[i], window, lossy ? 0.02 : 0, seed, got, 0);
+				if (window == 0)
+					check_order(ps[i], got);
+				if (ps[i] == ORDER_FIFO)
+					for (unsigned q = 0; q < OPS; q++)
+						assert_int_equal(got[q], q);
+				/* Fused: the same order (groups are runs of the
+				 * policy's order), fewer rounds. */
+				run(ps[i], window, lossy ? 0.02 : 0, seed + 7, got, FUSE);
 				if (window == 0)
 					check_order(ps[i], got);
 				if (ps[i] == ORDER_FIFO)
