@@ -22,7 +22,10 @@
  * ina_progress(ctx, wait_us) in a loop. Every call on a context is
  * thread-safe (a mutex per context; ina_wait() and ina_progress() release it
  * while they sleep in the port), except ina_open() and ina_close(), which no
- * other call on the same context may overlap. Contexts are independent.
+ * other call on the same context may overlap. What ina_residual(),
+ * ina_deferred_blocks() and ina_last_error() point to is rewritten by later
+ * operations (of that tensor) and errors: read it when none runs. Contexts
+ * are independent.
  */
 #ifndef INA_H
 #define INA_H

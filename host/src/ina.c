@@ -415,8 +415,8 @@ add_tensor(struct ina_ctx *ctx, uint32_t tensor_id, const struct ina_sparsify *o
 	return t;
 }
 
-int
-ina_tensor_sparsify(struct ina_ctx *ctx, uint32_t tensor_id, const struct ina_sparsify *opt)
+static int
+tensor_sparsify(struct ina_ctx *ctx, uint32_t tensor_id, const struct ina_sparsify *opt)
 {
 	struct sparsify_config sc;
 	struct sparse_tensor *t = find_tensor(ctx, tensor_id);
@@ -437,6 +437,17 @@ ina_tensor_sparsify(struct ina_ctx *ctx, uint32_t tensor_id, const struct ina_sp
 		return 0;
 	}
 	return add_tensor(ctx, tensor_id, opt) ? 0 : -ENOSPC;
+}
+
+int
+ina_tensor_sparsify(struct ina_ctx *ctx, uint32_t tensor_id, const struct ina_sparsify *opt)
+{
+	int ret;
+
+	pthread_mutex_lock(&ctx->lock);
+	ret = tensor_sparsify(ctx, tensor_id, opt);
+	pthread_mutex_unlock(&ctx->lock);
+	return ret;
 }
 
 const float *
