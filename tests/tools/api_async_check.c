@@ -12,7 +12,9 @@
  * seen through ina_test; the broadcast carries the root's bits; a blocking
  * ina_allreduce between async ones; a second test of a spent handle and a
  * handle never given are -EINVAL; max_pending gives -EBUSY; and a step where
- * one thread submits while another waits (the calls are thread-safe).
+ * one thread submits while another waits (the calls are thread-safe);
+ * under priority and magnitude, a wait on a window nothing closes is
+ * -EDEADLK after timeout_ms, and ends after ina_flush().
  * With "sparse" after the policy: the job's sparsifier (block top-k) and
  * the block planner run per operation while many are in flight: the sum over
  * steps of every result plus every rank's residual equals the sum of every
@@ -32,6 +34,7 @@
 #include <unistd.h>
 
 #include "ina.h"
+#include "ina/util.h"
 
 #define W 4
 #define L 8
@@ -281,7 +284,36 @@ run_rank(const char *addr, enum ina_sched_policy policy, int rank, uint32_t fuse
 		for (int k = n - 1; k >= 0; k--)
 			CHECK(ina_wait(ctx, hs[k]) == 0, "pending wait %d: %s", k, ina_last_error(ctx));
 	}
-	/* Fusion: fewer rounds than operations (each step's small tensors). */
+	/* A wait on an operation whose window nothing closes: -EDEADLK after
+	 * timeout_ms (a job of its own with a short one), the handle still
+	 * valid; after a flush it ends. */
+	if (policy != INA_SCHED_FIFO) {
+		struct ina_config c2 = cfg;
+		struct ina_ctx *ctx2;
+		uint64_t hd;
+		uint64_t t0;
+
+		c2.job_id = cfg.job_id + 100;
+		c2.timeout_ms = 300;
+		ret = ina_open(&c2, &ctx2, err, sizeof(err));
+		CHECK(ret == 0, "open 2: %s", err);
+		x[0] = 1;
+		ret = ina_iallreduce(ctx2, 5, x, y, 1, INA_SUM, 0, &hd);
+		CHECK(ret == 0, "deadlock op: %s", ina_strerror(ret));
+		t0 = ina_now_ns();
+		ret = ina_wait(ctx2, hd);
+		CHECK(ret == -EDEADLK, "a window nothing closes: %s, not -EDEADLK",
+		      ina_strerror(ret));
+		CHECK(ina_now_ns() - t0 >= 300 * INA_NS_PER_MS, "-EDEADLK before timeout_ms");
+		CHECK(strstr(ina_last_error(ctx2), "ina_flush"), "the sentence: %s",
+		      ina_last_error(ctx2));
+		CHECK(ina_flush(ctx2) == 0, "flush 2");
+		ret = ina_wait(ctx2, hd);
+		CHECK(ret == 0 && y[0] == (float)W, "after the flush: %s %g", ina_strerror(ret),
+		      (double)y[0]);
+		CHECK(ina_close(ctx2) == 0, "close 2");
+	}
+		/* Fusion: fewer rounds than operations (each step's small tensors). */
 	{
 		struct ina_stats st;
 		uint64_t ops = (uint64_t)S * (L + 3) + L + 12;
