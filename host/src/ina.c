@@ -534,6 +534,7 @@ account(struct ina_ctx *ctx, const struct sparse_tensor *t)
 	ctx->sp.residual_norm = sqrt(ts->residual_mass);
 }
 
+/* The pending operation a handle names, or NULL (0, spent, never given). */
 static struct op *
 op_of(struct ina_ctx *ctx, uint64_t handle)
 {
