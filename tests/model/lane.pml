@@ -36,8 +36,8 @@
  * 'closes', checked with weak fairness): every worker closes after all NR
  * rounds.
  *
- * -DFAILOVER adds the replica switch and failover of /work/replica-spec.md
- * (docs/PROTOCOL.md section 12): the switch above is the primary P, which
+ * -DFAILOVER adds the replica switch and failover (docs/PROTOCOL.md, "Replica
+ * and failover"; what is modelled: section 12.1): the switch above is the primary P, which
  * sends every result (fan-out or shadow reply) as one REPL to the replica R
  * (rsw()); R stores it as the lane's last result if newer and sends it on as
  * RESULT. P may crash once, at any step. A worker that then hears nothing
@@ -208,7 +208,7 @@ lane ln[NW * NL];
 
 #ifdef FAILOVER
 /*
- * The replica (docs/replica protocol; pipeline.c in standby mode) and the
+ * The replica (pipeline.c in standby mode, docs/PROTOCOL.md 12.1) and the
  * primary's crash. While P is alive, the switch state above (sh, s_cur,
  * s_has_round, s_last_round, job_*) is P's. P crashes at most once, at any
  * step: its state is wiped. R stands by with its own job (r_active,
