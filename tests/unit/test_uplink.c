@@ -565,6 +565,18 @@ bytes_dense(void **state)
 	assert_true(rack_up * 2 <= host_up + host_up / 50);
 	assert_true(rack_up * 2 >= host_up - host_up / 50);
 	assert_true(n.bytes[T_SPINE_DOWN] * 2 <= n.bytes[T_RACK_DOWN] + n.bytes[T_RACK_DOWN] / 50);
+	/* What the racks count of their DATA is what crossed the uplinks
+	 * (udp_hier.sh computes the uplink bytes from these counters). */
+	{
+		uint64_t counted = 0;
+
+		for (int k = 0; k < n.nb_racks; k++) {
+			const struct pipeline_stats *st = pipeline_stats(n.rack[k]);
+
+			counted += st->up_data * INA_HDR_SIZE + st->up_bytes;
+		}
+		assert_int_equal(counted, rack_up);
+	}
 	finish_all(&n);
 	net_fini(&n);
 }
