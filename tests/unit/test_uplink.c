@@ -7,7 +7,8 @@
  * sum bit for bit in f32 and i32 (dyadic values: exact in any order and at
  * any i32 scale used here), with loss on the host links and on the uplinks,
  * a lost spine RESULT recovered through the rack's resend and the spine's
- * shadow, the spine's next pointer running ahead of a rack's local minimum,
+ * shadow, duplicated and reordered packets, the spine's next pointer running
+ * ahead of a rack's local minimum,
  * JOIN end to end and its refusals (at the rack and at the spine), FIN end to
  * end (every switch frees the job), and the bytes per tier on dense data.
  */
@@ -57,10 +58,12 @@ struct net {
 	uint64_t now;
 	uint64_t rng;
 	double drop_rate[T_MAX];	/* per tier */
+	double dup_rate[T_MAX];		/* deliver a second copy, per tier */
+	int shuffle;			/* deliver each step's packets in random order */
 	int drop_spine_results;		/* spine RESULTs to rack 0 still to lose */
 	uint64_t bytes[T_MAX];		/* packet bytes delivered (ina header on) */
 	uint64_t pkts[T_MAX];
-	uint64_t dropped;
+	uint64_t dropped, duplicated;
 	/* The spine's next pointer ahead of a rack's local minimum. */
 	uint32_t up_next[MAX_RACKS][LANES];
 	uint64_t spine_next_earlier;
@@ -195,7 +198,17 @@ put(struct net *n, struct ina_pkt *pkt, int src, int dst)
 	}
 	if (n->drop_rate[t] > 0 && unit(n) < n->drop_rate[t])
 		goto drop;
-	assert_true(n->nb_fl < FLIGHT_MAX);
+	assert_true(n->nb_fl < FLIGHT_MAX - 1);
+	if (n->dup_rate[t] > 0 && unit(n) < n->dup_rate[t]) {
+		struct ina_pkt *c = ina_pkt_alloc(n->pool);
+
+		assert_non_null(c);
+		memcpy(c->data, pkt->data, pkt->len);
+		c->len = pkt->len;
+		c->peer = pkt->peer;
+		n->fl[n->nb_fl++] = (struct flight){ c, src, dst };
+		n->duplicated++;
+	}
 	n->fl[n->nb_fl++] = (struct flight){ pkt, src, dst };
 	return;
 drop:
@@ -249,6 +262,13 @@ deliver(struct net *n)
 
 	memcpy(batch, n->fl, cnt * sizeof(batch[0]));
 	n->nb_fl = 0;
+	for (unsigned i = cnt; n->shuffle && i > 1; i--) {
+		unsigned k = (unsigned)(unit(n) * i);
+		struct flight tmp = batch[i - 1];
+
+		batch[i - 1] = batch[k];
+		batch[k] = tmp;
+	}
 	for (unsigned i = 0; i < cnt; i++) {
 		struct ina_pkt *pkt = batch[i].pkt, *out;
 		int dst = batch[i].dst;
@@ -524,6 +544,43 @@ i32_headroom(void **state)
 	net_fini(&n);
 }
 
+/* Duplicated and reordered packets at every tier, with some loss: late
+ * and repeated RESULTs, JOIN_ACKs and FIN_ACKs from the spine are counted
+ * and dropped, never stored twice; every sum stays exact. */
+static void
+run_dup_reorder(uint8_t enc, uint64_t seed)
+{
+	struct opts o = { .enc = enc };
+	struct net n;
+
+	net_init(&n, &o);
+	n.rng = seed;
+	n.shuffle = 1;
+	for (int t = 0; t < T_MAX; t++) {
+		n.dup_rate[t] = 0.1;
+		n.drop_rate[t] = 0.02;
+	}
+	join_all(&n);
+	rounds(&n, 4, 0, 16);
+	rounds(&n, 1, 1, 32);
+	assert_true(n.duplicated > 0);
+	assert_true(pipeline_stats(n.rack[0])->drop[PDROP_UP_STALE] +
+			    pipeline_stats(n.rack[1])->drop[PDROP_UP_STALE] > 0);
+	finish_all(&n);
+	check_freed(&n);
+	net_fini(&n);
+}
+
+static void
+dup_reorder(void **state)
+{
+	(void)state;
+	for (uint64_t s = 1; s <= 3; s++) {
+		run_dup_reorder(INA_ENC_F32, 0x51afd6c3b7e2a9f1ull * s);
+		run_dup_reorder(INA_ENC_I32, 0x3c6ef372fe94f82bull * s);
+	}
+}
+
 static void
 lossy_f32(void **state)
 {
@@ -743,6 +800,7 @@ main(void)
 		cmocka_unit_test(lost_spine_result),
 		cmocka_unit_test(lossy_f32),
 		cmocka_unit_test(lossy_i32),
+		cmocka_unit_test(dup_reorder),
 		cmocka_unit_test(bytes_dense),
 		cmocka_unit_test(refused_at_rack),
 		cmocka_unit_test(refused_at_spine),
