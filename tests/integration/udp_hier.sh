@@ -23,6 +23,16 @@ cleanup() {
 }
 trap cleanup EXIT INT TERM
 export INA_JOB_TOKEN="test-hier-$base"
+fail=0
+# Bad rack options: a clear error and exit 2, before anything is served.
+for bad in "--uplink 127.0.0.1:$spine" "--uplink-job 42=0/2" \
+    "--uplink 127.0.0.1:$spine --uplink-job 42=2/2" \
+    "--uplink 127.0.0.1:$spine --uplink-job 42=0/2 --primary 127.0.0.1:$rack1"; do
+    rc=0
+    timeout 10 "$build/switch_sim/ina-switch" --listen "127.0.0.1:$rack0" $bad >"$tmp/bad.log" 2>&1 || rc=$?
+    grep -q -- '--uplink' "$tmp/bad.log" && [ $rc = 2 ] ||
+        { echo "ina-switch $bad: exit $rc, want 2 and a sentence naming --uplink:"; cat "$tmp/bad.log"; fail=1; }
+done
 sw=("$build/switch_sim/ina-switch" --log-level info --linger-ms 300)
 "${sw[@]}" --listen "127.0.0.1:$spine" --port-opts "$faults,seed=3" >"$tmp/spine.log" 2>&1 &
 pids+=("$!"); spine_pid=$!
@@ -33,7 +43,6 @@ pids+=("$!"); rack_pid[0]=$!
     --uplink "127.0.0.1:$spine" --uplink-job 42=1/2 >"$tmp/rack1.log" 2>&1 &
 pids+=("$!"); rack_pid[1]=$!
 sleep 0.3
-fail=0
 # Sparse rounds (the racks' next pointers differ), then dense ones for bytes.
 for run in sparse dense; do
     if [ $run = sparse ]; then density=0.3 rounds=6; else density=1 rounds=4; fi
