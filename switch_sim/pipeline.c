@@ -793,7 +793,8 @@ handle_data(struct pipeline *p, struct ina_pkt *in, struct job *j, const struct 
 	};
 	struct ina_pkt *o;
 
-	if (!(j->joined >> h->rank & 1)) {
+	if (!(j->joined >> h->rank & 1) || j->up == UP_JOINING) {
+		/* (a rack's job runs once the spine admitted it) */
 		p->st.drop[PDROP_NOT_JOINED]++;
 		goto drop;
 	}
