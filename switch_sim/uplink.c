@@ -221,6 +221,11 @@ rx_join_ack(struct pipeline *p, struct ina_pkt *in, struct job *j, const struct 
 	j->up = UP_RUNNING;
 	INA_LOG(INFO, "job %" PRIu32 ": joined the spine as rank %u of %u, epoch %" PRIu32,
 		j->params.job_id, j->up_rank, j->up_world, h->epoch);
+	if (!(j->joined & ~j->finished)) {
+		/* Every rank that joined has finished already: nobody to tell. */
+		ina_pkt_free(in);
+		return NULL;
+	}
 	o = pl_answer_buf(p, in, INA_HDR_SIZE + sizeof(struct ina_wire_join));
 	if (!o)
 		return NULL;
