@@ -383,6 +383,11 @@ uplink_rx(struct pipeline *p, struct ina_pkt *in, uint64_t now)
 	case INA_T_FIN_ACK:
 		return rx_fin_ack(p, in, j);
 	case INA_T_ERROR:
+		if (h.status < INA_WERR_NO_SLOTS || h.status > INA_WERR_MAX) {
+			/* Not a code of this version: not passed on. */
+			p->st.drop[PDROP_UNEXPECTED]++;
+			goto drop;
+		}
 		return rx_error(p, in, j, &h);
 	case INA_T_WAIT:
 		/* The spine waits on another rack: the local ranks' timers

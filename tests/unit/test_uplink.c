@@ -743,6 +743,24 @@ spine_junk(void **state)
 	}
 	assert_int_equal(pipeline_stats(n.rack[0])->drop[PDROP_UP_STALE], stale + 1);
 	assert_int_equal(pipeline_stats(n.rack[0])->drop_wire[INA_WIRE_WRONG_EPOCH], 1);
+	/* An ERROR with a code this version does not have is not passed on. */
+	pkt = ina_pkt_alloc(n.pool);
+	assert_non_null(pkt);
+	memset(&h, 0, sizeof(h));
+	h.version = INA_WIRE_VERSION;
+	h.type = INA_T_ERROR;
+	h.encoding = INA_ENC_F32;
+	h.job_id = JOB;
+	h.rank = INA_RANK_SWITCH;
+	h.status = INA_WERR_MAX + 1;
+	h.token = TOKEN;
+	ina_wire_encode_hdr(&h, pkt->data);
+	memcpy(pkt->data + INA_HDR_SIZE, "x", 1);
+	pkt->len = INA_HDR_SIZE + 1;
+	peer_of(&pkt->peer, ID_SPINE);
+	assert_int_equal(pipeline_rx_burst(n.rack[0], &pkt, 1, n.now, &out), 0);
+	assert_int_equal(pipeline_stats(n.rack[0])->drop[PDROP_UNEXPECTED], 1);
+	assert_int_equal(pipeline_stats(n.rack[0])->up_errors, 0);
 	rounds(&n, 1, 0, 16);
 	finish_all(&n);
 	net_fini(&n);
