@@ -33,7 +33,7 @@
  *    a shadow copy), or a primary's REPL, names a block for which every rank
  *    sent valid DATA (not checked on a replica, which sends on REPLs; on a
  *    rack too, whose RESULTs wait for every local rank's DATA as well);
- *  - a rack sends upstream only JOIN, DATA and FIN, to the spine alone, as
+ *  - a rack sends upstream only JOIN, DATA, FIN and LEAVE, to the spine alone, as
  *    its configured rank of the job;
  *  - counters agree with what came out: rx and tx counts, results (fan-outs),
  *    results_empty, results_deferred, result_bytes, shadow_replies and waits
@@ -297,7 +297,8 @@ check_output(struct fz *f, const struct ina_pkt *o, struct tally *t)
 			if (f->cfg.uplink_jobs[k].job_id == h.job_id)
 				uj = &f->cfg.uplink_jobs[k];
 		FZ_CHECK(uj && h.rank == uj->rank);
-		FZ_CHECK(h.type == INA_T_JOIN || h.type == INA_T_DATA || h.type == INA_T_FIN);
+		FZ_CHECK(h.type == INA_T_JOIN || h.type == INA_T_DATA || h.type == INA_T_FIN ||
+			 h.type == INA_T_LEAVE);
 		if (h.type == INA_T_JOIN)
 			FZ_CHECK(h.epoch == 0);
 		else
@@ -478,8 +479,9 @@ flush(struct fz *f, int quiet)
 		FZ_CHECK(t.errors_left <= st->leaves - before.leaves);
 		FZ_CHECK(t.errors_dead <= st->jobs_aborted - before.jobs_aborted);
 	}
-	FZ_CHECK(t.up == st->up_joins + st->up_data + st->up_fins -
-				 (before.up_joins + before.up_data + before.up_fins));
+	FZ_CHECK(t.up == st->up_joins + st->up_data + st->up_fins + st->up_leaves -
+				 (before.up_joins + before.up_data + before.up_fins +
+				  before.up_leaves));
 	/* The outputs are held back (up to hold_max), or freed now. */
 	for (uint16_t i = 0; i < nb_out; i++)
 		keep_or_free(f, out[i]);

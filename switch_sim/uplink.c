@@ -203,6 +203,22 @@ uplink_fin(struct pipeline *p, struct ina_pkt *in, struct job *j, const struct i
 	return o;
 }
 
+struct ina_pkt *
+uplink_leave(struct pipeline *p, struct ina_pkt *in, struct job *j)
+{
+	struct ina_pkt *o = pl_answer_buf(p, in, INA_HDR_SIZE);
+	struct ina_hdr h;
+
+	if (!o)
+		return NULL;
+	up_hdr(&h, j, INA_T_LEAVE, j->up_epoch);
+	ina_wire_encode_hdr(&h, o->data);
+	o->len = INA_HDR_SIZE;
+	o->peer = p->cfg.uplink;
+	p->st.up_leaves++;
+	return o;
+}
+
 /* The spine's JOIN_ACK: the rack runs; every local rank that joined hears. */
 static struct ina_pkt *
 rx_join_ack(struct pipeline *p, struct ina_pkt *in, struct job *j, const struct ina_hdr *h)

@@ -10,7 +10,7 @@
  * shadow, duplicated and reordered packets, the spine's next pointer running
  * ahead of a rack's local minimum,
  * JOIN end to end and its refusals (at the rack and at the spine), FIN end to
- * end (every switch frees the job), and the bytes per tier on dense data.
+ * end (every switch frees the job), LEAVE of a rack's last rank, and the bytes per tier on dense data.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -820,6 +820,33 @@ data_while_joining(void **state)
 	net_fini(&n);
 }
 
+/* The last local rank of a rack leaves mid-round: the rack leaves the
+ * spine's job, the spine tells the other rack, whose ranks fail with LEFT. */
+static void
+leave_up(void **state)
+{
+	static float in[N_ELEMS], out[N_ELEMS];
+	struct opts o = { .enc = INA_ENC_F32, .sizes = { 1, 2 } };
+	struct net n;
+
+	(void)state;
+	net_init(&n, &o);
+	join_all(&n);
+	for (int i = 0; i < N_ELEMS; i++)
+		in[i] = 1.0f;
+	for (int h = 0; h < n.nb_hosts; h++)
+		assert_int_equal(engine_allreduce(n.host[h], 1, in, out, N_ELEMS, 16, ENGINE_SUM,
+						  n.now), 0);
+	engine_leave(n.host[0], n.now);
+	run(&n, ENGINE_RUNNING);
+	for (int h = 1; h < n.nb_hosts; h++)
+		assert_int_equal(engine_error(n.host[h]), INA_ELEFT);
+	assert_int_equal(pipeline_stats(n.rack[0])->up_leaves, 1);
+	assert_int_equal(pipeline_stats(n.rack[1])->up_errors, 1);
+	check_freed(&n);
+	net_fini(&n);
+}
+
 static void
 parse(void **state)
 {
@@ -879,6 +906,7 @@ main(void)
 		cmocka_unit_test(refused_bf16),
 		cmocka_unit_test(spine_junk),
 		cmocka_unit_test(data_while_joining),
+		cmocka_unit_test(leave_up),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
