@@ -1299,6 +1299,8 @@ pipeline_shutdown(struct pipeline *p, struct ina_pkt **out, uint16_t max)
 
 		if (!j->active)
 			continue;
+		if (j->up == UP_RUNNING && nb > 0 && nb + 2 > max)
+			break;	/* a rack's job takes two packets: on the next call */
 		/* A job standing by runs on its primary: nothing to tell. */
 		o = told && !p->quiet && !j->standby ? ina_pkt_alloc(p->cfg.pool) : NULL;
 		if (o) {
@@ -1308,6 +1310,13 @@ pipeline_shutdown(struct pipeline *p, struct ina_pkt **out, uint16_t max)
 			o->dsts = j->peers;
 			o->dst_mask = told;
 			out[nb++] = o;
+		}
+		if (j->up == UP_RUNNING && nb < max) {
+			/* A rack leaves the spine's job: the spine tells the
+			 * other racks at once. */
+			o = ina_pkt_alloc(p->cfg.pool);
+			if (o && (o = uplink_leave(p, o, j)) != NULL)
+				out[nb++] = o;
 		}
 		p->st.jobs_aborted++;
 		pl_job_free(p, j);

@@ -183,7 +183,8 @@ uint16_t pipeline_rx_burst(struct pipeline *p, struct ina_pkt **in, uint16_t nb_
  * (pipeline_nb_jobs() says how many are left). pipeline_shutdown() then
  * aborts every job left: one ERROR SHUTDOWN fanned out to its ranks that
  * have not finished (written to 'out', at most 'max'; the rest on another
- * call; none for a job a replica stands by for), and frees it. 'dsts' of
+ * call; none for a job a replica stands by for), on a rack also a LEAVE to
+ * the spine (when there is room), and frees it. 'dsts' of
  * those packets stay valid until the next call into the pipeline.
  */
 void pipeline_drain(struct pipeline *p);

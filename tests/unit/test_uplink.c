@@ -847,6 +847,54 @@ leave_up(void **state)
 	net_fini(&n);
 }
 
+/* A rack that stops mid-round tells its ranks (SHUTDOWN) and leaves the
+ * spine's job, so the other rack's ranks fail at once (LEFT). */
+static void
+rack_shutdown(void **state)
+{
+	static float in[N_ELEMS], out[N_ELEMS];
+	struct opts o = { .enc = INA_ENC_F32 };
+	struct ina_pkt *sd[4];
+	struct net n;
+	uint16_t nb;
+
+	(void)state;
+	net_init(&n, &o);
+	join_all(&n);
+	for (int i = 0; i < N_ELEMS; i++)
+		in[i] = 1.0f;
+	for (int h = 0; h < n.nb_hosts; h++)
+		assert_int_equal(engine_allreduce(n.host[h], 1, in, out, N_ELEMS, 16, ENGINE_SUM,
+						  n.now), 0);
+	/* One packet of room: the rack's job needs two, so none now. */
+	assert_int_equal(pipeline_shutdown(n.rack[0], sd, 1), 1);
+	assert_int_equal(sd[0]->data[1], INA_T_ERROR);
+	sw_out(&n, sd[0], ID_RACK);
+	assert_int_equal(pipeline_nb_jobs(n.rack[0]), 0);
+	assert_int_equal(pipeline_stats(n.rack[0])->up_leaves, 0);
+	net_fini(&n);
+
+	/* Room for both: the ERROR down and the LEAVE up. */
+	net_init(&n, &o);
+	join_all(&n);
+	for (int h = 0; h < n.nb_hosts; h++)
+		assert_int_equal(engine_allreduce(n.host[h], 1, in, out, N_ELEMS, 16, ENGINE_SUM,
+						  n.now), 0);
+	nb = pipeline_shutdown(n.rack[0], sd, 4);
+	assert_int_equal(nb, 2);
+	assert_int_equal(sd[0]->data[1], INA_T_ERROR);
+	assert_int_equal(sd[1]->data[1], INA_T_LEAVE);
+	for (uint16_t i = 0; i < nb; i++)
+		sw_out(&n, sd[i], ID_RACK);
+	run(&n, ENGINE_RUNNING);
+	for (int h = 0; h < 2; h++)
+		assert_int_equal(engine_error(n.host[h]), INA_ENOSWITCH);
+	for (int h = 2; h < 4; h++)
+		assert_int_equal(engine_error(n.host[h]), INA_ELEFT);
+	assert_int_equal(pipeline_stats(n.rack[0])->up_leaves, 1);
+	net_fini(&n);
+}
+
 static void
 parse(void **state)
 {
@@ -907,6 +955,7 @@ main(void)
 		cmocka_unit_test(spine_junk),
 		cmocka_unit_test(data_while_joining),
 		cmocka_unit_test(leave_up),
+		cmocka_unit_test(rack_shutdown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
