@@ -59,6 +59,10 @@ start_round(struct host_node *h, uint64_t now)
 		sim_job_fail(h->cfg.job, now, msg);
 		return ret;
 	}
+	if (sim_job_contribute(h->cfg.job, h->cfg.rank, h->round, h->in, msg, sizeof(msg)) < 0) {
+		sim_job_fail(h->cfg.job, now, msg);
+		return -EINVAL;
+	}
 	ret = engine_allreduce(h->engine, 0, h->in, h->out, h->cfg.tensor_len,
 			       h->cfg.block_size, ENGINE_SUM, now);
 	if (ret < 0) {

@@ -37,6 +37,68 @@ sim_job_fail(struct sim_job *job, uint64_t now, const char *msg)
 }
 
 int
+sim_job_contribute(struct sim_job *job, uint16_t rank, uint32_t round, const float *in,
+		   char *msg, size_t msglen)
+{
+	size_t n = job->rep->tensor_len;
+	unsigned slot = round & 1;
+	float *acc;
+
+	if (!job->exact)
+		return 0;
+	if (!job->acc[slot] && !(job->acc[slot] = malloc(n * sizeof(float)))) {
+		snprintf(msg, msglen, "rank %u round %u: out of memory for the expected sum", rank,
+			 round);
+		return -1;
+	}
+	acc = job->acc[slot];
+	if (job->acc_round[slot] != (int64_t)round) {
+		/* Round - 2 is checked on every rank by now (a rank starts
+		 * round r only after every rank ended r - 1, hence r - 2). */
+		memset(acc, 0, n * sizeof(float));
+		job->acc_round[slot] = round;
+		job->acc_ranks[slot] = 0;
+	}
+	for (size_t i = 0; i < n; i++)
+		acc[i] += in[i];
+	job->acc_ranks[slot]++;
+	return 0;
+}
+
+/* The exact check: 'out' bit for bit against the accumulated sum (every
+ * partial sum of k * 2^-10 values is exact, so any order gives the bits
+ * workload_check's rank-order sum would; a block nobody sent is +0.0). */
+static int
+check_acc(struct sim_job *job, uint16_t rank, uint32_t round, const float *out, char *msg,
+	  size_t msglen)
+{
+	size_t n = job->rep->tensor_len, bad = 0, first = 0;
+	unsigned slot = round & 1;
+	const float *want = job->acc[slot];
+
+	if (job->acc_round[slot] != (int64_t)round || job->acc_ranks[slot] != job->world) {
+		snprintf(msg, msglen,
+			 "rank %u round %u: a result before every rank's input was generated "
+			 "(%u of %u)",
+			 rank, round, job->acc_round[slot] == (int64_t)round ? job->acc_ranks[slot] : 0,
+			 job->world);
+		return -1;
+	}
+	if (memcmp(out, want, n * sizeof(float)) == 0)
+		return 0;
+	for (size_t i = 0; i < n; i++) {
+		if (memcmp(&out[i], &want[i], sizeof(float)) == 0)
+			continue;
+		if (!bad++)
+			first = i;
+	}
+	snprintf(msg, msglen,
+		 "rank %u round %u: wrong sum: %zu elements, first at %zu (got %g, want %g)", rank,
+		 round, bad, first, (double)out[first], (double)want[first]);
+	return -1;
+}
+
+int
 sim_job_check(struct sim_job *job, uint16_t rank, uint32_t round, const float *out, char *msg,
 	      size_t msglen)
 {
@@ -60,6 +122,11 @@ sim_job_check(struct sim_job *job, uint16_t rank, uint32_t round, const float *o
 		}
 		return -1;
 	}
+	if (job->exact) {
+		if (check_acc(job, rank, round, out, msg, msglen) < 0)
+			return -1;
+		goto keep;
+	}
 	ret = workload_verify(job->workload, round, out, 0, tj->encoding, tj->block_size, &res);
 	if (ret < 0) {
 		snprintf(msg, msglen, "rank %u round %u: cannot check the sum: %s", rank, round,
@@ -74,6 +141,7 @@ sim_job_check(struct sim_job *job, uint16_t rank, uint32_t round, const float *o
 			 (unsigned long long)res.first_bad, (double)res.got, (double)res.want);
 		return -1;
 	}
+keep:
 	if (!job->ref[slot] && !(job->ref[slot] = malloc(bytes))) {
 		snprintf(msg, msglen, "out of memory");
 		return -1;
@@ -279,6 +347,17 @@ job_build(struct sim_net *net, uint32_t k, char *err, size_t errlen)
 		return 0;
 	}
 	rep->tensor_len = workload_elements(job->workload);
+	job->exact = workload_exact(job->workload, tj->encoding);
+	job->acc_round[0] = job->acc_round[1] = -1;
+	if (!job->exact && job->world > INA_MAX_WORLD) {
+		/* workload_verify holds every rank's contribution, 64 at most. */
+		rep->state = SIM_JOB_FAILED;
+		snprintf(rep->error, sizeof(rep->error),
+			 "job %s: %u workers with data whose sums are not exact (a .npy file "
+			 "or bf16): checking them needs every rank's contribution, %u at most",
+			 tj->name, job->world, INA_MAX_WORLD);
+		return 0;
+	}
 	job->hosts = calloc(job->world, sizeof(*job->hosts));
 	job->rank_joined = calloc(job->world, 1);
 	job->rank_closed = calloc(job->world, 1);
@@ -423,4 +502,6 @@ job_fini(struct sim_job *job)
 	free(job->round_end);
 	free(job->ref[0]);
 	free(job->ref[1]);
+	free(job->acc[0]);
+	free(job->acc[1]);
 }

@@ -36,6 +36,14 @@ struct sim_job {
 	 * once (a rank cannot end round r + 2 before all ended round r). */
 	float *ref[2];
 	int64_t ref_round[2];
+	/* Exact workloads (synthetic f32, i32): the expected sum of the two
+	 * rounds that can be open, accumulated as each rank generates its
+	 * input (sim_job_contribute), so no rank's contribution is kept:
+	 * what lets 1,024 workers fit (their sums are exact in any order). */
+	int exact;
+	float *acc[2];
+	int64_t acc_round[2];
+	uint32_t acc_ranks[2];		/* ranks added into acc[slot] */
 	int failed;			/* rep->error says why */
 	int start_due;			/* every rank joined: start the rounds */
 	int stop_due;			/* failed: stop the hosts */

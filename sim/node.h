@@ -55,13 +55,20 @@ struct ina_pkt_pool *sim_net_pool(struct sim_net *net);
 
 /*
  * Checks rank 'rank''s result 'out' of round 'round'. The first rank to end
- * a round is checked against every rank's contribution (workload_verify:
- * bit for bit where the data allows, else within the encoding's bound);
+ * a round is checked against every rank's contribution: bit for bit
+ * against the sum sim_job_contribute accumulated where the data allows
+ * (synthetic f32, i32), else workload_verify within the encoding's bound;
  * every other rank must then hold the same bytes, since the switch sent the
  * same sums to all. 0, or -1 with a sentence in 'msg'.
  */
 int sim_job_check(struct sim_job *job, uint16_t rank, uint32_t round, const float *out, char *msg,
 		  size_t msglen);
+
+/* Rank 'rank' generated 'in', its input of round 'round' (before sending
+ * any of it): an exact job adds it to the round's expected sum. 0, or -1
+ * with a sentence in 'msg'. */
+int sim_job_contribute(struct sim_job *job, uint16_t rank, uint32_t round, const float *in,
+		       char *msg, size_t msglen);
 
 /* Hosts report to their job (net.c): round 'round' ended on rank 'rank'
  * at 'now' with a right sum, or the job failed with 'msg'. */
