@@ -9,8 +9,11 @@
 #             drops injected on every host; --capture: a pcap per link
 #   check     `check` on every shipped file (exit 0, a summary), on broken
 #             files (exit 2, the file and line named) and a missing one
+#   tworacks  topologies/two-racks.yaml (racks under a spine, hierarchical
+#             aggregation): exit 0, every sum verified, each rack's uplink
+#             carrying 0.2-0.3 of its host links' bytes each way (dense)
 #   refuse    run refused with a clear message and nothing made: a job over
-#             two switch tiers (two-racks.yaml, exit 4; `check` accepts it),
+#             two switch tiers with --dpdk (exit 4),
 #             not root (setpriv to nobody, exit 3), --dpdk with a host in two
 #             jobs (exit 4), no network namespaces (an `ip` that cannot add
 #             one: exit 3), bad options; `clean` deletes a dead testbed's
@@ -198,18 +201,49 @@ check)
     "$tb" frobnicate >/dev/null 2>&1 || rc=$?
     [ $rc -eq 2 ] && ok "unknown command: exit 2" || bad "unknown command: exit $rc"
     ;;
-refuse)
-    # A job over two switch tiers: check accepts it and says why run cannot.
-    rc=0
-    "$tb" check "$topo/two-racks.yaml" >"$tmp/c.out" 2>&1 || rc=$?
-    [ $rc -eq 0 ] && grep -q "hierarchical aggregation" "$tmp/c.out" &&
-        ok "check two-racks: exit 0, says run cannot play it yet" ||
-        { bad "check two-racks: exit $rc"; cat "$tmp/c.out"; }
-    tb_run "$tmp/hier" run "$topo/two-racks.yaml" --workdir "$tmp/wd-hier"
-    if [ "$rc" -eq 4 ] && grep -q "hierarchical aggregation.*not built yet" "$tmp/hier.err"; then
-        ok "run two-racks: exit 4: $(cat "$tmp/hier.err")"
+tworacks)
+    # Two racks under a spine (hierarchical aggregation): exact, and on dense
+    # data each rack's uplink carries about a quarter of its four host links'
+    # bytes (one partial sum up for four contributions; one result down for
+    # four copies), each way.
+    out=$tmp/tworacks
+    grep -q "can play it" <("$tb" check "$topo/two-racks.yaml") && ok "check two-racks: playable" ||
+        bad "check two-racks does not say run can play it"
+    tb_run "$out" run "$topo/two-racks.yaml" --json "$out.json" --workdir "$tmp/wd-tworacks" --no-progress
+    [ "$rc" -eq 0 ] && ok "run two-racks: exit 0" || { bad "run two-racks: exit $rc"; show "$out"; }
+    cat "$out.out"
+    j=$out.json
+    if [ -s "$j" ]; then
+        expect_json "$j" "verified: every rank, every round" \
+            '.verified and all(.jobs[]; .verified and .rounds_done == .rounds) and
+             all(.jobs[].ranks[]; .verified and .exited_ok)'
+        expect_json "$j" "every link counted both ways" \
+            'all(.links[]; .counted and .a_to_b.bytes_sent > 0 and .b_to_a.bytes_sent > 0)'
+        for r in rack0 rack1; do
+            # ratio DIR: the uplink's bytes that way over its host links' total.
+            ratio() {
+                jq -r --arg r "$r" --arg d "$1" '
+                    ([.links[] | select(.a == $r and .b == "spine0") | .[$d].bytes_sent] | add) /
+                    ([.links[] | select(.b == $r) | .[$d].bytes_sent] | add)' "$j"
+            }
+            up=$(ratio a_to_b) down=$(ratio b_to_a)
+            awk -v u="$up" -v d="$down" 'BEGIN { exit !(u > 0.2 && u < 0.3 && d > 0.2 && d < 0.3) }' &&
+                ok "$r: uplink bytes / its host links' = $up up, $down down (about 1/4)" ||
+                bad "$r: uplink bytes / its host links' = $up up, $down down, not about 1/4"
+        done
     else
-        bad "run two-racks: exit $rc"; show "$tmp/hier"
+        bad "no JSON report"
+    fi
+    torn_down "$pid" tworacks
+    ;;
+refuse)
+    # Two switch tiers over DPDK: refused (every switch answers for one
+    # address there), nothing made.
+    tb_run "$tmp/hier" run "$topo/two-racks.yaml" --dpdk --workdir "$tmp/wd-hier"
+    if [ "$rc" -eq 4 ] && grep -q "hierarchical aggregation over DPDK" "$tmp/hier.err"; then
+        ok "run two-racks --dpdk: exit 4: $(cat "$tmp/hier.err")"
+    else
+        bad "run two-racks --dpdk: exit $rc"; show "$tmp/hier"
     fi
     torn_down "$pid" hier
     # Not root: refused before anything is made.
