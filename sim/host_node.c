@@ -204,8 +204,8 @@ host_node_create(struct sim_net *net, const struct host_node_config *cfg)
 	h->cfg = *cfg;
 	engine_config_init(&ec);
 	ec.job_id = cfg->job_id;
-	ec.rank = cfg->rank;
-	ec.world = cfg->world;
+	ec.rank = cfg->switch_rank;
+	ec.world = cfg->switch_world;
 	ec.lanes = cfg->lanes;
 	ec.max_block = cfg->block_size;
 	ec.encoding = cfg->encoding;

@@ -230,7 +230,8 @@ job_admit(struct sim_net *net, uint32_t k, uint8_t *host_taken)
 	const struct topology *t = net->t;
 	const struct topo_job *tj = &t->jobs[k];
 	struct sim_job_report *rep = &net->rep.jobs[k];
-	int sw = -1;
+	struct tiers *tr = &net->jobs[k].tiers;
+	char err[300];
 
 	rep->switch_node = -1;
 	if (tj->nb_hosts == 0) {
@@ -245,35 +246,31 @@ job_admit(struct sim_net *net, uint32_t k, uint8_t *host_taken)
 			job_refuse(rep, "job %s: rank %u is not a host on a switch", tj->name, r);
 			return;
 		}
-		if (sw < 0)
-			sw = t->nodes[h].attach;
-		if (t->nodes[h].attach != sw) {
-			uint32_t nb_sw = 0;
-
-			/* How many switches its hosts hang off, for the message. */
-			for (uint32_t x = 0; x < t->nb_nodes; x++) {
-				if (t->nodes[x].kind != TOPO_SWITCH)
-					continue;
-				for (uint16_t q = 0; q < tj->nb_hosts; q++) {
-					if (t->nodes[tj->hosts[q]].attach == (int)x) {
-						nb_sw++;
-						break;
-					}
-				}
-			}
-			job_refuse(rep,
-				   "job %s spans %u switches (%s, %s%s): aggregating it needs "
-				   "hierarchical aggregation, a rack switch presenting itself "
-				   "upstream as one worker (DESIGN.md), which the pipeline does not "
-				   "have yet; its %u workers are not simulated",
-				   tj->name, nb_sw, t->nodes[sw].name, t->nodes[t->nodes[h].attach].name,
-				   nb_sw > 2 ? ", ..." : "", tj->nb_hosts);
+	}
+	if (tiers_build(t, tj, INA_MAX_WORLD, tr, err, sizeof(err)) < 0) {
+		job_refuse(rep, "%s", err);
+		return;
+	}
+	for (uint32_t s = 0; s < t->nb_nodes; s++) {
+		if (tr->m[s].up < 0 || t->nodes[s].kind != TOPO_SWITCH)
+			continue;
+		if (net->switch_role[s] == SW_ROOT) {
+			job_refuse(rep, "job %s: switch %s would be one of its racks (under %s) and "
+					"the root of another job: a switch with an uplink runs only "
+					"the jobs it forwards upstream", tj->name, t->nodes[s].name,
+				   t->nodes[tr->m[s].up].name);
+			return;
+		}
+		if (tj->encoding == INA_ENC_BF16) {
+			job_refuse(rep, "job %s spans %u switches in bf16: a rack switch does not "
+					"forward bf16 upstream", tj->name, tr->nb_switches);
 			return;
 		}
 	}
-	if (tj->nb_hosts > INA_MAX_WORLD) {
-		job_refuse(rep, "job %s: %u workers on one switch exceed the %u its bitmaps hold",
-			   tj->name, tj->nb_hosts, INA_MAX_WORLD);
+	if (net->switch_role[tj->root] == SW_RACK) {
+		job_refuse(rep, "job %s: its root %s is a rack of another job (a switch with an "
+				"uplink runs only the jobs it forwards upstream)", tj->name,
+			   t->nodes[tj->root].name);
 		return;
 	}
 	for (uint16_t r = 0; r < tj->nb_hosts; r++) {
@@ -300,7 +297,13 @@ job_admit(struct sim_net *net, uint32_t k, uint8_t *host_taken)
 	}
 	for (uint16_t r = 0; r < tj->nb_hosts; r++)
 		host_taken[tj->hosts[r]] = 1;
-	rep->switch_node = sw;
+	for (uint32_t s = 0; s < t->nb_nodes; s++)
+		if (tr->m[s].up >= 0 && t->nodes[s].kind == TOPO_SWITCH)
+			net->switch_role[s] = SW_RACK;
+	net->switch_role[tj->root] = SW_ROOT;
+	rep->switch_node = tj->root;
+	rep->nb_switches = tr->nb_switches;
+	rep->tiers = tr->max_depth;
 }
 
 void
@@ -372,11 +375,13 @@ job_build(struct sim_net *net, uint32_t k, char *err, size_t errlen)
 	for (uint16_t r = 0; r < job->world; r++) {
 		struct host_node_config hc = {
 			.index = tj->hosts[r],
-			.switch_index = rep->switch_node,
+			.switch_index = job->tiers.m[tj->hosts[r]].up,
 			.job = job,
 			.workload = job->workload,
 			.rank = r,
 			.world = job->world,
+			.switch_rank = job->tiers.m[tj->hosts[r]].rank,
+			.switch_world = job->tiers.m[tj->hosts[r]].world,
 			.lanes = tj->lanes,
 			.block_size = tj->block_size,
 			.encoding = tj->encoding,
@@ -504,4 +509,5 @@ job_fini(struct sim_job *job)
 	free(job->ref[1]);
 	free(job->acc[0]);
 	free(job->acc[1]);
+	tiers_fini(&job->tiers);
 }

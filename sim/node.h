@@ -81,10 +81,13 @@ void sim_job_phase(struct sim_job *job, uint16_t rank, int phase, uint64_t now);
 /* The two kinds of node. NULL with errno set. */
 struct host_node_config {
 	int index;			/* node index */
-	int switch_index;		/* node index of the job's switch */
+	int switch_index;		/* node index of the host's switch */
 	struct sim_job *job;
 	struct workload *workload;	/* the job's (shared by its hosts) */
-	uint16_t rank, world, lanes, block_size;
+	uint16_t rank, world;		/* in the job (its data, its checks) */
+	uint16_t switch_rank, switch_world; /* the engine's, on its switch
+					 * (tiers.h): rank and world on one */
+	uint16_t lanes, block_size;
 	uint8_t encoding;
 	uint32_t job_id, tensor_len, rounds;
 	uint64_t rto_ns;		/* first retransmission timeout, 0: the
