@@ -44,6 +44,19 @@ plan_check_tiers(const struct topology *t, const struct topo_job *job, const str
 {
 	if (tr->nb_switches < 2)
 		return 0;
+	if (job->data != TOPO_DATA_SYNTHETIC) {
+		msg(err, errlen,
+		    "job '%s' spans %u switches with data from a file: its hosts check sums "
+		    "against their own switch's ranks only, so ina-testbed checks such a job "
+		    "itself, which it can do for synthetic data only", job->name,
+		    tr->nb_switches);
+		return TB_EXIT_UNSUPPORTED;
+	}
+	if (job->encoding == INA_ENC_BF16) {
+		msg(err, errlen, "job '%s' spans %u switches in bf16: a rack switch does not "
+				 "forward bf16 upstream", job->name, tr->nb_switches);
+		return TB_EXIT_UNSUPPORTED;
+	}
 	if (dpdk) {
 		msg(err, errlen,
 		    "--dpdk: job '%s' spans %u switches: hierarchical aggregation over DPDK is "
@@ -194,4 +207,12 @@ plan_host_rto_us(const struct topo_link *l, const struct topo_job *job)
 		return 0;
 	/* ina-host's minimum is 5 ms; it takes up to 10 s. */
 	return us < 5000 ? 5000 : us > 10000000 ? 10000000 : us;
+}
+
+uint64_t
+plan_host_seed(const struct topo_job *job, const struct tiers *tr, int host)
+{
+	if (tr->nb_switches < 2)
+		return job->seed;
+	return job->seed ^ ((uint64_t)(tr->m[host].up + 1) * 0x9e3779b97f4a7c15ull);
 }

@@ -12,6 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "tiers.h"
 #include "topology.h"
 
 #define PLAN_SWITCH_UDP_PORT 9150
@@ -52,5 +53,13 @@ void plan_host_port(const struct topo_link *l, uint32_t i, int dpdk, uint64_t se
  * applies (ina-host's default).
  */
 uint64_t plan_host_rto_us(const struct topo_link *l, const struct topo_job *job);
+
+/*
+ * ina-host's --seed for host 'host' of synthetic job 'job' with tree 'tr':
+ * the job's seed on one switch; across switches each switch's hosts get
+ * their own (the job's seed mixed with the switch's node index), since they
+ * generate their data from their rank on their switch (expect.h).
+ */
+uint64_t plan_host_seed(const struct topo_job *job, const struct tiers *tr, int host);
 
 #endif

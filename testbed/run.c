@@ -21,6 +21,7 @@
 #include "procs.h"
 #include "report.h"
 #include "run.h"
+#include "expect.h"
 #include "tiers.h"
 
 #define START_MS 3000		/* tcpdump to be up */
@@ -55,6 +56,8 @@ struct run {
 	char (*reports)[PATH_MAX];	/* [proc] ina-host --report file */
 	struct report_link *links;	/* [link] */
 	struct tiers *tiers;		/* [job] its aggregation tree */
+	uint64_t **want_hash;		/* [job][round] a multi-tier job's sums
+					 * (expect.h), NULL on one switch */
 	int progress_shown;
 };
 
@@ -476,7 +479,8 @@ start_hosts(struct run *r, char *err, size_t errlen)
 			} else {
 				tb_fmt(elems, sizeof(elems), "%" PRIu32, job->tensor_len);
 				tb_fmt(dens, sizeof(dens), "%.17g", job->density);
-				tb_fmt(seed, sizeof(seed), "%" PRIu64, job->seed);
+				tb_fmt(seed, sizeof(seed), "%" PRIu64,
+				       plan_host_seed(job, &r->tiers[j], node));
 				argv[a++] = "--elements", argv[a++] = elems;
 				argv[a++] = "--density", argv[a++] = dens;
 				argv[a++] = "--seed", argv[a++] = seed;
@@ -652,7 +656,8 @@ alloc_run(struct run *r)
 	r->links = calloc(t->nb_links ? t->nb_links : 1, sizeof(*r->links));
 	r->host_proc = calloc(t->nb_jobs ? t->nb_jobs : 1, sizeof(*r->host_proc));
 	r->tiers = calloc(t->nb_jobs ? t->nb_jobs : 1, sizeof(*r->tiers));
-	if (!r->tiers || !r->ns || !r->ns_made || !r->procs || !r->kinds || !r->log_off || !r->rounds_done ||
+	r->want_hash = calloc(t->nb_jobs ? t->nb_jobs : 1, sizeof(*r->want_hash));
+	if (!r->tiers || !r->want_hash || !r->ns || !r->ns_made || !r->procs || !r->kinds || !r->log_off || !r->rounds_done ||
 	    !r->reports || !r->links || !r->host_proc)
 		return -1;
 	for (uint32_t j = 0; j < t->nb_jobs; j++) {
@@ -663,6 +668,14 @@ alloc_run(struct run *r)
 		/* plan_check built it once already: it cannot fail but for memory. */
 		if (tiers_build(t, &t->jobs[j], INA_MAX_WORLD, &r->tiers[j], err, sizeof(err)) < 0)
 			return -1;
+		if (r->tiers[j].nb_switches < 2)
+			continue;
+		r->want_hash[j] = calloc(t->jobs[j].rounds + 1, sizeof(uint64_t));
+		if (!r->want_hash[j] ||
+		    expect_hashes(&t->jobs[j], &r->tiers[j], r->want_hash[j], err, sizeof(err)) < 0) {
+			fprintf(stderr, "ina-testbed: %s\n", err);
+			return -1;
+		}
 	}
 	return 0;
 }
@@ -675,6 +688,9 @@ free_run(struct run *r)
 	free(r->host_proc);
 	for (uint32_t j = 0; r->tiers && j < r->t->nb_jobs; j++)
 		tiers_fini(&r->tiers[j]);
+	for (uint32_t j = 0; r->want_hash && j < r->t->nb_jobs; j++)
+		free(r->want_hash[j]);
+	free(r->want_hash);
 	free(r->tiers);
 	free(r->ns);
 	free(r->ns_made);
@@ -718,6 +734,7 @@ report(struct run *r, const char *outcome, double seconds)
 			rk->exited_ok = p->exited && WIFEXITED(p->status) && WEXITSTATUS(p->status) == 0;
 			proc_how(p, rk->how, sizeof(rk->how));
 			rk->rounds_done = r->rounds_done[pi];
+			rk->want_hash = r->want_hash[j];
 		}
 	}
 	if (!rr.ranks)
