@@ -12,6 +12,8 @@
 #   tworacks  topologies/two-racks.yaml (racks under a spine, hierarchical
 #             aggregation): exit 0, every sum verified, each rack's uplink
 #             carrying 0.2-0.3 of its host links' bytes each way (dense)
+#   simagree  sim/compare-testbed on rack4 and two-racks at 20 Mbit/s, dense:
+#             ina-sim's round within 20% of the median measured round
 #   refuse    run refused with a clear message and nothing made: a job over
 #             two switch tiers with --dpdk (exit 4),
 #             not root (setpriv to nobody, exit 3), --dpdk with a host in two
@@ -237,6 +239,21 @@ tworacks)
         bad "no JSON report"
     fi
     torn_down "$pid" tworacks
+    ;;
+simagree)
+    # ina-sim's prediction against the testbed where the links, not this
+    # machine's CPU, bound the rounds (20 Mbit/s host links, dense): the
+    # simulator's round within 20% of the median of 15 measured rounds (3
+    # runs of 5), on one switch and on two racks under a spine.
+    [ -x "$build/sim/ina-sim" ] || { echo "SKIP: ina-sim not built"; exit 77; }
+    for f in rack4 two-racks; do
+        if "$src/sim/compare-testbed" --sim "$build/sim/ina-sim" --testbed "$tb" --topology $f \
+            --runs 3 --rounds 5 --densities 1.0 --max-error 20 20 >"$tmp/cmp.out" 2>&1; then
+            ok "$f: within 20%: $(tail -1 "$tmp/cmp.out")"
+        else
+            bad "$f: $(cat "$tmp/cmp.out")"
+        fi
+    done
     ;;
 refuse)
     # Two switch tiers over DPDK: refused (every switch answers for one
