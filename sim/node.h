@@ -3,11 +3,11 @@
  * What a node of the simulated network is to net.c, and what net.c offers
  * back. A node is an ops table over its own state: packets addressed to it
  * and its timer go in; it sends packets and asks for wake-ups through the
- * sim_net_* services below. Today there are two kinds: a host (host_node.c:
- * a host engine and its workload) and a switch (switch_node.c: one pipeline
- * for the jobs whose hosts hang off it). A rack switch that presents itself
- * upstream as one worker (DESIGN.md, hierarchical aggregation) will be a
- * third kind behind the same ops, with the pipeline mode that does it.
+ * sim_net_* services below. There are two kinds: a host (host_node.c: a
+ * host engine and its workload) and a switch (switch_node.c: one pipeline
+ * for the jobs it aggregates). A switch below a job's root (a rack under a
+ * spine) is the same kind with the pipeline's uplink configured: what it
+ * sends upstream is addressed to its parent and routed like any packet.
  */
 #ifndef INA_SIM_NODE_H
 #define INA_SIM_NODE_H
