@@ -831,7 +831,7 @@ handle_data(struct pipeline *p, struct ina_pkt *in, struct job *j, const struct 
 	}
 	if (hf->state == HALF_UP) {
 		/* A rack waits on the spine: a local resend makes it resend. */
-		return uplink_data(p, in, j, s, h->lane, ver, 1);
+		return uplink_data(p, in, j, s, h->lane, ver, 1, now);
 	}
 	if (hf->bitmap >> h->rank & 1) {
 		uint64_t dead = silent_ranks(p, j, j->full & ~hf->bitmap, now);
@@ -850,7 +850,7 @@ handle_data(struct pipeline *p, struct ina_pkt *in, struct job *j, const struct 
 	if (j->up) {
 		/* A rack: the partial sum goes upstream; the spine completes. */
 		hf->state = HALF_UP;
-		return uplink_data(p, in, j, s, h->lane, ver, 0);
+		return uplink_data(p, in, j, s, h->lane, ver, 0, now);
 	}
 	/* Complete: the sum goes to every rank; the halves swap roles. If no
 	 * buffer, the workers' retransmissions will ask the shadow. */

@@ -129,17 +129,28 @@ uplink_join(struct pipeline *p, struct ina_pkt *in, struct job *j)
 
 struct ina_pkt *
 uplink_data(struct pipeline *p, struct ina_pkt *in, struct job *j, struct slot *s, uint16_t lane,
-	    uint8_t ver, int resend)
+	    uint8_t ver, int resend, uint64_t now)
 {
 	const struct half *hf = &s->h[ver];
 	uint16_t n = hf->has_data ? ina_wire_block_elems(hf->key.tensor_len, hf->key.block_size,
 							 hf->key.block)
 				  : 0;
-	struct ina_pkt *o = pl_answer_buf(p, in, INA_HDR_SIZE + (uint32_t)n * 4u);
+	struct ina_pkt *o;
 	struct ina_hdr h;
 
+	if (resend && s->waited && now - s->last_wait_ns < p->cfg.wait_interval_ns) {
+		/* Several local ranks time out together: one resend will do. */
+		p->st.duplicates++;
+		ina_pkt_free(in);
+		return NULL;
+	}
+	o = pl_answer_buf(p, in, INA_HDR_SIZE + (uint32_t)n * 4u);
 	if (!o)
 		return NULL;
+	/* The slot's WAIT clock: the block is complete here, no WAIT goes out
+	 * for it, and pl_slot_complete() resets it. */
+	s->waited = 1;
+	s->last_wait_ns = now;
 	up_hdr(&h, j, INA_T_DATA, j->up_epoch);
 	h.flags = (uint8_t)(ver | (resend ? INA_F_RETX : 0));
 	h.lane = lane;

@@ -30,9 +30,10 @@ struct ina_pkt *uplink_join(struct pipeline *p, struct ina_pkt *in, struct job *
 /* Half 'ver' of lane 'lane' (slot 's') is complete here (HALF_UP): 'in'
  * becomes the rack's DATA to the spine with the partial sum; 'resend' marks
  * a resend (a local rank's retransmission while the spine's RESULT is
- * outstanding). */
+ * outstanding; at most one per wait interval, the others are dropped and
+ * counted as duplicates). */
 struct ina_pkt *uplink_data(struct pipeline *p, struct ina_pkt *in, struct job *j, struct slot *s,
-			    uint16_t lane, uint8_t ver, int resend);
+			    uint16_t lane, uint8_t ver, int resend, uint64_t now);
 
 /* The last local FIN (and each resend of one): the rack's FIN to the spine. */
 struct ina_pkt *uplink_fin(struct pipeline *p, struct ina_pkt *in, struct job *j,
