@@ -80,8 +80,8 @@ check_acc(struct sim_job *job, uint16_t rank, uint32_t round, const float *out, 
 		snprintf(msg, msglen,
 			 "rank %u round %u: a result before every rank's input was generated "
 			 "(%u of %u)",
-			 rank, round, job->acc_round[slot] == (int64_t)round ? job->acc_ranks[slot] : 0,
-			 job->world);
+			 rank, round,
+			 job->acc_round[slot] == (int64_t)round ? job->acc_ranks[slot] : 0, job->world);
 		return -1;
 	}
 	if (memcmp(out, want, n * sizeof(float)) == 0)

@@ -233,7 +233,8 @@ sim_net_create(const struct topology *t, const struct sim_config *cfg, char *err
 	net->rep.jobs = calloc(t->nb_jobs + 1, sizeof(*net->rep.jobs));
 	net->rep.links = calloc(t->nb_links + 1, sizeof(*net->rep.links));
 	taken = calloc(t->nb_nodes + 1, 1);
-	if (!net->links || !net->win_start || !net->nodes || !net->switch_role || !net->sw_stats || !net->jobs ||
+	if (!net->links || !net->win_start || !net->nodes || !net->switch_role || !net->sw_stats ||
+	    !net->jobs ||
 	    !net->rep.jobs || !net->rep.links || !taken) {
 		snprintf(err, errlen, "out of memory");
 		goto err;

@@ -25,8 +25,9 @@ expect_hashes(const struct topo_job *job, const struct tiers *tr, uint64_t *want
 	int ret = -1;
 
 	if (!expect_exact(job)) {
-		snprintf(err, errlen, "job %s: only synthetic f32 or i32 data can be checked across "
-				      "switches", job->name);
+		snprintf(err, errlen,
+			 "job %s: only synthetic f32 or i32 data can be checked across switches",
+			 job->name);
 		goto out;
 	}
 	if (!sum || !in) {
@@ -43,8 +44,8 @@ expect_hashes(const struct topo_job *job, const struct tiers *tr, uint64_t *want
 
 			if (!w || workload_fill(w, r, m->rank, in) < 0) {
 				workload_destroy(w);
-				snprintf(err, errlen, "job %s: cannot generate rank %u's data", job->name,
-					 k);
+				snprintf(err, errlen, "job %s: cannot generate rank %u's data",
+					 job->name, k);
 				goto out;
 			}
 			workload_destroy(w);

@@ -657,8 +657,8 @@ alloc_run(struct run *r)
 	r->host_proc = calloc(t->nb_jobs ? t->nb_jobs : 1, sizeof(*r->host_proc));
 	r->tiers = calloc(t->nb_jobs ? t->nb_jobs : 1, sizeof(*r->tiers));
 	r->want_hash = calloc(t->nb_jobs ? t->nb_jobs : 1, sizeof(*r->want_hash));
-	if (!r->tiers || !r->want_hash || !r->ns || !r->ns_made || !r->procs || !r->kinds || !r->log_off || !r->rounds_done ||
-	    !r->reports || !r->links || !r->host_proc)
+	if (!r->tiers || !r->want_hash || !r->ns || !r->ns_made || !r->procs || !r->kinds ||
+	    !r->log_off || !r->rounds_done || !r->reports || !r->links || !r->host_proc)
 		return -1;
 	for (uint32_t j = 0; j < t->nb_jobs; j++) {
 		r->host_proc[j] = calloc(t->jobs[j].nb_hosts ? t->jobs[j].nb_hosts : 1,

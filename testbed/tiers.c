@@ -45,8 +45,8 @@ tiers_build(const struct topology *t, const struct topo_job *job, uint32_t max_w
 
 		if (h < 0 || (uint32_t)h >= t->nb_nodes || t->nodes[h].kind != TOPO_HOST ||
 		    t->nodes[h].attach < 0) {
-			snprintf(err, errlen, "job %s: rank %u is not a host on a switch", job->name,
-				 k);
+			snprintf(err, errlen, "job %s: rank %u is not a host on a switch",
+				 job->name, k);
 			goto bad;
 		}
 		for (s = t->nodes[h].attach; s != job->root; s = t->nodes[s].parent, depth++) {

@@ -11,7 +11,8 @@
 #             files (exit 2, the file and line named) and a missing one
 #   tworacks  topologies/two-racks.yaml (racks under a spine, hierarchical
 #             aggregation): exit 0, every sum verified, each rack's uplink
-#             carrying 0.2-0.3 of its host links' bytes each way (dense)
+#             carrying 0.2-0.35 of its host links' bytes each way (dense;
+#             0.25 without retransmissions)
 #   simagree  sim/compare-testbed on rack4 and two-racks at 20 Mbit/s, dense:
 #             ina-sim's round within 20% of the median measured round
 #   refuse    run refused with a clear message and nothing made: a job over
@@ -231,7 +232,9 @@ tworacks)
                     ([.links[] | select(.b == $r) | .[$d].bytes_sent] | add)' "$j"
             }
             up=$(ratio a_to_b) down=$(ratio b_to_a)
-            awk -v u="$up" -v d="$down" 'BEGIN { exit !(u > 0.2 && u < 0.3 && d > 0.2 && d < 0.3) }' &&
+            # 0.25 when nothing is resent; each local retransmission under
+            # load resends the rack's DATA too, which weighs 4x up there.
+            awk -v u="$up" -v d="$down" 'BEGIN { exit !(u > 0.2 && u < 0.35 && d > 0.2 && d < 0.35) }' &&
                 ok "$r: uplink bytes / its host links' = $up up, $down down (about 1/4)" ||
                 bad "$r: uplink bytes / its host links' = $up up, $down down, not about 1/4"
         done
