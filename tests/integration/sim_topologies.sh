@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# Integration test of ina-sim on the shipped topologies: rack4 and
-# rack4-lossy run with every sum checked (exit 0, state ok, hosts x rounds
-# sums, loss seen and repaired on the lossy one); the same file and seed give
+# Integration test of ina-sim on the shipped topologies: rack4, rack4-lossy
+# and rack4-grads (real gradients) run with every sum checked (exit 0, state
+# ok, hosts x rounds sums, loss seen and repaired on the lossy one); the same file and seed give
 # the same JSON report (wall times aside), another seed other losses and the
 # same verdict; two-racks runs in tiers (racks under a spine) with every sum
 # checked, each rack's uplink carrying a quarter of its four host links'
@@ -61,6 +61,9 @@ for f in rack4 rack4-lossy; do
 	[ "$(q '.jobs[0].ring.time_ns > 0' "$tmp/$f.json")" = true ] || fail "$f: no ring time"
 	[ "$(q '.links | length' "$tmp/$f.json")" = 4 ] || fail "$f: not 4 links"
 done
+run rack4-grads "$tmp/grads.json"
+[ "$(q '.jobs[0].state' "$tmp/grads.json")" = ok ] || fail "rack4-grads: not ok"
+[ "$(q '.jobs[0].sums_checked' "$tmp/grads.json")" = 12 ] || fail "rack4-grads: not 12 sums checked"
 lost=$(q '[.links[].directions[].lost] | add' "$tmp/rack4-lossy.json")
 [ "$lost" -gt 0 ] || fail "rack4-lossy: nothing lost"
 [ "$(q '.jobs[0].retransmits > 0' "$tmp/rack4-lossy.json")" = true ] || fail "no retransmits"

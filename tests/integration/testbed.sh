@@ -9,6 +9,8 @@
 #             drops injected on every host; --capture: a pcap per link
 #   check     `check` on every shipped file (exit 0, a summary), on broken
 #             files (exit 2, the file and line named) and a missing one
+#   grads     topologies/rack4-grads.yaml (a .npy of real gradients): exit 0,
+#             every rank verified every round
 #   tworacks  topologies/two-racks.yaml (racks under a spine, hierarchical
 #             aggregation): exit 0, every sum verified, each rack's uplink
 #             carrying 0.2-0.35 of its host links' bytes each way (dense;
@@ -203,6 +205,17 @@ check)
     rc=0
     "$tb" frobnicate >/dev/null 2>&1 || rc=$?
     [ $rc -eq 2 ] && ok "unknown command: exit 2" || bad "unknown command: exit $rc"
+    ;;
+grads)
+    # topologies/rack4-grads.yaml: real gradients from a .npy file, checked by
+    # each host within the encoding's bound.
+    out=$tmp/grads
+    tb_run "$out" run "$topo/rack4-grads.yaml" --json "$out.json" --workdir "$tmp/wd-grads" --no-progress
+    [ "$rc" -eq 0 ] && ok "run rack4-grads: exit 0" || { bad "run rack4-grads: exit $rc"; show "$out"; }
+    expect_json "$out.json" "every rank verified every round" \
+        '.verified and all(.jobs[]; .verified and .rounds_done == .rounds) and
+         all(.jobs[].ranks[]; .verified and .exited_ok)'
+    torn_down "$pid" grads
     ;;
 tworacks)
     # Two racks under a spine (hierarchical aggregation): exact, and on dense
