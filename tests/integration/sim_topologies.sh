@@ -6,8 +6,9 @@
 # the same JSON report (wall times aside), another seed other losses and the
 # same verdict; two-racks runs in tiers (racks under a spine) with every sum
 # checked, each rack's uplink carrying a quarter of its four host links'
-# bytes each way, and its ring allreduce time; a file that does not load is
-# exit status 2. CASE fabric instead: fabric-1024 (1,024 workers in three
+# bytes each way, and its ring allreduce time; a small generated fabric in
+# three tiers exact in f32, i32 and i32 with loss on every link; a file that
+# does not load is exit status 2. CASE fabric instead: fabric-1024 (1,024 workers in three
 # tiers, about 30 s and 2.5 GB here): every sum checked, the load by tier
 # (each uplink a sixteenth, then an eighth, of its tier below), the ring.
 # Usage: sim_topologies.sh BUILD_DIR SOURCE_DIR [small|fabric]
@@ -93,6 +94,27 @@ for r in rack0 rack1; do
 			fail "$f: $r's uplink carries $ratio of its host links' bytes (direction $d)"
 	done
 done
+
+# Three tiers on a small fabric (topologies/gen-fabric: 4 racks of 3, 2
+# spines, a core): exact as generated (f32, density 0.1), in i32 dense, and
+# in i32 with 1% loss on every link, the uplinks included.
+"$src/topologies/gen-fabric" 4 3 2 2 >"$tmp/f12.yaml"
+sed -e 's/^    rounds: 2/    rounds: 2\n    encoding: i32/' -e 's/density: 0.1/density: 1.0/' \
+	"$tmp/f12.yaml" >"$tmp/f12-i32.yaml"
+sed -e 's/^    rounds: 2/    rounds: 2\n    encoding: i32/' -e 's/density: 0.1/density: 0.3/' \
+	-e 's/^  latency: 1us/  latency: 1us\n  loss: 0.01/' "$tmp/f12.yaml" >"$tmp/f12-lossy.yaml"
+for f in f12 f12-i32 f12-lossy; do
+	timeout 120 "$sim" --quiet --json "$tmp/$f.json" "$tmp/$f.yaml" 2>"$tmp/err" ||
+		fail "$f: exit $? ($(tail -1 "$tmp/err"))"
+	[ "$(q '.jobs[0].state' "$tmp/$f.json")" = ok ] || fail "$f: not ok"
+	[ "$(q '.jobs[0].sums_checked' "$tmp/$f.json")" = 24 ] || fail "$f: not 24 sums checked"
+	[ "$(q '.jobs[0].switches' "$tmp/$f.json")" = 7 ] || fail "$f: not 7 switches"
+	[ "$(q '.jobs[0].tiers' "$tmp/$f.json")" = 3 ] || fail "$f: not 3 tiers"
+done
+[ "$(q '.jobs[0].encoding' "$tmp/f12-i32.json")" = i32 ] || fail "f12-i32: not i32"
+[ "$(q '.jobs[0].retransmits > 0' "$tmp/f12-lossy.json")" = true ] || fail "f12-lossy: no retransmits"
+[ "$(q '[.links[] | select(.b == "core0") | .directions[].lost] | add > 0' "$tmp/f12-lossy.json")" = true ] ||
+	fail "f12-lossy: nothing lost on the spines' uplinks"
 
 # A file that does not load: one line, exit 2.
 echo 'name: [' >"$tmp/bad.yaml"
