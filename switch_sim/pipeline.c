@@ -793,7 +793,8 @@ handle_data(struct pipeline *p, struct ina_pkt *in, struct job *j, const struct 
 	};
 	struct ina_pkt *o;
 
-	if (!(j->joined >> h->rank & 1)) {
+	if (!(j->joined >> h->rank & 1) || j->up == UP_JOINING) {
+		/* (a rack's job runs once the spine admitted it) */
 		p->st.drop[PDROP_NOT_JOINED]++;
 		goto drop;
 	}
@@ -912,6 +913,12 @@ handle_leave(struct pipeline *p, struct ina_pkt *in, struct job *j, const struct
 	p->st.leaves++;
 	if (!p->quiet)
 		INA_LOG(INFO, "job %" PRIu32 ": rank %u left", j->params.job_id, h->rank);
+	if (!others && j->up == UP_RUNNING) {
+		/* A rack whose last rank left leaves the spine's job. */
+		o = uplink_leave(p, in, j);
+		pl_job_free(p, j);
+		return o;
+	}
 	o = others ? send_error(p, in, h, INA_WERR_LEFT, "job %" PRIu32 ": rank %u left the job",
 				j->params.job_id, h->rank)
 		   : (ina_pkt_free(in), NULL);
@@ -1388,6 +1395,7 @@ pipeline_stats_fprint(const struct pipeline_stats *st, FILE *f)
 	PRINT(up_results);
 	PRINT(up_fins);
 	PRINT(up_errors);
+	PRINT(up_leaves);
 #undef PRINT
 	for (int r = 1; r < INA_WIRE_REASON_MAX; r++)
 		if (st->drop_wire[r])

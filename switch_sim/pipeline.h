@@ -156,6 +156,7 @@ struct pipeline_stats {
 	uint64_t up_results;		/* rack: spine RESULTs stored, sent down */
 	uint64_t up_fins;		/* rack: FINs sent to the spine */
 	uint64_t up_errors;		/* rack: spine ERRORs sent down */
+	uint64_t up_leaves;		/* rack: LEAVEs sent to the spine */
 	uint64_t drop_wire[INA_WIRE_REASON_MAX];	/* by enum ina_wire_reason */
 	uint64_t drop[PDROP_MAX];			/* by enum pipeline_drop */
 };

@@ -203,6 +203,22 @@ uplink_fin(struct pipeline *p, struct ina_pkt *in, struct job *j, const struct i
 	return o;
 }
 
+struct ina_pkt *
+uplink_leave(struct pipeline *p, struct ina_pkt *in, struct job *j)
+{
+	struct ina_pkt *o = pl_answer_buf(p, in, INA_HDR_SIZE);
+	struct ina_hdr h;
+
+	if (!o)
+		return NULL;
+	up_hdr(&h, j, INA_T_LEAVE, j->up_epoch);
+	ina_wire_encode_hdr(&h, o->data);
+	o->len = INA_HDR_SIZE;
+	o->peer = p->cfg.uplink;
+	p->st.up_leaves++;
+	return o;
+}
+
 /* The spine's JOIN_ACK: the rack runs; every local rank that joined hears. */
 static struct ina_pkt *
 rx_join_ack(struct pipeline *p, struct ina_pkt *in, struct job *j, const struct ina_hdr *h)
@@ -221,6 +237,11 @@ rx_join_ack(struct pipeline *p, struct ina_pkt *in, struct job *j, const struct 
 	j->up = UP_RUNNING;
 	INA_LOG(INFO, "job %" PRIu32 ": joined the spine as rank %u of %u, epoch %" PRIu32,
 		j->params.job_id, j->up_rank, j->up_world, h->epoch);
+	if (!(j->joined & ~j->finished)) {
+		/* Every rank that joined has finished already: nobody to tell. */
+		ina_pkt_free(in);
+		return NULL;
+	}
 	o = pl_answer_buf(p, in, INA_HDR_SIZE + sizeof(struct ina_wire_join));
 	if (!o)
 		return NULL;
@@ -378,6 +399,11 @@ uplink_rx(struct pipeline *p, struct ina_pkt *in, uint64_t now)
 	case INA_T_FIN_ACK:
 		return rx_fin_ack(p, in, j);
 	case INA_T_ERROR:
+		if (h.status < INA_WERR_NO_SLOTS || h.status > INA_WERR_MAX) {
+			/* Not a code of this version: not passed on. */
+			p->st.drop[PDROP_UNEXPECTED]++;
+			goto drop;
+		}
 		return rx_error(p, in, j, &h);
 	case INA_T_WAIT:
 		/* The spine waits on another rack: the local ranks' timers

@@ -39,6 +39,10 @@ struct ina_pkt *uplink_data(struct pipeline *p, struct ina_pkt *in, struct job *
 struct ina_pkt *uplink_fin(struct pipeline *p, struct ina_pkt *in, struct job *j,
 			   const struct ina_hdr *h);
 
+/* A local LEAVE that leaves no local rank in the job: the rack's LEAVE to
+ * the spine (which tells the other racks' ranks). */
+struct ina_pkt *uplink_leave(struct pipeline *p, struct ina_pkt *in, struct job *j);
+
 /* A packet from the spine: JOIN_ACK, RESULT, FIN_ACK, ERROR (WAIT and the
  * rest are counted drops). */
 struct ina_pkt *uplink_rx(struct pipeline *p, struct ina_pkt *in, uint64_t now);
