@@ -141,45 +141,53 @@ log_failover(struct ina_ctx *ctx)
 		(double)es->failover_silence_ns / 1e6);
 }
 
+/*
+ * One burst each way between the port and the engine: receive (captured,
+ * given to the engine, a takeover logged), then what the engine sends
+ * (a stall logged, captured, sent). Returns whether anything moved.
+ */
+static int
+pump(struct ina_ctx *ctx)
+{
+	struct ina_pkt *pkts[INA_MAX_BURST];
+	uint64_t now = ina_now_ns();
+	uint16_t nb_rx = ina_port_rx_burst(ctx->port, pkts, INA_MAX_BURST);
+	uint16_t nb_tx;
+	const char *stall;
+
+	if (nb_rx) {
+		now = ina_now_ns();
+		if (ctx->cap)
+			ina_capture_rx_burst(ctx->cap, pkts, nb_rx, &ctx->self,
+					     now + ctx->realtime_offset);
+		engine_rx(ctx->engine, pkts, nb_rx, now);
+		if (engine_stats(ctx->engine)->failovers != ctx->failovers)
+			log_failover(ctx);
+	}
+	nb_tx = engine_tx(ctx->engine, now, pkts, INA_MAX_BURST);
+	stall = engine_stall(ctx->engine);
+	if (stall)
+		INA_LOG(WARN, "%s", stall);
+	if (ctx->cap && nb_tx)
+		ina_capture_tx_burst(ctx->cap, pkts, nb_tx, &ctx->self,
+				     now + ctx->realtime_offset);
+	ina_port_tx_burst(ctx->port, pkts, nb_tx);
+	return nb_rx || nb_tx;
+}
+
 /* Drives the engine while it stays in 'phase'; an error ends joining and
  * running at once, while a goodbye (FIN, LEAVE) runs to its end. */
 static int
 run_while(struct ina_ctx *ctx, int phase)
 {
-	struct ina_pkt *pkts[INA_MAX_BURST];
-
 	while (engine_phase(ctx->engine) == phase &&
 	       !(engine_error(ctx->engine) && (phase == ENGINE_JOINING || phase == ENGINE_RUNNING))) {
-		uint64_t now = ina_now_ns();
-		uint16_t nb_rx = ina_port_rx_burst(ctx->port, pkts, INA_MAX_BURST);
-		uint16_t nb_tx;
-
-		if (nb_rx) {
-			now = ina_now_ns();
-			if (ctx->cap)
-				ina_capture_rx_burst(ctx->cap, pkts, nb_rx, &ctx->self,
-						     now + ctx->realtime_offset);
-			engine_rx(ctx->engine, pkts, nb_rx, now);
-			if (engine_stats(ctx->engine)->failovers != ctx->failovers)
-				log_failover(ctx);
-		}
-		nb_tx = engine_tx(ctx->engine, now, pkts, INA_MAX_BURST);
-		{
-			const char *stall = engine_stall(ctx->engine);
-
-			if (stall)
-				INA_LOG(WARN, "%s", stall);
-		}
-		if (ctx->cap && nb_tx)
-			ina_capture_tx_burst(ctx->cap, pkts, nb_tx, &ctx->self,
-					     now + ctx->realtime_offset);
-		ina_port_tx_burst(ctx->port, pkts, nb_tx);
-		if (!nb_rx && !nb_tx && engine_phase(ctx->engine) == phase) {
+		if (!pump(ctx) && engine_phase(ctx->engine) == phase) {
 			uint64_t deadline = engine_next_deadline(ctx->engine);
+			uint64_t now = ina_now_ns();
 
 			/* Sleep until a packet or the next timer, and never so
 			 * long that a missed wake-up could look like a hang. */
-			now = ina_now_ns();
 			if (deadline > now)
 				ctx->port->ops->wait(ctx->port, deadline - now < WAIT_MAX_NS
 									? deadline - now
@@ -718,10 +726,8 @@ round_finish(struct ina_ctx *ctx)
 static int
 step(struct ina_ctx *ctx, uint64_t *sleep_ns)
 {
-	struct ina_pkt *pkts[INA_MAX_BURST];
-	uint16_t nb_rx, nb_tx;
 	uint64_t now;
-	int moved = 0;
+	int moved;
 
 	*sleep_ns = WAIT_MAX_NS;
 	if (engine_error(ctx->engine)) {
@@ -730,29 +736,7 @@ step(struct ina_ctx *ctx, uint64_t *sleep_ns)
 	}
 	schedule(ctx);
 	/* After the start: the engine's clock never runs backwards. */
-	now = ina_now_ns();
-	nb_rx = ina_port_rx_burst(ctx->port, pkts, INA_MAX_BURST);
-	if (nb_rx) {
-		now = ina_now_ns();
-		if (ctx->cap)
-			ina_capture_rx_burst(ctx->cap, pkts, nb_rx, &ctx->self,
-					     now + ctx->realtime_offset);
-		engine_rx(ctx->engine, pkts, nb_rx, now);
-		if (engine_stats(ctx->engine)->failovers != ctx->failovers)
-			log_failover(ctx);
-	}
-	nb_tx = engine_tx(ctx->engine, now, pkts, INA_MAX_BURST);
-	{
-		const char *stall = engine_stall(ctx->engine);
-
-		if (stall)
-			INA_LOG(WARN, "%s", stall);
-	}
-	if (ctx->cap && nb_tx)
-		ina_capture_tx_burst(ctx->cap, pkts, nb_tx, &ctx->self,
-				     now + ctx->realtime_offset);
-	ina_port_tx_burst(ctx->port, pkts, nb_tx);
-	moved = nb_rx || nb_tx;
+	moved = pump(ctx);
 	if (engine_error(ctx->engine)) {
 		snprintf(ctx->errmsg, sizeof(ctx->errmsg), "%s", engine_error_msg(ctx->engine));
 		fail_pending(ctx, engine_error(ctx->engine));
