@@ -784,13 +784,7 @@ handle_data(struct pipeline *p, struct ina_pkt *in, struct job *j, const struct 
 	struct slot *s = &p->slots[j->slot_base + h->lane / p->cfg.part_count];
 	uint8_t ver = h->flags & INA_F_VER;
 	struct half *hf = &s->h[ver];
-	struct block_key key = {
-		.tensor_id = h->tensor_id,
-		.round = h->round,
-		.tensor_len = h->tensor_len,
-		.block = h->block,
-		.block_size = h->block_size,
-	};
+	struct block_key key = pl_key_of(h);
 	struct ina_pkt *o;
 
 	if (!(j->joined >> h->rank & 1) || j->up == UP_JOINING) {
@@ -964,13 +958,7 @@ repl_store(struct pipeline *p, struct job *j, struct slot *s, const struct ina_h
 {
 	uint8_t ver = h->flags & INA_F_VER;
 	struct half *hf = &s->h[ver];
-	struct block_key key = {
-		.tensor_id = h->tensor_id,
-		.round = h->round,
-		.tensor_len = h->tensor_len,
-		.block = h->block,
-		.block_size = h->block_size,
-	};
+	struct block_key key = pl_key_of(h);
 
 	pl_half_open(hf, &key);
 	hf->bitmap = j->full;

@@ -115,4 +115,18 @@ void pl_half_open(struct half *hf, const struct block_key *key);
 void pl_slot_complete(struct slot *s, uint8_t ver);
 int pl_key_equal(const struct block_key *a, const struct block_key *b);
 
+/* The block a packet's header names. */
+static inline struct block_key
+pl_key_of(const struct ina_hdr *h)
+{
+	struct block_key k = {
+		.tensor_id = h->tensor_id,
+		.round = h->round,
+		.tensor_len = h->tensor_len,
+		.block = h->block,
+		.block_size = h->block_size,
+	};
+	return k;
+}
+
 #endif

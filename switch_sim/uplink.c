@@ -262,13 +262,7 @@ rx_result(struct pipeline *p, struct ina_pkt *in, struct job *j, const struct in
 	struct slot *s = &p->slots[j->slot_base + h->lane];
 	uint8_t ver = h->flags & INA_F_VER;
 	struct half *hf = &s->h[ver];
-	struct block_key key = {
-		.tensor_id = h->tensor_id,
-		.round = h->round,
-		.tensor_len = h->tensor_len,
-		.block = h->block,
-		.block_size = h->block_size,
-	};
+	struct block_key key = pl_key_of(h);
 	struct ina_pkt *o;
 
 	if (j->up != UP_RUNNING || hf->state != HALF_UP || !pl_key_equal(&hf->key, &key)) {
