@@ -4,14 +4,17 @@
  * fed a sequence of packets and clock ticks cut from the input.
  *
  * Input: 8 configuration bytes (slots, slot width, jobs, lane partitions and,
- * unpartitioned, the replication role: none, primary or replica; linger, WAIT
+ * unpartitioned, the role: none, primary, replica or a rack with an uplink
+ * to a spine; linger, WAIT
  * interval, idle timeout, answer pool size, outputs held back),
  * then operations, each an opcode byte and its arguments: a raw packet
  * (length-prefixed bytes), a JOIN, DATA, FIN or LEAVE built valid for one of
  * four jobs (the epoch learnt from the switch's JOIN_ACK or a replica's
  * FAILOVER, the block from its last RESULT, so that the fuzzer gets past
  * validation into the lane protocol), a standby JOIN or a FAILOVER, a copy of
- * the last packet as the primary's REPL, a byte of the last packet
+ * the last packet as the primary's REPL, on a rack the spine's answer to
+ * the rack's last packet upstream (JOIN_ACK, RESULT, FIN_ACK or ERROR), a
+ * byte of the last packet
  * corrupted, a packet duplicated, a
  * burst sent (to pipeline_rx_burst, or to pipeline_rx_quiet as a partition
  * follower does), the clock advanced, pipeline_tick(_freed), pipeline_job_free,
@@ -28,7 +31,10 @@
  *    allocation of exactly its capacity, so a write past 'cap' is a report;
  *  - completion by count: a RESULT (fanned out to every rank of the job, or
  *    a shadow copy), or a primary's REPL, names a block for which every rank
- *    sent valid DATA (not checked on a replica, which sends on REPLs);
+ *    sent valid DATA (not checked on a replica, which sends on REPLs; on a
+ *    rack too, whose RESULTs wait for every local rank's DATA as well);
+ *  - a rack sends upstream only JOIN, DATA, FIN and LEAVE, to the spine alone, as
+ *    its configured rank of the job;
  *  - counters agree with what came out: rx and tx counts, results (fan-outs),
  *    results_empty, results_deferred, result_bytes, shadow_replies and waits
  *    exactly (a primary's REPLs as the RESULTs they stand for, and counted in
@@ -111,13 +117,18 @@ struct fz {
 	uint64_t rx, tx;	/* packets given to / taken from rx_burst */
 	uint64_t job_frees;	/* pipeline_job_free() that freed a job */
 	int quiet_used;		/* rx_quiet admits jobs without counting them */
-	uint8_t role;		/* 0, ROLE_PRIMARY or ROLE_REPLICA */
+	uint8_t role;		/* 0, ROLE_PRIMARY, ROLE_REPLICA or ROLE_RACK */
+	uint8_t up_last[RAW_MAX];	/* a rack's last packet to the spine */
+	uint32_t up_last_len;
+	int from_spine;		/* the burst had a packet from the spine */
 };
 
 #define ROLE_PRIMARY 1
 #define ROLE_REPLICA 2
+#define ROLE_RACK 3
 #define PEER_PRIMARY 200	/* peer_of(job) of the primary and the replica */
 #define PEER_REPLICA 201
+#define PEER_SPINE 202		/* ... and of a rack's spine */
 
 static FILE *devnull;
 static int trace;	/* INA_FUZZ_TRACE set: print every output and the counters */
@@ -261,6 +272,7 @@ struct tally {
 	uint64_t results, results_empty, results_deferred, result_bytes;
 	uint64_t shadow_replies, waits, join_acks, fin_acks, errors, errors_left, errors_dead;
 	uint64_t repls, announces;
+	uint64_t up;	/* a rack's packets to the spine */
 };
 
 /* Checks one output of the switch and learns from it. */
@@ -277,6 +289,30 @@ check_output(struct fz *f, const struct ina_pkt *o, struct tally *t)
 		fprintf(stderr, "output type %u fails validation: %s\n", h.type,
 			ina_wire_reason_name(r));
 	FZ_CHECK(r == INA_WIRE_OK);
+	if (f->role == ROLE_RACK && !o->dsts && ina_peer_equal(&o->peer, &f->cfg.uplink)) {
+		/* The rack as a worker of the spine's job. */
+		const struct pipeline_uplink_job *uj = NULL;
+
+		for (uint16_t k = 0; k < f->cfg.nb_uplink_jobs; k++)
+			if (f->cfg.uplink_jobs[k].job_id == h.job_id)
+				uj = &f->cfg.uplink_jobs[k];
+		FZ_CHECK(uj && h.rank == uj->rank);
+		FZ_CHECK(h.type == INA_T_JOIN || h.type == INA_T_DATA || h.type == INA_T_FIN ||
+			 h.type == INA_T_LEAVE);
+		if (h.type == INA_T_JOIN)
+			FZ_CHECK(h.epoch == 0);
+		else
+			FZ_CHECK(h.epoch != 0);
+		if (trace)
+			fprintf(stderr, "up  %s job %u epoch %u rank %u lane %u block %u next %u"
+				" n %u exp %d flags %#x\n", ina_wire_type_name(h.type), h.job_id,
+				h.epoch, h.rank, h.lane, h.block, h.next, h.n_elems, h.exp, h.flags);
+		FZ_CHECK(o->len <= sizeof(f->up_last));
+		memcpy(f->up_last, o->data, o->len);
+		f->up_last_len = o->len;
+		t->up++;
+		return;
+	}
 	FZ_CHECK(h.rank == INA_RANK_SWITCH || h.type == INA_T_REPL);
 	if (o->dsts) {
 		FZ_CHECK(o->dst_mask != 0);
@@ -295,7 +331,8 @@ check_output(struct fz *f, const struct ina_pkt *o, struct tally *t)
 	j = job_by_id(f, h.job_id);
 	switch (h.type) {
 	case INA_T_JOIN_ACK:
-		FZ_CHECK(!o->dsts);
+		/* A rack answers its ranks at once on the spine's JOIN_ACK. */
+		FZ_CHECK(!o->dsts || f->role == ROLE_RACK);
 		FZ_CHECK(h.epoch != 0);
 		t->join_acks++;
 		if (j) {
@@ -358,7 +395,7 @@ check_output(struct fz *f, const struct ina_pkt *o, struct tally *t)
 			j->params.epoch = h.epoch;
 		break;
 	case INA_T_FIN_ACK:
-		FZ_CHECK(!o->dsts);
+		FZ_CHECK(!o->dsts || f->role == ROLE_RACK);
 		t->fin_acks++;
 		break;
 	case INA_T_ERROR:
@@ -398,8 +435,12 @@ flush(struct fz *f, int quiet)
 	if (!n)
 		return;
 	/* As they go in: an op may have corrupted a pending packet. */
-	for (uint16_t i = 0; i < n; i++)
+	f->from_spine = 0;
+	for (uint16_t i = 0; i < n; i++) {
 		note_data(f, f->pending[i]);
+		if (f->role == ROLE_RACK && ina_peer_equal(&f->pending[i]->peer, &f->cfg.uplink))
+			f->from_spine = 1;
+	}
 	f->nb_pending = 0;
 	if (quiet) {
 		f->quiet_used = 1;
@@ -431,10 +472,16 @@ flush(struct fz *f, int quiet)
 	FZ_CHECK(st->takeovers + st->announce_repeats -
 			 (before.takeovers + before.announce_repeats) == t.announces);
 	FZ_CHECK(st->waits - before.waits == t.waits);
-	FZ_CHECK(t.join_acks + t.errors <= st->joins - before.joins);
-	FZ_CHECK(t.fin_acks <= st->fins - before.fins);
-	FZ_CHECK(t.errors_left <= st->leaves - before.leaves);
-	FZ_CHECK(t.errors_dead <= st->jobs_aborted - before.jobs_aborted);
+	if (!f->from_spine) {
+		/* (a rack answers the spine's packets with these too) */
+		FZ_CHECK(t.join_acks + t.errors <= st->joins - before.joins);
+		FZ_CHECK(t.fin_acks <= st->fins - before.fins);
+		FZ_CHECK(t.errors_left <= st->leaves - before.leaves);
+		FZ_CHECK(t.errors_dead <= st->jobs_aborted - before.jobs_aborted);
+	}
+	FZ_CHECK(t.up == st->up_joins + st->up_data + st->up_fins + st->up_leaves -
+				 (before.up_joins + before.up_data + before.up_fins +
+				  before.up_leaves));
 	/* The outputs are held back (up to hold_max), or freed now. */
 	for (uint16_t i = 0; i < nb_out; i++)
 		keep_or_free(f, out[i]);
@@ -664,6 +711,62 @@ op_tick(struct fz *f, struct fz_in *in, uint8_t op)
 	}
 }
 
+/*
+ * A rack's spine answers the rack's last packet upstream: a JOIN with a
+ * JOIN_ACK (an epoch from the input, the JOIN's payload), a DATA with its
+ * RESULT (the DATA's key, version bit and payload as the sum, the exponent
+ * from the input) or a WAIT, a FIN with a FIN_ACK; or with an ERROR.
+ */
+static void
+op_spine(struct fz *f, struct fz_in *in, uint8_t op)
+{
+	uint8_t pkt[RAW_MAX];
+	uint32_t len = f->up_last_len;
+	struct ina_peer src;
+	struct ina_hdr h;
+
+	if (len < INA_HDR_SIZE)
+		return;
+	memcpy(pkt, f->up_last, len);
+	ina_wire_decode_hdr(pkt, &h);
+	h.rank = INA_RANK_SWITCH;
+	h.bound = 0;
+	h.flags &= INA_F_VER;
+	if (op & 0x20) {
+		static const char msg[] = "the spine says no";
+
+		h.type = INA_T_ERROR;
+		h.status = (uint16_t)(1 + fz_u8(in) % INA_WERR_MAX);
+		h.epoch = 0;
+		h.flags = 0;
+		memcpy(pkt + INA_HDR_SIZE, msg, sizeof(msg) - 1);
+		len = INA_HDR_SIZE + sizeof(msg) - 1;
+	} else if (h.type == INA_T_JOIN) {
+		h.type = INA_T_JOIN_ACK;
+		h.epoch = 1 + fz_u8(in) % 3;
+		h.block_size = 0;
+	} else if (h.type == INA_T_DATA && (op & 0x10)) {
+		uint64_t missing = 1;
+
+		h.type = INA_T_WAIT;
+		h.next = INA_BLOCK_END;
+		h.n_elems = 0;
+		h.exp = 0;
+		memcpy(pkt + INA_HDR_SIZE, &missing, sizeof(missing));
+		len = INA_HDR_SIZE + INA_WAIT_PAYLOAD;
+	} else if (h.type == INA_T_DATA) {
+		h.type = INA_T_RESULT;
+		if (h.encoding == INA_ENC_I32 && h.next != INA_BLOCK_END)
+			h.exp = (int16_t)((int8_t)fz_u8(in));
+	} else {
+		h.type = INA_T_FIN_ACK;
+		h.round = 0;
+	}
+	ina_wire_encode_hdr(&h, pkt);
+	peer_of(&src, PEER_SPINE, 0);
+	push(f, mk(f, pkt, len, op & 0x80, &src));
+}
+
 static void
 run_ops(struct fz *f, struct fz_in *in)
 {
@@ -716,7 +819,9 @@ run_ops(struct fz *f, struct fz_in *in)
 			}
 			break;
 		case 12:
-			if (f->nb_pending && (op & 0x40)) {
+			if (f->role == ROLE_RACK && (op & 0x40)) {
+				op_spine(f, in, op);
+			} else if (f->nb_pending && (op & 0x40)) {
 				/* The last packet as the primary's REPL (a DATA
 				 * makes a RESULT): to every rank or to its sender,
 				 * from the primary or from the sender. */
@@ -797,6 +902,21 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			peer_of(&f.cfg.replica, PEER_REPLICA, 0);
 		else if (f.role == ROLE_REPLICA)
 			peer_of(&f.cfg.primary, PEER_PRIMARY, 0);
+		if (b >= 243) {
+			/* A rack: each job is a rank of the spine's (job 1 not,
+			 * so that its JOINs are refused). */
+			f.role = ROLE_RACK;
+			memset(&f.cfg.replica, 0, sizeof(f.cfg.replica));
+			peer_of(&f.cfg.uplink, PEER_SPINE, 0);
+			for (int k = 1; k < NB_JOBS; k++) {
+				struct pipeline_uplink_job *uj =
+					&f.cfg.uplink_jobs[f.cfg.nb_uplink_jobs++];
+
+				uj->job_id = job_ids[k];
+				uj->world = (uint16_t)k;
+				uj->rank = (uint16_t)(k - 1);
+			}
+		}
 	}
 	f.cfg.linger_ns = (1 + (uint64_t)fz_u8(&in)) * 1000000ull;
 	f.cfg.wait_interval_ns = (uint64_t)fz_u8(&in) * 1000ull;

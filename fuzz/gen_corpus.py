@@ -151,6 +151,25 @@ def pipeline():
     s += fin(0, 0) + fin(0, 1) + flush + tick + b"\x0e"
     write("fuzz_pipeline", "replica_takeover", s)
 
+    # A rack (role byte 243, an uplink to the spine): job 2 (index 1) is rank
+    # 0 of 1 upstream. Two JOINs go up, the spine's JOIN_ACK (op 0x4c, epoch
+    # byte) comes down to both; a block complete here goes up, the spine's
+    # RESULT comes down; a shadow reply; FIN up, FIN_ACK down.
+    spine = lambda extra=b"": b"\x4c" + extra
+    cfg_k = cfg[:3] + bytes([243]) + cfg[4:]
+    s = cfg_k + join(1, 0, (2, 1, 4, F32)) + join(1, 1) + flush + spine(b"\x00") + flush
+    s += data(1, 0x08, 0, 0, p16, tensor=(0, 0, 4, 4)) + data(1, 0x08, 1, 0, p16) + flush
+    s += spine() + flush
+    s += data(1, 0x08, 1, 0, p16) + flush            # a shadow reply, from the spine's sum
+    s += fin(1, 0) + fin(1, 1) + flush + spine() + flush + tick
+    write("fuzz_pipeline", "rack_uplink", s)
+
+    # A rack refuses job 1 (no rank upstream); job 0xffffffff (index 3)
+    # joins up and the spine answers with an ERROR (op 0x6c, status byte).
+    s = cfg_k + join(0, 0, (1, 1, 4, F32)) + flush
+    s += join(3, 0, (2, 2, 4, I32)) + flush + b"\x6c\x05" + flush + tick
+    write("fuzz_pipeline", "rack_refusals", s)
+
 
 def engine():
     # rto 1 ms (backoff cap 8 ms), timeout 100 ms; with a replica (world

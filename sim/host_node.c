@@ -59,6 +59,10 @@ start_round(struct host_node *h, uint64_t now)
 		sim_job_fail(h->cfg.job, now, msg);
 		return ret;
 	}
+	if (sim_job_contribute(h->cfg.job, h->cfg.rank, h->round, h->in, msg, sizeof(msg)) < 0) {
+		sim_job_fail(h->cfg.job, now, msg);
+		return -EINVAL;
+	}
 	ret = engine_allreduce(h->engine, 0, h->in, h->out, h->cfg.tensor_len,
 			       h->cfg.block_size, ENGINE_SUM, now);
 	if (ret < 0) {
@@ -200,8 +204,8 @@ host_node_create(struct sim_net *net, const struct host_node_config *cfg)
 	h->cfg = *cfg;
 	engine_config_init(&ec);
 	ec.job_id = cfg->job_id;
-	ec.rank = cfg->rank;
-	ec.world = cfg->world;
+	ec.rank = cfg->switch_rank;
+	ec.world = cfg->switch_world;
 	ec.lanes = cfg->lanes;
 	ec.max_block = cfg->block_size;
 	ec.encoding = cfg->encoding;

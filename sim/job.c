@@ -37,6 +37,68 @@ sim_job_fail(struct sim_job *job, uint64_t now, const char *msg)
 }
 
 int
+sim_job_contribute(struct sim_job *job, uint16_t rank, uint32_t round, const float *in,
+		   char *msg, size_t msglen)
+{
+	size_t n = job->rep->tensor_len;
+	unsigned slot = round & 1;
+	float *acc;
+
+	if (!job->exact)
+		return 0;
+	if (!job->acc[slot] && !(job->acc[slot] = malloc(n * sizeof(float)))) {
+		snprintf(msg, msglen, "rank %u round %u: out of memory for the expected sum", rank,
+			 round);
+		return -1;
+	}
+	acc = job->acc[slot];
+	if (job->acc_round[slot] != (int64_t)round) {
+		/* Round - 2 is checked on every rank by now (a rank starts
+		 * round r only after every rank ended r - 1, hence r - 2). */
+		memset(acc, 0, n * sizeof(float));
+		job->acc_round[slot] = round;
+		job->acc_ranks[slot] = 0;
+	}
+	for (size_t i = 0; i < n; i++)
+		acc[i] += in[i];
+	job->acc_ranks[slot]++;
+	return 0;
+}
+
+/* The exact check: 'out' bit for bit against the accumulated sum (every
+ * partial sum of k * 2^-10 values is exact, so any order gives the bits
+ * workload_check's rank-order sum would; a block nobody sent is +0.0). */
+static int
+check_acc(struct sim_job *job, uint16_t rank, uint32_t round, const float *out, char *msg,
+	  size_t msglen)
+{
+	size_t n = job->rep->tensor_len, bad = 0, first = 0;
+	unsigned slot = round & 1;
+	const float *want = job->acc[slot];
+
+	if (job->acc_round[slot] != (int64_t)round || job->acc_ranks[slot] != job->world) {
+		snprintf(msg, msglen,
+			 "rank %u round %u: a result before every rank's input was generated "
+			 "(%u of %u)",
+			 rank, round,
+			 job->acc_round[slot] == (int64_t)round ? job->acc_ranks[slot] : 0, job->world);
+		return -1;
+	}
+	if (memcmp(out, want, n * sizeof(float)) == 0)
+		return 0;
+	for (size_t i = 0; i < n; i++) {
+		if (memcmp(&out[i], &want[i], sizeof(float)) == 0)
+			continue;
+		if (!bad++)
+			first = i;
+	}
+	snprintf(msg, msglen,
+		 "rank %u round %u: wrong sum: %zu elements, first at %zu (got %g, want %g)", rank,
+		 round, bad, first, (double)out[first], (double)want[first]);
+	return -1;
+}
+
+int
 sim_job_check(struct sim_job *job, uint16_t rank, uint32_t round, const float *out, char *msg,
 	      size_t msglen)
 {
@@ -60,6 +122,11 @@ sim_job_check(struct sim_job *job, uint16_t rank, uint32_t round, const float *o
 		}
 		return -1;
 	}
+	if (job->exact) {
+		if (check_acc(job, rank, round, out, msg, msglen) < 0)
+			return -1;
+		goto keep;
+	}
 	ret = workload_verify(job->workload, round, out, 0, tj->encoding, tj->block_size, &res);
 	if (ret < 0) {
 		snprintf(msg, msglen, "rank %u round %u: cannot check the sum: %s", rank, round,
@@ -74,6 +141,7 @@ sim_job_check(struct sim_job *job, uint16_t rank, uint32_t round, const float *o
 			 (unsigned long long)res.first_bad, (double)res.got, (double)res.want);
 		return -1;
 	}
+keep:
 	if (!job->ref[slot] && !(job->ref[slot] = malloc(bytes))) {
 		snprintf(msg, msglen, "out of memory");
 		return -1;
@@ -162,7 +230,8 @@ job_admit(struct sim_net *net, uint32_t k, uint8_t *host_taken)
 	const struct topology *t = net->t;
 	const struct topo_job *tj = &t->jobs[k];
 	struct sim_job_report *rep = &net->rep.jobs[k];
-	int sw = -1;
+	struct tiers *tr = &net->jobs[k].tiers;
+	char err[300];
 
 	rep->switch_node = -1;
 	if (tj->nb_hosts == 0) {
@@ -177,35 +246,31 @@ job_admit(struct sim_net *net, uint32_t k, uint8_t *host_taken)
 			job_refuse(rep, "job %s: rank %u is not a host on a switch", tj->name, r);
 			return;
 		}
-		if (sw < 0)
-			sw = t->nodes[h].attach;
-		if (t->nodes[h].attach != sw) {
-			uint32_t nb_sw = 0;
-
-			/* How many switches its hosts hang off, for the message. */
-			for (uint32_t x = 0; x < t->nb_nodes; x++) {
-				if (t->nodes[x].kind != TOPO_SWITCH)
-					continue;
-				for (uint16_t q = 0; q < tj->nb_hosts; q++) {
-					if (t->nodes[tj->hosts[q]].attach == (int)x) {
-						nb_sw++;
-						break;
-					}
-				}
-			}
-			job_refuse(rep,
-				   "job %s spans %u switches (%s, %s%s): aggregating it needs "
-				   "hierarchical aggregation, a rack switch presenting itself "
-				   "upstream as one worker (DESIGN.md), which the pipeline does not "
-				   "have yet; its %u workers are not simulated",
-				   tj->name, nb_sw, t->nodes[sw].name, t->nodes[t->nodes[h].attach].name,
-				   nb_sw > 2 ? ", ..." : "", tj->nb_hosts);
+	}
+	if (tiers_build(t, tj, INA_MAX_WORLD, tr, err, sizeof(err)) < 0) {
+		job_refuse(rep, "%s", err);
+		return;
+	}
+	for (uint32_t s = 0; s < t->nb_nodes; s++) {
+		if (tr->m[s].up < 0 || t->nodes[s].kind != TOPO_SWITCH)
+			continue;
+		if (net->switch_role[s] == SW_ROOT) {
+			job_refuse(rep, "job %s: switch %s would be one of its racks (under %s) and "
+					"the root of another job: a switch with an uplink runs only "
+					"the jobs it forwards upstream", tj->name, t->nodes[s].name,
+				   t->nodes[tr->m[s].up].name);
+			return;
+		}
+		if (tj->encoding == INA_ENC_BF16) {
+			job_refuse(rep, "job %s spans %u switches in bf16: a rack switch does not "
+					"forward bf16 upstream", tj->name, tr->nb_switches);
 			return;
 		}
 	}
-	if (tj->nb_hosts > INA_MAX_WORLD) {
-		job_refuse(rep, "job %s: %u workers on one switch exceed the %u its bitmaps hold",
-			   tj->name, tj->nb_hosts, INA_MAX_WORLD);
+	if (net->switch_role[tj->root] == SW_RACK) {
+		job_refuse(rep, "job %s: its root %s is a rack of another job (a switch with an "
+				"uplink runs only the jobs it forwards upstream)", tj->name,
+			   t->nodes[tj->root].name);
 		return;
 	}
 	for (uint16_t r = 0; r < tj->nb_hosts; r++) {
@@ -232,7 +297,13 @@ job_admit(struct sim_net *net, uint32_t k, uint8_t *host_taken)
 	}
 	for (uint16_t r = 0; r < tj->nb_hosts; r++)
 		host_taken[tj->hosts[r]] = 1;
-	rep->switch_node = sw;
+	for (uint32_t s = 0; s < t->nb_nodes; s++)
+		if (tr->m[s].up >= 0 && t->nodes[s].kind == TOPO_SWITCH)
+			net->switch_role[s] = SW_RACK;
+	net->switch_role[tj->root] = SW_ROOT;
+	rep->switch_node = tj->root;
+	rep->nb_switches = tr->nb_switches;
+	rep->tiers = tr->max_depth;
 }
 
 void
@@ -279,6 +350,17 @@ job_build(struct sim_net *net, uint32_t k, char *err, size_t errlen)
 		return 0;
 	}
 	rep->tensor_len = workload_elements(job->workload);
+	job->exact = workload_exact(job->workload, tj->encoding);
+	job->acc_round[0] = job->acc_round[1] = -1;
+	if (!job->exact && job->world > INA_MAX_WORLD) {
+		/* workload_verify holds every rank's contribution, 64 at most. */
+		rep->state = SIM_JOB_FAILED;
+		snprintf(rep->error, sizeof(rep->error),
+			 "job %s: %u workers with data whose sums are not exact (a .npy file "
+			 "or bf16): checking them needs every rank's contribution, %u at most",
+			 tj->name, job->world, INA_MAX_WORLD);
+		return 0;
+	}
 	job->hosts = calloc(job->world, sizeof(*job->hosts));
 	job->rank_joined = calloc(job->world, 1);
 	job->rank_closed = calloc(job->world, 1);
@@ -293,11 +375,13 @@ job_build(struct sim_net *net, uint32_t k, char *err, size_t errlen)
 	for (uint16_t r = 0; r < job->world; r++) {
 		struct host_node_config hc = {
 			.index = tj->hosts[r],
-			.switch_index = rep->switch_node,
+			.switch_index = job->tiers.m[tj->hosts[r]].up,
 			.job = job,
 			.workload = job->workload,
 			.rank = r,
 			.world = job->world,
+			.switch_rank = job->tiers.m[tj->hosts[r]].rank,
+			.switch_world = job->tiers.m[tj->hosts[r]].world,
 			.lanes = tj->lanes,
 			.block_size = tj->block_size,
 			.encoding = tj->encoding,
@@ -423,4 +507,7 @@ job_fini(struct sim_job *job)
 	free(job->round_end);
 	free(job->ref[0]);
 	free(job->ref[1]);
+	free(job->acc[0]);
+	free(job->acc[1]);
+	tiers_fini(&job->tiers);
 }

@@ -2,11 +2,11 @@
 /*
  * ina-sim: simulates a topology file (topologies/README.md) with the real
  * switch pipeline and host engines over modelled links (net.h) and prints
- * the predicted round time, goodput, per-link load and, for each job, what
- * a ring allreduce would take on the same links (ring.h). Exit status: 0
- * when every job simulated ended right, 1 when one failed (a wrong sum, an
- * engine error, no end within the time limit), 2 for bad usage or a bad
- * file.
+ * the predicted round time, goodput, per-link load (and by tier of the
+ * tree) and, for each job, what a ring allreduce would take on the same
+ * links (ring.h). Exit status: 0 when every job simulated ended right, 1
+ * when one failed (a wrong sum, an engine error, no end within the time
+ * limit), 2 for bad usage or a bad file.
  */
 #include <getopt.h>
 #include <stdio.h>

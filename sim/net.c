@@ -134,7 +134,9 @@ queue_of(const struct sim_config *cfg, const struct topo_link *l)
 	return limit < 64 * 1024 ? 64 * 1024 : limit;
 }
 
-/* One pipeline per switch that aggregates a job, sized for its jobs. */
+/* One pipeline per switch that aggregates a job, sized for its jobs; a
+ * switch below a job's root (a rack, or a spine under a core) is one
+ * worker of each of its jobs on its parent (tiers.h), over its uplink. */
 static int
 switches_build(struct sim_net *net, char *err, size_t errlen)
 {
@@ -148,25 +150,45 @@ switches_build(struct sim_net *net, char *err, size_t errlen)
 
 		if (t->nodes[s].kind != TOPO_SWITCH)
 			continue;
+		pipeline_config_init(&pc);
 		for (uint32_t k = 0; k < t->nb_jobs; k++) {
 			const struct topo_job *tj = &t->jobs[k];
+			const struct tiers *tr = &net->jobs[k].tiers;
 
-			if (net->rep.jobs[k].switch_node != (int)s)
+			if (net->rep.jobs[k].state == SIM_JOB_REFUSED || !tr->m ||
+			    (net->rep.jobs[k].switch_node != (int)s && tr->m[s].up < 0))
 				continue;
 			nb_jobs++;
 			if (tj->block_size > max_b)
 				max_b = tj->block_size;
-			for (uint16_t r = 0; r < tj->nb_hosts; r++) {
-				const struct topo_link *l =
-					&t->links[net->route.up_link[tj->hosts[r]]];
+			/* Every link of this switch the job uses: its members'
+			 * and its own uplink. */
+			for (uint32_t x = 0; x < t->nb_nodes; x++) {
+				const struct topo_link *l;
 
+				if (tr->m[x].up != (int)s && !(x == s && tr->m[x].up >= 0))
+					continue;
+				l = &t->links[net->route.up_link[x]];
 				if (l->mtu && l->mtu - IP_UDP_BYTES < max_pkt)
 					max_pkt = l->mtu - IP_UDP_BYTES;
+			}
+			if (tr->m[s].up >= 0) {
+				struct pipeline_uplink_job *uj = &pc.uplink_jobs[pc.nb_uplink_jobs];
+
+				if (pc.nb_uplink_jobs == PIPELINE_UPLINK_JOBS) {
+					snprintf(err, errlen, "switch %s: more than %d jobs upstream",
+						 t->nodes[s].name, PIPELINE_UPLINK_JOBS);
+					return -EINVAL;
+				}
+				uj->job_id = tj->job_id;
+				uj->rank = tr->m[s].rank;
+				uj->world = tr->m[s].world;
+				pc.nb_uplink_jobs++;
+				sim_net_peer(tr->m[s].up, &pc.uplink);
 			}
 		}
 		if (!nb_jobs)
 			continue;
-		pipeline_config_init(&pc);
 		if (t->nodes[s].slots)
 			pc.nb_slots = t->nodes[s].slots;
 		pc.slot_elems = max_b;
@@ -205,12 +227,14 @@ sim_net_create(const struct topology *t, const struct sim_config *cfg, char *err
 	net->links = calloc(2 * (size_t)t->nb_links + 1, sizeof(*net->links));
 	net->win_start = calloc(2 * (size_t)t->nb_links + 1, sizeof(*net->win_start));
 	net->nodes = calloc(t->nb_nodes + 1, sizeof(*net->nodes));
+	net->switch_role = calloc(t->nb_nodes + 1, 1);
 	net->sw_stats = calloc(t->nb_nodes + 1, sizeof(*net->sw_stats));
 	net->jobs = calloc(t->nb_jobs + 1, sizeof(*net->jobs));
 	net->rep.jobs = calloc(t->nb_jobs + 1, sizeof(*net->rep.jobs));
 	net->rep.links = calloc(t->nb_links + 1, sizeof(*net->rep.links));
 	taken = calloc(t->nb_nodes + 1, 1);
-	if (!net->links || !net->win_start || !net->nodes || !net->sw_stats || !net->jobs ||
+	if (!net->links || !net->win_start || !net->nodes || !net->switch_role || !net->sw_stats ||
+	    !net->jobs ||
 	    !net->rep.jobs || !net->rep.links || !taken) {
 		snprintf(err, errlen, "out of memory");
 		goto err;
@@ -234,7 +258,8 @@ sim_net_create(const struct topology *t, const struct sim_config *cfg, char *err
 		net->rep.jobs[k].state = SIM_JOB_FAILED;
 		job_admit(net, k, taken);
 		if (net->rep.jobs[k].state != SIM_JOB_REFUSED) {
-			nb_pkts += (uint64_t)tj->nb_hosts * tj->lanes * 16;
+			nb_pkts += ((uint64_t)tj->nb_hosts + net->jobs[k].tiers.nb_switches) *
+				   tj->lanes * 16;
 			if (tj->block_size > max_b)
 				max_b = tj->block_size;
 		}
@@ -285,6 +310,7 @@ sim_net_destroy(struct sim_net *net)
 	free(net->links);
 	free(net->win_start);
 	free(net->nodes);
+	free(net->switch_role);
 	free(net->sw_stats);
 	free(net->jobs);
 	free(net->rep.jobs);

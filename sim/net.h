@@ -8,10 +8,13 @@
  * the rounds (from the first job's first round to the last job's last), and
  * each job also gets the ring allreduce model (ring.h) on the same links.
  *
- * A job is simulated only if all its hosts hang off one switch: a job that
- * spans several needs a rack switch presenting itself upstream as one worker
- * (DESIGN.md, hierarchical aggregation), which the pipeline does not do yet.
- * Such a job is refused with that reason, and its ring model still runs.
+ * A job whose hosts hang off several switches is aggregated in tiers
+ * (tiers.h, DESIGN.md's hierarchical aggregation): each switch below the
+ * job's root runs the pipeline with an uplink, one worker of the job on its
+ * parent, and the root is an ordinary switch. A job the simulator cannot run
+ * (a switch that would be a rack of one job and the root of another, more
+ * members on a switch than its bitmaps hold, bf16 across switches) is
+ * refused with the reason, and its ring model still runs.
  */
 #ifndef INA_SIM_NET_H
 #define INA_SIM_NET_H
@@ -53,7 +56,10 @@ struct sim_job_report {
 	enum sim_job_state state;
 	char why[400];			/* REFUSED: the reason */
 	char error[400];		/* FAILED: the first error */
-	int switch_node;		/* node index of its switch, -1 refused */
+	int switch_node;		/* node index of its (root) switch, -1
+					 * refused */
+	uint32_t nb_switches;		/* switches aggregating it (1: one) */
+	uint32_t tiers;			/* switch tiers its hosts climb */
 	uint32_t tensor_len;		/* elements (a .npy file's length) */
 	uint32_t rounds_done;		/* rounds every host finished */
 	uint64_t start_ns, end_ns;	/* first round's start, last round's end */

@@ -15,6 +15,7 @@
 #include "net.h"
 #include "node.h"
 #include "route.h"
+#include "tiers.h"
 
 #define IP_UDP_BYTES 28
 
@@ -26,6 +27,7 @@ struct sim_job {
 	const struct topo_job *tj;
 	struct workload *workload;
 	struct sim_node **hosts;	/* by rank (also in net->nodes) */
+	struct tiers tiers;		/* each member's switch, rank, world */
 	uint16_t world;
 	enum job_phase phase;
 	uint16_t joined, finished, closed;
@@ -36,10 +38,22 @@ struct sim_job {
 	 * once (a rank cannot end round r + 2 before all ended round r). */
 	float *ref[2];
 	int64_t ref_round[2];
+	/* Exact workloads (synthetic f32, i32): the expected sum of the two
+	 * rounds that can be open, accumulated as each rank generates its
+	 * input (sim_job_contribute), so no rank's contribution is kept:
+	 * what lets 1,024 workers fit (their sums are exact in any order). */
+	int exact;
+	float *acc[2];
+	int64_t acc_round[2];
+	uint32_t acc_ranks[2];		/* ranks added into acc[slot] */
 	int failed;			/* rep->error says why */
 	int start_due;			/* every rank joined: start the rounds */
 	int stop_due;			/* failed: stop the hosts */
 };
+
+/* What a switch does (a switch with an uplink runs only the jobs it
+ * forwards upstream, so it cannot be a job's root too). */
+enum sw_role { SW_NONE, SW_ROOT, SW_RACK };
 
 struct sim_net {
 	const struct topology *t;
@@ -48,6 +62,7 @@ struct sim_net {
 	struct sim_link *links;		/* 2 per topology link (route.h) */
 	struct sim_link_stats *win_start;
 	struct sim_node **nodes;	/* by node index; NULL: forwards only */
+	uint8_t *switch_role;		/* by node index: enum sw_role */
 	struct sim_job *jobs;
 	struct ina_pkt_pool *pool;
 	struct sim_events q;

@@ -3,11 +3,11 @@
  * What a node of the simulated network is to net.c, and what net.c offers
  * back. A node is an ops table over its own state: packets addressed to it
  * and its timer go in; it sends packets and asks for wake-ups through the
- * sim_net_* services below. Today there are two kinds: a host (host_node.c:
- * a host engine and its workload) and a switch (switch_node.c: one pipeline
- * for the jobs whose hosts hang off it). A rack switch that presents itself
- * upstream as one worker (DESIGN.md, hierarchical aggregation) will be a
- * third kind behind the same ops, with the pipeline mode that does it.
+ * sim_net_* services below. There are two kinds: a host (host_node.c: a
+ * host engine and its workload) and a switch (switch_node.c: one pipeline
+ * for the jobs it aggregates). A switch below a job's root (a rack under a
+ * spine) is the same kind with the pipeline's uplink configured: what it
+ * sends upstream is addressed to its parent and routed like any packet.
  */
 #ifndef INA_SIM_NODE_H
 #define INA_SIM_NODE_H
@@ -55,13 +55,20 @@ struct ina_pkt_pool *sim_net_pool(struct sim_net *net);
 
 /*
  * Checks rank 'rank''s result 'out' of round 'round'. The first rank to end
- * a round is checked against every rank's contribution (workload_verify:
- * bit for bit where the data allows, else within the encoding's bound);
+ * a round is checked against every rank's contribution: bit for bit
+ * against the sum sim_job_contribute accumulated where the data allows
+ * (synthetic f32, i32), else workload_verify within the encoding's bound;
  * every other rank must then hold the same bytes, since the switch sent the
  * same sums to all. 0, or -1 with a sentence in 'msg'.
  */
 int sim_job_check(struct sim_job *job, uint16_t rank, uint32_t round, const float *out, char *msg,
 		  size_t msglen);
+
+/* Rank 'rank' generated 'in', its input of round 'round' (before sending
+ * any of it): an exact job adds it to the round's expected sum. 0, or -1
+ * with a sentence in 'msg'. */
+int sim_job_contribute(struct sim_job *job, uint16_t rank, uint32_t round, const float *in,
+		       char *msg, size_t msglen);
 
 /* Hosts report to their job (net.c): round 'round' ended on rank 'rank'
  * at 'now' with a right sum, or the job failed with 'msg'. */
@@ -74,10 +81,13 @@ void sim_job_phase(struct sim_job *job, uint16_t rank, int phase, uint64_t now);
 /* The two kinds of node. NULL with errno set. */
 struct host_node_config {
 	int index;			/* node index */
-	int switch_index;		/* node index of the job's switch */
+	int switch_index;		/* node index of the host's switch */
 	struct sim_job *job;
 	struct workload *workload;	/* the job's (shared by its hosts) */
-	uint16_t rank, world, lanes, block_size;
+	uint16_t rank, world;		/* in the job (its data, its checks) */
+	uint16_t switch_rank, switch_world; /* the engine's, on its switch
+					 * (tiers.h): rank and world on one */
+	uint16_t lanes, block_size;
 	uint8_t encoding;
 	uint32_t job_id, tensor_len, rounds;
 	uint64_t rto_ns;		/* first retransmission timeout, 0: the

@@ -3,6 +3,7 @@
  * The text and JSON reports of a simulation (report.h).
  */
 #include <inttypes.h>
+#include <string.h>
 
 #include "ina/wire.h"
 #include "pipeline.h"
@@ -27,6 +28,67 @@ link_names(const struct topology *t, uint32_t k, int dir, const char **from, con
 
 	*from = t->nodes[dir ? l->b : l->a].name;
 	*to = t->nodes[dir ? l->a : l->b].name;
+}
+
+/* The links of one tier of the tree (its ends' kinds: host-rack,
+ * rack-spine, spine-core), summed over the rounds; [0] up (a -> b: a host
+ * or the child is 'a'), [1] down. */
+struct tier_sum {
+	char name[40];
+	uint32_t links;
+	uint64_t pkts[2], bytes[2];
+	double max_util[2];
+};
+
+#define MAX_TIERS 16
+
+static const char *
+role_name(const struct topo_node *n)
+{
+	if (n->kind == TOPO_HOST)
+		return "host";
+	switch (n->role) {
+	case TOPO_ROLE_RACK: return "rack";
+	case TOPO_ROLE_SPINE: return "spine";
+	case TOPO_ROLE_CORE: return "core";
+	default: return "replica";
+	}
+}
+
+/* Fills 'ts' (MAX_TIERS at most, in order of first appearance); returns
+ * how many. Links that carried nothing are left out. */
+static uint32_t
+tier_sums(const struct topology *t, const struct sim_report *rep, struct tier_sum *ts)
+{
+	uint32_t nb = 0;
+
+	for (uint32_t k = 0; k < rep->nb_links; k++) {
+		const struct topo_link *l = &t->links[k];
+		char name[40];
+		uint32_t i;
+
+		if (!rep->links[k].dir[0].pkts && !rep->links[k].dir[1].pkts)
+			continue;
+		snprintf(name, sizeof(name), "%s-%s", role_name(&t->nodes[l->a]),
+			 role_name(&t->nodes[l->b]));
+		for (i = 0; i < nb && strcmp(ts[i].name, name) != 0; i++)
+			;
+		if (i == nb) {
+			if (nb == MAX_TIERS)
+				continue;
+			memset(&ts[nb], 0, sizeof(ts[nb]));
+			snprintf(ts[nb].name, sizeof(ts[nb].name), "%s", name);
+			nb++;
+		}
+		ts[i].links++;
+		for (int d = 0; d < 2; d++) {
+			ts[i].pkts[d] += rep->links[k].dir[d].pkts;
+			ts[i].bytes[d] += rep->links[k].dir[d].bytes;
+			if (rep->links[k].utilisation[d] > ts[i].max_util[d])
+				ts[i].max_util[d] = rep->links[k].utilisation[d];
+		}
+	}
+	return nb;
 }
 
 static double
@@ -55,7 +117,12 @@ job_text(const struct topology *t, const struct sim_job_report *j, FILE *f)
 		fprintf(f, "  result        %s%s%s\n", state_name(j->state),
 			j->state == SIM_JOB_FAILED ? ": " : "",
 			j->state == SIM_JOB_FAILED ? j->error : "");
-		fprintf(f, "  switch        %s\n", t->nodes[j->switch_node].name);
+		if (j->nb_switches > 1)
+			fprintf(f, "  switches      %u in %u tiers, %s at the top (the others "
+				   "aggregate their part and send it up)\n",
+				j->nb_switches, j->tiers, t->nodes[j->switch_node].name);
+		else
+			fprintf(f, "  switch        %s\n", t->nodes[j->switch_node].name);
 		if (j->rounds_done == tj->rounds && j->rounds_done) {
 			fprintf(f, "  round time    %.3f ms mean (", j->mean_round_ns * 1e-6);
 			for (uint32_t r = 0; r < j->rounds_done && r < 8; r++)
@@ -100,6 +167,8 @@ void
 sim_report_text(const struct topology *t, const struct sim_config *cfg,
 		const struct sim_report *rep, const struct sim_wall *wall, FILE *f)
 {
+	struct tier_sum ts[MAX_TIERS];
+	uint32_t nb_ts;
 	int any_link = 0;
 
 	fprintf(f, "topology %s (%s): %u nodes, %u links, %u job%s; seed %" PRIu64 "\n",
@@ -113,7 +182,9 @@ sim_report_text(const struct topology *t, const struct sim_config *cfg,
 		fprintf(f, "links over the rounds (%.3f ms):\n", (double)rep->window_ns * 1e-6);
 		fprintf(f, "  %-24s %10s %14s %7s %7s %6s\n", "direction", "packets", "bytes", "lost",
 			"drops", "util");
-		for (uint32_t k = 0; k < rep->nb_links; k++) {
+		if (rep->nb_links > 32)
+			fprintf(f, "  (%u links: each in --json; by tier below)\n", rep->nb_links);
+		for (uint32_t k = 0; rep->nb_links <= 32 && k < rep->nb_links; k++) {
 			for (int d = 0; d < 2; d++) {
 				const struct sim_link_stats *s = &rep->links[k].dir[d];
 				const char *a, *b;
@@ -130,6 +201,19 @@ sim_report_text(const struct topology *t, const struct sim_config *cfg,
 					rep->links[k].utilisation[d] * 100);
 			}
 		}
+	}
+	nb_ts = tier_sums(t, rep, ts);
+	if (nb_ts) {
+		fprintf(f, "links by tier over the rounds (up: towards the root):\n");
+		fprintf(f, "  %-14s %6s %14s %14s %8s %14s %14s %8s\n", "tier", "links", "up bytes",
+			"per link", "max util", "down bytes", "per link", "max util");
+		for (uint32_t i = 0; i < nb_ts; i++)
+			fprintf(f,
+				"  %-14s %6u %14" PRIu64 " %14" PRIu64 " %7.1f%% %14" PRIu64
+				" %14" PRIu64 " %7.1f%%\n",
+				ts[i].name, ts[i].links, ts[i].bytes[0], ts[i].bytes[0] / ts[i].links,
+				ts[i].max_util[0] * 100, ts[i].bytes[1], ts[i].bytes[1] / ts[i].links,
+				ts[i].max_util[1] * 100);
 	}
 	fprintf(f, "simulated %.6f s in %" PRIu64 " events", (double)rep->end_ns * 1e-9,
 		rep->events);
@@ -199,6 +283,8 @@ job_json(const struct topology *t, const struct sim_job_report *j)
 		json_object_set_new(o, "switch", j->switch_node >= 0
 							 ? json_string(t->nodes[j->switch_node].name)
 							 : json_null());
+		json_object_set_new(o, "switches", json_integer(j->nb_switches));
+		json_object_set_new(o, "tiers", json_integer(j->tiers));
 		json_object_set_new(o, "rounds_done", json_integer(j->rounds_done));
 		for (uint32_t r = 0; r < j->rounds_done; r++)
 			json_array_append_new(rounds, json_integer((json_int_t)j->round_ns[r]));
@@ -272,6 +358,26 @@ sim_report_json(const struct topology *t, const struct sim_config *cfg,
 	for (uint32_t k = 0; k < rep->nb_links; k++)
 		json_array_append_new(links, link_json(t, rep, k));
 	json_object_set_new(root, "links", links);
+	{
+		struct tier_sum ts[MAX_TIERS];
+		uint32_t nb_ts = tier_sums(t, rep, ts);
+		json_t *tiers = json_array();
+
+		for (uint32_t i = 0; tiers && i < nb_ts; i++) {
+			json_t *x = json_object();
+
+			json_object_set_new(x, "tier", json_string(ts[i].name));
+			json_object_set_new(x, "links", json_integer(ts[i].links));
+			json_object_set_new(x, "up_pkts", json_integer((json_int_t)ts[i].pkts[0]));
+			json_object_set_new(x, "up_bytes", json_integer((json_int_t)ts[i].bytes[0]));
+			json_object_set_new(x, "up_max_utilisation", json_real(ts[i].max_util[0]));
+			json_object_set_new(x, "down_pkts", json_integer((json_int_t)ts[i].pkts[1]));
+			json_object_set_new(x, "down_bytes", json_integer((json_int_t)ts[i].bytes[1]));
+			json_object_set_new(x, "down_max_utilisation", json_real(ts[i].max_util[1]));
+			json_array_append_new(tiers, x);
+		}
+		json_object_set_new(root, "link_tiers", tiers ? tiers : json_null());
+	}
 	for (uint32_t s = 0; s < t->nb_nodes; s++) {
 		const struct pipeline_stats *st = rep->switches[s];
 		json_t *x;
@@ -294,6 +400,9 @@ sim_report_json(const struct topology *t, const struct sim_config *cfg,
 		json_object_set_new(x, "duplicates", json_integer((json_int_t)st->duplicates));
 		json_object_set_new(x, "waits", json_integer((json_int_t)st->waits));
 		json_object_set_new(x, "drops", json_integer((json_int_t)drops));
+		json_object_set_new(x, "up_data", json_integer((json_int_t)st->up_data));
+		json_object_set_new(x, "up_resends", json_integer((json_int_t)st->up_resends));
+		json_object_set_new(x, "up_results", json_integer((json_int_t)st->up_results));
 		json_array_append_new(sws, x);
 	}
 	json_object_set_new(root, "switches", sws);

@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * A simulated switch (node.h): the real aggregation pipeline
- * (switch_sim/pipeline.c) for the jobs whose hosts hang off this switch. A
+ * (switch_sim/pipeline.c) for the jobs this switch aggregates; below a
+ * job's root, with its uplink set (its partial sums go to the parent's
+ * address, sim_net_peer, like any destination). A
  * result fanned out to a job leaves as one copy per destination, each on
  * its own link, as a port replicates it. The pipeline is not told the time
  * except with each packet, so linger and idle frees happen on the next

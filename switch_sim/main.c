@@ -48,6 +48,7 @@ struct switch_config {
 	const char *capture;
 	const char *replica;	/* --replica ADDR:PORT: a primary's replica */
 	const char *primary;	/* --primary ADDR:PORT: this is its replica */
+	const char *uplink;	/* --uplink ADDR:PORT: a rack's spine */
 	int slot_elems_set;	/* --slot-elems given: never shrunk to fit the port */
 	int listen_set;		/* --listen given: only a udp port has a use for it */
 	unsigned lcores;	/* --lcores K: pipeline partitions */
@@ -94,6 +95,10 @@ usage(FILE *f)
 		"  --primary ADDR:PORT   be the replica of the switch there (the address its\n"
 		"                        packets come from): stand by for its jobs, take\n"
 		"                        one over when a worker reports it silent\n"
+		"  --uplink ADDR:PORT    be a rack switch: run each --uplink-job as one\n"
+		"                        worker of the same job on the spine switch there\n"
+		"  --uplink-job JOB=RANK/WORLD  job JOB's rank in the spine's job, of WORLD\n"
+		"                        racks (repeat for each job; others are refused)\n"
 		"  --lcores K            run the pipeline as K partitions (lanes l %% K), one\n"
 		"                        per EAL lcore (-l), each on queue P of K of every\n"
 		"                        ethdev (dpdk ports only; hosts on memif then need\n"
@@ -108,7 +113,7 @@ usage(FILE *f)
 enum {
 	OPT_LISTEN = 256, OPT_PORT, OPT_PORT_OPTS, OPT_SLOTS, OPT_SLOT_ELEMS, OPT_MAX_JOBS,
 	OPT_LINGER, OPT_STANDBY_LINGER, OPT_IDLE, OPT_PEER_TIMEOUT, OPT_DRAIN, OPT_LOG_LEVEL, OPT_CAPTURE, OPT_LCORES,
-	OPT_REPLICA, OPT_PRIMARY,
+	OPT_REPLICA, OPT_PRIMARY, OPT_UPLINK, OPT_UPLINK_JOB,
 };
 
 static void
@@ -131,6 +136,8 @@ parse_args(int argc, char **argv, struct switch_config *c)
 		{ "lcores", required_argument, NULL, OPT_LCORES },
 		{ "replica", required_argument, NULL, OPT_REPLICA },
 		{ "primary", required_argument, NULL, OPT_PRIMARY },
+		{ "uplink", required_argument, NULL, OPT_UPLINK },
+		{ "uplink-job", required_argument, NULL, OPT_UPLINK_JOB },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -150,6 +157,16 @@ parse_args(int argc, char **argv, struct switch_config *c)
 		case OPT_CAPTURE: c->capture = optarg; break;
 		case OPT_REPLICA: c->replica = optarg; break;
 		case OPT_PRIMARY: c->primary = optarg; break;
+		case OPT_UPLINK: c->uplink = optarg; break;
+		case OPT_UPLINK_JOB:
+			if (c->pipe.nb_uplink_jobs == PIPELINE_UPLINK_JOBS)
+				ina_die("--uplink-job: at most %d jobs", PIPELINE_UPLINK_JOBS);
+			if (pipeline_uplink_job_parse(optarg,
+			    &c->pipe.uplink_jobs[c->pipe.nb_uplink_jobs]) < 0)
+				ina_die("--uplink-job '%s': want JOB=RANK/WORLD with RANK < WORLD <= 64",
+				    optarg);
+			c->pipe.nb_uplink_jobs++;
+			break;
 		case OPT_LCORES:
 			c->lcores = (unsigned)ina_cli_u64("lcores", optarg, 1, SWITCH_RUN_LCORES_MAX);
 			break;
@@ -187,6 +204,15 @@ parse_args(int argc, char **argv, struct switch_config *c)
 		ina_die("--%s: a switch on --lcores %u partitions does not replicate; run the "
 		    "primary and the replica with one lcore each",
 		    c->replica ? "replica" : "primary", c->lcores);
+	if (c->uplink && c->lcores > 1)
+		ina_die("--uplink: a rack switch runs one pipeline; not with --lcores %u", c->lcores);
+	if (c->uplink && (c->replica || c->primary))
+		ina_die("--uplink and --%s: a rack switch is not replicated (not in this version)",
+		    c->replica ? "replica" : "primary");
+	if (c->uplink && !c->pipe.nb_uplink_jobs)
+		ina_die("--uplink needs at least one --uplink-job JOB=RANK/WORLD");
+	if (!c->uplink && c->pipe.nb_uplink_jobs)
+		ina_die("--uplink-job needs --uplink ADDR:PORT");
 	if (c->replica && c->primary)
 		ina_die("--replica and --primary: a switch is a primary or a replica, not both");
 	if (c->lcores > 1 && !ina_eal_main_is_dpdk(c->port))
@@ -386,6 +412,7 @@ main(int argc, char **argv)
 	c.pipe.pool = port->pool;
 	resolve_peer(port, "--replica", c.replica, &c.pipe.replica);
 	resolve_peer(port, "--primary", c.primary, &c.pipe.primary);
+	resolve_peer(port, "--uplink", c.uplink, &c.pipe.uplink);
 	p = pipeline_create(&c.pipe);
 	if (!p)
 		ina_die("cannot create the pipeline (%u slots of %u elements): %s", c.pipe.nb_slots,
@@ -416,8 +443,9 @@ main(int argc, char **argv)
 		2.0 * c.pipe.nb_slots * c.pipe.slot_elems * 4 / (1 << 20), c.pipe.max_jobs,
 		c.replica   ? "; primary, replica at "
 		: c.primary ? "; replica of the primary at "
+		: c.uplink  ? "; rack, spine at "
 			    : "",
-		c.replica ? c.replica : c.primary ? c.primary : "");
+		c.replica ? c.replica : c.primary ? c.primary : c.uplink ? c.uplink : "");
 
 	while (!force_quit) {
 		uint64_t now;

@@ -10,7 +10,7 @@
  * a clock or allocates after pipeline_create().
  *
  * A replica keeps a standby job's slots exactly as the primary's completions
- * leave them: each stored REPL goes through the same slot_complete() as a
+ * leave them: each stored REPL goes through the same pl_slot_complete() as a
  * block finished here, so a takeover only changes the epoch.
  */
 #include <endian.h>
@@ -26,89 +26,12 @@
 #include "ina/log.h"
 #include "ina/util.h"
 #include "pipeline.h"
+#include "pipeline_int.h"
+#include "uplink.h"
 
 _Static_assert(offsetof(struct ina_wire_hdr, type) == 1 &&
 		       offsetof(struct ina_wire_hdr, lane) == 14,
 	       "pipeline_steer() reads these bytes");
-
-enum half_state {
-	HALF_IDLE = 0,		/* no block: the lane is between rounds */
-	HALF_AGG,		/* aggregating the lane's open block */
-	HALF_RESULT,		/* a finished block: the shadow copy */
-};
-
-/* What identifies one block of one round; matched exactly. */
-struct block_key {
-	uint32_t tensor_id;
-	uint32_t round;
-	uint32_t tensor_len;
-	uint32_t block;
-	uint16_t block_size;
-};
-
-struct half {
-	uint8_t state;		/* enum half_state */
-	uint8_t has_data;	/* some rank sent a payload */
-	uint8_t saturated;
-	uint8_t deferred;	/* the finished sum went down DEFERRED */
-	int16_t exp;		/* largest exponent announced for 'next' */
-	uint32_t bound;		/* smallest raw result-filter bound announced
-				 * (encode.h: raw bounds order like bounds) */
-	struct block_key key;
-	uint32_t next;		/* smallest next pointer announced */
-	uint64_t bitmap;	/* ranks that answered */
-	union {			/* slot_elems accumulators */
-		float *f32;
-		int32_t *i32;
-	} acc;
-};
-
-struct slot {
-	uint8_t cur;		/* version bit of the current half */
-	uint8_t has_round;	/* 'last_round' is set */
-	uint8_t waited;		/* 'last_wait_ns' is set */
-	uint32_t last_round;	/* the lane's last finished round */
-	uint64_t last_wait_ns;
-	struct half h[2];	/* h[v] has version bit v */
-};
-
-struct job {
-	uint8_t active;
-	struct ina_job_params params;
-	uint32_t slot_base;	/* first of nb_slots slots; lane l is in
-				 * slot_base + l / part_count */
-	uint16_t nb_slots;	/* ceil(lanes / part_count) */
-	uint64_t full;		/* bitmap of all ranks */
-	uint64_t joined;
-	uint64_t finished;	/* ranks that sent FIN */
-	uint64_t linger_until;	/* 0: not lingering */
-	uint64_t last_active_ns;
-	uint8_t aborted;	/* a rank died: freed at the next tick */
-	uint8_t standby;	/* a replica's job, standing by for the primary */
-	uint8_t taken_over;	/* a replica's job taken over: 'old_epoch' is
-				 * the primary's epoch, answered with the
-				 * announcement of the new one */
-	uint32_t old_epoch;
-	uint64_t heard_ns[INA_MAX_WORLD];	/* last packet from each rank (from
-						 * admission for a rank not heard yet) */
-	struct ina_peer peers[INA_MAX_WORLD];
-};
-
-struct pipeline {
-	struct pipeline_config cfg;
-	struct pipeline_stats st;
-	struct slot *slots;
-	float *acc_mem;		/* 2 * nb_slots * slot_elems accumulators */
-	uint16_t *slot_owner;	/* job index + 1, or 0 when free */
-	uint32_t free_slots;
-	struct job *jobs;
-	uint16_t nb_jobs;
-	uint16_t last_job;	/* lookup cache */
-	uint32_t next_epoch;
-	uint8_t quiet;		/* a replica following partition 0: no answer,
-				 * no log (counters are restored by the caller) */
-	uint8_t draining;	/* pipeline_drain(): no new job is admitted */
-};
 
 static const char *const drop_names[PDROP_MAX] = {
 	[PDROP_UNKNOWN_JOB] = "unknown_job",
@@ -125,6 +48,7 @@ static const char *const drop_names[PDROP_MAX] = {
 	[PDROP_NOT_PRIMARY] = "not_primary",
 	[PDROP_NOT_STANDBY] = "not_standby",
 	[PDROP_TAKEN_OVER] = "taken_over",
+	[PDROP_UP_STALE] = "uplink_stale",
 };
 
 const char *
@@ -159,7 +83,9 @@ pipeline_create(const struct pipeline_config *cfg)
 	    cfg->slot_elems == 0 || cfg->max_jobs == 0 || cfg->max_jobs == UINT16_MAX ||
 	    cfg->part_count == 0 || cfg->part_index >= cfg->part_count ||
 	    cfg->replica.len >= INA_PEER_SIZE || cfg->primary.len >= INA_PEER_SIZE ||
-	    ((cfg->replica.len || cfg->primary.len) && cfg->part_count > 1)) {
+	    ((cfg->replica.len || cfg->primary.len) && cfg->part_count > 1) ||
+	    cfg->uplink.len >= INA_PEER_SIZE || cfg->nb_uplink_jobs > PIPELINE_UPLINK_JOBS ||
+	    (cfg->uplink.len && (cfg->part_count > 1 || cfg->replica.len || cfg->primary.len))) {
 		errno = EINVAL;
 		return NULL;
 	}
@@ -219,8 +145,8 @@ pipeline_nb_jobs(const struct pipeline *p)
 	return p->nb_jobs;
 }
 
-static struct job *
-job_find(struct pipeline *p, uint32_t job_id)
+struct job *
+pl_job_find(struct pipeline *p, uint32_t job_id)
 {
 	struct job *j = &p->jobs[p->last_job];
 
@@ -271,8 +197,8 @@ slots_reserve(struct pipeline *p, uint16_t n, uint16_t owner)
 	return -1;
 }
 
-static void
-job_free(struct pipeline *p, struct job *j)
+void
+pl_job_free(struct pipeline *p, struct job *j)
 {
 	for (uint32_t k = j->slot_base; k < j->slot_base + j->nb_slots; k++)
 		p->slot_owner[k] = 0;
@@ -285,8 +211,8 @@ job_free(struct pipeline *p, struct job *j)
 }
 
 /* Writes a switch-sent header for 'j' into 'pkt'; the payload follows. */
-static void
-put_hdr(struct ina_pkt *pkt, const struct job *j, uint8_t type, const struct ina_hdr *tmpl)
+void
+pl_put_hdr(struct ina_pkt *pkt, const struct job *j, uint8_t type, const struct ina_hdr *tmpl)
 {
 	struct ina_hdr h;
 
@@ -314,8 +240,8 @@ put_hdr(struct ina_pkt *pkt, const struct job *j, uint8_t type, const struct ina
  * (the received buffer is reused, as a switch rewrites a packet in place),
  * else a fresh one. The answer goes back to the sender unless changed.
  */
-static struct ina_pkt *
-answer_buf(struct pipeline *p, struct ina_pkt *in, uint32_t size)
+struct ina_pkt *
+pl_answer_buf(struct pipeline *p, struct ina_pkt *in, uint32_t size)
 {
 	struct ina_pkt *o = in;
 
@@ -384,7 +310,7 @@ send_error(struct pipeline *p, struct ina_pkt *in, const struct ina_hdr *rx, uin
 		n = 0;
 	if (n > INA_ERROR_MSG_MAX)
 		n = INA_ERROR_MSG_MAX;
-	o = answer_buf(p, in, INA_HDR_SIZE + INA_ERROR_MSG_MAX);
+	o = pl_answer_buf(p, in, INA_HDR_SIZE + INA_ERROR_MSG_MAX);
 	if (!o)
 		return NULL;
 	put_error(o, rx->job_id, rx->token, rx->encoding, code, msg, (size_t)n);
@@ -396,7 +322,7 @@ static struct ina_pkt *
 send_join_ack(struct pipeline *p, struct ina_pkt *in, const struct job *j, const struct ina_hdr *rx)
 {
 	struct ina_hdr h = *rx;
-	struct ina_pkt *o = answer_buf(p, in, INA_HDR_SIZE + sizeof(struct ina_wire_join));
+	struct ina_pkt *o = pl_answer_buf(p, in, INA_HDR_SIZE + sizeof(struct ina_wire_join));
 
 	if (!o)
 		return NULL;
@@ -404,7 +330,7 @@ send_join_ack(struct pipeline *p, struct ina_pkt *in, const struct job *j, const
 	h.lane = h.block_size = h.n_elems = 0;
 	h.tensor_id = h.round = h.tensor_len = h.block = h.next = 0;
 	h.exp = 0;
-	put_hdr(o, j, INA_T_JOIN_ACK, &h);
+	pl_put_hdr(o, j, INA_T_JOIN_ACK, &h);
 	ina_wire_encode_join(j->params.world, j->params.lanes, j->params.max_block,
 			     o->data + INA_HDR_SIZE);
 	o->len += sizeof(struct ina_wire_join);
@@ -416,7 +342,7 @@ handle_join(struct pipeline *p, struct ina_pkt *in, const struct ina_hdr *h, uin
 {
 	uint16_t world, lanes, max_block;
 	uint8_t standby = (h->flags & INA_F_STANDBY) != 0;
-	struct job *j = job_find(p, h->job_id);
+	struct job *j = pl_job_find(p, h->job_id);
 
 	ina_wire_decode_join(in->data + INA_HDR_SIZE, &world, &lanes, &max_block);
 	p->st.joins++;
@@ -451,7 +377,7 @@ handle_join(struct pipeline *p, struct ina_pkt *in, const struct ina_hdr *h, uin
 				INA_LOG(INFO, "job %" PRIu32 ": standby epoch %" PRIu32
 					" replaced by epoch %" PRIu32, h->job_id, j->params.epoch,
 					h->epoch);
-			job_free(p, j);
+			pl_job_free(p, j);
 			j = NULL;
 		}
 	}
@@ -476,6 +402,7 @@ handle_join(struct pipeline *p, struct ina_pkt *in, const struct ina_hdr *h, uin
 	if (!j) {
 		uint16_t k = p->cfg.part_count;
 		uint16_t nb = (uint16_t)((lanes + k - 1) / k);
+		const struct pipeline_uplink_job *uj = NULL;
 		int64_t base;
 		uint16_t idx;
 
@@ -499,6 +426,22 @@ handle_join(struct pipeline *p, struct ina_pkt *in, const struct ina_hdr *h, uin
 					  "switch's %" PRIu32 "-byte packets",
 					  h->job_id, max_block, ina_wire_encoding_name(h->encoding),
 					  p->cfg.max_pkt);
+		}
+		if (p->cfg.uplink.len) {
+			uj = uplink_job_lookup(p, h->job_id);
+			if (!uj) {
+				p->st.jobs_refused++;
+				return send_error(p, in, h, INA_WERR_UNSUPPORTED,
+						  "job %" PRIu32 ": this rack switch has no rank in the "
+						  "spine's job for it (ina-switch --uplink-job)", h->job_id);
+			}
+			if (h->encoding == INA_ENC_BF16) {
+				p->st.jobs_refused++;
+				return send_error(p, in, h, INA_WERR_UNSUPPORTED,
+						  "job %" PRIu32 ": a rack switch does not run bf16 jobs "
+						  "(the partial sum would be rounded twice); use f32 or i32",
+						  h->job_id);
+			}
 		}
 		for (idx = 0; idx < p->cfg.max_jobs && p->jobs[idx].active; idx++)
 			;
@@ -545,6 +488,12 @@ handle_join(struct pipeline *p, struct ina_pkt *in, const struct ina_hdr *h, uin
 		j->slot_base = (uint32_t)base;
 		j->nb_slots = nb;
 		j->full = world == 64 ? ~0ull : (1ull << world) - 1;
+		if (uj) {
+			/* A rack: the job runs once the spine admitted it. */
+			j->up = UP_JOINING;
+			j->up_rank = uj->rank;
+			j->up_world = uj->world;
+		}
 		for (uint16_t r = 0; r < INA_MAX_WORLD; r++)
 			j->heard_ns[r] = now;
 		p->nb_jobs++;
@@ -565,12 +514,14 @@ handle_join(struct pipeline *p, struct ina_pkt *in, const struct ina_hdr *h, uin
 	j->joined |= 1ull << h->rank;
 	j->peers[h->rank] = in->peer;
 	j->last_active_ns = now;
+	if (j->up == UP_JOINING)
+		return uplink_join(p, in, j);	/* answered on the spine's JOIN_ACK */
 	return send_join_ack(p, in, j, h);
 }
 
 /* Writes the result kept in half 'hf' of lane 'lane' into 'o'. */
-static void
-put_result(const struct pipeline *p, struct ina_pkt *o, const struct job *j, uint16_t lane,
+void
+pl_put_result(const struct pipeline *p, struct ina_pkt *o, const struct job *j, uint16_t lane,
 	   uint8_t ver, const struct half *hf)
 {
 	struct ina_hdr h;
@@ -591,7 +542,7 @@ put_result(const struct pipeline *p, struct ina_pkt *o, const struct job *j, uin
 	if (hf->has_data && !hf->deferred)
 		n = ina_wire_block_elems(hf->key.tensor_len, hf->key.block_size, hf->key.block);
 	h.n_elems = n;
-	put_hdr(o, j, INA_T_RESULT, &h);
+	pl_put_hdr(o, j, INA_T_RESULT, &h);
 	if (n) {
 		if (j->params.encoding == INA_ENC_I32)
 			ina_enc_i32_store(o->data + INA_HDR_SIZE, hf->acc.i32, n);
@@ -635,8 +586,8 @@ result_route(struct pipeline *p, struct ina_pkt *o, struct job *j, uint16_t rank
 	}
 }
 
-static void
-half_open(struct half *hf, const struct block_key *key)
+void
+pl_half_open(struct half *hf, const struct block_key *key)
 {
 	hf->state = HALF_AGG;
 	hf->key = *key;
@@ -656,8 +607,8 @@ half_open(struct half *hf, const struct block_key *key)
  * END. Every finished block comes here, aggregated in this switch or stored
  * by a replica from its primary's REPL.
  */
-static void
-slot_complete(struct slot *s, uint8_t ver)
+void
+pl_slot_complete(struct slot *s, uint8_t ver)
 {
 	struct half *hf = &s->h[ver];
 
@@ -671,13 +622,13 @@ slot_complete(struct slot *s, uint8_t ver)
 		struct block_key key = hf->key;
 
 		key.block = hf->next;
-		half_open(&s->h[s->cur], &key);
+		pl_half_open(&s->h[s->cur], &key);
 	}
 	s->waited = 0;
 }
 
-static int
-key_equal(const struct block_key *a, const struct block_key *b)
+int
+pl_key_equal(const struct block_key *a, const struct block_key *b)
 {
 	return a->tensor_id == b->tensor_id && a->round == b->round && a->block == b->block &&
 	       a->tensor_len == b->tensor_len && a->block_size == b->block_size;
@@ -809,7 +760,7 @@ send_wait(struct pipeline *p, struct ina_pkt *in, const struct job *j, struct sl
 		ina_pkt_free(in);
 		return NULL;
 	}
-	o = answer_buf(p, in, INA_HDR_SIZE + INA_WAIT_PAYLOAD);
+	o = pl_answer_buf(p, in, INA_HDR_SIZE + INA_WAIT_PAYLOAD);
 	if (!o)
 		return NULL;
 	s->last_wait_ns = now;
@@ -818,7 +769,7 @@ send_wait(struct pipeline *p, struct ina_pkt *in, const struct job *j, struct sl
 	h.n_elems = 0;
 	h.next = INA_BLOCK_END;
 	h.exp = 0;
-	put_hdr(o, j, INA_T_WAIT, &h);
+	pl_put_hdr(o, j, INA_T_WAIT, &h);
 	missing_be = htobe64(j->full & ~hf->bitmap);
 	memcpy(o->data + INA_HDR_SIZE, &missing_be, sizeof(missing_be));
 	o->len += INA_WAIT_PAYLOAD;
@@ -833,16 +784,11 @@ handle_data(struct pipeline *p, struct ina_pkt *in, struct job *j, const struct 
 	struct slot *s = &p->slots[j->slot_base + h->lane / p->cfg.part_count];
 	uint8_t ver = h->flags & INA_F_VER;
 	struct half *hf = &s->h[ver];
-	struct block_key key = {
-		.tensor_id = h->tensor_id,
-		.round = h->round,
-		.tensor_len = h->tensor_len,
-		.block = h->block,
-		.block_size = h->block_size,
-	};
+	struct block_key key = pl_key_of(h);
 	struct ina_pkt *o;
 
-	if (!(j->joined >> h->rank & 1)) {
+	if (!(j->joined >> h->rank & 1) || j->up == UP_JOINING) {
+		/* (a rack's job runs once the spine admitted it) */
 		p->st.drop[PDROP_NOT_JOINED]++;
 		goto drop;
 	}
@@ -852,16 +798,16 @@ handle_data(struct pipeline *p, struct ina_pkt *in, struct job *j, const struct 
 	}
 	if (ver != s->cur) {
 		/* The shadow: a retransmission for a finished block. */
-		if (hf->state != HALF_RESULT || !key_equal(&hf->key, &key)) {
+		if (hf->state != HALF_RESULT || !pl_key_equal(&hf->key, &key)) {
 			p->st.drop[hf->state == HALF_RESULT && key_shape_differs(&hf->key, &key)
 					   ? PDROP_SHAPE
 					   : PDROP_NO_MATCH]++;
 			goto drop;
 		}
-		o = answer_buf(p, in, result_size(j, h));
+		o = pl_answer_buf(p, in, result_size(j, h));
 		if (!o)
 			return NULL;
-		put_result(p, o, j, h->lane, ver, hf);
+		pl_put_result(p, o, j, h->lane, ver, hf);
 		result_route(p, o, j, h->rank);
 		p->st.shadow_replies++;
 		return o;
@@ -873,10 +819,14 @@ handle_data(struct pipeline *p, struct ina_pkt *in, struct job *j, const struct 
 			p->st.drop[PDROP_NO_MATCH]++;
 			goto drop;
 		}
-		half_open(hf, &key);
-	} else if (!key_equal(&hf->key, &key)) {
+		pl_half_open(hf, &key);
+	} else if (!pl_key_equal(&hf->key, &key)) {
 		p->st.drop[key_shape_differs(&hf->key, &key) ? PDROP_SHAPE : PDROP_NO_MATCH]++;
 		goto drop;
+	}
+	if (hf->state == HALF_UP) {
+		/* A rack waits on the spine: a local resend makes it resend. */
+		return uplink_data(p, in, j, s, h->lane, ver, 1, now);
 	}
 	if (hf->bitmap >> h->rank & 1) {
 		uint64_t dead = silent_ranks(p, j, j->full & ~hf->bitmap, now);
@@ -892,12 +842,17 @@ handle_data(struct pipeline *p, struct ina_pkt *in, struct job *j, const struct 
 		return NULL;
 	}
 
+	if (j->up) {
+		/* A rack: the partial sum goes upstream; the spine completes. */
+		hf->state = HALF_UP;
+		return uplink_data(p, in, j, s, h->lane, ver, 0, now);
+	}
 	/* Complete: the sum goes to every rank; the halves swap roles. If no
 	 * buffer, the workers' retransmissions will ask the shadow. */
 	hf->deferred = (uint8_t)half_deferred(j, hf);
-	o = answer_buf(p, in, result_size(j, h));
+	o = pl_answer_buf(p, in, result_size(j, h));
 	if (o) {
-		put_result(p, o, j, h->lane, ver, hf);
+		pl_put_result(p, o, j, h->lane, ver, hf);
 		result_route(p, o, j, INA_RANK_ALL);
 		p->st.results++;
 		if (!hf->has_data)
@@ -906,7 +861,7 @@ handle_data(struct pipeline *p, struct ina_pkt *in, struct job *j, const struct 
 			p->st.results_deferred++;
 		p->st.result_bytes += o->len - INA_HDR_SIZE;
 	}
-	slot_complete(s, ver);
+	pl_slot_complete(s, ver);
 	return o;
 
 drop:
@@ -933,11 +888,13 @@ handle_fin(struct pipeline *p, struct ina_pkt *in, struct job *j, const struct i
 	p->st.fins++;
 	j->finished |= 1ull << h->rank;
 	j->linger_until = now + job_linger_ns(p, j);
-	o = answer_buf(p, in, INA_HDR_SIZE);
+	if (j->up && (j->finished & j->full) == j->full)
+		return uplink_fin(p, in, j, h);	/* answered on the spine's FIN_ACK */
+	o = pl_answer_buf(p, in, INA_HDR_SIZE);
 	if (o)
-		put_hdr(o, j, INA_T_FIN_ACK, &a);
+		pl_put_hdr(o, j, INA_T_FIN_ACK, &a);
 	if ((j->finished & j->full) == j->full)
-		job_free(p, j);
+		pl_job_free(p, j);
 	return o;
 }
 
@@ -950,15 +907,21 @@ handle_leave(struct pipeline *p, struct ina_pkt *in, struct job *j, const struct
 	p->st.leaves++;
 	if (!p->quiet)
 		INA_LOG(INFO, "job %" PRIu32 ": rank %u left", j->params.job_id, h->rank);
+	if (!others && j->up == UP_RUNNING) {
+		/* A rack whose last rank left leaves the spine's job. */
+		o = uplink_leave(p, in, j);
+		pl_job_free(p, j);
+		return o;
+	}
 	o = others ? send_error(p, in, h, INA_WERR_LEFT, "job %" PRIu32 ": rank %u left the job",
 				j->params.job_id, h->rank)
 		   : (ina_pkt_free(in), NULL);
 	if (o) {
-		/* The peers array stays valid: job_free() only marks the job. */
+		/* The peers array stays valid: pl_job_free() only marks the job. */
 		o->dsts = j->peers;
 		o->dst_mask = others;
 	}
-	job_free(p, j);
+	pl_job_free(p, j);
 	return o;
 }
 
@@ -995,15 +958,9 @@ repl_store(struct pipeline *p, struct job *j, struct slot *s, const struct ina_h
 {
 	uint8_t ver = h->flags & INA_F_VER;
 	struct half *hf = &s->h[ver];
-	struct block_key key = {
-		.tensor_id = h->tensor_id,
-		.round = h->round,
-		.tensor_len = h->tensor_len,
-		.block = h->block,
-		.block_size = h->block_size,
-	};
+	struct block_key key = pl_key_of(h);
 
-	half_open(hf, &key);
+	pl_half_open(hf, &key);
 	hf->bitmap = j->full;
 	hf->next = h->next;
 	hf->exp = h->exp;
@@ -1011,7 +968,7 @@ repl_store(struct pipeline *p, struct job *j, struct slot *s, const struct ina_h
 	hf->deferred = (h->flags & INA_F_DEFERRED) != 0;
 	hf->has_data = h->n_elems != 0 || hf->deferred;
 	if (h->n_elems) {
-		/* Exact: put_result() writes back the same bits (a bf16 widens
+		/* Exact: pl_put_result() writes back the same bits (a bf16 widens
 		 * to binary32 and rounds back to itself). */
 		if (j->params.encoding == INA_ENC_I32)
 			ina_enc_i32_load(hf->acc.i32, payload, h->n_elems);
@@ -1020,7 +977,7 @@ repl_store(struct pipeline *p, struct job *j, struct slot *s, const struct ina_h
 		else
 			ina_enc_f32_get(hf->acc.f32, payload, h->n_elems);
 	}
-	slot_complete(s, ver);
+	pl_slot_complete(s, ver);
 	p->st.repl_stored++;
 }
 
@@ -1055,7 +1012,7 @@ handle_repl(struct pipeline *p, struct ina_pkt *in, struct job *j, const struct 
 		j->linger_until = now + job_linger_ns(p, j);
 	if (repl_newer(s, h))
 		repl_store(p, j, s, h, in->data + INA_HDR_SIZE);
-	o = answer_buf(p, in, in->len);
+	o = pl_answer_buf(p, in, in->len);
 	if (!o)
 		return NULL;
 	o->data[offsetof(struct ina_wire_hdr, type)] = INA_T_RESULT;
@@ -1079,14 +1036,14 @@ drop:
 static void
 put_announce(struct ina_pkt *o, const struct job *j)
 {
-	put_hdr(o, j, INA_T_FAILOVER, NULL);
+	pl_put_hdr(o, j, INA_T_FAILOVER, NULL);
 }
 
 /* Answers one rank (the sender of 'in') with the announcement again. */
 static struct ina_pkt *
 announce_again(struct pipeline *p, struct ina_pkt *in, const struct job *j)
 {
-	struct ina_pkt *o = answer_buf(p, in, INA_HDR_SIZE);
+	struct ina_pkt *o = pl_answer_buf(p, in, INA_HDR_SIZE);
 
 	if (!o)
 		return NULL;
@@ -1134,7 +1091,7 @@ handle_failover(struct pipeline *p, struct ina_pkt *in, struct job *j, const str
 		INA_LOG(WARN, "job %" PRIu32 ": rank %u reports the primary silent: taken over, "
 			"epoch %" PRIu32 " -> %" PRIu32, j->params.job_id, h->rank, j->old_epoch,
 			j->params.epoch);
-	o = answer_buf(p, in, INA_HDR_SIZE);
+	o = pl_answer_buf(p, in, INA_HDR_SIZE);
 	if (!o)
 		return NULL;
 	put_announce(o, j);
@@ -1155,11 +1112,13 @@ process_one(struct pipeline *p, struct ina_pkt *in, uint64_t now)
 	int old = 0;	/* of the primary's epoch, for a job taken over */
 
 	p->st.rx_pkts++;
+	if (p->cfg.uplink.len && ina_peer_equal(&in->peer, &p->cfg.uplink))
+		return uplink_rx(p, in, now);	/* from the spine */
 	if (in->len >= INA_HDR_SIZE && in->data[1] != INA_T_JOIN) {
 		uint32_t id_be, epoch_be;
 
 		memcpy(&id_be, in->data + 4, sizeof(id_be));
-		j = job_find(p, be32toh(id_be));
+		j = pl_job_find(p, be32toh(id_be));
 		params = j ? &j->params : NULL;
 		memcpy(&epoch_be, in->data + 8, sizeof(epoch_be));
 		if (j && j->taken_over && be32toh(epoch_be) == j->old_epoch) {
@@ -1296,13 +1255,13 @@ pipeline_tick_freed(struct pipeline *p, uint64_t now_ns, uint32_t *freed, uint16
 			continue;
 		if (j->aborted || (j->linger_until && now_ns >= j->linger_until)) {
 			freed[nb++] = j->params.job_id;
-			job_free(p, j);
+			pl_job_free(p, j);
 		} else if (p->cfg.job_idle_ns && now_ns - j->last_active_ns >= p->cfg.job_idle_ns) {
 			INA_LOG(WARN, "job %" PRIu32 ": silent for %" PRIu64 " s, freed",
 				j->params.job_id, (uint64_t)(p->cfg.job_idle_ns / 1000000000ull));
 			p->st.jobs_expired++;
 			freed[nb++] = j->params.job_id;
-			job_free(p, j);
+			pl_job_free(p, j);
 		}
 	}
 	return nb;
@@ -1328,18 +1287,27 @@ pipeline_shutdown(struct pipeline *p, struct ina_pkt **out, uint16_t max)
 
 		if (!j->active)
 			continue;
+		if (j->up == UP_RUNNING && nb > 0 && nb + 2 > max)
+			break;	/* a rack's job takes two packets: on the next call */
 		/* A job standing by runs on its primary: nothing to tell. */
 		o = told && !p->quiet && !j->standby ? ina_pkt_alloc(p->cfg.pool) : NULL;
 		if (o) {
 			put_error(o, j->params.job_id, j->params.token, j->params.encoding,
 				  INA_WERR_SHUTDOWN, msg, sizeof(msg) - 1);
-			/* job_free() only marks the job: 'peers' stays valid. */
+			/* pl_job_free() only marks the job: 'peers' stays valid. */
 			o->dsts = j->peers;
 			o->dst_mask = told;
 			out[nb++] = o;
 		}
+		if (j->up == UP_RUNNING && nb < max) {
+			/* A rack leaves the spine's job: the spine tells the
+			 * other racks at once. */
+			o = ina_pkt_alloc(p->cfg.pool);
+			if (o && (o = uplink_leave(p, o, j)) != NULL)
+				out[nb++] = o;
+		}
 		p->st.jobs_aborted++;
-		job_free(p, j);
+		pl_job_free(p, j);
 	}
 	p->st.tx_pkts += nb;
 	return nb;
@@ -1357,12 +1325,12 @@ pipeline_tick(struct pipeline *p, uint64_t now_ns)
 int
 pipeline_job_free(struct pipeline *p, uint32_t job_id)
 {
-	struct job *j = job_find(p, job_id);
+	struct job *j = pl_job_find(p, job_id);
 
 	if (!j)
 		return 0;
 	p->quiet = 1;
-	job_free(p, j);
+	pl_job_free(p, j);
 	p->st.jobs_freed--;
 	p->quiet = 0;
 	return 1;
@@ -1417,6 +1385,14 @@ pipeline_stats_fprint(const struct pipeline_stats *st, FILE *f)
 	PRINT(standby_jobs);
 	PRINT(takeovers);
 	PRINT(announce_repeats);
+	PRINT(up_joins);
+	PRINT(up_data);
+	PRINT(up_resends);
+	PRINT(up_bytes);
+	PRINT(up_results);
+	PRINT(up_fins);
+	PRINT(up_errors);
+	PRINT(up_leaves);
 #undef PRINT
 	for (int r = 1; r < INA_WIRE_REASON_MAX; r++)
 		if (st->drop_wire[r])
@@ -1449,6 +1425,12 @@ pipeline_dump(const struct pipeline *p, FILE *f)
 			j->aborted	  ? " (aborted: a rank died; freed at the next tick)"
 			: j->linger_until ? " (lingering)"
 					  : "");
+		if (j->up)
+			fprintf(f, "  rack: rank %u of %u on the spine, %s (epoch %" PRIu32 ")\n",
+				j->up_rank, j->up_world,
+				j->up == UP_JOINING ? "joining" : j->up == UP_RUNNING ? "running"
+										       : "finishing",
+				j->up_epoch);
 		if (j->standby)
 			fprintf(f, "  standing by for the primary\n");
 		else if (j->taken_over)
@@ -1468,6 +1450,12 @@ pipeline_dump(const struct pipeline *p, FILE *f)
 						" next %" PRIu32 " (version %u)\n",
 						l, sh->key.tensor_id, sh->key.round, sh->key.block,
 						sh->next, s->cur ^ 1);
+				continue;
+			}
+			if (hf->state == HALF_UP) {
+				fprintf(f, "  lane %u: tensor %" PRIu32 " round %" PRIu32 " block %"
+					PRIu32 " (version %u) waits on the spine\n",
+					l, hf->key.tensor_id, hf->key.round, hf->key.block, s->cur);
 				continue;
 			}
 			if (hf->state != HALF_AGG || !hf->bitmap)

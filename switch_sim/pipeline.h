@@ -28,6 +28,13 @@
  * it on to the workers as a RESULT, drops DATA, and on a worker's FAILOVER
  * takes the job over under a new epoch, its lanes already where the last
  * stored results left them. Neither works with partitions.
+ *
+ * Hierarchy (docs/PROTOCOL.md, "Hierarchy"): a rack switch (config 'uplink'
+ * set) runs each job of 'uplink_jobs' as one worker of the same job on the
+ * spine at 'uplink': the first local JOIN goes upstream, a block complete
+ * here goes upstream as the rack's DATA, and the spine's RESULT completes the
+ * slot and goes down to the local ranks. The spine is an ordinary switch.
+ * Not with partitions, nor with replication.
  */
 #ifndef INA_PIPELINE_H
 #define INA_PIPELINE_H
@@ -39,6 +46,15 @@
 #include "ina/wire.h"
 
 struct pipeline;
+
+/* A rack's job: its rank in the spine's job and the spine's world. */
+struct pipeline_uplink_job {
+	uint32_t job_id;
+	uint16_t rank;		/* < world */
+	uint16_t world;		/* ranks of the spine's job (racks), 1..64 */
+};
+
+#define PIPELINE_UPLINK_JOBS 64	/* entries of pipeline_config.uplink_jobs */
 
 struct pipeline_config {
 	uint32_t nb_slots;		/* slots in the pool (--slots) */
@@ -68,7 +84,18 @@ struct pipeline_config {
 	/* A replica: stands jobs by for this primary, takes REPL only from it,
 	 * takes a job over on FAILOVER (len 0: not a replica). */
 	struct ina_peer primary;
+	/* A rack: the spine's address (len 0: not a rack). A JOIN of a job not
+	 * in 'uplink_jobs' is refused (UNSUPPORTED), and so is bf16. */
+	struct ina_peer uplink;
+	uint16_t nb_uplink_jobs;
+	struct pipeline_uplink_job uplink_jobs[PIPELINE_UPLINK_JOBS];
 };
+
+/*
+ * Parses "JOB=RANK/WORLD" (ina-switch --uplink-job) into 'uj'. Returns 0, or
+ * -1 when malformed or out of range (RANK < WORLD <= 64).
+ */
+int pipeline_uplink_job_parse(const char *s, struct pipeline_uplink_job *uj);
 
 /* Defaults: 1024 slots of 2048 elements, 64 jobs, 1 s linger (10 s for a
  * standby job), 1 ms WAIT interval, 300 s idle timeout, 8 s peer timeout,
@@ -92,6 +119,9 @@ enum pipeline_drop {
 	PDROP_NOT_STANDBY,	/* REPL or FAILOVER for a job that does not
 				 * stand by here (it runs here) */
 	PDROP_TAKEN_OVER,	/* REPL or standby JOIN for a job taken over */
+	PDROP_UP_STALE,		/* a rack: a packet from the spine that nothing
+				 * waits for (a late or repeated RESULT,
+				 * JOIN_ACK or FIN_ACK), or a WAIT */
 	PDROP_MAX,
 };
 
@@ -117,6 +147,16 @@ struct pipeline_stats {
 	uint64_t takeovers;		/* replica: jobs taken over on FAILOVER */
 	uint64_t announce_repeats;	/* replica: FAILOVER sent again to one rank
 					 * (its FAILOVER or old-epoch DATA) */
+	uint64_t up_joins;		/* rack: JOINs sent to the spine */
+	uint64_t up_data;		/* rack: partial sums sent to the spine */
+	uint64_t up_resends;		/* rack: of which resent (a local rank's
+					 * retransmission while the spine's
+					 * RESULT is outstanding) */
+	uint64_t up_bytes;		/* rack: payload bytes of those */
+	uint64_t up_results;		/* rack: spine RESULTs stored, sent down */
+	uint64_t up_fins;		/* rack: FINs sent to the spine */
+	uint64_t up_errors;		/* rack: spine ERRORs sent down */
+	uint64_t up_leaves;		/* rack: LEAVEs sent to the spine */
 	uint64_t drop_wire[INA_WIRE_REASON_MAX];	/* by enum ina_wire_reason */
 	uint64_t drop[PDROP_MAX];			/* by enum pipeline_drop */
 };
@@ -143,7 +183,8 @@ uint16_t pipeline_rx_burst(struct pipeline *p, struct ina_pkt **in, uint16_t nb_
  * (pipeline_nb_jobs() says how many are left). pipeline_shutdown() then
  * aborts every job left: one ERROR SHUTDOWN fanned out to its ranks that
  * have not finished (written to 'out', at most 'max'; the rest on another
- * call; none for a job a replica stands by for), and frees it. 'dsts' of
+ * call; none for a job a replica stands by for), on a rack also a LEAVE to
+ * the spine (when there is room), and frees it. 'dsts' of
  * those packets stay valid until the next call into the pipeline.
  */
 void pipeline_drain(struct pipeline *p);

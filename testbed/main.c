@@ -55,8 +55,9 @@ usage(FILE *f)
 		"\n"
 		"exit status: 0 every job verified (check: the file is valid), 1 a job failed,\n"
 		"2 bad options or an invalid file, 3 this machine cannot run it (not root, no\n"
-		"network namespaces, a setup command failed), 4 valid but not playable yet\n"
-		"(a job over more than one switch tier), 130 interrupted (torn down).\n");
+		"network namespaces, a setup command failed), 4 valid but not playable here\n"
+		"(e.g. a job across switch tiers with --dpdk or with data from a file), 130\n"
+		"interrupted (torn down).\n");
 }
 
 /* 'name' in the build tree next to this program (../DIR/name), beside it, or in PATH. */

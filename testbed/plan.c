@@ -7,6 +7,7 @@
 #include "ina/wire.h"
 #include "plan.h"
 #include "run.h"
+#include "tiers.h"
 
 /* snprintf for messages, which are cut short rather than overflow. */
 static void msg(char *buf, size_t size, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -31,6 +32,70 @@ static unsigned
 elem_bytes(uint8_t e)
 {
 	return e == INA_ENC_BF16 ? 2 : 4;
+}
+
+/* A job over several switch tiers: every rack's uplink exists and fits a
+ * block; not over DPDK (every switch there answers for one address); no
+ * switch is a rack of this job and the root of another (a rack refuses
+ * jobs it has no uplink for). */
+static int
+plan_check_tiers(const struct topology *t, const struct topo_job *job, const struct tiers *tr,
+		 int dpdk, char *err, size_t errlen)
+{
+	if (tr->nb_switches < 2)
+		return 0;
+	if (job->data != TOPO_DATA_SYNTHETIC) {
+		msg(err, errlen,
+		    "job '%s' spans %u switches with data from a file: its hosts check sums "
+		    "against their own switch's ranks only, so ina-testbed checks such a job "
+		    "itself, which it can do for synthetic data only", job->name,
+		    tr->nb_switches);
+		return TB_EXIT_UNSUPPORTED;
+	}
+	if (job->encoding == INA_ENC_BF16) {
+		msg(err, errlen, "job '%s' spans %u switches in bf16: a rack switch does not "
+				 "forward bf16 upstream", job->name, tr->nb_switches);
+		return TB_EXIT_UNSUPPORTED;
+	}
+	if (dpdk) {
+		msg(err, errlen,
+		    "--dpdk: job '%s' spans %u switches: hierarchical aggregation over DPDK is "
+		    "not set up yet (every switch answers for one address there; run it over "
+		    "UDP)", job->name, tr->nb_switches);
+		return TB_EXIT_UNSUPPORTED;
+	}
+	for (uint32_t s = 0; s < t->nb_nodes; s++) {
+		const struct topo_link *l;
+
+		if (t->nodes[s].kind != TOPO_SWITCH || tr->m[s].up < 0)
+			continue;
+		for (uint32_t j = 0; j < t->nb_jobs; j++) {
+			if (t->jobs[j].root == (int)s) {
+				msg(err, errlen,
+				    "switch %s is a rack of job '%s' (under %s) and the root of job "
+				    "'%s': a switch with an uplink runs only the jobs it forwards "
+				    "upstream", t->nodes[s].name, job->name,
+				    t->nodes[tr->m[s].up].name, t->jobs[j].name);
+				return TB_EXIT_UNSUPPORTED;
+			}
+		}
+		l = topology_link(t, (int)s, tr->m[s].up);
+		if (!l) {
+			msg(err, errlen, "switch %s has no link to its uplink %s", t->nodes[s].name,
+			    t->nodes[tr->m[s].up].name);
+			return TB_EXIT_USAGE;
+		}
+		if (28u + INA_HDR_SIZE + (uint32_t)job->block_size * elem_bytes(job->encoding) >
+		    l->mtu) {
+			msg(err, errlen,
+			    "job '%s': a block of %u %s elements does not fit the MTU %u of the "
+			    "link %s-%s (line %d)", job->name, job->block_size,
+			    plan_encoding(job->encoding), l->mtu, t->nodes[s].name,
+			    t->nodes[tr->m[s].up].name, l->line);
+			return TB_EXIT_USAGE;
+		}
+	}
+	return 0;
 }
 
 int
@@ -58,23 +123,19 @@ plan_check(const struct topology *t, int dpdk, char *err, size_t errlen)
 		}
 	for (uint32_t j = 0; j < t->nb_jobs; j++) {
 		const struct topo_job *job = &t->jobs[j];
+		struct tiers tr;
+		int ret;
 
+		if (tiers_build(t, job, INA_MAX_WORLD, &tr, err, errlen) < 0)
+			return TB_EXIT_UNSUPPORTED;
+		ret = plan_check_tiers(t, job, &tr, dpdk, err, errlen);
+		tiers_fini(&tr);
+		if (ret)
+			return ret;
 		for (uint16_t k = 0; k < job->nb_hosts; k++) {
 			const struct topo_node *h = &t->nodes[job->hosts[k]];
 			const struct topo_link *l;
 
-			if (h->attach != job->root) {
-				msg(err, errlen,
-					 "job '%s' spans more than one switch tier (host %s is on %s, "
-					 "the job's root is %s): hierarchical aggregation (a rack "
-					 "switch forwarding its partial sums upstream) is not built "
-					 "yet; ina-testbed run plays jobs whose hosts all hang off one "
-					 "switch",
-					 job->name, h->name,
-					 h->attach >= 0 ? t->nodes[h->attach].name : "nothing",
-					 t->nodes[job->root].name);
-				return TB_EXIT_UNSUPPORTED;
-			}
 			l = topology_link(t, job->hosts[k], h->attach);
 			if (!l) {
 				msg(err, errlen, "host %s has no link to its switch %s", h->name,
@@ -146,4 +207,12 @@ plan_host_rto_us(const struct topo_link *l, const struct topo_job *job)
 		return 0;
 	/* ina-host's minimum is 5 ms; it takes up to 10 s. */
 	return us < 5000 ? 5000 : us > 10000000 ? 10000000 : us;
+}
+
+uint64_t
+plan_host_seed(const struct topo_job *job, const struct tiers *tr, int host)
+{
+	if (tr->nb_switches < 2)
+		return job->seed;
+	return job->seed ^ ((uint64_t)(tr->m[host].up + 1) * 0x9e3779b97f4a7c15ull);
 }

@@ -12,6 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "tiers.h"
 #include "topology.h"
 
 #define PLAN_SWITCH_UDP_PORT 9150
@@ -20,9 +21,11 @@
 
 /*
  * 0 if run can play 't' (over DPDK if 'dpdk'); else the reason in 'err' and
- * TB_EXIT_UNSUPPORTED (a job that spans more than one switch tier; with DPDK
- * a host in two jobs, an MTU above 1500) or TB_EXIT_USAGE (a block that does
- * not fit its link's MTU, a host without a link to its switch).
+ * TB_EXIT_UNSUPPORTED (a job across switch tiers with data from a file, in
+ * bf16, over DPDK, or whose rack is another job's root; more members on a
+ * switch than its bitmaps hold; with DPDK a host in two jobs, an MTU above
+ * 1500) or TB_EXIT_USAGE (a block that does not fit its link's MTU or a
+ * rack's uplink, a host without a link to its switch).
  */
 int plan_check(const struct topology *t, int dpdk, char *err, size_t errlen);
 
@@ -52,5 +55,13 @@ void plan_host_port(const struct topo_link *l, uint32_t i, int dpdk, uint64_t se
  * applies (ina-host's default).
  */
 uint64_t plan_host_rto_us(const struct topo_link *l, const struct topo_job *job);
+
+/*
+ * ina-host's --seed for host 'host' of synthetic job 'job' with tree 'tr':
+ * the job's seed on one switch; across switches each switch's hosts get
+ * their own (the job's seed mixed with the switch's node index), since they
+ * generate their data from their rank on their switch (expect.h).
+ */
+uint64_t plan_host_seed(const struct topo_job *job, const struct tiers *tr, int host);
 
 #endif

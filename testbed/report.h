@@ -21,6 +21,11 @@ struct report_rank {
 	int exited_ok;			/* exit status 0 */
 	char how[64];			/* how it ended ("exit 1", "killed by signal 9") */
 	int rounds_done;		/* rounds it printed */
+	/* A job over several switches (expect.h): each round's sum hash as
+	 * ina-testbed made it, which every round's sum_hash must equal; the
+	 * host's own check (its switch's ranks only) and its exit status 1
+	 * from it do not count then. NULL: the host's own check. */
+	const uint64_t *want_hash;
 };
 
 struct report_link {

@@ -15,11 +15,14 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "ina/wire.h"
 #include "netns.h"
 #include "plan.h"
 #include "procs.h"
 #include "report.h"
 #include "run.h"
+#include "expect.h"
+#include "tiers.h"
 
 #define START_MS 3000		/* tcpdump to be up */
 #define START_SWITCH_MS 20000	/* a switch to be serving (EAL takes a while) */
@@ -52,6 +55,9 @@ struct run {
 	int *rounds_done;		/* [proc] */
 	char (*reports)[PATH_MAX];	/* [proc] ina-host --report file */
 	struct report_link *links;	/* [link] */
+	struct tiers *tiers;		/* [job] its aggregation tree */
+	uint64_t **want_hash;		/* [job][round] a multi-tier job's sums
+					 * (expect.h), NULL on one switch */
 	int progress_shown;
 };
 
@@ -259,13 +265,47 @@ start_captures(struct run *r, char *err, size_t errlen)
 	return 0;
 }
 
+/* Whether switch 'node' aggregates some job (as its root or a rack). */
 static int
-serves_a_job(const struct topology *t, int node)
+serves_a_job(const struct run *r, int node)
 {
-	for (uint32_t j = 0; j < t->nb_jobs; j++)
-		if (t->jobs[j].root == node)
+	for (uint32_t j = 0; j < r->t->nb_jobs; j++)
+		if (r->t->jobs[j].root == node || r->tiers[j].m[node].up >= 0)
 			return 1;
 	return 0;
+}
+
+/* A switch below a job's root: --uplink to its parent's end of their link
+ * and an --uplink-job per job (plan_check made sure the link exists). */
+static int
+uplink_args(const struct run *r, int node, char **argv, int a, char *up, size_t uplen,
+	    char (*jobs)[48])
+{
+	const struct topology *t = r->t;
+	int parent = -1, nb = 0;
+
+	for (uint32_t j = 0; j < t->nb_jobs; j++) {
+		const struct tiers_member *m = &r->tiers[j].m[node];
+
+		if (m->up < 0)
+			continue;
+		parent = m->up;
+		tb_fmt(jobs[nb], sizeof(jobs[0]), "%" PRIu32 "=%u/%u", t->jobs[j].job_id, m->rank,
+		       m->world);
+		argv[a++] = "--uplink-job";
+		argv[a++] = jobs[nb++];
+	}
+	if (parent >= 0) {
+		const struct topo_link *l = topology_link(t, node, parent);
+		char ip[32];
+
+		/* Between switches the child is 'a': the parent's end is b. */
+		plan_link_addr((uint32_t)(l - t->links), l->a == parent, 0, ip, sizeof(ip));
+		tb_fmt(up, uplen, "%s:%d", ip, PLAN_SWITCH_UDP_PORT);
+		argv[a++] = "--uplink";
+		argv[a++] = up;
+	}
+	return a;
 }
 
 /* EAL options of a DPDK process in namespace of 'node' (vdevs added by the caller). */
@@ -296,20 +336,21 @@ start_switches(struct run *r, char *err, size_t errlen)
 	const struct topology *t = r->t;
 	size_t first = r->nb_procs;
 	char (*vdevs)[96] = calloc(t->nb_links + 1, sizeof(*vdevs));
-	char **argv = calloc(32 + t->nb_links, sizeof(*argv));
+	char (*upjobs)[48] = calloc(t->nb_jobs + 1, sizeof(*upjobs));
+	char **argv = calloc(32 + t->nb_links + 2 * t->nb_jobs, sizeof(*argv));
 	int ret = -1;
 
-	if (!vdevs || !argv) {
+	if (!vdevs || !argv || !upjobs) {
 		tb_fmt(err, errlen, "out of memory");
 		goto out;
 	}
 	for (uint32_t i = 0; i < t->nb_nodes; i++) {
 		const struct topo_node *n = &t->nodes[i];
-		char listen[32], slots[16], prefix[128];
+		char listen[32], slots[16], prefix[128], up[48];
 		struct proc *p;
 		int a = 0, nb_vdevs = 0, e;
 
-		if (n->kind != TOPO_SWITCH || !serves_a_job(t, (int)i))
+		if (n->kind != TOPO_SWITCH || !serves_a_job(r, (int)i))
 			continue;
 		p = new_proc(r, PROC_SWITCH, "switch %s", n->name);
 		tb_fmt(p->log, sizeof(p->log), "%s/switch-%s.log", r->workdir, n->name);
@@ -339,6 +380,7 @@ start_switches(struct run *r, char *err, size_t errlen)
 			argv[a++] = "--slots";
 			argv[a++] = slots;
 		}
+		a = uplink_args(r, (int)i, argv, a, up, sizeof(up), upjobs);
 		argv[a] = NULL;
 		e = proc_start(p, r->ns[i], argv, NULL);
 		if (e < 0) {
@@ -367,6 +409,7 @@ start_switches(struct run *r, char *err, size_t errlen)
 	ret = 0;
 out:
 	free(vdevs);
+	free(upjobs);
 	free(argv);
 	return ret;
 }
@@ -398,8 +441,10 @@ start_hosts(struct run *r, char *err, size_t errlen)
 			plan_link_addr(li, 0, 0, swaddr, sizeof(swaddr));
 			tb_fmt(sw, sizeof(sw), "%s:%d", swaddr, PLAN_SWITCH_UDP_PORT);
 			tb_fmt(jid, sizeof(jid), "%" PRIu32, job->job_id);
-			tb_fmt(rank, sizeof(rank), "%u", k);
-			tb_fmt(world, sizeof(world), "%u", job->nb_hosts);
+			/* Its rank among its switch's members (tiers.h): the job's
+			 * rank on one switch. */
+			tb_fmt(rank, sizeof(rank), "%u", r->tiers[j].m[node].rank);
+			tb_fmt(world, sizeof(world), "%u", r->tiers[j].m[node].world);
 			tb_fmt(rounds, sizeof(rounds), "%" PRIu32, job->rounds);
 			tb_fmt(block, sizeof(block), "%u", job->block_size);
 			tb_fmt(lanes, sizeof(lanes), "%u", job->lanes);
@@ -434,7 +479,8 @@ start_hosts(struct run *r, char *err, size_t errlen)
 			} else {
 				tb_fmt(elems, sizeof(elems), "%" PRIu32, job->tensor_len);
 				tb_fmt(dens, sizeof(dens), "%.17g", job->density);
-				tb_fmt(seed, sizeof(seed), "%" PRIu64, job->seed);
+				tb_fmt(seed, sizeof(seed), "%" PRIu64,
+				       plan_host_seed(job, &r->tiers[j], node));
 				argv[a++] = "--elements", argv[a++] = elems;
 				argv[a++] = "--density", argv[a++] = dens;
 				argv[a++] = "--seed", argv[a++] = seed;
@@ -596,6 +642,7 @@ alloc_run(struct run *r)
 {
 	const struct topology *t = r->t;
 	size_t max = t->nb_nodes + t->nb_links;
+	char err[256];
 
 	for (uint32_t j = 0; j < t->nb_jobs; j++)
 		max += t->jobs[j].nb_hosts;
@@ -608,14 +655,27 @@ alloc_run(struct run *r)
 	r->reports = calloc(max, sizeof(*r->reports));
 	r->links = calloc(t->nb_links ? t->nb_links : 1, sizeof(*r->links));
 	r->host_proc = calloc(t->nb_jobs ? t->nb_jobs : 1, sizeof(*r->host_proc));
-	if (!r->ns || !r->ns_made || !r->procs || !r->kinds || !r->log_off || !r->rounds_done ||
-	    !r->reports || !r->links || !r->host_proc)
+	r->tiers = calloc(t->nb_jobs ? t->nb_jobs : 1, sizeof(*r->tiers));
+	r->want_hash = calloc(t->nb_jobs ? t->nb_jobs : 1, sizeof(*r->want_hash));
+	if (!r->tiers || !r->want_hash || !r->ns || !r->ns_made || !r->procs || !r->kinds ||
+	    !r->log_off || !r->rounds_done || !r->reports || !r->links || !r->host_proc)
 		return -1;
 	for (uint32_t j = 0; j < t->nb_jobs; j++) {
 		r->host_proc[j] = calloc(t->jobs[j].nb_hosts ? t->jobs[j].nb_hosts : 1,
 					 sizeof(**r->host_proc));
 		if (!r->host_proc[j])
 			return -1;
+		/* plan_check built it once already: it cannot fail but for memory. */
+		if (tiers_build(t, &t->jobs[j], INA_MAX_WORLD, &r->tiers[j], err, sizeof(err)) < 0)
+			return -1;
+		if (r->tiers[j].nb_switches < 2)
+			continue;
+		r->want_hash[j] = calloc(t->jobs[j].rounds + 1, sizeof(uint64_t));
+		if (!r->want_hash[j] ||
+		    expect_hashes(&t->jobs[j], &r->tiers[j], r->want_hash[j], err, sizeof(err)) < 0) {
+			fprintf(stderr, "ina-testbed: %s\n", err);
+			return -1;
+		}
 	}
 	return 0;
 }
@@ -626,6 +686,12 @@ free_run(struct run *r)
 	for (uint32_t j = 0; r->host_proc && j < r->t->nb_jobs; j++)
 		free(r->host_proc[j]);
 	free(r->host_proc);
+	for (uint32_t j = 0; r->tiers && j < r->t->nb_jobs; j++)
+		tiers_fini(&r->tiers[j]);
+	for (uint32_t j = 0; r->want_hash && j < r->t->nb_jobs; j++)
+		free(r->want_hash[j]);
+	free(r->want_hash);
+	free(r->tiers);
 	free(r->ns);
 	free(r->ns_made);
 	free(r->procs);
@@ -668,6 +734,7 @@ report(struct run *r, const char *outcome, double seconds)
 			rk->exited_ok = p->exited && WIFEXITED(p->status) && WEXITSTATUS(p->status) == 0;
 			proc_how(p, rk->how, sizeof(rk->how));
 			rk->rounds_done = r->rounds_done[pi];
+			rk->want_hash = r->want_hash[j];
 		}
 	}
 	if (!rr.ranks)

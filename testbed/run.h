@@ -23,8 +23,8 @@ enum {
 	TB_EXIT_USAGE = 2,	/* bad options, or a topology file that does not load */
 	TB_EXIT_ENV = 3,	/* this machine cannot play it: not root, no network
 				 * namespaces, a missing program, a setup command failed */
-	TB_EXIT_UNSUPPORTED = 4,/* a valid topology run cannot play yet (a job over more
-				 * than one switch tier: hierarchical aggregation) */
+	TB_EXIT_UNSUPPORTED = 4,/* a valid topology run cannot play (a job across switch
+				 * tiers over DPDK, with data from a file or in bf16) */
 	TB_EXIT_INTERRUPTED = 130, /* SIGINT, SIGTERM or SIGHUP: torn down, partial report */
 };
 

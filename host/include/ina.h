@@ -7,8 +7,25 @@
  * a negative code that ina_strerror() names, within a bounded time: a switch
  * that does not answer or a peer that is gone is an error, never a hang.
  *
- * Threading: a context is driven by the calls made on it (no background
- * thread); use one context from one thread at a time.
+ * Besides the blocking ina_allreduce(), the asynchronous calls (below,
+ * "Asynchronous operations") queue many operations at once over one job:
+ * ina_iallreduce(), ina_ibroadcast() and ina_ibarrier() return a handle at
+ * once; ina_test() and ina_wait() complete it. The context's scheduler
+ * decides which queued operation goes on the wire next (cfg.sched).
+ *
+ * Threading and progress: there is no background thread. The engine moves
+ * only inside calls on the context: every ina_i*(), ina_test(),
+ * ina_progress() and ina_flush() call does a non-blocking step (receive,
+ * start the next scheduled operation, send), and ina_wait() and the blocking
+ * calls drive it until their operation ends. A framework that wants
+ * transfers to go on while it computes runs its own progress thread calling
+ * ina_progress(ctx, wait_us) in a loop. Every call on a context is
+ * thread-safe (a mutex per context; ina_wait() and ina_progress() release it
+ * while they sleep in the port), except ina_open() and ina_close(), which no
+ * other call on the same context may overlap. What ina_residual(),
+ * ina_deferred_blocks() and ina_last_error() point to is rewritten by later
+ * operations (of that tensor) and errors: read it when none runs. Contexts
+ * are independent.
  */
 #ifndef INA_H
 #define INA_H
@@ -84,6 +101,28 @@ struct ina_sparsify {
  * the block planner (and the previous result). */
 #define INA_MAX_SPARSE_TENSORS 16
 
+/*
+ * The transfer order of queued operations (cfg.sched). The switch matches
+ * blocks by (tensor, round, block), so every worker must put the same
+ * operation in the same round: the choice depends only on what every worker
+ * shares, the submission sequence (operations and ina_flush() calls, which
+ * must come in the same order on every worker), the declared priorities and
+ * the norms of earlier sums. A worker waits for an operation it has not
+ * submitted yet rather than diverge.
+ */
+enum ina_sched_policy {
+	INA_SCHED_FIFO = 0,	 /* submission order: starts as soon as a tensor is
+				  * submitted; the most overlap with backprop */
+	INA_SCHED_PRIORITY = 1,	 /* the smallest priority value first (the layer
+				  * index: front layers first), among a window of
+				  * submissions (sched_window, or up to ina_flush()):
+				  * the window's operations wait until its last one is
+				  * submitted, which costs overlap */
+	INA_SCHED_MAGNITUDE = 2, /* the largest L2 norm of the tensor's previous sum
+				  * first (no sum yet: first, in submission order),
+				  * among the same window */
+};
+
 struct ina_config {
 	const char *switch_addr;	/* "ADDR:PORT" of the switch */
 	const char *replica_addr;	/* "ADDR:PORT" of a replica switch (ina-switch
@@ -108,6 +147,20 @@ struct ina_config {
 	const char *capture;		/* pcap file of every packet sent and received, or NULL */
 	struct ina_sparsify sparsify;	/* the job's sparsifier for every tensor, default
 					 * off; ina_tensor_sparsify() sets one tensor's */
+	enum ina_sched_policy sched;	/* the order of queued operations on the wire,
+					 * default INA_SCHED_FIFO; every worker alike */
+	uint32_t sched_window;		/* PRIORITY, MAGNITUDE: submissions a choice
+					 * looks ahead at most; 0 (default): up to the
+					 * next ina_flush() (or barrier) */
+	uint32_t max_pending;		/* operations submitted and not yet waited
+					 * for (ina_test/ina_wait), default 256 */
+	uint32_t fuse_elems;		/* fusion: queued dense allreduces (no
+					 * sparsifier, no planner, same op) smaller
+					 * than this go together in one round of up
+					 * to this many elements; 0 (default): off.
+					 * Under fifo a small tensor then waits for the
+					 * next submission or ina_flush() to know
+					 * whether it fits */
 	int plan_blocks;		/* 1: the block planner picks B per tensor and
 					 * round, a power of two from 16 up to block_size,
 					 * from the previous round's result (the same on
@@ -180,6 +233,9 @@ int ina_open(const struct ina_config *cfg, struct ina_ctx **ctx, char *err, size
  * Sums (INA_SUM) or averages (INA_AVG) 'n' floats of every worker of the job
  * into 'out' (which may be 'in'). Every worker must call it with the same
  * 'tensor_id' and 'n' in the same order. Every worker receives the same bits.
+ * It is ina_iallreduce() (priority 0), ina_flush() and ina_wait(): with
+ * asynchronous operations queued before it, it runs after or among them as
+ * the scheduler orders them.
  *
  * With a sparsifier on for 'tensor_id' (cfg.sparsify or
  * ina_tensor_sparsify()), the result is the sum (average) of what every
@@ -212,6 +268,70 @@ const float *ina_residual(const struct ina_ctx *ctx, uint32_t tensor_id, size_t 
 const uint8_t *ina_deferred_blocks(const struct ina_ctx *ctx, uint32_t tensor_id,
 				   size_t *n_blocks);
 
+/*
+ * Asynchronous operations. A handle (never 0) names one submitted operation
+ * until ina_test() reports it ended or ina_wait() returns: then it is spent.
+ * Every worker must submit the same operations (tensor, n, priority, root)
+ * and call ina_flush() in the same order, as for ina_allreduce(); tests and
+ * waits may come in any order, from any thread. Buffers stay the caller's:
+ * 'in' must stay valid and unchanged, and 'out' valid, until the operation
+ * ends. Operations run one at a time on the wire, in the order of the
+ * scheduler (cfg.sched); a sparsifier or the planner runs per operation as
+ * ina_allreduce() runs it, when the operation starts. After an error of the
+ * job every pending operation ends with that error.
+ *
+ * Submission returns 0 and '*handle', -EINVAL (bad arguments), -EBUSY (cfg.max_pending operations not waited for), or the
+ * context's error.
+ */
+#define INA_BARRIER_TENSOR 0xffffffffu	/* the tensor id a barrier's round carries
+					 * (rounds tell it from a tensor of that id) */
+
+/* Starts ina_allreduce() of the same arguments with 'priority' (smaller
+ * first under INA_SCHED_PRIORITY; the layer index is a good choice). */
+int ina_iallreduce(struct ina_ctx *ctx, uint32_t tensor_id, const float *in, float *out,
+		   size_t n, enum ina_op op, int32_t priority, uint64_t *handle);
+
+/* Starts a broadcast of 'n' floats of rank 'root' into 'buf' of every rank
+ * (root's 'buf' is read, the others' overwritten). It runs as a sum to which
+ * the others add zeros (they send no blocks, only acks): exact with INA_F32
+ * (except that -0.0 may come back as +0.0); with INA_BF16 or INA_I32 the
+ * values come back as the encoding carries them. No sparsifier. */
+int ina_ibroadcast(struct ina_ctx *ctx, uint32_t tensor_id, float *buf, size_t n, uint16_t root,
+		   int32_t priority, uint64_t *handle);
+
+/* Starts a barrier: it ends once every rank has submitted it, and it is a
+ * fence for the scheduler (it runs after everything submitted before it,
+ * and nothing submitted after it runs before it). */
+int ina_ibarrier(struct ina_ctx *ctx, uint64_t *handle);
+
+/* Ends the scheduler's window: every operation of this step is submitted
+ * (call it at the same point of the submission sequence on every worker,
+ * e.g. after the backward pass). Needed by INA_SCHED_PRIORITY and
+ * MAGNITUDE with sched_window 0, harmless otherwise. 0 or the context's
+ * error. */
+int ina_flush(struct ina_ctx *ctx);
+
+/* 1 when the operation ended well (the handle is spent), 0 while it runs,
+ * or its negative error (the handle is spent); -EINVAL for a handle that
+ * names no pending operation. Does one non-blocking progress step. */
+int ina_test(struct ina_ctx *ctx, uint64_t handle);
+
+/* Drives the context until the operation ends: 0 or its error; the handle
+ * is spent. -EINVAL for a handle that names no pending operation;
+ * -EDEADLK when the operation waits for a scheduler window that nothing
+ * closes for timeout_ms (submit the rest of the step or ina_flush()): the
+ * handle then stays valid. */
+int ina_wait(struct ina_ctx *ctx, uint64_t handle);
+
+/* One progress step, sleeping in the port up to 'wait_us' when nothing
+ * moved (0: never sleeps): the body of a framework's progress thread. 0 or
+ * the context's error. */
+int ina_progress(struct ina_ctx *ctx, uint32_t wait_us);
+
+/* ina_ibroadcast() and ina_ibarrier() followed by ina_wait(). */
+int ina_broadcast(struct ina_ctx *ctx, uint32_t tensor_id, float *buf, size_t n, uint16_t root);
+int ina_barrier(struct ina_ctx *ctx);
+
 /* Current counters. */
 void ina_get_stats(const struct ina_ctx *ctx, struct ina_stats *stats);
 /* The sentence behind the last error of this context ("" if none). */
@@ -221,8 +341,9 @@ uint32_t ina_epoch(const struct ina_ctx *ctx);
 /* The transport the context runs on: its port's type, "udp" or "dpdk". */
 const char *ina_transport(const struct ina_ctx *ctx);
 
-/* Says FIN (or LEAVE after an error), waits briefly for the switch, frees.
- * Accepts NULL. Returns 0 or the context's error. */
+/* Says FIN (or LEAVE after an error, or with operations still pending,
+ * which are dropped: wait for them first), waits briefly for the switch,
+ * frees. Accepts NULL. Returns 0 or the context's error. */
 int ina_close(struct ina_ctx *ctx);
 
 /* Name of an error code, INA_* or -errno. Never NULL. */

@@ -1,13 +1,19 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The public C API (ina.h) over the host engine and a port. Each blocking
- * call runs the same loop: receive a burst into the engine, send what the
- * engine has to send, and when neither moved anything, sleep in the port
- * until a packet arrives or the engine's next timer is due. The engine's
- * own timeout bounds every call.
+ * The public C API (ina.h) over the host engine and a port. Each call runs
+ * the same step: start the operation the scheduler (order.h) picks when the
+ * engine is free, receive a burst into the engine, send what the engine has
+ * to send, finish the operation the engine ended; a blocking call repeats it
+ * and, when nothing moved, sleeps in the port until a packet arrives or the
+ * engine's next timer is due. The engine's own timeout bounds every call.
+ * Operations live in a ring of cfg.max_pending slots indexed by their
+ * submission number; a handle is that number plus one. A mutex per context
+ * makes the calls thread-safe.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +26,7 @@
 #include "ina/port_udp.h"
 #include "ina/token.h"
 #include "ina/util.h"
+#include "order.h"
 #include "sparsify.h"
 #include "sparsify_opts.h"
 #include "tensor_round.h"
@@ -37,8 +44,36 @@ struct sparse_tensor {
 	struct tround *tr;		/* NULL until the first call */
 };
 
+enum op_kind { OP_ALLREDUCE, OP_BROADCAST, OP_BARRIER };
+enum op_state { OP_FREE = 0, OP_QUEUED, OP_RUNNING, OP_DONE };
+
+/* One submitted operation, in slot seq % max_pending until it is waited for. */
+struct op {
+	uint64_t seq;
+	enum op_state state;
+	enum op_kind kind;
+	uint32_t tensor_id;
+	const float *in;
+	float *out;
+	size_t n;
+	enum ina_op op;
+	uint16_t root;
+	float one;			/* a barrier's input and output */
+	struct sparse_tensor *t;	/* the tensor's round state while it runs */
+	int ret;			/* its end */
+};
+
 struct ina_ctx {
 	struct engine *engine;
+	pthread_mutex_t lock;		/* every call but open and close */
+	struct order *sched;
+	struct op *ops;			/* max_pending slots */
+	uint32_t max_pending;
+	struct op *run[ORDER_FUSE_MAX];	/* the operations the engine's round carries */
+	uint32_t nb_run;		/* 0: the engine is free; > 1: fused */
+	uint32_t fuse_elems;		/* cfg.fuse_elems */
+	float *fuse_in, *fuse_out;	/* a fused round's elements, fuse_elems each */
+	uint64_t timeout_ns;		/* cfg.timeout_ms */
 	struct ina_capture *cap;	/* NULL unless capturing */
 	struct ina_peer self;		/* this worker's address, for captures */
 	uint64_t realtime_offset;	/* capture time minus monotonic time */
@@ -74,6 +109,9 @@ ina_config_init(struct ina_config *cfg)
 	cfg->timeout_ms = 10000;
 	cfg->rto_us = 5000;
 	cfg->failover_ms = 1000;
+	cfg->sched = INA_SCHED_FIFO;
+	cfg->sched_window = 0;
+	cfg->max_pending = 256;
 	cfg->sparsify.mode = INA_SPARSIFY_OFF;
 	cfg->sparsify.target = INA_TOPK_DENSITY;
 	cfg->sparsify.density = 0.1;
@@ -103,45 +141,53 @@ log_failover(struct ina_ctx *ctx)
 		(double)es->failover_silence_ns / 1e6);
 }
 
+/*
+ * One burst each way between the port and the engine: receive (captured,
+ * given to the engine, a takeover logged), then what the engine sends
+ * (a stall logged, captured, sent). Returns whether anything moved.
+ */
+static int
+pump(struct ina_ctx *ctx)
+{
+	struct ina_pkt *pkts[INA_MAX_BURST];
+	uint64_t now = ina_now_ns();
+	uint16_t nb_rx = ina_port_rx_burst(ctx->port, pkts, INA_MAX_BURST);
+	uint16_t nb_tx;
+	const char *stall;
+
+	if (nb_rx) {
+		now = ina_now_ns();
+		if (ctx->cap)
+			ina_capture_rx_burst(ctx->cap, pkts, nb_rx, &ctx->self,
+					     now + ctx->realtime_offset);
+		engine_rx(ctx->engine, pkts, nb_rx, now);
+		if (engine_stats(ctx->engine)->failovers != ctx->failovers)
+			log_failover(ctx);
+	}
+	nb_tx = engine_tx(ctx->engine, now, pkts, INA_MAX_BURST);
+	stall = engine_stall(ctx->engine);
+	if (stall)
+		INA_LOG(WARN, "%s", stall);
+	if (ctx->cap && nb_tx)
+		ina_capture_tx_burst(ctx->cap, pkts, nb_tx, &ctx->self,
+				     now + ctx->realtime_offset);
+	ina_port_tx_burst(ctx->port, pkts, nb_tx);
+	return nb_rx || nb_tx;
+}
+
 /* Drives the engine while it stays in 'phase'; an error ends joining and
  * running at once, while a goodbye (FIN, LEAVE) runs to its end. */
 static int
 run_while(struct ina_ctx *ctx, int phase)
 {
-	struct ina_pkt *pkts[INA_MAX_BURST];
-
 	while (engine_phase(ctx->engine) == phase &&
 	       !(engine_error(ctx->engine) && (phase == ENGINE_JOINING || phase == ENGINE_RUNNING))) {
-		uint64_t now = ina_now_ns();
-		uint16_t nb_rx = ina_port_rx_burst(ctx->port, pkts, INA_MAX_BURST);
-		uint16_t nb_tx;
-
-		if (nb_rx) {
-			now = ina_now_ns();
-			if (ctx->cap)
-				ina_capture_rx_burst(ctx->cap, pkts, nb_rx, &ctx->self,
-						     now + ctx->realtime_offset);
-			engine_rx(ctx->engine, pkts, nb_rx, now);
-			if (engine_stats(ctx->engine)->failovers != ctx->failovers)
-				log_failover(ctx);
-		}
-		nb_tx = engine_tx(ctx->engine, now, pkts, INA_MAX_BURST);
-		{
-			const char *stall = engine_stall(ctx->engine);
-
-			if (stall)
-				INA_LOG(WARN, "%s", stall);
-		}
-		if (ctx->cap && nb_tx)
-			ina_capture_tx_burst(ctx->cap, pkts, nb_tx, &ctx->self,
-					     now + ctx->realtime_offset);
-		ina_port_tx_burst(ctx->port, pkts, nb_tx);
-		if (!nb_rx && !nb_tx && engine_phase(ctx->engine) == phase) {
+		if (!pump(ctx) && engine_phase(ctx->engine) == phase) {
 			uint64_t deadline = engine_next_deadline(ctx->engine);
+			uint64_t now = ina_now_ns();
 
 			/* Sleep until a packet or the next timer, and never so
 			 * long that a missed wake-up could look like a hang. */
-			now = ina_now_ns();
 			if (deadline > now)
 				ctx->port->ops->wait(ctx->port, deadline - now < WAIT_MAX_NS
 									? deadline - now
@@ -182,10 +228,14 @@ ina_open(const struct ina_config *cfg, struct ina_ctx **out, char *err, size_t e
 	if (!cfg->switch_addr || !wire_encoding(cfg->encoding) || cfg->world == 0 ||
 	    cfg->world > INA_MAX_WORLD || cfg->rank >= cfg->world || cfg->lanes == 0 ||
 	    cfg->block_size == 0 || cfg->timeout_ms == 0 || cfg->rto_us == 0 ||
-	    (cfg->replica_addr && cfg->failover_ms == 0)) {
+	    (cfg->replica_addr && cfg->failover_ms == 0) || cfg->max_pending == 0 ||
+	    cfg->max_pending > 65536 || (unsigned)cfg->sched > INA_SCHED_MAGNITUDE ||
+	    cfg->fuse_elems > (1u << 24)) {
 		snprintf(err, err_size,
 			 "bad configuration: need a switch address, rank < world <= %d, lanes, "
-			 "block size and timeouts (and the failover time) above 0", INA_MAX_WORLD);
+			 "block size and timeouts (and the failover time) above 0, max_pending "
+			 "1..65536, a scheduling policy 0..2 and fuse_elems up to %u",
+			 INA_MAX_WORLD, 1u << 24);
 		return -EINVAL;
 	}
 	{
@@ -202,6 +252,31 @@ ina_open(const struct ina_config *cfg, struct ina_ctx **out, char *err, size_t e
 	ctx = calloc(1, sizeof(*ctx));
 	if (!ctx)
 		return -ENOMEM;
+	pthread_mutex_init(&ctx->lock, NULL);
+	{
+		struct order_config sc = {
+			.policy = (enum order_policy)cfg->sched,
+			.window = cfg->sched_window,
+			.capacity = cfg->max_pending,
+			.max_tensors = 4096,
+			.fuse_elems = cfg->fuse_elems,
+			.fuse_max = ORDER_FUSE_MAX,
+		};
+
+		ctx->max_pending = cfg->max_pending;
+		ctx->fuse_elems = cfg->fuse_elems;
+		ctx->ops = calloc(cfg->max_pending, sizeof(*ctx->ops));
+		ctx->sched = order_create(&sc);
+		if (cfg->fuse_elems) {
+			ctx->fuse_in = calloc(cfg->fuse_elems, sizeof(float));
+			ctx->fuse_out = calloc(cfg->fuse_elems, sizeof(float));
+		}
+		if (!ctx->ops || !ctx->sched ||
+		    (cfg->fuse_elems && (!ctx->fuse_in || !ctx->fuse_out))) {
+			ret = -ENOMEM;
+			goto fail;
+		}
+	}
 	ctx->job_sparsify = cfg->sparsify;
 	ctx->job_id = cfg->job_id;
 	ctx->rank = cfg->rank;
@@ -227,6 +302,7 @@ ina_open(const struct ina_config *cfg, struct ina_ctx **out, char *err, size_t e
 	ec.encoding = wire_encoding(cfg->encoding);
 	ec.token = cfg->token;
 	ec.timeout_ns = (uint64_t)cfg->timeout_ms * INA_NS_PER_MS;
+	ctx->timeout_ns = ec.timeout_ns;
 	ec.rto_ns = (uint64_t)cfg->rto_us * 1000;
 	if (ec.rto_min_ns > ec.rto_ns)
 		ec.rto_min_ns = ec.rto_ns;
@@ -310,6 +386,11 @@ fail:
 	ina_capture_close(ctx->cap);
 	engine_destroy(ctx->engine);
 	ina_port_close(ctx->port);
+	order_destroy(ctx->sched);
+	free(ctx->ops);
+	free(ctx->fuse_in);
+	free(ctx->fuse_out);
+	pthread_mutex_destroy(&ctx->lock);
 	free(ctx);
 	return ret;
 }
@@ -342,8 +423,8 @@ add_tensor(struct ina_ctx *ctx, uint32_t tensor_id, const struct ina_sparsify *o
 	return t;
 }
 
-int
-ina_tensor_sparsify(struct ina_ctx *ctx, uint32_t tensor_id, const struct ina_sparsify *opt)
+static int
+tensor_sparsify(struct ina_ctx *ctx, uint32_t tensor_id, const struct ina_sparsify *opt)
 {
 	struct sparsify_config sc;
 	struct sparse_tensor *t = find_tensor(ctx, tensor_id);
@@ -364,6 +445,17 @@ ina_tensor_sparsify(struct ina_ctx *ctx, uint32_t tensor_id, const struct ina_sp
 		return 0;
 	}
 	return add_tensor(ctx, tensor_id, opt) ? 0 : -ENOSPC;
+}
+
+int
+ina_tensor_sparsify(struct ina_ctx *ctx, uint32_t tensor_id, const struct ina_sparsify *opt)
+{
+	int ret;
+
+	pthread_mutex_lock(&ctx->lock);
+	ret = tensor_sparsify(ctx, tensor_id, opt);
+	pthread_mutex_unlock(&ctx->lock);
+	return ret;
 }
 
 const float *
@@ -450,56 +542,484 @@ account(struct ina_ctx *ctx, const struct sparse_tensor *t)
 	ctx->sp.residual_norm = sqrt(ts->residual_mass);
 }
 
+/* The pending operation a handle names, or NULL (0, spent, never given). */
+static struct op *
+op_of(struct ina_ctx *ctx, uint64_t handle)
+{
+	struct op *o;
+
+	if (handle == 0)
+		return NULL;
+	o = &ctx->ops[(handle - 1) % ctx->max_pending];
+	return o->state != OP_FREE && o->seq == handle - 1 ? o : NULL;
+}
+
+/* Ends operation 'o' with 'ret'. */
+static void
+op_end(struct op *o, int ret)
+{
+	if (o->t && ret < 0)
+		tround_cancel(o->t->tr);	/* the round did not happen */
+	o->t = NULL;
+	o->ret = ret;
+	o->state = OP_DONE;
+}
+
+/* Every operation not ended yet ends with the context's error. */
+static void
+fail_pending(struct ina_ctx *ctx, int err)
+{
+	for (uint32_t i = 0; i < ctx->max_pending; i++)
+		if (ctx->ops[i].state == OP_QUEUED || ctx->ops[i].state == OP_RUNNING)
+			op_end(&ctx->ops[i], err);
+	ctx->nb_run = 0;
+}
+
+/* Operations submitted and not ended. */
+static uint32_t
+nb_pending(const struct ina_ctx *ctx)
+{
+	uint32_t n = 0;
+
+	for (uint32_t i = 0; i < ctx->max_pending; i++)
+		n += ctx->ops[i].state == OP_QUEUED || ctx->ops[i].state == OP_RUNNING;
+	return n;
+}
+
+/* Starts 'o' on the engine: 0, or its error (it then ended). */
+static int
+op_start(struct ina_ctx *ctx, struct op *o)
+{
+	struct tround_step step = { .send = o->in, .block_size = ctx->block_size };
+	enum engine_op eop = ENGINE_SUM;
+	int ret;
+
+	if (o->kind == OP_ALLREDUCE) {
+		struct sparse_tensor *t = tensor_for(ctx, o->tensor_id, o->n, &ret);
+
+		if (ret < 0)
+			goto fail;
+		if (t) {
+			t->used = 1;
+			if (tround_begin(t->tr, o->in, &step) < 0) {
+				snprintf(ctx->errmsg, sizeof(ctx->errmsg),
+					 "tensor %u: the sparsifier refused this round",
+					 o->tensor_id);
+				ret = -EINVAL;
+				goto fail;
+			}
+			o->t = t;
+			engine_set_result_filter(ctx->engine, step.bound, step.deferred);
+		}
+		eop = o->op == INA_AVG ? ENGINE_AVG : ENGINE_SUM;
+	} else if (o->kind == OP_BROADCAST) {
+		/* The others add zeros: blocks of zeros are not even sent. */
+		if (ctx->rank != o->root)
+			memset(o->out, 0, o->n * sizeof(float));
+		step.send = o->out;
+	}
+	ret = engine_allreduce(ctx->engine, o->tensor_id, step.send, o->out, o->n,
+			       step.block_size, eop, ina_now_ns());
+	if (ret < 0)
+		goto fail;
+	ctx->last_block_size = step.block_size;
+	o->state = OP_RUNNING;
+	ctx->run[0] = o;
+	ctx->nb_run = 1;
+	return 0;
+fail:
+	op_end(o, ret);
+	return ret;
+}
+
+/* Starts the dense allreduces 'seqs' (count > 1, one class) as one round
+ * of their elements end to end; 0 or the error (they then ended). */
+static int
+fused_start(struct ina_ctx *ctx, const uint64_t *seqs, uint32_t count)
+{
+	struct op *first = &ctx->ops[seqs[0] % ctx->max_pending];
+	size_t off = 0;
+	int ret;
+
+	for (uint32_t i = 0; i < count; i++) {
+		struct op *o = &ctx->ops[seqs[i] % ctx->max_pending];
+
+		memcpy(ctx->fuse_in + off, o->in, o->n * sizeof(float));
+		off += o->n;
+		ctx->run[i] = o;
+	}
+	ret = engine_allreduce(ctx->engine, first->tensor_id, ctx->fuse_in, ctx->fuse_out, off,
+			       ctx->block_size, first->op == INA_AVG ? ENGINE_AVG : ENGINE_SUM,
+			       ina_now_ns());
+	for (uint32_t i = 0; i < count; i++) {
+		if (ret < 0)
+			op_end(ctx->run[i], ret);
+		else
+			ctx->run[i]->state = OP_RUNNING;
+	}
+	if (ret < 0)
+		return ret;
+	ctx->last_block_size = ctx->block_size;
+	ctx->nb_run = count;
+	return 0;
+}
+
+/* The running operation's engine round ended well. */
+static void
+op_finish(struct ina_ctx *ctx, struct op *o)
+{
+	double ss = 0;
+
+	if (o->t) {
+		tround_end(o->t->tr, o->out);
+		account(ctx, o->t);
+	}
+	/* The sum's norm, for the magnitude policy: every worker holds the
+	 * same bits and sums them in the same order. */
+	if (o->kind != OP_BARRIER) {
+		for (size_t i = 0; i < o->n; i++)
+			ss += (double)o->out[i] * o->out[i];
+		order_set_norm(ctx->sched, o->tensor_id, sqrt(ss));
+	}
+	op_end(o, 0);
+}
+
+/* Starts scheduled operations while the engine is free. */
+static void
+schedule(struct ina_ctx *ctx)
+{
+	uint64_t seqs[ORDER_FUSE_MAX];
+	uint32_t count;
+
+	while (!ctx->nb_run && engine_phase(ctx->engine) == ENGINE_READY &&
+	       !engine_error(ctx->engine) && order_next_group(ctx->sched, seqs, &count) == 0) {
+		if (count == 1)
+			op_start(ctx, &ctx->ops[seqs[0] % ctx->max_pending]);
+		else
+			fused_start(ctx, seqs, count);
+	}
+}
+
+/* The engine ended the round: every operation it carried ends well. */
+static void
+round_finish(struct ina_ctx *ctx)
+{
+	size_t off = 0;
+
+	for (uint32_t i = 0; ctx->nb_run > 1 && i < ctx->nb_run; i++) {
+		struct op *o = ctx->run[i];
+
+		memcpy(o->out, ctx->fuse_out + off, o->n * sizeof(float));
+		off += o->n;
+	}
+	for (uint32_t i = 0; i < ctx->nb_run; i++)
+		op_finish(ctx, ctx->run[i]);
+	ctx->nb_run = 0;
+}
+
+/*
+ * One progress step: start what the scheduler picks, receive, send, end
+ * what the engine ended. Returns whether anything moved, and in
+ * '*sleep_ns' how long the caller may sleep in the port (the next timer,
+ * at most WAIT_MAX_NS).
+ */
+static int
+step(struct ina_ctx *ctx, uint64_t *sleep_ns)
+{
+	uint64_t now;
+	int moved;
+
+	*sleep_ns = WAIT_MAX_NS;
+	if (engine_error(ctx->engine)) {
+		fail_pending(ctx, engine_error(ctx->engine));
+		return 0;
+	}
+	schedule(ctx);
+	/* After the start: the engine's clock never runs backwards. */
+	moved = pump(ctx);
+	if (engine_error(ctx->engine)) {
+		snprintf(ctx->errmsg, sizeof(ctx->errmsg), "%s", engine_error_msg(ctx->engine));
+		fail_pending(ctx, engine_error(ctx->engine));
+		return 1;
+	}
+	if (ctx->nb_run && engine_phase(ctx->engine) == ENGINE_READY) {
+		round_finish(ctx);
+		schedule(ctx);
+		moved = 1;
+	}
+	if (!moved) {
+		uint64_t deadline = engine_next_deadline(ctx->engine);
+
+		now = ina_now_ns();
+		if (deadline > now && deadline - now < *sleep_ns)
+			*sleep_ns = deadline - now;
+		else if (deadline <= now)
+			*sleep_ns = 0;
+	}
+	return moved;
+}
+
+/* A usable context for a submission: 0 or its error. */
+static int
+ctx_usable(const struct ina_ctx *ctx)
+{
+	if (engine_error(ctx->engine))
+		return engine_error(ctx->engine);
+	if (engine_phase(ctx->engine) != ENGINE_READY && engine_phase(ctx->engine) != ENGINE_RUNNING)
+		return INA_ECLOSED;
+	return 0;
+}
+
+/* The fusion class of an operation: dense allreduces without the planner,
+ * small enough, by op (1 sum, 2 average); 0 for the rest, never fused. */
+static uint8_t
+fuse_class(const struct ina_ctx *ctx, const struct op *o)
+{
+	const struct sparse_tensor *t = find_tensor(ctx, o->tensor_id);
+	int dense = t ? t->opt.mode == INA_SPARSIFY_OFF
+		      : ctx->job_sparsify.mode == INA_SPARSIFY_OFF;
+
+	if (!ctx->fuse_elems || o->kind != OP_ALLREDUCE || !dense || ctx->plan_blocks ||
+	    o->n >= ctx->fuse_elems)
+		return 0;
+	return o->op == INA_AVG ? 2 : 1;
+}
+
+/* Queues an operation (under the lock): 0 and '*handle', or an error. */
+static int
+submit(struct ina_ctx *ctx, const struct op *proto, int32_t priority, uint64_t *handle)
+{
+	uint64_t seq = order_submitted(ctx->sched);
+	struct op *o = &ctx->ops[seq % ctx->max_pending];
+	uint64_t sleep_ns;
+	int ret = ctx_usable(ctx);
+
+	if (ret < 0)
+		return ret;
+	if (o->state != OP_FREE) {
+		snprintf(ctx->errmsg, sizeof(ctx->errmsg),
+			 "%u operations submitted and not waited for (max_pending)",
+			 ctx->max_pending);
+		return -EBUSY;
+	}
+	{
+		struct order_op oo = {
+			.tensor_id = proto->tensor_id,
+			.priority = priority,
+			.fence = proto->kind == OP_BARRIER,
+			.n = (uint32_t)proto->n,
+			.fuse_class = fuse_class(ctx, proto),
+		};
+
+		ret = order_submit_op(ctx->sched, &oo, &seq);
+	}
+	if (ret < 0)
+		return -EBUSY;
+	*o = *proto;
+	o->seq = seq;
+	o->state = OP_QUEUED;
+	if (o->kind == OP_BARRIER) {
+		o->one = 1;
+		o->in = &o->one;
+		o->out = &o->one;
+	}
+	*handle = seq + 1;
+	step(ctx, &sleep_ns);
+	return 0;
+}
+
+int
+ina_iallreduce(struct ina_ctx *ctx, uint32_t tensor_id, const float *in, float *out, size_t n,
+	       enum ina_op op, int32_t priority, uint64_t *handle)
+{
+	struct op proto = { .kind = OP_ALLREDUCE, .tensor_id = tensor_id, .in = in, .out = out,
+			    .n = n, .op = op };
+	int ret;
+
+	if (n == 0 || n >= INA_BLOCK_OPEN || !in || !out || !handle ||
+	    (op != INA_SUM && op != INA_AVG))
+		return -EINVAL;
+	pthread_mutex_lock(&ctx->lock);
+	ret = submit(ctx, &proto, priority, handle);
+	pthread_mutex_unlock(&ctx->lock);
+	return ret;
+}
+
+int
+ina_ibroadcast(struct ina_ctx *ctx, uint32_t tensor_id, float *buf, size_t n, uint16_t root,
+	       int32_t priority, uint64_t *handle)
+{
+	struct op proto = { .kind = OP_BROADCAST, .tensor_id = tensor_id, .in = buf, .out = buf,
+			    .n = n, .root = root };
+	int ret;
+
+	if (n == 0 || n >= INA_BLOCK_OPEN || !buf || !handle || root >= ctx->world)
+		return -EINVAL;
+	pthread_mutex_lock(&ctx->lock);
+	ret = submit(ctx, &proto, priority, handle);
+	pthread_mutex_unlock(&ctx->lock);
+	return ret;
+}
+
+int
+ina_ibarrier(struct ina_ctx *ctx, uint64_t *handle)
+{
+	struct op proto = { .kind = OP_BARRIER, .tensor_id = INA_BARRIER_TENSOR, .n = 1 };
+	int ret;
+
+	if (!handle)
+		return -EINVAL;
+	pthread_mutex_lock(&ctx->lock);
+	ret = submit(ctx, &proto, 0, handle);
+	pthread_mutex_unlock(&ctx->lock);
+	return ret;
+}
+
+int
+ina_flush(struct ina_ctx *ctx)
+{
+	uint64_t sleep_ns;
+	int ret;
+
+	pthread_mutex_lock(&ctx->lock);
+	order_flush(ctx->sched);
+	step(ctx, &sleep_ns);
+	ret = engine_error(ctx->engine);
+	pthread_mutex_unlock(&ctx->lock);
+	return ret;
+}
+
+/* The end of a DONE operation, which frees its slot. */
+static int
+op_collect(struct op *o)
+{
+	int ret = o->ret;
+
+	o->state = OP_FREE;
+	return ret;
+}
+
+int
+ina_test(struct ina_ctx *ctx, uint64_t handle)
+{
+	struct op *o;
+	uint64_t sleep_ns;
+	int ret;
+
+	pthread_mutex_lock(&ctx->lock);
+	o = op_of(ctx, handle);
+	if (!o) {
+		ret = -EINVAL;
+	} else {
+		if (o->state != OP_DONE)
+			step(ctx, &sleep_ns);
+		ret = o->state != OP_DONE ? 0 : op_collect(o) < 0 ? o->ret : 1;
+	}
+	pthread_mutex_unlock(&ctx->lock);
+	return ret;
+}
+
+int
+ina_wait(struct ina_ctx *ctx, uint64_t handle)
+{
+	uint64_t stuck_since = 0;
+	int ret;
+
+	pthread_mutex_lock(&ctx->lock);
+	for (;;) {
+		struct op *o = op_of(ctx, handle);
+		uint64_t sleep_ns;
+
+		if (!o) {
+			ret = -EINVAL;
+			break;
+		}
+		if (o->state == OP_DONE) {
+			ret = op_collect(o);
+			break;
+		}
+		if (step(ctx, &sleep_ns) || o->state == OP_DONE)
+			continue;
+		/* Nothing runs and the scheduler waits for submissions that
+		 * may never come: bounded by the engine's timeout too. */
+		if (!ctx->nb_run && o->state == OP_QUEUED && order_waiting(ctx->sched)) {
+			uint64_t now = ina_now_ns();
+
+			if (!stuck_since)
+				stuck_since = now;
+			else if (now - stuck_since > ctx->timeout_ns) {
+				snprintf(ctx->errmsg, sizeof(ctx->errmsg),
+					 "operation %" PRIu64 " (tensor %u) waits for a scheduler "
+					 "window that nothing closed for %" PRIu64 " ms: submit the "
+					 "rest of the step or call ina_flush()",
+					 handle, o->tensor_id, (uint64_t)(ctx->timeout_ns / INA_NS_PER_MS));
+				ret = -EDEADLK;
+				break;
+			}
+			if (sleep_ns > INA_NS_PER_MS)
+				sleep_ns = INA_NS_PER_MS;
+		} else {
+			stuck_since = 0;
+		}
+		pthread_mutex_unlock(&ctx->lock);
+		if (sleep_ns)
+			ctx->port->ops->wait(ctx->port, sleep_ns);
+		pthread_mutex_lock(&ctx->lock);
+	}
+	pthread_mutex_unlock(&ctx->lock);
+	return ret;
+}
+
+int
+ina_progress(struct ina_ctx *ctx, uint32_t wait_us)
+{
+	uint64_t sleep_ns;
+	int moved, ret;
+
+	pthread_mutex_lock(&ctx->lock);
+	moved = step(ctx, &sleep_ns);
+	ret = engine_error(ctx->engine);
+	pthread_mutex_unlock(&ctx->lock);
+	if (!moved && wait_us && !ret) {
+		uint64_t max = (uint64_t)wait_us * 1000;
+
+		ctx->port->ops->wait(ctx->port, sleep_ns < max ? sleep_ns : max);
+	}
+	return ret;
+}
+
 int
 ina_allreduce(struct ina_ctx *ctx, uint32_t tensor_id, const float *in, float *out, size_t n,
 	      enum ina_op op)
 {
-	struct tround_step step = { .send = in, .block_size = ctx->block_size };
-	struct sparse_tensor *t;
-	int ret;
+	uint64_t h;
+	int ret = ina_iallreduce(ctx, tensor_id, in, out, n, op, 0, &h);
 
-	if (engine_error(ctx->engine))
-		return engine_error(ctx->engine);
-	if (engine_phase(ctx->engine) != ENGINE_READY)
-		return INA_ECLOSED;
-	if (n == 0 || n >= INA_BLOCK_OPEN || !in || !out)
-		return -EINVAL;
-	t = tensor_for(ctx, tensor_id, n, &ret);
 	if (ret < 0)
 		return ret;
-	if (t) {
-		t->used = 1;
-		if (tround_begin(t->tr, in, &step) < 0) {
-			snprintf(ctx->errmsg, sizeof(ctx->errmsg),
-				 "tensor %u: the sparsifier refused this round", tensor_id);
-			return -EINVAL;
-		}
-		engine_set_result_filter(ctx->engine, step.bound, step.deferred);
-	}
-	ret = engine_allreduce(ctx->engine, tensor_id, step.send, out, n, step.block_size,
-			       op == INA_AVG ? ENGINE_AVG : ENGINE_SUM, ina_now_ns());
-	if (ret < 0) {
-		/* Nothing went out: the round did not happen. */
-		if (t)
-			tround_cancel(t->tr);
+	ina_flush(ctx);
+	return ina_wait(ctx, h);
+}
+
+int
+ina_broadcast(struct ina_ctx *ctx, uint32_t tensor_id, float *buf, size_t n, uint16_t root)
+{
+	uint64_t h;
+	int ret = ina_ibroadcast(ctx, tensor_id, buf, n, root, 0, &h);
+
+	if (ret < 0)
 		return ret;
-	}
-	ctx->last_block_size = step.block_size;
-	ret = run_while(ctx, ENGINE_RUNNING);
-	if (ret < 0) {
-		/* The round was aborted (a dead peer, a lost switch): no sum
-		 * was delivered, so what this worker sent goes back into its
-		 * residual, where ina_residual() still finds it. */
-		if (t)
-			tround_cancel(t->tr);
-		snprintf(ctx->errmsg, sizeof(ctx->errmsg), "%s", engine_error_msg(ctx->engine));
-		return ret;
-	}
-	if (t) {
-		tround_end(t->tr, out);
-		account(ctx, t);
-	}
-	return ret;
+	ina_flush(ctx);
+	return ina_wait(ctx, h);
+}
+
+int
+ina_barrier(struct ina_ctx *ctx)
+{
+	uint64_t h;
+	int ret = ina_ibarrier(ctx, &h);
+
+	return ret < 0 ? ret : ina_wait(ctx, h);
 }
 
 void
@@ -508,6 +1028,7 @@ ina_get_stats(const struct ina_ctx *ctx, struct ina_stats *s)
 	const struct engine_stats *es = engine_stats(ctx->engine);
 	const struct ina_port_stats *ps = &ctx->port->stats;
 
+	pthread_mutex_lock((pthread_mutex_t *)&ctx->lock);
 	memset(s, 0, sizeof(*s));
 	s->rounds = es->rounds;
 	s->bytes_sent = es->bytes_sent;
@@ -546,6 +1067,7 @@ ina_get_stats(const struct ina_ctx *ctx, struct ina_stats *s)
 				m += tround_stats(ctx->tensors[i].tr)->residual_mass;
 		s->residual_norm_total = sqrt(m);
 	}
+	pthread_mutex_unlock((pthread_mutex_t *)&ctx->lock);
 }
 
 const char *
@@ -574,7 +1096,10 @@ ina_close(struct ina_ctx *ctx)
 	if (!ctx)
 		return 0;
 	ret = engine_error(ctx->engine);
-	engine_finish(ctx->engine, ina_now_ns());
+	if (nb_pending(ctx))
+		engine_leave(ctx->engine, ina_now_ns());
+	else
+		engine_finish(ctx->engine, ina_now_ns());
 	while (engine_phase(ctx->engine) == ENGINE_FINISHING ||
 	       engine_phase(ctx->engine) == ENGINE_LEAVING)
 		run_while(ctx, engine_phase(ctx->engine));
@@ -584,6 +1109,11 @@ ina_close(struct ina_ctx *ctx)
 	ina_port_close(ctx->port);
 	for (unsigned i = 0; i < ctx->n_tensors; i++)
 		tround_destroy(ctx->tensors[i].tr);
+	order_destroy(ctx->sched);
+	free(ctx->ops);
+	free(ctx->fuse_in);
+	free(ctx->fuse_out);
+	pthread_mutex_destroy(&ctx->lock);
 	free(ctx);
 	return ret;
 }

@@ -12,11 +12,21 @@
 #   liveness_i32  the same with -DI32 (not in ctest: 3 more minutes)
 #   gc        the safety check of a smaller instance without gc() (-DNOGC),
 #             f32 and i32: every packet gc() takes out would have been dropped
-#   mutants   five deliberate protocol bugs, each of which must be caught
+#   mutants   five deliberate protocol bugs, each of which must be caught,
+#             and four of the failover variant, and the failover spec's
+#             standby linger as written (-DR_LINGER_SPEC), whose liveness
+#             counterexample must be found
+#   failover  the replica and failover (-DFAILOVER): a primary that may
+#             crash once, a replica, the workers' failover; safety of a
+#             smaller instance (one loss, no duplicate, one slow peer), and
+#             with 16 inputs also with one duplicate
+#   failover_liveness  the ltl claim 'closes' for -DFAILOVER (16 inputs,
+#             up to two losses, no duplicate, one slow peer)
 #   all       all of the above
 # Exits 77 (skipped) when spin is not installed (scripts/deps installs it).
 # Memory: pan stops at 4 GiB (-DMEMLIM); the checks need about 1.5 GiB.
-# Usage: tests/model/check.sh BUILD_DIR [safety|liveness|liveness_i32|gc|mutants|all]
+# Usage: tests/model/check.sh BUILD_DIR [safety|liveness|liveness_i32|gc|mutants|failover|
+#                                        failover_liveness|all]
 set -euo pipefail
 build=$1
 mode=${2:-all}
@@ -106,19 +116,60 @@ gc_check() {
             "-m200000 -w23"
 }
 mutants() {
+    local ok=0
     # the switch adds a duplicate again: a wrong sum
-    mutant mut_dup_added safety ':: x && ((sh[y].bitmap >> P_RANK(pk)) & 1) ->' ':: false ->'
+    mutant mut_dup_added safety ':: x && ((sh[y].bitmap >> P_RANK(pk)) & 1) ->' ':: false ->' || ok=1
     # the switch keeps the first next pointer, not the smallest
     mutant mut_next_not_min safety ':: P_NEXT(pk) < sh[y].next -> sh[y].next = P_NEXT(pk)' \
-        ':: P_NEXT(pk) < sh[y].next && sh[y].next == END -> sh[y].next = P_NEXT(pk)'
+        ':: P_NEXT(pk) < sh[y].next && sh[y].next == END -> sh[y].next = P_NEXT(pk)' || ok=1
     # no shadow replies: a worker whose result was lost never gets it
-    mutant mut_no_shadow liveness 'emit(RESULT_PKT(P_RANK(pk), b, y))	/* shadow_replies */' 'skip'
+    mutant mut_no_shadow liveness 'emit(RESULT_PKT(P_RANK(pk), b, y))	/* shadow_replies */' 'skip' || ok=1
     # the job is freed at the first FIN, not the last
     mutant mut_free_first_fin liveness ':: job_finished == FULL -> job_active = 0' \
-        ':: true -> job_active = 0'
+        ':: true -> job_active = 0' || ok=1
     # an idle half reopens for a finished round (seen without gc())
     mutant mut_reopen_round safety '(s_has_round[b] && P_ROUND(pk) <= s_last_round[b])' 'false' \
-        "-DNOGC -DNPAT=1 -DMAXSLOW=1"
+        "-DNOGC -DNPAT=1 -DMAXSLOW=1" || ok=1
+    return $ok
+}
+
+# The failover instance (docs/PROTOCOL.md section 12): the crash, at most one
+# loss, no duplicate, one slow-peer timeout; FO_SMALL has the supports
+# {1,3} and {0,2,3} only (16 inputs).
+FO="-DFAILOVER -DMAXDROP=1 -DMAXDUP=0 -DMAXSLOW=1"
+FO_SMALL="$FO -DNPAT=2"
+failover() {
+    run fo_safety pass "$FO" "-DNOCLAIM -DCOLLAPSE" "-m200000 -w25" &&
+        run fo_safety_dup pass "-DFAILOVER -DMAXDROP=1 -DMAXDUP=1 -DMAXSLOW=1 -DNPAT=2" \
+            "-DNOCLAIM -DCOLLAPSE" "-m200000 -w24"
+}
+failover_liveness() {
+    run fo_liveness pass "-DFAILOVER -DMAXDROP=2 -DMAXDUP=0 -DMAXSLOW=1 -DNPAT=2" \
+        "-DCOLLAPSE" "-m200000 -w24 -a -f"
+}
+fo_mutants() {
+    local ok=0
+    # the spec as written: R's standby job lingers out before a worker on a
+    # crashed P asks it to take over (/work/replica-spec-flaws.md, flaw 1)
+    run spec_r_linger fail "$FO_SMALL -DR_LINGER_SPEC" "-DCOLLAPSE" "-m200000 -w22 -a -f" || ok=1
+    # R stores fan-outs only, not shadow replies: a worker is past R's result
+    mutant mut_fo_shadow_unstored liveness \
+        ':: NEWER(pk, r_store[y]) -> r_store[y] = FWD(pk, 0)	/* store */' \
+        ':: NEWER(pk, r_store[y]) && P_ALL(pk) -> r_store[y] = FWD(pk, 0)' "$FO_SMALL" || ok=1
+    # R reopens the stored block instead of its next
+    mutant mut_fo_open_stored liveness \
+        'half_open(2 * y + s_cur[y], P_ROUND(q), P_NEXT(q))	/* restore_open */' \
+        'half_open(2 * y + s_cur[y], P_ROUND(q), P_BLOCK(q))' "$FO_SMALL" || ok=1
+    # R's open block starts with the stored sum in it: a double count
+    mutant mut_fo_open_not_empty safety \
+        'half_open(2 * y + s_cur[y], P_ROUND(q), P_NEXT(q))	/* restore_open */' \
+        'half_open(2 * y + s_cur[y], P_ROUND(q), P_NEXT(q)); sh[2 * y + s_cur[y]].acc = P_VAL(q)' \
+        "$FO_SMALL" || ok=1
+    # R keeps the stored result's version bit as current: the open block
+    # overwrites the shadow and takes the wrong half
+    mutant mut_fo_same_version liveness 's_cur[y] = 1 - P_VER(q);' 's_cur[y] = P_VER(q);' \
+        "$FO_SMALL" || ok=1
+    return $ok
 }
 
 rc=0
@@ -127,14 +178,23 @@ safety) safety || rc=1 ;;
 liveness) liveness || rc=1 ;;
 liveness_i32) liveness_i32 || rc=1 ;;
 gc) gc_check || rc=1 ;;
-mutants) mutants || rc=1 ;;
+mutants)
+    mutants || rc=1
+    fo_mutants || rc=1
+    ;;
+failover) failover || rc=1 ;;
+failover_liveness) failover_liveness || rc=1 ;;
 all)
     safety || rc=1
     gc_check || rc=1
     mutants || rc=1
+    fo_mutants || rc=1
     liveness || rc=1
     liveness_i32 || rc=1
+    failover || rc=1
+    failover_liveness || rc=1
     ;;
-*) echo "usage: $0 BUILD_DIR [safety|liveness|liveness_i32|gc|mutants|all]" >&2; exit 2 ;;
+*) echo "usage: $0 BUILD_DIR [safety|liveness|liveness_i32|gc|mutants|failover|failover_liveness|all]" >&2
+   exit 2 ;;
 esac
 exit $rc

@@ -35,6 +35,19 @@
  * the network never holds more than BAGN packets. Liveness (the ltl claim
  * 'closes', checked with weak fairness): every worker closes after all NR
  * rounds.
+ *
+ * -DFAILOVER adds the replica switch and failover (docs/PROTOCOL.md, "Replica
+ * and failover"; what is modelled: section 12.1): the switch above is the primary P, which
+ * sends every result (fan-out or shadow reply) as one REPL to the replica R
+ * (rsw()); R stores it as the lane's last result if newer and sends it on as
+ * RESULT. P may crash once, at any step. A worker that then hears nothing
+ * sends FAILOVER to R; R takes over under epoch E + 1 from its stored results
+ * (shadow = the result, open block = its next), announces it to every rank,
+ * and the workers switch and resend their in-flight DATA; packets of the old
+ * epoch are refused on both sides. FIN goes to R too while it stands by. The
+ * same assertions then say that no sum is lost or counted twice across the
+ * failover, and no worker accepts a block twice (so never from two epochs).
+ * One lane only; the default instance is smaller (check.sh FO).
  */
 
 #ifndef NW
@@ -76,6 +89,10 @@
 #define T_WAIT 3
 #define T_FIN 4
 #define T_FINACK 5
+#ifdef FAILOVER
+#define T_REPL 6	/* INA_T_REPL: primary -> replica */
+#define T_FAILOVER 7	/* INA_T_FAILOVER: worker -> replica (epoch E), replica -> worker (E + 1) */
+#endif
 
 /*
  * The i32 encoding (-DI32) opens each lane with a header-only OPEN packet
@@ -91,7 +108,11 @@
 #else
 #define FIRST(l) (l)
 #define BB 2
+#ifdef FAILOVER
+#define PKT int
+#else
 #define PKT short
+#endif
 #endif
 #define ORD(b) (((b) + 1) % (OPEN + 1))
 #define KEY(r, b) ((r) * 8 + ORD(b))
@@ -116,6 +137,19 @@
 #define P_VER(p) (((p) >> (9 + BB)) & 1)
 #define P_VAL(p) (((p) >> (10 + BB)) & 3)
 #define P_DEF(p) (((p) >> (12 + BB)) & 1)
+#ifdef FAILOVER
+/*
+ * With -DFAILOVER a packet (an int) also has: the epoch bit (16; 0 = the
+ * primary's epoch E, 1 = the replica's E + 1), the replica bit (17; the
+ * packet is to or from the replica R, else to or from the primary P) and the
+ * all bit (18; a REPL whose rank is INA_RANK_ALL, a fan-out).
+ */
+#define XB(ep, atr) (((ep) << 16) | ((atr) << 17))
+#define ALLBIT (1 << 18)
+#define P_EP(p) (((p) >> 16) & 1)
+#define P_ATR(p) (((p) >> 17) & 1)
+#define P_ALL(p) (((p) >> 18) & 1)
+#endif
 
 /* The network: a multiset of packets in flight, kept sorted (ascending, the
  * free places last) so that one multiset is one state. */
@@ -171,6 +205,27 @@ typedef lane {
 	unsigned my_next : 3;	/* 'my_next' */
 };
 lane ln[NW * NL];
+
+#ifdef FAILOVER
+/*
+ * The replica (pipeline.c in standby mode, docs/PROTOCOL.md 12.1) and the
+ * primary's crash. While P is alive, the switch state above (sh, s_cur,
+ * s_has_round, s_last_round, job_*) is P's. P crashes at most once, at any
+ * step: its state is wiped. R stands by with its own job (r_active,
+ * r_finished, r_linger) and each lane's last stored result (r_store, a
+ * RESULT packet, 0 = none); when it takes over (epoch E + 1) it restores the
+ * switch state above from r_store and from then on the state is R's, run by
+ * the same handle_data() and FIN code. Workers fail over only once P is dead
+ * (a false suspicion, P alive while R takes over, is not modelled).
+ */
+bit p_alive = 1;		/* P has not crashed */
+bit r_active = 1;		/* R's standby job exists (not freed) */
+bit r_taken;			/* R has taken the job over (epoch E + 1) */
+byte r_finished;		/* R's standby job: ranks that sent FIN */
+bit r_linger;			/* R's standby job lingers */
+PKT r_store[NL];		/* the lane's last result R stored (its shadow) */
+bit e_sw[NW];			/* the worker switched to R (epoch E + 1) */
+#endif
 
 /* Scratch, not part of the state: every atomic step sets what it reads. */
 hidden byte i, k, b, x, y;
@@ -232,8 +287,31 @@ inline emit(p)
 	    KEY(P_ROUND(p), P_BLOCK(p)) < KEY(sh[HV(p)].round, sh[HV(p)].block)) || \
 	   (sh[HV(p)].state == H_IDLE && s_has_round[P_LANE(p)] && \
 	    P_ROUND(p) <= s_last_round[P_LANE(p)]))))
+#ifndef FAILOVER
 #define TO_SW(p) (P_TYPE(p) == T_DATA || P_TYPE(p) == T_FIN)
 #define DEAD(p) ((TO_SW(p) && S_PASSED(p)) || (!TO_SW(p) && W_PASSED(P_RANK(p), p)))
+#else
+/* With -DFAILOVER also: anything for a crashed P; a REPL once R's standby
+ * job is freed or taken over; a FAILOVER request or a FIN for a job R no
+ * longer has, an old-epoch FIN after the takeover; an old-epoch RESULT,
+ * WAIT or FIN_ACK for a worker that switched to R; an announcement for a
+ * worker that switched already or closed. */
+#define TO_SW(p) (P_TYPE(p) == T_DATA || P_TYPE(p) == T_FIN || P_TYPE(p) == T_REPL || \
+		  (P_TYPE(p) == T_FAILOVER && !P_EP(p)))
+#define R_DEAD(p) \
+	((P_TYPE(p) == T_REPL && (!r_active || r_taken)) || \
+	 (P_TYPE(p) == T_FAILOVER && ((!r_taken && !r_active) || (r_taken && !job_active))) || \
+	 (P_TYPE(p) == T_FIN && ((!r_taken && !r_active) || \
+				 (r_taken && (!job_active || !P_EP(p))))) || \
+	 (P_TYPE(p) == T_DATA && (!r_taken || S_PASSED(p))))
+#define W_DEAD(p) \
+	((P_TYPE(p) == T_FAILOVER && (e_phase[P_RANK(p)] == E_CLOSED || e_sw[P_RANK(p)])) || \
+	 (P_TYPE(p) != T_FAILOVER && \
+	  (W_PASSED(P_RANK(p), p) || (e_sw[P_RANK(p)] && !P_EP(p)))))
+#define DEAD(p) \
+	((TO_SW(p) && ((P_ATR(p) && R_DEAD(p)) || (!P_ATR(p) && (!p_alive || S_PASSED(p))))) || \
+	 (!TO_SW(p) && W_DEAD(p)))
+#endif
 
 inline gc()
 {
@@ -316,7 +394,14 @@ inline take(j)
 
 /* The packets for the switch, for worker me, and those the network process
  * (-DNET_PROCESS) may still lose or copy. */
+#ifndef FAILOVER
 #define TO_SWITCH(j) (P_TYPE(bag[j]) == T_DATA || P_TYPE(bag[j]) == T_FIN)
+#define FOR_P(j) TO_SWITCH(j)
+#else
+#define TO_SWITCH(j) (bag[j] != 0 && TO_SW(bag[j]))
+#define FOR_P(j) (TO_SWITCH(j) && !P_ATR(bag[j]))
+#define FOR_R(j) (TO_SWITCH(j) && P_ATR(bag[j]))
+#endif
 #define TO_WORKER(j) (e_phase[me] != E_CLOSED && bag[j] != 0 && !TO_SWITCH(j) && \
 		      P_RANK(bag[j]) == me)
 #define DROPPABLE(j) (drops < MAXDROP && bag[j] != 0)
@@ -324,12 +409,21 @@ inline take(j)
 
 /* 1 when nothing of worker 'w' lane 'l' is in flight: the lane's timer may
  * fire. Packets of a lane are DATA from w and RESULT and WAIT to w. */
+#ifndef FAILOVER
 #define MINE(j, w, l) (bag[j] != 0 && P_RANK(bag[j]) == (w) && P_LANE(bag[j]) == (l) && \
 		       P_TYPE(bag[j]) <= T_WAIT)
+#else
+/* also a REPL on its way to w (or to every rank), and w's FAILOVER request
+ * or the announcement to w (one lane: they have lane 0) */
+#define MINE(j, w, l) (bag[j] != 0 && P_LANE(bag[j]) == (l) && \
+		       P_TYPE(bag[j]) != T_FIN && P_TYPE(bag[j]) != T_FINACK && \
+		       (P_RANK(bag[j]) == (w) || P_ALL(bag[j])))
+#endif
 #define LANE_QUIET(w, l) (!MINE(0, w, l) && !MINE(1, w, l) && !MINE(2, w, l) && \
 			  !MINE(3, w, l) && !MINE(4, w, l) && !MINE(5, w, l) && \
 			  !MINE(6, w, l) && !MINE(7, w, l))
-#define CTL(j, w) (bag[j] != 0 && P_RANK(bag[j]) == (w) && P_TYPE(bag[j]) >= T_FIN)
+#define CTL(j, w) (bag[j] != 0 && P_RANK(bag[j]) == (w) && \
+		   (P_TYPE(bag[j]) == T_FIN || P_TYPE(bag[j]) == T_FINACK))
 #define CTL_QUIET(w) (!CTL(0, w) && !CTL(1, w) && !CTL(2, w) && !CTL(3, w) && \
 		      !CTL(4, w) && !CTL(5, w) && !CTL(6, w) && !CTL(7, w))
 
@@ -340,8 +434,19 @@ inline take(j)
 		    sh[2 * (l) + s_cur[l]].round == e_round[w] && \
 		    sh[2 * (l) + s_cur[l]].block == ln[(w) * NL + (l)].block && \
 		    ((sh[2 * (l) + s_cur[l]].bitmap >> (w)) & 1))
+#ifndef FAILOVER
 #define TIMER(w, l) (e_phase[w] == E_RUNNING && !ln[(w) * NL + (l)].done && \
 		     LANE_QUIET(w, l) && (slows < MAXSLOW || !HELD(w, l)))
+#else
+/* a resend to a crashed P changes nothing: the worker's next step is its
+ * FAILOVER request (FAILOVER_DUE) */
+#define TIMER(w, l) (e_phase[w] == E_RUNNING && !ln[(w) * NL + (l)].done && \
+		     LANE_QUIET(w, l) && (slows < MAXSLOW || !HELD(w, l)) && \
+		     (p_alive || e_sw[w]))
+/* engine: packets outstanding, nothing from P for failover_ns: P is dead
+ * (and so sends no WAIT) and nothing of the lane is in flight */
+#define FAILOVER_DUE(w) (e_phase[w] == E_RUNNING && !e_sw[w] && !p_alive && LANE_QUIET(w, 0))
+#endif
 
 /* ina_block_next_nonzero(): worker w's first non-zero block of round r at
  * or after 'from' in from's lane (stepping by NL), or END. */
@@ -358,12 +463,29 @@ inline next_nonzero(w, r, from, res)
 	od
 }
 
+/* The epoch and switch bits of what worker w sends (-DFAILOVER: to the
+ * current switch, under its epoch) and of what the switch that runs a step
+ * sends (P: epoch E; R after the takeover: E + 1). */
+#ifdef FAILOVER
+#define W_X(w) | XB(e_sw[w], e_sw[w])
+#define S_X | XB(1 - p_alive, 1 - p_alive)
+/* a packet for worker w is of its epoch (wrong_epoch otherwise); and from
+ * its current switch (RESULTs always come from R) */
+#define EP_OK(p, w) (P_EP(p) == e_sw[w])
+#define SRC_OK(p, w) (P_EP(p) == e_sw[w] && P_ATR(p) == e_sw[w])
+#else
+#define W_X(w)
+#define S_X
+#define EP_OK(p, w) 1
+#define SRC_OK(p, w) 1
+#endif
+
 /* engine.c build_data() and the engine_tx() that sends it. */
 inline send_data(w, l)
 {
 	emit(MKPKT(T_DATA, w, l, e_round[w], ln[w * NL + l].block, ln[w * NL + l].my_next,
 		  ln[w * NL + l].ver,
-		  ln[w * NL + l].has_data * ((w) + 1), 0))
+		  ln[w * NL + l].has_data * ((w) + 1), 0) W_X(w))
 }
 
 /* engine.c engine_allreduce(): sets every lane up and sends its opener
@@ -399,12 +521,25 @@ inline allreduce(w)
 	y = 0
 }
 
+/* A FIN to the current switch; while R stands by, also to R (best effort:
+ * R's FIN_ACK is not awaited, so R does not send it in the model). */
+inline send_fin(w)
+{
+	emit(MKPKT(T_FIN, w, 0, 0, 0, 0, 0, 0, 0) W_X(w));
+#ifdef FAILOVER
+	if
+	:: !e_sw[w] -> emit(MKPKT(T_FIN, w, 0, 0, 0, 0, 0, 0, 0) | XB(0, 1))
+	:: else
+	fi
+#endif
+}
+
 /* engine.c engine_finish() and tx_ctl(): the first FIN. */
 inline finish(w)
 {
 	e_phase[w] = E_FINISHING;
 	e_tries[w] = 1;
-	emit(MKPKT(T_FIN, w, 0, 0, 0, 0, 0, 0, 0))
+	send_fin(w)
 }
 
 /* engine.c on_result(), with the checks. 'pk' is a RESULT for 'me'. */
@@ -413,7 +548,7 @@ inline on_result()
 	y = me * NL + P_LANE(pk);
 	if
 	:: e_phase[me] != E_RUNNING || ln[y].done || P_ROUND(pk) != e_round[me] ||
-	   P_BLOCK(pk) != ln[y].block || P_VER(pk) != ln[y].ver ->
+	   P_BLOCK(pk) != ln[y].block || P_VER(pk) != ln[y].ver || !EP_OK(pk, me) ->
 		dropped = 1	/* stale */
 	:: else ->
 		/* on_result() fails the operation (INA_EPROTO) on a next
@@ -520,16 +655,33 @@ proctype worker(byte me)
 			y = me * NL + P_LANE(pk);
 			if
 			:: e_phase[me] == E_RUNNING && !ln[y].done &&
-			   P_ROUND(pk) == e_round[me] && P_BLOCK(pk) == ln[y].block ->
+			   P_ROUND(pk) == e_round[me] && P_BLOCK(pk) == ln[y].block &&
+			   SRC_OK(pk, me) ->
 				assert(!((P_VAL(pk) >> me) & 1) && P_VAL(pk) != 0)
 			:: else -> dropped = 1	/* stale */
 			fi;
 			y = 0
 		:: P_TYPE(pk) == T_FINACK ->
 			if
-			:: e_phase[me] == E_FINISHING -> e_phase[me] = E_CLOSED
+			:: e_phase[me] == E_FINISHING && SRC_OK(pk, me) -> e_phase[me] = E_CLOSED
 			:: else -> dropped = 1
 			fi
+#ifdef FAILOVER
+		:: P_TYPE(pk) == T_FAILOVER ->
+			/* R took over: switch to R, epoch E + 1, resend the
+			 * in-flight DATA at once. Anything from P (or of
+			 * epoch E) is refused from now on. */
+			if
+			:: !e_sw[me] ->
+				e_sw[me] = 1;
+				if
+				:: e_phase[me] == E_RUNNING && !ln[me * NL].done ->
+					send_data(me, 0)	/* resend */
+				:: else
+				fi
+			:: else -> dropped = 1
+			fi
+#endif
 		fi;
 		/* gc() takes out only packets that are dropped (checked
 		 * with -DNOGC, where they arrive) */
@@ -553,6 +705,15 @@ proctype worker(byte me)
 		transmit()
 	   }
 #endif
+#ifdef FAILOVER
+	/* nothing from P for failover_ns while packets are outstanding: ask
+	 * R to take over (resent on the lane's backoff while unanswered) */
+	:: atomic {
+		FAILOVER_DUE(me) ->
+		d_step { emit(MKPKT(T_FAILOVER, me, 0, 0, 0, 0, 0, 0, 0) | XB(0, 1)) };
+		transmit()
+	   }
+#endif
 	/* tx_ctl(): the FIN's timer: resend, or close after 4 tries */
 	:: atomic {
 		e_phase[me] == E_FINISHING && CTL_QUIET(me) ->
@@ -561,7 +722,7 @@ proctype worker(byte me)
 			:: e_tries[me] >= 4 -> e_phase[me] = E_CLOSED
 			:: else ->
 				e_tries[me]++;
-				emit(MKPKT(T_FIN, me, 0, 0, 0, 0, 0, 0, 0))
+				send_fin(me)
 			fi
 		};
 		transmit()
@@ -589,9 +750,24 @@ inline half_open(hh, r, blk)
 }
 
 /* pipeline.c put_result(): the result kept in half 'hh' to rank 'w' */
+#ifndef FAILOVER
 #define RESULT_PKT(w, l, hh) \
 	MKPKT(T_RESULT, w, l, sh[hh].round, sh[hh].block, sh[hh].next, (hh) % 2, \
 	      sh[hh].acc * (1 - sh[hh].deferred), sh[hh].deferred)
+#define FANOUT(l, hh) emit(RESULT_PKT(0, l, hh)); emit(RESULT_PKT(1, l, hh))
+#else
+/* P sends every result as one REPL to R (a fan-out with the all bit); R
+ * after the takeover sends RESULTs of epoch E + 1 itself. */
+#define RESULT_PKT(w, l, hh) \
+	(MKPKT(T_RESULT + (T_REPL - T_RESULT) * p_alive, w, l, sh[hh].round, sh[hh].block, \
+	       sh[hh].next, (hh) % 2, sh[hh].acc * (1 - sh[hh].deferred), sh[hh].deferred) | \
+	 XB(1 - p_alive, 1))
+#define FANOUT(l, hh) \
+	if \
+	:: p_alive -> emit(RESULT_PKT(0, l, hh) | ALLBIT) \
+	:: else -> emit(RESULT_PKT(0, l, hh)); emit(RESULT_PKT(1, l, hh)) \
+	fi
+#endif
 
 /* pipeline.c handle_data(); 'pk' is a valid DATA of the job. */
 inline handle_data()
@@ -634,7 +810,7 @@ inline handle_data()
 			 * a duplicate dropped within wait_interval_ns is one
 			 * whose WAIT arrives at once */
 			emit(MKPKT(T_WAIT, P_RANK(pk), b, P_ROUND(pk), P_BLOCK(pk), END,
-				   s_cur[b], FULL & ~sh[y].bitmap, 0))
+				   s_cur[b], FULL & ~sh[y].bitmap, 0) S_X)
 		:: else ->
 			/* half_add() */
 			sh[y].bitmap = sh[y].bitmap | (1 << P_RANK(pk));
@@ -663,8 +839,7 @@ inline handle_data()
 						  sh[y].bound != BOUND_NONE &&
 						  sh[y].acc < sh[y].bound);
 				sh[y].state = H_RESULT;
-				emit(RESULT_PKT(0, b, y));
-				emit(RESULT_PKT(1, b, y));
+				FANOUT(b, y);
 				s_cur[b] = 1 - P_VER(pk);
 				if
 				:: sh[y].next == END ->
@@ -685,13 +860,67 @@ inline handle_data()
 	y = 0
 }
 
+/* pipeline.c handle_fin() */
+inline handle_fin()
+{
+	job_finished = job_finished | (1 << P_RANK(pk));
+	job_linger = 1;
+	emit(MKPKT(T_FINACK, P_RANK(pk), 0, 0, 0, 0, 0, 0, 0) S_X);
+	if
+	:: job_finished == FULL -> job_active = 0	/* job_free() */
+	:: else
+	fi
+}
+
+#ifdef FAILOVER
+#ifdef I32
+#define BLK0 OPEN	/* an idle half's key, as init sets it */
+#else
+#define BLK0 0
+#endif
+/* P crashes: everything it held is gone (the state is R's after the
+ * takeover; until then nobody's). */
+inline crash()
+{
+	p_alive = 0;
+	job_active = 0;
+	job_finished = 0;
+	job_linger = 0;
+	y = 0;
+	do
+	:: y < 2 * NL ->
+		sh[y].state = H_IDLE;
+		sh[y].round = 0;
+		sh[y].block = BLK0;
+		sh[y].bitmap = 0;
+		sh[y].next = 0;
+		sh[y].acc = 0;
+		sh[y].bound = 0;
+		sh[y].has_data = 0;
+		sh[y].deferred = 0;
+		y++
+	:: else -> break
+	od;
+	y = 0;
+	do
+	:: y < NL ->
+		s_cur[y] = 0;
+		s_has_round[y] = 0;
+		s_last_round[y] = 0;
+		y++
+	:: else -> break
+	od;
+	y = 0
+}
+#endif
+
 proctype sw()
 {
 end:
 	do
 	/* pipeline_rx_burst() -> process_one(): a packet for the switch */
 	:: atomic {
-		PICK(i, TO_SWITCH);
+		PICK(i, FOR_P);
 		d_step {
 		take(i);
 		i = 0;
@@ -701,15 +930,7 @@ end:
 		:: else ->
 			if
 			:: P_TYPE(pk) == T_DATA -> handle_data()
-			:: else ->
-				/* handle_fin() */
-				job_finished = job_finished | (1 << P_RANK(pk));
-				job_linger = 1;
-				emit(MKPKT(T_FINACK, P_RANK(pk), 0, 0, 0, 0, 0, 0, 0));
-				if
-				:: job_finished == FULL -> job_active = 0	/* job_free() */
-				:: else
-				fi
+			:: else -> handle_fin()
 			fi
 		fi;
 		/* gc() takes out only packets that are dropped (checked
@@ -733,8 +954,184 @@ end:
 		job_active = 0;
 		gc()
 	   }
+#ifdef FAILOVER
+	/* P crashes, at any step, at most once */
+	:: atomic {
+		d_step { crash() };
+		gc();
+		break
+	   }
+#endif
 	od
 }
+
+#ifdef FAILOVER
+/* R's RESULT to rank w from a REPL (or stored result) p: type RESULT, rank
+ * INA_RANK_SWITCH, epoch E, from R. A stored result is FWD(p, 0). */
+#define FWD(p, w) (MKPKT(T_RESULT, w, P_LANE(p), P_ROUND(p), P_BLOCK(p), P_NEXT(p), P_VER(p), \
+			 P_VAL(p), P_DEF(p)) | XB(0, 1))
+/* R's FAILOVER announcement to rank w: the new epoch E + 1 */
+#define ANNOUNCE(w) (MKPKT(T_FAILOVER, w, 0, 0, 0, 0, 0, 0, 0) | XB(1, 1))
+/* the REPL p is newer than the stored result st (round, then block) */
+#define NEWER(p, st) ((st) == 0 || KEY(P_ROUND(p), P_BLOCK(p)) > KEY(P_ROUND(st), P_BLOCK(st)))
+
+/*
+ * The replica's linger restarts on every packet of the job it receives. A
+ * worker in an allreduce keeps it alive while it talks to R, or to a live P
+ * (whose shadow replies reach R as REPL); after the takeover every worker
+ * in an allreduce talks to R (or asks it again on the rto backoff). But a
+ * worker still on a crashed P talks to nobody until it sends FAILOVER,
+ * failover_ns after the last thing it heard. As the spec has it
+ * (-DR_LINGER_SPEC: the standby job lingers linger_ms like any job), the
+ * standby job's linger may run out then (once nothing is in flight to R: a
+ * packet arrives well inside a linger); with the amendment (default: R's
+ * linger covers failover_ns) it runs out only once no worker is in an
+ * allreduce.
+ */
+#define R_TALKS(w) (e_phase[w] == E_RUNNING)
+#ifdef R_LINGER_SPEC
+#define R_TALKS_SB(w) (e_phase[w] == E_RUNNING && p_alive)
+#define TO_R_J(j) (P_TYPE(bag[j]) == T_REPL || P_TYPE(bag[j]) == T_FAILOVER)
+#define R_QUIET (!TO_R_J(0) && !TO_R_J(1) && !TO_R_J(2) && !TO_R_J(3) && \
+		 !TO_R_J(4) && !TO_R_J(5) && !TO_R_J(6) && !TO_R_J(7))
+#else
+#define R_TALKS_SB(w) R_TALKS(w)
+#define R_QUIET 1
+#endif
+
+/* pipeline.c, FAILOVER from a rank of a standby job: epoch E + 1, every
+ * lane restored from its stored result (shadow = that result, the open block
+ * = its next, or the idle half after END; no result: a fresh lane), then the
+ * announcement to every rank. */
+inline takeover()
+{
+	r_taken = 1;
+	job_active = 1;
+	job_finished = r_finished;
+	job_linger = r_linger;
+	r_active = 0;
+	r_finished = 0;
+	r_linger = 0;
+	y = 0;
+	do
+	:: y < NL ->
+		q = r_store[y];
+		if
+		:: q == 0	/* no result yet: the fresh lane crash() left */
+		:: else ->
+			x = 2 * y + P_VER(q);	/* the shadow is h[ver] */
+			sh[x].state = H_RESULT;
+			sh[x].round = P_ROUND(q);
+			sh[x].block = P_BLOCK(q);
+			sh[x].next = P_NEXT(q);
+			sh[x].acc = P_VAL(q);
+			sh[x].deferred = P_DEF(q);
+			s_cur[y] = 1 - P_VER(q);
+			if
+			:: P_NEXT(q) == END ->
+				/* the next round's opener opens the idle half */
+				s_has_round[y] = 1;
+				s_last_round[y] = P_ROUND(q)
+			:: else ->
+				s_has_round[y] = (P_ROUND(q) > 0);
+				s_last_round[y] = P_ROUND(q) - s_has_round[y];
+				half_open(2 * y + s_cur[y], P_ROUND(q), P_NEXT(q))	/* restore_open */
+			fi;
+			r_store[y] = 0
+		fi;
+		y++
+	:: else -> break
+	od;
+	x = 0;
+	y = 0;
+	q = 0;
+	emit(ANNOUNCE(0));
+	emit(ANNOUNCE(1))
+}
+
+proctype rsw()
+{
+end:
+	do
+	:: atomic {
+		PICK(i, FOR_R);
+		d_step {
+		take(i);
+		i = 0;
+		dead = DEAD(pk);
+		if
+		:: P_TYPE(pk) == T_REPL ->
+			if
+			:: !r_active || r_taken -> dropped = 1	/* unknown job, or old epoch */
+			:: else ->
+				/* store it if newer, then send it on */
+				y = P_LANE(pk);
+				if
+				:: NEWER(pk, r_store[y]) -> r_store[y] = FWD(pk, 0)	/* store */
+				:: else
+				fi;
+				if
+				:: P_ALL(pk) -> emit(FWD(pk, 0)); emit(FWD(pk, 1))
+				:: else -> emit(FWD(pk, P_RANK(pk)))
+				fi;
+				y = 0
+			fi
+		:: P_TYPE(pk) == T_FAILOVER ->
+			if
+			:: !r_taken && r_active -> takeover()
+			:: r_taken && job_active ->
+				emit(ANNOUNCE(P_RANK(pk)))	/* it missed the announcement */
+			:: else -> dropped = 1	/* unknown_job */
+			fi
+		:: P_TYPE(pk) == T_FIN ->
+			if
+			:: !r_taken && r_active ->
+				/* handle_fin() on the standby job; its FIN_ACK
+				 * is not awaited (not sent in the model) */
+				r_finished = r_finished | (1 << P_RANK(pk));
+				r_linger = 1;
+				if
+				:: r_finished == FULL ->	/* job_free() */
+					r_active = 0;
+					r_finished = 0;
+					r_linger = 0;
+					r_store[0] = 0
+				:: else
+				fi
+			:: r_taken && job_active && P_EP(pk) -> handle_fin()
+			:: else -> dropped = 1	/* unknown job, or old epoch */
+			fi
+		:: P_TYPE(pk) == T_DATA ->
+			if
+			:: r_taken && job_active -> handle_data()
+			:: else -> dropped = 1
+			fi
+		fi;
+		assert(!dead || dropped);
+		dead = 0;
+		dropped = 0;
+		pk = 0
+		};
+		transmit()
+	   }
+	/* pipeline_tick(): the standby job's linger runs out */
+	:: atomic {
+		!r_taken && r_active && r_linger && !R_TALKS_SB(0) && !R_TALKS_SB(1) && R_QUIET ->
+		r_active = 0;
+		r_finished = 0;
+		r_linger = 0;
+		r_store[0] = 0;
+		gc()
+	   }
+	/* pipeline_tick(): the taken-over job's linger runs out */
+	:: atomic {
+		r_taken && job_active && job_linger && !R_TALKS(0) && !R_TALKS(1) ->
+		job_active = 0;
+		gc()
+	   }
+	od
+}
+#endif
 
 #ifdef NET_PROCESS
 /* The network as a process of its own (slower; transmit() does the same at
@@ -764,6 +1161,11 @@ inline choose(s)
 	pat = 0
 #elif NPAT == 1
 	s = 13
+#elif NPAT == 2
+	if
+	:: s = 10	/* blocks 1 and 3 */
+	:: s = 13	/* blocks 0, 2 and 3 */
+	fi
 #else
 	if
 	:: s = 0	/* nothing: an empty opener announcing END */
@@ -798,6 +1200,10 @@ init
 		allreduce(1);
 		transmit();
 		run sw();
+#ifdef FAILOVER
+		assert(NL == 1);
+		run rsw();
+#endif
 #ifdef NET_PROCESS
 		run network();
 #endif

@@ -90,19 +90,5 @@ sim_topo_job(struct topology *t)
 void
 sim_topo_free(struct topology *t)
 {
-	if (!t)
-		return;
-	for (uint32_t i = 0; i < t->nb_nodes; i++)
-		free(t->nodes[i].name);
-	for (uint32_t k = 0; k < t->nb_jobs; k++) {
-		free(t->jobs[k].name);
-		free(t->jobs[k].hosts);
-		free(t->jobs[k].path);
-	}
-	free(t->nodes);
-	free(t->links);
-	free(t->jobs);
-	free(t->name);
-	free(t->file);
-	free(t);
+	topology_free(t);	/* the same ownership as a parsed file's */
 }

@@ -3,8 +3,10 @@
  * The simulator (sim/): its event queue and link model, the packet
  * simulation against an analytic model on a trivial topology, determinism
  * (same seed, same report; another seed, other losses, the same sums), a
- * lossy topology finishing with every sum right, the refusal of a job that
- * spans switches, and the ring model against its closed form.
+ * lossy topology finishing with every sum right, two racks under a spine
+ * (hierarchical aggregation: exact, lossy too, each uplink carrying a third
+ * of its three host links' bytes), bf16 across racks refused, and the ring
+ * model against its closed form.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -458,8 +460,19 @@ test_sim_wrong_sum_fails(void **state)
 	}
 }
 
+/* Bytes sent over the rounds on link 'k' in direction 'd'. */
+static uint64_t
+link_bytes(const struct sim_report *rep, uint32_t k, int d)
+{
+	return rep->links[k].dir[d].bytes;
+}
+
+/* Two racks of three under a spine (hierarchical aggregation): every sum
+ * right on every host; each rack's uplink carries what one host link does
+ * (one partial sum up for three contributions, one result down for three
+ * copies), a third of its host links together, each way. */
 static void
-test_sim_refuses_multi_switch(void **state)
+test_sim_two_tiers(void **state)
 {
 	struct topology *t = sim_topo_racks(2, 3, gbit, gbit);
 	struct sim_config cfg;
@@ -474,11 +487,81 @@ test_sim_refuses_multi_switch(void **state)
 	if (sim_net_run(net) < 0)
 		fail_msg("job: %s", sim_net_report(net)->jobs[0].error);
 	rep = sim_net_report(net);
-	assert_int_equal(rep->jobs[0].state, SIM_JOB_REFUSED);
-	assert_non_null(strstr(rep->jobs[0].why, "hierarchical aggregation"));
-	/* The ring model still runs over both racks. */
+	assert_int_equal(rep->jobs[0].state, SIM_JOB_OK);
+	assert_int_equal(rep->jobs[0].sums_checked, 6 * 2);
+	assert_int_equal(rep->jobs[0].switch_node, 0);
+	assert_int_equal(rep->jobs[0].nb_switches, 3);
+	assert_int_equal(rep->jobs[0].tiers, 2);
 	assert_true(rep->jobs[0].ring_ok);
-	assert_true(rep->jobs[0].ring.time_ns > 0);
+	for (uint32_t k = 0; k < t->nb_links; k++) {
+		const struct topo_link *l = &t->links[k];
+		uint64_t hosts[2] = { 0, 0 };
+
+		if (t->nodes[l->a].kind != TOPO_SWITCH)
+			continue;
+		/* l is rack l->a's uplink: its host links' bytes each way. */
+		for (uint32_t h = 0; h < t->nb_links; h++)
+			for (int d = 0; d < 2; d++)
+				if (t->links[h].b == l->a)
+					hosts[d] += link_bytes(rep, h, d);
+		for (int d = 0; d < 2; d++) {
+			double ratio = (double)link_bytes(rep, k, d) / (double)hosts[d];
+
+			if (ratio < 0.3 || ratio > 0.37)
+				fail_msg("rack %s's uplink: %.3f of its host links' bytes (dir %d)",
+					 t->nodes[l->a].name, ratio, d);
+		}
+	}
+	sim_net_destroy(net);
+	sim_topo_free(t);
+}
+
+/* The same with loss on every link, the uplinks included: repaired, exact. */
+static void
+test_sim_two_tiers_lossy(void **state)
+{
+	struct sim_topo_link l = { 1000000000ull, 5000, 0.01 };
+	struct topology *t = sim_topo_racks(2, 3, l, l);
+	struct sim_config cfg;
+	struct sim_net *net;
+	const struct sim_report *rep;
+	char err[256];
+
+	(void)state;
+	sim_topo_job(t)->rounds = 3;
+	sim_config_init(&cfg);
+	net = sim_net_create(t, &cfg, err, sizeof(err));
+	assert_non_null(net);
+	if (sim_net_run(net) < 0)
+		fail_msg("job: %s", sim_net_report(net)->jobs[0].error);
+	rep = sim_net_report(net);
+	assert_int_equal(rep->jobs[0].state, SIM_JOB_OK);
+	assert_int_equal(rep->jobs[0].sums_checked, 6 * 3);
+	assert_true(rep->jobs[0].retransmits > 0);
+	sim_net_destroy(net);
+	sim_topo_free(t);
+}
+
+/* bf16 across racks: refused with the reason; the ring model still runs. */
+static void
+test_sim_refuses_bf16_tiers(void **state)
+{
+	struct topology *t = sim_topo_racks(2, 3, gbit, gbit);
+	struct sim_config cfg;
+	struct sim_net *net;
+	const struct sim_report *rep;
+	char err[256];
+
+	(void)state;
+	sim_topo_job(t)->encoding = INA_ENC_BF16;
+	sim_config_init(&cfg);
+	net = sim_net_create(t, &cfg, err, sizeof(err));
+	assert_non_null(net);
+	assert_int_equal(sim_net_run(net), 0);
+	rep = sim_net_report(net);
+	assert_int_equal(rep->jobs[0].state, SIM_JOB_REFUSED);
+	assert_non_null(strstr(rep->jobs[0].why, "bf16"));
+	assert_true(rep->jobs[0].ring_ok);
 	assert_int_equal(rep->events, 0);
 	sim_net_destroy(net);
 	sim_topo_free(t);
@@ -565,7 +648,9 @@ main(void)
 		cmocka_unit_test(test_sim_routes),
 		cmocka_unit_test(test_sim_gradients_file),
 		cmocka_unit_test(test_sim_wrong_sum_fails),
-		cmocka_unit_test(test_sim_refuses_multi_switch),
+		cmocka_unit_test(test_sim_two_tiers),
+		cmocka_unit_test(test_sim_two_tiers_lossy),
+		cmocka_unit_test(test_sim_refuses_bf16_tiers),
 		cmocka_unit_test(test_sim_ring_closed_form),
 		cmocka_unit_test(test_sim_ring_bottleneck),
 	};

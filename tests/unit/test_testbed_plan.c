@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "plan.h"
+#include "tiers.h"
 #include "run.h"
 
 static void
@@ -153,10 +154,29 @@ test_check(void **state)
 	jobs[0].hosts = hosts_b;
 	jobs[0].nb_hosts = 3;
 	jobs[0].root = 5;
+	assert_int_equal(plan_check(&t, 0, err, sizeof(err)), 0);
+	/* Not over DPDK (one address for every switch there). */
+	assert_int_equal(plan_check(&t, 1, err, sizeof(err)), TB_EXIT_UNSUPPORTED);
+	assert_non_null(strstr(err, "job 'a' spans 3 switches"));
+	assert_non_null(strstr(err, "over DPDK"));
+	/* A rack of job a that is job c's root. */
+	t.nb_jobs = 2;
 	assert_int_equal(plan_check(&t, 0, err, sizeof(err)), TB_EXIT_UNSUPPORTED);
-	assert_non_null(strstr(err, "job 'a' spans more than one switch tier"));
-	assert_non_null(strstr(err, "hierarchical aggregation"));
-	assert_non_null(strstr(err, "not built yet"));
+	assert_non_null(strstr(err, "switch s0 is a rack of job 'a' (under spine) and the root "
+				    "of job 'c'"));
+	t.nb_jobs = 1;
+	/* A block that does not fit the rack's uplink. */
+	links[4].mtu = 1000;
+	assert_int_equal(plan_check(&t, 0, err, sizeof(err)), TB_EXIT_USAGE);
+	assert_non_null(strstr(err, "MTU 1000 of the link s1-spine"));
+	links[4].mtu = 1500;
+	/* More members on a switch than its bitmaps hold. */
+	{
+		struct tiers tr;
+
+		assert_int_equal(tiers_build(&t, &jobs[0], 1, &tr, err, sizeof(err)), -1);
+		assert_non_null(strstr(err, "switch s0 aggregates 2 members, more than the 1"));
+	}
 	/* --dpdk: h0 in two jobs; a jumbo link. */
 	make();
 	t.nb_jobs = 2;
@@ -170,6 +190,50 @@ test_check(void **state)
 	assert_non_null(strstr(err, "link h2-s1 has MTU 9000"));
 }
 
+/* A job's tree: hosts first in rank order, then switches in node order. */
+static void
+test_tiers(void **state)
+{
+	struct tiers tr;
+	char err[256];
+
+	(void)state;
+	make();
+	assert_int_equal(tiers_build(&t, &jobs[0], 64, &tr, err, sizeof(err)), 0);
+	assert_int_equal(tr.nb_switches, 1);
+	assert_int_equal(tr.max_depth, 1);
+	assert_int_equal(tr.m[1].up, 0);
+	assert_int_equal(tr.m[1].rank, 0);
+	assert_int_equal(tr.m[2].rank, 1);
+	assert_int_equal(tr.m[2].world, 2);
+	assert_int_equal(tr.m[0].up, -1);	/* the root */
+	assert_int_equal(tr.m[4].up, -1);	/* not in the job */
+	tiers_fini(&tr);
+	jobs[0].hosts = hosts_b;
+	jobs[0].nb_hosts = 3;
+	jobs[0].root = 5;
+	assert_int_equal(tiers_build(&t, &jobs[0], 64, &tr, err, sizeof(err)), 0);
+	assert_int_equal(tr.nb_switches, 3);
+	assert_int_equal(tr.max_depth, 2);
+	assert_int_equal(tr.m[1].up, 0);
+	assert_int_equal(tr.m[1].world, 2);
+	assert_int_equal(tr.m[4].up, 3);
+	assert_int_equal(tr.m[4].rank, 0);
+	assert_int_equal(tr.m[4].world, 1);
+	assert_int_equal(tr.m[0].up, 5);
+	assert_int_equal(tr.m[0].rank, 0);
+	assert_int_equal(tr.m[0].world, 2);
+	assert_int_equal(tr.m[3].up, 5);
+	assert_int_equal(tr.m[3].rank, 1);
+	assert_int_equal(tr.m[5].up, -1);
+	tiers_fini(&tr);
+	/* A root that is not above every host. */
+	jobs[0].root = 3;
+	assert_int_equal(tiers_build(&t, &jobs[0], 64, &tr, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "do not lead up to the job's root s1"));
+	tiers_fini(&tr);
+}
+
 int
 main(void)
 {
@@ -178,6 +242,7 @@ main(void)
 		cmocka_unit_test(test_port),
 		cmocka_unit_test(test_rto),
 		cmocka_unit_test(test_check),
+		cmocka_unit_test(test_tiers),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

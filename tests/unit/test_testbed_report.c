@@ -41,8 +41,9 @@ write_host(int rank, const double secs[3], const int retx[3], int verified)
 		3000 + rank, 6000 + rank);
 	for (int i = 0; i < 3; i++)
 		fprintf(f, "%s{\"round\": %d, \"seconds\": %g, \"retransmits\": %d,"
-			   " \"bytes_sent\": 1000, \"bytes_received\": 2000}",
-			i ? ", " : "", i, secs[i], retx[i]);
+			   " \"bytes_sent\": 1000, \"bytes_received\": 2000,"
+			   " \"sum_hash\": \"%016x\"}",
+			i ? ", " : "", i, secs[i], retx[i], 0xab00 + i);
 	fprintf(f, "]}\n");
 	fclose(f);
 }
@@ -207,6 +208,41 @@ test_not_verified(void **state)
 	json_decref(rep);
 }
 
+/* A job across switches: the testbed's sum hashes decide, not the hosts'
+ * own (partial) checks, and their exit 1 from it does not count. */
+static void
+test_checked_by_testbed(void **state)
+{
+	static const uint64_t right[3] = { 0xab00, 0xab01, 0xab02 };
+	static const uint64_t wrong[3] = { 0xab00, 0xdead, 0xab02 };
+	json_t *rep;
+
+	(void)state;
+	two_ranks(0, 0);
+	ranks[0].want_hash = ranks[1].want_hash = right;
+	rep = build("ok");
+	assert_true(at(rep, "jobs.0.ranks.1.verified"));
+	assert_true(at(rep, "jobs.0.verified"));
+	assert_true(at(rep, "verified"));
+	assert_string_equal(json_string_value(json_object_get(
+				    json_array_get(json_object_get(json_array_get(json_object_get(rep,
+					"jobs"), 0), "ranks"), 1), "checked_by")), "testbed");
+	json_decref(rep);
+	ranks[1].want_hash = wrong;
+	rep = build("ok");
+	assert_true(at(rep, "jobs.0.ranks.0.verified"));
+	assert_false(at(rep, "jobs.0.ranks.1.verified"));
+	assert_false(at(rep, "verified"));
+	json_decref(rep);
+	/* A host killed by a signal is not excused. */
+	two_ranks(1, 0);
+	ranks[0].want_hash = ranks[1].want_hash = right;
+	snprintf(ranks[1].how, sizeof(ranks[1].how), "killed by signal 9");
+	rep = build("ok");
+	assert_false(at(rep, "jobs.0.verified"));
+	json_decref(rep);
+}
+
 static void
 test_missing_report(void **state)
 {
@@ -267,6 +303,7 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_rounds_and_totals),
 		cmocka_unit_test(test_not_verified),
+		cmocka_unit_test(test_checked_by_testbed),
 		cmocka_unit_test(test_missing_report),
 		cmocka_unit_test(test_text),
 	};

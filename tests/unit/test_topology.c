@@ -145,7 +145,7 @@ test_two_racks(void **state)
 	assert_int_equal(t->nodes[topology_find(t, "h5")].attach, r1);
 	assert_non_null(up);
 	assert_int_equal(up->a, r1);	/* the child is 'a' */
-	assert_int_equal(up->bandwidth_bps, 1000000000);
+	assert_int_equal(up->bandwidth_bps, 100000000);
 	assert_int_equal(t->jobs[0].nb_hosts, 8);
 	assert_int_equal(t->jobs[0].root, sp);
 	assert_true(t->jobs[0].density == 1.0);
@@ -628,7 +628,7 @@ test_print(void **state)
 	assert_non_null(strstr(text, "topology two-racks"));
 	assert_non_null(strstr(text, "3 switches, 8 hosts, 10 links, 1 jobs"));
 	assert_non_null(strstr(text, "rack1        rack    slots 1024, cores 1, uplink spine0"));
-	assert_non_null(strstr(text, "8 links, h0 - rack0 to h7 - rack1: 200Mbit, latency 50us"));
+	assert_non_null(strstr(text, "8 links, h0 - rack0 to h7 - rack1: 20Mbit, latency 50us"));
 	assert_non_null(strstr(text, "root spine0"));
 	assert_non_null(strstr(text, "rack1 <- h4 h5 h6 h7"));
 	free(text);

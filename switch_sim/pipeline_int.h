@@ -1,0 +1,132 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The pipeline's inside, shared by pipeline.c and uplink.c (a rack's link to
+ * its spine) and by nothing else: slots, halves, jobs, and the few helpers
+ * both use to write packets and to complete a slot.
+ */
+#ifndef INA_PIPELINE_INT_H
+#define INA_PIPELINE_INT_H
+
+#include <stdint.h>
+
+#include "ina/pkt.h"
+#include "ina/wire.h"
+#include "pipeline.h"
+
+enum half_state {
+	HALF_IDLE = 0,		/* no block: the lane is between rounds */
+	HALF_AGG,		/* aggregating the lane's open block */
+	HALF_RESULT,		/* a finished block: the shadow copy */
+	HALF_UP,		/* a rack's block complete here: the partial
+				 * sum went upstream, the half waits for the
+				 * spine's RESULT (uplink.h) */
+};
+
+/* What identifies one block of one round; matched exactly. */
+struct block_key {
+	uint32_t tensor_id;
+	uint32_t round;
+	uint32_t tensor_len;
+	uint32_t block;
+	uint16_t block_size;
+};
+
+struct half {
+	uint8_t state;		/* enum half_state */
+	uint8_t has_data;	/* some rank sent a payload */
+	uint8_t saturated;
+	uint8_t deferred;	/* the finished sum went down DEFERRED */
+	int16_t exp;		/* largest exponent announced for 'next' */
+	uint32_t bound;		/* smallest raw result-filter bound announced
+				 * (encode.h: raw bounds order like bounds) */
+	struct block_key key;
+	uint32_t next;		/* smallest next pointer announced */
+	uint64_t bitmap;	/* ranks that answered */
+	union {			/* slot_elems accumulators */
+		float *f32;
+		int32_t *i32;
+	} acc;
+};
+
+struct slot {
+	uint8_t cur;		/* version bit of the current half */
+	uint8_t has_round;	/* 'last_round' is set */
+	uint8_t waited;		/* 'last_wait_ns' is set */
+	uint32_t last_round;	/* the lane's last finished round */
+	uint64_t last_wait_ns;
+	struct half h[2];	/* h[v] has version bit v */
+};
+
+struct job {
+	uint8_t active;
+	struct ina_job_params params;
+	uint32_t slot_base;	/* first of nb_slots slots; lane l is in
+				 * slot_base + l / part_count */
+	uint16_t nb_slots;	/* ceil(lanes / part_count) */
+	uint64_t full;		/* bitmap of all ranks */
+	uint64_t joined;
+	uint64_t finished;	/* ranks that sent FIN */
+	uint64_t linger_until;	/* 0: not lingering */
+	uint64_t last_active_ns;
+	uint8_t aborted;	/* a rank died: freed at the next tick */
+	uint8_t standby;	/* a replica's job, standing by for the primary */
+	uint8_t taken_over;	/* a replica's job taken over: 'old_epoch' is
+				 * the primary's epoch, answered with the
+				 * announcement of the new one */
+	uint32_t old_epoch;
+	uint8_t up;		/* a rack's job: enum uplink_state (uplink.h) */
+	uint16_t up_rank;	/* the rack's rank in the spine's job */
+	uint16_t up_world;	/* the spine's world (racks) */
+	uint32_t up_epoch;	/* the epoch the spine gave the job */
+	uint64_t heard_ns[INA_MAX_WORLD];	/* last packet from each rank (from
+						 * admission for a rank not heard yet) */
+	struct ina_peer peers[INA_MAX_WORLD];
+};
+
+struct pipeline {
+	struct pipeline_config cfg;
+	struct pipeline_stats st;
+	struct slot *slots;
+	float *acc_mem;		/* 2 * nb_slots * slot_elems accumulators */
+	uint16_t *slot_owner;	/* job index + 1, or 0 when free */
+	uint32_t free_slots;
+	struct job *jobs;
+	uint16_t nb_jobs;
+	uint16_t last_job;	/* lookup cache */
+	uint32_t next_epoch;
+	uint8_t quiet;		/* a replica following partition 0: no answer,
+				 * no log (counters are restored by the caller) */
+	uint8_t draining;	/* pipeline_drain(): no new job is admitted */
+};
+
+struct job *pl_job_find(struct pipeline *p, uint32_t job_id);
+void pl_job_free(struct pipeline *p, struct job *j);
+/* Writes a switch-sent header for 'j' into 'pkt'; the payload follows. */
+void pl_put_hdr(struct ina_pkt *pkt, const struct job *j, uint8_t type, const struct ina_hdr *tmpl);
+/* The buffer for an answer to 'in' of 'size' bytes ('in' itself when it
+ * fits), addressed to the sender of 'in'; NULL (counted) when none. */
+struct ina_pkt *pl_answer_buf(struct pipeline *p, struct ina_pkt *in, uint32_t size);
+/* Writes the result kept in half 'hf' of lane 'lane' into 'o'. */
+void pl_put_result(const struct pipeline *p, struct ina_pkt *o, const struct job *j,
+		   uint16_t lane, uint8_t ver, const struct half *hf);
+void pl_half_open(struct half *hf, const struct block_key *key);
+/* Half 'ver' of 's' holds a finished block: it becomes the shadow, the
+ * other half opens for its next block or idles. */
+void pl_slot_complete(struct slot *s, uint8_t ver);
+int pl_key_equal(const struct block_key *a, const struct block_key *b);
+
+/* The block a packet's header names. */
+static inline struct block_key
+pl_key_of(const struct ina_hdr *h)
+{
+	struct block_key k = {
+		.tensor_id = h->tensor_id,
+		.round = h->round,
+		.tensor_len = h->tensor_len,
+		.block = h->block,
+		.block_size = h->block_size,
+	};
+	return k;
+}
+
+#endif
