@@ -121,8 +121,11 @@ check_valid_alone(const uint8_t *buf, size_t size, const struct ina_hdr *h)
 		FZ_CHECK(world >= 1 && world <= INA_MAX_WORLD && lanes >= 1 && max_block >= 1);
 		if (h->type == INA_T_JOIN)
 			FZ_CHECK(h->rank < world);
-		/* 'reserved' is 0 in a valid JOIN, so the codec gives the bytes back. */
+		/* 'reserved' is the ssp byte and a 0 in a valid JOIN, so the codec
+		 * gives the bytes back. */
+		FZ_CHECK(ina_wire_join_ssp(buf + INA_HDR_SIZE) <= INA_SSP_MAX);
 		ina_wire_encode_join(world, lanes, max_block, again);
+		ina_wire_join_set_ssp(again, ina_wire_join_ssp(buf + INA_HDR_SIZE));
 		FZ_CHECK(memcmp(again, buf + INA_HDR_SIZE, sizeof(again)) == 0);
 		break;
 	}
@@ -134,7 +137,10 @@ check_valid_alone(const uint8_t *buf, size_t size, const struct ina_hdr *h)
 
 		FZ_CHECK(es == 2 || es == 4);
 		FZ_CHECK(h->block_size >= 1);
-		FZ_CHECK(size == INA_HDR_SIZE + (size_t)h->n_elems * es);
+		FZ_CHECK(size == INA_HDR_SIZE + (size_t)h->n_elems * es +
+				 ((h->flags & INA_F_PARTIAL) ? INA_PARTIAL_TRAILER : 0));
+		if (h->flags & INA_F_PARTIAL)
+			FZ_CHECK(h->type != INA_T_DATA && h->block != INA_BLOCK_OPEN);
 		if (h->block == INA_BLOCK_OPEN) {
 			FZ_CHECK(h->n_elems == 0);
 		} else {

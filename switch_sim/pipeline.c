@@ -27,6 +27,7 @@
 #include "ina/util.h"
 #include "pipeline.h"
 #include "pipeline_int.h"
+#include "ssp.h"
 #include "uplink.h"
 
 _Static_assert(offsetof(struct ina_wire_hdr, type) == 1 &&
@@ -49,6 +50,9 @@ static const char *const drop_names[PDROP_MAX] = {
 	[PDROP_NOT_STANDBY] = "not_standby",
 	[PDROP_TAKEN_OVER] = "taken_over",
 	[PDROP_UP_STALE] = "uplink_stale",
+	[PDROP_SSP_SHAPE] = "ssp_shape",
+	[PDROP_SSP_AHEAD] = "ssp_ahead",
+	[PDROP_SSP_HOLD] = "ssp_hold",
 };
 
 const char *
@@ -333,6 +337,7 @@ send_join_ack(struct pipeline *p, struct ina_pkt *in, const struct job *j, const
 	pl_put_hdr(o, j, INA_T_JOIN_ACK, &h);
 	ina_wire_encode_join(j->params.world, j->params.lanes, j->params.max_block,
 			     o->data + INA_HDR_SIZE);
+	ina_wire_join_set_ssp(o->data + INA_HDR_SIZE, j->ssp);
 	o->len += sizeof(struct ina_wire_join);
 	return o;
 }
@@ -343,6 +348,8 @@ handle_join(struct pipeline *p, struct ina_pkt *in, const struct ina_hdr *h, uin
 	uint16_t world, lanes, max_block;
 	uint8_t standby = (h->flags & INA_F_STANDBY) != 0;
 	struct job *j = pl_job_find(p, h->job_id);
+
+	uint8_t ssp = ina_wire_join_ssp(in->data + INA_HDR_SIZE);
 
 	ina_wire_decode_join(in->data + INA_HDR_SIZE, &world, &lanes, &max_block);
 	p->st.joins++;
@@ -401,7 +408,8 @@ handle_join(struct pipeline *p, struct ina_pkt *in, const struct ina_hdr *h, uin
 	}
 	if (!j) {
 		uint16_t k = p->cfg.part_count;
-		uint16_t nb = (uint16_t)((lanes + k - 1) / k);
+		uint32_t nb32 = (uint32_t)((lanes + k - 1) / k) * (ssp ? INA_SSP_SETS(ssp) : 1u);
+		uint16_t nb = (uint16_t)nb32;
 		const struct pipeline_uplink_job *uj = NULL;
 		int64_t base;
 		uint16_t idx;
@@ -426,6 +434,15 @@ handle_join(struct pipeline *p, struct ina_pkt *in, const struct ina_hdr *h, uin
 					  "switch's %" PRIu32 "-byte packets",
 					  h->job_id, max_block, ina_wire_encoding_name(h->encoding),
 					  p->cfg.max_pkt);
+		}
+		if (ssp) {
+			const char *why = ssp_refusal(p, h, lanes, nb32);
+
+			if (why) {
+				p->st.jobs_refused++;
+				return send_error(p, in, h, INA_WERR_UNSUPPORTED,
+						  "job %" PRIu32 ": ssp:%u %s", h->job_id, ssp, why);
+			}
 		}
 		if (p->cfg.uplink.len) {
 			uj = uplink_job_lookup(p, h->job_id);
@@ -462,9 +479,10 @@ handle_join(struct pipeline *p, struct ina_pkt *in, const struct ina_hdr *h, uin
 		if (base < 0) {
 			p->st.jobs_refused++;
 			return send_error(p, in, h, INA_WERR_NO_SLOTS,
-					  "job %" PRIu32 ": needs %u contiguous slots (one per lane); %" PRIu32
+					  "job %" PRIu32 ": needs %u contiguous slots (%s); %" PRIu32
 					  " of %" PRIu32 " are free",
-					  h->job_id, lanes, p->free_slots, p->cfg.nb_slots);
+					  h->job_id, nb, ssp ? "S + 2 per lane" : "one per lane",
+					  p->free_slots, p->cfg.nb_slots);
 		}
 		j = &p->jobs[idx];
 		memset(j, 0, sizeof(*j));
@@ -485,6 +503,7 @@ handle_join(struct pipeline *p, struct ina_pkt *in, const struct ina_hdr *h, uin
 		j->params.lanes = lanes;
 		j->params.max_block = max_block;
 		j->params.encoding = h->encoding;
+		j->ssp = ssp;
 		j->slot_base = (uint32_t)base;
 		j->nb_slots = nb;
 		j->full = world == 64 ? ~0ull : (1ull << world) - 1;
@@ -510,6 +529,11 @@ handle_join(struct pipeline *p, struct ina_pkt *in, const struct ina_hdr *h, uin
 				  h->job_id, h->rank, world, lanes, ina_wire_encoding_name(h->encoding),
 				  max_block, j->params.world, j->params.lanes,
 				  ina_wire_encoding_name(j->params.encoding), j->params.max_block);
+	} else if (ssp != j->ssp) {
+		return send_error(p, in, h, INA_WERR_MISMATCH,
+				  "job %" PRIu32 ": rank %u joins with consistency %s%.0u; the job "
+				  "runs %s%.0u", h->job_id, h->rank, ssp ? "ssp:" : "bsp", ssp,
+				  j->ssp ? "ssp:" : "bsp", j->ssp);
 	}
 	j->joined |= 1ull << h->rank;
 	j->peers[h->rank] = in->peer;
@@ -530,7 +554,7 @@ pl_put_result(const struct pipeline *p, struct ina_pkt *o, const struct job *j, 
 	(void)p;
 	memset(&h, 0, sizeof(h));
 	h.flags = (uint8_t)(ver | (hf->saturated ? INA_F_SATURATED : 0) |
-			    (hf->deferred ? INA_F_DEFERRED : 0));
+			    (hf->deferred ? INA_F_DEFERRED : 0) | (hf->partial ? INA_F_PARTIAL : 0));
 	h.lane = lane;
 	h.tensor_id = hf->key.tensor_id;
 	h.round = hf->key.round;
@@ -553,13 +577,22 @@ pl_put_result(const struct pipeline *p, struct ina_pkt *o, const struct job *j, 
 			ina_enc_f32_put(o->data + INA_HDR_SIZE, hf->acc.f32, n);
 		o->len += (uint32_t)(n * ina_wire_elem_size(j->params.encoding));
 	}
+	if (hf->partial) {
+		/* ssp: who the sum holds, after the payload (docs/PROTOCOL.md 6.7). */
+		uint64_t contrib_be = htobe64(hf->bitmap);
+
+		memcpy(o->data + o->len, &contrib_be, sizeof(contrib_be));
+		o->len += INA_PARTIAL_TRAILER;
+	}
 }
 
-/* The largest RESULT for a block of size h->block_size in j's encoding. */
-static uint32_t
-result_size(const struct job *j, const struct ina_hdr *h)
+/* The largest RESULT for a block of size h->block_size in j's encoding
+ * (with room for an ssp job's PARTIAL trailer). */
+uint32_t
+pl_result_size(const struct job *j, const struct ina_hdr *h)
 {
-	return INA_HDR_SIZE + (uint32_t)(h->block_size * ina_wire_elem_size(j->params.encoding));
+	return INA_HDR_SIZE + (uint32_t)(h->block_size * ina_wire_elem_size(j->params.encoding)) +
+	       (j->ssp ? INA_PARTIAL_TRAILER : 0);
 }
 
 /*
@@ -568,8 +601,8 @@ result_size(const struct job *j, const struct ina_hdr *h)
  * answers). A primary sends it instead as one REPL to its replica, the rank
  * in the header: the replica stores it and sends it on.
  */
-static void
-result_route(struct pipeline *p, struct ina_pkt *o, struct job *j, uint16_t rank)
+void
+pl_result_route(struct pipeline *p, struct ina_pkt *o, struct job *j, uint16_t rank)
 {
 	if (p->cfg.replica.len) {
 		uint16_t rank_be = htobe16(rank);
@@ -595,6 +628,8 @@ pl_half_open(struct half *hf, const struct block_key *key)
 	hf->has_data = 0;
 	hf->saturated = 0;
 	hf->deferred = 0;
+	hf->partial = 0;
+	hf->acked = 0;
 	hf->bound = UINT32_MAX;
 	hf->next = INA_BLOCK_END;
 	hf->exp = INA_EXP_ZERO;
@@ -635,16 +670,16 @@ pl_key_equal(const struct block_key *a, const struct block_key *b)
 }
 
 /* Same block named, but a tensor length or block size that disagrees. */
-static int
-key_shape_differs(const struct block_key *a, const struct block_key *b)
+int
+pl_key_shape_differs(const struct block_key *a, const struct block_key *b)
 {
 	return a->tensor_id == b->tensor_id && a->round == b->round && a->block == b->block &&
 	       (a->tensor_len != b->tensor_len || a->block_size != b->block_size);
 }
 
 /* Adds the packet's contribution to the open half. */
-static void
-half_add(struct pipeline *p, const struct job *j, struct half *hf, const struct ina_hdr *h,
+void
+pl_half_add(struct pipeline *p, const struct job *j, struct half *hf, const struct ina_hdr *h,
 	 const uint8_t *payload)
 {
 	hf->bitmap |= 1ull << h->rank;
@@ -686,8 +721,8 @@ half_add(struct pipeline *p, const struct job *j, struct half *hf, const struct 
 /* The result filter: a finished sum whose every element is under the
  * smallest bound its packets announced goes down header-only, DEFERRED, and
  * each worker keeps its own part. A saturated sum is never deferred. */
-static int
-half_deferred(const struct job *j, const struct half *hf)
+int
+pl_half_deferred(const struct job *j, const struct half *hf)
 {
 	uint16_t n;
 
@@ -749,9 +784,8 @@ abort_job(struct pipeline *p, struct ina_pkt *in, struct job *j, const struct in
 
 static struct ina_pkt *
 send_wait(struct pipeline *p, struct ina_pkt *in, const struct job *j, struct slot *s,
-	  const struct ina_hdr *rx, uint64_t now)
+	  const struct half *hf, const struct ina_hdr *rx, uint64_t now)
 {
-	const struct half *hf = &s->h[s->cur];
 	struct ina_hdr h = *rx;
 	struct ina_pkt *o;
 	uint64_t missing_be;
@@ -777,6 +811,18 @@ send_wait(struct pipeline *p, struct ina_pkt *in, const struct job *j, struct sl
 	return o;
 }
 
+struct ina_pkt *
+pl_duplicate(struct pipeline *p, struct ina_pkt *in, struct job *j, struct slot *s,
+	     const struct half *hf, const struct ina_hdr *h, uint64_t now)
+{
+	uint64_t dead = silent_ranks(p, j, j->full & ~hf->bitmap, now);
+
+	p->st.duplicates++;
+	if (dead)
+		return abort_job(p, in, j, h, dead, now);
+	return send_wait(p, in, j, s, hf, h, now);
+}
+
 static struct ina_pkt *
 handle_data(struct pipeline *p, struct ina_pkt *in, struct job *j, const struct ina_hdr *h,
 	    uint64_t now)
@@ -796,19 +842,21 @@ handle_data(struct pipeline *p, struct ina_pkt *in, struct job *j, const struct 
 		p->st.drop[PDROP_AFTER_FIN]++;
 		goto drop;
 	}
+	if (j->ssp)
+		return ssp_data(p, in, j, h, now);	/* ssp.c: S + 1 slots per lane */
 	if (ver != s->cur) {
 		/* The shadow: a retransmission for a finished block. */
 		if (hf->state != HALF_RESULT || !pl_key_equal(&hf->key, &key)) {
-			p->st.drop[hf->state == HALF_RESULT && key_shape_differs(&hf->key, &key)
+			p->st.drop[hf->state == HALF_RESULT && pl_key_shape_differs(&hf->key, &key)
 					   ? PDROP_SHAPE
 					   : PDROP_NO_MATCH]++;
 			goto drop;
 		}
-		o = pl_answer_buf(p, in, result_size(j, h));
+		o = pl_answer_buf(p, in, pl_result_size(j, h));
 		if (!o)
 			return NULL;
 		pl_put_result(p, o, j, h->lane, ver, hf);
-		result_route(p, o, j, h->rank);
+		pl_result_route(p, o, j, h->rank);
 		p->st.shadow_replies++;
 		return o;
 	}
@@ -821,22 +869,16 @@ handle_data(struct pipeline *p, struct ina_pkt *in, struct job *j, const struct 
 		}
 		pl_half_open(hf, &key);
 	} else if (!pl_key_equal(&hf->key, &key)) {
-		p->st.drop[key_shape_differs(&hf->key, &key) ? PDROP_SHAPE : PDROP_NO_MATCH]++;
+		p->st.drop[pl_key_shape_differs(&hf->key, &key) ? PDROP_SHAPE : PDROP_NO_MATCH]++;
 		goto drop;
 	}
 	if (hf->state == HALF_UP) {
 		/* A rack waits on the spine: a local resend makes it resend. */
 		return uplink_data(p, in, j, s, h->lane, ver, 1, now);
 	}
-	if (hf->bitmap >> h->rank & 1) {
-		uint64_t dead = silent_ranks(p, j, j->full & ~hf->bitmap, now);
-
-		p->st.duplicates++;
-		if (dead)
-			return abort_job(p, in, j, h, dead, now);
-		return send_wait(p, in, j, s, h, now);
-	}
-	half_add(p, j, hf, h, in->data + INA_HDR_SIZE);
+	if (hf->bitmap >> h->rank & 1)
+		return pl_duplicate(p, in, j, s, hf, h, now);
+	pl_half_add(p, j, hf, h, in->data + INA_HDR_SIZE);
 	if (hf->bitmap != j->full) {
 		ina_pkt_free(in);
 		return NULL;
@@ -849,11 +891,11 @@ handle_data(struct pipeline *p, struct ina_pkt *in, struct job *j, const struct 
 	}
 	/* Complete: the sum goes to every rank; the halves swap roles. If no
 	 * buffer, the workers' retransmissions will ask the shadow. */
-	hf->deferred = (uint8_t)half_deferred(j, hf);
-	o = pl_answer_buf(p, in, result_size(j, h));
+	hf->deferred = (uint8_t)pl_half_deferred(j, hf);
+	o = pl_answer_buf(p, in, pl_result_size(j, h));
 	if (o) {
 		pl_put_result(p, o, j, h->lane, ver, hf);
-		result_route(p, o, j, INA_RANK_ALL);
+		pl_result_route(p, o, j, INA_RANK_ALL);
 		p->st.results++;
 		if (!hf->has_data)
 			p->st.results_empty++;
@@ -1367,6 +1409,8 @@ pipeline_stats_fprint(const struct pipeline_stats *st, FILE *f)
 	PRINT(results_empty);
 	PRINT(results_deferred);
 	PRINT(result_bytes);
+	PRINT(results_partial);
+	PRINT(ssp_late);
 	PRINT(shadow_replies);
 	PRINT(duplicates);
 	PRINT(waits);
@@ -1431,6 +1475,10 @@ pipeline_dump(const struct pipeline *p, FILE *f)
 				j->up == UP_JOINING ? "joining" : j->up == UP_RUNNING ? "running"
 										       : "finishing",
 				j->up_epoch);
+		if (j->ssp) {
+			ssp_dump(p, j, f);
+			continue;
+		}
 		if (j->standby)
 			fprintf(f, "  standing by for the primary\n");
 		else if (j->taken_over)

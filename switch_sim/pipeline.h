@@ -122,6 +122,12 @@ enum pipeline_drop {
 	PDROP_UP_STALE,		/* a rack: a packet from the spine that nothing
 				 * waits for (a late or repeated RESULT,
 				 * JOIN_ACK or FIN_ACK), or a WAIT */
+	PDROP_SSP_SHAPE,	/* ssp: not the lane's one block (block = lane,
+				 * next END) */
+	PDROP_SSP_AHEAD,	/* ssp: a round S + 2 ahead of a block still
+				 * open in its lane (the bound broken) */
+	PDROP_SSP_HOLD,		/* ssp: a round that would reuse a half whose
+				 * result a rank may still lack (resent later) */
 	PDROP_MAX,
 };
 
@@ -133,6 +139,9 @@ struct pipeline_stats {
 	uint64_t results_deferred;	/* of which header-only, DEFERRED (under
 					 * the result filter's bound) */
 	uint64_t result_bytes;		/* payload bytes of results */
+	uint64_t results_partial;	/* ssp: of which closed early, PARTIAL */
+	uint64_t ssp_late;		/* ssp: packets for a closed block from a
+					 * rank it lacks, answered, not added */
 	uint64_t shadow_replies;	/* retransmissions answered from a shadow */
 	uint64_t duplicates;		/* data for the open block already counted */
 	uint64_t waits;			/* WAIT packets sent */

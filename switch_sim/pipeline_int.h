@@ -36,12 +36,17 @@ struct half {
 	uint8_t has_data;	/* some rank sent a payload */
 	uint8_t saturated;
 	uint8_t deferred;	/* the finished sum went down DEFERRED */
+	uint8_t partial;	/* ssp: closed before every rank contributed
+				 * (ssp.c); 'bitmap' names the contributors */
 	int16_t exp;		/* largest exponent announced for 'next' */
 	uint32_t bound;		/* smallest raw result-filter bound announced
 				 * (encode.h: raw bounds order like bounds) */
 	struct block_key key;
 	uint32_t next;		/* smallest next pointer announced */
 	uint64_t bitmap;	/* ranks that answered */
+	uint64_t acked;		/* ssp: ranks known to hold this result: they
+				 * sent a round S + 1 or more later in the
+				 * lane (ssp.c) */
 	union {			/* slot_elems accumulators */
 		float *f32;
 		int32_t *i32;
@@ -74,6 +79,7 @@ struct job {
 				 * the primary's epoch, answered with the
 				 * announcement of the new one */
 	uint32_t old_epoch;
+	uint8_t ssp;		/* 0: bsp; S: ssp:S, S + 2 slots per lane (ssp.h) */
 	uint8_t up;		/* a rack's job: enum uplink_state (uplink.h) */
 	uint16_t up_rank;	/* the rack's rank in the spine's job */
 	uint16_t up_world;	/* the spine's world (racks) */
@@ -114,6 +120,21 @@ void pl_half_open(struct half *hf, const struct block_key *key);
  * other half opens for its next block or idles. */
 void pl_slot_complete(struct slot *s, uint8_t ver);
 int pl_key_equal(const struct block_key *a, const struct block_key *b);
+int pl_key_shape_differs(const struct block_key *a, const struct block_key *b);
+/* Addresses the RESULT in 'o' to 'rank', or to every rank (INA_RANK_ALL). */
+void pl_result_route(struct pipeline *p, struct ina_pkt *o, struct job *j, uint16_t rank);
+/* Adds the DATA 'h' (payload at 'payload') to the open half 'hf'. */
+void pl_half_add(struct pipeline *p, const struct job *j, struct half *hf, const struct ina_hdr *h,
+		 const uint8_t *payload);
+/* 1 when the finished sum of 'hf' goes down DEFERRED (the result filter). */
+int pl_half_deferred(const struct job *j, const struct half *hf);
+/* The answer to a duplicate for the open half 'hf' of 's': a WAIT naming
+ * the ranks missing (rate-limited), or ERROR PEER_DEAD when one is silent
+ * for the peer timeout. */
+struct ina_pkt *pl_duplicate(struct pipeline *p, struct ina_pkt *in, struct job *j, struct slot *s,
+			     const struct half *hf, const struct ina_hdr *h, uint64_t now);
+/* The largest RESULT (with a PARTIAL trailer) for a block of h->block_size. */
+uint32_t pl_result_size(const struct job *j, const struct ina_hdr *h);
 
 /* The block a packet's header names. */
 static inline struct block_key

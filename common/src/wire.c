@@ -7,6 +7,7 @@
  */
 #include <arpa/inet.h>
 #include <endian.h>
+#include <stddef.h>
 #include <string.h>
 
 #include "ina/wire.h"
@@ -102,6 +103,19 @@ ina_wire_decode_join(const void *buf, uint16_t *world, uint16_t *lanes, uint16_t
 	*max_block = ntohs(j.max_block);
 }
 
+void
+ina_wire_join_set_ssp(void *join_payload, uint8_t s)
+{
+	/* The high byte of 'reserved' (offset 6, big-endian). */
+	((uint8_t *)join_payload)[offsetof(struct ina_wire_join, reserved)] = s;
+}
+
+uint8_t
+ina_wire_join_ssp(const void *join_payload)
+{
+	return ((const uint8_t *)join_payload)[offsetof(struct ina_wire_join, reserved)];
+}
+
 /* JOIN and JOIN_ACK: the encoding, the size and the payload's ranges. */
 static enum ina_wire_reason
 validate_join(const uint8_t *buf, size_t size, const struct ina_hdr *h)
@@ -115,7 +129,9 @@ validate_join(const uint8_t *buf, size_t size, const struct ina_hdr *h)
 		return INA_WIRE_BAD_LENGTH;
 	memcpy(&j, buf + INA_HDR_SIZE, sizeof(j));
 	ina_wire_decode_join(&j, &world, &lanes, &max_block);
-	if (world < 1 || world > INA_MAX_WORLD || lanes < 1 || max_block < 1 || j.reserved != 0)
+	/* 'reserved': the high byte is the ssp bound (0 = bsp), the low byte 0. */
+	if (world < 1 || world > INA_MAX_WORLD || lanes < 1 || max_block < 1 ||
+	    (ntohs(j.reserved) & 0xff) != 0 || (ntohs(j.reserved) >> 8) > INA_SSP_MAX)
 		return INA_WIRE_BAD_JOIN;
 	if (h->type == INA_T_JOIN && h->rank >= world)
 		return INA_WIRE_RANK_PAST_WORLD;
@@ -148,7 +164,8 @@ validate_block(size_t size, const struct ina_hdr *h)
 	if (h->n_elems != 0 &&
 	    h->n_elems != ina_wire_block_elems(h->tensor_len, h->block_size, h->block))
 		return INA_WIRE_BAD_BLOCK_SIZE;
-	if ((uint64_t)size != (uint64_t)INA_HDR_SIZE + (uint64_t)h->n_elems * elem_size)
+	if ((uint64_t)size != (uint64_t)INA_HDR_SIZE + (uint64_t)h->n_elems * elem_size +
+				      ((h->flags & INA_F_PARTIAL) ? INA_PARTIAL_TRAILER : 0))
 		return INA_WIRE_BAD_LENGTH;
 	if (h->next != INA_BLOCK_END) {
 		if (h->next <= h->block)
@@ -182,6 +199,10 @@ validate_stateless(const uint8_t *buf, size_t size, const struct ina_hdr *h)
 	/* A DEFERRED result is header-only by definition. */
 	if ((h->flags & INA_F_DEFERRED) &&
 	    ((h->type != INA_T_RESULT && h->type != INA_T_REPL) || h->n_elems != 0))
+		return INA_WIRE_BAD_FLAGS;
+	/* PARTIAL belongs to a result of a lane's block (never the i32 OPEN). */
+	if ((h->flags & INA_F_PARTIAL) &&
+	    ((h->type != INA_T_RESULT && h->type != INA_T_REPL) || h->block == INA_BLOCK_OPEN))
 		return INA_WIRE_BAD_FLAGS;
 	/* STANDBY belongs to a JOIN and its JOIN_ACK. */
 	if ((h->flags & INA_F_STANDBY) && h->type != INA_T_JOIN && h->type != INA_T_JOIN_ACK)

@@ -46,6 +46,34 @@ struct lane {
 	uint64_t rto_ns;
 };
 
+/* ssp: one lane of one round in flight (one block: the lane's). */
+struct sop_lane {
+	uint8_t active;		/* the round has this lane's block */
+	uint8_t done;		/* its result accepted */
+	uint8_t need_send;
+	uint8_t retx;
+	uint8_t has_data;	/* my block is non-zero */
+	uint64_t sent_ns;
+	uint64_t rto_ns;
+};
+
+/* ssp: one round in flight. */
+struct sop {
+	uint8_t active;
+	enum engine_op op;
+	uint32_t round;
+	uint32_t tensor_id;
+	uint32_t n;
+	uint32_t nb_blocks;
+	uint16_t block_size;
+	uint16_t lanes_left;
+	float bound;
+	const float *in;
+	float *out;
+	uint8_t *missed;	/* per block: my part did not count */
+	struct sop_lane *lanes;
+};
+
 struct engine {
 	struct engine_config cfg;
 	struct ina_job_params params;
@@ -90,6 +118,14 @@ struct engine {
 	uint8_t *next_deferred;
 	struct lane *lanes;
 
+	/* ssp (cfg.ssp = S): S + 1 rounds in flight at most. */
+	struct sop *sops;	/* S + 1 */
+	struct sop_lane *sop_lanes;	/* (S + 1) x lanes */
+	uint8_t *ssp_ver;	/* lanes x INA_SSP_SETS(S): version bit of each
+				 * lane's slot of each set */
+	uint8_t *next_missed;	/* engine_set_missed(), for the next round */
+	uint16_t nb_sops;	/* rounds in flight */
+
 	/* The replica (cfg.replica.len != 0). */
 	uint8_t standby;	/* enum standby */
 	uint8_t failed_over;	/* the switch followed is the replica */
@@ -108,6 +144,15 @@ enum standby {
 	STANDBY_JOINING,	/* P admitted the job: STANDBY JOIN to R */
 	STANDBY_UP,		/* R stands by */
 };
+
+static int ssp_allreduce(struct engine *e, uint32_t tensor_id, const float *in, float *out,
+			 size_t n, uint16_t block_size, enum engine_op op, uint64_t now);
+static void ssp_on_result(struct engine *e, const struct ina_hdr *h, const uint8_t *payload,
+			  uint64_t now);
+static void ssp_on_wait(struct engine *e, const struct ina_hdr *h, const uint8_t *payload,
+			uint64_t now);
+static uint16_t ssp_tx(struct engine *e, uint64_t now, struct ina_pkt **out, uint16_t max);
+static uint64_t ssp_deadline(const struct engine *e, uint64_t d);
 
 /* FIN and LEAVE are tried this many times before the engine closes anyway. */
 #define CTL_GOODBYE_TRIES 4
@@ -134,6 +179,8 @@ engine_create(const struct engine_config *cfg)
 
 	if (!cfg->pool || cfg->world == 0 || cfg->world > INA_MAX_WORLD || cfg->rank >= cfg->world ||
 	    cfg->lanes == 0 || cfg->max_block == 0 || !ina_wire_elem_size(cfg->encoding) ||
+	    cfg->ssp > INA_SSP_MAX ||
+	    (cfg->ssp && (cfg->encoding == INA_ENC_I32 || cfg->replica.len)) ||
 	    cfg->sw.len == 0 || cfg->rto_min_ns == 0 || cfg->rto_ns < cfg->rto_min_ns ||
 	    cfg->rto_max_ns < cfg->rto_ns ||
 	    (cfg->replica.len &&
@@ -150,6 +197,20 @@ engine_create(const struct engine_config *cfg)
 	if (!e->lanes) {
 		free(e);
 		return NULL;
+	}
+	if (cfg->ssp) {
+		size_t sets = cfg->ssp + 1u;
+
+		e->sops = calloc(sets, sizeof(*e->sops));
+		e->sop_lanes = calloc(sets * cfg->lanes, sizeof(*e->sop_lanes));
+		e->ssp_ver = calloc((size_t)INA_SSP_SETS(cfg->ssp) * cfg->lanes, 1);
+		if (!e->sops || !e->sop_lanes || !e->ssp_ver) {
+			engine_destroy(e);
+			errno = ENOMEM;
+			return NULL;
+		}
+		for (size_t k = 0; k < sets; k++)
+			e->sops[k].lanes = e->sop_lanes + k * cfg->lanes;
 	}
 	e->cfg = *cfg;
 	e->params.job_id = cfg->job_id;
@@ -169,6 +230,9 @@ engine_destroy(struct engine *e)
 	if (!e)
 		return;
 	free(e->lanes);
+	free(e->sops);
+	free(e->sop_lanes);
+	free(e->ssp_ver);
 	free(e);
 }
 
@@ -333,6 +397,8 @@ engine_allreduce(struct engine *e, uint32_t tensor_id, const float *in, float *o
 {
 	if (e->err)
 		return e->err;
+	if (e->cfg.ssp)
+		return ssp_allreduce(e, tensor_id, in, out, n, block_size, op, now_ns);
 	if (e->phase != ENGINE_READY)
 		return -EBUSY;
 	if (n == 0 || n >= INA_BLOCK_OPEN || block_size == 0 || block_size > e->cfg.max_block ||
@@ -421,6 +487,7 @@ build_ctl(struct engine *e)
 		ina_wire_encode_hdr(&h, p->data);
 		ina_wire_encode_join(e->cfg.world, e->cfg.lanes, e->cfg.max_block,
 				     p->data + INA_HDR_SIZE);
+		ina_wire_join_set_ssp(p->data + INA_HDR_SIZE, e->cfg.ssp);
 		p->len = INA_HDR_SIZE + sizeof(struct ina_wire_join);
 		p->peer = e->standby == STANDBY_JOINING ? e->cfg.replica : e->cfg.sw;
 		return p;
@@ -613,6 +680,307 @@ on_result(struct engine *e, const struct ina_hdr *h, const uint8_t *payload, uin
 	}
 	ln->need_send = 1;
 	ln->rto_ns = e->rto_ns;
+}
+
+/*
+ * ssp (cfg.ssp = S): up to S + 1 rounds in flight, each in its own sop, each
+ * lane one block (the lane's own) sent once and answered once. Round r uses
+ * the switch's slot set r mod INA_SSP_SETS(S) of each lane, with a version
+ * bit per lane and set. docs/PROTOCOL.md 6.7.
+ */
+void
+engine_set_missed(struct engine *e, uint8_t *missed)
+{
+	e->next_missed = missed;
+}
+
+int
+engine_in_flight(const struct engine *e, uint32_t round)
+{
+	if (!e->cfg.ssp)
+		return e->phase == ENGINE_RUNNING && e->round == round;
+	for (uint32_t k = 0; k <= e->cfg.ssp; k++)
+		if (e->sops[k].active && e->sops[k].round == round)
+			return 1;
+	return 0;
+}
+
+uint16_t
+engine_nb_in_flight(const struct engine *e)
+{
+	return e->cfg.ssp ? e->nb_sops : e->phase == ENGINE_RUNNING;
+}
+
+static struct sop *
+ssp_op_of(struct engine *e, uint32_t round)
+{
+	for (uint32_t k = 0; k <= e->cfg.ssp; k++)
+		if (e->sops[k].active && e->sops[k].round == round)
+			return &e->sops[k];
+	return NULL;
+}
+
+static uint8_t *
+ssp_ver_of(struct engine *e, uint16_t lane, uint32_t round)
+{
+	uint32_t sets = INA_SSP_SETS(e->cfg.ssp);
+
+	return &e->ssp_ver[(size_t)lane * sets + round % sets];
+}
+
+static int
+ssp_allreduce(struct engine *e, uint32_t tensor_id, const float *in, float *out, size_t n,
+	      uint16_t block_size, enum engine_op op, uint64_t now)
+{
+	struct sop *o = NULL;
+
+	if (e->phase != ENGINE_READY && e->phase != ENGINE_RUNNING)
+		return -EBUSY;
+	if (n == 0 || n >= INA_BLOCK_OPEN || block_size == 0 || block_size > e->cfg.max_block ||
+	    !in || !out || ina_wire_nb_blocks((uint32_t)n, block_size) > e->cfg.lanes)
+		return -EINVAL;
+	/* The bound: no round more than S back may still be in flight. */
+	for (uint32_t k = 0; k <= e->cfg.ssp; k++) {
+		if (!e->sops[k].active)
+			o = o ? o : &e->sops[k];
+		else if ((uint32_t)(e->round - e->sops[k].round) > e->cfg.ssp)
+			return -EBUSY;
+	}
+	if (!o)
+		return -EBUSY;
+	o->active = 1;
+	o->op = op;
+	o->round = e->round++;
+	o->tensor_id = tensor_id;
+	o->n = (uint32_t)n;
+	o->block_size = block_size;
+	o->nb_blocks = ina_wire_nb_blocks(o->n, block_size);
+	o->in = in;
+	o->out = out;
+	o->bound = e->next_bound;
+	o->missed = e->next_missed ? e->next_missed : e->next_deferred;
+	e->next_bound = 0.0f;
+	e->next_deferred = NULL;
+	e->next_missed = NULL;
+	if (o->missed)
+		memset(o->missed, 0, o->nb_blocks);
+	o->lanes_left = 0;
+	for (uint16_t l = 0; l < e->cfg.lanes; l++) {
+		struct sop_lane *sl = &o->lanes[l];
+
+		memset(sl, 0, sizeof(*sl));
+		sl->active = l < o->nb_blocks;
+		if (!sl->active)
+			continue;
+		sl->has_data = ina_block_next_nonzero(in, o->n, block_size, e->cfg.lanes, l) == l;
+		sl->need_send = 1;
+		sl->rto_ns = e->rto_ns;
+		o->lanes_left++;
+	}
+	if (e->nb_sops++ == 0) {
+		e->last_progress_ns = now;
+		e->stall_reported = 0;
+		e->wait_missing = 0;
+	}
+	e->phase = ENGINE_RUNNING;
+	return 0;
+}
+
+static struct ina_pkt *
+ssp_build(struct engine *e, const struct sop *o, uint16_t l, int retx)
+{
+	const struct sop_lane *sl = &o->lanes[l];
+	struct ina_pkt *p = ina_pkt_alloc(e->cfg.pool);
+	struct ina_hdr h;
+	uint16_t n = 0;
+
+	if (!p)
+		return NULL;
+	fill_hdr(e, &h, INA_T_DATA);
+	h.flags = (uint8_t)(*ssp_ver_of(e, l, o->round) | (retx ? INA_F_RETX : 0));
+	h.lane = l;
+	h.tensor_id = o->tensor_id;
+	h.round = o->round;
+	h.tensor_len = o->n;
+	h.block = l;
+	h.next = INA_BLOCK_END;
+	h.block_size = o->block_size;
+	if (o->bound > 0.0f)
+		h.bound = ina_enc_bound(e->cfg.encoding, o->bound, 0);
+	if (sl->has_data)
+		n = ina_wire_block_elems(o->n, o->block_size, l);
+	h.n_elems = n;
+	ina_wire_encode_hdr(&h, p->data);
+	p->len = INA_HDR_SIZE;
+	if (n) {
+		const float *src = o->in + (size_t)l * o->block_size;
+
+		if (e->cfg.encoding == INA_ENC_BF16)
+			ina_enc_bf16_put(p->data + INA_HDR_SIZE, src, n);
+		else
+			ina_enc_f32_put(p->data + INA_HDR_SIZE, src, n);
+		p->len += (uint32_t)(n * ina_wire_elem_size(e->cfg.encoding));
+		e->st.data_sent++;
+	} else {
+		e->st.empty_sent++;
+	}
+	p->peer = *cur_sw(e);
+	return p;
+}
+
+static void
+ssp_finish_op(struct engine *e, struct sop *o)
+{
+	if (o->op == ENGINE_AVG) {
+		float scale = 1.0f / (float)e->cfg.world;
+
+		for (uint32_t i = 0; i < o->n; i++)
+			o->out[i] *= scale;
+	}
+	o->active = 0;
+	e->st.rounds++;
+	if (--e->nb_sops == 0)
+		e->phase = ENGINE_READY;
+}
+
+static void
+ssp_on_result(struct engine *e, const struct ina_hdr *h, const uint8_t *payload, uint64_t now)
+{
+	struct sop *o = ssp_op_of(e, h->round);
+	struct sop_lane *sl = o ? &o->lanes[h->lane] : NULL;
+	uint8_t *ver = ssp_ver_of(e, h->lane, h->round);
+	size_t esize = ina_wire_elem_size(e->cfg.encoding);
+	int mine = 1;
+	float *dst;
+	uint16_t n;
+
+	/* A result of a round not started here yet is stale: this rank's own
+	 * packet asks for it again, and the switch keeps it (ssp.c). */
+	if (e->phase != ENGINE_RUNNING || !o || !sl->active || sl->done ||
+	    h->tensor_id != o->tensor_id || h->block != h->lane || h->next != INA_BLOCK_END ||
+	    (h->flags & INA_F_VER) != *ver || h->tensor_len != o->n ||
+	    h->block_size != o->block_size) {
+		e->st.stale++;
+		return;
+	}
+	if (h->flags & INA_F_PARTIAL) {
+		uint64_t contrib_be;
+
+		memcpy(&contrib_be, payload + (size_t)h->n_elems * esize, sizeof(contrib_be));
+		mine = (int)(be64toh(contrib_be) >> e->cfg.rank & 1);
+	}
+	if (!mine || (h->flags & INA_F_DEFERRED)) {
+		if (!o->missed) {
+			fail(e, INA_EPROTO,
+			     "job %" PRIu32 " rank %u round %" PRIu32 ": lane %u block %" PRIu32
+			     " came back %s, but this worker has no residual for it",
+			     e->cfg.job_id, e->cfg.rank, h->round, h->lane, h->block,
+			     mine ? "deferred" : "without its part (ssp)");
+			return;
+		}
+		o->missed[h->block] = 1;
+		if (mine)
+			e->st.deferred++;
+		else
+			e->st.ssp_missed++;
+	}
+	dst = o->out + (size_t)h->block * o->block_size;
+	n = ina_wire_block_elems(o->n, o->block_size, h->block);
+	if (h->n_elems == 0)
+		memset(dst, 0, (size_t)n * sizeof(float));
+	else if (e->cfg.encoding == INA_ENC_BF16)
+		ina_enc_bf16_get(dst, payload, n);
+	else
+		ina_enc_f32_get(dst, payload, n);
+	if (!sl->retx && now >= sl->sent_ns)
+		rtt_sample(e, now - sl->sent_ns);
+	*ver ^= 1;
+	sl->done = 1;
+	e->last_progress_ns = now;
+	e->stall_reported = 0;
+	e->wait_missing = 0;
+	if (--o->lanes_left == 0)
+		ssp_finish_op(e, o);
+}
+
+static void
+ssp_on_wait(struct engine *e, const struct ina_hdr *h, const uint8_t *payload, uint64_t now)
+{
+	struct sop *o = ssp_op_of(e, h->round);
+	uint64_t missing_be;
+
+	e->st.waits++;
+	if (e->phase != ENGINE_RUNNING || !o || !o->lanes[h->lane].active ||
+	    o->lanes[h->lane].done || h->tensor_id != o->tensor_id || h->block != h->lane) {
+		e->st.stale++;
+		return;
+	}
+	memcpy(&missing_be, payload, sizeof(missing_be));
+	e->wait_missing = be64toh(missing_be);
+	e->wait_lane = h->lane;
+	e->wait_block = h->block;
+	o->lanes[h->lane].sent_ns = now;
+	e->wait_heard_ns = now;
+}
+
+/* The packets due: first sends and retransmissions, oldest round first. */
+static uint16_t
+ssp_tx(struct engine *e, uint64_t now, struct ina_pkt **out, uint16_t max)
+{
+	uint16_t nb = 0;
+
+	for (uint32_t age = e->cfg.ssp + 1u; age > 0 && nb < max; age--) {
+		struct sop *o = ssp_op_of(e, e->round - age);
+
+		if (!o)
+			continue;
+		for (uint16_t l = 0; l < e->cfg.lanes && nb < max; l++) {
+			struct sop_lane *sl = &o->lanes[l];
+			struct ina_pkt *p;
+			int retx;
+
+			if (!sl->active || sl->done)
+				continue;
+			retx = !sl->need_send;
+			if (retx && now - sl->sent_ns < sl->rto_ns)
+				continue;
+			p = ssp_build(e, o, l, retx);
+			if (!p)
+				return nb;
+			if (retx) {
+				e->st.retransmits++;
+				sl->rto_ns = sl->rto_ns * 2 > e->cfg.rto_max_ns ? e->cfg.rto_max_ns
+										: sl->rto_ns * 2;
+			}
+			sl->need_send = 0;
+			sl->retx = (uint8_t)retx;
+			sl->sent_ns = now;
+			out[nb++] = p;
+		}
+	}
+	return nb;
+}
+
+static uint64_t
+ssp_deadline(const struct engine *e, uint64_t d)
+{
+	for (uint32_t k = 0; k <= e->cfg.ssp; k++) {
+		const struct sop *o = &e->sops[k];
+
+		if (!o->active)
+			continue;
+		for (uint16_t l = 0; l < e->cfg.lanes; l++) {
+			const struct sop_lane *sl = &o->lanes[l];
+
+			if (!sl->active || sl->done)
+				continue;
+			if (sl->need_send)
+				return 0;
+			if (sl->sent_ns + sl->rto_ns < d)
+				d = sl->sent_ns + sl->rto_ns;
+		}
+	}
+	return d;
 }
 
 static void
@@ -815,7 +1183,8 @@ rx_one(struct engine *e, struct ina_pkt *pkt, uint64_t now)
 
 			ina_wire_decode_join(payload, &world, &lanes, &max_block);
 			if (world != e->cfg.world || lanes != e->cfg.lanes ||
-			    max_block != e->cfg.max_block || h.epoch == 0) {
+			    max_block != e->cfg.max_block || h.epoch == 0 ||
+			    ina_wire_join_ssp(payload) != e->cfg.ssp) {
 				e->st.bad++;
 				return;
 			}
@@ -839,11 +1208,17 @@ rx_one(struct engine *e, struct ina_pkt *pkt, uint64_t now)
 		return;
 	case INA_T_RESULT:
 		e->last_heard_ns = now;
-		on_result(e, &h, payload, now);
+		if (e->cfg.ssp)
+			ssp_on_result(e, &h, payload, now);
+		else
+			on_result(e, &h, payload, now);
 		return;
 	case INA_T_WAIT:
 		e->last_heard_ns = now;
-		on_wait(e, &h, payload, now);
+		if (e->cfg.ssp)
+			ssp_on_wait(e, &h, payload, now);
+		else
+			on_wait(e, &h, payload, now);
 		return;
 	case INA_T_FIN_ACK:
 		/* Only the switch followed is waited for; the replica standing
@@ -1120,6 +1495,10 @@ engine_tx(struct engine *e, uint64_t now_ns, struct ina_pkt **out, uint16_t max)
 		goto count;
 	nb = (uint16_t)(nb + tx_failover(e, now_ns, out + nb, (uint16_t)(max - nb)));
 	nb = (uint16_t)(nb + tx_probe(e, now_ns, out + nb, (uint16_t)(max - nb)));
+	if (e->cfg.ssp) {
+		nb = (uint16_t)(nb + ssp_tx(e, now_ns, out + nb, (uint16_t)(max - nb)));
+		goto count;
+	}
 	for (uint16_t k = 0; k < e->cfg.lanes && nb < max; k++) {
 		uint16_t l = (uint16_t)((e->tx_cursor + k) % e->cfg.lanes);
 		struct lane *ln = &e->lanes[l];
@@ -1178,7 +1557,9 @@ engine_next_deadline(const struct engine *e)
 			d = e->fo_need_send ? 0 : e->fo_sent_ns + e->fo_rto_ns;
 		}
 	}
-	for (uint16_t l = 0; l < e->cfg.lanes; l++) {
+	if (e->cfg.ssp)
+		d = ssp_deadline(e, d);
+	for (uint16_t l = 0; l < e->cfg.lanes && !e->cfg.ssp; l++) {
 		const struct lane *ln = &e->lanes[l];
 
 		if (ln->done)

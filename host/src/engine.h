@@ -35,6 +35,9 @@ struct engine_config {
 	uint16_t lanes;
 	uint16_t max_block;		/* largest B this worker will use */
 	uint8_t encoding;		/* enum ina_encoding */
+	uint8_t ssp;			/* 0: bsp; S (1..INA_SSP_MAX): ssp:S, up to
+					 * S + 1 rounds in flight (engine_allreduce);
+					 * f32 or bf16, no replica */
 	uint64_t token;
 	struct ina_peer sw;		/* the switch (the primary, with a replica) */
 	struct ina_peer replica;	/* the replica switch, len 0 = none */
@@ -78,6 +81,8 @@ struct engine_stats {
 	uint64_t bad;				/* failed validation */
 	uint64_t saturated;			/* results flagged saturated */
 	uint64_t deferred;			/* results that came back DEFERRED */
+	uint64_t ssp_missed;			/* ssp: PARTIAL results without this
+						 * rank's part (it went back) */
 	uint64_t stalls;			/* operations that went a quarter of the
 						 * timeout without progress */
 	uint64_t failovers;			/* takeovers by the replica followed */
@@ -110,6 +115,26 @@ int engine_join(struct engine *e, uint64_t now_ns);
  */
 int engine_allreduce(struct engine *e, uint32_t tensor_id, const float *in, float *out, size_t n,
 		     uint16_t block_size, enum engine_op op, uint64_t now_ns);
+
+/*
+ * Under ssp:S (cfg.ssp), engine_allreduce() starts round engine_round() while
+ * earlier rounds are still in flight, as long as none of them is more than S
+ * rounds back (else -EBUSY): rounds r..r+S may be in flight together, each
+ * with its own buffers, each lane one block (n <= lanes x block_size, else
+ * -EINVAL). The switch may close a block before this rank's part counted (a
+ * PARTIAL result without it, docs/PROTOCOL.md 6.7): the engine writes the
+ * others' sum and marks the block in the array given by engine_set_missed()
+ * for that round, as it marks a DEFERRED block; the caller gives that block's
+ * own part back to its residual. A missed block with no array fails the
+ * round (INA_EPROTO). engine_in_flight() says whether a round still runs.
+ */
+/* The per-block array of the next engine_allreduce() (ssp): see above; one
+ * byte per block, zeroed at the start, valid until the round ends. */
+void engine_set_missed(struct engine *e, uint8_t *missed);
+/* ssp: 1 while round 'round' is in flight, else 0. bsp: 1 while running. */
+int engine_in_flight(const struct engine *e, uint32_t round);
+/* ssp: rounds in flight now. */
+uint16_t engine_nb_in_flight(const struct engine *e);
 
 /*
  * The result filter of the next engine_allreduce() only: every DATA packet

@@ -174,6 +174,8 @@ switch_in(struct fabric *f, struct ina_pkt *pkt)
 	struct ina_pkt *out;
 	uint16_t part = 0;
 
+	if (f->tap_in)
+		f->tap_in(f->tap_arg, pkt);
 	if (f->nb_parts > 1 && pipeline_steer(pkt, f->nb_parts, &part) == PSTEER_ALL) {
 		for (uint16_t k = 1; k < f->nb_parts; k++) {
 			struct ina_pkt *c = ina_pkt_alloc(f->pool);
@@ -385,6 +387,16 @@ fabric_run(struct fabric *f, int phase, uint64_t limit_ns)
 		if (engine_error(f->hosts[r]) || engine_phase(f->hosts[r]) == phase)
 			return -1;
 	return 0;
+}
+
+unsigned
+fabric_step(struct fabric *f)
+{
+	unsigned moved = collect(f);
+
+	moved += deliver(f);
+	switch_tick(f);
+	return moved;
 }
 
 int

@@ -46,6 +46,8 @@ struct fabric {
 	/* Called with every packet the switch sends, before fan-out. */
 	void (*tap)(void *arg, const struct ina_pkt *pkt);
 	void *tap_arg;
+	/* Called with every packet the switch receives, before it sees it. */
+	void (*tap_in)(void *arg, const struct ina_pkt *pkt);
 	struct pipeline *replica;	/* NULL unless the hosts have a replica */
 	int primary_dead;		/* everything to and from sw is lost */
 	int64_t kill_primary_seq;	/* the primary dies when this packet is
@@ -85,6 +87,11 @@ void fabric_partition(struct fabric *f, uint16_t k, const struct pipeline_config
  * else -1.
  */
 int fabric_run(struct fabric *f, int phase, uint64_t limit_ns);
+
+/* One step of fabric_run(): every host's packets out, everything in flight
+ * delivered, the switch's timers; the clock does not move. Returns how many
+ * packets moved. */
+unsigned fabric_step(struct fabric *f);
 
 /* Joins every host; 0 or -1. */
 int fabric_join(struct fabric *f);

@@ -359,7 +359,7 @@ test_wire_valid_variants(void **state)
 	/* Every known flag a RESULT may carry, the i32 encoding, the largest
 	 * error message. */
 	pkt_init(&p, INA_T_RESULT);
-	p.h.flags = INA_F_KNOWN & ~INA_F_STANDBY;
+	p.h.flags = INA_F_KNOWN & ~INA_F_STANDBY & ~INA_F_PARTIAL;
 	pkt_set_elems(&p, 0);
 	pkt_build(&p);
 	expect(&p, &job, INA_WIRE_OK);
@@ -846,6 +846,39 @@ test_wire_reject_bad_join(void **state)
 	pkt_init(&p, INA_T_JOIN_ACK);
 	p.buf[INA_HDR_SIZE + 6] = 0x80;
 	expect_stateless(&p, INA_WIRE_BAD_JOIN);
+	/* The high byte is the ssp bound: 1..INA_SSP_MAX, never above. */
+	pkt_init(&p, INA_T_JOIN);
+	ina_wire_join_set_ssp(p.buf + INA_HDR_SIZE, INA_SSP_MAX);
+	assert_int_equal(p.buf[INA_HDR_SIZE + 6], INA_SSP_MAX);
+	assert_int_equal(ina_wire_join_ssp(p.buf + INA_HDR_SIZE), INA_SSP_MAX);
+	expect(&p, &job, INA_WIRE_OK);
+	ina_wire_join_set_ssp(p.buf + INA_HDR_SIZE, INA_SSP_MAX + 1);
+	expect_stateless(&p, INA_WIRE_BAD_JOIN);
+}
+
+/* PARTIAL: a result with the 8-byte contributor bitmap after its payload,
+ * never on DATA, never without the trailer. */
+static void
+test_wire_partial_flag(void **state)
+{
+	struct pkt p;
+
+	(void)state;
+	assert_int_equal(INA_F_PARTIAL, 0x20);
+	pkt_init(&p, INA_T_RESULT);
+	p.h.flags = INA_F_PARTIAL;
+	pkt_set_elems(&p, 0);
+	p.size += INA_PARTIAL_TRAILER;
+	pkt_build(&p);
+	expect(&p, &job, INA_WIRE_OK);
+	p.size -= INA_PARTIAL_TRAILER;
+	expect_stateless(&p, INA_WIRE_BAD_LENGTH);
+	pkt_init(&p, INA_T_DATA);
+	p.h.flags = INA_F_PARTIAL;
+	pkt_set_elems(&p, 0);
+	p.size += INA_PARTIAL_TRAILER;
+	pkt_build(&p);
+	expect_stateless(&p, INA_WIRE_BAD_FLAGS);
 }
 
 static void
@@ -1063,7 +1096,7 @@ test_wire_replica_values(void **state)
 	assert_int_equal(INA_T_FAILOVER, 11);
 	assert_int_equal(INA_T_MAX, 11);
 	assert_int_equal(INA_F_STANDBY, 0x10);
-	assert_int_equal(INA_F_KNOWN, 0x1f);
+	assert_int_equal(INA_F_KNOWN, 0x3f);
 	assert_int_equal(INA_RANK_ALL, 0xfffe);
 	pkt_init(&p, INA_T_REPL);
 	assert_memory_equal(p.buf, want, sizeof(want));
@@ -1453,6 +1486,7 @@ main(void)
 		cmocka_unit_test(test_wire_reject_bad_version),
 		cmocka_unit_test(test_wire_reject_bad_type),
 		cmocka_unit_test(test_wire_reject_bad_flags),
+		cmocka_unit_test(test_wire_partial_flag),
 		cmocka_unit_test(test_wire_reject_bad_bound),
 		cmocka_unit_test(test_wire_deferred_flag),
 		cmocka_unit_test(test_wire_reject_bad_encoding),

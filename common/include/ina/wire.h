@@ -68,7 +68,10 @@ enum ina_encoding {
 #define INA_F_STANDBY 0x10	/* JOIN, JOIN_ACK with a replica switch:
 				 * stand by for this job (epoch = the
 				 * primary's) */
-#define INA_F_KNOWN 0x1f	/* every flag v1 defines */
+#define INA_F_PARTIAL 0x20	/* RESULT, REPL of an ssp job: the block closed
+				 * before every rank contributed; an 8-byte
+				 * contributor bitmap follows the payload */
+#define INA_F_KNOWN 0x3f	/* every flag v1 defines */
 
 /* ERROR codes (the header's status field). */
 enum ina_wire_error {
@@ -145,6 +148,21 @@ _Static_assert(sizeof(struct ina_wire_join) == 8, "join size");
 
 /* WAIT payload: bitmap of the ranks the slot still waits on, rank r is bit r. */
 #define INA_WAIT_PAYLOAD 8
+
+/* The trailer of a PARTIAL result: a u64 big-endian bitmap of the ranks whose
+ * contribution the sum holds (rank r is bit r), after the payload. */
+#define INA_PARTIAL_TRAILER 8
+
+/* The consistency mode of a job rides in the high byte of the JOIN payload's
+ * 'reserved' field: 0 is bsp, S (1..INA_SSP_MAX) is ssp:S. */
+#define INA_SSP_MAX 8
+/* Slot sets per lane of an ssp:S job: round r of lane l uses set
+ * r mod INA_SSP_SETS(S), whose version bit both ends keep per lane and set.
+ * S + 1 sets hold the rounds in flight; one more keeps a result closed early
+ * until the ranks it lacks have read it (docs/PROTOCOL.md 6.7). */
+#define INA_SSP_SETS(s) ((uint32_t)(s) + 2u)
+void ina_wire_join_set_ssp(void *join_payload, uint8_t s);
+uint8_t ina_wire_join_ssp(const void *join_payload);
 
 /* What a receiver knows of the job a packet claims to belong to. */
 struct ina_job_params {

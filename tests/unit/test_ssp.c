@@ -1,0 +1,625 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Bounded staleness (ssp:S, docs/PROTOCOL.md 6.7). First the switch alone,
+ * packet by packet: admission of S + 1 slots per lane and the JOIN mismatch,
+ * the early close of a block that the newest round left S behind (PARTIAL,
+ * the contributor bitmap after the payload, the fan-out), the late packet
+ * answered and never added, the rule that no rank is left out twice in a
+ * row, the hold on a half a rank may still need, and the drops. Then four
+ * engines and the switch in process (test fabric), with a straggler, loss
+ * and duplicates: the sum over the rounds of what the workers received plus
+ * every worker's final residual equals the sum of every gradient, bit for
+ * bit (dyadic values), every worker received the same bits, and no worker
+ * ever sent a round more than S ahead of a block still open.
+ */
+#include <endian.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "engine.h"
+#include "fabric.h"
+#include "ina/encode.h"
+#include "ina/log.h"
+#include "ina/pkt.h"
+#include "ina/wire.h"
+#include "pipeline.h"
+
+#define JOB 9
+#define TOKEN 0x5151515151515151ull
+#define B 4
+
+static struct ina_pkt_pool *pool;
+static struct pipeline *sw;
+static uint64_t now = 1000000;
+static struct ina_peer peers[8];
+static uint32_t epoch;
+
+static void
+sw_init(void)
+{
+	struct pipeline_config cfg;
+
+	pool = ina_pkt_pool_create(64, 1024);
+	assert_non_null(pool);
+	pipeline_config_init(&cfg);
+	cfg.nb_slots = 32;
+	cfg.slot_elems = 64;
+	cfg.pool = pool;
+	sw = pipeline_create(&cfg);
+	assert_non_null(sw);
+	for (int i = 0; i < 8; i++) {
+		memset(&peers[i], 0, sizeof(peers[i]));
+		peers[i].len = 4;
+		peers[i].bytes[0] = (uint8_t)(10 + i);
+	}
+}
+
+static void
+sw_fini(void)
+{
+	pipeline_destroy(sw);
+	assert_int_equal(ina_pkt_pool_avail(pool), 64);
+	ina_pkt_pool_destroy(pool);
+}
+
+/* Feeds one packet; returns the answer (or NULL), validated into 'h'. */
+static struct ina_pkt *
+feed(struct ina_pkt *in, struct ina_hdr *h)
+{
+	struct ina_pkt *out = NULL;
+
+	if (pipeline_rx_burst(sw, &in, 1, now, &out) != 1)
+		return NULL;
+	assert_int_equal(ina_wire_validate(out->data, out->len, NULL, h), INA_WIRE_OK);
+	return out;
+}
+
+static struct ina_pkt *
+join(uint16_t rank, uint16_t world, uint16_t lanes, uint8_t enc, uint8_t ssp, struct ina_hdr *h)
+{
+	struct ina_pkt *p = ina_pkt_alloc(pool);
+	struct ina_hdr j;
+
+	memset(&j, 0, sizeof(j));
+	j.version = INA_WIRE_VERSION;
+	j.type = INA_T_JOIN;
+	j.encoding = enc;
+	j.job_id = JOB;
+	j.token = TOKEN;
+	j.rank = rank;
+	ina_wire_encode_hdr(&j, p->data);
+	ina_wire_encode_join(world, lanes, 64, p->data + INA_HDR_SIZE);
+	ina_wire_join_set_ssp(p->data + INA_HDR_SIZE, ssp);
+	p->len = INA_HDR_SIZE + sizeof(struct ina_wire_join);
+	p->peer = peers[rank];
+	return feed(p, h);
+}
+
+/* DATA of lane 'lane' (its one block of B elements, all 'v'), or empty. */
+static struct ina_pkt *
+data(uint16_t rank, uint16_t lane, uint32_t round, uint8_t ver, float v, uint16_t lanes,
+     struct ina_hdr *h)
+{
+	struct ina_pkt *p = ina_pkt_alloc(pool);
+	struct ina_hdr d;
+	float x[B];
+
+	memset(&d, 0, sizeof(d));
+	d.version = INA_WIRE_VERSION;
+	d.type = INA_T_DATA;
+	d.encoding = INA_ENC_F32;
+	d.flags = ver;
+	d.job_id = JOB;
+	d.epoch = epoch;
+	d.token = TOKEN;
+	d.rank = rank;
+	d.lane = lane;
+	d.tensor_id = 1;
+	d.round = round;
+	d.tensor_len = (uint32_t)lanes * B;
+	d.block = lane;
+	d.next = INA_BLOCK_END;
+	d.block_size = B;
+	d.n_elems = v != 0.0f ? B : 0;
+	ina_wire_encode_hdr(&d, p->data);
+	for (int i = 0; i < B; i++)
+		x[i] = v;
+	ina_enc_f32_put(p->data + INA_HDR_SIZE, x, d.n_elems);
+	p->len = INA_HDR_SIZE + 4u * d.n_elems;
+	p->peer = peers[rank];
+	return feed(p, h);
+}
+
+/* The contributor bitmap of a PARTIAL result. */
+static uint64_t
+contributors(const struct ina_pkt *o, const struct ina_hdr *h)
+{
+	uint64_t be;
+
+	assert_true(h->flags & INA_F_PARTIAL);
+	memcpy(&be, o->data + INA_HDR_SIZE + 4u * h->n_elems, sizeof(be));
+	return be64toh(be);
+}
+
+static float
+first_elem(const struct ina_pkt *o)
+{
+	float x;
+
+	ina_enc_f32_get(&x, o->data + INA_HDR_SIZE, 1);
+	return x;
+}
+
+static void
+join_both(uint8_t ssp, uint16_t lanes)
+{
+	struct ina_hdr h;
+	struct ina_pkt *o;
+
+	for (uint16_t r = 0; r < 2; r++) {
+		o = join(r, 2, lanes, INA_ENC_F32, ssp, &h);
+		assert_non_null(o);
+		assert_int_equal(h.type, INA_T_JOIN_ACK);
+		assert_int_equal(ina_wire_join_ssp(o->data + INA_HDR_SIZE), ssp);
+		epoch = h.epoch;
+		ina_pkt_free(o);
+	}
+}
+
+/* Admission: lanes x (S + 2) slots; a rank that disagrees on the mode, or an
+ * i32 ssp job, is refused. */
+static void
+test_ssp_admission(void **state)
+{
+	struct ina_hdr h;
+	struct ina_pkt *o;
+
+	(void)state;
+	sw_init();
+	join_both(2, 3);
+	assert_int_equal(pipeline_free_slots(sw), 32 - 3 * INA_SSP_SETS(2));
+	o = join(1, 2, 3, INA_ENC_F32, 1, &h);
+	assert_int_equal(h.type, INA_T_ERROR);
+	assert_int_equal(h.status, INA_WERR_MISMATCH);
+	ina_pkt_free(o);
+	o = join(1, 2, 3, INA_ENC_F32, 0, &h);
+	assert_int_equal(h.status, INA_WERR_MISMATCH);
+	ina_pkt_free(o);
+	sw_fini();
+
+	sw_init();
+	o = join(0, 2, 3, INA_ENC_I32, 1, &h);
+	assert_int_equal(h.type, INA_T_ERROR);
+	assert_int_equal(h.status, INA_WERR_UNSUPPORTED);
+	ina_pkt_free(o);
+	/* bsp as before: one slot per lane. */
+	join_both(0, 3);
+	assert_int_equal(pipeline_free_slots(sw), 32 - 3);
+	sw_fini();
+}
+
+/*
+ * ssp:1, two ranks, one lane. Round 0 completes (no PARTIAL). Rank 0 runs
+ * ahead: its round 2 closes round 1 without rank 1 (PARTIAL, bitmap {0}, to
+ * both ranks); rank 1's late round 1 is answered alone with the same result
+ * and not added. Rank 1 missed round 1, so rank 0's round 3 cannot close
+ * round 2 without it: round 2 completes when rank 1 sends it.
+ */
+static void
+test_ssp_early_close(void **state)
+{
+	struct ina_hdr h;
+	struct ina_pkt *o;
+
+	(void)state;
+	sw_init();
+	join_both(1, 1);
+	assert_null(data(0, 0, 0, 0, 1.0f, 1, &h));
+	o = data(1, 0, 0, 0, 2.0f, 1, &h);
+	assert_non_null(o);
+	assert_int_equal(h.type, INA_T_RESULT);
+	assert_false(h.flags & INA_F_PARTIAL);
+	assert_true(first_elem(o) == 3.0f);
+	assert_int_equal(o->dst_mask, 3);
+	ina_pkt_free(o);
+
+	/* Round 1 (set 1, version 0) from rank 0 only. */
+	assert_null(data(0, 0, 1, 0, 4.0f, 1, &h));
+	/* Round 2 (set 2, version 0) from rank 0: round 1 closes early. */
+	o = data(0, 0, 2, 0, 8.0f, 1, &h);
+	assert_non_null(o);
+	assert_int_equal(h.type, INA_T_RESULT);
+	assert_int_equal(h.round, 1);
+	assert_int_equal(h.flags & INA_F_VER, 0);
+	assert_int_equal(h.n_elems, B);
+	assert_int_equal(o->len, INA_HDR_SIZE + 4 * B + INA_PARTIAL_TRAILER);
+	assert_int_equal(contributors(o, &h), 1);
+	assert_true(first_elem(o) == 4.0f);
+	assert_int_equal(o->dst_mask, 3);
+	ina_pkt_free(o);
+	assert_int_equal(pipeline_stats(sw)->results_partial, 1);
+
+	/* Rank 1's round 1, late: answered to it alone, the sum unchanged. */
+	o = data(1, 0, 1, 0, 16.0f, 1, &h);
+	assert_non_null(o);
+	assert_int_equal(h.round, 1);
+	assert_null(o->dsts);
+	assert_int_equal(contributors(o, &h), 1);
+	assert_true(first_elem(o) == 4.0f);
+	ina_pkt_free(o);
+	assert_int_equal(pipeline_stats(sw)->ssp_late, 1);
+	/* Again (its answer lost): the same bits. */
+	o = data(1, 0, 1, 0, 16.0f, 1, &h);
+	assert_true(first_elem(o) == 4.0f);
+	ina_pkt_free(o);
+
+	/* Round 3 (set 0, version 1) from rank 0: round 2 lacks rank 1, which
+	 * missed round 1, so it stays open. A resend of round 3 neither. */
+	assert_null(data(0, 0, 3, 1, 32.0f, 1, &h));
+	o = data(0, 0, 3, 1, 32.0f, 1, &h);
+	if (o) {
+		assert_int_equal(h.type, INA_T_WAIT);
+		ina_pkt_free(o);
+	}
+	assert_int_equal(pipeline_stats(sw)->results_partial, 1);
+	/* Rank 1's round 2: complete, no PARTIAL. */
+	o = data(1, 0, 2, 0, 64.0f, 1, &h);
+	assert_non_null(o);
+	assert_int_equal(h.round, 2);
+	assert_false(h.flags & INA_F_PARTIAL);
+	assert_true(first_elem(o) == 72.0f);
+	ina_pkt_free(o);
+	/* Rank 0's round 4 (set 1, version 1) closes round 3: rank 1 was in
+	 * round 2. */
+	o = data(0, 0, 4, 1, 1.0f, 1, &h);
+	assert_non_null(o);
+	assert_int_equal(h.round, 3);
+	assert_int_equal(contributors(o, &h), 1);
+	assert_true(first_elem(o) == 32.0f);
+	ina_pkt_free(o);
+	assert_int_equal(pipeline_stats(sw)->drop[PDROP_SSP_AHEAD], 0);
+	sw_fini();
+}
+
+/*
+ * The hold and the drops. A round that would reuse a half whose result some
+ * rank is not known to hold (it sent no later round there) is dropped and
+ * counted (ssp_hold): that rank must still find its result. A round too far
+ * ahead of a block still open in its set is dropped (ssp_ahead), and so is a
+ * block that is not its lane's only one (ssp_shape).
+ */
+static void
+test_ssp_hold_and_drops(void **state)
+{
+	struct ina_hdr h;
+	struct ina_pkt *o;
+
+	(void)state;
+	sw_init();
+	join_both(1, 1);
+	/* Rounds 0, 1, 2 complete (sets 0, 1, 2; versions then 1). */
+	for (uint32_t r = 0; r < 3; r++) {
+		assert_null(data(0, 0, r, 0, 1.0f, 1, &h));
+		o = data(1, 0, r, 0, 1.0f, 1, &h);
+		assert_non_null(o);
+		ina_pkt_free(o);
+	}
+	/* Round 3 (set 0) from rank 0; its round 4 closes it (rank 1 was in
+	 * round 2). */
+	assert_null(data(0, 0, 3, 1, 2.0f, 1, &h));
+	o = data(0, 0, 4, 1, 2.0f, 1, &h);
+	assert_non_null(o);
+	assert_int_equal(h.round, 3);
+	ina_pkt_free(o);
+	/* Round 6 (set 0 again) would overwrite round 0, which rank 1 has not
+	 * acknowledged (no later round from it in set 0): held. */
+	assert_null(data(0, 0, 6, 0, 2.0f, 1, &h));
+	assert_int_equal(pipeline_stats(sw)->drop[PDROP_SSP_HOLD], 1);
+	/* Rank 1's round 3, late: answered, and it acknowledges round 0. */
+	o = data(1, 0, 3, 1, 5.0f, 1, &h);
+	assert_non_null(o);
+	assert_int_equal(contributors(o, &h), 1);
+	ina_pkt_free(o);
+	assert_null(data(0, 0, 6, 0, 2.0f, 1, &h));
+	assert_int_equal(pipeline_stats(sw)->drop[PDROP_SSP_HOLD], 1);
+	/* Round 9 (set 0) while round 6 is open there: past the bound. */
+	assert_null(data(0, 0, 9, 0, 2.0f, 1, &h));
+	assert_int_equal(pipeline_stats(sw)->drop[PDROP_SSP_AHEAD], 1);
+	sw_fini();
+
+	/* Two blocks in one lane: not an ssp round. */
+	sw_init();
+	join_both(1, 1);
+	{
+		struct ina_pkt *p = ina_pkt_alloc(pool);
+		struct ina_hdr d;
+
+		memset(&d, 0, sizeof(d));
+		d.version = INA_WIRE_VERSION;
+		d.type = INA_T_DATA;
+		d.encoding = INA_ENC_F32;
+		d.job_id = JOB;
+		d.epoch = epoch;
+		d.token = TOKEN;
+		d.tensor_id = 1;
+		d.tensor_len = 2 * B;
+		d.block = 0;
+		d.next = 1;
+		d.block_size = B;
+		ina_wire_encode_hdr(&d, p->data);
+		p->len = INA_HDR_SIZE;
+		p->peer = peers[0];
+		assert_null(feed(p, &h));
+		assert_int_equal(pipeline_stats(sw)->drop[PDROP_SSP_SHAPE], 1);
+	}
+	sw_fini();
+}
+
+/* ---- Four engines and the switch in process ---- */
+
+#define W 4
+#define L 8
+#define N (L * B)		/* one block per lane */
+#define ROUNDS 40
+#define SETS_MAX 4
+#define COMPUTE_NS 100000ull	/* a normal round's compute */
+
+struct worker {
+	float in[SETS_MAX][N];	/* what each round in flight sent (grad + residual) */
+	float out[SETS_MAX][N];
+	uint8_t missed[SETS_MAX][L];
+	float residual[N];
+	uint32_t next;		/* next round to start */
+	uint32_t processed;	/* next round whose result to take */
+	uint64_t ready_ns;	/* its next gradient is computed */
+};
+
+static struct worker wk[W];
+static float first_out[ROUNDS][N];	/* each round's result as the first worker took it */
+static uint8_t have_out[ROUNDS];
+static double grad_sum[N];
+/* (lane, round) closed at the switch: a RESULT of it went out. */
+static uint8_t closed[L][ROUNDS + 8];
+static uint8_t cur_s;
+static uint64_t bound_checks;
+
+static uint64_t
+mix(uint64_t x)
+{
+	x += 0x9e3779b97f4a7c15ull;
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+	x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+	return x ^ (x >> 31);
+}
+
+/* Dyadic gradients, k 2^-6 with |k| <= 127: every sum here is exact. A
+ * quarter of the blocks are zero (empty packets). */
+static float
+grad(int w, uint32_t round, int i)
+{
+	uint64_t hb = mix((uint64_t)round << 32 ^ (uint64_t)w << 16 ^ (uint64_t)(i / B) ^ 0xb10c);
+	uint64_t hv = mix((uint64_t)round << 32 ^ (uint64_t)w << 16 ^ (uint64_t)i);
+
+	if (hb % 4 == 0)
+		return 0.0f;
+	return (float)((int)(hv % 255) - 127) * 0x1p-6f;
+}
+
+static void
+tap_out(void *arg, const struct ina_pkt *pkt)
+{
+	struct ina_hdr h;
+
+	(void)arg;
+	if (pkt->len < INA_HDR_SIZE || pkt->data[1] != INA_T_RESULT)
+		return;
+	ina_wire_decode_hdr(pkt->data, &h);
+	if (h.lane < L && h.round < ROUNDS + 8)
+		closed[h.lane][h.round] = 1;
+}
+
+/* The bound: no DATA of round k reaches the switch while a block of its lane
+ * of a round k - S - 1 or earlier is still open. */
+static void
+tap_in(void *arg, const struct ina_pkt *pkt)
+{
+	struct ina_hdr h;
+
+	(void)arg;
+	if (pkt->len < INA_HDR_SIZE || pkt->data[1] != INA_T_DATA)
+		return;
+	ina_wire_decode_hdr(pkt->data, &h);
+	assert_true(h.lane < L && h.round < ROUNDS);
+	for (uint32_t q = 0; q + cur_s + 1 <= h.round; q++)
+		assert_true(closed[h.lane][q]);
+	bound_checks++;
+}
+
+/* Takes worker w's finished rounds in order: a block it missed (or that came
+ * back deferred) goes back to its residual, exactly what it sent. */
+static void
+take_results(struct fabric *f, int w)
+{
+	struct worker *x = &wk[w];
+
+	while (x->processed < x->next && !engine_in_flight(f->hosts[w], x->processed)) {
+		uint32_t k = x->processed % (cur_s + 1u);
+
+		assert_int_equal(engine_error(f->hosts[w]), 0);
+		for (int b = 0; b < L; b++)
+			if (x->missed[k][b])
+				for (int i = b * B; i < (b + 1) * B; i++)
+					x->residual[i] += x->in[k][i];
+		if (!have_out[x->processed]) {
+			memcpy(first_out[x->processed], x->out[k], sizeof(x->out[k]));
+			have_out[x->processed] = 1;
+		} else {
+			assert_memory_equal(first_out[x->processed], x->out[k], sizeof(x->out[k]));
+		}
+		x->processed++;
+	}
+}
+
+/* Worker w as a training loop over ina_allreduce() under ssp:S sees it:
+ * compute, start round k, wait for round k - S, compute the next. */
+static void
+worker_step(struct fabric *f, int w, uint64_t *rng, uint32_t straggle_round)
+{
+	struct worker *x = &wk[w];
+	uint32_t k = x->next % (cur_s + 1u);
+	uint64_t compute = COMPUTE_NS;
+
+	take_results(f, w);
+	if (x->next >= ROUNDS || f->now < x->ready_ns)
+		return;
+	/* ina_allreduce(k) returned once round k - S was in: else wait. */
+	if (x->next > cur_s && x->processed < x->next - cur_s)
+		return;
+	for (int i = 0; i < N; i++) {
+		float g = grad(w, x->next, i);
+
+		x->in[k][i] = g + x->residual[i];
+		x->residual[i] = 0.0f;
+		grad_sum[i] += g;
+	}
+	if (cur_s)
+		engine_set_missed(f->hosts[w], x->missed[k]);
+	else
+		memset(x->missed[k], 0, sizeof(x->missed[k]));
+	assert_int_equal(engine_allreduce(f->hosts[w], 1, x->in[k], x->out[k], N, B, ENGINE_SUM,
+					  f->now), 0);
+	x->next++;
+	/* Transient stragglers: now and then a random worker computes three
+	 * times as long; and one long stall so that blocks surely close early. */
+	*rng = mix(*rng);
+	if (*rng % 100 < 15 && (int)((*rng >> 32) % W) == w)
+		compute *= 3;
+	if (w == W - 1 && x->next == straggle_round)
+		compute *= 12;
+	x->ready_ns = f->now + compute;
+}
+
+static void
+run_ssp(uint8_t s, double drop_rate, uint64_t seed, struct pipeline_stats *st)
+{
+	static struct fabric f;
+	struct engine_config ec;
+	uint64_t rng = seed, limit;
+	int done;
+
+	memset(wk, 0, sizeof(wk));
+	memset(closed, 0, sizeof(closed));
+	memset(have_out, 0, sizeof(have_out));
+	memset(grad_sum, 0, sizeof(grad_sum));
+	cur_s = s;
+	engine_config_init(&ec);
+	ec.ssp = s;
+	fabric_init(&f, W, L, B, INA_ENC_F32, NULL, &ec);
+	f.faults.drop_rate = drop_rate;
+	f.faults.dup_rate = drop_rate / 2;
+	f.faults.delay_rate = drop_rate;
+	f.faults.shuffle = drop_rate > 0;
+	f.faults.seed = seed;
+	f.rng = seed | 1;
+	f.tap = tap_out;
+	f.tap_in = tap_in;
+	assert_int_equal(fabric_join(&f), 0);
+	limit = f.now + 120ull * 1000000000ull;
+	do {
+		uint64_t d = UINT64_MAX;
+
+		for (int w = 0; w < W; w++)
+			worker_step(&f, w, &rng, 12);
+		if (fabric_step(&f)) {
+			f.now += 2000;
+			continue;
+		}
+		done = 1;
+		for (int w = 0; w < W; w++) {
+			uint64_t x = engine_next_deadline(f.hosts[w]);
+
+			if (engine_error(f.hosts[w])) {
+				for (int v = 0; v < W; v++)
+					fprintf(stderr, "w%d next %u processed %u ready %llu now %llu inflight %u\n", v, wk[v].next, wk[v].processed, (unsigned long long)wk[v].ready_ns, (unsigned long long)f.now, engine_nb_in_flight(f.hosts[v]));
+				pipeline_dump(f.sw, stderr);
+				pipeline_stats_print(f.sw, stderr);
+			}
+			if (engine_error(f.hosts[w]))
+				fail_msg("ssp:%u loss %.2f: rank %d: %s", s, drop_rate, w,
+					 engine_error_msg(f.hosts[w]));
+			take_results(&f, w);
+			if (wk[w].processed < ROUNDS)
+				done = 0;
+			if (wk[w].next < ROUNDS && wk[w].ready_ns > f.now && wk[w].ready_ns < d)
+				d = wk[w].ready_ns;
+			if (x < d)
+				d = x;
+		}
+		f.now = d != UINT64_MAX && d > f.now ? d : f.now + 2000;
+	} while (!done && f.now < limit);
+	assert_true(done);
+	/* Sum over rounds of what every worker received, plus every residual:
+	 * the sum of every gradient, bit for bit. */
+	for (int i = 0; i < N; i++) {
+		double got = 0.0;
+
+		for (int r = 0; r < ROUNDS; r++)
+			got += first_out[r][i];
+		for (int w = 0; w < W; w++)
+			got += wk[w].residual[i];
+		if (got != grad_sum[i])
+			fail_msg("ssp:%u loss %.2f: element %d: received + residuals %.9g, "
+				 "gradients %.9g", s, drop_rate, i, got, grad_sum[i]);
+	}
+	*st = *pipeline_stats(f.sw);
+	if (getenv("SSP_DEBUG"))
+		fprintf(stderr, "ssp:%u loss %.2f: t %.3f ms partial %llu late %llu hold %llu dup %llu rx %llu\n",
+			s, drop_rate, (double)(f.now - 1000000) / 1e6,
+			(unsigned long long)st->results_partial, (unsigned long long)st->ssp_late,
+			(unsigned long long)st->drop[PDROP_SSP_HOLD],
+			(unsigned long long)st->duplicates, (unsigned long long)st->rx_pkts);
+	assert_int_equal(st->drop[PDROP_SSP_AHEAD], 0);
+	assert_int_equal(fabric_finish(&f), 0);
+	fabric_fini(&f);
+}
+
+/* Nothing lost, nothing counted twice, with a straggler, with and without
+ * loss; bsp (S = 0) through the same loop closes nothing early. */
+static void
+test_ssp_conservation(void **state)
+{
+	struct pipeline_stats st;
+
+	(void)state;
+	run_ssp(0, 0.0, 11, &st);
+	assert_int_equal(st.results_partial, 0);
+	for (uint8_t s = 1; s <= 2; s++) {
+		run_ssp(s, 0.0, 21 + s, &st);
+		assert_true(st.results_partial > 0);
+		assert_true(st.ssp_late > 0);
+		run_ssp(s, 0.05, 31 + s, &st);
+		assert_true(st.results_partial > 0);
+		assert_true(bound_checks > 0);
+	}
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_ssp_admission),
+		cmocka_unit_test(test_ssp_early_close),
+		cmocka_unit_test(test_ssp_hold_and_drops),
+		cmocka_unit_test(test_ssp_conservation),
+	};
+
+	ina_log_set_level(INA_LOG_ERR);
+	return cmocka_run_group_tests_name("ssp", tests, NULL, NULL);
+}
