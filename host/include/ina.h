@@ -161,6 +161,12 @@ struct ina_config {
 					 * Under fifo a small tensor then waits for the
 					 * next submission or ina_flush() to know
 					 * whether it fits */
+	uint8_t ssp;			/* consistency: 0 (default) bsp, every round waits
+					 * for every worker; S in 1..8: ssp:S, a worker
+					 * runs up to S rounds ahead of the slowest
+					 * (below, "Bounded staleness"). Every worker
+					 * alike; f32 or bf16, no sparsifier, planner,
+					 * fusion or replica, n <= lanes x block_size */
 	int plan_blocks;		/* 1: the block planner picks B per tensor and
 					 * round, a power of two from 16 up to block_size,
 					 * from the previous round's result (the same on
@@ -208,6 +214,9 @@ struct ina_stats {
 	double residual_norm;		/* last sparsified round: L2 norm of the residual
 					 * left (sqrt of its sum of squares) */
 	double residual_norm_total;	/* L2 norm over every sparsified tensor's residual */
+	uint64_t ssp_missed;		/* ssp: blocks whose sum came back without this
+					 * worker's part (closed early: its part went back
+					 * to the residual, for a later round) */
 };
 
 struct ina_ctx;
@@ -267,6 +276,26 @@ const float *ina_residual(const struct ina_ctx *ctx, uint32_t tensor_id, size_t 
  * valid until the next allreduce of the tensor; NULL if it has no sparsifier. */
 const uint8_t *ina_deferred_blocks(const struct ina_ctx *ctx, uint32_t tensor_id,
 				   size_t *n_blocks);
+
+/*
+ * Bounded staleness (cfg.ssp = S > 0, docs/PROTOCOL.md 6.7). A round of the
+ * job may start while the S rounds before it are still in flight, and the
+ * switch may close a block before a slow worker's part arrived: that part
+ * stays in the worker's residual for the tensor (ina_residual(); a dense
+ * tensor gets one too) and is sent in a later round, so nothing is lost,
+ * only late. What a training loop sees: ina_allreduce(ctx, t, in, out, ...)
+ * starts this call's round (copying in + residual, so 'in' is free at once)
+ * and returns the sum of the tensor's call S calls back in 'out' (all zeros
+ * for the first S calls: nothing is back yet); the update a worker applies
+ * is S steps stale. After the last step, ina_ssp_next() returns the sums
+ * still in flight, oldest first. ina_iallreduce() under ssp writes its own
+ * round's sum into its 'out' as usual. Broadcast and barrier are not
+ * available under ssp (-EINVAL): a sum closed early would break them.
+ */
+/* The oldest sum of 'tensor_id' that ina_allreduce() started and has not
+ * returned yet, into 'out' (n floats as the calls had): 1, or 0 when none
+ * is left, or a negative error. */
+int ina_ssp_next(struct ina_ctx *ctx, uint32_t tensor_id, float *out);
 
 /*
  * Asynchronous operations. A handle (never 0) names one submitted operation

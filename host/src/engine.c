@@ -711,6 +711,26 @@ engine_nb_in_flight(const struct engine *e)
 	return e->cfg.ssp ? e->nb_sops : e->phase == ENGINE_RUNNING;
 }
 
+int
+engine_can_start(const struct engine *e)
+{
+	int free_op = 0;
+
+	if (e->err)
+		return 0;
+	if (!e->cfg.ssp)
+		return e->phase == ENGINE_READY;
+	if (e->phase != ENGINE_READY && e->phase != ENGINE_RUNNING)
+		return 0;
+	for (uint32_t k = 0; k <= e->cfg.ssp; k++) {
+		if (!e->sops[k].active)
+			free_op = 1;
+		else if ((uint32_t)(e->round - e->sops[k].round) > e->cfg.ssp)
+			return 0;
+	}
+	return free_op;
+}
+
 static struct sop *
 ssp_op_of(struct engine *e, uint32_t round)
 {

@@ -135,6 +135,8 @@ void engine_set_missed(struct engine *e, uint8_t *missed);
 int engine_in_flight(const struct engine *e, uint32_t round);
 /* ssp: rounds in flight now. */
 uint16_t engine_nb_in_flight(const struct engine *e);
+/* 1 when engine_allreduce() would start a round now (not -EBUSY). */
+int engine_can_start(const struct engine *e);
 
 /*
  * The result filter of the next engine_allreduce() only: every DATA packet

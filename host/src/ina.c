@@ -29,6 +29,7 @@
 #include "order.h"
 #include "sparsify.h"
 #include "sparsify_opts.h"
+#include "ssp_tensor.h"
 #include "tensor_round.h"
 
 /* Longest single sleep in the port while an operation runs. */
@@ -60,6 +61,9 @@ struct op {
 	uint16_t root;
 	float one;			/* a barrier's input and output */
 	struct sparse_tensor *t;	/* the tensor's round state while it runs */
+	struct ssp_tensor *st;		/* ssp: the tensor while its round runs */
+	int ssp_slot;			/* ... and the slot of its send buffer */
+	uint32_t eng_round;		/* ssp: the engine's round of it */
 	int ret;			/* its end */
 };
 
@@ -90,6 +94,10 @@ struct ina_ctx {
 	struct ina_sparsify job_sparsify;	/* cfg.sparsify */
 	struct sparse_tensor tensors[INA_MAX_SPARSE_TENSORS];
 	unsigned n_tensors;
+	uint8_t ssp;			/* cfg.ssp */
+	struct ssp_tensor *ssp_tensors[INA_MAX_SPARSE_TENSORS];
+	unsigned n_ssp;
+	uint64_t ssp_missed;
 	struct {
 		uint64_t rounds, blocks, blocks_sent, blocks_deferred;
 		double density, residual_norm;
@@ -238,6 +246,14 @@ ina_open(const struct ina_config *cfg, struct ina_ctx **out, char *err, size_t e
 			 INA_MAX_WORLD, 1u << 24);
 		return -EINVAL;
 	}
+	if (cfg->ssp > INA_SSP_MAX ||
+	    (cfg->ssp && (cfg->encoding == INA_I32 || cfg->replica_addr || cfg->plan_blocks ||
+			  cfg->fuse_elems || cfg->sparsify.mode != INA_SPARSIFY_OFF))) {
+		snprintf(err, err_size,
+			 "bad configuration: ssp:%u needs S <= %d, f32 or bf16, and no replica, "
+			 "block planner, fusion or sparsifier", cfg->ssp, INA_SSP_MAX);
+		return -EINVAL;
+	}
 	{
 		struct sparsify_config sc;
 
@@ -301,6 +317,7 @@ ina_open(const struct ina_config *cfg, struct ina_ctx **out, char *err, size_t e
 	ec.max_block = cfg->block_size;
 	ec.encoding = wire_encoding(cfg->encoding);
 	ec.token = cfg->token;
+	ec.ssp = cfg->ssp;
 	ec.timeout_ns = (uint64_t)cfg->timeout_ms * INA_NS_PER_MS;
 	ctx->timeout_ns = ec.timeout_ns;
 	ec.rto_ns = (uint64_t)cfg->rto_us * 1000;
@@ -380,6 +397,7 @@ ina_open(const struct ina_config *cfg, struct ina_ctx **out, char *err, size_t e
 	ctx->lanes = cfg->lanes;
 	ctx->encoding = ec.encoding;
 	ctx->plan_blocks = cfg->plan_blocks;
+	ctx->ssp = cfg->ssp;
 	*out = ctx;
 	return 0;
 fail:
@@ -464,6 +482,13 @@ ina_residual(const struct ina_ctx *ctx, uint32_t tensor_id, size_t *n)
 	const struct sparse_tensor *t = find_tensor(ctx, tensor_id);
 	const float *r = t && t->tr ? tround_residual(t->tr) : NULL;
 
+	for (unsigned i = 0; !r && i < ctx->n_ssp; i++) {
+		if (ssp_tensor_id(ctx->ssp_tensors[i]) == tensor_id) {
+			if (n)
+				*n = ssp_tensor_n(ctx->ssp_tensors[i]);
+			return ssp_tensor_residual(ctx->ssp_tensors[i]);
+		}
+	}
 	if (r && n)
 		*n = tround_n(t->tr);
 	return r;
@@ -561,6 +586,11 @@ op_end(struct op *o, int ret)
 	if (o->t && ret < 0)
 		tround_cancel(o->t->tr);	/* the round did not happen */
 	o->t = NULL;
+	if (o->st) {
+		/* ssp: missed blocks back to the residual; the slot is free. */
+		ssp_tensor_end(o->st, o->ssp_slot);
+		o->st = NULL;
+	}
 	o->ret = ret;
 	o->state = OP_DONE;
 }
@@ -584,6 +614,97 @@ nb_pending(const struct ina_ctx *ctx)
 	for (uint32_t i = 0; i < ctx->max_pending; i++)
 		n += ctx->ops[i].state == OP_QUEUED || ctx->ops[i].state == OP_RUNNING;
 	return n;
+}
+
+/* The tensor's ssp state: found, or made at its first call. NULL with
+ * -errno in 'ret' and a sentence in errmsg. */
+static struct ssp_tensor *
+ssp_tensor_for(struct ina_ctx *ctx, uint32_t tensor_id, size_t n, int *ret)
+{
+	struct ssp_tensor *t;
+
+	*ret = 0;
+	for (unsigned i = 0; i < ctx->n_ssp; i++) {
+		t = ctx->ssp_tensors[i];
+		if (ssp_tensor_id(t) != tensor_id)
+			continue;
+		if (ssp_tensor_n(t) != n) {
+			snprintf(ctx->errmsg, sizeof(ctx->errmsg),
+				 "tensor %u: %zu elements, but its first call had %zu", tensor_id, n,
+				 ssp_tensor_n(t));
+			*ret = -EINVAL;
+			return NULL;
+		}
+		return t;
+	}
+	if ((uint64_t)n > (uint64_t)ctx->lanes * ctx->block_size ||
+	    ctx->n_ssp == INA_MAX_SPARSE_TENSORS) {
+		snprintf(ctx->errmsg, sizeof(ctx->errmsg),
+			 "tensor %u: under ssp a tensor holds at most lanes x block_size = %u "
+			 "elements, and a context at most %d tensors", tensor_id,
+			 (unsigned)ctx->lanes * ctx->block_size, INA_MAX_SPARSE_TENSORS);
+		*ret = ctx->n_ssp == INA_MAX_SPARSE_TENSORS ? -ENOSPC : -EINVAL;
+		return NULL;
+	}
+	t = ssp_tensor_create(tensor_id, n, ctx->block_size, ctx->ssp);
+	if (!t) {
+		*ret = -errno;
+		return NULL;
+	}
+	ctx->ssp_tensors[ctx->n_ssp++] = t;
+	return t;
+}
+
+/* ssp: starts allreduce 'o' as the engine's next round, from a copy of its
+ * input plus the tensor's residual. 0, or its error (it then ended). */
+static int
+ssp_op_start(struct ina_ctx *ctx, struct op *o)
+{
+	struct ssp_tensor *t = ssp_tensor_for(ctx, o->tensor_id, o->n, &o->ret);
+	const float *send;
+	uint8_t *missed;
+	int slot, ret;
+
+	if (!t) {
+		ret = o->ret;
+		goto fail;
+	}
+	slot = ssp_tensor_begin(t, o->in, &send, &missed);
+	if (slot < 0) {
+		ret = slot;
+		goto fail;
+	}
+	engine_set_missed(ctx->engine, missed);
+	o->eng_round = engine_round(ctx->engine);
+	ret = engine_allreduce(ctx->engine, o->tensor_id, send, o->out, o->n, ctx->block_size,
+			       o->op == INA_AVG ? ENGINE_AVG : ENGINE_SUM, ina_now_ns());
+	if (ret < 0) {
+		/* Nothing was sent: all of it goes back. */
+		memset(missed, 1, (o->n + ctx->block_size - 1) / ctx->block_size);
+		ssp_tensor_end(t, slot);
+		goto fail;
+	}
+	o->st = t;
+	o->ssp_slot = slot;
+	o->state = OP_RUNNING;
+	ctx->last_block_size = ctx->block_size;
+	return 0;
+fail:
+	op_end(o, ret);
+	return ret;
+}
+
+/* ssp: the running operations whose round the engine ended, ended well. */
+static void
+ssp_reap(struct ina_ctx *ctx)
+{
+	for (uint32_t i = 0; i < ctx->max_pending; i++) {
+		struct op *o = &ctx->ops[i];
+		if (o->state != OP_RUNNING || !o->st ||
+		    engine_in_flight(ctx->engine, o->eng_round))
+			continue;
+		op_end(o, 0);
+	}
 }
 
 /* Starts 'o' on the engine: 0, or its error (it then ended). */
@@ -691,6 +812,15 @@ schedule(struct ina_ctx *ctx)
 	uint64_t seqs[ORDER_FUSE_MAX];
 	uint32_t count;
 
+	if (ctx->ssp) {
+		/* Rounds in flight together, as far as the bound lets them. */
+		ssp_reap(ctx);
+		while (engine_can_start(ctx->engine) &&
+		       order_next_group(ctx->sched, seqs, &count) == 0)
+			for (uint32_t i = 0; i < count; i++)
+				ssp_op_start(ctx, &ctx->ops[seqs[i] % ctx->max_pending]);
+		return;
+	}
 	while (!ctx->nb_run && engine_phase(ctx->engine) == ENGINE_READY &&
 	       !engine_error(ctx->engine) && order_next_group(ctx->sched, seqs, &count) == 0) {
 		if (count == 1)
@@ -742,7 +872,9 @@ step(struct ina_ctx *ctx, uint64_t *sleep_ns)
 		fail_pending(ctx, engine_error(ctx->engine));
 		return 1;
 	}
-	if (ctx->nb_run && engine_phase(ctx->engine) == ENGINE_READY) {
+	if (ctx->ssp) {
+		schedule(ctx);	/* ends what the engine ended, starts more */
+	} else if (ctx->nb_run && engine_phase(ctx->engine) == ENGINE_READY) {
 		round_finish(ctx);
 		schedule(ctx);
 		moved = 1;
@@ -853,7 +985,7 @@ ina_ibroadcast(struct ina_ctx *ctx, uint32_t tensor_id, float *buf, size_t n, ui
 			    .n = n, .root = root };
 	int ret;
 
-	if (n == 0 || n >= INA_BLOCK_OPEN || !buf || !handle || root >= ctx->world)
+	if (n == 0 || n >= INA_BLOCK_OPEN || !buf || !handle || root >= ctx->world || ctx->ssp)
 		return -EINVAL;
 	pthread_mutex_lock(&ctx->lock);
 	ret = submit(ctx, &proto, priority, handle);
@@ -867,7 +999,7 @@ ina_ibarrier(struct ina_ctx *ctx, uint64_t *handle)
 	struct op proto = { .kind = OP_BARRIER, .tensor_id = INA_BARRIER_TENSOR, .n = 1 };
 	int ret;
 
-	if (!handle)
+	if (!handle || ctx->ssp)
 		return -EINVAL;
 	pthread_mutex_lock(&ctx->lock);
 	ret = submit(ctx, &proto, 0, handle);
@@ -988,12 +1120,90 @@ ina_progress(struct ina_ctx *ctx, uint32_t wait_us)
 	return ret;
 }
 
+/* ssp: the tensor's state for ina_allreduce(), made at its first call. */
+static struct ssp_tensor *
+ssp_tensor_locked(struct ina_ctx *ctx, uint32_t tensor_id, size_t n, int *ret)
+{
+	struct ssp_tensor *t;
+
+	pthread_mutex_lock(&ctx->lock);
+	t = ssp_tensor_for(ctx, tensor_id, n, ret);
+	pthread_mutex_unlock(&ctx->lock);
+	return t;
+}
+
+/* ssp: waits for the tensor's oldest call not returned yet, into 'out'. */
+static int
+ssp_return(struct ina_ctx *ctx, struct ssp_tensor *t, float *out)
+{
+	uint64_t call = ssp_tensor_returned(t);
+	int ret = ina_wait(ctx, *ssp_tensor_handle(t, call));
+
+	ssp_tensor_return(t);
+	if (ret < 0)
+		return ret;
+	memcpy(out, ssp_tensor_out(t, call), ssp_tensor_n(t) * sizeof(float));
+	return 0;
+}
+
+/* ina_allreduce() under ssp: this call's round starts, the sum of the call S
+ * back comes out (ina.h, "Bounded staleness"). */
+static int
+ssp_allreduce(struct ina_ctx *ctx, uint32_t tensor_id, const float *in, float *out, size_t n,
+	      enum ina_op op)
+{
+	struct ssp_tensor *t;
+	uint64_t call;
+	int ret;
+
+	if (n == 0 || n >= INA_BLOCK_OPEN || !in || !out || (op != INA_SUM && op != INA_AVG))
+		return -EINVAL;
+	t = ssp_tensor_locked(ctx, tensor_id, n, &ret);
+	if (!t)
+		return ret;
+	call = ssp_tensor_calls(t);
+	ret = ina_iallreduce(ctx, tensor_id, in, ssp_tensor_out(t, call), n, op, 0,
+			     ssp_tensor_handle(t, call));
+	if (ret < 0)
+		return ret;
+	ssp_tensor_called(t);
+	ina_flush(ctx);
+	if (call < ctx->ssp) {
+		memset(out, 0, n * sizeof(float));	/* nothing is back yet */
+		return 0;
+	}
+	return ssp_return(ctx, t, out);
+}
+
+int
+ina_ssp_next(struct ina_ctx *ctx, uint32_t tensor_id, float *out)
+{
+	struct ssp_tensor *t = NULL;
+	int ret;
+
+	if (!ctx->ssp || !out)
+		return -EINVAL;
+	pthread_mutex_lock(&ctx->lock);
+	for (unsigned i = 0; i < ctx->n_ssp; i++)
+		if (ssp_tensor_id(ctx->ssp_tensors[i]) == tensor_id)
+			t = ctx->ssp_tensors[i];
+	pthread_mutex_unlock(&ctx->lock);
+	if (!t || ssp_tensor_returned(t) == ssp_tensor_calls(t))
+		return 0;
+	ret = ssp_return(ctx, t, out);
+	return ret < 0 ? ret : 1;
+}
+
 int
 ina_allreduce(struct ina_ctx *ctx, uint32_t tensor_id, const float *in, float *out, size_t n,
 	      enum ina_op op)
 {
 	uint64_t h;
-	int ret = ina_iallreduce(ctx, tensor_id, in, out, n, op, 0, &h);
+	int ret;
+
+	if (ctx->ssp)
+		return ssp_allreduce(ctx, tensor_id, in, out, n, op);
+	ret = ina_iallreduce(ctx, tensor_id, in, out, n, op, 0, &h);
 
 	if (ret < 0)
 		return ret;
@@ -1040,6 +1250,7 @@ ina_get_stats(const struct ina_ctx *ctx, struct ina_stats *s)
 	s->retransmits = es->retransmits;
 	s->stalls = es->stalls;
 	s->waits = es->waits;
+	s->ssp_missed = es->ssp_missed;
 	s->failovers = es->failovers;
 	s->failover_silence_ms = (double)es->failover_silence_ns / 1e6;
 	s->dropped = es->bad;
@@ -1109,6 +1320,8 @@ ina_close(struct ina_ctx *ctx)
 	ina_port_close(ctx->port);
 	for (unsigned i = 0; i < ctx->n_tensors; i++)
 		tround_destroy(ctx->tensors[i].tr);
+	for (unsigned i = 0; i < ctx->n_ssp; i++)
+		ssp_tensor_destroy(ctx->ssp_tensors[i]);
 	order_destroy(ctx->sched);
 	free(ctx->ops);
 	free(ctx->fuse_in);

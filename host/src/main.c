@@ -43,6 +43,9 @@ struct host_config {
 	enum ina_op op;
 	struct ina_sparsify sp;		/* tensor 0's sparsifier (--sparsify) */
 	int quiet;
+	int consistency;		/* --consistency given: run_rounds() */
+	uint64_t compute_ns;		/* --compute-us: a round's compute */
+	double straggle;		/* --straggle: chance per round of a straggler */
 };
 
 static void
@@ -102,6 +105,19 @@ usage(FILE *f)
 		"  --filter-results-scale X  the result bound is X times the filter's\n"
 		"                        (default: the world size: a block whose average\n"
 		"                        is under the bound is deferred)\n"
+		"  --consistency C       bsp (default: every round waits for every rank) or\n"
+		"                        ssp:S (S 1..8: a rank runs up to S rounds ahead of\n"
+		"                        the slowest; a block may close without a late rank,\n"
+		"                        whose part stays in its residual). Under ssp the\n"
+		"                        run sums (no --op, no per-round check: a round's sum\n"
+		"                        may lack a late rank) and checks at the end that the\n"
+		"                        sums received plus every rank's residual equal every\n"
+		"                        gradient, bit for bit; needs --elements <= lanes x block\n"
+		"  --compute-us US       with --consistency: each round first computes for US\n"
+		"                        microseconds (driving the job meanwhile; default 0)\n"
+		"  --straggle P          with --compute-us: each round, with chance P, a rank\n"
+		"                        (the same on every rank, from --seed) computes three\n"
+		"                        times as long: a transient straggler (default 0)\n"
 		"  --plan                the block planner picks B per round (powers of two\n"
 		"                        from 16 up to --block) from the previous result\n"
 		"  --quiet               no line per round\n"
@@ -114,7 +130,8 @@ enum {
 	OPT_INPUT, OPT_ROUNDS, OPT_LANES, OPT_BLOCK, OPT_ENCODING, OPT_OP, OPT_TOKEN_FILE,
 	OPT_PORT, OPT_TIMEOUT, OPT_RTO, OPT_REPORT, OPT_QUIET, OPT_LOG_LEVEL, OPT_CAPTURE,
 	OPT_SPARSIFY, OPT_KEEP_DENSITY, OPT_KEEP_MASS, OPT_B0, OPT_DECAY, OPT_NO_FILTER_RESULTS,
-	OPT_PLAN, OPT_RESULTS_SCALE, OPT_REPLICA, OPT_FAILOVER,
+	OPT_PLAN, OPT_RESULTS_SCALE, OPT_REPLICA, OPT_FAILOVER, OPT_CONSISTENCY, OPT_COMPUTE,
+	OPT_STRAGGLE,
 };
 
 static void
@@ -152,6 +169,9 @@ parse_args(int argc, char **argv, struct host_config *c)
 		{ "filter-results-scale", required_argument, NULL, OPT_RESULTS_SCALE },
 		{ "replica", required_argument, NULL, OPT_REPLICA },
 		{ "failover-ms", required_argument, NULL, OPT_FAILOVER },
+		{ "consistency", required_argument, NULL, OPT_CONSISTENCY },
+		{ "compute-us", required_argument, NULL, OPT_COMPUTE },
+		{ "straggle", required_argument, NULL, OPT_STRAGGLE },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -170,6 +190,23 @@ parse_args(int argc, char **argv, struct host_config *c)
 	while ((o = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		switch (o) {
 		case OPT_SWITCH: c->ina.switch_addr = optarg; break;
+		case OPT_COMPUTE:
+			c->compute_ns = ina_cli_u64("compute-us", optarg, 0, 10000000) * 1000;
+			break;
+		case OPT_STRAGGLE:
+			if (ina_parse_double(optarg, 0.0, 1.0, &c->straggle) < 0)
+				ina_die("--straggle: '%s' is not a number in 0..1", optarg);
+			break;
+		case OPT_CONSISTENCY:
+			c->consistency = 1;
+			if (strcmp(optarg, "bsp") == 0)
+				c->ina.ssp = 0;
+			else if (strncmp(optarg, "ssp:", 4) == 0)
+				c->ina.ssp = (uint8_t)ina_cli_u64("consistency", optarg + 4, 1,
+								   8);
+			else
+				ina_die("--consistency: '%s' is not bsp or ssp:S", optarg);
+			break;
 		case OPT_JOB: c->ina.job_id = (uint32_t)ina_cli_u64("job", optarg, 0, UINT32_MAX); have_job = 1; break;
 		case OPT_RANK: c->ina.rank = (uint16_t)ina_cli_u64("rank", optarg, 0, 63); have_rank = 1; break;
 		case OPT_WORLD: c->ina.world = (uint16_t)ina_cli_u64("world", optarg, 1, 64); have_world = 1; break;
@@ -358,6 +395,102 @@ round_stats(struct report_round *rr, const struct ina_stats *before,
 	rr->blocks_deferred = after->sparse_blocks_deferred - before->sparse_blocks_deferred;
 }
 
+static uint64_t
+mix64(uint64_t x)
+{
+	x += 0x9e3779b97f4a7c15ull;
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+	x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+	return x ^ (x >> 31);
+}
+
+/* Round r's compute on this rank (--compute-us, --straggle), driving the
+ * job meanwhile as a framework's progress thread would. */
+static void
+compute(const struct host_config *c, struct ina_ctx *ctx, uint32_t r)
+{
+	uint64_t h = mix64(c->seed * 0x100000001b3ull ^ r);
+	uint64_t ns = c->compute_ns, now, until;
+
+	if ((double)(h >> 11) * 0x1.0p-53 < c->straggle &&
+	    (uint16_t)(mix64(h) % c->ina.world) == c->ina.rank)
+		ns *= 3;
+	until = ina_now_ns() + ns;
+	while ((now = ina_now_ns()) < until) {
+		uint64_t left_us = (until - now) / 1000;
+
+		if (ina_progress(ctx, (uint32_t)(left_us < 200 ? left_us : 200)) < 0)
+			return;
+	}
+}
+
+/*
+ * The rounds of --consistency bsp or ssp:S: each rank computes (--compute-us)
+ * and sends its gradient of every round; ina_allreduce() returns the sum of
+ * S rounds back (under bsp of this round), and after the last round
+ * ina_ssp_next() the ones still in flight. A round's sum may lack a late
+ * rank, whose part stays in its residual. The check: the sums received plus
+ * every rank's final residual (summed by one more round, which nothing
+ * closes early: no round comes after it) equal the sum of every rank's
+ * gradients over the rounds, bit for bit on synthetic data. Returns 1 if it
+ * holds, 0 if not, negative on an ina error; '*seconds' is the time of the
+ * rounds.
+ */
+static int
+run_rounds(const struct host_config *c, struct ina_ctx *ctx, struct workload *w, uint32_t n,
+	float *buf, double *seconds, uint64_t *mismatches)
+{
+	float *out = malloc((size_t)n * sizeof(float));
+	double *recv = calloc(n, sizeof(double)), *want = calloc(n, sizeof(double));
+	const float *res;
+	size_t nr = 0;
+	uint64_t t0;
+	int ret;
+
+	if (!out || !recv || !want)
+		ina_die("out of memory for %" PRIu32 " elements", n);
+	*mismatches = 0;
+	t0 = ina_now_ns();
+	for (uint32_t r = 0; r < c->rounds; r++) {
+		if (workload_fill(w, r, c->ina.rank, buf) < 0)
+			ina_die("cannot read round %" PRIu32 " of the workload", r);
+		compute(c, ctx, r);
+		ret = ina_allreduce(ctx, 0, buf, out, n, INA_SUM);
+		if (ret < 0)
+			goto out;
+		for (uint32_t i = 0; i < n; i++)
+			recv[i] += out[i];
+	}
+	while (c->ina.ssp && (ret = ina_ssp_next(ctx, 0, out)) == 1)
+		for (uint32_t i = 0; i < n; i++)
+			recv[i] += out[i];
+	if (ret < 0)
+		goto out;
+	*seconds = (double)(ina_now_ns() - t0) / 1e9;
+	for (uint32_t r = 0; r < c->rounds; r++)
+		for (uint16_t k = 0; k < c->ina.world; k++) {
+			if (workload_fill(w, r, k, buf) < 0)
+				ina_die("cannot read round %" PRIu32 " of the workload", r);
+			for (uint32_t i = 0; i < n; i++)
+				want[i] += buf[i];
+		}
+	res = ina_residual(ctx, 0, &nr);
+	for (uint32_t i = 0; i < n; i++)
+		buf[i] = res && nr == n ? res[i] : 0.0f;
+	ret = ina_allreduce(ctx, 1, buf, out, n, INA_SUM);
+	if (ret < 0 || (c->ina.ssp && (ret = ina_ssp_next(ctx, 1, out)) < 0))
+		goto out;
+	for (uint32_t i = 0; i < n; i++)
+		if (recv[i] + out[i] != want[i])
+			(*mismatches)++;
+	ret = *mismatches == 0;
+out:
+	free(out);
+	free(recv);
+	free(want);
+	return ret;
+}
+
 static const char *
 encoding_name(enum ina_encoding_type e)
 {
@@ -433,7 +566,32 @@ main(int argc, char **argv)
 		ina_transport(ctx), c.ina.replica_addr ? ", replica standing by at " : "",
 		c.ina.replica_addr ? c.ina.replica_addr : "");
 
-	for (uint32_t r = 0; r < c.rounds; r++) {
+	if (c.consistency) {
+		uint64_t bad = 0;
+		struct ina_stats st;
+
+		ret = run_rounds(&c, ctx, w, n, buf, &total, &bad);
+		ina_get_stats(ctx, &st);
+		if (ret < 0)
+			fprintf(stderr, "ina-host[%u]: run failed: %s (%s)\n", c.ina.rank,
+				ina_last_error(ctx), ina_strerror(ret));
+		else if (!ret)
+			fprintf(stderr, "ina-host[%u]: sums received + residuals differ from "
+				"the gradients in %" PRIu64 " elements\n", c.ina.rank, bad);
+		else
+			printf("%s%.0u  %" PRIu32 " rounds  %8.3f ms/round  blocks missed %" PRIu64
+			       "  retx %" PRIu64 "  received + residuals = gradients (bit-exact)\n",
+			       c.ina.ssp ? "ssp:" : "bsp", c.ina.ssp, c.rounds,
+			       total * 1e3 / c.rounds, st.ssp_missed, st.retransmits);
+		for (uint32_t r = 0; r < c.rounds; r++) {
+			rounds[r].round = r;
+			rounds[r].seconds = total / c.rounds;
+			rounds[r].verified = ret == 1;
+		}
+		all_ok = ret == 1;
+		c.rounds = all_ok ? c.rounds : 0;
+	}
+	for (uint32_t r = 0; r < c.rounds && !c.consistency; r++) {
 		struct verify_result vr;
 		struct ina_stats before, after;
 		uint64_t t0, t1;
