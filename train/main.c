@@ -68,6 +68,9 @@ struct opts {
 	unsigned lanes;
 	struct ina_sparsify sp;	/* the gradient's sparsifier */
 	int plan;		/* the block planner: B per round */
+	uint8_t ssp;		/* --consistency: 0 bsp, S ssp:S */
+	uint64_t compute_ns;	/* --compute-us: each round's simulated compute */
+	double straggle;	/* --straggle: chance per round of a 3x straggler */
 	int diverge_rank;	/* test only: this worker perturbs a weight... */
 	uint64_t diverge_round;	/* ...after this round (-1: never) */
 };
@@ -133,6 +136,13 @@ usage(FILE *f)
 		"                        workers, so a block whose average is under it is deferred)\n"
 		"  --no-filter-results   every result comes back in full\n"
 		"  --plan                the block planner picks B per round (up to --block)\n"
+		"  --consistency C       bsp (default) or ssp:S (S 1..8): a worker runs up to S\n"
+		"                        rounds ahead of the slowest and applies the average of\n"
+		"                        S rounds back; a late worker's part waits in its residual\n"
+		"                        (no sparsifier, planner; replicas checked at the end)\n"
+		"  --compute-us US       each round also computes for US microseconds (default 0)\n"
+		"  --straggle P          with --compute-us: in a share P of the rounds one worker\n"
+		"                        (drawn from --seed, alike on all) computes 3x as long\n"
 		"  --quiet               no line per epoch\n",
 		INA_TRAIN_DEFAULT_DATA);
 }
@@ -143,7 +153,8 @@ parse_args(int argc, char **argv, struct opts *o)
 	enum { O_DATA = 256, O_SCALE, O_WORKERS, O_RANK, O_SWITCH, O_SWITCH_BIN, O_JOB, O_TOKEN,
 	       O_EPOCHS, O_ROUNDS, O_LR, O_BATCH, O_SEED, O_CHECK, O_CSV, O_REPORT, O_PLOT,
 	       O_QUIET, O_HELP, O_DIVERGE, O_HIDDEN, O_BLOCK, O_LANES, O_SPARSIFY, O_DENSITY,
-	       O_MASS, O_B0, O_DECAY, O_RSCALE, O_NO_RESULTS, O_PLAN };
+	       O_MASS, O_B0, O_DECAY, O_RSCALE, O_NO_RESULTS, O_PLAN, O_CONSISTENCY, O_COMPUTE,
+	       O_STRAGGLE };
 	static const struct option lo[] = {
 		{ "data", required_argument, NULL, O_DATA },
 		{ "scale", required_argument, NULL, O_SCALE },
@@ -168,6 +179,9 @@ parse_args(int argc, char **argv, struct opts *o)
 		{ "test-diverge", required_argument, NULL, O_DIVERGE },
 		{ "block", required_argument, NULL, O_BLOCK },
 		{ "lanes", required_argument, NULL, O_LANES },
+		{ "consistency", required_argument, NULL, O_CONSISTENCY },
+		{ "compute-us", required_argument, NULL, O_COMPUTE },
+		{ "straggle", required_argument, NULL, O_STRAGGLE },
 		{ "sparsify", required_argument, NULL, O_SPARSIFY },
 		{ "density", required_argument, NULL, O_DENSITY },
 		{ "mass", required_argument, NULL, O_MASS },
@@ -230,6 +244,19 @@ parse_args(int argc, char **argv, struct opts *o)
 		}
 		case O_BLOCK: o->block = (unsigned)ina_cli_u64("block", optarg, 1, 65535); break;
 		case O_LANES: o->lanes = (unsigned)ina_cli_u64("lanes", optarg, 1, 65535); break;
+		case O_CONSISTENCY:
+			if (strcmp(optarg, "bsp") == 0)
+				o->ssp = 0;
+			else if (strncmp(optarg, "ssp:", 4) == 0)
+				o->ssp = (uint8_t)ina_cli_u64("consistency", optarg + 4, 1, 8);
+			else
+				ina_die("--consistency: '%s' is not bsp or ssp:S", optarg);
+			break;
+		case O_COMPUTE: o->compute_ns = ina_cli_u64("compute-us", optarg, 0, 10000000) * 1000; break;
+		case O_STRAGGLE:
+			if (ina_parse_double(optarg, 0.0, 1.0, &o->straggle) < 0)
+				ina_die("--straggle: '%s' is not a number in 0..1", optarg);
+			break;
 		case O_SPARSIFY:
 			if (!strcmp(optarg, "off"))
 				o->sp.mode = INA_SPARSIFY_OFF;
@@ -303,6 +330,34 @@ exchange_gradient(struct ina_ctx *ctx, float *grad, size_t n)
 }
 
 static uint64_t
+mix64(uint64_t x)
+{
+	x += 0x9e3779b97f4a7c15ull;
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+	x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+	return x ^ (x >> 31);
+}
+
+/* Round r's simulated compute (--compute-us, --straggle), driving the job
+ * meanwhile as a framework's progress thread would. */
+static void
+compute(const struct opts *o, struct ina_ctx *ctx, unsigned rank, uint64_t r)
+{
+	uint64_t h = mix64(o->seed * 0x100000001b3ull ^ r);
+	uint64_t ns = o->compute_ns, now, until;
+
+	if ((double)(h >> 11) * 0x1.0p-53 < o->straggle && mix64(h) % o->workers == rank)
+		ns *= 3;
+	until = ina_now_ns() + ns;
+	while ((now = ina_now_ns()) < until) {
+		uint64_t left_us = (until - now) / 1000;
+
+		if (ina_progress(ctx, (uint32_t)(left_us < 200 ? left_us : 200)) < 0)
+			return;
+	}
+}
+
+static uint64_t
 weights_hash(const struct model *m)
 {
 	return XXH3_64bits(m->params, m->n_params * sizeof(float));
@@ -312,7 +367,8 @@ weights_hash(const struct model *m)
  * sum holds every worker's hash. 1 if all equal this worker's, 0 if not,
  * negative on an ina error. 'bad' gets the first rank that differs. */
 static int
-replicas_agree(struct ina_ctx *ctx, unsigned rank, unsigned world, uint64_t h, unsigned *bad)
+replicas_agree(struct ina_ctx *ctx, unsigned rank, unsigned world, uint64_t h, unsigned *bad,
+	       int ssp)
 {
 	float v[MAX_WORKERS * HASH_PARTS] = { 0 };
 	int ret;
@@ -321,6 +377,10 @@ replicas_agree(struct ina_ctx *ctx, unsigned rank, unsigned world, uint64_t h, u
 		v[rank * HASH_PARTS + p] = (float)((h >> (16 * p)) & 0xffff);
 	ret = ina_allreduce(ctx, HASH_TENSOR, v, v, (size_t)world * HASH_PARTS, INA_SUM);
 	if (ret < 0)
+		return ret;
+	/* Under ssp the call returned the sum of S calls back (none): this, the
+	 * job's last round, comes whole (nothing after it closes it early). */
+	if (ssp && (ret = ina_ssp_next(ctx, HASH_TENSOR, v)) < 0)
 		return ret;
 	for (unsigned r = 0; r < world; r++) {
 		uint64_t o = 0;
@@ -476,6 +536,7 @@ run_worker(const struct opts *o, unsigned rank, const struct dataset *train,
 	cfg.block_size = (uint16_t)o->block;
 	cfg.lanes = (uint16_t)o->lanes;
 	cfg.plan_blocks = o->plan;
+	cfg.ssp = o->ssp;
 	cfg.sparsify = o->sp;	/* the job's sparsifier: every tensor but... */
 	if (ina_token_from(o->token_file, &cfg.token, err, sizeof(err)) < 0)
 		ina_die("%s", err);
@@ -483,7 +544,7 @@ run_worker(const struct opts *o, unsigned rank, const struct dataset *train,
 	if (ret < 0)
 		ina_die("worker %u: cannot join job %" PRIu32 " at %s: %s (%s)", rank, o->job,
 			o->switch_addr, err, ina_strerror(ret));
-	{
+	if (!o->ssp) {
 		/* ...the replicas' hash check, which must arrive whole. */
 		struct ina_sparsify dense = { .mode = INA_SPARSIFY_OFF };
 
@@ -515,6 +576,7 @@ run_worker(const struct opts *o, unsigned rank, const struct dataset *train,
 		for (unsigned k = 0; k < bs; k++)
 			batch_idx[k] = shard[(j * bs + k) % shard_n];
 		res.train_loss = model_gradient(&m, train->x, train->y, batch_idx, bs, grad);
+		compute(o, ctx, rank, r);
 		ina_get_stats(ctx, &st0);
 		ret = exchange_gradient(ctx, grad, m.n_params);
 		if (ret < 0) {
@@ -532,8 +594,13 @@ run_worker(const struct opts *o, unsigned rank, const struct dataset *train,
 			m.params[0] = nextafterf(m.params[0], INFINITY);
 		res.rounds = r + 1;
 
-		if (res.rounds % o->check_every == 0 || res.rounds == total) {
-			ret = replicas_agree(ctx, rank, o->workers, weights_hash(&m), &bad);
+		/* Under ssp the last S averages are still in flight: applied
+		 * now, then the replicas are compared. */
+		while (o->ssp && res.rounds == total &&
+		       (ret = ina_ssp_next(ctx, GRAD_TENSOR, grad)) == 1)
+			model_sgd_step(&m, grad, (float)o->lr);
+		if ((!o->ssp && res.rounds % o->check_every == 0) || res.rounds == total) {
+			ret = replicas_agree(ctx, rank, o->workers, weights_hash(&m), &bad, o->ssp);
 			if (ret < 0) {
 				fprintf(stderr, "ina-train[%u]: round %" PRIu64 ": hash check failed: "
 					"%s (%s)\n", rank, r, ina_last_error(ctx), ina_strerror(ret));

@@ -875,8 +875,11 @@ ssp_on_result(struct engine *e, const struct ina_hdr *h, const uint8_t *payload,
 	uint16_t n;
 
 	/* A result of a round not started here yet is stale: this rank's own
-	 * packet asks for it again, and the switch keeps it (ssp.c). */
-	if (e->phase != ENGINE_RUNNING || !o || !sl->active || sl->done ||
+	 * packet asks for it again, and the switch keeps it (ssp.c). So is one
+	 * for a lane whose packet has not gone out yet: the switch must see
+	 * every rank's packet of every round, as it acknowledges the older
+	 * results of the set (ssp.c); the answer to it is taken instead. */
+	if (e->phase != ENGINE_RUNNING || !o || !sl->active || sl->done || sl->need_send ||
 	    h->tensor_id != o->tensor_id || h->block != h->lane || h->next != INA_BLOCK_END ||
 	    (h->flags & INA_F_VER) != *ver || h->tensor_len != o->n ||
 	    h->block_size != o->block_size) {

@@ -447,6 +447,12 @@ tensor_sparsify(struct ina_ctx *ctx, uint32_t tensor_id, const struct ina_sparsi
 	struct sparsify_config sc;
 	struct sparse_tensor *t = find_tensor(ctx, tensor_id);
 
+	if (ctx->ssp && opt->mode != INA_SPARSIFY_OFF) {
+		snprintf(ctx->errmsg, sizeof(ctx->errmsg),
+			 "tensor %u: no sparsifier under ssp (a dense residual keeps what is late)",
+			 tensor_id);
+		return -EINVAL;
+	}
 	if (ina_sparsify_config(opt, ctx->block_size, ctx->block_size, &sc) < 0) {
 		snprintf(ctx->errmsg, sizeof(ctx->errmsg), "tensor %u: bad sparsifier options",
 			 tensor_id);
@@ -1168,6 +1174,23 @@ ssp_allreduce(struct ina_ctx *ctx, uint32_t tensor_id, const float *in, float *o
 		return ret;
 	ssp_tensor_called(t);
 	ina_flush(ctx);
+	/* The round copies 'in' when it starts: before this returns, as the
+	 * caller may reuse 'in' (or 'out', the same buffer) at once. */
+	pthread_mutex_lock(&ctx->lock);
+	for (;;) {
+		struct op *o = op_of(ctx, *ssp_tensor_handle(t, call));
+		uint64_t sleep_ns;
+
+		if (!o || o->state != OP_QUEUED)
+			break;
+		if (step(ctx, &sleep_ns))
+			continue;
+		pthread_mutex_unlock(&ctx->lock);
+		if (sleep_ns)
+			ctx->port->ops->wait(ctx->port, sleep_ns);
+		pthread_mutex_lock(&ctx->lock);
+	}
+	pthread_mutex_unlock(&ctx->lock);
 	if (call < ctx->ssp) {
 		memset(out, 0, n * sizeof(float));	/* nothing is back yet */
 		return 0;
