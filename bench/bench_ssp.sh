@@ -10,12 +10,16 @@
 # slowest rank's), rounds per second, the ratio to bsp, and the blocks whose
 # sum came back without the rank's own part (rank 0, median). Every run also
 # checks that the sums received plus every residual equal the gradients.
+# Then the training example (ina-train: softmax regression on the digits, 4
+# workers, 30 epochs, the same compute and stragglers) under each mode: the
+# median over --train-runs seeds of the final test accuracy and of the
+# training time.
 # Usage: bench/bench_ssp.sh BUILD_DIR [--runs N] [--rounds R] [--compute-ms MS]
-#                           [--straggle P] [--world W] [--port P]
+#                           [--straggle P] [--world W] [--port P] [--train-runs N]
 set -uo pipefail
 build=$1
 shift
-runs=5 rounds=100 cms=2 straggle=0.1 world=4 port=9293
+runs=5 rounds=100 cms=2 straggle=0.1 world=4 port=9293 train_runs=3
 while [ $# -gt 0 ]; do
 	case $1 in
 	--runs) runs=$2 ;;
@@ -24,6 +28,7 @@ while [ $# -gt 0 ]; do
 	--straggle) straggle=$2 ;;
 	--world) world=$2 ;;
 	--port) port=$2 ;;
+	--train-runs) train_runs=$2 ;;
 	*) echo "usage: bench_ssp.sh BUILD_DIR [--runs N] [--rounds R] [--compute-ms MS]" \
 		"[--straggle P] [--world W] [--port P]" >&2; exit 2 ;;
 	esac
@@ -94,4 +99,35 @@ for m in "${modes[@]}"; do
 	printf "  %-6s %12.3f %10.1f %10s %14s\n" "$m" "$ms" "$(awk -v m="$ms" 'BEGIN { print 1000 / m }')" \
 		"$([ -n "$base" ] && awk -v b="$base" -v m="$ms" 'BEGIN { printf "%.2fx", b / m }')" \
 		"${missed:-n/a}"
+done
+
+train=$build/train/ina-train
+[ -x "$train" ] && [ "$train_runs" -gt 0 ] || exit 0
+for ((run = 0; run < train_runs; run++)); do
+	for m in "${modes[@]}"; do
+		if timeout -k 5 300 "$train" --switch "127.0.0.1:$port" --workers 4 --epochs 30 \
+			--seed $((run + 1)) --check-every 100000 --consistency "$m" \
+			--compute-us $((cms * 1000)) \
+			--straggle "$straggle" --quiet --report "$tmp/train-$m-$run.json" \
+			>"$tmp/train-$m-$run.log" 2>&1 </dev/null; then
+			awk -F'[:,]' '/"accuracy"/ { print $2 }' "$tmp/train-$m-$run.json" >>"$tmp/$m.acc"
+			awk -F'[:,]' '/"seconds"/ { print $2 }' "$tmp/train-$m-$run.json" >>"$tmp/$m.sec"
+		else
+			echo "ina-train $m run $run FAILED:" >&2
+			tail -n 3 "$tmp/train-$m-$run.log" >&2
+		fi
+	done
+done
+echo
+echo "ina-train (softmax regression on the digits, 4 workers, 30 epochs = 360 rounds, the same" \
+	"compute and stragglers); medians of $train_runs seeds"
+printf "  %-6s %14s %12s\n" mode "test accuracy" "seconds"
+for m in "${modes[@]}"; do
+	acc=$(median <"$tmp/$m.acc" 2>/dev/null)
+	sec=$(median <"$tmp/$m.sec" 2>/dev/null)
+	if [ -z "$acc" ]; then
+		printf "  %-6s %14s\n" "$m" failed
+		continue
+	fi
+	printf "  %-6s %14.4f %12.2f\n" "$m" "$acc" "$sec"
 done
