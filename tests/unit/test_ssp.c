@@ -10,9 +10,12 @@
  * and duplicates: the sum over the rounds of what the workers received plus
  * every worker's final residual equals the sum of every gradient, bit for
  * bit (dyadic values), every worker received the same bits, and no worker
- * ever sent a round more than S ahead of a block still open.
+ * ever sent a round more than S ahead of a block still open. Last, the C
+ * API's per-tensor state (ssp_tensor.c): send = input + residual, missed
+ * blocks back.
  */
 #include <endian.h>
+#include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -30,6 +33,7 @@
 #include "ina/pkt.h"
 #include "ina/wire.h"
 #include "pipeline.h"
+#include "ssp_tensor.h"
 
 #define JOB 9
 #define TOKEN 0x5151515151515151ull
@@ -614,6 +618,45 @@ test_ssp_conservation(void **state)
 	}
 }
 
+/* The C API's tensor state: a round sends input + residual (the residual
+ * then 0), S + 1 rounds at most, and a flagged block goes back whole. */
+static void
+test_ssp_tensor(void **state)
+{
+	struct ssp_tensor *t = ssp_tensor_create(3, 10, 4, 1);	/* blocks 4, 4, 2 */
+	float in[10];
+	const float *send[3];
+	uint8_t *missed[3];
+	int slot[3];
+
+	(void)state;
+	assert_non_null(t);
+	assert_null(ssp_tensor_create(3, 10, 4, 0));
+	for (int i = 0; i < 10; i++)
+		in[i] = (float)(i + 1);
+	slot[0] = ssp_tensor_begin(t, in, &send[0], &missed[0]);
+	slot[1] = ssp_tensor_begin(t, in, &send[1], &missed[1]);
+	assert_true(slot[0] >= 0 && slot[1] >= 0 && slot[0] != slot[1]);
+	assert_int_equal(ssp_tensor_begin(t, in, &send[2], &missed[2]), -EBUSY);
+	/* Round 0 missed blocks 0 and 2: 1..4 and 9..10 go back. */
+	missed[0][0] = 1;
+	missed[0][2] = 1;
+	ssp_tensor_end(t, slot[0]);
+	for (int i = 0; i < 10; i++)
+		assert_true(ssp_tensor_residual(t)[i] == (i < 4 || i >= 8 ? (float)(i + 1) : 0.0f));
+	/* The next round sends them again, added to its input. */
+	slot[2] = ssp_tensor_begin(t, in, &send[2], &missed[2]);
+	assert_int_equal(slot[2], slot[0]);
+	for (int i = 0; i < 10; i++) {
+		assert_true(send[2][i] == (float)(i + 1) * (i < 4 || i >= 8 ? 2.0f : 1.0f));
+		assert_true(ssp_tensor_residual(t)[i] == 0.0f);
+		assert_int_equal(missed[2][i / 4], 0);
+	}
+	ssp_tensor_end(t, slot[1]);
+	ssp_tensor_end(t, slot[2]);
+	ssp_tensor_destroy(t);
+}
+
 int
 main(void)
 {
@@ -622,6 +665,7 @@ main(void)
 		cmocka_unit_test(test_ssp_early_close),
 		cmocka_unit_test(test_ssp_hold_and_drops),
 		cmocka_unit_test(test_ssp_conservation),
+		cmocka_unit_test(test_ssp_tensor),
 	};
 
 	ina_log_set_level(INA_LOG_ERR);
