@@ -46,6 +46,7 @@
  *    jobs within max_jobs and equal to admitted - freed; after a tick past
  *    every idle and linger time, no job and every slot free.
  */
+#include <endian.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -360,8 +361,17 @@ check_output(struct fz *f, const struct ina_pkt *o, struct tally *t)
 			const struct seen *e = seen_find(f, &h);
 			uint64_t full = j->params.world == 64 ? ~0ull
 							      : (1ull << j->params.world) - 1;
+			uint64_t need = full;
 
-			FZ_CHECK(e && (e->ranks & full) == full);
+			if (h.flags & INA_F_PARTIAL) {
+				/* ssp, closed early: only its contributors, never all. */
+				uint64_t be;
+
+				memcpy(&be, o->data + o->len - INA_PARTIAL_TRAILER, sizeof(be));
+				need = be64toh(be);
+				FZ_CHECK(need && (need & ~full) == 0 && need != full);
+			}
+			FZ_CHECK(e && (e->ranks & need) == need);
 			if (o->dsts)
 				FZ_CHECK(o->dst_mask == full);
 		}
@@ -371,7 +381,8 @@ check_output(struct fz *f, const struct ina_pkt *o, struct tally *t)
 				t->results_deferred++;
 			else if (h.n_elems == 0)
 				t->results_empty++;
-			t->result_bytes += o->len - INA_HDR_SIZE;
+			t->result_bytes += o->len - INA_HDR_SIZE -
+					   ((h.flags & INA_F_PARTIAL) ? INA_PARTIAL_TRAILER : 0);
 		} else {
 			t->shadow_replies++;
 		}
