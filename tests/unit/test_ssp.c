@@ -511,7 +511,7 @@ worker_step(struct fabric *f, int w, uint64_t *rng, uint32_t straggle_round)
 }
 
 static void
-run_ssp(uint8_t s, double drop_rate, uint64_t seed, struct pipeline_stats *st)
+run_ssp(uint8_t s, double drop_rate, uint64_t seed, struct pipeline_stats *st, uint16_t parts)
 {
 	static struct fabric f;
 	struct engine_config ec;
@@ -526,6 +526,8 @@ run_ssp(uint8_t s, double drop_rate, uint64_t seed, struct pipeline_stats *st)
 	engine_config_init(&ec);
 	ec.ssp = s;
 	fabric_init(&f, W, L, B, INA_ENC_F32, NULL, &ec);
+	if (parts > 1)
+		fabric_partition(&f, parts, NULL);
 	f.faults.drop_rate = drop_rate;
 	f.faults.dup_rate = drop_rate / 2;
 	f.faults.delay_rate = drop_rate;
@@ -583,6 +585,8 @@ run_ssp(uint8_t s, double drop_rate, uint64_t seed, struct pipeline_stats *st)
 				 "gradients %.9g", s, drop_rate, i, got, grad_sum[i]);
 	}
 	*st = *pipeline_stats(f.sw);
+	for (uint16_t k = 1; k < f.nb_parts; k++)
+		pipeline_stats_add(st, pipeline_stats(f.parts[k]));
 	if (getenv("SSP_DEBUG"))
 		fprintf(stderr, "ssp:%u loss %.2f: t %.3f ms partial %llu late %llu hold %llu dup %llu rx %llu\n",
 			s, drop_rate, (double)(f.now - 1000000) / 1e6,
@@ -606,16 +610,20 @@ test_ssp_conservation(void **state)
 	struct pipeline_stats st;
 
 	(void)state;
-	run_ssp(0, 0.0, 11, &st);
+	run_ssp(0, 0.0, 11, &st, 1);
 	assert_int_equal(st.results_partial, 0);
 	for (uint8_t s = 1; s <= 2; s++) {
-		run_ssp(s, 0.0, 21 + s, &st);
+		run_ssp(s, 0.0, 21 + s, &st, 1);
 		assert_true(st.results_partial > 0);
 		assert_true(st.ssp_late > 0);
-		run_ssp(s, 0.05, 31 + s, &st);
+		run_ssp(s, 0.05, 31 + s, &st, 1);
 		assert_true(st.results_partial > 0);
 		assert_true(bound_checks > 0);
 	}
+	/* A switch split over 3 lane partitions (as over lcores): the same. */
+	run_ssp(1, 0.05, 41, &st, 3);
+	assert_true(st.results_partial > 0);
+	assert_int_equal(st.drop[PDROP_OTHER_PART], 0);
 }
 
 /* The C API's tensor state: a round sends input + residual (the residual
