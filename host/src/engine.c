@@ -1284,6 +1284,31 @@ waiting_lane(const struct engine *e)
 	return lane;
 }
 
+/* Where the engine waits: the round, the first lane still waiting and its
+ * block (under ssp: the oldest round in flight, its first lane). */
+static void
+waiting_at(const struct engine *e, uint32_t *round, uint16_t *lane, uint32_t *block)
+{
+	*round = e->round;
+	*lane = waiting_lane(e);
+	*block = e->lanes[*lane].block;
+	for (uint32_t age = e->cfg.ssp + 1u; e->cfg.ssp && age > 0; age--) {
+		for (uint32_t k = 0; k <= e->cfg.ssp; k++) {
+			const struct sop *o = &e->sops[k];
+
+			if (!o->active || o->round != e->round - age)
+				continue;
+			*round = o->round;
+			for (uint16_t l = 0; l < e->cfg.lanes; l++)
+				if (o->lanes[l].active && !o->lanes[l].done) {
+					*lane = l;
+					*block = l;
+					return;
+				}
+		}
+	}
+}
+
 /*
  * A stall, described once when a quarter of the timeout has passed without
  * progress, while the operation may still recover: what this worker waits
@@ -1293,8 +1318,11 @@ static void
 describe_stall(struct engine *e, uint64_t now)
 {
 	char said[320], ranks[160];
-	uint16_t lane = waiting_lane(e);
 	uint64_t ago = (now - e->last_heard_ns) / 1000000;
+	uint32_t round, block;
+	uint16_t lane;
+
+	waiting_at(e, &round, &lane, &block);
 
 	if (e->last_type == INA_T_WAIT && e->wait_missing)
 		snprintf(said, sizeof(said), "WAIT for lane %" PRIu32 " block %" PRIu32
@@ -1315,8 +1343,8 @@ describe_stall(struct engine *e, uint64_t now)
 		 "job %" PRIu32 " rank %u round %" PRIu32 ": no progress for %" PRIu64
 		 " ms: lane %u waits for block %" PRIu32 " (%" PRIu64 " retransmissions so far); "
 		 "the %s last said: %s",
-		 e->cfg.job_id, e->cfg.rank, e->round, (now - e->last_progress_ns) / 1000000, lane,
-		 e->lanes[lane].block, e->st.retransmits,
+		 e->cfg.job_id, e->cfg.rank, round, (now - e->last_progress_ns) / 1000000, lane,
+		 block, e->st.retransmits,
 		 e->failed_over ? "replica switch" : "switch", said);
 	e->stall_reported = 1;
 	e->stall_pending = 1;
@@ -1336,11 +1364,14 @@ static void
 check_progress(struct engine *e, uint64_t now)
 {
 	char ranks[192];
+	uint32_t round, block;
+	uint16_t lane;
 
 	if (!e->stall_reported && now - e->last_progress_ns >= e->cfg.timeout_ns / 4)
 		describe_stall(e, now);
 	if (now - e->last_progress_ns < e->cfg.timeout_ns)
 		return;
+	waiting_at(e, &round, &lane, &block);
 	/* Blame peers only while the switch still says it waits on them. */
 	if (e->wait_missing && now - e->wait_heard_ns < e->cfg.timeout_ns / 2) {
 		fail(e, INA_EPEER,
@@ -1348,27 +1379,21 @@ check_progress(struct engine *e, uint64_t now)
 		     "rank(s) %s for lane %" PRIu32 " block %" PRIu32 " of round %" PRIu32,
 		     e->cfg.job_id, e->cfg.rank, e->cfg.timeout_ns / 1000000,
 		     ina_ranks_str(ranks, sizeof(ranks), e->wait_missing), e->wait_lane,
-		     e->wait_block, e->round);
+		     e->wait_block, round);
 	} else if (e->fo_active) {
-		uint32_t lane = waiting_lane(e);
-
 		fail(e, INA_ENOSWITCH,
 		     "job %" PRIu32 " rank %u: no progress for %" PRIu64 " ms: the primary switch "
 		     "is silent for %" PRIu64 " ms and the replica did not take over (%" PRIu32
 		     " FAILOVER sent; round %" PRIu32 ", lane %" PRIu32
 		     " waits for block %" PRIu32 ")",
 		     e->cfg.job_id, e->cfg.rank, e->cfg.timeout_ns / 1000000,
-		     (now - e->sw_heard_ns) / 1000000, e->fo_tries, e->round, lane,
-		     e->lanes[lane].block);
+		     (now - e->sw_heard_ns) / 1000000, e->fo_tries, round, lane, block);
 	} else {
-		uint32_t lane = waiting_lane(e);
-
 		fail(e, INA_ENOSWITCH,
 		     "job %" PRIu32 " rank %u: the %s did not answer for %" PRIu64
 		     " ms (round %" PRIu32 ", lane %" PRIu32 " waits for block %" PRIu32 ")",
 		     e->cfg.job_id, e->cfg.rank, e->failed_over ? "replica switch" : "switch",
-		     e->cfg.timeout_ns / 1000000, e->round, lane,
-		     e->lanes[lane].block);
+		     e->cfg.timeout_ns / 1000000, round, lane, block);
 	}
 }
 
