@@ -12,7 +12,8 @@
  * bit (dyadic values), every worker received the same bits, and no worker
  * ever sent a round more than S ahead of a block still open. Last, the C
  * API's per-tensor state (ssp_tensor.c): send = input + residual, missed
- * blocks back.
+ * blocks back; and random packets to an ssp job: every result holds exactly
+ * the parts of the ranks it names, and never changes once sent.
  */
 #include <endian.h>
 #include <errno.h>
@@ -665,6 +666,84 @@ test_ssp_tensor(void **state)
 	ssp_tensor_destroy(t);
 }
 
+/*
+ * Random packets (any rank, lane, version bit, a round among the newest
+ * few, as a buggy or hostile sender would send them) to an ssp:S job of
+ * three ranks: every result the switch sends holds exactly the
+ * contributions of the ranks it names (all ranks when not PARTIAL), each
+ * block's result never changes once sent, and no buffer leaks.
+ */
+static float
+rnd_value(uint16_t rank, uint32_t round, uint16_t lane)
+{
+	if ((rank + round + lane) % 5 == 0)
+		return 0.0f;	/* an empty packet */
+	return (float)(rank + 1) * (float)(1u << (round % 4)) * (float)(lane + 1) * 0.125f;
+}
+
+static void
+test_ssp_random(void **state)
+{
+	static uint8_t first[2][256][INA_HDR_SIZE + 4 * B + INA_PARTIAL_TRAILER];
+	static uint32_t first_len[2][256];
+	uint64_t rng = 0x1234567;
+
+	(void)state;
+	for (uint8_t sv = 1; sv <= 2; sv++) {
+		uint64_t results = 0;
+
+		memset(first_len, 0, sizeof(first_len));
+		sw_init();
+		for (uint16_t r = 0; r < 3; r++) {
+			struct ina_hdr h;
+			struct ina_pkt *o = join(r, 3, 2, INA_ENC_F32, sv, &h);
+
+			assert_int_equal(h.type, INA_T_JOIN_ACK);
+			epoch = h.epoch;
+			ina_pkt_free(o);
+		}
+		for (uint32_t i = 0; i < 30000; i++) {
+			uint32_t base = i / 150, round;
+			uint16_t rank, lane;
+			uint8_t ver;
+			struct ina_hdr h;
+			struct ina_pkt *o;
+
+			rng = mix(rng);
+			rank = (uint16_t)(rng % 3);
+			lane = (uint16_t)((rng >> 8) % 2);
+			ver = (uint8_t)((rng >> 16) & 1);
+			round = base + (uint32_t)((rng >> 24) % 6);
+			now += 1000;
+			o = data(rank, lane, round, ver, rnd_value(rank, round, lane), 2, &h);
+			if (!o)
+				continue;
+			if (h.type == INA_T_RESULT) {
+				uint64_t who = (h.flags & INA_F_PARTIAL) ? contributors(o, &h) : 7;
+				float want = 0.0f, got = h.n_elems ? first_elem(o) : 0.0f;
+
+				for (uint16_t r = 0; r < 3; r++)
+					if (who >> r & 1)
+						want += rnd_value(r, h.round, h.lane);
+				assert_true(got == want);
+				assert_true(h.round < 256);
+				if (!first_len[h.lane][h.round]) {
+					first_len[h.lane][h.round] = o->len;
+					memcpy(first[h.lane][h.round], o->data, o->len);
+				} else {
+					assert_int_equal(first_len[h.lane][h.round], o->len);
+					assert_memory_equal(first[h.lane][h.round], o->data, o->len);
+				}
+				results++;
+			}
+			ina_pkt_free(o);
+		}
+		assert_true(results > 100);
+		assert_true(pipeline_stats(sw)->results_partial > 0);
+		sw_fini();
+	}
+}
+
 int
 main(void)
 {
@@ -674,6 +753,7 @@ main(void)
 		cmocka_unit_test(test_ssp_hold_and_drops),
 		cmocka_unit_test(test_ssp_conservation),
 		cmocka_unit_test(test_ssp_tensor),
+		cmocka_unit_test(test_ssp_random),
 	};
 
 	ina_log_set_level(INA_LOG_ERR);
