@@ -517,7 +517,7 @@ run_ssp(uint8_t s, double drop_rate, uint64_t seed, struct pipeline_stats *st, u
 	static struct fabric f;
 	struct engine_config ec;
 	uint64_t rng = seed, limit;
-	int done;
+	int done = 0;
 
 	memset(wk, 0, sizeof(wk));
 	memset(closed, 0, sizeof(closed));
