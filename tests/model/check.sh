@@ -22,16 +22,25 @@
 #             with 16 inputs also with one duplicate
 #   failover_liveness  the ltl claim 'closes' for -DFAILOVER (16 inputs,
 #             up to two losses, no duplicate, one slow peer)
+#   ssp       bounded staleness (tests/model/ssp.pml, ssp:1, 7 rounds):
+#             safety (every result the sum of the ranks it names, the same
+#             bits for every worker, the staleness bound, no rank left out
+#             twice in a row, results plus residuals = every gradient), the
+#             same without gc(), duplicates and half reuse (-DNOGC, 5 rounds), and
+#             four deliberate bugs that must be caught
+#   ssp_liveness  the ltl claim 'finishes' for ssp.pml (one loss, no
+#             duplicate, one slow peer)
 #   all       all of the above
 # Exits 77 (skipped) when spin is not installed (scripts/deps installs it).
-# Memory: pan stops at 4 GiB (-DMEMLIM); the checks need about 1.5 GiB.
+# Memory: pan stops at 4 GiB (-DMEMLIM); the checks need up to 2.2 GiB.
 # Usage: tests/model/check.sh BUILD_DIR [safety|liveness|liveness_i32|gc|mutants|failover|
-#                                        failover_liveness|all]
+#                                        failover_liveness|ssp|ssp_liveness|all]
 set -euo pipefail
 build=$1
 mode=${2:-all}
 here=$(cd "$(dirname "$0")" && pwd)
 model=$here/lane.pml
+ssp_model=$here/ssp.pml
 if ! command -v spin >/dev/null 2>&1; then
     echo "spin not installed (scripts/deps installs it): skipped"
     exit 77
@@ -84,13 +93,14 @@ run() {
     return 1
 }
 
-# mutant NAME MODE OLD NEW [SPIN_DEFS]: lane.pml with OLD replaced by NEW.
+# mutant NAME MODE OLD NEW [SPIN_DEFS [MODEL]]: lane.pml (or MODEL) with OLD
+# replaced by NEW.
 mutant() {
-    local name=$1 kind=$2 old=$3 new=$4 sdefs=${5:-} f=$tmp/$1.pml
+    local name=$1 kind=$2 old=$3 new=$4 sdefs=${5:-} src=${6:-$model} f=$tmp/$1.pml
     perl -e 'local $/; my ($o, $n, $in, $out) = @ARGV; open(my $i, "<", $in) or die;
-        my $s = <$i>; index($s, $o) >= 0 or die "mutant: pattern not in lane.pml: $o\n";
+        my $s = <$i>; index($s, $o) >= 0 or die "mutant: pattern not in $in: $o\n";
         $s =~ s/\Q$o\E/$n/g; open(my $f, ">", $out) or die; print $f $s' \
-        "$old" "$new" "$model" "$f"
+        "$old" "$new" "$src" "$f"
     if [ "$kind" = safety ]; then
         run "$name" fail "$sdefs" "-DNOCLAIM -DCOLLAPSE" "-m200000 -w22" "$f"
     else
@@ -172,6 +182,33 @@ fo_mutants() {
     return $ok
 }
 
+# Bounded staleness (ssp.pml): ssp:1, two workers, seven rounds.
+ssp() {
+    local ok=0
+    run ssp_safety pass "" "-DNOCLAIM -DCOLLAPSE" "-m200000 -w25" "$ssp_model" || ok=1
+    run ssp_nogc pass "-DNOGC -DMAXDUP=0 -DNR=5" "-DNOCLAIM -DCOLLAPSE" "-m200000 -w24" \
+        "$ssp_model" || ok=1
+    # the switch closes a block early without the fairness condition: a
+    # slow rank is left out twice in a row
+    mutant mut_ssp_unfair safety \
+        ':: k != 255 && ((FULL & ~sh[y].bitmap) & ~sh[k].bitmap) == 0 ->' ':: true ->' \
+        "" "$ssp_model" || ok=1
+    # the worker forgets a contribution a result lacks: a gradient lost
+    mutant mut_ssp_no_residual safety \
+        'residual[me] = residual[me] + sentv[y]	/* missed */' 'skip' "" "$ssp_model" || ok=1
+    # the worker runs S + 1 rounds ahead: the staleness bound broken
+    mutant mut_ssp_bound safety 'w_next[me] <= w_low[me] + S ->' \
+        'w_next[me] <= w_low[me] + S + 1 ->' "" "$ssp_model" || ok=1
+    # no answer from the kept result: a rank whose result was lost, or that
+    # comes late, never gets it
+    mutant mut_ssp_no_late_answer liveness ':: sh[y].state == H_RESULT && sh[y].round == q ->' \
+        ':: false ->' "-DMAXDUP=0" "$ssp_model" || ok=1
+    return $ok
+}
+ssp_liveness() {
+    run ssp_liveness pass "-DMAXDUP=0" "-DCOLLAPSE" "-m200000 -w24 -a -f" "$ssp_model"
+}
+
 rc=0
 case $mode in
 safety) safety || rc=1 ;;
@@ -184,6 +221,8 @@ mutants)
     ;;
 failover) failover || rc=1 ;;
 failover_liveness) failover_liveness || rc=1 ;;
+ssp) ssp || rc=1 ;;
+ssp_liveness) ssp_liveness || rc=1 ;;
 all)
     safety || rc=1
     gc_check || rc=1
@@ -193,8 +232,10 @@ all)
     liveness_i32 || rc=1
     failover || rc=1
     failover_liveness || rc=1
+    ssp || rc=1
+    ssp_liveness || rc=1
     ;;
-*) echo "usage: $0 BUILD_DIR [safety|liveness|liveness_i32|gc|mutants|failover|failover_liveness|all]" >&2
+*) echo "usage: $0 BUILD_DIR [safety|liveness|liveness_i32|gc|mutants|failover|failover_liveness|ssp|ssp_liveness|all]" >&2
    exit 2 ;;
 esac
 exit $rc
