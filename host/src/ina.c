@@ -83,9 +83,11 @@ struct ina_ctx {
 	uint64_t realtime_offset;	/* capture time minus monotonic time */
 	uint16_t block_size;
 	uint16_t last_block_size;	/* B of the last allreduce */
+	uint32_t last_part_tag;		/* its partition map's tag */
 	uint16_t world, lanes;
 	uint8_t encoding;
 	int plan_blocks;		/* cfg.plan_blocks */
+	struct partition_config part;	/* cfg.partition, partitions, lanes */
 	struct ina_port *port;
 	char replica_addr[64];		/* cfg.replica_addr, for the log */
 	uint32_t job_id;
@@ -246,6 +248,14 @@ ina_open(const struct ina_config *cfg, struct ina_ctx **out, char *err, size_t e
 			 INA_MAX_WORLD, 1u << 24);
 		return -EINVAL;
 	}
+	if ((unsigned)cfg->partition > INA_PARTITION_DYNAMIC ||
+	    cfg->partitions > PARTITION_MAX_PARTS ||
+	    (cfg->partition == INA_PARTITION_DYNAMIC && cfg->ssp)) {
+		snprintf(err, err_size,
+			 "bad configuration: partition 0 (fixed) or 1 (dynamic, not under ssp), "
+			 "partitions 1..%d", PARTITION_MAX_PARTS);
+		return -EINVAL;
+	}
 	if (cfg->ssp > INA_SSP_MAX ||
 	    (cfg->ssp && (cfg->encoding == INA_I32 || cfg->replica_addr || cfg->plan_blocks ||
 			  cfg->fuse_elems || cfg->sparsify.mode != INA_SPARSIFY_OFF))) {
@@ -397,6 +407,11 @@ ina_open(const struct ina_config *cfg, struct ina_ctx **out, char *err, size_t e
 	ctx->lanes = cfg->lanes;
 	ctx->encoding = ec.encoding;
 	ctx->plan_blocks = cfg->plan_blocks;
+	ctx->part.mode = cfg->partition == INA_PARTITION_DYNAMIC ? PARTITION_DYNAMIC
+								 : PARTITION_FIXED;
+	ctx->part.parts = cfg->partitions ? cfg->partitions : 1;
+	ctx->part.period = cfg->partition_period ? cfg->partition_period : 1;
+	ctx->part.lanes = cfg->lanes;
 	ctx->ssp = cfg->ssp;
 	*out = ctx;
 	return 0;
@@ -522,14 +537,16 @@ tensor_for(struct ina_ctx *ctx, uint32_t tensor_id, size_t n, int *ret)
 	struct tround_config tc;
 
 	*ret = 0;
-	if (!t && (ctx->job_sparsify.mode != INA_SPARSIFY_OFF || ctx->plan_blocks)) {
+	int rounds = ctx->plan_blocks || ctx->part.mode == PARTITION_DYNAMIC;
+
+	if (!t && (ctx->job_sparsify.mode != INA_SPARSIFY_OFF || rounds)) {
 		t = add_tensor(ctx, tensor_id, &ctx->job_sparsify);
 		if (!t) {
 			*ret = -ENOSPC;
 			return NULL;
 		}
 	}
-	if (!t || (t->opt.mode == INA_SPARSIFY_OFF && !ctx->plan_blocks))
+	if (!t || (t->opt.mode == INA_SPARSIFY_OFF && !rounds))
 		return NULL;
 	if (t->tr) {
 		if (tround_n(t->tr) == n)
@@ -549,6 +566,7 @@ tensor_for(struct ina_ctx *ctx, uint32_t tensor_id, size_t n, int *ret)
 	tc.encoding = ctx->encoding;
 	tc.world = ctx->world;
 	tc.lanes = ctx->lanes;
+	tc.part = ctx->part;
 	t->tr = tround_create(&tc, ctx->errmsg, sizeof(ctx->errmsg));
 	if (!t->tr) {
 		*ret = -EINVAL;
@@ -694,6 +712,7 @@ ssp_op_start(struct ina_ctx *ctx, struct op *o)
 	o->ssp_slot = slot;
 	o->state = OP_RUNNING;
 	ctx->last_block_size = ctx->block_size;
+	ctx->last_part_tag = 0;
 	return 0;
 fail:
 	op_end(o, ret);
@@ -745,11 +764,15 @@ op_start(struct ina_ctx *ctx, struct op *o)
 			memset(o->out, 0, o->n * sizeof(float));
 		step.send = o->out;
 	}
-	ret = engine_allreduce(ctx->engine, o->tensor_id, step.send, o->out, o->n,
-			       step.block_size, eop, ina_now_ns());
+	/* A partition map's tag in the tensor id: workers with different maps
+	 * never match each other's packets (docs/PROTOCOL.md 6.5). */
+	ret = engine_allreduce(ctx->engine, o->tensor_id ^ step.tag, step.send,
+			       step.out ? step.out : o->out, o->n, step.block_size, eop,
+			       ina_now_ns());
 	if (ret < 0)
 		goto fail;
 	ctx->last_block_size = step.block_size;
+	ctx->last_part_tag = step.tag;
 	o->state = OP_RUNNING;
 	ctx->run[0] = o;
 	ctx->nb_run = 1;
@@ -787,6 +810,7 @@ fused_start(struct ina_ctx *ctx, const uint64_t *seqs, uint32_t count)
 	if (ret < 0)
 		return ret;
 	ctx->last_block_size = ctx->block_size;
+	ctx->last_part_tag = 0;
 	ctx->nb_run = count;
 	return 0;
 }
@@ -798,6 +822,7 @@ op_finish(struct ina_ctx *ctx, struct op *o)
 	double ss = 0;
 
 	if (o->t) {
+		tround_scatter(o->t->tr, o->out);
 		tround_end(o->t->tr, o->out);
 		account(ctx, o->t);
 	}
@@ -918,7 +943,7 @@ fuse_class(const struct ina_ctx *ctx, const struct op *o)
 		      : ctx->job_sparsify.mode == INA_SPARSIFY_OFF;
 
 	if (!ctx->fuse_elems || o->kind != OP_ALLREDUCE || !dense || ctx->plan_blocks ||
-	    o->n >= ctx->fuse_elems)
+	    ctx->part.mode == PARTITION_DYNAMIC || o->n >= ctx->fuse_elems)
 		return 0;
 	return o->op == INA_AVG ? 2 : 1;
 }
@@ -1292,6 +1317,10 @@ ina_get_stats(const struct ina_ctx *ctx, struct ina_stats *s)
 	s->sparse_blocks_deferred = ctx->sp.blocks_deferred;
 	s->density_sent = ctx->sp.density;
 	s->block_size = ctx->last_block_size;
+	s->partition_tag = ctx->last_part_tag;
+	for (unsigned i = 0; i < ctx->n_tensors; i++)
+		if (ctx->tensors[i].tr)
+			s->partition_rebalances += tround_stats(ctx->tensors[i].tr)->rebalances;
 	s->residual_norm = ctx->sp.residual_norm;
 	{
 		double m = 0;

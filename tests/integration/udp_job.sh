@@ -63,13 +63,21 @@ if [ $fail -eq 0 ]; then
 fi
 # With --plan every worker must have used the same B every round, and with
 # EXPECT_B_VARIES=1 more than one B over the run; with EXPECT_DEFERRED=1 some
-# result blocks must have come back DEFERRED.
+# result blocks must have come back DEFERRED. Every worker ran every round on
+# the same partition map (its tag); with EXPECT_REBALANCE=1 some round ran on
+# a dynamic map (tag not 0).
 if [ $fail -eq 0 ]; then
     seqs=$(jq -s -r '[.[].per_round | map(.block_size)] | unique | length' "$tmp"/r*.json)
     [ "$seqs" = "1" ] || { echo "workers used different block sizes"; fail=1; }
     if [ "${EXPECT_B_VARIES:-0}" = 1 ]; then
         n=$(jq -r '[.per_round[].block_size] | unique | length' "$tmp/r0.json")
         [ "$n" -gt 1 ] || { echo "the planner kept one block size over the run"; fail=1; }
+    fi
+    tags=$(jq -s -r '[.[].per_round | map(.partition_tag)] | unique | length' "$tmp"/r*.json)
+    [ "$tags" = "1" ] || { echo "workers used different partition maps"; fail=1; }
+    if [ "${EXPECT_REBALANCE:-0}" = 1 ]; then
+        n=$(jq -r '[.per_round[].partition_tag | select(. != 0)] | length' "$tmp/r0.json")
+        [ "$n" -gt 0 ] || { echo "no round ran on a dynamic partition map"; fail=1; }
     fi
     if [ "${EXPECT_DEFERRED:-0}" = 1 ]; then
         n=$(jq -r '.blocks_deferred' "$tmp/r0.json")
