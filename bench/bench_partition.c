@@ -9,7 +9,11 @@
  * iterations); the round's sum is the sum of what they sent. A partition's
  * load is the number of the sum's non-zero blocks on its lanes: every worker
  * sends a DATA packet (data or empty ack) for each of them, so it is what the
- * partition's core processes. Imbalance = max / mean load over the K
+ * partition's core (or switch) processes. Two layouts: "cores", a switch on
+ * K cores (lane l on core l mod K, the data path of ina-host --partition), and
+ * "switches", K switches each aggregating one contiguous run of the wire
+ * positions (PARTITION_RANGES; the host side of that is not built yet).
+ * Imbalance = max / mean load over the K
  * partitions; printed per configuration as the median and the worst over the
  * rounds after the first, for fixed and for dynamic with the given periods,
  * and the median over rounds of fixed's imbalance over dynamic's. Offline:
@@ -27,6 +31,8 @@
 
 #define MAX_LIST 8
 #define N_MODES (1 + MAX_LIST)	/* fixed, then dynamic per period */
+/* Where round 0 of (layout, K, mode) starts in bench.imb. */
+#define IMB(bn, li, ki, m) ((((size_t)(li) * MAX_LIST + (ki)) * N_MODES + (m)) * (bn)->rounds)
 
 struct list {
 	unsigned n;
@@ -39,6 +45,7 @@ struct bench {
 	uint32_t n, iters, workers, rounds;
 	uint16_t lanes;
 	struct list dens, bs, ks, periods;
+	unsigned layouts;	/* bit 0: cores (lanes), bit 1: switches (ranges) */
 	float *g, *sent, *sum;
 	uint8_t *nz;		/* per block: the sum's block is non-zero */
 	double *imb;		/* [mode][round] */
@@ -50,7 +57,7 @@ usage(FILE *f)
 	fprintf(f,
 		"usage: ina-bench-partition [--input FILE.npy] [--rounds N] [--lanes L]\n"
 		"                           [--density D,...] [--block B,...] [--parts K,...]\n"
-		"                           [--period P,...]\n"
+		"                           [--period P,...] [--layout cores|switches|both]\n"
 		"  --input    gradients (iterations, workers, parameters), default\n"
 		"             data/grads_cnn_digits_3it.npy of the source tree\n"
 		"  --rounds   rounds, cycling through the iterations (default 30)\n"
@@ -58,7 +65,9 @@ usage(FILE *f)
 		"  --density  block top-k densities, 1 = no sparsification (default 0.01,0.1,1)\n"
 		"  --block    block sizes (default 16,64,256)\n"
 		"  --parts    partitions K (default 2,4,8)\n"
-		"  --period   dynamic rebalancing periods in rounds (default 1,10)\n");
+		"  --period   dynamic rebalancing periods in rounds (default 1,10)\n"
+		"  --layout   cores: a switch on K cores (lane l on core l mod K); switches:\n"
+		"             K switches, each one contiguous part (default both)\n");
 }
 
 static int
@@ -101,7 +110,7 @@ run_one(struct bench *bn, double density, uint16_t B)
 {
 	uint32_t nb = (bn->n + B - 1) / B, nz_total = 0;
 	struct sparsify *sp[16] = { 0 };
-	struct partition *pm[MAX_LIST][N_MODES] = { { 0 } };
+	struct partition *pm[2][MAX_LIST][N_MODES] = { { { 0 } } };
 	unsigned n_modes = 1 + bn->periods.n;
 	uint32_t counts[PARTITION_MAX_PARTS];
 	int ret = -1;
@@ -119,19 +128,22 @@ run_one(struct bench *bn, double density, uint16_t B)
 		if (!sp[w])
 			goto out;
 	}
-	for (unsigned ki = 0; ki < bn->ks.n; ki++) {
+	for (unsigned li = 0; li < 2; li++) {
+	for (unsigned ki = 0; ki < bn->ks.n && (bn->layouts >> li & 1); ki++) {
 		for (unsigned m = 0; m < n_modes; m++) {
 			struct partition_config pc = {
 				.mode = m ? PARTITION_DYNAMIC : PARTITION_FIXED,
+				.layout = li ? PARTITION_RANGES : PARTITION_LANES,
 				.period = m ? (uint32_t)bn->periods.v[m - 1] : 1,
 				.parts = (uint16_t)bn->ks.v[ki],
 				.lanes = bn->lanes,
 			};
 
-			pm[ki][m] = partition_create(&pc, bn->n, B);
-			if (!pm[ki][m])
+			pm[li][ki][m] = partition_create(&pc, bn->n, B);
+			if (!pm[li][ki][m])
 				goto out;
 		}
+	}
 	}
 	for (uint32_t r = 0; r < bn->rounds; r++) {
 		uint32_t it = r % bn->iters;
@@ -154,30 +166,33 @@ run_one(struct bench *bn, double density, uint16_t B)
 				bn->nz[i / B] = 1;
 		for (uint32_t b = 0; b < nb; b++)
 			nz_total += r > 0 && bn->nz[b];
-		for (unsigned ki = 0; ki < bn->ks.n; ki++) {
-			for (unsigned m = 0; m < n_modes; m++) {
-				struct partition *p = pm[ki][m];
+		for (unsigned li = 0; li < 2; li++) {
+			for (unsigned ki = 0; ki < bn->ks.n && (bn->layouts >> li & 1); ki++) {
+				for (unsigned m = 0; m < n_modes; m++) {
+					struct partition *p = pm[li][ki][m];
 
-				if (partition_round(p, r, B) < 0)
-					goto out;
-				partition_count(p, bn->nz, counts);
-				bn->imb[((size_t)ki * N_MODES + m) * bn->rounds + r] =
-					partition_imbalance(counts, (uint32_t)bn->ks.v[ki]);
-				partition_observe(p, r, bn->sum);
+					if (partition_round(p, r, B) < 0)
+						goto out;
+					partition_count(p, bn->nz, counts);
+					bn->imb[IMB(bn, li, ki, m) + r] =
+						partition_imbalance(counts, (uint32_t)bn->ks.v[ki]);
+					partition_observe(p, r, bn->sum);
+				}
 			}
 		}
 	}
 	/* Rounds 1.. (round 0 has no sum to learn from). */
-	for (unsigned ki = 0; ki < bn->ks.n; ki++) {
+	for (unsigned li = 0; li < 2; li++)
+	for (unsigned ki = 0; ki < bn->ks.n && (bn->layouts >> li & 1); ki++) {
 		uint32_t nr = bn->rounds - 1;
 		double *tmp = calloc(nr, sizeof(double));
 
 		if (!tmp)
 			goto out;
-		printf("%7.3g %4u %3u %9.1f", density, B, (unsigned)bn->ks.v[ki],
-		       (double)nz_total / nr);
+		printf("%-8s %7.3g %4u %3u %9.1f", li ? "switches" : "cores", density, B,
+		       (unsigned)bn->ks.v[ki], (double)nz_total / nr);
 		for (unsigned m = 0; m < n_modes; m++) {
-			const double *v = &bn->imb[((size_t)ki * N_MODES + m) * bn->rounds + 1];
+			const double *v = &bn->imb[IMB(bn, li, ki, m) + 1];
 			double worst = 0, med;
 
 			for (uint32_t r = 0; r < nr; r++)
@@ -187,8 +202,8 @@ run_one(struct bench *bn, double density, uint16_t B)
 			printf("   %5.3f %5.3f", med, worst);
 		}
 		for (unsigned m = 1; m < n_modes; m++) {
-			const double *f = &bn->imb[((size_t)ki * N_MODES) * bn->rounds + 1];
-			const double *d = &bn->imb[((size_t)ki * N_MODES + m) * bn->rounds + 1];
+			const double *f = &bn->imb[IMB(bn, li, ki, 0) + 1];
+			const double *d = &bn->imb[IMB(bn, li, ki, m) + 1];
 
 			for (uint32_t r = 0; r < nr; r++)
 				tmp[r] = f[r] / d[r];
@@ -201,9 +216,10 @@ run_one(struct bench *bn, double density, uint16_t B)
 out:
 	for (uint32_t w = 0; w < 16; w++)
 		sparsify_destroy(sp[w]);
-	for (unsigned ki = 0; ki < MAX_LIST; ki++)
-		for (unsigned m = 0; m < N_MODES; m++)
-			partition_destroy(pm[ki][m]);
+	for (unsigned li = 0; li < 2; li++)
+		for (unsigned ki = 0; ki < MAX_LIST; ki++)
+			for (unsigned m = 0; m < N_MODES; m++)
+				partition_destroy(pm[li][ki][m]);
 	return ret;
 }
 
@@ -218,6 +234,7 @@ main(int argc, char **argv)
 		{ "block", required_argument, NULL, 'b' },
 		{ "parts", required_argument, NULL, 'k' },
 		{ "period", required_argument, NULL, 'p' },
+		{ "layout", required_argument, NULL, 'y' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -229,6 +246,7 @@ main(int argc, char **argv)
 		.bs = { 3, { 16, 64, 256 } },
 		.ks = { 3, { 2, 4, 8 } },
 		.periods = { 2, { 1, 10 } },
+		.layouts = 3,
 	};
 	char err[256];
 	int c, ret = 1;
@@ -268,6 +286,19 @@ main(int argc, char **argv)
 			*(c == 'd' ? &bn.dens : c == 'b' ? &bn.bs : c == 'k' ? &bn.ks
 									: &bn.periods) = tmp;
 			break;
+		case 'y':
+			if (strcmp(optarg, "cores") == 0)
+				bn.layouts = 1;
+			else if (strcmp(optarg, "switches") == 0)
+				bn.layouts = 2;
+			else if (strcmp(optarg, "both") == 0)
+				bn.layouts = 3;
+			else {
+				fprintf(stderr, "ina-bench-partition: --layout: '%s' is not cores, "
+					"switches or both\n", optarg);
+				return 2;
+			}
+			break;
 		case 'h':
 			usage(stdout);
 			return 0;
@@ -293,7 +324,7 @@ main(int argc, char **argv)
 	bn.sent = malloc(bn.n * sizeof(float));
 	bn.sum = malloc(bn.n * sizeof(float));
 	bn.nz = malloc(bn.n);
-	bn.imb = calloc((size_t)MAX_LIST * N_MODES * bn.rounds, sizeof(double));
+	bn.imb = calloc((size_t)2 * MAX_LIST * N_MODES * bn.rounds, sizeof(double));
 	if (!bn.g || !bn.sent || !bn.sum || !bn.nz || !bn.imb) {
 		fprintf(stderr, "ina-bench-partition: no memory\n");
 		goto out;
@@ -305,7 +336,7 @@ main(int argc, char **argv)
 	       "median and worst of rounds 1..%u\n", bn.rounds - 1);
 	printf("# density: block top-k per worker with residual (1 = dense); nz: the sum's "
 	       "non-zero blocks per round\n");
-	printf("%7s %4s %3s %9s   %11s", "density", "B", "K", "nz", "fixed");
+	printf("%-8s %7s %4s %3s %9s   %11s", "layout", "density", "B", "K", "nz", "fixed");
 	for (unsigned m = 0; m < bn.periods.n; m++) {
 		char name[24];
 

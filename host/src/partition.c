@@ -36,11 +36,24 @@ struct partition {
 	uint64_t sum[PARTITION_MAX_PARTS];
 };
 
+uint16_t
+partition_part(const struct partition_config *cfg, uint32_t nb, uint32_t pos)
+{
+	if (cfg->layout == PARTITION_RANGES)
+		/* The largest k with floor(k nb / K) <= pos. */
+		return (uint16_t)((((uint64_t)pos + 1) * cfg->parts - 1) / nb);
+	return partition_of(pos, cfg->lanes, cfg->parts);
+}
+
 int
 partition_config_check(const struct partition_config *cfg, char *err, size_t err_size)
 {
 	if (cfg->mode != PARTITION_FIXED && cfg->mode != PARTITION_DYNAMIC) {
 		ina_errf(err, err_size, "partition: unknown mode %d", (int)cfg->mode);
+		return -EINVAL;
+	}
+	if (cfg->layout != PARTITION_LANES && cfg->layout != PARTITION_RANGES) {
+		ina_errf(err, err_size, "partition: unknown layout %d", (int)cfg->layout);
 		return -EINVAL;
 	}
 	if (cfg->parts < 1 || cfg->parts > PARTITION_MAX_PARTS || cfg->lanes < 1) {
@@ -164,7 +177,6 @@ pick_part(const struct partition *p)
 int
 partition_build(struct partition *p, const uint32_t *load, uint32_t nb, int keep_last)
 {
-	const uint16_t L = p->cfg.lanes, K = p->cfg.parts;
 	uint32_t nb_perm, nb_keys = 0, v;
 
 	if (nb == 0 || nb > p->cap_nb)
@@ -177,7 +189,7 @@ partition_build(struct partition *p, const uint32_t *load, uint32_t nb, int keep
 	memset(p->used, 0, nb);
 	memset(p->placed, 0, nb);
 	for (v = 0; v < nb_perm; v++)
-		p->cap[partition_of(v, L, K)]++;
+		p->cap[partition_part(&p->cfg, nb, v)]++;
 	for (uint32_t b = 0; b < nb_perm; b++)
 		if (load[b])
 			p->keys[nb_keys++] = (uint64_t)(UINT32_MAX - load[b]) << 32 | b;
@@ -187,7 +199,7 @@ partition_build(struct partition *p, const uint32_t *load, uint32_t nb, int keep
 		int k = pick_part(p);
 
 		/* Every block has a position: the capacities add up to nb_perm. */
-		for (v = p->cur[k]; partition_of(v, L, K) != k; v++)
+		for (v = p->cur[k]; partition_part(&p->cfg, nb, v) != k; v++)
 			;
 		p->cur[k] = v + 1;
 		p->blk_at[v] = b;
@@ -196,13 +208,23 @@ partition_build(struct partition *p, const uint32_t *load, uint32_t nb, int keep
 		p->cnt[k]++;
 		p->sum[k] += load[b];
 	}
-	v = 0;
+	/* Blocks of load 0, in order, each to the partition with the most free
+	 * positions: consecutive blocks (which tend to become non-zero together)
+	 * go to different partitions. */
 	for (uint32_t b = 0; b < nb_perm; b++) {
+		int k = 0;
+
 		if (p->placed[b])
 			continue;
-		while (p->used[v])
-			v++;
-		p->blk_at[v++] = b;
+		for (int j = 1; j < p->cfg.parts; j++)
+			if (p->cap[j] - p->cnt[j] > p->cap[k] - p->cnt[k])
+				k = j;
+		for (v = p->cur[k]; partition_part(&p->cfg, nb, v) != k || p->used[v]; v++)
+			;
+		p->cur[k] = v + 1;
+		p->blk_at[v] = b;
+		p->used[v] = 1;
+		p->cnt[k]++;
 	}
 	if (keep_last)
 		p->blk_at[nb - 1] = nb - 1;
@@ -346,7 +368,7 @@ partition_count(const struct partition *p, const uint8_t *nonzero, uint32_t *cou
 	memset(counts, 0, p->cfg.parts * sizeof(*counts));
 	for (uint32_t v = 0; v < p->nb; v++)
 		if (nonzero[p->blk_at[v]])
-			counts[partition_of(v, p->cfg.lanes, p->cfg.parts)]++;
+			counts[partition_part(&p->cfg, p->nb, v)]++;
 }
 
 double

@@ -26,10 +26,20 @@ enum partition_mode {
 	PARTITION_DYNAMIC = 1,	/* rebalanced from the last sum every 'period' rounds */
 };
 
+/* Which wire positions a partition owns. */
+enum partition_layout {
+	PARTITION_LANES = 0,	/* position v on lane v mod L, partition (v mod L)
+				 * mod K: a switch on K cores (ina-switch --lcores) */
+	PARTITION_RANGES = 1,	/* K contiguous runs of positions, the k-th from
+				 * floor(k nb / K): K switches each aggregating
+				 * one part of the tensor (not on the data path yet) */
+};
+
 #define PARTITION_MAX_PARTS 256
 
 struct partition_config {
 	enum partition_mode mode;
+	enum partition_layout layout;
 	uint32_t period;	/* DYNAMIC: a new map at rounds r > 0 with r mod period
 				 * == 0, from the sum of round r - 1; >= 1 */
 	uint16_t parts;		/* K: the switch's partitions, 1..PARTITION_MAX_PARTS */
@@ -42,6 +52,9 @@ partition_of(uint32_t pos, uint16_t lanes, uint16_t parts)
 {
 	return (uint16_t)((pos % lanes) % parts);
 }
+
+/* The partition that wire position 'pos' of 'nb' goes to under cfg's layout. */
+uint16_t partition_part(const struct partition_config *cfg, uint32_t nb, uint32_t pos);
 
 /* 0, or -EINVAL with a sentence in 'err' (K or L out of range, period 0). */
 int partition_config_check(const struct partition_config *cfg, char *err, size_t err_size);
@@ -61,7 +74,11 @@ void partition_destroy(struct partition *p);	/* Accepts NULL. */
  * with a load given to the partition with the least load so far that still
  * has a free position (ties: fewest blocks, then the lowest partition), on
  * that partition's next free position (so its lanes take turns); blocks of
- * load 0 fill the free positions in order. With 'keep_last' the last block
+ * load 0, in order, each to the partition with the most free positions left
+ * (ties: the lowest), on its next free position, so that blocks next to each
+ * other (which tend to turn non-zero together) are spread: with no load and
+ * equal partitions under PARTITION_LANES that is the identity. O(nb K). With
+ * 'keep_last' the last block
  * stays on the last position (a short last block must: the wire has only the
  * last block short). Every partition keeps its number of positions. 0 or
  * -EINVAL ('nb' too large).

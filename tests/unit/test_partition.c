@@ -5,7 +5,8 @@
  * number of wire positions; a short last block stays last; the same loads
  * give the same map on every worker; on skewed loads the dynamic map is at
  * least as balanced as the fixed one (and balanced to within one block); the
- * tag is 0 for the identity only and changes with the map; gather and scatter
+ * tag is 0 for the identity only and changes with the map; both layouts
+ * (lanes over a switch's cores, contiguous ranges over several switches); gather and scatter
  * are inverse; and the rebalancing schedule (a new map at rounds r with
  * r mod period == 0, from the sum of round r - 1; rebuilt from the same sum
  * when B changes).
@@ -23,12 +24,14 @@
 #include "ina/util.h"
 #include "partition.h"
 
+static enum partition_layout layout;	/* of mk() */
+
 static struct partition *
 mk(enum partition_mode mode, uint32_t period, uint16_t parts, uint16_t lanes, uint32_t n,
    uint16_t min_block)
 {
-	struct partition_config c = { .mode = mode, .period = period, .parts = parts,
-				      .lanes = lanes };
+	struct partition_config c = { .mode = mode, .layout = layout, .period = period,
+				      .parts = parts, .lanes = lanes };
 	struct partition *p = partition_create(&c, n, min_block);
 
 	assert_non_null(p);
@@ -40,6 +43,7 @@ mk(enum partition_mode mode, uint32_t period, uint16_t parts, uint16_t lanes, ui
 static void
 check_map(const struct partition *p, uint16_t parts, uint16_t lanes, int keep_last)
 {
+	struct partition_config c = { .layout = layout, .parts = parts, .lanes = lanes };
 	uint32_t nb, owners[PARTITION_MAX_PARTS] = { 0 }, ident[PARTITION_MAX_PARTS] = { 0 };
 	const uint32_t *m = partition_blocks(p, &nb);
 	uint8_t *seen = calloc(nb, 1);
@@ -49,8 +53,8 @@ check_map(const struct partition *p, uint16_t parts, uint16_t lanes, int keep_la
 		assert_true(m[v] < nb);
 		assert_int_equal(seen[m[v]], 0);	/* owned once */
 		seen[m[v]] = 1;
-		owners[partition_of(v, lanes, parts)]++;
-		ident[partition_of(v, lanes, parts)]++;
+		owners[partition_part(&c, nb, v)]++;
+		ident[partition_part(&c, nb, v)]++;
 	}
 	for (uint32_t b = 0; b < nb; b++)
 		assert_int_equal(seen[b], 1);		/* owned at all */
@@ -62,17 +66,16 @@ check_map(const struct partition *p, uint16_t parts, uint16_t lanes, int keep_la
 	free(seen);
 }
 
-/* Random loads (a few heavy, many zero) on many shapes: every block owned by
- * exactly one partition, positions per partition unchanged. */
+/* Random loads (a few heavy, many zero) on many shapes, in 'layout': every
+ * block owned by exactly one partition, positions per partition unchanged. */
 static void
-test_partition_permutation(void **state)
+permutations(void)
 {
 	static const uint16_t parts[] = { 1, 2, 3, 4, 8 };
 	static const uint16_t lanes[] = { 1, 4, 6, 8, 64 };
 	uint64_t seed = 7;
 	uint32_t load[1000];
 
-	(void)state;
 	for (unsigned i = 0; i < sizeof(parts) / sizeof(parts[0]); i++) {
 		for (unsigned j = 0; j < sizeof(lanes) / sizeof(lanes[0]); j++) {
 			for (uint32_t nb = 1; nb <= 1000; nb = nb * 3 + 1) {
@@ -93,6 +96,63 @@ test_partition_permutation(void **state)
 			}
 		}
 	}
+}
+
+static void
+test_partition_permutation(void **state)
+{
+	(void)state;
+	layout = PARTITION_LANES;
+	permutations();
+	layout = PARTITION_RANGES;
+	permutations();
+	layout = PARTITION_LANES;
+}
+
+/* Ranges (K switches, each a contiguous part): the k-th starts at
+ * floor(k nb / K); every position in exactly one. Blocks loaded only in the
+ * first quarter: fixed puts all on switch 0, dynamic deals them evenly. */
+static void
+test_partition_ranges(void **state)
+{
+	struct partition_config c = { .layout = PARTITION_RANGES, .parts = 4, .lanes = 8 };
+	static const uint16_t want10[] = { 0, 0, 1, 1, 1, 2, 2, 3, 3, 3 };
+	uint32_t load[400], cf[4], cd[4];
+	uint8_t nz[400];
+	struct partition *fx, *dy;
+
+	(void)state;
+	for (uint32_t v = 0; v < 10; v++)
+		assert_int_equal(partition_part(&c, 10, v), want10[v]);
+	for (uint32_t nb = 1; nb < 300; nb++) {
+		uint16_t last = 0;
+
+		for (uint32_t v = 0; v < nb; v++) {
+			uint16_t k = partition_part(&c, nb, v);
+
+			assert_true(k < 4 && k >= last);	/* contiguous, in order */
+			assert_int_equal(v == (uint32_t)((uint64_t)k * nb / 4) || k == last, 1);
+			last = k;
+		}
+	}
+	layout = PARTITION_RANGES;
+	fx = mk(PARTITION_FIXED, 1, 4, 8, 400, 1);
+	dy = mk(PARTITION_DYNAMIC, 1, 4, 8, 400, 1);
+	for (uint32_t b = 0; b < 400; b++) {
+		load[b] = b < 100 && b % 3 == 0;
+		nz[b] = (uint8_t)load[b];
+	}
+	partition_identity(fx, 400);
+	assert_int_equal(partition_build(dy, load, 400, 1), 0);
+	check_map(dy, 4, 8, 1);
+	partition_count(fx, nz, cf);
+	partition_count(dy, nz, cd);
+	assert_int_equal(cf[0], 34);
+	assert_true(partition_imbalance(cf, 4) == 4.0);
+	assert_true(partition_imbalance(cd, 4) <= 9.0 * 4 / 34);	/* 9, 9, 8, 8 */
+	partition_destroy(fx);
+	partition_destroy(dy);
+	layout = PARTITION_LANES;
 }
 
 /* The same loads give the same map and tag in two objects (two workers). */
@@ -327,6 +387,9 @@ test_partition_config(void **state)
 	assert_int_equal(partition_config_check(&c, err, sizeof(err)), -EINVAL);
 	c.lanes = 4;
 	assert_int_equal(partition_config_check(&c, err, sizeof(err)), 0);
+	c.layout = (enum partition_layout)2;
+	assert_int_equal(partition_config_check(&c, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "layout"));
 }
 
 int
@@ -334,6 +397,7 @@ main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_partition_permutation),
+		cmocka_unit_test(test_partition_ranges),
 		cmocka_unit_test(test_partition_deterministic),
 		cmocka_unit_test(test_partition_balances_skew),
 		cmocka_unit_test(test_partition_tag),
