@@ -12,7 +12,7 @@
  * partition's core (or switch) processes. Two layouts: "cores", a switch on
  * K cores (lane l on core l mod K, the data path of ina-host --partition), and
  * "switches", K switches each aggregating one contiguous run of the wire
- * positions (PARTITION_RANGES; the host side of that is not built yet).
+ * positions (PARTITION_RANGES, ina-host --switch A,B,...).
  * Imbalance = max / mean load over the K
  * partitions; printed per configuration as the median and the worst over the
  * rounds after the first, for fixed and for dynamic with the given periods,

@@ -136,7 +136,12 @@ enum ina_partition {
 };
 
 struct ina_config {
-	const char *switch_addr;	/* "ADDR:PORT" of the switch */
+	const char *switch_addr;	/* "ADDR:PORT" of the switch, or of several
+					 * switches separated by commas (at most 16,
+					 * every worker in the same order; no replica
+					 * or ssp): switch k aggregates the k-th of K
+					 * contiguous parts of every tensor as a job of
+					 * its own (same job id, world, lanes, token) */
 	const char *replica_addr;	/* "ADDR:PORT" of a replica switch (ina-switch
 					 * --primary) that takes the job over when the
 					 * switch falls silent, or NULL for none */

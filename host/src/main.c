@@ -52,12 +52,15 @@ static void
 usage(FILE *f)
 {
 	fprintf(f,
-		"usage: ina-host --switch ADDR:PORT --job ID --rank R --world N [options]\n"
+		"usage: ina-host --switch ADDR:PORT[,ADDR:PORT...] --job ID --rank R --world N\n"
+		"                [options]\n"
 		"       ina-host [EAL options] -- --port dpdk:OPTIONS --switch ADDR:PORT ...\n"
 		"\n"
 		"Joins job ID on the switch as rank R of N, allreduces a workload for a number\n"
 		"of rounds, verifies every sum, and exits 0 only if every round verified.\n"
 		"The job token comes from --token-file FILE or $INA_JOB_TOKEN, never argv.\n"
+		"Several switches (up to 16, every rank in the same order): each aggregates\n"
+		"one contiguous part of every tensor as a job of its own.\n"
 		"Exit status 3: the transport could not start (EAL, the port).\n"
 		"\n"
 		"workload (one of):\n"
@@ -127,7 +130,8 @@ usage(FILE *f)
 		"                        sum so that the K partitions get equal shares);\n"
 		"                        every rank alike; not with ssp\n"
 		"  --partitions K        the switch's partitions (its --lcores), 1..256\n"
-		"                        (default 1)\n"
+		"                        (default 1); with several switches, the switches\n"
+		"                        are the partitions\n"
 		"  --quiet               no line per round\n"
 		"  --log-level LEVEL     err, warn, info or debug (default info)\n"
 		"  -h, --help            this text\n");

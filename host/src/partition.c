@@ -40,8 +40,8 @@ uint16_t
 partition_part(const struct partition_config *cfg, uint32_t nb, uint32_t pos)
 {
 	if (cfg->layout == PARTITION_RANGES)
-		/* The largest k with floor(k nb / K) <= pos. */
-		return (uint16_t)((((uint64_t)pos + 1) * cfg->parts - 1) / nb);
+		/* The largest k with ceil(k nb / K) <= pos (egroup.h's runs). */
+		return (uint16_t)((uint64_t)pos * cfg->parts / nb);
 	return partition_of(pos, cfg->lanes, cfg->parts);
 }
 

@@ -31,8 +31,8 @@ enum partition_layout {
 	PARTITION_LANES = 0,	/* position v on lane v mod L, partition (v mod L)
 				 * mod K: a switch on K cores (ina-switch --lcores) */
 	PARTITION_RANGES = 1,	/* K contiguous runs of positions, the k-th from
-				 * floor(k nb / K): K switches each aggregating
-				 * one part of the tensor (not on the data path yet) */
+				 * ceil(k nb / K): K switches each aggregating one
+				 * part of the tensor (egroup.h) */
 };
 
 #define PARTITION_MAX_PARTS 256

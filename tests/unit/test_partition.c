@@ -21,6 +21,7 @@
 
 #include <cmocka.h>
 
+#include "egroup.h"
 #include "ina/util.h"
 #include "partition.h"
 
@@ -110,13 +111,13 @@ test_partition_permutation(void **state)
 }
 
 /* Ranges (K switches, each a contiguous part): the k-th starts at
- * floor(k nb / K); every position in exactly one. Blocks loaded only in the
+ * ceil(k nb / K), as egroup_run() cuts them; every position in exactly one. Blocks loaded only in the
  * first quarter: fixed puts all on switch 0, dynamic deals them evenly. */
 static void
 test_partition_ranges(void **state)
 {
 	struct partition_config c = { .layout = PARTITION_RANGES, .parts = 4, .lanes = 8 };
-	static const uint16_t want10[] = { 0, 0, 1, 1, 1, 2, 2, 3, 3, 3 };
+	static const uint16_t want10[] = { 0, 0, 0, 1, 1, 2, 2, 2, 3, 3 };
 	uint32_t load[400], cf[4], cd[4];
 	uint8_t nz[400];
 	struct partition *fx, *dy;
@@ -131,8 +132,29 @@ test_partition_ranges(void **state)
 			uint16_t k = partition_part(&c, nb, v);
 
 			assert_true(k < 4 && k >= last);	/* contiguous, in order */
-			assert_int_equal(v == (uint32_t)((uint64_t)k * nb / 4) || k == last, 1);
+			assert_int_equal(v == (uint32_t)(((uint64_t)k * nb + 3) / 4) || k == last, 1);
 			last = k;
+		}
+	}
+	/* The runs the engines of K switches send are the partitions. */
+	for (uint16_t k = 1; k <= 5; k++) {
+		struct partition_config ck = { .layout = PARTITION_RANGES, .parts = k, .lanes = 8 };
+
+		for (uint32_t n = 1; n < 200; n += 7) {
+			uint32_t nb = (n + 15) / 16, seen = 0;
+
+			for (uint16_t j = 0; j < k; j++) {
+				size_t off, len;
+
+				egroup_run(k, j, n, 16, &off, &len);
+				assert_true(j > 0 || len > 0);		/* run 0 never empty */
+				assert_int_equal(off % 16, 0);
+				assert_int_equal(off / 16, seen);	/* contiguous */
+				for (uint32_t b = (uint32_t)(off / 16); b < (off + len + 15) / 16; b++)
+					assert_int_equal(partition_part(&ck, nb, b), j);
+				seen = (uint32_t)((off + len + 15) / 16);
+			}
+			assert_int_equal(seen, nb);
 		}
 	}
 	layout = PARTITION_RANGES;
