@@ -594,15 +594,26 @@ main(int argc, char **argv)
 		if (!sim)
 			ina_die("cannot simulate %u ranks: %s", c.ina.world, err);
 	}
-	INA_LOG(INFO, "joined job %" PRIu32 " epoch %" PRIu32 ": rank %u of %u, %s, %" PRIu32
-		" elements, %u lanes, B %u, %s, partition %s:%u over %u parts, over %s%s%s",
-		c.ina.job_id, ina_epoch(ctx), c.ina.rank, c.ina.world, workload_kind(w), n,
-		c.ina.lanes, c.ina.block_size, encoding_name(c.ina.encoding),
-		c.ina.partition == INA_PARTITION_DYNAMIC ? "dynamic" : "fixed",
-		c.ina.partition == INA_PARTITION_DYNAMIC ? c.ina.partition_period : 0,
-		c.ina.partitions ? c.ina.partitions : 1,
-		ina_transport(ctx), c.ina.replica_addr ? ", replica standing by at " : "",
-		c.ina.replica_addr ? c.ina.replica_addr : "");
+	{
+		/* The partition map in the form --partition takes it. */
+		char part[48];
+		unsigned nsw = 1;
+
+		for (const char *p = c.ina.switch_addr; *p; p++)
+			nsw += *p == ',';
+		if (c.ina.partition == INA_PARTITION_DYNAMIC)
+			snprintf(part, sizeof(part), "dynamic:%u", c.ina.partition_period);
+		else
+			snprintf(part, sizeof(part), "fixed");
+		INA_LOG(INFO, "joined job %" PRIu32 " epoch %" PRIu32 ": rank %u of %u, %s, %" PRIu32
+			" elements, %u lanes, B %u, %s, partition %s over %u %s, over %s%s%s",
+			c.ina.job_id, ina_epoch(ctx), c.ina.rank, c.ina.world, workload_kind(w), n,
+			c.ina.lanes, c.ina.block_size, encoding_name(c.ina.encoding), part,
+			nsw > 1 ? nsw : (c.ina.partitions ? c.ina.partitions : 1u),
+			nsw > 1 ? "switches" : "switch partition(s)", ina_transport(ctx),
+			c.ina.replica_addr ? ", replica standing by at " : "",
+			c.ina.replica_addr ? c.ina.replica_addr : "");
+	}
 
 	if (c.consistency) {
 		uint64_t bad = 0;
