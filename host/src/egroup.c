@@ -15,6 +15,7 @@ struct egroup {
 	uint16_t k;
 	struct engine *e[EGROUP_MAX];
 	struct ina_peer sw[EGROUP_MAX];
+	uint16_t max_block;		/* the engines' config */
 	uint16_t tx_next;		/* the engine that sends first next time */
 	float bound;			/* the result filter of the next allreduce */
 	uint8_t *deferred;		/* ... per block of the whole tensor */
@@ -34,6 +35,7 @@ egroup_create(const struct engine_config *cfg, const struct ina_peer *switches, 
 	if (!g)
 		return NULL;
 	g->k = k;
+	g->max_block = cfg->max_block;
 	for (uint16_t i = 0; i < k; i++) {
 		struct engine_config ec = *cfg;
 
@@ -112,6 +114,17 @@ egroup_allreduce(struct egroup *g, uint32_t tensor_id, const float *in, float *o
 
 	if (g->k == 1)
 		return engine_allreduce(g->e[0], tensor_id, in, out, n, block_size, op, now_ns);
+	/* What engine_allreduce() would refuse, refused before any engine
+	 * starts: a round is started on all of its engines or on none. */
+	if (n == 0 || n >= INA_BLOCK_OPEN || block_size == 0 || block_size > g->max_block || !in ||
+	    !out)
+		return -EINVAL;
+	for (uint16_t i = 0; i < g->k; i++) {
+		if (engine_error(g->e[i]))
+			return engine_error(g->e[i]);
+		if (engine_phase(g->e[i]) != ENGINE_READY)
+			return -EBUSY;
+	}
 	for (uint16_t i = 0; i < g->k; i++) {
 		size_t off, len;
 

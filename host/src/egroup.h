@@ -38,9 +38,9 @@ void egroup_run(uint16_t count, uint16_t k, size_t n, uint16_t block_size, size_
 uint32_t egroup_salt(uint16_t k);
 
 int egroup_join(struct egroup *g, uint64_t now_ns);
-/* engine_allreduce() of each non-empty run on its engine; 0 or the first
- * engine's error (the engines started before it then fail the round too:
- * the caller ends the context, as for any engine error). */
+/* engine_allreduce() of each non-empty run on its engine: 0, or what
+ * engine_allreduce() returns (an engine's error, -EBUSY, -EINVAL), checked
+ * on every engine before any starts, so a round runs on all or on none. */
 int egroup_allreduce(struct egroup *g, uint32_t tensor_id, const float *in, float *out, size_t n,
 		     uint16_t block_size, enum engine_op op, uint64_t now_ns);
 /* engine_set_result_filter() for the next allreduce: 'deferred' has one

@@ -9,12 +9,14 @@
  * fixed and dynamic maps; each switch completes only its run; the non-zero
  * blocks per switch all on switch 0 under the fixed map (the data sits in the
  * tensor's first quarter) and even under the dynamic one once it has seen
- * the pattern; a one-element allreduce goes to switch 0 alone; and a worker
+ * the pattern; a one-element allreduce goes to switch 0 alone; a round the
+ * engines would refuse is refused before any starts; and a worker
  * that lists the switches in another order makes the round fail on every
  * worker, with the runs' ids (egroup_salt) keeping the switches from ever
  * adding one run to another, although here the runs have the same length
  * and blocks.
  */
+#include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -369,9 +371,18 @@ test_egroup_small(void **state)
 						  n.now),
 				 0);
 	}
+	/* Refused on every engine alike before any starts: busy, bad sizes. */
+	assert_int_equal(egroup_allreduce(n.g[0], 2, grad[0], outs[0], N, B, ENGINE_SUM, n.now),
+			 -EBUSY);
 	assert_int_equal(run(&n, ENGINE_RUNNING), 0);
 	for (int w = 0; w < WORLD; w++)
 		assert_true(sum[w] == 4.0f);
+	assert_int_equal(egroup_allreduce(n.g[0], 2, grad[0], outs[0], 0, B, ENGINE_SUM, n.now),
+			 -EINVAL);
+	assert_int_equal(egroup_allreduce(n.g[0], 2, grad[0], outs[0], N, 2 * B, ENGINE_SUM,
+					  n.now),
+			 -EINVAL);
+	assert_int_equal(egroup_phase(n.g[0]), ENGINE_READY);
 	assert_int_equal(pipeline_stats(n.sw[0])->results, 1);
 	assert_int_equal(pipeline_stats(n.sw[1])->results, 0);
 	assert_int_equal(pipeline_stats(n.sw[2])->results, 0);
