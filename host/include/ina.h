@@ -123,8 +123,25 @@ enum ina_sched_policy {
 				  * among the same window */
 };
 
+/* Which switch partition aggregates which block (docs/ARCHITECTURE.md
+ * "Partition maps"; a switch on K cores, ina-switch --lcores K). */
+enum ina_partition {
+	INA_PARTITION_FIXED = 0,	/* block b on lane b mod lanes, so on partition
+					 * (b mod lanes) mod K: what a dense tensor needs */
+	INA_PARTITION_DYNAMIC = 1,	/* every partition_period rounds, each tensor's
+					 * blocks are re-dealt from the non-zero blocks
+					 * of its previous sum so that each partition
+					 * gets an equal share (sparse tensors whose
+					 * non-zero blocks cluster) */
+};
+
 struct ina_config {
-	const char *switch_addr;	/* "ADDR:PORT" of the switch */
+	const char *switch_addr;	/* "ADDR:PORT" of the switch, or of several
+					 * switches separated by commas (at most 16,
+					 * every worker in the same order; no replica
+					 * or ssp): switch k aggregates the k-th of K
+					 * contiguous parts of every tensor as a job of
+					 * its own (same job id, world, lanes, token) */
 	const char *replica_addr;	/* "ADDR:PORT" of a replica switch (ina-switch
 					 * --primary) that takes the job over when the
 					 * switch falls silent, or NULL for none */
@@ -173,6 +190,14 @@ struct ina_config {
 					 * every worker: no extra round trip); the first
 					 * round uses block_size. 0 (default): B is
 					 * block_size. Every worker must set it alike. */
+	enum ina_partition partition;	/* default INA_PARTITION_FIXED; every worker
+					 * alike (a disagreement stalls the round and
+					 * fails it by timeout_ms, never a wrong sum);
+					 * DYNAMIC needs bsp (no ssp) */
+	uint16_t partitions;		/* K, the switch's partitions (its --lcores),
+					 * 1..256; 0 (default) = 1 */
+	uint32_t partition_period;	/* DYNAMIC: rounds of a tensor between
+					 * rebalances; 0 (default) = 1 */
 };
 
 struct ina_stats {
@@ -217,6 +242,10 @@ struct ina_stats {
 	uint64_t ssp_missed;		/* ssp: blocks whose sum came back without this
 					 * worker's part (closed early: its part went back
 					 * to the residual, for a later round) */
+	uint32_t partition_tag;		/* the partition map's tag of the last allreduce
+					 * (0: blocks in order, the fixed map) */
+	uint64_t partition_rebalances;	/* dynamic partition maps built from a sum,
+					 * over every tensor */
 };
 
 struct ina_ctx;

@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "egroup.h"
 #include "engine.h"
 #include "ina.h"
 #include "ina/capture.h"
@@ -31,6 +32,9 @@
 #include "sparsify_opts.h"
 #include "ssp_tensor.h"
 #include "tensor_round.h"
+
+/* The engine of switch 0: the only one under ssp and with a replica. */
+#define ENG0(ctx) egroup_engine((ctx)->eg, 0)
 
 /* Longest single sleep in the port while an operation runs. */
 #define WAIT_MAX_NS (100 * INA_NS_PER_MS)
@@ -68,7 +72,7 @@ struct op {
 };
 
 struct ina_ctx {
-	struct engine *engine;
+	struct egroup *eg;		/* one engine per switch */
 	pthread_mutex_t lock;		/* every call but open and close */
 	struct order *sched;
 	struct op *ops;			/* max_pending slots */
@@ -83,9 +87,11 @@ struct ina_ctx {
 	uint64_t realtime_offset;	/* capture time minus monotonic time */
 	uint16_t block_size;
 	uint16_t last_block_size;	/* B of the last allreduce */
+	uint32_t last_part_tag;		/* its partition map's tag */
 	uint16_t world, lanes;
 	uint8_t encoding;
 	int plan_blocks;		/* cfg.plan_blocks */
+	struct partition_config part;	/* cfg.partition, partitions, lanes */
 	struct ina_port *port;
 	char replica_addr[64];		/* cfg.replica_addr, for the log */
 	uint32_t job_id;
@@ -139,13 +145,13 @@ ina_token_from(const char *file, uint64_t *token, char *err, size_t err_size)
 static void
 log_failover(struct ina_ctx *ctx)
 {
-	const struct engine_stats *es = engine_stats(ctx->engine);
+	const struct engine_stats *es = engine_stats(ENG0(ctx));
 
 	ctx->failovers = es->failovers;
 	INA_LOG(WARN, "job %u rank %u round %u: the switch fell silent; the replica %s took the "
 		"job over under epoch %u (the switch silent for %.1f ms)",
-		ctx->job_id, ctx->rank, engine_round(ctx->engine), ctx->replica_addr,
-		engine_epoch(ctx->engine),
+		ctx->job_id, ctx->rank, engine_round(ENG0(ctx)), ctx->replica_addr,
+		engine_epoch(ENG0(ctx)),
 		(double)es->failover_silence_ns / 1e6);
 }
 
@@ -168,12 +174,12 @@ pump(struct ina_ctx *ctx)
 		if (ctx->cap)
 			ina_capture_rx_burst(ctx->cap, pkts, nb_rx, &ctx->self,
 					     now + ctx->realtime_offset);
-		engine_rx(ctx->engine, pkts, nb_rx, now);
-		if (engine_stats(ctx->engine)->failovers != ctx->failovers)
+		egroup_rx(ctx->eg, pkts, nb_rx, now);
+		if (engine_stats(ENG0(ctx))->failovers != ctx->failovers)
 			log_failover(ctx);
 	}
-	nb_tx = engine_tx(ctx->engine, now, pkts, INA_MAX_BURST);
-	stall = engine_stall(ctx->engine);
+	nb_tx = egroup_tx(ctx->eg, now, pkts, INA_MAX_BURST);
+	stall = egroup_stall(ctx->eg);
 	if (stall)
 		INA_LOG(WARN, "%s", stall);
 	if (ctx->cap && nb_tx)
@@ -188,10 +194,10 @@ pump(struct ina_ctx *ctx)
 static int
 run_while(struct ina_ctx *ctx, int phase)
 {
-	while (engine_phase(ctx->engine) == phase &&
-	       !(engine_error(ctx->engine) && (phase == ENGINE_JOINING || phase == ENGINE_RUNNING))) {
-		if (!pump(ctx) && engine_phase(ctx->engine) == phase) {
-			uint64_t deadline = engine_next_deadline(ctx->engine);
+	while (egroup_phase(ctx->eg) == phase &&
+	       !(egroup_error(ctx->eg) && (phase == ENGINE_JOINING || phase == ENGINE_RUNNING))) {
+		if (!pump(ctx) && egroup_phase(ctx->eg) == phase) {
+			uint64_t deadline = egroup_next_deadline(ctx->eg);
 			uint64_t now = ina_now_ns();
 
 			/* Sleep until a packet or the next timer, and never so
@@ -202,7 +208,7 @@ run_while(struct ina_ctx *ctx, int phase)
 									: WAIT_MAX_NS);
 		}
 	}
-	return engine_error(ctx->engine);
+	return egroup_error(ctx->eg);
 }
 
 static uint8_t
@@ -219,9 +225,62 @@ wire_encoding(enum ina_encoding_type t)
 	return 0;
 }
 
+/* Resolves "ADDR:PORT[,ADDR:PORT...]" into 'sws' (EGROUP_MAX at most). */
+static int
+resolve_switches(struct ina_ctx *ctx, const char *list, struct ina_peer *sws, uint16_t *nb,
+		 char *err, size_t err_size)
+{
+	const char *p = list;
+
+	*nb = 0;
+	while (*p) {
+		const char *comma = strchr(p, ',');
+		size_t len = comma ? (size_t)(comma - p) : strlen(p);
+		char addr[128];
+		int ret;
+
+		if (len == 0 || len >= sizeof(addr) || *nb == EGROUP_MAX) {
+			snprintf(err, err_size, "switch addresses '%s': 1 to %d of ADDR:PORT, "
+				 "separated by commas", list, EGROUP_MAX);
+			return -EINVAL;
+		}
+		memcpy(addr, p, len);
+		addr[len] = '\0';
+		ret = ctx->port->ops->resolve(ctx->port, addr, &sws[*nb]);
+		if (ret < 0) {
+			snprintf(err, err_size, "switch address '%s' on the %s port: %s", addr,
+				 ctx->port->ops->type, strerror(-ret));
+			/* A well-formed address nobody answers for (ARP) is a
+			 * missing switch; a malformed one stays -EINVAL. */
+			if (ret == -ETIMEDOUT || ret == -EHOSTUNREACH || ret == -ENXIO)
+				ret = INA_ENOSWITCH;
+			return ret;
+		}
+		for (uint16_t i = 0; i < *nb; i++) {
+			if (ina_peer_equal(&sws[i], &sws[*nb])) {
+				snprintf(err, err_size, "switch '%s' is named twice", addr);
+				return -EINVAL;
+			}
+		}
+		(*nb)++;
+		p += len + (comma ? 1 : 0);
+		if (comma && !*p) {
+			snprintf(err, err_size, "switch addresses '%s': a trailing comma", list);
+			return -EINVAL;
+		}
+	}
+	if (*nb == 0) {
+		snprintf(err, err_size, "no switch address");
+		return -EINVAL;
+	}
+	return 0;
+}
+
 int
 ina_open(const struct ina_config *cfg, struct ina_ctx **out, char *err, size_t err_size)
 {
+	struct ina_peer sws[EGROUP_MAX];
+	uint16_t nb_sw = 0;
 	struct engine_config ec;
 	struct ina_ctx *ctx;
 	char dummy[8];
@@ -244,6 +303,21 @@ ina_open(const struct ina_config *cfg, struct ina_ctx **out, char *err, size_t e
 			 "block size and timeouts (and the failover time) above 0, max_pending "
 			 "1..65536, a scheduling policy 0..2 and fuse_elems up to %u",
 			 INA_MAX_WORLD, 1u << 24);
+		return -EINVAL;
+	}
+	if (cfg->switch_addr && strchr(cfg->switch_addr, ',') &&
+	    (cfg->replica_addr || cfg->ssp || cfg->partitions > 1)) {
+		snprintf(err, err_size,
+			 "bad configuration: several switches take no replica, no ssp and no "
+			 "partitions (the switches are the partitions)");
+		return -EINVAL;
+	}
+	if ((unsigned)cfg->partition > INA_PARTITION_DYNAMIC ||
+	    cfg->partitions > PARTITION_MAX_PARTS ||
+	    (cfg->partition == INA_PARTITION_DYNAMIC && cfg->ssp)) {
+		snprintf(err, err_size,
+			 "bad configuration: partition 0 (fixed) or 1 (dynamic, not under ssp), "
+			 "partitions 1..%d", PARTITION_MAX_PARTS);
 		return -EINVAL;
 	}
 	if (cfg->ssp > INA_SSP_MAX ||
@@ -334,16 +408,10 @@ ina_open(const struct ina_config *cfg, struct ina_ctx **out, char *err, size_t e
 	if (ec.rto_max_ns < ec.rto_ns)
 		ec.rto_max_ns = ec.rto_ns;
 	ec.pool = ctx->port->pool;
-	ret = ctx->port->ops->resolve(ctx->port, cfg->switch_addr, &ec.sw);
-	if (ret < 0) {
-		snprintf(err, err_size, "switch address '%s' on the %s port: %s",
-			 cfg->switch_addr, ctx->port->ops->type, strerror(-ret));
-		/* A well-formed address nobody answers for (ARP) is a missing
-		 * switch; a malformed one stays -EINVAL. */
-		if (ret == -ETIMEDOUT || ret == -EHOSTUNREACH || ret == -ENXIO)
-			ret = INA_ENOSWITCH;
+	ret = resolve_switches(ctx, cfg->switch_addr, sws, &nb_sw, err, err_size);
+	if (ret < 0)
 		goto fail;
-	}
+	ec.sw = sws[0];
 	if (cfg->replica_addr) {
 		ret = ctx->port->ops->resolve(ctx->port, cfg->replica_addr, &ec.replica);
 		if (ret < 0) {
@@ -361,8 +429,8 @@ ina_open(const struct ina_config *cfg, struct ina_ctx **out, char *err, size_t e
 		}
 		snprintf(ctx->replica_addr, sizeof(ctx->replica_addr), "%s", cfg->replica_addr);
 	}
-	ctx->engine = engine_create(&ec);
-	if (!ctx->engine) {
+	ctx->eg = egroup_create(&ec, sws, nb_sw);
+	if (!ctx->eg) {
 		ret = -errno;
 		snprintf(err, err_size, "host engine: %s", strerror(errno));
 		goto fail;
@@ -381,13 +449,13 @@ ina_open(const struct ina_config *cfg, struct ina_ctx **out, char *err, size_t e
 		ina_capture_set_port(ctx->cap, ctx->port);
 		ctx->realtime_offset = ina_capture_now_ns() - ina_now_ns();
 	}
-	engine_join(ctx->engine, ina_now_ns());
+	egroup_join(ctx->eg, ina_now_ns());
 	ret = run_while(ctx, ENGINE_JOINING);
 	if (ret < 0) {
-		snprintf(err, err_size, "%s", engine_error_msg(ctx->engine));
+		snprintf(err, err_size, "%s", egroup_error_msg(ctx->eg));
 		/* A replica that would not stand by: the switch, which admitted
 		 * the job, hears LEAVE. */
-		while (engine_phase(ctx->engine) == ENGINE_LEAVING)
+		while (egroup_phase(ctx->eg) == ENGINE_LEAVING)
 			run_while(ctx, ENGINE_LEAVING);
 		goto fail;
 	}
@@ -397,12 +465,22 @@ ina_open(const struct ina_config *cfg, struct ina_ctx **out, char *err, size_t e
 	ctx->lanes = cfg->lanes;
 	ctx->encoding = ec.encoding;
 	ctx->plan_blocks = cfg->plan_blocks;
+	ctx->part.mode = cfg->partition == INA_PARTITION_DYNAMIC ? PARTITION_DYNAMIC
+								 : PARTITION_FIXED;
+	ctx->part.parts = cfg->partitions ? cfg->partitions : 1;
+	if (nb_sw > 1) {
+		/* Each switch aggregates one contiguous run (egroup.h). */
+		ctx->part.layout = PARTITION_RANGES;
+		ctx->part.parts = nb_sw;
+	}
+	ctx->part.period = cfg->partition_period ? cfg->partition_period : 1;
+	ctx->part.lanes = cfg->lanes;
 	ctx->ssp = cfg->ssp;
 	*out = ctx;
 	return 0;
 fail:
 	ina_capture_close(ctx->cap);
-	engine_destroy(ctx->engine);
+	egroup_destroy(ctx->eg);
 	ina_port_close(ctx->port);
 	order_destroy(ctx->sched);
 	free(ctx->ops);
@@ -522,14 +600,16 @@ tensor_for(struct ina_ctx *ctx, uint32_t tensor_id, size_t n, int *ret)
 	struct tround_config tc;
 
 	*ret = 0;
-	if (!t && (ctx->job_sparsify.mode != INA_SPARSIFY_OFF || ctx->plan_blocks)) {
+	int rounds = ctx->plan_blocks || ctx->part.mode == PARTITION_DYNAMIC;
+
+	if (!t && (ctx->job_sparsify.mode != INA_SPARSIFY_OFF || rounds)) {
 		t = add_tensor(ctx, tensor_id, &ctx->job_sparsify);
 		if (!t) {
 			*ret = -ENOSPC;
 			return NULL;
 		}
 	}
-	if (!t || (t->opt.mode == INA_SPARSIFY_OFF && !ctx->plan_blocks))
+	if (!t || (t->opt.mode == INA_SPARSIFY_OFF && !rounds))
 		return NULL;
 	if (t->tr) {
 		if (tround_n(t->tr) == n)
@@ -549,6 +629,7 @@ tensor_for(struct ina_ctx *ctx, uint32_t tensor_id, size_t n, int *ret)
 	tc.encoding = ctx->encoding;
 	tc.world = ctx->world;
 	tc.lanes = ctx->lanes;
+	tc.part = ctx->part;
 	t->tr = tround_create(&tc, ctx->errmsg, sizeof(ctx->errmsg));
 	if (!t->tr) {
 		*ret = -EINVAL;
@@ -680,9 +761,9 @@ ssp_op_start(struct ina_ctx *ctx, struct op *o)
 		ret = slot;
 		goto fail;
 	}
-	engine_set_missed(ctx->engine, missed);
-	o->eng_round = engine_round(ctx->engine);
-	ret = engine_allreduce(ctx->engine, o->tensor_id, send, o->out, o->n, ctx->block_size,
+	engine_set_missed(ENG0(ctx), missed);
+	o->eng_round = engine_round(ENG0(ctx));
+	ret = egroup_allreduce(ctx->eg, o->tensor_id, send, o->out, o->n, ctx->block_size,
 			       o->op == INA_AVG ? ENGINE_AVG : ENGINE_SUM, ina_now_ns());
 	if (ret < 0) {
 		/* Nothing was sent: all of it goes back. */
@@ -694,6 +775,7 @@ ssp_op_start(struct ina_ctx *ctx, struct op *o)
 	o->ssp_slot = slot;
 	o->state = OP_RUNNING;
 	ctx->last_block_size = ctx->block_size;
+	ctx->last_part_tag = 0;
 	return 0;
 fail:
 	op_end(o, ret);
@@ -707,7 +789,7 @@ ssp_reap(struct ina_ctx *ctx)
 	for (uint32_t i = 0; i < ctx->max_pending; i++) {
 		struct op *o = &ctx->ops[i];
 		if (o->state != OP_RUNNING || !o->st ||
-		    engine_in_flight(ctx->engine, o->eng_round))
+		    engine_in_flight(ENG0(ctx), o->eng_round))
 			continue;
 		op_end(o, 0);
 	}
@@ -736,7 +818,7 @@ op_start(struct ina_ctx *ctx, struct op *o)
 				goto fail;
 			}
 			o->t = t;
-			engine_set_result_filter(ctx->engine, step.bound, step.deferred);
+			egroup_set_result_filter(ctx->eg, step.bound, step.deferred);
 		}
 		eop = o->op == INA_AVG ? ENGINE_AVG : ENGINE_SUM;
 	} else if (o->kind == OP_BROADCAST) {
@@ -745,11 +827,15 @@ op_start(struct ina_ctx *ctx, struct op *o)
 			memset(o->out, 0, o->n * sizeof(float));
 		step.send = o->out;
 	}
-	ret = engine_allreduce(ctx->engine, o->tensor_id, step.send, o->out, o->n,
-			       step.block_size, eop, ina_now_ns());
+	/* A partition map's tag in the tensor id: workers with different maps
+	 * never match each other's packets (docs/PROTOCOL.md 6.5). */
+	ret = egroup_allreduce(ctx->eg, o->tensor_id ^ step.tag, step.send,
+			       step.out ? step.out : o->out, o->n, step.block_size, eop,
+			       ina_now_ns());
 	if (ret < 0)
 		goto fail;
 	ctx->last_block_size = step.block_size;
+	ctx->last_part_tag = step.tag;
 	o->state = OP_RUNNING;
 	ctx->run[0] = o;
 	ctx->nb_run = 1;
@@ -775,7 +861,7 @@ fused_start(struct ina_ctx *ctx, const uint64_t *seqs, uint32_t count)
 		off += o->n;
 		ctx->run[i] = o;
 	}
-	ret = engine_allreduce(ctx->engine, first->tensor_id, ctx->fuse_in, ctx->fuse_out, off,
+	ret = egroup_allreduce(ctx->eg, first->tensor_id, ctx->fuse_in, ctx->fuse_out, off,
 			       ctx->block_size, first->op == INA_AVG ? ENGINE_AVG : ENGINE_SUM,
 			       ina_now_ns());
 	for (uint32_t i = 0; i < count; i++) {
@@ -787,6 +873,7 @@ fused_start(struct ina_ctx *ctx, const uint64_t *seqs, uint32_t count)
 	if (ret < 0)
 		return ret;
 	ctx->last_block_size = ctx->block_size;
+	ctx->last_part_tag = 0;
 	ctx->nb_run = count;
 	return 0;
 }
@@ -798,6 +885,7 @@ op_finish(struct ina_ctx *ctx, struct op *o)
 	double ss = 0;
 
 	if (o->t) {
+		tround_scatter(o->t->tr, o->out);
 		tround_end(o->t->tr, o->out);
 		account(ctx, o->t);
 	}
@@ -821,14 +909,14 @@ schedule(struct ina_ctx *ctx)
 	if (ctx->ssp) {
 		/* Rounds in flight together, as far as the bound lets them. */
 		ssp_reap(ctx);
-		while (engine_can_start(ctx->engine) &&
+		while (engine_can_start(ENG0(ctx)) &&
 		       order_next_group(ctx->sched, seqs, &count) == 0)
 			for (uint32_t i = 0; i < count; i++)
 				ssp_op_start(ctx, &ctx->ops[seqs[i] % ctx->max_pending]);
 		return;
 	}
-	while (!ctx->nb_run && engine_phase(ctx->engine) == ENGINE_READY &&
-	       !engine_error(ctx->engine) && order_next_group(ctx->sched, seqs, &count) == 0) {
+	while (!ctx->nb_run && egroup_phase(ctx->eg) == ENGINE_READY &&
+	       !egroup_error(ctx->eg) && order_next_group(ctx->sched, seqs, &count) == 0) {
 		if (count == 1)
 			op_start(ctx, &ctx->ops[seqs[0] % ctx->max_pending]);
 		else
@@ -866,27 +954,27 @@ step(struct ina_ctx *ctx, uint64_t *sleep_ns)
 	int moved;
 
 	*sleep_ns = WAIT_MAX_NS;
-	if (engine_error(ctx->engine)) {
-		fail_pending(ctx, engine_error(ctx->engine));
+	if (egroup_error(ctx->eg)) {
+		fail_pending(ctx, egroup_error(ctx->eg));
 		return 0;
 	}
 	schedule(ctx);
 	/* After the start: the engine's clock never runs backwards. */
 	moved = pump(ctx);
-	if (engine_error(ctx->engine)) {
-		snprintf(ctx->errmsg, sizeof(ctx->errmsg), "%s", engine_error_msg(ctx->engine));
-		fail_pending(ctx, engine_error(ctx->engine));
+	if (egroup_error(ctx->eg)) {
+		snprintf(ctx->errmsg, sizeof(ctx->errmsg), "%s", egroup_error_msg(ctx->eg));
+		fail_pending(ctx, egroup_error(ctx->eg));
 		return 1;
 	}
 	if (ctx->ssp) {
 		schedule(ctx);	/* ends what the engine ended, starts more */
-	} else if (ctx->nb_run && engine_phase(ctx->engine) == ENGINE_READY) {
+	} else if (ctx->nb_run && egroup_phase(ctx->eg) == ENGINE_READY) {
 		round_finish(ctx);
 		schedule(ctx);
 		moved = 1;
 	}
 	if (!moved) {
-		uint64_t deadline = engine_next_deadline(ctx->engine);
+		uint64_t deadline = egroup_next_deadline(ctx->eg);
 
 		now = ina_now_ns();
 		if (deadline > now && deadline - now < *sleep_ns)
@@ -901,9 +989,9 @@ step(struct ina_ctx *ctx, uint64_t *sleep_ns)
 static int
 ctx_usable(const struct ina_ctx *ctx)
 {
-	if (engine_error(ctx->engine))
-		return engine_error(ctx->engine);
-	if (engine_phase(ctx->engine) != ENGINE_READY && engine_phase(ctx->engine) != ENGINE_RUNNING)
+	if (egroup_error(ctx->eg))
+		return egroup_error(ctx->eg);
+	if (egroup_phase(ctx->eg) != ENGINE_READY && egroup_phase(ctx->eg) != ENGINE_RUNNING)
 		return INA_ECLOSED;
 	return 0;
 }
@@ -918,7 +1006,7 @@ fuse_class(const struct ina_ctx *ctx, const struct op *o)
 		      : ctx->job_sparsify.mode == INA_SPARSIFY_OFF;
 
 	if (!ctx->fuse_elems || o->kind != OP_ALLREDUCE || !dense || ctx->plan_blocks ||
-	    o->n >= ctx->fuse_elems)
+	    ctx->part.mode == PARTITION_DYNAMIC || o->n >= ctx->fuse_elems)
 		return 0;
 	return o->op == INA_AVG ? 2 : 1;
 }
@@ -1022,7 +1110,7 @@ ina_flush(struct ina_ctx *ctx)
 	pthread_mutex_lock(&ctx->lock);
 	order_flush(ctx->sched);
 	step(ctx, &sleep_ns);
-	ret = engine_error(ctx->engine);
+	ret = egroup_error(ctx->eg);
 	pthread_mutex_unlock(&ctx->lock);
 	return ret;
 }
@@ -1116,7 +1204,7 @@ ina_progress(struct ina_ctx *ctx, uint32_t wait_us)
 
 	pthread_mutex_lock(&ctx->lock);
 	moved = step(ctx, &sleep_ns);
-	ret = engine_error(ctx->engine);
+	ret = egroup_error(ctx->eg);
 	pthread_mutex_unlock(&ctx->lock);
 	if (!moved && wait_us && !ret) {
 		uint64_t max = (uint64_t)wait_us * 1000;
@@ -1258,10 +1346,12 @@ ina_barrier(struct ina_ctx *ctx)
 void
 ina_get_stats(const struct ina_ctx *ctx, struct ina_stats *s)
 {
-	const struct engine_stats *es = engine_stats(ctx->engine);
+	struct engine_stats est;
+	const struct engine_stats *es = &est;
 	const struct ina_port_stats *ps = &ctx->port->stats;
 
 	pthread_mutex_lock((pthread_mutex_t *)&ctx->lock);
+	egroup_stats(ctx->eg, &est);
 	memset(s, 0, sizeof(*s));
 	s->rounds = es->rounds;
 	s->bytes_sent = es->bytes_sent;
@@ -1292,6 +1382,10 @@ ina_get_stats(const struct ina_ctx *ctx, struct ina_stats *s)
 	s->sparse_blocks_deferred = ctx->sp.blocks_deferred;
 	s->density_sent = ctx->sp.density;
 	s->block_size = ctx->last_block_size;
+	s->partition_tag = ctx->last_part_tag;
+	for (unsigned i = 0; i < ctx->n_tensors; i++)
+		if (ctx->tensors[i].tr)
+			s->partition_rebalances += tround_stats(ctx->tensors[i].tr)->rebalances;
 	s->residual_norm = ctx->sp.residual_norm;
 	{
 		double m = 0;
@@ -1313,7 +1407,7 @@ ina_last_error(const struct ina_ctx *ctx)
 uint32_t
 ina_epoch(const struct ina_ctx *ctx)
 {
-	return engine_epoch(ctx->engine);
+	return engine_epoch(ENG0(ctx));
 }
 
 const char *
@@ -1329,17 +1423,17 @@ ina_close(struct ina_ctx *ctx)
 
 	if (!ctx)
 		return 0;
-	ret = engine_error(ctx->engine);
+	ret = egroup_error(ctx->eg);
 	if (nb_pending(ctx))
-		engine_leave(ctx->engine, ina_now_ns());
+		egroup_leave(ctx->eg, ina_now_ns());
 	else
-		engine_finish(ctx->engine, ina_now_ns());
-	while (engine_phase(ctx->engine) == ENGINE_FINISHING ||
-	       engine_phase(ctx->engine) == ENGINE_LEAVING)
-		run_while(ctx, engine_phase(ctx->engine));
+		egroup_finish(ctx->eg, ina_now_ns());
+	while (egroup_phase(ctx->eg) == ENGINE_FINISHING ||
+	       egroup_phase(ctx->eg) == ENGINE_LEAVING)
+		run_while(ctx, egroup_phase(ctx->eg));
 	if (ina_capture_close(ctx->cap) < 0 && ret == 0)
 		ret = -EIO;
-	engine_destroy(ctx->engine);
+	egroup_destroy(ctx->eg);
 	ina_port_close(ctx->port);
 	for (unsigned i = 0; i < ctx->n_tensors; i++)
 		tround_destroy(ctx->tensors[i].tr);

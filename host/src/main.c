@@ -52,12 +52,15 @@ static void
 usage(FILE *f)
 {
 	fprintf(f,
-		"usage: ina-host --switch ADDR:PORT --job ID --rank R --world N [options]\n"
+		"usage: ina-host --switch ADDR:PORT[,ADDR:PORT...] --job ID --rank R --world N\n"
+		"                [options]\n"
 		"       ina-host [EAL options] -- --port dpdk:OPTIONS --switch ADDR:PORT ...\n"
 		"\n"
 		"Joins job ID on the switch as rank R of N, allreduces a workload for a number\n"
 		"of rounds, verifies every sum, and exits 0 only if every round verified.\n"
 		"The job token comes from --token-file FILE or $INA_JOB_TOKEN, never argv.\n"
+		"Several switches (up to 16, every rank in the same order): each aggregates\n"
+		"one contiguous part of every tensor as a job of its own.\n"
 		"Exit status 3: the transport could not start (EAL, the port).\n"
 		"\n"
 		"workload (one of):\n"
@@ -120,6 +123,15 @@ usage(FILE *f)
 		"                        times as long: a transient straggler (default 0)\n"
 		"  --plan                the block planner picks B per round (powers of two\n"
 		"                        from 16 up to --block) from the previous result\n"
+		"  --partition MAP       fixed (default: block b on lane b mod lanes, so on\n"
+		"                        the switch's partition (b mod lanes) mod K) or\n"
+		"                        dynamic[:P] (every P rounds, default 1, the blocks\n"
+		"                        are re-dealt from the non-zero blocks of the last\n"
+		"                        sum so that the K partitions get equal shares);\n"
+		"                        every rank alike; not with ssp\n"
+		"  --partitions K        the switch's partitions (its --lcores), 1..256\n"
+		"                        (default 1); with several switches, the switches\n"
+		"                        are the partitions\n"
 		"  --quiet               no line per round\n"
 		"  --log-level LEVEL     err, warn, info or debug (default info)\n"
 		"  -h, --help            this text\n");
@@ -131,7 +143,7 @@ enum {
 	OPT_PORT, OPT_TIMEOUT, OPT_RTO, OPT_REPORT, OPT_QUIET, OPT_LOG_LEVEL, OPT_CAPTURE,
 	OPT_SPARSIFY, OPT_KEEP_DENSITY, OPT_KEEP_MASS, OPT_B0, OPT_DECAY, OPT_NO_FILTER_RESULTS,
 	OPT_PLAN, OPT_RESULTS_SCALE, OPT_REPLICA, OPT_FAILOVER, OPT_CONSISTENCY, OPT_COMPUTE,
-	OPT_STRAGGLE,
+	OPT_STRAGGLE, OPT_PARTITION, OPT_PARTITIONS,
 };
 
 static void
@@ -172,6 +184,8 @@ parse_args(int argc, char **argv, struct host_config *c)
 		{ "consistency", required_argument, NULL, OPT_CONSISTENCY },
 		{ "compute-us", required_argument, NULL, OPT_COMPUTE },
 		{ "straggle", required_argument, NULL, OPT_STRAGGLE },
+		{ "partition", required_argument, NULL, OPT_PARTITION },
+		{ "partitions", required_argument, NULL, OPT_PARTITIONS },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -284,6 +298,23 @@ parse_args(int argc, char **argv, struct host_config *c)
 			break;
 		case OPT_NO_FILTER_RESULTS: c->sp.filter_results = 0; break;
 		case OPT_PLAN: c->ina.plan_blocks = 1; break;
+		case OPT_PARTITION:
+			if (strcmp(optarg, "fixed") == 0) {
+				c->ina.partition = INA_PARTITION_FIXED;
+			} else if (strcmp(optarg, "dynamic") == 0) {
+				c->ina.partition = INA_PARTITION_DYNAMIC;
+				c->ina.partition_period = 1;
+			} else if (strncmp(optarg, "dynamic:", 8) == 0) {
+				c->ina.partition = INA_PARTITION_DYNAMIC;
+				c->ina.partition_period = (uint32_t)ina_cli_u64("partition",
+					optarg + 8, 1, UINT32_MAX);
+			} else {
+				ina_die("--partition: '%s' is not fixed, dynamic or dynamic:P", optarg);
+			}
+			break;
+		case OPT_PARTITIONS:
+			c->ina.partitions = (uint16_t)ina_cli_u64("partitions", optarg, 1, 256);
+			break;
 		case OPT_RESULTS_SCALE: {
 			double v;
 
@@ -309,6 +340,9 @@ parse_args(int argc, char **argv, struct host_config *c)
 		ina_die("--rank %u must be below --world %u", c->ina.rank, c->ina.world);
 	if (c->input && have_synth)
 		ina_die("--input and --elements/--density are exclusive");
+	if (c->ina.partition == INA_PARTITION_DYNAMIC && c->ina.ssp)
+		ina_die("--partition dynamic needs --consistency bsp: under ssp a rank starts "
+			"round r before it holds the sum of round r - 1 the map is built from");
 }
 
 /* What the job said of round r besides its result: its B and the blocks
@@ -393,6 +427,7 @@ round_stats(struct report_round *rr, const struct ina_stats *before,
 	rr->residual_norm = blocks ? after->residual_norm : 0.0;
 	rr->block_size = after->block_size;
 	rr->blocks_deferred = after->sparse_blocks_deferred - before->sparse_blocks_deferred;
+	rr->partition_tag = after->partition_tag;
 }
 
 static uint64_t
@@ -559,12 +594,26 @@ main(int argc, char **argv)
 		if (!sim)
 			ina_die("cannot simulate %u ranks: %s", c.ina.world, err);
 	}
-	INA_LOG(INFO, "joined job %" PRIu32 " epoch %" PRIu32 ": rank %u of %u, %s, %" PRIu32
-		" elements, %u lanes, B %u, %s, over %s%s%s",
-		c.ina.job_id, ina_epoch(ctx), c.ina.rank, c.ina.world, workload_kind(w), n,
-		c.ina.lanes, c.ina.block_size, encoding_name(c.ina.encoding),
-		ina_transport(ctx), c.ina.replica_addr ? ", replica standing by at " : "",
-		c.ina.replica_addr ? c.ina.replica_addr : "");
+	{
+		/* The partition map in the form --partition takes it. */
+		char part[48];
+		unsigned nsw = 1;
+
+		for (const char *p = c.ina.switch_addr; *p; p++)
+			nsw += *p == ',';
+		if (c.ina.partition == INA_PARTITION_DYNAMIC)
+			snprintf(part, sizeof(part), "dynamic:%u", c.ina.partition_period);
+		else
+			snprintf(part, sizeof(part), "fixed");
+		INA_LOG(INFO, "joined job %" PRIu32 " epoch %" PRIu32 ": rank %u of %u, %s, %" PRIu32
+			" elements, %u lanes, B %u, %s, partition %s over %u %s, over %s%s%s",
+			c.ina.job_id, ina_epoch(ctx), c.ina.rank, c.ina.world, workload_kind(w), n,
+			c.ina.lanes, c.ina.block_size, encoding_name(c.ina.encoding), part,
+			nsw > 1 ? nsw : (c.ina.partitions ? c.ina.partitions : 1u),
+			nsw > 1 ? "switches" : "switch partition(s)", ina_transport(ctx),
+			c.ina.replica_addr ? ", replica standing by at " : "",
+			c.ina.replica_addr ? c.ina.replica_addr : "");
+	}
 
 	if (c.consistency) {
 		uint64_t bad = 0;

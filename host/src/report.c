@@ -24,8 +24,8 @@ report_write(const char *path, const struct report *r)
 		snprintf(hash, sizeof(hash), "%016" PRIx64, rr->sum_hash);
 
 		json_array_append_new(rounds,
-				      json_pack("{s:I, s:f, s:I, s:I, s:I, s:f, s:f, s:I, s:I, s:b, s:f, "
-						"s:s}",
+				      json_pack("{s:I, s:f, s:I, s:I, s:I, s:f, s:f, s:I, s:I, s:I, s:b, "
+						"s:f, s:s}",
 						"round", (json_int_t)rr->round, "seconds", rr->seconds,
 						"bytes_sent", (json_int_t)rr->bytes_sent,
 						"bytes_received", (json_int_t)rr->bytes_received,
@@ -33,7 +33,8 @@ report_write(const char *path, const struct report *r)
 						"density_sent", rr->density_sent, "residual_norm",
 						rr->residual_norm, "block_size",
 						(json_int_t)rr->block_size, "blocks_deferred",
-						(json_int_t)rr->blocks_deferred, "verified", rr->verified,
+						(json_int_t)rr->blocks_deferred, "partition_tag",
+						(json_int_t)rr->partition_tag, "verified", rr->verified,
 						"max_err_ratio", rr->max_err_ratio, "sum_hash", hash));
 	}
 	root = json_pack("{s:I, s:I, s:I, s:s, s:s, s:s, s:I, s:I, s:I, s:I, s:b, s:I, s:I, s:I, "

@@ -20,6 +20,7 @@ struct report_round {
 	double residual_norm;	/* L2 norm of this worker's residual after it (0 dense) */
 	uint32_t block_size;	/* B of the round (the planner's choice with --plan) */
 	uint64_t blocks_deferred;	/* result blocks that came back DEFERRED */
+	uint32_t partition_tag;	/* the partition map's tag (0: the fixed map) */
 	int verified;
 	double max_err_ratio;
 	uint64_t sum_hash;	/* XXH3-64 of the result: equal on every worker */

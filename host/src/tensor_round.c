@@ -28,6 +28,10 @@ struct tround {
 	struct sparsify_stats sst;	/* of the round in progress */
 	struct tround_stats st;
 	uint16_t B;			/* of the round in progress */
+	struct partition *pm;		/* NULL: blocks in order */
+	float *wire_in, *wire_out;	/* with 'pm': n floats in wire order */
+	uint8_t *wire_deferred;		/* with 'pm': per wire position */
+	int permuted;			/* the round in progress is gathered */
 };
 
 /* The smallest B the sparsifier must serve: its arrays are sized for it. */
@@ -74,6 +78,19 @@ make_sparsifier(struct tround *t)
 	return t->s && t->send && t->deferred ? 0 : -ENOMEM;
 }
 
+static int
+make_partition(struct tround *t)
+{
+	const struct tround_config *c = &t->cfg;
+	uint16_t B = min_block(c);
+
+	t->pm = partition_create(&c->part, (uint32_t)c->n, B);
+	t->wire_in = malloc(c->n * sizeof(float));
+	t->wire_out = malloc(c->n * sizeof(float));
+	t->wire_deferred = calloc(ina_wire_nb_blocks((uint32_t)c->n, B), 1);
+	return t->pm && t->wire_in && t->wire_out && t->wire_deferred ? 0 : -ENOMEM;
+}
+
 struct tround *
 tround_create(const struct tround_config *cfg, char *err, size_t err_size)
 {
@@ -83,6 +100,9 @@ tround_create(const struct tround_config *cfg, char *err, size_t err_size)
 
 	/* The options must hold at every B the round may use: a byte budget
 	 * of one block at the largest holds at all smaller ones. */
+	if (cfg->part.mode == PARTITION_DYNAMIC &&
+	    partition_config_check(&cfg->part, err, err_size) < 0)
+		return NULL;
 	if (cfg->n == 0 || cfg->n >= INA_BLOCK_OPEN || cfg->max_block == 0 ||
 	    !ina_wire_elem_size(cfg->encoding) || cfg->world == 0 || cfg->lanes == 0 ||
 	    ina_sparsify_config(&cfg->sp, cfg->n, cfg->max_block, &sc) < 0) {
@@ -103,6 +123,8 @@ tround_create(const struct tround_config *cfg, char *err, size_t err_size)
 		ret = make_planner(t);
 	if (!ret && cfg->sp.mode != INA_SPARSIFY_OFF)
 		ret = make_sparsifier(t);
+	if (!ret && cfg->part.mode == PARTITION_DYNAMIC)
+		ret = make_partition(t);
 	if (ret < 0) {
 		snprintf(err, err_size, "tensor %u: no memory for the sparsifier and planner of %zu "
 			 "elements", cfg->tensor_id, cfg->n);
@@ -122,6 +144,10 @@ tround_destroy(struct tround *t)
 	free(t->send);
 	free(t->deferred);
 	free(t->ref);
+	partition_destroy(t->pm);
+	free(t->wire_in);
+	free(t->wire_out);
+	free(t->wire_deferred);
 	free(t);
 }
 
@@ -137,6 +163,30 @@ plan(struct tround *t)
 	return B ? (uint16_t)B : t->cfg.max_block;
 }
 
+/* With a partition map: this round's map, and the step in wire order. */
+static void
+gather(struct tround *t, struct tround_step *step)
+{
+	t->permuted = 0;
+	if (!t->pm)
+		return;
+	/* Valid B: min_block() sized the map, the planner never goes below. */
+	(void)partition_round(t->pm, t->st.rounds, t->B);
+	t->st.part_tag = partition_tag(t->pm);
+	t->st.rebalances = partition_rebalances(t->pm);
+	if (partition_is_identity(t->pm))
+		return;
+	t->permuted = 1;
+	partition_gather(t->pm, step->send, t->wire_in);
+	step->send = t->wire_in;
+	step->out = t->wire_out;
+	step->tag = t->st.part_tag;
+	if (step->deferred) {
+		memset(t->wire_deferred, 0, ina_wire_nb_blocks((uint32_t)t->cfg.n, t->B));
+		step->deferred = t->wire_deferred;
+	}
+}
+
 int
 tround_begin(struct tround *t, const float *in, struct tround_step *step)
 {
@@ -145,6 +195,7 @@ tround_begin(struct tround *t, const float *in, struct tround_step *step)
 	step->block_size = t->B;
 	if (!t->s) {
 		step->send = in;
+		gather(t, step);
 		return 0;
 	}
 	if (sparsify_set_block_size(t->s, t->B) < 0 ||
@@ -159,6 +210,7 @@ tround_begin(struct tround *t, const float *in, struct tround_step *step)
 		step->bound = t->sst.bound * scale;
 		step->deferred = t->deferred;
 	}
+	gather(t, step);
 	return 0;
 }
 
@@ -193,10 +245,19 @@ take_back_deferred(struct tround *t, double *mass)
 }
 
 void
+tround_scatter(const struct tround *t, float *out)
+{
+	if (t->permuted)
+		partition_scatter(t->pm, t->wire_out, out);
+}
+
+void
 tround_end(struct tround *t, const float *out)
 {
 	struct tround_stats *st = &t->st;
 
+	if (t->permuted && t->s)
+		partition_scatter_flags(t->pm, t->wire_deferred, t->deferred);
 	st->block_size = t->B;
 	st->blocks = ina_wire_nb_blocks((uint32_t)t->cfg.n, t->B);
 	st->blocks_sent = st->blocks;
@@ -214,6 +275,8 @@ tround_end(struct tround *t, const float *out)
 		memcpy(t->ref, out, t->cfg.n * sizeof(float));
 		t->have_ref = 1;
 	}
+	if (t->pm)
+		partition_observe(t->pm, st->rounds, out);
 	st->rounds++;
 }
 

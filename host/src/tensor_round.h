@@ -6,7 +6,10 @@
  * so all agree without a round trip), and the sparsifier cuts the input plus
  * the residual into what is sent and what stays. After: the blocks whose sum
  * came back DEFERRED give this worker's part back to the residual, and the
- * result becomes the next round's planning reference. Transport-free and
+ * result becomes the next round's planning reference. With a dynamic partition
+ * map (partition.h) the blocks are gathered into wire order before the engine
+ * and the sum (and its DEFERRED flags) scattered back after it, and the map's
+ * tag goes into the tensor id on the wire. Transport-free and
  * clock-free: ina_allreduce() runs it per tensor, and the tests run it over
  * the in-process fabric. Nothing is allocated after tround_create().
  */
@@ -17,6 +20,7 @@
 #include <stdint.h>
 
 #include "ina.h"
+#include "partition.h"
 
 struct tround_config {
 	uint32_t tensor_id;		/* for messages */
@@ -27,6 +31,8 @@ struct tround_config {
 					 * when not planning */
 	uint8_t encoding;		/* enum ina_encoding: bytes per element */
 	uint16_t world, lanes;		/* the job's, for the planner's cost model */
+	struct partition_config part;	/* mode FIXED: blocks in order (nothing to do);
+					 * DYNAMIC: gathered by the map (lanes as above) */
 };
 
 /* What the engine gets for this round. */
@@ -36,6 +42,10 @@ struct tround_step {
 	uint16_t block_size;		/* B of this round */
 	float bound;			/* the result filter's bound, 0 for none */
 	uint8_t *deferred;		/* for engine_set_result_filter(), NULL for none */
+	float *out;			/* where the engine writes the sum (wire order,
+					 * owned by the round), NULL: the caller's out */
+	uint32_t tag;			/* the partition map's tag: XOR it into the
+					 * tensor id the engine sends (0: none) */
 };
 
 struct tround_stats {
@@ -45,6 +55,8 @@ struct tround_stats {
 	uint32_t blocks_sent;		/* of those, with a non-zero value sent */
 	uint32_t blocks_deferred;	/* of those, whose sum came back DEFERRED */
 	double residual_mass;		/* sum of squares of the residual after it */
+	uint32_t part_tag;		/* the partition map's tag of the last round */
+	uint32_t rebalances;		/* partition maps built from a sum */
 };
 
 /* NULL with a sentence in 'err' (bad options, no memory). */
@@ -58,7 +70,11 @@ int tround_begin(struct tround *t, const float *in, struct tround_step *step);
  * sum is used): what was to be sent goes back into the residual, exactly,
  * and the round did not happen. */
 void tround_cancel(struct tround *t);
-/* The round ended with 'out' (n floats) on every worker alike. */
+/* When tround_begin() gave a step.out: the engine's sum there, in wire
+ * order, scattered into 'out' (n floats) in block order; else nothing. Call
+ * it before tround_end(). */
+void tround_scatter(const struct tround *t, float *out);
+/* The round ended with 'out' (n floats, block order) on every worker alike. */
 void tround_end(struct tround *t, const float *out);
 
 const struct tround_stats *tround_stats(const struct tround *t);

@@ -8,6 +8,7 @@
 # every worker must hold the same bits, every process must exit in time, and
 # every kind of fault asked for must really have been injected.
 # Usage: udp_job.sh BUILD_DIR UDP_PORT FAULTS ENCODING [extra ina-host args...]
+# (SWITCHES=K: K switches, below.)
 set -euo pipefail
 build=$1 port=$2 faults=$3 enc=$4
 shift 4
@@ -22,14 +23,25 @@ cleanup() {
 }
 trap cleanup EXIT INT TERM
 export INA_JOB_TOKEN="test-$port"
-"$build/switch_sim/ina-switch" --listen "127.0.0.1:$port" --port-opts "$faults,seed=7" \
-    --log-level warn ${SWITCH_ARGS:-} >"$tmp/switch.log" 2>&1 &
-sw=$!
-pids+=("$sw")
+# SWITCHES=K: K switches on UDP ports PORT..PORT+K-1, every host given all of
+# them (--switch A,B,...), each aggregating one part of every tensor.
+nsw=${SWITCHES:-1}
+swlist=""
+sws=()
+for ((s = 0; s < nsw; s++)); do
+    log=$tmp/switch.log
+    [ "$s" -gt 0 ] && log=$tmp/switch$s.log
+    "$build/switch_sim/ina-switch" --listen "127.0.0.1:$((port + s))" \
+        --port-opts "$faults,seed=$((7 + s))" --log-level warn ${SWITCH_ARGS:-} >"$log" 2>&1 &
+    sws+=("$!")
+    swlist+="${swlist:+,}127.0.0.1:$((port + s))"
+done
+sw=${sws[0]}
+pids+=("${sws[@]}")
 sleep 0.2
 hosts=()
 for ((r = 0; r < world; r++)); do
-    timeout 120 "$build/host/ina-host" --switch "127.0.0.1:$port" --job 42 --rank "$r" \
+    timeout 120 "$build/host/ina-host" --switch "$swlist" --job 42 --rank "$r" \
         --world "$world" --encoding "$enc" --port "udp:$faults,seed=$((r + 11))" \
         --report "$tmp/r$r.json" --quiet --log-level warn "$@" >"$tmp/h$r.log" 2>&1 &
     hosts+=("$!")
@@ -41,7 +53,15 @@ for ((r = 0; r < world; r++)); do
         echo "rank $r failed:"; cat "$tmp/h$r.log"; fail=1
     fi
 done
-kill -USR1 "$sw"; sleep 0.2; kill -TERM "$sw"; wait "$sw" || true
+for s in "${sws[@]}"; do kill -USR1 "$s"; done
+sleep 0.2
+for s in "${sws[@]}"; do kill -TERM "$s"; wait "$s" || true; done
+# With several switches every one must have completed blocks of the job.
+for ((s = 1; s < nsw; s++)); do
+    n=$(awk '/ina-switch stats/ { n++ } n == 2 && $1 == "results" { print $2 }' "$tmp/switch$s.log")
+    echo "switch $s results: ${n:-none}"
+    [ "${n:-0}" -gt 0 ] || { echo "switch $s aggregated nothing"; cat "$tmp/switch$s.log"; fail=1; }
+done
 for ((r = 0; r < world; r++)); do
     [ -s "$tmp/r$r.json" ] || { echo "rank $r wrote no report"; fail=1; continue; }
     v=$(jq -r '.verified' "$tmp/r$r.json")
@@ -63,13 +83,21 @@ if [ $fail -eq 0 ]; then
 fi
 # With --plan every worker must have used the same B every round, and with
 # EXPECT_B_VARIES=1 more than one B over the run; with EXPECT_DEFERRED=1 some
-# result blocks must have come back DEFERRED.
+# result blocks must have come back DEFERRED. Every worker ran every round on
+# the same partition map (its tag); with EXPECT_REBALANCE=1 some round ran on
+# a dynamic map (tag not 0).
 if [ $fail -eq 0 ]; then
     seqs=$(jq -s -r '[.[].per_round | map(.block_size)] | unique | length' "$tmp"/r*.json)
     [ "$seqs" = "1" ] || { echo "workers used different block sizes"; fail=1; }
     if [ "${EXPECT_B_VARIES:-0}" = 1 ]; then
         n=$(jq -r '[.per_round[].block_size] | unique | length' "$tmp/r0.json")
         [ "$n" -gt 1 ] || { echo "the planner kept one block size over the run"; fail=1; }
+    fi
+    tags=$(jq -s -r '[.[].per_round | map(.partition_tag)] | unique | length' "$tmp"/r*.json)
+    [ "$tags" = "1" ] || { echo "workers used different partition maps"; fail=1; }
+    if [ "${EXPECT_REBALANCE:-0}" = 1 ]; then
+        n=$(jq -r '[.per_round[].partition_tag | select(. != 0)] | length' "$tmp/r0.json")
+        [ "$n" -gt 0 ] || { echo "no round ran on a dynamic partition map"; fail=1; }
     fi
     if [ "${EXPECT_DEFERRED:-0}" = 1 ]; then
         n=$(jq -r '.blocks_deferred' "$tmp/r0.json")
