@@ -78,6 +78,14 @@ usage(FILE *f)
 		"  --slot-elems N        elements one slot sums, the largest block (default 2048,\n"
 		"                        or what one packet of the port carries if less)\n"
 		"  --max-jobs N          jobs served at once (default 64)\n"
+		"  --share POLICY        how jobs share the slots: first-come (default: a job\n"
+		"                        gets the lanes it asks or is refused) or fair (a\n"
+		"                        weighted max-min fair share of the pool: a job asking\n"
+		"                        more than its share is admitted with fewer lanes)\n"
+		"  --share-total N       fair: share the pool as if N jobs were there, so that\n"
+		"                        the first ones leave room for those to come (default 0)\n"
+		"  --share-min-slots M   fair: a job whose share is under M slots (or what it\n"
+		"                        asks, if less) is refused (default 1)\n"
 		"  --linger-ms MS        after a FIN, free the job once silent this long (default 1000)\n"
 		"  --standby-linger-ms MS  the same for a replica's standby job (default 10000: at\n"
 		"                        least the workers' timeout, so a late one can still fail over)\n"
@@ -113,7 +121,8 @@ usage(FILE *f)
 enum {
 	OPT_LISTEN = 256, OPT_PORT, OPT_PORT_OPTS, OPT_SLOTS, OPT_SLOT_ELEMS, OPT_MAX_JOBS,
 	OPT_LINGER, OPT_STANDBY_LINGER, OPT_IDLE, OPT_PEER_TIMEOUT, OPT_DRAIN, OPT_LOG_LEVEL, OPT_CAPTURE, OPT_LCORES,
-	OPT_REPLICA, OPT_PRIMARY, OPT_UPLINK, OPT_UPLINK_JOB,
+	OPT_REPLICA, OPT_PRIMARY, OPT_UPLINK, OPT_UPLINK_JOB, OPT_SHARE, OPT_SHARE_TOTAL,
+	OPT_SHARE_MIN,
 };
 
 static void
@@ -138,6 +147,9 @@ parse_args(int argc, char **argv, struct switch_config *c)
 		{ "primary", required_argument, NULL, OPT_PRIMARY },
 		{ "uplink", required_argument, NULL, OPT_UPLINK },
 		{ "uplink-job", required_argument, NULL, OPT_UPLINK_JOB },
+		{ "share", required_argument, NULL, OPT_SHARE },
+		{ "share-total", required_argument, NULL, OPT_SHARE_TOTAL },
+		{ "share-min-slots", required_argument, NULL, OPT_SHARE_MIN },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -175,6 +187,12 @@ parse_args(int argc, char **argv, struct switch_config *c)
 			c->pipe.slot_elems = (uint16_t)ina_cli_u64("slot-elems", optarg, 1, 16384);
 			c->slot_elems_set = 1;
 			break;
+		case OPT_SHARE:
+			if (share_policy_parse(optarg, &c->pipe.share.policy) < 0)
+				ina_die("--share: '%s' is not fair or first-come", optarg);
+			break;
+		case OPT_SHARE_TOTAL: c->pipe.share.total = (uint16_t)ina_cli_u64("share-total", optarg, 0, 4096); break;
+		case OPT_SHARE_MIN: c->pipe.share.min_slots = (uint32_t)ina_cli_u64("share-min-slots", optarg, 1, 1u << 20); break;
 		case OPT_MAX_JOBS: c->pipe.max_jobs = (uint16_t)ina_cli_u64("max-jobs", optarg, 1, 4096); break;
 		case OPT_LINGER: c->pipe.linger_ns = ina_cli_u64("linger-ms", optarg, 0, 3600000) * INA_NS_PER_MS; break;
 		case OPT_STANDBY_LINGER:
@@ -438,6 +456,10 @@ main(int argc, char **argv)
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGUSR1, &sa, NULL);
+	if (c.pipe.share.policy == SHARE_FAIR)
+		INA_LOG(INFO, "sharing the slots fairly (weighted max-min), as if %u jobs were "
+			"there at least, at least %" PRIu32 " slots a job", c.pipe.share.total,
+			c.pipe.share.min_slots);
 	INA_LOG(INFO, "serving %s: %" PRIu32 " slots of %u elements (%.1f MiB), up to %u jobs%s%s",
 		spec, c.pipe.nb_slots, c.pipe.slot_elems,
 		2.0 * c.pipe.nb_slots * c.pipe.slot_elems * 4 / (1 << 20), c.pipe.max_jobs,

@@ -75,6 +75,9 @@ pipeline_config_init(struct pipeline_config *cfg)
 	cfg->peer_timeout_ns = 8ull * 1000000000ull;
 	cfg->part_index = 0;
 	cfg->part_count = 1;
+	cfg->share.policy = SHARE_FIRST_COME;
+	cfg->share.total = 0;
+	cfg->share.min_slots = 1;
 }
 
 struct pipeline *
@@ -89,7 +92,9 @@ pipeline_create(const struct pipeline_config *cfg)
 	    cfg->replica.len >= INA_PEER_SIZE || cfg->primary.len >= INA_PEER_SIZE ||
 	    ((cfg->replica.len || cfg->primary.len) && cfg->part_count > 1) ||
 	    cfg->uplink.len >= INA_PEER_SIZE || cfg->nb_uplink_jobs > PIPELINE_UPLINK_JOBS ||
-	    (cfg->uplink.len && (cfg->part_count > 1 || cfg->replica.len || cfg->primary.len))) {
+	    (cfg->uplink.len && (cfg->part_count > 1 || cfg->replica.len || cfg->primary.len)) ||
+	    cfg->share.policy > SHARE_FAIR || cfg->share.min_slots == 0 ||
+	    (cfg->share.policy == SHARE_FAIR && cfg->max_jobs >= SHARE_MAX_JOBS)) {
 		errno = EINVAL;
 		return NULL;
 	}
@@ -102,7 +107,8 @@ pipeline_create(const struct pipeline_config *cfg)
 	p->acc_mem = aligned_alloc(64, (nb_acc * sizeof(float) + 63) & ~(size_t)63);
 	p->slot_owner = calloc(cfg->nb_slots, sizeof(*p->slot_owner));
 	p->jobs = calloc(cfg->max_jobs, sizeof(*p->jobs));
-	if (!p->slots || !p->acc_mem || !p->slot_owner || !p->jobs) {
+	p->share = calloc((size_t)cfg->max_jobs + 1, sizeof(*p->share));
+	if (!p->slots || !p->acc_mem || !p->slot_owner || !p->jobs || !p->share) {
 		pipeline_destroy(p);
 		errno = ENOMEM;
 		return NULL;
@@ -128,6 +134,7 @@ pipeline_destroy(struct pipeline *p)
 	free(p->acc_mem);
 	free(p->slot_owner);
 	free(p->jobs);
+	free(p->share);
 	free(p);
 }
 
@@ -164,6 +171,74 @@ pl_job_find(struct pipeline *p, uint32_t job_id)
 		}
 	}
 	return NULL;
+}
+
+/* The longest run of contiguous free slots. */
+static uint32_t
+slots_longest_free(const struct pipeline *p)
+{
+	uint32_t run = 0, best = 0;
+
+	for (uint32_t i = 0; i < p->cfg.nb_slots; i++) {
+		run = p->slot_owner[i] ? 0 : run + 1;
+		if (run > best)
+			best = run;
+	}
+	return best;
+}
+
+/* Slots one row of lanes costs a job: S + 2 under ssp:S, else 1. */
+static uint16_t
+job_unit(uint8_t ssp)
+{
+	return (uint16_t)(ssp ? INA_SSP_SETS(ssp) : 1u);
+}
+
+/* Slots a job of 'lanes' lanes holds in each partition. */
+static uint32_t
+job_slots(const struct pipeline *p, uint16_t lanes, uint8_t ssp)
+{
+	uint16_t k = p->cfg.part_count;
+
+	return (uint32_t)((lanes + k - 1) / k) * job_unit(ssp);
+}
+
+/*
+ * --share fair: the lanes a new job asking 'lanes' gets: its weighted share
+ * of the pool among the jobs admitted and itself (each admitted job counted
+ * with what it asked), no more than the longest run of free slots, in
+ * whole rows. 0 when that is under the minimum (min_slots, or what it asks
+ * when that is less).
+ */
+static uint16_t
+fair_lanes(struct pipeline *p, uint16_t lanes, uint8_t ssp, uint8_t weight, uint32_t *share)
+{
+	uint16_t n = 0, unit = job_unit(ssp);
+	uint32_t demand = job_slots(p, lanes, ssp), g, longest, least;
+
+	for (uint16_t i = 0; i < p->cfg.max_jobs; i++) {
+		const struct job *j = &p->jobs[i];
+
+		if (!j->active)
+			continue;
+		p->share[n].demand = job_slots(p, j->want_lanes, j->ssp);
+		p->share[n].weight = j->weight;
+		p->share[n].unit = job_unit(j->ssp);
+		n++;
+	}
+	p->share[n].demand = demand;
+	p->share[n].weight = weight;
+	p->share[n].unit = unit;
+	share_compute(p->cfg.nb_slots, p->cfg.share.total, p->share, (uint16_t)(n + 1));
+	g = p->share[n].grant;
+	*share = g;
+	longest = slots_longest_free(p);
+	if (g > longest)
+		g = longest / unit * unit;
+	least = p->cfg.share.min_slots < demand ? p->cfg.share.min_slots : demand;
+	if (g < least)
+		return 0;
+	return share_lanes_of(g, lanes, p->cfg.part_count, unit);
 }
 
 /* First fit of 'n' contiguous free slots; returns the first or -1. */
@@ -330,7 +405,8 @@ send_join_ack(struct pipeline *p, struct ina_pkt *in, const struct job *j, const
 
 	if (!o)
 		return NULL;
-	h.flags = j->standby ? INA_F_STANDBY : 0;
+	h.flags = (uint8_t)((j->standby ? INA_F_STANDBY : 0) |
+			    (j->params.lanes < j->want_lanes ? INA_F_GRANT : 0));
 	h.lane = h.block_size = h.n_elems = 0;
 	h.tensor_id = h.round = h.tensor_len = h.block = h.next = 0;
 	h.exp = 0;
@@ -338,6 +414,7 @@ send_join_ack(struct pipeline *p, struct ina_pkt *in, const struct job *j, const
 	ina_wire_encode_join(j->params.world, j->params.lanes, j->params.max_block,
 			     o->data + INA_HDR_SIZE);
 	ina_wire_join_set_ssp(o->data + INA_HDR_SIZE, j->ssp);
+	ina_wire_join_set_weight(o->data + INA_HDR_SIZE, j->weight);
 	o->len += sizeof(struct ina_wire_join);
 	return o;
 }
@@ -350,6 +427,7 @@ handle_join(struct pipeline *p, struct ina_pkt *in, const struct ina_hdr *h, uin
 	struct job *j = pl_job_find(p, h->job_id);
 
 	uint8_t ssp = ina_wire_join_ssp(in->data + INA_HDR_SIZE);
+	uint8_t weight = ina_wire_join_weight(in->data + INA_HDR_SIZE);
 
 	ina_wire_decode_join(in->data + INA_HDR_SIZE, &world, &lanes, &max_block);
 	p->st.joins++;
@@ -408,8 +486,9 @@ handle_join(struct pipeline *p, struct ina_pkt *in, const struct ina_hdr *h, uin
 	}
 	if (!j) {
 		uint16_t k = p->cfg.part_count;
-		uint32_t nb32 = (uint32_t)((lanes + k - 1) / k) * (ssp ? INA_SSP_SETS(ssp) : 1u);
+		uint32_t nb32 = job_slots(p, lanes, ssp);
 		uint16_t nb = (uint16_t)nb32;
+		uint16_t want = lanes;
 		const struct pipeline_uplink_job *uj = NULL;
 		int64_t base;
 		uint16_t idx;
@@ -468,6 +547,25 @@ handle_join(struct pipeline *p, struct ina_pkt *in, const struct ina_hdr *h, uin
 					  "job %" PRIu32 ": the switch already serves %u jobs, its maximum",
 					  h->job_id, p->cfg.max_jobs);
 		}
+		if (p->cfg.share.policy == SHARE_FAIR && !standby) {
+			uint32_t share;
+			uint16_t g = fair_lanes(p, lanes, ssp, weight, &share);
+
+			if (g == 0) {
+				p->st.jobs_refused++;
+				return send_error(p, in, h, INA_WERR_NO_SLOTS,
+						  "job %" PRIu32 ": its fair share is %" PRIu32
+						  " slots (weight %u of %u jobs), %" PRIu32 " free in "
+						  "one run; it needs at least %" PRIu32, h->job_id,
+						  share, weight, (unsigned)(p->nb_jobs + 1),
+						  slots_longest_free(p),
+						  p->cfg.share.min_slots < nb32 ? p->cfg.share.min_slots
+										 : nb32);
+			}
+			lanes = g;
+			nb32 = job_slots(p, lanes, ssp);
+			nb = (uint16_t)nb32;
+		}
 		base = slots_reserve(p, nb, (uint16_t)(idx + 1));
 		if (base < 0 && k > 1) {
 			p->st.jobs_refused++;
@@ -501,6 +599,8 @@ handle_join(struct pipeline *p, struct ina_pkt *in, const struct ina_hdr *h, uin
 		j->params.token = h->token;
 		j->params.world = world;
 		j->params.lanes = lanes;
+		j->want_lanes = want;
+		j->weight = weight;
 		j->params.max_block = max_block;
 		j->params.encoding = h->encoding;
 		j->ssp = ssp;
@@ -517,23 +617,34 @@ handle_join(struct pipeline *p, struct ina_pkt *in, const struct ina_hdr *h, uin
 			j->heard_ns[r] = now;
 		p->nb_jobs++;
 		p->st.jobs_admitted++;
-		if (!p->quiet)
+		if (lanes < want)
+			p->st.jobs_granted++;
+		if (!p->quiet && lanes < want)
+			INA_LOG(INFO, "job %" PRIu32 ": admitted with %u of the %u lanes it asked "
+				"(its fair share, weight %u), epoch %" PRIu32 ", world %u, %s, B <= %u",
+				h->job_id, lanes, want, weight, j->params.epoch, world,
+				ina_wire_encoding_name(h->encoding), max_block);
+		else if (!p->quiet)
 			INA_LOG(INFO, "job %" PRIu32 ": admitted%s, epoch %" PRIu32 ", world %u, %u lanes, %s, B <= %u",
 			h->job_id, standby ? " (standby for the primary)" : "", j->params.epoch,
 			world, lanes, ina_wire_encoding_name(h->encoding), max_block);
-	} else if (world != j->params.world || lanes != j->params.lanes ||
+	} else if (world != j->params.world || lanes != j->want_lanes ||
 		   max_block != j->params.max_block || h->encoding != j->params.encoding) {
 		return send_error(p, in, h, INA_WERR_MISMATCH,
 				  "job %" PRIu32 ": rank %u joins with world %u, %u lanes, %s, B <= %u; "
 				  "the job has world %u, %u lanes, %s, B <= %u",
 				  h->job_id, h->rank, world, lanes, ina_wire_encoding_name(h->encoding),
-				  max_block, j->params.world, j->params.lanes,
+				  max_block, j->params.world, j->want_lanes,
 				  ina_wire_encoding_name(j->params.encoding), j->params.max_block);
 	} else if (ssp != j->ssp) {
 		return send_error(p, in, h, INA_WERR_MISMATCH,
 				  "job %" PRIu32 ": rank %u joins with consistency %s%.0u; the job "
 				  "runs %s%.0u", h->job_id, h->rank, ssp ? "ssp:" : "bsp", ssp,
 				  j->ssp ? "ssp:" : "bsp", j->ssp);
+	} else if (weight != j->weight) {
+		return send_error(p, in, h, INA_WERR_MISMATCH,
+				  "job %" PRIu32 ": rank %u joins with weight %u; the job has weight %u",
+				  h->job_id, h->rank, weight, j->weight);
 	}
 	j->joined |= 1ull << h->rank;
 	j->peers[h->rank] = in->peer;
@@ -1419,6 +1530,7 @@ pipeline_stats_fprint(const struct pipeline_stats *st, FILE *f)
 	PRINT(fins);
 	PRINT(leaves);
 	PRINT(jobs_admitted);
+	PRINT(jobs_granted);
 	PRINT(jobs_refused);
 	PRINT(jobs_freed);
 	PRINT(jobs_expired);

@@ -44,6 +44,7 @@
 
 #include "ina/pkt.h"
 #include "ina/wire.h"
+#include "share.h"
 
 struct pipeline;
 
@@ -87,6 +88,11 @@ struct pipeline_config {
 	/* A rack: the spine's address (len 0: not a rack). A JOIN of a job not
 	 * in 'uplink_jobs' is refused (UNSUPPORTED), and so is bf16. */
 	struct ina_peer uplink;
+	/* Sharing the slots between jobs (share.h): first-come (a job gets
+	 * the lanes it asks, or is refused) or fair (a job asking more than
+	 * its weighted share of the pool is admitted with fewer lanes, a
+	 * JOIN_ACK flagged GRANT; below share.min_slots it is refused). */
+	struct share_config share;
 	uint16_t nb_uplink_jobs;
 	struct pipeline_uplink_job uplink_jobs[PIPELINE_UPLINK_JOBS];
 };
@@ -99,7 +105,8 @@ int pipeline_uplink_job_parse(const char *s, struct pipeline_uplink_job *uj);
 
 /* Defaults: 1024 slots of 2048 elements, 64 jobs, 1 s linger (10 s for a
  * standby job), 1 ms WAIT interval, 300 s idle timeout, 8 s peer timeout,
- * one partition. 'pool' must still be set. */
+ * one partition, first-come sharing (fair: min 1 slot, no total). 'pool'
+ * must still be set. */
 void pipeline_config_init(struct pipeline_config *cfg);
 
 /* Packets the pipeline drops for reasons beyond the wire format's. */
@@ -148,6 +155,8 @@ struct pipeline_stats {
 	uint64_t saturated;		/* i32 additions that saturated */
 	uint64_t joins, fins, leaves;
 	uint64_t jobs_admitted, jobs_refused, jobs_freed, jobs_expired;
+	uint64_t jobs_granted;		/* of the admitted, with fewer lanes than
+					 * asked (--share fair) */
 	uint64_t jobs_aborted;		/* a rank fell silent while others waited */
 	uint64_t replicated;		/* primary: RESULTs sent as REPL */
 	uint64_t repl_stored;		/* replica: REPLs stored as a lane's result */

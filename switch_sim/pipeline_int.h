@@ -67,7 +67,11 @@ struct job {
 	struct ina_job_params params;
 	uint32_t slot_base;	/* first of nb_slots slots; lane l is in
 				 * slot_base + l / part_count */
-	uint16_t nb_slots;	/* ceil(lanes / part_count) */
+	uint16_t nb_slots;	/* ceil(lanes / part_count) (x sets under ssp) */
+	uint16_t want_lanes;	/* lanes the JOIN asked; params.lanes is the
+				 * grant, fewer under --share fair */
+	uint8_t weight;		/* in the fair share (JOIN payload; 0 counts
+				 * as 1), echoed in the JOIN_ACK */
 	uint64_t full;		/* bitmap of all ranks */
 	uint64_t joined;
 	uint64_t finished;	/* ranks that sent FIN */
@@ -103,6 +107,7 @@ struct pipeline {
 	uint8_t quiet;		/* a replica following partition 0: no answer,
 				 * no log (counters are restored by the caller) */
 	uint8_t draining;	/* pipeline_drain(): no new job is admitted */
+	struct share_job *share;	/* max_jobs + 1 entries (--share fair) */
 };
 
 struct job *pl_job_find(struct pipeline *p, uint32_t job_id);

@@ -116,6 +116,19 @@ ina_wire_join_ssp(const void *join_payload)
 	return ((const uint8_t *)join_payload)[offsetof(struct ina_wire_join, reserved)];
 }
 
+void
+ina_wire_join_set_weight(void *join_payload, uint8_t w)
+{
+	/* The low byte of 'reserved' (offset 7). */
+	((uint8_t *)join_payload)[offsetof(struct ina_wire_join, reserved) + 1] = w;
+}
+
+uint8_t
+ina_wire_join_weight(const void *join_payload)
+{
+	return ((const uint8_t *)join_payload)[offsetof(struct ina_wire_join, reserved) + 1];
+}
+
 /* JOIN and JOIN_ACK: the encoding, the size and the payload's ranges. */
 static enum ina_wire_reason
 validate_join(const uint8_t *buf, size_t size, const struct ina_hdr *h)
@@ -129,9 +142,10 @@ validate_join(const uint8_t *buf, size_t size, const struct ina_hdr *h)
 		return INA_WIRE_BAD_LENGTH;
 	memcpy(&j, buf + INA_HDR_SIZE, sizeof(j));
 	ina_wire_decode_join(&j, &world, &lanes, &max_block);
-	/* 'reserved': the high byte is the ssp bound (0 = bsp), the low byte 0. */
+	/* 'reserved': the high byte is the ssp bound (0 = bsp), the low byte
+	 * the weight (any value). */
 	if (world < 1 || world > INA_MAX_WORLD || lanes < 1 || max_block < 1 ||
-	    (ntohs(j.reserved) & 0xff) != 0 || (ntohs(j.reserved) >> 8) > INA_SSP_MAX)
+	    (ntohs(j.reserved) >> 8) > INA_SSP_MAX)
 		return INA_WIRE_BAD_JOIN;
 	if (h->type == INA_T_JOIN && h->rank >= world)
 		return INA_WIRE_RANK_PAST_WORLD;
@@ -206,6 +220,9 @@ validate_stateless(const uint8_t *buf, size_t size, const struct ina_hdr *h)
 		return INA_WIRE_BAD_FLAGS;
 	/* STANDBY belongs to a JOIN and its JOIN_ACK. */
 	if ((h->flags & INA_F_STANDBY) && h->type != INA_T_JOIN && h->type != INA_T_JOIN_ACK)
+		return INA_WIRE_BAD_FLAGS;
+	/* GRANT belongs to a JOIN_ACK. */
+	if ((h->flags & INA_F_GRANT) && h->type != INA_T_JOIN_ACK)
 		return INA_WIRE_BAD_FLAGS;
 	if (h->bound != 0 && (h->type != INA_T_DATA || !bound_valid(h)))
 		return INA_WIRE_BAD_BOUND;

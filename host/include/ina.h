@@ -167,6 +167,12 @@ struct ina_config {
 					 * (below, "Bounded staleness"). Every worker
 					 * alike; f32 or bf16, no sparsifier, planner,
 					 * fusion or replica, n <= lanes x block_size */
+	uint8_t weight;			/* the job's weight when the switch shares its
+					 * slots fairly (ina-switch --share fair): a
+					 * job of weight 2 gets twice the lanes of a
+					 * job of weight 1 when both ask for more than
+					 * the pool holds. 1..255; 0 (default) is 1.
+					 * Every worker of the job alike */
 	int plan_blocks;		/* 1: the block planner picks B per tensor and
 					 * round, a power of two from 16 up to block_size,
 					 * from the previous round's result (the same on
@@ -217,6 +223,9 @@ struct ina_stats {
 	uint64_t ssp_missed;		/* ssp: blocks whose sum came back without this
 					 * worker's part (closed early: its part went back
 					 * to the residual, for a later round) */
+	uint16_t lanes;			/* the job's lanes: cfg.lanes, or the fewer the
+					 * switch granted (its fair share) */
+	uint16_t lanes_asked;		/* cfg.lanes */
 };
 
 struct ina_ctx;

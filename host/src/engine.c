@@ -270,6 +270,12 @@ engine_error_msg(const struct engine *e)
 	return e->errmsg;
 }
 
+uint16_t
+engine_lanes(const struct engine *e)
+{
+	return e->cfg.lanes;
+}
+
 uint32_t
 engine_round(const struct engine *e)
 {
@@ -488,6 +494,7 @@ build_ctl(struct engine *e)
 		ina_wire_encode_join(e->cfg.world, e->cfg.lanes, e->cfg.max_block,
 				     p->data + INA_HDR_SIZE);
 		ina_wire_join_set_ssp(p->data + INA_HDR_SIZE, e->cfg.ssp);
+		ina_wire_join_set_weight(p->data + INA_HDR_SIZE, e->cfg.weight);
 		p->len = INA_HDR_SIZE + sizeof(struct ina_wire_join);
 		p->peer = e->standby == STANDBY_JOINING ? e->cfg.replica : e->cfg.sw;
 		return p;
@@ -1205,11 +1212,21 @@ rx_one(struct engine *e, struct ina_pkt *pkt, uint64_t now)
 			uint16_t world, lanes, max_block;
 
 			ina_wire_decode_join(payload, &world, &lanes, &max_block);
-			if (world != e->cfg.world || lanes != e->cfg.lanes ||
-			    max_block != e->cfg.max_block || h.epoch == 0 ||
-			    ina_wire_join_ssp(payload) != e->cfg.ssp) {
+			/* Fewer lanes only as the primary's GRANT (--share fair). */
+			if (world != e->cfg.world || max_block != e->cfg.max_block ||
+			    h.epoch == 0 || ina_wire_join_ssp(payload) != e->cfg.ssp ||
+			    (lanes != e->cfg.lanes &&
+			     (!(h.flags & INA_F_GRANT) || lanes > e->cfg.lanes ||
+			      e->standby == STANDBY_JOINING))) {
 				e->st.bad++;
 				return;
+			}
+			if (lanes != e->cfg.lanes) {
+				/* The arrays keep the size asked; fewer
+				 * lanes use their first entries. */
+				e->st.lanes_asked = e->cfg.lanes;
+				e->cfg.lanes = lanes;
+				e->params.lanes = lanes;
 			}
 			e->last_heard_ns = now;
 			if (e->standby == STANDBY_JOINING) {

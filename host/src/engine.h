@@ -32,8 +32,12 @@ struct engine_config {
 	uint32_t job_id;
 	uint16_t rank;
 	uint16_t world;
-	uint16_t lanes;
+	uint16_t lanes;			/* asked in the JOIN; a switch sharing its
+					 * slots fairly may grant fewer (a JOIN_ACK
+					 * flagged GRANT): engine_lanes() */
 	uint16_t max_block;		/* largest B this worker will use */
+	uint8_t weight;			/* the job's weight in the switch's fair
+					 * share (1..255; 0 = 1) */
 	uint8_t encoding;		/* enum ina_encoding */
 	uint8_t ssp;			/* 0: bsp; S (1..INA_SSP_MAX): ssp:S, up to
 					 * S + 1 rounds in flight (engine_allreduce);
@@ -93,6 +97,8 @@ struct engine_stats {
 						 * after failover_ns without progress, in
 						 * case it took over unheard (engine.c
 						 * tx_probe) */
+	uint64_t lanes_asked;			/* the lanes the JOIN asked when the
+						 * switch granted fewer, else 0 */
 	uint64_t standby_lost;			/* the replica refused to stand by any
 						 * longer (an ERROR from it): no failover
 						 * left for the job */
@@ -189,6 +195,8 @@ uint64_t engine_next_deadline(const struct engine *e);
 /* 1 once the engine follows the replica (after its FAILOVER announcement). */
 int engine_failed_over(const struct engine *e);
 
+/* The job's lanes: cfg.lanes, or the fewer the switch granted. */
+uint16_t engine_lanes(const struct engine *e);
 uint32_t engine_round(const struct engine *e);
 uint32_t engine_epoch(const struct engine *e);
 const struct engine_stats *engine_stats(const struct engine *e);

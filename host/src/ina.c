@@ -84,6 +84,7 @@ struct ina_ctx {
 	uint16_t block_size;
 	uint16_t last_block_size;	/* B of the last allreduce */
 	uint16_t world, lanes;
+	uint16_t lanes_asked;		/* cfg.lanes (lanes: what the switch granted) */
 	uint8_t encoding;
 	int plan_blocks;		/* cfg.plan_blocks */
 	struct ina_port *port;
@@ -318,6 +319,7 @@ ina_open(const struct ina_config *cfg, struct ina_ctx **out, char *err, size_t e
 	ec.encoding = wire_encoding(cfg->encoding);
 	ec.token = cfg->token;
 	ec.ssp = cfg->ssp;
+	ec.weight = cfg->weight;
 	ec.timeout_ns = (uint64_t)cfg->timeout_ms * INA_NS_PER_MS;
 	ctx->timeout_ns = ec.timeout_ns;
 	ec.rto_ns = (uint64_t)cfg->rto_us * 1000;
@@ -394,7 +396,13 @@ ina_open(const struct ina_config *cfg, struct ina_ctx **out, char *err, size_t e
 	ctx->block_size = cfg->block_size;
 	ctx->last_block_size = cfg->block_size;
 	ctx->world = cfg->world;
-	ctx->lanes = cfg->lanes;
+	/* The switch may have granted fewer lanes than asked (its fair share). */
+	ctx->lanes = engine_lanes(ctx->engine);
+	ctx->lanes_asked = cfg->lanes;
+	if (ctx->lanes < cfg->lanes)
+		INA_LOG(INFO, "job %u rank %u: the switch granted %u of the %u lanes asked "
+			"(its fair share of the slots)", cfg->job_id, cfg->rank, ctx->lanes,
+			cfg->lanes);
 	ctx->encoding = ec.encoding;
 	ctx->plan_blocks = cfg->plan_blocks;
 	ctx->ssp = cfg->ssp;
@@ -1274,6 +1282,8 @@ ina_get_stats(const struct ina_ctx *ctx, struct ina_stats *s)
 	s->stalls = es->stalls;
 	s->waits = es->waits;
 	s->ssp_missed = es->ssp_missed;
+	s->lanes = ctx->lanes;
+	s->lanes_asked = ctx->lanes_asked;
 	s->failovers = es->failovers;
 	s->failover_silence_ms = (double)es->failover_silence_ns / 1e6;
 	s->dropped = es->bad;

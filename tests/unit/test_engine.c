@@ -482,6 +482,81 @@ test_engine_join_backoff_and_timeout(void **state)
 	done(t);
 }
 
+/* A JOIN_ACK flagged GRANT (ina-switch --share fair) admits the job with
+ * fewer lanes: the engine deals its blocks over those lanes from then on.
+ * Fewer lanes without the flag, or more with it, are refused. The JOIN
+ * carries the weight in the payload's last byte. */
+static void
+test_engine_join_grant(void **state)
+{
+	struct t *t = *state;
+	const struct wc_got *p;
+	float sum[16];
+	uint16_t n;
+
+	t->cfg.lanes = 4;
+	t->cfg.weight = 3;
+	start(t);
+	assert_int_equal(engine_lanes(t->e), 4);
+	assert_int_equal(engine_join(t->e, t->now), 0);
+	p = tx_one(t);
+	assert_int_equal(p->h.type, INA_T_JOIN);
+	assert_int_equal(ina_wire_join_weight(p->payload), 3);
+	assert_int_equal(p->payload[7], 3);
+	t->now += 10 * US;
+	/* Two lanes, not flagged: refused. */
+	rx_join_ack(t, EPOCH, 2, 2, 4);
+	assert_int_equal(engine_stats(t->e)->bad, 1);
+	/* Flagged, but more lanes than asked, or none: refused. */
+	{
+		struct ina_hdr h = sw_hdr(t, INA_T_JOIN_ACK);
+		uint8_t payload[sizeof(struct ina_wire_join)];
+
+		h.epoch = EPOCH;
+		h.flags = INA_F_GRANT;
+		ina_wire_encode_join(2, 5, 4, payload);
+		rx_raw(t, &h, payload, sizeof(payload));
+		assert_int_equal(engine_stats(t->e)->bad, 2);
+		assert_int_equal(engine_phase(t->e), ENGINE_JOINING);
+		/* Two lanes, flagged: admitted with two. */
+		ina_wire_encode_join(2, 2, 4, payload);
+		rx_raw(t, &h, payload, sizeof(payload));
+	}
+	assert_int_equal(engine_phase(t->e), ENGINE_READY);
+	assert_int_equal(engine_lanes(t->e), 2);
+	assert_int_equal(engine_stats(t->e)->lanes_asked, 4);
+	t->cfg.lanes = 2;	/* the job as the test's switch sees it now */
+
+	/* 16 elements in blocks of 4: lane 0 has blocks 0 and 2, lane 1 has 1 and 3. */
+	fill(in, 0, 16, 1.0f, 1.0f);
+	fill(other, 0, 16, 0.5f, 2.0f);
+	add(sum, in, other, 16);
+	begin(t, in, out, 16, 4, ENGINE_SUM);
+	n = tx(t);
+	assert_int_equal(n, 2);
+	check_data(t, for_lane(n, 0), 0, 0, 0, 0, 2, 0, &in[0]);
+	check_data(t, for_lane(n, 1), 1, 1, 0, 0, 3, 0, &in[4]);
+	rx_result(t, 0, 0, 0, 2, 0, &sum[0]);
+	rx_result(t, 1, 1, 0, 3, 0, &sum[4]);
+	n = tx(t);
+	assert_int_equal(n, 2);
+	check_data(t, for_lane(n, 0), 0, 2, 1, 0, INA_BLOCK_END, 0, &in[8]);
+	check_data(t, for_lane(n, 1), 1, 3, 1, 0, INA_BLOCK_END, 0, &in[12]);
+	rx_result(t, 0, 2, 1, INA_BLOCK_END, 0, &sum[8]);
+	rx_result(t, 1, 3, 1, INA_BLOCK_END, 0, &sum[12]);
+	assert_int_equal(engine_phase(t->e), ENGINE_READY);
+	assert_floats(out, sum, 16);
+	/* A packet for lane 2 of the 4 asked is past the job's lanes now. */
+	{
+		uint64_t bad = engine_stats(t->e)->bad;
+
+		t->round = engine_round(t->e);
+		rx_result(t, 2, 2, 0, INA_BLOCK_END, 0, &sum[8]);
+		assert_int_equal(engine_stats(t->e)->bad, bad + 1);
+	}
+	done(t);
+}
+
 static void
 test_engine_join_ack(void **state)
 {
@@ -2454,6 +2529,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_engine_join_backoff_and_timeout, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_engine_join_ack, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_engine_join_grant, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_engine_join_refused, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_engine_first_packets_f32, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_engine_inactive_lanes_send_nothing, setup,

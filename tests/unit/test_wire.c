@@ -359,7 +359,7 @@ test_wire_valid_variants(void **state)
 	/* Every known flag a RESULT may carry, the i32 encoding, the largest
 	 * error message. */
 	pkt_init(&p, INA_T_RESULT);
-	p.h.flags = INA_F_KNOWN & ~INA_F_STANDBY & ~INA_F_PARTIAL;
+	p.h.flags = INA_F_KNOWN & ~INA_F_STANDBY & ~INA_F_PARTIAL & ~INA_F_GRANT;
 	pkt_set_elems(&p, 0);
 	pkt_build(&p);
 	expect(&p, &job, INA_WIRE_OK);
@@ -839,10 +839,14 @@ test_wire_reject_bad_join(void **state)
 		ina_wire_encode_join(bad[i][0], bad[i][1], bad[i][2], p.buf + INA_HDR_SIZE);
 		expect_stateless(&p, INA_WIRE_BAD_JOIN);
 	}
-	/* The payload's reserved field, either byte. */
+	/* The payload's reserved field: the low byte is the weight, any
+	 * value; the high byte the ssp bound. */
 	pkt_init(&p, INA_T_JOIN);
-	p.buf[INA_HDR_SIZE + 7] = 1;
-	expect_stateless(&p, INA_WIRE_BAD_JOIN);
+	ina_wire_join_set_weight(p.buf + INA_HDR_SIZE, 255);
+	assert_int_equal(p.buf[INA_HDR_SIZE + 7], 255);
+	assert_int_equal(ina_wire_join_weight(p.buf + INA_HDR_SIZE), 255);
+	assert_int_equal(ina_wire_join_ssp(p.buf + INA_HDR_SIZE), 0);
+	expect(&p, &job, INA_WIRE_OK);
 	pkt_init(&p, INA_T_JOIN_ACK);
 	p.buf[INA_HDR_SIZE + 6] = 0x80;
 	expect_stateless(&p, INA_WIRE_BAD_JOIN);
@@ -1096,7 +1100,8 @@ test_wire_replica_values(void **state)
 	assert_int_equal(INA_T_FAILOVER, 11);
 	assert_int_equal(INA_T_MAX, 11);
 	assert_int_equal(INA_F_STANDBY, 0x10);
-	assert_int_equal(INA_F_KNOWN, 0x3f);
+	assert_int_equal(INA_F_GRANT, 0x40);
+	assert_int_equal(INA_F_KNOWN, 0x7f);
 	assert_int_equal(INA_RANK_ALL, 0xfffe);
 	pkt_init(&p, INA_T_REPL);
 	assert_memory_equal(p.buf, want, sizeof(want));
@@ -1237,6 +1242,25 @@ test_wire_standby_flag(void **state)
 	p.h.epoch = EPOCH + 5;
 	pkt_build(&p);
 	expect(&p, &job, INA_WIRE_OK);
+}
+
+/* GRANT: only on a JOIN_ACK (the switch admits the job with fewer lanes). */
+static void
+test_wire_grant_flag(void **state)
+{
+	struct pkt p;
+	uint8_t t;
+
+	(void)state;
+	for (t = 1; t <= INA_T_MAX; t++) {
+		pkt_init(&p, t);
+		p.h.flags |= INA_F_GRANT;
+		pkt_build(&p);
+		if (t == INA_T_JOIN_ACK)
+			expect(&p, &job, INA_WIRE_OK);
+		else
+			expect_stateless(&p, INA_WIRE_BAD_FLAGS);
+	}
 }
 
 /* Each check reports the first defect in the documented order. */
@@ -1509,6 +1533,7 @@ main(void)
 		cmocka_unit_test(test_wire_repl),
 		cmocka_unit_test(test_wire_failover),
 		cmocka_unit_test(test_wire_standby_flag),
+		cmocka_unit_test(test_wire_grant_flag),
 		cmocka_unit_test(test_wire_reject_order),
 		cmocka_unit_test(test_wire_degenerate_job),
 		cmocka_unit_test(test_wire_reason_names),

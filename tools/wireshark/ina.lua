@@ -52,6 +52,7 @@ local f = {
 	flag_sat = ProtoField.bool("ina.flags.saturated", "Saturated", 8, nil, 0x04),
 	flag_def = ProtoField.bool("ina.flags.deferred", "Deferred", 8, nil, 0x08),
 	flag_standby = ProtoField.bool("ina.flags.standby", "Standby", 8, nil, 0x10),
+	flag_grant = ProtoField.bool("ina.flags.grant", "Grant (fewer lanes)", 8, nil, 0x40),
 	job_id = ProtoField.uint32("ina.job_id", "Job id", base.DEC),
 	epoch = ProtoField.uint32("ina.epoch", "Epoch", base.DEC),
 	rank = ProtoField.uint16("ina.rank", "Rank", base.DEC),
@@ -82,7 +83,7 @@ local f = {
 }
 ina.fields = {
 	f.version, f.type, f.encoding, f.flags, f.flag_ver, f.flag_retx, f.flag_sat, f.flag_def,
-	f.flag_standby,
+	f.flag_standby, f.flag_grant,
 	f.job_id, f.epoch, f.rank, f.lane, f.tensor_id, f.round, f.tensor_len, f.block,
 	f.next, f.block_size, f.n_elems, f.exp, f.status, f.bound, f.bound_value, f.token,
 	f.payload, f.value_f32, f.value_i32, f.value_bf16, f.join_world, f.join_lanes,
@@ -163,6 +164,7 @@ function ina.dissector(buf, pinfo, tree)
 	ft:add(f.flag_sat, buf(3, 1))
 	ft:add(f.flag_def, buf(3, 1))
 	ft:add(f.flag_standby, buf(3, 1))
+	ft:add(f.flag_grant, buf(3, 1))
 	t:add(f.job_id, buf(4, 4))
 	t:add(f.epoch, buf(8, 4))
 	add_named(t, f.rank, buf(12, 2), { [0xffff] = "switch", [0xfffe] = "all" })

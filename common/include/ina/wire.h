@@ -71,7 +71,10 @@ enum ina_encoding {
 #define INA_F_PARTIAL 0x20	/* RESULT, REPL of an ssp job: the block closed
 				 * before every rank contributed; an 8-byte
 				 * contributor bitmap follows the payload */
-#define INA_F_KNOWN 0x3f	/* every flag v1 defines */
+#define INA_F_GRANT 0x40	/* JOIN_ACK: the job is admitted with fewer
+				 * lanes than it asked: the payload's 'lanes'
+				 * is the grant (ina-switch --share fair) */
+#define INA_F_KNOWN 0x7f	/* every flag v1 defines */
 
 /* ERROR codes (the header's status field). */
 enum ina_wire_error {
@@ -142,7 +145,9 @@ struct ina_wire_join {
 	ina_be16 world;		/* workers in the job, 1..INA_MAX_WORLD */
 	ina_be16 lanes;		/* lanes = slots the job needs */
 	ina_be16 max_block;	/* largest B the job will use */
-	ina_be16 reserved;	/* 0 */
+	ina_be16 reserved;	/* high byte: ssp bound S (0 = bsp); low byte:
+				 * the job's weight in the switch's fair
+				 * share, 1..255 (0 = 1) */
 } __attribute__((packed));
 _Static_assert(sizeof(struct ina_wire_join) == 8, "join size");
 
@@ -163,6 +168,11 @@ _Static_assert(sizeof(struct ina_wire_join) == 8, "join size");
 #define INA_SSP_SETS(s) ((uint32_t)(s) + 2u)
 void ina_wire_join_set_ssp(void *join_payload, uint8_t s);
 uint8_t ina_wire_join_ssp(const void *join_payload);
+/* The job's weight in the switch's fair share of its slots (ina-switch
+ * --share fair) rides in the low byte of 'reserved': 0 (an older worker)
+ * counts as 1. */
+void ina_wire_join_set_weight(void *join_payload, uint8_t w);
+uint8_t ina_wire_join_weight(const void *join_payload);
 
 /* What a receiver knows of the job a packet claims to belong to. */
 struct ina_job_params {
