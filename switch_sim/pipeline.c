@@ -94,7 +94,9 @@ pipeline_create(const struct pipeline_config *cfg)
 	    cfg->uplink.len >= INA_PEER_SIZE || cfg->nb_uplink_jobs > PIPELINE_UPLINK_JOBS ||
 	    (cfg->uplink.len && (cfg->part_count > 1 || cfg->replica.len || cfg->primary.len)) ||
 	    cfg->share.policy > SHARE_FAIR || cfg->share.min_slots == 0 ||
-	    (cfg->share.policy == SHARE_FAIR && cfg->max_jobs >= SHARE_MAX_JOBS)) {
+	    (cfg->share.policy == SHARE_FAIR && cfg->max_jobs >= SHARE_MAX_JOBS) ||
+	    (!cfg->host_aggregator_ipv4 != !cfg->host_aggregator_port) ||
+	    (cfg->host_mode && cfg->host_aggregator_ipv4)) {
 		errno = EINVAL;
 		return NULL;
 	}
@@ -419,6 +421,89 @@ send_join_ack(struct pipeline *p, struct ina_pkt *in, const struct job *j, const
 	return o;
 }
 
+/* 1 when job 'job_id' (its token) was sent to the host aggregator lately. */
+static int
+was_redirected(const struct pipeline *p, uint32_t job_id, uint64_t token, uint64_t now)
+{
+	for (uint16_t i = 0; i < PL_REDIRECTED; i++) {
+		const struct redirected *r = &p->redirected[i];
+
+		if (r->until_ns > now && r->job_id == job_id && r->token == token)
+			return 1;
+	}
+	return 0;
+}
+
+/* Remembers (or refreshes) job 'job_id' as sent to the host aggregator. */
+static void
+remember_redirect(struct pipeline *p, uint32_t job_id, uint64_t token, uint64_t now)
+{
+	struct redirected *free_r = NULL;
+
+	for (uint16_t i = 0; i < PL_REDIRECTED; i++) {
+		struct redirected *r = &p->redirected[i];
+
+		if (r->until_ns > now && r->job_id == job_id && r->token == token) {
+			r->until_ns = now + PL_REDIRECT_MEMORY_NS;
+			return;
+		}
+		if (!free_r && r->until_ns <= now)
+			free_r = r;
+	}
+	if (!free_r) {
+		free_r = &p->redirected[p->next_redirected];
+		p->next_redirected = (uint16_t)((p->next_redirected + 1) % PL_REDIRECTED);
+	}
+	free_r->job_id = job_id;
+	free_r->token = token;
+	free_r->until_ns = now + PL_REDIRECT_MEMORY_NS;
+}
+
+/*
+ * No slots here for the job of JOIN 'h': a JOIN_ACK flagged REDIRECT, epoch
+ * 0, echoing the JOIN's payload and naming the host aggregator. The job is
+ * not admitted; its id is remembered so that its other ranks go there too.
+ */
+static struct ina_pkt *
+send_redirect(struct pipeline *p, struct ina_pkt *in, const struct ina_hdr *rx, uint16_t world,
+	      uint16_t lanes, uint16_t max_block, uint8_t ssp, uint8_t weight, uint64_t now,
+	      const char *why)
+{
+	struct ina_hdr h = *rx;
+	struct ina_pkt *o;
+	uint8_t *pl;
+
+	remember_redirect(p, rx->job_id, rx->token, now);
+	p->st.jobs_redirected++;
+	if (p->quiet) {
+		ina_pkt_free(in);
+		return NULL;
+	}
+	INA_LOG_RL(INFO, "job %" PRIu32 " rank %u: %s: sent to the host aggregator at "
+		   "%u.%u.%u.%u:%u", rx->job_id, rx->rank, why,
+		   p->cfg.host_aggregator_ipv4 >> 24, p->cfg.host_aggregator_ipv4 >> 16 & 0xff,
+		   p->cfg.host_aggregator_ipv4 >> 8 & 0xff, p->cfg.host_aggregator_ipv4 & 0xff,
+		   p->cfg.host_aggregator_port);
+	o = pl_answer_buf(p, in, INA_HDR_SIZE + sizeof(struct ina_wire_join) +
+					 sizeof(struct ina_wire_redirect));
+	if (!o)
+		return NULL;
+	h.flags = INA_F_REDIRECT;
+	h.epoch = 0;
+	h.lane = h.block_size = h.n_elems = 0;
+	h.tensor_id = h.round = h.tensor_len = h.block = h.next = 0;
+	h.exp = 0;
+	pl_put_hdr(o, NULL, INA_T_JOIN_ACK, &h);
+	pl = o->data + INA_HDR_SIZE;
+	ina_wire_encode_join(world, lanes, max_block, pl);
+	ina_wire_join_set_ssp(pl, ssp);
+	ina_wire_join_set_weight(pl, weight);
+	ina_wire_encode_redirect(p->cfg.host_aggregator_ipv4, p->cfg.host_aggregator_port,
+				 pl + sizeof(struct ina_wire_join));
+	o->len += sizeof(struct ina_wire_join) + sizeof(struct ina_wire_redirect);
+	return o;
+}
+
 static struct ina_pkt *
 handle_join(struct pipeline *p, struct ina_pkt *in, const struct ina_hdr *h, uint64_t now)
 {
@@ -493,11 +578,16 @@ handle_join(struct pipeline *p, struct ina_pkt *in, const struct ina_hdr *h, uin
 		int64_t base;
 		uint16_t idx;
 
+		int can_redirect = p->cfg.host_aggregator_ipv4 && !standby && !p->cfg.uplink.len;
+
 		if (p->draining) {
 			p->st.jobs_refused++;
 			return send_error(p, in, h, INA_WERR_SHUTDOWN,
 					  "job %" PRIu32 ": the switch is shutting down", h->job_id);
 		}
+		if (can_redirect && was_redirected(p, h->job_id, h->token, now))
+			return send_redirect(p, in, h, world, lanes, max_block, ssp, weight, now,
+					     "another rank of the job went there");
 		if (max_block > p->cfg.slot_elems) {
 			p->st.jobs_refused++;
 			return send_error(p, in, h, INA_WERR_UNSUPPORTED,
@@ -551,6 +641,9 @@ handle_join(struct pipeline *p, struct ina_pkt *in, const struct ina_hdr *h, uin
 			uint32_t share;
 			uint16_t g = fair_lanes(p, lanes, ssp, weight, &share);
 
+			if (g == 0 && can_redirect)
+				return send_redirect(p, in, h, world, lanes, max_block, ssp, weight,
+						     now, "its fair share of the slots is under its minimum");
 			if (g == 0) {
 				p->st.jobs_refused++;
 				return send_error(p, in, h, INA_WERR_NO_SLOTS,
@@ -566,7 +659,23 @@ handle_join(struct pipeline *p, struct ina_pkt *in, const struct ina_hdr *h, uin
 			nb32 = job_slots(p, lanes, ssp);
 			nb = (uint16_t)nb32;
 		}
+		if (p->cfg.host_mode && !standby) {
+			/* A host: the lanes that fit in the longest free run. */
+			uint32_t longest = slots_longest_free(p);
+			uint16_t unit = job_unit(ssp);
+
+			if (nb32 > longest) {
+				lanes = share_lanes_of(longest / unit * unit, lanes, k, unit);
+				if (lanes == 0)
+					lanes = want;	/* refused below */
+				nb32 = job_slots(p, lanes, ssp);
+				nb = (uint16_t)nb32;
+			}
+		}
 		base = slots_reserve(p, nb, (uint16_t)(idx + 1));
+		if (base < 0 && can_redirect)
+			return send_redirect(p, in, h, world, want, max_block, ssp, weight, now,
+					     "no room for its lanes");
 		if (base < 0 && k > 1) {
 			p->st.jobs_refused++;
 			return send_error(p, in, h, INA_WERR_NO_SLOTS,
@@ -1531,6 +1640,7 @@ pipeline_stats_fprint(const struct pipeline_stats *st, FILE *f)
 	PRINT(leaves);
 	PRINT(jobs_admitted);
 	PRINT(jobs_granted);
+	PRINT(jobs_redirected);
 	PRINT(jobs_refused);
 	PRINT(jobs_freed);
 	PRINT(jobs_expired);

@@ -93,6 +93,17 @@ struct pipeline_config {
 	 * its weighted share of the pool is admitted with fewer lanes, a
 	 * JOIN_ACK flagged GRANT; below share.min_slots it is refused). */
 	struct share_config share;
+	/* A host aggregator (ina-switch --host-aggregator): a JOIN of a job
+	 * this switch has no slots for (first-come: not its lanes; fair: not
+	 * its minimum) is answered with a JOIN_ACK flagged REDIRECT naming
+	 * it, instead of ERROR NO_SLOTS. Not for a standby JOIN, nor a rack's
+	 * job. IPv4 and UDP port in host order; 0: none. */
+	uint32_t host_aggregator_ipv4;
+	uint16_t host_aggregator_port;
+	/* A host aggregator itself (ina-switch --host-mode): the same
+	 * pipeline on a host, where a job is not refused for want of slots
+	 * while one row is free: it gets the lanes that fit (a GRANT). */
+	uint8_t host_mode;
 	uint16_t nb_uplink_jobs;
 	struct pipeline_uplink_job uplink_jobs[PIPELINE_UPLINK_JOBS];
 };
@@ -156,7 +167,8 @@ struct pipeline_stats {
 	uint64_t joins, fins, leaves;
 	uint64_t jobs_admitted, jobs_refused, jobs_freed, jobs_expired;
 	uint64_t jobs_granted;		/* of the admitted, with fewer lanes than
-					 * asked (--share fair) */
+					 * asked (--share fair, --host-mode) */
+	uint64_t jobs_redirected;	/* JOINs sent to the host aggregator */
 	uint64_t jobs_aborted;		/* a rank fell silent while others waited */
 	uint64_t replicated;		/* primary: RESULTs sent as REPL */
 	uint64_t repl_stored;		/* replica: REPLs stored as a lane's result */

@@ -93,6 +93,17 @@ struct job {
 	struct ina_peer peers[INA_MAX_WORLD];
 };
 
+/* A job sent to the host aggregator: its later JOINs go there too, even
+ * if slots were freed meanwhile, so that its ranks never split. */
+struct redirected {
+	uint32_t job_id;
+	uint64_t token;
+	uint64_t until_ns;	/* remembered until then; 0: empty */
+};
+
+#define PL_REDIRECTED 64		/* jobs remembered */
+#define PL_REDIRECT_MEMORY_NS (60ull * 1000000000ull)
+
 struct pipeline {
 	struct pipeline_config cfg;
 	struct pipeline_stats st;
@@ -108,6 +119,9 @@ struct pipeline {
 				 * no log (counters are restored by the caller) */
 	uint8_t draining;	/* pipeline_drain(): no new job is admitted */
 	struct share_job *share;	/* max_jobs + 1 entries (--share fair) */
+	struct redirected redirected[PL_REDIRECTED];
+	uint16_t next_redirected;	/* the entry the next one overwrites
+					 * when none is free */
 };
 
 struct job *pl_job_find(struct pipeline *p, uint32_t job_id);

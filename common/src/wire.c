@@ -129,6 +129,27 @@ ina_wire_join_weight(const void *join_payload)
 	return ((const uint8_t *)join_payload)[offsetof(struct ina_wire_join, reserved) + 1];
 }
 
+void
+ina_wire_encode_redirect(uint32_t ipv4, uint16_t port, void *buf)
+{
+	struct ina_wire_redirect r;
+
+	r.ipv4 = htonl(ipv4);
+	r.port = htons(port);
+	r.reserved = 0;
+	memcpy(buf, &r, sizeof(r));
+}
+
+void
+ina_wire_decode_redirect(const void *buf, uint32_t *ipv4, uint16_t *port)
+{
+	struct ina_wire_redirect r;
+
+	memcpy(&r, buf, sizeof(r));
+	*ipv4 = ntohl(r.ipv4);
+	*port = ntohs(r.port);
+}
+
 /* JOIN and JOIN_ACK: the encoding, the size and the payload's ranges. */
 static enum ina_wire_reason
 validate_join(const uint8_t *buf, size_t size, const struct ina_hdr *h)
@@ -136,10 +157,20 @@ validate_join(const uint8_t *buf, size_t size, const struct ina_hdr *h)
 	struct ina_wire_join j;
 	uint16_t world, lanes, max_block;
 
+	int redirect = (h->flags & INA_F_REDIRECT) != 0;
+
 	if (!ina_wire_elem_size(h->encoding))
 		return INA_WIRE_BAD_ENCODING;
-	if (size != INA_HDR_SIZE + sizeof(j))
+	if (size != INA_HDR_SIZE + sizeof(j) + (redirect ? sizeof(struct ina_wire_redirect) : 0))
 		return INA_WIRE_BAD_LENGTH;
+	if (redirect) {
+		struct ina_wire_redirect rd;
+
+		/* Somewhere to go: an address, a port, reserved 0. */
+		memcpy(&rd, buf + INA_HDR_SIZE + sizeof(j), sizeof(rd));
+		if (rd.ipv4 == 0 || rd.port == 0 || rd.reserved != 0)
+			return INA_WIRE_BAD_JOIN;
+	}
 	memcpy(&j, buf + INA_HDR_SIZE, sizeof(j));
 	ina_wire_decode_join(&j, &world, &lanes, &max_block);
 	/* 'reserved': the high byte is the ssp bound (0 = bsp), the low byte
@@ -221,8 +252,11 @@ validate_stateless(const uint8_t *buf, size_t size, const struct ina_hdr *h)
 	/* STANDBY belongs to a JOIN and its JOIN_ACK. */
 	if ((h->flags & INA_F_STANDBY) && h->type != INA_T_JOIN && h->type != INA_T_JOIN_ACK)
 		return INA_WIRE_BAD_FLAGS;
-	/* GRANT belongs to a JOIN_ACK. */
-	if ((h->flags & INA_F_GRANT) && h->type != INA_T_JOIN_ACK)
+	/* GRANT and REDIRECT belong to a JOIN_ACK, and not together. */
+	if ((h->flags & (INA_F_GRANT | INA_F_REDIRECT)) &&
+	    (h->type != INA_T_JOIN_ACK ||
+	     (h->flags & (INA_F_GRANT | INA_F_REDIRECT)) == (INA_F_GRANT | INA_F_REDIRECT) ||
+	     ((h->flags & INA_F_REDIRECT) && (h->flags & INA_F_STANDBY))))
 		return INA_WIRE_BAD_FLAGS;
 	if (h->bound != 0 && (h->type != INA_T_DATA || !bound_valid(h)))
 		return INA_WIRE_BAD_BOUND;

@@ -226,6 +226,10 @@ struct ina_stats {
 	uint16_t lanes;			/* the job's lanes: cfg.lanes, or the fewer the
 					 * switch granted (its fair share) */
 	uint16_t lanes_asked;		/* cfg.lanes */
+	char aggregator[32];		/* "IPV4:PORT" of the host aggregator the job
+					 * runs on when the switch had no slots for it
+					 * (a REDIRECT, ina-switch --host-aggregator);
+					 * "" when it runs on the switch */
 };
 
 struct ina_ctx;

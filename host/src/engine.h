@@ -71,6 +71,11 @@ enum engine_phase {
 	ENGINE_FINISHING,	/* FIN sent, waiting for FIN_ACK */
 	ENGINE_LEAVING,		/* LEAVE to send */
 	ENGINE_CLOSED,
+	ENGINE_REDIRECTED,	/* the switch has no slots for the job and named
+				 * a host aggregator (a JOIN_ACK flagged
+				 * REDIRECT): engine_redirect_target() says
+				 * where, the caller resolves it and calls
+				 * engine_redirect() */
 };
 
 struct engine_stats {
@@ -97,6 +102,7 @@ struct engine_stats {
 						 * after failover_ns without progress, in
 						 * case it took over unheard (engine.c
 						 * tx_probe) */
+	uint64_t redirects;			/* REDIRECTs followed (0 or 1) */
 	uint64_t lanes_asked;			/* the lanes the JOIN asked when the
 						 * switch granted fewer, else 0 */
 	uint64_t standby_lost;			/* the replica refused to stand by any
@@ -191,6 +197,16 @@ const char *engine_stall(struct engine *e);
 
 /* The earliest time engine_tx() has timer work to do. */
 uint64_t engine_next_deadline(const struct engine *e);
+
+/*
+ * The host aggregator the switch sent the job to: 1 with its IPv4 address
+ * and UDP port (host order) once a REDIRECT came (in ENGINE_REDIRECTED and
+ * after), else 0. A REDIRECT is followed once, and never with a replica.
+ */
+int engine_redirect_target(const struct engine *e, uint32_t *ipv4, uint16_t *port);
+/* In ENGINE_REDIRECTED: joins the job at 'peer' (the target, resolved by
+ * the caller's port) from now on, as a fresh JOIN. 0, or -EBUSY. */
+int engine_redirect(struct engine *e, const struct ina_peer *peer, uint64_t now_ns);
 
 /* 1 once the engine follows the replica (after its FAILOVER announcement). */
 int engine_failed_over(const struct engine *e);

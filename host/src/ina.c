@@ -85,6 +85,7 @@ struct ina_ctx {
 	uint16_t last_block_size;	/* B of the last allreduce */
 	uint16_t world, lanes;
 	uint16_t lanes_asked;		/* cfg.lanes (lanes: what the switch granted) */
+	char aggregator[32];		/* the host aggregator the job runs on, or "" */
 	uint8_t encoding;
 	int plan_blocks;		/* cfg.plan_blocks */
 	struct ina_port *port;
@@ -217,6 +218,40 @@ wire_encoding(enum ina_encoding_type t)
 	case INA_BF16:
 		return INA_ENC_BF16;
 	}
+	return 0;
+}
+
+/*
+ * The switch sent the job to a host aggregator (a REDIRECT: it has no slots
+ * for the job): resolve the address on this context's port, say so, and
+ * join there: '*ret' is what run_while() returns. -1 with '*ret' set and
+ * 'err' written when the address does not resolve, else 0.
+ */
+static int
+follow_redirect(struct ina_ctx *ctx, const struct ina_config *cfg, char *err, size_t err_size,
+		int *out_ret)
+{
+	struct ina_peer peer;
+	uint32_t ip;
+	uint16_t port;
+	int ret;
+
+	engine_redirect_target(ctx->engine, &ip, &port);
+	snprintf(ctx->aggregator, sizeof(ctx->aggregator), "%u.%u.%u.%u:%u", ip >> 24,
+		 ip >> 16 & 0xff, ip >> 8 & 0xff, ip & 0xff, port);
+	ret = ctx->port->ops->resolve(ctx->port, ctx->aggregator, &peer);
+	if (ret < 0) {
+		snprintf(err, err_size, "the switch %s sent the job to the host aggregator %s, "
+			 "which does not resolve on the %s port: %s", cfg->switch_addr,
+			 ctx->aggregator, ctx->port->ops->type, strerror(-ret));
+		*out_ret = INA_ENOSWITCH;
+		return -1;
+	}
+	INA_LOG(INFO, "job %u rank %u: the switch %s has no slots for the job: it is aggregated "
+		"by the host aggregator at %s", cfg->job_id, cfg->rank, cfg->switch_addr,
+		ctx->aggregator);
+	engine_redirect(ctx->engine, &peer, ina_now_ns());
+	*out_ret = run_while(ctx, ENGINE_JOINING);
 	return 0;
 }
 
@@ -385,6 +420,9 @@ ina_open(const struct ina_config *cfg, struct ina_ctx **out, char *err, size_t e
 	}
 	engine_join(ctx->engine, ina_now_ns());
 	ret = run_while(ctx, ENGINE_JOINING);
+	if (ret == 0 && engine_phase(ctx->engine) == ENGINE_REDIRECTED &&
+	    follow_redirect(ctx, cfg, err, err_size, &ret) < 0)
+		goto fail;
 	if (ret < 0) {
 		snprintf(err, err_size, "%s", engine_error_msg(ctx->engine));
 		/* A replica that would not stand by: the switch, which admitted
@@ -1284,6 +1322,7 @@ ina_get_stats(const struct ina_ctx *ctx, struct ina_stats *s)
 	s->ssp_missed = es->ssp_missed;
 	s->lanes = ctx->lanes;
 	s->lanes_asked = ctx->lanes_asked;
+	snprintf(s->aggregator, sizeof(s->aggregator), "%s", ctx->aggregator);
 	s->failovers = es->failovers;
 	s->failover_silence_ms = (double)es->failover_silence_ns / 1e6;
 	s->dropped = es->bad;

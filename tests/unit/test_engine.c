@@ -557,6 +557,93 @@ test_engine_join_grant(void **state)
 	done(t);
 }
 
+/* A JOIN_ACK flagged REDIRECT (the switch has no slots, ina-switch
+ * --host-aggregator): the engine stops joining the switch and says where
+ * the job goes; engine_redirect() joins there, and the job runs there.
+ * A REDIRECT that does not echo the JOIN is invalid; a second one fails the
+ * join; one after the join is invalid (epoch 0). */
+static void
+test_engine_join_redirect(void **state)
+{
+	struct t *t = *state;
+	struct ina_peer agg = t->cfg.sw, sw0 = t->cfg.sw;
+	struct ina_hdr h;
+	uint8_t payload[sizeof(struct ina_wire_join) + sizeof(struct ina_wire_redirect)];
+	const struct wc_got *p;
+	uint32_t ip;
+	uint16_t port;
+
+	agg.bytes[0] ^= 0xff;
+	start(t);
+	assert_int_equal(engine_redirect(t->e, &agg, t->now), -EBUSY);
+	assert_int_equal(engine_join(t->e, t->now), 0);
+	assert_int_equal(tx_one(t)->h.type, INA_T_JOIN);
+	assert_int_equal(engine_redirect_target(t->e, &ip, &port), 0);
+	h = sw_hdr(t, INA_T_JOIN_ACK);
+	h.flags = INA_F_REDIRECT;
+	h.epoch = 0;
+	/* Not this worker's JOIN (3 lanes): invalid. */
+	ina_wire_encode_join(2, 3, 4, payload);
+	ina_wire_encode_redirect(0x7f000001u, 9301, payload + 8);
+	rx_raw(t, &h, payload, sizeof(payload));
+	assert_int_equal(engine_stats(t->e)->bad, 1);
+	assert_int_equal(engine_phase(t->e), ENGINE_JOINING);
+	/* Its JOIN echoed: redirected. */
+	ina_wire_encode_join(2, 2, 4, payload);
+	rx_raw(t, &h, payload, sizeof(payload));
+	assert_int_equal(engine_phase(t->e), ENGINE_REDIRECTED);
+	assert_int_equal(engine_redirect_target(t->e, &ip, &port), 1);
+	assert_int_equal(ip, 0x7f000001u);
+	assert_int_equal(port, 9301);
+	/* Nothing to send, no timer, until the caller says where. */
+	assert_int_equal(tx(t), 0);
+	assert_true(engine_next_deadline(t->e) == UINT64_MAX);
+	/* A JOIN_ACK of the switch now is stale. */
+	rx_join_ack(t, EPOCH, 2, 2, 4);
+	assert_int_equal(engine_stats(t->e)->stale, 1);
+	assert_int_equal(engine_redirect(t->e, &agg, t->now), 0);
+	assert_int_equal(engine_stats(t->e)->redirects, 1);
+	t->cfg.sw = agg;	/* where the test sees the engine's packets go now */
+	p = tx_one(t);
+	assert_int_equal(p->h.type, INA_T_JOIN);
+	assert_true(ina_peer_equal(&p->peer, &agg));
+	/* The aggregator sends it on again: the join fails. */
+	rx_from(t, &agg, &h, payload, sizeof(payload));
+	assert_int_equal(engine_error(t->e), INA_EREFUSED);
+	assert_non_null(strstr(engine_error_msg(t->e), "127.0.0.1:9301"));
+	engine_destroy(t->e);
+	t->e = NULL;
+
+	/* Again, the aggregator admitting the job: it runs there. */
+	t->cfg.sw = sw0;
+	start(t);
+	assert_int_equal(engine_join(t->e, t->now), 0);
+	assert_int_equal(tx(t), 1);
+	rx_raw(t, &h, payload, sizeof(payload));
+	assert_int_equal(engine_phase(t->e), ENGINE_REDIRECTED);
+	assert_int_equal(engine_redirect(t->e, &agg, t->now), 0);
+	t->cfg.sw = agg;	/* the test's switch is the aggregator now */
+	assert_int_equal(tx(t), 1);
+	rx_join_ack(t, EPOCH, 2, 2, 4);
+	assert_int_equal(engine_phase(t->e), ENGINE_READY);
+	in[0] = 2;
+	begin(t, in, out, 4, 4, ENGINE_SUM);
+	p = tx_one(t);
+	assert_true(ina_peer_equal(&p->peer, &agg));
+	check_data(t, p, 0, 0, 0, 0, INA_BLOCK_END, 0, in);
+	rx_result(t, 0, 0, 0, INA_BLOCK_END, 0, in);
+	assert_int_equal(engine_phase(t->e), ENGINE_READY);
+	/* A late REDIRECT (epoch 0) fails validation against the job. */
+	{
+		uint64_t bad = engine_stats(t->e)->bad;
+
+		rx_raw(t, &h, payload, sizeof(payload));
+		assert_int_equal(engine_stats(t->e)->bad, bad + 1);
+		assert_int_equal(engine_phase(t->e), ENGINE_READY);
+	}
+	done(t);
+}
+
 static void
 test_engine_join_ack(void **state)
 {
@@ -2530,6 +2617,7 @@ main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(test_engine_join_ack, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_engine_join_grant, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_engine_join_redirect, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_engine_join_refused, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_engine_first_packets_f32, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_engine_inactive_lanes_send_nothing, setup,

@@ -2045,6 +2045,120 @@ test_pipeline_fair_share(void **state)
 	done(t);
 }
 
+/* JOIN of rank 'rank' of 'j' answered with a REDIRECT to 127.0.0.1:9301. */
+static void
+join_redirected(struct t *t, const struct tjob *j, uint16_t rank)
+{
+	uint16_t world, lanes, max_block, port;
+	struct tjob z = *j;
+	uint32_t ip;
+	struct wc_got g;
+
+	assert_int_equal(send_join(t, j, rank), 1);
+	take_one(t, &g);
+	z.epoch = 0;
+	check_from_switch(&g, &z, INA_T_JOIN_ACK);
+	check_unicast(&g, peer_of(j, rank));
+	assert_int_equal(g.h.flags, INA_F_REDIRECT);
+	assert_int_equal(g.payload_size, 16);
+	ina_wire_decode_join(g.payload, &world, &lanes, &max_block);
+	assert_int_equal(world, j->world);
+	assert_int_equal(lanes, j->lanes);
+	assert_int_equal(max_block, j->max_block);
+	ina_wire_decode_redirect(g.payload + 8, &ip, &port);
+	assert_int_equal(ip, 0x7f000001u);
+	assert_int_equal(port, 9301);
+}
+
+/* --host-aggregator: a job that finds no room (first-come: not its lanes;
+ * fair: not its minimum) is sent to the host aggregator, and so are its
+ * other ranks, even once room is freed; without one it stays refused.
+ * --host-mode: a job gets the lanes that fit (a GRANT), refused only when
+ * no slot is free. */
+static void
+test_pipeline_host_aggregator(void **state)
+{
+	struct t *t = *state;
+	struct tjob a = { .id = 161, .token = 0xa1, .world = 2, .lanes = 8, .max_block = 4,
+			  .enc = INA_ENC_F32, .peer_base = 0 };
+	struct tjob b = a, c = a, d = a;
+	struct wc_got g;
+	struct pipeline *bad;
+
+	b.id = 162, b.token = 0xb2, b.peer_base = 2;
+	c.id = 163, c.token = 0xc3, c.peer_base = 4, c.lanes = 4;
+	d.id = 164, d.token = 0xd4, d.peer_base = 6;
+	t->cfg.nb_slots = 12;
+	t->cfg.max_jobs = 8;
+	/* An address needs a port; a host aggregator sends no job on. */
+	t->cfg.host_aggregator_ipv4 = 0x7f000001u;
+	assert_null(pipeline_create(&t->cfg));
+	t->cfg.host_aggregator_port = 9301;
+	t->cfg.host_mode = 1;
+	bad = pipeline_create(&t->cfg);
+	assert_null(bad);
+	t->cfg.host_mode = 0;
+	start(t);
+	join_all(t, &a);
+	join_redirected(t, &b, 0);
+	assert_int_equal(pipeline_nb_jobs(t->p), 1);
+	assert_int_equal(pipeline_free_slots(t->p), 4);
+	fin_all(t, &a);
+	assert_int_equal(pipeline_free_slots(t->p), 12);
+	/* Room now, but b's rank 0 went to the aggregator: rank 1 follows. */
+	join_redirected(t, &b, 1);
+	join_redirected(t, &b, 0);
+	/* Another job gets in. */
+	join_all(t, &c);
+	assert_int_equal(pipeline_stats(t->p)->jobs_redirected, 3);
+	assert_int_equal(pipeline_stats(t->p)->jobs_refused, 0);
+	/* b is remembered for a minute, then it may run here. */
+	t->now += 61 * SEC;
+	fin_all(t, &c);
+	b.epoch = 0;
+	join_all(t, &b);
+	fin_all(t, &b);
+	pipeline_destroy(t->p);
+
+	/* fair, minimum 8 slots: d's share with a is 6: the aggregator. */
+	t->cfg.share.policy = SHARE_FAIR;
+	t->cfg.share.min_slots = 8;
+	start(t);
+	a.epoch = 0;
+	join_all(t, &a);
+	join_redirected(t, &d, 0);
+	fin_all(t, &a);
+	pipeline_destroy(t->p);
+
+	/* No aggregator: refused as before. */
+	t->cfg.share.policy = SHARE_FIRST_COME;
+	t->cfg.share.min_slots = 1;
+	t->cfg.host_aggregator_ipv4 = 0;
+	t->cfg.host_aggregator_port = 0;
+	start(t);
+	a.epoch = 0;
+	join_all(t, &a);
+	d.epoch = 0;
+	assert_int_equal(send_join(t, &d, 0), 1);
+	take_one(t, &g);
+	check_error(&g, d.id, d.token, INA_WERR_NO_SLOTS);
+	assert_int_equal(pipeline_stats(t->p)->jobs_redirected, 0);
+	fin_all(t, &a);
+	pipeline_destroy(t->p);
+
+	/* Host mode: 8, then the 4 that fit, then nothing. */
+	t->cfg.host_mode = 1;
+	start(t);
+	a.epoch = b.epoch = 0;
+	join_granted(t, &a, 0, 0, 8);
+	join_granted(t, &b, 0, 0, 4);
+	assert_int_equal(send_join(t, &d, 0), 1);
+	take_one(t, &g);
+	check_error(&g, d.id, d.token, INA_WERR_NO_SLOTS);
+	assert_int_equal(pipeline_stats(t->p)->jobs_granted, 1);
+	done(t);
+}
+
 static void
 test_pipeline_two_jobs(void **state)
 {
@@ -3124,6 +3238,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_pipeline_join_ack, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_pipeline_pool_full, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_pipeline_fair_share, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_pipeline_host_aggregator, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_pipeline_join_max_pkt, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_pipeline_join_refusals, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_pipeline_aggregate_f32, setup, teardown),

@@ -359,7 +359,7 @@ test_wire_valid_variants(void **state)
 	/* Every known flag a RESULT may carry, the i32 encoding, the largest
 	 * error message. */
 	pkt_init(&p, INA_T_RESULT);
-	p.h.flags = INA_F_KNOWN & ~INA_F_STANDBY & ~INA_F_PARTIAL & ~INA_F_GRANT;
+	p.h.flags = INA_F_KNOWN & ~INA_F_STANDBY & ~INA_F_PARTIAL & ~INA_F_GRANT & ~INA_F_REDIRECT;
 	pkt_set_elems(&p, 0);
 	pkt_build(&p);
 	expect(&p, &job, INA_WIRE_OK);
@@ -1101,7 +1101,8 @@ test_wire_replica_values(void **state)
 	assert_int_equal(INA_T_MAX, 11);
 	assert_int_equal(INA_F_STANDBY, 0x10);
 	assert_int_equal(INA_F_GRANT, 0x40);
-	assert_int_equal(INA_F_KNOWN, 0x7f);
+	assert_int_equal(INA_F_REDIRECT, 0x80);
+	assert_int_equal(INA_F_KNOWN, 0xff);
 	assert_int_equal(INA_RANK_ALL, 0xfffe);
 	pkt_init(&p, INA_T_REPL);
 	assert_memory_equal(p.buf, want, sizeof(want));
@@ -1260,6 +1261,54 @@ test_wire_grant_flag(void **state)
 			expect(&p, &job, INA_WIRE_OK);
 		else
 			expect_stateless(&p, INA_WIRE_BAD_FLAGS);
+	}
+}
+
+/* REDIRECT: a JOIN_ACK whose payload names a host aggregator after the JOIN
+ * payload (16 bytes); never on another type, nor with GRANT or STANDBY;
+ * the address and port non-zero, the reserved field 0. */
+static void
+test_wire_redirect_flag(void **state)
+{
+	static const uint8_t want[8] = { 127, 0, 0, 1, 0x24, 0x55, 0, 0 };
+	struct pkt p;
+	uint32_t ip;
+	uint16_t port;
+	uint8_t t;
+
+	(void)state;
+	pkt_init(&p, INA_T_JOIN_ACK);
+	p.h.flags = INA_F_REDIRECT;
+	p.h.epoch = 0;
+	pkt_build(&p);
+	ina_wire_encode_redirect(0x7f000001u, 9301, p.buf + INA_HDR_SIZE + 8);
+	assert_memory_equal(p.buf + INA_HDR_SIZE + 8, want, sizeof(want));
+	ina_wire_decode_redirect(p.buf + INA_HDR_SIZE + 8, &ip, &port);
+	assert_int_equal(ip, 0x7f000001u);
+	assert_int_equal(port, 9301);
+	expect_stateless(&p, INA_WIRE_BAD_LENGTH);	/* 8 bytes of payload */
+	p.size += sizeof(struct ina_wire_redirect);
+	expect(&p, NULL, INA_WIRE_OK);	/* epoch 0: checked before any job */
+	p.buf[INA_HDR_SIZE + 15] = 1;			/* reserved */
+	expect_stateless(&p, INA_WIRE_BAD_JOIN);
+	ina_wire_encode_redirect(0, 9301, p.buf + INA_HDR_SIZE + 8);
+	expect_stateless(&p, INA_WIRE_BAD_JOIN);
+	ina_wire_encode_redirect(0x7f000001u, 0, p.buf + INA_HDR_SIZE + 8);
+	expect_stateless(&p, INA_WIRE_BAD_JOIN);
+	ina_wire_encode_redirect(0x7f000001u, 9301, p.buf + INA_HDR_SIZE + 8);
+	p.h.flags = INA_F_REDIRECT | INA_F_GRANT;
+	pkt_build(&p);
+	expect_stateless(&p, INA_WIRE_BAD_FLAGS);
+	p.h.flags = INA_F_REDIRECT | INA_F_STANDBY;
+	pkt_build(&p);
+	expect_stateless(&p, INA_WIRE_BAD_FLAGS);
+	for (t = 1; t <= INA_T_MAX; t++) {
+		if (t == INA_T_JOIN_ACK)
+			continue;
+		pkt_init(&p, t);
+		p.h.flags |= INA_F_REDIRECT;
+		pkt_build(&p);
+		expect_stateless(&p, INA_WIRE_BAD_FLAGS);
 	}
 }
 
@@ -1534,6 +1583,7 @@ main(void)
 		cmocka_unit_test(test_wire_failover),
 		cmocka_unit_test(test_wire_standby_flag),
 		cmocka_unit_test(test_wire_grant_flag),
+		cmocka_unit_test(test_wire_redirect_flag),
 		cmocka_unit_test(test_wire_reject_order),
 		cmocka_unit_test(test_wire_degenerate_job),
 		cmocka_unit_test(test_wire_reason_names),

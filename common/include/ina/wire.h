@@ -74,7 +74,11 @@ enum ina_encoding {
 #define INA_F_GRANT 0x40	/* JOIN_ACK: the job is admitted with fewer
 				 * lanes than it asked: the payload's 'lanes'
 				 * is the grant (ina-switch --share fair) */
-#define INA_F_KNOWN 0x7f	/* every flag v1 defines */
+#define INA_F_REDIRECT 0x80	/* JOIN_ACK: the switch has no slots for the
+				 * job: aggregate it at the host aggregator
+				 * the payload names (struct ina_wire_redirect
+				 * after the JOIN payload); epoch 0 */
+#define INA_F_KNOWN 0xff	/* every flag v1 defines */
 
 /* ERROR codes (the header's status field). */
 enum ina_wire_error {
@@ -150,6 +154,17 @@ struct ina_wire_join {
 				 * share, 1..255 (0 = 1) */
 } __attribute__((packed));
 _Static_assert(sizeof(struct ina_wire_join) == 8, "join size");
+
+/* A REDIRECT JOIN_ACK's payload: the JOIN payload (8 bytes), then where the
+ * job goes instead (8 bytes, big-endian). */
+struct ina_wire_redirect {
+	ina_be32 ipv4;		/* the host aggregator's IPv4 address */
+	ina_be16 port;		/* its UDP port */
+	ina_be16 reserved;	/* 0 */
+} __attribute__((packed));
+_Static_assert(sizeof(struct ina_wire_redirect) == 8, "redirect size");
+void ina_wire_encode_redirect(uint32_t ipv4, uint16_t port, void *buf);
+void ina_wire_decode_redirect(const void *buf, uint32_t *ipv4, uint16_t *port);
 
 /* WAIT payload: bitmap of the ranks the slot still waits on, rank r is bit r. */
 #define INA_WAIT_PAYLOAD 8
