@@ -5,11 +5,13 @@
 # modelled links, in simulated time: the figures do not depend on this
 # machine's load) on topologies/three-jobs.yaml: three jobs of 4 hosts asking
 # 64 lanes each of a switch of 96 slots, on links where a job's goodput
-# follows its lanes. Policies: first-come (the third and second jobs find no
-# room and are refused), fair (the first job alone takes all it asks), fair
-# with --share-total 3, and the latter with weights 1:2:3. Each runs with
+# follows its lanes. Policies: first-come (the second and third jobs find no
+# room and are refused), fair (the first job alone takes all it asks, then
+# gives back at a round boundary as the others come), fair with
+# --share-total 3, and the latter with weights 1:2:3. Each runs with
 # --runs seeds of link loss (--loss); prints, per policy, the median over the
-# runs of each job's goodput (Mbit/s; 0 for a job refused), the lanes each got,
+# runs of each job's goodput (Mbit/s; 0 for a job refused), the lanes each
+# held at the end (after any give-back),
 # the sum, and Jain's fairness index over the three goodputs (over goodput /
 # weight for the weighted run): (sum x)^2 / (n sum x^2), 1 when equal, 1/n
 # when one job has it all.
@@ -80,6 +82,7 @@ for p in "${policies[@]}"; do
 		# The lanes each job got, from the switch's log of admissions.
 		lanes=$(awk '/admitted with/ { for (i = 1; i <= NF; i++) if ($i == "with") g[$5] = $(i + 1) }
 			     /admitted, epoch/ { for (i = 1; i <= NF; i++) if ($i == "lanes,") g[$5] = $(i - 1) }
+			     /now on .* lanes from round/ { for (i = 1; i <= NF; i++) if ($i == "on") g[$5] = $(i + 1) }
 			     END { printf "%s:%s:%s", (g["1:"] ? g["1:"] : 0), (g["2:"] ? g["2:"] : 0), (g["3:"] ? g["3:"] : 0) }' \
 				"$tmp/sim.log")
 		rm -f "$tmp/r.json"

@@ -112,6 +112,9 @@ usage(FILE *f)
 		"                        the first ones leave room for those to come (default 0)\n"
 		"  --share-min-slots M   fair: a job whose share is under M slots (or what it\n"
 		"                        asks, if less) is refused (default 1)\n"
+		"  --share-wait-ms MS    fair: a job finding less than its share free waits up to\n"
+		"                        MS while jobs holding more give slots back at their\n"
+		"                        next round boundary (default 2000; 0: no give-back)\n"
 		"  --host-aggregator IPV4:PORT  a job this switch has no slots for (first-come:\n"
 		"                        not its lanes; fair: not its minimum) is sent to the\n"
 		"                        host aggregator there (ina-switch --host-mode) instead\n"
@@ -154,7 +157,7 @@ enum {
 	OPT_LISTEN = 256, OPT_PORT, OPT_PORT_OPTS, OPT_SLOTS, OPT_SLOT_ELEMS, OPT_MAX_JOBS,
 	OPT_LINGER, OPT_STANDBY_LINGER, OPT_IDLE, OPT_PEER_TIMEOUT, OPT_DRAIN, OPT_LOG_LEVEL, OPT_CAPTURE, OPT_LCORES,
 	OPT_REPLICA, OPT_PRIMARY, OPT_UPLINK, OPT_UPLINK_JOB, OPT_SHARE, OPT_SHARE_TOTAL,
-	OPT_SHARE_MIN, OPT_HOST_AGGREGATOR, OPT_HOST_MODE,
+	OPT_SHARE_MIN, OPT_HOST_AGGREGATOR, OPT_HOST_MODE, OPT_SHARE_WAIT,
 };
 
 static void
@@ -184,6 +187,7 @@ parse_args(int argc, char **argv, struct switch_config *c)
 		{ "share-min-slots", required_argument, NULL, OPT_SHARE_MIN },
 		{ "host-aggregator", required_argument, NULL, OPT_HOST_AGGREGATOR },
 		{ "host-mode", no_argument, NULL, OPT_HOST_MODE },
+		{ "share-wait-ms", required_argument, NULL, OPT_SHARE_WAIT },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -231,6 +235,7 @@ parse_args(int argc, char **argv, struct switch_config *c)
 				ina_die("--host-aggregator: '%s' is not IPV4:PORT", optarg);
 			break;
 		case OPT_HOST_MODE: c->pipe.host_mode = 1; break;
+		case OPT_SHARE_WAIT: c->pipe.share_wait_ns = ina_cli_u64("share-wait-ms", optarg, 0, 3600000) * INA_NS_PER_MS; break;
 		case OPT_SHARE_TOTAL: c->pipe.share.total = (uint16_t)ina_cli_u64("share-total", optarg, 0, 4096); break;
 		case OPT_SHARE_MIN: c->pipe.share.min_slots = (uint32_t)ina_cli_u64("share-min-slots", optarg, 1, 1u << 20); break;
 		case OPT_MAX_JOBS: c->pipe.max_jobs = (uint16_t)ina_cli_u64("max-jobs", optarg, 1, 4096); break;

@@ -53,6 +53,7 @@ static const char *const drop_names[PDROP_MAX] = {
 	[PDROP_SSP_SHAPE] = "ssp_shape",
 	[PDROP_SSP_AHEAD] = "ssp_ahead",
 	[PDROP_SSP_HOLD] = "ssp_hold",
+	[PDROP_JOIN_WAIT] = "join_wait",
 };
 
 const char *
@@ -78,6 +79,7 @@ pipeline_config_init(struct pipeline_config *cfg)
 	cfg->share.policy = SHARE_FIRST_COME;
 	cfg->share.total = 0;
 	cfg->share.min_slots = 1;
+	cfg->share_wait_ns = 2000000000ull;
 }
 
 struct pipeline *
@@ -421,6 +423,92 @@ send_join_ack(struct pipeline *p, struct ina_pkt *in, const struct job *j, const
 	return o;
 }
 
+/* A job that can give slots back at a round boundary: bsp, on a switch of
+ * one partition, neither replicated nor a rack's, not standing by. */
+static int
+can_give_back(const struct pipeline *p, const struct job *j)
+{
+	return !j->ssp && p->cfg.part_count == 1 && !p->cfg.replica.len && !p->cfg.primary.len &&
+	       !p->cfg.uplink.len && !j->standby && !j->aborted && !j->linger_until;
+}
+
+/*
+ * --share fair: the JOIN 'h' of a new job finds less than its share free.
+ * Jobs holding more than their new share (p->share, as fair_lanes() left it)
+ * are told to shrink to it from a round boundary, and the JOIN waits (1)
+ * while any job is shrinking, up to share_wait_ns; 0: it does not wait (no
+ * job can give back, another job waits already, or the wait is over).
+ */
+static int
+give_back(struct pipeline *p, const struct ina_hdr *h, uint64_t now)
+{
+	int pending = 0;
+	uint16_t n = 0;
+
+	if (!p->cfg.share_wait_ns)
+		return 0;
+	if (p->waiting && (p->wait_job_id != h->job_id || p->wait_token != h->token)) {
+		if (now - p->wait_since_ns < p->cfg.share_wait_ns)
+			return 0;	/* one job waits at a time */
+		p->waiting = 0;		/* that one gave up */
+	}
+	if (p->waiting && now - p->wait_since_ns >= p->cfg.share_wait_ns) {
+		p->waiting = 0;
+		return 0;
+	}
+	for (uint16_t i = 0; i < p->cfg.max_jobs; i++) {
+		struct job *j = &p->jobs[i];
+		uint16_t l;
+
+		if (!j->active)
+			continue;
+		l = share_lanes_of(p->share[n++].grant, j->want_lanes, 1, 1);
+		if (j->reshape_lanes) {
+			pending = 1;
+			continue;
+		}
+		if (l == 0 || l >= j->params.lanes || !can_give_back(p, j))
+			continue;
+		j->reshape_lanes = l;
+		j->reshape_round = j->has_max_round ? j->max_round + 2 : 1;
+		j->moved = 0;
+		p->st.reshapes++;
+		pending = 1;
+		if (!p->quiet)
+			INA_LOG(INFO, "job %" PRIu32 ": gives back %u of its %u lanes from round %"
+				PRIu32 " (its fair share with job %" PRIu32 ")", j->params.job_id,
+				j->params.lanes - l, j->params.lanes, j->reshape_round, h->job_id);
+	}
+	if (!pending)
+		return 0;
+	if (!p->waiting) {
+		p->waiting = 1;
+		p->wait_job_id = h->job_id;
+		p->wait_token = h->token;
+		p->wait_since_ns = now;
+	}
+	return 1;
+}
+
+/* Every rank of 'j' sent a DATA of the reshape round: the lanes past the
+ * new count are idle for good, and their slots go back to the pool. */
+static void
+reshape_done(struct pipeline *p, struct job *j)
+{
+	uint16_t old = j->nb_slots, l = j->reshape_lanes;
+
+	for (uint32_t i = j->slot_base + l; i < j->slot_base + old; i++)
+		p->slot_owner[i] = 0;
+	p->free_slots += old - l;
+	j->nb_slots = l;
+	j->params.lanes = l;
+	j->reshape_lanes = 0;
+	p->st.reshaped++;
+	if (!p->quiet)
+		INA_LOG(INFO, "job %" PRIu32 ": now on %u lanes from round %" PRIu32 ", %u slots "
+			"given back", j->params.job_id, l, j->reshape_round, old - l);
+}
+
 /* 1 when job 'job_id' (its token) was sent to the host aggregator lately. */
 static int
 was_redirected(const struct pipeline *p, uint32_t job_id, uint64_t token, uint64_t now)
@@ -640,6 +728,14 @@ handle_join(struct pipeline *p, struct ina_pkt *in, const struct ina_hdr *h, uin
 		if (p->cfg.share.policy == SHARE_FAIR && !standby) {
 			uint32_t share;
 			uint16_t g = fair_lanes(p, lanes, ssp, weight, &share);
+			uint16_t full = share_lanes_of(share, lanes, k, job_unit(ssp));
+
+			if (g < full && give_back(p, h, now)) {
+				/* Others shrink to their share; the worker resends. */
+				p->st.drop[PDROP_JOIN_WAIT]++;
+				ina_pkt_free(in);
+				return NULL;
+			}
 
 			if (g == 0 && can_redirect)
 				return send_redirect(p, in, h, world, lanes, max_block, ssp, weight,
@@ -650,7 +746,7 @@ handle_join(struct pipeline *p, struct ina_pkt *in, const struct ina_hdr *h, uin
 						  "job %" PRIu32 ": its fair share is %" PRIu32
 						  " slots (weight %u of %u jobs), %" PRIu32 " free in "
 						  "one run; it needs at least %" PRIu32, h->job_id,
-						  share, weight, (unsigned)(p->nb_jobs + 1),
+						  share, weight ? weight : 1u, (unsigned)(p->nb_jobs + 1),
 						  slots_longest_free(p),
 						  p->cfg.share.min_slots < nb32 ? p->cfg.share.min_slots
 										 : nb32);
@@ -691,6 +787,8 @@ handle_join(struct pipeline *p, struct ina_pkt *in, const struct ina_hdr *h, uin
 					  h->job_id, nb, ssp ? "S + 2 per lane" : "one per lane",
 					  p->free_slots, p->cfg.nb_slots);
 		}
+		if (p->waiting && p->wait_job_id == h->job_id && p->wait_token == h->token)
+			p->waiting = 0;
 		j = &p->jobs[idx];
 		memset(j, 0, sizeof(*j));
 		j->active = 1;
@@ -731,7 +829,7 @@ handle_join(struct pipeline *p, struct ina_pkt *in, const struct ina_hdr *h, uin
 		if (!p->quiet && lanes < want)
 			INA_LOG(INFO, "job %" PRIu32 ": admitted with %u of the %u lanes it asked "
 				"(its fair share, weight %u), epoch %" PRIu32 ", world %u, %s, B <= %u",
-				h->job_id, lanes, want, weight, j->params.epoch, world,
+				h->job_id, lanes, want, weight ? weight : 1u, j->params.epoch, world,
 				ina_wire_encoding_name(h->encoding), max_block);
 		else if (!p->quiet)
 			INA_LOG(INFO, "job %" PRIu32 ": admitted%s, epoch %" PRIu32 ", world %u, %u lanes, %s, B <= %u",
@@ -787,6 +885,16 @@ pl_put_result(const struct pipeline *p, struct ina_pkt *o, const struct job *j, 
 		n = ina_wire_block_elems(hf->key.tensor_len, hf->key.block_size, hf->key.block);
 	h.n_elems = n;
 	pl_put_hdr(o, j, INA_T_RESULT, &h);
+	if (j->reshape_lanes && hf->key.round + 1u >= j->reshape_round) {
+		/* Give-back (--share fair): from round reshape_round on, the job
+		 * runs on reshape_lanes lanes; marked from the round before. */
+		uint16_t st_be = htobe16(j->reshape_lanes);
+		uint32_t bound_be = htobe32(j->reshape_round);
+
+		o->data[offsetof(struct ina_wire_hdr, flags)] |= INA_F_RESHAPE;
+		memcpy(o->data + offsetof(struct ina_wire_hdr, status), &st_be, sizeof(st_be));
+		memcpy(o->data + offsetof(struct ina_wire_hdr, bound), &bound_be, sizeof(bound_be));
+	}
 	if (n) {
 		if (j->params.encoding == INA_ENC_I32)
 			ina_enc_i32_store(o->data + INA_HDR_SIZE, hf->acc.i32, n);
@@ -1367,7 +1475,7 @@ static struct ina_pkt *
 process_one(struct pipeline *p, struct ina_pkt *in, uint64_t now)
 {
 	const struct ina_job_params *params = NULL;
-	struct ina_job_params old_params;
+	struct ina_job_params old_params, new_params;
 	struct ina_hdr h;
 	struct job *j = NULL;
 	enum ina_wire_reason r;
@@ -1390,12 +1498,35 @@ process_one(struct pipeline *p, struct ina_pkt *in, uint64_t now)
 			params = &old_params;
 			old = 1;
 		}
+		if (j && j->reshape_lanes && !old && in->data[1] == INA_T_DATA) {
+			/* Giving back: from the reshape round, the new lanes. */
+			uint32_t round_be;
+
+			memcpy(&round_be, in->data + offsetof(struct ina_wire_hdr, round),
+			       sizeof(round_be));
+			if ((int32_t)(be32toh(round_be) - j->reshape_round) >= 0) {
+				new_params = j->params;
+				new_params.lanes = j->reshape_lanes;
+				params = &new_params;
+			}
+		}
 	}
 	r = ina_wire_validate(in->data, in->len, params, &h);
 	if (r != INA_WIRE_OK) {
 		p->st.drop_wire[r]++;
 		ina_pkt_free(in);
 		return NULL;
+	}
+	if (j && h.type == INA_T_DATA && !old && (j->joined >> h.rank & 1)) {
+		if (!j->has_max_round || (int32_t)(h.round - j->max_round) > 0) {
+			j->max_round = h.round;
+			j->has_max_round = 1;
+		}
+		if (j->reshape_lanes && (int32_t)(h.round - j->reshape_round) >= 0) {
+			j->moved |= 1ull << h.rank;
+			if (j->moved == j->full)
+				reshape_done(p, j);
+		}
 	}
 	if (h.type == INA_T_JOIN)
 		return handle_join(p, in, &h, now);

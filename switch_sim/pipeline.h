@@ -93,6 +93,14 @@ struct pipeline_config {
 	 * its weighted share of the pool is admitted with fewer lanes, a
 	 * JOIN_ACK flagged GRANT; below share.min_slots it is refused). */
 	struct share_config share;
+	/* --share fair, give-back: a JOIN of a new job whose share is taken by
+	 * jobs holding more than theirs waits (dropped, join_wait; the worker
+	 * resends) while those jobs shrink to their share at a round boundary
+	 * (RESULTs flagged RESHAPE); after this long without its share it is
+	 * admitted with what is free, or sent on or refused. bsp jobs on one
+	 * partition, without replica or uplink, give back; others keep their
+	 * lanes. 0: no give-back. */
+	uint64_t share_wait_ns;
 	/* A host aggregator (ina-switch --host-aggregator): a JOIN of a job
 	 * this switch has no slots for (first-come: not its lanes; fair: not
 	 * its minimum) is answered with a JOIN_ACK flagged REDIRECT naming
@@ -116,8 +124,8 @@ int pipeline_uplink_job_parse(const char *s, struct pipeline_uplink_job *uj);
 
 /* Defaults: 1024 slots of 2048 elements, 64 jobs, 1 s linger (10 s for a
  * standby job), 1 ms WAIT interval, 300 s idle timeout, 8 s peer timeout,
- * one partition, first-come sharing (fair: min 1 slot, no total). 'pool'
- * must still be set. */
+ * one partition, first-come sharing (fair: min 1 slot, no total, give-back
+ * waiting up to 2 s). 'pool' must still be set. */
 void pipeline_config_init(struct pipeline_config *cfg);
 
 /* Packets the pipeline drops for reasons beyond the wire format's. */
@@ -146,6 +154,8 @@ enum pipeline_drop {
 				 * open in its lane (the bound broken) */
 	PDROP_SSP_HOLD,		/* ssp: a round that would reuse a half whose
 				 * result a rank may still lack (resent later) */
+	PDROP_JOIN_WAIT,	/* --share fair: a JOIN waiting for slots other
+				 * jobs give back (the worker resends it) */
 	PDROP_MAX,
 };
 
@@ -169,6 +179,9 @@ struct pipeline_stats {
 	uint64_t jobs_granted;		/* of the admitted, with fewer lanes than
 					 * asked (--share fair, --host-mode) */
 	uint64_t jobs_redirected;	/* JOINs sent to the host aggregator */
+	uint64_t reshapes;		/* jobs told to run on fewer lanes (give-back) */
+	uint64_t reshaped;		/* of which done: every rank moved on, the
+					 * slots freed */
 	uint64_t jobs_aborted;		/* a rank fell silent while others waited */
 	uint64_t replicated;		/* primary: RESULTs sent as REPL */
 	uint64_t repl_stored;		/* replica: REPLs stored as a lane's result */

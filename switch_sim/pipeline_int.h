@@ -72,6 +72,14 @@ struct job {
 				 * grant, fewer under --share fair */
 	uint8_t weight;		/* in the fair share (JOIN payload; 0 counts
 				 * as 1), echoed in the JOIN_ACK */
+	uint8_t has_max_round;	/* 'max_round' is set */
+	uint32_t max_round;	/* the highest round of any DATA so far */
+	uint16_t reshape_lanes;	/* give-back: the lanes from 'reshape_round' on;
+				 * 0: none pending. Until every rank sent a
+				 * DATA of that round ('moved'), params.lanes
+				 * stays the old count and the tail slots stay */
+	uint32_t reshape_round;
+	uint64_t moved;
 	uint64_t full;		/* bitmap of all ranks */
 	uint64_t joined;
 	uint64_t finished;	/* ranks that sent FIN */
@@ -122,6 +130,10 @@ struct pipeline {
 	struct redirected redirected[PL_REDIRECTED];
 	uint16_t next_redirected;	/* the entry the next one overwrites
 					 * when none is free */
+	uint8_t waiting;		/* a JOIN waits for slots given back */
+	uint32_t wait_job_id;
+	uint64_t wait_token;
+	uint64_t wait_since_ns;
 };
 
 struct job *pl_job_find(struct pipeline *p, uint32_t job_id);

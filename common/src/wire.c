@@ -252,13 +252,19 @@ validate_stateless(const uint8_t *buf, size_t size, const struct ina_hdr *h)
 	/* STANDBY belongs to a JOIN and its JOIN_ACK. */
 	if ((h->flags & INA_F_STANDBY) && h->type != INA_T_JOIN && h->type != INA_T_JOIN_ACK)
 		return INA_WIRE_BAD_FLAGS;
-	/* GRANT and REDIRECT belong to a JOIN_ACK, and not together. */
-	if ((h->flags & (INA_F_GRANT | INA_F_REDIRECT)) &&
+	/* GRANT and REDIRECT belong to a JOIN_ACK, and not together; the
+	 * GRANT bit on a RESULT is RESHAPE: 'status' lanes (>= 1) from round
+	 * 'bound' on. */
+	if (h->type == INA_T_RESULT && (h->flags & INA_F_RESHAPE)) {
+		if (h->status == 0)
+			return INA_WIRE_BAD_FLAGS;
+	} else if ((h->flags & (INA_F_GRANT | INA_F_REDIRECT)) &&
 	    (h->type != INA_T_JOIN_ACK ||
 	     (h->flags & (INA_F_GRANT | INA_F_REDIRECT)) == (INA_F_GRANT | INA_F_REDIRECT) ||
 	     ((h->flags & INA_F_REDIRECT) && (h->flags & INA_F_STANDBY))))
 		return INA_WIRE_BAD_FLAGS;
-	if (h->bound != 0 && (h->type != INA_T_DATA || !bound_valid(h)))
+	if (h->bound != 0 && (h->type != INA_T_DATA || !bound_valid(h)) &&
+	    !(h->type == INA_T_RESULT && (h->flags & INA_F_RESHAPE)))
 		return INA_WIRE_BAD_BOUND;
 
 	switch (h->type) {
@@ -337,6 +343,9 @@ validate_job(const struct ina_hdr *h, const struct ina_job_params *job)
 		return INA_WIRE_NEXT_NOT_IN_LANE;
 	if (h->encoding != job->encoding)
 		return INA_WIRE_WRONG_ENCODING;
+	/* RESHAPE gives lanes back: fewer than the job has. */
+	if (h->type == INA_T_RESULT && (h->flags & INA_F_RESHAPE) && h->status >= job->lanes)
+		return INA_WIRE_LANE_PAST_LANES;
 	if (h->block_size > job->max_block)
 		return INA_WIRE_BLOCK_TOO_BIG;
 	return INA_WIRE_OK;

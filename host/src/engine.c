@@ -138,6 +138,11 @@ struct engine {
 				 * followed (for P: a RESULT through R too) */
 	uint64_t probe_ns;	/* last probe of the replica (tx_probe) */
 
+	/* Give-back (a RESULT flagged RESHAPE): from round reshape_round on,
+	 * reshape_lanes lanes; 0: none pending. */
+	uint16_t reshape_lanes;
+	uint32_t reshape_round;
+
 	/* A REDIRECT from the switch (no slots for the job there). */
 	uint8_t redirected;	/* a REDIRECT came: the target below is set */
 	uint32_t redirect_ipv4;
@@ -437,6 +442,13 @@ engine_allreduce(struct engine *e, uint32_t tensor_id, const float *in, float *o
 	if (n == 0 || n >= INA_BLOCK_OPEN || block_size == 0 || block_size > e->cfg.max_block ||
 	    !in || !out)
 		return -EINVAL;
+	if (e->reshape_lanes && (int32_t)(e->round - e->reshape_round) >= 0) {
+		/* The switch gives slots back: fewer lanes from this round on. */
+		e->cfg.lanes = e->reshape_lanes;
+		e->params.lanes = e->reshape_lanes;
+		e->reshape_lanes = 0;
+		e->st.reshapes++;
+	}
 	e->tensor_id = tensor_id;
 	e->in = in;
 	e->out = out;
@@ -1316,6 +1328,12 @@ rx_one(struct engine *e, struct ina_pkt *pkt, uint64_t now)
 		return;
 	case INA_T_RESULT:
 		e->last_heard_ns = now;
+		if ((h.flags & INA_F_RESHAPE) && !e->cfg.ssp &&
+		    (int32_t)(h.bound - e->round) > 0 && h.status < e->cfg.lanes) {
+			/* Runs on h.status lanes from round h.bound (after this one). */
+			e->reshape_lanes = h.status;
+			e->reshape_round = h.bound;
+		}
 		if (e->cfg.ssp)
 			ssp_on_result(e, &h, payload, now);
 		else

@@ -34,7 +34,9 @@ struct engine_config {
 	uint16_t world;
 	uint16_t lanes;			/* asked in the JOIN; a switch sharing its
 					 * slots fairly may grant fewer (a JOIN_ACK
-					 * flagged GRANT): engine_lanes() */
+					 * flagged GRANT), and take some back from a
+					 * later round (RESULTs flagged RESHAPE):
+					 * engine_lanes() */
 	uint16_t max_block;		/* largest B this worker will use */
 	uint8_t weight;			/* the job's weight in the switch's fair
 					 * share (1..255; 0 = 1) */
@@ -103,6 +105,8 @@ struct engine_stats {
 						 * case it took over unheard (engine.c
 						 * tx_probe) */
 	uint64_t redirects;			/* REDIRECTs followed (0 or 1) */
+	uint64_t reshapes;			/* times the switch took lanes back
+						 * (RESHAPE, from a round on) */
 	uint64_t lanes_asked;			/* the lanes the JOIN asked when the
 						 * switch granted fewer, else 0 */
 	uint64_t standby_lost;			/* the replica refused to stand by any

@@ -1320,7 +1320,7 @@ ina_get_stats(const struct ina_ctx *ctx, struct ina_stats *s)
 	s->stalls = es->stalls;
 	s->waits = es->waits;
 	s->ssp_missed = es->ssp_missed;
-	s->lanes = ctx->lanes;
+	s->lanes = engine_lanes(ctx->engine);	/* after a give-back too */
 	s->lanes_asked = ctx->lanes_asked;
 	snprintf(s->aggregator, sizeof(s->aggregator), "%s", ctx->aggregator);
 	s->failovers = es->failovers;

@@ -644,6 +644,67 @@ test_engine_join_redirect(void **state)
 	done(t);
 }
 
+/* RESULTs flagged RESHAPE (the switch gives slots back, --share fair): the
+ * engine finishes its round on its lanes and runs on 'status' lanes from
+ * round 'bound'; a RESHAPE to as many lanes as it has is invalid. */
+static void
+test_engine_reshape(void **state)
+{
+	struct t *t = *state;
+	struct ina_hdr h;
+	float sum[16];
+	uint16_t n;
+
+	t->cfg.lanes = 4;
+	join_ready(t);
+	fill(in, 0, 16, 1.0f, 1.0f);
+	fill(other, 0, 16, 3.0f, -1.0f);
+	add(sum, in, other, 16);
+	begin(t, in, out, 16, 4, ENGINE_SUM);
+	n = tx(t);
+	assert_int_equal(n, 4);
+	/* Lane 0: RESHAPE to 4 lanes (not fewer): invalid. */
+	h = result_hdr(t, 0, 0, INA_F_RESHAPE, INA_BLOCK_END, 0);
+	h.status = 4;
+	h.bound = 1;
+	rx_result_h(t, &h, &sum[0]);
+	assert_int_equal(engine_stats(t->e)->bad, 1);
+	/* Every lane's result says "2 lanes from round 1". */
+	for (uint16_t l = 0; l < 4; l++) {
+		h = result_hdr(t, l, l, INA_F_RESHAPE, INA_BLOCK_END, 0);
+		h.status = 2;
+		h.bound = 1;
+		rx_result_h(t, &h, &sum[4 * l]);
+	}
+	assert_int_equal(engine_phase(t->e), ENGINE_READY);
+	assert_floats(out, sum, 16);
+	assert_int_equal(engine_lanes(t->e), 4);	/* round 0 ended on 4 */
+	/* Round 1 on 2 lanes: lane 0 blocks 0 and 2, lane 1 blocks 1 and 3. */
+	t->cfg.lanes = 2;
+	begin(t, in, out, 16, 4, ENGINE_SUM);
+	assert_int_equal(engine_lanes(t->e), 2);
+	assert_int_equal(engine_stats(t->e)->reshapes, 1);
+	n = tx(t);
+	assert_int_equal(n, 2);
+	check_data(t, for_lane(n, 0), 0, 0, 1, 0, 2, 0, &in[0]);
+	check_data(t, for_lane(n, 1), 1, 1, 1, 0, 3, 0, &in[4]);
+	/* A late mark for round 1 changes nothing any more. */
+	h = result_hdr(t, 0, 0, 1 | INA_F_RESHAPE, 2, 0);
+	h.status = 1;
+	h.bound = 1;
+	rx_result_h(t, &h, &sum[0]);
+	rx_result(t, 1, 1, 1, 3, 0, &sum[4]);
+	n = tx(t);
+	assert_int_equal(n, 2);
+	rx_result(t, 0, 2, 0, INA_BLOCK_END, 0, &sum[8]);
+	rx_result(t, 1, 3, 0, INA_BLOCK_END, 0, &sum[12]);
+	assert_int_equal(engine_phase(t->e), ENGINE_READY);
+	assert_floats(out, sum, 16);
+	begin(t, in, out, 16, 4, ENGINE_SUM);
+	assert_int_equal(engine_lanes(t->e), 2);
+	assert_int_equal(engine_stats(t->e)->reshapes, 1);
+}
+
 static void
 test_engine_join_ack(void **state)
 {
@@ -2618,6 +2679,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_engine_join_ack, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_engine_join_grant, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_engine_join_redirect, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_engine_reshape, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_engine_join_refused, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_engine_first_packets_f32, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_engine_inactive_lanes_send_nothing, setup,

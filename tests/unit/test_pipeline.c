@@ -1923,8 +1923,9 @@ join_granted(struct t *t, struct tjob *j, uint16_t rank, uint8_t weight, uint16_
 	assert_int_equal(ina_wire_join_weight(g.payload), weight);
 }
 
-/* --share fair: a job asking more than its share is admitted with its
- * share (GRANT), every rank hears the same grant, a weight that differs
+/* --share fair without give-back (--share-wait-ms 0): a job asking more
+ * than its share is admitted with its share (GRANT), every rank hears the
+ * same grant, a weight that differs
  * between ranks is a mismatch, --share-total keeps room for jobs to come,
  * a share under --share-min-slots is refused, and a granted job's rounds
  * sum exactly on its fewer lanes. */
@@ -1947,6 +1948,7 @@ test_pipeline_fair_share(void **state)
 	t->cfg.nb_slots = 12;
 	t->cfg.max_jobs = 8;
 	t->cfg.share.policy = SHARE_FAIR;
+	t->cfg.share_wait_ns = 0;	/* no give-back here: test_share_reshape */
 	start(t);
 	/* Alone: all it asks. */
 	join_granted(t, &a, 0, 1, 8);
@@ -2122,6 +2124,7 @@ test_pipeline_host_aggregator(void **state)
 
 	/* fair, minimum 8 slots: d's share with a is 6: the aggregator. */
 	t->cfg.share.policy = SHARE_FAIR;
+	t->cfg.share_wait_ns = 0;
 	t->cfg.share.min_slots = 8;
 	start(t);
 	a.epoch = 0;

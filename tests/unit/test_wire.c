@@ -1264,6 +1264,40 @@ test_wire_grant_flag(void **state)
 	}
 }
 
+/* RESHAPE (the GRANT bit on a RESULT): 'status' lanes (1 .. the job's - 1)
+ * from round 'bound'; the only RESULT with a bound. */
+static void
+test_wire_reshape_flag(void **state)
+{
+	struct pkt p;
+
+	(void)state;
+	assert_int_equal(INA_F_RESHAPE, INA_F_GRANT);
+	pkt_init(&p, INA_T_RESULT);
+	p.h.flags = INA_F_RESHAPE;
+	p.h.status = LANES - 1;
+	p.h.bound = 12;
+	pkt_build(&p);
+	expect(&p, &job, INA_WIRE_OK);
+	p.h.status = LANES;		/* not fewer lanes */
+	pkt_build(&p);
+	expect_stateful(&p, INA_WIRE_LANE_PAST_LANES);
+	p.h.status = 0;
+	pkt_build(&p);
+	expect_stateless(&p, INA_WIRE_BAD_FLAGS);
+	/* Without RESHAPE a RESULT carries no bound. */
+	p.h.flags = 0;
+	p.h.status = 0;
+	pkt_build(&p);
+	expect_stateless(&p, INA_WIRE_BAD_BOUND);
+	/* Not on a REPL. */
+	pkt_init(&p, INA_T_REPL);
+	p.h.flags = INA_F_RESHAPE;
+	p.h.status = 1;
+	pkt_build(&p);
+	expect_stateless(&p, INA_WIRE_BAD_FLAGS);
+}
+
 /* REDIRECT: a JOIN_ACK whose payload names a host aggregator after the JOIN
  * payload (16 bytes); never on another type, nor with GRANT or STANDBY;
  * the address and port non-zero, the reserved field 0. */
@@ -1584,6 +1618,7 @@ main(void)
 		cmocka_unit_test(test_wire_standby_flag),
 		cmocka_unit_test(test_wire_grant_flag),
 		cmocka_unit_test(test_wire_redirect_flag),
+		cmocka_unit_test(test_wire_reshape_flag),
 		cmocka_unit_test(test_wire_reject_order),
 		cmocka_unit_test(test_wire_degenerate_job),
 		cmocka_unit_test(test_wire_reason_names),

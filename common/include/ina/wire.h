@@ -74,6 +74,10 @@ enum ina_encoding {
 #define INA_F_GRANT 0x40	/* JOIN_ACK: the job is admitted with fewer
 				 * lanes than it asked: the payload's 'lanes'
 				 * is the grant (ina-switch --share fair) */
+#define INA_F_RESHAPE 0x40	/* RESULT (the same bit as GRANT): the job
+				 * runs on fewer lanes from round 'bound' on:
+				 * 'status' lanes (--share fair giving slots
+				 * back to a job that arrived) */
 #define INA_F_REDIRECT 0x80	/* JOIN_ACK: the switch has no slots for the
 				 * job: aggregate it at the host aggregator
 				 * the payload names (struct ina_wire_redirect
