@@ -578,7 +578,7 @@ main(int argc, char **argv)
 	INA_LOG(INFO, "joined job %" PRIu32 " epoch %" PRIu32 ": rank %u of %u, %s, %" PRIu32
 		" elements, %u lanes, B %u, %s, over %s%s%s",
 		c.ina.job_id, ina_epoch(ctx), c.ina.rank, c.ina.world, workload_kind(w), n,
-		c.ina.lanes, c.ina.block_size, encoding_name(c.ina.encoding),
+		granted_lanes(ctx), c.ina.block_size, encoding_name(c.ina.encoding),
 		ina_transport(ctx), c.ina.replica_addr ? ", replica standing by at " : "",
 		c.ina.replica_addr ? c.ina.replica_addr : "");
 
