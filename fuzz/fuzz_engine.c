@@ -114,7 +114,8 @@ check_engine(const struct fz *f)
 	const char *stall;
 
 	FZ_CHECK(f->pool.out == 0);
-	FZ_CHECK(phase >= ENGINE_IDLE && phase <= ENGINE_CLOSED);
+	FZ_CHECK(phase >= ENGINE_IDLE && phase <= ENGINE_REDIRECTED);
+	FZ_CHECK(engine_lanes(f->e) >= 1 && engine_lanes(f->e) <= f->cfg.lanes);
 	FZ_CHECK(st->pkts_recv == f->recv);
 	FZ_CHECK(st->pkts_sent == f->sent);
 	FZ_CHECK(st->bad + st->stale <= st->pkts_recv);
@@ -144,7 +145,7 @@ params(const struct fz *f)
 		.epoch = f->held,
 		.token = TOKEN,
 		.world = f->cfg.world,
-		.lanes = f->cfg.lanes,
+		.lanes = engine_lanes(f->e),	/* fewer after a GRANT */
 		.max_block = f->cfg.max_block,
 		.encoding = f->cfg.encoding,
 	};

@@ -207,6 +207,7 @@ host_node_create(struct sim_net *net, const struct host_node_config *cfg)
 	ec.rank = cfg->switch_rank;
 	ec.world = cfg->switch_world;
 	ec.lanes = cfg->lanes;
+	ec.weight = cfg->weight;
 	ec.max_block = cfg->block_size;
 	ec.encoding = cfg->encoding;
 	ec.token = 0x5eed0000ull + cfg->job_id;

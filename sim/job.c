@@ -383,6 +383,7 @@ job_build(struct sim_net *net, uint32_t k, char *err, size_t errlen)
 			.switch_rank = job->tiers.m[tj->hosts[r]].rank,
 			.switch_world = job->tiers.m[tj->hosts[r]].world,
 			.lanes = tj->lanes,
+			.weight = tj->weight,
 			.block_size = tj->block_size,
 			.encoding = tj->encoding,
 			.job_id = tj->job_id,

@@ -191,6 +191,11 @@ switches_build(struct sim_net *net, char *err, size_t errlen)
 			continue;
 		if (t->nodes[s].slots)
 			pc.nb_slots = t->nodes[s].slots;
+		if (t->nodes[s].share == TOPO_SHARE_FAIR)
+			pc.share.policy = SHARE_FAIR;
+		pc.share.total = t->nodes[s].share_total;
+		if (t->nodes[s].share_min_slots)
+			pc.share.min_slots = t->nodes[s].share_min_slots;
 		pc.slot_elems = max_b;
 		pc.max_pkt = max_pkt == UINT32_MAX ? 0 : max_pkt;
 		pc.pool = net->pool;

@@ -88,6 +88,7 @@ struct host_node_config {
 	uint16_t switch_rank, switch_world; /* the engine's, on its switch
 					 * (tiers.h): rank and world on one */
 	uint16_t lanes, block_size;
+	uint8_t weight;		/* the job's weight in a fair share (0: 1) */
 	uint8_t encoding;
 	uint32_t job_id, tensor_len, rounds;
 	uint64_t rto_ns;		/* first retransmission timeout, 0: the

@@ -17,6 +17,7 @@
  * failover"). Exit status: 0, 2 for bad options, 3 when the transport could
  * not start (EAL, the port).
  */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
@@ -56,6 +57,31 @@ struct switch_config {
 	struct pipeline_config pipe;
 };
 
+/* "a.b.c.d:port" into host-order address and port (both non-zero). */
+static int
+parse_ipv4_port(const char *s, uint32_t *ipv4, uint16_t *port)
+{
+	char host[INET_ADDRSTRLEN];
+	const char *colon = strrchr(s, ':');
+	struct in_addr a;
+	char *end;
+	unsigned long v;
+
+	if (!colon || (size_t)(colon - s) >= sizeof(host))
+		return -1;
+	memcpy(host, s, (size_t)(colon - s));
+	host[colon - s] = '\0';
+	if (inet_pton(AF_INET, host, &a) != 1 || a.s_addr == 0)
+		return -1;
+	errno = 0;
+	v = strtoul(colon + 1, &end, 10);
+	if (errno || *end || end == colon + 1 || v == 0 || v > 65535)
+		return -1;
+	*ipv4 = ntohl(a.s_addr);
+	*port = (uint16_t)v;
+	return 0;
+}
+
 static void
 usage(FILE *f)
 {
@@ -78,6 +104,23 @@ usage(FILE *f)
 		"  --slot-elems N        elements one slot sums, the largest block (default 2048,\n"
 		"                        or what one packet of the port carries if less)\n"
 		"  --max-jobs N          jobs served at once (default 64)\n"
+		"  --share POLICY        how jobs share the slots: first-come (default: a job\n"
+		"                        gets the lanes it asks or is refused) or fair (a\n"
+		"                        weighted max-min fair share of the pool: a job asking\n"
+		"                        more than its share is admitted with fewer lanes)\n"
+		"  --share-total N       fair: share the pool as if N jobs were there, so that\n"
+		"                        the first ones leave room for those to come (default 0)\n"
+		"  --share-min-slots M   fair: a job whose share is under M slots (or what it\n"
+		"                        asks, if less) is refused (default 1)\n"
+		"  --share-wait-ms MS    fair: a job finding less than its share free waits up to\n"
+		"                        MS while jobs holding more give slots back at their\n"
+		"                        next round boundary (default 2000; 0: no give-back)\n"
+		"  --host-aggregator IPV4:PORT  a job this switch has no slots for (first-come:\n"
+		"                        not its lanes; fair: not its minimum) is sent to the\n"
+		"                        host aggregator there (ina-switch --host-mode) instead\n"
+		"                        of being refused; its workers say so\n"
+		"  --host-mode           be a host aggregator: the same pipeline on a host, where\n"
+		"                        a job gets the lanes that fit rather than a refusal\n"
 		"  --linger-ms MS        after a FIN, free the job once silent this long (default 1000)\n"
 		"  --standby-linger-ms MS  the same for a replica's standby job (default 10000: at\n"
 		"                        least the workers' timeout, so a late one can still fail over)\n"
@@ -113,7 +156,8 @@ usage(FILE *f)
 enum {
 	OPT_LISTEN = 256, OPT_PORT, OPT_PORT_OPTS, OPT_SLOTS, OPT_SLOT_ELEMS, OPT_MAX_JOBS,
 	OPT_LINGER, OPT_STANDBY_LINGER, OPT_IDLE, OPT_PEER_TIMEOUT, OPT_DRAIN, OPT_LOG_LEVEL, OPT_CAPTURE, OPT_LCORES,
-	OPT_REPLICA, OPT_PRIMARY, OPT_UPLINK, OPT_UPLINK_JOB,
+	OPT_REPLICA, OPT_PRIMARY, OPT_UPLINK, OPT_UPLINK_JOB, OPT_SHARE, OPT_SHARE_TOTAL,
+	OPT_SHARE_MIN, OPT_HOST_AGGREGATOR, OPT_HOST_MODE, OPT_SHARE_WAIT,
 };
 
 static void
@@ -138,6 +182,12 @@ parse_args(int argc, char **argv, struct switch_config *c)
 		{ "primary", required_argument, NULL, OPT_PRIMARY },
 		{ "uplink", required_argument, NULL, OPT_UPLINK },
 		{ "uplink-job", required_argument, NULL, OPT_UPLINK_JOB },
+		{ "share", required_argument, NULL, OPT_SHARE },
+		{ "share-total", required_argument, NULL, OPT_SHARE_TOTAL },
+		{ "share-min-slots", required_argument, NULL, OPT_SHARE_MIN },
+		{ "host-aggregator", required_argument, NULL, OPT_HOST_AGGREGATOR },
+		{ "host-mode", no_argument, NULL, OPT_HOST_MODE },
+		{ "share-wait-ms", required_argument, NULL, OPT_SHARE_WAIT },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -175,6 +225,19 @@ parse_args(int argc, char **argv, struct switch_config *c)
 			c->pipe.slot_elems = (uint16_t)ina_cli_u64("slot-elems", optarg, 1, 16384);
 			c->slot_elems_set = 1;
 			break;
+		case OPT_SHARE:
+			if (share_policy_parse(optarg, &c->pipe.share.policy) < 0)
+				ina_die("--share: '%s' is not fair or first-come", optarg);
+			break;
+		case OPT_HOST_AGGREGATOR:
+			if (parse_ipv4_port(optarg, &c->pipe.host_aggregator_ipv4,
+					    &c->pipe.host_aggregator_port) < 0)
+				ina_die("--host-aggregator: '%s' is not IPV4:PORT", optarg);
+			break;
+		case OPT_HOST_MODE: c->pipe.host_mode = 1; break;
+		case OPT_SHARE_WAIT: c->pipe.share_wait_ns = ina_cli_u64("share-wait-ms", optarg, 0, 3600000) * INA_NS_PER_MS; break;
+		case OPT_SHARE_TOTAL: c->pipe.share.total = (uint16_t)ina_cli_u64("share-total", optarg, 0, 4096); break;
+		case OPT_SHARE_MIN: c->pipe.share.min_slots = (uint32_t)ina_cli_u64("share-min-slots", optarg, 1, 1u << 20); break;
 		case OPT_MAX_JOBS: c->pipe.max_jobs = (uint16_t)ina_cli_u64("max-jobs", optarg, 1, 4096); break;
 		case OPT_LINGER: c->pipe.linger_ns = ina_cli_u64("linger-ms", optarg, 0, 3600000) * INA_NS_PER_MS; break;
 		case OPT_STANDBY_LINGER:
@@ -385,6 +448,9 @@ main(int argc, char **argv)
 	ina_eal_main_start("ina-switch", &argc, &argv);
 	parse_args(argc, argv, &c);
 	ina_log_set_ident("ina-switch");
+	if (c.pipe.host_mode && c.pipe.host_aggregator_ipv4)
+		ina_die("--host-mode and --host-aggregator together: a host aggregator sends no "
+			"job on");
 	port_spec(&c, spec, sizeof(spec));
 	ina_eal_main_check_spec("--port", spec);
 	memset(&sa, 0, sizeof(sa));
@@ -438,6 +504,12 @@ main(int argc, char **argv)
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGUSR1, &sa, NULL);
+	if (c.pipe.host_mode)
+		INA_LOG(INFO, "host mode: a job gets the lanes that fit in the free slots");
+	if (c.pipe.share.policy == SHARE_FAIR)
+		INA_LOG(INFO, "sharing the slots fairly (weighted max-min), as if %u jobs were "
+			"there at least, at least %" PRIu32 " slots a job", c.pipe.share.total,
+			c.pipe.share.min_slots);
 	INA_LOG(INFO, "serving %s: %" PRIu32 " slots of %u elements (%.1f MiB), up to %u jobs%s%s",
 		spec, c.pipe.nb_slots, c.pipe.slot_elems,
 		2.0 * c.pipe.nb_slots * c.pipe.slot_elems * 4 / (1 << 20), c.pipe.max_jobs,

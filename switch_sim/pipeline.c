@@ -53,6 +53,7 @@ static const char *const drop_names[PDROP_MAX] = {
 	[PDROP_SSP_SHAPE] = "ssp_shape",
 	[PDROP_SSP_AHEAD] = "ssp_ahead",
 	[PDROP_SSP_HOLD] = "ssp_hold",
+	[PDROP_JOIN_WAIT] = "join_wait",
 };
 
 const char *
@@ -75,6 +76,10 @@ pipeline_config_init(struct pipeline_config *cfg)
 	cfg->peer_timeout_ns = 8ull * 1000000000ull;
 	cfg->part_index = 0;
 	cfg->part_count = 1;
+	cfg->share.policy = SHARE_FIRST_COME;
+	cfg->share.total = 0;
+	cfg->share.min_slots = 1;
+	cfg->share_wait_ns = 2000000000ull;
 }
 
 struct pipeline *
@@ -89,7 +94,11 @@ pipeline_create(const struct pipeline_config *cfg)
 	    cfg->replica.len >= INA_PEER_SIZE || cfg->primary.len >= INA_PEER_SIZE ||
 	    ((cfg->replica.len || cfg->primary.len) && cfg->part_count > 1) ||
 	    cfg->uplink.len >= INA_PEER_SIZE || cfg->nb_uplink_jobs > PIPELINE_UPLINK_JOBS ||
-	    (cfg->uplink.len && (cfg->part_count > 1 || cfg->replica.len || cfg->primary.len))) {
+	    (cfg->uplink.len && (cfg->part_count > 1 || cfg->replica.len || cfg->primary.len)) ||
+	    cfg->share.policy > SHARE_FAIR || cfg->share.min_slots == 0 ||
+	    (cfg->share.policy == SHARE_FAIR && cfg->max_jobs >= SHARE_MAX_JOBS) ||
+	    (!cfg->host_aggregator_ipv4 != !cfg->host_aggregator_port) ||
+	    (cfg->host_mode && cfg->host_aggregator_ipv4)) {
 		errno = EINVAL;
 		return NULL;
 	}
@@ -102,7 +111,8 @@ pipeline_create(const struct pipeline_config *cfg)
 	p->acc_mem = aligned_alloc(64, (nb_acc * sizeof(float) + 63) & ~(size_t)63);
 	p->slot_owner = calloc(cfg->nb_slots, sizeof(*p->slot_owner));
 	p->jobs = calloc(cfg->max_jobs, sizeof(*p->jobs));
-	if (!p->slots || !p->acc_mem || !p->slot_owner || !p->jobs) {
+	p->share = calloc((size_t)cfg->max_jobs + 1, sizeof(*p->share));
+	if (!p->slots || !p->acc_mem || !p->slot_owner || !p->jobs || !p->share) {
 		pipeline_destroy(p);
 		errno = ENOMEM;
 		return NULL;
@@ -128,6 +138,7 @@ pipeline_destroy(struct pipeline *p)
 	free(p->acc_mem);
 	free(p->slot_owner);
 	free(p->jobs);
+	free(p->share);
 	free(p);
 }
 
@@ -164,6 +175,74 @@ pl_job_find(struct pipeline *p, uint32_t job_id)
 		}
 	}
 	return NULL;
+}
+
+/* The longest run of contiguous free slots. */
+static uint32_t
+slots_longest_free(const struct pipeline *p)
+{
+	uint32_t run = 0, best = 0;
+
+	for (uint32_t i = 0; i < p->cfg.nb_slots; i++) {
+		run = p->slot_owner[i] ? 0 : run + 1;
+		if (run > best)
+			best = run;
+	}
+	return best;
+}
+
+/* Slots one row of lanes costs a job: S + 2 under ssp:S, else 1. */
+static uint16_t
+job_unit(uint8_t ssp)
+{
+	return (uint16_t)(ssp ? INA_SSP_SETS(ssp) : 1u);
+}
+
+/* Slots a job of 'lanes' lanes holds in each partition. */
+static uint32_t
+job_slots(const struct pipeline *p, uint16_t lanes, uint8_t ssp)
+{
+	uint16_t k = p->cfg.part_count;
+
+	return (uint32_t)((lanes + k - 1) / k) * job_unit(ssp);
+}
+
+/*
+ * --share fair: the lanes a new job asking 'lanes' gets: its weighted share
+ * of the pool among the jobs admitted and itself (each admitted job counted
+ * with what it asked), no more than the longest run of free slots, in
+ * whole rows. 0 when that is under the minimum (min_slots, or what it asks
+ * when that is less).
+ */
+static uint16_t
+fair_lanes(struct pipeline *p, uint16_t lanes, uint8_t ssp, uint8_t weight, uint32_t *share)
+{
+	uint16_t n = 0, unit = job_unit(ssp);
+	uint32_t demand = job_slots(p, lanes, ssp), g, longest, least;
+
+	for (uint16_t i = 0; i < p->cfg.max_jobs; i++) {
+		const struct job *j = &p->jobs[i];
+
+		if (!j->active)
+			continue;
+		p->share[n].demand = job_slots(p, j->want_lanes, j->ssp);
+		p->share[n].weight = j->weight;
+		p->share[n].unit = job_unit(j->ssp);
+		n++;
+	}
+	p->share[n].demand = demand;
+	p->share[n].weight = weight;
+	p->share[n].unit = unit;
+	share_compute(p->cfg.nb_slots, p->cfg.share.total, p->share, (uint16_t)(n + 1));
+	g = p->share[n].grant;
+	*share = g;
+	longest = slots_longest_free(p);
+	if (g > longest)
+		g = longest / unit * unit;
+	least = p->cfg.share.min_slots < demand ? p->cfg.share.min_slots : demand;
+	if (g < least)
+		return 0;
+	return share_lanes_of(g, lanes, p->cfg.part_count, unit);
 }
 
 /* First fit of 'n' contiguous free slots; returns the first or -1. */
@@ -330,7 +409,8 @@ send_join_ack(struct pipeline *p, struct ina_pkt *in, const struct job *j, const
 
 	if (!o)
 		return NULL;
-	h.flags = j->standby ? INA_F_STANDBY : 0;
+	h.flags = (uint8_t)((j->standby ? INA_F_STANDBY : 0) |
+			    (j->params.lanes < j->want_lanes ? INA_F_GRANT : 0));
 	h.lane = h.block_size = h.n_elems = 0;
 	h.tensor_id = h.round = h.tensor_len = h.block = h.next = 0;
 	h.exp = 0;
@@ -338,7 +418,177 @@ send_join_ack(struct pipeline *p, struct ina_pkt *in, const struct job *j, const
 	ina_wire_encode_join(j->params.world, j->params.lanes, j->params.max_block,
 			     o->data + INA_HDR_SIZE);
 	ina_wire_join_set_ssp(o->data + INA_HDR_SIZE, j->ssp);
+	ina_wire_join_set_weight(o->data + INA_HDR_SIZE, j->weight);
 	o->len += sizeof(struct ina_wire_join);
+	return o;
+}
+
+/* A job that can give slots back at a round boundary: bsp, on a switch of
+ * one partition, neither replicated nor a rack's, not standing by. */
+static int
+can_give_back(const struct pipeline *p, const struct job *j)
+{
+	return !j->ssp && p->cfg.part_count == 1 && !p->cfg.replica.len && !p->cfg.primary.len &&
+	       !p->cfg.uplink.len && !j->standby && !j->aborted && !j->linger_until;
+}
+
+/*
+ * --share fair: the JOIN 'h' of a new job finds less than its share free.
+ * Jobs holding more than their new share (p->share, as fair_lanes() left it)
+ * are told to shrink to it from a round boundary, and the JOIN waits (1)
+ * while any job is shrinking, up to share_wait_ns; 0: it does not wait (no
+ * job can give back, another job waits already, or the wait is over).
+ */
+static int
+give_back(struct pipeline *p, const struct ina_hdr *h, uint64_t now)
+{
+	int pending = 0;
+	uint16_t n = 0;
+
+	if (!p->cfg.share_wait_ns)
+		return 0;
+	if (p->waiting && (p->wait_job_id != h->job_id || p->wait_token != h->token)) {
+		if (now - p->wait_since_ns < p->cfg.share_wait_ns)
+			return 0;	/* one job waits at a time */
+		p->waiting = 0;		/* that one gave up */
+	}
+	if (p->waiting && now - p->wait_since_ns >= p->cfg.share_wait_ns) {
+		p->waiting = 0;
+		return 0;
+	}
+	for (uint16_t i = 0; i < p->cfg.max_jobs; i++) {
+		struct job *j = &p->jobs[i];
+		uint16_t l;
+
+		if (!j->active)
+			continue;
+		l = share_lanes_of(p->share[n++].grant, j->want_lanes, 1, 1);
+		if (j->reshape_lanes) {
+			pending = 1;
+			continue;
+		}
+		if (l == 0 || l >= j->params.lanes || !can_give_back(p, j))
+			continue;
+		j->reshape_lanes = l;
+		j->reshape_round = j->has_max_round ? j->max_round + 2 : 1;
+		j->moved = 0;
+		p->st.reshapes++;
+		pending = 1;
+		if (!p->quiet)
+			INA_LOG(INFO, "job %" PRIu32 ": gives back %u of its %u lanes from round %"
+				PRIu32 " (its fair share with job %" PRIu32 ")", j->params.job_id,
+				j->params.lanes - l, j->params.lanes, j->reshape_round, h->job_id);
+	}
+	if (!pending)
+		return 0;
+	if (!p->waiting) {
+		p->waiting = 1;
+		p->wait_job_id = h->job_id;
+		p->wait_token = h->token;
+		p->wait_since_ns = now;
+	}
+	return 1;
+}
+
+/* Every rank of 'j' sent a DATA of the reshape round: the lanes past the
+ * new count are idle for good, and their slots go back to the pool. */
+static void
+reshape_done(struct pipeline *p, struct job *j)
+{
+	uint16_t old = j->nb_slots, l = j->reshape_lanes;
+
+	for (uint32_t i = j->slot_base + l; i < j->slot_base + old; i++)
+		p->slot_owner[i] = 0;
+	p->free_slots += old - l;
+	j->nb_slots = l;
+	j->params.lanes = l;
+	j->reshape_lanes = 0;
+	p->st.reshaped++;
+	if (!p->quiet)
+		INA_LOG(INFO, "job %" PRIu32 ": now on %u lanes from round %" PRIu32 ", %u slots "
+			"given back", j->params.job_id, l, j->reshape_round, old - l);
+}
+
+/* 1 when job 'job_id' (its token) was sent to the host aggregator lately. */
+static int
+was_redirected(const struct pipeline *p, uint32_t job_id, uint64_t token, uint64_t now)
+{
+	for (uint16_t i = 0; i < PL_REDIRECTED; i++) {
+		const struct redirected *r = &p->redirected[i];
+
+		if (r->until_ns > now && r->job_id == job_id && r->token == token)
+			return 1;
+	}
+	return 0;
+}
+
+/* Remembers (or refreshes) job 'job_id' as sent to the host aggregator. */
+static void
+remember_redirect(struct pipeline *p, uint32_t job_id, uint64_t token, uint64_t now)
+{
+	struct redirected *free_r = NULL;
+
+	for (uint16_t i = 0; i < PL_REDIRECTED; i++) {
+		struct redirected *r = &p->redirected[i];
+
+		if (r->until_ns > now && r->job_id == job_id && r->token == token) {
+			r->until_ns = now + PL_REDIRECT_MEMORY_NS;
+			return;
+		}
+		if (!free_r && r->until_ns <= now)
+			free_r = r;
+	}
+	if (!free_r) {
+		free_r = &p->redirected[p->next_redirected];
+		p->next_redirected = (uint16_t)((p->next_redirected + 1) % PL_REDIRECTED);
+	}
+	free_r->job_id = job_id;
+	free_r->token = token;
+	free_r->until_ns = now + PL_REDIRECT_MEMORY_NS;
+}
+
+/*
+ * No slots here for the job of JOIN 'h': a JOIN_ACK flagged REDIRECT, epoch
+ * 0, echoing the JOIN's payload and naming the host aggregator. The job is
+ * not admitted; its id is remembered so that its other ranks go there too.
+ */
+static struct ina_pkt *
+send_redirect(struct pipeline *p, struct ina_pkt *in, const struct ina_hdr *rx, uint16_t world,
+	      uint16_t lanes, uint16_t max_block, uint8_t ssp, uint8_t weight, uint64_t now,
+	      const char *why)
+{
+	struct ina_hdr h = *rx;
+	struct ina_pkt *o;
+	uint8_t *pl;
+
+	remember_redirect(p, rx->job_id, rx->token, now);
+	p->st.jobs_redirected++;
+	if (p->quiet) {
+		ina_pkt_free(in);
+		return NULL;
+	}
+	INA_LOG_RL(INFO, "job %" PRIu32 " rank %u: %s: sent to the host aggregator at "
+		   "%u.%u.%u.%u:%u", rx->job_id, rx->rank, why,
+		   p->cfg.host_aggregator_ipv4 >> 24, p->cfg.host_aggregator_ipv4 >> 16 & 0xff,
+		   p->cfg.host_aggregator_ipv4 >> 8 & 0xff, p->cfg.host_aggregator_ipv4 & 0xff,
+		   p->cfg.host_aggregator_port);
+	o = pl_answer_buf(p, in, INA_HDR_SIZE + sizeof(struct ina_wire_join) +
+					 sizeof(struct ina_wire_redirect));
+	if (!o)
+		return NULL;
+	h.flags = INA_F_REDIRECT;
+	h.epoch = 0;
+	h.lane = h.block_size = h.n_elems = 0;
+	h.tensor_id = h.round = h.tensor_len = h.block = h.next = 0;
+	h.exp = 0;
+	pl_put_hdr(o, NULL, INA_T_JOIN_ACK, &h);
+	pl = o->data + INA_HDR_SIZE;
+	ina_wire_encode_join(world, lanes, max_block, pl);
+	ina_wire_join_set_ssp(pl, ssp);
+	ina_wire_join_set_weight(pl, weight);
+	ina_wire_encode_redirect(p->cfg.host_aggregator_ipv4, p->cfg.host_aggregator_port,
+				 pl + sizeof(struct ina_wire_join));
+	o->len += sizeof(struct ina_wire_join) + sizeof(struct ina_wire_redirect);
 	return o;
 }
 
@@ -350,6 +600,7 @@ handle_join(struct pipeline *p, struct ina_pkt *in, const struct ina_hdr *h, uin
 	struct job *j = pl_job_find(p, h->job_id);
 
 	uint8_t ssp = ina_wire_join_ssp(in->data + INA_HDR_SIZE);
+	uint8_t weight = ina_wire_join_weight(in->data + INA_HDR_SIZE);
 
 	ina_wire_decode_join(in->data + INA_HDR_SIZE, &world, &lanes, &max_block);
 	p->st.joins++;
@@ -408,17 +659,23 @@ handle_join(struct pipeline *p, struct ina_pkt *in, const struct ina_hdr *h, uin
 	}
 	if (!j) {
 		uint16_t k = p->cfg.part_count;
-		uint32_t nb32 = (uint32_t)((lanes + k - 1) / k) * (ssp ? INA_SSP_SETS(ssp) : 1u);
+		uint32_t nb32 = job_slots(p, lanes, ssp);
 		uint16_t nb = (uint16_t)nb32;
+		uint16_t want = lanes;
 		const struct pipeline_uplink_job *uj = NULL;
 		int64_t base;
 		uint16_t idx;
+
+		int can_redirect = p->cfg.host_aggregator_ipv4 && !standby && !p->cfg.uplink.len;
 
 		if (p->draining) {
 			p->st.jobs_refused++;
 			return send_error(p, in, h, INA_WERR_SHUTDOWN,
 					  "job %" PRIu32 ": the switch is shutting down", h->job_id);
 		}
+		if (can_redirect && was_redirected(p, h->job_id, h->token, now))
+			return send_redirect(p, in, h, world, lanes, max_block, ssp, weight, now,
+					     "another rank of the job went there");
 		if (max_block > p->cfg.slot_elems) {
 			p->st.jobs_refused++;
 			return send_error(p, in, h, INA_WERR_UNSUPPORTED,
@@ -468,7 +725,53 @@ handle_join(struct pipeline *p, struct ina_pkt *in, const struct ina_hdr *h, uin
 					  "job %" PRIu32 ": the switch already serves %u jobs, its maximum",
 					  h->job_id, p->cfg.max_jobs);
 		}
+		if (p->cfg.share.policy == SHARE_FAIR && !standby) {
+			uint32_t share;
+			uint16_t g = fair_lanes(p, lanes, ssp, weight, &share);
+			uint16_t full = share_lanes_of(share, lanes, k, job_unit(ssp));
+
+			if (g < full && give_back(p, h, now)) {
+				/* Others shrink to their share; the worker resends. */
+				p->st.drop[PDROP_JOIN_WAIT]++;
+				ina_pkt_free(in);
+				return NULL;
+			}
+
+			if (g == 0 && can_redirect)
+				return send_redirect(p, in, h, world, lanes, max_block, ssp, weight,
+						     now, "its fair share of the slots is under its minimum");
+			if (g == 0) {
+				p->st.jobs_refused++;
+				return send_error(p, in, h, INA_WERR_NO_SLOTS,
+						  "job %" PRIu32 ": its fair share is %" PRIu32
+						  " slots (weight %u of %u jobs), %" PRIu32 " free in "
+						  "one run; it needs at least %" PRIu32, h->job_id,
+						  share, weight ? weight : 1u, (unsigned)(p->nb_jobs + 1),
+						  slots_longest_free(p),
+						  p->cfg.share.min_slots < nb32 ? p->cfg.share.min_slots
+										 : nb32);
+			}
+			lanes = g;
+			nb32 = job_slots(p, lanes, ssp);
+			nb = (uint16_t)nb32;
+		}
+		if (p->cfg.host_mode && !standby) {
+			/* A host: the lanes that fit in the longest free run. */
+			uint32_t longest = slots_longest_free(p);
+			uint16_t unit = job_unit(ssp);
+
+			if (nb32 > longest) {
+				lanes = share_lanes_of(longest / unit * unit, lanes, k, unit);
+				if (lanes == 0)
+					lanes = want;	/* refused below */
+				nb32 = job_slots(p, lanes, ssp);
+				nb = (uint16_t)nb32;
+			}
+		}
 		base = slots_reserve(p, nb, (uint16_t)(idx + 1));
+		if (base < 0 && can_redirect)
+			return send_redirect(p, in, h, world, want, max_block, ssp, weight, now,
+					     "no room for its lanes");
 		if (base < 0 && k > 1) {
 			p->st.jobs_refused++;
 			return send_error(p, in, h, INA_WERR_NO_SLOTS,
@@ -484,6 +787,8 @@ handle_join(struct pipeline *p, struct ina_pkt *in, const struct ina_hdr *h, uin
 					  h->job_id, nb, ssp ? "S + 2 per lane" : "one per lane",
 					  p->free_slots, p->cfg.nb_slots);
 		}
+		if (p->waiting && p->wait_job_id == h->job_id && p->wait_token == h->token)
+			p->waiting = 0;
 		j = &p->jobs[idx];
 		memset(j, 0, sizeof(*j));
 		j->active = 1;
@@ -501,6 +806,8 @@ handle_join(struct pipeline *p, struct ina_pkt *in, const struct ina_hdr *h, uin
 		j->params.token = h->token;
 		j->params.world = world;
 		j->params.lanes = lanes;
+		j->want_lanes = want;
+		j->weight = weight;
 		j->params.max_block = max_block;
 		j->params.encoding = h->encoding;
 		j->ssp = ssp;
@@ -517,23 +824,34 @@ handle_join(struct pipeline *p, struct ina_pkt *in, const struct ina_hdr *h, uin
 			j->heard_ns[r] = now;
 		p->nb_jobs++;
 		p->st.jobs_admitted++;
-		if (!p->quiet)
+		if (lanes < want)
+			p->st.jobs_granted++;
+		if (!p->quiet && lanes < want)
+			INA_LOG(INFO, "job %" PRIu32 ": admitted with %u of the %u lanes it asked "
+				"(its fair share, weight %u), epoch %" PRIu32 ", world %u, %s, B <= %u",
+				h->job_id, lanes, want, weight ? weight : 1u, j->params.epoch, world,
+				ina_wire_encoding_name(h->encoding), max_block);
+		else if (!p->quiet)
 			INA_LOG(INFO, "job %" PRIu32 ": admitted%s, epoch %" PRIu32 ", world %u, %u lanes, %s, B <= %u",
 			h->job_id, standby ? " (standby for the primary)" : "", j->params.epoch,
 			world, lanes, ina_wire_encoding_name(h->encoding), max_block);
-	} else if (world != j->params.world || lanes != j->params.lanes ||
+	} else if (world != j->params.world || lanes != j->want_lanes ||
 		   max_block != j->params.max_block || h->encoding != j->params.encoding) {
 		return send_error(p, in, h, INA_WERR_MISMATCH,
 				  "job %" PRIu32 ": rank %u joins with world %u, %u lanes, %s, B <= %u; "
 				  "the job has world %u, %u lanes, %s, B <= %u",
 				  h->job_id, h->rank, world, lanes, ina_wire_encoding_name(h->encoding),
-				  max_block, j->params.world, j->params.lanes,
+				  max_block, j->params.world, j->want_lanes,
 				  ina_wire_encoding_name(j->params.encoding), j->params.max_block);
 	} else if (ssp != j->ssp) {
 		return send_error(p, in, h, INA_WERR_MISMATCH,
 				  "job %" PRIu32 ": rank %u joins with consistency %s%.0u; the job "
 				  "runs %s%.0u", h->job_id, h->rank, ssp ? "ssp:" : "bsp", ssp,
 				  j->ssp ? "ssp:" : "bsp", j->ssp);
+	} else if (weight != j->weight) {
+		return send_error(p, in, h, INA_WERR_MISMATCH,
+				  "job %" PRIu32 ": rank %u joins with weight %u; the job has weight %u",
+				  h->job_id, h->rank, weight, j->weight);
 	}
 	j->joined |= 1ull << h->rank;
 	j->peers[h->rank] = in->peer;
@@ -567,6 +885,16 @@ pl_put_result(const struct pipeline *p, struct ina_pkt *o, const struct job *j, 
 		n = ina_wire_block_elems(hf->key.tensor_len, hf->key.block_size, hf->key.block);
 	h.n_elems = n;
 	pl_put_hdr(o, j, INA_T_RESULT, &h);
+	if (j->reshape_lanes && hf->key.round + 1u >= j->reshape_round) {
+		/* Give-back (--share fair): from round reshape_round on, the job
+		 * runs on reshape_lanes lanes; marked from the round before. */
+		uint16_t st_be = htobe16(j->reshape_lanes);
+		uint32_t bound_be = htobe32(j->reshape_round);
+
+		o->data[offsetof(struct ina_wire_hdr, flags)] |= INA_F_RESHAPE;
+		memcpy(o->data + offsetof(struct ina_wire_hdr, status), &st_be, sizeof(st_be));
+		memcpy(o->data + offsetof(struct ina_wire_hdr, bound), &bound_be, sizeof(bound_be));
+	}
 	if (n) {
 		if (j->params.encoding == INA_ENC_I32)
 			ina_enc_i32_store(o->data + INA_HDR_SIZE, hf->acc.i32, n);
@@ -1147,7 +1475,7 @@ static struct ina_pkt *
 process_one(struct pipeline *p, struct ina_pkt *in, uint64_t now)
 {
 	const struct ina_job_params *params = NULL;
-	struct ina_job_params old_params;
+	struct ina_job_params old_params, new_params;
 	struct ina_hdr h;
 	struct job *j = NULL;
 	enum ina_wire_reason r;
@@ -1170,12 +1498,35 @@ process_one(struct pipeline *p, struct ina_pkt *in, uint64_t now)
 			params = &old_params;
 			old = 1;
 		}
+		if (j && j->reshape_lanes && !old && in->data[1] == INA_T_DATA) {
+			/* Giving back: from the reshape round, the new lanes. */
+			uint32_t round_be;
+
+			memcpy(&round_be, in->data + offsetof(struct ina_wire_hdr, round),
+			       sizeof(round_be));
+			if ((int32_t)(be32toh(round_be) - j->reshape_round) >= 0) {
+				new_params = j->params;
+				new_params.lanes = j->reshape_lanes;
+				params = &new_params;
+			}
+		}
 	}
 	r = ina_wire_validate(in->data, in->len, params, &h);
 	if (r != INA_WIRE_OK) {
 		p->st.drop_wire[r]++;
 		ina_pkt_free(in);
 		return NULL;
+	}
+	if (j && h.type == INA_T_DATA && !old && (j->joined >> h.rank & 1)) {
+		if (!j->has_max_round || (int32_t)(h.round - j->max_round) > 0) {
+			j->max_round = h.round;
+			j->has_max_round = 1;
+		}
+		if (j->reshape_lanes && (int32_t)(h.round - j->reshape_round) >= 0) {
+			j->moved |= 1ull << h.rank;
+			if (j->moved == j->full)
+				reshape_done(p, j);
+		}
 	}
 	if (h.type == INA_T_JOIN)
 		return handle_join(p, in, &h, now);
@@ -1419,6 +1770,8 @@ pipeline_stats_fprint(const struct pipeline_stats *st, FILE *f)
 	PRINT(fins);
 	PRINT(leaves);
 	PRINT(jobs_admitted);
+	PRINT(jobs_granted);
+	PRINT(jobs_redirected);
 	PRINT(jobs_refused);
 	PRINT(jobs_freed);
 	PRINT(jobs_expired);

@@ -44,6 +44,7 @@
 
 #include "ina/pkt.h"
 #include "ina/wire.h"
+#include "share.h"
 
 struct pipeline;
 
@@ -87,6 +88,30 @@ struct pipeline_config {
 	/* A rack: the spine's address (len 0: not a rack). A JOIN of a job not
 	 * in 'uplink_jobs' is refused (UNSUPPORTED), and so is bf16. */
 	struct ina_peer uplink;
+	/* Sharing the slots between jobs (share.h): first-come (a job gets
+	 * the lanes it asks, or is refused) or fair (a job asking more than
+	 * its weighted share of the pool is admitted with fewer lanes, a
+	 * JOIN_ACK flagged GRANT; below share.min_slots it is refused). */
+	struct share_config share;
+	/* --share fair, give-back: a JOIN of a new job whose share is taken by
+	 * jobs holding more than theirs waits (dropped, join_wait; the worker
+	 * resends) while those jobs shrink to their share at a round boundary
+	 * (RESULTs flagged RESHAPE); after this long without its share it is
+	 * admitted with what is free, or sent on or refused. bsp jobs on one
+	 * partition, without replica or uplink, give back; others keep their
+	 * lanes. 0: no give-back. */
+	uint64_t share_wait_ns;
+	/* A host aggregator (ina-switch --host-aggregator): a JOIN of a job
+	 * this switch has no slots for (first-come: not its lanes; fair: not
+	 * its minimum) is answered with a JOIN_ACK flagged REDIRECT naming
+	 * it, instead of ERROR NO_SLOTS. Not for a standby JOIN, nor a rack's
+	 * job. IPv4 and UDP port in host order; 0: none. */
+	uint32_t host_aggregator_ipv4;
+	uint16_t host_aggregator_port;
+	/* A host aggregator itself (ina-switch --host-mode): the same
+	 * pipeline on a host, where a job is not refused for want of slots
+	 * while one row is free: it gets the lanes that fit (a GRANT). */
+	uint8_t host_mode;
 	uint16_t nb_uplink_jobs;
 	struct pipeline_uplink_job uplink_jobs[PIPELINE_UPLINK_JOBS];
 };
@@ -99,7 +124,8 @@ int pipeline_uplink_job_parse(const char *s, struct pipeline_uplink_job *uj);
 
 /* Defaults: 1024 slots of 2048 elements, 64 jobs, 1 s linger (10 s for a
  * standby job), 1 ms WAIT interval, 300 s idle timeout, 8 s peer timeout,
- * one partition. 'pool' must still be set. */
+ * one partition, first-come sharing (fair: min 1 slot, no total, give-back
+ * waiting up to 2 s). 'pool' must still be set. */
 void pipeline_config_init(struct pipeline_config *cfg);
 
 /* Packets the pipeline drops for reasons beyond the wire format's. */
@@ -128,6 +154,8 @@ enum pipeline_drop {
 				 * open in its lane (the bound broken) */
 	PDROP_SSP_HOLD,		/* ssp: a round that would reuse a half whose
 				 * result a rank may still lack (resent later) */
+	PDROP_JOIN_WAIT,	/* --share fair: a JOIN waiting for slots other
+				 * jobs give back (the worker resends it) */
 	PDROP_MAX,
 };
 
@@ -148,6 +176,12 @@ struct pipeline_stats {
 	uint64_t saturated;		/* i32 additions that saturated */
 	uint64_t joins, fins, leaves;
 	uint64_t jobs_admitted, jobs_refused, jobs_freed, jobs_expired;
+	uint64_t jobs_granted;		/* of the admitted, with fewer lanes than
+					 * asked (--share fair, --host-mode) */
+	uint64_t jobs_redirected;	/* JOINs sent to the host aggregator */
+	uint64_t reshapes;		/* jobs told to run on fewer lanes (give-back) */
+	uint64_t reshaped;		/* of which done: every rank moved on, the
+					 * slots freed */
 	uint64_t jobs_aborted;		/* a rank fell silent while others waited */
 	uint64_t replicated;		/* primary: RESULTs sent as REPL */
 	uint64_t repl_stored;		/* replica: REPLs stored as a lane's result */

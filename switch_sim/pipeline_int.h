@@ -67,7 +67,19 @@ struct job {
 	struct ina_job_params params;
 	uint32_t slot_base;	/* first of nb_slots slots; lane l is in
 				 * slot_base + l / part_count */
-	uint16_t nb_slots;	/* ceil(lanes / part_count) */
+	uint16_t nb_slots;	/* ceil(lanes / part_count) (x sets under ssp) */
+	uint16_t want_lanes;	/* lanes the JOIN asked; params.lanes is the
+				 * grant, fewer under --share fair */
+	uint8_t weight;		/* in the fair share (JOIN payload; 0 counts
+				 * as 1), echoed in the JOIN_ACK */
+	uint8_t has_max_round;	/* 'max_round' is set */
+	uint32_t max_round;	/* the highest round of any DATA so far */
+	uint16_t reshape_lanes;	/* give-back: the lanes from 'reshape_round' on;
+				 * 0: none pending. Until every rank sent a
+				 * DATA of that round ('moved'), params.lanes
+				 * stays the old count and the tail slots stay */
+	uint32_t reshape_round;
+	uint64_t moved;
 	uint64_t full;		/* bitmap of all ranks */
 	uint64_t joined;
 	uint64_t finished;	/* ranks that sent FIN */
@@ -89,6 +101,17 @@ struct job {
 	struct ina_peer peers[INA_MAX_WORLD];
 };
 
+/* A job sent to the host aggregator: its later JOINs go there too, even
+ * if slots were freed meanwhile, so that its ranks never split. */
+struct redirected {
+	uint32_t job_id;
+	uint64_t token;
+	uint64_t until_ns;	/* remembered until then; 0: empty */
+};
+
+#define PL_REDIRECTED 64		/* jobs remembered */
+#define PL_REDIRECT_MEMORY_NS (60ull * 1000000000ull)
+
 struct pipeline {
 	struct pipeline_config cfg;
 	struct pipeline_stats st;
@@ -103,6 +126,14 @@ struct pipeline {
 	uint8_t quiet;		/* a replica following partition 0: no answer,
 				 * no log (counters are restored by the caller) */
 	uint8_t draining;	/* pipeline_drain(): no new job is admitted */
+	struct share_job *share;	/* max_jobs + 1 entries (--share fair) */
+	struct redirected redirected[PL_REDIRECTED];
+	uint16_t next_redirected;	/* the entry the next one overwrites
+					 * when none is free */
+	uint8_t waiting;		/* a JOIN waits for slots given back */
+	uint32_t wait_job_id;
+	uint64_t wait_token;
+	uint64_t wait_since_ns;
 };
 
 struct job *pl_job_find(struct pipeline *p, uint32_t job_id);

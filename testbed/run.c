@@ -346,7 +346,7 @@ start_switches(struct run *r, char *err, size_t errlen)
 	}
 	for (uint32_t i = 0; i < t->nb_nodes; i++) {
 		const struct topo_node *n = &t->nodes[i];
-		char listen[32], slots[16], prefix[128], up[48];
+		char listen[32], slots[16], prefix[128], up[48], share_total[8], share_min[16];
 		struct proc *p;
 		int a = 0, nb_vdevs = 0, e;
 
@@ -379,6 +379,17 @@ start_switches(struct run *r, char *err, size_t errlen)
 			tb_fmt(slots, sizeof(slots), "%" PRIu32, n->slots);
 			argv[a++] = "--slots";
 			argv[a++] = slots;
+		}
+		if (n->share == TOPO_SHARE_FAIR) {
+			argv[a++] = "--share";
+			argv[a++] = "fair";
+			tb_fmt(share_total, sizeof(share_total), "%u", n->share_total);
+			argv[a++] = "--share-total";
+			argv[a++] = share_total;
+			tb_fmt(share_min, sizeof(share_min), "%" PRIu32,
+			       n->share_min_slots ? n->share_min_slots : 1);
+			argv[a++] = "--share-min-slots";
+			argv[a++] = share_min;
 		}
 		a = uplink_args(r, (int)i, argv, a, up, sizeof(up), upjobs);
 		argv[a] = NULL;
@@ -433,7 +444,7 @@ start_hosts(struct run *r, char *err, size_t errlen)
 			struct proc *p = new_proc(r, PROC_HOST, "host %s (job %s, rank %u)", h->name,
 						  job->name, k);
 			char sw[48], swaddr[32], jid[16], rank[8], world[8], rounds[16], block[8],
-				lanes[8], elems[24], dens[32], seed[24], spec[256], rto[24];
+				lanes[8], elems[24], dens[32], seed[24], spec[256], rto[24], weight[8];
 			char *argv[48], prefix[128], vdev[96];
 			uint64_t rto_us;
 			int a = 0, ret;
@@ -472,6 +483,10 @@ start_hosts(struct run *r, char *err, size_t errlen)
 			argv[a++] = "--rounds", argv[a++] = rounds;
 			argv[a++] = "--block", argv[a++] = block;
 			argv[a++] = "--lanes", argv[a++] = lanes;
+			if (job->weight) {
+				tb_fmt(weight, sizeof(weight), "%u", job->weight);
+				argv[a++] = "--weight", argv[a++] = weight;
+			}
 			argv[a++] = "--encoding", argv[a++] = (char *)plan_encoding(job->encoding);
 			if (job->data == TOPO_DATA_FILE) {
 				argv[a++] = "--input";

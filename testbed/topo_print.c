@@ -132,6 +132,11 @@ topology_print(const struct topology *t, FILE *f)
 			n->slots, n->cores, n->parent >= 0 ? t->nodes[n->parent].name : "- (a root)");
 		if (n->replica_of >= 0)
 			fprintf(f, ", replica of %s", t->nodes[n->replica_of].name);
+		if (n->share == TOPO_SHARE_FAIR)
+			fprintf(f, ", share fair (total %u, min %u slots)", n->share_total,
+				n->share_min_slots ? n->share_min_slots : 1);
+		else if (n->share == TOPO_SHARE_FIRST_COME)
+			fprintf(f, ", share first-come");
 		fprintf(f, "\n    under it: ");
 		print_children(t, (int)i, NULL, f);
 		fprintf(f, "\n");

@@ -15,6 +15,11 @@ static const cyaml_strval_t roles[] = {
 	{ "replica", RAW_ROLE_REPLICA },
 };
 
+static const cyaml_strval_t shares[] = {
+	{ "first-come", RAW_SHARE_FIRST_COME },
+	{ "fair", RAW_SHARE_FAIR },
+};
+
 static const cyaml_strval_t encodings[] = {
 	{ "f32", RAW_ENC_F32 },
 	{ "i32", RAW_ENC_I32 },
@@ -41,6 +46,10 @@ static const cyaml_schema_field_t switch_fields[] = {
 	OPT_UINT("cores", struct raw_switch, cores),
 	OPT_STR("uplink", struct raw_switch, uplink),
 	OPT_STR("replica_of", struct raw_switch, replica_of),
+	CYAML_FIELD_ENUM("share", CYAML_FLAG_OPTIONAL | CYAML_FLAG_STRICT, struct raw_switch, share,
+			 shares, CYAML_ARRAY_LEN(shares)),
+	OPT_UINT("share_total", struct raw_switch, share_total),
+	OPT_UINT("share_min_slots", struct raw_switch, share_min_slots),
 	CYAML_FIELD_END,
 };
 
@@ -92,6 +101,7 @@ static const cyaml_schema_field_t job_fields[] = {
 	OPT_UINT("rounds", struct raw_job, rounds),
 	OPT_UINT("block", struct raw_job, block),
 	OPT_UINT("lanes", struct raw_job, lanes),
+	OPT_UINT("weight", struct raw_job, weight),
 	CYAML_FIELD_ENUM("encoding", CYAML_FLAG_OPTIONAL | CYAML_FLAG_STRICT, struct raw_job,
 			 encoding, encodings, CYAML_ARRAY_LEN(encodings)),
 	CYAML_FIELD_MAPPING_PTR("data", OPT, struct raw_job, data, data_fields),

@@ -15,6 +15,7 @@
 /* Enumerations: 0 means "not given". */
 enum { RAW_ROLE_RACK = 1, RAW_ROLE_SPINE, RAW_ROLE_CORE, RAW_ROLE_REPLICA };
 enum { RAW_ENC_F32 = 1, RAW_ENC_I32, RAW_ENC_BF16 };
+enum { RAW_SHARE_FIRST_COME = 1, RAW_SHARE_FAIR };
 
 struct raw_link_opts {		/* a link's shaping, or the file's defaults */
 	char *bandwidth;
@@ -30,6 +31,9 @@ struct raw_switch {
 	char *cores;
 	char *uplink;
 	char *replica_of;
+	int share;		/* RAW_SHARE_*, 0 when not given */
+	char *share_total;
+	char *share_min_slots;
 };
 
 struct raw_host {
@@ -61,6 +65,7 @@ struct raw_job {
 	char *rounds;
 	char *block;
 	char *lanes;
+	char *weight;
 	int encoding;
 	struct raw_data *data;
 };

@@ -455,6 +455,26 @@ build_switches(struct ctx *c)
 				return -1;
 			nd->slots = (uint32_t)v;
 		}
+		nd->share = rs->share == RAW_SHARE_FAIR	       ? TOPO_SHARE_FAIR
+			    : rs->share == RAW_SHARE_FIRST_COME ? TOPO_SHARE_FIRST_COME
+								: TOPO_SHARE_UNSET;
+		if (rs->share_total) {
+			pathf(field, sizeof(field), "%s.share_total", entry);
+			if (get_u64(c, rs->share_total, 0, 4096, field, entry, &v) < 0)
+				return -1;
+			nd->share_total = (uint16_t)v;
+		}
+		if (rs->share_min_slots) {
+			pathf(field, sizeof(field), "%s.share_min_slots", entry);
+			if (get_u64(c, rs->share_min_slots, 1, 1u << 20, field, entry, &v) < 0)
+				return -1;
+			nd->share_min_slots = (uint32_t)v;
+		}
+		if ((nd->share_total || nd->share_min_slots) && nd->share != TOPO_SHARE_FAIR) {
+			pathf(field, sizeof(field), "%s.share", entry);
+			return fail(c, nd->line, field,
+				    "share_total and share_min_slots need share: fair");
+		}
 		if (rs->cores) {
 			pathf(field, sizeof(field), "%s.cores", entry);
 			if (get_u64(c, rs->cores, 1, 64, field, entry, &v) < 0)
@@ -903,7 +923,9 @@ check_job_tree(struct ctx *c, uint32_t i, struct topo_job *j, uint32_t *fan_in, 
 				    "switch '%s' would aggregate %u children of this job: at most %d",
 				    t->nodes[s].name, fan_in[s], INA_MAX_WORLD);
 		slots_used[s] += (j->lanes + t->nodes[s].cores - 1u) / t->nodes[s].cores;
-		if (slots_used[s] > t->nodes[s].slots) {
+		/* A switch that says how its jobs share the slots may be asked
+		 * for more than it holds: the share decides. */
+		if (slots_used[s] > t->nodes[s].slots && t->nodes[s].share == TOPO_SHARE_UNSET) {
 			char sw[32];
 
 			pathf(sw, sizeof(sw), "switches[%u].slots", s);
@@ -1092,6 +1114,12 @@ build_jobs(struct ctx *c)
 			if (get_u64(c, rj->lanes, 1, 4096, field, entry, &v) < 0)
 				goto out;
 			j->lanes = (uint16_t)v;
+		}
+		pathf(field, sizeof(field), "%s.weight", entry);
+		if (rj->weight) {
+			if (get_u64(c, rj->weight, 1, 255, field, entry, &v) < 0)
+				goto out;
+			j->weight = (uint8_t)v;
 		}
 		j->encoding = rj->encoding == RAW_ENC_I32    ? INA_ENC_I32
 			      : rj->encoding == RAW_ENC_BF16 ? INA_ENC_BF16

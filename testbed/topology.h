@@ -28,6 +28,13 @@ enum topo_role {
 	TOPO_ROLE_REPLICA,	/* stands by for the switch 'replica_of' */
 };
 
+enum topo_share {
+	TOPO_SHARE_UNSET = 0,	/* ina-switch's default, first-come; the jobs
+				 * through the switch must fit its slots */
+	TOPO_SHARE_FIRST_COME,	/* said: jobs may ask more than the slots */
+	TOPO_SHARE_FAIR,
+};
+
 struct topo_node {
 	char *name;			/* unique among all nodes */
 	enum topo_node_kind kind;
@@ -39,6 +46,11 @@ struct topo_node {
 	int parent;			/* node index of the switch it aggregates
 					 * into, -1 for a root */
 	int replica_of;			/* TOPO_ROLE_REPLICA: node index, else -1 */
+	enum topo_share share;		/* how jobs share its slots (ina-switch
+					 * --share); TOPO_SHARE_UNSET: not said,
+					 * and the slots must hold every job */
+	uint16_t share_total;		/* --share-total (0: not given) */
+	uint32_t share_min_slots;	/* --share-min-slots (0: not given) */
 	/* Hosts only: node index of the switch its one link goes to. */
 	int attach;
 };
@@ -69,6 +81,8 @@ struct topo_job {
 	uint32_t rounds;
 	uint16_t block_size;		/* B (default 256) */
 	uint16_t lanes;			/* (default 8) */
+	uint8_t weight;			/* in a fair share (ina-host --weight;
+					 * default 0: 1) */
 	uint8_t encoding;		/* enum ina_encoding (default f32) */
 	enum topo_data_kind data;
 	double density;			/* synthetic: fraction of non-zero blocks */

@@ -116,6 +116,40 @@ ina_wire_join_ssp(const void *join_payload)
 	return ((const uint8_t *)join_payload)[offsetof(struct ina_wire_join, reserved)];
 }
 
+void
+ina_wire_join_set_weight(void *join_payload, uint8_t w)
+{
+	/* The low byte of 'reserved' (offset 7). */
+	((uint8_t *)join_payload)[offsetof(struct ina_wire_join, reserved) + 1] = w;
+}
+
+uint8_t
+ina_wire_join_weight(const void *join_payload)
+{
+	return ((const uint8_t *)join_payload)[offsetof(struct ina_wire_join, reserved) + 1];
+}
+
+void
+ina_wire_encode_redirect(uint32_t ipv4, uint16_t port, void *buf)
+{
+	struct ina_wire_redirect r;
+
+	r.ipv4 = htonl(ipv4);
+	r.port = htons(port);
+	r.reserved = 0;
+	memcpy(buf, &r, sizeof(r));
+}
+
+void
+ina_wire_decode_redirect(const void *buf, uint32_t *ipv4, uint16_t *port)
+{
+	struct ina_wire_redirect r;
+
+	memcpy(&r, buf, sizeof(r));
+	*ipv4 = ntohl(r.ipv4);
+	*port = ntohs(r.port);
+}
+
 /* JOIN and JOIN_ACK: the encoding, the size and the payload's ranges. */
 static enum ina_wire_reason
 validate_join(const uint8_t *buf, size_t size, const struct ina_hdr *h)
@@ -123,15 +157,26 @@ validate_join(const uint8_t *buf, size_t size, const struct ina_hdr *h)
 	struct ina_wire_join j;
 	uint16_t world, lanes, max_block;
 
+	int redirect = (h->flags & INA_F_REDIRECT) != 0;
+
 	if (!ina_wire_elem_size(h->encoding))
 		return INA_WIRE_BAD_ENCODING;
-	if (size != INA_HDR_SIZE + sizeof(j))
+	if (size != INA_HDR_SIZE + sizeof(j) + (redirect ? sizeof(struct ina_wire_redirect) : 0))
 		return INA_WIRE_BAD_LENGTH;
+	if (redirect) {
+		struct ina_wire_redirect rd;
+
+		/* Somewhere to go: an address, a port, reserved 0. */
+		memcpy(&rd, buf + INA_HDR_SIZE + sizeof(j), sizeof(rd));
+		if (rd.ipv4 == 0 || rd.port == 0 || rd.reserved != 0)
+			return INA_WIRE_BAD_JOIN;
+	}
 	memcpy(&j, buf + INA_HDR_SIZE, sizeof(j));
 	ina_wire_decode_join(&j, &world, &lanes, &max_block);
-	/* 'reserved': the high byte is the ssp bound (0 = bsp), the low byte 0. */
+	/* 'reserved': the high byte is the ssp bound (0 = bsp), the low byte
+	 * the weight (any value). */
 	if (world < 1 || world > INA_MAX_WORLD || lanes < 1 || max_block < 1 ||
-	    (ntohs(j.reserved) & 0xff) != 0 || (ntohs(j.reserved) >> 8) > INA_SSP_MAX)
+	    (ntohs(j.reserved) >> 8) > INA_SSP_MAX)
 		return INA_WIRE_BAD_JOIN;
 	if (h->type == INA_T_JOIN && h->rank >= world)
 		return INA_WIRE_RANK_PAST_WORLD;
@@ -207,7 +252,19 @@ validate_stateless(const uint8_t *buf, size_t size, const struct ina_hdr *h)
 	/* STANDBY belongs to a JOIN and its JOIN_ACK. */
 	if ((h->flags & INA_F_STANDBY) && h->type != INA_T_JOIN && h->type != INA_T_JOIN_ACK)
 		return INA_WIRE_BAD_FLAGS;
-	if (h->bound != 0 && (h->type != INA_T_DATA || !bound_valid(h)))
+	/* GRANT and REDIRECT belong to a JOIN_ACK, and not together; the
+	 * GRANT bit on a RESULT is RESHAPE: 'status' lanes (>= 1) from round
+	 * 'bound' on. */
+	if (h->type == INA_T_RESULT && (h->flags & INA_F_RESHAPE)) {
+		if (h->status == 0)
+			return INA_WIRE_BAD_FLAGS;
+	} else if ((h->flags & (INA_F_GRANT | INA_F_REDIRECT)) &&
+	    (h->type != INA_T_JOIN_ACK ||
+	     (h->flags & (INA_F_GRANT | INA_F_REDIRECT)) == (INA_F_GRANT | INA_F_REDIRECT) ||
+	     ((h->flags & INA_F_REDIRECT) && (h->flags & INA_F_STANDBY))))
+		return INA_WIRE_BAD_FLAGS;
+	if (h->bound != 0 && (h->type != INA_T_DATA || !bound_valid(h)) &&
+	    !(h->type == INA_T_RESULT && (h->flags & INA_F_RESHAPE)))
 		return INA_WIRE_BAD_BOUND;
 
 	switch (h->type) {
@@ -286,6 +343,9 @@ validate_job(const struct ina_hdr *h, const struct ina_job_params *job)
 		return INA_WIRE_NEXT_NOT_IN_LANE;
 	if (h->encoding != job->encoding)
 		return INA_WIRE_WRONG_ENCODING;
+	/* RESHAPE gives lanes back: fewer than the job has. */
+	if (h->type == INA_T_RESULT && (h->flags & INA_F_RESHAPE) && h->status >= job->lanes)
+		return INA_WIRE_LANE_PAST_LANES;
 	if (h->block_size > job->max_block)
 		return INA_WIRE_BLOCK_TOO_BIG;
 	return INA_WIRE_OK;

@@ -184,6 +184,12 @@ struct ina_config {
 					 * (below, "Bounded staleness"). Every worker
 					 * alike; f32 or bf16, no sparsifier, planner,
 					 * fusion or replica, n <= lanes x block_size */
+	uint8_t weight;			/* the job's weight when the switch shares its
+					 * slots fairly (ina-switch --share fair): a
+					 * job of weight 2 gets twice the lanes of a
+					 * job of weight 1 when both ask for more than
+					 * the pool holds. 1..255; 0 (default) is 1.
+					 * Every worker of the job alike */
 	int plan_blocks;		/* 1: the block planner picks B per tensor and
 					 * round, a power of two from 16 up to block_size,
 					 * from the previous round's result (the same on
@@ -246,6 +252,13 @@ struct ina_stats {
 					 * (0: blocks in order, the fixed map) */
 	uint64_t partition_rebalances;	/* dynamic partition maps built from a sum,
 					 * over every tensor */
+	uint16_t lanes;			/* the job's lanes: cfg.lanes, or the fewer the
+					 * switch granted (its fair share) */
+	uint16_t lanes_asked;		/* cfg.lanes */
+	char aggregator[32];		/* "IPV4:PORT" of the host aggregator the job
+					 * runs on when the switch had no slots for it
+					 * (a REDIRECT, ina-switch --host-aggregator);
+					 * "" when it runs on the switch */
 };
 
 struct ina_ctx;

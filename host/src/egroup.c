@@ -213,6 +213,17 @@ egroup_tx(struct egroup *g, uint64_t now_ns, struct ina_pkt **out, uint16_t max)
 	return nb;
 }
 
+uint16_t
+egroup_lanes(const struct egroup *g)
+{
+	uint16_t lanes = engine_lanes(g->e[0]);
+
+	for (uint16_t i = 1; i < g->k; i++)
+		if (engine_lanes(g->e[i]) < lanes)
+			lanes = engine_lanes(g->e[i]);
+	return lanes;
+}
+
 int
 egroup_phase(const struct egroup *g)
 {

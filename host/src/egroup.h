@@ -25,6 +25,9 @@ struct egroup *egroup_create(const struct engine_config *cfg, const struct ina_p
 void egroup_destroy(struct egroup *g);	/* Accepts NULL. */
 
 uint16_t egroup_count(const struct egroup *g);
+/* The fewest lanes any engine runs on (engine_lanes(): what its switch
+ * granted, after a give-back too). */
+uint16_t egroup_lanes(const struct egroup *g);
 /* Engine 'k', for what only one engine has (ssp, a replica: K = 1). */
 struct engine *egroup_engine(const struct egroup *g, uint16_t k);
 

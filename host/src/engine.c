@@ -137,6 +137,16 @@ struct engine {
 	uint64_t sw_heard_ns;	/* last packet for this job from the switch
 				 * followed (for P: a RESULT through R too) */
 	uint64_t probe_ns;	/* last probe of the replica (tx_probe) */
+
+	/* Give-back (a RESULT flagged RESHAPE): from round reshape_round on,
+	 * reshape_lanes lanes; 0: none pending. */
+	uint16_t reshape_lanes;
+	uint32_t reshape_round;
+
+	/* A REDIRECT from the switch (no slots for the job there). */
+	uint8_t redirected;	/* a REDIRECT came: the target below is set */
+	uint32_t redirect_ipv4;
+	uint16_t redirect_port;
 };
 
 enum standby {
@@ -270,6 +280,12 @@ engine_error_msg(const struct engine *e)
 	return e->errmsg;
 }
 
+uint16_t
+engine_lanes(const struct engine *e)
+{
+	return e->cfg.lanes;
+}
+
 uint32_t
 engine_round(const struct engine *e)
 {
@@ -333,10 +349,32 @@ engine_join(struct engine *e, uint64_t now_ns)
 	return 0;
 }
 
+int
+engine_redirect_target(const struct engine *e, uint32_t *ipv4, uint16_t *port)
+{
+	if (!e->redirected)
+		return 0;
+	*ipv4 = e->redirect_ipv4;
+	*port = e->redirect_port;
+	return 1;
+}
+
+int
+engine_redirect(struct engine *e, const struct ina_peer *peer, uint64_t now_ns)
+{
+	if (e->phase != ENGINE_REDIRECTED || e->err || !peer->len || peer->len >= INA_PEER_SIZE)
+		return -EBUSY;
+	e->cfg.sw = *peer;
+	e->st.redirects++;
+	ctl_start(e, ENGINE_JOINING, now_ns);
+	return 0;
+}
+
 void
 engine_finish(struct engine *e, uint64_t now_ns)
 {
-	if (e->err || e->phase == ENGINE_RUNNING || e->phase == ENGINE_JOINING) {
+	if (e->err || e->phase == ENGINE_RUNNING || e->phase == ENGINE_JOINING ||
+	    e->phase == ENGINE_REDIRECTED) {
 		engine_leave(e, now_ns);
 		return;
 	}
@@ -404,6 +442,13 @@ engine_allreduce(struct engine *e, uint32_t tensor_id, const float *in, float *o
 	if (n == 0 || n >= INA_BLOCK_OPEN || block_size == 0 || block_size > e->cfg.max_block ||
 	    !in || !out)
 		return -EINVAL;
+	if (e->reshape_lanes && (int32_t)(e->round - e->reshape_round) >= 0) {
+		/* The switch gives slots back: fewer lanes from this round on. */
+		e->cfg.lanes = e->reshape_lanes;
+		e->params.lanes = e->reshape_lanes;
+		e->reshape_lanes = 0;
+		e->st.reshapes++;
+	}
 	e->tensor_id = tensor_id;
 	e->in = in;
 	e->out = out;
@@ -488,6 +533,7 @@ build_ctl(struct engine *e)
 		ina_wire_encode_join(e->cfg.world, e->cfg.lanes, e->cfg.max_block,
 				     p->data + INA_HDR_SIZE);
 		ina_wire_join_set_ssp(p->data + INA_HDR_SIZE, e->cfg.ssp);
+		ina_wire_join_set_weight(p->data + INA_HDR_SIZE, e->cfg.weight);
 		p->len = INA_HDR_SIZE + sizeof(struct ina_wire_join);
 		p->peer = e->standby == STANDBY_JOINING ? e->cfg.replica : e->cfg.sw;
 		return p;
@@ -1152,6 +1198,39 @@ sender_ok(const struct engine *e, const struct ina_pkt *pkt, const struct ina_hd
 	}
 }
 
+/*
+ * A JOIN_ACK flagged REDIRECT while joining: the switch has no slots for the
+ * job and names a host aggregator. Followed once, without a replica, when it
+ * echoes this worker's JOIN; the caller then resolves the target and calls
+ * engine_redirect().
+ */
+static void
+on_redirect(struct engine *e, const struct ina_hdr *h, const uint8_t *payload)
+{
+	uint16_t world, lanes, max_block;
+
+	(void)h;
+	ina_wire_decode_join(payload, &world, &lanes, &max_block);
+	if (world != e->cfg.world || lanes != e->cfg.lanes || max_block != e->cfg.max_block ||
+	    ina_wire_join_ssp(payload) != e->cfg.ssp || has_replica(e)) {
+		e->st.bad++;
+		return;
+	}
+	if (e->redirected) {
+		fail(e, INA_EREFUSED,
+		     "job %" PRIu32 " rank %u: the host aggregator %u.%u.%u.%u:%u sent the job on "
+		     "again: a REDIRECT is followed once", e->cfg.job_id, e->cfg.rank,
+		     e->redirect_ipv4 >> 24, e->redirect_ipv4 >> 16 & 0xff,
+		     e->redirect_ipv4 >> 8 & 0xff, e->redirect_ipv4 & 0xff, e->redirect_port);
+		e->phase = ENGINE_CLOSED;
+		return;
+	}
+	ina_wire_decode_redirect(payload + sizeof(struct ina_wire_join), &e->redirect_ipv4,
+				 &e->redirect_port);
+	e->redirected = 1;
+	e->phase = ENGINE_REDIRECTED;
+}
+
 static void
 rx_one(struct engine *e, struct ina_pkt *pkt, uint64_t now)
 {
@@ -1200,16 +1279,34 @@ rx_one(struct engine *e, struct ina_pkt *pkt, uint64_t now)
 	e->last_type = h.type;
 	switch (h.type) {
 	case INA_T_JOIN_ACK:
+		if ((h.flags & INA_F_REDIRECT) && e->phase == ENGINE_JOINING) {
+			on_redirect(e, &h, payload);
+			return;
+		}
+		if ((h.flags & INA_F_REDIRECT) || e->phase == ENGINE_REDIRECTED) {
+			e->st.stale++;
+			return;
+		}
 		if (e->phase == ENGINE_JOINING &&
 		    !!(h.flags & INA_F_STANDBY) == (e->standby == STANDBY_JOINING)) {
 			uint16_t world, lanes, max_block;
 
 			ina_wire_decode_join(payload, &world, &lanes, &max_block);
-			if (world != e->cfg.world || lanes != e->cfg.lanes ||
-			    max_block != e->cfg.max_block || h.epoch == 0 ||
-			    ina_wire_join_ssp(payload) != e->cfg.ssp) {
+			/* Fewer lanes only as the primary's GRANT (--share fair). */
+			if (world != e->cfg.world || max_block != e->cfg.max_block ||
+			    h.epoch == 0 || ina_wire_join_ssp(payload) != e->cfg.ssp ||
+			    (lanes != e->cfg.lanes &&
+			     (!(h.flags & INA_F_GRANT) || lanes > e->cfg.lanes ||
+			      e->standby == STANDBY_JOINING))) {
 				e->st.bad++;
 				return;
+			}
+			if (lanes != e->cfg.lanes) {
+				/* The arrays keep the size asked; fewer
+				 * lanes use their first entries. */
+				e->st.lanes_asked = e->cfg.lanes;
+				e->cfg.lanes = lanes;
+				e->params.lanes = lanes;
 			}
 			e->last_heard_ns = now;
 			if (e->standby == STANDBY_JOINING) {
@@ -1231,6 +1328,12 @@ rx_one(struct engine *e, struct ina_pkt *pkt, uint64_t now)
 		return;
 	case INA_T_RESULT:
 		e->last_heard_ns = now;
+		if ((h.flags & INA_F_RESHAPE) && !e->cfg.ssp &&
+		    (int32_t)(h.bound - e->round) > 0 && h.status < e->cfg.lanes) {
+			/* Runs on h.status lanes from round h.bound (after this one). */
+			e->reshape_lanes = h.status;
+			e->reshape_round = h.bound;
+		}
 		if (e->cfg.ssp)
 			ssp_on_result(e, &h, payload, now);
 		else
@@ -1416,6 +1519,17 @@ tx_ctl(struct engine *e, uint64_t now, struct ina_pkt **out, uint16_t max)
 		/* The switch holds the job: free it. */
 		e->standby = STANDBY_NONE;
 		ctl_start(e, ENGINE_LEAVING, now);
+		return 0;
+	}
+	if (e->phase == ENGINE_JOINING && now - e->ctl_start_ns >= e->cfg.timeout_ns &&
+	    e->redirected) {
+		fail(e, INA_ENOSWITCH,
+		     "job %" PRIu32 " rank %u: the host aggregator %u.%u.%u.%u:%u the switch sent "
+		     "the job to did not answer the JOIN for %" PRIu64 " ms", e->cfg.job_id,
+		     e->cfg.rank, e->redirect_ipv4 >> 24, e->redirect_ipv4 >> 16 & 0xff,
+		     e->redirect_ipv4 >> 8 & 0xff, e->redirect_ipv4 & 0xff, e->redirect_port,
+		     e->cfg.timeout_ns / 1000000);
+		e->phase = ENGINE_CLOSED;
 		return 0;
 	}
 	if (e->phase == ENGINE_JOINING && now - e->ctl_start_ns >= e->cfg.timeout_ns) {

@@ -32,8 +32,14 @@ struct engine_config {
 	uint32_t job_id;
 	uint16_t rank;
 	uint16_t world;
-	uint16_t lanes;
+	uint16_t lanes;			/* asked in the JOIN; a switch sharing its
+					 * slots fairly may grant fewer (a JOIN_ACK
+					 * flagged GRANT), and take some back from a
+					 * later round (RESULTs flagged RESHAPE):
+					 * engine_lanes() */
 	uint16_t max_block;		/* largest B this worker will use */
+	uint8_t weight;			/* the job's weight in the switch's fair
+					 * share (1..255; 0 = 1) */
 	uint8_t encoding;		/* enum ina_encoding */
 	uint8_t ssp;			/* 0: bsp; S (1..INA_SSP_MAX): ssp:S, up to
 					 * S + 1 rounds in flight (engine_allreduce);
@@ -67,6 +73,11 @@ enum engine_phase {
 	ENGINE_FINISHING,	/* FIN sent, waiting for FIN_ACK */
 	ENGINE_LEAVING,		/* LEAVE to send */
 	ENGINE_CLOSED,
+	ENGINE_REDIRECTED,	/* the switch has no slots for the job and named
+				 * a host aggregator (a JOIN_ACK flagged
+				 * REDIRECT): engine_redirect_target() says
+				 * where, the caller resolves it and calls
+				 * engine_redirect() */
 };
 
 struct engine_stats {
@@ -93,6 +104,11 @@ struct engine_stats {
 						 * after failover_ns without progress, in
 						 * case it took over unheard (engine.c
 						 * tx_probe) */
+	uint64_t redirects;			/* REDIRECTs followed (0 or 1) */
+	uint64_t reshapes;			/* times the switch took lanes back
+						 * (RESHAPE, from a round on) */
+	uint64_t lanes_asked;			/* the lanes the JOIN asked when the
+						 * switch granted fewer, else 0 */
 	uint64_t standby_lost;			/* the replica refused to stand by any
 						 * longer (an ERROR from it): no failover
 						 * left for the job */
@@ -186,9 +202,21 @@ const char *engine_stall(struct engine *e);
 /* The earliest time engine_tx() has timer work to do. */
 uint64_t engine_next_deadline(const struct engine *e);
 
+/*
+ * The host aggregator the switch sent the job to: 1 with its IPv4 address
+ * and UDP port (host order) once a REDIRECT came (in ENGINE_REDIRECTED and
+ * after), else 0. A REDIRECT is followed once, and never with a replica.
+ */
+int engine_redirect_target(const struct engine *e, uint32_t *ipv4, uint16_t *port);
+/* In ENGINE_REDIRECTED: joins the job at 'peer' (the target, resolved by
+ * the caller's port) from now on, as a fresh JOIN. 0, or -EBUSY. */
+int engine_redirect(struct engine *e, const struct ina_peer *peer, uint64_t now_ns);
+
 /* 1 once the engine follows the replica (after its FAILOVER announcement). */
 int engine_failed_over(const struct engine *e);
 
+/* The job's lanes: cfg.lanes, or the fewer the switch granted. */
+uint16_t engine_lanes(const struct engine *e);
 uint32_t engine_round(const struct engine *e);
 uint32_t engine_epoch(const struct engine *e);
 const struct engine_stats *engine_stats(const struct engine *e);

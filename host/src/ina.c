@@ -89,6 +89,8 @@ struct ina_ctx {
 	uint16_t last_block_size;	/* B of the last allreduce */
 	uint32_t last_part_tag;		/* its partition map's tag */
 	uint16_t world, lanes;
+	uint16_t lanes_asked;		/* cfg.lanes (lanes: what the switch granted) */
+	char aggregator[32];		/* the host aggregator the job runs on, or "" */
 	uint8_t encoding;
 	int plan_blocks;		/* cfg.plan_blocks */
 	struct partition_config part;	/* cfg.partition, partitions, lanes */
@@ -276,6 +278,40 @@ resolve_switches(struct ina_ctx *ctx, const char *list, struct ina_peer *sws, ui
 	return 0;
 }
 
+/*
+ * The switch sent the job to a host aggregator (a REDIRECT: it has no slots
+ * for the job): resolve the address on this context's port, say so, and
+ * join there: '*ret' is what run_while() returns. -1 with '*ret' set and
+ * 'err' written when the address does not resolve, else 0.
+ */
+static int
+follow_redirect(struct ina_ctx *ctx, const struct ina_config *cfg, char *err, size_t err_size,
+		int *out_ret)
+{
+	struct ina_peer peer;
+	uint32_t ip;
+	uint16_t port;
+	int ret;
+
+	engine_redirect_target(egroup_engine(ctx->eg, 0), &ip, &port);
+	snprintf(ctx->aggregator, sizeof(ctx->aggregator), "%u.%u.%u.%u:%u", ip >> 24,
+		 ip >> 16 & 0xff, ip >> 8 & 0xff, ip & 0xff, port);
+	ret = ctx->port->ops->resolve(ctx->port, ctx->aggregator, &peer);
+	if (ret < 0) {
+		snprintf(err, err_size, "the switch %s sent the job to the host aggregator %s, "
+			 "which does not resolve on the %s port: %s", cfg->switch_addr,
+			 ctx->aggregator, ctx->port->ops->type, strerror(-ret));
+		*out_ret = INA_ENOSWITCH;
+		return -1;
+	}
+	INA_LOG(INFO, "job %u rank %u: the switch %s has no slots for the job: it is aggregated "
+		"by the host aggregator at %s", cfg->job_id, cfg->rank, cfg->switch_addr,
+		ctx->aggregator);
+	engine_redirect(egroup_engine(ctx->eg, 0), &peer, ina_now_ns());
+	*out_ret = run_while(ctx, ENGINE_JOINING);
+	return 0;
+}
+
 int
 ina_open(const struct ina_config *cfg, struct ina_ctx **out, char *err, size_t err_size)
 {
@@ -392,6 +428,7 @@ ina_open(const struct ina_config *cfg, struct ina_ctx **out, char *err, size_t e
 	ec.encoding = wire_encoding(cfg->encoding);
 	ec.token = cfg->token;
 	ec.ssp = cfg->ssp;
+	ec.weight = cfg->weight;
 	ec.timeout_ns = (uint64_t)cfg->timeout_ms * INA_NS_PER_MS;
 	ctx->timeout_ns = ec.timeout_ns;
 	ec.rto_ns = (uint64_t)cfg->rto_us * 1000;
@@ -451,6 +488,19 @@ ina_open(const struct ina_config *cfg, struct ina_ctx **out, char *err, size_t e
 	}
 	egroup_join(ctx->eg, ina_now_ns());
 	ret = run_while(ctx, ENGINE_JOINING);
+	for (uint16_t k = 0; ret == 0 && k < egroup_count(ctx->eg); k++) {
+		if (engine_phase(egroup_engine(ctx->eg, k)) != ENGINE_REDIRECTED)
+			continue;
+		if (egroup_count(ctx->eg) > 1) {
+			snprintf(err, err_size, "switch %u of %u has no slots for job %u and sends "
+				 "it to a host aggregator, which a job over several switches "
+				 "cannot follow", k, egroup_count(ctx->eg), cfg->job_id);
+			ret = INA_ENOSWITCH;
+			goto fail;
+		}
+		if (follow_redirect(ctx, cfg, err, err_size, &ret) < 0)
+			goto fail;
+	}
 	if (ret < 0) {
 		snprintf(err, err_size, "%s", egroup_error_msg(ctx->eg));
 		/* A replica that would not stand by: the switch, which admitted
@@ -462,7 +512,13 @@ ina_open(const struct ina_config *cfg, struct ina_ctx **out, char *err, size_t e
 	ctx->block_size = cfg->block_size;
 	ctx->last_block_size = cfg->block_size;
 	ctx->world = cfg->world;
-	ctx->lanes = cfg->lanes;
+	/* The switch may have granted fewer lanes than asked (its fair share). */
+	ctx->lanes = egroup_lanes(ctx->eg);
+	ctx->lanes_asked = cfg->lanes;
+	if (ctx->lanes < cfg->lanes)
+		INA_LOG(INFO, "job %u rank %u: the switch granted %u of the %u lanes asked "
+			"(its fair share of the slots)", cfg->job_id, cfg->rank, ctx->lanes,
+			cfg->lanes);
 	ctx->encoding = ec.encoding;
 	ctx->plan_blocks = cfg->plan_blocks;
 	ctx->part.mode = cfg->partition == INA_PARTITION_DYNAMIC ? PARTITION_DYNAMIC
@@ -1364,6 +1420,9 @@ ina_get_stats(const struct ina_ctx *ctx, struct ina_stats *s)
 	s->stalls = es->stalls;
 	s->waits = es->waits;
 	s->ssp_missed = es->ssp_missed;
+	s->lanes = egroup_lanes(ctx->eg);	/* after a give-back too */
+	s->lanes_asked = ctx->lanes_asked;
+	snprintf(s->aggregator, sizeof(s->aggregator), "%s", ctx->aggregator);
 	s->failovers = es->failovers;
 	s->failover_silence_ms = (double)es->failover_silence_ns / 1e6;
 	s->dropped = es->bad;

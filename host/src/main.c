@@ -74,6 +74,10 @@ usage(FILE *f)
 		"options:\n"
 		"  --lanes L             blocks in flight, one switch slot each (default 64)\n"
 		"  --block B             elements per block (default 1024)\n"
+		"  --weight W            the job's weight (1..255, default 1) when the switch\n"
+		"                        shares its slots fairly (ina-switch --share fair):\n"
+		"                        lanes in proportion to it; the switch may grant\n"
+		"                        fewer lanes than --lanes (logged, and in --report)\n"
 		"  --encoding E          payload encoding: f32, i32 or bf16 (default f32);\n"
 		"                        bf16 sends half the bytes of f32, the switch sums\n"
 		"                        in f32 and rounds the result once\n"
@@ -137,13 +141,23 @@ usage(FILE *f)
 		"  -h, --help            this text\n");
 }
 
+/* The job's lanes: --lanes, or the fewer the switch granted. */
+static uint16_t
+granted_lanes(const struct ina_ctx *ctx)
+{
+	struct ina_stats st;
+
+	ina_get_stats(ctx, &st);
+	return st.lanes;
+}
+
 enum {
 	OPT_SWITCH = 256, OPT_JOB, OPT_RANK, OPT_WORLD, OPT_ELEMENTS, OPT_DENSITY, OPT_SEED,
 	OPT_INPUT, OPT_ROUNDS, OPT_LANES, OPT_BLOCK, OPT_ENCODING, OPT_OP, OPT_TOKEN_FILE,
 	OPT_PORT, OPT_TIMEOUT, OPT_RTO, OPT_REPORT, OPT_QUIET, OPT_LOG_LEVEL, OPT_CAPTURE,
 	OPT_SPARSIFY, OPT_KEEP_DENSITY, OPT_KEEP_MASS, OPT_B0, OPT_DECAY, OPT_NO_FILTER_RESULTS,
 	OPT_PLAN, OPT_RESULTS_SCALE, OPT_REPLICA, OPT_FAILOVER, OPT_CONSISTENCY, OPT_COMPUTE,
-	OPT_STRAGGLE, OPT_PARTITION, OPT_PARTITIONS,
+	OPT_STRAGGLE, OPT_PARTITION, OPT_PARTITIONS, OPT_WEIGHT,
 };
 
 static void
@@ -186,6 +200,7 @@ parse_args(int argc, char **argv, struct host_config *c)
 		{ "straggle", required_argument, NULL, OPT_STRAGGLE },
 		{ "partition", required_argument, NULL, OPT_PARTITION },
 		{ "partitions", required_argument, NULL, OPT_PARTITIONS },
+		{ "weight", required_argument, NULL, OPT_WEIGHT },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -234,6 +249,7 @@ parse_args(int argc, char **argv, struct host_config *c)
 		case OPT_INPUT: c->input = optarg; break;
 		case OPT_ROUNDS: c->rounds = (uint32_t)ina_cli_u64("rounds", optarg, 1, 1000000); break;
 		case OPT_LANES: c->ina.lanes = (uint16_t)ina_cli_u64("lanes", optarg, 1, 4096); break;
+		case OPT_WEIGHT: c->ina.weight = (uint8_t)ina_cli_u64("weight", optarg, 1, 255); break;
 		case OPT_BLOCK: c->ina.block_size = (uint16_t)ina_cli_u64("block", optarg, 1, 16384); break;
 		case OPT_ENCODING:
 			if (strcmp(optarg, "f32") == 0)
@@ -480,7 +496,7 @@ run_rounds(const struct host_config *c, struct ina_ctx *ctx, struct workload *w,
 	const float *res;
 	size_t nr = 0;
 	uint64_t t0;
-	int ret;
+	int ret = 0;
 
 	if (!out || !recv || !want)
 		ina_die("out of memory for %" PRIu32 " elements", n);
@@ -585,7 +601,7 @@ main(int argc, char **argv)
 			.max_block = c.ina.block_size,
 			.encoding = (uint8_t)c.ina.encoding,
 			.world = c.ina.world,
-			.lanes = c.ina.lanes,
+			.lanes = granted_lanes(ctx),
 		};
 
 		if (ina_tensor_sparsify(ctx, 0, &c.sp) < 0)
@@ -608,7 +624,7 @@ main(int argc, char **argv)
 		INA_LOG(INFO, "joined job %" PRIu32 " epoch %" PRIu32 ": rank %u of %u, %s, %" PRIu32
 			" elements, %u lanes, B %u, %s, partition %s over %u %s, over %s%s%s",
 			c.ina.job_id, ina_epoch(ctx), c.ina.rank, c.ina.world, workload_kind(w), n,
-			c.ina.lanes, c.ina.block_size, encoding_name(c.ina.encoding), part,
+			granted_lanes(ctx), c.ina.block_size, encoding_name(c.ina.encoding), part,
 			nsw > 1 ? nsw : (c.ina.partitions ? c.ina.partitions : 1u),
 			nsw > 1 ? "switches" : "switch partition(s)", ina_transport(ctx),
 			c.ina.replica_addr ? ", replica standing by at " : "",
@@ -718,7 +734,8 @@ main(int argc, char **argv)
 	rep.job = c.ina.job_id;
 	rep.rank = c.ina.rank;
 	rep.world = c.ina.world;
-	rep.lanes = c.ina.lanes;
+	rep.lanes = granted_lanes(ctx);
+	rep.lanes_asked = c.ina.lanes;
 	rep.block_size = c.ina.block_size;
 	rep.rounds = c.rounds;
 	rep.elements = n;

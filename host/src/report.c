@@ -81,6 +81,9 @@ report_write(const char *path, const struct report *r)
 			    json_integer((json_int_t)s->sparse_blocks_deferred));
 	json_object_set_new(root, "data_packets", json_integer((json_int_t)s->data_packets));
 	json_object_set_new(root, "empty_packets", json_integer((json_int_t)s->empty_packets));
+	json_object_set_new(root, "lanes_asked", json_integer((json_int_t)r->lanes_asked));
+	/* Where the job was aggregated: "" on the switch, else the host aggregator. */
+	json_object_set_new(root, "aggregator", json_string(s->aggregator));
 	json_object_set_new(root, "per_round", rounds);
 	ret = json_dump_file(root, path, JSON_INDENT(2) | JSON_REAL_PRECISION(6));
 	json_decref(root);

@@ -33,6 +33,7 @@ struct report {
 	const char *encoding;
 	uint32_t job;
 	uint16_t rank, world, lanes, block_size;
+	uint16_t lanes_asked;	/* --lanes; 'lanes' is what the switch granted */
 	uint32_t rounds;
 	uint32_t elements;
 	double density;			/* synthetic only, else < 0 */

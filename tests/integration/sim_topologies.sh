@@ -7,7 +7,9 @@
 # same verdict; two-racks runs in tiers (racks under a spine) with every sum
 # checked, each rack's uplink carrying a quarter of its four host links'
 # bytes each way, and its ring allreduce time; a small generated fabric in
-# three tiers exact in f32, i32 and i32 with loss on every link; a file that
+# three tiers exact in f32, i32 and i32 with loss on every link; three jobs
+# on a switch too small for all three, first-come, fair with give-back and
+# fair with share_total; a file that
 # does not load is exit status 2. CASE fabric instead: fabric-1024 (1,024 workers in three
 # tiers, about 30 s and 2.5 GB here): every sum checked, the load by tier
 # (each uplink a sixteenth, then an eighth, of its tier below), the ring.
@@ -115,6 +117,40 @@ done
 [ "$(q '.jobs[0].retransmits > 0' "$tmp/f12-lossy.json")" = true ] || fail "f12-lossy: no retransmits"
 [ "$(q '[.links[] | select(.b == "core0") | .directions[].lost] | add > 0' "$tmp/f12-lossy.json")" = true ] ||
 	fail "f12-lossy: nothing lost on the spines' uplinks"
+
+# three-jobs: three jobs asking 64 lanes of 96 slots. First-come: the first
+# runs, the others are refused (exit 1, the refusal in their error). Fair
+# with share_total 3: 32 lanes each, every sum right, Jain's index of the
+# three goodputs at least 0.95.
+set +e
+"$sim" --quiet --json "$tmp/tj-fc.json" "$src/topologies/three-jobs.yaml" 2>"$tmp/err"
+rc=$?
+set -e
+[ $rc = 1 ] || fail "three-jobs first-come: exit $rc, not 1"
+[ "$(q '[.jobs[] | select(.state == "ok")] | length' "$tmp/tj-fc.json")" = 1 ] ||
+	fail "three-jobs first-come: not one job ok"
+q '.jobs[1].error' "$tmp/tj-fc.json" | grep -q "contiguous slots" ||
+	fail "three-jobs first-come: job 2's error does not say it found no slots"
+sed 's/^    share: first-come/    share: fair\n    share_total: 3/' \
+	"$src/topologies/three-jobs.yaml" >"$tmp/tj-fair.yaml"
+timeout 120 "$sim" --quiet --json "$tmp/tj-fair.json" "$tmp/tj-fair.yaml" 2>"$tmp/err" ||
+	fail "three-jobs fair: exit $? ($(tail -1 "$tmp/err"))"
+[ "$(q '[.jobs[] | select(.state == "ok" and .sums_checked == 20)] | length' "$tmp/tj-fair.json")" = 3 ] ||
+	fail "three-jobs fair: not every job ok with 20 sums checked"
+grep -c "admitted with 32 of the 64 lanes" "$tmp/err" | grep -qx 3 ||
+	fail "three-jobs fair: not 32 lanes each ($(grep admitted "$tmp/err"))"
+jain=$(q '[.jobs[].goodput_bps] | (add * add) / (length * (map(. * .) | add))' "$tmp/tj-fair.json")
+awk -v j="$jain" 'BEGIN { exit !(j >= 0.95) }' || fail "three-jobs fair: Jain's index $jain < 0.95"
+# Fair without share_total: the first job takes 64 lanes and gives back at
+# round boundaries as the others come; all end on 32, every sum right.
+sed 's/^    share: first-come/    share: fair/' "$src/topologies/three-jobs.yaml" >"$tmp/tj-gb.yaml"
+timeout 120 "$sim" --quiet --json "$tmp/tj-gb.json" "$tmp/tj-gb.yaml" 2>"$tmp/err" ||
+	fail "three-jobs give-back: exit $? ($(tail -1 "$tmp/err"))"
+[ "$(q '[.jobs[] | select(.state == "ok" and .sums_checked == 20)] | length' "$tmp/tj-gb.json")" = 3 ] ||
+	fail "three-jobs give-back: not every job ok with 20 sums checked"
+grep -q "job 1: now on 32 lanes" "$tmp/err" || fail "three-jobs give-back: job 1 not on 32 lanes"
+jain=$(q '[.jobs[].goodput_bps] | (add * add) / (length * (map(. * .) | add))' "$tmp/tj-gb.json")
+awk -v j="$jain" 'BEGIN { exit !(j >= 0.95) }' || fail "three-jobs give-back: Jain's index $jain < 0.95"
 
 # A file that does not load: one line, exit 2.
 echo 'name: [' >"$tmp/bad.yaml"

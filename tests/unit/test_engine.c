@@ -482,6 +482,229 @@ test_engine_join_backoff_and_timeout(void **state)
 	done(t);
 }
 
+/* A JOIN_ACK flagged GRANT (ina-switch --share fair) admits the job with
+ * fewer lanes: the engine deals its blocks over those lanes from then on.
+ * Fewer lanes without the flag, or more with it, are refused. The JOIN
+ * carries the weight in the payload's last byte. */
+static void
+test_engine_join_grant(void **state)
+{
+	struct t *t = *state;
+	const struct wc_got *p;
+	float sum[16];
+	uint16_t n;
+
+	t->cfg.lanes = 4;
+	t->cfg.weight = 3;
+	start(t);
+	assert_int_equal(engine_lanes(t->e), 4);
+	assert_int_equal(engine_join(t->e, t->now), 0);
+	p = tx_one(t);
+	assert_int_equal(p->h.type, INA_T_JOIN);
+	assert_int_equal(ina_wire_join_weight(p->payload), 3);
+	assert_int_equal(p->payload[7], 3);
+	t->now += 10 * US;
+	/* Two lanes, not flagged: refused. */
+	rx_join_ack(t, EPOCH, 2, 2, 4);
+	assert_int_equal(engine_stats(t->e)->bad, 1);
+	/* Flagged, but more lanes than asked, or none: refused. */
+	{
+		struct ina_hdr h = sw_hdr(t, INA_T_JOIN_ACK);
+		uint8_t payload[sizeof(struct ina_wire_join)];
+
+		h.epoch = EPOCH;
+		h.flags = INA_F_GRANT;
+		ina_wire_encode_join(2, 5, 4, payload);
+		rx_raw(t, &h, payload, sizeof(payload));
+		assert_int_equal(engine_stats(t->e)->bad, 2);
+		assert_int_equal(engine_phase(t->e), ENGINE_JOINING);
+		/* Two lanes, flagged: admitted with two. */
+		ina_wire_encode_join(2, 2, 4, payload);
+		rx_raw(t, &h, payload, sizeof(payload));
+	}
+	assert_int_equal(engine_phase(t->e), ENGINE_READY);
+	assert_int_equal(engine_lanes(t->e), 2);
+	assert_int_equal(engine_stats(t->e)->lanes_asked, 4);
+	t->cfg.lanes = 2;	/* the job as the test's switch sees it now */
+
+	/* 16 elements in blocks of 4: lane 0 has blocks 0 and 2, lane 1 has 1 and 3. */
+	fill(in, 0, 16, 1.0f, 1.0f);
+	fill(other, 0, 16, 0.5f, 2.0f);
+	add(sum, in, other, 16);
+	begin(t, in, out, 16, 4, ENGINE_SUM);
+	n = tx(t);
+	assert_int_equal(n, 2);
+	check_data(t, for_lane(n, 0), 0, 0, 0, 0, 2, 0, &in[0]);
+	check_data(t, for_lane(n, 1), 1, 1, 0, 0, 3, 0, &in[4]);
+	rx_result(t, 0, 0, 0, 2, 0, &sum[0]);
+	rx_result(t, 1, 1, 0, 3, 0, &sum[4]);
+	n = tx(t);
+	assert_int_equal(n, 2);
+	check_data(t, for_lane(n, 0), 0, 2, 1, 0, INA_BLOCK_END, 0, &in[8]);
+	check_data(t, for_lane(n, 1), 1, 3, 1, 0, INA_BLOCK_END, 0, &in[12]);
+	rx_result(t, 0, 2, 1, INA_BLOCK_END, 0, &sum[8]);
+	rx_result(t, 1, 3, 1, INA_BLOCK_END, 0, &sum[12]);
+	assert_int_equal(engine_phase(t->e), ENGINE_READY);
+	assert_floats(out, sum, 16);
+	/* A packet for lane 2 of the 4 asked is past the job's lanes now. */
+	{
+		uint64_t bad = engine_stats(t->e)->bad;
+
+		t->round = engine_round(t->e);
+		rx_result(t, 2, 2, 0, INA_BLOCK_END, 0, &sum[8]);
+		assert_int_equal(engine_stats(t->e)->bad, bad + 1);
+	}
+	done(t);
+}
+
+/* A JOIN_ACK flagged REDIRECT (the switch has no slots, ina-switch
+ * --host-aggregator): the engine stops joining the switch and says where
+ * the job goes; engine_redirect() joins there, and the job runs there.
+ * A REDIRECT that does not echo the JOIN is invalid; a second one fails the
+ * join; one after the join is invalid (epoch 0). */
+static void
+test_engine_join_redirect(void **state)
+{
+	struct t *t = *state;
+	struct ina_peer agg = t->cfg.sw, sw0 = t->cfg.sw;
+	struct ina_hdr h;
+	uint8_t payload[sizeof(struct ina_wire_join) + sizeof(struct ina_wire_redirect)];
+	const struct wc_got *p;
+	uint32_t ip;
+	uint16_t port;
+
+	agg.bytes[0] ^= 0xff;
+	start(t);
+	assert_int_equal(engine_redirect(t->e, &agg, t->now), -EBUSY);
+	assert_int_equal(engine_join(t->e, t->now), 0);
+	assert_int_equal(tx_one(t)->h.type, INA_T_JOIN);
+	assert_int_equal(engine_redirect_target(t->e, &ip, &port), 0);
+	h = sw_hdr(t, INA_T_JOIN_ACK);
+	h.flags = INA_F_REDIRECT;
+	h.epoch = 0;
+	/* Not this worker's JOIN (3 lanes): invalid. */
+	ina_wire_encode_join(2, 3, 4, payload);
+	ina_wire_encode_redirect(0x7f000001u, 9301, payload + 8);
+	rx_raw(t, &h, payload, sizeof(payload));
+	assert_int_equal(engine_stats(t->e)->bad, 1);
+	assert_int_equal(engine_phase(t->e), ENGINE_JOINING);
+	/* Its JOIN echoed: redirected. */
+	ina_wire_encode_join(2, 2, 4, payload);
+	rx_raw(t, &h, payload, sizeof(payload));
+	assert_int_equal(engine_phase(t->e), ENGINE_REDIRECTED);
+	assert_int_equal(engine_redirect_target(t->e, &ip, &port), 1);
+	assert_int_equal(ip, 0x7f000001u);
+	assert_int_equal(port, 9301);
+	/* Nothing to send, no timer, until the caller says where. */
+	assert_int_equal(tx(t), 0);
+	assert_true(engine_next_deadline(t->e) == UINT64_MAX);
+	/* A JOIN_ACK of the switch now is stale. */
+	rx_join_ack(t, EPOCH, 2, 2, 4);
+	assert_int_equal(engine_stats(t->e)->stale, 1);
+	assert_int_equal(engine_redirect(t->e, &agg, t->now), 0);
+	assert_int_equal(engine_stats(t->e)->redirects, 1);
+	t->cfg.sw = agg;	/* where the test sees the engine's packets go now */
+	p = tx_one(t);
+	assert_int_equal(p->h.type, INA_T_JOIN);
+	assert_true(ina_peer_equal(&p->peer, &agg));
+	/* The aggregator sends it on again: the join fails. */
+	rx_from(t, &agg, &h, payload, sizeof(payload));
+	assert_int_equal(engine_error(t->e), INA_EREFUSED);
+	assert_non_null(strstr(engine_error_msg(t->e), "127.0.0.1:9301"));
+	engine_destroy(t->e);
+	t->e = NULL;
+
+	/* Again, the aggregator admitting the job: it runs there. */
+	t->cfg.sw = sw0;
+	start(t);
+	assert_int_equal(engine_join(t->e, t->now), 0);
+	assert_int_equal(tx(t), 1);
+	rx_raw(t, &h, payload, sizeof(payload));
+	assert_int_equal(engine_phase(t->e), ENGINE_REDIRECTED);
+	assert_int_equal(engine_redirect(t->e, &agg, t->now), 0);
+	t->cfg.sw = agg;	/* the test's switch is the aggregator now */
+	assert_int_equal(tx(t), 1);
+	rx_join_ack(t, EPOCH, 2, 2, 4);
+	assert_int_equal(engine_phase(t->e), ENGINE_READY);
+	in[0] = 2;
+	begin(t, in, out, 4, 4, ENGINE_SUM);
+	p = tx_one(t);
+	assert_true(ina_peer_equal(&p->peer, &agg));
+	check_data(t, p, 0, 0, 0, 0, INA_BLOCK_END, 0, in);
+	rx_result(t, 0, 0, 0, INA_BLOCK_END, 0, in);
+	assert_int_equal(engine_phase(t->e), ENGINE_READY);
+	/* A late REDIRECT (epoch 0) fails validation against the job. */
+	{
+		uint64_t bad = engine_stats(t->e)->bad;
+
+		rx_raw(t, &h, payload, sizeof(payload));
+		assert_int_equal(engine_stats(t->e)->bad, bad + 1);
+		assert_int_equal(engine_phase(t->e), ENGINE_READY);
+	}
+	done(t);
+}
+
+/* RESULTs flagged RESHAPE (the switch gives slots back, --share fair): the
+ * engine finishes its round on its lanes and runs on 'status' lanes from
+ * round 'bound'; a RESHAPE to as many lanes as it has is invalid. */
+static void
+test_engine_reshape(void **state)
+{
+	struct t *t = *state;
+	struct ina_hdr h;
+	float sum[16];
+	uint16_t n;
+
+	t->cfg.lanes = 4;
+	join_ready(t);
+	fill(in, 0, 16, 1.0f, 1.0f);
+	fill(other, 0, 16, 3.0f, -1.0f);
+	add(sum, in, other, 16);
+	begin(t, in, out, 16, 4, ENGINE_SUM);
+	n = tx(t);
+	assert_int_equal(n, 4);
+	/* Lane 0: RESHAPE to 4 lanes (not fewer): invalid. */
+	h = result_hdr(t, 0, 0, INA_F_RESHAPE, INA_BLOCK_END, 0);
+	h.status = 4;
+	h.bound = 1;
+	rx_result_h(t, &h, &sum[0]);
+	assert_int_equal(engine_stats(t->e)->bad, 1);
+	/* Every lane's result says "2 lanes from round 1". */
+	for (uint16_t l = 0; l < 4; l++) {
+		h = result_hdr(t, l, l, INA_F_RESHAPE, INA_BLOCK_END, 0);
+		h.status = 2;
+		h.bound = 1;
+		rx_result_h(t, &h, &sum[4 * l]);
+	}
+	assert_int_equal(engine_phase(t->e), ENGINE_READY);
+	assert_floats(out, sum, 16);
+	assert_int_equal(engine_lanes(t->e), 4);	/* round 0 ended on 4 */
+	/* Round 1 on 2 lanes: lane 0 blocks 0 and 2, lane 1 blocks 1 and 3. */
+	t->cfg.lanes = 2;
+	begin(t, in, out, 16, 4, ENGINE_SUM);
+	assert_int_equal(engine_lanes(t->e), 2);
+	assert_int_equal(engine_stats(t->e)->reshapes, 1);
+	n = tx(t);
+	assert_int_equal(n, 2);
+	check_data(t, for_lane(n, 0), 0, 0, 1, 0, 2, 0, &in[0]);
+	check_data(t, for_lane(n, 1), 1, 1, 1, 0, 3, 0, &in[4]);
+	/* A late mark for round 1 changes nothing any more. */
+	h = result_hdr(t, 0, 0, 1 | INA_F_RESHAPE, 2, 0);
+	h.status = 1;
+	h.bound = 1;
+	rx_result_h(t, &h, &sum[0]);
+	rx_result(t, 1, 1, 1, 3, 0, &sum[4]);
+	n = tx(t);
+	assert_int_equal(n, 2);
+	rx_result(t, 0, 2, 0, INA_BLOCK_END, 0, &sum[8]);
+	rx_result(t, 1, 3, 0, INA_BLOCK_END, 0, &sum[12]);
+	assert_int_equal(engine_phase(t->e), ENGINE_READY);
+	assert_floats(out, sum, 16);
+	begin(t, in, out, 16, 4, ENGINE_SUM);
+	assert_int_equal(engine_lanes(t->e), 2);
+	assert_int_equal(engine_stats(t->e)->reshapes, 1);
+}
+
 static void
 test_engine_join_ack(void **state)
 {
@@ -2454,6 +2677,9 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_engine_join_backoff_and_timeout, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_engine_join_ack, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_engine_join_grant, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_engine_join_redirect, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_engine_reshape, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_engine_join_refused, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_engine_first_packets_f32, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_engine_inactive_lanes_send_nothing, setup,

@@ -1898,6 +1898,270 @@ test_pipeline_reference_sum(void **state)
 	done(t);
 }
 
+/* JOIN of 'j' rank 'rank' with 'weight', answered with a JOIN_ACK granting
+ * 'grant' lanes (flagged GRANT when fewer than j->lanes asked). */
+static void
+join_granted(struct t *t, struct tjob *j, uint16_t rank, uint8_t weight, uint16_t grant)
+{
+	uint16_t world, lanes, max_block;
+	struct ina_pkt *in = mk_join_as(t, j, rank, j->world, j->lanes, j->max_block, j->enc,
+					j->token);
+	struct wc_got g;
+
+	ina_wire_join_set_weight(in->data + INA_HDR_SIZE, weight);
+	assert_int_equal(rx(t, in), 1);
+	take_one(t, &g);
+	assert_int_equal(g.h.type, INA_T_JOIN_ACK);
+	if (j->epoch)
+		assert_int_equal(g.h.epoch, j->epoch);
+	j->epoch = g.h.epoch;
+	check_from_switch(&g, j, INA_T_JOIN_ACK);
+	assert_int_equal(g.h.flags, grant < j->lanes ? INA_F_GRANT : 0);
+	ina_wire_decode_join(g.payload, &world, &lanes, &max_block);
+	assert_int_equal(lanes, grant);
+	assert_int_equal(world, j->world);
+	assert_int_equal(ina_wire_join_weight(g.payload), weight);
+}
+
+/* --share fair without give-back (--share-wait-ms 0): a job asking more
+ * than its share is admitted with its share (GRANT), every rank hears the
+ * same grant, a weight that differs
+ * between ranks is a mismatch, --share-total keeps room for jobs to come,
+ * a share under --share-min-slots is refused, and a granted job's rounds
+ * sum exactly on its fewer lanes. */
+static void
+test_pipeline_fair_share(void **state)
+{
+	struct t *t = *state;
+	struct tjob a = { .id = 151, .token = 0xa1, .world = 2, .lanes = 8, .max_block = 4,
+			  .enc = INA_ENC_F32, .peer_base = 0 };
+	struct tjob b = a, c = a, d = a, e = a;
+	struct round_in *ri = calloc(1, sizeof(*ri));
+	struct lane_run lanes[8];
+	struct wc_got g;
+
+	assert_non_null(ri);
+	b.id = 152, b.token = 0xb2, b.peer_base = 2;
+	c.id = 153, c.token = 0xc3, c.peer_base = 4, c.lanes = 2;
+	d.id = 154, d.token = 0xd4, d.peer_base = 6;
+	e.id = 155, e.token = 0xe5, e.peer_base = 8;
+	t->cfg.nb_slots = 12;
+	t->cfg.max_jobs = 8;
+	t->cfg.share.policy = SHARE_FAIR;
+	t->cfg.share_wait_ns = 0;	/* no give-back here: test_share_reshape */
+	start(t);
+	/* Alone: all it asks. */
+	join_granted(t, &a, 0, 1, 8);
+	join_granted(t, &a, 1, 1, 8);
+	/* Its share with a is 6, but only 4 slots are free: 4 lanes. */
+	join_granted(t, &b, 0, 1, 4);
+	join_granted(t, &b, 1, 1, 4);
+	join_granted(t, &b, 1, 1, 4);	/* a repeated JOIN: the same grant */
+	assert_int_equal(pipeline_free_slots(t->p), 0);
+	assert_int_equal(pipeline_stats(t->p)->jobs_granted, 1);
+	/* A rank of b with another weight: a mismatch. */
+	{
+		struct ina_pkt *in = mk_join_as(t, &b, 1, b.world, b.lanes, b.max_block, b.enc,
+						b.token);
+
+		ina_wire_join_set_weight(in->data + INA_HDR_SIZE, 3);
+		assert_int_equal(rx(t, in), 1);
+		take_one(t, &g);
+		check_error(&g, b.id, b.token, INA_WERR_MISMATCH);
+		assert_msg_has(&g, "weight 3");
+	}
+	/* c: no slot left: refused, saying why. */
+	assert_int_equal(send_join(t, &c, 0), 1);
+	take_one(t, &g);
+	check_error(&g, c.id, c.token, INA_WERR_NO_SLOTS);
+	assert_msg_has(&g, "fair share");
+
+	/* b's rounds on its 4 lanes sum exactly. */
+	b.lanes = 4;
+	ri->j = &b;
+	ri->rng = 7;
+	for (uint16_t l = 0; l < 8; l++)
+		memset(&lanes[l], 0, sizeof(lanes[l])), lanes[l].lane = l;
+	for (uint32_t k = 0; k < 4; k++) {
+		ri->tensor_id = 1;
+		ri->round = k;
+		ri->block_size = 4;
+		ri->tensor_len = 61 - 3 * k;
+		make_data(ri, 0.3 + 0.1 * k);
+		run_round(t, ri, lanes);
+	}
+	b.lanes = 8;
+	fin_all(t, &a);
+	fin_all(t, &b);
+	assert_int_equal(pipeline_free_slots(t->p), 12);
+	pipeline_destroy(t->p);
+
+	/* Three jobs expected, 12 slots: 4 each, whatever the order. */
+	t->cfg.share.total = 3;
+	t->cfg.share.min_slots = 2;
+	start(t);
+	a.epoch = b.epoch = c.epoch = 0;
+	join_granted(t, &a, 0, 1, 4);
+	join_granted(t, &b, 0, 1, 4);
+	/* c asks 2: all of it. */
+	join_granted(t, &c, 0, 1, 2);
+	/* d: its share among four is 3 (2 for c, 10 / 3 for the others), 2 free:
+	 * at least the minimum of 2, so 2 lanes. */
+	join_granted(t, &d, 0, 1, 2);
+	assert_int_equal(pipeline_free_slots(t->p), 0);
+	/* e: nothing free. */
+	assert_int_equal(send_join(t, &e, 0), 1);
+	take_one(t, &g);
+	check_error(&g, e.id, e.token, INA_WERR_NO_SLOTS);
+	fin_all(t, &c);
+	/* c's 2 slots back: e's share is 3, 2 free in one run, its minimum 2. */
+	join_granted(t, &e, 0, 1, 2);
+	fin_all(t, &a);
+	fin_all(t, &b);
+	fin_all(t, &d);
+	fin_all(t, &e);
+	pipeline_destroy(t->p);
+
+	/* Weights 1:2 with room for 3 of weight 1 (total 3): 12 x 1/3 = 4, then
+	 * 12 x 2/4 = 6; a minimum of 7 slots refuses the second. */
+	t->cfg.share.total = 3;
+	t->cfg.share.min_slots = 1;
+	start(t);
+	a.epoch = b.epoch = 0;
+	join_granted(t, &a, 0, 1, 4);
+	join_granted(t, &b, 0, 2, 6);
+	fin_all(t, &a);
+	fin_all(t, &b);
+	pipeline_destroy(t->p);
+	t->cfg.share.min_slots = 7;
+	start(t);
+	a.epoch = 0;
+	a.lanes = 12;
+	assert_int_equal(send_join(t, &a, 0), 1);	/* share 4 < 7 */
+	take_one(t, &g);
+	check_error(&g, a.id, a.token, INA_WERR_NO_SLOTS);
+	a.lanes = 3;
+	join_granted(t, &a, 0, 1, 3);	/* asks 3 < 7: 3 is its minimum */
+	fin_all(t, &a);
+	free(ri);
+	done(t);
+}
+
+/* JOIN of rank 'rank' of 'j' answered with a REDIRECT to 127.0.0.1:9301. */
+static void
+join_redirected(struct t *t, const struct tjob *j, uint16_t rank)
+{
+	uint16_t world, lanes, max_block, port;
+	struct tjob z = *j;
+	uint32_t ip;
+	struct wc_got g;
+
+	assert_int_equal(send_join(t, j, rank), 1);
+	take_one(t, &g);
+	z.epoch = 0;
+	check_from_switch(&g, &z, INA_T_JOIN_ACK);
+	check_unicast(&g, peer_of(j, rank));
+	assert_int_equal(g.h.flags, INA_F_REDIRECT);
+	assert_int_equal(g.payload_size, 16);
+	ina_wire_decode_join(g.payload, &world, &lanes, &max_block);
+	assert_int_equal(world, j->world);
+	assert_int_equal(lanes, j->lanes);
+	assert_int_equal(max_block, j->max_block);
+	ina_wire_decode_redirect(g.payload + 8, &ip, &port);
+	assert_int_equal(ip, 0x7f000001u);
+	assert_int_equal(port, 9301);
+}
+
+/* --host-aggregator: a job that finds no room (first-come: not its lanes;
+ * fair: not its minimum) is sent to the host aggregator, and so are its
+ * other ranks, even once room is freed; without one it stays refused.
+ * --host-mode: a job gets the lanes that fit (a GRANT), refused only when
+ * no slot is free. */
+static void
+test_pipeline_host_aggregator(void **state)
+{
+	struct t *t = *state;
+	struct tjob a = { .id = 161, .token = 0xa1, .world = 2, .lanes = 8, .max_block = 4,
+			  .enc = INA_ENC_F32, .peer_base = 0 };
+	struct tjob b = a, c = a, d = a;
+	struct wc_got g;
+	struct pipeline *bad;
+
+	b.id = 162, b.token = 0xb2, b.peer_base = 2;
+	c.id = 163, c.token = 0xc3, c.peer_base = 4, c.lanes = 4;
+	d.id = 164, d.token = 0xd4, d.peer_base = 6;
+	t->cfg.nb_slots = 12;
+	t->cfg.max_jobs = 8;
+	/* An address needs a port; a host aggregator sends no job on. */
+	t->cfg.host_aggregator_ipv4 = 0x7f000001u;
+	assert_null(pipeline_create(&t->cfg));
+	t->cfg.host_aggregator_port = 9301;
+	t->cfg.host_mode = 1;
+	bad = pipeline_create(&t->cfg);
+	assert_null(bad);
+	t->cfg.host_mode = 0;
+	start(t);
+	join_all(t, &a);
+	join_redirected(t, &b, 0);
+	assert_int_equal(pipeline_nb_jobs(t->p), 1);
+	assert_int_equal(pipeline_free_slots(t->p), 4);
+	fin_all(t, &a);
+	assert_int_equal(pipeline_free_slots(t->p), 12);
+	/* Room now, but b's rank 0 went to the aggregator: rank 1 follows. */
+	join_redirected(t, &b, 1);
+	join_redirected(t, &b, 0);
+	/* Another job gets in. */
+	join_all(t, &c);
+	assert_int_equal(pipeline_stats(t->p)->jobs_redirected, 3);
+	assert_int_equal(pipeline_stats(t->p)->jobs_refused, 0);
+	/* b is remembered for a minute, then it may run here. */
+	t->now += 61 * SEC;
+	fin_all(t, &c);
+	b.epoch = 0;
+	join_all(t, &b);
+	fin_all(t, &b);
+	pipeline_destroy(t->p);
+
+	/* fair, minimum 8 slots: d's share with a is 6: the aggregator. */
+	t->cfg.share.policy = SHARE_FAIR;
+	t->cfg.share_wait_ns = 0;
+	t->cfg.share.min_slots = 8;
+	start(t);
+	a.epoch = 0;
+	join_all(t, &a);
+	join_redirected(t, &d, 0);
+	fin_all(t, &a);
+	pipeline_destroy(t->p);
+
+	/* No aggregator: refused as before. */
+	t->cfg.share.policy = SHARE_FIRST_COME;
+	t->cfg.share.min_slots = 1;
+	t->cfg.host_aggregator_ipv4 = 0;
+	t->cfg.host_aggregator_port = 0;
+	start(t);
+	a.epoch = 0;
+	join_all(t, &a);
+	d.epoch = 0;
+	assert_int_equal(send_join(t, &d, 0), 1);
+	take_one(t, &g);
+	check_error(&g, d.id, d.token, INA_WERR_NO_SLOTS);
+	assert_int_equal(pipeline_stats(t->p)->jobs_redirected, 0);
+	fin_all(t, &a);
+	pipeline_destroy(t->p);
+
+	/* Host mode: 8, then the 4 that fit, then nothing. */
+	t->cfg.host_mode = 1;
+	start(t);
+	a.epoch = b.epoch = 0;
+	join_granted(t, &a, 0, 0, 8);
+	join_granted(t, &b, 0, 0, 4);
+	assert_int_equal(send_join(t, &d, 0), 1);
+	take_one(t, &g);
+	check_error(&g, d.id, d.token, INA_WERR_NO_SLOTS);
+	assert_int_equal(pipeline_stats(t->p)->jobs_granted, 1);
+	done(t);
+}
+
 static void
 test_pipeline_two_jobs(void **state)
 {
@@ -2976,6 +3240,8 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_pipeline_join_ack, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_pipeline_pool_full, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_pipeline_fair_share, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_pipeline_host_aggregator, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_pipeline_join_max_pkt, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_pipeline_join_refusals, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_pipeline_aggregate_f32, setup, teardown),

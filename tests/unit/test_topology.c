@@ -117,6 +117,32 @@ test_rack4(void **state)
 	topology_free(t);
 }
 
+/* Three jobs asking more slots than the switch has: allowed because the
+ * switch says how they share them; the share fields and the weights. */
+static void
+test_three_jobs(void **state)
+{
+	struct topology *t = load_shipped("three-jobs.yaml");
+	int s = topology_find(t, "sw0");
+
+	(void)state;
+	assert_true(s >= 0);
+	assert_int_equal(t->nodes[s].slots, 96);
+	assert_int_equal(t->nodes[s].share, TOPO_SHARE_FIRST_COME);
+	assert_int_equal(t->nodes[s].share_total, 0);
+	assert_int_equal(t->nb_jobs, 3);
+	for (int k = 0; k < 3; k++) {
+		assert_int_equal(t->jobs[k].lanes, 64);
+		assert_int_equal(t->jobs[k].weight, 1);
+	}
+	topology_free(t);
+	/* rack4 says nothing: unset, weight 0 (the engine's 1). */
+	t = load_shipped("rack4.yaml");
+	assert_int_equal(t->nodes[topology_find(t, "rack0")].share, TOPO_SHARE_UNSET);
+	assert_int_equal(t->jobs[0].weight, 0);
+	topology_free(t);
+}
+
 static void
 test_rack4_lossy(void **state)
 {
@@ -356,6 +382,19 @@ static const struct bad bad_files[] = {
 	  "links:\n  - endpoints: [h0, r0]\n  - endpoints: [h1, r1]\n"
 	  "jobs:\n  - name: j\n    hosts: [h0, h1]\n    tensor: 8\n",
 	  "bad.yaml:13: jobs[0].hosts: 'h0' and 'h1' are under different roots" },
+	{ "share_total without fair",
+	  "name: t\nswitches:\n  - name: r0\n    share_total: 3\nhosts:\n  - name: h0\nlinks:\n"
+	  "  - endpoints: [h0, r0]\n",
+	  "bad.yaml:3: switches[0].share: share_total and share_min_slots need share: fair" },
+	{ "share unknown",
+	  "name: t\nswitches:\n  - name: r0\n    share: fifo\nhosts:\n  - name: h0\nlinks:\n"
+	  "  - endpoints: [h0, r0]\n",
+	  "share" },
+	{ "weight 0",
+	  "name: t\nswitches:\n  - name: r0\nhosts:\n  - name: h0\nlinks:\n"
+	  "  - endpoints: [h0, r0]\njobs:\n  - name: j\n    hosts: [h0]\n    tensor: 8\n"
+	  "    weight: 0\n",
+	  "bad.yaml:12: jobs[0].weight: 0 is out of range 1..255" },
 	{ "given twice", "name: t\nname: u\n", "bad.yaml:2: name: given twice" },
 	{ "alias", "name: &a t\nswitches:\n  - name: *a\n", "bad.yaml:3: aliases" },
 	{ "too deep", "name: t\nx: [[[[[[[[[[[[[[[[[[[[[[1]]]]]]]]]]]]]]]]]]]]]\n",
@@ -641,6 +680,7 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_every_shipped_file_loads),
 		cmocka_unit_test(test_rack4),
+		cmocka_unit_test(test_three_jobs),
 		cmocka_unit_test(test_rack4_lossy),
 		cmocka_unit_test(test_two_racks),
 		cmocka_unit_test(test_fabric_1024),

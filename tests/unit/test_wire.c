@@ -359,7 +359,7 @@ test_wire_valid_variants(void **state)
 	/* Every known flag a RESULT may carry, the i32 encoding, the largest
 	 * error message. */
 	pkt_init(&p, INA_T_RESULT);
-	p.h.flags = INA_F_KNOWN & ~INA_F_STANDBY & ~INA_F_PARTIAL;
+	p.h.flags = INA_F_KNOWN & ~INA_F_STANDBY & ~INA_F_PARTIAL & ~INA_F_GRANT & ~INA_F_REDIRECT;
 	pkt_set_elems(&p, 0);
 	pkt_build(&p);
 	expect(&p, &job, INA_WIRE_OK);
@@ -839,10 +839,14 @@ test_wire_reject_bad_join(void **state)
 		ina_wire_encode_join(bad[i][0], bad[i][1], bad[i][2], p.buf + INA_HDR_SIZE);
 		expect_stateless(&p, INA_WIRE_BAD_JOIN);
 	}
-	/* The payload's reserved field, either byte. */
+	/* The payload's reserved field: the low byte is the weight, any
+	 * value; the high byte the ssp bound. */
 	pkt_init(&p, INA_T_JOIN);
-	p.buf[INA_HDR_SIZE + 7] = 1;
-	expect_stateless(&p, INA_WIRE_BAD_JOIN);
+	ina_wire_join_set_weight(p.buf + INA_HDR_SIZE, 255);
+	assert_int_equal(p.buf[INA_HDR_SIZE + 7], 255);
+	assert_int_equal(ina_wire_join_weight(p.buf + INA_HDR_SIZE), 255);
+	assert_int_equal(ina_wire_join_ssp(p.buf + INA_HDR_SIZE), 0);
+	expect(&p, &job, INA_WIRE_OK);
 	pkt_init(&p, INA_T_JOIN_ACK);
 	p.buf[INA_HDR_SIZE + 6] = 0x80;
 	expect_stateless(&p, INA_WIRE_BAD_JOIN);
@@ -1096,7 +1100,9 @@ test_wire_replica_values(void **state)
 	assert_int_equal(INA_T_FAILOVER, 11);
 	assert_int_equal(INA_T_MAX, 11);
 	assert_int_equal(INA_F_STANDBY, 0x10);
-	assert_int_equal(INA_F_KNOWN, 0x3f);
+	assert_int_equal(INA_F_GRANT, 0x40);
+	assert_int_equal(INA_F_REDIRECT, 0x80);
+	assert_int_equal(INA_F_KNOWN, 0xff);
 	assert_int_equal(INA_RANK_ALL, 0xfffe);
 	pkt_init(&p, INA_T_REPL);
 	assert_memory_equal(p.buf, want, sizeof(want));
@@ -1237,6 +1243,107 @@ test_wire_standby_flag(void **state)
 	p.h.epoch = EPOCH + 5;
 	pkt_build(&p);
 	expect(&p, &job, INA_WIRE_OK);
+}
+
+/* GRANT: only on a JOIN_ACK (the switch admits the job with fewer lanes). */
+static void
+test_wire_grant_flag(void **state)
+{
+	struct pkt p;
+	uint8_t t;
+
+	(void)state;
+	for (t = 1; t <= INA_T_MAX; t++) {
+		pkt_init(&p, t);
+		p.h.flags |= INA_F_GRANT;
+		pkt_build(&p);
+		if (t == INA_T_JOIN_ACK)
+			expect(&p, &job, INA_WIRE_OK);
+		else
+			expect_stateless(&p, INA_WIRE_BAD_FLAGS);
+	}
+}
+
+/* RESHAPE (the GRANT bit on a RESULT): 'status' lanes (1 .. the job's - 1)
+ * from round 'bound'; the only RESULT with a bound. */
+static void
+test_wire_reshape_flag(void **state)
+{
+	struct pkt p;
+
+	(void)state;
+	assert_int_equal(INA_F_RESHAPE, INA_F_GRANT);
+	pkt_init(&p, INA_T_RESULT);
+	p.h.flags = INA_F_RESHAPE;
+	p.h.status = LANES - 1;
+	p.h.bound = 12;
+	pkt_build(&p);
+	expect(&p, &job, INA_WIRE_OK);
+	p.h.status = LANES;		/* not fewer lanes */
+	pkt_build(&p);
+	expect_stateful(&p, INA_WIRE_LANE_PAST_LANES);
+	p.h.status = 0;
+	pkt_build(&p);
+	expect_stateless(&p, INA_WIRE_BAD_FLAGS);
+	/* Without RESHAPE a RESULT carries no bound. */
+	p.h.flags = 0;
+	p.h.status = 0;
+	pkt_build(&p);
+	expect_stateless(&p, INA_WIRE_BAD_BOUND);
+	/* Not on a REPL. */
+	pkt_init(&p, INA_T_REPL);
+	p.h.flags = INA_F_RESHAPE;
+	p.h.status = 1;
+	pkt_build(&p);
+	expect_stateless(&p, INA_WIRE_BAD_FLAGS);
+}
+
+/* REDIRECT: a JOIN_ACK whose payload names a host aggregator after the JOIN
+ * payload (16 bytes); never on another type, nor with GRANT or STANDBY;
+ * the address and port non-zero, the reserved field 0. */
+static void
+test_wire_redirect_flag(void **state)
+{
+	static const uint8_t want[8] = { 127, 0, 0, 1, 0x24, 0x55, 0, 0 };
+	struct pkt p;
+	uint32_t ip;
+	uint16_t port;
+	uint8_t t;
+
+	(void)state;
+	pkt_init(&p, INA_T_JOIN_ACK);
+	p.h.flags = INA_F_REDIRECT;
+	p.h.epoch = 0;
+	pkt_build(&p);
+	ina_wire_encode_redirect(0x7f000001u, 9301, p.buf + INA_HDR_SIZE + 8);
+	assert_memory_equal(p.buf + INA_HDR_SIZE + 8, want, sizeof(want));
+	ina_wire_decode_redirect(p.buf + INA_HDR_SIZE + 8, &ip, &port);
+	assert_int_equal(ip, 0x7f000001u);
+	assert_int_equal(port, 9301);
+	expect_stateless(&p, INA_WIRE_BAD_LENGTH);	/* 8 bytes of payload */
+	p.size += sizeof(struct ina_wire_redirect);
+	expect(&p, NULL, INA_WIRE_OK);	/* epoch 0: checked before any job */
+	p.buf[INA_HDR_SIZE + 15] = 1;			/* reserved */
+	expect_stateless(&p, INA_WIRE_BAD_JOIN);
+	ina_wire_encode_redirect(0, 9301, p.buf + INA_HDR_SIZE + 8);
+	expect_stateless(&p, INA_WIRE_BAD_JOIN);
+	ina_wire_encode_redirect(0x7f000001u, 0, p.buf + INA_HDR_SIZE + 8);
+	expect_stateless(&p, INA_WIRE_BAD_JOIN);
+	ina_wire_encode_redirect(0x7f000001u, 9301, p.buf + INA_HDR_SIZE + 8);
+	p.h.flags = INA_F_REDIRECT | INA_F_GRANT;
+	pkt_build(&p);
+	expect_stateless(&p, INA_WIRE_BAD_FLAGS);
+	p.h.flags = INA_F_REDIRECT | INA_F_STANDBY;
+	pkt_build(&p);
+	expect_stateless(&p, INA_WIRE_BAD_FLAGS);
+	for (t = 1; t <= INA_T_MAX; t++) {
+		if (t == INA_T_JOIN_ACK)
+			continue;
+		pkt_init(&p, t);
+		p.h.flags |= INA_F_REDIRECT;
+		pkt_build(&p);
+		expect_stateless(&p, INA_WIRE_BAD_FLAGS);
+	}
 }
 
 /* Each check reports the first defect in the documented order. */
@@ -1509,6 +1616,9 @@ main(void)
 		cmocka_unit_test(test_wire_repl),
 		cmocka_unit_test(test_wire_failover),
 		cmocka_unit_test(test_wire_standby_flag),
+		cmocka_unit_test(test_wire_grant_flag),
+		cmocka_unit_test(test_wire_redirect_flag),
+		cmocka_unit_test(test_wire_reshape_flag),
 		cmocka_unit_test(test_wire_reject_order),
 		cmocka_unit_test(test_wire_degenerate_job),
 		cmocka_unit_test(test_wire_reason_names),

@@ -52,6 +52,8 @@ local f = {
 	flag_sat = ProtoField.bool("ina.flags.saturated", "Saturated", 8, nil, 0x04),
 	flag_def = ProtoField.bool("ina.flags.deferred", "Deferred", 8, nil, 0x08),
 	flag_standby = ProtoField.bool("ina.flags.standby", "Standby", 8, nil, 0x10),
+	flag_grant = ProtoField.bool("ina.flags.grant", "Grant or reshape (fewer lanes)", 8, nil, 0x40),
+	flag_redirect = ProtoField.bool("ina.flags.redirect", "Redirect (host aggregator)", 8, nil, 0x80),
 	job_id = ProtoField.uint32("ina.job_id", "Job id", base.DEC),
 	epoch = ProtoField.uint32("ina.epoch", "Epoch", base.DEC),
 	rank = ProtoField.uint16("ina.rank", "Rank", base.DEC),
@@ -77,16 +79,19 @@ local f = {
 	join_lanes = ProtoField.uint16("ina.join.lanes", "Lanes", base.DEC),
 	join_max_block = ProtoField.uint16("ina.join.max_block", "Max block", base.DEC),
 	join_reserved = ProtoField.uint16("ina.join.reserved", "Reserved", base.DEC),
+	redirect_ipv4 = ProtoField.ipv4("ina.redirect.ipv4", "Host aggregator"),
+	redirect_port = ProtoField.uint16("ina.redirect.port", "Host aggregator port", base.DEC),
 	wait_missing = ProtoField.uint64("ina.wait.missing", "Missing ranks", base.HEX),
 	error_msg = ProtoField.string("ina.error.msg", "Message"),
 }
 ina.fields = {
 	f.version, f.type, f.encoding, f.flags, f.flag_ver, f.flag_retx, f.flag_sat, f.flag_def,
-	f.flag_standby,
+	f.flag_standby, f.flag_grant, f.flag_redirect,
 	f.job_id, f.epoch, f.rank, f.lane, f.tensor_id, f.round, f.tensor_len, f.block,
 	f.next, f.block_size, f.n_elems, f.exp, f.status, f.bound, f.bound_value, f.token,
 	f.payload, f.value_f32, f.value_i32, f.value_bf16, f.join_world, f.join_lanes,
-	f.join_max_block, f.join_reserved, f.wait_missing, f.error_msg,
+	f.join_max_block, f.join_reserved, f.redirect_ipv4, f.redirect_port, f.wait_missing,
+	f.error_msg,
 }
 
 local e_short = ProtoExpert.new("ina.short", "Shorter than the 56-byte ina header",
@@ -163,6 +168,8 @@ function ina.dissector(buf, pinfo, tree)
 	ft:add(f.flag_sat, buf(3, 1))
 	ft:add(f.flag_def, buf(3, 1))
 	ft:add(f.flag_standby, buf(3, 1))
+	ft:add(f.flag_grant, buf(3, 1))
+	ft:add(f.flag_redirect, buf(3, 1))
 	t:add(f.job_id, buf(4, 4))
 	t:add(f.epoch, buf(8, 4))
 	add_named(t, f.rank, buf(12, 2), { [0xffff] = "switch", [0xfffe] = "all" })
@@ -211,7 +218,14 @@ function ina.dissector(buf, pinfo, tree)
 			info = info .. string.format(" world %u lanes %u max_block %u",
 				buf(56, 2):uint(), buf(58, 2):uint(), buf(60, 2):uint())
 		end
-		if rest ~= 8 then t:add_proto_expert_info(e_payload) end
+		local redirect = ptype == T_JOIN_ACK and buf(3, 1):bitfield(0, 1) == 1
+		if redirect and rest >= 16 then
+			t:add(f.redirect_ipv4, buf(64, 4))
+			t:add(f.redirect_port, buf(68, 2))
+			info = info .. string.format(" redirect to %s:%u", tostring(buf(64, 4):ipv4()),
+				buf(68, 2):uint())
+		end
+		if rest ~= (redirect and 16 or 8) then t:add_proto_expert_info(e_payload) end
 	elseif ptype == T_WAIT then
 		info = info .. string.format(" round %u lane %u block %s", round, lane, block_str(block))
 		if rest >= 8 then

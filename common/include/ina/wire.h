@@ -71,7 +71,18 @@ enum ina_encoding {
 #define INA_F_PARTIAL 0x20	/* RESULT, REPL of an ssp job: the block closed
 				 * before every rank contributed; an 8-byte
 				 * contributor bitmap follows the payload */
-#define INA_F_KNOWN 0x3f	/* every flag v1 defines */
+#define INA_F_GRANT 0x40	/* JOIN_ACK: the job is admitted with fewer
+				 * lanes than it asked: the payload's 'lanes'
+				 * is the grant (ina-switch --share fair) */
+#define INA_F_RESHAPE 0x40	/* RESULT (the same bit as GRANT): the job
+				 * runs on fewer lanes from round 'bound' on:
+				 * 'status' lanes (--share fair giving slots
+				 * back to a job that arrived) */
+#define INA_F_REDIRECT 0x80	/* JOIN_ACK: the switch has no slots for the
+				 * job: aggregate it at the host aggregator
+				 * the payload names (struct ina_wire_redirect
+				 * after the JOIN payload); epoch 0 */
+#define INA_F_KNOWN 0xff	/* every flag v1 defines */
 
 /* ERROR codes (the header's status field). */
 enum ina_wire_error {
@@ -142,9 +153,22 @@ struct ina_wire_join {
 	ina_be16 world;		/* workers in the job, 1..INA_MAX_WORLD */
 	ina_be16 lanes;		/* lanes = slots the job needs */
 	ina_be16 max_block;	/* largest B the job will use */
-	ina_be16 reserved;	/* 0 */
+	ina_be16 reserved;	/* high byte: ssp bound S (0 = bsp); low byte:
+				 * the job's weight in the switch's fair
+				 * share, 1..255 (0 = 1) */
 } __attribute__((packed));
 _Static_assert(sizeof(struct ina_wire_join) == 8, "join size");
+
+/* A REDIRECT JOIN_ACK's payload: the JOIN payload (8 bytes), then where the
+ * job goes instead (8 bytes, big-endian). */
+struct ina_wire_redirect {
+	ina_be32 ipv4;		/* the host aggregator's IPv4 address */
+	ina_be16 port;		/* its UDP port */
+	ina_be16 reserved;	/* 0 */
+} __attribute__((packed));
+_Static_assert(sizeof(struct ina_wire_redirect) == 8, "redirect size");
+void ina_wire_encode_redirect(uint32_t ipv4, uint16_t port, void *buf);
+void ina_wire_decode_redirect(const void *buf, uint32_t *ipv4, uint16_t *port);
 
 /* WAIT payload: bitmap of the ranks the slot still waits on, rank r is bit r. */
 #define INA_WAIT_PAYLOAD 8
@@ -163,6 +187,11 @@ _Static_assert(sizeof(struct ina_wire_join) == 8, "join size");
 #define INA_SSP_SETS(s) ((uint32_t)(s) + 2u)
 void ina_wire_join_set_ssp(void *join_payload, uint8_t s);
 uint8_t ina_wire_join_ssp(const void *join_payload);
+/* The job's weight in the switch's fair share of its slots (ina-switch
+ * --share fair) rides in the low byte of 'reserved': 0 (an older worker)
+ * counts as 1. */
+void ina_wire_join_set_weight(void *join_payload, uint8_t w);
+uint8_t ina_wire_join_weight(const void *join_payload);
 
 /* What a receiver knows of the job a packet claims to belong to. */
 struct ina_job_params {

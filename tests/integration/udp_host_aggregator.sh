@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# Integration test: the host aggregator over UDP loopback (docs/PROTOCOL.md
+# 5.12). A switch of 8 slots names a host aggregator (ina-switch --host-mode)
+# on the next port. Job 1's rank 0 joins the switch with 8 lanes and holds
+# every slot while its rank 1 is not there yet. Job 2 (two ranks, 8 lanes)
+# then finds no room: each rank is sent to the aggregator (REDIRECT), says so,
+# and runs its rounds there with every sum verified bit for bit; its report
+# names the aggregator. Job 1's rank 1 comes, and job 1 runs on the switch,
+# verified, its report naming no aggregator. The switch counts 2 JOINs
+# redirected and admitted 1 job, the aggregator admitted job 2.
+# Bounded: every process under a timeout; both switches killed at the end.
+# Usage: udp_host_aggregator.sh BUILD_DIR UDP_PORT (uses UDP_PORT and UDP_PORT + 1)
+set -euo pipefail
+build=$1 port=$2
+agg_port=$((port + 1))
+tmp=$(mktemp -d)
+pids=()
+cleanup() {
+    for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+    wait 2>/dev/null || true
+    rm -rf "$tmp"
+}
+trap cleanup EXIT INT TERM
+export INA_JOB_TOKEN="test-host-aggregator-$port"
+fail=0
+"$build/switch_sim/ina-switch" --listen "127.0.0.1:$agg_port" --host-mode --slots 64 \
+    >"$tmp/agg.log" 2>&1 &
+agg=$!
+pids+=("$agg")
+"$build/switch_sim/ina-switch" --listen "127.0.0.1:$port" --slots 8 --peer-timeout-ms 0 \
+    --host-aggregator "127.0.0.1:$agg_port" >"$tmp/switch.log" 2>&1 &
+sw=$!
+pids+=("$sw")
+for _ in $(seq 50); do
+    grep -q serving "$tmp/switch.log" && grep -q serving "$tmp/agg.log" && break
+    sleep 0.1
+done
+host() {	# JOB RANK: one ina-host of a job of two ranks, 8 lanes, 5 rounds
+    timeout 60 "$build/host/ina-host" --switch "127.0.0.1:$port" --job "$1" --rank "$2" \
+        --world 2 --lanes 8 --block 256 --elements 65536 --density 0.5 --rounds 5 \
+        --seed "$1" --timeout-ms 30000 --quiet --report "$tmp/j$1-r$2.json" \
+        >"$tmp/j$1-r$2.log" 2>&1
+}
+host 1 0 &
+j1r0=$!
+pids+=("$j1r0")
+for _ in $(seq 100); do
+    grep -q "job 1: admitted" "$tmp/switch.log" && break
+    sleep 0.05
+done
+grep -q "job 1: admitted" "$tmp/switch.log" || { echo "job 1 not admitted"; cat "$tmp/switch.log"; exit 1; }
+
+# Job 2 finds no slot: both ranks go to the aggregator and run there.
+host 2 0 &
+a=$!
+host 2 1 &
+b=$!
+for p in "$a" "$b"; do
+    wait "$p" || { echo "job 2 failed"; cat "$tmp"/j2-r*.log; fail=1; }
+done
+for r in 0 1; do
+    grep -q "has no slots for the job: it is aggregated by the host aggregator at 127.0.0.1:$agg_port" \
+        "$tmp/j2-r$r.log" || { echo "job 2 rank $r does not say where it ran:"; cat "$tmp/j2-r$r.log"; fail=1; }
+    [ "$(jq -r .verified "$tmp/j2-r$r.json")" = true ] || { echo "job 2 rank $r: not verified"; fail=1; }
+    [ "$(jq -r .aggregator "$tmp/j2-r$r.json")" = "127.0.0.1:$agg_port" ] ||
+        { echo "job 2 rank $r: report's aggregator is not 127.0.0.1:$agg_port"; fail=1; }
+done
+
+# Job 1's second rank: job 1 runs on the switch.
+host 1 1 || { echo "job 1 rank 1 failed"; cat "$tmp/j1-r1.log"; fail=1; }
+wait "$j1r0" || { echo "job 1 rank 0 failed"; cat "$tmp/j1-r0.log"; fail=1; }
+for r in 0 1; do
+    [ "$(jq -r .verified "$tmp/j1-r$r.json")" = true ] || { echo "job 1 rank $r: not verified"; fail=1; }
+    [ "$(jq -r .aggregator "$tmp/j1-r$r.json")" = "" ] || { echo "job 1 rank $r: not on the switch"; fail=1; }
+done
+
+kill -USR1 "$sw" "$agg"
+sleep 0.3
+count() { awk -v k="$1" '$1 == k { v = $2 } END { print v + 0 }' "$2"; }
+redirected=$(count jobs_redirected "$tmp/switch.log")
+admitted=$(count jobs_admitted "$tmp/switch.log")
+agg_admitted=$(count jobs_admitted "$tmp/agg.log")
+echo "switch: jobs_redirected $redirected, jobs_admitted $admitted; aggregator: jobs_admitted $agg_admitted"
+[ "$redirected" -ge 2 ] || { echo "the switch redirected $redirected JOINs, not 2"; fail=1; }
+[ "$admitted" = 1 ] || { echo "the switch admitted $admitted jobs, not 1"; fail=1; }
+[ "$agg_admitted" = 1 ] || { echo "the aggregator admitted $agg_admitted jobs, not 1"; fail=1; }
+grep -q "sent to the host aggregator" "$tmp/switch.log" || { echo "the switch does not log the redirect"; fail=1; }
+[ $fail = 0 ] && echo "udp_host_aggregator: ok"
+exit $fail
