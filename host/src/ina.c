@@ -530,7 +530,7 @@ ina_open(const struct ina_config *cfg, struct ina_ctx **out, char *err, size_t e
 		ctx->part.parts = nb_sw;
 	}
 	ctx->part.period = cfg->partition_period ? cfg->partition_period : 1;
-	ctx->part.lanes = cfg->lanes;
+	ctx->part.lanes = ctx->lanes;	/* granted: the lanes the switch partitions */
 	ctx->ssp = cfg->ssp;
 	*out = ctx;
 	return 0;
