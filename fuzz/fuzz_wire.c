@@ -99,7 +99,16 @@ check_valid_alone(const uint8_t *buf, size_t size, const struct ina_hdr *h)
 		FZ_CHECK((h->type == INA_T_RESULT || h->type == INA_T_REPL) && h->n_elems == 0);
 	if (h->flags & INA_F_STANDBY)
 		FZ_CHECK(h->type == INA_T_JOIN || h->type == INA_T_JOIN_ACK);
-	if (h->bound) {
+	/* 0x40 is GRANT on a JOIN_ACK and RESHAPE on a RESULT (status: the
+	 * lanes, >= 1; bound: the round); REDIRECT a JOIN_ACK's alone. */
+	if (h->flags & INA_F_GRANT)
+		FZ_CHECK(h->type == INA_T_JOIN_ACK || h->type == INA_T_RESULT);
+	if (h->flags & INA_F_REDIRECT)
+		FZ_CHECK(h->type == INA_T_JOIN_ACK && !(h->flags & INA_F_GRANT) &&
+			 !(h->flags & INA_F_STANDBY));
+	if (h->type == INA_T_RESULT && (h->flags & INA_F_RESHAPE)) {
+		FZ_CHECK(h->status >= 1);
+	} else if (h->bound) {
 		FZ_CHECK(h->type == INA_T_DATA);
 		if (h->encoding == INA_ENC_I32)
 			FZ_CHECK(h->bound <= INT32_MAX);
@@ -116,17 +125,31 @@ check_valid_alone(const uint8_t *buf, size_t size, const struct ina_hdr *h)
 		FZ_CHECK(ina_wire_encoding_name(h->encoding) != NULL);
 		FZ_CHECK(ina_wire_encoding_parse(ina_wire_encoding_name(h->encoding)) ==
 			 h->encoding);
-		FZ_CHECK(size == INA_HDR_SIZE + sizeof(struct ina_wire_join));
+		FZ_CHECK(size == INA_HDR_SIZE + sizeof(struct ina_wire_join) +
+				 ((h->flags & INA_F_REDIRECT) ? sizeof(struct ina_wire_redirect) : 0));
 		ina_wire_decode_join(buf + INA_HDR_SIZE, &world, &lanes, &max_block);
 		FZ_CHECK(world >= 1 && world <= INA_MAX_WORLD && lanes >= 1 && max_block >= 1);
 		if (h->type == INA_T_JOIN)
 			FZ_CHECK(h->rank < world);
-		/* 'reserved' is the ssp byte and a 0 in a valid JOIN, so the codec
+		/* 'reserved' is the ssp byte and the weight byte, so the codec
 		 * gives the bytes back. */
 		FZ_CHECK(ina_wire_join_ssp(buf + INA_HDR_SIZE) <= INA_SSP_MAX);
 		ina_wire_encode_join(world, lanes, max_block, again);
 		ina_wire_join_set_ssp(again, ina_wire_join_ssp(buf + INA_HDR_SIZE));
+		ina_wire_join_set_weight(again, ina_wire_join_weight(buf + INA_HDR_SIZE));
 		FZ_CHECK(memcmp(again, buf + INA_HDR_SIZE, sizeof(again)) == 0);
+		if (h->flags & INA_F_REDIRECT) {
+			/* somewhere to go, and the codec gives it back */
+			const uint8_t *rd = buf + INA_HDR_SIZE + sizeof(struct ina_wire_join);
+			uint8_t rd_again[sizeof(struct ina_wire_redirect)];
+			uint32_t ip;
+			uint16_t port;
+
+			ina_wire_decode_redirect(rd, &ip, &port);
+			FZ_CHECK(ip != 0 && port != 0);
+			ina_wire_encode_redirect(ip, port, rd_again);
+			FZ_CHECK(memcmp(rd_again, rd, sizeof(rd_again)) == 0);
+		}
 		break;
 	}
 	case INA_T_DATA:
@@ -203,6 +226,9 @@ check_valid_job(const struct ina_hdr *h, const struct ina_job_params *job)
 		FZ_CHECK(h->encoding == job->encoding);
 		FZ_CHECK(h->block_size <= job->max_block);
 	}
+	/* RESHAPE gives lanes back: fewer than the job has */
+	if (h->type == INA_T_RESULT && (h->flags & INA_F_RESHAPE))
+		FZ_CHECK(h->status < job->lanes);
 }
 
 static void

@@ -255,14 +255,15 @@ validate_stateless(const uint8_t *buf, size_t size, const struct ina_hdr *h)
 	/* GRANT and REDIRECT belong to a JOIN_ACK, and not together; the
 	 * GRANT bit on a RESULT is RESHAPE: 'status' lanes (>= 1) from round
 	 * 'bound' on. */
+	if ((h->flags & INA_F_REDIRECT) &&
+	    (h->type != INA_T_JOIN_ACK || (h->flags & (INA_F_GRANT | INA_F_STANDBY))))
+		return INA_WIRE_BAD_FLAGS;
 	if (h->type == INA_T_RESULT && (h->flags & INA_F_RESHAPE)) {
 		if (h->status == 0)
 			return INA_WIRE_BAD_FLAGS;
-	} else if ((h->flags & (INA_F_GRANT | INA_F_REDIRECT)) &&
-	    (h->type != INA_T_JOIN_ACK ||
-	     (h->flags & (INA_F_GRANT | INA_F_REDIRECT)) == (INA_F_GRANT | INA_F_REDIRECT) ||
-	     ((h->flags & INA_F_REDIRECT) && (h->flags & INA_F_STANDBY))))
+	} else if ((h->flags & INA_F_GRANT) && h->type != INA_T_JOIN_ACK) {
 		return INA_WIRE_BAD_FLAGS;
+	}
 	if (h->bound != 0 && (h->type != INA_T_DATA || !bound_valid(h)) &&
 	    !(h->type == INA_T_RESULT && (h->flags & INA_F_RESHAPE)))
 		return INA_WIRE_BAD_BOUND;

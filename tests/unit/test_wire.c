@@ -1344,6 +1344,16 @@ test_wire_redirect_flag(void **state)
 		pkt_build(&p);
 		expect_stateless(&p, INA_WIRE_BAD_FLAGS);
 	}
+	/* Not even on a RESULT that RESHAPE makes valid otherwise (fuzz_wire
+	 * found the validator letting this through). */
+	pkt_init(&p, INA_T_RESULT);
+	p.h.flags |= INA_F_RESHAPE;
+	p.h.status = 1;
+	pkt_build(&p);
+	expect_stateless(&p, INA_WIRE_OK);
+	p.h.flags |= INA_F_REDIRECT;
+	pkt_build(&p);
+	expect_stateless(&p, INA_WIRE_BAD_FLAGS);
 }
 
 /* Each check reports the first defect in the documented order. */
