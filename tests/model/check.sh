@@ -30,17 +30,28 @@
 #             four deliberate bugs that must be caught
 #   ssp_liveness  the ltl claim 'finishes' for ssp.pml (one loss, no
 #             duplicate, one slow peer)
+#   reshape   the give-back of --share fair (tests/model/reshape.pml: two
+#             lanes to one from round R = M + 2, three blocks, four rounds):
+#             safety (every sum right, no block twice, every block of a
+#             round, nothing touches the freed slot, nobody on two lanes
+#             when it is freed) with two losses and one duplicate, with three
+#             losses, two duplicates and two slow peers, with two blocks; the
+#             same without gc() (-DNOGC); and four deliberate bugs that must
+#             be caught
+#   reshape_liveness  the ltl claim 'finishes' for reshape.pml
 #   all       all of the above
 # Exits 77 (skipped) when spin is not installed (scripts/deps installs it).
 # Memory: pan stops at 4 GiB (-DMEMLIM); the checks need up to 2.2 GiB.
 # Usage: tests/model/check.sh BUILD_DIR [safety|liveness|liveness_i32|gc|mutants|failover|
-#                                        failover_liveness|ssp|ssp_liveness|all]
+#                                        failover_liveness|ssp|ssp_liveness|reshape|
+#                                        reshape_liveness|all]
 set -euo pipefail
 build=$1
 mode=${2:-all}
 here=$(cd "$(dirname "$0")" && pwd)
 model=$here/lane.pml
 ssp_model=$here/ssp.pml
+rs_model=$here/reshape.pml
 if ! command -v spin >/dev/null 2>&1; then
     echo "spin not installed (scripts/deps installs it): skipped"
     exit 77
@@ -209,6 +220,40 @@ ssp_liveness() {
     run ssp_liveness pass "-DMAXDUP=0" "-DCOLLAPSE" "-m200000 -w24 -a -f" "$ssp_model"
 }
 
+# The give-back (reshape.pml): two workers, two lanes to one, three blocks,
+# four rounds.
+reshape() {
+    local ok=0
+    run rs_safety pass "" "-DNOCLAIM -DCOLLAPSE" "-m200000 -w25" "$rs_model" || ok=1
+    run rs_faults pass "-DNR=3 -DMAXDROP=3 -DMAXDUP=2 -DMAXSLOW=2" "-DNOCLAIM -DCOLLAPSE" \
+        "-m200000 -w25" "$rs_model" || ok=1
+    run rs_nb2 pass "-DNB=2 -DMAXDROP=3 -DMAXDUP=2" "-DNOCLAIM -DCOLLAPSE" "-m200000 -w24" \
+        "$rs_model" || ok=1
+    run rs_nogc pass "-DNOGC -DNR=3" "-DNOCLAIM -DCOLLAPSE" "-m200000 -w24" "$rs_model" || ok=1
+    # the switch frees lane 1 as soon as one rank moves on: the other
+    # still needs it
+    mutant mut_rs_free_first safety ':: s_moved == FULL -> reshape_done()' \
+        ':: s_moved != 0 -> reshape_done()' "" "$rs_model" || ok=1
+    # RESHAPE on first sends only, not on shadow replies: a worker whose
+    # results of round R - 1 were lost runs round R on two lanes
+    mutant mut_rs_shadow_unmarked safety 'po = RESULT_PKT(P_RANK(pk), b, y, MARKED(y));' \
+        'po = RESULT_PKT(P_RANK(pk), b, y, 0);' "-DNB=2" "$rs_model" || ok=1
+    # the worker runs on L' as soon as it hears RESHAPE, in round R - 1
+    mutant mut_rs_worker_early safety 'e_rs[me] = 1	/* reshape_lanes */' \
+        'e_rs[me] = 1; e_lanes[me] = NL2' "" "$rs_model" || ok=1
+    # the switch validates every round against L' once it decided: a
+    # lane-1 DATA of round R - 1 is refused
+    mutant mut_rs_validate_all liveness '(s_pending && P_ROUND(p) >= s_R)' '(s_pending)' \
+        "" "$rs_model" || ok=1
+    # R = M + 1: results of round M went out unmarked
+    mutant mut_rs_r_m1 safety ':: s_has_max -> s_R = s_max + 2' ':: s_has_max -> s_R = s_max + 1' \
+        "" "$rs_model" || ok=1
+    return $ok
+}
+reshape_liveness() {
+    run rs_liveness pass "" "-DCOLLAPSE" "-m200000 -w25 -a -f" "$rs_model"
+}
+
 rc=0
 case $mode in
 safety) safety || rc=1 ;;
@@ -223,6 +268,8 @@ failover) failover || rc=1 ;;
 failover_liveness) failover_liveness || rc=1 ;;
 ssp) ssp || rc=1 ;;
 ssp_liveness) ssp_liveness || rc=1 ;;
+reshape) reshape || rc=1 ;;
+reshape_liveness) reshape_liveness || rc=1 ;;
 all)
     safety || rc=1
     gc_check || rc=1
@@ -234,8 +281,10 @@ all)
     failover_liveness || rc=1
     ssp || rc=1
     ssp_liveness || rc=1
+    reshape || rc=1
+    reshape_liveness || rc=1
     ;;
-*) echo "usage: $0 BUILD_DIR [safety|liveness|liveness_i32|gc|mutants|failover|failover_liveness|ssp|ssp_liveness|all]" >&2
+*) echo "usage: $0 BUILD_DIR [safety|liveness|liveness_i32|gc|mutants|failover|failover_liveness|ssp|ssp_liveness|reshape|reshape_liveness|all]" >&2
    exit 2 ;;
 esac
 exit $rc
