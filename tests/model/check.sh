@@ -36,9 +36,10 @@
 #             round, nothing touches the freed slot, nobody on two lanes
 #             when it is freed) with two losses and one duplicate, with three
 #             losses, two duplicates and two slow peers, with two blocks; the
-#             same without gc() (-DNOGC); and four deliberate bugs that must
-#             be caught
-#   reshape_liveness  the ltl claim 'finishes' for reshape.pml
+#             same without gc() (-DNOGC); three lanes to two (-DL3); and five
+#             deliberate bugs that must be caught
+#   reshape_liveness  the ltl claim 'finishes' for reshape.pml, two lanes to
+#             one and three to two
 #   all       all of the above
 # Exits 77 (skipped) when spin is not installed (scripts/deps installs it).
 # Memory: pan stops at 4 GiB (-DMEMLIM); the checks need up to 2.2 GiB.
@@ -230,6 +231,9 @@ reshape() {
     run rs_nb2 pass "-DNB=2 -DMAXDROP=3 -DMAXDUP=2" "-DNOCLAIM -DCOLLAPSE" "-m200000 -w24" \
         "$rs_model" || ok=1
     run rs_nogc pass "-DNOGC -DNR=3" "-DNOCLAIM -DCOLLAPSE" "-m200000 -w24" "$rs_model" || ok=1
+    # three lanes to two (-DL3): lane 1 kept while its blocks change
+    run rs_l3 pass "-DL3 -DNR=3 -DMAXDROP=1 -DMAXDUP=1 -DMAXSLOW=0" "-DNOCLAIM -DCOLLAPSE" \
+        "-m200000 -w24" "$rs_model" || ok=1
     # the switch frees lane 1 as soon as one rank moves on: the other
     # still needs it
     mutant mut_rs_free_first safety ':: s_moved == FULL -> reshape_done()' \
@@ -251,7 +255,9 @@ reshape() {
     return $ok
 }
 reshape_liveness() {
-    run rs_liveness pass "" "-DCOLLAPSE" "-m200000 -w25 -a -f" "$rs_model"
+    run rs_liveness pass "" "-DCOLLAPSE" "-m200000 -w25 -a -f" "$rs_model" &&
+        run rs_l3_liveness pass "-DL3 -DNR=3 -DMAXDROP=2 -DMAXDUP=0 -DMAXSLOW=0" "-DCOLLAPSE" \
+            "-m200000 -w24 -a -f" "$rs_model"
 }
 
 rc=0

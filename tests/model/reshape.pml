@@ -7,7 +7,7 @@
  * round M seen; pl_put_result(): RESHAPE on every RESULT of a round >= R - 1,
  * fan-outs and shadow replies; process_one(): a DATA of round >= R validated
  * against L', an earlier one against L, 'moved' and reshape_done(), which
- * frees lane 1's slot), the lane protocol of handle_data() as in lane.pml;
+ * frees the slots of lanes L'..L-1), the lane protocol of handle_data() as in lane.pml;
  * the workers' side is host/src/engine.c (rx_one(): a RESULT flagged
  * RESHAPE for a later round arms it; engine_allreduce(): L' from round R
  * on; on_result(), build_data(), the lane timers), with the wire rules of
@@ -18,7 +18,8 @@
  *
  * The instance: NW = 2 workers, NB = 3 blocks dealt block mod L over the
  * lanes (lane 0: blocks 0, 2; lane 1: block 1; after the give-back lane 0
- * carries 0, 1, 2), NR = 3 rounds, f32 lane openers (block = lane). Every
+ * carries 0, 1, 2), NR = 4 rounds, f32 lane openers (block = lane); -DL3:
+ * three lanes to two, five blocks (below). Every
  * block is non-zero for both workers (worker w sends w + 1), so next
  * pointers are block + L and there are no empty acks nor skips: lane.pml
  * checks those, and they do not touch the give-back. A new job's JOIN
@@ -26,18 +27,19 @@
  * once): the switch decides R = M + 2 (R = 1 before any DATA). R may be
  * past the last round: then nothing changes.
  *
- * Once every rank has sent a DATA of round >= R, lane 1's slot is freed and
- * taken by another job at once: its halves are poisoned, and the model
- * asserts that this job never reads or writes them again (a late or
- * duplicated lane-1 packet is refused by validation, lane_past_lanes), and
- * that no worker still runs on two lanes when it happens.
+ * Once every rank has sent a DATA of round >= R, the slots of lanes >= L'
+ * are freed and taken by another job at once: their halves are poisoned,
+ * and the model asserts that this job never reads or writes them again (a
+ * late or duplicated packet of such a lane is refused by validation,
+ * lane_past_lanes), and that no worker still runs on L lanes when it
+ * happens.
  *
  * Safety (assertions): every result a worker accepts is the sum of both
  * workers' values for that round and block, of the worker's current round,
  * lane and block; no worker accepts a block twice; a round ends with every
  * block accounted for; the next pointer is never past the worker's own
  * (engine.c fails with INA_EPROTO); nothing touches the freed slot; no
- * worker runs on two lanes once it is freed; no invalid end state.
+ * worker runs on L lanes once it is freed; no invalid end state.
  * Liveness (ltl 'finishes', weak fairness): every worker finishes all NR
  * rounds.
  *
@@ -53,14 +55,32 @@
  */
 
 #define NW 2
+#ifdef L3
+/* -DL3: three lanes to two, five blocks (lane 0: 0, 3; lane 1: 1, 4;
+ * lane 2: 2; from round R lane 0: 0, 2, 4 and lane 1: 1, 3), so that lane 1
+ * keeps its slot while its blocks change, and validation against L'
+ * refuses blocks that L accepted */
+#define NL 3
+#define NL2 2
+#ifndef NB
+#define NB 5		/* at most 7 (3 bits of block, END = NB) */
+#endif
+#define LB 2		/* bits of lane */
+#define BB 3		/* bits of block */
+#define PKT int
+#else
+#define NL 2		/* lanes asked and granted: L */
+#define NL2 1		/* the lanes of the new share: L' */
 #ifndef NB
 #define NB 3		/* blocks; at most 3 (2 bits of block, END = NB) */
+#endif
+#define LB 1
+#define BB 2
+#define PKT short
 #endif
 #ifndef NR
 #define NR 4		/* rounds; at most 4 (2 bits of round) */
 #endif
-#define NL 2		/* lanes asked and granted: L */
-#define NL2 1		/* the lanes of the new share: L' */
 #ifndef MAXDROP
 #define MAXDROP 2
 #endif
@@ -70,7 +90,9 @@
 #ifndef MAXSLOW
 #define MAXSLOW 1
 #endif
-#define BAGN 8
+#ifndef BAGN
+#define BAGN 8		/* 8 or 10 */
+#endif
 #define END NB			/* INA_BLOCK_END */
 #define FULL 3
 #define ALLBLK ((1 << NB) - 1)
@@ -80,27 +102,32 @@
 #define T_RESULT 2
 
 /*
- * A packet (a short): type 2 bits, rank 1 (DATA: the sender; RESULT: the
- * destination), lane 1, round 2, block 2, next 2, version bit 1, value 2
- * (DATA: the payload; RESULT: the sum), RESHAPE 1 (RESULT: the give-back,
- * status = L', bound = the switch's s_R, which is decided once).
+ * A packet (a short; an int with -DL3): type 2 bits, rank 1 (DATA: the
+ * sender; RESULT: the destination), lane LB, round 2, block BB, next BB,
+ * version bit 1, value 2 (DATA: the payload; RESULT: the sum), RESHAPE 1
+ * (RESULT: the give-back, status = L', bound = the switch's s_R, which is
+ * decided once).
  */
+#define SH_ROUND (3 + LB)
+#define SH_BLOCK (SH_ROUND + 2)
+#define SH_NEXT (SH_BLOCK + BB)
+#define SH_VER (SH_NEXT + BB)
 #define MKPKT(t, rk, ln, rd, b, nx, v, val, rs) \
-	((t) | ((rk) << 2) | ((ln) << 3) | ((rd) << 4) | ((b) << 6) | ((nx) << 8) | \
-	 ((v) << 10) | ((val) << 11) | ((rs) << 13))
+	((t) | ((rk) << 2) | ((ln) << 3) | ((rd) << SH_ROUND) | ((b) << SH_BLOCK) | \
+	 ((nx) << SH_NEXT) | ((v) << SH_VER) | ((val) << (SH_VER + 1)) | ((rs) << (SH_VER + 3)))
 #define P_TYPE(p) ((p) & 3)
 #define P_RANK(p) (((p) >> 2) & 1)
-#define P_LANE(p) (((p) >> 3) & 1)
-#define P_ROUND(p) (((p) >> 4) & 3)
-#define P_BLOCK(p) (((p) >> 6) & 3)
-#define P_NEXT(p) (((p) >> 8) & 3)
-#define P_VER(p) (((p) >> 10) & 1)
-#define P_VAL(p) (((p) >> 11) & 3)
-#define P_RS(p) (((p) >> 13) & 1)
-#define KEY(r, b) ((r) * 4 + (b))
+#define P_LANE(p) (((p) >> 3) & ((1 << LB) - 1))
+#define P_ROUND(p) (((p) >> SH_ROUND) & 3)
+#define P_BLOCK(p) (((p) >> SH_BLOCK) & ((1 << BB) - 1))
+#define P_NEXT(p) (((p) >> SH_NEXT) & ((1 << BB) - 1))
+#define P_VER(p) (((p) >> SH_VER) & 1)
+#define P_VAL(p) (((p) >> (SH_VER + 1)) & 3)
+#define P_RS(p) (((p) >> (SH_VER + 3)) & 1)
+#define KEY(r, b) ((r) * 8 + (b))
 
 /* The network: a bag of packets kept sorted (0 = free). */
-short bag[BAGN];
+PKT bag[BAGN];
 byte drops, dups, slows;
 
 /* The workers (struct engine, struct lane of engine.c). */
@@ -112,7 +139,7 @@ byte e_left[NW];		/* 'lanes_left' */
 typedef lane {
 	bit done;
 	bit ver;
-	unsigned block : 2;
+	unsigned block : BB;
 };
 lane ln[NW * NL];		/* lane l of worker w: ln[w * NL + l] */
 /* every block is non-zero: the lane's next own block (ina_block_next_nonzero) */
@@ -127,9 +154,9 @@ lane ln[NW * NL];		/* lane l of worker w: ln[w * NL + l] */
 typedef half {
 	unsigned state : 2;
 	unsigned round : 2;
-	unsigned block : 2;
+	unsigned block : BB;
 	unsigned bitmap : 2;
-	unsigned next : 2;
+	unsigned next : BB;
 	unsigned acc : 2;
 };
 half sh[2 * NL];
@@ -143,14 +170,15 @@ bit s_decided;			/* the new job's JOIN came (one give-back) */
 bit s_pending;			/* 'reshape_lanes' != 0 */
 byte s_R;			/* 'reshape_round' */
 byte s_moved;			/* 'moved' */
-bit s_freed;			/* lane 1's slot went back to the pool */
+bit s_freed;			/* the slots of lanes >= L' went back to the pool */
 
 hidden byte i, k, b, x, y;
-hidden short pk, po;
+hidden PKT pk, po;
 hidden byte dead, dropped;
 hidden byte before;
 
-short out[2];
+#define NOUT NL		/* a step sends at most one packet per lane (an allreduce) */
+PKT out[NOUT];
 byte nout;
 
 inline insert(p)
@@ -169,7 +197,7 @@ inline insert(p)
 
 inline emit(p)
 {
-	assert(nout < 2);
+	assert(nout < NOUT);
 	out[nout] = p;
 	nout++
 }
@@ -271,7 +299,15 @@ inline take(j)
 	:: COND(5) -> j = 5 \
 	:: COND(6) -> j = 6 \
 	:: COND(7) -> j = 7 \
+	PICK_X(j, COND) \
 	fi
+#if BAGN > 8
+#define PICK_X(j, COND) :: COND(8) -> j = 8 :: COND(9) -> j = 9
+#define QUIET_X(w, l) && !MINE(8, w, l) && !MINE(9, w, l)
+#else
+#define PICK_X(j, COND)
+#define QUIET_X(w, l)
+#endif
 
 #define TO_SWITCH(j) (P_TYPE(bag[j]) == T_DATA)
 #define TO_WORKER(j) (P_TYPE(bag[j]) == T_RESULT && P_RANK(bag[j]) == me)
@@ -279,9 +315,9 @@ inline take(j)
 #define MINE(j, w, l) (bag[j] != 0 && P_RANK(bag[j]) == (w) && P_LANE(bag[j]) == (l))
 #define LANE_QUIET(w, l) (!MINE(0, w, l) && !MINE(1, w, l) && !MINE(2, w, l) && \
 			  !MINE(3, w, l) && !MINE(4, w, l) && !MINE(5, w, l) && \
-			  !MINE(6, w, l) && !MINE(7, w, l))
+			  !MINE(6, w, l) && !MINE(7, w, l) QUIET_X(w, l))
 /* the switch holds w's DATA of lane l's block: a timeout now is a slow peer's */
-#define HELD(w, l) (!(s_freed && (l) == 1) && s_cur[l] == ln[(w) * NL + (l)].ver && \
+#define HELD(w, l) (!(s_freed && (l) >= NL2) && s_cur[l] == ln[(w) * NL + (l)].ver && \
 		    sh[2 * (l) + s_cur[l]].state == H_AGG && \
 		    sh[2 * (l) + s_cur[l]].round == e_round[w] && \
 		    sh[2 * (l) + s_cur[l]].block == ln[(w) * NL + (l)].block && \
@@ -307,10 +343,17 @@ inline allreduce(w)
 		printf("MSC: w%d runs on %d lanes from round %d\n", w, NL2, e_round[w]);
 		e_lanes[w] = NL2;
 		e_rs[w] = 0;
-		/* lane 1's state is never used again */
-		ln[(w) * NL + 1].done = 0;
-		ln[(w) * NL + 1].ver = 0;
-		ln[(w) * NL + 1].block = 0
+		/* the state of lanes >= L' is never used again */
+		y = NL2;
+		do
+		:: y < NL ->
+			ln[(w) * NL + y].done = 0;
+			ln[(w) * NL + y].ver = 0;
+			ln[(w) * NL + y].block = 0;
+			y++
+		:: else -> break
+		od;
+		y = 0
 	:: else
 	fi;
 	e_got[w] = 0;
@@ -415,6 +458,9 @@ proctype worker(byte me)
 	   }
 	TIMER_STEP(0)
 	TIMER_STEP(1)
+#if NL > 2
+	TIMER_STEP(2)
+#endif
 	:: e_round[me] == NR -> break
 	od
 }
@@ -437,32 +483,33 @@ inline half_open(hh, r, blk)
 #define RESULT_PKT(w, l, hh, rs) \
 	MKPKT(T_RESULT, w, l, sh[hh].round, sh[hh].block, sh[hh].next, (hh) % 2, sh[hh].acc, rs)
 
-/* reshape_done(): lane 1's slot goes back to the pool, and another job
- * takes it at once */
+/* reshape_done(): the slots of lanes >= L' go back to the pool, and
+ * another job takes them at once */
 inline reshape_done()
 {
-	printf("MSC: sw frees lane 1 (round %d)\n", s_R);
+	printf("MSC: sw frees lanes %d.. (round %d)\n", NL2, s_R);
 	/* no worker needs it: each runs on L' (or is done) */
 	assert((e_round[0] == NR || e_lanes[0] == NL2) && (e_round[1] == NR || e_lanes[1] == NL2));
 	s_freed = 1;
 	s_lanes = NL2;
 	s_pending = 0;
 	s_moved = 0;
-	sh[2].state = H_POISON;
-	sh[2].round = 0;
-	sh[2].block = 0;
-	sh[2].bitmap = 0;
-	sh[2].next = 0;
-	sh[2].acc = 0;
-	sh[3].state = H_POISON;
-	sh[3].round = 0;
-	sh[3].block = 0;
-	sh[3].bitmap = 0;
-	sh[3].next = 0;
-	sh[3].acc = 0;
-	s_cur[1] = 0;
-	s_has_round[1] = 0;
-	s_last_round[1] = 0
+	x = 2 * NL2;
+	do
+	:: x < 2 * NL ->
+		sh[x].state = H_POISON;
+		sh[x].round = 0;
+		sh[x].block = 0;
+		sh[x].bitmap = 0;
+		sh[x].next = 0;
+		sh[x].acc = 0;
+		s_cur[x / 2] = 0;
+		s_has_round[x / 2] = 0;
+		s_last_round[x / 2] = 0;
+		x++
+	:: else -> break
+	od;
+	x = 0
 }
 
 /* process_one() after validation: 'max_round', 'moved' */
@@ -489,7 +536,7 @@ inline handle_data()
 	b = P_LANE(pk);
 	y = 2 * b + P_VER(pk);
 	/* this job never reads nor writes a slot it gave back */
-	assert(!(s_freed && b == 1) && sh[y].state != H_POISON && sh[y + 1 - 2 * (y % 2)].state != H_POISON);
+	assert(!(s_freed && b >= NL2) && sh[y].state != H_POISON && sh[y + 1 - 2 * (y % 2)].state != H_POISON);
 	if
 	:: P_VER(pk) != s_cur[b] ->
 		if
@@ -591,7 +638,7 @@ end:	do
 		:: s_has_max -> s_R = s_max + 2
 		:: else -> s_R = 1
 		fi;
-		printf("MSC: sw gives lane 1 back from round %d\n", s_R);
+		printf("MSC: sw runs the job on %d lanes from round %d\n", NL2, s_R);
 		s_max = 0;
 		s_has_max = 0;
 		gc()
@@ -602,7 +649,7 @@ end:	do
 init
 {
 	atomic {
-		assert(NB >= NL && NB <= 3 && NR <= 4);
+		assert(NB >= NL && NB < (1 << BB) && NR <= 4 && (BAGN == 8 || BAGN == 10));
 		e_lanes[0] = NL;
 		e_lanes[1] = NL;
 		allreduce(0);
