@@ -36,7 +36,7 @@
 #             round, nothing touches the freed slot, nobody on two lanes
 #             when it is freed) with two losses and one duplicate, with three
 #             losses, two duplicates and two slow peers, with two blocks; the
-#             same without gc() (-DNOGC); three lanes to two (-DL3); and five
+#             same without gc() (-DNOGC); three lanes to two (-DL3); and six
 #             deliberate bugs that must be caught
 #   reshape_liveness  the ltl claim 'finishes' for reshape.pml, two lanes to
 #             one and three to two
@@ -249,6 +249,9 @@ reshape() {
     # lane-1 DATA of round R - 1 is refused
     mutant mut_rs_validate_all liveness '(s_pending && P_ROUND(p) >= s_R)' '(s_pending)' \
         "" "$rs_model" || ok=1
+    # the job's lanes stay L after the free: a late lane-1 DATA reaches the
+    # slot another job now holds
+    mutant mut_rs_lanes_kept safety '	s_lanes = NL2;' '	s_lanes = NL;' "" "$rs_model" || ok=1
     # R = M + 1: results of round M went out unmarked
     mutant mut_rs_r_m1 safety ':: s_has_max -> s_R = s_max + 2' ':: s_has_max -> s_R = s_max + 1' \
         "" "$rs_model" || ok=1
