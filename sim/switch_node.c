@@ -42,16 +42,11 @@ send_out(struct switch_node *s, struct ina_pkt *pkt, uint64_t now)
 
 		if (!(pkt->dst_mask >> r & 1))
 			continue;
-		c = ina_pkt_alloc(sim_net_pool(net));
+		c = ina_pkt_copy_for(sim_net_pool(net), pkt, r);
 		if (!c) {
 			s->copy_fail++;
 			continue;
 		}
-		memcpy(c->data, pkt->data, pkt->len);
-		c->len = pkt->len;
-		c->peer = pkt->dsts[r];
-		c->dsts = NULL;
-		c->dst_mask = 0;
 		sim_net_send(net, s->node.index, sim_net_peer_node(&c->peer), c, now);
 	}
 	ina_pkt_free(pkt);

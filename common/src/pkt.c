@@ -97,6 +97,21 @@ heap_put(struct ina_pkt_pool *pool, struct ina_pkt **pkts, unsigned n)
 	}
 }
 
+struct ina_pkt *
+ina_pkt_copy_for(struct ina_pkt_pool *pool, const struct ina_pkt *pkt, unsigned r)
+{
+	struct ina_pkt *c = ina_pkt_alloc(pool);
+
+	if (!c)
+		return NULL;
+	memcpy(c->data, pkt->data, pkt->len);
+	c->len = pkt->len;
+	c->peer = pkt->dsts[r];
+	c->dsts = NULL;
+	c->dst_mask = 0;
+	return c;
+}
+
 static size_t
 align_up(size_t v, size_t a)
 {

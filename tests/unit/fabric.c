@@ -265,11 +265,8 @@ switch_out(struct fabric *f, struct ina_pkt *pkt, int src)
 
 		if (!(pkt->dst_mask >> r & 1))
 			continue;
-		c = ina_pkt_alloc(f->pool);
+		c = ina_pkt_copy_for(f->pool, pkt, (unsigned)r);
 		assert(c);
-		memcpy(c->data, pkt->data, pkt->len);
-		c->len = pkt->len;
-		c->peer = pkt->dsts[r];
 		wire_put(f, c, src, peer_rank(&c->peer));
 	}
 	ina_pkt_free(pkt);

@@ -99,11 +99,8 @@ switch_out(struct net *n, struct ina_pkt *pkt, int src)
 
 		if (!(pkt->dst_mask >> r & 1))
 			continue;
-		c = ina_pkt_alloc(n->pool);
+		c = ina_pkt_copy_for(n->pool, pkt, (unsigned)r);
 		assert_non_null(c);
-		memcpy(c->data, pkt->data, pkt->len);
-		c->len = pkt->len;
-		c->peer = pkt->dsts[r];
 		put(n, c, src, c->peer.bytes[1]);
 	}
 	ina_pkt_free(pkt);

@@ -85,6 +85,13 @@ ina_pkt_free(struct ina_pkt *p)
 /* Frees 'n' packets, which may belong to different pools. */
 void ina_pkt_free_bulk(struct ina_pkt **pkts, unsigned n);
 
+/* A copy of fan-out packet 'pkt' (dsts set) for its destination 'r' alone:
+ * the same bytes, 'peer' = dsts[r], from 'pool'. NULL when the pool is empty.
+ * For what must hold one packet per destination (in-process wires, the
+ * simulator); the transports send a fan-out without copying. */
+struct ina_pkt *ina_pkt_copy_for(struct ina_pkt_pool *pool, const struct ina_pkt *pkt,
+				 unsigned r);
+
 /*
  * A pool of 'nb_pkts' heap buffers of 'buf_size' bytes, all allocated here:
  * get and put never allocate. Not thread-safe: one pool per thread. Returns
