@@ -102,23 +102,32 @@ round_exact(struct fabric *f, uint32_t k)
 		}
 }
 
+/* A job of WORLD workers on LANES lanes filling a switch of LANES slots that
+ * shares them fairly, with give-back waiting up to 'wait_ns' (0: none). */
+static void
+fair_fabric(struct fabric *f, uint64_t wait_ns)
+{
+	struct pipeline_config pc;
+
+	pipeline_config_init(&pc);
+	pc.nb_slots = LANES;
+	pc.slot_elems = MAXB;
+	pc.share.policy = SHARE_FAIR;
+	pc.share_wait_ns = wait_ns;
+	fabric_init(f, WORLD, LANES, MAXB, INA_ENC_F32, &pc, NULL);
+}
+
 static void
 give_back(void **state)
 {
 	struct fabric f;
-	struct pipeline_config pc;
 	struct taps tp = { 0 };
 	struct ina_pkt *ack;
 	struct ina_hdr h;
 	uint16_t world, lanes, max_block;
 
 	(void)state;
-	pipeline_config_init(&pc);
-	pc.nb_slots = LANES;
-	pc.slot_elems = MAXB;
-	pc.share.policy = SHARE_FAIR;
-	pc.share_wait_ns = 5000000000ull;
-	fabric_init(&f, WORLD, LANES, MAXB, INA_ENC_F32, &pc, NULL);
+	fair_fabric(&f, 5000000000ull);
 	f.faults.drop_rate = 0.03;
 	f.faults.shuffle = 1;
 	f.faults.seed = 11;
@@ -179,17 +188,11 @@ static void
 no_give_back(void **state)
 {
 	struct fabric f;
-	struct pipeline_config pc;
 	struct ina_pkt *err;
 	struct ina_hdr h;
 
 	(void)state;
-	pipeline_config_init(&pc);
-	pc.nb_slots = LANES;
-	pc.slot_elems = MAXB;
-	pc.share.policy = SHARE_FAIR;
-	pc.share_wait_ns = 0;
-	fabric_init(&f, WORLD, LANES, MAXB, INA_ENC_F32, &pc, NULL);
+	fair_fabric(&f, 0);
 	assert_int_equal(fabric_join(&f), 0);
 	round_exact(&f, 0);
 	err = join_other(&f);
@@ -209,17 +212,11 @@ static void
 wait_runs_out(void **state)
 {
 	struct fabric f;
-	struct pipeline_config pc;
 	struct ina_pkt *err;
 	struct ina_hdr h;
 
 	(void)state;
-	pipeline_config_init(&pc);
-	pc.nb_slots = LANES;
-	pc.slot_elems = MAXB;
-	pc.share.policy = SHARE_FAIR;
-	pc.share_wait_ns = 1000000000ull;
-	fabric_init(&f, WORLD, LANES, MAXB, INA_ENC_F32, &pc, NULL);
+	fair_fabric(&f, 1000000000ull);
 	assert_int_equal(fabric_join(&f), 0);
 	round_exact(&f, 0);
 	assert_null(join_other(&f));
