@@ -37,6 +37,26 @@
 extern "C" {
 #endif
 
+/* What libina exports: every function of this header and nothing else (the
+ * library is built with hidden visibility; tests/unit/test_exports checks the
+ * shared object's dynamic symbols against this header). */
+#if defined(__GNUC__)
+#define INA_API __attribute__((visibility("default")))
+#else
+#define INA_API
+#endif
+
+/* The version of this header. ina_version() says the library's; they differ
+ * when a program built against one header runs on another library: the
+ * SOVERSION (the major) says whether that can work. */
+#define INA_VERSION_MAJOR 0
+#define INA_VERSION_MINOR 2
+#define INA_VERSION_PATCH 0
+#define INA_VERSION_STRING "0.2.0"
+
+/* "MAJOR.MINOR.PATCH" of the library that runs. */
+INA_API const char *ina_version(void);
+
 /* Error codes beyond -errno (which the API also returns, e.g. -EINVAL). */
 enum ina_error {
 	INA_ENOSWITCH = -1001,	/* the switch did not answer in time */
@@ -97,10 +117,6 @@ struct ina_sparsify {
 					 * deferred when its average is under the bound */
 };
 
-/* At most this many tensors per context have a sparsifier (and a residual) or
- * the block planner (and the previous result). */
-#define INA_MAX_SPARSE_TENSORS 16
-
 /*
  * The transfer order of queued operations (cfg.sched). The switch matches
  * blocks by (tensor, round, block), so every worker must put the same
@@ -135,7 +151,16 @@ enum ina_partition {
 					 * non-zero blocks cluster) */
 };
 
+/*
+ * The configuration of a context. It grows at its end from version to
+ * version: 'size' (set by ina_config_init(), which a C caller calls first)
+ * tells the library how much of it the caller's program knows, and fields
+ * beyond that keep their defaults. A binding that cannot see this struct uses
+ * ina_config_new() and ina_config_set() (below) instead of mirroring it.
+ */
 struct ina_config {
+	uint32_t size;			/* sizeof(struct ina_config) as the caller
+					 * was built: set by ina_config_init() */
 	const char *switch_addr;	/* "ADDR:PORT" of the switch, or of several
 					 * switches separated by commas (at most 16,
 					 * every worker in the same order; no replica
@@ -204,9 +229,19 @@ struct ina_config {
 					 * 1..256; 0 (default) = 1 */
 	uint32_t partition_period;	/* DYNAMIC: rounds of a tensor between
 					 * rebalances; 0 (default) = 1 */
+	/* Version 0.2 on. */
+	uint32_t keepalive_ms;		/* a context that is open but idle (a training
+					 * pause: evaluation, a checkpoint) tells the
+					 * switch every this many ms that this rank
+					 * lives, so a pause is not a death; 0: off.
+					 * Default 1000 */
 };
 
+/* Counters of a context. Grows at its end like struct ina_config: the
+ * ina_get_stats() macro passes the caller's size. A binding reads them by
+ * name instead (ina_stat(), ina_stat_name()). */
 struct ina_stats {
+	uint32_t size;			/* the caller's sizeof, set by ina_get_stats() */
 	uint64_t rounds;		/* allreduces completed */
 	uint64_t bytes_sent;		/* ina packet bytes (UDP payload) sent */
 	uint64_t bytes_received;
@@ -263,13 +298,31 @@ struct ina_stats {
 
 struct ina_ctx;
 
-/* Fills 'cfg' with the defaults; the caller sets address, job, rank, world
- * and token. */
-void ina_config_init(struct ina_config *cfg);
+/* Fills 'cfg' with the defaults and its size; the caller sets address, job,
+ * rank, world and token. Use the macro: it passes the size the caller knows. */
+INA_API void ina_config_init_size(struct ina_config *cfg, size_t size);
+#define ina_config_init(cfg) ina_config_init_size((cfg), sizeof(*(cfg)))
+
+/*
+ * The configuration for bindings (Python's ctypes, ...), which must not
+ * mirror struct ina_config by hand: ina_config_new() allocates one of the
+ * library's own size with the defaults (NULL when out of memory);
+ * ina_config_set() sets one field by its name in this header ("switch_addr",
+ * "job_id", "rank", "world", "lanes", "encoding" = f32|i32|bf16, "token",
+ * "sparsify.mode" = off|topk|filter|both, "sparsify.density", ..., "sched" =
+ * fifo|priority|magnitude, "partition" = fixed|dynamic, ...) from its text;
+ * strings are copied and owned by the config. 0, or -EINVAL (no such field,
+ * or a value it cannot take: 'err' says which) or -ENOMEM.
+ * ina_config_free() frees it and its strings (NULL is accepted).
+ */
+INA_API struct ina_config *ina_config_new(void);
+INA_API int ina_config_set(struct ina_config *cfg, const char *key, const char *value, char *err,
+			   size_t err_size);
+INA_API void ina_config_free(struct ina_config *cfg);
 
 /* Token of a job secret read from 'file', or from $INA_JOB_TOKEN when 'file'
  * is NULL. 0 or a negative code; on error, 'err' says why. */
-int ina_token_from(const char *file, uint64_t *token, char *err, size_t err_size);
+INA_API int ina_token_from(const char *file, uint64_t *token, char *err, size_t err_size);
 
 /* Opens a port and joins the job. 0 and '*ctx', or a negative code (then
  * '*ctx' is NULL and 'err', if not NULL, holds a sentence saying why):
@@ -278,7 +331,7 @@ int ina_token_from(const char *file, uint64_t *token, char *err, size_t err_size
  * With cfg.replica_addr the join also asks the replica to stand by, and fails
  * (INA_ENOSWITCH, INA_EREFUSED) when it does not answer or refuses; an
  * allreduce whose switch then falls silent goes on at the replica. */
-int ina_open(const struct ina_config *cfg, struct ina_ctx **ctx, char *err, size_t err_size);
+INA_API int ina_open(const struct ina_config *cfg, struct ina_ctx **ctx, char *err, size_t err_size);
 
 /*
  * Sums (INA_SUM) or averages (INA_AVG) 'n' floats of every worker of the job
@@ -294,29 +347,28 @@ int ina_open(const struct ina_config *cfg, struct ina_ctx **ctx, char *err, size
  * stays in the residual for the next call. 'in' is never modified: the
  * context keeps its own copy of the tensor to send (n floats) and the
  * residual (n floats), allocated on the tensor's first call and sized then;
- * a later call with another 'n' is -EINVAL. A tensor beyond
- * INA_MAX_SPARSE_TENSORS is -ENOSPC (see ina_last_error).
+ * a later call with another 'n' is -EINVAL. A context takes any number of
+ * tensors (a model's hundreds of buckets and parameters).
  */
-int ina_allreduce(struct ina_ctx *ctx, uint32_t tensor_id, const float *in, float *out, size_t n,
+INA_API int ina_allreduce(struct ina_ctx *ctx, uint32_t tensor_id, const float *in, float *out, size_t n,
 		  enum ina_op op);
 
 /*
  * Sets the sparsifier of one tensor (overriding cfg.sparsify; mode OFF makes
  * it dense), before the tensor's first ina_allreduce(). 0, -EINVAL (bad
- * options), -EBUSY (the tensor was already used) or -ENOSPC (more than
- * INA_MAX_SPARSE_TENSORS tensors set).
+ * options), -EBUSY (the tensor was already used) or -ENOMEM.
  */
-int ina_tensor_sparsify(struct ina_ctx *ctx, uint32_t tensor_id, const struct ina_sparsify *opt);
+INA_API int ina_tensor_sparsify(struct ina_ctx *ctx, uint32_t tensor_id, const struct ina_sparsify *opt);
 
 /* This worker's residual of 'tensor_id' (n floats, owned by the context,
  * valid until ina_close), or NULL if the tensor has no sparsifier yet. */
-const float *ina_residual(const struct ina_ctx *ctx, uint32_t tensor_id, size_t *n);
+INA_API const float *ina_residual(const struct ina_ctx *ctx, uint32_t tensor_id, size_t *n);
 
 /* Per block of the last allreduce of 'tensor_id' (in that round's block
  * size, ina_stats.block_size): 1 if its sum came back DEFERRED (zeros in the
  * result, this worker's part back in its residual). Owned by the context,
  * valid until the next allreduce of the tensor; NULL if it has no sparsifier. */
-const uint8_t *ina_deferred_blocks(const struct ina_ctx *ctx, uint32_t tensor_id,
+INA_API const uint8_t *ina_deferred_blocks(const struct ina_ctx *ctx, uint32_t tensor_id,
 				   size_t *n_blocks);
 
 /*
@@ -337,7 +389,7 @@ const uint8_t *ina_deferred_blocks(const struct ina_ctx *ctx, uint32_t tensor_id
 /* The oldest sum of 'tensor_id' that ina_allreduce() started and has not
  * returned yet, into 'out' (n floats as the calls had): 1, or 0 when none
  * is left, or a negative error. */
-int ina_ssp_next(struct ina_ctx *ctx, uint32_t tensor_id, float *out);
+INA_API int ina_ssp_next(struct ina_ctx *ctx, uint32_t tensor_id, float *out);
 
 /*
  * Asynchronous operations. A handle (never 0) names one submitted operation
@@ -359,7 +411,7 @@ int ina_ssp_next(struct ina_ctx *ctx, uint32_t tensor_id, float *out);
 
 /* Starts ina_allreduce() of the same arguments with 'priority' (smaller
  * first under INA_SCHED_PRIORITY; the layer index is a good choice). */
-int ina_iallreduce(struct ina_ctx *ctx, uint32_t tensor_id, const float *in, float *out,
+INA_API int ina_iallreduce(struct ina_ctx *ctx, uint32_t tensor_id, const float *in, float *out,
 		   size_t n, enum ina_op op, int32_t priority, uint64_t *handle);
 
 /* Starts a broadcast of 'n' floats of rank 'root' into 'buf' of every rank
@@ -367,58 +419,111 @@ int ina_iallreduce(struct ina_ctx *ctx, uint32_t tensor_id, const float *in, flo
  * the others add zeros (they send no blocks, only acks): exact with INA_F32
  * (except that -0.0 may come back as +0.0); with INA_BF16 or INA_I32 the
  * values come back as the encoding carries them. No sparsifier. */
-int ina_ibroadcast(struct ina_ctx *ctx, uint32_t tensor_id, float *buf, size_t n, uint16_t root,
+INA_API int ina_ibroadcast(struct ina_ctx *ctx, uint32_t tensor_id, float *buf, size_t n, uint16_t root,
 		   int32_t priority, uint64_t *handle);
 
 /* Starts a barrier: it ends once every rank has submitted it, and it is a
  * fence for the scheduler (it runs after everything submitted before it,
  * and nothing submitted after it runs before it). */
-int ina_ibarrier(struct ina_ctx *ctx, uint64_t *handle);
+INA_API int ina_ibarrier(struct ina_ctx *ctx, uint64_t *handle);
 
 /* Ends the scheduler's window: every operation of this step is submitted
  * (call it at the same point of the submission sequence on every worker,
  * e.g. after the backward pass). Needed by INA_SCHED_PRIORITY and
  * MAGNITUDE with sched_window 0, harmless otherwise. 0 or the context's
  * error. */
-int ina_flush(struct ina_ctx *ctx);
+INA_API int ina_flush(struct ina_ctx *ctx);
 
 /* 1 when the operation ended well (the handle is spent), 0 while it runs,
  * or its negative error (the handle is spent); -EINVAL for a handle that
  * names no pending operation. Does one non-blocking progress step. */
-int ina_test(struct ina_ctx *ctx, uint64_t handle);
+INA_API int ina_test(struct ina_ctx *ctx, uint64_t handle);
 
 /* Drives the context until the operation ends: 0 or its error; the handle
  * is spent. -EINVAL for a handle that names no pending operation;
  * -EDEADLK when the operation waits for a scheduler window that nothing
  * closes for timeout_ms (submit the rest of the step or ina_flush()): the
  * handle then stays valid. */
-int ina_wait(struct ina_ctx *ctx, uint64_t handle);
+INA_API int ina_wait(struct ina_ctx *ctx, uint64_t handle);
 
 /* One progress step, sleeping in the port up to 'wait_us' when nothing
  * moved (0: never sleeps): the body of a framework's progress thread. 0 or
  * the context's error. */
-int ina_progress(struct ina_ctx *ctx, uint32_t wait_us);
+INA_API int ina_progress(struct ina_ctx *ctx, uint32_t wait_us);
 
 /* ina_ibroadcast() and ina_ibarrier() followed by ina_wait(). */
-int ina_broadcast(struct ina_ctx *ctx, uint32_t tensor_id, float *buf, size_t n, uint16_t root);
-int ina_barrier(struct ina_ctx *ctx);
+INA_API int ina_broadcast(struct ina_ctx *ctx, uint32_t tensor_id, float *buf, size_t n, uint16_t root);
+INA_API int ina_barrier(struct ina_ctx *ctx);
 
-/* Current counters. */
-void ina_get_stats(const struct ina_ctx *ctx, struct ina_stats *stats);
+/* Current counters, as many of them as 'size' holds (the macro passes the
+ * caller's sizeof). */
+INA_API void ina_get_stats_size(const struct ina_ctx *ctx, struct ina_stats *stats, size_t size);
+#define ina_get_stats(ctx, stats) ina_get_stats_size((ctx), (stats), sizeof(*(stats)))
+
+/* The counters by name, for bindings: ina_stat_name(i) names the i-th
+ * counter of struct ina_stats (its field name, e.g. "bytes_sent"; NULL past
+ * the last), ina_stat() reads one into '*value' (0, or -EINVAL for a name
+ * that is none; "aggregator" is not a number and is read by
+ * ina_stats_aggregator()). */
+INA_API const char *ina_stat_name(unsigned i);
+INA_API int ina_stat(const struct ina_ctx *ctx, const char *name, double *value);
+INA_API const char *ina_stats_aggregator(const struct ina_ctx *ctx);
+
+/*
+ * Completions without polling every handle. ina_poll() does one progress
+ * step (sleeping in the port up to 'wait_us' when nothing ended yet) and
+ * collects up to 'max' operations that have ended, oldest end first: each
+ * handle is then spent, as by ina_test(), and never reported twice (nor to
+ * ina_test() or ina_wait() after). Returns how many it wrote (0 when none
+ * ended in time), or the context's error when it failed and nothing is left
+ * to report. It may run in a progress thread while other threads submit.
+ */
+struct ina_completion {
+	uint64_t handle;
+	int32_t status;			/* 0, or the operation's negative error */
+	uint32_t reserved;
+};
+INA_API int ina_poll(struct ina_ctx *ctx, struct ina_completion *done, unsigned max,
+		     uint32_t wait_us);
+
+/*
+ * Logging. By default the library writes its lines (warnings about stalls,
+ * failovers, refusals) to stderr at level INFO and below. ina_set_logger()
+ * sends every line at 'level' or below (INA_LEVEL_*) to 'fn' instead, with
+ * 'arg', from whichever thread logs (so 'fn' must be thread-safe); 'fn' NULL
+ * goes back to stderr. Process-wide: it applies to every context.
+ */
+#define INA_LEVEL_ERR 0
+#define INA_LEVEL_WARN 1
+#define INA_LEVEL_INFO 2
+#define INA_LEVEL_DEBUG 3
+typedef void (*ina_log_fn)(int level, const char *line, void *arg);
+INA_API void ina_set_logger(ina_log_fn fn, void *arg, int level);
+
+/*
+ * The DPDK port for a library user: starts DPDK's EAL with 'argc'/'argv' (as
+ * after "--" of the programs, argv[0] a name) and registers the "dpdk:"
+ * port, once per process; a config whose port is "dpdk:..." then opens on
+ * it. 0, or INA_EPORT with 'err' saying why (no hugepages, a device that
+ * does not exist, ...). ina_dpdk_stop() ends the EAL after every context is
+ * closed.
+ */
+INA_API int ina_dpdk_start(int argc, char **argv, char *err, size_t err_size);
+INA_API void ina_dpdk_stop(void);
 /* The sentence behind the last error of this context ("" if none). */
-const char *ina_last_error(const struct ina_ctx *ctx);
+INA_API const char *ina_last_error(const struct ina_ctx *ctx);
 /* The job's epoch as the switch assigned it. */
-uint32_t ina_epoch(const struct ina_ctx *ctx);
+INA_API uint32_t ina_epoch(const struct ina_ctx *ctx);
 /* The transport the context runs on: its port's type, "udp" or "dpdk". */
-const char *ina_transport(const struct ina_ctx *ctx);
+INA_API const char *ina_transport(const struct ina_ctx *ctx);
 
 /* Says FIN (or LEAVE after an error, or with operations still pending,
  * which are dropped: wait for them first), waits briefly for the switch,
  * frees. Accepts NULL. Returns 0 or the context's error. */
-int ina_close(struct ina_ctx *ctx);
+INA_API int ina_close(struct ina_ctx *ctx);
 
 /* Name of an error code, INA_* or -errno. Never NULL. */
-const char *ina_strerror(int err);
+INA_API const char *ina_strerror(int err);
 
 #ifdef __cplusplus
 }

@@ -11,6 +11,7 @@
  * makes the calls thread-safe.
  */
 #include <errno.h>
+#include <stddef.h>
 #include <inttypes.h>
 #include <math.h>
 #include <pthread.h>
@@ -32,6 +33,9 @@
 #include "sparsify_opts.h"
 #include "ssp_tensor.h"
 #include "tensor_round.h"
+
+/* Tensors with round state a context holds; issue 15 lifts the bound. */
+#define INA_MAX_SPARSE_TENSORS 16
 
 /* The engine of switch 0: the only one under ssp and with a replica. */
 #define ENG0(ctx) egroup_engine((ctx)->eg, 0)
@@ -113,10 +117,18 @@ struct ina_ctx {
 	char errmsg[512];
 };
 
-void
-ina_config_init(struct ina_config *cfg)
+const char *
+ina_version(void)
+{
+	return INA_VERSION_STRING;
+}
+
+/* The defaults of every field, in the library's own layout. */
+static void
+config_defaults(struct ina_config *cfg)
 {
 	memset(cfg, 0, sizeof(*cfg));
+	cfg->size = sizeof(*cfg);
 	cfg->port = "udp";
 	cfg->world = 1;
 	cfg->lanes = 64;
@@ -135,6 +147,32 @@ ina_config_init(struct ina_config *cfg)
 	cfg->sparsify.filter_b0 = 0;
 	cfg->sparsify.filter_decay = 1;
 	cfg->sparsify.filter_results = 1;
+	cfg->keepalive_ms = 1000;
+}
+
+void
+ina_config_init_size(struct ina_config *cfg, size_t size)
+{
+	struct ina_config d;
+
+	if (size < sizeof(cfg->size))
+		return;
+	config_defaults(&d);
+	d.size = (uint32_t)(size < sizeof(d) ? size : sizeof(d));
+	memcpy(cfg, &d, d.size);
+}
+
+/* 'cfg' as the library's own layout: what the caller's size covers, the
+ * defaults beyond. -EINVAL when the size is none a caller could have. */
+static int
+config_full(const struct ina_config *cfg, struct ina_config *full)
+{
+	if (cfg->size < offsetof(struct ina_config, keepalive_ms) || cfg->size > sizeof(*full))
+		return -EINVAL;
+	config_defaults(full);
+	memcpy(full, cfg, cfg->size);
+	full->size = sizeof(*full);
+	return 0;
 }
 
 int
@@ -313,8 +351,10 @@ follow_redirect(struct ina_ctx *ctx, const struct ina_config *cfg, char *err, si
 }
 
 int
-ina_open(const struct ina_config *cfg, struct ina_ctx **out, char *err, size_t err_size)
+ina_open(const struct ina_config *user_cfg, struct ina_ctx **out, char *err, size_t err_size)
 {
+	struct ina_config full;
+	const struct ina_config *cfg = &full;
 	struct ina_peer sws[EGROUP_MAX];
 	uint16_t nb_sw = 0;
 	struct engine_config ec;
@@ -328,6 +368,11 @@ ina_open(const struct ina_config *cfg, struct ina_ctx **out, char *err, size_t e
 		err_size = sizeof(dummy);
 	}
 	err[0] = '\0';
+	if (config_full(user_cfg, &full) < 0) {
+		snprintf(err, err_size, "struct ina_config of %" PRIu32 " bytes: not one this library "
+			 "(%s) knows; set it with ina_config_init()", user_cfg->size, INA_VERSION_STRING);
+		return -EINVAL;
+	}
 	if (!cfg->switch_addr || !wire_encoding(cfg->encoding) || cfg->world == 0 ||
 	    cfg->world > INA_MAX_WORLD || cfg->rank >= cfg->world || cfg->lanes == 0 ||
 	    cfg->block_size == 0 || cfg->timeout_ms == 0 || cfg->rto_us == 0 ||
@@ -1400,8 +1445,10 @@ ina_barrier(struct ina_ctx *ctx)
 }
 
 void
-ina_get_stats(const struct ina_ctx *ctx, struct ina_stats *s)
+ina_get_stats_size(const struct ina_ctx *ctx, struct ina_stats *out, size_t size)
 {
+	struct ina_stats full;
+	struct ina_stats *s = &full;
 	struct engine_stats est;
 	const struct engine_stats *es = &est;
 	const struct ina_port_stats *ps = &ctx->port->stats;
@@ -1455,6 +1502,10 @@ ina_get_stats(const struct ina_ctx *ctx, struct ina_stats *s)
 		s->residual_norm_total = sqrt(m);
 	}
 	pthread_mutex_unlock((pthread_mutex_t *)&ctx->lock);
+	if (size < sizeof(full.size))
+		return;
+	full.size = (uint32_t)(size < sizeof(full) ? size : sizeof(full));
+	memcpy(out, &full, full.size);
 }
 
 const char *
