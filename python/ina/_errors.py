@@ -29,7 +29,7 @@ class Error(Exception):
         self.name = lib.ina_strerror(code).decode(errors="replace")
         self.detail = detail or ""
         self.what = what
-        msg = "%s: %s" % (what, self.name) if what else self.name
+        msg = "ina: %s: %s" % (what, self.name) if what else "ina: " + self.name
         if self.detail:
             msg += " (%s)" % self.detail
         super().__init__(msg)
