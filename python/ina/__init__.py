@@ -43,6 +43,9 @@ def dpdk_start(eal_args, name="ina-python"):
     global _dpdk_argv
     if _dpdk_argv is not None:
         raise RuntimeError("ina: dpdk_start() was already called in this process")
+    if not hasattr(_lib, "ina_dpdk_start"):
+        raise PortError(-1008, "ina_dpdk_start", "%s was built without the DPDK port"
+                        % library_path)
     args = [name] + [str(a) for a in eal_args]
     argv = (ctypes.c_char_p * (len(args) + 1))(*[a.encode() for a in args], None)
     err = ctypes.create_string_buffer(512)

@@ -99,10 +99,12 @@ _U64P = ctypes.POINTER(ctypes.c_uint64)
 
 
 def _declare(lib):
-    def fn(name, restype, *argtypes):
+    def fn(name, restype, *argtypes, optional=False):
         try:
             f = getattr(lib, name)
         except AttributeError:
+            if optional:
+                return
             raise ImportError("ina: the library lacks %s() of ina.h" % name) from None
         f.restype = restype
         f.argtypes = list(argtypes)
@@ -128,8 +130,10 @@ def _declare(lib):
     fn("ina_transport", c.c_char_p, _P)
     fn("ina_epoch", c.c_uint32, _P)
     fn("ina_set_logger", None, LOG_FN, c.c_void_p, c.c_int)
-    fn("ina_dpdk_start", c.c_int, c.c_int, c.POINTER(c.c_char_p), c.c_char_p, c.c_size_t)
-    fn("ina_dpdk_stop", None)
+    # A library built without the DPDK port may lack these: dpdk_start() says so.
+    fn("ina_dpdk_start", c.c_int, c.c_int, c.POINTER(c.c_char_p), c.c_char_p, c.c_size_t,
+       optional=True)
+    fn("ina_dpdk_stop", None, optional=True)
 
 
 lib, path, version = _load()
