@@ -805,13 +805,20 @@ op_end(struct ina_ctx *ctx, struct op *o, int ret)
 		done_queue_push(&ctx->done, o->seq, op_uncollected, ctx);
 }
 
-/* Every operation not ended yet ends with the context's error. */
+/* Every operation not ended yet ends with the context's error, in
+ * submission order (the pending ones are among the last max_pending). */
 static void
 fail_pending(struct ina_ctx *ctx, int err)
 {
-	for (uint32_t i = 0; i < ctx->max_pending; i++)
-		if (ctx->ops[i].state == OP_QUEUED || ctx->ops[i].state == OP_RUNNING)
-			op_end(ctx, &ctx->ops[i], err);
+	uint64_t next = order_submitted(ctx->sched);
+	uint64_t s = next > ctx->max_pending ? next - ctx->max_pending : 0;
+
+	for (; s < next; s++) {
+		struct op *o = &ctx->ops[s % ctx->max_pending];
+
+		if (o->seq == s && (o->state == OP_QUEUED || o->state == OP_RUNNING))
+			op_end(ctx, o, err);
+	}
 	ctx->nb_run = 0;
 }
 
