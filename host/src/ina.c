@@ -34,9 +34,7 @@
 #include "sparsify_opts.h"
 #include "ssp_tensor.h"
 #include "tensor_round.h"
-
-/* Tensors with round state a context holds; issue 15 lifts the bound. */
-#define INA_MAX_SPARSE_TENSORS 16
+#include "tensor_table.h"
 
 /* The engine of switch 0: the only one under ssp and with a replica. */
 #define ENG0(ctx) egroup_engine((ctx)->eg, 0)
@@ -107,11 +105,9 @@ struct ina_ctx {
 	uint16_t rank;
 	uint64_t failovers;		/* takeovers logged so far */
 	struct ina_sparsify job_sparsify;	/* cfg.sparsify */
-	struct sparse_tensor tensors[INA_MAX_SPARSE_TENSORS];
-	unsigned n_tensors;
+	struct tensor_table tensors;	/* id -> struct sparse_tensor *, any number */
 	uint8_t ssp;			/* cfg.ssp */
-	struct ssp_tensor *ssp_tensors[INA_MAX_SPARSE_TENSORS];
-	unsigned n_ssp;
+	struct tensor_table ssp_tensors;	/* id -> struct ssp_tensor * */
 	uint64_t ssp_missed;
 	struct {
 		uint64_t rounds, blocks, blocks_sent, blocks_deferred;
@@ -603,26 +599,21 @@ fail:
 static struct sparse_tensor *
 find_tensor(const struct ina_ctx *ctx, uint32_t tensor_id)
 {
-	for (unsigned i = 0; i < ctx->n_tensors; i++)
-		if (ctx->tensors[i].id == tensor_id)
-			return (struct sparse_tensor *)&ctx->tensors[i];
-	return NULL;
+	return tensor_table_get(&ctx->tensors, tensor_id);
 }
 
 static struct sparse_tensor *
 add_tensor(struct ina_ctx *ctx, uint32_t tensor_id, const struct ina_sparsify *opt)
 {
-	struct sparse_tensor *t;
+	struct sparse_tensor *t = calloc(1, sizeof(*t));
 
-	if (ctx->n_tensors == INA_MAX_SPARSE_TENSORS) {
+	if (!t || tensor_table_put(&ctx->tensors, tensor_id, t) < 0) {
+		free(t);
 		snprintf(ctx->errmsg, sizeof(ctx->errmsg),
-			 "tensor %u: more than %d tensors with a sparsifier or the planner in one "
-			 "context",
-			 tensor_id, INA_MAX_SPARSE_TENSORS);
+			 "tensor %u: out of memory for its round state (%u tensors so far)",
+			 tensor_id, ctx->tensors.count);
 		return NULL;
 	}
-	t = &ctx->tensors[ctx->n_tensors++];
-	memset(t, 0, sizeof(*t));
 	t->id = tensor_id;
 	t->opt = *opt;
 	return t;
@@ -655,7 +646,7 @@ tensor_sparsify(struct ina_ctx *ctx, uint32_t tensor_id, const struct ina_sparsi
 		t->opt = *opt;
 		return 0;
 	}
-	return add_tensor(ctx, tensor_id, opt) ? 0 : -ENOSPC;
+	return add_tensor(ctx, tensor_id, opt) ? 0 : -ENOMEM;
 }
 
 int
@@ -674,13 +665,12 @@ ina_residual(const struct ina_ctx *ctx, uint32_t tensor_id, size_t *n)
 {
 	const struct sparse_tensor *t = find_tensor(ctx, tensor_id);
 	const float *r = t && t->tr ? tround_residual(t->tr) : NULL;
+	const struct ssp_tensor *st = r ? NULL : tensor_table_get(&ctx->ssp_tensors, tensor_id);
 
-	for (unsigned i = 0; !r && i < ctx->n_ssp; i++) {
-		if (ssp_tensor_id(ctx->ssp_tensors[i]) == tensor_id) {
-			if (n)
-				*n = ssp_tensor_n(ctx->ssp_tensors[i]);
-			return ssp_tensor_residual(ctx->ssp_tensors[i]);
-		}
+	if (st) {
+		if (n)
+			*n = ssp_tensor_n(st);
+		return ssp_tensor_residual(st);
 	}
 	if (r && n)
 		*n = tround_n(t->tr);
@@ -714,7 +704,7 @@ tensor_for(struct ina_ctx *ctx, uint32_t tensor_id, size_t n, int *ret)
 	if (!t && (ctx->job_sparsify.mode != INA_SPARSIFY_OFF || rounds)) {
 		t = add_tensor(ctx, tensor_id, &ctx->job_sparsify);
 		if (!t) {
-			*ret = -ENOSPC;
+			*ret = -ENOMEM;
 			return NULL;
 		}
 	}
@@ -841,10 +831,8 @@ ssp_tensor_for(struct ina_ctx *ctx, uint32_t tensor_id, size_t n, int *ret)
 	struct ssp_tensor *t;
 
 	*ret = 0;
-	for (unsigned i = 0; i < ctx->n_ssp; i++) {
-		t = ctx->ssp_tensors[i];
-		if (ssp_tensor_id(t) != tensor_id)
-			continue;
+	t = tensor_table_get(&ctx->ssp_tensors, tensor_id);
+	if (t) {
 		if (ssp_tensor_n(t) != n) {
 			snprintf(ctx->errmsg, sizeof(ctx->errmsg),
 				 "tensor %u: %zu elements, but its first call had %zu", tensor_id, n,
@@ -854,21 +842,21 @@ ssp_tensor_for(struct ina_ctx *ctx, uint32_t tensor_id, size_t n, int *ret)
 		}
 		return t;
 	}
-	if ((uint64_t)n > (uint64_t)ctx->lanes * ctx->block_size ||
-	    ctx->n_ssp == INA_MAX_SPARSE_TENSORS) {
+	if ((uint64_t)n > (uint64_t)ctx->lanes * ctx->block_size) {
 		snprintf(ctx->errmsg, sizeof(ctx->errmsg),
 			 "tensor %u: under ssp a tensor holds at most lanes x block_size = %u "
-			 "elements, and a context at most %d tensors", tensor_id,
-			 (unsigned)ctx->lanes * ctx->block_size, INA_MAX_SPARSE_TENSORS);
-		*ret = ctx->n_ssp == INA_MAX_SPARSE_TENSORS ? -ENOSPC : -EINVAL;
+			 "elements", tensor_id, (unsigned)ctx->lanes * ctx->block_size);
+		*ret = -EINVAL;
 		return NULL;
 	}
 	t = ssp_tensor_create(tensor_id, n, ctx->block_size, ctx->ssp);
-	if (!t) {
-		*ret = -errno;
+	if (!t || tensor_table_put(&ctx->ssp_tensors, tensor_id, t) < 0) {
+		ssp_tensor_destroy(t);
+		snprintf(ctx->errmsg, sizeof(ctx->errmsg),
+			 "tensor %u: out of memory for its ssp state", tensor_id);
+		*ret = -ENOMEM;
 		return NULL;
 	}
-	ctx->ssp_tensors[ctx->n_ssp++] = t;
 	return t;
 }
 
@@ -1497,9 +1485,7 @@ ina_ssp_next(struct ina_ctx *ctx, uint32_t tensor_id, float *out)
 	if (!ctx->ssp || !out)
 		return -EINVAL;
 	pthread_mutex_lock(&ctx->lock);
-	for (unsigned i = 0; i < ctx->n_ssp; i++)
-		if (ssp_tensor_id(ctx->ssp_tensors[i]) == tensor_id)
-			t = ctx->ssp_tensors[i];
+	t = tensor_table_get(&ctx->ssp_tensors, tensor_id);
 	pthread_mutex_unlock(&ctx->lock);
 	if (!t || ssp_tensor_returned(t) == ssp_tensor_calls(t))
 		return 0;
@@ -1590,16 +1576,18 @@ ina_get_stats_size(const struct ina_ctx *ctx, struct ina_stats *out, size_t size
 	s->density_sent = ctx->sp.density;
 	s->block_size = ctx->last_block_size;
 	s->partition_tag = ctx->last_part_tag;
-	for (unsigned i = 0; i < ctx->n_tensors; i++)
-		if (ctx->tensors[i].tr)
-			s->partition_rebalances += tround_stats(ctx->tensors[i].tr)->rebalances;
 	s->residual_norm = ctx->sp.residual_norm;
 	{
+		const struct sparse_tensor *t;
+		uint32_t it = 0;
 		double m = 0;
 
-		for (unsigned i = 0; i < ctx->n_tensors; i++)
-			if (ctx->tensors[i].tr)
-				m += tround_stats(ctx->tensors[i].tr)->residual_mass;
+		while ((t = tensor_table_next(&ctx->tensors, &it))) {
+			if (!t->tr)
+				continue;
+			s->partition_rebalances += tround_stats(t->tr)->rebalances;
+			m += tround_stats(t->tr)->residual_mass;
+		}
 		s->residual_norm_total = sqrt(m);
 	}
 	pthread_mutex_unlock((pthread_mutex_t *)&ctx->lock);
@@ -1652,10 +1640,21 @@ ina_close(struct ina_ctx *ctx)
 		ret = -EIO;
 	egroup_destroy(ctx->eg);
 	ina_port_close(ctx->port);
-	for (unsigned i = 0; i < ctx->n_tensors; i++)
-		tround_destroy(ctx->tensors[i].tr);
-	for (unsigned i = 0; i < ctx->n_ssp; i++)
-		ssp_tensor_destroy(ctx->ssp_tensors[i]);
+	{
+		struct sparse_tensor *t;
+		struct ssp_tensor *st;
+		uint32_t it = 0;
+
+		while ((t = tensor_table_next(&ctx->tensors, &it))) {
+			tround_destroy(t->tr);
+			free(t);
+		}
+		it = 0;
+		while ((st = tensor_table_next(&ctx->ssp_tensors, &it)))
+			ssp_tensor_destroy(st);
+		tensor_table_free(&ctx->tensors);
+		tensor_table_free(&ctx->ssp_tensors);
+	}
 	order_destroy(ctx->sched);
 	free(ctx->ops);
 	done_queue_free(&ctx->done);
