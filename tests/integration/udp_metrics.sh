@@ -25,12 +25,8 @@ trap cleanup EXIT INT TERM
 fail() { echo "FAIL: $*"; [ -f "$tmp/switch.log" ] && { echo "--- switch log"; cat "$tmp/switch.log"; }; exit 1; }
 command -v curl >/dev/null || { echo "curl is missing (scripts/deps installs it)"; exit 1; }
 
-# A TCP port nothing listens on, from a range of its own.
-mport=""
-for ((p = 19100 + $$ % 400; p < 19600; p++)); do
-    if [ -z "$(ss -Htln "sport = :$p" 2>/dev/null)" ]; then mport=$p; break; fi
-done
-[ -n "$mport" ] || fail "no free TCP port in 19100-19599"
+. "$(dirname "$0")/metrics_lib.sh"
+mport=$(free_tcp_port) || fail "no free TCP port in 19100-19599"
 url=http://127.0.0.1:$mport
 
 # Bad addresses: a clear line naming --metrics, status != 0, nothing served.
@@ -62,39 +58,8 @@ done
 # The same port again: in use.
 bad "Address already in use" --metrics "127.0.0.1:$mport"
 
-scrape() {
-    local code
-    code=$(curl -s -m 5 -D "$tmp/headers" -o "$1" -w '%{http_code}' "$url/metrics")
-    [ "$code" = 200 ] || fail "GET /metrics: $code"
-}
-# metric SERIES: its value in file $m (the whole series as written).
-metric() { awk -v s="$1" '$1 == s { print $2; found = 1 } END { if (!found) print "none" }' "$m"; }
-# Every line as format 0.0.4 says: HELP then TYPE (counter|gauge) once per
-# family, samples of that family, label values quoted and escaped, numbers.
-check_format() {
-    awk '
-    function fail(why) { printf "line %d: %s: %s\n", NR, why, $0; bad = 1; exit 1 }
-    /^# HELP / { if ($3 in seen) fail("family repeated"); fam = $3; seen[fam] = 1; want_type = 1; next }
-    /^# TYPE / { if (!want_type || $3 != fam) fail("TYPE without its HELP");
-                 if ($4 != "counter" && $4 != "gauge") fail("type");
-                 if ($4 == "counter" && fam !~ /_total$/) fail("counter not named _total");
-                 want_type = 0; next }
-    /^#/ { fail("comment") }
-    {
-        if (want_type) fail("sample before TYPE")
-        if ($0 !~ /^[a-zA-Z_:][a-zA-Z0-9_:]*(\{[a-zA-Z_][a-zA-Z0-9_]*="([^"\\]|\\.)*"(,[a-zA-Z_][a-zA-Z0-9_]*="([^"\\]|\\.)*")*\})? -?[0-9]+(\.[0-9]+)?$/)
-            fail("not name{labels} value")
-        name = $0; sub(/[{ ].*/, "", name)
-        if (name != fam) fail("sample of another family")
-        series = $0; sub(/ [^ ]*$/, "", series)
-        if (series in dup) fail("series twice"); dup[series] = 1; n++
-    }
-    END { if (!bad && n < 50) { print "only " n " samples"; exit 1 } }' "$1"
-}
-
 m=$tmp/m0.txt
 scrape "$m"
-grep -qi '^content-type: text/plain; version=0.0.4' "$tmp/headers" || fail "content type: $(cat "$tmp/headers")"
 check_format "$m" || fail "the text of /metrics does not parse"
 [ "$(metric ina_switch_jobs)" = 0 ] || fail "jobs before any: $(metric ina_switch_jobs)"
 [ "$(metric ina_switch_packets_received_total)" = 0 ] || fail "packets before any job"
@@ -208,11 +173,7 @@ for ((i = 0; i < 20; i++)); do
     check_format "$tmp/c$i.txt" || fail "concurrent scrape $i does not parse"
 done
 echo "20 concurrent scrapes: all 200, all parse"
-# promtool, where Prometheus is installed, lints the text as Prometheus does.
-if command -v promtool >/dev/null; then
-    promtool check metrics <"$m" || fail "promtool check metrics"
-    echo "promtool check metrics: ok"
-fi
+check_promtool "$m"
 
 kill -TERM "$sw"
 rc=0
