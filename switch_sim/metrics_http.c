@@ -2,8 +2,16 @@
 /*
  * The HTTP side of ina-switch --metrics (metrics_http.h): the listening
  * socket, libmicrohttpd's daemon on it, the request handler, and the
- * exchange of snapshots with the data path (a counter of requests, a
- * mutex and a condition variable).
+ * exchange of snapshots with the data path.
+ *
+ * The exchange is two counters and no lock: the HTTP thread (one scrape at
+ * a time, under 'scrape_mu') raises 'requested' and polls 'published'
+ * every 100 us; the data path, seeing 'requested' move, fills the snapshot
+ * and stores 'published' = 'requested' (release). The HTTP thread reads the
+ * snapshot only when 'published' is its own request, and the data path
+ * writes it only when 'requested' has moved past what it published, which
+ * only the next scrape does: they never touch it at once. The data path
+ * makes no system call for it (no mutex to wait on, no thread to wake).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -27,19 +35,19 @@
 #include "metrics_http.h"
 
 #define SCRAPE_WAIT_MS 1000	/* a scrape waits this long for the data path */
+#define SCRAPE_POLL_NS 100000	/* and looks this often */
 #define MAX_CONNECTIONS 16
 #define CONNECTION_TIMEOUT_S 10
 
 struct metrics_http {
 	struct MHD_Daemon *daemon;
 	char addr[128];
-	pthread_mutex_t mu;
-	pthread_cond_t cond;		/* published moved, or closing */
-	atomic_uint requested;		/* scrapes asked for, under 'mu' */
-	unsigned published;		/* the request the snapshot answers, under 'mu' */
-	int closing;			/* under 'mu' */
-	unsigned seen;			/* the data path's: the request it answers */
-	struct metrics_snapshot snap;	/* under 'mu' */
+	pthread_mutex_t scrape_mu;	/* one scrape at a time */
+	atomic_uint requested;		/* the last scrape's request */
+	atomic_uint published;		/* the request the snapshot answers */
+	atomic_int closing;
+	unsigned seen;			/* the data path's: the last it answered */
+	struct metrics_snapshot snap;
 };
 
 /* "HOST:PORT" or "[HOST]:PORT" into host and port strings. */
@@ -157,35 +165,32 @@ reply(struct MHD_Connection *c, unsigned status, const char *text)
 static char *
 scrape(struct metrics_http *m, size_t *len)
 {
-	struct timespec deadline;
+	const struct timespec poll = { 0, SCRAPE_POLL_NS };
 	unsigned want;
 	char *buf = NULL;
 	FILE *f;
-	int ok = 1;
+	int ok = 0;
 
-	clock_gettime(CLOCK_MONOTONIC, &deadline);
-	deadline.tv_sec += SCRAPE_WAIT_MS / 1000;
-	deadline.tv_nsec += (long)(SCRAPE_WAIT_MS % 1000) * 1000000L;
-	if (deadline.tv_nsec >= 1000000000L) {
-		deadline.tv_sec++;
-		deadline.tv_nsec -= 1000000000L;
-	}
-	pthread_mutex_lock(&m->mu);
+	pthread_mutex_lock(&m->scrape_mu);
 	want = atomic_load_explicit(&m->requested, memory_order_relaxed) + 1;
 	atomic_store_explicit(&m->requested, want, memory_order_release);
-	while (!m->closing && (int)(m->published - want) < 0)
-		if (pthread_cond_timedwait(&m->cond, &m->mu, &deadline) == ETIMEDOUT)
+	for (long waited = 0; waited < SCRAPE_WAIT_MS * 1000000L; waited += SCRAPE_POLL_NS) {
+		if (atomic_load_explicit(&m->closing, memory_order_relaxed))
 			break;
-	if (m->closing || (int)(m->published - want) < 0) {
-		pthread_mutex_unlock(&m->mu);
-		return NULL;
+		if (atomic_load_explicit(&m->published, memory_order_acquire) == want) {
+			ok = 1;
+			break;
+		}
+		nanosleep(&poll, NULL);
 	}
-	f = open_memstream(&buf, len);
-	if (!f || metrics_write(&m->snap, f) < 0)
-		ok = 0;
-	if (f && fclose(f) != 0)
-		ok = 0;
-	pthread_mutex_unlock(&m->mu);
+	if (ok) {
+		f = open_memstream(&buf, len);
+		if (!f || metrics_write(&m->snap, f) < 0)
+			ok = 0;
+		if (f && fclose(f) != 0)
+			ok = 0;
+	}
+	pthread_mutex_unlock(&m->scrape_mu);
 	if (!ok) {
 		free(buf);
 		return NULL;
@@ -272,7 +277,6 @@ struct metrics_http *
 metrics_http_start(const char *addr, uint16_t max_jobs, char *err, size_t err_size)
 {
 	struct metrics_http *m;
-	pthread_condattr_t ca;
 	int fd, family = AF_INET;
 
 	fd = listen_on(addr, &family, err, err_size);
@@ -290,11 +294,7 @@ metrics_http_start(const char *addr, uint16_t max_jobs, char *err, size_t err_si
 	}
 	m->snap.jobs_cap = max_jobs;
 	snprintf(m->addr, sizeof(m->addr), "%s", addr);
-	pthread_mutex_init(&m->mu, NULL);
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&m->cond, &ca);
-	pthread_condattr_destroy(&ca);
+	pthread_mutex_init(&m->scrape_mu, NULL);
 	m->daemon = start_daemon(m, fd, family);
 	if (!m->daemon) {
 		ina_errf(err, err_size, "libmicrohttpd could not start its server");
@@ -310,14 +310,10 @@ metrics_http_stop(struct metrics_http *m)
 {
 	if (!m)
 		return;
-	pthread_mutex_lock(&m->mu);
-	m->closing = 1;
-	pthread_cond_broadcast(&m->cond);
-	pthread_mutex_unlock(&m->mu);
+	atomic_store_explicit(&m->closing, 1, memory_order_relaxed);
 	if (m->daemon)
 		MHD_stop_daemon(m->daemon);	/* closes the listening socket */
-	pthread_cond_destroy(&m->cond);
-	pthread_mutex_destroy(&m->mu);
+	pthread_mutex_destroy(&m->scrape_mu);
 	free(m->snap.jobs);
 	free(m);
 }
@@ -327,10 +323,9 @@ metrics_http_begin(struct metrics_http *m)
 {
 	unsigned want = atomic_load_explicit(&m->requested, memory_order_acquire);
 
-	if (want == m->seen || pthread_mutex_trylock(&m->mu) != 0)
+	if (want == m->seen)
 		return NULL;
-	/* Under the lock: the latest request, which this snapshot answers. */
-	m->seen = atomic_load_explicit(&m->requested, memory_order_relaxed);
+	m->seen = want;
 	return &m->snap;
 }
 
@@ -343,9 +338,7 @@ metrics_http_wanted(const struct metrics_http *m)
 void
 metrics_http_publish(struct metrics_http *m)
 {
-	m->published = m->seen;
-	pthread_cond_broadcast(&m->cond);
-	pthread_mutex_unlock(&m->mu);
+	atomic_store_explicit(&m->published, m->seen, memory_order_release);
 }
 
 const char *

@@ -9,9 +9,8 @@
  * and waits (up to a second; then 503) until the data path has filled one,
  * the way SIGUSR1 asks for a dump: the data path calls metrics_http_begin()
  * once per loop, which costs one atomic load when no scrape waits; when one
- * does, it returns the snapshot to fill (under a lock the HTTP thread holds
- * only while it formats, taken with trylock: the data path never blocks on
- * it) and metrics_http_publish() hands it over.
+ * does, it returns the snapshot to fill and metrics_http_publish() hands it
+ * over. No lock, no system call on the data path (metrics_http.c).
  */
 #ifndef INA_SWITCH_METRICS_HTTP_H
 #define INA_SWITCH_METRICS_HTTP_H
@@ -36,9 +35,9 @@ struct metrics_http *metrics_http_start(const char *addr, uint16_t max_jobs, cha
 void metrics_http_stop(struct metrics_http *m);
 
 /*
- * The data path, once per loop: NULL when no scrape waits (or the HTTP
- * thread is formatting; ask again next loop), else the snapshot to fill
- * completely, then metrics_http_publish(). Only one thread may call these.
+ * The data path, once per loop: NULL when no scrape waits, else the
+ * snapshot to fill completely, then metrics_http_publish(). Only one thread
+ * may call these.
  */
 struct metrics_snapshot *metrics_http_begin(struct metrics_http *m);
 /* Whether a scrape waits (what metrics_http_begin() checks first). */
