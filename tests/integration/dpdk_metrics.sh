@@ -6,10 +6,11 @@
 # by partition 0's lcore from every partition's published snapshot; with
 # LCORES=1 the one loop reads a dpdk port (its ARP and ICMP counters too).
 # Two memif hosts (one job of 2 ranks, as dpdk_memif.sh runs them), curl as
-# the scraper. Checks: the text parses as format 0.0.4; transport "dpdk",
-# K partitions; with rank 0 alone the job's gauges say so; after the job,
-# per-partition port and lcore counters (every partition sent results),
-# ARP counters, the job's counts, and the same values as the SIGUSR1 dump.
+# the scraper. Checks: the text parses as format 0.0.4 (and with the
+# Prometheus project's parser); transport "dpdk", K partitions; with rank 0
+# alone the job's gauges say so; after the job, per-partition port and lcore
+# counters (every partition sent results), ARP counters, the job's counts,
+# and the same values as the SIGUSR1 dump.
 # Exits 77 (skip) when DPDK cannot run here, unless INA_REQUIRE_DPDK=1.
 # Usage: [LCORES=K] dpdk_metrics.sh BUILD_DIR
 set -euo pipefail
@@ -81,6 +82,7 @@ for ((i = 0; i < 150; i++)); do
     sleep 0.1
 done
 check_format "$m" || fail "the text with a job does not parse"
+check_parser "$m"
 # 8 lanes: ceil(8 / K) slots in each of the K partitions.
 slots=$((( 8 + lcores - 1) / lcores * lcores))
 for kv in 'ina_switch_jobs 1' 'ina_switch_job_world{job="42"} 2' \
@@ -169,7 +171,7 @@ else
     done
 fi
 echo "SIGUSR1 and /metrics agree on $compared counters"
-check_promtool "$m"
+check_parser "$m"
 
 fail=0
 stop_switch "$sw"

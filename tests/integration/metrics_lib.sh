@@ -3,6 +3,7 @@
 # a free TCP port, a scrape with curl, a metric's value, and the check that
 # a text is Prometheus exposition format 0.0.4. The caller sets 'tmp' and
 # 'url' (http://127.0.0.1:PORT) and defines fail MESSAGE (exits).
+# check_parser needs python3-prometheus-client (scripts/deps).
 
 # free_tcp_port: a TCP port nothing listens on, from 19100-19599.
 free_tcp_port() {
@@ -60,10 +61,21 @@ check_format() {
     END { if (!bad && n < 50) { print "only " n " samples"; exit 1 } }' "$1"
 }
 
-# check_promtool FILE: where Prometheus is installed, promtool lints FILE
-# as Prometheus reads it.
-check_promtool() {
-    command -v promtool >/dev/null || return 0
-    promtool check metrics <"$1" || fail "promtool check metrics"
-    echo "promtool check metrics: ok"
+# check_parser FILE: the Prometheus project's own parser (prom_parse.py,
+# python3-prometheus-client) reads FILE, every family typed, as many samples
+# as check_format counted; and where Prometheus is installed, promtool lints
+# it as Prometheus reads it.
+check_parser() {
+    local n ours
+    /usr/bin/python3 -c 'import prometheus_client' 2>/dev/null ||
+        fail "python3-prometheus-client is missing (scripts/deps installs it)"
+    n=$(/usr/bin/python3 "$(dirname "${BASH_SOURCE[0]}")/prom_parse.py" "$1" | wc -l) ||
+        fail "prometheus_client does not read $1"
+    ours=$(grep -vc '^#' "$1")
+    [ "$n" -eq "$ours" ] || fail "prometheus_client read $n samples, the text has $ours"
+    echo "prometheus_client reads $n samples"
+    if command -v promtool >/dev/null; then
+        promtool check metrics <"$1" || fail "promtool check metrics"
+        echo "promtool check metrics: ok"
+    fi
 }

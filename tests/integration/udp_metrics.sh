@@ -5,11 +5,12 @@
 # and curl as the scraper. Checks: bad --metrics addresses (unparseable, a
 # port in use) fail at start-up with a message and a non-zero status; GET
 # /metrics is 200 with the format's content type, every line parses as
-# format 0.0.4 says; with rank 0 alone the job's gauges say so (joined 1 of
-# 2, running, round 0); after the job the counters match it (packets at
-# least those the ranks sent, 2 JOINs, 2 FINs, 1 job admitted and freed,
-# results) and equal the SIGUSR1 dump's; /other is 404, POST 405; 20
-# scrapes at once all answer; the switch exits 0 on SIGTERM.
+# format 0.0.4 says, and the Prometheus project's parser reads it
+# (prom_parse.py); with rank 0 alone the job's gauges say so (joined 1 of 2,
+# running, round 0); after the job the counters match it (packets at least
+# those the ranks sent, 2 JOINs, 2 FINs, 1 job admitted and freed, results)
+# and equal the SIGUSR1 dump's; /other is 404, POST 405; 20 scrapes at once
+# all answer; the switch exits 0 on SIGTERM.
 # Usage: udp_metrics.sh BUILD_DIR UDP_PORT
 set -euo pipefail
 build=$1 port=$2
@@ -90,6 +91,7 @@ for ((i = 0; i < 50; i++)); do
     sleep 0.1
 done
 check_format "$m" || fail "the text with a job does not parse"
+check_parser "$m"
 for kv in 'ina_switch_jobs 1' 'ina_switch_job_world{job="42"} 2' \
     'ina_switch_job_ranks_joined{job="42"} 1' 'ina_switch_job_ranks_finished{job="42"} 0' \
     'ina_switch_job_state{job="42",state="running"} 1' 'ina_switch_job_lanes{job="42"} 8' \
@@ -173,7 +175,7 @@ for ((i = 0; i < 20; i++)); do
     check_format "$tmp/c$i.txt" || fail "concurrent scrape $i does not parse"
 done
 echo "20 concurrent scrapes: all 200, all parse"
-check_promtool "$m"
+check_parser "$m"
 
 kill -TERM "$sw"
 rc=0
