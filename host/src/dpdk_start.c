@@ -22,11 +22,22 @@ static enum { DPDK_NEVER, DPDK_RUNNING, DPDK_STOPPED } dpdk_state;
 
 #ifdef INA_HAVE_DPDK
 /* EAL keeps pointers into its argv: a copy that lives as long as the
- * process, so the caller (a Python list's strings) may free its own. */
-static char **eal_argv;
+ * process, so the caller (a Python list's strings) may free its own. EAL
+ * also rewrites the array (it permutes it, and puts the name where "--"
+ * was): the strings are freed through a second array of their own. */
+static char **eal_argv, **eal_strs;
 static int eal_argc;
 
-static void free_argv(void);
+static void
+free_argv(void)
+{
+	for (int i = 0; eal_strs && i < eal_argc; i++)
+		free(eal_strs[i]);
+	free(eal_strs);
+	free(eal_argv);
+	eal_strs = eal_argv = NULL;
+	eal_argc = 0;
+}
 
 /* A new copy; one of an earlier start that failed before EAL ran goes. */
 static int
@@ -34,24 +45,16 @@ copy_argv(int argc, char **argv)
 {
 	free_argv();
 	eal_argv = calloc((size_t)argc + 1, sizeof(*eal_argv));
-	if (!eal_argv)
+	eal_strs = calloc((size_t)argc + 1, sizeof(*eal_strs));
+	if (!eal_argv || !eal_strs)
 		return -ENOMEM;
 	for (eal_argc = 0; eal_argc < argc; eal_argc++) {
-		eal_argv[eal_argc] = strdup(argv[eal_argc]);
-		if (!eal_argv[eal_argc])
+		eal_strs[eal_argc] = strdup(argv[eal_argc]);
+		if (!eal_strs[eal_argc])
 			return -ENOMEM;
+		eal_argv[eal_argc] = eal_strs[eal_argc];
 	}
 	return 0;
-}
-
-static void
-free_argv(void)
-{
-	for (int i = 0; eal_argv && i < eal_argc; i++)
-		free(eal_argv[i]);
-	free(eal_argv);
-	eal_argv = NULL;
-	eal_argc = 0;
 }
 
 /* 0, or INA_EPORT with 'err' written; '*ran' says whether EAL started (and
