@@ -12,7 +12,6 @@ import logging
 import os
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 import unittest

@@ -37,7 +37,6 @@ import torch.distributed as dist  # noqa: E402
 import torch.multiprocessing as mp  # noqa: E402
 from torch.nn.parallel import DistributedDataParallel as DDP  # noqa: E402
 
-import ina  # noqa: E402
 import ina.torch as it  # noqa: E402
 
 STEPS = 5
