@@ -9,9 +9,13 @@
 # against the prefix's ina-switch on 127.0.0.1 with LD_LIBRARY_PATH = the
 # prefix's libdir; a static link with `pkg-config --static`; and the
 # prefix's ina-train reading the digits from the prefix's share/ina.
-# Usage: install.sh BUILD_DIR SOURCE_DIR UDP_PORT   (uses UDP_PORT and UDP_PORT+1)
+# Usage: install.sh BUILD_DIR SOURCE_DIR UDP_PORT [SANITIZERS]   (uses UDP_PORT and
+# UDP_PORT+1; SANITIZERS: the build's INA_SANITIZE, which the consumer is built with too)
 set -euo pipefail
 build=$(cd "$1" && pwd) src=$(cd "$2" && pwd) port=$3
+# A sanitized libina needs its runtime first: the consumer is built with it.
+san=()
+[ -n "${4:-}" ] && san=(-fsanitize="$4")
 tmp=$(mktemp -d)
 prefix=$tmp/prefix
 sw=""
@@ -45,17 +49,31 @@ grep -q "^ExecStart=$prefix/bin/ina-switch " "$prefix/lib/systemd/system/ina-swi
     grep -q "^prefix=$prefix\$" "$pc" && ok "ina.pc and the unit name the install's prefix" ||
     bad "ina.pc or the unit do not name $prefix: $(grep ^prefix= "$pc"), $(grep ^ExecStart "$prefix/lib/systemd/system/ina-switch.service")"
 
+# The unit as systemd reads it (its program and its man page from the prefix).
+if command -v systemd-analyze > /dev/null; then
+    # Documentation=man:ina-switch(1) is looked up when man(1) is there.
+    man=--man=no
+    command -v man > /dev/null && man=--man=yes
+    if MANPATH=$prefix/share/man systemd-analyze $man verify \
+         "$prefix/lib/systemd/system/ina-switch.service" > "$tmp/verify.log" 2>&1; then
+        ok "systemd-analyze verify ina-switch.service"
+    else
+        bad "systemd-analyze verify ina-switch.service:"; cat "$tmp/verify.log"
+    fi
+fi
+
 # Outside the tree: a copy of the consumer alone in a scratch directory.
 mkdir -p "$tmp/pc" "$tmp/cm"
 cp "$src/tests/install/consumer.c" "$src/tests/install/CMakeLists.txt" "$tmp/cm/"
 export PKG_CONFIG_PATH=$libdir/pkgconfig
 flags=$(pkg-config --cflags --libs ina)
-if cc -std=c11 -Wall -Werror -o "$tmp/pc/consumer" "$tmp/cm/consumer.c" $flags 2> "$tmp/pc.log"; then
+if cc "${san[@]}" -std=c11 -Wall -Werror -o "$tmp/pc/consumer" "$tmp/cm/consumer.c" $flags 2> "$tmp/pc.log"; then
     ok "pkg-config build: cc consumer.c $flags"
 else
     bad "pkg-config build ($flags):"; cat "$tmp/pc.log"
 fi
-if cmake -S "$tmp/cm" -B "$tmp/cm/build" -DCMAKE_PREFIX_PATH="$prefix" > "$tmp/cm.log" 2>&1 &&
+if cmake -S "$tmp/cm" -B "$tmp/cm/build" -DCMAKE_PREFIX_PATH="$prefix" \
+     -DCMAKE_C_FLAGS="${san[*]}" -DCMAKE_EXE_LINKER_FLAGS="${san[*]}" > "$tmp/cm.log" 2>&1 &&
    cmake --build "$tmp/cm/build" >> "$tmp/cm.log" 2>&1; then
     ok "find_package(ina) build: ina::ina from $prefix"
 else
@@ -63,7 +81,7 @@ else
 fi
 # pkg-config --static: libina.a and what it needs, no shared libina.
 sflags=$(pkg-config --static --cflags --libs ina | sed 's/-lina /-l:libina.a /')
-if cc -std=c11 -o "$tmp/pc/consumer-static" "$tmp/cm/consumer.c" $sflags 2> "$tmp/static.log"; then
+if cc "${san[@]}" -std=c11 -o "$tmp/pc/consumer-static" "$tmp/cm/consumer.c" $sflags 2> "$tmp/static.log"; then
     if readelf -d "$tmp/pc/consumer-static" | grep -q 'libina\.so'; then
         bad "the static consumer needs libina.so"
     else
