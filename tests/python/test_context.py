@@ -8,6 +8,7 @@ errors as exceptions with the library's sentence, log lines in logging, and
 an interpreter that exits cleanly with a context open and an operation
 pending. numpy is needed; the torch cases skip without torch."""
 
+import gc
 import logging
 import os
 import subprocess
@@ -253,6 +254,32 @@ class ContextTest(unittest.TestCase):
             logging.getLogger("ina").removeHandler(h)
         self.assertTrue(any(lv >= logging.WARNING for lv, _ in lines),
                         "the library's warnings reach logging: %r" % lines)
+
+    def test_collected_context_closes(self):
+        """A context nobody holds any more is closed: its thread ends."""
+        def threads():
+            return [t for t in threading.enumerate() if t.name == "ina-progress"]
+
+        before = len(threads())
+        c = self.ctx(0, 1)
+        c.allreduce(np.ones(10, dtype=np.float32))
+        self.assertEqual(len(threads()), before + 1)
+        del c
+        gc.collect()
+        deadline = time.monotonic() + 5
+        while len(threads()) > before and time.monotonic() < deadline:
+            time.sleep(0.05)
+        self.assertEqual(len(threads()), before)
+
+    def test_bad_library(self):
+        """INA_LIBRARY naming no libina: a clear ImportError, no crash."""
+        for lib, want in (("/nonexistent/libina.so", "cannot load"),
+                          ("libm.so.6", "no ina_version()")):
+            p = subprocess.run([sys.executable, "-c", "import ina"], capture_output=True,
+                               text=True, timeout=30, env=dict(os.environ, INA_LIBRARY=lib))
+            self.assertEqual(p.returncode, 1, p.stderr)
+            self.assertIn("ImportError", p.stderr)
+            self.assertIn(want, p.stderr)
 
     def test_exit_with_context_open(self):
         """A program that ends with an open context and a pending operation
