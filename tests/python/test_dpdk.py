@@ -32,7 +32,7 @@ def rank_main(rank, sock, prefix):
     import ina
     ina.dpdk_start(EAL + ["--file-prefix=%s-h%d" % (prefix, rank), "-l", "0",
                           "--vdev=net_memif0,role=client,id=%d,socket=%s" % (rank, sock)])
-    port = "dpdk:port=0,ip=10.77.0.%d,link_wait_ms=5000" % (rank + 2)
+    port = "dpdk:port=0,ip=10.77.0.%d,link_wait_ms=15000" % (rank + 2)
     with ina.Context("10.77.0.1:9150", job_id=77, rank=rank, world=WORLD, port=port,
                      timeout_ms=5000) as c:
         s = c.allreduce(dyadic(np, rank, 5000, 1), tensor_id=1)
