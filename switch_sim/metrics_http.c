@@ -129,6 +129,9 @@ listen_on(const char *addr, int *family, char *err, size_t err_size)
 	return fd;
 }
 
+static void mhd_log(void *cls, const char *fmt, va_list ap) __attribute__((format(printf, 2, 0)));
+
+/* libmicrohttpd's messages, through ina's log. */
 static void
 mhd_log(void *cls, const char *fmt, va_list ap)
 {
