@@ -3,13 +3,16 @@
  * struct ina_config by name, for bindings (ina.h: ina_config_new,
  * ina_config_set, ina_config_free): one table of every field (its name as in
  * ina.h, its type, its offset, its range or its names), one parser per type.
- * A config made here owns the strings set into it and frees them with itself.
+ * A config made here owns the strings set into it and frees them with itself;
+ * the configs made here are listed, so that a config of another origin (a
+ * struct on the caller's stack) is refused, not written past its end.
  */
 #include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <math.h>
+#include <pthread.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,7 +28,24 @@
 struct owned_config {
 	struct ina_config cfg;
 	char *str[CONFIG_MAX_STRINGS];
+	struct owned_config *next;	/* the list of live configs */
 };
+
+static pthread_mutex_t configs_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct owned_config *configs;
+
+/* Whether 'cfg' is a live config of ina_config_new(). */
+static int
+config_owned(const struct ina_config *cfg)
+{
+	int found = 0;
+
+	pthread_mutex_lock(&configs_lock);
+	for (const struct owned_config *oc = configs; oc && !found; oc = oc->next)
+		found = &oc->cfg == cfg;
+	pthread_mutex_unlock(&configs_lock);
+	return found;
+}
 
 static const char *const encodings[] = { [INA_F32] = "f32", [INA_I32] = "i32", [INA_BF16] = "bf16",
 					  NULL };
@@ -118,6 +138,10 @@ ina_config_new(void)
 	if (!oc)
 		return NULL;
 	ina_config_init(&oc->cfg);
+	pthread_mutex_lock(&configs_lock);
+	oc->next = configs;
+	configs = oc;
+	pthread_mutex_unlock(&configs_lock);
 	return &oc->cfg;
 }
 
@@ -125,8 +149,20 @@ void
 ina_config_free(struct ina_config *cfg)
 {
 	struct owned_config *oc = (struct owned_config *)cfg;
+	struct owned_config **pp;
+	int ours;
 
 	if (!cfg)
+		return;
+	pthread_mutex_lock(&configs_lock);
+	for (pp = &configs; *pp && *pp != oc; pp = &(*pp)->next)
+		;
+	ours = *pp != NULL;
+	if (ours)
+		*pp = oc->next;
+	pthread_mutex_unlock(&configs_lock);
+	/* Not one of ina_config_new(), or freed already: left alone. */
+	if (!ours)
 		return;
 	for (unsigned i = 0; i < CONFIG_MAX_STRINGS; i++)
 		free(oc->str[i]);
@@ -251,8 +287,9 @@ ina_config_set(struct ina_config *cfg, const char *key, const char *value, char 
 		snprintf(err, err_size, "ina_config_set: a config, a key and a value are needed");
 		return -EINVAL;
 	}
-	if (cfg->size != sizeof(*cfg)) {
-		snprintf(err, err_size, "ina_config_set: the config is not one of ina_config_new()");
+	if (!config_owned(cfg)) {
+		snprintf(err, err_size, "ina_config_set: the config is not one of ina_config_new() "
+			 "(or it was freed)");
 		return -EINVAL;
 	}
 	k = key_find(key);

@@ -4,10 +4,13 @@
  * log.h's sink and level filter. The INA_LEVEL_* of the API are mapped to
  * log.h's levels one by one, so that either side may change its numbers.
  */
+#include <stdatomic.h>
+
 #include "ina.h"
 #include "ina/log.h"
 
-static ina_log_fn user_fn;
+/* Read by whichever thread logs: one atomic pointer. */
+static ina_log_fn _Atomic user_fn;
 
 static enum ina_log_level
 to_log_level(int level)
@@ -41,7 +44,7 @@ to_api_level(enum ina_log_level level)
 static void
 sink(enum ina_log_level level, const char *line, void *arg)
 {
-	ina_log_fn fn = user_fn;
+	ina_log_fn fn = atomic_load(&user_fn);
 
 	if (fn)
 		fn(to_api_level(level), line, arg);
@@ -50,7 +53,7 @@ sink(enum ina_log_level level, const char *line, void *arg)
 void
 ina_set_logger(ina_log_fn fn, void *arg, int level)
 {
-	user_fn = fn;
+	atomic_store(&user_fn, fn);
 	ina_log_set_level(to_log_level(level));
 	ina_log_set_sink(fn ? sink : NULL, arg);
 }

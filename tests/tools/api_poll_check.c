@@ -13,7 +13,8 @@
  * With "kill SWITCH_PID": after a first part that ends well, rank 0 kills the
  * switch; every operation pending then ends through ina_poll() with the
  * context's error, after which ina_poll() returns that error, and
- * submissions return it too; nothing hangs.
+ * submissions return it too; nothing hangs; the library's warnings about the
+ * stall went to the callback of ina_set_logger(), not to stderr.
  * Usage: api_poll_check ADDR:PORT [kill SWITCH_PID]   (exit 0: all passed)
  */
 #include <errno.h>
@@ -82,6 +83,17 @@ value(int r, int i, size_t j)
 }
 
 static float in[N + N_KILL][MAXN], out[N + N_KILL][MAXN];
+
+/* ina_set_logger()'s callback: counts the library's warnings. */
+static atomic_int warnings;
+
+static void
+logger(int level, const char *line, void *arg)
+{
+	(void)arg;
+	if (level == INA_LEVEL_WARN && strstr(line, "no progress"))
+		atomic_fetch_add(&warnings, 1);
+}
 
 /* The poller thread's record, indexed by handle. */
 struct poller {
@@ -217,6 +229,8 @@ run_rank(const char *addr, pid_t kill_pid)
 	int ret, first = kill_pid ? N / 8 : N, last = first;
 
 	CHECK(cfg && secret, "config (and INA_JOB_TOKEN)");
+	if (kill_pid)
+		ina_set_logger(logger, NULL, INA_LEVEL_WARN);
 	snprintf(num, sizeof(num), "%d", rank);
 	if (set(cfg, "switch_addr", addr) || set(cfg, "job_id", kill_pid ? "0x51" : "0x50") ||
 	    set(cfg, "rank", num) || set(cfg, "world", "3") || set(cfg, "block_size", "256") ||
@@ -304,8 +318,10 @@ run_rank(const char *addr, pid_t kill_pid)
 		CHECK(ina_poll(ctx, c, 4, 1000) == p.final, "ina_poll again: not the error");
 		CHECK(ina_iallreduce(ctx, 1, x, y, 4, INA_SUM, 0, &h[0]) == p.final,
 		      "a submission after the error");
-		printf("rank %d: %d operations ended well, %d with %s (%s), %d polls\n", rank,
-		       first, last - first, ina_strerror(p.final), ina_last_error(ctx), p.polls);
+		CHECK(atomic_load(&warnings) > 0, "no stall warning reached the logger");
+		printf("rank %d: %d operations ended well, %d with %s (%s), %d polls, %d stall "
+		       "warnings to the logger\n", rank, first, last - first, ina_strerror(p.final),
+		       ina_last_error(ctx), p.polls, atomic_load(&warnings));
 		ina_close(ctx);
 		return 0;
 	}

@@ -368,6 +368,16 @@ test_config_bad(void **state)
 	assert_int_equal(ina_config_set(c, NULL, "1", err, sizeof(err)), -EINVAL);
 	assert_int_equal(ina_config_set(c, "rank", NULL, NULL, 0), -EINVAL);
 	assert_int_equal(ina_config_set(c, "rank", "1", NULL, 0), 0);
+	/* A config not of ina_config_new() is refused, never written past. */
+	{
+		struct ina_config mine;
+
+		ina_config_init(&mine);
+		assert_int_equal(ina_config_set(&mine, "switch_addr", "1.2.3.4:5", err,
+						sizeof(err)), -EINVAL);
+		assert_non_null(strstr(err, "ina_config_new"));
+		ina_config_free(&mine);	/* not ours: left alone */
+	}
 	ina_config_free(c);
 }
 
