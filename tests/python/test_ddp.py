@@ -18,6 +18,8 @@ gloo group on 127.0.0.1 for DDP's own needs. Usage: test_ddp.py CASE, one of
             the gradients, exactly (dyadic gradients)
   kill      2 ranks: the switch killed mid-step raises in every rank's
             backward within the context's timeout
+  dead      2 ranks: rank 1 dies mid-step; rank 0's backward raises the
+            ina.PeerError within the switch's peer timeout (1.5 s) and a margin
   pause     2 ranks: rank 0 pauses 6 s, 3x the switch's peer timeout, while
             rank 1 waits in a step; the job survives (the library's keepalives,
             every 250 ms)
@@ -324,6 +326,36 @@ def case_kill(rank, world, port, switch, tmp, switch_pid):
     os._exit(0)  # DDP's reducer is mid-step: no orderly teardown of the group
 
 
+def case_dead(rank, world, port, switch, tmp):
+    init(rank, world, port)
+    state = hook_state(switch, timeout_ms=10000)
+    model = DDP(mlp(), bucket_cap_mb=0.002)
+    died_at = os.path.join(tmp, "died")
+
+    def hook(state, bucket):
+        if rank == 1 and state.steps == 2 and bucket.index() == 1:
+            with open(died_at, "w") as f:
+                f.write(repr(time.time()))
+            os._exit(0)  # a rank that dies mid-step, saying nothing
+        return it.allreduce_hook(state, bucket)
+
+    model.register_comm_hook(state, hook)
+    err = None
+    try:
+        train(model, rank, 20)
+    except Exception as e:
+        err = e
+    assert err is not None, "rank 0: training went on without rank 1"
+    with open(died_at) as f:
+        after = time.time() - float(f.read())
+    msg = str(err)
+    assert "PeerError" in msg, msg
+    assert after < 1.5 + 4, "rank 0 raised %.1f s after rank 1 died (peer timeout 1.5 s)" % after
+    print("dead: rank 0 raised %.2f s after rank 1 died (peer timeout 1.5 s): %s" % (
+        after, msg.splitlines()[0][:200]))
+    os._exit(0)
+
+
 def case_pause(rank, world, port, switch, tmp):
     init(rank, world, port)
     state = hook_state(switch, timeout_ms=10000, keepalive_ms=250)
@@ -354,7 +386,8 @@ def main():
     case = sys.argv[1] if len(sys.argv) > 1 else ""
     cases = {"exact": (case_exact, 2, ()), "bound": (case_bound, 4, ()),
              "half": (case_half, 2, ()), "sparse": (case_sparse, 2, ()),
-             "kill": (case_kill, 2, ()), "pause": (case_pause, 2, ("--peer-timeout-ms", "2000"))}
+             "kill": (case_kill, 2, ()), "dead": (case_dead, 2, ("--peer-timeout-ms", "1500")),
+             "pause": (case_pause, 2, ("--peer-timeout-ms", "2000"))}
     if case not in cases:
         sys.exit("usage: test_ddp.py " + "|".join(cases))
     fn, world, sw_args = cases[case]
