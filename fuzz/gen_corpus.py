@@ -8,7 +8,8 @@ import os
 import struct
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-JOIN, JOIN_ACK, DATA, RESULT, WAIT, FIN, FIN_ACK, LEAVE, ERROR, REPL, FAILOVER = range(1, 12)
+(JOIN, JOIN_ACK, DATA, RESULT, WAIT, FIN, FIN_ACK, LEAVE, ERROR, REPL, FAILOVER,
+ KEEPALIVE) = range(1, 13)
 STANDBY, ALL = 0x10, 0xFFFE
 F32, I32, BF16 = 1, 2, 3
 END, OPEN, SWITCH = 0xFFFFFFFF, 0xFFFFFFFE, 0xFFFF
@@ -65,6 +66,9 @@ def wire():
         f32s([1.5, -2, 0, 3e38, -1e-40, 7, 8, 9]),
         "failover": hdr(FAILOVER, rank=2),
         "failover_announce": hdr(FAILOVER, epoch=2, rank=SWITCH),
+        "keepalive": hdr(KEEPALIVE, rank=1, rnd=7),
+        "wait_live": hdr(WAIT, flags=1, rank=SWITCH, lane=1, tlen=40, block=1, bs=8,
+                         status=1) + struct.pack(">Q", 0b100),
     }
     for name, pkt in seeds.items():
         write("fuzz_wire", name, ctl + pkt)
