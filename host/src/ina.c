@@ -605,9 +605,10 @@ ina_open(const struct ina_config *user_cfg, struct ina_ctx **out, char *err, siz
 	ctx->part.lanes = ctx->lanes;	/* granted: the lanes the switch partitions */
 	ctx->ssp = cfg->ssp;
 	/* Joined: from now on an idle context tells the switch it lives; the
-	 * thread wakes twice a period, the engine sends when one is due. */
+	 * thread wakes four times a period, the engine sends when one is due
+	 * (so silence lasts at most 1.25 periods). */
 	if (cfg->keepalive_ms) {
-		ctx->keepalive = keepalive_start(ec.keepalive_ns / 2 ? ec.keepalive_ns / 2 : 1,
+		ctx->keepalive = keepalive_start(ec.keepalive_ns / 4 ? ec.keepalive_ns / 4 : 1,
 						 keepalive_beat, ctx);
 		if (!ctx->keepalive) {
 			ret = -errno;
