@@ -105,6 +105,16 @@ def pipeline():
     s += fin(0, 0) + fin(0, 1) + flush + tick
     write("fuzz_pipeline", "f32_job", s)
 
+    # A pause: rank 1 keeps alive (op 0x44) while rank 0 waits and resends,
+    # the clock moving by a second each time; then rank 1's block, and the sum.
+    keepalive = lambda job, rank: bytes([0x44, job, rank])
+    s = cfg + join(0, 0, (2, 1, 4, F32)) + join(0, 1) + flush
+    s += data(0, 0x08, 0, 0, p16, tensor=(0, 0, 4, 4)) + flush
+    for _ in range(4):
+        s += b"\x97\x08" + keepalive(0, 1) + data(0, 0x09, 0, 0, p16) + flush
+    s += data(0, 0x08, 1, 0, p16) + flush + fin(0, 0) + fin(0, 1) + flush + tick
+    write("fuzz_pipeline", "keepalive_pause", s)
+
     # i32, world 2, one lane, B 4, 8 elements: openers, block 0 announced
     # by the result, its two data packets (next END), a duplicate -> WAIT.
     s = cfg + join(1, 0, (2, 1, 4, I32)) + join(1, 1) + flush
