@@ -7,7 +7,7 @@
  * PAUSE_MS before round PAUSE_ROUND, inside no ina call at all, as a training
  * job does for an evaluation or a checkpoint.
  * Prints one line per round: "rank R round K ok MS ms" (the allreduce's own
- * time), or the error and exits 1.
+ * time), or "rank R round K failed after MS ms: the error" and exits 1.
  * Usage: pause_check ADDR:PORT RANK WORLD ROUNDS ELEMENTS PAUSE_RANK PAUSE_ROUND
  *        PAUSE_MS KEEPALIVE_MS TIMEOUT_MS   (job id and token from the
  *        environment: INA_JOB_ID, INA_JOB_TOKEN)
@@ -79,7 +79,7 @@ main(int argc, char **argv)
 	if (ina_token_from(NULL, &cfg.token, err, sizeof(err)) < 0 ||
 	    ina_open(&cfg, &ctx, err, sizeof(err)) < 0) {
 		fprintf(stderr, "rank %d: %s\n", rank, err);
-		return 1;
+		goto fail;
 	}
 	for (int r = 0; r < rounds; r++) {
 		uint64_t t0;
@@ -92,9 +92,10 @@ main(int argc, char **argv)
 		t0 = ina_now_ns();
 		ret = ina_allreduce(ctx, 1, in, out, (size_t)n, INA_SUM);
 		if (ret < 0) {
-			fprintf(stderr, "rank %d round %d: %s\n", rank, r, ina_last_error(ctx));
+			fprintf(stderr, "rank %d round %d failed after %llu ms: %s\n", rank, r,
+				(unsigned long long)((ina_now_ns() - t0) / 1000000), ina_last_error(ctx));
 			ina_close(ctx);
-			return 1;
+			goto fail;
 		}
 		for (int i = 0; i < n; i++) {
 			double want = 0;
@@ -105,7 +106,7 @@ main(int argc, char **argv)
 				fprintf(stderr, "rank %d round %d element %d: got %a, want %a\n", rank,
 					r, i, (double)out[i], want);
 				ina_close(ctx);
-				return 1;
+				goto fail;
 			}
 		}
 		if (rounds <= 100)
@@ -120,4 +121,8 @@ main(int argc, char **argv)
 	free(in);
 	free(out);
 	return 0;
+fail:
+	free(in);
+	free(out);
+	return 1;
 }
