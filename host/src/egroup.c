@@ -219,7 +219,7 @@ egroup_keepalive(struct egroup *g, uint64_t now_ns, struct ina_pkt **out, uint16
 	uint16_t nb = 0;
 
 	for (uint16_t e = 0; e < g->k && nb < max; e++)
-		nb = (uint16_t)(nb + engine_keepalive(g->e[e], now_ns, out + nb));
+		nb = (uint16_t)(nb + engine_keepalive(g->e[e], now_ns, out + nb, (uint16_t)(max - nb)));
 	return nb;
 }
 

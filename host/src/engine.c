@@ -1538,30 +1538,48 @@ keepalive_on(const struct engine *e)
 	       (e->phase == ENGINE_READY || e->phase == ENGINE_RUNNING);
 }
 
-/* A KEEPALIVE to the switch followed, when this engine has sent nothing
- * for keepalive_ns: the switch then knows a paused rank from a dead one. */
-uint16_t
-engine_keepalive(struct engine *e, uint64_t now_ns, struct ina_pkt **out)
+/* A KEEPALIVE to 'to'. */
+static struct ina_pkt *
+build_keepalive(struct engine *e, const struct ina_peer *to)
 {
-	struct ina_pkt *p;
+	struct ina_pkt *p = ina_pkt_alloc(e->cfg.pool);
 	struct ina_hdr h;
 
-	if (!keepalive_on(e) || now_ns - e->last_tx_ns < e->cfg.keepalive_ns)
-		return 0;
-	p = ina_pkt_alloc(e->cfg.pool);
 	if (!p)
-		return 0;
+		return NULL;
 	fill_hdr(e, &h, INA_T_KEEPALIVE);
 	h.round = e->round;
 	ina_wire_encode_hdr(&h, p->data);
 	p->len = INA_HDR_SIZE;
-	p->peer = *cur_sw(e);
-	e->last_tx_ns = now_ns;
+	p->peer = *to;
 	e->st.keepalives++;
 	e->st.pkts_sent++;
 	e->st.bytes_sent += p->len;
-	out[0] = p;
-	return 1;
+	return p;
+}
+
+/* A KEEPALIVE to the switch followed, when this engine has sent nothing
+ * for keepalive_ns: the switch then knows a paused rank from a dead one. A
+ * replica standing by gets one too, or its standby job would idle out in a
+ * long pause (no REPL reaches it then) and with it the failover. */
+uint16_t
+engine_keepalive(struct engine *e, uint64_t now_ns, struct ina_pkt **out, uint16_t max)
+{
+	uint16_t nb = 0;
+
+	if (!max || !keepalive_on(e) || now_ns - e->last_tx_ns < e->cfg.keepalive_ns)
+		return 0;
+	out[nb] = build_keepalive(e, cur_sw(e));
+	if (!out[nb])
+		return 0;
+	nb++;
+	if (standing_by(e) && max > 1) {
+		out[nb] = build_keepalive(e, &e->cfg.replica);
+		if (out[nb])
+			nb++;
+	}
+	e->last_tx_ns = now_ns;
+	return nb;
 }
 
 static uint16_t
@@ -1760,8 +1778,8 @@ count:
 	}
 	if (nb)
 		e->last_tx_ns = now_ns;
-	else if (max)
-		nb = engine_keepalive(e, now_ns, out);
+	else
+		nb = engine_keepalive(e, now_ns, out, max);
 	return nb;
 }
 

@@ -196,12 +196,14 @@ uint16_t engine_tx(struct engine *e, uint64_t now_ns, struct ina_pkt **out, uint
 
 /*
  * Only the KEEPALIVE, when one is due (joined, READY or RUNNING without an
- * error, cfg.keepalive_ns set and nothing sent for that long): 1 with it in
- * '*out', else 0. Runs no other timer and sends nothing else, so a thread
- * that keeps an idle context alive may call it while nobody receives
- * (engine_tx() sends the same KEEPALIVE when it is due).
+ * error, cfg.keepalive_ns set and nothing sent for that long): to the switch
+ * followed, and a copy to a replica standing by (its standby job must not
+ * idle out in a long pause), at most 'max' packets into 'out'; returns how
+ * many. Runs no other timer and sends nothing else, so a thread that keeps
+ * an idle context alive may call it while nobody receives (engine_tx()
+ * sends the same KEEPALIVEs when they are due).
  */
-uint16_t engine_keepalive(struct engine *e, uint64_t now_ns, struct ina_pkt **out);
+uint16_t engine_keepalive(struct engine *e, uint64_t now_ns, struct ina_pkt **out, uint16_t max);
 
 /* What the engine is doing (enum engine_phase). */
 int engine_phase(const struct engine *e);

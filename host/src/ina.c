@@ -241,13 +241,13 @@ static void
 keepalive_beat(void *arg)
 {
 	struct ina_ctx *ctx = arg;
-	struct ina_pkt *pkts[EGROUP_MAX];
+	struct ina_pkt *pkts[2 * EGROUP_MAX];
 	uint64_t now;
 	uint16_t nb;
 
 	pthread_mutex_lock(&ctx->lock);
 	now = ina_now_ns();
-	nb = egroup_keepalive(ctx->eg, now, pkts, EGROUP_MAX);
+	nb = egroup_keepalive(ctx->eg, now, pkts, 2 * EGROUP_MAX);
 	if (ctx->cap && nb)
 		ina_capture_tx_burst(ctx->cap, pkts, nb, &ctx->self, now + ctx->realtime_offset);
 	ina_port_tx_burst(ctx->port, pkts, nb);

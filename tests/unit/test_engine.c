@@ -1441,14 +1441,14 @@ test_engine_keepalive(void **state)
 	t->cfg.keepalive_ns = 50 * MS;
 	start(t);
 	assert_true(engine_next_deadline(t->e) == UINT64_MAX);	/* not joined */
-	assert_int_equal(engine_keepalive(t->e, t->now + SEC_NS, &p), 0);
+	assert_int_equal(engine_keepalive(t->e, t->now + SEC_NS, &p, 1), 0);
 	join_ready(t);
 	/* The JOIN was the last packet sent. */
 	joined = t->now - 10 * US;
 	assert_true(engine_next_deadline(t->e) == joined + 50 * MS);
 	t->now = joined + 50 * MS - 1;
 	assert_int_equal(tx(t), 0);
-	assert_int_equal(engine_keepalive(t->e, t->now, &p), 0);
+	assert_int_equal(engine_keepalive(t->e, t->now, &p, 1), 0);
 	t->now++;
 	assert_int_equal(tx(t), 1);
 	check_from_worker(t, &g[0], INA_T_KEEPALIVE, EPOCH);
@@ -1460,11 +1460,11 @@ test_engine_keepalive(void **state)
 	assert_true(engine_next_deadline(t->e) == t->now + 50 * MS);
 	/* engine_keepalive(): the same packet, alone. */
 	t->now += 50 * MS;
-	assert_int_equal(engine_keepalive(t->e, t->now, &p), 1);
+	assert_int_equal(engine_keepalive(t->e, t->now, &p, 1), 1);
 	wc_decode(&g[0], p, NULL);
 	check_from_worker(t, &g[0], INA_T_KEEPALIVE, EPOCH);
 	ina_pkt_free(p);
-	assert_int_equal(engine_keepalive(t->e, t->now, &p), 0);
+	assert_int_equal(engine_keepalive(t->e, t->now, &p, 1), 0);
 	assert_int_equal(engine_stats(t->e)->keepalives, 2);
 	/* Data sent restarts the period: none while a round sends. */
 	fill(in, 0, 8, 1.0f, 1.0f);
@@ -1472,12 +1472,12 @@ test_engine_keepalive(void **state)
 	begin(t, in, out, 8, 4, ENGINE_SUM);
 	assert_int_equal(tx(t), 2);
 	t->now += 49 * MS;
-	assert_int_equal(engine_keepalive(t->e, t->now, &p), 0);
+	assert_int_equal(engine_keepalive(t->e, t->now, &p, 1), 0);
 	/* After an error: nothing. */
 	rx_error(t, INA_WERR_LEFT, "job 7: rank 1 left", TOKEN);
 	assert_int_not_equal(engine_error(t->e), 0);
 	t->now += SEC_NS;
-	assert_int_equal(engine_keepalive(t->e, t->now, &p), 0);
+	assert_int_equal(engine_keepalive(t->e, t->now, &p, 1), 0);
 	assert_int_equal(engine_stats(t->e)->keepalives, 2);
 	done(t);
 }
@@ -1492,7 +1492,7 @@ test_engine_keepalive_off(void **state)
 	assert_true(engine_next_deadline(t->e) == UINT64_MAX);
 	t->now += 3600 * SEC_NS;
 	assert_int_equal(tx(t), 0);
-	assert_int_equal(engine_keepalive(t->e, t->now, &p), 0);
+	assert_int_equal(engine_keepalive(t->e, t->now, &p, 1), 0);
 	done(t);
 }
 
@@ -2236,6 +2236,31 @@ join_replica(struct t *t)
 	assert_int_equal(engine_epoch(t->e), EPOCH);
 }
 
+/* Keepalives with a replica: to the primary and, standing by, to the
+ * replica (its standby job must outlive a pause); after the takeover to the
+ * replica alone, under its epoch. */
+static void
+test_engine_keepalive_replica(void **state)
+{
+	struct t *t = *state;
+
+	t->cfg.keepalive_ns = 50 * MS;
+	join_replica(t);
+	t->now += 50 * MS;
+	assert_int_equal(tx(t), 2);
+	check_from_worker(t, &g[0], INA_T_KEEPALIVE, EPOCH);
+	check_from_worker(t, &g[1], INA_T_KEEPALIVE, EPOCH);
+	assert_true(!to_replica(t, &g[0]) && to_replica(t, &g[1]));
+	rx_announce(t, &t->cfg.replica, EPOCH2);
+	assert_true(engine_failed_over(t->e));
+	t->now += 50 * MS;
+	assert_int_equal(tx(t), 1);
+	check_from_worker(t, &g[0], INA_T_KEEPALIVE, EPOCH2);
+	assert_true(to_replica(t, &g[0]));
+	assert_int_equal(engine_stats(t->e)->keepalives, 3);
+	done(t);
+}
+
 /* The join completes only when the primary and then the replica answered;
  * each answer counts only from the switch that owes it. */
 static void
@@ -2863,6 +2888,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_engine_wait_delays_resend, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_engine_keepalive, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_engine_keepalive_off, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_engine_keepalive_replica, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_engine_live_wait_is_progress, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_engine_live_wait_then_silence, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_engine_timeout_no_switch, setup, teardown),

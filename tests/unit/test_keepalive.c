@@ -7,7 +7,8 @@
  * libina's keepalive thread runs them) for five peer timeouts while ranks 0
  * and 1 wait in the second round:
  *   - with keepalives: no abort, no failure, one stall each, exact sums after;
- *   - the same on a switch in two lane partitions;
+ *   - the same on a switch in two lane partitions, and with a replica
+ *     standing by (which hears the keepalives too, and takes nothing over);
  *   - without keepalives: the switch aborts the job within the peer timeout;
  *   - with a longest pause (pause_ns) of 3 s: the waiting ranks fail then;
  *   - a rank that dies mid-pause is still found within the peer timeout.
@@ -67,12 +68,14 @@ check_sums(uint16_t world)
 /* A fabric of WORLD engines: keepalive and pause as given, peer timeout 1 s,
  * 'parts' lane partitions. */
 static void
-setup(struct fabric *f, uint64_t keepalive_ns, uint64_t pause_ns, uint16_t parts)
+setup_x(struct fabric *f, uint64_t keepalive_ns, uint64_t pause_ns, uint16_t parts, int replica)
 {
 	struct engine_config ec;
 	struct pipeline_config pc;
 
 	engine_config_init(&ec);
+	if (replica)
+		fabric_peer(&ec.replica, FABRIC_REPLICA);
 	ec.timeout_ns = 2 * SEC;
 	ec.keepalive_ns = keepalive_ns;
 	ec.pause_ns = pause_ns;
@@ -88,6 +91,12 @@ setup(struct fabric *f, uint64_t keepalive_ns, uint64_t pause_ns, uint16_t parts
 	make_data(1);
 	assert_int_equal(fabric_allreduce(f, 0, in_p, out_p, N, BLOCK, ENGINE_SUM), 0);
 	check_sums(WORLD);
+}
+
+static void
+setup(struct fabric *f, uint64_t keepalive_ns, uint64_t pause_ns, uint16_t parts)
+{
+	setup_x(f, keepalive_ns, pause_ns, parts, 0);
 }
 
 /* Ranks 0 and 1 start round 1; rank 2 pauses: the fabric runs for 'len'
@@ -179,6 +188,29 @@ test_pause_with_keepalives_partitioned(void **state)
 	fabric_fini(&f);
 }
 
+/* With a replica standing by: the primary keeps the paused rank alive, the
+ * replica its standby job (the keepalives reach both), nobody fails over. */
+static void
+test_pause_with_replica(void **state)
+{
+	struct fabric f;
+
+	(void)state;
+	setup_x(&f, 200 * MS, 600 * SEC, 1, 1);
+	pause_rank2(&f, PAUSE);
+	for (uint16_t r = 0; r < 2; r++)
+		assert_int_equal(engine_error(f.hosts[r]), 0);
+	assert_true(pipeline_stats(f.sw)->keepalives > 20);
+	assert_true(pipeline_stats(f.replica)->keepalives > 20);
+	assert_int_equal(pipeline_stats(f.sw)->jobs_aborted, 0);
+	assert_int_equal(pipeline_stats(f.replica)->takeovers, 0);
+	resume_rank2(&f);
+	for (uint16_t r = 0; r < WORLD; r++)
+		assert_false(engine_failed_over(f.hosts[r]));
+	assert_int_equal(fabric_finish(&f), 0);
+	fabric_fini(&f);
+}
+
 /* The old behaviour without keepalives: the pause is taken for a death,
  * within the peer timeout (and a few retransmission timeouts). */
 static void
@@ -255,6 +287,7 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_pause_with_keepalives),
 		cmocka_unit_test(test_pause_with_keepalives_partitioned),
+		cmocka_unit_test(test_pause_with_replica),
 		cmocka_unit_test(test_pause_without_keepalive_dies),
 		cmocka_unit_test(test_pause_longer_than_bound_fails),
 		cmocka_unit_test(test_death_during_pause_found),
