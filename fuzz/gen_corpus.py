@@ -188,11 +188,14 @@ def pipeline():
 def engine():
     # rto 1 ms (backoff cap 8 ms), timeout 100 ms; with a replica (world
     # byte | 0x80) a failover time of 'replica' + 1 first timeouts.
-    def cfg(world, rank, lanes, max_block, enc, n, bs, elems, replica=None):
-        out = bytes([world - 1 | (0x80 if replica is not None else 0), rank, lanes - 1,
+    def cfg(world, rank, lanes, max_block, enc, n, bs, elems, replica=None, keepalive=None):
+        out = bytes([world - 1 | (0x80 if replica is not None else 0) |
+                     (0x40 if keepalive is not None else 0), rank, lanes - 1,
                      max_block - 1, enc - 1, 9, 99])
         if replica is not None:
             out += bytes([replica])
+        if keepalive is not None:   # (period in first timeouts - 1, pause byte)
+            out += bytes(keepalive)
         out += struct.pack(">H", n - 1) + bytes([bs - 1, len(elems)])
         for at, v in elems:
             out += struct.pack(">Hf", at, v)
@@ -219,6 +222,15 @@ def engine():
     s += result(0, 0x31) + result(1, 0x05, struct.pack(">8i", *range(8))) + tx
     s += b"\x0f" + tx + bytes([0x07, 12, 3]) + b"job 7: bad"
     write("fuzz_engine", "i32_filter_wait_error", s)
+
+    # Keepalives every 5 ms, the longest pause 200 ms: KEEPALIVEs while
+    # READY, then an allreduce kept waiting by LIVE WAITs naming rank 1
+    # (past the 100 ms timeout) until the longest pause fails it.
+    s = cfg(2, 0, 2, 4, F32, 16, 4, elems, keepalive=(4, 1)) + tx + join_ack
+    s += (b"\x0f" + tx) * 3 + b"\x0b\x05" + tx
+    live_wait = bytes([0x84, 0, 0x02]) + struct.pack(">Q", 0b10)
+    s += (b"\x0f" + tx + live_wait) * 90 + (b"\x0f" + tx) * 4
+    write("fuzz_engine", "keepalive_live_wait", s)
 
     # bf16, one lane, a retransmission after the deadline, a stale result of
     # another version, a raw packet, and LEAVE.
