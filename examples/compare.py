@@ -247,7 +247,10 @@ def plot(a, model, runs):
 		ax2.plot([(e["epoch"] + 1) * spe for e in ep], [e["test_loss"] for e in ep], color=color,
 			 ls=ls, marker="o", ms=3, lw=1.4, label=r["label"])
 	ax1.set(title=f"{model}: training loss (rank 0, moving average of {k} steps)",
-		xlabel="step", ylabel="cross-entropy", yscale="log")
+		xlabel="step", ylabel="cross-entropy")
+	lo, hi = ax1.get_ylim()
+	if lo > 0 and hi / lo > 20:  # digits: from 2.3 down to 0.00x
+		ax1.set_yscale("log")
 	ax2.set(title=f"{model}: held-out loss per epoch", xlabel="step", ylabel="cross-entropy")
 	for ax in (ax1, ax2):
 		ax.grid(alpha=0.3)

@@ -114,7 +114,7 @@ def body(args, rank, world):
 def main():
 	p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
 				    formatter_class=argparse.RawDescriptionHelpFormatter)
-	dc.add_common_args(p, epochs=20, lr=0.05, batch=32)
+	dc.add_common_args(p, epochs=20, lr=0.1, batch=32)
 	p.add_argument("--data", default=DATA, help="digits CSV (gzip)")
 	args = p.parse_args()
 	dc.check_args(p, args)

@@ -119,7 +119,7 @@ def body(args, rank, world):
 def main():
 	p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
 				    formatter_class=argparse.RawDescriptionHelpFormatter)
-	dc.add_common_args(p, epochs=5, lr=0.1, batch=64)
+	dc.add_common_args(p, epochs=5, lr=0.2, batch=128)
 	p.add_argument("--corpus", default=CORPUS, help="a text file or a directory of them")
 	p.add_argument("--vocab", type=int, default=1000, help="words kept, <unk> included")
 	p.add_argument("--context", type=int, default=4, help="previous words seen")
