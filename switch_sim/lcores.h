@@ -33,6 +33,7 @@
 #include <stdio.h>
 
 #include "ina/port.h"
+#include "ina/port_dpdk.h"
 #include "pipeline.h"
 
 #define SWITCH_LCORES_MAX 16
@@ -53,6 +54,16 @@ struct switch_lcores_config {
 	uint64_t tick_ns;			/* partition 0 ticks this often */
 	unsigned idle_polls;			/* empty polls before backing off */
 	uint64_t max_sleep_ns;			/* longest idle sleep */
+	/* Snapshots for a monitor (ina-switch --metrics): partition 0's lcore
+	 * calls snap_wanted() once per poll; when it returns non-zero, every
+	 * partition publishes a snapshot of its counters (as for 'dump' of
+	 * switch_lcores_run), and once all have, partition 0's lcore calls
+	 * snap_ready(), which reads them with switch_lcores_snapshot() and
+	 * partition 0's pipeline, and returns 0, or -1 to be called again
+	 * at the next poll. NULL: none. */
+	int (*snap_wanted)(void *arg);
+	int (*snap_ready)(const struct switch_lcores *sl, void *arg);
+	void *snap_arg;
 };
 
 /* Defaults: 1 partition on the main lcore, rings of 1024, 1 ms ticks, back
@@ -102,6 +113,18 @@ struct switch_lcores *switch_lcores_create(const struct switch_lcores_config *cf
  */
 int switch_lcores_run(struct switch_lcores *sl, volatile sig_atomic_t *stop,
 		      volatile sig_atomic_t *dump);
+
+/* Partition p's snapshot: valid in snap_ready() (switch_lcores_config). */
+struct switch_lcores_snap {
+	unsigned lcore;
+	uint32_t free_slots;
+	const struct switch_lcore_stats *lc;
+	const struct pipeline_stats *pipe;
+	const struct ina_port_stats *port;
+	const struct ina_port_dpdk_neigh_stats *neigh;
+};
+void switch_lcores_snapshot(const struct switch_lcores *sl, uint16_t p,
+			    struct switch_lcores_snap *out);
 
 /* Prints per-partition lines and the pipeline counters added over the
  * partitions, then partition 0's job table. Call when run() has returned

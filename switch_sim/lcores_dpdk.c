@@ -35,6 +35,7 @@
 #include <rte_pause.h>
 #include <rte_ring.h>
 
+#include "ina/port_dpdk.h"
 #include "ina/util.h"
 #include "lcores.h"
 
@@ -58,6 +59,8 @@ struct part {
 	struct switch_lcore_stats snap_st;
 	struct pipeline_stats snap_pipe;
 	struct ina_port_stats snap_port;
+	struct ina_port_dpdk_neigh_stats snap_neigh;
+	uint32_t snap_free_slots;
 	atomic_uint snap_seen;
 	uint16_t nb_to[SWITCH_LCORES_MAX];
 	struct ina_pkt *to[SWITCH_LCORES_MAX][BURST];
@@ -84,6 +87,7 @@ struct switch_lcores {
 	volatile sig_atomic_t *dump;
 	atomic_uint snap_gen;		/* written by partition 0's lcore only */
 	unsigned print_pending;		/* idem */
+	unsigned monitor_pending;	/* idem: snap_ready() is due */
 };
 
 void
@@ -357,6 +361,9 @@ snapshot(struct switch_lcores *sl, struct part *pt)
 	pt->snap_st = pt->st;
 	pt->snap_pipe = *pipeline_stats(pt->pipe);
 	pt->snap_port = pt->port->stats;
+	pt->snap_free_slots = pipeline_free_slots(pt->pipe);
+	if (pt->port->ops == &ina_port_dpdk_ops)
+		ina_port_dpdk_neigh_stats(pt->port, &pt->snap_neigh);
 	atomic_store_explicit(&pt->snap_seen, gen, memory_order_release);
 }
 
@@ -435,17 +442,42 @@ poll_part(struct switch_lcores *sl, struct part *pt)
 
 /* ---- lcores ---- */
 
-static void
-print_if_ready(struct switch_lcores *sl)
+/* 1 when every partition has published the current snapshot. */
+static int
+snap_ready(struct switch_lcores *sl)
 {
 	unsigned gen = atomic_load_explicit(&sl->snap_gen, memory_order_relaxed);
 
 	for (uint16_t p = 0; p < sl->cfg.nb_parts; p++)
 		if (atomic_load_explicit(&sl->parts[p]->snap_seen, memory_order_acquire) != gen)
-			return;
+			return 0;
+	return 1;
+}
+
+static void
+print_if_ready(struct switch_lcores *sl)
+{
+	if (!snap_ready(sl))
+		return;
 	sl->print_pending = 0;
 	switch_lcores_print(sl, stdout);
 	fflush(stdout);
+}
+
+/* Partition 0's lcore, once per poll: a monitor's snapshot asked for and
+ * handed over when every partition has published it. */
+static void
+monitor(struct switch_lcores *sl)
+{
+	if (!sl->monitor_pending) {
+		if (!sl->cfg.snap_wanted(sl->cfg.snap_arg))
+			return;
+		atomic_fetch_add_explicit(&sl->snap_gen, 1, memory_order_relaxed);
+		sl->monitor_pending = 1;
+		return;	/* the partitions publish during the next polls */
+	}
+	if (snap_ready(sl) && sl->cfg.snap_ready(sl, sl->cfg.snap_arg) == 0)
+		sl->monitor_pending = 0;
 }
 
 static void
@@ -496,6 +528,8 @@ group_main(void *arg)
 			work += poll_part(sl, sl->parts[g->parts[i]]);
 		if (has_first && sl->print_pending)
 			print_if_ready(sl);
+		if (has_first && sl->cfg.snap_wanted)
+			monitor(sl);
 		idle = work ? 0 : idle + 1;
 		idle_wait(sl, idle, sl->parts[g->parts[0]]);
 	}
@@ -566,6 +600,19 @@ const struct switch_lcore_stats *
 switch_lcores_stats(const struct switch_lcores *sl, uint16_t p)
 {
 	return p < sl->cfg.nb_parts ? &sl->parts[p]->st : NULL;
+}
+
+void
+switch_lcores_snapshot(const struct switch_lcores *sl, uint16_t p, struct switch_lcores_snap *out)
+{
+	const struct part *pt = sl->parts[p];
+
+	out->lcore = sl->cfg.lcore[p];
+	out->free_slots = pt->snap_free_slots;
+	out->lc = &pt->snap_st;
+	out->pipe = &pt->snap_pipe;
+	out->port = &pt->snap_port;
+	out->neigh = &pt->snap_neigh;
 }
 
 void

@@ -4,8 +4,11 @@
  * a burst, hands it to the pipeline with the current time, sends what the
  * pipeline answers, and ticks the pipeline's timers; when idle it sleeps in
  * the port. SIGUSR1 prints the counters and each job's state; SIGINT and
- * SIGTERM print them and exit. With --capture, every packet received and
- * sent is also written to a pcap file, which ina-replay reads.
+ * SIGTERM print them and exit. With --metrics ADDR:PORT the same counters
+ * are served over HTTP in the Prometheus text format (metrics_http.h): the
+ * loop fills a snapshot when a scrape asks for one. With --capture, every
+ * packet received and sent is also written to a pcap file, which ina-replay
+ * reads.
  *
  * As a DPDK program it takes "[EAL options] -- [ina options]" (eal_main.h)
  * and serves a dpdk port (--port dpdk:...); without EAL options it serves
@@ -26,6 +29,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "ina/capture.h"
 #include "ina/cli.h"
@@ -34,8 +38,12 @@
 #include "ina/port.h"
 #include "ina/util.h"
 #include "ina/wire.h"
+#include "metrics_http.h"
 #include "pipeline.h"
 #include "run_lcores.h"
+#ifdef INA_HAVE_DPDK
+#include "ina/port_dpdk.h"
+#endif
 
 static volatile sig_atomic_t force_quit;
 static volatile sig_atomic_t dump_stats;
@@ -50,6 +58,7 @@ struct switch_config {
 	const char *replica;	/* --replica ADDR:PORT: a primary's replica */
 	const char *primary;	/* --primary ADDR:PORT: this is its replica */
 	const char *uplink;	/* --uplink ADDR:PORT: a rack's spine */
+	const char *metrics;	/* --metrics ADDR:PORT: serve Prometheus metrics */
 	int slot_elems_set;	/* --slot-elems given: never shrunk to fit the port */
 	int listen_set;		/* --listen given: only a udp port has a use for it */
 	unsigned lcores;	/* --lcores K: pipeline partitions */
@@ -148,6 +157,9 @@ usage(FILE *f)
 		"                        queue=all,queues=K); with fewer lcores than K they\n"
 		"                        share them, in turn (default 1: one loop); after\n"
 		"                        the '--' (before it, --lcores is EAL's own option)\n"
+		"  --metrics ADDR:PORT   serve the counters over HTTP for Prometheus: GET\n"
+		"                        http://ADDR:PORT/metrics (e.g. 127.0.0.1:9101;\n"
+		"                        default off)\n"
 		"  --log-level LEVEL     err, warn, info or debug (default info)\n"
 		"  -h, --help            this text\n",
 		INA_DEFAULT_UDP_PORT);
@@ -157,7 +169,7 @@ enum {
 	OPT_LISTEN = 256, OPT_PORT, OPT_PORT_OPTS, OPT_SLOTS, OPT_SLOT_ELEMS, OPT_MAX_JOBS,
 	OPT_LINGER, OPT_STANDBY_LINGER, OPT_IDLE, OPT_PEER_TIMEOUT, OPT_DRAIN, OPT_LOG_LEVEL, OPT_CAPTURE, OPT_LCORES,
 	OPT_REPLICA, OPT_PRIMARY, OPT_UPLINK, OPT_UPLINK_JOB, OPT_SHARE, OPT_SHARE_TOTAL,
-	OPT_SHARE_MIN, OPT_HOST_AGGREGATOR, OPT_HOST_MODE, OPT_SHARE_WAIT,
+	OPT_SHARE_MIN, OPT_HOST_AGGREGATOR, OPT_HOST_MODE, OPT_SHARE_WAIT, OPT_METRICS,
 };
 
 static void
@@ -188,6 +200,7 @@ parse_args(int argc, char **argv, struct switch_config *c)
 		{ "host-aggregator", required_argument, NULL, OPT_HOST_AGGREGATOR },
 		{ "host-mode", no_argument, NULL, OPT_HOST_MODE },
 		{ "share-wait-ms", required_argument, NULL, OPT_SHARE_WAIT },
+		{ "metrics", required_argument, NULL, OPT_METRICS },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -208,6 +221,7 @@ parse_args(int argc, char **argv, struct switch_config *c)
 		case OPT_REPLICA: c->replica = optarg; break;
 		case OPT_PRIMARY: c->primary = optarg; break;
 		case OPT_UPLINK: c->uplink = optarg; break;
+		case OPT_METRICS: c->metrics = optarg; break;
 		case OPT_UPLINK_JOB:
 			if (c->pipe.nb_uplink_jobs == PIPELINE_UPLINK_JOBS)
 				ina_die("--uplink-job: at most %d jobs", PIPELINE_UPLINK_JOBS);
@@ -399,6 +413,74 @@ print_stats(const struct pipeline *p, const struct ina_port *port)
 	fflush(stdout);
 }
 
+/* The switch's role, a label of its metrics. */
+static const char *
+switch_role(const struct switch_config *c)
+{
+	return c->pipe.host_mode ? "host_aggregator"
+	       : c->replica	 ? "primary"
+	       : c->primary	 ? "replica"
+	       : c->uplink	 ? "rack"
+				 : "switch";
+}
+
+/* Starts --metrics, or dies naming the address and why. NULL when off. */
+static struct metrics_http *
+metrics_start(const struct switch_config *c)
+{
+	struct metrics_http *mh;
+	char err[256];
+
+	if (!c->metrics)
+		return NULL;
+	mh = metrics_http_start(c->metrics, c->pipe.max_jobs, err, sizeof(err));
+	if (!mh)
+		ina_die("--metrics %s: %s", c->metrics, err);
+	INA_LOG(INFO, "metrics for Prometheus at http://%s/metrics", c->metrics);
+	return mh;
+}
+
+/* A scrape waits: the loop's counters, port and job table into its
+ * snapshot (the loop's own state, read between bursts). */
+static void
+metrics_fill(struct metrics_http *mh, const struct switch_config *c, const struct pipeline *p,
+	     const struct ina_port *port, double start_time_s, uint64_t now)
+{
+	struct metrics_snapshot *s = metrics_http_begin(mh);
+
+	if (!s)
+		return;
+	s->transport = port->ops->type;
+	s->role = switch_role(c);
+	s->start_time_s = start_time_s;
+	s->nb_parts = 1;
+	s->slots = pipeline_nb_slots(p);
+	s->max_jobs = pipeline_max_jobs(p);
+	s->pipe = *pipeline_stats(p);
+	s->part[0].lcore = 0;
+	s->part[0].slots_free = pipeline_free_slots(p);
+	s->part[0].port = port->stats;
+	s->has_neigh = 0;
+#ifdef INA_HAVE_DPDK
+	if (port->ops == &ina_port_dpdk_ops) {
+		ina_port_dpdk_neigh_stats(port, &s->part[0].neigh);
+		s->has_neigh = 1;
+	}
+#endif
+	s->nb_jobs = pipeline_jobs(p, now, s->jobs, s->jobs_cap);
+	metrics_http_publish(mh);
+}
+
+/* Unix time now, in seconds. */
+static double
+unix_now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
 /*
  * A graceful stop (SIGINT or SIGTERM): no new job is admitted, the jobs that
  * run have drain_ns to finish, then every job left is aborted with an ERROR
@@ -438,11 +520,13 @@ main(int argc, char **argv)
 	struct switch_config c;
 	struct sigaction sa;
 	struct ina_capture *cap = NULL;
+	struct metrics_http *mh;
 	struct ina_peer self;
 	struct ina_port *port;
 	struct pipeline *p;
 	char spec[512], err[256];
 	uint64_t last_tick = 0, realtime_offset = 0;
+	double start_time_s = unix_now_s();
 	int ret;
 
 	ina_eal_main_start("ina-switch", &argc, &argv);
@@ -455,6 +539,8 @@ main(int argc, char **argv)
 	ina_eal_main_check_spec("--port", spec);
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = on_signal;
+	/* Before the port: a bad address fails before anything runs. */
+	mh = metrics_start(&c);
 	if (c.lcores > 1) {
 #ifdef INA_HAVE_LCORES
 		if (spec_has(spec, "queue") || spec_has(spec, "queues"))
@@ -464,8 +550,10 @@ main(int argc, char **argv)
 		sigaction(SIGINT, &sa, NULL);
 		sigaction(SIGTERM, &sa, NULL);
 		sigaction(SIGUSR1, &sa, NULL);
-		return switch_run_lcores(spec, (uint16_t)c.lcores, &c.pipe, c.slot_elems_set,
-					 &force_quit, &dump_stats);
+		ret = switch_run_lcores(spec, (uint16_t)c.lcores, &c.pipe, c.slot_elems_set,
+					&force_quit, &dump_stats, mh, start_time_s);
+		metrics_http_stop(mh);
+		return ret;
 #endif
 	}
 	ret = ina_port_open(spec, &port, err, sizeof(err));
@@ -544,9 +632,12 @@ main(int argc, char **argv)
 			dump_stats = 0;
 			print_stats(p, port);
 		}
+		if (mh)
+			metrics_fill(mh, &c, p, port, start_time_s, now);
 		if (!nb_rx)
 			port->ops->wait(port, INA_NS_PER_MS);
 	}
+	metrics_http_stop(mh);
 	print_stats(p, port);
 	if (cap) {
 		printf("  %-24s %" PRIu64 "\n", "capture_frames", ina_capture_nb_written(cap));

@@ -304,4 +304,48 @@ void pipeline_stats_add(struct pipeline_stats *sum, const struct pipeline_stats 
  * still waits on (standing by: every lane's stored result). */
 void pipeline_dump(const struct pipeline *p, FILE *f);
 
+/* One admitted job as a monitor sees it (pipeline_jobs(), for the metrics
+ * of metrics.h): what pipeline_dump() prints of it, as numbers. */
+enum pipeline_job_state {
+	PJOB_RUNNING,		/* ranks joined, blocks flowing */
+	PJOB_LINGERING,		/* after a FIN, freed once silent */
+	PJOB_ABORTED,		/* a rank died: freed at the next tick */
+	PJOB_STANDBY,		/* a replica standing by for the primary */
+	PJOB_TAKEN_OVER,	/* a replica's job taken over from the primary */
+	PJOB_STATE_MAX,
+};
+
+struct pipeline_job_info {
+	uint32_t job_id;
+	uint32_t epoch;
+	uint16_t world;
+	uint16_t lanes;			/* granted */
+	uint16_t want_lanes;		/* asked in the JOIN */
+	uint16_t slots;			/* this pipeline's slots for it */
+	uint8_t ranks_joined;
+	uint8_t ranks_finished;
+	uint8_t encoding;		/* enum ina_encoding */
+	uint8_t ssp;			/* 0: bsp; S: ssp:S */
+	uint8_t weight;			/* in the fair share (0 counts as 1) */
+	uint8_t state;			/* enum pipeline_job_state */
+	uint8_t has_round;		/* 'max_round' is set */
+	uint32_t max_round;		/* the highest round of any DATA so far */
+	uint64_t idle_ns;		/* since the job's last packet, at 'now' */
+};
+
+/* Name of a job state ("lingering"). */
+const char *pipeline_job_state_name(enum pipeline_job_state s);
+
+/*
+ * Writes the jobs admitted now, at most 'max', to 'out' in the order of the
+ * job table, their idle time taken at 'now_ns'. Returns how many. Reads the
+ * pipeline only: call it where pipeline_dump() could be called (the thread
+ * that runs the pipeline). pipeline_jobs.c.
+ */
+uint16_t pipeline_jobs(const struct pipeline *p, uint64_t now_ns, struct pipeline_job_info *out,
+		       uint16_t max);
+/* The pipeline's configured job limit (the size 'out' needs) and slots. */
+uint16_t pipeline_max_jobs(const struct pipeline *p);
+uint32_t pipeline_nb_slots(const struct pipeline *p);
+
 #endif

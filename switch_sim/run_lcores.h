@@ -24,13 +24,17 @@
  * worker; with fewer lcores than K they wrap around and share, in turn), and
  * runs them until '*stop'. '*dump' prints the counters meanwhile; at the end
  * they are printed once more (one line per partition, then the pipeline's
- * counters added over the partitions), and the ports are closed. Returns the
- * exit status: 0; it dies (INA_EXIT_TRANSPORT) when a port will not open, or
- * with status 2 when the partitions cannot be made.
+ * counters added over the partitions), and the ports are closed. With 'mh'
+ * (--metrics; NULL: none) partition 0's lcore answers its scrapes with every
+ * partition's snapshot ('start_time_s': the switch's start, Unix time).
+ * Returns the exit status: 0; it dies (INA_EXIT_TRANSPORT) when a port will
+ * not open, or with status 2 when the partitions cannot be made.
  */
+struct metrics_http;
 int switch_run_lcores(const char *spec, uint16_t k, struct pipeline_config *pipe,
 		      int slot_elems_set, volatile sig_atomic_t *stop,
-		      volatile sig_atomic_t *dump);
+		      volatile sig_atomic_t *dump, struct metrics_http *mh,
+		      double start_time_s);
 
 /*
  * main.c's: fits the pipeline's slot to what one packet of a port with

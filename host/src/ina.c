@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "done_queue.h"
 #include "egroup.h"
 #include "engine.h"
 #include "ina.h"
@@ -33,9 +34,7 @@
 #include "sparsify_opts.h"
 #include "ssp_tensor.h"
 #include "tensor_round.h"
-
-/* Tensors with round state a context holds; issue 15 lifts the bound. */
-#define INA_MAX_SPARSE_TENSORS 16
+#include "tensor_table.h"
 
 /* The engine of switch 0: the only one under ssp and with a replica. */
 #define ENG0(ctx) egroup_engine((ctx)->eg, 0)
@@ -73,6 +72,7 @@ struct op {
 	int ssp_slot;			/* ... and the slot of its send buffer */
 	uint32_t eng_round;		/* ssp: the engine's round of it */
 	int ret;			/* its end */
+	int quiet;			/* a blocking call's: not for ina_poll() */
 };
 
 struct ina_ctx {
@@ -80,6 +80,7 @@ struct ina_ctx {
 	pthread_mutex_t lock;		/* every call but open and close */
 	struct order *sched;
 	struct op *ops;			/* max_pending slots */
+	struct done_queue done;		/* ended operations in end order (ina_poll) */
 	uint32_t max_pending;
 	struct op *run[ORDER_FUSE_MAX];	/* the operations the engine's round carries */
 	uint32_t nb_run;		/* 0: the engine is free; > 1: fused */
@@ -104,11 +105,9 @@ struct ina_ctx {
 	uint16_t rank;
 	uint64_t failovers;		/* takeovers logged so far */
 	struct ina_sparsify job_sparsify;	/* cfg.sparsify */
-	struct sparse_tensor tensors[INA_MAX_SPARSE_TENSORS];
-	unsigned n_tensors;
+	struct tensor_table tensors;	/* id -> struct sparse_tensor *, any number */
 	uint8_t ssp;			/* cfg.ssp */
-	struct ssp_tensor *ssp_tensors[INA_MAX_SPARSE_TENSORS];
-	unsigned n_ssp;
+	struct tensor_table ssp_tensors;	/* id -> struct ssp_tensor * */
 	uint64_t ssp_missed;
 	struct {
 		uint64_t rounds, blocks, blocks_sent, blocks_deferred;
@@ -437,6 +436,10 @@ ina_open(const struct ina_config *user_cfg, struct ina_ctx **out, char *err, siz
 		ctx->max_pending = cfg->max_pending;
 		ctx->fuse_elems = cfg->fuse_elems;
 		ctx->ops = calloc(cfg->max_pending, sizeof(*ctx->ops));
+		if (done_queue_init(&ctx->done, 2 * cfg->max_pending) < 0) {
+			ret = -ENOMEM;
+			goto fail;
+		}
 		ctx->sched = order_create(&sc);
 		if (cfg->fuse_elems) {
 			ctx->fuse_in = calloc(cfg->fuse_elems, sizeof(float));
@@ -585,6 +588,7 @@ fail:
 	ina_port_close(ctx->port);
 	order_destroy(ctx->sched);
 	free(ctx->ops);
+	done_queue_free(&ctx->done);
 	free(ctx->fuse_in);
 	free(ctx->fuse_out);
 	pthread_mutex_destroy(&ctx->lock);
@@ -595,26 +599,21 @@ fail:
 static struct sparse_tensor *
 find_tensor(const struct ina_ctx *ctx, uint32_t tensor_id)
 {
-	for (unsigned i = 0; i < ctx->n_tensors; i++)
-		if (ctx->tensors[i].id == tensor_id)
-			return (struct sparse_tensor *)&ctx->tensors[i];
-	return NULL;
+	return tensor_table_get(&ctx->tensors, tensor_id);
 }
 
 static struct sparse_tensor *
 add_tensor(struct ina_ctx *ctx, uint32_t tensor_id, const struct ina_sparsify *opt)
 {
-	struct sparse_tensor *t;
+	struct sparse_tensor *t = calloc(1, sizeof(*t));
 
-	if (ctx->n_tensors == INA_MAX_SPARSE_TENSORS) {
+	if (!t || tensor_table_put(&ctx->tensors, tensor_id, t) < 0) {
+		free(t);
 		snprintf(ctx->errmsg, sizeof(ctx->errmsg),
-			 "tensor %u: more than %d tensors with a sparsifier or the planner in one "
-			 "context",
-			 tensor_id, INA_MAX_SPARSE_TENSORS);
+			 "tensor %u: out of memory for its round state (%u tensors so far)",
+			 tensor_id, ctx->tensors.count);
 		return NULL;
 	}
-	t = &ctx->tensors[ctx->n_tensors++];
-	memset(t, 0, sizeof(*t));
 	t->id = tensor_id;
 	t->opt = *opt;
 	return t;
@@ -647,7 +646,7 @@ tensor_sparsify(struct ina_ctx *ctx, uint32_t tensor_id, const struct ina_sparsi
 		t->opt = *opt;
 		return 0;
 	}
-	return add_tensor(ctx, tensor_id, opt) ? 0 : -ENOSPC;
+	return add_tensor(ctx, tensor_id, opt) ? 0 : -ENOMEM;
 }
 
 int
@@ -666,13 +665,12 @@ ina_residual(const struct ina_ctx *ctx, uint32_t tensor_id, size_t *n)
 {
 	const struct sparse_tensor *t = find_tensor(ctx, tensor_id);
 	const float *r = t && t->tr ? tround_residual(t->tr) : NULL;
+	const struct ssp_tensor *st = r ? NULL : tensor_table_get(&ctx->ssp_tensors, tensor_id);
 
-	for (unsigned i = 0; !r && i < ctx->n_ssp; i++) {
-		if (ssp_tensor_id(ctx->ssp_tensors[i]) == tensor_id) {
-			if (n)
-				*n = ssp_tensor_n(ctx->ssp_tensors[i]);
-			return ssp_tensor_residual(ctx->ssp_tensors[i]);
-		}
+	if (st) {
+		if (n)
+			*n = ssp_tensor_n(st);
+		return ssp_tensor_residual(st);
 	}
 	if (r && n)
 		*n = tround_n(t->tr);
@@ -706,7 +704,7 @@ tensor_for(struct ina_ctx *ctx, uint32_t tensor_id, size_t n, int *ret)
 	if (!t && (ctx->job_sparsify.mode != INA_SPARSIFY_OFF || rounds)) {
 		t = add_tensor(ctx, tensor_id, &ctx->job_sparsify);
 		if (!t) {
-			*ret = -ENOSPC;
+			*ret = -ENOMEM;
 			return NULL;
 		}
 	}
@@ -767,9 +765,20 @@ op_of(struct ina_ctx *ctx, uint64_t handle)
 	return o->state != OP_FREE && o->seq == handle - 1 ? o : NULL;
 }
 
-/* Ends operation 'o' with 'ret'. */
+/* Whether the operation 'seq' has ended and waits to be collected. */
+static int
+op_uncollected(void *arg, uint64_t seq)
+{
+	const struct ina_ctx *ctx = arg;
+	const struct op *o = &ctx->ops[seq % ctx->max_pending];
+
+	return o->state == OP_DONE && o->seq == seq;
+}
+
+/* Ends operation 'o' with 'ret'; ina_poll() reports it in this order
+ * unless a blocking call of the library waits for it. */
 static void
-op_end(struct op *o, int ret)
+op_end(struct ina_ctx *ctx, struct op *o, int ret)
 {
 	if (o->t && ret < 0)
 		tround_cancel(o->t->tr);	/* the round did not happen */
@@ -781,15 +790,25 @@ op_end(struct op *o, int ret)
 	}
 	o->ret = ret;
 	o->state = OP_DONE;
+	/* The ring holds twice the pending bound: never full of live ones. */
+	if (!o->quiet)
+		done_queue_push(&ctx->done, o->seq, op_uncollected, ctx);
 }
 
-/* Every operation not ended yet ends with the context's error. */
+/* Every operation not ended yet ends with the context's error, in
+ * submission order (the pending ones are among the last max_pending). */
 static void
 fail_pending(struct ina_ctx *ctx, int err)
 {
-	for (uint32_t i = 0; i < ctx->max_pending; i++)
-		if (ctx->ops[i].state == OP_QUEUED || ctx->ops[i].state == OP_RUNNING)
-			op_end(&ctx->ops[i], err);
+	uint64_t next = order_submitted(ctx->sched);
+	uint64_t s = next > ctx->max_pending ? next - ctx->max_pending : 0;
+
+	for (; s < next; s++) {
+		struct op *o = &ctx->ops[s % ctx->max_pending];
+
+		if (o->seq == s && (o->state == OP_QUEUED || o->state == OP_RUNNING))
+			op_end(ctx, o, err);
+	}
 	ctx->nb_run = 0;
 }
 
@@ -812,10 +831,8 @@ ssp_tensor_for(struct ina_ctx *ctx, uint32_t tensor_id, size_t n, int *ret)
 	struct ssp_tensor *t;
 
 	*ret = 0;
-	for (unsigned i = 0; i < ctx->n_ssp; i++) {
-		t = ctx->ssp_tensors[i];
-		if (ssp_tensor_id(t) != tensor_id)
-			continue;
+	t = tensor_table_get(&ctx->ssp_tensors, tensor_id);
+	if (t) {
 		if (ssp_tensor_n(t) != n) {
 			snprintf(ctx->errmsg, sizeof(ctx->errmsg),
 				 "tensor %u: %zu elements, but its first call had %zu", tensor_id, n,
@@ -825,21 +842,21 @@ ssp_tensor_for(struct ina_ctx *ctx, uint32_t tensor_id, size_t n, int *ret)
 		}
 		return t;
 	}
-	if ((uint64_t)n > (uint64_t)ctx->lanes * ctx->block_size ||
-	    ctx->n_ssp == INA_MAX_SPARSE_TENSORS) {
+	if ((uint64_t)n > (uint64_t)ctx->lanes * ctx->block_size) {
 		snprintf(ctx->errmsg, sizeof(ctx->errmsg),
 			 "tensor %u: under ssp a tensor holds at most lanes x block_size = %u "
-			 "elements, and a context at most %d tensors", tensor_id,
-			 (unsigned)ctx->lanes * ctx->block_size, INA_MAX_SPARSE_TENSORS);
-		*ret = ctx->n_ssp == INA_MAX_SPARSE_TENSORS ? -ENOSPC : -EINVAL;
+			 "elements", tensor_id, (unsigned)ctx->lanes * ctx->block_size);
+		*ret = -EINVAL;
 		return NULL;
 	}
 	t = ssp_tensor_create(tensor_id, n, ctx->block_size, ctx->ssp);
-	if (!t) {
-		*ret = -errno;
+	if (!t || tensor_table_put(&ctx->ssp_tensors, tensor_id, t) < 0) {
+		ssp_tensor_destroy(t);
+		snprintf(ctx->errmsg, sizeof(ctx->errmsg),
+			 "tensor %u: out of memory for its ssp state", tensor_id);
+		*ret = -ENOMEM;
 		return NULL;
 	}
-	ctx->ssp_tensors[ctx->n_ssp++] = t;
 	return t;
 }
 
@@ -879,7 +896,7 @@ ssp_op_start(struct ina_ctx *ctx, struct op *o)
 	ctx->last_part_tag = 0;
 	return 0;
 fail:
-	op_end(o, ret);
+	op_end(ctx, o, ret);
 	return ret;
 }
 
@@ -892,7 +909,7 @@ ssp_reap(struct ina_ctx *ctx)
 		if (o->state != OP_RUNNING || !o->st ||
 		    engine_in_flight(ENG0(ctx), o->eng_round))
 			continue;
-		op_end(o, 0);
+		op_end(ctx, o, 0);
 	}
 }
 
@@ -942,7 +959,7 @@ op_start(struct ina_ctx *ctx, struct op *o)
 	ctx->nb_run = 1;
 	return 0;
 fail:
-	op_end(o, ret);
+	op_end(ctx, o, ret);
 	return ret;
 }
 
@@ -967,7 +984,7 @@ fused_start(struct ina_ctx *ctx, const uint64_t *seqs, uint32_t count)
 			       ina_now_ns());
 	for (uint32_t i = 0; i < count; i++) {
 		if (ret < 0)
-			op_end(ctx->run[i], ret);
+			op_end(ctx, ctx->run[i], ret);
 		else
 			ctx->run[i]->state = OP_RUNNING;
 	}
@@ -997,7 +1014,7 @@ op_finish(struct ina_ctx *ctx, struct op *o)
 			ss += (double)o->out[i] * o->out[i];
 		order_set_norm(ctx->sched, o->tensor_id, sqrt(ss));
 	}
-	op_end(o, 0);
+	op_end(ctx, o, 0);
 }
 
 /* Starts scheduled operations while the engine is free. */
@@ -1155,12 +1172,13 @@ submit(struct ina_ctx *ctx, const struct op *proto, int32_t priority, uint64_t *
 	return 0;
 }
 
-int
-ina_iallreduce(struct ina_ctx *ctx, uint32_t tensor_id, const float *in, float *out, size_t n,
-	       enum ina_op op, int32_t priority, uint64_t *handle)
+/* ina_iallreduce(); 'quiet' for a blocking call's own operation. */
+static int
+iallreduce(struct ina_ctx *ctx, uint32_t tensor_id, const float *in, float *out, size_t n,
+	   enum ina_op op, int32_t priority, int quiet, uint64_t *handle)
 {
 	struct op proto = { .kind = OP_ALLREDUCE, .tensor_id = tensor_id, .in = in, .out = out,
-			    .n = n, .op = op };
+			    .n = n, .op = op, .quiet = quiet };
 	int ret;
 
 	if (n == 0 || n >= INA_BLOCK_OPEN || !in || !out || !handle ||
@@ -1173,11 +1191,19 @@ ina_iallreduce(struct ina_ctx *ctx, uint32_t tensor_id, const float *in, float *
 }
 
 int
-ina_ibroadcast(struct ina_ctx *ctx, uint32_t tensor_id, float *buf, size_t n, uint16_t root,
-	       int32_t priority, uint64_t *handle)
+ina_iallreduce(struct ina_ctx *ctx, uint32_t tensor_id, const float *in, float *out, size_t n,
+	       enum ina_op op, int32_t priority, uint64_t *handle)
+{
+	return iallreduce(ctx, tensor_id, in, out, n, op, priority, 0, handle);
+}
+
+/* ina_ibroadcast(); 'quiet' for a blocking call's own operation. */
+static int
+ibroadcast(struct ina_ctx *ctx, uint32_t tensor_id, float *buf, size_t n, uint16_t root,
+	   int32_t priority, int quiet, uint64_t *handle)
 {
 	struct op proto = { .kind = OP_BROADCAST, .tensor_id = tensor_id, .in = buf, .out = buf,
-			    .n = n, .root = root };
+			    .n = n, .root = root, .quiet = quiet };
 	int ret;
 
 	if (n == 0 || n >= INA_BLOCK_OPEN || !buf || !handle || root >= ctx->world || ctx->ssp)
@@ -1189,9 +1215,18 @@ ina_ibroadcast(struct ina_ctx *ctx, uint32_t tensor_id, float *buf, size_t n, ui
 }
 
 int
-ina_ibarrier(struct ina_ctx *ctx, uint64_t *handle)
+ina_ibroadcast(struct ina_ctx *ctx, uint32_t tensor_id, float *buf, size_t n, uint16_t root,
+	       int32_t priority, uint64_t *handle)
 {
-	struct op proto = { .kind = OP_BARRIER, .tensor_id = INA_BARRIER_TENSOR, .n = 1 };
+	return ibroadcast(ctx, tensor_id, buf, n, root, priority, 0, handle);
+}
+
+/* ina_ibarrier(); 'quiet' for a blocking call's own operation. */
+static int
+ibarrier(struct ina_ctx *ctx, int quiet, uint64_t *handle)
+{
+	struct op proto = { .kind = OP_BARRIER, .tensor_id = INA_BARRIER_TENSOR, .n = 1,
+			    .quiet = quiet };
 	int ret;
 
 	if (!handle || ctx->ssp)
@@ -1200,6 +1235,12 @@ ina_ibarrier(struct ina_ctx *ctx, uint64_t *handle)
 	ret = submit(ctx, &proto, 0, handle);
 	pthread_mutex_unlock(&ctx->lock);
 	return ret;
+}
+
+int
+ina_ibarrier(struct ina_ctx *ctx, uint64_t *handle)
+{
+	return ibarrier(ctx, 0, handle);
 }
 
 int
@@ -1315,6 +1356,54 @@ ina_progress(struct ina_ctx *ctx, uint32_t wait_us)
 	return ret;
 }
 
+/* Up to 'max' ended operations, oldest end first, collected (under the
+ * lock). */
+static unsigned
+poll_collect(struct ina_ctx *ctx, struct ina_completion *done, unsigned max)
+{
+	unsigned n = 0;
+	uint64_t seq;
+
+	while (n < max && done_queue_pop(&ctx->done, &seq, op_uncollected, ctx)) {
+		struct op *o = &ctx->ops[seq % ctx->max_pending];
+
+		done[n].handle = seq + 1;
+		done[n].status = op_collect(o);
+		done[n].reserved = 0;
+		n++;
+	}
+	return n;
+}
+
+int
+ina_poll(struct ina_ctx *ctx, struct ina_completion *done, unsigned max, uint32_t wait_us)
+{
+	uint64_t sleep_ns;
+	unsigned n;
+	int moved, ret;
+
+	if (!ctx || !done || max == 0)
+		return -EINVAL;
+	pthread_mutex_lock(&ctx->lock);
+	moved = step(ctx, &sleep_ns);
+	n = poll_collect(ctx, done, max);
+	if (n == 0 && !moved && wait_us && !egroup_error(ctx->eg)) {
+		uint64_t max_ns = (uint64_t)wait_us * 1000;
+
+		/* Sleep in the port without the lock, as ina_wait() does:
+		 * other threads submit meanwhile. */
+		pthread_mutex_unlock(&ctx->lock);
+		if (sleep_ns)
+			ctx->port->ops->wait(ctx->port, sleep_ns < max_ns ? sleep_ns : max_ns);
+		pthread_mutex_lock(&ctx->lock);
+		step(ctx, &sleep_ns);
+		n = poll_collect(ctx, done, max);
+	}
+	ret = n ? (int)n : egroup_error(ctx->eg);
+	pthread_mutex_unlock(&ctx->lock);
+	return ret;
+}
+
 /* ssp: the tensor's state for ina_allreduce(), made at its first call. */
 static struct ssp_tensor *
 ssp_tensor_locked(struct ina_ctx *ctx, uint32_t tensor_id, size_t n, int *ret)
@@ -1357,8 +1446,8 @@ ssp_allreduce(struct ina_ctx *ctx, uint32_t tensor_id, const float *in, float *o
 	if (!t)
 		return ret;
 	call = ssp_tensor_calls(t);
-	ret = ina_iallreduce(ctx, tensor_id, in, ssp_tensor_out(t, call), n, op, 0,
-			     ssp_tensor_handle(t, call));
+	ret = iallreduce(ctx, tensor_id, in, ssp_tensor_out(t, call), n, op, 0, 1,
+			 ssp_tensor_handle(t, call));
 	if (ret < 0)
 		return ret;
 	ssp_tensor_called(t);
@@ -1396,9 +1485,7 @@ ina_ssp_next(struct ina_ctx *ctx, uint32_t tensor_id, float *out)
 	if (!ctx->ssp || !out)
 		return -EINVAL;
 	pthread_mutex_lock(&ctx->lock);
-	for (unsigned i = 0; i < ctx->n_ssp; i++)
-		if (ssp_tensor_id(ctx->ssp_tensors[i]) == tensor_id)
-			t = ctx->ssp_tensors[i];
+	t = tensor_table_get(&ctx->ssp_tensors, tensor_id);
 	pthread_mutex_unlock(&ctx->lock);
 	if (!t || ssp_tensor_returned(t) == ssp_tensor_calls(t))
 		return 0;
@@ -1415,7 +1502,7 @@ ina_allreduce(struct ina_ctx *ctx, uint32_t tensor_id, const float *in, float *o
 
 	if (ctx->ssp)
 		return ssp_allreduce(ctx, tensor_id, in, out, n, op);
-	ret = ina_iallreduce(ctx, tensor_id, in, out, n, op, 0, &h);
+	ret = iallreduce(ctx, tensor_id, in, out, n, op, 0, 1, &h);
 
 	if (ret < 0)
 		return ret;
@@ -1427,7 +1514,7 @@ int
 ina_broadcast(struct ina_ctx *ctx, uint32_t tensor_id, float *buf, size_t n, uint16_t root)
 {
 	uint64_t h;
-	int ret = ina_ibroadcast(ctx, tensor_id, buf, n, root, 0, &h);
+	int ret = ibroadcast(ctx, tensor_id, buf, n, root, 0, 1, &h);
 
 	if (ret < 0)
 		return ret;
@@ -1439,7 +1526,7 @@ int
 ina_barrier(struct ina_ctx *ctx)
 {
 	uint64_t h;
-	int ret = ina_ibarrier(ctx, &h);
+	int ret = ibarrier(ctx, 1, &h);
 
 	return ret < 0 ? ret : ina_wait(ctx, h);
 }
@@ -1489,16 +1576,18 @@ ina_get_stats_size(const struct ina_ctx *ctx, struct ina_stats *out, size_t size
 	s->density_sent = ctx->sp.density;
 	s->block_size = ctx->last_block_size;
 	s->partition_tag = ctx->last_part_tag;
-	for (unsigned i = 0; i < ctx->n_tensors; i++)
-		if (ctx->tensors[i].tr)
-			s->partition_rebalances += tround_stats(ctx->tensors[i].tr)->rebalances;
 	s->residual_norm = ctx->sp.residual_norm;
 	{
+		const struct sparse_tensor *t;
+		uint32_t it = 0;
 		double m = 0;
 
-		for (unsigned i = 0; i < ctx->n_tensors; i++)
-			if (ctx->tensors[i].tr)
-				m += tround_stats(ctx->tensors[i].tr)->residual_mass;
+		while ((t = tensor_table_next(&ctx->tensors, &it))) {
+			if (!t->tr)
+				continue;
+			s->partition_rebalances += tround_stats(t->tr)->rebalances;
+			m += tround_stats(t->tr)->residual_mass;
+		}
 		s->residual_norm_total = sqrt(m);
 	}
 	pthread_mutex_unlock((pthread_mutex_t *)&ctx->lock);
@@ -1506,6 +1595,12 @@ ina_get_stats_size(const struct ina_ctx *ctx, struct ina_stats *out, size_t size
 		return;
 	full.size = (uint32_t)(size < sizeof(full) ? size : sizeof(full));
 	memcpy(out, &full, full.size);
+}
+
+const char *
+ina_stats_aggregator(const struct ina_ctx *ctx)
+{
+	return ctx->aggregator;
 }
 
 const char *
@@ -1545,12 +1640,24 @@ ina_close(struct ina_ctx *ctx)
 		ret = -EIO;
 	egroup_destroy(ctx->eg);
 	ina_port_close(ctx->port);
-	for (unsigned i = 0; i < ctx->n_tensors; i++)
-		tround_destroy(ctx->tensors[i].tr);
-	for (unsigned i = 0; i < ctx->n_ssp; i++)
-		ssp_tensor_destroy(ctx->ssp_tensors[i]);
+	{
+		struct sparse_tensor *t;
+		struct ssp_tensor *st;
+		uint32_t it = 0;
+
+		while ((t = tensor_table_next(&ctx->tensors, &it))) {
+			tround_destroy(t->tr);
+			free(t);
+		}
+		it = 0;
+		while ((st = tensor_table_next(&ctx->ssp_tensors, &it)))
+			ssp_tensor_destroy(st);
+		tensor_table_free(&ctx->tensors);
+		tensor_table_free(&ctx->ssp_tensors);
+	}
 	order_destroy(ctx->sched);
 	free(ctx->ops);
+	done_queue_free(&ctx->done);
 	free(ctx->fuse_in);
 	free(ctx->fuse_out);
 	pthread_mutex_destroy(&ctx->lock);

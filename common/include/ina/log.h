@@ -2,8 +2,9 @@
 /*
  * Logging: INA_LOG(LEVEL, fmt, ...) with levels ERR, WARN, INFO, DEBUG, and
  * INA_LOG_RL for messages that could repeat (at most a few a second per call
- * site). The backend writes to stderr; DEBUG compiles out unless INA_DEBUG_LOG
- * is defined. Never log per packet on a hot path: count instead.
+ * site). The backend writes to stderr, or hands each line to a sink (a
+ * library user's logger, ina_set_logger()); DEBUG compiles out unless
+ * INA_DEBUG_LOG is defined. Never log per packet on a hot path: count instead.
  */
 #ifndef INA_LOG_H
 #define INA_LOG_H
@@ -19,6 +20,16 @@ enum ina_log_level ina_log_get_level(void);
 int ina_log_level_parse(const char *name);
 /* Prefix put before every message, e.g. "ina-switch" or "rank 2". */
 void ina_log_set_ident(const char *ident);
+
+/*
+ * Lines go to 'fn' instead of stderr: the message alone (no time, identity or
+ * level prefix; the level is an argument), formatted once, from whichever
+ * thread logs. NULL goes back to stderr. Process-wide; set it before the
+ * threads that log start (a change while they log is safe: a line goes to
+ * the old sink or the new one).
+ */
+typedef void (*ina_log_sink_fn)(enum ina_log_level level, const char *line, void *arg);
+void ina_log_set_sink(ina_log_sink_fn fn, void *arg);
 
 void ina_log_write(enum ina_log_level level, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
