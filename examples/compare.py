@@ -166,6 +166,7 @@ def run_one(a, env, model, mode):
 		cmd = [PY] + args + ["--nproc", str(a.nproc)]
 	log_path = os.path.join(a.out, tag + ".log")
 	t0 = time.monotonic()
+	load0 = os.getloadavg()[0]
 	with open(log_path, "w") as log:
 		log.write(" ".join(cmd) + "\n")
 		log.flush()
@@ -180,8 +181,12 @@ def run_one(a, env, model, mode):
 		with open(out) as f:
 			res = json.load(f)
 		res["run_wall_s"] = wall
+		# The machine's 1-minute load average before and after: step times
+		# only compare between runs that saw a like load.
+		res["loadavg"] = [load0, os.getloadavg()[0]]
 	fin = res["final"] if res else {}
 	print(f"  {tag:16s} {'ok' if res else 'FAILED (' + str(rc) + ')':10s} {wall:6.1f} s  "
+	      f"load {load0:4.1f}  "
 	      + (f"test_acc {fin['test_acc']:.2f}  test_loss {fin['test_loss']:.4f}" if res else
 		 f"see {log_path}"), flush=True)
 	if not res:

@@ -66,14 +66,17 @@ def free_port():
 
 def launch(args, body):
 	"""Runs body(args, rank, world) on every rank: in this process when torchrun
-	started it (RANK and WORLD_SIZE set), else in args.nproc processes spawned
-	with torch.multiprocessing on 127.0.0.1."""
+	started it (RANK and WORLD_SIZE set), else in args.nproc processes started
+	with torch.multiprocessing (fork) on 127.0.0.1."""
 	if "RANK" in os.environ and "WORLD_SIZE" in os.environ:
 		_rank_main(int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"]), args, body)
 		return
 	os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
 	os.environ.setdefault("MASTER_PORT", str(free_port()))
-	mp.spawn(_rank_main, args=(args.nproc, args, body), nprocs=args.nproc, join=True)
+	# fork: the children have torch imported already (a second each saved on
+	# two cores); this process has run no torch operation, so no thread pool.
+	mp.start_processes(_rank_main, args=(args.nproc, args, body), nprocs=args.nproc,
+			   join=True, start_method="fork")
 
 
 def _rank_main(rank, world, args, body):
