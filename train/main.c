@@ -32,6 +32,7 @@
 #include <xxhash.h>
 
 #include "data.h"
+#include "datapath.h"
 #include "ina.h"
 #include "ina/cli.h"
 #include "ina/util.h"
@@ -97,7 +98,9 @@ usage(FILE *f)
 	fprintf(f,
 		"usage: ina-train [options]              one command: a switch and W workers on loopback\n"
 		"       ina-train --rank R [options]     one worker of a job at --switch\n"
-		"  --data FILE           CSV (gzip or plain): features..., label (default %s)\n"
+		"  --data FILE           CSV (gzip or plain): features..., label (default\n"
+		"                        " INA_TRAIN_DATA_NAME " in " INA_TRAIN_DATA_RELDIR " from the\n"
+		"                        program's directory (installed), else the source tree's)\n"
 		"  --scale S             features are divided by S (default 16: pixels 0..16)\n"
 		"  --workers W           data-parallel workers, the job's world (default 4)\n"
 		"  --rank R              run worker R only (the switch must be running)\n"
@@ -143,8 +146,7 @@ usage(FILE *f)
 		"  --compute-us US       each round also computes for US microseconds (default 0)\n"
 		"  --straggle P          with --compute-us: in a share P of the rounds one worker\n"
 		"                        (drawn from --seed, alike on all) computes 3x as long\n"
-		"  --quiet               no line per epoch\n",
-		INA_TRAIN_DEFAULT_DATA);
+		"  --quiet               no line per epoch\n");
 }
 
 static void
@@ -194,7 +196,7 @@ parse_args(int argc, char **argv, struct opts *o)
 	};
 	int ch;
 
-	*o = (struct opts){ .data = INA_TRAIN_DEFAULT_DATA, .switch_addr = "127.0.0.1:9150",
+	*o = (struct opts){ .data = NULL, .switch_addr = "127.0.0.1:9150",
 			    .workers = 4, .rank = -1, .job = 1, .epochs = 50, .lr = 1.0,
 			    .batch = 32, .seed = 1, .check_every = 10, .scale = 16,
 			    .block = 1024, .lanes = 64, .diverge_rank = -1 };
@@ -463,6 +465,7 @@ write_report(const struct opts *o, const struct model *m, const struct dataset *
 	if (json_object_set_new(root, "blocks_deferred",
 				json_integer((json_int_t)res->blocks_deferred)) < 0 ||
 	    json_object_set_new(root, "plan", json_boolean(o->plan)) < 0 ||
+	    json_object_set_new(root, "data", json_string(o->data)) < 0 ||
 	    json_object_set_new(root, "last_block_size", json_integer(res->last_block)) < 0) {
 		json_decref(root);
 		return -ENOMEM;
@@ -561,9 +564,10 @@ run_worker(const struct opts *o, unsigned rank, const struct dataset *train,
 	}
 	if (rank == 0 && !o->quiet)
 		printf("ina-train: %zu train / %zu test rows, %zu params, %u workers x batch %u, "
-		       "%" PRIu64 " rounds (%" PRIu64 " per epoch), lr %g, seed %" PRIu64 ", over %s\n",
+		       "%" PRIu64 " rounds (%" PRIu64 " per epoch), lr %g, seed %" PRIu64 ", over %s;"
+		       " data %s\n",
 		       train->n, test->n, m.n_params, o->workers, bs, total, per_epoch, o->lr,
-		       o->seed, ina_transport(ctx));
+		       o->seed, ina_transport(ctx), o->data);
 
 	t0 = now_s();
 	for (uint64_t r = 0; r < total; r++) {
@@ -776,11 +780,16 @@ main(int argc, char **argv)
 {
 	struct dataset all, train, test;
 	struct opts o;
-	char err[512];
+	char err[512], data_path[PATH_MAX + 64];
 	int ret;
 
 	ina_cli_set_prog("ina-train");
 	parse_args(argc, argv, &o);
+	if (!o.data) {
+		if (train_default_data(data_path, sizeof(data_path), err, sizeof(err)) < 0)
+			ina_die("%s", err);
+		o.data = data_path;
+	}
 	if (data_load_csv(o.data, &all, err, sizeof(err)) < 0)
 		ina_die("%s", err);
 	data_scale(&all, (float)o.scale);

@@ -312,7 +312,8 @@ INA_API void ina_config_init_size(struct ina_config *cfg, size_t size);
  * "sparsify.mode" = off|topk|filter|both, "sparsify.density", ..., "sched" =
  * fifo|priority|magnitude, "partition" = fixed|dynamic, ...) from its text;
  * strings are copied and owned by the config. 0, or -EINVAL (no such field,
- * or a value it cannot take: 'err' says which) or -ENOMEM.
+ * a value it cannot take, or a config ina_config_new() did not make: 'err'
+ * says which) or -ENOMEM.
  * ina_config_free() frees it and its strings (NULL is accepted).
  */
 INA_API struct ina_config *ina_config_new(void);
@@ -461,8 +462,8 @@ INA_API void ina_get_stats_size(const struct ina_ctx *ctx, struct ina_stats *sta
 #define ina_get_stats(ctx, stats) ina_get_stats_size((ctx), (stats), sizeof(*(stats)))
 
 /* The counters by name, for bindings: ina_stat_name(i) names the i-th
- * counter of struct ina_stats (its field name, e.g. "bytes_sent"; NULL past
- * the last), ina_stat() reads one into '*value' (0, or -EINVAL for a name
+ * numeric counter of struct ina_stats (its field name, e.g. "bytes_sent";
+ * NULL past the last; neither "size" nor "aggregator" is listed), ina_stat() reads one into '*value' (0, or -EINVAL for a name
  * that is none; "aggregator" is not a number and is read by
  * ina_stats_aggregator()). */
 INA_API const char *ina_stat_name(unsigned i);
@@ -474,7 +475,9 @@ INA_API const char *ina_stats_aggregator(const struct ina_ctx *ctx);
  * step (sleeping in the port up to 'wait_us' when nothing ended yet) and
  * collects up to 'max' operations that have ended, oldest end first: each
  * handle is then spent, as by ina_test(), and never reported twice (nor to
- * ina_test() or ina_wait() after). Returns how many it wrote (0 when none
+ * ina_test() or ina_wait() after). The operations of the blocking calls
+ * (ina_allreduce(), ina_broadcast(), ina_barrier()) are never reported: their
+ * call collects them. Returns how many it wrote (0 when none
  * ended in time), or the context's error when it failed and nothing is left
  * to report. It may run in a progress thread while other threads submit.
  */
