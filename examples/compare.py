@@ -9,7 +9,7 @@ three in one PNG per model (matplotlib).
 
 It starts its own ina-switch on 127.0.0.1 (a free UDP port) from the build
 tree, and runs every training with torchrun --standalone --nproc_per_node 4
-(--launcher mp: torch.multiprocessing instead). The ina package is imported
+(--launcher mp, the default of --quick: torch.multiprocessing instead). The ina package is imported
 from BUILD/python (the build tree's copy) unless installed.
 
 Exit status: 0 when every run finished and, outside --quick, ina dense reached
@@ -64,7 +64,9 @@ def parse():
 	p.add_argument("--density", type=float, default=0.1, help="top-k density (ina-topk)")
 	p.add_argument("--nproc", type=int, default=4, help="ranks")
 	p.add_argument("--seed", type=int, default=1)
-	p.add_argument("--launcher", choices=("torchrun", "mp"), default="torchrun")
+	p.add_argument("--launcher", choices=("torchrun", "mp"),
+		       help="torchrun (default), or torch.multiprocessing (default with --quick: "
+		       "torch is imported once per run, not five times)")
 	p.add_argument("--quick", action="store_true",
 		       help="a few steps of each: a smoke test (the ctest)")
 	p.add_argument("--tolerance", type=float, default=0.5,
@@ -86,6 +88,8 @@ def parse():
 		p.error("--density must be in (0, 1] and --nproc >= 1")
 	if a.launcher == "torchrun" and a.nproc > 9:
 		p.error("--launcher torchrun takes at most 9 ranks here (use --launcher mp)")
+	if a.launcher is None:
+		a.launcher = "mp" if a.quick else "torchrun"
 	a.build = os.path.abspath(a.build)
 	a.out = os.path.abspath(a.out or os.path.join(a.build, "examples-out"))
 	return a
