@@ -25,6 +25,7 @@ import argparse
 import json
 import math
 import os
+import resource
 import secrets
 import shutil
 import signal
@@ -73,6 +74,8 @@ def parse():
 		       help="points of test accuracy ina dense may miss gloo's by (default 0.5)")
 	p.add_argument("--timeout", type=float, default=600, help="seconds per training run")
 	p.add_argument("--no-plot", action="store_true", help="skip the PNGs")
+	p.add_argument("--report-only", action="store_true",
+		       help="train nothing: the tables and PNGs of the results already in --out")
 	a = p.parse_args()
 	a.models = [m for m in a.models.split(",") if m]
 	a.modes = [m for m in a.modes.split(",") if m]
@@ -171,6 +174,7 @@ def run_one(a, env, model, mode):
 	log_path = os.path.join(a.out, tag + ".log")
 	t0 = time.monotonic()
 	load0 = os.getloadavg()[0]
+	ru0 = resource.getrusage(resource.RUSAGE_CHILDREN)
 	with open(log_path, "w") as log:
 		log.write(" ".join(cmd) + "\n")
 		log.flush()
@@ -180,17 +184,20 @@ def run_one(a, env, model, mode):
 		except subprocess.TimeoutExpired:
 			rc = "timeout"
 	wall = time.monotonic() - t0
+	ru1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+	cpu = (ru1.ru_utime - ru0.ru_utime) + (ru1.ru_stime - ru0.ru_stime)
 	res = None
 	if rc == 0 and os.path.exists(out):
 		with open(out) as f:
 			res = json.load(f)
 		res["run_wall_s"] = wall
+		res["run_cpu_s"] = cpu  # of the launcher and ranks, not the switch
 		# The machine's 1-minute load average before and after: step times
 		# only compare between runs that saw a like load.
 		res["loadavg"] = [load0, os.getloadavg()[0]]
 	fin = res["final"] if res else {}
 	print(f"  {tag:16s} {'ok' if res else 'FAILED (' + str(rc) + ')':10s} {wall:6.1f} s  "
-	      f"load {load0:4.1f}  "
+	      f"(cpu {cpu:5.1f} s, load {load0:4.1f})  "
 	      + (f"test_acc {fin['test_acc']:.2f}  test_loss {fin['test_loss']:.4f}" if res else
 		 f"see {log_path}"), flush=True)
 	if not res:
@@ -243,6 +250,7 @@ def plot(a, model, runs):
 	fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 4.2))
 	style = {"gloo": ("k", "-"), "ina": ("tab:blue", "--"), "ina-topk": ("tab:orange", ":")}
 	k = 1
+	seen = []
 	for mode, r in runs.items():
 		if r is None:
 			continue
@@ -251,14 +259,14 @@ def plot(a, model, runs):
 		k = max(1, min(20, len(sl) // 20))  # moving average over k steps
 		sm = [sum(sl[max(0, i - k + 1):i + 1]) / (i + 1 - max(0, i - k + 1)) for i in range(len(sl))]
 		ax1.plot(range(1, len(sm) + 1), sm, color=color, ls=ls, lw=1.4, label=r["label"])
+		seen += sm
 		ep = r["per_epoch"]
 		spe = len(sl) / len(ep)
 		ax2.plot([(e["epoch"] + 1) * spe for e in ep], [e["test_loss"] for e in ep], color=color,
 			 ls=ls, marker="o", ms=3, lw=1.4, label=r["label"])
 	ax1.set(title=f"{model}: training loss (rank 0, moving average of {k} steps)",
 		xlabel="step", ylabel="cross-entropy")
-	lo, hi = ax1.get_ylim()
-	if lo > 0 and hi / lo > 20:  # digits: from 2.3 down to 0.00x
+	if seen and min(seen) > 0 and max(seen) / min(seen) > 20:  # digits: 2.3 down to 0.00x
 		ax1.set_yscale("log")
 	ax2.set(title=f"{model}: held-out loss per epoch", xlabel="step", ylabel="cross-entropy")
 	for ax in (ax1, ax2):
@@ -286,11 +294,13 @@ def check(a, model, runs):
 	g, i = runs.get("gloo"), runs.get("ina")
 	if g and i:
 		if a.quick:
-			# A few steps: dense ina sums what gloo sums, up to rounding.
+			# A few steps: dense ina sums what gloo sums, up to rounding
+			# (the same to 4 digits in every run seen; a hook that summed
+			# without averaging moves the loss by about 1%).
 			lg, li = g["final"]["train_loss"], i["final"]["train_loss"]
-			if abs(lg - li) > 0.01 * abs(lg):
+			if abs(lg - li) > 1e-3 * abs(lg):
 				bad.append(f"{model}: ina's training loss {li:.6f} is not gloo's {lg:.6f} "
-					   "within 1%")
+					   "within 0.1%")
 		else:
 			d = abs(g["final"]["test_acc"] - i["final"]["test_acc"])
 			if d > a.tolerance:
@@ -310,6 +320,8 @@ def main():
 		      "skipped")
 		sys.exit(77)
 	os.makedirs(a.out, exist_ok=True)
+	if a.report_only:
+		sys.exit(report(a, load_results(a), time.monotonic()))
 	need_ina = any(m != "gloo" for m in a.modes)
 	env = env_for(a, None)
 	if need_ina:
@@ -341,6 +353,27 @@ def main():
 			stop(switch)
 		if log is not None:
 			log.close()
+	sys.exit(report(a, results, t0))
+
+
+def load_results(a):
+	results = {}
+	for model in a.models:
+		results[model] = {}
+		for mode in a.modes:
+			path = os.path.join(a.out, f"{model}-{mode}.json")
+			try:
+				with open(path) as f:
+					results[model][mode] = json.load(f)
+			except (OSError, ValueError) as e:
+				print(f"compare: {path}: {e}")
+				results[model][mode] = None
+	return results
+
+
+def report(a, results, t0):
+	"""Prints the tables, draws the PNGs, writes compare.json; the exit
+	status."""
 	problems = []
 	summary = {}
 	for model, runs in results.items():
@@ -357,7 +390,7 @@ def main():
 	print(f"\ncompare: {time.monotonic() - t0:.0f} s in all")
 	for p in problems:
 		print(f"compare: {p}")
-	sys.exit(1 if problems else 0)
+	return 1 if problems else 0
 
 
 if __name__ == "__main__":
