@@ -35,6 +35,9 @@ def add_common_args(p, epochs, lr, batch):
 		       help="ADDR:PORT of the ina-switch (default $INA_SWITCH)")
 	p.add_argument("--block-size", type=int, default=0,
 		       help="ina's elements per block (0: the package's default)")
+	p.add_argument("--ina", action="append", default=[], metavar="KEY=VALUE",
+		       help="another ina_config field for the hook's context, e.g. lanes=32 or "
+		       "rto_us=20000 (repeatable)")
 	p.add_argument("--epochs", type=int, default=epochs)
 	p.add_argument("--lr", type=float, default=lr)
 	p.add_argument("--batch", type=int, default=batch, help="per rank")
@@ -52,6 +55,9 @@ def check_args(p, args):
 		p.error("--sparsify needs --comm ina (gloo's allreduce is dense)")
 	if args.comm == "ina" and not args.switch:
 		p.error("--comm ina needs --switch ADDR:PORT or $INA_SWITCH")
+	for kv in args.ina:
+		if "=" not in kv or not kv.split("=", 1)[0]:
+			p.error(f"--ina {kv!r}: expected KEY=VALUE")
 	if not 0 < args.density <= 1:
 		p.error("--density must be in (0, 1]")
 	if args.epochs < 1 or args.batch < 1 or args.lr <= 0 or args.nproc < 1 or args.max_steps < 0:
@@ -106,6 +112,9 @@ def make_comm(args, model):
 		kw["sparsify"] = {"mode": args.sparsify, "density": args.density}
 	if args.block_size:
 		kw["block_size"] = args.block_size
+	for kv in args.ina:
+		k, v = kv.split("=", 1)
+		kw[k] = int(v) if v.isdigit() else v
 	state = it.HookState(switch=args.switch, **kw)
 	ddp.register_comm_hook(state, it.allreduce_hook)
 	return ddp, state
