@@ -170,7 +170,11 @@ class Recorder:
 		a = self.args
 		if a.comm == "gloo":
 			return f"{self.name} gloo"
-		return f"{self.name} ina" + ("" if a.sparsify == "off" else f" {a.sparsify}")
+		if a.sparsify == "off":
+			return f"{self.name} ina"
+		if a.sparsify == "topk":
+			return f"{self.name} ina topk {a.density:g}"
+		return f"{self.name} ina {a.sparsify}"
 
 	def finish(self, state):
 		"""Gathers the ranks' step-time medians and ina's counters, then rank
