@@ -36,7 +36,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
-PY = "/usr/bin/python3"
+PY = sys.executable  # the ranks run under the interpreter that runs this
 
 MODELS = {
 	# name: (script, full-run options, --quick options)
