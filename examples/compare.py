@@ -394,9 +394,10 @@ def report(a, results, t0):
 			print(f"\nloss curves: {png}")
 		problems += check(a, model, runs)
 		summary[model] = runs
-	with open(os.path.join(a.out, "compare.json"), "w") as f:
-		json.dump({"quick": a.quick, "nproc": a.nproc, "seed": a.seed, "launcher": a.launcher,
-			   "results": summary}, f, indent=1)
+	if not a.report_only:  # else compare.json keeps the run's wall times and loads
+		with open(os.path.join(a.out, "compare.json"), "w") as f:
+			json.dump({"quick": a.quick, "nproc": a.nproc, "seed": a.seed,
+				   "launcher": a.launcher, "results": summary}, f, indent=1)
 	print(f"\ncompare: {time.monotonic() - t0:.0f} s in all")
 	for p in problems:
 		print(f"compare: {p}")
