@@ -73,21 +73,31 @@ ina_stat_name(unsigned i)
 	return i < stat_row_count() ? rows[i].name : NULL;
 }
 
-/* The row's value in 's' as a double (exact up to 2^53). */
+/* The row's value in 's' as a double (exact up to 2^53). Read by memcpy:
+ * the offset is the field's own, but the char pointer carries no alignment a
+ * compiler could see (clang's -Wcast-align). */
 static double
 row_value(const struct stat_row *r, const struct ina_stats *s)
 {
 	const char *p = (const char *)s + r->offset;
+	uint64_t u64;
+	uint32_t u32;
+	uint16_t u16;
+	double d;
 
 	switch (r->type) {
 	case ST_U64:
-		return (double)*(const uint64_t *)p;
+		memcpy(&u64, p, sizeof(u64));
+		return (double)u64;
 	case ST_U32:
-		return *(const uint32_t *)p;
+		memcpy(&u32, p, sizeof(u32));
+		return u32;
 	case ST_U16:
-		return *(const uint16_t *)p;
+		memcpy(&u16, p, sizeof(u16));
+		return u16;
 	case ST_DOUBLE:
-		return *(const double *)p;
+		memcpy(&d, p, sizeof(d));
+		return d;
 	}
 	return 0;
 }
