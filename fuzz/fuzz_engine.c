@@ -4,10 +4,12 @@
  * sends, RESULT, WAIT, ERROR, JOIN_ACK and FIN_ACK, cut from the input; with
  * a replica switch (docs/PROTOCOL.md 5.9) also what the replica sends.
  *
- * Input: configuration bytes (world, with bit 0x80 a replica peer and bits
+ * Input: configuration bytes (world, with bit 0x80 a replica peer, bit 0x40
+ * keepalives and a longest pause, and bits
  * 3-5 a packet pool of that few packets, so that allocations fail, rank,
  * lanes, largest B, encoding, timeouts, with a replica a byte of failover
- * time, the tensor's length, B, how many non-zero elements), the tensor's
+ * time, with keepalives their period and the longest pause, the tensor's
+ * length, B, how many non-zero elements), the tensor's
  * floats (mostly zero, so that blocks are skipped), then operations, each an
  * opcode byte and its arguments: run engine_tx, a JOIN_ACK (right or wrong;
  * a STANDBY one from the replica, or from the wrong peer), a RESULT for a
@@ -26,6 +28,9 @@
  *    from its rank, within its buffer, to the primary or the replica and to
  *    nothing else; a DATA payload in f32 holds exactly the bits of the input
  *    block it names;
+ *  - a KEEPALIVE only with keepalives on, joined (READY or RUNNING, no
+ *    error), when nothing was sent for the keepalive time, to the switch
+ *    followed or to the replica standing by;
  *  - to the primary: JOIN (epoch 0), DATA, FIN, LEAVE, and nothing once the
  *    engine follows the replica; to the replica: a STANDBY JOIN with the
  *    primary's epoch, FAILOVER, FIN, LEAVE, and DATA only after the takeover
@@ -98,6 +103,8 @@ struct fz {
 	 * start, a RESULT neither bad nor stale) and last probed, as far as
 	 * seen from here: never later than the engine's own. */
 	uint64_t pri_heard_ns, progress_ns, probe_ns;
+	uint64_t last_tx_ns;	/* the last packet the engine sent */
+	uint64_t keepalives;	/* KEEPALIVEs sent */
 	float *in, *out;
 	uint8_t *deferred;
 	uint32_t n;
@@ -122,6 +129,7 @@ check_engine(const struct fz *f)
 	FZ_CHECK(st->failovers <= 1 && st->failovers == (uint64_t)engine_failed_over(f->e));
 	FZ_CHECK(st->failover_sent == f->fo_sent);
 	FZ_CHECK(st->probes == f->probes);
+	FZ_CHECK(st->keepalives == f->keepalives);
 	FZ_CHECK(engine_epoch(f->e) == f->held);
 	FZ_CHECK(engine_round(f->e) == (uint32_t)st->rounds);
 	stall = engine_stall(f->e);
@@ -172,7 +180,16 @@ check_sent(struct fz *f, const struct ina_pkt *p)
 		fprintf(stderr, "tx %s to %s epoch %u flags %#x\n", ina_wire_type_name(h.type),
 			to_r ? "replica" : "primary", h.epoch, h.flags);
 	FZ_CHECK(h.rank == f->cfg.rank && h.job_id == JOB && h.token == TOKEN);
-	if (!to_r) {
+	if (h.type == INA_T_KEEPALIVE) {
+		/* Joined, nothing sent for the keepalive time; to the switch
+		 * followed, and to the replica standing by. */
+		FZ_CHECK(f->cfg.keepalive_ns && f->now - f->last_tx_ns >= f->cfg.keepalive_ns);
+		FZ_CHECK(p->len == INA_HDR_SIZE && !engine_error(f->e) &&
+			 (engine_phase(f->e) == ENGINE_READY ||
+			  engine_phase(f->e) == ENGINE_RUNNING));
+		FZ_CHECK(to_r || !fo);
+		f->keepalives++;
+	} else if (!to_r) {
 		/* The primary: nothing once the engine follows the replica. */
 		FZ_CHECK(!fo);
 		FZ_CHECK(h.type == INA_T_JOIN || h.type == INA_T_DATA || h.type == INA_T_FIN ||
@@ -257,6 +274,8 @@ op_tx(struct fz *f, struct fz_in *in)
 		check_sent(f, out[i]);
 		ina_pkt_free(out[i]);
 	}
+	if (nb)
+		f->last_tx_ns = f->now;
 }
 
 /*
@@ -406,6 +425,8 @@ op_result(struct fz *f, struct fz_in *in, uint8_t op)
 	nb = ina_wire_nb_blocks(h.tensor_len, h.block_size);
 	if (h.type == INA_T_WAIT) {
 		h.flags = sel & 1;
+		/* LIVE (the switch vouches for the ranks named) or not. */
+		h.status = sel & 2 ? INA_WAIT_LIVE : 0;
 		ina_wire_encode_hdr(&h, pkt);
 		fz_bytes(in, pkt + INA_HDR_SIZE, INA_WAIT_PAYLOAD);
 		deliver_from(f, pkt, INA_HDR_SIZE + INA_WAIT_PAYLOAD, op & 0x10);
@@ -652,6 +673,12 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		f.cfg.failover_ns = (1 + (uint64_t)fz_u8(&in)) * f.cfg.rto_ns;
 		f.cfg.replica.len = 16;
 		memset(f.cfg.replica.bytes, 0x43, 16);
+	}
+	if (wb & 0x40) {
+		/* Keepalives every 1 to 256 first timeouts; the longest pause
+		 * 1 to 8 timeouts. */
+		f.cfg.keepalive_ns = (1 + (uint64_t)fz_u8(&in)) * f.cfg.rto_ns;
+		f.cfg.pause_ns = (1 + (uint64_t)(fz_u8(&in) % 8)) * f.cfg.timeout_ns;
 	}
 	f.cfg.pool = &f.pool.base;
 	f.n = 1 + fz_u16(&in) % MAX_N;

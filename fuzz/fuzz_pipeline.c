@@ -8,7 +8,7 @@
  * to a spine; linger, WAIT
  * interval, idle timeout, answer pool size, outputs held back),
  * then operations, each an opcode byte and its arguments: a raw packet
- * (length-prefixed bytes), a JOIN, DATA, FIN or LEAVE built valid for one of
+ * (length-prefixed bytes), a JOIN, DATA, FIN, KEEPALIVE or LEAVE built valid for one of
  * four jobs (the epoch learnt from the switch's JOIN_ACK or a replica's
  * FAILOVER, the block from its last RESULT, so that the fuzzer gets past
  * validation into the lane protocol), a standby JOIN or a FAILOVER, a copy of
@@ -796,7 +796,7 @@ run_ops(struct fz *f, struct fz_in *in)
 			op_data(f, in, op);
 			break;
 		case 4:
-			op_ctl(f, in, INA_T_FIN, op);
+			op_ctl(f, in, op & 0x40 ? INA_T_KEEPALIVE : INA_T_FIN, op);
 			break;
 		case 5:
 			op_ctl(f, in, op & 0x40 ? INA_T_FAILOVER : INA_T_LEAVE, op);

@@ -189,6 +189,10 @@ check_valid_alone(const uint8_t *buf, size_t size, const struct ina_hdr *h)
 	case INA_T_FAILOVER:
 		FZ_CHECK(size == INA_HDR_SIZE);
 		break;
+	case INA_T_KEEPALIVE:
+		/* the bare header, no flag */
+		FZ_CHECK(size == INA_HDR_SIZE && h->flags == 0);
+		break;
 	default:
 		FZ_CHECK(h->type == INA_T_ERROR);
 		FZ_CHECK(size <= INA_HDR_SIZE + INA_ERROR_MSG_MAX);
@@ -206,7 +210,7 @@ check_valid_job(const struct ina_hdr *h, const struct ina_job_params *job)
 	if (h->type != INA_T_JOIN && !(h->type == INA_T_FAILOVER && h->rank == INA_RANK_SWITCH))
 		FZ_CHECK(h->epoch == job->epoch);
 	if (h->type == INA_T_JOIN || h->type == INA_T_DATA || h->type == INA_T_FIN ||
-	    h->type == INA_T_LEAVE)
+	    h->type == INA_T_LEAVE || h->type == INA_T_KEEPALIVE)
 		FZ_CHECK(h->rank < job->world);
 	else if (h->type == INA_T_REPL)
 		FZ_CHECK(h->rank < job->world || h->rank == INA_RANK_ALL);

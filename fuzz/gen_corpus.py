@@ -8,7 +8,8 @@ import os
 import struct
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-JOIN, JOIN_ACK, DATA, RESULT, WAIT, FIN, FIN_ACK, LEAVE, ERROR, REPL, FAILOVER = range(1, 12)
+(JOIN, JOIN_ACK, DATA, RESULT, WAIT, FIN, FIN_ACK, LEAVE, ERROR, REPL, FAILOVER,
+ KEEPALIVE) = range(1, 13)
 STANDBY, ALL = 0x10, 0xFFFE
 F32, I32, BF16 = 1, 2, 3
 END, OPEN, SWITCH = 0xFFFFFFFF, 0xFFFFFFFE, 0xFFFF
@@ -65,6 +66,9 @@ def wire():
         f32s([1.5, -2, 0, 3e38, -1e-40, 7, 8, 9]),
         "failover": hdr(FAILOVER, rank=2),
         "failover_announce": hdr(FAILOVER, epoch=2, rank=SWITCH),
+        "keepalive": hdr(KEEPALIVE, rank=1, rnd=7),
+        "wait_live": hdr(WAIT, flags=1, rank=SWITCH, lane=1, tlen=40, block=1, bs=8,
+                         status=1) + struct.pack(">Q", 0b100),
     }
     for name, pkt in seeds.items():
         write("fuzz_wire", name, ctl + pkt)
@@ -100,6 +104,16 @@ def pipeline():
     s += data(0, 0x09, 1, 1, p16) + flush            # a retransmission: shadow reply
     s += fin(0, 0) + fin(0, 1) + flush + tick
     write("fuzz_pipeline", "f32_job", s)
+
+    # A pause: rank 1 keeps alive (op 0x44) while rank 0 waits and resends,
+    # the clock moving by a second each time; then rank 1's block, and the sum.
+    keepalive = lambda job, rank: bytes([0x44, job, rank])
+    s = cfg + join(0, 0, (2, 1, 4, F32)) + join(0, 1) + flush
+    s += data(0, 0x08, 0, 0, p16, tensor=(0, 0, 4, 4)) + flush
+    for _ in range(4):
+        s += b"\x97\x08" + keepalive(0, 1) + data(0, 0x09, 0, 0, p16) + flush
+    s += data(0, 0x08, 1, 0, p16) + flush + fin(0, 0) + fin(0, 1) + flush + tick
+    write("fuzz_pipeline", "keepalive_pause", s)
 
     # i32, world 2, one lane, B 4, 8 elements: openers, block 0 announced
     # by the result, its two data packets (next END), a duplicate -> WAIT.
@@ -174,11 +188,14 @@ def pipeline():
 def engine():
     # rto 1 ms (backoff cap 8 ms), timeout 100 ms; with a replica (world
     # byte | 0x80) a failover time of 'replica' + 1 first timeouts.
-    def cfg(world, rank, lanes, max_block, enc, n, bs, elems, replica=None):
-        out = bytes([world - 1 | (0x80 if replica is not None else 0), rank, lanes - 1,
+    def cfg(world, rank, lanes, max_block, enc, n, bs, elems, replica=None, keepalive=None):
+        out = bytes([world - 1 | (0x80 if replica is not None else 0) |
+                     (0x40 if keepalive is not None else 0), rank, lanes - 1,
                      max_block - 1, enc - 1, 9, 99])
         if replica is not None:
             out += bytes([replica])
+        if keepalive is not None:   # (period in first timeouts - 1, pause byte)
+            out += bytes(keepalive)
         out += struct.pack(">H", n - 1) + bytes([bs - 1, len(elems)])
         for at, v in elems:
             out += struct.pack(">Hf", at, v)
@@ -205,6 +222,15 @@ def engine():
     s += result(0, 0x31) + result(1, 0x05, struct.pack(">8i", *range(8))) + tx
     s += b"\x0f" + tx + bytes([0x07, 12, 3]) + b"job 7: bad"
     write("fuzz_engine", "i32_filter_wait_error", s)
+
+    # Keepalives every 5 ms, the longest pause 200 ms: KEEPALIVEs while
+    # READY, then an allreduce kept waiting by LIVE WAITs naming rank 1
+    # (past the 100 ms timeout) until the longest pause fails it.
+    s = cfg(2, 0, 2, 4, F32, 16, 4, elems, keepalive=(4, 1)) + tx + join_ack
+    s += (b"\x0f" + tx) * 3 + b"\x0b\x05" + tx
+    live_wait = bytes([0x84, 0, 0x02]) + struct.pack(">Q", 0b10)
+    s += (b"\x0f" + tx + live_wait) * 90 + (b"\x0f" + tx) * 4
+    write("fuzz_engine", "keepalive_live_wait", s)
 
     # bf16, one lane, a retransmission after the deadline, a stale result of
     # another version, a raw packet, and LEAVE.

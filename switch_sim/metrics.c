@@ -37,6 +37,7 @@ static const struct row pipe_rows[] = {
 	PS(shadow_replies, "shadow_replies_total", "Retransmissions answered from a shadow copy."),
 	PS(duplicates, "duplicates_total", "Data for the open block already counted."),
 	PS(waits, "waits_sent_total", "WAIT packets sent."),
+	PS(keepalives, "keepalives_total", "KEEPALIVEs taken from a joined rank (a pause, not a death)."),
 	PS(saturated, "saturated_additions_total", "i32 additions that saturated."),
 	PS(joins, "joins_total", "JOIN packets received."),
 	PS(fins, "fins_total", "FIN packets received."),

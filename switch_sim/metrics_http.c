@@ -129,6 +129,9 @@ listen_on(const char *addr, int *family, char *err, size_t err_size)
 	return fd;
 }
 
+static void mhd_log(void *cls, const char *fmt, va_list ap) __attribute__((format(printf, 2, 0)));
+
+/* libmicrohttpd's messages, through ina's log. */
 static void
 mhd_log(void *cls, const char *fmt, va_list ap)
 {
@@ -166,6 +169,7 @@ static char *
 scrape(struct metrics_http *m, size_t *len)
 {
 	const struct timespec poll = { 0, SCRAPE_POLL_NS };
+	uint64_t deadline = ina_now_ns() + SCRAPE_WAIT_MS * INA_NS_PER_MS;
 	unsigned want;
 	char *buf = NULL;
 	FILE *f;
@@ -174,13 +178,13 @@ scrape(struct metrics_http *m, size_t *len)
 	pthread_mutex_lock(&m->scrape_mu);
 	want = atomic_load_explicit(&m->requested, memory_order_relaxed) + 1;
 	atomic_store_explicit(&m->requested, want, memory_order_release);
-	for (long waited = 0; waited < SCRAPE_WAIT_MS * 1000000L; waited += SCRAPE_POLL_NS) {
-		if (atomic_load_explicit(&m->closing, memory_order_relaxed))
-			break;
+	while (!atomic_load_explicit(&m->closing, memory_order_relaxed)) {
 		if (atomic_load_explicit(&m->published, memory_order_acquire) == want) {
 			ok = 1;
 			break;
 		}
+		if (ina_now_ns() >= deadline)
+			break;
 		nanosleep(&poll, NULL);
 	}
 	if (ok) {

@@ -1132,6 +1132,13 @@ send_wait(struct pipeline *p, struct ina_pkt *in, const struct job *j, struct sl
 	h.next = INA_BLOCK_END;
 	h.exp = 0;
 	pl_put_hdr(o, j, INA_T_WAIT, &h);
+	/* The ranks named are alive as far as this switch enforces it: past
+	 * the peer timeout it would have aborted the job instead (5.7). */
+	if (p->cfg.peer_timeout_ns && p->cfg.part_index == 0) {
+		uint16_t live_be = htobe16(INA_WAIT_LIVE);
+
+		memcpy(o->data + offsetof(struct ina_wire_hdr, status), &live_be, sizeof(live_be));
+	}
 	missing_be = htobe64(j->full & ~hf->bitmap);
 	memcpy(o->data + INA_HDR_SIZE, &missing_be, sizeof(missing_be));
 	o->len += INA_WAIT_PAYLOAD;
@@ -1542,7 +1549,8 @@ process_one(struct pipeline *p, struct ina_pkt *in, uint64_t now)
 			ina_pkt_free(in);
 			return NULL;
 		}
-	} else if (h.type != INA_T_DATA && h.type != INA_T_FIN && h.type != INA_T_LEAVE) {
+	} else if (h.type != INA_T_DATA && h.type != INA_T_FIN && h.type != INA_T_LEAVE &&
+		   h.type != INA_T_KEEPALIVE) {
 		p->st.drop[PDROP_UNEXPECTED]++;
 		ina_pkt_free(in);
 		return NULL;
@@ -1566,8 +1574,15 @@ process_one(struct pipeline *p, struct ina_pkt *in, uint64_t now)
 	if (h.type == INA_T_REPL)
 		return handle_repl(p, in, j, &h, now);
 	if (old && h.type != INA_T_DATA && h.type != INA_T_FAILOVER) {
-		/* FIN or LEAVE of the primary's epoch: not this job's any more. */
+		/* FIN, LEAVE or KEEPALIVE of the primary's epoch: not this job's
+		 * any more. */
 		p->st.drop_wire[INA_WIRE_WRONG_EPOCH]++;
+		ina_pkt_free(in);
+		return NULL;
+	}
+	if (h.type == INA_T_KEEPALIVE && !(j->joined >> h.rank & 1)) {
+		/* Only a rank of the job lives for it. */
+		p->st.drop[PDROP_NOT_JOINED]++;
 		ina_pkt_free(in);
 		return NULL;
 	}
@@ -1598,6 +1613,11 @@ process_one(struct pipeline *p, struct ina_pkt *in, uint64_t now)
 		return handle_data(p, in, j, &h, now);
 	case INA_T_FIN:
 		return handle_fin(p, in, j, &h, now);
+	case INA_T_KEEPALIVE:
+		/* The rank lives: heard above; nothing to answer. */
+		p->st.keepalives++;
+		ina_pkt_free(in);
+		return NULL;
 	default:
 		return handle_leave(p, in, j, &h);
 	}
@@ -1765,6 +1785,7 @@ pipeline_stats_fprint(const struct pipeline_stats *st, FILE *f)
 	PRINT(shadow_replies);
 	PRINT(duplicates);
 	PRINT(waits);
+	PRINT(keepalives);
 	PRINT(saturated);
 	PRINT(joins);
 	PRINT(fins);

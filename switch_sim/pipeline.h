@@ -173,6 +173,7 @@ struct pipeline_stats {
 	uint64_t shadow_replies;	/* retransmissions answered from a shadow */
 	uint64_t duplicates;		/* data for the open block already counted */
 	uint64_t waits;			/* WAIT packets sent */
+	uint64_t keepalives;		/* KEEPALIVEs taken from a joined rank */
 	uint64_t saturated;		/* i32 additions that saturated */
 	uint64_t joins, fins, leaves;
 	uint64_t jobs_admitted, jobs_refused, jobs_freed, jobs_expired;
@@ -264,7 +265,9 @@ void pipeline_rx_quiet(struct pipeline *p, struct ina_pkt **in, uint16_t nb_in, 
 enum pipeline_steer {
 	PSTEER_LANE,	/* DATA: to partition *part (its lane's owner) */
 	PSTEER_ALL,	/* JOIN, FIN, LEAVE: to partition 0, and quietly to all */
-	PSTEER_FIRST,	/* anything else (dropped there): to partition 0 only */
+	PSTEER_FIRST,	/* anything else: to partition 0 only (KEEPALIVE: it
+			 * keeps heard_ns and decides deaths; the rest is
+			 * dropped there) */
 };
 
 /* Reads only the packet's type and lane bytes; validation is the owner's. */

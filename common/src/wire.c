@@ -264,6 +264,9 @@ validate_stateless(const uint8_t *buf, size_t size, const struct ina_hdr *h)
 	} else if ((h->flags & INA_F_GRANT) && h->type != INA_T_JOIN_ACK) {
 		return INA_WIRE_BAD_FLAGS;
 	}
+	/* A KEEPALIVE is the bare header: no flag. */
+	if (h->type == INA_T_KEEPALIVE && h->flags)
+		return INA_WIRE_BAD_FLAGS;
 	if (h->bound != 0 && (h->type != INA_T_DATA || !bound_valid(h)) &&
 	    !(h->type == INA_T_RESULT && (h->flags & INA_F_RESHAPE)))
 		return INA_WIRE_BAD_BOUND;
@@ -284,6 +287,7 @@ validate_stateless(const uint8_t *buf, size_t size, const struct ina_hdr *h)
 	case INA_T_FIN_ACK:
 	case INA_T_LEAVE:
 	case INA_T_FAILOVER:
+	case INA_T_KEEPALIVE:
 		if (size != INA_HDR_SIZE)
 			return INA_WIRE_BAD_LENGTH;
 		return INA_WIRE_OK;
@@ -313,6 +317,7 @@ validate_job(const struct ina_hdr *h, const struct ina_job_params *job)
 	case INA_T_DATA:
 	case INA_T_FIN:
 	case INA_T_LEAVE:
+	case INA_T_KEEPALIVE:
 		if (h->rank >= job->world)
 			return INA_WIRE_RANK_PAST_WORLD;
 		break;
@@ -414,6 +419,7 @@ static const char *const type_names[] = {
 	[INA_T_ERROR] = "error",
 	[INA_T_REPL] = "repl",
 	[INA_T_FAILOVER] = "failover",
+	[INA_T_KEEPALIVE] = "keepalive",
 };
 _Static_assert(sizeof(type_names) / sizeof(type_names[0]) == INA_T_MAX + 1,
 	       "type_names out of step with enum ina_pkt_type");

@@ -235,6 +235,14 @@ struct ina_config {
 					 * switch every this many ms that this rank
 					 * lives, so a pause is not a death; 0: off.
 					 * Default 1000 */
+	uint32_t pause_ms;		/* the longest pause waited for: a rank waiting
+					 * in an operation on a peer the switch says
+					 * is alive (a WAIT from a switch that aborts
+					 * the job when a rank falls silent past its
+					 * peer timeout) does not fail at timeout_ms,
+					 * but no progress this long fails it
+					 * (INA_EPEER); 0: no bound. Default 600000
+					 * (10 minutes) */
 };
 
 /* Counters of a context. Grows at its end like struct ina_config: the

@@ -102,6 +102,7 @@ static const struct config_key keys[] = {
 	{ "partitions", CK_UINT, F(partitions), 0, PARTITION_MAX_PARTS, NULL, 0 },
 	{ "partition_period", CK_UINT, F(partition_period), 0, UINT32_MAX, NULL, 0 },
 	{ "keepalive_ms", CK_UINT, F(keepalive_ms), 0, UINT32_MAX, NULL, 0 },
+	{ "pause_ms", CK_UINT, F(pause_ms), 0, UINT32_MAX, NULL, 0 },
 	/* Not a field: the token from a secret file (ina_token_from()). */
 	{ "token_file", CK_TOKEN_FILE, F(token), 0, 0, NULL, 0 },
 };

@@ -214,6 +214,16 @@ egroup_tx(struct egroup *g, uint64_t now_ns, struct ina_pkt **out, uint16_t max)
 }
 
 uint16_t
+egroup_keepalive(struct egroup *g, uint64_t now_ns, struct ina_pkt **out, uint16_t max)
+{
+	uint16_t nb = 0;
+
+	for (uint16_t e = 0; e < g->k && nb < max; e++)
+		nb = (uint16_t)(nb + engine_keepalive(g->e[e], now_ns, out + nb, (uint16_t)(max - nb)));
+	return nb;
+}
+
+uint16_t
 egroup_lanes(const struct egroup *g)
 {
 	uint16_t lanes = engine_lanes(g->e[0]);

@@ -56,6 +56,9 @@ void egroup_leave(struct egroup *g, uint64_t now_ns);
  * came from none of them: it drops and counts it). */
 void egroup_rx(struct egroup *g, struct ina_pkt **pkts, uint16_t n, uint64_t now_ns);
 uint16_t egroup_tx(struct egroup *g, uint64_t now_ns, struct ina_pkt **out, uint16_t max);
+/* The KEEPALIVEs due, each engine's to its own switch (and replica standing
+ * by: engine_keepalive), at most 'max': no other timer runs. */
+uint16_t egroup_keepalive(struct egroup *g, uint64_t now_ns, struct ina_pkt **out, uint16_t max);
 /*
  * The group's phase: JOINING while any engine joins, else RUNNING while any
  * runs, LEAVING, FINISHING while any does, else READY if any is ready, else

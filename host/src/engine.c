@@ -107,6 +107,10 @@ struct engine {
 	uint64_t last_heard_ns;
 	uint64_t wait_missing;	/* ranks the last WAIT named */
 	uint64_t wait_heard_ns;	/* when */
+	uint64_t live_ns;	/* the last WAIT flagged LIVE naming ranks: the
+				 * switch vouches they live, which counts as
+				 * progress for timeout_ns (not for pause_ns) */
+	uint64_t last_tx_ns;	/* the last packet sent (keepalive_ns) */
 	uint32_t wait_lane, wait_block;
 	float bound;		/* the result filter's bound, 0 for none */
 	uint8_t *deferred;	/* per block: came back DEFERRED */
@@ -179,6 +183,7 @@ engine_config_init(struct engine_config *cfg)
 	cfg->rto_min_ns = 5000000ull;
 	cfg->rto_max_ns = 200000000ull;
 	cfg->timeout_ns = 10000000000ull;
+	cfg->pause_ns = 600ull * 1000000000ull;
 	cfg->failover_ns = 1000000000ull;
 }
 
@@ -990,6 +995,8 @@ ssp_on_wait(struct engine *e, const struct ina_hdr *h, const uint8_t *payload, u
 	e->wait_block = h->block;
 	o->lanes[h->lane].sent_ns = now;
 	e->wait_heard_ns = now;
+	if (h->status == INA_WAIT_LIVE && e->wait_missing)
+		e->live_ns = now;
 }
 
 /* The packets due: first sends and retransmissions, oldest round first. */
@@ -1075,6 +1082,10 @@ on_wait(struct engine *e, const struct ina_hdr *h, const uint8_t *payload, uint6
 	 */
 	ln->sent_ns = now;
 	e->wait_heard_ns = now;
+	/* A LIVE WAIT: the ranks it names are paused, not dead (the switch
+	 * would have aborted the job): waiting on is progress. */
+	if (h->status == INA_WAIT_LIVE && e->wait_missing)
+		e->live_ns = now;
 }
 
 static void
@@ -1463,6 +1474,13 @@ engine_stall(struct engine *e)
 	return e->stall_msg;
 }
 
+/* Where the stall timeout counts from: the last result, or a LIVE WAIT. */
+static uint64_t
+progress_since(const struct engine *e)
+{
+	return e->live_ns > e->last_progress_ns ? e->live_ns : e->last_progress_ns;
+}
+
 static void
 check_progress(struct engine *e, uint64_t now)
 {
@@ -1472,8 +1490,21 @@ check_progress(struct engine *e, uint64_t now)
 
 	if (!e->stall_reported && now - e->last_progress_ns >= e->cfg.timeout_ns / 4)
 		describe_stall(e, now);
-	if (now - e->last_progress_ns < e->cfg.timeout_ns)
+	if (now - progress_since(e) < e->cfg.timeout_ns) {
+		/* Waiting on LIVE WAITs: paused peers, up to the longest pause. */
+		if (!e->cfg.pause_ns || e->live_ns <= e->last_progress_ns ||
+		    now - e->last_progress_ns < e->cfg.pause_ns)
+			return;
+		waiting_at(e, &round, &lane, &block);
+		fail(e, INA_EPEER,
+		     "job %" PRIu32 " rank %u: no progress for %" PRIu64 " ms, the longest pause "
+		     "(pause_ms) a peer may take; the switch waits on rank(s) %s for lane %" PRIu32
+		     " block %" PRIu32 " of round %" PRIu32,
+		     e->cfg.job_id, e->cfg.rank, e->cfg.pause_ns / 1000000,
+		     ina_ranks_str(ranks, sizeof(ranks), e->wait_missing), e->wait_lane,
+		     e->wait_block, round);
 		return;
+	}
 	waiting_at(e, &round, &lane, &block);
 	/* Blame peers only while the switch still says it waits on them. */
 	if (e->wait_missing && now - e->wait_heard_ns < e->cfg.timeout_ns / 2) {
@@ -1498,6 +1529,57 @@ check_progress(struct engine *e, uint64_t now)
 		     e->cfg.job_id, e->cfg.rank, e->failed_over ? "replica switch" : "switch",
 		     e->cfg.timeout_ns / 1000000, round, lane, block);
 	}
+}
+
+static int
+keepalive_on(const struct engine *e)
+{
+	return e->cfg.keepalive_ns && !e->err &&
+	       (e->phase == ENGINE_READY || e->phase == ENGINE_RUNNING);
+}
+
+/* A KEEPALIVE to 'to'. */
+static struct ina_pkt *
+build_keepalive(struct engine *e, const struct ina_peer *to)
+{
+	struct ina_pkt *p = ina_pkt_alloc(e->cfg.pool);
+	struct ina_hdr h;
+
+	if (!p)
+		return NULL;
+	fill_hdr(e, &h, INA_T_KEEPALIVE);
+	h.round = e->round;
+	ina_wire_encode_hdr(&h, p->data);
+	p->len = INA_HDR_SIZE;
+	p->peer = *to;
+	e->st.keepalives++;
+	e->st.pkts_sent++;
+	e->st.bytes_sent += p->len;
+	return p;
+}
+
+/* A KEEPALIVE to the switch followed, when this engine has sent nothing
+ * for keepalive_ns: the switch then knows a paused rank from a dead one. A
+ * replica standing by gets one too, or its standby job would idle out in a
+ * long pause (no REPL reaches it then) and with it the failover. */
+uint16_t
+engine_keepalive(struct engine *e, uint64_t now_ns, struct ina_pkt **out, uint16_t max)
+{
+	uint16_t nb = 0;
+
+	if (!max || !keepalive_on(e) || now_ns - e->last_tx_ns < e->cfg.keepalive_ns)
+		return 0;
+	out[nb] = build_keepalive(e, cur_sw(e));
+	if (!out[nb])
+		return 0;
+	nb++;
+	if (standing_by(e) && max > 1) {
+		out[nb] = build_keepalive(e, &e->cfg.replica);
+		if (out[nb])
+			nb++;
+	}
+	e->last_tx_ns = now_ns;
+	return nb;
 }
 
 static uint16_t
@@ -1694,6 +1776,10 @@ count:
 		e->st.pkts_sent++;
 		e->st.bytes_sent += out[i]->len;
 	}
+	if (nb)
+		e->last_tx_ns = now_ns;
+	else
+		nb = engine_keepalive(e, now_ns, out, max);
 	return nb;
 }
 
@@ -1705,6 +1791,8 @@ engine_next_deadline(const struct engine *e)
 	if (e->phase == ENGINE_JOINING || e->phase == ENGINE_FINISHING ||
 	    e->phase == ENGINE_LEAVING)
 		return e->ctl_need_send ? 0 : e->ctl_sent_ns + e->ctl_rto_ns;
+	if (keepalive_on(e))
+		d = e->last_tx_ns + e->cfg.keepalive_ns;
 	if (e->phase != ENGINE_RUNNING || e->err)
 		return d;
 	if (standing_by(e)) {
@@ -1712,11 +1800,14 @@ engine_next_deadline(const struct engine *e)
 			uint64_t since = e->probe_ns > e->last_progress_ns ? e->probe_ns
 									   : e->last_progress_ns;
 
-			d = e->sw_heard_ns + e->cfg.failover_ns;
+			if (e->sw_heard_ns + e->cfg.failover_ns < d)
+				d = e->sw_heard_ns + e->cfg.failover_ns;
 			if (since + e->cfg.failover_ns < d)
 				d = since + e->cfg.failover_ns;
-		} else {
-			d = e->fo_need_send ? 0 : e->fo_sent_ns + e->fo_rto_ns;
+		} else if (e->fo_need_send) {
+			d = 0;
+		} else if (e->fo_sent_ns + e->fo_rto_ns < d) {
+			d = e->fo_sent_ns + e->fo_rto_ns;
 		}
 	}
 	if (e->cfg.ssp)
@@ -1731,7 +1822,10 @@ engine_next_deadline(const struct engine *e)
 		if (ln->sent_ns + ln->rto_ns < d)
 			d = ln->sent_ns + ln->rto_ns;
 	}
-	if (e->last_progress_ns + e->cfg.timeout_ns < d)
-		d = e->last_progress_ns + e->cfg.timeout_ns;
+	if (progress_since(e) + e->cfg.timeout_ns < d)
+		d = progress_since(e) + e->cfg.timeout_ns;
+	if (e->cfg.pause_ns && e->live_ns > e->last_progress_ns &&
+	    e->last_progress_ns + e->cfg.pause_ns < d)
+		d = e->last_progress_ns + e->cfg.pause_ns;
 	return d;
 }

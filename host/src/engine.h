@@ -56,7 +56,18 @@ struct engine_config {
 					 * round trip was measured */
 	uint64_t rto_min_ns;		/* floor of the adaptive timeout */
 	uint64_t rto_max_ns;		/* backoff cap */
-	uint64_t timeout_ns;		/* no progress this long: the op fails */
+	uint64_t timeout_ns;		/* no progress this long: the op fails; a
+					 * WAIT flagged LIVE (the switch vouches
+					 * for the ranks it waits on) counts as
+					 * progress here, up to pause_ns */
+	uint64_t pause_ns;		/* the longest pause of a peer waited for
+					 * on LIVE WAITs: no result this long
+					 * fails the op all the same; 0: no bound
+					 * (default 10 min) */
+	uint64_t keepalive_ns;		/* joined and nothing sent this long: a
+					 * KEEPALIVE to the switch followed
+					 * (engine_tx, engine_keepalive); 0: none
+					 * (the default) */
 	struct ina_pkt_pool *pool;	/* where outgoing packets come from */
 };
 
@@ -88,6 +99,7 @@ struct engine_stats {
 	uint64_t empty_sent;			/* header-only data packets */
 	uint64_t retransmits;
 	uint64_t waits;				/* WAIT answers received */
+	uint64_t keepalives;			/* KEEPALIVEs sent */
 	uint64_t stale;				/* valid but for no open block */
 	uint64_t bad;				/* failed validation */
 	uint64_t saturated;			/* results flagged saturated */
@@ -181,6 +193,17 @@ void engine_rx(struct engine *e, struct ina_pkt **pkts, uint16_t n, uint64_t now
  * the timers: an operation without progress for timeout_ns fails here.
  */
 uint16_t engine_tx(struct engine *e, uint64_t now_ns, struct ina_pkt **out, uint16_t max);
+
+/*
+ * Only the KEEPALIVE, when one is due (joined, READY or RUNNING without an
+ * error, cfg.keepalive_ns set and nothing sent for that long): to the switch
+ * followed, and a copy to a replica standing by (its standby job must not
+ * idle out in a long pause), at most 'max' packets into 'out'; returns how
+ * many. Runs no other timer and sends nothing else, so a thread that keeps
+ * an idle context alive may call it while nobody receives (engine_tx()
+ * sends the same KEEPALIVEs when they are due).
+ */
+uint16_t engine_keepalive(struct engine *e, uint64_t now_ns, struct ina_pkt **out, uint16_t max);
 
 /* What the engine is doing (enum engine_phase). */
 int engine_phase(const struct engine *e);

@@ -29,6 +29,7 @@
 #include "ina/port_udp.h"
 #include "ina/token.h"
 #include "ina/util.h"
+#include "keepalive.h"
 #include "order.h"
 #include "sparsify.h"
 #include "sparsify_opts.h"
@@ -104,6 +105,7 @@ struct ina_ctx {
 	uint32_t job_id;
 	uint16_t rank;
 	uint64_t failovers;		/* takeovers logged so far */
+	struct keepalive *keepalive;	/* the thread, NULL with cfg.keepalive_ms 0 */
 	struct ina_sparsify job_sparsify;	/* cfg.sparsify */
 	struct tensor_table tensors;	/* id -> struct sparse_tensor *, any number */
 	uint8_t ssp;			/* cfg.ssp */
@@ -147,6 +149,7 @@ config_defaults(struct ina_config *cfg)
 	cfg->sparsify.filter_decay = 1;
 	cfg->sparsify.filter_results = 1;
 	cfg->keepalive_ms = 1000;
+	cfg->pause_ms = 600000;
 }
 
 void
@@ -226,6 +229,28 @@ pump(struct ina_ctx *ctx)
 				     now + ctx->realtime_offset);
 	ina_port_tx_burst(ctx->port, pkts, nb_tx);
 	return nb_rx || nb_tx;
+}
+
+/*
+ * The keepalive thread's beat (keepalive.c): under the context's lock, the
+ * KEEPALIVEs the engines have due, captured and sent. Nothing is received
+ * and no other timer runs: that is the calls' work.
+ */
+static void
+keepalive_beat(void *arg)
+{
+	struct ina_ctx *ctx = arg;
+	struct ina_pkt *pkts[2 * EGROUP_MAX];
+	uint64_t now;
+	uint16_t nb;
+
+	pthread_mutex_lock(&ctx->lock);
+	now = ina_now_ns();
+	nb = egroup_keepalive(ctx->eg, now, pkts, 2 * EGROUP_MAX);
+	if (ctx->cap && nb)
+		ina_capture_tx_burst(ctx->cap, pkts, nb, &ctx->self, now + ctx->realtime_offset);
+	ina_port_tx_burst(ctx->port, pkts, nb);
+	pthread_mutex_unlock(&ctx->lock);
 }
 
 /* Drives the engine while it stays in 'phase'; an error ends joining and
@@ -478,6 +503,8 @@ ina_open(const struct ina_config *user_cfg, struct ina_ctx **out, char *err, siz
 	ec.ssp = cfg->ssp;
 	ec.weight = cfg->weight;
 	ec.timeout_ns = (uint64_t)cfg->timeout_ms * INA_NS_PER_MS;
+	ec.keepalive_ns = (uint64_t)cfg->keepalive_ms * INA_NS_PER_MS;
+	ec.pause_ns = (uint64_t)cfg->pause_ms * INA_NS_PER_MS;
 	ctx->timeout_ns = ec.timeout_ns;
 	ec.rto_ns = (uint64_t)cfg->rto_us * 1000;
 	if (ec.rto_min_ns > ec.rto_ns)
@@ -580,6 +607,21 @@ ina_open(const struct ina_config *user_cfg, struct ina_ctx **out, char *err, siz
 	ctx->part.period = cfg->partition_period ? cfg->partition_period : 1;
 	ctx->part.lanes = ctx->lanes;	/* granted: the lanes the switch partitions */
 	ctx->ssp = cfg->ssp;
+	/* Joined: from now on an idle context tells the switch it lives; the
+	 * thread wakes four times a period, the engine sends when one is due
+	 * (so silence lasts at most 1.25 periods). */
+	if (cfg->keepalive_ms) {
+		ctx->keepalive = keepalive_start(ec.keepalive_ns / 4 ? ec.keepalive_ns / 4 : 1,
+						 keepalive_beat, ctx);
+		if (!ctx->keepalive) {
+			ret = -errno;
+			snprintf(err, err_size, "the keepalive thread: %s", strerror(errno));
+			egroup_leave(ctx->eg, ina_now_ns());
+			while (egroup_phase(ctx->eg) == ENGINE_LEAVING)
+				run_while(ctx, ENGINE_LEAVING);
+			goto fail;
+		}
+	}
 	*out = ctx;
 	return 0;
 fail:
@@ -1628,6 +1670,8 @@ ina_close(struct ina_ctx *ctx)
 
 	if (!ctx)
 		return 0;
+	/* Before anything it beats on is touched. */
+	keepalive_stop(ctx->keepalive);
 	ret = egroup_error(ctx->eg);
 	if (nb_pending(ctx))
 		egroup_leave(ctx->eg, ina_now_ns());

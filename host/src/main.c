@@ -88,6 +88,10 @@ usage(FILE *f)
 		"                        facing ina-switch --lcores K over memif, add\n"
 		"                        queue=all,queues=K\n"
 		"  --timeout-ms MS       no progress this long fails the run (default 10000)\n"
+		"  --keepalive-ms MS     tell the switch this rank lives every MS while it\n"
+		"                        sends nothing (default 1000, 0: off)\n"
+		"  --pause-ms MS         the longest pause of a peer waited for while the switch\n"
+		"                        says it lives (default 600000, 0: no bound)\n"
 		"  --replica ADDR:PORT   a replica switch (ina-switch --primary) standing by:\n"
 		"                        when the switch falls silent, the job goes on there\n"
 		"  --failover-ms MS      with --replica: no answer from the switch this long\n"
@@ -157,7 +161,7 @@ enum {
 	OPT_PORT, OPT_TIMEOUT, OPT_RTO, OPT_REPORT, OPT_QUIET, OPT_LOG_LEVEL, OPT_CAPTURE,
 	OPT_SPARSIFY, OPT_KEEP_DENSITY, OPT_KEEP_MASS, OPT_B0, OPT_DECAY, OPT_NO_FILTER_RESULTS,
 	OPT_PLAN, OPT_RESULTS_SCALE, OPT_REPLICA, OPT_FAILOVER, OPT_CONSISTENCY, OPT_COMPUTE,
-	OPT_STRAGGLE, OPT_PARTITION, OPT_PARTITIONS, OPT_WEIGHT,
+	OPT_STRAGGLE, OPT_PARTITION, OPT_PARTITIONS, OPT_WEIGHT, OPT_KEEPALIVE, OPT_PAUSE,
 };
 
 static void
@@ -201,6 +205,8 @@ parse_args(int argc, char **argv, struct host_config *c)
 		{ "partition", required_argument, NULL, OPT_PARTITION },
 		{ "partitions", required_argument, NULL, OPT_PARTITIONS },
 		{ "weight", required_argument, NULL, OPT_WEIGHT },
+		{ "keepalive-ms", required_argument, NULL, OPT_KEEPALIVE },
+		{ "pause-ms", required_argument, NULL, OPT_PAUSE },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -275,6 +281,8 @@ parse_args(int argc, char **argv, struct host_config *c)
 		case OPT_RTO: c->ina.rto_us = (uint32_t)ina_cli_u64("rto-us", optarg, 1, 10000000); break;
 		case OPT_REPLICA: c->ina.replica_addr = optarg; break;
 		case OPT_FAILOVER: c->ina.failover_ms = (uint32_t)ina_cli_u64("failover-ms", optarg, 1, 86400000); break;
+		case OPT_KEEPALIVE: c->ina.keepalive_ms = (uint32_t)ina_cli_u64("keepalive-ms", optarg, 0, 3600000); break;
+		case OPT_PAUSE: c->ina.pause_ms = (uint32_t)ina_cli_u64("pause-ms", optarg, 0, 86400000); break;
 		case OPT_REPORT: c->report = optarg; break;
 		case OPT_CAPTURE: c->ina.capture = optarg; break;
 		case OPT_QUIET: c->quiet = 1; break;

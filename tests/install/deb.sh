@@ -3,7 +3,8 @@
 # The .deb (ctest label install): cpack -G DEB from the build directory into a
 # scratch directory, then, without installing it on this machine:
 # dpkg-deb -I says package ina, the header's version, this architecture,
-# Depends on the libraries it links (DPDK, libpcap, libxxhash, libc), shlibs
+# Depends on the libraries it links (DPDK, libpcap, libxxhash, libc; and the
+# package of every NEEDED library of its programs and libina.so), shlibs
 # for libina.so.MAJOR, /etc/default/ina-switch a conffile, the ldconfig
 # trigger; dpkg-deb -c lists the library and its links, libina.a, ina.h,
 # ina.pc, the CMake package, the unit, the options file, the digits and a man
@@ -82,6 +83,31 @@ done
 # The package's files used as installed, from a scratch root.
 root=$tmp/root
 dpkg-deb -x "$deb" "$root"
+# Every library a program or libina.so needs (NEEDED) comes from a package
+# that Depends names, so that apt-get install pulls it on a fresh machine.
+miss=""
+n_needed=0
+ldconfig -p > "$tmp/ldcache"
+for f in "$root"/usr/bin/* "$root$lib"/libina.so.*.*; do
+    for so in $(readelf -d "$f" | sed -n 's/.*(NEEDED).*\[\(.*\)\].*/\1/p'); do
+        [ "$so" = "libina.so.$major" ] && continue
+        n_needed=$((n_needed + 1))
+        # this architecture's copy (its multiarch directory) before any other
+        path=$(awk -v so="$so" -v m="/$multi/" '$1 == so && index($NF, m) && !p { p = $NF }
+                 $1 == so && !q { q = $NF } END { print p ? p : q }' "$tmp/ldcache")
+        pkg=""
+        if [ -n "$path" ]; then
+            pkg=$(dpkg -S "$path" 2>/dev/null || dpkg -S "$(readlink -f "$path")" 2>/dev/null || true)
+            pkg=${pkg%%:*}
+        fi
+        if [ -z "$pkg" ] || ! grep -qE "(^|, )$pkg( |,|\$)" <<< "$deps"; then
+            miss+=" $(basename "$f"):$so(${pkg:-no package})"
+        fi
+    done
+done
+[ -z "$miss" ] && [ "$n_needed" -gt 0 ] &&
+    ok "every NEEDED library ($n_needed entries) comes from a package in Depends" ||
+    bad "NEEDED libraries whose package Depends does not name:$miss"
 grep -q '^prefix=/usr$' "$root$lib/pkgconfig/ina.pc" &&
     grep -q '^ExecStart=/usr/bin/ina-switch ' "$root/usr/lib/systemd/system/ina-switch.service" &&
     grep -q '^EnvironmentFile=-/etc/default/ina-switch$' "$root/usr/lib/systemd/system/ina-switch.service" &&

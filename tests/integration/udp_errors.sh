@@ -42,12 +42,15 @@ expect() {
 common=(--job 5 --elements 10000 --rounds 2 --timeout-ms 1500 --quiet)
 expect no_switch 2 "did not answer" "$host" --switch "127.0.0.1:$port" --rank 0 --world 2 "${common[@]}"
 
-"$build/switch_sim/ina-switch" --listen "127.0.0.1:$port" --slots 16 --log-level err \
-    >"$tmp/switch.log" 2>&1 &
+"$build/switch_sim/ina-switch" --listen "127.0.0.1:$port" --slots 16 --peer-timeout-ms 1000 \
+    --log-level err >"$tmp/switch.log" 2>&1 &
 sw=$!
 sleep 0.2
 expect refused 2 "needs 64 contiguous slots" "$host" --switch "127.0.0.1:$port" --rank 0 --world 2 "${common[@]}"
-expect missing_peer 2 "waits on rank(s) 1" "$host" --switch "127.0.0.1:$port" --rank 0 --world 2 \
+# A peer that never shows up: the switch finds it silent from admission for
+# its peer timeout (1 s) and aborts the job (a WAIT vouching for a peer keeps
+# the worker waiting past its own 1.5 s timeout, as for a pause).
+expect missing_peer 3 "rank 1 silent" "$host" --switch "127.0.0.1:$port" --rank 0 --world 2 \
     --lanes 8 "${common[@]}"
 expect no_token 1 "no job token" env -u INA_JOB_TOKEN "$host" --switch "127.0.0.1:$port" --rank 0 \
     --world 2 "${common[@]}"

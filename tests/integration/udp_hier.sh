@@ -42,7 +42,16 @@ pids+=("$!"); rack_pid[0]=$!
 "${sw[@]}" --listen "127.0.0.1:$rack1" --port-opts "$faults,seed=9" \
     --uplink "127.0.0.1:$spine" --uplink-job 42=1/2 >"$tmp/rack1.log" 2>&1 &
 pids+=("$!"); rack_pid[1]=$!
-sleep 0.3
+# Each switch says "serving" once its signal handlers are in place (the
+# SIGUSR1 below would kill one that has not got there yet, as on a loaded
+# machine); bounded at 20 s.
+for log in spine rack0 rack1; do
+    for _ in $(seq 200); do
+        grep -q "serving" "$tmp/$log.log" && break
+        sleep 0.1
+    done
+    grep -q "serving" "$tmp/$log.log" || { echo "$log: not serving after 20 s:"; cat "$tmp/$log.log"; exit 1; }
+done
 # Sparse rounds (the racks' next pointers differ), then dense ones for bytes.
 for run in sparse dense; do
     if [ $run = sparse ]; then density=0.3 rounds=6; else density=1 rounds=4; fi

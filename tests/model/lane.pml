@@ -945,7 +945,10 @@ end:
 	/* The peer timeout (silent_ranks(), abort_job(): 8 s without a
 	 * packet from a rank that a block waits on) never fires: a worker
 	 * in an allreduce sends at least every rto_max (200 ms), and at most
-	 * MAXDROP of its packets are lost. */
+	 * MAXDROP of its packets are lost. A worker between allreduces sends
+	 * KEEPALIVEs (docs/PROTOCOL.md 3.10), which carry no block and only
+	 * keep its heard time and the linger fresh: not modelled, as the
+	 * worker's operation timeout (and a WAIT's LIVE status) is not. */
 	/* pipeline_tick(): the linger runs out. Every packet of the job
 	 * restarts it and a worker in an allreduce talks at least every
 	 * rto_max, so it runs out only once no worker is in an allreduce. */

@@ -203,6 +203,7 @@ test_config_set_every_key(void **state)
 		{ "partitions", "256" },
 		{ "partition_period", "5" },
 		{ "keepalive_ms", "0" },
+		{ "pause_ms", "0" },
 		{ "token_file", NULL },	/* below, with a file */
 	};
 	struct ina_config *c = ina_config_new();
@@ -215,6 +216,7 @@ test_config_set_every_key(void **state)
 	assert_int_equal(c->size, sizeof(*c));
 	assert_string_equal(c->port, "udp");
 	assert_int_equal(c->keepalive_ms, 1000);
+	assert_int_equal(c->pause_ms, 600000);
 	for (unsigned k = 0; k < config_key_count(); k++) {
 		int found = 0;
 
@@ -260,6 +262,7 @@ test_config_set_every_key(void **state)
 	assert_int_equal(c->partitions, 256);
 	assert_int_equal(c->partition_period, 5);
 	assert_int_equal(c->keepalive_ms, 0);
+	assert_int_equal(c->pause_ms, 0);
 	/* Decimal tokens too; the token from a secret file as ina_token_from(). */
 	set_ok(c, "token", "12345678901234567890");
 	assert_true(c->token == 12345678901234567890ull);

@@ -44,6 +44,7 @@
 #define RTO_MAX (8 * MS)
 #define TIMEOUT (100 * MS)
 #define T0 (1000 * MS)
+#define SEC_NS (1000 * MS)
 
 #define JOB 7u
 #define TOKEN 0x0123456789abcdefull
@@ -1405,6 +1406,172 @@ test_engine_retransmit_backoff(void **state)
 	done(t);
 }
 
+/* rx_wait() with the WAIT's status (INA_WAIT_LIVE: the switch vouches). */
+static void
+rx_wait_live(struct t *t, uint16_t lane, uint32_t block, uint64_t missing)
+{
+	struct ina_hdr h = sw_hdr(t, INA_T_WAIT);
+	uint64_t be = htobe64(missing);
+
+	h.lane = lane;
+	h.tensor_id = t->tensor_id;
+	h.round = t->round;
+	h.tensor_len = t->n;
+	h.block_size = t->bs;
+	h.block = block;
+	h.next = INA_BLOCK_END;
+	h.status = INA_WAIT_LIVE;
+	rx_raw(t, &h, &be, sizeof(be));
+}
+
+/*
+ * Keepalives: a joined engine that has sent nothing for keepalive_ns sends
+ * one KEEPALIVE (the bare header: job, epoch, rank, token, its round) to the
+ * switch, its deadline says when, and any packet sent restarts the period;
+ * engine_keepalive() sends it alone; none before the join, after an error,
+ * or with keepalive_ns 0.
+ */
+static void
+test_engine_keepalive(void **state)
+{
+	struct t *t = *state;
+	struct ina_pkt *p;
+	uint64_t joined;
+
+	t->cfg.keepalive_ns = 50 * MS;
+	start(t);
+	assert_true(engine_next_deadline(t->e) == UINT64_MAX);	/* not joined */
+	assert_int_equal(engine_keepalive(t->e, t->now + SEC_NS, &p, 1), 0);
+	join_ready(t);
+	/* The JOIN was the last packet sent. */
+	joined = t->now - 10 * US;
+	assert_true(engine_next_deadline(t->e) == joined + 50 * MS);
+	t->now = joined + 50 * MS - 1;
+	assert_int_equal(tx(t), 0);
+	assert_int_equal(engine_keepalive(t->e, t->now, &p, 1), 0);
+	t->now++;
+	assert_int_equal(tx(t), 1);
+	check_from_worker(t, &g[0], INA_T_KEEPALIVE, EPOCH);
+	assert_int_equal(g[0].len, INA_HDR_SIZE);
+	assert_int_equal(g[0].h.flags, 0);
+	assert_int_equal(g[0].h.round, 0);
+	assert_true(ina_peer_equal(&g[0].peer, &t->cfg.sw));
+	assert_int_equal(engine_stats(t->e)->keepalives, 1);
+	assert_true(engine_next_deadline(t->e) == t->now + 50 * MS);
+	/* engine_keepalive(): the same packet, alone. */
+	t->now += 50 * MS;
+	assert_int_equal(engine_keepalive(t->e, t->now, &p, 1), 1);
+	wc_decode(&g[0], p, NULL);
+	check_from_worker(t, &g[0], INA_T_KEEPALIVE, EPOCH);
+	ina_pkt_free(p);
+	assert_int_equal(engine_keepalive(t->e, t->now, &p, 1), 0);
+	assert_int_equal(engine_stats(t->e)->keepalives, 2);
+	/* Data sent restarts the period: none while a round sends. */
+	fill(in, 0, 8, 1.0f, 1.0f);
+	t->now += 10 * MS;
+	begin(t, in, out, 8, 4, ENGINE_SUM);
+	assert_int_equal(tx(t), 2);
+	t->now += 49 * MS;
+	assert_int_equal(engine_keepalive(t->e, t->now, &p, 1), 0);
+	/* After an error: nothing. */
+	rx_error(t, INA_WERR_LEFT, "job 7: rank 1 left", TOKEN);
+	assert_int_not_equal(engine_error(t->e), 0);
+	t->now += SEC_NS;
+	assert_int_equal(engine_keepalive(t->e, t->now, &p, 1), 0);
+	assert_int_equal(engine_stats(t->e)->keepalives, 2);
+	done(t);
+}
+
+static void
+test_engine_keepalive_off(void **state)
+{
+	struct t *t = *state;
+	struct ina_pkt *p;
+
+	join_ready(t);	/* keepalive_ns 0: the default */
+	assert_true(engine_next_deadline(t->e) == UINT64_MAX);
+	t->now += 3600 * SEC_NS;
+	assert_int_equal(tx(t), 0);
+	assert_int_equal(engine_keepalive(t->e, t->now, &p, 1), 0);
+	done(t);
+}
+
+/*
+ * A WAIT flagged LIVE is progress for the timeout: an allreduce waiting on a
+ * paused peer for ten timeouts does not fail while LIVE WAITs come (the
+ * stall is reported once), fails INA_EPEER at pause_ns, and a result then
+ * ends the pause. Without LIVE WAITs (test_engine_wait_delays_resend) the
+ * timeout holds.
+ */
+static void
+test_engine_live_wait_is_progress(void **state)
+{
+	struct t *t = *state;
+	uint64_t t0;
+
+	t->cfg.world = 3;
+	t->cfg.pause_ns = 20 * TIMEOUT;
+	join_ready(t);
+	fill(in, 0, 8, 1.0f, 1.0f);
+	t0 = t->now;
+	begin(t, in, out, 8, 4, ENGINE_SUM);
+	assert_int_equal(tx(t), 2);
+	while (t->now < t0 + 10 * TIMEOUT) {
+		uint16_t n;
+
+		to_deadline(t);
+		n = tx(t);
+		assert_int_equal(engine_error(t->e), 0);
+		for (uint16_t i = 0; i < n; i++)
+			if (g[i].h.type == INA_T_DATA)
+				rx_wait_live(t, g[i].h.lane, g[i].h.block, 1u << 2);
+	}
+	assert_int_equal(engine_stats(t->e)->stalls, 1);
+	assert_non_null(strstr(engine_stall(t->e), "missing rank(s) 2"));
+	assert_null(engine_stall(t->e));
+	/* The longest pause: 20 timeouts after the round began. */
+	while (engine_error(t->e) == 0) {
+		uint16_t n;
+
+		to_deadline(t);
+		assert_true(t->now <= t0 + 20 * TIMEOUT);
+		n = tx(t);
+		for (uint16_t i = 0; i < n && !engine_error(t->e); i++)
+			if (g[i].h.type == INA_T_DATA)
+				rx_wait_live(t, g[i].h.lane, g[i].h.block, 1u << 2);
+	}
+	assert_true(t->now == t0 + 20 * TIMEOUT);
+	assert_int_equal(engine_error(t->e), INA_EPEER);
+	assert_non_null(strstr(engine_error_msg(t->e), "longest pause"));
+	assert_non_null(strstr(engine_error_msg(t->e), "rank(s) 2"));
+	done(t);
+}
+
+/* LIVE WAITs stop (the switch gone): the timeout runs from the last one. */
+static void
+test_engine_live_wait_then_silence(void **state)
+{
+	struct t *t = *state;
+	uint64_t last;
+
+	t->cfg.world = 3;
+	join_ready(t);
+	fill(in, 0, 8, 1.0f, 1.0f);
+	begin(t, in, out, 8, 4, ENGINE_SUM);
+	assert_int_equal(tx(t), 2);
+	t->now += 3 * TIMEOUT / 4;
+	rx_wait_live(t, 0, 0, 1u << 2);
+	last = t->now;
+	while (engine_error(t->e) == 0) {
+		to_deadline(t);
+		assert_true(t->now <= last + TIMEOUT);
+		tx(t);
+	}
+	assert_true(t->now == last + TIMEOUT);
+	assert_int_equal(engine_error(t->e), INA_ENOSWITCH);
+	done(t);
+}
+
 static void
 test_engine_wait_delays_resend(void **state)
 {
@@ -2069,6 +2236,31 @@ join_replica(struct t *t)
 	assert_int_equal(engine_epoch(t->e), EPOCH);
 }
 
+/* Keepalives with a replica: to the primary and, standing by, to the
+ * replica (its standby job must outlive a pause); after the takeover to the
+ * replica alone, under its epoch. */
+static void
+test_engine_keepalive_replica(void **state)
+{
+	struct t *t = *state;
+
+	t->cfg.keepalive_ns = 50 * MS;
+	join_replica(t);
+	t->now += 50 * MS;
+	assert_int_equal(tx(t), 2);
+	check_from_worker(t, &g[0], INA_T_KEEPALIVE, EPOCH);
+	check_from_worker(t, &g[1], INA_T_KEEPALIVE, EPOCH);
+	assert_true(!to_replica(t, &g[0]) && to_replica(t, &g[1]));
+	rx_announce(t, &t->cfg.replica, EPOCH2);
+	assert_true(engine_failed_over(t->e));
+	t->now += 50 * MS;
+	assert_int_equal(tx(t), 1);
+	check_from_worker(t, &g[0], INA_T_KEEPALIVE, EPOCH2);
+	assert_true(to_replica(t, &g[0]));
+	assert_int_equal(engine_stats(t->e)->keepalives, 3);
+	done(t);
+}
+
 /* The join completes only when the primary and then the replica answered;
  * each answer counts only from the switch that owes it. */
 static void
@@ -2694,6 +2886,11 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_engine_bad_packets_counted, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_engine_retransmit_backoff, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_engine_wait_delays_resend, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_engine_keepalive, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_engine_keepalive_off, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_engine_keepalive_replica, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_engine_live_wait_is_progress, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_engine_live_wait_then_silence, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_engine_timeout_no_switch, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_engine_error_left, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_engine_error_peer_dead, setup, teardown),

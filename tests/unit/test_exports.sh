@@ -17,7 +17,7 @@ trap 'rm -rf "$tmp"' EXIT
 
 # Declared: each line starting with INA_API names its function just before
 # the first '(' (the return type and the name are on that line).
-sed -n 's/^INA_API[^(]*[^A-Za-z0-9_(]\([A-Za-z_][A-Za-z0-9_]*\)[ \t]*(.*/\1/p' "$hdr" |
+sed -n 's/^INA_API[^(]*[^A-Za-z0-9_(]\([A-Za-z_][A-Za-z0-9_]*\)[[:space:]]*(.*/\1/p' "$hdr" |
     sort -u > "$tmp/declared"
 # Exported: defined symbols of the dynamic symbol table, of any kind.
 nm -D --defined-only "$so" | awk 'NF >= 3 { print $3 }' | sed 's/@.*//' | sort -u > "$tmp/exported"
@@ -25,6 +25,18 @@ nm -D --defined-only "$so" | awk 'NF >= 3 { print $3 }' | sed 's/@.*//' | sort -
 n_decl=$(wc -l < "$tmp/declared")
 if [ "$n_decl" -lt 10 ]; then
     echo "FAIL: only $n_decl INA_API declarations read from $hdr (the parser is wrong?)"
+    exit 1
+fi
+# Every use of INA_API but the macro's own definition must be a declaration
+# this parser (and cmake/InaExports.cmake's, the same rule) reads: one that
+# is not would be missing from both the export list and this check.
+n_uses=$(grep -v '^#define INA_API' "$hdr" | grep -c 'INA_API' || true)
+n_lines=$(grep -c '^INA_API[^(]*[^A-Za-z0-9_(][A-Za-z_][A-Za-z0-9_]*[[:space:]]*(' "$hdr" || true)
+if [ "$n_uses" != "$n_lines" ] || [ "$n_lines" != "$n_decl" ]; then
+    echo "FAIL: $n_uses uses of INA_API in $hdr, $n_lines of them declarations of the form"
+    echo "      'INA_API type name(' on one line, $n_decl distinct names: write each as one"
+    grep -n 'INA_API' "$hdr" | grep -v ':#define INA_API' |
+        grep -v ':INA_API[^(]*[^A-Za-z0-9_(][A-Za-z_][A-Za-z0-9_]*[[:space:]]*(' | sed 's/^/  /'
     exit 1
 fi
 fail=0
@@ -40,7 +52,7 @@ if [ -n "$missing" ]; then
     echo "$missing" | sed 's/^/  /'
     fail=1
 fi
-major=$(sed -n 's/^#define INA_VERSION_MAJOR[ \t]*\([0-9]*\).*/\1/p' "$hdr")
+major=$(sed -n 's/^#define INA_VERSION_MAJOR[[:space:]]*\([0-9]*\).*/\1/p' "$hdr")
 soname=$(readelf -d "$so" | sed -n 's/.*(SONAME).*\[\(.*\)\].*/\1/p')
 if [ "$soname" != "libina.so.$major" ]; then
     echo "FAIL: SONAME '$soname', expected libina.so.$major (INA_VERSION_MAJOR)"

@@ -1235,6 +1235,109 @@ test_pipeline_dead_rank(void **state)
 }
 
 /*
+ * Pauses are not deaths: a rank that sends KEEPALIVEs while the others wait
+ * on it stays alive for five peer timeouts, nothing answered; its silence
+ * after that is still a death within the peer timeout. KEEPALIVEs of an
+ * unknown job, with a wrong token or epoch, or from a rank that has not
+ * joined are counted drops that keep nothing alive. Without a peer timeout
+ * a WAIT vouches for nobody (status 0).
+ */
+static void
+test_pipeline_keepalive(void **state)
+{
+	struct t *t = *state;
+	struct tjob j = { .id = 522, .token = 0x5253, .world = 3, .lanes = 1, .max_block = 4,
+			  .enc = INA_ENC_F32 };
+	struct tjob other = j;
+	struct blk b = { .tensor_id = 1, .round = 0, .tensor_len = 4, .block_size = 4 };
+	const float w[4] = { 1, 2, 3, 4 };
+	const struct pipeline_stats *st;
+	struct wc_got g;
+	struct ina_hdr h;
+
+	t->cfg.peer_timeout_ns = 2 * SEC;
+	start(t);
+	st = pipeline_stats(t->p);
+	join(t, &j, 0);
+	join(t, &j, 1);
+	/* Rank 2 has not joined: its keepalive keeps nothing alive. */
+	assert_int_equal(send_ctl(t, &j, INA_T_KEEPALIVE, 2), 0);
+	assert_int_equal(st->drop[PDROP_NOT_JOINED], 1);
+	assert_int_equal(st->keepalives, 0);
+	join(t, &j, 2);
+	assert_int_equal(push(t, &j, 0, &b, INA_BLOCK_END, w), 0);
+	assert_int_equal(push(t, &j, 1, &b, INA_BLOCK_END, w), 0);
+	/* Rank 2 pauses for ten seconds, one KEEPALIVE a second; ranks 0 and
+	 * 1 wait and get WAITs that vouch for it. */
+	for (int s = 1; s <= 10; s++) {
+		t->now += SEC;
+		assert_int_equal(send_ctl(t, &j, INA_T_KEEPALIVE, 2), 0);	/* no answer */
+		assert_int_equal(push(t, &j, (uint16_t)(s & 1), &b, INA_BLOCK_END, w), 1);
+		take_one(t, &g);
+		check_from_switch(&g, &j, INA_T_WAIT);
+		assert_int_equal(g.h.status, INA_WAIT_LIVE);
+	}
+	assert_int_equal(st->keepalives, 10);
+	assert_int_equal(st->jobs_aborted, 0);
+	/* Bad keepalives are drops, and keep rank 2 alive no longer. */
+	h = base_hdr(&j, INA_T_KEEPALIVE, 2);
+	h.token ^= 1;
+	assert_int_equal(rx(t, mk_pkt(t, peer_of(&j, 2), &h, NULL, 0)), 0);
+	assert_int_equal(st->drop_wire[INA_WIRE_WRONG_TOKEN], 1);
+	h = base_hdr(&j, INA_T_KEEPALIVE, 2);
+	h.epoch++;
+	assert_int_equal(rx(t, mk_pkt(t, peer_of(&j, 2), &h, NULL, 0)), 0);
+	assert_int_equal(st->drop_wire[INA_WIRE_WRONG_EPOCH], 1);
+	other.id = 999;
+	assert_int_equal(send_ctl(t, &other, INA_T_KEEPALIVE, 2), 0);
+	assert_int_equal(st->drop[PDROP_UNKNOWN_JOB], 1);
+	h = base_hdr(&j, INA_T_KEEPALIVE, 2);
+	h.flags = INA_F_RETX;
+	assert_int_equal(rx(t, mk_pkt(t, peer_of(&j, 2), &h, NULL, 0)), 0);
+	assert_int_equal(st->drop_wire[INA_WIRE_BAD_FLAGS], 1);
+	assert_int_equal(st->keepalives, 10);
+	/* Rank 2 dies: two seconds after its last keepalive, the job is
+	 * aborted as before. */
+	t->now += 2 * SEC - 1;
+	assert_int_equal(push(t, &j, 0, &b, INA_BLOCK_END, w), 1);
+	take_one(t, &g);
+	check_from_switch(&g, &j, INA_T_WAIT);
+	t->now += 1;
+	assert_int_equal(push(t, &j, 1, &b, INA_BLOCK_END, w), 1);
+	take_one(t, &g);
+	check_error(&g, j.id, j.token, INA_WERR_PEER_DEAD);
+	assert_msg_has(&g, "rank 2 silent for 2000 ms");
+	assert_int_equal(st->jobs_aborted, 1);
+	/* A keepalive for the aborted job is dropped too. */
+	assert_int_equal(send_ctl(t, &j, INA_T_KEEPALIVE, 2), 0);
+	assert_int_equal(st->drop[PDROP_ABORTED], 1);
+	done(t);
+}
+
+/* Without a peer timeout the switch vouches for nobody: WAIT status 0. */
+static void
+test_pipeline_wait_not_live(void **state)
+{
+	struct t *t = *state;
+	struct tjob j = { .id = 523, .token = 0x5254, .world = 2, .lanes = 1, .max_block = 4,
+			  .enc = INA_ENC_F32 };
+	struct blk b = { .tensor_id = 1, .round = 0, .tensor_len = 4, .block_size = 4 };
+	const float w[4] = { 1, 2, 3, 4 };
+	struct wc_got g;
+
+	t->cfg.peer_timeout_ns = 0;
+	start(t);
+	join_all(t, &j);
+	assert_int_equal(push(t, &j, 0, &b, INA_BLOCK_END, w), 0);
+	t->now += 20 * SEC;
+	assert_int_equal(push(t, &j, 0, &b, INA_BLOCK_END, w), 1);
+	take_one(t, &g);
+	check_from_switch(&g, &j, INA_T_WAIT);
+	assert_int_equal(g.h.status, 0);
+	done(t);
+}
+
+/*
  * A graceful stop: once draining, a new job's JOIN is refused with ERROR
  * SHUTDOWN while a running job still completes its blocks; the shutdown then
  * tells every rank of what is left (one fan-out) and frees it.
@@ -1302,6 +1405,8 @@ test_pipeline_duplicates_wait(void **state)
 	take_one(t, &g);
 	check_from_switch(&g, &j, INA_T_WAIT);
 	check_unicast(&g, peer_of(&j, 0));
+	/* The peer timeout is on: the switch vouches the ranks named live. */
+	assert_int_equal(g.h.status, INA_WAIT_LIVE);
 	assert_int_equal(g.h.lane, 0);
 	assert_int_equal(g.h.tensor_id, 1);
 	assert_int_equal(g.h.round, 1);
@@ -3248,6 +3353,8 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_pipeline_aggregate_i32, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_pipeline_aggregate_bf16, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_pipeline_dead_rank, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_pipeline_keepalive, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_pipeline_wait_not_live, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_pipeline_drain_shutdown, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_pipeline_duplicates_wait, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_pipeline_lost_result, setup, teardown),

@@ -113,6 +113,7 @@ pkt_init(struct pkt *p, uint8_t type)
 	case INA_T_FIN:
 	case INA_T_LEAVE:
 	case INA_T_FAILOVER:
+	case INA_T_KEEPALIVE:
 		p->h.rank = 3;
 		break;
 	case INA_T_ERROR:
@@ -936,7 +937,8 @@ test_wire_reject_wrong_epoch(void **state)
 static void
 test_wire_reject_rank_past_world(void **state)
 {
-	static const uint8_t worker[] = { INA_T_JOIN, INA_T_DATA, INA_T_FIN, INA_T_LEAVE };
+	static const uint8_t worker[] = { INA_T_JOIN, INA_T_DATA, INA_T_FIN, INA_T_LEAVE,
+					  INA_T_KEEPALIVE };
 	static const uint8_t from_switch[] = {
 		INA_T_JOIN_ACK, INA_T_RESULT, INA_T_WAIT, INA_T_FIN_ACK, INA_T_ERROR,
 	};
@@ -1098,7 +1100,8 @@ test_wire_replica_values(void **state)
 	(void)state;
 	assert_int_equal(INA_T_REPL, 10);
 	assert_int_equal(INA_T_FAILOVER, 11);
-	assert_int_equal(INA_T_MAX, 11);
+	assert_int_equal(INA_T_KEEPALIVE, 12);
+	assert_int_equal(INA_T_MAX, 12);
 	assert_int_equal(INA_F_STANDBY, 0x10);
 	assert_int_equal(INA_F_GRANT, 0x40);
 	assert_int_equal(INA_F_REDIRECT, 0x80);
@@ -1217,6 +1220,53 @@ test_wire_failover(void **state)
 	p.h.job_id = JOB_ID + 1;
 	pkt_build(&p);
 	expect_stateful(&p, INA_WIRE_WRONG_JOB);
+}
+
+/* KEEPALIVE: the bare header from a rank of the job, with its epoch; no
+ * flag (not even VER or RETX), no payload. */
+static void
+test_wire_keepalive(void **state)
+{
+	static const uint8_t want[16] = {
+		0x01, 0x0c, 0x00, 0x00,		/* version, KEEPALIVE, encoding (unchecked), no flag */
+		0x00, 0x00, 0xc0, 0xde,		/* job_id */
+		0x00, 0x00, 0x00, 0x03,		/* epoch */
+		0x00, 0x03, 0x00, 0x00,		/* rank 3, lane 0 */
+	};
+	struct pkt p;
+
+	(void)state;
+	pkt_init(&p, INA_T_KEEPALIVE);
+	assert_memory_equal(p.buf, want, sizeof(want));
+	expect(&p, NULL, INA_WIRE_OK);
+	expect(&p, &job, INA_WIRE_OK);
+	p.size = INA_HDR_SIZE + 8;
+	expect_stateless(&p, INA_WIRE_BAD_LENGTH);
+	for (unsigned bit = 0; bit < 8; bit++) {
+		pkt_init(&p, INA_T_KEEPALIVE);
+		p.h.flags = (uint8_t)(1u << bit);
+		pkt_build(&p);
+		expect_stateless(&p, INA_WIRE_BAD_FLAGS);
+	}
+	pkt_init(&p, INA_T_KEEPALIVE);
+	p.h.bound = 1;
+	pkt_build(&p);
+	expect_stateless(&p, INA_WIRE_BAD_BOUND);
+	pkt_init(&p, INA_T_KEEPALIVE);
+	p.h.rank = WORLD;
+	pkt_build(&p);
+	expect_stateful(&p, INA_WIRE_RANK_PAST_WORLD);
+	p.h.rank = INA_RANK_SWITCH;
+	pkt_build(&p);
+	expect_stateful(&p, INA_WIRE_RANK_PAST_WORLD);
+	pkt_init(&p, INA_T_KEEPALIVE);
+	p.h.epoch = EPOCH + 1;
+	pkt_build(&p);
+	expect_stateful(&p, INA_WIRE_WRONG_EPOCH);
+	pkt_init(&p, INA_T_KEEPALIVE);
+	p.h.token = TOKEN + 1;
+	pkt_build(&p);
+	expect_stateful(&p, INA_WIRE_WRONG_TOKEN);
 }
 
 /* STANDBY belongs to JOIN and JOIN_ACK only. */
@@ -1468,7 +1518,7 @@ test_wire_type_names(void **state)
 {
 	static const char *const want[] = {
 		"unknown", "join", "join_ack", "data", "result", "wait",
-		"fin", "fin_ack", "leave", "error", "repl", "failover",
+		"fin", "fin_ack", "leave", "error", "repl", "failover", "keepalive",
 	};
 	unsigned int t;
 
@@ -1624,6 +1674,7 @@ main(void)
 		cmocka_unit_test(test_wire_reject_block_too_big),
 		cmocka_unit_test(test_wire_replica_values),
 		cmocka_unit_test(test_wire_repl),
+		cmocka_unit_test(test_wire_keepalive),
 		cmocka_unit_test(test_wire_failover),
 		cmocka_unit_test(test_wire_standby_flag),
 		cmocka_unit_test(test_wire_grant_flag),

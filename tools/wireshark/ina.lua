@@ -23,7 +23,7 @@ local T_JOIN, T_JOIN_ACK, T_DATA, T_RESULT, T_WAIT, T_ERROR, T_REPL, T_FAILOVER 
 local type_names = {
 	[1] = "join", [2] = "join_ack", [3] = "data", [4] = "result", [5] = "wait",
 	[6] = "fin", [7] = "fin_ack", [8] = "leave", [9] = "error", [10] = "repl",
-	[11] = "failover",
+	[11] = "failover", [12] = "keepalive",
 }
 local enc_names = { [1] = "f32", [2] = "i32", [3] = "bf16" }
 -- bytes per payload element, by encoding
@@ -182,7 +182,9 @@ function ina.dissector(buf, pinfo, tree)
 	t:add(f.block_size, buf(36, 2))
 	t:add(f.n_elems, buf(38, 2))
 	t:add(f.exp, buf(40, 2))
-	add_named(t, f.status, buf(42, 2), status_names)
+	-- ERROR: its code; WAIT: 1 = LIVE (the switch vouches for the ranks named)
+	add_named(t, f.status, buf(42, 2),
+		ptype == T_WAIT and { [1] = "live" } or ptype == T_ERROR and status_names or {})
 	local bt = t:add(f.bound, buf(44, 4))
 	if enc ~= 2 and buf(44, 4):uint() ~= 0 then
 		bt:add(f.bound_value, buf(44, 4))	-- binary32 bits (f32, bf16)
@@ -232,6 +234,7 @@ function ina.dissector(buf, pinfo, tree)
 			t:add(f.wait_missing, buf(56, 8))
 			info = info .. " missing 0x" .. buf(56, 8):uint64():tohex()
 		end
+		if buf(42, 2):uint() == 1 then info = info .. " live" end
 		if rest ~= 8 then t:add_proto_expert_info(e_payload) end
 	elseif ptype == T_ERROR then
 		local status = buf(42, 2):uint()

@@ -48,7 +48,10 @@ enum ina_pkt_type {
 				 * send on, rank = its destination or ALL */
 	INA_T_FAILOVER = 11,	/* worker -> replica: the primary is silent;
 				 * replica -> workers: taken over, new epoch */
-	INA_T_MAX = INA_T_FAILOVER,
+	INA_T_KEEPALIVE = 12,	/* worker -> switch: I live (an open context
+				 * that sent nothing for its keepalive time);
+				 * header only, never answered */
+	INA_T_MAX = INA_T_KEEPALIVE,
 };
 
 enum ina_encoding {
@@ -172,6 +175,11 @@ void ina_wire_decode_redirect(const void *buf, uint32_t *ipv4, uint16_t *port);
 
 /* WAIT payload: bitmap of the ranks the slot still waits on, rank r is bit r. */
 #define INA_WAIT_PAYLOAD 8
+/* A WAIT's status: INA_WAIT_LIVE when the switch vouches that the ranks it
+ * names are alive: it enforces its peer timeout on them (it would have
+ * aborted the job instead of answering), so the worker may wait on; 0 when
+ * it does not (peer timeout off, or a lane partition other than 0). */
+#define INA_WAIT_LIVE 1
 
 /* The trailer of a PARTIAL result: a u64 big-endian bitmap of the ranks whose
  * contribution the sum holds (rank r is bit r), after the payload. */
