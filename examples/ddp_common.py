@@ -128,6 +128,17 @@ def shard_order(n, rank, world, seed, epoch):
 	return idx[torch.randperm(len(idx), generator=g)]
 
 
+def shard_batches(args, x, y, rank, world, steps):
+	"""batches(epoch) for run_training: this rank's 'steps' batches of
+	(x, y) rows of an epoch, from shard_order."""
+	def batches(epoch):
+		order = shard_order(len(x), rank, world, args.seed, epoch)
+		for s in range(steps):
+			i = order[s * args.batch:(s + 1) * args.batch]
+			yield x[i], y[i]
+	return batches
+
+
 def steps_per_epoch(args, n, world):
 	"""Equal on every rank (DDP needs the same number of backward passes): the
 	smallest shard's full batches, or --max-steps if fewer."""

@@ -90,11 +90,7 @@ def body(args, rank, world):
 	rec = dc.Recorder(args, rank, world, "digits", n_params)
 	steps = dc.steps_per_epoch(args, len(xtr), world)
 
-	def batches(epoch):
-		order = dc.shard_order(len(xtr), rank, world, args.seed, epoch)
-		for s in range(steps):
-			i = order[s * args.batch:(s + 1) * args.batch]
-			yield xtr[i], ytr[i]
+	batches = dc.shard_batches(args, xtr, ytr, rank, world, steps)
 
 	def train_step(ddp, b):
 		return F.cross_entropy(ddp(b[0]), b[1])
