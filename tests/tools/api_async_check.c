@@ -34,6 +34,7 @@
 #include <unistd.h>
 
 #include "ina.h"
+#include "rank_check.h"
 #include "ina/util.h"
 
 #define W 4
@@ -54,16 +55,6 @@ value(int s, int r, int l, size_t i)
 	return (float)(((int)(i % 7) - 3 + r) * scale);
 }
 
-#define CHECK(c, ...)                                                                     \
-	do {                                                                              \
-		if (!(c)) {                                                               \
-			fprintf(stderr, "rank %d: ", rank);                               \
-			fprintf(stderr, __VA_ARGS__);                                     \
-			fprintf(stderr, "\n");                                            \
-			fflush(stderr);                                                   \
-			return 1;                                                         \
-		}                                                                         \
-	} while (0)
 
 static void
 pause_us(long us)

@@ -17,21 +17,13 @@
 #include <string.h>
 
 #include "ina.h"
+#include "rank_check.h"
 
 #define N 5000
 #define ROUNDS 4
 
 static int rank;
 
-#define CHECK(c, ...)                                                                     \
-	do {                                                                              \
-		if (!(c)) {                                                               \
-			fprintf(stderr, "rank %d: ", rank);                               \
-			fprintf(stderr, __VA_ARGS__);                                     \
-			fprintf(stderr, "\n");                                            \
-			return 1;                                                         \
-		}                                                                         \
-	} while (0)
 
 static int
 set(struct ina_config *c, const char *key, const char *value)

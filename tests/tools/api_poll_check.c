@@ -30,6 +30,7 @@
 #include <unistd.h>
 
 #include "ina.h"
+#include "rank_check.h"
 
 #define W 3
 #define N 400		/* allreduces of the first part */
@@ -41,16 +42,6 @@
 
 static int rank;
 
-#define CHECK(c, ...)                                                                     \
-	do {                                                                              \
-		if (!(c)) {                                                               \
-			fprintf(stderr, "rank %d: ", rank);                               \
-			fprintf(stderr, __VA_ARGS__);                                     \
-			fprintf(stderr, "\n");                                            \
-			fflush(stderr);                                                   \
-			return 1;                                                         \
-		}                                                                         \
-	} while (0)
 
 static double
 now_s(void)

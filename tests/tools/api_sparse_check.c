@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "ina.h"
+#include "rank_check.h"
 
 #include "ina/util.h"
 
@@ -42,16 +43,6 @@ input(int round, int rank, int i)
 	return (float)k / 1024.0f;
 }
 
-#define CHECK(c, ...)                                                                     \
-	do {                                                                              \
-		if (!(c)) {                                                               \
-			fprintf(stderr, "rank %d: ", rank);                               \
-			fprintf(stderr, __VA_ARGS__);                                     \
-			fprintf(stderr, "\n");                                            \
-			fflush(stderr);                                                   \
-			return 1;                                                         \
-		}                                                                         \
-	} while (0)
 
 /* MANY tensors with the job's sparsifier, one round each, every one with
  * its own residual; then every residual summed in one dense allreduce:
