@@ -549,7 +549,7 @@ main(int argc, char **argv)
 	ring_port("b", 0);
 	ring_port("b", 1);
 	snprintf(addr, sizeof(addr), "02:00:00:00:00:64@%s:%d", SW_IP, INA_DPDK_UDP_PORT);
-	if (sw[0]->ops->resolve(sw[0], addr, &sw_peer) < 0)
+	if (ina_port_resolve(sw[0], addr, &sw_peer) < 0)
 		ina_die("cannot resolve %s", addr);
 
 	workload_build(&wls[0], "dense", o.dense_elems, 1.0);

@@ -183,7 +183,7 @@ test_link_down(void **state)
 	pkts[0] = ina_pkt_alloc(p->pool);
 	assert_non_null(pkts[0]);
 	pkts[0]->len = 10;
-	assert_int_equal(p->ops->resolve(p, "02:00:00:00:00:01@10.3.0.2:9150", &pkts[0]->peer), 0);
+	assert_int_equal(ina_port_resolve(p, "02:00:00:00:00:01@10.3.0.2:9150", &pkts[0]->peer), 0);
 	assert_int_equal(ina_port_tx_burst(p, pkts, 1), 0);
 	assert_int_equal(p->stats.tx_drop, 1);
 	ina_port_close(p);

@@ -129,7 +129,7 @@ client(int c)
 		fprintf(stderr, "client %d: no port: %s\n", c, ina_port_dpdk_last_error());
 		goto out;
 	}
-	if (p->ops->resolve(p, "10.78.0.1:9150", &sw) < 0) {
+	if (ina_port_resolve(p, "10.78.0.1:9150", &sw) < 0) {
 		fprintf(stderr, "client %d: server not found by ARP\n", c);
 		ret = -1;
 		goto out;
@@ -161,7 +161,7 @@ client(int c)
 		}
 		ina_pkt_free_bulk(pkts, nb);
 		if (!nb)
-			p->ops->wait(p, 20000);
+			ina_port_wait(p, 20000);
 	}
 	ret = echo == NB_ECHO && fan == NB_FAN && bad == 0 ? 0 : -1;
 	if (ret)
@@ -246,7 +246,7 @@ test_memif_star(void **state)
 			}
 		}
 		if (!nb)
-			s->ops->wait(s, 20000);
+			ina_port_wait(s, 20000);
 	}
 	for (int c = 0; c < NB_CLIENTS; c++) {
 		if (pid[c] > 0) {

@@ -176,7 +176,7 @@ make(struct ina_port *port, const char *dst, uint32_t len, uint8_t seed)
 	assert_true(p->cap >= len);
 	fill(p, len, seed);
 	if (dst)
-		assert_int_equal(port->ops->resolve(port, dst, &p->peer), 0);
+		assert_int_equal(ina_port_resolve(port, dst, &p->peer), 0);
 	return p;
 }
 
@@ -231,18 +231,18 @@ test_resolve_forms(void **state)
 	/* Ring ethdevs have no MAC: a locally administered one from the id. */
 	snprintf(buf, sizeof(buf), "02:69:6e:61:00:%02x@10.0.0.2:9150", fx.id_b);
 	assert_string_equal(fx.addr_b, buf);
-	assert_int_equal(fx.a->ops->resolve(fx.a, "02:00:00:00:00:02@10.0.0.2:9150", &peer), 0);
+	assert_int_equal(ina_port_resolve(fx.a, "02:00:00:00:00:02@10.0.0.2:9150", &peer), 0);
 	assert_true(peer.len > 0 && peer.len <= INA_PEER_SIZE - 1);
-	assert_string_equal(fx.a->ops->peer_str(fx.a, &peer, buf, sizeof(buf)),
+	assert_string_equal(ina_port_peer_str(fx.a, &peer, buf, sizeof(buf)),
 			    "02:00:00:00:00:02@10.0.0.2:9150");
-	assert_int_equal(fx.a->ops->resolve(fx.a, "02:00:00:00:00@10.0.0.2:9150", &peer),
+	assert_int_equal(ina_port_resolve(fx.a, "02:00:00:00:00@10.0.0.2:9150", &peer),
 			 -EINVAL);
-	assert_int_equal(fx.a->ops->resolve(fx.a, "02:00:00:00:00:02@10.0.0.300:9150", &peer),
+	assert_int_equal(ina_port_resolve(fx.a, "02:00:00:00:00:02@10.0.0.300:9150", &peer),
 			 -EINVAL);
-	assert_int_equal(fx.a->ops->resolve(fx.a, "02:00:00:00:00:02@10.0.0.2:0", &peer),
+	assert_int_equal(ina_port_resolve(fx.a, "02:00:00:00:00:02@10.0.0.2:0", &peer),
 			 -EINVAL);
-	assert_int_equal(fx.a->ops->resolve(fx.a, "10.0.0.2", &peer), -EINVAL);
-	assert_int_equal(fx.a->ops->resolve(fx.a, "10.0.0.2:x", &peer), -EINVAL);
+	assert_int_equal(ina_port_resolve(fx.a, "10.0.0.2", &peer), -EINVAL);
+	assert_int_equal(ina_port_resolve(fx.a, "10.0.0.2:x", &peer), -EINVAL);
 }
 
 static void
@@ -260,7 +260,7 @@ test_send_recv(void **state)
 	assert_int_equal(fx.a->stats.tx_pkts, 4);
 	assert_int_equal(fx.a->stats.tx_drop, 0);
 
-	assert_int_equal(fx.b->ops->resolve(fx.b, fx.addr_a, &from_a), 0);
+	assert_int_equal(ina_port_resolve(fx.b, fx.addr_a, &from_a), 0);
 	nb = ina_port_rx_burst(fx.b, pkts, INA_MAX_BURST);
 	assert_int_equal(nb, 4);
 	for (unsigned i = 0; i < 4; i++) {
@@ -439,7 +439,7 @@ test_arp_reply(void **state)
 	assert_int_equal(st.arp_learned - st0.arp_learned, 1);
 	assert_int_equal(fx.b->stats.rx_drop, drop0);
 	/* Learned: "IP:PORT" resolves without asking. */
-	assert_int_equal(fx.b->ops->resolve(fx.b, "10.0.0.99:9150", &peer), 0);
+	assert_int_equal(ina_port_resolve(fx.b, "10.0.0.99:9150", &peer), 0);
 	assert_memory_equal(peer.bytes, asker, 6);
 	assert_int_equal(nstats(fx.b).arp_request_tx, st0.arp_request_tx);
 }
@@ -519,7 +519,7 @@ poll_b(void *arg)
 
 		ina_pkt_free_bulk(pkts, nb);
 		if (!nb)
-			b->ops->wait(b, 20000);
+			ina_port_wait(b, 20000);
 	}
 	return NULL;
 }
@@ -534,10 +534,10 @@ test_resolve_arp(void **state)
 	(void)state;
 	poll_stop = 0;
 	assert_int_equal(pthread_create(&t, NULL, poll_b, fx.b), 0);
-	assert_int_equal(fx.a->ops->resolve(fx.a, "10.0.0.2:9150", &peer), 0);
+	assert_int_equal(ina_port_resolve(fx.a, "10.0.0.2:9150", &peer), 0);
 	poll_stop = 1;
 	pthread_join(t, NULL);
-	assert_int_equal(fx.a->ops->resolve(fx.a, fx.addr_b, &want), 0);
+	assert_int_equal(ina_port_resolve(fx.a, fx.addr_b, &want), 0);
 	assert_true(ina_peer_equal(&peer, &want));
 	assert_true(nstats(fx.a).arp_request_tx >= 1);
 	assert_int_equal(nstats(fx.a).arp_learned, 1);
@@ -559,7 +559,7 @@ test_resolve_silence(void **state)
 	uint64_t t0 = ina_now_ns(), dt;
 
 	(void)state;
-	assert_int_equal(fx.a->ops->resolve(fx.a, "10.0.0.77:9150", &peer), -EHOSTUNREACH);
+	assert_int_equal(ina_port_resolve(fx.a, "10.0.0.77:9150", &peer), -EHOSTUNREACH);
 	dt = ina_now_ns() - t0;
 	assert_true(dt >= 1000 * INA_NS_PER_MS && dt < 5000 * INA_NS_PER_MS);
 	assert_int_equal(nstats(fx.a).arp_request_tx - st0.arp_request_tx, 5);
@@ -583,12 +583,12 @@ fanout(struct ina_port *tx, struct ina_port *rx, struct rte_ring *r, const char 
 	char other[64];
 
 	/* Same IP and port as rx, other MACs: rx accepts them all. */
-	assert_int_equal(tx->ops->resolve(tx, addr_rx, &dsts[0]), 0);
-	assert_int_equal(tx->ops->resolve(tx, "02:00:00:00:00:09@10.0.0.9:9150", &dsts[1]), 0);
+	assert_int_equal(ina_port_resolve(tx, addr_rx, &dsts[0]), 0);
+	assert_int_equal(ina_port_resolve(tx, "02:00:00:00:00:09@10.0.0.9:9150", &dsts[1]), 0);
 	snprintf(other, sizeof(other), "02:00:00:00:00:07%s", strchr(addr_rx, '@'));
-	assert_int_equal(tx->ops->resolve(tx, other, &dsts[2]), 0);
+	assert_int_equal(ina_port_resolve(tx, other, &dsts[2]), 0);
 	snprintf(other, sizeof(other), "02:00:00:00:00:05%s", strchr(addr_rx, '@'));
-	assert_int_equal(tx->ops->resolve(tx, other, &dsts[3]), 0);
+	assert_int_equal(ina_port_resolve(tx, other, &dsts[3]), 0);
 
 	pkts[0] = make(tx, NULL, 1000, 42);
 	pkts[0]->dsts = dsts;
@@ -784,7 +784,7 @@ test_multi_ethdev(void **state)
 	for (int i = 0; i < 3; i++) {
 		uint8_t mac[6];
 
-		assert_int_equal(h[i]->ops->resolve(h[i], "10.0.2.1:9150", &to_sw[i]), 0);
+		assert_int_equal(ina_port_resolve(h[i], "10.0.2.1:9150", &to_sw[i]), 0);
 		assert_int_equal(ina_port_dpdk_mac(s, (unsigned)i, mac), 0);
 		assert_memory_equal(to_sw[i].bytes, mac, 6);
 	}
@@ -968,7 +968,7 @@ qwork_run(void *arg)
 	struct qwork *w = arg;
 	struct ina_peer to_b;
 
-	if (w->a->ops->resolve(w->a, w->addr_b, &to_b) < 0)
+	if (ina_port_resolve(w->a, w->addr_b, &to_b) < 0)
 		return NULL;
 	for (unsigned r = 0; r < w->rounds; r++) {
 		struct ina_pkt *pkts[INA_MAX_BURST];
@@ -1076,7 +1076,7 @@ test_jumbo(void **state)
 	check(pkts[1], 8972, 4);
 	ina_pkt_free_bulk(pkts, 2);
 
-	assert_int_equal(a->ops->resolve(a, addr, &dsts[0]), 0);
+	assert_int_equal(ina_port_resolve(a, addr, &dsts[0]), 0);
 	dsts[1] = dsts[0];
 	pkts[0] = make(a, NULL, 8000, 6);
 	pkts[0]->dsts = dsts;

@@ -159,7 +159,7 @@ test_queue_all(void **state)
 
 	/* The host sends on queue 0 only: the switch's queue 0 gets it all. */
 	addr_of(sw[0], addr, sizeof(addr), "10.0.5.1:9150");
-	assert_int_equal(host->ops->resolve(host, addr, &to_sw_peer), 0);
+	assert_int_equal(ina_port_resolve(host, addr, &to_sw_peer), 0);
 	send_n(host, &to_sw_peer, 6, 1);
 	assert_int_equal(rte_ring_count(to_sw[0]), 6);
 	assert_int_equal(rte_ring_count(to_sw[1]), 0);

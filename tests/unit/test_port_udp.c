@@ -45,7 +45,7 @@ peer_of(struct ina_port *from, const struct ina_port *to, struct ina_peer *peer)
 	char addr[64];
 
 	assert_int_equal(ina_port_udp_local(to, addr, sizeof(addr)), 0);
-	assert_int_equal(from->ops->resolve(from, addr, peer), 0);
+	assert_int_equal(ina_port_resolve(from, addr, peer), 0);
 }
 
 static void
@@ -130,7 +130,7 @@ rx_until(struct ina_port *port, rx_done_fn done, void *done_arg, rx_each_fn each
 		now = ina_now_ns();
 		if (now >= end)
 			break;
-		port->ops->wait(port, end - now);
+		ina_port_wait(port, end - now);
 	}
 	return nb;
 }
@@ -315,7 +315,7 @@ test_port_udp_send_recv(void **state)
 
 	/* peer_str of what b saw is a's bound address. */
 	assert_int_equal(ina_port_udp_local(a, a_addr, sizeof(a_addr)), 0);
-	assert_string_equal(b->ops->peer_str(b, &b_sees_a, str, sizeof(str)), a_addr);
+	assert_string_equal(ina_port_peer_str(b, &b_sees_a, str, sizeof(str)), a_addr);
 
 	ina_port_close(a);
 	ina_port_close(b);
@@ -346,7 +346,7 @@ test_port_udp_large_tx_call(void **state)
 	assert_pool_full(a, 128);
 
 	/* Ask for more than INA_MAX_BURST once the data is there. */
-	b->ops->wait(b, RX_DEADLINE_NS);
+	ina_port_wait(b, RX_DEADLINE_NS);
 	got = ina_port_rx_burst(b, rx, INA_MAX_BURST + 8);
 	assert_true(got >= 1 && got <= INA_MAX_BURST);
 	for (i = 0; i < got; i++) {
@@ -409,7 +409,7 @@ test_port_udp_fanout(void **state)
 	assert_int_equal(rx_until(r[0], done_count, &one, each_fanout, &c, RX_DEADLINE_NS), 1);
 	assert_int_equal(rx_until(r[2], done_count, &one, each_fanout, &c, RX_DEADLINE_NS), 1);
 	assert_int_equal(c.nb, 2);
-	r[1]->ops->wait(r[1], 50 * INA_NS_PER_MS);
+	ina_port_wait(r[1], 50 * INA_NS_PER_MS);
 	assert_int_equal(ina_port_rx_burst(r[1], rx, INA_MAX_BURST), 0);
 	/* Nothing extra at the two destinations either. */
 	assert_int_equal(ina_port_rx_burst(r[0], rx, INA_MAX_BURST), 0);
@@ -587,20 +587,20 @@ test_port_udp_resolve(void **state)
 	(void)state;
 	port = port_open_ok("udp:bind=127.0.0.1:0,pkts=4");
 	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
-		if (port->ops->resolve(port, bad[i], &peer) != -EINVAL)
+		if (ina_port_resolve(port, bad[i], &peer) != -EINVAL)
 			fail_msg("address '%s' was not rejected with -EINVAL", bad[i]);
 
-	assert_int_equal(port->ops->resolve(port, "10.1.2.3:9150", &peer), 0);
+	assert_int_equal(ina_port_resolve(port, "10.1.2.3:9150", &peer), 0);
 	assert_int_equal(peer.len, 16);
-	assert_string_equal(port->ops->peer_str(port, &peer, buf, sizeof(buf)),
+	assert_string_equal(ina_port_peer_str(port, &peer, buf, sizeof(buf)),
 			    "10.1.2.3:9150");
-	assert_int_equal(port->ops->resolve(port, "localhost:65535", &peer), 0);
-	assert_int_equal(port->ops->resolve(port, "127.0.0.1:65535", &peer2), 0);
+	assert_int_equal(ina_port_resolve(port, "localhost:65535", &peer), 0);
+	assert_int_equal(ina_port_resolve(port, "127.0.0.1:65535", &peer2), 0);
 	assert_true(ina_peer_equal(&peer, &peer2));
-	assert_string_equal(port->ops->peer_str(port, &peer, buf, sizeof(buf)),
+	assert_string_equal(ina_port_peer_str(port, &peer, buf, sizeof(buf)),
 			    "127.0.0.1:65535");
 	peer.len = 0;
-	assert_string_equal(port->ops->peer_str(port, &peer, buf, sizeof(buf)), "(none)");
+	assert_string_equal(ina_port_peer_str(port, &peer, buf, sizeof(buf)), "(none)");
 
 	/* ina_port_udp_local: errors. */
 	assert_int_equal(ina_port_udp_local(NULL, buf, sizeof(buf)), -EINVAL);
@@ -629,7 +629,7 @@ test_port_udp_default_bind(void **state)
 	assert_int_equal(strncmp(addr, "0.0.0.0:", 8), 0);
 	assert_true(strcmp(addr, "0.0.0.0:0") != 0);
 	snprintf(to, sizeof(to), "127.0.0.1:%s", addr + 8);
-	assert_int_equal(a->ops->resolve(a, to, &to_b), 0);
+	assert_int_equal(ina_port_resolve(a, to, &to_b), 0);
 	p = pattern_pkt(a, 3, &to_b);
 	assert_int_equal(ina_port_tx_burst(a, &p, 1), 1);
 	assert_int_equal(rx_until(b, done_count, &one, NULL, NULL, RX_DEADLINE_NS), 1);
@@ -772,7 +772,7 @@ test_port_udp_truncated(void **state)
 		}
 		got += n;
 		if (n == 0)
-			b->ops->wait(b, 10 * INA_NS_PER_MS);
+			ina_port_wait(b, 10 * INA_NS_PER_MS);
 	}
 	assert_int_equal(got, 2);
 	assert_int_equal(b->stats.rx_pkts, 2);
@@ -833,7 +833,7 @@ test_port_udp_closed_peer(void **state)
 			pkts[i] = pattern_pkt(a, i, &to_gone);
 		ina_port_tx_burst(a, pkts, 8);
 		/* A pending error must not hide receives on this socket. */
-		a->ops->wait(a, 5 * INA_NS_PER_MS);
+		ina_port_wait(a, 5 * INA_NS_PER_MS);
 		assert_int_equal(ina_port_rx_burst(a, pkts, INA_MAX_BURST), 0);
 	}
 	assert_int_equal(a->stats.tx_pkts + a->stats.tx_drop, 32);
@@ -863,23 +863,23 @@ test_port_udp_wait(void **state)
 	busy = port_open_ok("udp:bind=127.0.0.1:0,pkts=4,busy=1");
 
 	t0 = ina_now_ns();
-	b->ops->wait(b, 0);
+	ina_port_wait(b, 0);
 	assert_true(ina_now_ns() - t0 < 50 * INA_NS_PER_MS);
 
 	t0 = ina_now_ns();
-	b->ops->wait(b, 20 * INA_NS_PER_MS);
+	ina_port_wait(b, 20 * INA_NS_PER_MS);
 	dt = ina_now_ns() - t0;
 	assert_true(dt >= 19 * INA_NS_PER_MS);
 	assert_true(dt < INA_NS_PER_S);
 
 	/* Sub-millisecond timeouts are not rounded up to a millisecond or more. */
 	t0 = ina_now_ns();
-	b->ops->wait(b, 200000);
+	ina_port_wait(b, 200000);
 	dt = ina_now_ns() - t0;
 	assert_true(dt >= 150000);
 
 	t0 = ina_now_ns();
-	busy->ops->wait(busy, 5 * INA_NS_PER_S);
+	ina_port_wait(busy, 5 * INA_NS_PER_S);
 	assert_true(ina_now_ns() - t0 < 100 * INA_NS_PER_MS);
 
 	/* A waiting packet ends the wait early. */
@@ -887,7 +887,7 @@ test_port_udp_wait(void **state)
 	p = pattern_pkt(a, 1, &to_b);
 	assert_int_equal(ina_port_tx_burst(a, &p, 1), 1);
 	t0 = ina_now_ns();
-	b->ops->wait(b, 5 * INA_NS_PER_S);
+	ina_port_wait(b, 5 * INA_NS_PER_S);
 	assert_true(ina_now_ns() - t0 < INA_NS_PER_S);
 	assert_int_equal(ina_port_rx_burst(b, &p, 1), 1);
 	ina_pkt_free(p);
@@ -914,7 +914,7 @@ test_port_udp_rx_pool_empty(void **state)
 	peer_of(a, b, &to_b);
 	p = pattern_pkt(a, 5, &to_b);
 	assert_int_equal(ina_port_tx_burst(a, &p, 1), 1);
-	b->ops->wait(b, RX_DEADLINE_NS);
+	ina_port_wait(b, RX_DEADLINE_NS);
 	held[0] = ina_pkt_alloc(b->pool);
 	held[1] = ina_pkt_alloc(b->pool);
 	assert_non_null(held[1]);

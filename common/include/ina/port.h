@@ -9,6 +9,7 @@
 #ifndef INA_PORT_H
 #define INA_PORT_H
 
+#include <errno.h>
 #include <stdint.h>
 
 #include "ina/pkt.h"
@@ -93,6 +94,38 @@ static inline uint16_t
 ina_port_tx_burst(struct ina_port *p, struct ina_pkt **pkts, uint16_t n)
 {
 	return n ? p->ops->tx_burst(p, pkts, n) : 0;
+}
+
+/* Blocks until a packet may be received or 'timeout_ns' passed. */
+static inline void
+ina_port_wait(struct ina_port *p, uint64_t timeout_ns)
+{
+	p->ops->wait(p, timeout_ns);
+}
+
+/* Parses "ADDR:PORT" (the backend's address form) into a peer. 0 or -errno. */
+static inline int
+ina_port_resolve(struct ina_port *p, const char *addr, struct ina_peer *peer)
+{
+	return p->ops->resolve(p, addr, peer);
+}
+
+/* Formats a peer for logs; returns 'buf'. */
+static inline const char *
+ina_port_peer_str(const struct ina_port *p, const struct ina_peer *peer, char *buf,
+		  unsigned size)
+{
+	return p->ops->peer_str(p, peer, buf, size);
+}
+
+/* The IPv4 address and UDP port of 'peer' (of the port when NULL), host
+ * order: 0, -EINVAL for a peer of another port, -EOPNOTSUPP where the
+ * backend has no such form. */
+static inline int
+ina_port_peer_inet(const struct ina_port *p, const struct ina_peer *peer, uint32_t *ip,
+		   uint16_t *udp)
+{
+	return p->ops->peer_inet ? p->ops->peer_inet(p, peer, ip, udp) : -EOPNOTSUPP;
 }
 
 static inline void
