@@ -162,10 +162,20 @@ dpdk_pool_get(struct ina_pkt_pool *pool, struct ina_pkt **pkts, unsigned n)
 static void
 dpdk_pool_put(struct ina_pkt_pool *pool, struct ina_pkt **pkts, unsigned n)
 {
+	struct rte_mbuf *mbufs[INA_MAX_BURST];
+	unsigned done = 0;
+
 	(void)pool;
-	/* Each mbuf goes back to its own mempool (rx may hand out foreign ones). */
-	for (unsigned i = 0; i < n; i++)
-		rte_pktmbuf_free((struct rte_mbuf *)pkts[i]->priv);
+	/* Each mbuf goes back to its own mempool (rx may hand out foreign
+	 * ones): rte_pktmbuf_free_bulk() sorts them out, a burst at a time. */
+	while (done < n) {
+		unsigned k = n - done < INA_MAX_BURST ? n - done : INA_MAX_BURST;
+
+		for (unsigned i = 0; i < k; i++)
+			mbufs[i] = pkts[done + i]->priv;
+		rte_pktmbuf_free_bulk(mbufs, k);
+		done += k;
+	}
 }
 
 static const struct ina_pkt_pool_ops dpdk_pool_ops = {

@@ -374,11 +374,9 @@ udp_rx_raw(struct ina_port *port, struct ina_pkt **pkts, uint16_t n)
 		n = INA_MAX_BURST;
 	if (n == 0)
 		return 0;
-	got = pool->ops->get(pool, pkts, n);
-	if (got == 0) {
-		pool->nb_alloc_fail++;
+	got = ina_pkt_alloc_bulk(pool, pkts, n);
+	if (got == 0)
 		return 0;
-	}
 	for (i = 0; i < got; i++) {
 		struct msghdr *h = &up->rx_msgs[i].msg_hdr;
 
@@ -419,8 +417,7 @@ udp_rx_raw(struct ina_port *port, struct ina_pkt **pkts, uint16_t n)
 	}
 	for (; i < got; i++)
 		drops[nb_drops++] = pkts[i];
-	if (nb_drops)
-		pool->ops->put(pool, drops, nb_drops);
+	ina_pkt_free_bulk(drops, nb_drops);
 	return (uint16_t)nb_rx;
 }
 

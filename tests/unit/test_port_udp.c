@@ -152,6 +152,37 @@ done_accounted(const struct ina_port *port, unsigned nb, void *arg)
 	       *(unsigned *)arg;
 }
 
+/* ina_pkt_alloc_bulk: one get for a burst, what is left when the pool runs
+ * low, a failure counted only when it gets none. */
+static void
+test_port_udp_pool_alloc_bulk(void **state)
+{
+	struct ina_pkt *pkts[8], *more[8];
+	struct ina_pkt_pool *pool;
+
+	(void)state;
+	pool = ina_pkt_pool_create(6, 64);
+	assert_non_null(pool);
+	assert_int_equal(ina_pkt_alloc_bulk(pool, pkts, 0), 0);
+	assert_int_equal(ina_pkt_alloc_bulk(pool, pkts, 4), 4);
+	for (unsigned i = 0; i < 4; i++) {
+		assert_true(pkts[i]->pool == pool);
+		assert_int_equal(pkts[i]->len, 0);
+		assert_int_equal(pkts[i]->cap, 64);
+		for (unsigned j = 0; j < i; j++)
+			assert_true(pkts[i] != pkts[j]);
+	}
+	assert_int_equal(ina_pkt_alloc_bulk(pool, more, 8), 2);
+	assert_int_equal(pool->nb_alloc_fail, 0);
+	assert_int_equal(ina_pkt_alloc_bulk(pool, more + 2, 8), 0);
+	assert_int_equal(pool->nb_alloc_fail, 1);
+	assert_int_equal(ina_pkt_pool_avail(pool), 0);
+	ina_pkt_free_bulk(pkts, 4);
+	ina_pkt_free_bulk(more, 2);
+	assert_int_equal(ina_pkt_pool_avail(pool), 6);
+	ina_pkt_pool_destroy(pool);
+}
+
 static void
 test_port_udp_pool_heap(void **state)
 {
@@ -1014,6 +1045,7 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_port_udp_pool_heap),
 		cmocka_unit_test(test_port_udp_pool_free_bulk_mixed),
+		cmocka_unit_test(test_port_udp_pool_alloc_bulk),
 		cmocka_unit_test(test_port_udp_send_recv),
 		cmocka_unit_test(test_port_udp_large_tx_call),
 		cmocka_unit_test(test_port_udp_fanout),
