@@ -8,8 +8,8 @@
  */
 #include <errno.h>
 #include <getopt.h>
-#include <stdint.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +17,9 @@
 #include "ina/cli.h"
 #include "ina/eal_main.h"
 #include "ina/port.h"
+#ifdef INA_HAVE_DPDK
+#include "ina/port_dpdk.h"	/* EAL start-up and the port's registration */
+#endif
 
 static int eal_started;
 static char **eal_argv;		/* EAL permutes its copy of argv; freed at exit */
@@ -109,8 +112,6 @@ ina_eal_main_print_port(const struct ina_port *port, FILE *f)
 }
 
 #ifdef INA_HAVE_DPDK
-#include "ina/port_dpdk.h"
-
 static void
 eal_at_exit(void)
 {
