@@ -13,6 +13,7 @@
 #include <time.h>
 
 #include "engine.h"
+#include "ina/encoding.h"
 #include "ina/wire.h"
 #include "net_int.h"
 #include "workload.h"
@@ -200,10 +201,13 @@ job_refuse(struct sim_job_report *rep, const char *fmt, ...)
 	va_end(ap);
 }
 
-uint32_t
+/* Bytes an element on the wire (4 for an encoding the job would refuse). */
+static uint32_t
 job_elem_size(uint8_t encoding)
 {
-	return encoding == INA_ENC_BF16 ? 2 : 4;
+	const struct ina_encoding_ops *enc = ina_encoding(encoding);
+
+	return enc ? (uint32_t)enc->elem_size : 4;
 }
 
 /* A host's first retransmission timeout: the configured one, or what
@@ -261,7 +265,9 @@ job_admit(struct sim_net *net, uint32_t k, uint8_t *host_taken)
 				   t->nodes[tr->m[s].up].name);
 			return;
 		}
-		if (tj->encoding == INA_ENC_BF16) {
+		if (job_elem_size(tj->encoding) < sizeof(float)) {
+			/* Narrower than the switch's 32-bit sums: a rack's
+			 * partial sum would be rounded twice. */
 			job_refuse(rep, "job %s spans %u switches in bf16: a rack switch does not "
 					"forward bf16 upstream", tj->name, tr->nb_switches);
 			return;
@@ -289,8 +295,7 @@ job_admit(struct sim_net *net, uint32_t k, uint8_t *host_taken)
 			return;
 		}
 	}
-	if (!tj->block_size || !tj->lanes || !tj->rounds || tj->encoding < INA_ENC_F32 ||
-	    tj->encoding > INA_ENC_MAX) {
+	if (!tj->block_size || !tj->lanes || !tj->rounds || !ina_encoding(tj->encoding)) {
 		job_refuse(rep, "job %s: block size, lanes, rounds and encoding must be set",
 			   tj->name);
 		return;

@@ -91,8 +91,6 @@ int jobs_rounds_left(const struct sim_net *net);
 int jobs_step(struct sim_net *net);
 /* Fills the job reports at the end of a run. */
 void jobs_report(struct sim_net *net);
-/* Bytes of one element in 'encoding'. */
-uint32_t job_elem_size(uint8_t encoding);
 
 /* net.c: the rounds window over which links are counted. */
 void net_window_open(struct sim_net *net);

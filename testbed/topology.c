@@ -17,6 +17,7 @@
 
 #include <cyaml/cyaml.h>
 
+#include "ina/encoding.h"
 #include "ina/npy.h"
 #include "ina/wire.h"
 #include "topo_lines.h"
@@ -867,7 +868,7 @@ job_data(struct ctx *c, uint32_t i, struct raw_job *rj, struct topo_job *j)
 static uint32_t
 frame_size(const struct topo_job *j)
 {
-	uint32_t elem = j->encoding == INA_ENC_BF16 ? 2 : 4;
+	uint32_t elem = (uint32_t)ina_encoding(j->encoding)->elem_size;
 
 	return FRAME_OVERHEAD + INA_HDR_SIZE + (uint32_t)j->block_size * elem;
 }
@@ -901,10 +902,7 @@ check_job_tree(struct ctx *c, uint32_t i, struct topo_job *j, uint32_t *fan_in, 
 				return fail(c, line_of(c, field, entry), field,
 					    "blocks of %u %s elements need %u-byte frames; links[%u] "
 					    "(%s - %s, line %d) has mtu %u",
-					    j->block_size,
-					    j->encoding == INA_ENC_BF16	 ? "bf16"
-					    : j->encoding == INA_ENC_I32 ? "i32"
-									 : "f32",
+					    j->block_size, ina_wire_encoding_name(j->encoding),
 					    frame_size(j), (unsigned)(l - t->links), t->nodes[l->a].name,
 					    t->nodes[l->b].name, l->line, l->mtu);
 			}
@@ -1121,9 +1119,7 @@ build_jobs(struct ctx *c)
 				goto out;
 			j->weight = (uint8_t)v;
 		}
-		j->encoding = rj->encoding == RAW_ENC_I32    ? INA_ENC_I32
-			      : rj->encoding == RAW_ENC_BF16 ? INA_ENC_BF16
-							     : INA_ENC_F32;
+		j->encoding = rj->encoding ? rj->encoding : INA_ENC_F32;
 		if (job_data(c, i, rj, j) < 0)
 			goto out;
 		if (check_job_tree(c, i, j, fan_in, in_job, slots_used) < 0)
