@@ -1,6 +1,5 @@
 /* SPDX-License-Identifier: MIT */
 /* The sparsifier's command-line options (sparsify_cli.h). */
-#include <getopt.h>
 #include <string.h>
 
 #include "ina/cli.h"

@@ -8,6 +8,7 @@
 #ifndef INA_HOST_SPARSIFY_CLI_H
 #define INA_HOST_SPARSIFY_CLI_H
 
+#include <getopt.h>
 #include <stddef.h>
 
 #include "ina.h"
