@@ -27,12 +27,12 @@ lib_cleanup() {
     rm -rf "$tmp"
 }
 
-# wait_serving PID [LOG]: waits up to 10 s for the switch's "serving" line in
+# wait_serving PID [LOG]: waits up to 20 s for the switch's "serving" line in
 # LOG (default $tmp/switch.log); exits 1 with the log if the switch died or
 # never got there.
 wait_serving() {
     local i log=${2:-$tmp/switch.log}
-    for ((i = 0; i < 200; i++)); do
+    for ((i = 0; i < 400; i++)); do
         grep -q "serving" "$log" 2>/dev/null && return 0
         kill -0 "$1" 2>/dev/null || break
         sleep 0.05
