@@ -41,7 +41,8 @@ wait_serving() {
 }
 
 # start_switch LOG ARGS...: ina-switch ARGS in the background, its output in
-# LOG, stopped at exit; returns once it serves, its pid in $sw.
+# LOG (a new file for each switch: its serving line is what is waited
+# for), stopped at exit; returns once it serves, its pid in $sw.
 start_switch() {
     local log=$1
     shift
