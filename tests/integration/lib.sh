@@ -6,11 +6,14 @@
 # sets 'build' (the build directory) before starting a switch.
 
 # lib_init: $tmp a scratch directory, pids=() the processes to stop at exit
-# (SIGTERM, SIGKILL after 5 s), then $tmp removed; on EXIT, INT and TERM.
+# (SIGTERM, SIGKILL after 5 s), then lib_at_exit if the caller defined it
+# (what else it must remove), then $tmp removed; at exit, also on INT and
+# TERM (exit status 130).
 lib_init() {
     tmp=$(mktemp -d)
     pids=()
-    trap lib_cleanup EXIT INT TERM
+    trap lib_cleanup EXIT
+    trap 'exit 130' INT TERM
 }
 
 lib_cleanup() {
@@ -24,6 +27,7 @@ lib_cleanup() {
     done
     for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null || true; done
     wait 2>/dev/null || true
+    if declare -F lib_at_exit >/dev/null; then lib_at_exit || true; fi
     rm -rf "$tmp"
 }
 
