@@ -254,7 +254,7 @@ def run_blocks(build, source, all_blocks):
             print(f"FAIL {b.where()}: {what} after {dt:.1f} s; the block:")
             print("    " + b.text.rstrip("\n").replace("\n", "\n    "))
             print("  its output (the end):")
-            print("    " + "".join(open(log).readlines()[-30:]).rstrip("\n").replace("\n", "\n    "))
+            print("    " + "".join(open(log).readlines()[-200:]).rstrip("\n").replace("\n", "\n    "))
     for b in skipped:
         print(f"skipped {b.where()}: {b.arg}")
     print(f"{passed} blocks ran as written, {fail} failed, {len(skipped)} marked skip")
