@@ -369,7 +369,7 @@ resolve_peer(struct ina_port *port, const char *opt, const char *addr, struct in
 
 	if (!addr)
 		return;
-	ret = port->ops->resolve(port, addr, peer);
+	ret = ina_port_resolve(port, addr, peer);
 	if (ret < 0) {
 		snprintf(err, sizeof(err), "%s %s: cannot resolve it on the %s port: %s", opt, addr,
 			 port->ops->type, strerror(-ret));
@@ -577,7 +577,7 @@ main(int argc, char **argv)
 		 * peers and itself (ina_capture_set_port, capture.h). */
 		memset(&self, 0, sizeof(self));
 		if (port->ops == &ina_port_udp_ops) {
-			ret = port->ops->resolve(port, c.listen, &self);
+			ret = ina_port_resolve(port, c.listen, &self);
 			if (ret < 0)
 				ina_die("--capture: cannot resolve %s: %s", c.listen,
 				    strerror(-ret));
@@ -635,7 +635,7 @@ main(int argc, char **argv)
 		if (mh)
 			metrics_fill(mh, &c, p, port, start_time_s, now);
 		if (!nb_rx)
-			port->ops->wait(port, INA_NS_PER_MS);
+			ina_port_wait(port, INA_NS_PER_MS);
 	}
 	metrics_http_stop(mh);
 	print_stats(p, port);

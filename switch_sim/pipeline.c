@@ -810,6 +810,7 @@ handle_join(struct pipeline *p, struct ina_pkt *in, const struct ina_hdr *h, uin
 		j->weight = weight;
 		j->params.max_block = max_block;
 		j->params.encoding = h->encoding;
+		j->enc = ina_encoding(h->encoding);
 		j->ssp = ssp;
 		j->slot_base = (uint32_t)base;
 		j->nb_slots = nb;
@@ -896,14 +897,9 @@ pl_put_result(const struct pipeline *p, struct ina_pkt *o, const struct job *j, 
 		memcpy(o->data + offsetof(struct ina_wire_hdr, bound), &bound_be, sizeof(bound_be));
 	}
 	if (n) {
-		if (j->params.encoding == INA_ENC_I32)
-			ina_enc_i32_store(o->data + INA_HDR_SIZE, hf->acc.i32, n);
-		else if (j->params.encoding == INA_ENC_BF16)
-			/* The one rounding of the binary32 sum. */
-			ina_enc_bf16_put(o->data + INA_HDR_SIZE, hf->acc.f32, n);
-		else
-			ina_enc_f32_put(o->data + INA_HDR_SIZE, hf->acc.f32, n);
-		o->len += (uint32_t)(n * ina_wire_elem_size(j->params.encoding));
+		/* For bf16, the one rounding of the binary32 sum. */
+		j->enc->store(o->data + INA_HDR_SIZE, hf->acc.f32, n);
+		o->len += (uint32_t)(n * j->enc->elem_size);
 	}
 	if (hf->partial) {
 		/* ssp: who the sum holds, after the payload (docs/PROTOCOL.md 6.7). */
@@ -1014,27 +1010,15 @@ pl_half_add(struct pipeline *p, const struct job *j, struct half *hf, const stru
 	if (h->bound < hf->bound)
 		hf->bound = h->bound;
 	if (h->n_elems) {
-		if (j->params.encoding == INA_ENC_I32) {
-			if (!hf->has_data) {
-				ina_enc_i32_load(hf->acc.i32, payload, h->n_elems);
-			} else {
-				size_t sat = ina_enc_i32_add(hf->acc.i32, payload, h->n_elems);
-
-				if (sat) {
-					hf->saturated = 1;
-					p->st.saturated += sat;
-				}
-			}
-		} else if (j->params.encoding == INA_ENC_BF16) {
-			/* bf16 widens exactly: the slot sums in binary32. */
-			if (!hf->has_data)
-				ina_enc_bf16_get(hf->acc.f32, payload, h->n_elems);
-			else
-				ina_enc_bf16_add(hf->acc.f32, payload, h->n_elems);
-		} else if (!hf->has_data) {
-			ina_enc_f32_get(hf->acc.f32, payload, h->n_elems);
+		if (!hf->has_data) {
+			j->enc->load(hf->acc.f32, payload, h->n_elems);
 		} else {
-			ina_enc_f32_add(hf->acc.f32, payload, h->n_elems);
+			size_t sat = j->enc->add(hf->acc.f32, payload, h->n_elems);
+
+			if (sat) {
+				hf->saturated = 1;
+				p->st.saturated += sat;
+			}
 		}
 		hf->has_data = 1;
 	}
@@ -1057,9 +1041,7 @@ pl_half_deferred(const struct job *j, const struct half *hf)
 	if (!hf->has_data || hf->saturated || hf->bound == 0 || hf->bound == UINT32_MAX)
 		return 0;
 	n = ina_wire_block_elems(hf->key.tensor_len, hf->key.block_size, hf->key.block);
-	if (j->params.encoding == INA_ENC_I32)
-		return ina_enc_i32_deferred(hf->acc.i32, n, (int32_t)hf->bound);
-	return ina_enc_f32_deferred(hf->acc.f32, n, ina_enc_bound_f32(hf->bound));
+	return j->enc->deferred(hf->acc.f32, n, hf->bound);
 }
 
 /* Of 'ranks' (those a block waits on), the ones silent for the peer
@@ -1347,12 +1329,7 @@ repl_store(struct pipeline *p, struct job *j, struct slot *s, const struct ina_h
 	if (h->n_elems) {
 		/* Exact: pl_put_result() writes back the same bits (a bf16 widens
 		 * to binary32 and rounds back to itself). */
-		if (j->params.encoding == INA_ENC_I32)
-			ina_enc_i32_load(hf->acc.i32, payload, h->n_elems);
-		else if (j->params.encoding == INA_ENC_BF16)
-			ina_enc_bf16_get(hf->acc.f32, payload, h->n_elems);
-		else
-			ina_enc_f32_get(hf->acc.f32, payload, h->n_elems);
+		j->enc->load(hf->acc.f32, payload, h->n_elems);
 	}
 	pl_slot_complete(s, ver);
 	p->st.repl_stored++;

@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "ina/pkt.h"
+#include "ina/encoding.h"
 #include "ina/wire.h"
 #include "pipeline.h"
 
@@ -65,6 +66,7 @@ struct slot {
 struct job {
 	uint8_t active;
 	struct ina_job_params params;
+	const struct ina_encoding_ops *enc; /* the row of params.encoding */
 	uint32_t slot_base;	/* first of nb_slots slots; lane l is in
 				 * slot_base + l / part_count */
 	uint16_t nb_slots;	/* ceil(lanes / part_count) (x sets under ssp) */

@@ -81,7 +81,7 @@ exp_clamp(int e)
 static int16_t
 exp_up(const struct job *j, const struct half *hf)
 {
-	if (hf->next == INA_BLOCK_END || j->params.encoding != INA_ENC_I32)
+	if (hf->next == INA_BLOCK_END || !j->enc->scaled)
 		return 0;
 	return exp_clamp(hf->exp + clog2(j->params.world));
 }
@@ -89,7 +89,7 @@ exp_up(const struct job *j, const struct half *hf)
 static int16_t
 exp_down(const struct job *j, const struct ina_hdr *h)
 {
-	if (h->next == INA_BLOCK_END || j->params.encoding != INA_ENC_I32)
+	if (h->next == INA_BLOCK_END || !j->enc->scaled)
 		return 0;
 	return exp_clamp(h->exp + clog2(j->up_world) - clog2(j->params.world));
 }
@@ -164,13 +164,9 @@ uplink_data(struct pipeline *p, struct ina_pkt *in, struct job *j, struct slot *
 	h.n_elems = n;
 	h.bound = hf->bound == UINT32_MAX ? 0 : hf->bound;
 	ina_wire_encode_hdr(&h, o->data);
-	if (n) {
-		if (j->params.encoding == INA_ENC_I32)
-			ina_enc_i32_store(o->data + INA_HDR_SIZE, hf->acc.i32, n);
-		else
-			ina_enc_f32_put(o->data + INA_HDR_SIZE, hf->acc.f32, n);
-	}
-	o->len = INA_HDR_SIZE + (uint32_t)n * 4u;
+	if (n)
+		j->enc->store(o->data + INA_HDR_SIZE, hf->acc.f32, n);
+	o->len = INA_HDR_SIZE + (uint32_t)(n * j->enc->elem_size);
 	o->peer = p->cfg.uplink;
 	p->st.up_data++;
 	p->st.up_bytes += (uint64_t)n * 4u;
@@ -277,12 +273,8 @@ rx_result(struct pipeline *p, struct ina_pkt *in, struct job *j, const struct in
 	hf->saturated |= (h->flags & INA_F_SATURATED) != 0;
 	hf->deferred = (h->flags & INA_F_DEFERRED) != 0;
 	hf->has_data = h->n_elems != 0 || hf->deferred;
-	if (h->n_elems) {
-		if (j->params.encoding == INA_ENC_I32)
-			ina_enc_i32_load(hf->acc.i32, in->data + INA_HDR_SIZE, h->n_elems);
-		else
-			ina_enc_f32_get(hf->acc.f32, in->data + INA_HDR_SIZE, h->n_elems);
-	}
+	if (h->n_elems)
+		j->enc->load(hf->acc.f32, in->data + INA_HDR_SIZE, h->n_elems);
 	o = pl_answer_buf(p, in, in->len);
 	if (o) {
 		pl_put_result(p, o, j, h->lane, ver, hf);

@@ -27,6 +27,7 @@
 #include "ina.h"
 #include "ina/block.h"
 #include "ina/encode.h"
+#include "ina/encoding.h"
 #include "ina/lane.h"
 #include "ina/util.h"
 
@@ -76,6 +77,7 @@ struct sop {
 
 struct engine {
 	struct engine_config cfg;
+	const struct ina_encoding_ops *enc; /* the row of cfg.encoding */
 	struct ina_job_params params;
 	int phase;		/* enum engine_phase */
 	int err;		/* < 0 once failed */
@@ -228,6 +230,7 @@ engine_create(const struct engine_config *cfg)
 			e->sops[k].lanes = e->sop_lanes + k * cfg->lanes;
 	}
 	e->cfg = *cfg;
+	e->enc = ina_encoding(cfg->encoding);
 	e->params.job_id = cfg->job_id;
 	e->params.token = cfg->token;
 	e->params.world = cfg->world;
@@ -399,13 +402,20 @@ engine_leave(struct engine *e, uint64_t now_ns)
 		e->phase = ENGINE_CLOSED;
 }
 
+/* The scale of a block whose largest exponent is 'exp' (scaled encodings). */
+static int
+block_scale(const struct engine *e, int exp)
+{
+	return e->enc->scaled ? ina_enc_i32_scale(exp, e->cfg.world) : 0;
+}
+
 /* Exponent of block 'b' of my input (i32), INA_EXP_ZERO for END. */
 static int16_t
 block_exp(struct engine *e, uint32_t b)
 {
 	int x;
 
-	if (e->cfg.encoding != INA_ENC_I32 || b == INA_BLOCK_END)
+	if (!e->enc->scaled || b == INA_BLOCK_END)
 		return 0;
 	x = ina_enc_i32_exp(e->in + (size_t)b * e->block_size,
 			    ina_wire_block_elems(e->n, e->block_size, b));
@@ -590,14 +600,8 @@ build_data(struct engine *e, uint16_t l, int retx)
 	if (n) {
 		const float *src = e->in + (size_t)ln->block * e->block_size;
 
-		if (e->cfg.encoding == INA_ENC_I32)
-			ina_enc_i32_put(p->data + INA_HDR_SIZE, src, n,
-					ina_enc_i32_scale(ln->cur_exp, e->cfg.world));
-		else if (e->cfg.encoding == INA_ENC_BF16)
-			ina_enc_bf16_put(p->data + INA_HDR_SIZE, src, n);
-		else
-			ina_enc_f32_put(p->data + INA_HDR_SIZE, src, n);
-		p->len += (uint32_t)(n * ina_wire_elem_size(e->cfg.encoding));
+		e->enc->encode(p->data + INA_HDR_SIZE, src, n, block_scale(e, ln->cur_exp));
+		p->len += (uint32_t)(n * e->enc->elem_size);
 		e->st.data_sent++;
 	} else {
 		e->st.empty_sent++;
@@ -691,13 +695,8 @@ on_result(struct engine *e, const struct ina_hdr *h, const uint8_t *payload, uin
 		}
 		if (h->n_elems == 0)
 			memset(dst, 0, (size_t)n * sizeof(float));
-		else if (e->cfg.encoding == INA_ENC_I32)
-			ina_enc_i32_get(dst, payload, n,
-					ina_enc_i32_scale(ln->cur_exp, e->cfg.world));
-		else if (e->cfg.encoding == INA_ENC_BF16)
-			ina_enc_bf16_get(dst, payload, n);
 		else
-			ina_enc_f32_get(dst, payload, n);
+			e->enc->decode(dst, payload, n, block_scale(e, ln->cur_exp));
 		zero_from = h->block + e->cfg.lanes;
 	}
 	if (h->flags & INA_F_SATURATED) {
@@ -886,11 +885,8 @@ ssp_build(struct engine *e, const struct sop *o, uint16_t l, int retx)
 	if (n) {
 		const float *src = o->in + (size_t)l * o->block_size;
 
-		if (e->cfg.encoding == INA_ENC_BF16)
-			ina_enc_bf16_put(p->data + INA_HDR_SIZE, src, n);
-		else
-			ina_enc_f32_put(p->data + INA_HDR_SIZE, src, n);
-		p->len += (uint32_t)(n * ina_wire_elem_size(e->cfg.encoding));
+		e->enc->encode(p->data + INA_HDR_SIZE, src, n, 0);
+		p->len += (uint32_t)(n * e->enc->elem_size);
 		e->st.data_sent++;
 	} else {
 		e->st.empty_sent++;
@@ -920,7 +916,7 @@ ssp_on_result(struct engine *e, const struct ina_hdr *h, const uint8_t *payload,
 	struct sop *o = ssp_op_of(e, h->round);
 	struct sop_lane *sl = o ? &o->lanes[h->lane] : NULL;
 	uint8_t *ver = ssp_ver_of(e, h->lane, h->round);
-	size_t esize = ina_wire_elem_size(e->cfg.encoding);
+	size_t esize = e->enc->elem_size;
 	int mine = 1;
 	float *dst;
 	uint16_t n;
@@ -962,10 +958,8 @@ ssp_on_result(struct engine *e, const struct ina_hdr *h, const uint8_t *payload,
 	n = ina_wire_block_elems(o->n, o->block_size, h->block);
 	if (h->n_elems == 0)
 		memset(dst, 0, (size_t)n * sizeof(float));
-	else if (e->cfg.encoding == INA_ENC_BF16)
-		ina_enc_bf16_get(dst, payload, n);
 	else
-		ina_enc_f32_get(dst, payload, n);
+		e->enc->decode(dst, payload, n, 0);
 	if (!sl->retx && now >= sl->sent_ns)
 		rtt_sample(e, now - sl->sent_ns);
 	*ver ^= 1;

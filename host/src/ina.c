@@ -26,7 +26,6 @@
 #include "ina/capture.h"
 #include "ina/log.h"
 #include "ina/port.h"
-#include "ina/port_udp.h"
 #include "ina/token.h"
 #include "ina/util.h"
 #include "keepalive.h"
@@ -267,7 +266,7 @@ run_while(struct ina_ctx *ctx, int phase)
 			/* Sleep until a packet or the next timer, and never so
 			 * long that a missed wake-up could look like a hang. */
 			if (deadline > now)
-				ctx->port->ops->wait(ctx->port, deadline - now < WAIT_MAX_NS
+				ina_port_wait(ctx->port, deadline - now < WAIT_MAX_NS
 									? deadline - now
 									: WAIT_MAX_NS);
 		}
@@ -310,7 +309,7 @@ resolve_switches(struct ina_ctx *ctx, const char *list, struct ina_peer *sws, ui
 		}
 		memcpy(addr, p, len);
 		addr[len] = '\0';
-		ret = ctx->port->ops->resolve(ctx->port, addr, &sws[*nb]);
+		ret = ina_port_resolve(ctx->port, addr, &sws[*nb]);
 		if (ret < 0) {
 			snprintf(err, err_size, "switch address '%s' on the %s port: %s", addr,
 				 ctx->port->ops->type, strerror(-ret));
@@ -358,7 +357,7 @@ follow_redirect(struct ina_ctx *ctx, const struct ina_config *cfg, char *err, si
 	engine_redirect_target(egroup_engine(ctx->eg, 0), &ip, &port);
 	snprintf(ctx->aggregator, sizeof(ctx->aggregator), "%u.%u.%u.%u:%u", ip >> 24,
 		 ip >> 16 & 0xff, ip >> 8 & 0xff, ip & 0xff, port);
-	ret = ctx->port->ops->resolve(ctx->port, ctx->aggregator, &peer);
+	ret = ina_port_resolve(ctx->port, ctx->aggregator, &peer);
 	if (ret < 0) {
 		snprintf(err, err_size, "the switch %s sent the job to the host aggregator %s, "
 			 "which does not resolve on the %s port: %s", cfg->switch_addr,
@@ -525,7 +524,7 @@ ina_open(const struct ina_config *user_cfg, struct ina_ctx **out, char *err, siz
 		goto fail;
 	ec.sw = sws[0];
 	if (cfg->replica_addr) {
-		ret = ctx->port->ops->resolve(ctx->port, cfg->replica_addr, &ec.replica);
+		ret = ina_port_resolve(ctx->port, cfg->replica_addr, &ec.replica);
 		if (ret < 0) {
 			snprintf(err, err_size, "replica address '%s' on the %s port: %s",
 				 cfg->replica_addr, ctx->port->ops->type, strerror(-ret));
@@ -548,11 +547,8 @@ ina_open(const struct ina_config *user_cfg, struct ina_ctx **out, char *err, siz
 		goto fail;
 	}
 	if (cfg->capture) {
-		char local[64];
-
-		if (ina_port_udp_local(ctx->port, local, sizeof(local)) < 0 ||
-		    ctx->port->ops->resolve(ctx->port, local, &ctx->self) < 0)
-			memset(&ctx->self, 0, sizeof(ctx->self));
+		/* An empty 'self' is the port's own address (its peer_inet). */
+		memset(&ctx->self, 0, sizeof(ctx->self));
 		ctx->cap = ina_capture_open(cfg->capture, err, err_size);
 		if (!ctx->cap) {
 			ret = errno ? -errno : -EIO;
@@ -1373,7 +1369,7 @@ ina_wait(struct ina_ctx *ctx, uint64_t handle)
 		}
 		pthread_mutex_unlock(&ctx->lock);
 		if (sleep_ns)
-			ctx->port->ops->wait(ctx->port, sleep_ns);
+			ina_port_wait(ctx->port, sleep_ns);
 		pthread_mutex_lock(&ctx->lock);
 	}
 	pthread_mutex_unlock(&ctx->lock);
@@ -1393,7 +1389,7 @@ ina_progress(struct ina_ctx *ctx, uint32_t wait_us)
 	if (!moved && wait_us && !ret) {
 		uint64_t max = (uint64_t)wait_us * 1000;
 
-		ctx->port->ops->wait(ctx->port, sleep_ns < max ? sleep_ns : max);
+		ina_port_wait(ctx->port, sleep_ns < max ? sleep_ns : max);
 	}
 	return ret;
 }
@@ -1436,7 +1432,7 @@ ina_poll(struct ina_ctx *ctx, struct ina_completion *done, unsigned max, uint32_
 		 * other threads submit meanwhile. */
 		pthread_mutex_unlock(&ctx->lock);
 		if (sleep_ns)
-			ctx->port->ops->wait(ctx->port, sleep_ns < max_ns ? sleep_ns : max_ns);
+			ina_port_wait(ctx->port, sleep_ns < max_ns ? sleep_ns : max_ns);
 		pthread_mutex_lock(&ctx->lock);
 		step(ctx, &sleep_ns);
 		n = poll_collect(ctx, done, max);
@@ -1507,7 +1503,7 @@ ssp_allreduce(struct ina_ctx *ctx, uint32_t tensor_id, const float *in, float *o
 			continue;
 		pthread_mutex_unlock(&ctx->lock);
 		if (sleep_ns)
-			ctx->port->ops->wait(ctx->port, sleep_ns);
+			ina_port_wait(ctx->port, sleep_ns);
 		pthread_mutex_lock(&ctx->lock);
 	}
 	pthread_mutex_unlock(&ctx->lock);
