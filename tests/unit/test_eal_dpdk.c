@@ -24,6 +24,8 @@
 
 #include <cmocka.h>
 
+#include "skip.h"
+
 #include <rte_dev.h>
 #include <rte_eth_ring.h>
 #include <rte_ethdev.h>
@@ -113,7 +115,7 @@ test_no_hugepages(void **state)
 
 	(void)state;
 	if (hugepages() != 0)
-		skip();	/* this machine has hugepages: EAL would start */
+		INA_SKIP("this machine has hugepages: EAL would start");
 	assert_int_equal(ina_dpdk_eal_init(3, argv, err, sizeof(err)), -ENOMEM);
 	assert_non_null(strstr(err, "nr_hugepages"));
 	assert_non_null(strstr(err, "--no-huge"));
