@@ -59,6 +59,7 @@
 #include "ina/pkt.h"
 #include "ina/wire.h"
 #include "pipeline.h"
+#include "pipeline_dump.h"
 
 #define MAX_BURST 8
 #define MAX_HELD 8

@@ -15,6 +15,7 @@
 
 #include "node.h"
 #include "pipeline.h"
+#include "pipeline_log.h"
 
 struct switch_node {
 	struct sim_node node;	/* first: the ops' handle */
@@ -93,12 +94,14 @@ struct sim_node *
 switch_node_create(struct sim_net *net, int index, const struct pipeline_config *cfg)
 {
 	struct switch_node *s = calloc(1, sizeof(*s));
+	struct pipeline_config c = *cfg;
 
+	c.on_event = pipeline_log_event;	/* logged, as ina-switch does */
 	if (!s)
 		return NULL;
 	s->node = (struct sim_node){ .ops = &switch_ops, .net = net, .index = index,
 				     .wake_at = UINT64_MAX };
-	s->pipe = pipeline_create(cfg);
+	s->pipe = pipeline_create(&c);
 	if (!s->pipe) {
 		free(s);
 		return NULL;

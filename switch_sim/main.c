@@ -40,6 +40,8 @@
 #include "ina/wire.h"
 #include "metrics_http.h"
 #include "pipeline.h"
+#include "pipeline_dump.h"
+#include "pipeline_log.h"
 #include "run_lcores.h"
 #ifdef INA_HAVE_DPDK
 #include "ina/port_dpdk.h"
@@ -209,6 +211,7 @@ parse_args(int argc, char **argv, struct switch_config *c)
 	ina_cli_set_prog("ina-switch");
 	memset(c, 0, sizeof(*c));
 	pipeline_config_init(&c->pipe);
+	c->pipe.on_event = pipeline_log_event;	/* the pipeline's events, logged */
 	c->listen = "0.0.0.0:9150";
 	c->lcores = 1;
 	c->drain_ns = 2000 * INA_NS_PER_MS;

@@ -18,12 +18,12 @@
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdio.h>	/* vsnprintf: an ERROR's message */
 #include <stdlib.h>
 #include <string.h>
 
 #include "ina/encode.h"
 #include "ina/lane.h"
-#include "ina/log.h"
 #include "ina/util.h"
 #include "pipeline.h"
 #include "pipeline_int.h"
@@ -289,8 +289,8 @@ pl_job_free(struct pipeline *p, struct job *j)
 	j->active = 0;
 	p->nb_jobs--;
 	p->st.jobs_freed++;
-	if (!p->quiet)
-		INA_LOG(INFO, "job %" PRIu32 ": freed %u slots", j->params.job_id, j->nb_slots);
+	pl_event(p, &(struct pipeline_event){ .kind = PEV_FREED, .job_id = j->params.job_id,
+					      .slots = j->nb_slots });
 }
 
 /* Writes a switch-sent header for 'j' into 'pkt'; the payload follows. */
@@ -328,11 +328,6 @@ pl_answer_buf(struct pipeline *p, struct ina_pkt *in, uint32_t size)
 {
 	struct ina_pkt *o = in;
 
-	if (p->quiet) {
-		/* A replica: partition 0 answers. */
-		ina_pkt_free(in);
-		return NULL;
-	}
 	if (in->cap < size) {
 		o = ina_pkt_alloc(p->cfg.pool);
 		if (!o) {
@@ -382,10 +377,6 @@ send_error(struct pipeline *p, struct ina_pkt *in, const struct ina_hdr *rx, uin
 	va_list ap;
 	int n;
 
-	if (p->quiet) {
-		ina_pkt_free(in);
-		return NULL;
-	}
 	va_start(ap, fmt);
 	n = vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
@@ -397,7 +388,9 @@ send_error(struct pipeline *p, struct ina_pkt *in, const struct ina_hdr *rx, uin
 	if (!o)
 		return NULL;
 	put_error(o, rx->job_id, rx->token, rx->encoding, code, msg, (size_t)n);
-	INA_LOG_RL(WARN, "job %" PRIu32 " rank %u: refused: %s", rx->job_id, rx->rank, msg);
+	pl_event(p, &(struct pipeline_event){ .kind = PEV_REFUSED, .job_id = rx->job_id,
+					      .rank = rx->rank, .status = code, .text = msg,
+					      .text_len = (uint32_t)n });
 	return o;
 }
 
@@ -474,10 +467,11 @@ give_back(struct pipeline *p, const struct ina_hdr *h, uint64_t now)
 		j->moved = 0;
 		p->st.reshapes++;
 		pending = 1;
-		if (!p->quiet)
-			INA_LOG(INFO, "job %" PRIu32 ": gives back %u of its %u lanes from round %"
-				PRIu32 " (its fair share with job %" PRIu32 ")", j->params.job_id,
-				j->params.lanes - l, j->params.lanes, j->reshape_round, h->job_id);
+		pl_event(p, &(struct pipeline_event){ .kind = PEV_GIVE_BACK,
+						      .job_id = j->params.job_id,
+						      .want_lanes = j->params.lanes, .lanes = l,
+						      .round = j->reshape_round,
+						      .other_job = h->job_id });
 	}
 	if (!pending)
 		return 0;
@@ -504,9 +498,9 @@ reshape_done(struct pipeline *p, struct job *j)
 	j->params.lanes = l;
 	j->reshape_lanes = 0;
 	p->st.reshaped++;
-	if (!p->quiet)
-		INA_LOG(INFO, "job %" PRIu32 ": now on %u lanes from round %" PRIu32 ", %u slots "
-			"given back", j->params.job_id, l, j->reshape_round, old - l);
+	pl_event(p, &(struct pipeline_event){ .kind = PEV_RESHAPED, .job_id = j->params.job_id,
+					      .lanes = l, .round = j->reshape_round,
+					      .slots = (uint32_t)(old - l) });
 }
 
 /* 1 when job 'job_id' (its token) was sent to the host aggregator lately. */
@@ -563,15 +557,11 @@ send_redirect(struct pipeline *p, struct ina_pkt *in, const struct ina_hdr *rx, 
 
 	remember_redirect(p, rx->job_id, rx->token, now);
 	p->st.jobs_redirected++;
-	if (p->quiet) {
-		ina_pkt_free(in);
-		return NULL;
-	}
-	INA_LOG_RL(INFO, "job %" PRIu32 " rank %u: %s: sent to the host aggregator at "
-		   "%u.%u.%u.%u:%u", rx->job_id, rx->rank, why,
-		   p->cfg.host_aggregator_ipv4 >> 24, p->cfg.host_aggregator_ipv4 >> 16 & 0xff,
-		   p->cfg.host_aggregator_ipv4 >> 8 & 0xff, p->cfg.host_aggregator_ipv4 & 0xff,
-		   p->cfg.host_aggregator_port);
+	pl_event(p, &(struct pipeline_event){ .kind = PEV_REDIRECTED, .job_id = rx->job_id,
+					      .rank = rx->rank, .text = why,
+					      .text_len = (uint32_t)strlen(why),
+					      .ipv4 = p->cfg.host_aggregator_ipv4,
+					      .port = p->cfg.host_aggregator_port });
 	o = pl_answer_buf(p, in, INA_HDR_SIZE + sizeof(struct ina_wire_join) +
 					 sizeof(struct ina_wire_redirect));
 	if (!o)
@@ -631,10 +621,10 @@ handle_join(struct pipeline *p, struct ina_pkt *in, const struct ina_hdr *h, uin
 		}
 		if (j && j->standby && h->epoch != j->params.epoch) {
 			/* The job re-joined the primary under a new epoch. */
-			if (!p->quiet)
-				INA_LOG(INFO, "job %" PRIu32 ": standby epoch %" PRIu32
-					" replaced by epoch %" PRIu32, h->job_id, j->params.epoch,
-					h->epoch);
+			pl_event(p, &(struct pipeline_event){ .kind = PEV_STANDBY_REPLACED,
+							      .job_id = h->job_id,
+							      .old_epoch = j->params.epoch,
+							      .epoch = h->epoch });
 			pl_job_free(p, j);
 			j = NULL;
 		}
@@ -827,15 +817,11 @@ handle_join(struct pipeline *p, struct ina_pkt *in, const struct ina_hdr *h, uin
 		p->st.jobs_admitted++;
 		if (lanes < want)
 			p->st.jobs_granted++;
-		if (!p->quiet && lanes < want)
-			INA_LOG(INFO, "job %" PRIu32 ": admitted with %u of the %u lanes it asked "
-				"(its fair share, weight %u), epoch %" PRIu32 ", world %u, %s, B <= %u",
-				h->job_id, lanes, want, weight ? weight : 1u, j->params.epoch, world,
-				ina_wire_encoding_name(h->encoding), max_block);
-		else if (!p->quiet)
-			INA_LOG(INFO, "job %" PRIu32 ": admitted%s, epoch %" PRIu32 ", world %u, %u lanes, %s, B <= %u",
-			h->job_id, standby ? " (standby for the primary)" : "", j->params.epoch,
-			world, lanes, ina_wire_encoding_name(h->encoding), max_block);
+		pl_event(p, &(struct pipeline_event){ .kind = PEV_ADMITTED, .job_id = h->job_id,
+						      .lanes = lanes, .want_lanes = want,
+						      .weight = weight, .epoch = j->params.epoch,
+						      .world = world, .encoding = h->encoding,
+						      .max_block = max_block, .standby = standby });
 	} else if (world != j->params.world || lanes != j->want_lanes ||
 		   max_block != j->params.max_block || h->encoding != j->params.encoding) {
 		return send_error(p, in, h, INA_WERR_MISMATCH,
@@ -1076,10 +1062,10 @@ abort_job(struct pipeline *p, struct ina_pkt *in, struct job *j, const struct in
 
 	p->st.jobs_aborted++;
 	j->aborted = 1;
-	if (!p->quiet)
-		INA_LOG(WARN, "job %" PRIu32 ": rank %u silent for %" PRIu64 " ms while rank %u "
-			"waits on it (lane %u block %" PRIu32 " round %" PRIu32 "): job aborted",
-			j->params.job_id, r, silent_ms, h->rank, h->lane, h->block, h->round);
+	pl_event(p, &(struct pipeline_event){ .kind = PEV_RANK_DEAD, .job_id = j->params.job_id,
+					      .other_rank = r, .ms = silent_ms, .rank = h->rank,
+					      .lane = h->lane, .block = h->block,
+					      .round = h->round });
 	o = send_error(p, in, h, INA_WERR_PEER_DEAD,
 		       "job %" PRIu32 ": rank %u silent for %" PRIu64 " ms%s; round %" PRIu32
 		       " aborted, the job is gone (re-join to go on)",
@@ -1264,8 +1250,8 @@ handle_leave(struct pipeline *p, struct ina_pkt *in, struct job *j, const struct
 	uint64_t others = j->joined & ~j->finished & ~(1ull << h->rank);
 
 	p->st.leaves++;
-	if (!p->quiet)
-		INA_LOG(INFO, "job %" PRIu32 ": rank %u left", j->params.job_id, h->rank);
+	pl_event(p, &(struct pipeline_event){ .kind = PEV_RANK_LEFT, .job_id = j->params.job_id,
+					      .rank = h->rank });
 	if (!others && j->up == UP_RUNNING) {
 		/* A rack whose last rank left leaves the spine's job. */
 		o = uplink_leave(p, in, j);
@@ -1441,10 +1427,9 @@ handle_failover(struct pipeline *p, struct ina_pkt *in, struct job *j, const str
 	for (uint16_t r = 0; r < INA_MAX_WORLD; r++)
 		j->heard_ns[r] = now;
 	p->st.takeovers++;
-	if (!p->quiet)
-		INA_LOG(WARN, "job %" PRIu32 ": rank %u reports the primary silent: taken over, "
-			"epoch %" PRIu32 " -> %" PRIu32, j->params.job_id, h->rank, j->old_epoch,
-			j->params.epoch);
+	pl_event(p, &(struct pipeline_event){ .kind = PEV_TAKEOVER, .job_id = j->params.job_id,
+					      .rank = h->rank, .old_epoch = j->old_epoch,
+					      .epoch = j->params.epoch });
 	o = pl_answer_buf(p, in, INA_HDR_SIZE);
 	if (!o)
 		return NULL;
@@ -1616,18 +1601,24 @@ pipeline_rx_burst(struct pipeline *p, struct ina_pkt **in, uint16_t nb_in, uint6
 	return nb_out;
 }
 
+/*
+ * A follower takes the packets as partition 0 does, with no event reported
+ * and its counters as they were; the answers it would send (partition 0
+ * sends them) are freed.
+ */
 void
 pipeline_rx_quiet(struct pipeline *p, struct ina_pkt **in, uint16_t nb_in, uint64_t now_ns)
 {
 	struct pipeline_stats saved;
+	pipeline_event_fn on_event = p->cfg.on_event;
 
 	if (!nb_in)
 		return;
 	saved = p->st;
-	p->quiet = 1;
+	p->cfg.on_event = NULL;
 	for (uint16_t i = 0; i < nb_in; i++)
-		ina_pkt_free(process_one(p, in[i], now_ns));	/* NULL when quiet */
-	p->quiet = 0;
+		ina_pkt_free(process_one(p, in[i], now_ns));
+	p->cfg.on_event = on_event;
 	p->st = saved;
 }
 
@@ -1647,8 +1638,9 @@ pipeline_tick_freed(struct pipeline *p, uint64_t now_ns, uint32_t *freed, uint16
 			freed[nb++] = j->params.job_id;
 			pl_job_free(p, j);
 		} else if (p->cfg.job_idle_ns && now_ns - j->last_active_ns >= p->cfg.job_idle_ns) {
-			INA_LOG(WARN, "job %" PRIu32 ": silent for %" PRIu64 " s, freed",
-				j->params.job_id, (uint64_t)(p->cfg.job_idle_ns / 1000000000ull));
+			pl_event(p, &(struct pipeline_event){ .kind = PEV_EXPIRED,
+							      .job_id = j->params.job_id,
+							      .ms = p->cfg.job_idle_ns / 1000000u });
 			p->st.jobs_expired++;
 			freed[nb++] = j->params.job_id;
 			pl_job_free(p, j);
@@ -1680,7 +1672,7 @@ pipeline_shutdown(struct pipeline *p, struct ina_pkt **out, uint16_t max)
 		if (j->up == UP_RUNNING && nb > 0 && nb + 2 > max)
 			break;	/* a rack's job takes two packets: on the next call */
 		/* A job standing by runs on its primary: nothing to tell. */
-		o = told && !p->quiet && !j->standby ? ina_pkt_alloc(p->cfg.pool) : NULL;
+		o = told && !j->standby ? ina_pkt_alloc(p->cfg.pool) : NULL;
 		if (o) {
 			put_error(o, j->params.job_id, j->params.token, j->params.encoding,
 				  INA_WERR_SHUTDOWN, msg, sizeof(msg) - 1);
@@ -1716,13 +1708,14 @@ int
 pipeline_job_free(struct pipeline *p, uint32_t job_id)
 {
 	struct job *j = pl_job_find(p, job_id);
+	pipeline_event_fn on_event = p->cfg.on_event;
 
 	if (!j)
 		return 0;
-	p->quiet = 1;
+	p->cfg.on_event = NULL;	/* partition 0 reported it */
 	pl_job_free(p, j);
 	p->st.jobs_freed--;
-	p->quiet = 0;
+	p->cfg.on_event = on_event;
 	return 1;
 }
 
@@ -1735,139 +1728,4 @@ pipeline_stats_add(struct pipeline_stats *sum, const struct pipeline_stats *st)
 	_Static_assert(sizeof(*st) % sizeof(uint64_t) == 0, "counters only");
 	for (size_t i = 0; i < sizeof(*st) / sizeof(uint64_t); i++)
 		a[i] += b[i];
-}
-
-void
-pipeline_stats_print(const struct pipeline *p, FILE *f)
-{
-	pipeline_stats_fprint(&p->st, f);
-}
-
-void
-pipeline_stats_fprint(const struct pipeline_stats *st, FILE *f)
-{
-#define PRINT(name)                                                                  \
-	do {                                                                         \
-		if (st->name)                                                        \
-			fprintf(f, "  %-24s %" PRIu64 "\n", #name, st->name);        \
-	} while (0)
-	PRINT(rx_pkts);
-	PRINT(tx_pkts);
-	PRINT(results);
-	PRINT(results_empty);
-	PRINT(results_deferred);
-	PRINT(result_bytes);
-	PRINT(results_partial);
-	PRINT(ssp_late);
-	PRINT(shadow_replies);
-	PRINT(duplicates);
-	PRINT(waits);
-	PRINT(keepalives);
-	PRINT(saturated);
-	PRINT(joins);
-	PRINT(fins);
-	PRINT(leaves);
-	PRINT(jobs_admitted);
-	PRINT(jobs_granted);
-	PRINT(jobs_redirected);
-	PRINT(jobs_refused);
-	PRINT(jobs_freed);
-	PRINT(jobs_expired);
-	PRINT(jobs_aborted);
-	PRINT(replicated);
-	PRINT(repl_stored);
-	PRINT(repl_sent);
-	PRINT(standby_jobs);
-	PRINT(takeovers);
-	PRINT(announce_repeats);
-	PRINT(up_joins);
-	PRINT(up_data);
-	PRINT(up_resends);
-	PRINT(up_bytes);
-	PRINT(up_results);
-	PRINT(up_fins);
-	PRINT(up_errors);
-	PRINT(up_leaves);
-#undef PRINT
-	for (int r = 1; r < INA_WIRE_REASON_MAX; r++)
-		if (st->drop_wire[r])
-			fprintf(f, "  drop_%-19s %" PRIu64 "\n", ina_wire_reason_name(r),
-				st->drop_wire[r]);
-	for (int d = 0; d < PDROP_MAX; d++)
-		if (st->drop[d])
-			fprintf(f, "  drop_%-19s %" PRIu64 "\n", drop_names[d], st->drop[d]);
-}
-
-void
-pipeline_dump(const struct pipeline *p, FILE *f)
-{
-	char ranks[192];
-
-	fprintf(f, "slots: %" PRIu32 " free of %" PRIu32 "; jobs: %u\n", p->free_slots,
-		p->cfg.nb_slots, p->nb_jobs);
-	for (uint16_t i = 0; i < p->cfg.max_jobs; i++) {
-		const struct job *j = &p->jobs[i];
-
-		if (!j->active)
-			continue;
-		fprintf(f, "job %" PRIu32 " epoch %" PRIu32 ": world %u, lanes %u (slots %" PRIu32
-			  "..%" PRIu32 "), %s; joined ",
-			j->params.job_id, j->params.epoch, j->params.world, j->params.lanes,
-			j->slot_base, j->slot_base + j->nb_slots - 1,
-			ina_wire_encoding_name(j->params.encoding));
-		fprintf(f, "%s, finished ", ina_ranks_str(ranks, sizeof(ranks), j->joined));
-		fprintf(f, "%s%s\n", ina_ranks_str(ranks, sizeof(ranks), j->finished),
-			j->aborted	  ? " (aborted: a rank died; freed at the next tick)"
-			: j->linger_until ? " (lingering)"
-					  : "");
-		if (j->up)
-			fprintf(f, "  rack: rank %u of %u on the spine, %s (epoch %" PRIu32 ")\n",
-				j->up_rank, j->up_world,
-				j->up == UP_JOINING ? "joining" : j->up == UP_RUNNING ? "running"
-										       : "finishing",
-				j->up_epoch);
-		if (j->ssp) {
-			ssp_dump(p, j, f);
-			continue;
-		}
-		if (j->standby)
-			fprintf(f, "  standing by for the primary\n");
-		else if (j->taken_over)
-			fprintf(f, "  taken over from the primary (its epoch %" PRIu32 ")\n",
-				j->old_epoch);
-		for (uint16_t l = p->cfg.part_index; l < j->params.lanes;
-		     l = (uint16_t)(l + p->cfg.part_count)) {
-			const struct slot *s = &p->slots[j->slot_base + l / p->cfg.part_count];
-			const struct half *hf = &s->h[s->cur];
-
-			const struct half *sh = &s->h[s->cur ^ 1];
-
-			if (j->standby) {
-				if (sh->state == HALF_RESULT)
-					fprintf(f, "  lane %u: stored result: tensor %" PRIu32
-						" round %" PRIu32 " block %" PRIu32
-						" next %" PRIu32 " (version %u)\n",
-						l, sh->key.tensor_id, sh->key.round, sh->key.block,
-						sh->next, s->cur ^ 1);
-				continue;
-			}
-			if (hf->state == HALF_UP) {
-				fprintf(f, "  lane %u: tensor %" PRIu32 " round %" PRIu32 " block %"
-					PRIu32 " (version %u) waits on the spine\n",
-					l, hf->key.tensor_id, hf->key.round, hf->key.block, s->cur);
-				continue;
-			}
-			if (hf->state != HALF_AGG || !hf->bitmap)
-				continue;
-			fprintf(f, "  lane %u: tensor %" PRIu32 " round %" PRIu32 " block %" PRIu32
-				   " (version %u) waits on ranks ",
-				l, hf->key.tensor_id, hf->key.round, hf->key.block, s->cur);
-			fprintf(f, "%s", ina_ranks_str(ranks, sizeof(ranks), j->full & ~hf->bitmap));
-			if (sh->state == HALF_RESULT)
-				fprintf(f, "; last result: round %" PRIu32 " block %" PRIu32
-					   " next %" PRIu32,
-					sh->key.round, sh->key.block, sh->next);
-			fputc('\n', f);
-		}
-	}
 }

@@ -40,10 +40,10 @@
 #define INA_PIPELINE_H
 
 #include <stdint.h>
-#include <stdio.h>
 
 #include "ina/pkt.h"
 #include "ina/wire.h"
+#include "pipeline_events.h"
 #include "share.h"
 
 struct pipeline;
@@ -114,6 +114,10 @@ struct pipeline_config {
 	uint8_t host_mode;
 	uint16_t nb_uplink_jobs;
 	struct pipeline_uplink_job uplink_jobs[PIPELINE_UPLINK_JOBS];
+	/* Called with each event (pipeline_events.h), with 'event_ctx'; NULL:
+	 * none reported. pipeline_log_event() (pipeline_log.h) logs them. */
+	pipeline_event_fn on_event;
+	void *event_ctx;
 };
 
 /*
@@ -257,7 +261,7 @@ int pipeline_job_free(struct pipeline *p, uint32_t job_id);
 /*
  * Processes control packets (JOIN, FIN, LEAVE) that partition 0 answers, in
  * the same order as partition 0, so that this partition's job table follows:
- * no packet comes out, nothing is counted or logged, and every input is freed.
+ * no packet comes out, nothing is counted or reported (no event), and every input is freed.
  */
 void pipeline_rx_quiet(struct pipeline *p, struct ina_pkt **in, uint16_t nb_in, uint64_t now_ns);
 
@@ -297,15 +301,9 @@ const char *pipeline_drop_name(enum pipeline_drop d);
 uint32_t pipeline_free_slots(const struct pipeline *p);
 uint16_t pipeline_nb_jobs(const struct pipeline *p);
 
-/* Prints the non-zero counters, one "name value" per line. */
-void pipeline_stats_print(const struct pipeline *p, FILE *f);
-void pipeline_stats_fprint(const struct pipeline_stats *st, FILE *f);
-/* Adds every counter of 'st' to 'sum' (partitions added together). */
+/* Adds every counter of 'st' to 'sum' (partitions added together). The
+ * printing of counters and of the jobs' state is pipeline_dump.h's. */
 void pipeline_stats_add(struct pipeline_stats *sum, const struct pipeline_stats *st);
-/* Prints each job's state: ranks joined and finished, standby or taken
- * over, and for every lane with an open block, the block and the ranks it
- * still waits on (standing by: every lane's stored result). */
-void pipeline_dump(const struct pipeline *p, FILE *f);
 
 /* One admitted job as a monitor sees it (pipeline_jobs(), for the metrics
  * of metrics.h): what pipeline_dump() prints of it, as numbers. */

@@ -125,8 +125,6 @@ struct pipeline {
 	uint16_t nb_jobs;
 	uint16_t last_job;	/* lookup cache */
 	uint32_t next_epoch;
-	uint8_t quiet;		/* a replica following partition 0: no answer,
-				 * no log (counters are restored by the caller) */
 	uint8_t draining;	/* pipeline_drain(): no new job is admitted */
 	struct share_job *share;	/* max_jobs + 1 entries (--share fair) */
 	struct redirected redirected[PL_REDIRECTED];
@@ -137,6 +135,14 @@ struct pipeline {
 	uint64_t wait_token;
 	uint64_t wait_since_ns;
 };
+
+/* Reports 'ev' to the program (pipeline_config.on_event), if it listens. */
+static inline void
+pl_event(const struct pipeline *p, const struct pipeline_event *ev)
+{
+	if (p->cfg.on_event)
+		p->cfg.on_event(p->cfg.event_ctx, ev);
+}
 
 struct job *pl_job_find(struct pipeline *p, uint32_t job_id);
 void pl_job_free(struct pipeline *p, struct job *j);

@@ -28,6 +28,7 @@
 #include "ina/pkt.h"
 #include "ina/wire.h"
 #include "pipeline.h"
+#include "pipeline_dump.h"
 #include "wire_check.h"
 
 #define NB_PKTS 64		/* packets in the test pool */
