@@ -39,6 +39,7 @@
 #ifndef INA_PIPELINE_H
 #define INA_PIPELINE_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "ina/pkt.h"
@@ -208,6 +209,16 @@ struct pipeline_stats {
 	uint64_t drop_wire[INA_WIRE_REASON_MAX];	/* by enum ina_wire_reason */
 	uint64_t drop[PDROP_MAX];			/* by enum pipeline_drop */
 };
+
+/*
+ * Fits the pipeline's slot to what one packet of a port with
+ * 'max_pkt'-byte packets carries in bf16, the smallest element (shrinks the
+ * default, unless --slot-elems was given), and sets pipe->max_pkt so that a
+ * job whose blocks would not fit in its encoding is refused. 0, or -1 with
+ * the reason in 'err'.
+ */
+int pipeline_config_fit_port(struct pipeline_config *pipe, int slot_elems_set, uint32_t max_pkt,
+			     char *err, size_t err_size);
 
 /* Creates a pipeline; NULL with errno set (EINVAL for a bad config). */
 struct pipeline *pipeline_create(const struct pipeline_config *cfg);

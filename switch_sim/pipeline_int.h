@@ -1,12 +1,15 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The pipeline's inside, shared by pipeline.c and uplink.c (a rack's link to
- * its spine) and by nothing else: slots, halves, jobs, and the few helpers
- * both use to write packets and to complete a slot.
+ * The pipeline's inside, shared by its files and by nothing else (but the
+ * programs' dump, pipeline_dump.c): slots, halves, jobs, and the lower
+ * layer's helpers (slots.c) that every handler uses to write packets and to
+ * complete a slot. The layers: pipeline.c dispatches a packet to admission.c,
+ * replica.c, ssp.c or uplink.c; all of them use slots.c, which calls none.
  */
 #ifndef INA_PIPELINE_INT_H
 #define INA_PIPELINE_INT_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "ina/pkt.h"
@@ -174,6 +177,17 @@ struct ina_pkt *pl_duplicate(struct pipeline *p, struct ina_pkt *in, struct job 
 			     const struct half *hf, const struct ina_hdr *h, uint64_t now);
 /* The largest RESULT (with a PARTIAL trailer) for a block of h->block_size. */
 uint32_t pl_result_size(const struct job *j, const struct ina_hdr *h);
+/* Writes an ERROR of job 'job_id' with status 'code' and text 'msg' (n
+ * bytes, at most INA_ERROR_MSG_MAX) into 'o'. */
+void pl_put_error(struct ina_pkt *o, uint32_t job_id, uint64_t token, uint8_t encoding,
+		  uint16_t code, const char *msg, size_t n);
+/* Answers 'in' (header 'rx') with an ERROR 'code' whose text is formatted
+ * from 'fmt', reported as a PEV_REFUSED event; NULL (counted) when no buffer. */
+struct ina_pkt *pl_send_error(struct pipeline *p, struct ina_pkt *in, const struct ina_hdr *rx,
+			      uint16_t code, const char *fmt, ...)
+	__attribute__((format(printf, 5, 6)));
+/* How long a job lingers after a FIN: a standby job longer. */
+uint64_t pl_job_linger_ns(const struct pipeline *p, const struct job *j);
 
 /* The block a packet's header names. */
 static inline struct block_key
