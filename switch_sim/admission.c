@@ -304,6 +304,202 @@ send_redirect(struct pipeline *p, struct ina_pkt *in, const struct ina_hdr *rx, 
 	return o;
 }
 
+/* What a JOIN asks: its payload, and whether it stands by. */
+struct join_req {
+	uint16_t world, lanes, max_block;
+	uint8_t ssp, weight, standby;
+};
+
+/* A JOIN 'h' of a job not admitted here, asking 'req': the checks, the
+ * lanes it gets (fair share, host mode) and its slots. Returns the answer
+ * when the job is refused or sent on, or NULL when it waits (dropped) or is
+ * admitted; *jp is the new job, or NULL. */
+static struct ina_pkt *
+admit_new(struct pipeline *p, struct ina_pkt *in, const struct ina_hdr *h,
+	  const struct join_req *req, uint64_t now, struct job **jp)
+{
+	uint16_t world = req->world, lanes = req->lanes, max_block = req->max_block;
+	uint8_t ssp = req->ssp, weight = req->weight, standby = req->standby;
+	struct job *j;
+	uint16_t k = p->cfg.part_count;
+	uint32_t nb32 = job_slots(p, lanes, ssp);
+	uint16_t nb = (uint16_t)nb32;
+	uint16_t want = lanes;
+	const struct pipeline_uplink_job *uj = NULL;
+	int64_t base;
+	uint16_t idx;
+
+	int can_redirect = p->cfg.host_aggregator_ipv4 && !standby && !p->cfg.uplink.len;
+
+	*jp = NULL;
+	if (p->draining) {
+		p->st.jobs_refused++;
+		return pl_send_error(p, in, h, INA_WERR_SHUTDOWN,
+				  "job %" PRIu32 ": the switch is shutting down", h->job_id);
+	}
+	if (can_redirect && was_redirected(p, h->job_id, h->token, now))
+		return send_redirect(p, in, h, world, lanes, max_block, ssp, weight, now,
+				     "another rank of the job went there");
+	if (max_block > p->cfg.slot_elems) {
+		p->st.jobs_refused++;
+		return pl_send_error(p, in, h, INA_WERR_UNSUPPORTED,
+				  "job %" PRIu32 ": block size %u is above the switch's slot width %u",
+				  h->job_id, max_block, p->cfg.slot_elems);
+	}
+	if (p->cfg.max_pkt && (uint64_t)INA_HDR_SIZE + (uint64_t)max_block *
+					ina_wire_elem_size(h->encoding) > p->cfg.max_pkt) {
+		/* The slot holds it, but its RESULT would not fit a packet. */
+		p->st.jobs_refused++;
+		return pl_send_error(p, in, h, INA_WERR_UNSUPPORTED,
+				  "job %" PRIu32 ": a block of %u %s elements does not fit the "
+				  "switch's %" PRIu32 "-byte packets",
+				  h->job_id, max_block, ina_wire_encoding_name(h->encoding),
+				  p->cfg.max_pkt);
+	}
+	if (ssp) {
+		const char *why = ssp_refusal(p, h, lanes, nb32);
+
+		if (why) {
+			p->st.jobs_refused++;
+			return pl_send_error(p, in, h, INA_WERR_UNSUPPORTED,
+					  "job %" PRIu32 ": ssp:%u %s", h->job_id, ssp, why);
+		}
+	}
+	if (p->cfg.uplink.len) {
+		uj = uplink_job_lookup(p, h->job_id);
+		if (!uj) {
+			p->st.jobs_refused++;
+			return pl_send_error(p, in, h, INA_WERR_UNSUPPORTED,
+					  "job %" PRIu32 ": this rack switch has no rank in the "
+					  "spine's job for it (ina-switch --uplink-job)", h->job_id);
+		}
+		if (h->encoding == INA_ENC_BF16) {
+			p->st.jobs_refused++;
+			return pl_send_error(p, in, h, INA_WERR_UNSUPPORTED,
+					  "job %" PRIu32 ": a rack switch does not run bf16 jobs "
+					  "(the partial sum would be rounded twice); use f32 or i32",
+					  h->job_id);
+		}
+	}
+	for (idx = 0; idx < p->cfg.max_jobs && p->jobs[idx].active; idx++)
+		;
+	if (idx == p->cfg.max_jobs) {
+		p->st.jobs_refused++;
+		return pl_send_error(p, in, h, INA_WERR_NO_JOBS,
+				  "job %" PRIu32 ": the switch already serves %u jobs, its maximum",
+				  h->job_id, p->cfg.max_jobs);
+	}
+	if (p->cfg.share.policy == SHARE_FAIR && !standby) {
+		uint32_t share;
+		uint16_t g = fair_lanes(p, lanes, ssp, weight, &share);
+		uint16_t full = share_lanes_of(share, lanes, k, job_unit(ssp));
+
+		if (g < full && give_back(p, h, now)) {
+			/* Others shrink to their share; the worker resends. */
+			p->st.drop[PDROP_JOIN_WAIT]++;
+			ina_pkt_free(in);
+			return NULL;
+		}
+
+		if (g == 0 && can_redirect)
+			return send_redirect(p, in, h, world, lanes, max_block, ssp, weight,
+					     now, "its fair share of the slots is under its minimum");
+		if (g == 0) {
+			p->st.jobs_refused++;
+			return pl_send_error(p, in, h, INA_WERR_NO_SLOTS,
+					  "job %" PRIu32 ": its fair share is %" PRIu32
+					  " slots (weight %u of %u jobs), %" PRIu32 " free in "
+					  "one run; it needs at least %" PRIu32, h->job_id,
+					  share, weight ? weight : 1u, (unsigned)(p->nb_jobs + 1),
+					  slots_longest_free(p),
+					  p->cfg.share.min_slots < nb32 ? p->cfg.share.min_slots
+									 : nb32);
+		}
+		lanes = g;
+		nb32 = job_slots(p, lanes, ssp);
+		nb = (uint16_t)nb32;
+	}
+	if (p->cfg.host_mode && !standby) {
+		/* A host: the lanes that fit in the longest free run. */
+		uint32_t longest = slots_longest_free(p);
+		uint16_t unit = job_unit(ssp);
+
+		if (nb32 > longest) {
+			lanes = share_lanes_of(longest / unit * unit, lanes, k, unit);
+			if (lanes == 0)
+				lanes = want;	/* refused below */
+			nb32 = job_slots(p, lanes, ssp);
+			nb = (uint16_t)nb32;
+		}
+	}
+	base = slots_reserve(p, nb, (uint16_t)(idx + 1));
+	if (base < 0 && can_redirect)
+		return send_redirect(p, in, h, world, want, max_block, ssp, weight, now,
+				     "no room for its lanes");
+	if (base < 0 && k > 1) {
+		p->st.jobs_refused++;
+		return pl_send_error(p, in, h, INA_WERR_NO_SLOTS,
+				  "job %" PRIu32 ": needs %u contiguous slots in each of %u"
+				  " partitions (%u lanes); %" PRIu32 " of %" PRIu32 " are free",
+				  h->job_id, nb, k, lanes, p->free_slots, p->cfg.nb_slots);
+	}
+	if (base < 0) {
+		p->st.jobs_refused++;
+		return pl_send_error(p, in, h, INA_WERR_NO_SLOTS,
+				  "job %" PRIu32 ": needs %u contiguous slots (%s); %" PRIu32
+				  " of %" PRIu32 " are free",
+				  h->job_id, nb, ssp ? "S + 2 per lane" : "one per lane",
+				  p->free_slots, p->cfg.nb_slots);
+	}
+	if (p->waiting && p->wait_job_id == h->job_id && p->wait_token == h->token)
+		p->waiting = 0;
+	j = &p->jobs[idx];
+	memset(j, 0, sizeof(*j));
+	j->active = 1;
+	j->params.job_id = h->job_id;
+	if (standby) {
+		/* The primary's epoch: every packet of the job carries it. */
+		j->standby = 1;
+		j->params.epoch = h->epoch;
+		p->st.standby_jobs++;
+	} else {
+		j->params.epoch = p->next_epoch++;
+		if (p->next_epoch == 0)
+			p->next_epoch = 1;
+	}
+	j->params.token = h->token;
+	j->params.world = world;
+	j->params.lanes = lanes;
+	j->want_lanes = want;
+	j->weight = weight;
+	j->params.max_block = max_block;
+	j->params.encoding = h->encoding;
+	j->enc = ina_encoding(h->encoding);
+	j->ssp = ssp;
+	j->slot_base = (uint32_t)base;
+	j->nb_slots = nb;
+	j->full = world == 64 ? ~0ull : (1ull << world) - 1;
+	if (uj) {
+		/* A rack: the job runs once the spine admitted it. */
+		j->up = UP_JOINING;
+		j->up_rank = uj->rank;
+		j->up_world = uj->world;
+	}
+	for (uint16_t r = 0; r < INA_MAX_WORLD; r++)
+		j->heard_ns[r] = now;
+	p->nb_jobs++;
+	p->st.jobs_admitted++;
+	if (lanes < want)
+		p->st.jobs_granted++;
+	pl_event(p, &(struct pipeline_event){ .kind = PEV_ADMITTED, .job_id = h->job_id,
+					      .lanes = lanes, .want_lanes = want,
+					      .weight = weight, .epoch = j->params.epoch,
+					      .world = world, .encoding = h->encoding,
+					      .max_block = max_block, .standby = standby });
+	*jp = j;
+	return NULL;
+}
+
 struct ina_pkt *
 admission_join(struct pipeline *p, struct ina_pkt *in, const struct ina_hdr *h, uint64_t now)
 {
@@ -370,180 +566,12 @@ admission_join(struct pipeline *p, struct ina_pkt *in, const struct ina_hdr *h, 
 		return NULL;
 	}
 	if (!j) {
-		uint16_t k = p->cfg.part_count;
-		uint32_t nb32 = job_slots(p, lanes, ssp);
-		uint16_t nb = (uint16_t)nb32;
-		uint16_t want = lanes;
-		const struct pipeline_uplink_job *uj = NULL;
-		int64_t base;
-		uint16_t idx;
+		struct join_req req = { .world = world, .lanes = lanes, .max_block = max_block,
+					.ssp = ssp, .weight = weight, .standby = standby };
+		struct ina_pkt *o = admit_new(p, in, h, &req, now, &j);
 
-		int can_redirect = p->cfg.host_aggregator_ipv4 && !standby && !p->cfg.uplink.len;
-
-		if (p->draining) {
-			p->st.jobs_refused++;
-			return pl_send_error(p, in, h, INA_WERR_SHUTDOWN,
-					  "job %" PRIu32 ": the switch is shutting down", h->job_id);
-		}
-		if (can_redirect && was_redirected(p, h->job_id, h->token, now))
-			return send_redirect(p, in, h, world, lanes, max_block, ssp, weight, now,
-					     "another rank of the job went there");
-		if (max_block > p->cfg.slot_elems) {
-			p->st.jobs_refused++;
-			return pl_send_error(p, in, h, INA_WERR_UNSUPPORTED,
-					  "job %" PRIu32 ": block size %u is above the switch's slot width %u",
-					  h->job_id, max_block, p->cfg.slot_elems);
-		}
-		if (p->cfg.max_pkt && (uint64_t)INA_HDR_SIZE + (uint64_t)max_block *
-						ina_wire_elem_size(h->encoding) > p->cfg.max_pkt) {
-			/* The slot holds it, but its RESULT would not fit a packet. */
-			p->st.jobs_refused++;
-			return pl_send_error(p, in, h, INA_WERR_UNSUPPORTED,
-					  "job %" PRIu32 ": a block of %u %s elements does not fit the "
-					  "switch's %" PRIu32 "-byte packets",
-					  h->job_id, max_block, ina_wire_encoding_name(h->encoding),
-					  p->cfg.max_pkt);
-		}
-		if (ssp) {
-			const char *why = ssp_refusal(p, h, lanes, nb32);
-
-			if (why) {
-				p->st.jobs_refused++;
-				return pl_send_error(p, in, h, INA_WERR_UNSUPPORTED,
-						  "job %" PRIu32 ": ssp:%u %s", h->job_id, ssp, why);
-			}
-		}
-		if (p->cfg.uplink.len) {
-			uj = uplink_job_lookup(p, h->job_id);
-			if (!uj) {
-				p->st.jobs_refused++;
-				return pl_send_error(p, in, h, INA_WERR_UNSUPPORTED,
-						  "job %" PRIu32 ": this rack switch has no rank in the "
-						  "spine's job for it (ina-switch --uplink-job)", h->job_id);
-			}
-			if (h->encoding == INA_ENC_BF16) {
-				p->st.jobs_refused++;
-				return pl_send_error(p, in, h, INA_WERR_UNSUPPORTED,
-						  "job %" PRIu32 ": a rack switch does not run bf16 jobs "
-						  "(the partial sum would be rounded twice); use f32 or i32",
-						  h->job_id);
-			}
-		}
-		for (idx = 0; idx < p->cfg.max_jobs && p->jobs[idx].active; idx++)
-			;
-		if (idx == p->cfg.max_jobs) {
-			p->st.jobs_refused++;
-			return pl_send_error(p, in, h, INA_WERR_NO_JOBS,
-					  "job %" PRIu32 ": the switch already serves %u jobs, its maximum",
-					  h->job_id, p->cfg.max_jobs);
-		}
-		if (p->cfg.share.policy == SHARE_FAIR && !standby) {
-			uint32_t share;
-			uint16_t g = fair_lanes(p, lanes, ssp, weight, &share);
-			uint16_t full = share_lanes_of(share, lanes, k, job_unit(ssp));
-
-			if (g < full && give_back(p, h, now)) {
-				/* Others shrink to their share; the worker resends. */
-				p->st.drop[PDROP_JOIN_WAIT]++;
-				ina_pkt_free(in);
-				return NULL;
-			}
-
-			if (g == 0 && can_redirect)
-				return send_redirect(p, in, h, world, lanes, max_block, ssp, weight,
-						     now, "its fair share of the slots is under its minimum");
-			if (g == 0) {
-				p->st.jobs_refused++;
-				return pl_send_error(p, in, h, INA_WERR_NO_SLOTS,
-						  "job %" PRIu32 ": its fair share is %" PRIu32
-						  " slots (weight %u of %u jobs), %" PRIu32 " free in "
-						  "one run; it needs at least %" PRIu32, h->job_id,
-						  share, weight ? weight : 1u, (unsigned)(p->nb_jobs + 1),
-						  slots_longest_free(p),
-						  p->cfg.share.min_slots < nb32 ? p->cfg.share.min_slots
-										 : nb32);
-			}
-			lanes = g;
-			nb32 = job_slots(p, lanes, ssp);
-			nb = (uint16_t)nb32;
-		}
-		if (p->cfg.host_mode && !standby) {
-			/* A host: the lanes that fit in the longest free run. */
-			uint32_t longest = slots_longest_free(p);
-			uint16_t unit = job_unit(ssp);
-
-			if (nb32 > longest) {
-				lanes = share_lanes_of(longest / unit * unit, lanes, k, unit);
-				if (lanes == 0)
-					lanes = want;	/* refused below */
-				nb32 = job_slots(p, lanes, ssp);
-				nb = (uint16_t)nb32;
-			}
-		}
-		base = slots_reserve(p, nb, (uint16_t)(idx + 1));
-		if (base < 0 && can_redirect)
-			return send_redirect(p, in, h, world, want, max_block, ssp, weight, now,
-					     "no room for its lanes");
-		if (base < 0 && k > 1) {
-			p->st.jobs_refused++;
-			return pl_send_error(p, in, h, INA_WERR_NO_SLOTS,
-					  "job %" PRIu32 ": needs %u contiguous slots in each of %u"
-					  " partitions (%u lanes); %" PRIu32 " of %" PRIu32 " are free",
-					  h->job_id, nb, k, lanes, p->free_slots, p->cfg.nb_slots);
-		}
-		if (base < 0) {
-			p->st.jobs_refused++;
-			return pl_send_error(p, in, h, INA_WERR_NO_SLOTS,
-					  "job %" PRIu32 ": needs %u contiguous slots (%s); %" PRIu32
-					  " of %" PRIu32 " are free",
-					  h->job_id, nb, ssp ? "S + 2 per lane" : "one per lane",
-					  p->free_slots, p->cfg.nb_slots);
-		}
-		if (p->waiting && p->wait_job_id == h->job_id && p->wait_token == h->token)
-			p->waiting = 0;
-		j = &p->jobs[idx];
-		memset(j, 0, sizeof(*j));
-		j->active = 1;
-		j->params.job_id = h->job_id;
-		if (standby) {
-			/* The primary's epoch: every packet of the job carries it. */
-			j->standby = 1;
-			j->params.epoch = h->epoch;
-			p->st.standby_jobs++;
-		} else {
-			j->params.epoch = p->next_epoch++;
-			if (p->next_epoch == 0)
-				p->next_epoch = 1;
-		}
-		j->params.token = h->token;
-		j->params.world = world;
-		j->params.lanes = lanes;
-		j->want_lanes = want;
-		j->weight = weight;
-		j->params.max_block = max_block;
-		j->params.encoding = h->encoding;
-		j->enc = ina_encoding(h->encoding);
-		j->ssp = ssp;
-		j->slot_base = (uint32_t)base;
-		j->nb_slots = nb;
-		j->full = world == 64 ? ~0ull : (1ull << world) - 1;
-		if (uj) {
-			/* A rack: the job runs once the spine admitted it. */
-			j->up = UP_JOINING;
-			j->up_rank = uj->rank;
-			j->up_world = uj->world;
-		}
-		for (uint16_t r = 0; r < INA_MAX_WORLD; r++)
-			j->heard_ns[r] = now;
-		p->nb_jobs++;
-		p->st.jobs_admitted++;
-		if (lanes < want)
-			p->st.jobs_granted++;
-		pl_event(p, &(struct pipeline_event){ .kind = PEV_ADMITTED, .job_id = h->job_id,
-						      .lanes = lanes, .want_lanes = want,
-						      .weight = weight, .epoch = j->params.epoch,
-						      .world = world, .encoding = h->encoding,
-						      .max_block = max_block, .standby = standby });
+		if (!j)
+			return o;
 	} else if (world != j->params.world || lanes != j->want_lanes ||
 		   max_block != j->params.max_block || h->encoding != j->params.encoding) {
 		return pl_send_error(p, in, h, INA_WERR_MISMATCH,
