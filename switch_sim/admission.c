@@ -335,7 +335,7 @@ admit_new(struct pipeline *p, struct ina_pkt *in, const struct ina_hdr *h,
 	if (p->draining) {
 		p->st.jobs_refused++;
 		return pl_send_error(p, in, h, INA_WERR_SHUTDOWN,
-				  "job %" PRIu32 ": the switch is shutting down", h->job_id);
+				     "job %" PRIu32 ": the switch is shutting down", h->job_id);
 	}
 	if (can_redirect && was_redirected(p, h->job_id, h->token, now))
 		return send_redirect(p, in, h, world, lanes, max_block, ssp, weight, now,
@@ -343,18 +343,18 @@ admit_new(struct pipeline *p, struct ina_pkt *in, const struct ina_hdr *h,
 	if (max_block > p->cfg.slot_elems) {
 		p->st.jobs_refused++;
 		return pl_send_error(p, in, h, INA_WERR_UNSUPPORTED,
-				  "job %" PRIu32 ": block size %u is above the switch's slot width %u",
-				  h->job_id, max_block, p->cfg.slot_elems);
+				     "job %" PRIu32 ": block size %u is above the switch's slot width %u",
+				     h->job_id, max_block, p->cfg.slot_elems);
 	}
 	if (p->cfg.max_pkt && (uint64_t)INA_HDR_SIZE + (uint64_t)max_block *
 					ina_wire_elem_size(h->encoding) > p->cfg.max_pkt) {
 		/* The slot holds it, but its RESULT would not fit a packet. */
 		p->st.jobs_refused++;
 		return pl_send_error(p, in, h, INA_WERR_UNSUPPORTED,
-				  "job %" PRIu32 ": a block of %u %s elements does not fit the "
-				  "switch's %" PRIu32 "-byte packets",
-				  h->job_id, max_block, ina_wire_encoding_name(h->encoding),
-				  p->cfg.max_pkt);
+				     "job %" PRIu32 ": a block of %u %s elements does not fit the "
+				     "switch's %" PRIu32 "-byte packets",
+				     h->job_id, max_block, ina_wire_encoding_name(h->encoding),
+				     p->cfg.max_pkt);
 	}
 	if (ssp) {
 		const char *why = ssp_refusal(p, h, lanes, nb32);
@@ -362,7 +362,7 @@ admit_new(struct pipeline *p, struct ina_pkt *in, const struct ina_hdr *h,
 		if (why) {
 			p->st.jobs_refused++;
 			return pl_send_error(p, in, h, INA_WERR_UNSUPPORTED,
-					  "job %" PRIu32 ": ssp:%u %s", h->job_id, ssp, why);
+					     "job %" PRIu32 ": ssp:%u %s", h->job_id, ssp, why);
 		}
 	}
 	if (p->cfg.uplink.len) {
@@ -370,15 +370,15 @@ admit_new(struct pipeline *p, struct ina_pkt *in, const struct ina_hdr *h,
 		if (!uj) {
 			p->st.jobs_refused++;
 			return pl_send_error(p, in, h, INA_WERR_UNSUPPORTED,
-					  "job %" PRIu32 ": this rack switch has no rank in the "
-					  "spine's job for it (ina-switch --uplink-job)", h->job_id);
+					     "job %" PRIu32 ": this rack switch has no rank in the "
+					     "spine's job for it (ina-switch --uplink-job)", h->job_id);
 		}
 		if (h->encoding == INA_ENC_BF16) {
 			p->st.jobs_refused++;
 			return pl_send_error(p, in, h, INA_WERR_UNSUPPORTED,
-					  "job %" PRIu32 ": a rack switch does not run bf16 jobs "
-					  "(the partial sum would be rounded twice); use f32 or i32",
-					  h->job_id);
+					     "job %" PRIu32 ": a rack switch does not run bf16 jobs "
+					     "(the partial sum would be rounded twice); use f32 or i32",
+					     h->job_id);
 		}
 	}
 	for (idx = 0; idx < p->cfg.max_jobs && p->jobs[idx].active; idx++)
@@ -386,8 +386,8 @@ admit_new(struct pipeline *p, struct ina_pkt *in, const struct ina_hdr *h,
 	if (idx == p->cfg.max_jobs) {
 		p->st.jobs_refused++;
 		return pl_send_error(p, in, h, INA_WERR_NO_JOBS,
-				  "job %" PRIu32 ": the switch already serves %u jobs, its maximum",
-				  h->job_id, p->cfg.max_jobs);
+				     "job %" PRIu32 ": the switch already serves %u jobs, its maximum",
+				     h->job_id, p->cfg.max_jobs);
 	}
 	if (p->cfg.share.policy == SHARE_FAIR && !standby) {
 		uint32_t share;
@@ -407,13 +407,13 @@ admit_new(struct pipeline *p, struct ina_pkt *in, const struct ina_hdr *h,
 		if (g == 0) {
 			p->st.jobs_refused++;
 			return pl_send_error(p, in, h, INA_WERR_NO_SLOTS,
-					  "job %" PRIu32 ": its fair share is %" PRIu32
-					  " slots (weight %u of %u jobs), %" PRIu32 " free in "
-					  "one run; it needs at least %" PRIu32, h->job_id,
-					  share, weight ? weight : 1u, (unsigned)(p->nb_jobs + 1),
-					  slots_longest_free(p),
-					  p->cfg.share.min_slots < nb32 ? p->cfg.share.min_slots
-									 : nb32);
+					     "job %" PRIu32 ": its fair share is %" PRIu32
+					     " slots (weight %u of %u jobs), %" PRIu32 " free in "
+					     "one run; it needs at least %" PRIu32, h->job_id,
+					     share, weight ? weight : 1u, (unsigned)(p->nb_jobs + 1),
+					     slots_longest_free(p),
+					     p->cfg.share.min_slots < nb32 ? p->cfg.share.min_slots
+					     : nb32);
 		}
 		lanes = g;
 		nb32 = job_slots(p, lanes, ssp);
@@ -439,17 +439,17 @@ admit_new(struct pipeline *p, struct ina_pkt *in, const struct ina_hdr *h,
 	if (base < 0 && k > 1) {
 		p->st.jobs_refused++;
 		return pl_send_error(p, in, h, INA_WERR_NO_SLOTS,
-				  "job %" PRIu32 ": needs %u contiguous slots in each of %u"
-				  " partitions (%u lanes); %" PRIu32 " of %" PRIu32 " are free",
-				  h->job_id, nb, k, lanes, p->free_slots, p->cfg.nb_slots);
+				     "job %" PRIu32 ": needs %u contiguous slots in each of %u"
+				     " partitions (%u lanes); %" PRIu32 " of %" PRIu32 " are free",
+				     h->job_id, nb, k, lanes, p->free_slots, p->cfg.nb_slots);
 	}
 	if (base < 0) {
 		p->st.jobs_refused++;
 		return pl_send_error(p, in, h, INA_WERR_NO_SLOTS,
-				  "job %" PRIu32 ": needs %u contiguous slots (%s); %" PRIu32
-				  " of %" PRIu32 " are free",
-				  h->job_id, nb, ssp ? "S + 2 per lane" : "one per lane",
-				  p->free_slots, p->cfg.nb_slots);
+				     "job %" PRIu32 ": needs %u contiguous slots (%s); %" PRIu32
+				     " of %" PRIu32 " are free",
+				     h->job_id, nb, ssp ? "S + 2 per lane" : "one per lane",
+				     p->free_slots, p->cfg.nb_slots);
 	}
 	if (p->waiting && p->wait_job_id == h->job_id && p->wait_token == h->token)
 		p->waiting = 0;
@@ -522,8 +522,8 @@ admission_join(struct pipeline *p, struct ina_pkt *in, const struct ina_hdr *h, 
 		if (!p->cfg.primary.len) {
 			p->st.jobs_refused++;
 			return pl_send_error(p, in, h, INA_WERR_UNSUPPORTED,
-					  "job %" PRIu32 ": this switch is no replica (it has no "
-					  "primary): it cannot stand by for the job", h->job_id);
+					     "job %" PRIu32 ": this switch is no replica (it has no "
+					     "primary): it cannot stand by for the job", h->job_id);
 		}
 		if (h->epoch == 0) {
 			/* Standing by needs the primary's epoch. */
@@ -549,9 +549,9 @@ admission_join(struct pipeline *p, struct ina_pkt *in, const struct ina_hdr *h, 
 	}
 	if (j && standby != j->standby && !j->taken_over) {
 		return pl_send_error(p, in, h, INA_WERR_MISMATCH,
-				  "job %" PRIu32 ": rank %u joins %s, but the job %s here",
-				  h->job_id, h->rank, standby ? "standing by" : "to run",
-				  j->standby ? "stands by" : "runs");
+				     "job %" PRIu32 ": rank %u joins %s, but the job %s here",
+				     h->job_id, h->rank, standby ? "standing by" : "to run",
+				     j->standby ? "stands by" : "runs");
 	}
 	if (j && (j->aborted || (j->finished >> h->rank & 1))) {
 		/*
@@ -575,20 +575,20 @@ admission_join(struct pipeline *p, struct ina_pkt *in, const struct ina_hdr *h, 
 	} else if (world != j->params.world || lanes != j->want_lanes ||
 		   max_block != j->params.max_block || h->encoding != j->params.encoding) {
 		return pl_send_error(p, in, h, INA_WERR_MISMATCH,
-				  "job %" PRIu32 ": rank %u joins with world %u, %u lanes, %s, B <= %u; "
-				  "the job has world %u, %u lanes, %s, B <= %u",
-				  h->job_id, h->rank, world, lanes, ina_wire_encoding_name(h->encoding),
-				  max_block, j->params.world, j->want_lanes,
-				  ina_wire_encoding_name(j->params.encoding), j->params.max_block);
+				     "job %" PRIu32 ": rank %u joins with world %u, %u lanes, %s, B <= %u; "
+				     "the job has world %u, %u lanes, %s, B <= %u",
+				     h->job_id, h->rank, world, lanes, ina_wire_encoding_name(h->encoding),
+				     max_block, j->params.world, j->want_lanes,
+				     ina_wire_encoding_name(j->params.encoding), j->params.max_block);
 	} else if (ssp != j->ssp) {
 		return pl_send_error(p, in, h, INA_WERR_MISMATCH,
-				  "job %" PRIu32 ": rank %u joins with consistency %s%.0u; the job "
-				  "runs %s%.0u", h->job_id, h->rank, ssp ? "ssp:" : "bsp", ssp,
-				  j->ssp ? "ssp:" : "bsp", j->ssp);
+				     "job %" PRIu32 ": rank %u joins with consistency %s%.0u; the job "
+				     "runs %s%.0u", h->job_id, h->rank, ssp ? "ssp:" : "bsp", ssp,
+				     j->ssp ? "ssp:" : "bsp", j->ssp);
 	} else if (weight != j->weight) {
 		return pl_send_error(p, in, h, INA_WERR_MISMATCH,
-				  "job %" PRIu32 ": rank %u joins with weight %u; the job has weight %u",
-				  h->job_id, h->rank, weight, j->weight);
+				     "job %" PRIu32 ": rank %u joins with weight %u; the job has weight %u",
+				     h->job_id, h->rank, weight, j->weight);
 	}
 	j->joined |= 1ull << h->rank;
 	j->peers[h->rank] = in->peer;

@@ -307,7 +307,7 @@ handle_leave(struct pipeline *p, struct ina_pkt *in, struct job *j, const struct
 		return o;
 	}
 	o = others ? pl_send_error(p, in, h, INA_WERR_LEFT, "job %" PRIu32 ": rank %u left the job",
-				j->params.job_id, h->rank)
+				   j->params.job_id, h->rank)
 		   : (ina_pkt_free(in), NULL);
 	if (o) {
 		/* The peers array stays valid: pl_job_free() only marks the job. */

@@ -119,7 +119,7 @@ pl_put_error(struct ina_pkt *o, uint32_t job_id, uint64_t token, uint8_t encodin
 
 struct ina_pkt *
 pl_send_error(struct pipeline *p, struct ina_pkt *in, const struct ina_hdr *rx, uint16_t code,
-	   const char *fmt, ...)
+	      const char *fmt, ...)
 {
 	char msg[INA_ERROR_MSG_MAX + 1];
 	struct ina_pkt *o;
@@ -362,10 +362,10 @@ abort_job(struct pipeline *p, struct ina_pkt *in, struct job *j, const struct in
 					      .lane = h->lane, .block = h->block,
 					      .round = h->round });
 	o = pl_send_error(p, in, h, INA_WERR_PEER_DEAD,
-		       "job %" PRIu32 ": rank %u silent for %" PRIu64 " ms%s; round %" PRIu32
-		       " aborted, the job is gone (re-join to go on)",
-		       j->params.job_id, r, silent_ms,
-		       dead & (dead - 1) ? " (and other ranks)" : "", h->round);
+			  "job %" PRIu32 ": rank %u silent for %" PRIu64 " ms%s; round %" PRIu32
+			  " aborted, the job is gone (re-join to go on)",
+			  j->params.job_id, r, silent_ms,
+			  dead & (dead - 1) ? " (and other ranks)" : "", h->round);
 	if (o) {
 		o->dsts = j->peers;
 		o->dst_mask = others;
