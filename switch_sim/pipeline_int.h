@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include "ina/pkt.h"
+#include "ina/encode.h"
 #include "ina/encoding.h"
 #include "ina/wire.h"
 #include "pipeline.h"
@@ -157,17 +158,8 @@ struct ina_pkt *pl_answer_buf(struct pipeline *p, struct ina_pkt *in, uint32_t s
 /* Writes the result kept in half 'hf' of lane 'lane' into 'o'. */
 void pl_put_result(const struct pipeline *p, struct ina_pkt *o, const struct job *j,
 		   uint16_t lane, uint8_t ver, const struct half *hf);
-void pl_half_open(struct half *hf, const struct block_key *key);
-/* Half 'ver' of 's' holds a finished block: it becomes the shadow, the
- * other half opens for its next block or idles. */
-void pl_slot_complete(struct slot *s, uint8_t ver);
-int pl_key_equal(const struct block_key *a, const struct block_key *b);
-int pl_key_shape_differs(const struct block_key *a, const struct block_key *b);
 /* Addresses the RESULT in 'o' to 'rank', or to every rank (INA_RANK_ALL). */
 void pl_result_route(struct pipeline *p, struct ina_pkt *o, struct job *j, uint16_t rank);
-/* Adds the DATA 'h' (payload at 'payload') to the open half 'hf'. */
-void pl_half_add(struct pipeline *p, const struct job *j, struct half *hf, const struct ina_hdr *h,
-		 const uint8_t *payload);
 /* 1 when the finished sum of 'hf' goes down DEFERRED (the result filter). */
 int pl_half_deferred(const struct job *j, const struct half *hf);
 /* The answer to a duplicate for the open half 'hf' of 's': a WAIT naming
@@ -201,6 +193,96 @@ pl_key_of(const struct ina_hdr *h)
 		.block_size = h->block_size,
 	};
 	return k;
+}
+
+/* The per-packet helpers of the lanes, inline: every handler calls them on
+ * its hot path. */
+
+static inline void
+pl_half_open(struct half *hf, const struct block_key *key)
+{
+	hf->state = HALF_AGG;
+	hf->key = *key;
+	hf->bitmap = 0;
+	hf->has_data = 0;
+	hf->saturated = 0;
+	hf->deferred = 0;
+	hf->partial = 0;
+	hf->acked = 0;
+	hf->bound = UINT32_MAX;
+	hf->next = INA_BLOCK_END;
+	hf->exp = INA_EXP_ZERO;
+}
+
+/*
+ * Block completion: half 'ver' of 's' holds a finished block. It becomes the
+ * lane's shadow and the version flips; the other half opens for the
+ * announced next block, or idles until the next round's opener when that is
+ * END. Every finished block comes here, aggregated in this switch or stored
+ * by a replica from its primary's REPL.
+ */
+static inline void
+pl_slot_complete(struct slot *s, uint8_t ver)
+{
+	struct half *hf = &s->h[ver];
+
+	hf->state = HALF_RESULT;
+	s->cur = ver ^ 1;
+	if (hf->next == INA_BLOCK_END) {
+		s->h[s->cur].state = HALF_IDLE;
+		s->has_round = 1;
+		s->last_round = hf->key.round;
+	} else {
+		struct block_key key = hf->key;
+
+		key.block = hf->next;
+		pl_half_open(&s->h[s->cur], &key);
+	}
+	s->waited = 0;
+}
+
+static inline int
+pl_key_equal(const struct block_key *a, const struct block_key *b)
+{
+	return a->tensor_id == b->tensor_id && a->round == b->round && a->block == b->block &&
+	       a->tensor_len == b->tensor_len && a->block_size == b->block_size;
+}
+
+/* Same block named, but a tensor length or block size that disagrees. */
+static inline int
+pl_key_shape_differs(const struct block_key *a, const struct block_key *b)
+{
+	return a->tensor_id == b->tensor_id && a->round == b->round && a->block == b->block &&
+	       (a->tensor_len != b->tensor_len || a->block_size != b->block_size);
+}
+
+/* Adds the packet's contribution to the open half. */
+static inline void
+pl_half_add(struct pipeline *p, const struct job *j, struct half *hf, const struct ina_hdr *h,
+	    const uint8_t *payload)
+{
+	hf->bitmap |= 1ull << h->rank;
+	if (h->bound < hf->bound)
+		hf->bound = h->bound;
+	if (h->n_elems) {
+		if (!hf->has_data) {
+			j->enc->load(hf->acc.f32, payload, h->n_elems);
+		} else {
+			size_t sat = j->enc->add(hf->acc.f32, payload, h->n_elems);
+
+			if (sat) {
+				hf->saturated = 1;
+				p->st.saturated += sat;
+			}
+		}
+		hf->has_data = 1;
+	}
+	if (h->next < hf->next) {
+		hf->next = h->next;
+		hf->exp = h->exp;
+	} else if (h->next == hf->next && h->exp > hf->exp) {
+		hf->exp = h->exp;
+	}
 }
 
 #endif
