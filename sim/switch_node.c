@@ -16,6 +16,7 @@
 #include "node.h"
 #include "peer.h"
 #include "pipeline.h"
+#include "pipeline_log.h"
 
 struct switch_node {
 	struct sim_node node;	/* first: the ops' handle */
@@ -92,12 +93,14 @@ struct sim_node *
 switch_node_create(const struct sim_node_env *env, int index, const struct pipeline_config *cfg)
 {
 	struct switch_node *s = calloc(1, sizeof(*s));
+	struct pipeline_config c = *cfg;
 
+	c.on_event = pipeline_log_event;	/* logged, as ina-switch does */
 	if (!s)
 		return NULL;
 	s->node = (struct sim_node){ .ops = &switch_ops, .env = env, .index = index,
 				     .wake_at = UINT64_MAX };
-	s->pipe = pipeline_create(cfg);
+	s->pipe = pipeline_create(&c);
 	if (!s->pipe) {
 		free(s);
 		return NULL;

@@ -123,7 +123,7 @@ switch_run_lcores(const char *spec, uint16_t k, struct pipeline_config *pipe,
 			ina_eal_main_port_failed(pspec, err[0] ? err : strerror(-ret));
 		}
 	}
-	if (switch_fit_slot_elems(pipe, slot_elems_set, ports[0]->max_pkt, err, sizeof(err)) < 0) {
+	if (pipeline_config_fit_port(pipe, slot_elems_set, ports[0]->max_pkt, err, sizeof(err)) < 0) {
 		close_ports(ports, k);
 		ina_die("%s", err);
 	}

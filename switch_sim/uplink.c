@@ -15,7 +15,6 @@
 #include <string.h>
 
 #include "ina/encode.h"
-#include "ina/log.h"
 #include "uplink.h"
 
 const struct pipeline_uplink_job *
@@ -231,8 +230,9 @@ rx_join_ack(struct pipeline *p, struct ina_pkt *in, struct job *j, const struct 
 	}
 	j->up_epoch = h->epoch;
 	j->up = UP_RUNNING;
-	INA_LOG(INFO, "job %" PRIu32 ": joined the spine as rank %u of %u, epoch %" PRIu32,
-		j->params.job_id, j->up_rank, j->up_world, h->epoch);
+	pl_event(p, &(struct pipeline_event){ .kind = PEV_UP_JOINED, .job_id = j->params.job_id,
+					      .rank = j->up_rank, .world = j->up_world,
+					      .epoch = h->epoch });
 	if (!(j->joined & ~j->finished)) {
 		/* Every rank that joined has finished already: nobody to tell. */
 		ina_pkt_free(in);
@@ -324,9 +324,10 @@ rx_error(struct pipeline *p, struct ina_pkt *in, struct job *j, const struct ina
 	uint64_t told = j->joined & ~j->finished;
 	struct ina_pkt *o;
 
-	INA_LOG(WARN, "job %" PRIu32 ": the spine sent ERROR %u (%.*s): the job ends here too",
-		j->params.job_id, h->status, (int)(in->len - INA_HDR_SIZE),
-		(const char *)in->data + INA_HDR_SIZE);
+	pl_event(p, &(struct pipeline_event){ .kind = PEV_UP_ERROR, .job_id = j->params.job_id,
+					      .status = h->status,
+					      .text = (const char *)in->data + INA_HDR_SIZE,
+					      .text_len = in->len - INA_HDR_SIZE });
 	j->aborted = 1;
 	p->st.jobs_aborted++;
 	p->st.up_errors++;
