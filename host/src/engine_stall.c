@@ -52,7 +52,7 @@ waiting_at(const struct engine *e, uint32_t *round, uint16_t *lane, uint32_t *bl
 /*
  * A stall, described once when a quarter of the timeout has passed without
  * progress, while the operation may still recover: what this worker waits
- * for, and what the switch last said. ina.c logs it (engine_stall()).
+ * for, and what the switch last said. ina_pump.c logs it (engine_stall()).
  */
 static void
 describe_stall(struct engine *e, uint64_t now)
