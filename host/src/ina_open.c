@@ -26,20 +26,44 @@ ina_version(void)
 	return INA_VERSION_STRING;
 }
 
-/* The defaults of every field, in the library's own layout. */
+/* The API's encoding of the engine's (wire.h): INA_F32 for INA_ENC_F32. */
+static enum ina_encoding_type
+api_encoding(uint8_t enc)
+{
+	switch (enc) {
+	case INA_ENC_I32:
+		return INA_I32;
+	case INA_ENC_BF16:
+		return INA_BF16;
+	default:
+		return INA_F32;
+	}
+}
+
+/*
+ * The defaults of every field, in the library's own layout. What the engine
+ * has a default for (world, lanes, block size, encoding, timeouts) comes
+ * from engine_config_init(), the one place those are written; the rest is
+ * the API's own. The keepalive is the API's alone: an engine sends none
+ * unless asked, an open context beats every second.
+ */
 static void
 config_defaults(struct ina_config *cfg)
 {
+	struct engine_config ec;
+
+	engine_config_init(&ec);
 	memset(cfg, 0, sizeof(*cfg));
 	cfg->size = sizeof(*cfg);
 	cfg->port = "udp";
-	cfg->world = 1;
-	cfg->lanes = 64;
-	cfg->block_size = 1024;
-	cfg->encoding = INA_F32;
-	cfg->timeout_ms = 10000;
-	cfg->rto_us = 5000;
-	cfg->failover_ms = 1000;
+	cfg->world = ec.world;
+	cfg->lanes = ec.lanes;
+	cfg->block_size = ec.max_block;
+	cfg->encoding = api_encoding(ec.encoding);
+	cfg->timeout_ms = (uint32_t)(ec.timeout_ns / INA_NS_PER_MS);
+	cfg->rto_us = (uint32_t)(ec.rto_ns / 1000);
+	cfg->failover_ms = (uint32_t)(ec.failover_ns / INA_NS_PER_MS);
+	cfg->pause_ms = (uint32_t)(ec.pause_ns / INA_NS_PER_MS);
 	cfg->sched = INA_SCHED_FIFO;
 	cfg->sched_window = 0;
 	cfg->max_pending = 256;
@@ -51,7 +75,6 @@ config_defaults(struct ina_config *cfg)
 	cfg->sparsify.filter_decay = 1;
 	cfg->sparsify.filter_results = 1;
 	cfg->keepalive_ms = 1000;
-	cfg->pause_ms = 600000;
 }
 
 void
