@@ -47,6 +47,10 @@
 /* The engine of switch 0: the only one under ssp and with a replica. */
 #define ENG0(ctx) egroup_engine((ctx)->eg, 0)
 
+/* JOINs unanswered this long: a warning saying where they go (the join
+ * itself fails only after the timeout, cfg.timeout_ms). */
+#define JOIN_WARN_NS (1500 * INA_NS_PER_MS)
+
 /* Longest single sleep in the port while an operation runs. */
 #define WAIT_MAX_NS (100 * INA_NS_PER_MS)
 
@@ -104,6 +108,8 @@ struct ina_ctx {
 	uint16_t world, lanes;
 	uint16_t lanes_asked;		/* cfg.lanes (lanes: what the switch granted) */
 	char aggregator[32];		/* the host aggregator the job runs on, or "" */
+	char join_to[160];		/* where the JOINs go (the switches, or the
+					 * host aggregator), for the messages */
 	uint8_t encoding;
 	int plan_blocks;		/* cfg.plan_blocks */
 	struct partition_config part;	/* cfg.partition, partitions, lanes */
@@ -131,8 +137,13 @@ struct ina_ctx {
 int ina_pump(struct ina_ctx *ctx);
 /* The keepalive thread's beat (keepalive.c); 'arg' is the context. */
 void ina_keepalive_beat(void *arg);
-/* Drives the engines while they stay in 'phase': 0 or the error. */
+/* Drives the engines while they stay in 'phase': 0 or the error. Joining,
+ * it warns once when no answer came for JOIN_WARN_NS. */
 int ina_run_while(struct ina_ctx *ctx, int phase);
+/* 1 when an engine never heard its switch answer the JOIN. */
+int ina_join_unanswered(const struct ina_ctx *ctx);
+/* Where the JOINs went and what to check there, into 'buf'. */
+void ina_join_hint(const struct ina_ctx *ctx, char *buf, size_t size);
 
 /* ina_ops.c */
 struct op *ina_op_of(struct ina_ctx *ctx, uint64_t handle);

@@ -122,6 +122,22 @@ wire_encoding(enum ina_encoding_type t)
 	return 0;
 }
 
+/* Where the JOINs go, as the port writes the switches' addresses. */
+static void
+join_targets(struct ina_ctx *ctx, const struct ina_peer *sws, uint16_t nb)
+{
+	size_t len = 0;
+
+	ctx->join_to[0] = '\0';
+	for (uint16_t i = 0; i < nb && len < sizeof(ctx->join_to); i++) {
+		char peer[64];
+
+		len += (size_t)snprintf(ctx->join_to + len, sizeof(ctx->join_to) - len, "%s%s",
+					i ? ", " : nb > 1 ? "the switches " : "the switch ",
+					ina_port_peer_str(ctx->port, &sws[i], peer, sizeof(peer)));
+	}
+}
+
 /* Resolves "ADDR:PORT[,ADDR:PORT...]" into 'sws' (EGROUP_MAX at most). */
 static int
 resolve_switches(struct ina_ctx *ctx, const char *list, struct ina_peer *sws, uint16_t *nb,
@@ -202,6 +218,7 @@ follow_redirect(struct ina_ctx *ctx, const struct ina_config *cfg, char *err, si
 	INA_LOG(INFO, "job %u rank %u: the switch %s has no slots for the job: it is aggregated "
 		"by the host aggregator at %s", cfg->job_id, cfg->rank, cfg->switch_addr,
 		ctx->aggregator);
+	snprintf(ctx->join_to, sizeof(ctx->join_to), "the host aggregator %s", ctx->aggregator);
 	engine_redirect(egroup_engine(ctx->eg, 0), &peer, ina_now_ns());
 	*out_ret = ina_run_while(ctx, ENGINE_JOINING);
 	return 0;
@@ -356,6 +373,7 @@ ina_open(const struct ina_config *user_cfg, struct ina_ctx **out, char *err, siz
 	ret = resolve_switches(ctx, cfg->switch_addr, sws, &nb_sw, err, err_size);
 	if (ret < 0)
 		goto fail;
+	join_targets(ctx, sws, nb_sw);
 	ec.sw = sws[0];
 	if (cfg->replica_addr) {
 		ret = ina_port_resolve(ctx->port, cfg->replica_addr, &ec.replica);
@@ -411,6 +429,14 @@ ina_open(const struct ina_config *user_cfg, struct ina_ctx **out, char *err, siz
 	}
 	if (ret < 0) {
 		snprintf(err, err_size, "%s", egroup_error_msg(ctx->eg));
+		if (ret == INA_ENOSWITCH && ina_join_unanswered(ctx)) {
+			size_t len = strlen(err);
+
+			if (len + 2 < err_size) {
+				snprintf(err + len, err_size - len, "; ");
+				ina_join_hint(ctx, err + len + 2, err_size - len - 2);
+			}
+		}
 		/* A replica that would not stand by: the switch, which admitted
 		 * the job, hears LEAVE. */
 		while (egroup_phase(ctx->eg) == ENGINE_LEAVING)

@@ -6,6 +6,7 @@
  * sleeping in the port until a packet or the next timer.
  */
 #include <pthread.h>
+#include <stdio.h>
 
 #include "ina_int.h"
 #include "ina/capture.h"
@@ -81,13 +82,59 @@ ina_keepalive_beat(void *arg)
 	pthread_mutex_unlock(&ctx->lock);
 }
 
+int
+ina_join_unanswered(const struct ina_ctx *ctx)
+{
+	for (uint16_t k = 0; k < egroup_count(ctx->eg); k++)
+		if (!engine_epoch(egroup_engine(ctx->eg, k)))
+			return 1;
+	return 0;
+}
+
+void
+ina_join_hint(const struct ina_ctx *ctx, char *buf, size_t size)
+{
+	char from[40] = "";
+	uint32_t ip;
+	uint16_t udp;
+
+	/* The port's own address, where the backend has one to give. */
+	if (ina_port_peer_inet(ctx->port, NULL, &ip, &udp) == 0)
+		snprintf(from, sizeof(from), " from %u.%u.%u.%u:%u", ip >> 24, ip >> 16 & 0xff,
+			 ip >> 8 & 0xff, ip & 0xff, udp);
+	snprintf(buf, size, "JOINs went to %s%s over %s: is ina-switch listening there "
+		 "(--listen)? a firewall in the way? the same job token (INA_JOB_TOKEN) as the "
+		 "other ranks?", ctx->join_to, from, ctx->port->ops->type);
+}
+
+/* The JOINs went unanswered for 'ns' so far: said long before the join
+ * times out, as a worker pointed at the wrong place would otherwise wait
+ * in silence. */
+static void
+warn_join(const struct ina_ctx *ctx, uint64_t ns)
+{
+	char hint[512];
+
+	ina_join_hint(ctx, hint, sizeof(hint));
+	INA_LOG(WARN, "job %u rank %u: no answer after %.1f s of JOINs (the join "
+		"fails after %.1f s); %s", ctx->job_id, ctx->rank, (double)ns / 1e9,
+		(double)ctx->timeout_ns / 1e9, hint);
+}
+
 /* Drives the engine while it stays in 'phase'; an error ends joining and
  * running at once, while a goodbye (FIN, LEAVE) runs to its end. */
 int
 ina_run_while(struct ina_ctx *ctx, int phase)
 {
+	uint64_t start = ina_now_ns();
+	int warned = phase != ENGINE_JOINING || ctx->timeout_ns <= JOIN_WARN_NS;
+
 	while (egroup_phase(ctx->eg) == phase &&
 	       !(egroup_error(ctx->eg) && (phase == ENGINE_JOINING || phase == ENGINE_RUNNING))) {
+		if (!warned && ina_now_ns() - start >= JOIN_WARN_NS && ina_join_unanswered(ctx)) {
+			warn_join(ctx, ina_now_ns() - start);
+			warned = 1;
+		}
 		if (!ina_pump(ctx) && egroup_phase(ctx->eg) == phase) {
 			uint64_t deadline = egroup_next_deadline(ctx->eg);
 			uint64_t now = ina_now_ns();
