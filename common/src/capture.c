@@ -221,7 +221,10 @@ ina_capture_write(struct ina_capture *cap, const struct ina_pkt *pkt,
 void
 ina_capture_set_port(struct ina_capture *cap, const struct ina_port *port)
 {
-	if (port && port->ops->peer_inet)
+	uint32_t ip;
+	uint16_t udp;
+
+	if (port && ina_port_peer_inet(port, NULL, &ip, &udp) != -EOPNOTSUPP)
 		cap->port = port;
 }
 

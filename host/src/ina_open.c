@@ -15,7 +15,6 @@
 #include "ina_int.h"
 #include "ina/capture.h"
 #include "ina/log.h"
-#include "ina/port_udp.h"
 #include "ina/token.h"
 #include "sparsify_opts.h"
 #include "ssp_tensor.h"
@@ -399,11 +398,8 @@ ina_open(const struct ina_config *user_cfg, struct ina_ctx **out, char *err, siz
 		goto fail;
 	}
 	if (cfg->capture) {
-		char local[64];
-
-		if (ina_port_udp_local(ctx->port, local, sizeof(local)) < 0 ||
-		    ina_port_resolve(ctx->port, local, &ctx->self) < 0)
-			memset(&ctx->self, 0, sizeof(ctx->self));
+		/* An empty 'self' is the port's own address (its peer_inet). */
+		memset(&ctx->self, 0, sizeof(ctx->self));
 		ctx->cap = ina_capture_open(cfg->capture, err, err_size);
 		if (!ctx->cap) {
 			ret = errno ? -errno : -EIO;

@@ -59,10 +59,10 @@ wire_up(struct wire *w, int n, const char *opts)
 	if (ida < 0 || idb < 0)
 		return -1;
 	snprintf(args, sizeof(args), "ip=10.1.%d.1,mbufs=4095,%s", n, opts);
-	if (ina_port_dpdk_open_id((uint16_t)ida, args, &w->a) < 0)
+	if (ina_port_dpdk_open_id((uint16_t)ida, args, &w->a, NULL, 0) < 0)
 		return -1;
 	snprintf(args, sizeof(args), "ip=10.1.%d.2,mbufs=4095,%s", n, opts);
-	if (ina_port_dpdk_open_id((uint16_t)idb, args, &w->b) < 0)
+	if (ina_port_dpdk_open_id((uint16_t)idb, args, &w->b, NULL, 0) < 0)
 		return -1;
 	ina_port_dpdk_mac(w->b, 0, mac);
 	snprintf(addr, sizeof(addr), "%02x:%02x:%02x:%02x:%02x:%02x@10.1.%d.2:9150", mac[0],

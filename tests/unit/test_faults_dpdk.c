@@ -56,7 +56,7 @@ group_setup(void **state)
 	if (ret < 0)
 		return -1;
 	id_b = (uint16_t)ret;
-	return ina_port_dpdk_open_id(id_a, "ip=10.0.0.1,mbufs=2047", &a) < 0 ? -1 : 0;
+	return ina_port_dpdk_open_id(id_a, "ip=10.0.0.1,mbufs=2047", &a, NULL, 0) < 0 ? -1 : 0;
 }
 
 static int
@@ -81,7 +81,7 @@ open_b(const char *faults)
 	char args[256];
 
 	snprintf(args, sizeof(args), "ip=10.0.0.2,mbufs=2047,%s", faults);
-	assert_int_equal(ina_port_dpdk_open_id(id_b, args, &b), 0);
+	assert_int_equal(ina_port_dpdk_open_id(id_b, args, &b, NULL, 0), 0);
 	return b;
 }
 

@@ -99,7 +99,7 @@ ring_port(const char *name, struct rte_ring **rx, struct rte_ring **tx, const ch
 	id = rte_eth_from_rings(name, rx, 1, tx, 1, (unsigned)sock);
 	if (id < 0)
 		return -1;
-	return ina_port_dpdk_open_id((uint16_t)id, opts, port);
+	return ina_port_dpdk_open_id((uint16_t)id, opts, port, NULL, 0);
 }
 
 static int

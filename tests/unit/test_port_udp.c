@@ -16,6 +16,7 @@
 
 #include <cmocka.h>
 
+#include "ina/faults.h"
 #include "ina/pkt.h"
 #include "ina/port.h"
 #include "ina/port_udp.h"
@@ -149,6 +150,37 @@ done_accounted(const struct ina_port *port, unsigned nb, void *arg)
 	(void)nb;
 	return port->stats.rx_pkts + port->stats.rx_drop + port->stats.inject_drop >=
 	       *(unsigned *)arg;
+}
+
+/* ina_pkt_alloc_bulk: one get for a burst, what is left when the pool runs
+ * low, a failure counted only when it gets none. */
+static void
+test_port_udp_pool_alloc_bulk(void **state)
+{
+	struct ina_pkt *pkts[8], *more[8];
+	struct ina_pkt_pool *pool;
+
+	(void)state;
+	pool = ina_pkt_pool_create(6, 64);
+	assert_non_null(pool);
+	assert_int_equal(ina_pkt_alloc_bulk(pool, pkts, 0), 0);
+	assert_int_equal(ina_pkt_alloc_bulk(pool, pkts, 4), 4);
+	for (unsigned i = 0; i < 4; i++) {
+		assert_true(pkts[i]->pool == pool);
+		assert_int_equal(pkts[i]->len, 0);
+		assert_int_equal(pkts[i]->cap, 64);
+		for (unsigned j = 0; j < i; j++)
+			assert_true(pkts[i] != pkts[j]);
+	}
+	assert_int_equal(ina_pkt_alloc_bulk(pool, more, 8), 2);
+	assert_int_equal(pool->nb_alloc_fail, 0);
+	assert_int_equal(ina_pkt_alloc_bulk(pool, more + 2, 8), 0);
+	assert_int_equal(pool->nb_alloc_fail, 1);
+	assert_int_equal(ina_pkt_pool_avail(pool), 0);
+	ina_pkt_free_bulk(pkts, 4);
+	ina_pkt_free_bulk(more, 2);
+	assert_int_equal(ina_pkt_pool_avail(pool), 6);
+	ina_pkt_pool_destroy(pool);
 }
 
 static void
@@ -557,6 +589,14 @@ test_port_udp_bad_specs(void **state)
 	assert_int_equal(ina_port_open("foo:x=1", &port, err, sizeof(err)), -EINVAL);
 	assert_non_null(strstr(err, "foo"));
 	assert_non_null(strstr(err, "udp"));
+	/* The backend's reason, after the spec. */
+	assert_int_equal(ina_port_open("udp:mtu=1000,,bogus=2", &port, err, sizeof(err)), -EINVAL);
+	assert_string_equal(err, "cannot open port udp:mtu=1000,,bogus=2: unknown option 'bogus' "
+			    "(known: bind, mtu, pkts, rcvbuf, sndbuf, busy, " INA_FAULTS_KEYS ")");
+	assert_int_equal(ina_port_open("udp:mtu=5", &port, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "bad value '5' for option 'mtu' (128..65507)"));
+	assert_int_equal(ina_port_open("udp:corrupt=0.1", &port, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "corrupt= is for ports that verify checksums"));
 	assert_int_equal(ina_port_open(NULL, &port, err, sizeof(err)), -EINVAL);
 	/* A NULL or empty error buffer is fine. */
 	assert_int_equal(ina_port_open("nope", &port, NULL, 0), -EINVAL);
@@ -581,7 +621,9 @@ test_port_udp_resolve(void **state)
 	};
 	struct ina_peer peer, peer2;
 	struct ina_port *port;
-	char buf[64];
+	char buf[64], own[64];
+	uint32_t ip;
+	uint16_t udp;
 	unsigned i;
 
 	(void)state;
@@ -601,6 +643,19 @@ test_port_udp_resolve(void **state)
 			    "127.0.0.1:65535");
 	peer.len = 0;
 	assert_string_equal(ina_port_peer_str(port, &peer, buf, sizeof(buf)), "(none)");
+
+	/* peer_inet: a peer's address, and the port's own for NULL. */
+	assert_int_equal(ina_port_resolve(port, "10.1.2.3:9150", &peer), 0);
+	assert_int_equal(ina_port_peer_inet(port, &peer, &ip, &udp), 0);
+	assert_int_equal(ip, 0x0a010203);
+	assert_int_equal(udp, 9150);
+	assert_int_equal(ina_port_peer_inet(port, NULL, &ip, &udp), 0);
+	assert_int_equal(ip, 0x7f000001);
+	assert_int_equal(ina_port_udp_local(port, buf, sizeof(buf)), 0);
+	snprintf(own, sizeof(own), "127.0.0.1:%u", udp);
+	assert_string_equal(buf, own);
+	peer.len = 0;
+	assert_int_equal(ina_port_peer_inet(port, &peer, &ip, &udp), -EINVAL);
 
 	/* ina_port_udp_local: errors. */
 	assert_int_equal(ina_port_udp_local(NULL, buf, sizeof(buf)), -EINVAL);
@@ -928,12 +983,69 @@ test_port_udp_rx_pool_empty(void **state)
 	ina_port_close(b);
 }
 
+/* A backend that keeps two counters of its own (the xstats op). */
+static unsigned
+fake_xstats(const struct ina_port *port, struct ina_port_xstat *xs, unsigned n)
+{
+	static const char *const names[] = { "port_fake_a", "port_fake_b" };
+	const uint64_t v[] = { port->max_pkt, 0 };
+
+	for (unsigned i = 0; i < n && i < 2; i++)
+		xs[i] = (struct ina_port_xstat){ names[i], v[i] };
+	return 2;
+}
+
+/* ina_port_print_counters: the faults and the backend's own counters, added
+ * over the ports, nonzero ones only, each once. */
+static void
+test_port_print_counters(void **state)
+{
+	static const struct ina_port_ops fake_ops = { .type = "fake", .xstats = fake_xstats };
+	struct ina_port fake[2], *fakes[2] = { &fake[0], &fake[1] };
+	struct ina_port *udp[1];
+	char *text = NULL;
+	size_t size = 0;
+	FILE *f;
+
+	(void)state;
+	memset(fake, 0, sizeof(fake));
+	fake[0].ops = fake[1].ops = &fake_ops;
+	fake[0].max_pkt = 3;
+	fake[1].max_pkt = 4;
+	fake[0].stats.inject_dup = 1;
+	fake[1].stats.inject_dup = 2;
+	fake[1].stats.rx_csum_bad = 5;
+	fake[0].stats.inject_drop = 9;	/* the programs print drops themselves */
+	f = open_memstream(&text, &size);
+	assert_non_null(f);
+	ina_port_print_counters(fakes, 2, f);
+	fclose(f);
+	assert_string_equal(text, "  port_inject_dup          3\n"
+				  "  port_csum_bad            5\n"
+				  "  port_fake_a              7\n");
+	free(text);
+
+	/* udp keeps no counters of its own: nothing when no fault was injected. */
+	udp[0] = port_open_ok("udp:bind=127.0.0.1:0,pkts=4");
+	assert_int_equal(ina_port_xstats(udp[0], NULL, 0), 0);
+	text = NULL;
+	f = open_memstream(&text, &size);
+	assert_non_null(f);
+	ina_port_print_counters(udp, 1, f);
+	ina_port_print_counters(NULL, 0, f);
+	fclose(f);
+	assert_string_equal(text, "");
+	free(text);
+	ina_port_close(udp[0]);
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_port_udp_pool_heap),
 		cmocka_unit_test(test_port_udp_pool_free_bulk_mixed),
+		cmocka_unit_test(test_port_udp_pool_alloc_bulk),
 		cmocka_unit_test(test_port_udp_send_recv),
 		cmocka_unit_test(test_port_udp_large_tx_call),
 		cmocka_unit_test(test_port_udp_fanout),
@@ -949,6 +1061,7 @@ main(void)
 		cmocka_unit_test(test_port_udp_closed_peer),
 		cmocka_unit_test(test_port_udp_wait),
 		cmocka_unit_test(test_port_udp_rx_pool_empty),
+		cmocka_unit_test(test_port_print_counters),
 	};
 
 	return cmocka_run_group_tests_name("port_udp", tests, NULL, NULL);
