@@ -35,6 +35,12 @@ expect() {
 
 common=(--job 5 --elements 10000 --rounds 2 --timeout-ms 1500 --quiet)
 expect no_switch 2 "did not answer" "$host" --switch "127.0.0.1:$port" --rank 0 --world 2 "${common[@]}"
+# ... saying where the JOINs went and what to check there, and, with a
+# timeout longer than 1.5 s, warning at 1.5 s already.
+expect no_switch_where 2 "JOINs went to the switch 127.0.0.1:$port .*over udp: is ina-switch listening" \
+    "$host" --switch "127.0.0.1:$port" --rank 0 --world 2 "${common[@]}"
+expect no_switch_warn 3 "warn: .*no answer after 1.5 s of JOINs" "$host" --switch "127.0.0.1:$port" \
+    --rank 0 --world 2 --job 5 --elements 10000 --rounds 2 --timeout-ms 2500
 
 start_switch "$tmp/switch.log" --listen "127.0.0.1:$port" --slots 16 --peer-timeout-ms 1000
 expect refused 2 "needs 64 contiguous slots" "$host" --switch "127.0.0.1:$port" --rank 0 --world 2 "${common[@]}"
