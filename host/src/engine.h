@@ -6,7 +6,7 @@
  * pointer), consumes results into the caller's buffer, and retransmits on
  * timeout with backoff. Packets and the current time go in; packets come out.
  * It opens no socket, reads no clock and logs nothing (a test checks its
- * objects, tests/tools/nm_pure.sh): ina_pump.c drives it over a port, and the
+ * objects, tests/tools/check_pure.sh over ina_host_core): ina_pump.c drives it over a port, and the
  * tests drive it packet by packet. engine_int.h lists the files inside.
  *
  * With a replica switch (docs/PROTOCOL.md, "Replica and failover") the engine
