@@ -28,8 +28,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ina/encode.h"
+#include "ina/encoding.h"
 #include "ina/npy.h"
+#include "ina/wire.h"
 #include "planner.h"
 #include "sparsify.h"
 
@@ -64,7 +65,7 @@ struct fmt {
 	struct planner_config pc;
 	struct planner *pl;
 	float *prev;		/* the previous iteration's result, as workers hold it */
-	int bf16;
+	const struct ina_encoding_ops *enc;	/* the wire's encoding */
 };
 
 struct bench {
@@ -77,7 +78,7 @@ struct bench {
 	struct fmt f32, bf16;
 	float *g[N_WORKERS], *sent[N_WORKERS], *q[N_WORKERS];
 	struct mag *tmp;
-	uint8_t *wire;		/* n bf16 values */
+	uint8_t *wire;		/* n wire values of a rounding encoding */
 	struct row rows[MAX_MASSES];
 };
 
@@ -156,12 +157,20 @@ block_topk(const float *g, float *out, uint32_t n, uint32_t B, double m)
 	sparsify_destroy(s);
 }
 
-/* v rounded to bf16 and widened back: what the wire carries (ina_enc_bf16_put). */
-static void
-bf16_roundtrip(struct bench *b, const float *v, float *out)
+/* 1 when f's wire is narrower than binary32 (bf16): the values it carries
+ * are rounded. */
+static int
+rounds(const struct fmt *f)
 {
-	ina_enc_bf16_put(b->wire, v, b->n);
-	ina_enc_bf16_get(out, b->wire, b->n);
+	return f->enc->elem_size < sizeof(float);
+}
+
+/* v encoded and decoded back: what f's wire carries. */
+static void
+roundtrip(struct bench *b, const struct fmt *f, const float *v, float *out)
+{
+	f->enc->encode(b->wire, v, b->n, 0);
+	f->enc->decode(out, b->wire, b->n, 0);
 }
 
 /*
@@ -245,8 +254,8 @@ select_blocks(struct bench *b, const struct fmt *f, uint32_t B, double m)
 
 	for (w = 0; w < N_WORKERS; w++) {
 		block_topk(b->g[w], b->sent[w], b->n, B, m);
-		if (f->bf16)
-			bf16_roundtrip(b, b->sent[w], b->q[w]);
+		if (rounds(f))
+			roundtrip(b, f, b->sent[w], b->q[w]);
 	}
 }
 
@@ -274,7 +283,7 @@ run_oracle(struct bench *b, const struct fmt *f, double m, unsigned it, struct t
 static void
 keep_result(struct bench *b, struct fmt *f)
 {
-	float *const *v = f->bf16 ? b->q : b->sent;
+	float *const *v = rounds(f) ? b->q : b->sent;
 	uint32_t i;
 	unsigned w;
 
@@ -285,8 +294,8 @@ keep_result(struct bench *b, struct fmt *f)
 			s += v[w][i];
 		f->prev[i] = s;
 	}
-	if (f->bf16)
-		bf16_roundtrip(b, f->prev, f->prev);
+	if (rounds(f))
+		roundtrip(b, f, f->prev, f->prev);
 }
 
 /* ina in one encoding: plan on the previous result, select, count, keep. */
@@ -304,7 +313,7 @@ run_ina(struct bench *b, struct fmt *f, double m, unsigned it, struct totals *t)
 	t->b[it] = B;
 	select_blocks(b, f, B, m);
 	for (w = 0; w < N_WORKERS; w++) {
-		t->mass_sent += sumsq(f->bf16 ? b->q[w] : b->sent[w], b->n);
+		t->mass_sent += sumsq(rounds(f) ? b->q[w] : b->sent[w], b->n);
 		t->mass_total += sumsq(b->g[w], b->n);
 	}
 	count_round(&f->pc, b->n, B, b->sent, t);
@@ -596,9 +605,10 @@ static void
 setup_formats(struct bench *b)
 {
 	b->f32.pc.max_elems = b->n;
+	b->f32.enc = ina_encoding(INA_ENC_F32);
+	b->bf16.enc = ina_encoding(INA_ENC_BF16);
 	b->bf16.pc = b->f32.pc;
-	b->bf16.pc.elem_bytes = 2;
-	b->bf16.bf16 = 1;
+	b->bf16.pc.elem_bytes = (uint32_t)b->bf16.enc->elem_size;
 	if (planner_max_block(&b->f32.pc) < FIXED_B)
 		die("--max-pkt: a packet must carry a block of 256");
 	if (b->first_b < PLANNER_MIN_BLOCK || b->first_b > planner_max_block(&b->f32.pc))
@@ -622,7 +632,7 @@ setup_buffers(struct bench *b)
 		b->q[w] = xmalloc(b->n * sizeof(float));
 	}
 	b->tmp = xmalloc(b->n * sizeof(*b->tmp));
-	b->wire = xmalloc(b->n * (size_t)2);
+	b->wire = xmalloc(b->n * b->bf16.enc->elem_size);
 }
 
 static void

@@ -525,10 +525,12 @@ ring_port(const char *name, int p)
 	/* The switch port receives from sw_rx and sends to sw_tx; the generator
 	 * sends into sw_rx (its own rx ring, sw_tx, is drained by hand). */
 	id = rte_eth_from_rings(sw_name, &sw_rx[p], 1, &sw_tx[p], 1, (unsigned)sock);
-	if (id < 0 || ina_port_dpdk_open_id((uint16_t)id, "ip=" SW_IP ",mbufs=32767", &sw[p]) < 0)
+	if (id < 0 || ina_port_dpdk_open_id((uint16_t)id, "ip=" SW_IP ",mbufs=32767", &sw[p], NULL,
+						    0) < 0)
 		ina_die("cannot open the switch port %d", p);
 	id = rte_eth_from_rings(gen_name, &sw_tx[p], 1, &sw_rx[p], 1, (unsigned)sock);
-	if (id < 0 || ina_port_dpdk_open_id((uint16_t)id, "ip=10.0.1.1,mbufs=40959", &gen[p]) < 0)
+	if (id < 0 || ina_port_dpdk_open_id((uint16_t)id, "ip=10.0.1.1,mbufs=40959", &gen[p], NULL,
+						    0) < 0)
 		ina_die("cannot open the generator port %d", p);
 }
 
@@ -549,7 +551,7 @@ main(int argc, char **argv)
 	ring_port("b", 0);
 	ring_port("b", 1);
 	snprintf(addr, sizeof(addr), "02:00:00:00:00:64@%s:%d", SW_IP, INA_DPDK_UDP_PORT);
-	if (sw[0]->ops->resolve(sw[0], addr, &sw_peer) < 0)
+	if (ina_port_resolve(sw[0], addr, &sw_peer) < 0)
 		ina_die("cannot resolve %s", addr);
 
 	workload_build(&wls[0], "dense", o.dense_elems, 1.0);

@@ -107,7 +107,7 @@ switch_main(void *arg)
 			last_tick = now;
 		}
 		if (!nb_rx)
-			port->ops->wait(port, INA_NS_PER_MS);
+			ina_port_wait(port, INA_NS_PER_MS);
 	}
 	pipeline_destroy(p);
 	return NULL;

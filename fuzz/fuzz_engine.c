@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * libFuzzer target: the host engine (host/src/engine.c) fed what a switch
+ * libFuzzer target: the host engine (host/src/engine*.c) fed what a switch
  * sends, RESULT, WAIT, ERROR, JOIN_ACK and FIN_ACK, cut from the input; with
  * a replica switch (docs/PROTOCOL.md 5.9) also what the replica sends.
  *

@@ -59,6 +59,8 @@
 #include "ina/pkt.h"
 #include "ina/wire.h"
 #include "pipeline.h"
+#include "pipeline_dump.h"
+#include "pipeline_log.h"
 
 #define MAX_BURST 8
 #define MAX_HELD 8
@@ -879,6 +881,23 @@ run_ops(struct fz *f, struct fz_in *in)
 	check_slots(f);
 }
 
+/* Every event the pipeline reports is well formed, its text readable (and
+ * then written the way ina-switch logs it, into the void at level ERR). */
+static void
+on_event(void *ctx, const struct pipeline_event *ev)
+{
+	uint64_t sum = 0;	/* every byte read: ASan checks them */
+
+	(void)ctx;
+	FZ_CHECK(ev->kind < PEV_MAX);
+	FZ_CHECK(!ev->text == !ev->text_len || (ev->text && ev->text_len == 0));
+	FZ_CHECK(ev->text_len <= INA_ERROR_MSG_MAX + 64u * 1024u);
+	for (uint32_t i = 0; ev->text && i < ev->text_len; i++)
+		sum += (unsigned char)ev->text[i];
+	FZ_CHECK(sum <= 255u * (uint64_t)ev->text_len);
+	pipeline_log_event(NULL, ev);
+}
+
 int
 LLVMFuzzerInitialize(int *argc, char ***argv)
 {
@@ -946,6 +965,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		f.jobs[k].token = 0x1111111111111111ull * (uint64_t)(k + 1);
 	}
 	f.now = SEC;
+	f.cfg.on_event = on_event;
 	f.p = pipeline_create(&f.cfg);
 	FZ_CHECK(f.p != NULL);
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * libFuzzer target: the topology parser (testbed/topology.c and the files
+ * libFuzzer target: the topology parser (topology/topology.c and the files
  * it uses), fed the input as a YAML file. Checked:
  *  - it returns a topology, or NULL with one line "fuzz.yaml:<line>: ..."
  *    and never both, nor neither;

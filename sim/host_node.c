@@ -5,7 +5,7 @@
  * job's workload (host/src/workload.c, the generator ina-host uses). A
  * round's input is generated when the round starts, so a host holds one
  * tensor in and one out, never the job's whole history; every result is
- * checked (sim_job_check) before the next round starts, and a wrong sum
+ * checked (the job's check, host_job_ops) before the next round starts, and a wrong sum
  * fails the job.
  */
 #include <errno.h>
@@ -15,6 +15,7 @@
 
 #include "engine.h"
 #include "node.h"
+#include "peer.h"
 #include "workload.h"
 
 #define HOST_TX_BURST 32
@@ -48,7 +49,7 @@ start_round(struct host_node *h, uint64_t now)
 		h->in = malloc((size_t)h->cfg.tensor_len * sizeof(float));
 		h->out = malloc((size_t)h->cfg.tensor_len * sizeof(float));
 		if (!h->in || !h->out) {
-			sim_job_fail(h->cfg.job, now, "out of memory for a host's tensor");
+			h->cfg.job_ops->fail(h->cfg.job, now, "out of memory for a host's tensor");
 			return -ENOMEM;
 		}
 	}
@@ -56,11 +57,11 @@ start_round(struct host_node *h, uint64_t now)
 	if (ret < 0) {
 		snprintf(msg, sizeof(msg), "rank %u round %u: no data: %s", h->cfg.rank, h->round,
 			 strerror(-ret));
-		sim_job_fail(h->cfg.job, now, msg);
+		h->cfg.job_ops->fail(h->cfg.job, now, msg);
 		return ret;
 	}
-	if (sim_job_contribute(h->cfg.job, h->cfg.rank, h->round, h->in, msg, sizeof(msg)) < 0) {
-		sim_job_fail(h->cfg.job, now, msg);
+	if (h->cfg.job_ops->contribute(h->cfg.job, h->cfg.rank, h->round, h->in, msg, sizeof(msg)) < 0) {
+		h->cfg.job_ops->fail(h->cfg.job, now, msg);
 		return -EINVAL;
 	}
 	ret = engine_allreduce(h->engine, 0, h->in, h->out, h->cfg.tensor_len,
@@ -68,7 +69,7 @@ start_round(struct host_node *h, uint64_t now)
 	if (ret < 0) {
 		snprintf(msg, sizeof(msg), "rank %u round %u: engine_allreduce: %s", h->cfg.rank,
 			 h->round, strerror(-ret));
-		sim_job_fail(h->cfg.job, now, msg);
+		h->cfg.job_ops->fail(h->cfg.job, now, msg);
 		return ret;
 	}
 	h->running = 1;
@@ -93,11 +94,11 @@ round_ended(struct host_node *h, uint64_t now)
 	char msg[320];
 
 	h->running = 0;
-	if (sim_job_check(h->cfg.job, h->cfg.rank, h->round, h->out, msg, sizeof(msg)) < 0) {
-		sim_job_fail(h->cfg.job, now, msg);
+	if (h->cfg.job_ops->check(h->cfg.job, h->cfg.rank, h->round, h->out, msg, sizeof(msg)) < 0) {
+		h->cfg.job_ops->fail(h->cfg.job, now, msg);
 		return;
 	}
-	sim_job_round_done(h->cfg.job, h->cfg.rank, h->round, now);
+	h->cfg.job_ops->round_done(h->cfg.job, h->cfg.rank, h->round, now);
 	h->round++;
 	if (h->round < h->cfg.rounds)
 		start_round(h, now);
@@ -117,21 +118,20 @@ host_pump(struct host_node *h, uint64_t now)
 		do {
 			nb = engine_tx(h->engine, now, out, HOST_TX_BURST);
 			for (uint16_t i = 0; i < nb; i++)
-				sim_net_send(h->node.net, h->node.index, h->cfg.switch_index,
-					     out[i], now);
+				sim_node_send(&h->node, h->cfg.switch_index, out[i], now);
 		} while (nb == HOST_TX_BURST);
 		if (engine_error(h->engine)) {
 			char msg[320];
 
 			snprintf(msg, sizeof(msg), "rank %u: %s", h->cfg.rank,
 				 engine_error_msg(h->engine));
-			sim_job_fail(h->cfg.job, now, msg);
+			h->cfg.job_ops->fail(h->cfg.job, now, msg);
 			return;
 		}
 		phase = engine_phase(h->engine);
 		if (phase != h->last_phase) {
 			h->last_phase = phase;
-			sim_job_phase(h->cfg.job, h->cfg.rank, phase, now);
+			h->cfg.job_ops->phase(h->cfg.job, h->cfg.rank, phase, now);
 		}
 		if (h->stopped)
 			return;
@@ -145,7 +145,7 @@ host_pump(struct host_node *h, uint64_t now)
 		return;
 	d = engine_next_deadline(h->engine);
 	if (d != UINT64_MAX)
-		sim_net_wake(h->node.net, &h->node, d > now ? d : now + 1);
+		sim_node_wake(&h->node, d > now ? d : now + 1);
 }
 
 static void
@@ -192,14 +192,14 @@ static const struct sim_node_ops host_ops = {
 };
 
 struct sim_node *
-host_node_create(struct sim_net *net, const struct host_node_config *cfg)
+host_node_create(const struct sim_node_env *env, const struct host_node_config *cfg)
 {
 	struct host_node *h = calloc(1, sizeof(*h));
 	struct engine_config ec;
 
 	if (!h)
 		return NULL;
-	h->node = (struct sim_node){ .ops = &host_ops, .net = net, .index = cfg->index,
+	h->node = (struct sim_node){ .ops = &host_ops, .env = env, .index = cfg->index,
 				     .wake_at = UINT64_MAX };
 	h->cfg = *cfg;
 	engine_config_init(&ec);
@@ -211,7 +211,7 @@ host_node_create(struct sim_net *net, const struct host_node_config *cfg)
 	ec.max_block = cfg->block_size;
 	ec.encoding = cfg->encoding;
 	ec.token = 0x5eed0000ull + cfg->job_id;
-	ec.pool = sim_net_pool(net);
+	ec.pool = env->pool;
 	if (cfg->rto_ns) {
 		/* As ina.c applies ina-host's --rto-us. */
 		ec.rto_ns = cfg->rto_ns;
@@ -220,7 +220,7 @@ host_node_create(struct sim_net *net, const struct host_node_config *cfg)
 		if (ec.rto_max_ns < ec.rto_ns)
 			ec.rto_max_ns = ec.rto_ns;
 	}
-	sim_net_peer(cfg->switch_index, &ec.sw);
+	sim_peer_set(cfg->switch_index, &ec.sw);
 	h->engine = engine_create(&ec);
 	if (!h->engine) {
 		free(h);

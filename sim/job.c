@@ -13,6 +13,7 @@
 #include <time.h>
 
 #include "engine.h"
+#include "ina/encoding.h"
 #include "ina/wire.h"
 #include "net_int.h"
 #include "workload.h"
@@ -29,14 +30,14 @@ job_fail(struct sim_job *job, const char *msg)
 	job->stop_due = 1;
 }
 
-void
+static void
 sim_job_fail(struct sim_job *job, uint64_t now, const char *msg)
 {
 	(void)now;
 	job_fail(job, msg);
 }
 
-int
+static int
 sim_job_contribute(struct sim_job *job, uint16_t rank, uint32_t round, const float *in,
 		   char *msg, size_t msglen)
 {
@@ -98,7 +99,7 @@ check_acc(struct sim_job *job, uint16_t rank, uint32_t round, const float *out, 
 	return -1;
 }
 
-int
+static int
 sim_job_check(struct sim_job *job, uint16_t rank, uint32_t round, const float *out, char *msg,
 	      size_t msglen)
 {
@@ -151,7 +152,7 @@ keep:
 	return 0;
 }
 
-void
+static void
 sim_job_round_done(struct sim_job *job, uint16_t rank, uint32_t round, uint64_t now)
 {
 	if (round >= job->tj->rounds || job->rank_rounds[rank] != round)
@@ -165,11 +166,11 @@ sim_job_round_done(struct sim_job *job, uint16_t rank, uint32_t round, uint64_t 
 		job->phase = job->closed == job->world ? JP_END : JP_CLOSING;
 		/* Before this host's FIN goes out: the window holds the rounds. */
 		if (!jobs_rounds_left(job->net))
-			net_window_close(job->net);
+			sim_window_close(job->net);
 	}
 }
 
-void
+static void
 sim_job_phase(struct sim_job *job, uint16_t rank, int phase, uint64_t now)
 {
 	(void)now;
@@ -183,6 +184,15 @@ sim_job_phase(struct sim_job *job, uint16_t rank, int phase, uint64_t now)
 			job->phase = JP_END;
 	}
 }
+
+/* What a host reports to its job (node.h). */
+static const struct host_job_ops job_ops = {
+	.check = sim_job_check,
+	.contribute = sim_job_contribute,
+	.round_done = sim_job_round_done,
+	.fail = sim_job_fail,
+	.phase = sim_job_phase,
+};
 
 /* Admission and building. */
 
@@ -200,10 +210,13 @@ job_refuse(struct sim_job_report *rep, const char *fmt, ...)
 	va_end(ap);
 }
 
-uint32_t
+/* Bytes an element on the wire (4 for an encoding the job would refuse). */
+static uint32_t
 job_elem_size(uint8_t encoding)
 {
-	return encoding == INA_ENC_BF16 ? 2 : 4;
+	const struct ina_encoding_ops *enc = ina_encoding(encoding);
+
+	return enc ? (uint32_t)enc->elem_size : 4;
 }
 
 /* A host's first retransmission timeout: the configured one, or what
@@ -261,7 +274,9 @@ job_admit(struct sim_net *net, uint32_t k, uint8_t *host_taken)
 				   t->nodes[tr->m[s].up].name);
 			return;
 		}
-		if (tj->encoding == INA_ENC_BF16) {
+		if (job_elem_size(tj->encoding) < sizeof(float)) {
+			/* Narrower than the switch's 32-bit sums: a rack's
+			 * partial sum would be rounded twice. */
 			job_refuse(rep, "job %s spans %u switches in bf16: a rack switch does not "
 					"forward bf16 upstream", tj->name, tr->nb_switches);
 			return;
@@ -289,8 +304,7 @@ job_admit(struct sim_net *net, uint32_t k, uint8_t *host_taken)
 			return;
 		}
 	}
-	if (!tj->block_size || !tj->lanes || !tj->rounds || tj->encoding < INA_ENC_F32 ||
-	    tj->encoding > INA_ENC_MAX) {
+	if (!tj->block_size || !tj->lanes || !tj->rounds || !ina_encoding(tj->encoding)) {
 		job_refuse(rep, "job %s: block size, lanes, rounds and encoding must be set",
 			   tj->name);
 		return;
@@ -377,6 +391,7 @@ job_build(struct sim_net *net, uint32_t k, char *err, size_t errlen)
 			.index = tj->hosts[r],
 			.switch_index = job->tiers.m[tj->hosts[r]].up,
 			.job = job,
+			.job_ops = &job_ops,
 			.workload = job->workload,
 			.rank = r,
 			.world = job->world,
@@ -393,7 +408,7 @@ job_build(struct sim_net *net, uint32_t k, char *err, size_t errlen)
 					 tj),
 		};
 
-		job->hosts[r] = host_node_create(net, &hc);
+		job->hosts[r] = host_node_create(&net->env, &hc);
 		if (!job->hosts[r]) {
 			snprintf(err, errlen, "job %s: rank %u: cannot create its engine: %s",
 				 tj->name, r, strerror(errno));
@@ -439,7 +454,7 @@ jobs_step(struct sim_net *net)
 			job->start_due = 0;
 			job->phase = JP_RUNNING;
 			rep->start_ns = net->now;
-			net_window_open(net);
+			sim_window_open(net);
 			for (uint16_t r = 0; r < job->world; r++)
 				host_node_start(job->hosts[r], net->now);
 		}
@@ -447,7 +462,7 @@ jobs_step(struct sim_net *net)
 			live = 1;
 	}
 	if (!jobs_rounds_left(net))
-		net_window_close(net);
+		sim_window_close(net);
 	return live;
 }
 

@@ -14,9 +14,8 @@
 
 #include "ina/wire.h"
 #include "net_int.h"
+#include "peer.h"
 #include "pipeline.h"
-
-#define PEER_TAG 'S'
 
 void
 sim_config_init(struct sim_config *cfg)
@@ -26,34 +25,6 @@ sim_config_init(struct sim_config *cfg)
 	cfg->rto_ns = 0;
 	cfg->frame_overhead = 42;
 	cfg->limit_ns = 600ull * 1000000000ull;
-}
-
-void
-sim_net_peer(int index, struct ina_peer *peer)
-{
-	uint32_t v = (uint32_t)index;
-
-	memset(peer, 0, sizeof(*peer));
-	peer->len = 5;
-	peer->bytes[0] = PEER_TAG;
-	memcpy(&peer->bytes[1], &v, sizeof(v));
-}
-
-int
-sim_net_peer_node(const struct ina_peer *peer)
-{
-	uint32_t v;
-
-	if (peer->len != 5 || peer->bytes[0] != PEER_TAG)
-		return -1;
-	memcpy(&v, &peer->bytes[1], sizeof(v));
-	return v > INT32_MAX ? -1 : (int)v;
-}
-
-struct ina_pkt_pool *
-sim_net_pool(struct sim_net *net)
-{
-	return net->pool;
 }
 
 static void
@@ -99,14 +70,16 @@ hop(struct sim_net *net, int at, int src, int dst, struct ina_pkt *pkt, uint64_t
 	push(net, &ev);
 }
 
-void
-sim_net_send(struct sim_net *net, int src, int dst, struct ina_pkt *pkt, uint64_t now)
+/* The nodes' environment (node.h): a packet leaves its node on the first
+ * hop towards its destination; a wake-up is an event at the node. */
+static void
+net_send(struct sim_net *net, int src, int dst, struct ina_pkt *pkt, uint64_t now)
 {
 	hop(net, src, src, dst, pkt, now);
 }
 
-void
-sim_net_wake(struct sim_net *net, struct sim_node *n, uint64_t t)
+static void
+net_wake(struct sim_net *net, struct sim_node *n, uint64_t t)
 {
 	struct sim_event ev = { .time = t, .at = n->index, .kind = SIM_EV_WAKE };
 
@@ -184,7 +157,7 @@ switches_build(struct sim_net *net, char *err, size_t errlen)
 				uj->rank = tr->m[s].rank;
 				uj->world = tr->m[s].world;
 				pc.nb_uplink_jobs++;
-				sim_net_peer(tr->m[s].up, &pc.uplink);
+				sim_peer_set(tr->m[s].up, &pc.uplink);
 			}
 		}
 		if (!nb_jobs)
@@ -199,7 +172,7 @@ switches_build(struct sim_net *net, char *err, size_t errlen)
 		pc.slot_elems = max_b;
 		pc.max_pkt = max_pkt == UINT32_MAX ? 0 : max_pkt;
 		pc.pool = net->pool;
-		net->nodes[s] = switch_node_create(net, (int)s, &pc);
+		net->nodes[s] = switch_node_create(&net->env, (int)s, &pc);
 		if (!net->nodes[s]) {
 			snprintf(err, errlen, "switch %s: cannot create its pipeline: %s",
 				 t->nodes[s].name, strerror(errno));
@@ -276,6 +249,8 @@ sim_net_create(const struct topology *t, const struct sim_config *cfg, char *err
 			 (unsigned long long)nb_pkts);
 		goto err;
 	}
+	net->env = (struct sim_node_env){ .net = net, .send = net_send, .wake = net_wake,
+					  .pool = net->pool };
 	for (uint32_t k = 0; k < t->nb_jobs; k++) {
 		if (net->rep.jobs[k].state != SIM_JOB_REFUSED &&
 		    job_build(net, k, err, errlen) < 0)
@@ -323,49 +298,6 @@ sim_net_destroy(struct sim_net *net)
 	free(net);
 }
 
-/* The rounds window: link counters from the first round's start. */
-void
-net_window_open(struct sim_net *net)
-{
-	if (net->window_open)
-		return;
-	net->window_open = 1;
-	net->rep.window_ns = net->now;	/* the start, until the window closes */
-	for (uint32_t d = 0; d < 2 * net->t->nb_links; d++)
-		net->win_start[d] = net->links[d].st;
-}
-
-void
-net_window_close(struct sim_net *net)
-{
-	uint64_t start = net->rep.window_ns;
-
-	if (!net->window_open || net->window_closed)
-		return;
-	net->window_closed = 1;
-	net->rep.window_ns = net->now - start;
-	for (uint32_t k = 0; k < net->t->nb_links; k++) {
-		struct sim_link_report *lr = &net->rep.links[k];
-
-		for (uint32_t d = 0; d < 2; d++) {
-			const struct sim_link_stats *a = &net->win_start[2 * k + d];
-			const struct sim_link_stats *b = &net->links[2 * k + d].st;
-
-			lr->dir[d] = (struct sim_link_stats){
-				.pkts = b->pkts - a->pkts,
-				.bytes = b->bytes - a->bytes,
-				.lost = b->lost - a->lost,
-				.tail_drops = b->tail_drops - a->tail_drops,
-				.busy_ns = b->busy_ns - a->busy_ns,
-				.queue_max = b->queue_max,
-			};
-			lr->utilisation[d] = net->rep.window_ns ? (double)lr->dir[d].busy_ns /
-									  (double)net->rep.window_ns
-								: 0;
-		}
-	}
-}
-
 int
 sim_net_run(struct sim_net *net)
 {
@@ -408,12 +340,12 @@ sim_net_run(struct sim_net *net)
 			ina_pkt_free(ev.pkt);
 			continue;
 		}
-		sim_net_peer(ev.src, &ev.pkt->peer);
+		sim_peer_set(ev.src, &ev.pkt->peer);
 		if (net->tap)
 			net->tap(net->tap_arg, ev.pkt, ev.src, ev.dst, net->now);
 		n->ops->rx(n, ev.pkt, ev.src, net->now);
 	}
-	net_window_close(net);
+	sim_window_close(net);
 	net->rep.end_ns = net->now;
 	jobs_report(net);
 	for (uint32_t k = 0; k < net->t->nb_jobs; k++)

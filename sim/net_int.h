@@ -65,6 +65,7 @@ struct sim_net {
 	uint8_t *switch_role;		/* by node index: enum sw_role */
 	struct sim_job *jobs;
 	struct ina_pkt_pool *pool;
+	struct sim_node_env env;	/* what the nodes are given (node.h) */
 	struct sim_events q;
 	uint64_t now;
 	int window_open, window_closed;
@@ -91,11 +92,10 @@ int jobs_rounds_left(const struct sim_net *net);
 int jobs_step(struct sim_net *net);
 /* Fills the job reports at the end of a run. */
 void jobs_report(struct sim_net *net);
-/* Bytes of one element in 'encoding'. */
-uint32_t job_elem_size(uint8_t encoding);
 
-/* net.c: the rounds window over which links are counted. */
-void net_window_open(struct sim_net *net);
-void net_window_close(struct sim_net *net);
+/* window.c: the rounds window over which links are counted (opened at the
+ * first round's start, closed when no job runs rounds any more). */
+void sim_window_open(struct sim_net *net);
+void sim_window_close(struct sim_net *net);
 
 #endif

@@ -3,11 +3,14 @@
  * What a node of the simulated network is to net.c, and what net.c offers
  * back. A node is an ops table over its own state: packets addressed to it
  * and its timer go in; it sends packets and asks for wake-ups through the
- * sim_net_* services below. There are two kinds: a host (host_node.c: a
+ * environment net.c gives it (struct sim_node_env), and a host reports to
+ * its job through the job's table (struct host_job_ops, job.c): a node calls
+ * nothing above it. There are two kinds: a host (host_node.c: a
  * host engine and its workload) and a switch (switch_node.c: one pipeline
  * for the jobs it aggregates). A switch below a job's root (a rack under a
  * spine) is the same kind with the pipeline's uplink configured: what it
- * sends upstream is addressed to its parent and routed like any packet.
+ * sends upstream is addressed to its parent (peer.h) and routed like any
+ * packet.
  */
 #ifndef INA_SIM_NODE_H
 #define INA_SIM_NODE_H
@@ -27,62 +30,76 @@ struct sim_node_ops {
 	 * (its 'peer' is src's address, as a port reports a source). The
 	 * node owns the packet. */
 	void (*rx)(struct sim_node *n, struct ina_pkt *pkt, int src, uint64_t now);
-	/* The wake-up asked for with sim_net_wake() is due. */
+	/* The wake-up asked for with sim_node_wake() is due. */
 	void (*wake)(struct sim_node *n, uint64_t now);
 	void (*destroy)(struct sim_node *n);	/* Accepts NULL. */
 };
 
+/* What the network offers its nodes (net.c fills it in). */
+struct sim_node_env {
+	struct sim_net *net;
+	/* Sends 'pkt' from node 'src' to node 'dst' at 'now', along the
+	 * tree's path (takes ownership: a packet dropped on the way is freed
+	 * and counted). */
+	void (*send)(struct sim_net *net, int src, int dst, struct ina_pkt *pkt, uint64_t now);
+	/* Wakes node 'n' at 't' (replaces any earlier request of the node). */
+	void (*wake)(struct sim_net *net, struct sim_node *n, uint64_t t);
+	struct ina_pkt_pool *pool;	/* every node allocates from it */
+};
+
 struct sim_node {
 	const struct sim_node_ops *ops;
-	struct sim_net *net;
+	const struct sim_node_env *env;
 	int index;		/* node index in the topology */
 	uint64_t wake_at;	/* pending wake-up, UINT64_MAX none */
 };
 
-/* Sends 'pkt' from node 'src' to node 'dst' at 'now', along the tree's path
- * (takes ownership: a packet dropped on the way is freed and counted). */
-void sim_net_send(struct sim_net *net, int src, int dst, struct ina_pkt *pkt, uint64_t now);
+static inline void
+sim_node_send(struct sim_node *n, int dst, struct ina_pkt *pkt, uint64_t now)
+{
+	n->env->send(n->env->net, n->index, dst, pkt, now);
+}
 
-/* Wakes node 'n' at 't' (replaces any earlier request of the node). */
-void sim_net_wake(struct sim_net *net, struct sim_node *n, uint64_t t);
+static inline void
+sim_node_wake(struct sim_node *n, uint64_t t)
+{
+	n->env->wake(n->env->net, n, t);
+}
 
-/* The transport address of node 'index', and back (-1: not a node's). */
-void sim_net_peer(int index, struct ina_peer *peer);
-int sim_net_peer_node(const struct ina_peer *peer);
-
-/* The packet pool every node allocates from. */
-struct ina_pkt_pool *sim_net_pool(struct sim_net *net);
-
-/*
- * Checks rank 'rank''s result 'out' of round 'round'. The first rank to end
- * a round is checked against every rank's contribution: bit for bit
- * against the sum sim_job_contribute accumulated where the data allows
- * (synthetic f32, i32), else workload_verify within the encoding's bound;
- * every other rank must then hold the same bytes, since the switch sent the
- * same sums to all. 0, or -1 with a sentence in 'msg'.
- */
-int sim_job_check(struct sim_job *job, uint16_t rank, uint32_t round, const float *out, char *msg,
-		  size_t msglen);
-
-/* Rank 'rank' generated 'in', its input of round 'round' (before sending
- * any of it): an exact job adds it to the round's expected sum. 0, or -1
- * with a sentence in 'msg'. */
-int sim_job_contribute(struct sim_job *job, uint16_t rank, uint32_t round, const float *in,
-		       char *msg, size_t msglen);
-
-/* Hosts report to their job (net.c): round 'round' ended on rank 'rank'
- * at 'now' with a right sum, or the job failed with 'msg'. */
-void sim_job_round_done(struct sim_job *job, uint16_t rank, uint32_t round, uint64_t now);
-void sim_job_fail(struct sim_job *job, uint64_t now, const char *msg);
-/* Rank 'rank' moved to a new engine phase (joined, closed). These calls only
- * record: net.c acts on them between events, never inside a node's call. */
-void sim_job_phase(struct sim_job *job, uint16_t rank, int phase, uint64_t now);
+/* What a host reports to its job (job.c fills it in). */
+struct host_job_ops {
+	/*
+	 * Checks rank 'rank''s result 'out' of round 'round'. The first rank
+	 * to end a round is checked against every rank's contribution: bit
+	 * for bit against the sum 'contribute' accumulated where the data
+	 * allows (synthetic f32, i32), else workload_verify within the
+	 * encoding's bound; every other rank must then hold the same bytes,
+	 * since the switch sent the same sums to all. 0, or -1 with a
+	 * sentence in 'msg'.
+	 */
+	int (*check)(struct sim_job *job, uint16_t rank, uint32_t round, const float *out,
+		     char *msg, size_t msglen);
+	/* Rank 'rank' generated 'in', its input of round 'round' (before
+	 * sending any of it): an exact job adds it to the round's expected
+	 * sum. 0, or -1 with a sentence in 'msg'. */
+	int (*contribute)(struct sim_job *job, uint16_t rank, uint32_t round, const float *in,
+			  char *msg, size_t msglen);
+	/* Round 'round' ended on rank 'rank' at 'now' with a right sum, or the
+	 * job failed with 'msg'. */
+	void (*round_done)(struct sim_job *job, uint16_t rank, uint32_t round, uint64_t now);
+	void (*fail)(struct sim_job *job, uint64_t now, const char *msg);
+	/* Rank 'rank' moved to a new engine phase (joined, closed). These
+	 * calls only record: net.c acts on them between events, never inside
+	 * a node's call. */
+	void (*phase)(struct sim_job *job, uint16_t rank, int phase, uint64_t now);
+};
 
 /* The two kinds of node. NULL with errno set. */
 struct host_node_config {
 	int index;			/* node index */
 	int switch_index;		/* node index of the host's switch */
 	struct sim_job *job;
+	const struct host_job_ops *job_ops;
 	struct workload *workload;	/* the job's (shared by its hosts) */
 	uint16_t rank, world;		/* in the job (its data, its checks) */
 	uint16_t switch_rank, switch_world; /* the engine's, on its switch
@@ -94,7 +111,8 @@ struct host_node_config {
 	uint64_t rto_ns;		/* first retransmission timeout, 0: the
 					 * engine's default */
 };
-struct sim_node *host_node_create(struct sim_net *net, const struct host_node_config *cfg);
+struct sim_node *host_node_create(const struct sim_node_env *env,
+				  const struct host_node_config *cfg);
 /* The host's engine counters. */
 const struct engine_stats *host_node_stats(const struct sim_node *n);
 /* Starts joining; starts round 0 (each later round starts when the host's
@@ -105,7 +123,7 @@ void host_node_start(struct sim_node *n, uint64_t now);
 void host_node_stop(struct sim_node *n);
 
 struct pipeline_config;
-struct sim_node *switch_node_create(struct sim_net *net, int index,
+struct sim_node *switch_node_create(const struct sim_node_env *env, int index,
 				    const struct pipeline_config *cfg);
 const struct pipeline_stats *switch_node_stats(const struct sim_node *n);
 

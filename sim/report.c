@@ -12,7 +12,9 @@
 static const char *
 enc_name(uint8_t e)
 {
-	return e == INA_ENC_F32 ? "f32" : e == INA_ENC_I32 ? "i32" : e == INA_ENC_BF16 ? "bf16" : "?";
+	const char *name = ina_wire_encoding_name(e);
+
+	return name ? name : "?";
 }
 
 static const char *

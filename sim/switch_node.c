@@ -3,9 +3,9 @@
  * A simulated switch (node.h): the real aggregation pipeline
  * (switch_sim/pipeline.c) for the jobs this switch aggregates; below a
  * job's root, with its uplink set (its partial sums go to the parent's
- * address, sim_net_peer, like any destination). A
- * result fanned out to a job leaves as one copy per destination, each on
- * its own link, as a port replicates it. The pipeline is not told the time
+ * address, peer.h, like any destination). A result fanned out to a job
+ * leaves as one copy per destination, each on its own link, as a port
+ * replicates it. The pipeline is not told the time
  * except with each packet, so linger and idle frees happen on the next
  * packet, which is all a run here needs.
  */
@@ -14,7 +14,9 @@
 #include <string.h>
 
 #include "node.h"
+#include "peer.h"
 #include "pipeline.h"
+#include "pipeline_log.h"
 
 struct switch_node {
 	struct sim_node node;	/* first: the ops' handle */
@@ -31,10 +33,8 @@ sw_of(struct sim_node *n)
 static void
 send_out(struct switch_node *s, struct ina_pkt *pkt, uint64_t now)
 {
-	struct sim_net *net = s->node.net;
-
 	if (!pkt->dsts) {
-		sim_net_send(net, s->node.index, sim_net_peer_node(&pkt->peer), pkt, now);
+		sim_node_send(&s->node, sim_peer_node(&pkt->peer), pkt, now);
 		return;
 	}
 	for (unsigned r = 0; r < 64; r++) {
@@ -42,12 +42,12 @@ send_out(struct switch_node *s, struct ina_pkt *pkt, uint64_t now)
 
 		if (!(pkt->dst_mask >> r & 1))
 			continue;
-		c = ina_pkt_copy_for(sim_net_pool(net), pkt, r);
+		c = ina_pkt_copy_for(s->node.env->pool, pkt, r);
 		if (!c) {
 			s->copy_fail++;
 			continue;
 		}
-		sim_net_send(net, s->node.index, sim_net_peer_node(&c->peer), c, now);
+		sim_node_send(&s->node, sim_peer_node(&c->peer), c, now);
 	}
 	ina_pkt_free(pkt);
 }
@@ -90,15 +90,17 @@ static const struct sim_node_ops switch_ops = {
 };
 
 struct sim_node *
-switch_node_create(struct sim_net *net, int index, const struct pipeline_config *cfg)
+switch_node_create(const struct sim_node_env *env, int index, const struct pipeline_config *cfg)
 {
 	struct switch_node *s = calloc(1, sizeof(*s));
+	struct pipeline_config c = *cfg;
 
+	c.on_event = pipeline_log_event;	/* logged, as ina-switch does */
 	if (!s)
 		return NULL;
-	s->node = (struct sim_node){ .ops = &switch_ops, .net = net, .index = index,
+	s->node = (struct sim_node){ .ops = &switch_ops, .env = env, .index = index,
 				     .wake_at = UINT64_MAX };
-	s->pipe = pipeline_create(cfg);
+	s->pipe = pipeline_create(&c);
 	if (!s->pipe) {
 		free(s);
 		return NULL;

@@ -38,6 +38,7 @@
 #include "ina/port_dpdk.h"
 #include "ina/util.h"
 #include "lcores.h"
+#include "pipeline_dump.h"
 
 _Static_assert(sizeof(void *) == 8, "free-job words need 64-bit ring entries");
 

@@ -40,6 +40,8 @@
 #include "ina/wire.h"
 #include "metrics_http.h"
 #include "pipeline.h"
+#include "pipeline_dump.h"
+#include "pipeline_log.h"
 #include "run_lcores.h"
 #ifdef INA_HAVE_DPDK
 #include "ina/port_dpdk.h"
@@ -209,6 +211,7 @@ parse_args(int argc, char **argv, struct switch_config *c)
 	ina_cli_set_prog("ina-switch");
 	memset(c, 0, sizeof(*c));
 	pipeline_config_init(&c->pipe);
+	c->pipe.on_event = pipeline_log_event;	/* the pipeline's events, logged */
 	c->listen = "0.0.0.0:9150";
 	c->lcores = 1;
 	c->drain_ns = 2000 * INA_NS_PER_MS;
@@ -317,28 +320,6 @@ spec_has(const char *spec, const char *key)
 }
 #endif
 
-int
-switch_fit_slot_elems(struct pipeline_config *pipe, int slot_elems_set, uint32_t max_pkt,
-		      char *err, size_t err_size)
-{
-	/* Sized for the smallest element (bf16, 2 bytes): an f32 job gets the
-	 * blocks its packets carry, a bf16 job twice as many elements; the
-	 * pipeline refuses a job whose RESULT would not fit (max_pkt). */
-	pipe->max_pkt = max_pkt;
-	if ((uint64_t)INA_HDR_SIZE + (uint64_t)pipe->slot_elems * 2 > max_pkt &&
-	    !slot_elems_set && max_pkt > INA_HDR_SIZE + 2) {
-		/* The default slot holds more than a packet of this port
-		 * carries (1500-byte frames on dpdk): the largest that fits. */
-		pipe->slot_elems = (uint16_t)((max_pkt - INA_HDR_SIZE) / 2);
-	}
-	if ((uint64_t)INA_HDR_SIZE + (uint64_t)pipe->slot_elems * 2 > max_pkt) {
-		snprintf(err, err_size, "--slot-elems %u: a block of that size does not fit the "
-			 "port's %u-byte packets", pipe->slot_elems, max_pkt);
-		return -1;
-	}
-	return 0;
-}
-
 /* The port spec: --port (with --port-opts appended), else udp on --listen.
  * A udp spec without bind= serves --listen. */
 static void
@@ -369,7 +350,7 @@ resolve_peer(struct ina_port *port, const char *opt, const char *addr, struct in
 
 	if (!addr)
 		return;
-	ret = port->ops->resolve(port, addr, peer);
+	ret = ina_port_resolve(port, addr, peer);
 	if (ret < 0) {
 		snprintf(err, sizeof(err), "%s %s: cannot resolve it on the %s port: %s", opt, addr,
 			 port->ops->type, strerror(-ret));
@@ -559,7 +540,7 @@ main(int argc, char **argv)
 	ret = ina_port_open(spec, &port, err, sizeof(err));
 	if (ret < 0)
 		ina_eal_main_port_failed(spec, err[0] ? err : strerror(-ret));
-	if (switch_fit_slot_elems(&c.pipe, c.slot_elems_set, port->max_pkt, err, sizeof(err)) < 0) {
+	if (pipeline_config_fit_port(&c.pipe, c.slot_elems_set, port->max_pkt, err, sizeof(err)) < 0) {
 		ina_port_close(port);
 		ina_die("%s", err);
 	}
@@ -577,7 +558,7 @@ main(int argc, char **argv)
 		 * peers and itself (ina_capture_set_port, capture.h). */
 		memset(&self, 0, sizeof(self));
 		if (port->ops == &ina_port_udp_ops) {
-			ret = port->ops->resolve(port, c.listen, &self);
+			ret = ina_port_resolve(port, c.listen, &self);
 			if (ret < 0)
 				ina_die("--capture: cannot resolve %s: %s", c.listen,
 				    strerror(-ret));
@@ -635,7 +616,7 @@ main(int argc, char **argv)
 		if (mh)
 			metrics_fill(mh, &c, p, port, start_time_s, now);
 		if (!nb_rx)
-			port->ops->wait(port, INA_NS_PER_MS);
+			ina_port_wait(port, INA_NS_PER_MS);
 	}
 	metrics_http_stop(mh);
 	print_stats(p, port);

@@ -39,11 +39,12 @@
 #ifndef INA_PIPELINE_H
 #define INA_PIPELINE_H
 
+#include <stddef.h>
 #include <stdint.h>
-#include <stdio.h>
 
 #include "ina/pkt.h"
 #include "ina/wire.h"
+#include "pipeline_events.h"
 #include "share.h"
 
 struct pipeline;
@@ -114,6 +115,10 @@ struct pipeline_config {
 	uint8_t host_mode;
 	uint16_t nb_uplink_jobs;
 	struct pipeline_uplink_job uplink_jobs[PIPELINE_UPLINK_JOBS];
+	/* Called with each event (pipeline_events.h), with 'event_ctx'; NULL:
+	 * none reported. pipeline_log_event() (pipeline_log.h) logs them. */
+	pipeline_event_fn on_event;
+	void *event_ctx;
 };
 
 /*
@@ -205,6 +210,16 @@ struct pipeline_stats {
 	uint64_t drop[PDROP_MAX];			/* by enum pipeline_drop */
 };
 
+/*
+ * Fits the pipeline's slot to what one packet of a port with
+ * 'max_pkt'-byte packets carries in bf16, the smallest element (shrinks the
+ * default, unless --slot-elems was given), and sets pipe->max_pkt so that a
+ * job whose blocks would not fit in its encoding is refused. 0, or -1 with
+ * the reason in 'err'.
+ */
+int pipeline_config_fit_port(struct pipeline_config *pipe, int slot_elems_set, uint32_t max_pkt,
+			     char *err, size_t err_size);
+
 /* Creates a pipeline; NULL with errno set (EINVAL for a bad config). */
 struct pipeline *pipeline_create(const struct pipeline_config *cfg);
 void pipeline_destroy(struct pipeline *p);	/* Accepts NULL. */
@@ -257,7 +272,7 @@ int pipeline_job_free(struct pipeline *p, uint32_t job_id);
 /*
  * Processes control packets (JOIN, FIN, LEAVE) that partition 0 answers, in
  * the same order as partition 0, so that this partition's job table follows:
- * no packet comes out, nothing is counted or logged, and every input is freed.
+ * no packet comes out, nothing is counted or reported (no event), and every input is freed.
  */
 void pipeline_rx_quiet(struct pipeline *p, struct ina_pkt **in, uint16_t nb_in, uint64_t now_ns);
 
@@ -297,15 +312,9 @@ const char *pipeline_drop_name(enum pipeline_drop d);
 uint32_t pipeline_free_slots(const struct pipeline *p);
 uint16_t pipeline_nb_jobs(const struct pipeline *p);
 
-/* Prints the non-zero counters, one "name value" per line. */
-void pipeline_stats_print(const struct pipeline *p, FILE *f);
-void pipeline_stats_fprint(const struct pipeline_stats *st, FILE *f);
-/* Adds every counter of 'st' to 'sum' (partitions added together). */
+/* Adds every counter of 'st' to 'sum' (partitions added together). The
+ * printing of counters and of the jobs' state is pipeline_dump.h's. */
 void pipeline_stats_add(struct pipeline_stats *sum, const struct pipeline_stats *st);
-/* Prints each job's state: ranks joined and finished, standby or taken
- * over, and for every lane with an open block, the block and the ranks it
- * still waits on (standing by: every lane's stored result). */
-void pipeline_dump(const struct pipeline *p, FILE *f);
 
 /* One admitted job as a monitor sees it (pipeline_jobs(), for the metrics
  * of metrics.h): what pipeline_dump() prints of it, as numbers. */

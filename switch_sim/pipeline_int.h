@@ -1,15 +1,20 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The pipeline's inside, shared by pipeline.c and uplink.c (a rack's link to
- * its spine) and by nothing else: slots, halves, jobs, and the few helpers
- * both use to write packets and to complete a slot.
+ * The pipeline's inside, shared by its files and by nothing else (but the
+ * programs' dump, pipeline_dump.c): slots, halves, jobs, and the lower
+ * layer's helpers (slots.c) that every handler uses to write packets and to
+ * complete a slot. The layers: pipeline.c dispatches a packet to admission.c,
+ * replica.c, ssp.c or uplink.c; all of them use slots.c, which calls none.
  */
 #ifndef INA_PIPELINE_INT_H
 #define INA_PIPELINE_INT_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "ina/pkt.h"
+#include "ina/encode.h"
+#include "ina/encoding.h"
 #include "ina/wire.h"
 #include "pipeline.h"
 
@@ -65,6 +70,7 @@ struct slot {
 struct job {
 	uint8_t active;
 	struct ina_job_params params;
+	const struct ina_encoding_ops *enc; /* the row of params.encoding */
 	uint32_t slot_base;	/* first of nb_slots slots; lane l is in
 				 * slot_base + l / part_count */
 	uint16_t nb_slots;	/* ceil(lanes / part_count) (x sets under ssp) */
@@ -123,8 +129,6 @@ struct pipeline {
 	uint16_t nb_jobs;
 	uint16_t last_job;	/* lookup cache */
 	uint32_t next_epoch;
-	uint8_t quiet;		/* a replica following partition 0: no answer,
-				 * no log (counters are restored by the caller) */
 	uint8_t draining;	/* pipeline_drain(): no new job is admitted */
 	struct share_job *share;	/* max_jobs + 1 entries (--share fair) */
 	struct redirected redirected[PL_REDIRECTED];
@@ -136,6 +140,14 @@ struct pipeline {
 	uint64_t wait_since_ns;
 };
 
+/* Reports 'ev' to the program (pipeline_config.on_event), if it listens. */
+static inline void
+pl_event(const struct pipeline *p, const struct pipeline_event *ev)
+{
+	if (p->cfg.on_event)
+		p->cfg.on_event(p->cfg.event_ctx, ev);
+}
+
 struct job *pl_job_find(struct pipeline *p, uint32_t job_id);
 void pl_job_free(struct pipeline *p, struct job *j);
 /* Writes a switch-sent header for 'j' into 'pkt'; the payload follows. */
@@ -146,17 +158,8 @@ struct ina_pkt *pl_answer_buf(struct pipeline *p, struct ina_pkt *in, uint32_t s
 /* Writes the result kept in half 'hf' of lane 'lane' into 'o'. */
 void pl_put_result(const struct pipeline *p, struct ina_pkt *o, const struct job *j,
 		   uint16_t lane, uint8_t ver, const struct half *hf);
-void pl_half_open(struct half *hf, const struct block_key *key);
-/* Half 'ver' of 's' holds a finished block: it becomes the shadow, the
- * other half opens for its next block or idles. */
-void pl_slot_complete(struct slot *s, uint8_t ver);
-int pl_key_equal(const struct block_key *a, const struct block_key *b);
-int pl_key_shape_differs(const struct block_key *a, const struct block_key *b);
 /* Addresses the RESULT in 'o' to 'rank', or to every rank (INA_RANK_ALL). */
 void pl_result_route(struct pipeline *p, struct ina_pkt *o, struct job *j, uint16_t rank);
-/* Adds the DATA 'h' (payload at 'payload') to the open half 'hf'. */
-void pl_half_add(struct pipeline *p, const struct job *j, struct half *hf, const struct ina_hdr *h,
-		 const uint8_t *payload);
 /* 1 when the finished sum of 'hf' goes down DEFERRED (the result filter). */
 int pl_half_deferred(const struct job *j, const struct half *hf);
 /* The answer to a duplicate for the open half 'hf' of 's': a WAIT naming
@@ -166,6 +169,17 @@ struct ina_pkt *pl_duplicate(struct pipeline *p, struct ina_pkt *in, struct job 
 			     const struct half *hf, const struct ina_hdr *h, uint64_t now);
 /* The largest RESULT (with a PARTIAL trailer) for a block of h->block_size. */
 uint32_t pl_result_size(const struct job *j, const struct ina_hdr *h);
+/* Writes an ERROR of job 'job_id' with status 'code' and text 'msg' (n
+ * bytes, at most INA_ERROR_MSG_MAX) into 'o'. */
+void pl_put_error(struct ina_pkt *o, uint32_t job_id, uint64_t token, uint8_t encoding,
+		  uint16_t code, const char *msg, size_t n);
+/* Answers 'in' (header 'rx') with an ERROR 'code' whose text is formatted
+ * from 'fmt', reported as a PEV_REFUSED event; NULL (counted) when no buffer. */
+struct ina_pkt *pl_send_error(struct pipeline *p, struct ina_pkt *in, const struct ina_hdr *rx,
+			      uint16_t code, const char *fmt, ...)
+	__attribute__((format(printf, 5, 6)));
+/* How long a job lingers after a FIN: a standby job longer. */
+uint64_t pl_job_linger_ns(const struct pipeline *p, const struct job *j);
 
 /* The block a packet's header names. */
 static inline struct block_key
@@ -179,6 +193,96 @@ pl_key_of(const struct ina_hdr *h)
 		.block_size = h->block_size,
 	};
 	return k;
+}
+
+/* The per-packet helpers of the lanes, inline: every handler calls them on
+ * its hot path. */
+
+static inline void
+pl_half_open(struct half *hf, const struct block_key *key)
+{
+	hf->state = HALF_AGG;
+	hf->key = *key;
+	hf->bitmap = 0;
+	hf->has_data = 0;
+	hf->saturated = 0;
+	hf->deferred = 0;
+	hf->partial = 0;
+	hf->acked = 0;
+	hf->bound = UINT32_MAX;
+	hf->next = INA_BLOCK_END;
+	hf->exp = INA_EXP_ZERO;
+}
+
+/*
+ * Block completion: half 'ver' of 's' holds a finished block. It becomes the
+ * lane's shadow and the version flips; the other half opens for the
+ * announced next block, or idles until the next round's opener when that is
+ * END. Every finished block comes here, aggregated in this switch or stored
+ * by a replica from its primary's REPL.
+ */
+static inline void
+pl_slot_complete(struct slot *s, uint8_t ver)
+{
+	struct half *hf = &s->h[ver];
+
+	hf->state = HALF_RESULT;
+	s->cur = ver ^ 1;
+	if (hf->next == INA_BLOCK_END) {
+		s->h[s->cur].state = HALF_IDLE;
+		s->has_round = 1;
+		s->last_round = hf->key.round;
+	} else {
+		struct block_key key = hf->key;
+
+		key.block = hf->next;
+		pl_half_open(&s->h[s->cur], &key);
+	}
+	s->waited = 0;
+}
+
+static inline int
+pl_key_equal(const struct block_key *a, const struct block_key *b)
+{
+	return a->tensor_id == b->tensor_id && a->round == b->round && a->block == b->block &&
+	       a->tensor_len == b->tensor_len && a->block_size == b->block_size;
+}
+
+/* Same block named, but a tensor length or block size that disagrees. */
+static inline int
+pl_key_shape_differs(const struct block_key *a, const struct block_key *b)
+{
+	return a->tensor_id == b->tensor_id && a->round == b->round && a->block == b->block &&
+	       (a->tensor_len != b->tensor_len || a->block_size != b->block_size);
+}
+
+/* Adds the packet's contribution to the open half. */
+static inline void
+pl_half_add(struct pipeline *p, const struct job *j, struct half *hf, const struct ina_hdr *h,
+	    const uint8_t *payload)
+{
+	hf->bitmap |= 1ull << h->rank;
+	if (h->bound < hf->bound)
+		hf->bound = h->bound;
+	if (h->n_elems) {
+		if (!hf->has_data) {
+			j->enc->load(hf->acc.f32, payload, h->n_elems);
+		} else {
+			size_t sat = j->enc->add(hf->acc.f32, payload, h->n_elems);
+
+			if (sat) {
+				hf->saturated = 1;
+				p->st.saturated += sat;
+			}
+		}
+		hf->has_data = 1;
+	}
+	if (h->next < hf->next) {
+		hf->next = h->next;
+		hf->exp = h->exp;
+	} else if (h->next == hf->next && h->exp > hf->exp) {
+		hf->exp = h->exp;
+	}
 }
 
 #endif

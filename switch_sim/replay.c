@@ -25,6 +25,8 @@
 #include "ina/util.h"
 #include "ina/wire.h"
 #include "pipeline.h"
+#include "pipeline_dump.h"
+#include "pipeline_log.h"
 
 /* Packet buffers: one in, one out at a time, and room for the pipeline's own. */
 #define REPLAY_POOL_PKTS 64
@@ -77,6 +79,7 @@ parse_args(int argc, char **argv, struct pipeline_config *cfg)
 	ina_log_set_ident("ina-replay");
 	ina_log_set_level(INA_LOG_WARN);
 	pipeline_config_init(cfg);
+	cfg->on_event = pipeline_log_event;
 	while ((o = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		switch (o) {
 		case OPT_SLOTS: cfg->nb_slots = (uint32_t)ina_cli_u64("slots", optarg, 1, 1u << 20); break;

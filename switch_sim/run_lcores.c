@@ -32,49 +32,14 @@ close_ports(struct ina_port **ports, uint16_t n)
 static void
 print_ports(struct ina_port *const *ports, uint16_t k, FILE *f)
 {
-	struct ina_port_dpdk_neigh_stats sum, st;
-	static const char *const inject_names[] = {
-		"port_inject_drop", "port_inject_dup", "port_inject_reorder",
-		"port_inject_delay", "port_inject_corrupt", "port_csum_bad",
-	};
-	uint64_t inject[6] = { 0 };
-	const struct {
-		const char *name;
-		size_t off;
-	} rows[] = {
-		{ "port_arp_rx", offsetof(struct ina_port_dpdk_neigh_stats, arp_rx) },
-		{ "port_arp_reply_tx", offsetof(struct ina_port_dpdk_neigh_stats, arp_reply_tx) },
-		{ "port_arp_learned", offsetof(struct ina_port_dpdk_neigh_stats, arp_learned) },
-		{ "port_icmp_echo", offsetof(struct ina_port_dpdk_neigh_stats, icmp_echo) },
-		{ "port_not_ip", offsetof(struct ina_port_dpdk_neigh_stats, not_ip) },
-		{ "port_not_ours", offsetof(struct ina_port_dpdk_neigh_stats, not_ours) },
-		{ "port_malformed", offsetof(struct ina_port_dpdk_neigh_stats, malformed) },
-		{ "port_link_down", offsetof(struct ina_port_dpdk_neigh_stats, link_down) },
-	};
+	uint64_t inject_drop = 0;
 
-	memset(&sum, 0, sizeof(sum));
-	for (uint16_t p = 0; p < k; p++) {
-		ina_port_dpdk_neigh_stats(ports[p], &st);
-		for (size_t r = 0; r < sizeof(rows) / sizeof(rows[0]); r++)
-			*(uint64_t *)(void *)((char *)&sum + rows[r].off) +=
-				*(const uint64_t *)(const void *)((const char *)&st + rows[r].off);
-		inject[0] += ports[p]->stats.inject_drop;
-		inject[1] += ports[p]->stats.inject_dup;
-		inject[2] += ports[p]->stats.inject_reorder;
-		inject[3] += ports[p]->stats.inject_delay;
-		inject[4] += ports[p]->stats.inject_corrupt;
-		inject[5] += ports[p]->stats.rx_csum_bad;
-	}
+	for (uint16_t p = 0; p < k; p++)
+		inject_drop += ports[p]->stats.inject_drop;
 	fprintf(f, "  %-24s %s, %u partitions\n", "transport", ports[0]->ops->type, k);
-	for (size_t i = 0; i < sizeof(inject) / sizeof(inject[0]); i++)
-		if (inject[i])
-			fprintf(f, "  %-24s %" PRIu64 "\n", inject_names[i], inject[i]);
-	for (size_t r = 0; r < sizeof(rows) / sizeof(rows[0]); r++) {
-		uint64_t v = *(const uint64_t *)(const void *)((const char *)&sum + rows[r].off);
-
-		if (v)
-			fprintf(f, "  %-24s %" PRIu64 "\n", rows[r].name, v);
-	}
+	if (inject_drop)
+		fprintf(f, "  %-24s %" PRIu64 "\n", "port_inject_drop", inject_drop);
+	ina_port_print_counters(ports, k, f);
 }
 
 /* What the metrics callbacks need besides the partitions. */
@@ -158,7 +123,7 @@ switch_run_lcores(const char *spec, uint16_t k, struct pipeline_config *pipe,
 			ina_eal_main_port_failed(pspec, err[0] ? err : strerror(-ret));
 		}
 	}
-	if (switch_fit_slot_elems(pipe, slot_elems_set, ports[0]->max_pkt, err, sizeof(err)) < 0) {
+	if (pipeline_config_fit_port(pipe, slot_elems_set, ports[0]->max_pkt, err, sizeof(err)) < 0) {
 		close_ports(ports, k);
 		ina_die("%s", err);
 	}

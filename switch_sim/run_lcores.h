@@ -36,14 +36,4 @@ int switch_run_lcores(const char *spec, uint16_t k, struct pipeline_config *pipe
 		      volatile sig_atomic_t *dump, struct metrics_http *mh,
 		      double start_time_s);
 
-/*
- * main.c's: fits the pipeline's slot to what one packet of a port with
- * 'max_pkt'-byte packets carries in bf16, the smallest element (shrinks the
- * default, unless --slot-elems was given), and sets pipe->max_pkt so that a
- * job whose blocks would not fit in its encoding is refused. 0, or -1 with
- * the reason in 'err'.
- */
-int switch_fit_slot_elems(struct pipeline_config *pipe, int slot_elems_set, uint32_t max_pkt,
-			  char *err, size_t err_size);
-
 #endif

@@ -217,27 +217,3 @@ drop:
 	ina_pkt_free(in);
 	return NULL;
 }
-
-void
-ssp_dump(const struct pipeline *p, const struct job *j, FILE *f)
-{
-	uint32_t sets = INA_SSP_SETS(j->ssp);
-	char ranks[192];
-
-	fprintf(f, "  ssp:%u: %" PRIu32 " slots per lane\n", j->ssp, sets);
-	for (uint16_t l = p->cfg.part_index; l < j->params.lanes;
-	     l = (uint16_t)(l + p->cfg.part_count)) {
-		const struct slot *g =
-			&p->slots[j->slot_base + (uint32_t)(l / p->cfg.part_count) * sets];
-
-		for (uint32_t k = 0; k < sets; k++) {
-			const struct half *hf = &g[k].h[g[k].cur];
-
-			if (hf->state != HALF_AGG || !hf->bitmap)
-				continue;
-			fprintf(f, "  lane %u set %" PRIu32 ": round %" PRIu32 " waits on ranks %s\n",
-				l, k, hf->key.round,
-				ina_ranks_str(ranks, sizeof(ranks), j->full & ~hf->bitmap));
-		}
-	}
-}

@@ -18,7 +18,6 @@
 #define INA_SSP_H
 
 #include <stdint.h>
-#include <stdio.h>
 
 #include "ina/pkt.h"
 #include "ina/wire.h"
@@ -32,8 +31,5 @@ const char *ssp_refusal(const struct pipeline *p, const struct ina_hdr *h, uint1
 /* DATA 'h' of ssp job 'j' (joined, not finished): the packet to send, or NULL. */
 struct ina_pkt *ssp_data(struct pipeline *p, struct ina_pkt *in, struct job *j,
 			 const struct ina_hdr *h, uint64_t now);
-
-/* pipeline_dump()'s lines for the lanes of ssp job 'j'. */
-void ssp_dump(const struct pipeline *p, const struct job *j, FILE *f);
 
 #endif

@@ -15,7 +15,6 @@
 #include <string.h>
 
 #include "ina/encode.h"
-#include "ina/log.h"
 #include "uplink.h"
 
 const struct pipeline_uplink_job *
@@ -81,7 +80,7 @@ exp_clamp(int e)
 static int16_t
 exp_up(const struct job *j, const struct half *hf)
 {
-	if (hf->next == INA_BLOCK_END || j->params.encoding != INA_ENC_I32)
+	if (hf->next == INA_BLOCK_END || !j->enc->scaled)
 		return 0;
 	return exp_clamp(hf->exp + clog2(j->params.world));
 }
@@ -89,7 +88,7 @@ exp_up(const struct job *j, const struct half *hf)
 static int16_t
 exp_down(const struct job *j, const struct ina_hdr *h)
 {
-	if (h->next == INA_BLOCK_END || j->params.encoding != INA_ENC_I32)
+	if (h->next == INA_BLOCK_END || !j->enc->scaled)
 		return 0;
 	return exp_clamp(h->exp + clog2(j->up_world) - clog2(j->params.world));
 }
@@ -164,13 +163,9 @@ uplink_data(struct pipeline *p, struct ina_pkt *in, struct job *j, struct slot *
 	h.n_elems = n;
 	h.bound = hf->bound == UINT32_MAX ? 0 : hf->bound;
 	ina_wire_encode_hdr(&h, o->data);
-	if (n) {
-		if (j->params.encoding == INA_ENC_I32)
-			ina_enc_i32_store(o->data + INA_HDR_SIZE, hf->acc.i32, n);
-		else
-			ina_enc_f32_put(o->data + INA_HDR_SIZE, hf->acc.f32, n);
-	}
-	o->len = INA_HDR_SIZE + (uint32_t)n * 4u;
+	if (n)
+		j->enc->store(o->data + INA_HDR_SIZE, hf->acc.f32, n);
+	o->len = INA_HDR_SIZE + (uint32_t)(n * j->enc->elem_size);
 	o->peer = p->cfg.uplink;
 	p->st.up_data++;
 	p->st.up_bytes += (uint64_t)n * 4u;
@@ -235,8 +230,9 @@ rx_join_ack(struct pipeline *p, struct ina_pkt *in, struct job *j, const struct 
 	}
 	j->up_epoch = h->epoch;
 	j->up = UP_RUNNING;
-	INA_LOG(INFO, "job %" PRIu32 ": joined the spine as rank %u of %u, epoch %" PRIu32,
-		j->params.job_id, j->up_rank, j->up_world, h->epoch);
+	pl_event(p, &(struct pipeline_event){ .kind = PEV_UP_JOINED, .job_id = j->params.job_id,
+					      .rank = j->up_rank, .world = j->up_world,
+					      .epoch = h->epoch });
 	if (!(j->joined & ~j->finished)) {
 		/* Every rank that joined has finished already: nobody to tell. */
 		ina_pkt_free(in);
@@ -277,12 +273,8 @@ rx_result(struct pipeline *p, struct ina_pkt *in, struct job *j, const struct in
 	hf->saturated |= (h->flags & INA_F_SATURATED) != 0;
 	hf->deferred = (h->flags & INA_F_DEFERRED) != 0;
 	hf->has_data = h->n_elems != 0 || hf->deferred;
-	if (h->n_elems) {
-		if (j->params.encoding == INA_ENC_I32)
-			ina_enc_i32_load(hf->acc.i32, in->data + INA_HDR_SIZE, h->n_elems);
-		else
-			ina_enc_f32_get(hf->acc.f32, in->data + INA_HDR_SIZE, h->n_elems);
-	}
+	if (h->n_elems)
+		j->enc->load(hf->acc.f32, in->data + INA_HDR_SIZE, h->n_elems);
 	o = pl_answer_buf(p, in, in->len);
 	if (o) {
 		pl_put_result(p, o, j, h->lane, ver, hf);
@@ -332,9 +324,10 @@ rx_error(struct pipeline *p, struct ina_pkt *in, struct job *j, const struct ina
 	uint64_t told = j->joined & ~j->finished;
 	struct ina_pkt *o;
 
-	INA_LOG(WARN, "job %" PRIu32 ": the spine sent ERROR %u (%.*s): the job ends here too",
-		j->params.job_id, h->status, (int)(in->len - INA_HDR_SIZE),
-		(const char *)in->data + INA_HDR_SIZE);
+	pl_event(p, &(struct pipeline_event){ .kind = PEV_UP_ERROR, .job_id = j->params.job_id,
+					      .status = h->status,
+					      .text = (const char *)in->data + INA_HDR_SIZE,
+					      .text_len = in->len - INA_HDR_SIZE });
 	j->aborted = 1;
 	p->st.jobs_aborted++;
 	p->st.up_errors++;

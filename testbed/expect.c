@@ -13,7 +13,7 @@
 int
 expect_exact(const struct topo_job *job)
 {
-	return job->data == TOPO_DATA_SYNTHETIC && job->encoding != INA_ENC_BF16;
+	return job->data == TOPO_DATA_SYNTHETIC && workload_exact_encoding(job->encoding);
 }
 
 int

@@ -4,6 +4,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 
+#include "ina/encoding.h"
 #include "ina/wire.h"
 #include "plan.h"
 #include "run.h"
@@ -25,13 +26,17 @@ msg(char *buf, size_t size, const char *fmt, ...)
 const char *
 plan_encoding(uint8_t e)
 {
-	return e == INA_ENC_I32 ? "i32" : e == INA_ENC_BF16 ? "bf16" : "f32";
+	const char *name = ina_wire_encoding_name(e);
+
+	return name ? name : "?";
 }
 
 static unsigned
 elem_bytes(uint8_t e)
 {
-	return e == INA_ENC_BF16 ? 2 : 4;
+	const struct ina_encoding_ops *enc = ina_encoding(e);
+
+	return enc ? (unsigned)enc->elem_size : 4;
 }
 
 /* A job over several switch tiers: every rack's uplink exists and fits a
@@ -52,7 +57,9 @@ plan_check_tiers(const struct topology *t, const struct topo_job *job, const str
 		    tr->nb_switches);
 		return TB_EXIT_UNSUPPORTED;
 	}
-	if (job->encoding == INA_ENC_BF16) {
+	if (ina_encoding(job->encoding)->elem_size < sizeof(float)) {
+		/* Narrower than the switch's 32-bit sums: a rack's partial sum
+		 * would be rounded twice. */
 		msg(err, errlen, "job '%s' spans %u switches in bf16: a rack switch does not "
 				 "forward bf16 upstream", job->name, tr->nb_switches);
 		return TB_EXIT_UNSUPPORTED;

@@ -37,6 +37,7 @@
 #include "ina/cli.h"
 #include "ina/util.h"
 #include "model.h"
+#include "sparsify_cli.h"
 
 #define SPLIT_SEED 0		/* the held-out test split is fixed, whatever --seed */
 #define TEST_FRACTION 0.2
@@ -125,19 +126,9 @@ usage(FILE *f)
 		"  --plot FILE.png       plot the curve with gnuplot, if installed\n"
 		"  --block B             elements per block, the job's block size (default 1024)\n"
 		"  --lanes L             blocks in flight per worker (default 64)\n"
-		"  --sparsify MODE       the gradient's sparsifier, with residual carry-over:\n"
-		"                        off (default), topk, filter, both\n"
-		"  --density D           topk: keep this fraction of the blocks (default 0.1)\n"
-		"  --mass M              topk: keep the fewest blocks holding this fraction of\n"
-		"                        the sum of squares instead\n"
-		"  --filter-b0 V         filter: hold back |value| < V * decay^round (default 0);\n"
-		"                        a result block whose averages are all under it comes\n"
-		"                        back deferred (zeros; each worker's part stays in its\n"
-		"                        residual)\n"
-		"  --filter-decay F      filter: the bound's decay per round, (0, 1] (default 1)\n"
-		"  --filter-results-scale X  the result bound is X x the filter's (default: the\n"
-		"                        workers, so a block whose average is under it is deferred)\n"
-		"  --no-filter-results   every result comes back in full\n"
+		"%s"
+		"                        (--density and --mass: the first names of\n"
+		"                        --keep-density and --keep-mass)\n"
 		"  --plan                the block planner picks B per round (up to --block)\n"
 		"  --consistency C       bsp (default) or ssp:S (S 1..8): a worker runs up to S\n"
 		"                        rounds ahead of the slowest and applies the average of\n"
@@ -146,7 +137,8 @@ usage(FILE *f)
 		"  --compute-us US       each round also computes for US microseconds (default 0)\n"
 		"  --straggle P          with --compute-us: in a share P of the rounds one worker\n"
 		"                        (drawn from --seed, alike on all) computes 3x as long\n"
-		"  --quiet               no line per epoch\n");
+		"  --quiet               no line per epoch\n",
+		sparsify_cli_help);
 }
 
 static void
@@ -154,8 +146,7 @@ parse_args(int argc, char **argv, struct opts *o)
 {
 	enum { O_DATA = 256, O_SCALE, O_WORKERS, O_RANK, O_SWITCH, O_SWITCH_BIN, O_JOB, O_TOKEN,
 	       O_EPOCHS, O_ROUNDS, O_LR, O_BATCH, O_SEED, O_CHECK, O_CSV, O_REPORT, O_PLOT,
-	       O_QUIET, O_HELP, O_DIVERGE, O_HIDDEN, O_BLOCK, O_LANES, O_SPARSIFY, O_DENSITY,
-	       O_MASS, O_B0, O_DECAY, O_RSCALE, O_NO_RESULTS, O_PLAN, O_CONSISTENCY, O_COMPUTE,
+	       O_QUIET, O_HELP, O_DIVERGE, O_HIDDEN, O_BLOCK, O_LANES, O_PLAN, O_CONSISTENCY, O_COMPUTE,
 	       O_STRAGGLE };
 	static const struct option lo[] = {
 		{ "data", required_argument, NULL, O_DATA },
@@ -184,13 +175,8 @@ parse_args(int argc, char **argv, struct opts *o)
 		{ "consistency", required_argument, NULL, O_CONSISTENCY },
 		{ "compute-us", required_argument, NULL, O_COMPUTE },
 		{ "straggle", required_argument, NULL, O_STRAGGLE },
-		{ "sparsify", required_argument, NULL, O_SPARSIFY },
-		{ "density", required_argument, NULL, O_DENSITY },
-		{ "mass", required_argument, NULL, O_MASS },
-		{ "filter-b0", required_argument, NULL, O_B0 },
-		{ "filter-decay", required_argument, NULL, O_DECAY },
-		{ "filter-results-scale", required_argument, NULL, O_RSCALE },
-		{ "no-filter-results", no_argument, NULL, O_NO_RESULTS },
+		SPARSIFY_CLI_OPTIONS,
+		SPARSIFY_CLI_ALIASES,
 		{ "plan", no_argument, NULL, O_PLAN },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -200,9 +186,7 @@ parse_args(int argc, char **argv, struct opts *o)
 			    .workers = 4, .rank = -1, .job = 1, .epochs = 50, .lr = 1.0,
 			    .batch = 32, .seed = 1, .check_every = 10, .scale = 16,
 			    .block = 1024, .lanes = 64, .diverge_rank = -1 };
-	o->sp = (struct ina_sparsify){ .mode = INA_SPARSIFY_OFF, .target = INA_TOPK_DENSITY,
-				       .density = 0.1, .mass = 0.5, .filter_b0 = 0,
-				       .filter_decay = 1, .filter_results = 1 };
+	sparsify_cli_defaults(&o->sp);
 	while ((ch = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
 		switch (ch) {
 		case O_DATA: o->data = optarg; break;
@@ -259,52 +243,13 @@ parse_args(int argc, char **argv, struct opts *o)
 			if (ina_parse_double(optarg, 0.0, 1.0, &o->straggle) < 0)
 				ina_die("--straggle: '%s' is not a number in 0..1", optarg);
 			break;
-		case O_SPARSIFY:
-			if (!strcmp(optarg, "off"))
-				o->sp.mode = INA_SPARSIFY_OFF;
-			else if (!strcmp(optarg, "topk"))
-				o->sp.mode = INA_SPARSIFY_TOPK;
-			else if (!strcmp(optarg, "filter"))
-				o->sp.mode = INA_SPARSIFY_FILTER;
-			else if (!strcmp(optarg, "both"))
-				o->sp.mode = INA_SPARSIFY_BOTH;
-			else
-				ina_die("--sparsify: off, topk, filter or both, not %s", optarg);
-			break;
-		case O_DENSITY:
-			if (ina_parse_double(optarg, 1e-9, 1, &o->sp.density) < 0)
-				ina_die("--density: not in (0, 1]: %s", optarg);
-			o->sp.target = INA_TOPK_DENSITY;
-			break;
-		case O_MASS:
-			if (ina_parse_double(optarg, 1e-9, 1, &o->sp.mass) < 0)
-				ina_die("--mass: not in (0, 1]: %s", optarg);
-			o->sp.target = INA_TOPK_MASS;
-			break;
-		case O_B0: {
-			double v;
-
-			if (ina_parse_double(optarg, 0, 1e30, &v) < 0)
-				ina_die("--filter-b0: not a number >= 0: %s", optarg);
-			o->sp.filter_b0 = (float)v;
-			break;
-		}
-		case O_DECAY:
-			if (ina_parse_double(optarg, 1e-9, 1, &o->sp.filter_decay) < 0)
-				ina_die("--filter-decay: not in (0, 1]: %s", optarg);
-			break;
-		case O_RSCALE: {
-			double v;
-
-			if (ina_parse_double(optarg, 1e-9, 1e9, &v) < 0)
-				ina_die("--filter-results-scale: not a positive number: %s", optarg);
-			o->sp.filter_results_scale = (float)v;
-			break;
-		}
-		case O_NO_RESULTS: o->sp.filter_results = 0; break;
 		case O_PLAN: o->plan = 1; break;
 		case O_HELP: case 'h': usage(stdout); exit(0);
-		default: usage(stderr); exit(2);
+		default:
+			if (sparsify_cli_parse(ch, optarg, &o->sp))
+				break;
+			usage(stderr);
+			exit(2);
 		}
 	}
 	if (optind < argc)
@@ -406,11 +351,10 @@ now_s(void)
 static void
 sparsifier_name(const struct opts *o, char *buf, size_t size)
 {
-	static const char *const modes[] = { "off", "topk", "filter", "both" };
 	const struct ina_sparsify *sp = &o->sp;
 	int len;
 
-	len = snprintf(buf, size, "%s", modes[sp->mode]);
+	len = snprintf(buf, size, "%s", sparsify_cli_mode_name(sp->mode));
 	if (sp->mode & INA_SPARSIFY_TOPK)
 		len += snprintf(buf + len, size - (size_t)len,
 				sp->target == INA_TOPK_MASS ? " mass %g" : " density %g",

@@ -112,7 +112,7 @@ peer_addr(const struct ina_capture *cap, const struct ina_peer *peer, uint32_t *
 	*port = 0;
 	if (cap->port) {
 		/* An empty peer (a zeroed 'self') is the port itself. */
-		if (cap->port->ops->peer_inet(cap->port, peer && peer->len ? peer : NULL, ip,
+		if (ina_port_peer_inet(cap->port, peer && peer->len ? peer : NULL, ip,
 					      port) < 0) {
 			*ip = 0;
 			*port = 0;
@@ -221,7 +221,10 @@ ina_capture_write(struct ina_capture *cap, const struct ina_pkt *pkt,
 void
 ina_capture_set_port(struct ina_capture *cap, const struct ina_port *port)
 {
-	if (port && port->ops->peer_inet)
+	uint32_t ip;
+	uint16_t udp;
+
+	if (port && ina_port_peer_inet(port, NULL, &ip, &udp) != -EOPNOTSUPP)
 		cap->port = port;
 }
 

@@ -8,8 +8,8 @@
  */
 #include <errno.h>
 #include <getopt.h>
-#include <inttypes.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,7 +18,7 @@
 #include "ina/eal_main.h"
 #include "ina/port.h"
 #ifdef INA_HAVE_DPDK
-#include "ina/port_dpdk.h"
+#include "ina/port_dpdk.h"	/* EAL start-up and the port's registration */
 #endif
 
 static int eal_started;
@@ -97,68 +97,18 @@ ina_eal_main_check_spec(const char *option, const char *spec)
 void
 ina_eal_main_port_failed(const char *spec, const char *err)
 {
-	const char *why = err && err[0] ? err : "cannot open the port";
-
-#ifdef INA_HAVE_DPDK
-	if (ina_eal_main_is_dpdk(spec) && ina_port_dpdk_last_error()[0])
-		why = ina_port_dpdk_last_error();
-#endif
-	ina_eal_main_die("cannot open port %s: %s", spec, why);
-}
-
-/* The injected faults (faults.h) of any port, and checksum drops. */
-static void
-print_faults(const struct ina_port *port, FILE *f)
-{
-	const struct ina_port_stats *ps = &port->stats;
-	const struct {
-		const char *name;
-		uint64_t v;
-	} rows[] = {
-		{ "port_inject_dup", ps->inject_dup },
-		{ "port_inject_reorder", ps->inject_reorder },
-		{ "port_inject_delay", ps->inject_delay },
-		{ "port_inject_corrupt", ps->inject_corrupt },
-		{ "port_csum_bad", ps->rx_csum_bad },
-	};
-
-	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++)
-		if (rows[i].v)
-			fprintf(f, "  %-24s %" PRIu64 "\n", rows[i].name, rows[i].v);
+	if (err && err[0])
+		ina_eal_main_die("%s", err);
+	ina_eal_main_die("cannot open port %s", spec);
 }
 
 void
 ina_eal_main_print_port(const struct ina_port *port, FILE *f)
 {
-	if (port)
-		print_faults(port, f);
-#ifdef INA_HAVE_DPDK
-	struct ina_port_dpdk_neigh_stats st;
-	const struct {
-		const char *name;
-		const uint64_t *v;
-	} rows[] = {
-		{ "port_arp_rx", &st.arp_rx },
-		{ "port_arp_reply_tx", &st.arp_reply_tx },
-		{ "port_arp_request_tx", &st.arp_request_tx },
-		{ "port_arp_learned", &st.arp_learned },
-		{ "port_icmp_echo", &st.icmp_echo },
-		{ "port_not_ip", &st.not_ip },
-		{ "port_not_ours", &st.not_ours },
-		{ "port_malformed", &st.malformed },
-		{ "port_link_down", &st.link_down },
-	};
+	struct ina_port *ports[1] = { (struct ina_port *)(uintptr_t)port };
 
-	if (!port || port->ops != &ina_port_dpdk_ops)
-		return;
-	ina_port_dpdk_neigh_stats(port, &st);
-	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++)
-		if (*rows[i].v)
-			fprintf(f, "  %-24s %" PRIu64 "\n", rows[i].name, *rows[i].v);
-#else
-	(void)port;
-	(void)f;
-#endif
+	if (port)
+		ina_port_print_counters(ports, 1, f);
 }
 
 #ifdef INA_HAVE_DPDK

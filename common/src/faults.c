@@ -286,7 +286,15 @@ ina_faults_next_ns(const struct ina_faults *f, uint64_t now_ns)
 void
 ina_faults_flush(struct ina_faults *f)
 {
-	for (unsigned i = 0; i < f->nb_held; i++)
-		ina_pkt_free(f->held[i].pkt);
+	struct ina_pkt *pkts[FAULTS_CHUNK];
+	unsigned i = 0;
+
+	while (i < f->nb_held) {
+		unsigned k = 0;
+
+		while (k < FAULTS_CHUNK && i < f->nb_held)
+			pkts[k++] = f->held[i++].pkt;
+		ina_pkt_free_bulk(pkts, k);
+	}
 	f->nb_held = 0;
 }

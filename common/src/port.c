@@ -54,7 +54,7 @@ ina_port_open(const char *spec, struct ina_port **out, char *err, unsigned err_s
 {
 	const struct ina_port_ops *ops = NULL;
 	const char *colon, *opts;
-	char known[128];
+	char known[128], why[320];
 	size_t type_len;
 	int ret;
 
@@ -82,17 +82,18 @@ ina_port_open(const char *spec, struct ina_port **out, char *err, unsigned err_s
 	if (!ops) {
 		known_types(known, sizeof(known));
 		if (err && err_size)
-			snprintf(err, err_size, "unknown port type '%.*s' in '%s' (known: %s)",
-				 (int)type_len, spec, spec, known);
+			snprintf(err, err_size, "cannot open port %s: unknown port type '%.*s' "
+				 "(known: %s)", spec, (int)type_len, spec, known);
 		return -EINVAL;
 	}
 
-	ret = ops->open(out, opts);
+	why[0] = '\0';
+	ret = ops->open(out, opts, why, sizeof(why));
 	if (ret < 0) {
 		*out = NULL;
 		if (err && err_size)
-			snprintf(err, err_size, "cannot open %s port '%s': %s", ops->type, opts,
-				 strerror(-ret));
+			snprintf(err, err_size, "cannot open port %s: %s", spec,
+				 why[0] ? why : strerror(-ret));
 	}
 	return ret;
 }

@@ -18,6 +18,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <sched.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -89,8 +90,6 @@ struct dpdk_port {
 	char name[48];
 };
 
-static __thread char last_err[320];
-
 static inline struct dpdk_port *
 dpdk_of(struct ina_port *port)
 {
@@ -107,12 +106,6 @@ int
 ina_port_dpdk_register(void)
 {
 	return ina_port_register(&ina_port_dpdk_ops);
-}
-
-const char *
-ina_port_dpdk_last_error(void)
-{
-	return last_err;
 }
 
 /* ---- packet pool over mbufs ---- */
@@ -169,10 +162,20 @@ dpdk_pool_get(struct ina_pkt_pool *pool, struct ina_pkt **pkts, unsigned n)
 static void
 dpdk_pool_put(struct ina_pkt_pool *pool, struct ina_pkt **pkts, unsigned n)
 {
+	struct rte_mbuf *mbufs[INA_MAX_BURST];
+	unsigned done = 0;
+
 	(void)pool;
-	/* Each mbuf goes back to its own mempool (rx may hand out foreign ones). */
-	for (unsigned i = 0; i < n; i++)
-		rte_pktmbuf_free((struct rte_mbuf *)pkts[i]->priv);
+	/* Each mbuf goes back to its own mempool (rx may hand out foreign
+	 * ones): rte_pktmbuf_free_bulk() sorts them out, a burst at a time. */
+	while (done < n) {
+		unsigned k = n - done < INA_MAX_BURST ? n - done : INA_MAX_BURST;
+
+		for (unsigned i = 0; i < k; i++)
+			mbufs[i] = pkts[done + i]->priv;
+		rte_pktmbuf_free_bulk(mbufs, k);
+		done += k;
+	}
 }
 
 static const struct ina_pkt_pool_ops dpdk_pool_ops = {
@@ -895,7 +898,8 @@ dpdk_close(struct ina_port *port)
 }
 
 static int
-dpdk_set_cfg_make(const struct dpdk_config *cfg, struct dpdk_set_cfg *sc)
+dpdk_set_cfg_make(const struct dpdk_config *cfg, struct dpdk_set_cfg *sc, char *err,
+		  size_t err_size)
 {
 	memset(sc, 0, sizeof(*sc));
 	if (cfg->all) {
@@ -903,7 +907,7 @@ dpdk_set_cfg_make(const struct dpdk_config *cfg, struct dpdk_set_cfg *sc)
 
 		RTE_ETH_FOREACH_DEV(id) {
 			if (sc->nb == DPDK_MAX_ETH) {
-				snprintf(last_err, sizeof(last_err),
+				snprintf(err, err_size,
 					 "port=all: more than %u ethdevs; pick a range LO-HI",
 					 DPDK_MAX_ETH);
 				return -E2BIG;
@@ -911,8 +915,7 @@ dpdk_set_cfg_make(const struct dpdk_config *cfg, struct dpdk_set_cfg *sc)
 			sc->ids[sc->nb++] = id;
 		}
 		if (sc->nb == 0) {
-			snprintf(last_err, sizeof(last_err),
-				 "no DPDK port: pass --vdev=... or bind a NIC");
+			snprintf(err, err_size, "no DPDK port: pass --vdev=... or bind a NIC");
 			return -ENODEV;
 		}
 	} else {
@@ -932,7 +935,7 @@ dpdk_set_cfg_make(const struct dpdk_config *cfg, struct dpdk_set_cfg *sc)
 }
 
 static int
-dpdk_open_cfg(const struct dpdk_config *cfg, struct ina_port **out)
+dpdk_open_cfg(const struct dpdk_config *cfg, struct ina_port **out, char *err, size_t err_size)
 {
 	struct dpdk_set_cfg sc;
 	struct dpdk_port *dp;
@@ -940,17 +943,17 @@ dpdk_open_cfg(const struct dpdk_config *cfg, struct ina_port **out)
 
 	*out = NULL;
 	if (!ina_dpdk_eal_running()) {
-		snprintf(last_err, sizeof(last_err), "EAL is not running: start it first "
+		snprintf(err, err_size, "EAL is not running: start it first "
 			 "([EAL options] -- [ina options])");
 		return -ENODEV;
 	}
-	ret = dpdk_set_cfg_make(cfg, &sc);
+	ret = dpdk_set_cfg_make(cfg, &sc, err, err_size);
 	if (ret < 0)
 		return ret;
 	dp = calloc(1, sizeof(*dp));
 	if (!dp)
 		return -ENOMEM;
-	ret = dpdk_set_open(&sc, (uint16_t)cfg->queue, &dp->set, last_err, sizeof(last_err));
+	ret = dpdk_set_open(&sc, (uint16_t)cfg->queue, &dp->set, err, err_size);
 	if (ret < 0) {
 		free(dp);
 		return ret;
@@ -959,7 +962,7 @@ dpdk_open_cfg(const struct dpdk_config *cfg, struct ina_port **out)
 	for (dp->nb_rxq = 1; cfg->queue_all && dp->nb_rxq < sc.queues; dp->nb_rxq++) {
 		struct dpdk_set *same;
 
-		ret = dpdk_set_open(&sc, dp->nb_rxq, &same, last_err, sizeof(last_err));
+		ret = dpdk_set_open(&sc, dp->nb_rxq, &same, err, err_size);
 		if (ret < 0) {
 			while (dp->nb_rxq-- > 0)
 				dpdk_set_close(dp->set, dp->nb_rxq);
@@ -1011,21 +1014,26 @@ dpdk_open_cfg(const struct dpdk_config *cfg, struct ina_port **out)
 	return 0;
 }
 
+/* 'err' may be NULL: the reason is then dropped. */
 static int
-dpdk_open_args(const char *args, int need_port, uint16_t port_id, struct ina_port **out)
+dpdk_open_args(const char *args, int need_port, uint16_t port_id, struct ina_port **out,
+	       char *err, unsigned err_size)
 {
 	struct dpdk_config cfg;
+	char why[320];
 	int ret;
 
-	last_err[0] = '\0';
+	why[0] = '\0';
+	if (err && err_size)
+		err[0] = '\0';
 	if (!out)
 		return -EINVAL;
 	*out = NULL;
 	if (!args)
 		args = "";
-	ret = dpdk_config_parse(args, &cfg, last_err, sizeof(last_err));
+	ret = dpdk_config_parse(args, &cfg, why, sizeof(why));
 	if (ret == 0 && need_port && !cfg.has_port) {
-		snprintf(last_err, sizeof(last_err), "needs port=ID, port=LO-HI or port=all");
+		snprintf(why, sizeof(why), "needs port=ID, port=LO-HI or port=all");
 		ret = -EINVAL;
 	}
 	if (ret == 0 && !need_port) {
@@ -1033,22 +1041,23 @@ dpdk_open_args(const char *args, int need_port, uint16_t port_id, struct ina_por
 		cfg.lo = cfg.hi = port_id;
 	}
 	if (ret == 0)
-		ret = dpdk_open_cfg(&cfg, out);
-	if (ret < 0)
-		INA_LOG(ERR, "dpdk port '%s': %s", args, last_err[0] ? last_err : strerror(-ret));
+		ret = dpdk_open_cfg(&cfg, out, why, sizeof(why));
+	if (ret < 0 && err && err_size)
+		snprintf(err, err_size, "%s", why);
 	return ret;
 }
 
 int
-ina_port_dpdk_open_id(uint16_t port_id, const char *args, struct ina_port **out)
+ina_port_dpdk_open_id(uint16_t port_id, const char *args, struct ina_port **out, char *err,
+		      unsigned err_size)
 {
-	return dpdk_open_args(args, 0, port_id, out);
+	return dpdk_open_args(args, 0, port_id, out, err, err_size);
 }
 
 static int
-dpdk_open(struct ina_port **out, const char *args)
+dpdk_open(struct ina_port **out, const char *args, char *err, unsigned err_size)
 {
-	return dpdk_open_args(args, 1, 0, out);
+	return dpdk_open_args(args, 1, 0, out, err, err_size);
 }
 
 /* ---- getters ---- */
@@ -1082,6 +1091,43 @@ void
 ina_port_dpdk_neigh_stats(const struct ina_port *port, struct ina_port_dpdk_neigh_stats *st)
 {
 	*st = dpdk_of_c(port)->neigh.st;
+}
+
+/* The names ina-switch prints for struct ina_port_dpdk_neigh_stats (its
+ * Prometheus names are in switch_sim/metrics.c). */
+#define NEIGH_ROW(field) { "port_" #field, offsetof(struct ina_port_dpdk_neigh_stats, field) }
+static const struct {
+	const char *name;
+	size_t off;
+} neigh_rows[] = {
+	NEIGH_ROW(arp_rx),
+	NEIGH_ROW(arp_reply_tx),
+	NEIGH_ROW(arp_request_tx),
+	NEIGH_ROW(arp_learned),
+	NEIGH_ROW(icmp_echo),
+	NEIGH_ROW(not_ip),
+	NEIGH_ROW(not_ours),
+	NEIGH_ROW(malformed),
+	NEIGH_ROW(link_down),
+	NEIGH_ROW(csum_partial),
+};
+#undef NEIGH_ROW
+
+_Static_assert(sizeof(neigh_rows) / sizeof(neigh_rows[0]) * sizeof(uint64_t) ==
+		       sizeof(struct ina_port_dpdk_neigh_stats),
+	       "a counter of struct ina_port_dpdk_neigh_stats has no row in neigh_rows");
+
+static unsigned
+dpdk_xstats(const struct ina_port *port, struct ina_port_xstat *xs, unsigned n)
+{
+	const struct ina_port_dpdk_neigh_stats *st = &dpdk_of_c(port)->neigh.st;
+	const unsigned nb = sizeof(neigh_rows) / sizeof(neigh_rows[0]);
+
+	for (unsigned i = 0; i < n && i < nb; i++) {
+		xs[i].name = neigh_rows[i].name;
+		memcpy(&xs[i].value, (const char *)st + neigh_rows[i].off, sizeof(uint64_t));
+	}
+	return nb;
 }
 
 int
@@ -1136,5 +1182,6 @@ const struct ina_port_ops ina_port_dpdk_ops = {
 	.resolve = dpdk_resolve,
 	.peer_str = dpdk_peer_str,
 	.peer_inet = dpdk_peer_inet,
+	.xstats = dpdk_xstats,
 	.close = dpdk_close,
 };

@@ -62,6 +62,7 @@ struct udp_port {
 	int busy;			/* wait() returns at once */
 	struct ina_faults faults;	/* injected faults (tests), off by default */
 	char name[32];			/* bound "A.B.C.D:PORT", for logs */
+	struct sockaddr_in local;	/* the address bound (real port when 0) */
 
 	/* rx: one message per buffer of a burst. */
 	struct mmsghdr rx_msgs[INA_MAX_BURST];
@@ -189,16 +190,16 @@ udp_config_init(struct udp_config *cfg)
 	cfg->busy = 0;
 }
 
-/* Parses one KEY=VALUE option into 'cfg'. 0 or -EINVAL, logged. */
+/* Parses one KEY=VALUE option into 'cfg'. 0 or -EINVAL with why in 'err'. */
 static int
-udp_option(const char *args, char *opt, struct udp_config *cfg)
+udp_option(char *opt, struct udp_config *cfg, char *err, unsigned err_size)
 {
 	const char *key = opt, *val, *range = "";
 	char *eq = strchr(opt, '=');
 	int ret;
 
 	if (!eq) {
-		INA_LOG(ERR, "udp port '%s': option '%s' needs a value (KEY=VALUE)", args, opt);
+		snprintf(err, err_size, "option '%s' needs a value (KEY=VALUE)", opt);
 		return -EINVAL;
 	}
 	*eq = '\0';
@@ -220,28 +221,27 @@ udp_option(const char *args, char *opt, struct udp_config *cfg)
 		ret = ina_parse_u64(val, UDP_MIN_SOCKBUF, UDP_MAX_SOCKBUF, &cfg->sndbuf);
 		range = " (4096..536870912)";
 	} else if (strcmp(key, "corrupt") == 0) {
-		INA_LOG(ERR, "udp port '%s': corrupt= is for ports that verify checksums "
-			"themselves (dpdk): the kernel drops a corrupted UDP datagram "
-			"before ina sees it", args);
+		snprintf(err, err_size, "corrupt= is for ports that verify checksums "
+			 "themselves (dpdk): the kernel drops a corrupted UDP datagram "
+			 "before ina sees it");
 		return -EINVAL;
 	} else if (strcmp(key, "busy") == 0) {
 		ret = ina_parse_u64(val, 0, 1, &cfg->busy);
 		range = " (0 or 1)";
 	} else if ((ret = ina_faults_option(&cfg->faults, key, val, &range)) == 0) {
-		INA_LOG(ERR, "udp port '%s': unknown option '%s' (known: bind, mtu, pkts, "
-			"rcvbuf, sndbuf, busy, " INA_FAULTS_KEYS ")", args, key);
+		snprintf(err, err_size, "unknown option '%s' (known: bind, mtu, pkts, "
+			 "rcvbuf, sndbuf, busy, " INA_FAULTS_KEYS ")", key);
 		return -EINVAL;
 	}
 	if (ret < 0) {
-		INA_LOG(ERR, "udp port '%s': bad value '%s' for option '%s'%s", args, val, key,
-			range);
+		snprintf(err, err_size, "bad value '%s' for option '%s'%s", val, key, range);
 		return -EINVAL;
 	}
 	return 0;
 }
 
 static int
-udp_config_parse(const char *args, struct udp_config *cfg)
+udp_config_parse(const char *args, struct udp_config *cfg, char *err, unsigned err_size)
 {
 	char *copy, *opt, *save = NULL;
 	int ret = 0;
@@ -250,7 +250,7 @@ udp_config_parse(const char *args, struct udp_config *cfg)
 	if (!copy)
 		return -ENOMEM;
 	for (opt = strtok_r(copy, ",", &save); opt; opt = strtok_r(NULL, ",", &save)) {
-		ret = udp_option(args, opt, cfg);
+		ret = udp_option(opt, cfg, err, err_size);
 		if (ret < 0)
 			break;
 	}
@@ -295,7 +295,7 @@ udp_close(struct ina_port *port)
 }
 
 static int
-udp_open(struct ina_port **out, const char *args)
+udp_open(struct ina_port **out, const char *args, char *err, unsigned err_size)
 {
 	struct udp_config cfg;
 	struct sockaddr_in local;
@@ -307,7 +307,7 @@ udp_open(struct ina_port **out, const char *args)
 	if (!args)
 		args = "";
 	udp_config_init(&cfg);
-	ret = udp_config_parse(args, &cfg);
+	ret = udp_config_parse(args, &cfg, err, err_size);
 	if (ret < 0)
 		return ret;
 
@@ -324,23 +324,25 @@ udp_open(struct ina_port **out, const char *args)
 	up->port.pool = ina_pkt_pool_create((unsigned)cfg.nb_pkts, (uint32_t)cfg.mtu);
 	if (!up->port.pool) {
 		ret = -errno;
-		INA_LOG(ERR, "udp port %s: cannot allocate %u packets of %u bytes: %s",
-			up->name, (unsigned)cfg.nb_pkts, (unsigned)cfg.mtu, strerror(-ret));
+		snprintf(err, err_size, "cannot allocate %u packets of %u bytes: %s",
+			 (unsigned)cfg.nb_pkts, (unsigned)cfg.mtu, strerror(-ret));
 		goto err;
 	}
 	up->fd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (up->fd < 0) {
 		ret = -errno;
-		INA_LOG(ERR, "udp port %s: socket failed: %s", up->name, strerror(-ret));
+		snprintf(err, err_size, "socket: %s", strerror(-ret));
 		goto err;
 	}
 	if (bind(up->fd, (const struct sockaddr *)&cfg.bind, sizeof(cfg.bind)) < 0) {
 		ret = -errno;
-		INA_LOG(ERR, "udp port %s: bind failed: %s", up->name, strerror(-ret));
+		snprintf(err, err_size, "cannot bind %s: %s", up->name, strerror(-ret));
 		goto err;
 	}
-	if (getsockname(up->fd, (struct sockaddr *)&local, &len) == 0)
-		sin_str(&local, up->name, sizeof(up->name));
+	if (getsockname(up->fd, (struct sockaddr *)&local, &len) < 0)
+		local = cfg.bind;
+	up->local = local;
+	sin_str(&local, up->name, sizeof(up->name));
 	udp_sockbuf(up, SO_RCVBUFFORCE, SO_RCVBUF, cfg.rcvbuf, "rcvbuf");
 	udp_sockbuf(up, SO_SNDBUFFORCE, SO_SNDBUF, cfg.sndbuf, "sndbuf");
 
@@ -372,11 +374,9 @@ udp_rx_raw(struct ina_port *port, struct ina_pkt **pkts, uint16_t n)
 		n = INA_MAX_BURST;
 	if (n == 0)
 		return 0;
-	got = pool->ops->get(pool, pkts, n);
-	if (got == 0) {
-		pool->nb_alloc_fail++;
+	got = ina_pkt_alloc_bulk(pool, pkts, n);
+	if (got == 0)
 		return 0;
-	}
 	for (i = 0; i < got; i++) {
 		struct msghdr *h = &up->rx_msgs[i].msg_hdr;
 
@@ -417,8 +417,7 @@ udp_rx_raw(struct ina_port *port, struct ina_pkt **pkts, uint16_t n)
 	}
 	for (; i < got; i++)
 		drops[nb_drops++] = pkts[i];
-	if (nb_drops)
-		pool->ops->put(pool, drops, nb_drops);
+	ina_pkt_free_bulk(drops, nb_drops);
 	return (uint16_t)nb_rx;
 }
 
@@ -611,6 +610,28 @@ udp_peer_str(const struct ina_port *port, const struct ina_peer *peer, char *buf
 	return buf;
 }
 
+/* Peers are sockaddr_in; the port itself is the address it is bound to. */
+static int
+udp_peer_inet(const struct ina_port *port, const struct ina_peer *peer, uint32_t *ip,
+	      uint16_t *udp)
+{
+	const struct udp_port *up = (const struct udp_port *)(const void *)port;
+	struct sockaddr_in sin;
+
+	if (!peer) {
+		sin = up->local;
+	} else {
+		if (peer->len != sizeof(sin))
+			return -EINVAL;
+		memcpy(&sin, peer->bytes, sizeof(sin));
+		if (sin.sin_family != AF_INET)
+			return -EINVAL;
+	}
+	*ip = ntohl(sin.sin_addr.s_addr);
+	*udp = ntohs(sin.sin_port);
+	return 0;
+}
+
 int
 ina_port_udp_local(const struct ina_port *port, char *buf, unsigned size)
 {
@@ -640,5 +661,6 @@ const struct ina_port_ops ina_port_udp_ops = {
 	.wait = udp_wait,
 	.resolve = udp_resolve,
 	.peer_str = udp_peer_str,
+	.peer_inet = udp_peer_inet,
 	.close = udp_close,
 };

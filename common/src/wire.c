@@ -10,20 +10,15 @@
 #include <stddef.h>
 #include <string.h>
 
+#include "ina/encoding.h"
 #include "ina/wire.h"
 
 size_t
 ina_wire_elem_size(uint8_t encoding)
 {
-	switch (encoding) {
-	case INA_ENC_F32:
-	case INA_ENC_I32:
-		return 4;
-	case INA_ENC_BF16:
-		return 2;
-	default:
-		return 0;
-	}
+	const struct ina_encoding_ops *enc = ina_encoding(encoding);
+
+	return enc ? enc->elem_size : 0;
 }
 
 void
@@ -432,20 +427,12 @@ ina_wire_type_name(uint8_t type)
 	return type_names[type];
 }
 
-static const char *const encoding_names[] = {
-	[INA_ENC_F32] = "f32",
-	[INA_ENC_I32] = "i32",
-	[INA_ENC_BF16] = "bf16",
-};
-_Static_assert(sizeof(encoding_names) / sizeof(encoding_names[0]) == INA_ENC_MAX + 1,
-	       "encoding_names out of step with enum ina_encoding");
-
 const char *
 ina_wire_encoding_name(uint8_t encoding)
 {
-	if (encoding > INA_ENC_MAX)
-		return NULL;
-	return encoding_names[encoding];
+	const struct ina_encoding_ops *enc = ina_encoding(encoding);
+
+	return enc ? enc->name : NULL;
 }
 
 uint8_t
@@ -456,7 +443,7 @@ ina_wire_encoding_parse(const char *name)
 	if (!name)
 		return 0;
 	for (e = 1; e <= INA_ENC_MAX; e++)
-		if (strcmp(name, encoding_names[e]) == 0)
+		if (strcmp(name, ina_encoding(e)->name) == 0)
 			return e;
 	return 0;
 }

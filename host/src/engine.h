@@ -5,8 +5,9 @@
  * packet per lane at a time (a block, or an empty ack carrying its next
  * pointer), consumes results into the caller's buffer, and retransmits on
  * timeout with backoff. Packets and the current time go in; packets come out.
- * It opens no socket and reads no clock: ina.c drives it over a port, and the
- * tests drive it packet by packet.
+ * It opens no socket, reads no clock and logs nothing (a test checks its
+ * objects, tests/tools/nm_pure.sh): ina_pump.c drives it over a port, and the
+ * tests drive it packet by packet. engine_int.h lists the files inside.
  *
  * With a replica switch (docs/PROTOCOL.md, "Replica and failover") the engine
  * also asks the replica to stand by for the job after the primary admitted
@@ -15,7 +16,7 @@
  * goes on with it under the new epoch, resending what was in flight. After
  * failover_ns without progress while the primary still answers, it also sends
  * the first waiting packet to the replica, which answers it with the
- * announcement if it took over unheard (engine.c tx_probe).
+ * announcement if it took over unheard (engine_failover.c, the probe).
  */
 #ifndef INA_ENGINE_H
 #define INA_ENGINE_H
@@ -75,6 +76,22 @@ void engine_config_init(struct engine_config *cfg);
 
 enum engine_op { ENGINE_SUM = 0, ENGINE_AVG = 1 };
 
+/*
+ * The engine's own errors (engine_error(), and what engine_allreduce()
+ * returns once failed), beside -errno codes. The API maps them to ina.h's
+ * INA_E* codes in one table (ina_err.c); the numbers are the same, so a code
+ * passed on as it is still means the same.
+ */
+enum engine_err {
+	ENGINE_ENOSWITCH = -1001,	/* the switch (or replica) did not answer */
+	ENGINE_EREFUSED = -1002,	/* the switch refused the job */
+	ENGINE_EPEER = -1003,		/* peers did not contribute in time */
+	ENGINE_ELEFT = -1004,		/* another rank left the job */
+	ENGINE_ESATURATED = -1005,	/* an i32 sum saturated */
+	ENGINE_ENONFINITE = -1006,	/* NaN or infinity where i32 cannot carry it */
+	ENGINE_EPROTO = -1009,		/* the switch answered against the protocol */
+};
+
 /* What the engine is doing. */
 enum engine_phase {
 	ENGINE_IDLE = 0,	/* not joined yet */
@@ -114,8 +131,8 @@ struct engine_stats {
 						 * primary had been silent then */
 	uint64_t probes;			/* packets sent to the replica standing by
 						 * after failover_ns without progress, in
-						 * case it took over unheard (engine.c
-						 * tx_probe) */
+						 * case it took over unheard
+						 * (engine_failover.c) */
 	uint64_t redirects;			/* REDIRECTs followed (0 or 1) */
 	uint64_t reshapes;			/* times the switch took lanes back
 						 * (RESHAPE, from a round on) */
@@ -154,7 +171,7 @@ int engine_allreduce(struct engine *e, uint32_t tensor_id, const float *in, floa
  * others' sum and marks the block in the array given by engine_set_missed()
  * for that round, as it marks a DEFERRED block; the caller gives that block's
  * own part back to its residual. A missed block with no array fails the
- * round (INA_EPROTO). engine_in_flight() says whether a round still runs.
+ * round (ENGINE_EPROTO). engine_in_flight() says whether a round still runs.
  */
 /* The per-block array of the next engine_allreduce() (ssp): see above; one
  * byte per block, zeroed at the start, valid until the round ends. */
@@ -174,7 +191,7 @@ int engine_can_start(const struct engine *e);
  * 'deferred' holds one byte per block of that allreduce, is zeroed when it
  * starts and must stay valid until it ends; the caller gives each deferred
  * block's own contribution back to its residual (sparsify_defer_block). A
- * DEFERRED result for an allreduce without a bound fails it (INA_EPROTO).
+ * DEFERRED result for an allreduce without a bound fails it (ENGINE_EPROTO).
  */
 void engine_set_result_filter(struct engine *e, float bound, uint8_t *deferred);
 
@@ -207,8 +224,8 @@ uint16_t engine_keepalive(struct engine *e, uint64_t now_ns, struct ina_pkt **ou
 
 /* What the engine is doing (enum engine_phase). */
 int engine_phase(const struct engine *e);
-/* 0, or the error that ended the engine's operation (an INA_E* or -errno
- * code of ina.h). After an error only a goodbye (engine_finish) is left. */
+/* 0, or the error that ended the engine's operation (enum engine_err or
+ * -errno). After an error only a goodbye (engine_finish) is left. */
 int engine_error(const struct engine *e);
 /* A sentence on the last error, naming job, rank, lane, block and round. */
 const char *engine_error_msg(const struct engine *e);

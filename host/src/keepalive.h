@@ -2,7 +2,7 @@
 /*
  * The keepalive thread of an open context: a rank that pauses (evaluation,
  * a checkpoint, an epoch that ended early) makes no ina call at all, so a
- * thread of its own calls 'beat' every period until stopped; ina.c's beat
+ * thread of its own calls 'beat' every period until stopped; ina_pump.c's beat
  * sends the KEEPALIVEs the engines have due (engine_keepalive), under the
  * context's mutex. The thread knows nothing of engines or ports.
  */

@@ -26,6 +26,7 @@
 #include "ina/util.h"
 #include "report.h"
 #include "sim_ranks.h"
+#include "sparsify_cli.h"
 #include "workload.h"
 
 /* Tensor id of the one-element allreduce that lines workers up before a round. */
@@ -100,22 +101,11 @@ usage(FILE *f)
 		"  --rto-us US           first retransmission timeout (default 5000)\n"
 		"  --report FILE         write a JSON report\n"
 		"  --capture FILE        write every packet sent and received to a pcap file\n"
-		"  --sparsify MODE       off (default), topk, filter or both: the sparsifier\n"
-		"                        with residual carry-over; every host simulates every\n"
-		"                        rank's sparsifier and checks the sum of what the ranks\n"
+		"%s"
+		"                        With --sparsify every host simulates every rank's\n"
+		"                        sparsifier and checks the sum of what the ranks\n"
 		"                        sent, as a dense sum is checked (bit for bit on\n"
 		"                        synthetic f32 and i32, else within the bound)\n"
-		"  --keep-density D      topk: fraction of the blocks sent (default 0.1)\n"
-		"  --keep-mass M         topk: the fewest blocks with this fraction of the\n"
-		"                        sum of squares instead\n"
-		"  --filter-b0 V         filter: hold back |v| < V * decay^round (default 0)\n"
-		"  --filter-decay F      filter: decay per round, (0, 1] (default 1)\n"
-		"  --no-filter-results   filter: send every result in full (by default a\n"
-		"                        result block whose sum is under the bound comes\n"
-		"                        back DEFERRED and each rank keeps its part)\n"
-		"  --filter-results-scale X  the result bound is X times the filter's\n"
-		"                        (default: the world size: a block whose average\n"
-		"                        is under the bound is deferred)\n"
 		"  --consistency C       bsp (default: every round waits for every rank) or\n"
 		"                        ssp:S (S 1..8: a rank runs up to S rounds ahead of\n"
 		"                        the slowest; a block may close without a late rank,\n"
@@ -142,7 +132,8 @@ usage(FILE *f)
 		"                        are the partitions\n"
 		"  --quiet               no line per round\n"
 		"  --log-level LEVEL     err, warn, info or debug (default info)\n"
-		"  -h, --help            this text\n");
+		"  -h, --help            this text\n",
+		sparsify_cli_help);
 }
 
 /* The job's lanes: --lanes, or the fewer the switch granted. */
@@ -159,8 +150,7 @@ enum {
 	OPT_SWITCH = 256, OPT_JOB, OPT_RANK, OPT_WORLD, OPT_ELEMENTS, OPT_DENSITY, OPT_SEED,
 	OPT_INPUT, OPT_ROUNDS, OPT_LANES, OPT_BLOCK, OPT_ENCODING, OPT_OP, OPT_TOKEN_FILE,
 	OPT_PORT, OPT_TIMEOUT, OPT_RTO, OPT_REPORT, OPT_QUIET, OPT_LOG_LEVEL, OPT_CAPTURE,
-	OPT_SPARSIFY, OPT_KEEP_DENSITY, OPT_KEEP_MASS, OPT_B0, OPT_DECAY, OPT_NO_FILTER_RESULTS,
-	OPT_PLAN, OPT_RESULTS_SCALE, OPT_REPLICA, OPT_FAILOVER, OPT_CONSISTENCY, OPT_COMPUTE,
+	OPT_PLAN, OPT_REPLICA, OPT_FAILOVER, OPT_CONSISTENCY, OPT_COMPUTE,
 	OPT_STRAGGLE, OPT_PARTITION, OPT_PARTITIONS, OPT_WEIGHT, OPT_KEEPALIVE, OPT_PAUSE,
 };
 
@@ -189,14 +179,8 @@ parse_args(int argc, char **argv, struct host_config *c)
 		{ "capture", required_argument, NULL, OPT_CAPTURE },
 		{ "quiet", no_argument, NULL, OPT_QUIET },
 		{ "log-level", required_argument, NULL, OPT_LOG_LEVEL },
-		{ "sparsify", required_argument, NULL, OPT_SPARSIFY },
-		{ "keep-density", required_argument, NULL, OPT_KEEP_DENSITY },
-		{ "keep-mass", required_argument, NULL, OPT_KEEP_MASS },
-		{ "filter-b0", required_argument, NULL, OPT_B0 },
-		{ "filter-decay", required_argument, NULL, OPT_DECAY },
-		{ "no-filter-results", no_argument, NULL, OPT_NO_FILTER_RESULTS },
+		SPARSIFY_CLI_OPTIONS,
 		{ "plan", no_argument, NULL, OPT_PLAN },
-		{ "filter-results-scale", required_argument, NULL, OPT_RESULTS_SCALE },
 		{ "replica", required_argument, NULL, OPT_REPLICA },
 		{ "failover-ms", required_argument, NULL, OPT_FAILOVER },
 		{ "consistency", required_argument, NULL, OPT_CONSISTENCY },
@@ -286,41 +270,6 @@ parse_args(int argc, char **argv, struct host_config *c)
 		case OPT_REPORT: c->report = optarg; break;
 		case OPT_CAPTURE: c->ina.capture = optarg; break;
 		case OPT_QUIET: c->quiet = 1; break;
-		case OPT_SPARSIFY:
-			if (strcmp(optarg, "off") == 0)
-				c->sp.mode = INA_SPARSIFY_OFF;
-			else if (strcmp(optarg, "topk") == 0)
-				c->sp.mode = INA_SPARSIFY_TOPK;
-			else if (strcmp(optarg, "filter") == 0)
-				c->sp.mode = INA_SPARSIFY_FILTER;
-			else if (strcmp(optarg, "both") == 0)
-				c->sp.mode = INA_SPARSIFY_BOTH;
-			else
-				ina_die("--sparsify: '%s' is not off, topk, filter or both", optarg);
-			break;
-		case OPT_KEEP_DENSITY:
-			if (ina_parse_double(optarg, 1e-9, 1.0, &c->sp.density) < 0)
-				ina_die("--keep-density: '%s' is not a number in (0, 1]", optarg);
-			c->sp.target = INA_TOPK_DENSITY;
-			break;
-		case OPT_KEEP_MASS:
-			if (ina_parse_double(optarg, 1e-9, 1.0, &c->sp.mass) < 0)
-				ina_die("--keep-mass: '%s' is not a number in (0, 1]", optarg);
-			c->sp.target = INA_TOPK_MASS;
-			break;
-		case OPT_B0: {
-			double v;
-
-			if (ina_parse_double(optarg, 0, 1e30, &v) < 0)
-				ina_die("--filter-b0: '%s' is not a number >= 0", optarg);
-			c->sp.filter_b0 = (float)v;
-			break;
-		}
-		case OPT_DECAY:
-			if (ina_parse_double(optarg, 1e-9, 1.0, &c->sp.filter_decay) < 0)
-				ina_die("--filter-decay: '%s' is not a number in (0, 1]", optarg);
-			break;
-		case OPT_NO_FILTER_RESULTS: c->sp.filter_results = 0; break;
 		case OPT_PLAN: c->ina.plan_blocks = 1; break;
 		case OPT_PARTITION:
 			if (strcmp(optarg, "fixed") == 0) {
@@ -339,19 +288,13 @@ parse_args(int argc, char **argv, struct host_config *c)
 		case OPT_PARTITIONS:
 			c->ina.partitions = (uint16_t)ina_cli_u64("partitions", optarg, 1, 256);
 			break;
-		case OPT_RESULTS_SCALE: {
-			double v;
-
-			if (ina_parse_double(optarg, 1e-9, 1e9, &v) < 0)
-				ina_die("--filter-results-scale: '%s' is not a number > 0", optarg);
-			c->sp.filter_results_scale = (float)v;
-			break;
-		}
 		case OPT_LOG_LEVEL: ina_cli_log_level(optarg); break;
 		case 'h':
 			usage(stdout);
 			exit(0);
 		default:
+			if (sparsify_cli_parse(o, optarg, &c->sp))
+				break;
 			usage(stderr);
 			exit(2);
 		}
@@ -748,10 +691,7 @@ main(int argc, char **argv)
 	rep.rounds = c.rounds;
 	rep.elements = n;
 	rep.density = c.input ? -1 : c.density;
-	rep.sparsifier = c.sp.mode == INA_SPARSIFY_BOTH     ? "both"
-			 : c.sp.mode == INA_SPARSIFY_FILTER ? "filter"
-			 : c.sp.mode == INA_SPARSIFY_TOPK   ? "topk"
-							    : "off";
+	rep.sparsifier = sparsify_cli_mode_name(c.sp.mode);
 	rep.seconds = total;
 	rep.per_round = rounds;
 	ina_get_stats(ctx, &rep.stats);

@@ -13,6 +13,7 @@
 
 #include "ina/block.h"
 #include "ina/encode.h"
+#include "ina/encoding.h"
 #include "ina/npy.h"
 #include "ina/wire.h"
 #include "workload.h"
@@ -311,7 +312,8 @@ static void
 check_bounded(const struct check_params *p, const float *const *contrib, const float *got,
 	      uint32_t lo, uint32_t hi, struct verify_result *res)
 {
-	int scale = p->encoding == INA_ENC_I32 ? i32_block_scale(p, contrib, lo, hi) : 0;
+	const struct ina_encoding_ops *enc = ina_encoding(p->encoding);
+	int scale = enc->scaled ? i32_block_scale(p, contrib, lo, hi) : 0;
 
 	for (uint32_t i = lo; i < hi; i++) {
 		double ref = 0, sum_abs = 0, bound;
@@ -324,12 +326,7 @@ check_bounded(const struct check_params *p, const float *const *contrib, const f
 		}
 		if (p->average)
 			ref /= p->world;
-		if (p->encoding == INA_ENC_I32)
-			bound = ina_enc_i32_bound(p->world, scale, fabs(ref), p->average);
-		else if (p->encoding == INA_ENC_BF16)
-			bound = ina_enc_bf16_bound(p->world, sum_abs, fabs(ref), p->average);
-		else
-			bound = ina_enc_f32_bound(p->world, sum_abs, p->average);
+		bound = enc->bound(p->world, scale, sum_abs, fabs(ref), p->average);
 		check_bound(res, i, got[i], ref, bound);
 	}
 }
@@ -340,7 +337,7 @@ workload_check(const struct check_params *p, const float *const *contrib, const 
 {
 	memset(res, 0, sizeof(*res));
 	if (p->world == 0 || p->world > INA_MAX_WORLD || p->block_size == 0 ||
-	    p->encoding < INA_ENC_F32 || p->encoding > INA_ENC_BF16)
+	    !ina_encoding(p->encoding))
 		return -EINVAL;
 	res->exact = p->exact;
 	for (uint32_t lo = 0; lo < p->n; lo += p->block_size) {
@@ -361,9 +358,19 @@ workload_check(const struct check_params *p, const float *const *contrib, const 
 }
 
 int
+workload_exact_encoding(uint8_t encoding)
+{
+	const struct ina_encoding_ops *enc = ina_encoding(encoding);
+
+	/* The synthetic values are exact in every encoding of binary32's
+	 * width; a narrower one (bf16) rounds them. */
+	return enc && enc->elem_size == sizeof(float);
+}
+
+int
 workload_exact(const struct workload *w, uint8_t encoding)
 {
-	return w->synthetic && encoding != INA_ENC_BF16;
+	return w->synthetic && workload_exact_encoding(encoding);
 }
 
 int

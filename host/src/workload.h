@@ -69,6 +69,8 @@ int workload_check(const struct check_params *p, const float *const *contrib, co
 /* 1 if results over workload 'w' in 'encoding' can be checked bit for bit:
  * synthetic values in f32 or i32 (PROTOCOL.md 8.3). */
 int workload_exact(const struct workload *w, uint8_t encoding);
+/* 1 if synthetic values sum bit for bit in 'encoding' (f32, i32). */
+int workload_exact_encoding(uint8_t encoding);
 
 /*
  * The dense check: workload_check() of 'got' (the allreduce of round 'round'

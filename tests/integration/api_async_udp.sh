@@ -10,17 +10,14 @@
 # Usage: api_async_udp.sh BUILD_DIR UDP_PORT
 set -euo pipefail
 build=$1 port=$2
-sw=""
-trap '[ -n "$sw" ] && kill "$sw" 2>/dev/null; wait 2>/dev/null || true' EXIT
+. "$(dirname "$0")/lib.sh"
+lib_init
 export INA_JOB_TOKEN="api-async-$port"
 for policy in fifo priority magnitude; do
-    "$build/switch_sim/ina-switch" --listen "127.0.0.1:$port" --port-opts "drop=0.01,seed=5" \
-        --log-level warn &
-    sw=$!
-    sleep 0.3
+    start_switch "$tmp/switch-$policy.log" --listen "127.0.0.1:$port" --port-opts "drop=0.01,seed=5"
     timeout 90 "$build/tests/api_async_check" "127.0.0.1:$port" $policy
     timeout 90 "$build/tests/api_async_check" "127.0.0.1:$port" $policy sparse
     timeout 90 "$build/tests/api_async_check" "127.0.0.1:$port" $policy fuse
-    kill "$sw"; wait "$sw" 2>/dev/null || true; sw=""
+    kill "$sw"; wait "$sw" 2>/dev/null || true
 done
 echo "9 passed, 0 failed: the asynchronous API over UDP port $port"

@@ -11,22 +11,15 @@ set -euo pipefail
 build=$1
 world=2
 tag=ina-a$$
-tmp=$(mktemp -d)
 sock=/tmp/ina-memif-api-$$.sock
 prefixes=("$tag-probe" "$tag-sw" ina-api-bad)
 for ((r = 0; r < world; r++)); do prefixes+=("$tag-h$r"); done
-pids=()
-cleanup() {
-    for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-    sleep 0.2
-    for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null || true; done
-    wait 2>/dev/null || true
+. "$(dirname "$0")/lib.sh"
+lib_init
+lib_at_exit() {
     for p in "${prefixes[@]}"; do rm -rf "/var/run/dpdk/$p" "${XDG_RUNTIME_DIR:-/tmp}/dpdk/$p"; done
     rm -f "$sock"
-    rm -rf "$tmp"
 }
-trap cleanup EXIT
-trap 'exit 130' INT TERM
 
 . "$(dirname "$0")/dpdk_lib.sh"
 
@@ -38,11 +31,8 @@ for ((r = 0; r < world; r++)); do
     vdevs+=("--vdev=net_memif$r,role=server,id=$r,socket=$sock")
 done
 rm -f "$sock"
-"$build/switch_sim/ina-switch" "${eal[@]}" --file-prefix="$tag-sw" -l 1 "${vdevs[@]}" \
-    -- --port "dpdk:port=all,ip=10.77.0.1" --log-level info >"$tmp/switch.log" 2>&1 &
-sw=$!
-pids+=("$sw")
-wait_serving "$sw"
+start_switch "$tmp/switch.log" "${eal[@]}" --file-prefix="$tag-sw" -l 1 "${vdevs[@]}" \
+    -- --port "dpdk:port=all,ip=10.77.0.1" --log-level info
 hosts=()
 for ((r = 0; r < world; r++)); do
     timeout 60 "$build/tests/api_dpdk_check" $r $world 10.77.0.1:9150 \

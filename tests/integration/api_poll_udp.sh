@@ -9,19 +9,13 @@
 # Usage: api_poll_udp.sh BUILD_DIR UDP_PORT
 set -euo pipefail
 build=$1 port=$2
-sw=""
-trap '[ -n "$sw" ] && kill "$sw" 2>/dev/null; wait 2>/dev/null || true' EXIT
+. "$(dirname "$0")/lib.sh"
+lib_init
 export INA_JOB_TOKEN="api-poll-$port"
-start_switch() {
-    "$build/switch_sim/ina-switch" --listen "127.0.0.1:$port" --port-opts "drop=0.01,seed=7" \
-        --log-level warn &
-    sw=$!
-    sleep 0.3
-}
-start_switch
+start_switch "$tmp/switch.log" --listen "127.0.0.1:$port" --port-opts "drop=0.01,seed=7"
 timeout 120 "$build/tests/api_poll_check" "127.0.0.1:$port"
-kill "$sw"; wait "$sw" 2>/dev/null || true; sw=""
-start_switch
+kill "$sw"; wait "$sw" 2>/dev/null || true
+start_switch "$tmp/switch2.log" --listen "127.0.0.1:$port" --port-opts "drop=0.01,seed=7"
 timeout 60 "$build/tests/api_poll_check" "127.0.0.1:$port" kill "$sw"
-wait "$sw" 2>/dev/null || true; sw=""
+wait "$sw" 2>/dev/null || true
 echo "2 passed, 0 failed: ina_poll over UDP port $port"

@@ -7,15 +7,12 @@
 # Usage: api_sparse_udp.sh BUILD_DIR UDP_PORT
 set -euo pipefail
 build=$1 port=$2
-sw=""
-trap '[ -n "$sw" ] && kill "$sw" 2>/dev/null; wait 2>/dev/null || true' EXIT
+. "$(dirname "$0")/lib.sh"
+lib_init
 export INA_JOB_TOKEN="api-sparse-$port"
 for mode in topk filter both; do
-    "$build/switch_sim/ina-switch" --listen "127.0.0.1:$port" --port-opts "drop=0.02,seed=7" \
-        --log-level warn &
-    sw=$!
-    sleep 0.3
+    start_switch "$tmp/switch-$mode.log" --listen "127.0.0.1:$port" --port-opts "drop=0.02,seed=7"
     timeout 60 "$build/tests/api_sparse_check" "127.0.0.1:$port" $mode
-    kill "$sw"; wait "$sw" 2>/dev/null || true; sw=""
+    kill "$sw"; wait "$sw" 2>/dev/null || true
 done
 echo "1 passed, 0 failed: the sparsifier through the API over UDP port $port"

@@ -12,8 +12,8 @@ set -euo pipefail
 build=$1
 bin=$build/bench/ina-bench-formats
 command -v jq >/dev/null || { echo "jq not found: skipped"; exit 77; }
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+. "$(dirname "$0")/lib.sh"
+lib_init
 
 fail() { echo "FAIL: $*" >&2; exit 1; }
 check() { # check NAME JQ-EXPRESSION FILE: the expression must be true

@@ -7,21 +7,11 @@
 # Usage: capture_replay.sh BUILD_DIR UDP_PORT
 set -euo pipefail
 build=$1 port=$2
-tmp=$(mktemp -d)
-pids=()
-cleanup() {
-    for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-    wait 2>/dev/null || true
-    rm -rf "$tmp"
-}
-trap cleanup EXIT INT TERM
+. "$(dirname "$0")/lib.sh"
+lib_init
 export INA_JOB_TOKEN="test-$port"
 cap=$tmp/switch.pcap
-"$build/switch_sim/ina-switch" --listen "127.0.0.1:$port" --capture "$cap" \
-    --log-level warn >"$tmp/switch.log" 2>&1 &
-sw=$!
-pids+=("$sw")
-sleep 0.2
+start_switch "$tmp/switch.log" --listen "127.0.0.1:$port" --capture "$cap"
 hosts=()
 for r in 0 1; do
     timeout 60 "$build/host/ina-host" --switch "127.0.0.1:$port" --job 9 --rank "$r" \

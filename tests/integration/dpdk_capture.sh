@@ -12,8 +12,8 @@ build=$1
 shift
 here=$(cd "$(dirname "$0")" && pwd)
 world=${WORLD:-2}
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+. "$(dirname "$0")/lib.sh"
+lib_init
 command -v tcpdump >/dev/null || { echo "FAIL: tcpdump is not installed (scripts/deps installs it)"; exit 1; }
 
 export CAPTURE_DIR=$tmp WORLD=$world

@@ -11,24 +11,20 @@
 # Usage: dpdk_errors.sh BUILD_DIR
 set -euo pipefail
 build=$1
-sw=$build/switch_sim/ina-switch
+sw_bin=$build/switch_sim/ina-switch
 host=$build/host/ina-host
 tag=ina-e$$
-tmp=$(mktemp -d)
-sw_pid=""
-cleanup() {
-    [ -n "$sw_pid" ] && kill "$sw_pid" 2>/dev/null || true
-    wait 2>/dev/null || true
+. "$(dirname "$0")/lib.sh"
+lib_init
+lib_at_exit() {
     rm -rf /var/run/dpdk/"$tag"-*
     rm -f "/tmp/ina-memif-$$-0.sock"
-    rm -rf "$tmp"
 }
-trap cleanup EXIT
 export INA_JOB_TOKEN="dpdk-errors-$$"
 eal=(--no-huge -m 256 --no-pci --no-telemetry --log-level=lib.eal:warning)
 
 if [ "${INA_REQUIRE_DPDK:-0}" != 1 ] &&
-    ! out=$(timeout 30 "$sw" "${eal[@]}" --no-shconf -l 0 --file-prefix="$tag-probe" -- --help 2>&1); then
+    ! out=$(timeout 30 "$sw_bin" "${eal[@]}" --no-shconf -l 0 --file-prefix="$tag-probe" -- --help 2>&1); then
     echo "SKIP: DPDK cannot start here: $(echo "$out" | grep -m1 'ina-switch:' || echo "$out" | tail -1)"
     exit 77
 fi
@@ -49,13 +45,13 @@ expect() {
 }
 hostargs=(--switch 10.77.0.1:9150 --job 1 --rank 0 --world 1 --block 256 --elements 1000)
 
-expect switch_no_eal "needs EAL options" "$sw" --port dpdk:port=0
+expect switch_no_eal "needs EAL options" "$sw_bin" --port dpdk:port=0
 expect host_no_eal "needs EAL options" "$host" --port dpdk:port=0 "${hostargs[@]}"
-expect switch_bad_eal "cannot start DPDK" "$sw" "${eal[@]}" --no-such-eal-option -l 0 \
+expect switch_bad_eal "cannot start DPDK" "$sw_bin" "${eal[@]}" --no-such-eal-option -l 0 \
     --file-prefix="$tag-a" -- --port dpdk:port=0
 expect host_ina_opts_first "cannot start DPDK" "$host" "${eal[@]}" -l 0 --file-prefix="$tag-b" \
     --port dpdk:port=0 -- "${hostargs[@]}"
-expect switch_no_ethdev "cannot open port" "$sw" "${eal[@]}" -l 0 --file-prefix="$tag-c" \
+expect switch_no_ethdev "cannot open port" "$sw_bin" "${eal[@]}" -l 0 --file-prefix="$tag-c" \
     -- --port dpdk:port=0,ip=10.77.0.1
 expect host_no_ethdev "cannot open port" "$host" "${eal[@]}" -l 0 --file-prefix="$tag-d" \
     -- --port dpdk:port=0,ip=10.77.0.2 "${hostargs[@]}"
@@ -64,24 +60,19 @@ expect host_no_memif_server "cannot open port" "$host" "${eal[@]}" -l 0 --file-p
     "--vdev=net_memif0,role=client,id=0,socket=/tmp/ina-memif-$$-0.sock" \
     -- --port dpdk:port=0,ip=10.77.0.2 "${hostargs[@]}"
 memif="--vdev=net_memif0,role=server,id=0,socket=/tmp/ina-memif-$$-0.sock"
-expect switch_link_down "link" "$sw" "${eal[@]}" -l 0 --file-prefix="$tag-f" "$memif" \
+expect switch_link_down "link" "$sw_bin" "${eal[@]}" -l 0 --file-prefix="$tag-f" "$memif" \
     -- --port dpdk:port=all,ip=10.77.0.1,link_wait_ms=300
 # --lcores K > 1 is for dpdk ports only, without --capture, and sets the
 # port's queue=/queues= itself: usage errors (status 2).
-want=2 expect switch_lcores_udp "needs a dpdk port" "$sw" --port udp --lcores 2
-want=2 expect switch_lcores_capture "not with --lcores" "$sw" "${eal[@]}" -l 0 \
+want=2 expect switch_lcores_udp "needs a dpdk port" "$sw_bin" --port udp --lcores 2
+want=2 expect switch_lcores_capture "not with --lcores" "$sw_bin" "${eal[@]}" -l 0 \
     --file-prefix="$tag-h" -- --port dpdk:port=all --lcores 2 --capture "$tmp/x.pcap"
-want=2 expect switch_lcores_queue "sets queue= and queues=" "$sw" "${eal[@]}" -l 0 \
+want=2 expect switch_lcores_queue "sets queue= and queues=" "$sw_bin" "${eal[@]}" -l 0 \
     --file-prefix="$tag-i" -- --port dpdk:port=all,queues=2 --lcores 2
 
 # A switch at 10.77.0.1; the host asks ARP for 10.77.0.9, which nobody has.
-"$sw" "${eal[@]}" -l 1 --file-prefix="$tag-sw" "$memif" -- --port dpdk:port=all,ip=10.77.0.1 \
-    --log-level info >"$tmp/switch.log" 2>&1 &
-sw_pid=$!
-for ((i = 0; i < 100; i++)); do
-    grep -q serving "$tmp/switch.log" && break
-    sleep 0.1
-done
+start_switch "$tmp/switch.log" "${eal[@]}" -l 1 --file-prefix="$tag-sw" "$memif" \
+    -- --port dpdk:port=all,ip=10.77.0.1 --log-level info
 want=2 expect host_no_arp_answer "10.77.0.9:9150" "$host" "${eal[@]}" -l 0 --file-prefix="$tag-g" \
     "--vdev=net_memif0,role=client,id=0,socket=/tmp/ina-memif-$$-0.sock" \
     -- --port dpdk:port=0,ip=10.77.0.2,link_wait_ms=5000 --switch 10.77.0.9:9150 --job 1 \

@@ -3,6 +3,8 @@
 # skip rule, the probe that EAL can start, waiting for the switch and the
 # hosts, and the checks on the hosts' reports. The caller sets 'tmp' (its
 # scratch directory, holding switch.log, h<r>.log and r<r>.json) and 'fail'.
+# Waiting for the switch to serve: wait_serving of lib.sh, sourced here.
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 # skip REASON: exit 77 (ctest skips), or fail when INA_REQUIRE_DPDK=1 (CI).
 skip() {
@@ -20,18 +22,6 @@ probe_eal() {
     if ! out=$(timeout 30 "$sw" "$@" --no-shconf -l 0 --file-prefix="$prefix" -- --help 2>&1); then
         skip "DPDK cannot start here: $(echo "$out" | grep -m1 'ina-switch:' || echo "$out" | tail -1)"
     fi
-}
-
-# wait_serving PID: waits up to 10 s for "serving" in $tmp/switch.log; exits 1
-# with the log if the switch died or never got there.
-wait_serving() {
-    local i
-    for ((i = 0; i < 100; i++)); do
-        grep -q "serving" "$tmp/switch.log" && return 0
-        kill -0 "$1" 2>/dev/null || break
-        sleep 0.1
-    done
-    echo "the switch did not start:"; cat "$tmp/switch.log"; exit 1
 }
 
 # wait_hosts PID...: waits for rank 0, 1, ... in turn; a rank that failed

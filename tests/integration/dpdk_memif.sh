@@ -32,22 +32,15 @@ shift 3
 world=${WORLD:-4}
 lcores=${LCORES:-1}
 tag=ina-t$$
-tmp=$(mktemp -d)
 sock=/tmp/ina-memif-$$-0.sock
 prefixes=("$tag-probe" "$tag-sw")
 for ((r = 0; r < world; r++)); do prefixes+=("$tag-h$r"); done
-pids=()
-cleanup() {
-    for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-    sleep 0.2
-    for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null || true; done
-    wait 2>/dev/null || true
+. "$(dirname "$0")/lib.sh"
+lib_init
+lib_at_exit() {
     for p in "${prefixes[@]}"; do rm -rf "/var/run/dpdk/$p"; done
     rm -f "$sock"
-    rm -rf "$tmp"
 }
-trap cleanup EXIT
-trap 'exit 130' INT TERM
 
 . "$(dirname "$0")/dpdk_lib.sh"
 
@@ -84,12 +77,9 @@ done
 rm -f "$sock"
 sw_cap=()
 [ -n "${CAPTURE_DIR:-}" ] && [ "$lcores" -eq 1 ] && sw_cap=(--capture "$CAPTURE_DIR/switch.pcap")
-"$build/switch_sim/ina-switch" "${eal[@]}" --file-prefix="$tag-sw" "${sw_lcores[@]}" "${vdevs[@]}" \
+start_switch "$tmp/switch.log" "${eal[@]}" --file-prefix="$tag-sw" "${sw_lcores[@]}" "${vdevs[@]}" \
     -- --port "dpdk:port=all,ip=10.77.0.1$opts" "${sw_opts[@]}" --log-level info \
-    "${sw_cap[@]}" >"$tmp/switch.log" 2>&1 &
-sw=$!
-pids+=("$sw")
-wait_serving "$sw"
+    "${sw_cap[@]}"
 
 hosts=()
 for ((r = 0; r < world; r++)); do

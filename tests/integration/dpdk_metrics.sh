@@ -17,21 +17,14 @@ set -euo pipefail
 build=$1
 lcores=${LCORES:-2}
 tag=ina-m$$
-tmp=$(mktemp -d)
 sock=/tmp/ina-memif-m$$-0.sock
 prefixes=("$tag-probe" "$tag-sw" "$tag-h0" "$tag-h1")
-pids=()
-cleanup() {
-    for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-    sleep 0.2
-    for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null || true; done
-    wait 2>/dev/null || true
+. "$(dirname "$0")/lib.sh"
+lib_init
+lib_at_exit() {
     for p in "${prefixes[@]}"; do rm -rf "/var/run/dpdk/$p"; done
     rm -f "$sock"
-    rm -rf "$tmp"
 }
-trap cleanup EXIT
-trap 'exit 130' INT TERM
 fail() { echo "FAIL: $*"; [ -f "$tmp/switch.log" ] && { echo "--- switch log"; cat "$tmp/switch.log"; }; exit 1; }
 
 . "$(dirname "$0")/dpdk_lib.sh"
@@ -49,13 +42,10 @@ if [ "$lcores" -gt 1 ]; then
     sw_lcores=(-l 0-1) sw_opts=(--lcores "$lcores") host_q=",queue=all,queues=$lcores"
 fi
 rm -f "$sock"
-"$build/switch_sim/ina-switch" "${eal[@]}" --file-prefix="$tag-sw" "${sw_lcores[@]}" \
+start_switch "$tmp/switch.log" "${eal[@]}" --file-prefix="$tag-sw" "${sw_lcores[@]}" \
     "--vdev=net_memif0,role=server,id=0,socket=$sock" "--vdev=net_memif1,role=server,id=1,socket=$sock" \
     -- --port "dpdk:port=all,ip=10.77.0.1" "${sw_opts[@]}" --metrics "127.0.0.1:$mport" \
-    --log-level info >"$tmp/switch.log" 2>&1 &
-sw=$!
-pids+=("$sw")
-wait_serving "$sw"
+    --log-level info
 
 m=$tmp/m0.txt
 scrape "$m"

@@ -20,23 +20,16 @@ shift
 world=4
 dpdk_hosts=3
 tag=ina-v$$
-tmp=$(mktemp -d)
 prefixes=("$tag-probe" "$tag-sw")
 for ((r = 0; r < dpdk_hosts; r++)); do prefixes+=("$tag-h$r"); done
-pids=()
 nss=()
-cleanup() {
-    for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-    sleep 0.2
-    for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null || true; done
-    wait 2>/dev/null || true
+. "$(dirname "$0")/lib.sh"
+lib_init
+lib_at_exit() {
     # Deleting a namespace deletes its veths (and their peers) and the bridge.
     for n in "${nss[@]}"; do ip netns del "$n" 2>/dev/null || true; done
     for p in "${prefixes[@]}"; do rm -rf "/var/run/dpdk/$p"; done
-    rm -rf "$tmp"
 }
-trap cleanup EXIT
-trap 'exit 130' INT TERM
 
 . "$(dirname "$0")/dpdk_lib.sh"
 [ "$(id -u)" -eq 0 ] || skip "needs root for network namespaces and veth pairs"

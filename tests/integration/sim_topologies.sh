@@ -17,8 +17,8 @@
 set -euo pipefail
 build=$1 src=$2 case=${3:-small}
 sim=$build/sim/ina-sim
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+. "$(dirname "$0")/lib.sh"
+lib_init
 fail() { echo "sim_topologies: $*" >&2; exit 1; }
 run() {	# FILE OUT [args]: ina-sim's JSON, minus the wall times
 	local f=$1 out=$2

@@ -18,8 +18,8 @@
 # Usage: train_sparse_udp.sh BUILD_DIR UDP_PORT
 set -euo pipefail
 build=$1 port=$2
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+. "$(dirname "$0")/lib.sh"
+lib_init
 train=$build/train/ina-train
 export INA_JOB_TOKEN="test-train-sparse-$port"
 common=(--switch "127.0.0.1:$port" --workers 4 --hidden 64 --block 64 --lanes 8 --epochs 30

@@ -9,8 +9,8 @@
 # Usage: train_udp.sh BUILD_DIR UDP_PORT
 set -euo pipefail
 build=$1 port=$2
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+. "$(dirname "$0")/lib.sh"
+lib_init
 train=$build/train/ina-train
 export INA_JOB_TOKEN="test-train-$port"
 

@@ -9,14 +9,8 @@
 set -euo pipefail
 build=$1 port=$2
 host=$build/host/ina-host
-tmp=$(mktemp -d)
-sw=""
-cleanup() {
-    [ -n "$sw" ] && kill "$sw" 2>/dev/null || true
-    wait 2>/dev/null || true
-    rm -rf "$tmp"
-}
-trap cleanup EXIT INT TERM
+. "$(dirname "$0")/lib.sh"
+lib_init
 export INA_JOB_TOKEN="errors-$port"
 fail=0
 passed=0
@@ -41,11 +35,14 @@ expect() {
 
 common=(--job 5 --elements 10000 --rounds 2 --timeout-ms 1500 --quiet)
 expect no_switch 2 "did not answer" "$host" --switch "127.0.0.1:$port" --rank 0 --world 2 "${common[@]}"
+# ... saying where the JOINs went and what to check there, and, with a
+# timeout longer than 1.5 s, warning at 1.5 s already.
+expect no_switch_where 2 "JOINs went to the switch 127.0.0.1:$port .*over udp: is ina-switch listening" \
+    "$host" --switch "127.0.0.1:$port" --rank 0 --world 2 "${common[@]}"
+expect no_switch_warn 3 "warn: .*no answer after 1.5 s of JOINs" "$host" --switch "127.0.0.1:$port" \
+    --rank 0 --world 2 --job 5 --elements 10000 --rounds 2 --timeout-ms 2500
 
-"$build/switch_sim/ina-switch" --listen "127.0.0.1:$port" --slots 16 --peer-timeout-ms 1000 \
-    --log-level err >"$tmp/switch.log" 2>&1 &
-sw=$!
-sleep 0.2
+start_switch "$tmp/switch.log" --listen "127.0.0.1:$port" --slots 16 --peer-timeout-ms 1000
 expect refused 2 "needs 64 contiguous slots" "$host" --switch "127.0.0.1:$port" --rank 0 --world 2 "${common[@]}"
 # A peer that never shows up: the switch finds it silent from admission for
 # its peer timeout (1 s) and aborts the job (a WAIT vouching for a peer keeps
@@ -65,23 +62,21 @@ expect bad_option 1 "density" "$host" --switch "127.0.0.1:$port" --rank 0 --worl
 # before their own 10 s timeout; then the two survivors re-join the same job
 # id as a world of two, under a new epoch, and finish.
 kill "$sw"; wait "$sw" 2>/dev/null || true
-"$build/switch_sim/ina-switch" --listen "127.0.0.1:$port" --peer-timeout-ms 1000 \
-    --drain-ms 500 --log-level warn >"$tmp/switch2.log" 2>&1 &
-sw=$!
-sleep 0.2
+start_switch "$tmp/switch2.log" --listen "127.0.0.1:$port" --peer-timeout-ms 1000 \
+    --drain-ms 500
 dead=(--job 8 --world 3 --elements 200000 --rounds 100000 --timeout-ms 10000 --quiet)
-pids=()
+hosts=()
 for r in 0 1 2; do
     "$host" --switch "127.0.0.1:$port" --rank $r "${dead[@]}" >"$tmp/dead$r.log" 2>&1 &
-    pids+=("$!")
+    hosts+=("$!"); pids+=("$!")
 done
 sleep 1
 t0=$(date +%s%N)
-kill -9 "${pids[2]}"
+kill -9 "${hosts[2]}"
 for r in 0 1; do
     rc=0
-    timeout 20 tail --pid="${pids[$r]}" -f /dev/null || rc=$?
-    wait "${pids[$r]}" && rc=0 || rc=$?
+    timeout 20 tail --pid="${hosts[$r]}" -f /dev/null || rc=$?
+    wait "${hosts[$r]}" && rc=0 || rc=$?
     ms=$((($(date +%s%N) - t0) / 1000000))
     if [ $rc -ne 0 ] && grep -q "rank 2 silent" "$tmp/dead$r.log" && [ $ms -lt 6000 ]; then
         echo "ok   dead_worker rank $r: exit $rc after $ms ms: $(grep -m1 'rank 2 silent' "$tmp/dead$r.log")"
@@ -93,14 +88,14 @@ for r in 0 1; do
 done
 grep -q "job 8: rank 2 silent" "$tmp/switch2.log" ||
     { echo "FAIL dead_worker: the switch did not log the abort"; cat "$tmp/switch2.log"; fail=$((fail + 1)); }
-pids=()
+hosts=()
 for r in 0 1; do
     timeout 30 "$host" --switch "127.0.0.1:$port" --rank $r --job 8 --world 2 --elements 10000 \
         --rounds 3 --quiet >"$tmp/rejoin$r.log" 2>&1 &
-    pids+=("$!")
+    hosts+=("$!"); pids+=("$!")
 done
 for r in 0 1; do
-    if wait "${pids[$r]}"; then
+    if wait "${hosts[$r]}"; then
         echo "ok   rejoin rank $r: job 8 again as a world of two"; passed=$((passed + 1))
     else
         echo "FAIL rejoin rank $r:"; cat "$tmp/rejoin$r.log"; fail=$((fail + 1))
@@ -110,11 +105,11 @@ done
 # A graceful stop: SIGTERM while a job runs. The switch refuses new jobs,
 # gives the running one --drain-ms 500 to finish, then tells its workers,
 # which fail with the switch's sentence instead of timing out, and it exits.
-pids=()
+hosts=()
 for r in 0 1; do
     "$host" --switch "127.0.0.1:$port" --rank $r --job 9 --world 2 --elements 200000 \
         --rounds 100000 --timeout-ms 10000 --quiet >"$tmp/drain$r.log" 2>&1 &
-    pids+=("$!")
+    hosts+=("$!"); pids+=("$!")
 done
 sleep 1
 t0=$(date +%s%N)
@@ -131,8 +126,8 @@ wait "$sw" 2>/dev/null || true
 sw=""
 for r in 0 1; do
     rc=0
-    timeout 15 tail --pid="${pids[$r]}" -f /dev/null || true
-    wait "${pids[$r]}" && rc=0 || rc=$?
+    timeout 15 tail --pid="${hosts[$r]}" -f /dev/null || true
+    wait "${hosts[$r]}" && rc=0 || rc=$?
     if [ $rc -ne 0 ] && grep -q "shutting down" "$tmp/drain$r.log"; then
         echo "ok   drain rank $r: exit $rc: $(grep -m1 'shutting down' "$tmp/drain$r.log")"
         passed=$((passed + 1))

@@ -16,29 +16,19 @@ pport=$base rport=$((base + 1)) nport=$((base + 2))
 world=${WORLD:-3}
 rounds=${ROUNDS:-60}
 failover_ms=${FAILOVER_MS:-300}
-switch=$build/switch_sim/ina-switch
 host=$build/host/ina-host
-tmp=$(mktemp -d)
-pids=()
-cleanup() {
-    for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null || true; done
-    wait 2>/dev/null || true
-    rm -rf "$tmp"
-}
-trap cleanup EXIT INT TERM
+. "$(dirname "$0")/lib.sh"
+lib_init
 export INA_JOB_TOKEN="failover-$base"
 fail=0
 now_ms() { echo $(($(date +%s%N) / 1000000)); }
 
-"$switch" --listen "127.0.0.1:$pport" --replica "127.0.0.1:$rport" --port-opts "$faults,seed=7" \
-    --log-level warn >"$tmp/primary.log" 2>&1 &
-primary=$!
-pids+=("$primary")
-"$switch" --listen "127.0.0.1:$rport" --primary "127.0.0.1:$pport" --port-opts "$faults,seed=8" \
-    --log-level info >"$tmp/replica.log" 2>&1 &
-replica=$!
-pids+=("$replica")
-sleep 0.3
+start_switch "$tmp/primary.log" --listen "127.0.0.1:$pport" --replica "127.0.0.1:$rport" \
+    --port-opts "$faults,seed=7"
+primary=$sw
+start_switch "$tmp/replica.log" --listen "127.0.0.1:$rport" --primary "127.0.0.1:$pport" \
+    --port-opts "$faults,seed=8" --log-level info
+replica=$sw
 
 # A replica nobody runs: the join fails naming it, within the timeout.
 t0=$(now_ms)

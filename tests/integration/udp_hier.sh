@@ -14,14 +14,8 @@ set -euo pipefail
 build=$1 base=$2 faults=$3 enc=$4
 [[ $faults =~ ^[0-9.]+$ ]] && faults="drop=$faults"
 spine=$base rack0=$((base + 1)) rack1=$((base + 2))
-tmp=$(mktemp -d)
-pids=()
-cleanup() {
-    for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-    wait 2>/dev/null || true
-    rm -rf "$tmp"
-}
-trap cleanup EXIT INT TERM
+. "$(dirname "$0")/lib.sh"
+lib_init
 export INA_JOB_TOKEN="test-hier-$base"
 fail=0
 # Bad rack options: a clear error and exit 2, before anything is served.
@@ -33,25 +27,17 @@ for bad in "--uplink 127.0.0.1:$spine" "--uplink-job 42=0/2" \
     grep -q -- '--uplink' "$tmp/bad.log" && [ $rc = 2 ] ||
         { echo "ina-switch $bad: exit $rc, want 2 and a sentence naming --uplink:"; cat "$tmp/bad.log"; fail=1; }
 done
-sw=("$build/switch_sim/ina-switch" --log-level info --linger-ms 300)
-"${sw[@]}" --listen "127.0.0.1:$spine" --port-opts "$faults,seed=3" >"$tmp/spine.log" 2>&1 &
-pids+=("$!"); spine_pid=$!
-"${sw[@]}" --listen "127.0.0.1:$rack0" --port-opts "$faults,seed=5" \
-    --uplink "127.0.0.1:$spine" --uplink-job 42=0/2 >"$tmp/rack0.log" 2>&1 &
-pids+=("$!"); rack_pid[0]=$!
-"${sw[@]}" --listen "127.0.0.1:$rack1" --port-opts "$faults,seed=9" \
-    --uplink "127.0.0.1:$spine" --uplink-job 42=1/2 >"$tmp/rack1.log" 2>&1 &
-pids+=("$!"); rack_pid[1]=$!
-# Each switch says "serving" once its signal handlers are in place (the
-# SIGUSR1 below would kill one that has not got there yet, as on a loaded
-# machine); bounded at 20 s.
-for log in spine rack0 rack1; do
-    for _ in $(seq 200); do
-        grep -q "serving" "$tmp/$log.log" && break
-        sleep 0.1
-    done
-    grep -q "serving" "$tmp/$log.log" || { echo "$log: not serving after 20 s:"; cat "$tmp/$log.log"; exit 1; }
-done
+# start_switch returns once a switch says "serving", its signal handlers in
+# place (the SIGUSR1 below would kill one that has not got there yet).
+swopts=(--log-level info --linger-ms 300)
+start_switch "$tmp/spine.log" "${swopts[@]}" --listen "127.0.0.1:$spine" --port-opts "$faults,seed=3"
+spine_pid=$sw
+start_switch "$tmp/rack0.log" "${swopts[@]}" --listen "127.0.0.1:$rack0" --port-opts "$faults,seed=5" \
+    --uplink "127.0.0.1:$spine" --uplink-job 42=0/2
+rack_pid[0]=$sw
+start_switch "$tmp/rack1.log" "${swopts[@]}" --listen "127.0.0.1:$rack1" --port-opts "$faults,seed=9" \
+    --uplink "127.0.0.1:$spine" --uplink-job 42=1/2
+rack_pid[1]=$sw
 # Sparse rounds (the racks' next pointers differ), then dense ones for bytes.
 for run in sparse dense; do
     if [ $run = sparse ]; then density=0.3 rounds=6; else density=1 rounds=4; fi

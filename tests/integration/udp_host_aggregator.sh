@@ -14,28 +14,14 @@
 set -euo pipefail
 build=$1 port=$2
 agg_port=$((port + 1))
-tmp=$(mktemp -d)
-pids=()
-cleanup() {
-    for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-    wait 2>/dev/null || true
-    rm -rf "$tmp"
-}
-trap cleanup EXIT INT TERM
+. "$(dirname "$0")/lib.sh"
+lib_init
 export INA_JOB_TOKEN="test-host-aggregator-$port"
 fail=0
-"$build/switch_sim/ina-switch" --listen "127.0.0.1:$agg_port" --host-mode --slots 64 \
-    >"$tmp/agg.log" 2>&1 &
-agg=$!
-pids+=("$agg")
-"$build/switch_sim/ina-switch" --listen "127.0.0.1:$port" --slots 8 --peer-timeout-ms 0 \
-    --host-aggregator "127.0.0.1:$agg_port" >"$tmp/switch.log" 2>&1 &
-sw=$!
-pids+=("$sw")
-for _ in $(seq 50); do
-    grep -q serving "$tmp/switch.log" && grep -q serving "$tmp/agg.log" && break
-    sleep 0.1
-done
+start_switch "$tmp/agg.log" --listen "127.0.0.1:$agg_port" --host-mode --slots 64
+agg=$sw
+start_switch "$tmp/switch.log" --listen "127.0.0.1:$port" --slots 8 --peer-timeout-ms 0 \
+    --host-aggregator "127.0.0.1:$agg_port"
 host() {	# JOB RANK: one ina-host of a job of two ranks, 8 lanes, 5 rounds
     timeout 60 "$build/host/ina-host" --switch "127.0.0.1:$port" --job "$1" --rank "$2" \
         --world 2 --lanes 8 --block 256 --elements 65536 --density 0.5 --rounds 5 \

@@ -9,20 +9,10 @@
 set -euo pipefail
 build=$1 port=$2
 count=200
-tmp=$(mktemp -d)
-pids=()
-cleanup() {
-    for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-    wait 2>/dev/null || true
-    rm -rf "$tmp"
-}
-trap cleanup EXIT INT TERM
+. "$(dirname "$0")/lib.sh"
+lib_init
 export INA_JOB_TOKEN="hostile-$port"
-"$build/switch_sim/ina-switch" --listen "127.0.0.1:$port" --max-jobs 16 --log-level err \
-    >"$tmp/switch.log" 2>&1 &
-sw=$!
-pids+=("$sw")
-sleep 0.2
+start_switch "$tmp/switch.log" --listen "127.0.0.1:$port" --max-jobs 16
 hosts=()
 for r in 0 1 2; do
     timeout 120 "$build/host/ina-host" --switch "127.0.0.1:$port" --job 77 --rank $r --world 3 \

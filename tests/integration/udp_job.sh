@@ -14,14 +14,8 @@ build=$1 port=$2 faults=$3 enc=$4
 shift 4
 [[ $faults =~ ^[0-9.]+$ ]] && faults="drop=$faults"
 world=${WORLD:-4}
-tmp=$(mktemp -d)
-pids=()
-cleanup() {
-    for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-    wait 2>/dev/null || true
-    rm -rf "$tmp"
-}
-trap cleanup EXIT INT TERM
+. "$(dirname "$0")/lib.sh"
+lib_init
 export INA_JOB_TOKEN="test-$port"
 # SWITCHES=K: K switches on UDP ports PORT..PORT+K-1, every host given all of
 # them (--switch A,B,...), each aggregating one part of every tensor.
@@ -31,14 +25,12 @@ sws=()
 for ((s = 0; s < nsw; s++)); do
     log=$tmp/switch.log
     [ "$s" -gt 0 ] && log=$tmp/switch$s.log
-    "$build/switch_sim/ina-switch" --listen "127.0.0.1:$((port + s))" \
-        --port-opts "$faults,seed=$((7 + s))" --log-level warn ${SWITCH_ARGS:-} >"$log" 2>&1 &
-    sws+=("$!")
+    start_switch "$log" --listen "127.0.0.1:$((port + s))" \
+        --port-opts "$faults,seed=$((7 + s))" ${SWITCH_ARGS:-}
+    sws+=("$sw")
     swlist+="${swlist:+,}127.0.0.1:$((port + s))"
 done
 sw=${sws[0]}
-pids+=("${sws[@]}")
-sleep 0.2
 hosts=()
 for ((r = 0; r < world; r++)); do
     timeout 120 "$build/host/ina-host" --switch "$swlist" --job 42 --rank "$r" \

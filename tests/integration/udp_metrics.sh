@@ -15,14 +15,8 @@
 set -euo pipefail
 build=$1 port=$2
 sw_bin=$build/switch_sim/ina-switch
-tmp=$(mktemp -d)
-pids=()
-cleanup() {
-    for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-    wait 2>/dev/null || true
-    rm -rf "$tmp"
-}
-trap cleanup EXIT INT TERM
+. "$(dirname "$0")/lib.sh"
+lib_init
 fail() { echo "FAIL: $*"; [ -f "$tmp/switch.log" ] && { echo "--- switch log"; cat "$tmp/switch.log"; }; exit 1; }
 command -v curl >/dev/null || { echo "curl is missing (scripts/deps installs it)"; exit 1; }
 
@@ -47,14 +41,9 @@ bad "cannot resolve" --metrics no-such-host.invalid:9101
 bad "cannot listen" --metrics 192.0.2.1:9101
 
 export INA_JOB_TOKEN="metrics-$port"
-"$sw_bin" --listen "127.0.0.1:$port" --metrics "127.0.0.1:$mport" --log-level info \
-    >"$tmp/switch.log" 2>&1 &
-sw=$!
-pids+=("$sw")
-for ((i = 0; i < 50; i++)); do
-    curl -s -o /dev/null "$url/metrics" && break
-    sleep 0.1
-done
+# Serving: its metrics listener opened before (switch_sim/main.c).
+start_switch "$tmp/switch.log" --listen "127.0.0.1:$port" --metrics "127.0.0.1:$mport" \
+    --log-level info
 
 # The same port again: in use.
 bad "Address already in use" --metrics "127.0.0.1:$mport"

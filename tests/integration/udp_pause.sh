@@ -20,14 +20,8 @@
 set -euo pipefail
 build=$1 port=$2
 tool=$build/tests/pause_check
-tmp=$(mktemp -d)
-sw=""
-cleanup() {
-    [ -n "$sw" ] && kill "$sw" 2>/dev/null || true
-    wait 2>/dev/null || true
-    rm -rf "$tmp"
-}
-trap cleanup EXIT INT TERM
+. "$(dirname "$0")/lib.sh"
+lib_init
 export INA_JOB_TOKEN="pause-$port"
 fail=0
 passed=0
@@ -42,20 +36,17 @@ wait_for() {
     return $rc
 }
 
-"$build/switch_sim/ina-switch" --listen "127.0.0.1:$port" --peer-timeout-ms 1000 \
-    --log-level warn >"$tmp/switch.log" 2>&1 &
-sw=$!
-sleep 0.3
+start_switch "$tmp/switch.log" --listen "127.0.0.1:$port" --peer-timeout-ms 1000
 
 # pause: rank 0 pauses 5000 ms before round 1 of 3.
-pids=()
+hosts=()
 for r in 0 1 2; do
     INA_JOB_ID=11 "$tool" "127.0.0.1:$port" $r 3 3 5000 0 1 5000 250 2000 \
         >"$tmp/pause$r.log" 2>&1 &
-    pids+=("$!")
+    hosts+=("$!"); pids+=("$!")
 done
 for r in 0 1 2; do
-    if wait_for "${pids[$r]}" 30 && grep -q "rank $r done: rounds 3" "$tmp/pause$r.log"; then
+    if wait_for "${hosts[$r]}" 30 && grep -q "rank $r done: rounds 3" "$tmp/pause$r.log"; then
         ok "pause rank $r: $(tr '\n' ' ' <"$tmp/pause$r.log")"
     else
         ko "pause rank $r:"; cat "$tmp/pause$r.log"
@@ -79,15 +70,15 @@ else
 fi
 
 # no_keepalive: the same pause without keepalives is a death.
-pids=()
+hosts=()
 for r in 0 1 2; do
     INA_JOB_ID=12 "$tool" "127.0.0.1:$port" $r 3 3 5000 0 1 5000 0 2000 \
         >"$tmp/nokeep$r.log" 2>&1 &
-    pids+=("$!")
+    hosts+=("$!"); pids+=("$!")
 done
 for r in 1 2; do
     rc=0
-    wait_for "${pids[$r]}" 20 || rc=$?
+    wait_for "${hosts[$r]}" 20 || rc=$?
     # How long its round 1 lasted, as the rank measured it.
     ms=$(sed -n "s/^rank $r round 1 failed after \([0-9]*\) ms: .*rank 0 silent.*/\1/p" \
         "$tmp/nokeep$r.log")
@@ -98,7 +89,7 @@ for r in 1 2; do
     fi
 done
 rc=0
-wait_for "${pids[0]}" 20 || rc=$?
+wait_for "${hosts[0]}" 20 || rc=$?
 if [ $rc -ne 0 ] && [ $rc -ne 124 ]; then
     ok "no_keepalive rank 0: its job is gone when it comes back (exit $rc)"
 else
@@ -106,18 +97,18 @@ else
 fi
 
 # killed: rank 2 dies mid-job (many small rounds); the others hear of it.
-pids=()
+hosts=()
 for r in 0 1 2; do
     INA_JOB_ID=13 "$tool" "127.0.0.1:$port" $r 3 1000000 64 9 0 0 250 10000 \
         >"$tmp/killed$r.log" 2>&1 &
-    pids+=("$!")
+    hosts+=("$!"); pids+=("$!")
 done
 sleep 1
 t0=$(now_ms)
-kill -9 "${pids[2]}"
+kill -9 "${hosts[2]}"
 for r in 0 1; do
     rc=0
-    wait_for "${pids[$r]}" 20 || rc=$?
+    wait_for "${hosts[$r]}" 20 || rc=$?
     ms=$(($(now_ms) - t0))
     silent=$(sed -n 's/.*rank 2 silent for \([0-9]*\) ms.*/\1/p' "$tmp/killed$r.log" | head -1)
     # The switch's own measure of the silence, and ours (which includes

@@ -12,20 +12,10 @@
 set -euo pipefail
 build=$1 port=$2
 world=4
-tmp=$(mktemp -d)
-pids=()
-cleanup() {
-    for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-    wait 2>/dev/null || true
-    rm -rf "$tmp"
-}
-trap cleanup EXIT INT TERM
+. "$(dirname "$0")/lib.sh"
+lib_init
 export INA_JOB_TOKEN="test-ssp-$port"
-"$build/switch_sim/ina-switch" --listen "127.0.0.1:$port" --port-opts "drop=0.01,seed=7" \
-    --log-level warn >"$tmp/switch.log" 2>&1 &
-sw=$!
-pids+=("$sw")
-sleep 0.2
+start_switch "$tmp/switch.log" --listen "127.0.0.1:$port" --port-opts "drop=0.01,seed=7"
 fail=0
 run() {	# run S: one job of ssp:S, every rank checked
     local s=$1 hosts=()

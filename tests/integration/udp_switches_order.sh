@@ -10,21 +10,12 @@
 # Usage: udp_switches_order.sh BUILD_DIR UDP_PORT
 set -euo pipefail
 build=$1 port=$2
-tmp=$(mktemp -d)
-pids=()
-cleanup() {
-    for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-    wait 2>/dev/null || true
-    rm -rf "$tmp"
-}
-trap cleanup EXIT INT TERM
+. "$(dirname "$0")/lib.sh"
+lib_init
 export INA_JOB_TOKEN="test-$port"
 a=127.0.0.1:$port b=127.0.0.1:$((port + 1))
-"$build/switch_sim/ina-switch" --listen "$a" --log-level warn >"$tmp/s0.log" 2>&1 &
-pids+=("$!")
-"$build/switch_sim/ina-switch" --listen "$b" --log-level warn >"$tmp/s1.log" 2>&1 &
-pids+=("$!")
-sleep 0.2
+start_switch "$tmp/s0.log" --listen "$a"
+start_switch "$tmp/s1.log" --listen "$b"
 hosts=()
 for r in 0 1 2 3; do
     list=$a,$b

@@ -59,22 +59,22 @@ wire_up(struct wire *w, int n, const char *opts)
 	if (ida < 0 || idb < 0)
 		return -1;
 	snprintf(args, sizeof(args), "ip=10.1.%d.1,mbufs=4095,%s", n, opts);
-	if (ina_port_dpdk_open_id((uint16_t)ida, args, &w->a) < 0)
+	if (ina_port_dpdk_open_id((uint16_t)ida, args, &w->a, NULL, 0) < 0)
 		return -1;
 	snprintf(args, sizeof(args), "ip=10.1.%d.2,mbufs=4095,%s", n, opts);
-	if (ina_port_dpdk_open_id((uint16_t)idb, args, &w->b) < 0)
+	if (ina_port_dpdk_open_id((uint16_t)idb, args, &w->b, NULL, 0) < 0)
 		return -1;
 	ina_port_dpdk_mac(w->b, 0, mac);
 	snprintf(addr, sizeof(addr), "%02x:%02x:%02x:%02x:%02x:%02x@10.1.%d.2:9150", mac[0],
 		 mac[1], mac[2], mac[3], mac[4], mac[5], n);
-	if (w->a->ops->resolve(w->a, addr, &w->to_b) < 0)
+	if (ina_port_resolve(w->a, addr, &w->to_b) < 0)
 		return -1;
 	ina_port_dpdk_mac(w->a, 0, mac);
 	for (int i = 0; i < 3; i++) {
 		/* A accepts any MAC: three destinations, one port. */
 		snprintf(addr, sizeof(addr), "%02x:%02x:%02x:%02x:%02x:%02x@10.1.%d.1:9150",
 			 mac[0], mac[1], mac[2], mac[3], mac[4], (uint8_t)(mac[5] + i), n);
-		if (w->b->ops->resolve(w->b, addr, &w->to_a[i]) < 0)
+		if (ina_port_resolve(w->b, addr, &w->to_a[i]) < 0)
 			return -1;
 	}
 	w->avail_a = ina_port_dpdk_pool_avail(w->a);

@@ -24,6 +24,8 @@
 
 #include <cmocka.h>
 
+#include "skip.h"
+
 #include <rte_dev.h>
 #include <rte_eth_ring.h>
 #include <rte_ethdev.h>
@@ -32,6 +34,10 @@
 
 #include "ina/port_dpdk.h"
 #include "ina/util.h"
+
+/* Why the last port open failed (the ops' and open_id's error buffer). */
+static char open_err[320];
+#define OPEN_ERR open_err, sizeof(open_err)
 
 static char prefix[64], prefix_arg[96], run_dir[300];
 
@@ -109,7 +115,7 @@ test_no_hugepages(void **state)
 
 	(void)state;
 	if (hugepages() != 0)
-		skip();	/* this machine has hugepages: EAL would start */
+		INA_SKIP("this machine has hugepages: EAL would start");
 	assert_int_equal(ina_dpdk_eal_init(3, argv, err, sizeof(err)), -ENOMEM);
 	assert_non_null(strstr(err, "nr_hugepages"));
 	assert_non_null(strstr(err, "--no-huge"));
@@ -138,11 +144,11 @@ test_no_port(void **state)
 
 	(void)state;
 	assert_int_equal(rte_eth_dev_count_avail(), 0);
-	assert_int_equal(ina_port_dpdk_ops.open(&p, "port=all"), -ENODEV);
-	assert_non_null(strstr(ina_port_dpdk_last_error(),
+	assert_int_equal(ina_port_dpdk_ops.open(&p, "port=all", OPEN_ERR), -ENODEV);
+	assert_non_null(strstr(open_err,
 			       "no DPDK port: pass --vdev=... or bind a NIC"));
-	assert_int_equal(ina_port_dpdk_ops.open(&p, "port=0"), -ENODEV);
-	assert_non_null(strstr(ina_port_dpdk_last_error(), "no DPDK port"));
+	assert_int_equal(ina_port_dpdk_ops.open(&p, "port=0", OPEN_ERR), -ENODEV);
+	assert_non_null(strstr(open_err, "no DPDK port"));
 	assert_null(p);
 }
 
@@ -161,29 +167,30 @@ test_link_down(void **state)
 	assert_int_equal(rte_dev_probe(devargs), 0);
 	assert_int_equal(rte_eth_dev_count_avail(), 1);
 	t0 = ina_now_ns();
-	assert_int_equal(ina_port_dpdk_ops.open(&p, "port=0,link_wait_ms=200"), -ENETDOWN);
+	assert_int_equal(ina_port_dpdk_ops.open(&p, "port=0,link_wait_ms=200", OPEN_ERR),
+			 -ENETDOWN);
 	dt = ina_now_ns() - t0;
 	assert_true(dt >= 190 * INA_NS_PER_MS && dt < 2000 * INA_NS_PER_MS);
-	assert_non_null(strstr(ina_port_dpdk_last_error(), "link_wait_ms=200"));
+	assert_non_null(strstr(open_err, "link_wait_ms=200"));
 	assert_null(p);
 
 	/* Jumbo frames do not fit its 2048-byte buffers (no bsize=): memif
 	 * would split them over several buffers and corrupt its ring. */
-	assert_int_equal(ina_port_dpdk_ops.open(&p, "port=0,mtu=9000"), -EINVAL);
-	assert_non_null(strstr(ina_port_dpdk_last_error(), "net_memif"));
-	assert_non_null(strstr(ina_port_dpdk_last_error(), "bsize=9216"));
+	assert_int_equal(ina_port_dpdk_ops.open(&p, "port=0,mtu=9000", OPEN_ERR), -EINVAL);
+	assert_non_null(strstr(open_err, "net_memif"));
+	assert_non_null(strstr(open_err, "bsize=9216"));
 	assert_null(p);
-	assert_int_equal(ina_port_dpdk_ops.open(&p, "port=0,mtu=2034"), 0);
+	assert_int_equal(ina_port_dpdk_ops.open(&p, "port=0,mtu=2034", OPEN_ERR), 0);
 	ina_port_close(p);
 	p = NULL;
 
 	/* Without waiting it opens; nothing is received, tx is dropped and counted. */
-	assert_int_equal(ina_port_dpdk_ops.open(&p, "port=0,ip=10.3.0.1"), 0);
+	assert_int_equal(ina_port_dpdk_ops.open(&p, "port=0,ip=10.3.0.1", OPEN_ERR), 0);
 	assert_int_equal(ina_port_rx_burst(p, pkts, INA_MAX_BURST), 0);
 	pkts[0] = ina_pkt_alloc(p->pool);
 	assert_non_null(pkts[0]);
 	pkts[0]->len = 10;
-	assert_int_equal(p->ops->resolve(p, "02:00:00:00:00:01@10.3.0.2:9150", &pkts[0]->peer), 0);
+	assert_int_equal(ina_port_resolve(p, "02:00:00:00:00:01@10.3.0.2:9150", &pkts[0]->peer), 0);
 	assert_int_equal(ina_port_tx_burst(p, pkts, 1), 0);
 	assert_int_equal(p->stats.tx_drop, 1);
 	ina_port_close(p);
@@ -199,7 +206,8 @@ test_all(void **state)
 	(void)state;
 	assert_non_null(r);
 	assert_true(rte_eth_from_ring(r) >= 0);
-	assert_int_equal(ina_port_dpdk_ops.open(&p, "port=all,ip=10.3.0.1,mbufs=4095"), 0);
+	assert_int_equal(ina_port_dpdk_ops.open(&p, "port=all,ip=10.3.0.1,mbufs=4095", OPEN_ERR),
+			 0);
 	assert_int_equal(ina_port_dpdk_nb_ethdevs(p), 2);
 	assert_int_equal(ina_port_dpdk_mac(p, 0, mac0), 0);
 	assert_int_equal(ina_port_dpdk_mac(p, 1, mac1), 0);
@@ -228,10 +236,10 @@ test_will_not_start(void **state)
 	}
 	assert_true(client < RTE_MAX_ETHPORTS);
 	snprintf(spec, sizeof(spec), "port=%u", client);
-	assert_int_equal(ina_port_dpdk_ops.open(&p, spec) < 0, 1);
+	assert_int_equal(ina_port_dpdk_ops.open(&p, spec, OPEN_ERR) < 0, 1);
 	assert_null(p);
-	assert_non_null(strstr(ina_port_dpdk_last_error(), "will not start"));
-	assert_non_null(strstr(ina_port_dpdk_last_error(), "net_memif"));
+	assert_non_null(strstr(open_err, "will not start"));
+	assert_non_null(strstr(open_err, "net_memif"));
 }
 
 static int

@@ -16,6 +16,8 @@
 #include <string.h>
 
 #include "ina/encode.h"
+#include "ina/encoding.h"
+#include "ina/wire.h"
 
 #define MAX_N 300
 
@@ -896,6 +898,73 @@ test_encode_i32_bound_holds(void **state)
 	assert_true(ina_enc_i32_bound(4, 27, 1.0, 0) < 4 * 0x1p-28 * 1.01 + 0x1p-24);
 }
 
+/* The encoding table: one row per wire encoding, each op the loop of
+ * encode.c it names, with the element size the wire carries. */
+static void
+test_encoding_table_matches_loops(void **state)
+{
+	enum { N = 77 };
+	float x[N], y[N], got[N], want[N];
+	uint8_t wa[4 * N], wb[4 * N], wc[4 * N];
+	uint32_t acc[N], ref[N];
+
+	(void)state;
+	assert_null(ina_encoding(0));
+	assert_null(ina_encoding(INA_ENC_MAX + 1));
+	for (int i = 0; i < N; i++) {
+		x[i] = (float)(i - 38) * 0.37f;
+		y[i] = (float)(i % 7) * -1.5f + 0.25f;
+	}
+	for (uint8_t id = INA_ENC_F32; id <= INA_ENC_MAX; id++) {
+		const struct ina_encoding_ops *enc = ina_encoding(id);
+		int scale = 0;
+
+		assert_non_null(enc);
+		assert_int_equal(enc->id, id);
+		assert_int_equal(enc->elem_size, ina_wire_elem_size(id));
+		assert_string_equal(enc->name, ina_wire_encoding_name(id));
+		assert_int_equal(enc->scaled, id == INA_ENC_I32);
+		if (enc->scaled)
+			scale = ina_enc_i32_scale(ina_enc_i32_exp(x, N), 2);
+		/* encode and decode against the named loops */
+		enc->encode(wa, x, N, scale);
+		enc->decode(got, wa, N, scale);
+		if (id == INA_ENC_I32) {
+			ina_enc_i32_put(wb, x, N, scale);
+			ina_enc_i32_get(want, wb, N, scale);
+		} else if (id == INA_ENC_BF16) {
+			ina_enc_bf16_put(wb, x, N);
+			ina_enc_bf16_get(want, wb, N);
+		} else {
+			ina_enc_f32_put(wb, x, N);
+			ina_enc_f32_get(want, wb, N);
+		}
+		assert_memory_equal(wa, wb, N * enc->elem_size);
+		assert_memory_equal(got, want, sizeof(got));
+		/* load, add, store: the switch's sum of x and y */
+		enc->encode(wb, y, N, scale);
+		enc->load(acc, wa, N);
+		assert_int_equal(enc->add(acc, wb, N), 0);
+		enc->store(wc, acc, N);
+		if (id == INA_ENC_I32) {
+			ina_enc_i32_load((int32_t *)ref, wa, N);
+			ina_enc_i32_add((int32_t *)ref, wb, N);
+		} else if (id == INA_ENC_BF16) {
+			ina_enc_bf16_get((float *)ref, wa, N);
+			ina_enc_bf16_add((float *)ref, wb, N);
+		} else {
+			ina_enc_f32_get((float *)ref, wa, N);
+			ina_enc_f32_add((float *)ref, wb, N);
+		}
+		assert_memory_equal(acc, ref, sizeof(acc));
+		/* the result filter: nothing defers under a zero-width bound,
+		 * everything under a huge one */
+		assert_false(enc->deferred(acc, N, ina_enc_bound(id, 1e-30f, scale)));
+		assert_true(enc->deferred(acc, N, ina_enc_bound(id, 1e30f, scale)));
+		assert_true(enc->bound(2, scale, 10.0, 5.0, 0) > 0);
+	}
+}
+
 int
 main(void)
 {
@@ -919,6 +988,7 @@ main(void)
 		cmocka_unit_test(test_encode_bf16_add_matches_scalar),
 		cmocka_unit_test(test_encode_bf16_bound_holds),
 		cmocka_unit_test(test_encode_bf16_bound_tight),
+		cmocka_unit_test(test_encoding_table_matches_loops),
 	};
 
 	return cmocka_run_group_tests_name("encode", tests, NULL, NULL);

@@ -26,7 +26,6 @@
 #include <cmocka.h>
 
 #include "engine.h"
-#include "ina.h"
 #include "ina/encode.h"
 #include "ina/log.h"
 #include "ina/pkt.h"
@@ -469,7 +468,7 @@ test_engine_join_backoff_and_timeout(void **state)
 	assert_int_equal(sends, 4 + (TIMEOUT - 15 * MS + RTO_MAX - 1) / RTO_MAX);
 	assert_true(t->now >= start_ns + TIMEOUT);
 	assert_true(t->now <= start_ns + TIMEOUT + RTO_MAX);
-	assert_int_equal(engine_error(t->e), INA_ENOSWITCH);
+	assert_int_equal(engine_error(t->e), ENGINE_ENOSWITCH);
 	assert_int_equal(engine_phase(t->e), ENGINE_CLOSED);
 	assert_int_equal(engine_stats(t->e)->retransmits, (uint64_t)sends - 1);
 	assert_non_null(strstr(engine_error_msg(t->e), "did not answer the JOIN"));
@@ -610,7 +609,7 @@ test_engine_join_redirect(void **state)
 	assert_true(ina_peer_equal(&p->peer, &agg));
 	/* The aggregator sends it on again: the join fails. */
 	rx_from(t, &agg, &h, payload, sizeof(payload));
-	assert_int_equal(engine_error(t->e), INA_EREFUSED);
+	assert_int_equal(engine_error(t->e), ENGINE_EREFUSED);
 	assert_non_null(strstr(engine_error_msg(t->e), "127.0.0.1:9301"));
 	engine_destroy(t->e);
 	t->e = NULL;
@@ -783,7 +782,7 @@ test_engine_join_refused(void **state)
 	assert_int_equal(engine_phase(t->e), ENGINE_JOINING);
 
 	rx_error(t, INA_WERR_NO_SLOTS, msg, TOKEN);
-	assert_int_equal(engine_error(t->e), INA_EREFUSED);
+	assert_int_equal(engine_error(t->e), ENGINE_EREFUSED);
 	assert_int_equal(engine_phase(t->e), ENGINE_CLOSED);
 	assert_non_null(strstr(engine_error_msg(t->e), msg));
 	/* Nothing more is sent: no JOIN, and no goodbye. */
@@ -796,7 +795,7 @@ test_engine_join_refused(void **state)
 	assert_int_equal(tx(t), 0);
 	assert_int_equal(engine_phase(t->e), ENGINE_CLOSED);
 	assert_int_equal(engine_allreduce(t->e, 0, in, out, 8, 4, ENGINE_SUM, t->now),
-			 INA_EREFUSED);
+			 ENGINE_EREFUSED);
 	done(t);
 }
 
@@ -1499,7 +1498,7 @@ test_engine_keepalive_off(void **state)
 /*
  * A WAIT flagged LIVE is progress for the timeout: an allreduce waiting on a
  * paused peer for ten timeouts does not fail while LIVE WAITs come (the
- * stall is reported once), fails INA_EPEER at pause_ns, and a result then
+ * stall is reported once), fails ENGINE_EPEER at pause_ns, and a result then
  * ends the pause. Without LIVE WAITs (test_engine_wait_delays_resend) the
  * timeout holds.
  */
@@ -1541,7 +1540,7 @@ test_engine_live_wait_is_progress(void **state)
 				rx_wait_live(t, g[i].h.lane, g[i].h.block, 1u << 2);
 	}
 	assert_true(t->now == t0 + 20 * TIMEOUT);
-	assert_int_equal(engine_error(t->e), INA_EPEER);
+	assert_int_equal(engine_error(t->e), ENGINE_EPEER);
 	assert_non_null(strstr(engine_error_msg(t->e), "longest pause"));
 	assert_non_null(strstr(engine_error_msg(t->e), "rank(s) 2"));
 	done(t);
@@ -1568,7 +1567,7 @@ test_engine_live_wait_then_silence(void **state)
 		tx(t);
 	}
 	assert_true(t->now == last + TIMEOUT);
-	assert_int_equal(engine_error(t->e), INA_ENOSWITCH);
+	assert_int_equal(engine_error(t->e), ENGINE_ENOSWITCH);
 	done(t);
 }
 
@@ -1628,7 +1627,7 @@ test_engine_wait_delays_resend(void **state)
 		}
 	}
 	assert_true(t->now == t0 + TIMEOUT);
-	assert_int_equal(engine_error(t->e), INA_EPEER);
+	assert_int_equal(engine_error(t->e), ENGINE_EPEER);
 	assert_non_null(strstr(engine_error_msg(t->e), "rank(s) 2"));
 	assert_non_null(strstr(engine_error_msg(t->e), "lane 0 block 0"));
 	assert_non_null(strstr(engine_error_msg(t->e), "round 0"));
@@ -1653,7 +1652,7 @@ test_engine_timeout_no_switch(void **state)
 		tx(t);
 	}
 	assert_true(t->now == t0 + TIMEOUT);
-	assert_int_equal(engine_error(t->e), INA_ENOSWITCH);
+	assert_int_equal(engine_error(t->e), ENGINE_ENOSWITCH);
 	assert_non_null(strstr(engine_error_msg(t->e), "did not answer"));
 	assert_non_null(strstr(engine_error_msg(t->e), "round 0"));
 	done(t);
@@ -1670,7 +1669,7 @@ test_engine_error_left(void **state)
 	begin(t, in, out, 8, 4, ENGINE_SUM);
 	assert_int_equal(tx(t), 2);
 	rx_error(t, INA_WERR_LEFT, msg, TOKEN);
-	assert_int_equal(engine_error(t->e), INA_ELEFT);
+	assert_int_equal(engine_error(t->e), ENGINE_ELEFT);
 	assert_int_equal(engine_phase(t->e), ENGINE_CLOSED);
 	assert_non_null(strstr(engine_error_msg(t->e), msg));
 	/* The job is gone on the switch: no resend, no LEAVE. */
@@ -1680,7 +1679,7 @@ test_engine_error_left(void **state)
 	assert_int_equal(tx(t), 0);
 	assert_int_equal(engine_phase(t->e), ENGINE_CLOSED);
 	assert_int_equal(engine_allreduce(t->e, 0, in, out, 8, 4, ENGINE_SUM, t->now),
-			 INA_ELEFT);
+			 ENGINE_ELEFT);
 	done(t);
 }
 
@@ -1718,7 +1717,7 @@ test_engine_stall_described(void **state)
 	done(t);
 }
 
-/* The switch found a rank dead: the allreduce fails with INA_EPEER and the
+/* The switch found a rank dead: the allreduce fails with ENGINE_EPEER and the
  * switch's sentence naming the rank; nothing is left to free on it. */
 static void
 test_engine_error_peer_dead(void **state)
@@ -1731,7 +1730,7 @@ test_engine_error_peer_dead(void **state)
 	begin(t, in, out, 8, 4, ENGINE_SUM);
 	assert_int_equal(tx(t), 2);
 	rx_error(t, INA_WERR_PEER_DEAD, msg, TOKEN);
-	assert_int_equal(engine_error(t->e), INA_EPEER);
+	assert_int_equal(engine_error(t->e), ENGINE_EPEER);
 	assert_int_equal(engine_phase(t->e), ENGINE_CLOSED);
 	assert_non_null(strstr(engine_error_msg(t->e), msg));
 	t->now += TIMEOUT;
@@ -1743,7 +1742,7 @@ test_engine_error_peer_dead(void **state)
  * The result filter: every DATA packet carries the bound (f32 bits here), a
  * DEFERRED result writes zeros and marks its block, a full result does not;
  * the next allreduce has no bound unless set again, and a DEFERRED result
- * for it fails the operation with INA_EPROTO.
+ * for it fails the operation with ENGINE_EPROTO.
  */
 static void
 test_engine_result_filter(void **state)
@@ -1776,7 +1775,7 @@ test_engine_result_filter(void **state)
 	assert_int_equal(tx(t), 2);
 	assert_int_equal(g[0].h.bound, 0);
 	rx_result(t, 0, 0, INA_F_VER | INA_F_DEFERRED, INA_BLOCK_END, 0, NULL);
-	assert_int_equal(engine_error(t->e), INA_EPROTO);
+	assert_int_equal(engine_error(t->e), ENGINE_EPROTO);
 	assert_non_null(strstr(engine_error_msg(t->e), "deferred"));
 	done(t);
 }
@@ -1796,7 +1795,7 @@ test_engine_saturated(void **state)
 	rx_result(t, 0, INA_BLOCK_OPEN, 0, 0, 3, NULL);
 	assert_int_equal(tx_one(t)->h.n_elems, 4);
 	rx_result(t, 0, 0, INA_F_VER | INA_F_SATURATED, INA_BLOCK_END, 0, q);
-	assert_int_equal(engine_error(t->e), INA_ESATURATED);
+	assert_int_equal(engine_error(t->e), ENGINE_ESATURATED);
 	assert_int_equal(engine_stats(t->e)->saturated, 1);
 	assert_non_null(strstr(engine_error_msg(t->e), "saturated"));
 	assert_int_equal(tx(t), 0);
@@ -1819,8 +1818,8 @@ test_engine_nonfinite_i32(void **state)
 	in[2] = NAN;
 	t->round = 0;
 	assert_int_equal(engine_allreduce(t->e, TENSOR, in, out, 16, 4, ENGINE_SUM, t->now),
-			 INA_ENONFINITE);
-	assert_int_equal(engine_error(t->e), INA_ENONFINITE);
+			 ENGINE_ENONFINITE);
+	assert_int_equal(engine_error(t->e), ENGINE_ENONFINITE);
 	assert_non_null(strstr(engine_error_msg(t->e), "NaN"));
 	assert_non_null(strstr(engine_error_msg(t->e), "block 0"));
 	assert_int_equal(tx(t), 0);
@@ -1837,7 +1836,7 @@ test_engine_nonfinite_i32(void **state)
 	assert_int_equal(tx(t), 2);
 	check_data(t, for_lane(2, 0), 0, INA_BLOCK_OPEN, 0, 0, 0, 3, NULL);
 	rx_result(t, 0, INA_BLOCK_OPEN, 0, 0, 3, NULL);
-	assert_int_equal(engine_error(t->e), INA_ENONFINITE);
+	assert_int_equal(engine_error(t->e), ENGINE_ENONFINITE);
 	assert_non_null(strstr(engine_error_msg(t->e), "block 2"));
 	assert_int_equal(tx(t), 0);
 	done(t);
@@ -1931,7 +1930,7 @@ test_engine_leave_after_error(void **state)
 		to_deadline(t);
 		tx(t);
 	}
-	assert_int_equal(engine_error(t->e), INA_ENOSWITCH);
+	assert_int_equal(engine_error(t->e), ENGINE_ENOSWITCH);
 	t0 = t->now;
 	engine_leave(t->e, t->now);
 	assert_int_equal(engine_phase(t->e), ENGINE_LEAVING);
@@ -1950,7 +1949,7 @@ test_engine_leave_after_error(void **state)
 	assert_int_equal(leaves, 4);
 	assert_true(t->now == t0 + 15 * MS);
 	/* The error stays. */
-	assert_int_equal(engine_error(t->e), INA_ENOSWITCH);
+	assert_int_equal(engine_error(t->e), ENGINE_ENOSWITCH);
 	done(t);
 }
 
@@ -2083,7 +2082,7 @@ test_engine_next_deadline(void **state)
 	assert_int_equal(engine_error(t->e), 0);
 	t->now++;
 	assert_int_equal(tx(t), 0);
-	assert_int_equal(engine_error(t->e), INA_EPEER);
+	assert_int_equal(engine_error(t->e), ENGINE_EPEER);
 	assert_non_null(strstr(engine_error_msg(t->e), "rank(s) 1"));
 	assert_true(engine_next_deadline(t->e) == UINT64_MAX);
 	/* The goodbye's timer. */
@@ -2381,7 +2380,7 @@ test_engine_replica_join_unanswered(void **state)
 		assert_true(standby_joins < 100);
 	}
 	assert_true(t->now >= t0 + TIMEOUT && t->now <= t0 + TIMEOUT + RTO_MAX);
-	assert_int_equal(engine_error(t->e), INA_ENOSWITCH);
+	assert_int_equal(engine_error(t->e), ENGINE_ENOSWITCH);
 	assert_non_null(strstr(engine_error_msg(t->e), "replica switch did not answer"));
 	assert_int_equal(engine_phase(t->e), ENGINE_LEAVING);
 	while (engine_phase(t->e) != ENGINE_CLOSED) {
@@ -2417,7 +2416,7 @@ test_engine_replica_join_refused(void **state)
 	h = sw_hdr(t, INA_T_ERROR);
 	h.status = INA_WERR_NO_SLOTS;
 	rx_from(t, &t->cfg.replica, &h, msg, strlen(msg));
-	assert_int_equal(engine_error(t->e), INA_EREFUSED);
+	assert_int_equal(engine_error(t->e), ENGINE_EREFUSED);
 	assert_non_null(strstr(engine_error_msg(t->e), "replica switch refused to stand by"));
 	assert_non_null(strstr(engine_error_msg(t->e), msg));
 	assert_int_equal(engine_phase(t->e), ENGINE_LEAVING);
@@ -2549,7 +2548,7 @@ test_engine_failover_on_silence(void **state)
 		for (uint16_t i = 0; i < n; i++)
 			assert_int_equal(g[i].h.type, INA_T_DATA);
 	}
-	assert_int_equal(engine_error(t->e), INA_ENOSWITCH);
+	assert_int_equal(engine_error(t->e), ENGINE_ENOSWITCH);
 	assert_non_null(strstr(engine_error_msg(t->e), "replica switch did not answer"));
 	/* The goodbye: LEAVE to the replica alone. */
 	engine_leave(t->e, t->now);
@@ -2751,7 +2750,7 @@ test_engine_failover_unanswered(void **state)
 		tx(t);
 	}
 	assert_true(t->now == t0 + TIMEOUT);
-	assert_int_equal(engine_error(t->e), INA_ENOSWITCH);
+	assert_int_equal(engine_error(t->e), ENGINE_ENOSWITCH);
 	assert_non_null(strstr(engine_error_msg(t->e), "the replica did not take over"));
 	assert_true(engine_stats(t->e)->failover_sent > 3);
 	assert_int_equal(engine_stats(t->e)->failovers, 0);
@@ -2830,7 +2829,7 @@ test_engine_replica_error_drops_standby(void **state)
 			assert_false(to_replica(t, &g[i]));
 	}
 	assert_true(t->now == t0 + TIMEOUT);
-	assert_int_equal(engine_error(t->e), INA_ENOSWITCH);
+	assert_int_equal(engine_error(t->e), ENGINE_ENOSWITCH);
 	assert_int_equal(engine_stats(t->e)->failover_sent, 0);
 	/* Nor does an announcement count any more. */
 	rx_announce(t, &t->cfg.replica, EPOCH2);

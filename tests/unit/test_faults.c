@@ -447,7 +447,7 @@ udp_collect(struct ina_port *b, unsigned want, uint64_t *longest_wait)
 		if (nb)
 			continue;
 		t = ina_now_ns();
-		b->ops->wait(b, INA_NS_PER_S);
+		ina_port_wait(b, INA_NS_PER_S);
 		t = ina_now_ns() - t;
 		if (t > *longest_wait)
 			*longest_wait = t;
@@ -470,7 +470,7 @@ test_udp_port_delay(void **state)
 
 	(void)state;
 	assert_int_equal(ina_port_udp_local(b, addr, sizeof(addr)), 0);
-	assert_int_equal(a->ops->resolve(a, addr, &dst), 0);
+	assert_int_equal(ina_port_resolve(a, addr, &dst), 0);
 	for (int i = 0; i < 12; i++) {
 		pkts[i] = ina_pkt_alloc(a->pool);
 		assert_non_null(pkts[i]);
@@ -498,7 +498,7 @@ test_udp_port_delay(void **state)
 	assert_int_equal(ina_port_tx_burst(a, pkts, 5), 5);
 	for (int i = 0; i < 100 && b->stats.inject_delay < 13; i++) {
 		assert_int_equal(ina_port_rx_burst(b, pkts, INA_MAX_BURST), 0);
-		b->ops->wait(b, INA_NS_PER_MS);
+		ina_port_wait(b, INA_NS_PER_MS);
 	}
 	assert_int_equal(b->stats.inject_delay, 13);
 	assert_int_equal(ina_pkt_pool_avail(b->pool), 64 - 5);

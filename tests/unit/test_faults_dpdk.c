@@ -56,7 +56,7 @@ group_setup(void **state)
 	if (ret < 0)
 		return -1;
 	id_b = (uint16_t)ret;
-	return ina_port_dpdk_open_id(id_a, "ip=10.0.0.1,mbufs=2047", &a) < 0 ? -1 : 0;
+	return ina_port_dpdk_open_id(id_a, "ip=10.0.0.1,mbufs=2047", &a, NULL, 0) < 0 ? -1 : 0;
 }
 
 static int
@@ -81,7 +81,7 @@ open_b(const char *faults)
 	char args[256];
 
 	snprintf(args, sizeof(args), "ip=10.0.0.2,mbufs=2047,%s", faults);
-	assert_int_equal(ina_port_dpdk_open_id(id_b, args, &b), 0);
+	assert_int_equal(ina_port_dpdk_open_id(id_b, args, &b, NULL, 0), 0);
 	return b;
 }
 
@@ -100,7 +100,7 @@ send_recv(struct ina_port *b, uint16_t *seen, uint32_t *late)
 	assert_int_equal(ina_port_dpdk_mac(b, 0, m), 0);
 	snprintf(addr, sizeof(addr), "%02x:%02x:%02x:%02x:%02x:%02x@10.0.0.2:9150", m[0], m[1],
 		 m[2], m[3], m[4], m[5]);
-	assert_int_equal(a->ops->resolve(a, addr, &dst), 0);
+	assert_int_equal(ina_port_resolve(a, addr, &dst), 0);
 	*late = 0;
 	for (uint32_t s = 0; s < N_PKTS; s += 16) {
 		for (uint32_t i = 0; i < 16; i++) {
@@ -135,7 +135,7 @@ send_recv(struct ina_port *b, uint16_t *seen, uint32_t *late)
 			got += nb;
 			ina_pkt_free_bulk(pkts, nb);
 			if (!nb && s + 16 >= N_PKTS)
-				b->ops->wait(b, 100000);
+				ina_port_wait(b, 100000);
 		}
 	}
 	return got;
@@ -206,7 +206,7 @@ test_delay_close(void **state)
 		assert_int_equal(ina_port_dpdk_mac(b, 0, m), 0);
 		snprintf(addr, sizeof(addr), "%02x:%02x:%02x:%02x:%02x:%02x@10.0.0.2:9150", m[0],
 			 m[1], m[2], m[3], m[4], m[5]);
-		assert_int_equal(a->ops->resolve(a, addr, &dst), 0);
+		assert_int_equal(ina_port_resolve(a, addr, &dst), 0);
 		for (int i = 0; i < 16; i++) {
 			pkts[i] = ina_pkt_alloc(a->pool);
 			pkts[i]->len = LEN;

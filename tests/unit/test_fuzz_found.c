@@ -7,7 +7,7 @@
  *    lane finished while it still holds one). The engine took it, moved the
  *    lane to that block and sent DATA whose next pointer was not past its
  *    block, which every switch drops (next_not_past_block), until the
- *    operation timed out. It now fails the operation with INA_EPROTO at once.
+ *    operation timed out. It now fails the operation with ENGINE_EPROTO at once.
  *  - fuzz_engine, with a replica: the primary silent for the failover time
  *    (FAILOVER sent to the replica), then heard again (a WAIT) when the
  *    operation had made no progress for the failover time either. engine_tx
@@ -26,7 +26,6 @@
 #include <cmocka.h>
 
 #include "engine.h"
-#include "ina.h"
 #include "ina/pkt.h"
 #include "ina/wire.h"
 #include "wire_check.h"
@@ -153,7 +152,7 @@ check_refused(struct t *t)
 {
 	struct wc_got g;
 
-	assert_int_equal(engine_error(t->e), INA_EPROTO);
+	assert_int_equal(engine_error(t->e), ENGINE_EPROTO);
 	assert_non_null(strstr(engine_error_msg(t->e), "past this worker's next non-zero block 1"));
 	/* Nothing invalid goes out, now or at the next timeout. */
 	assert_int_equal(tx(t, &g), 0);

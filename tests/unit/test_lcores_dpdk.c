@@ -99,7 +99,7 @@ ring_port(const char *name, struct rte_ring **rx, struct rte_ring **tx, const ch
 	id = rte_eth_from_rings(name, rx, 1, tx, 1, (unsigned)sock);
 	if (id < 0)
 		return -1;
-	return ina_port_dpdk_open_id((uint16_t)id, opts, port);
+	return ina_port_dpdk_open_id((uint16_t)id, opts, port, NULL, 0);
 }
 
 static int
@@ -412,7 +412,7 @@ run_switch(uint16_t k, uint8_t enc, double loss)
 		ec.rto_ns = 2 * INA_NS_PER_MS;
 		ec.rto_min_ns = INA_NS_PER_MS;
 		ec.rto_max_ns = 20 * INA_NS_PER_MS;
-		assert_int_equal(fx.w[r]->ops->resolve(fx.w[r], "02:00:00:00:00:64@10.0.0.100:9150",
+		assert_int_equal(ina_port_resolve(fx.w[r], "02:00:00:00:00:64@10.0.0.100:9150",
 						      &ec.sw), 0);
 		w.e[r] = engine_create(&ec);
 		assert_non_null(w.e[r]);

@@ -27,6 +27,10 @@
 #include "ina/port_dpdk.h"
 #include "ina/util.h"
 
+/* Why the last port open failed (the ops' and open_id's error buffer). */
+static char open_err[320];
+#define OPEN_ERR open_err, sizeof(open_err)
+
 #define NB_CLIENTS 2
 #define NB_ECHO 100		/* packets each client sends and gets back */
 #define NB_FAN 50		/* fan-outs the server sends to all clients */
@@ -124,12 +128,12 @@ client(int c)
 	 * retries the memif start and connection meanwhile. */
 	snprintf(args, sizeof(args), "port=0,ip=10.78.0.%d,link_wait_ms=10000,mtu=9000,mbufs=2047",
 		 10 + c);
-	ret = ina_port_dpdk_ops.open(&p, args);
+	ret = ina_port_dpdk_ops.open(&p, args, OPEN_ERR);
 	if (ret < 0) {
-		fprintf(stderr, "client %d: no port: %s\n", c, ina_port_dpdk_last_error());
+		fprintf(stderr, "client %d: no port: %s\n", c, open_err);
 		goto out;
 	}
-	if (p->ops->resolve(p, "10.78.0.1:9150", &sw) < 0) {
+	if (ina_port_resolve(p, "10.78.0.1:9150", &sw) < 0) {
 		fprintf(stderr, "client %d: server not found by ARP\n", c);
 		ret = -1;
 		goto out;
@@ -161,7 +165,7 @@ client(int c)
 		}
 		ina_pkt_free_bulk(pkts, nb);
 		if (!nb)
-			p->ops->wait(p, 20000);
+			ina_port_wait(p, 20000);
 	}
 	ret = echo == NB_ECHO && fan == NB_FAN && bad == 0 ? 0 : -1;
 	if (ret)
@@ -209,7 +213,8 @@ test_memif_star(void **state)
 		nanosleep(&ms500, NULL);
 	}
 	assert_int_equal(server_eal(), 0);
-	assert_int_equal(ina_port_dpdk_ops.open(&s, "port=all,ip=10.78.0.1,mtu=9000,mbufs=4095"),
+	assert_int_equal(ina_port_dpdk_ops.open(&s, "port=all,ip=10.78.0.1,mtu=9000,mbufs=4095",
+						OPEN_ERR),
 			 0);
 	assert_int_equal(ina_port_dpdk_nb_ethdevs(s), NB_CLIENTS);
 	avail0 = ina_port_dpdk_pool_avail(s);
@@ -246,7 +251,7 @@ test_memif_star(void **state)
 			}
 		}
 		if (!nb)
-			s->ops->wait(s, 20000);
+			ina_port_wait(s, 20000);
 	}
 	for (int c = 0; c < NB_CLIENTS; c++) {
 		if (pid[c] > 0) {

@@ -28,6 +28,7 @@
 #include "ina/pkt.h"
 #include "ina/wire.h"
 #include "pipeline.h"
+#include "pipeline_dump.h"
 #include "wire_check.h"
 
 #define NB_PKTS 64		/* packets in the test pool */
@@ -755,6 +756,83 @@ test_pipeline_join_max_pkt(void **state)
 	assert_msg_has(&g, "16 f32 elements does not fit the switch's 88-byte packets");
 	join_all(t, &b);
 	assert_int_equal(pipeline_nb_jobs(t->p), 1);
+	done(t);
+}
+
+/* What the pipeline reported (pipeline_events.h), for test_pipeline_events. */
+struct ev_log {
+	uint16_t n;
+	struct pipeline_event ev[8];
+	char text[8][INA_ERROR_MSG_MAX + 1];
+};
+
+static void
+ev_record(void *ctx, const struct pipeline_event *ev)
+{
+	struct ev_log *l = ctx;
+
+	assert_true(l->n < 8);
+	l->ev[l->n] = *ev;
+	l->ev[l->n].text = NULL;	/* valid during the call only: copied */
+	if (ev->text)
+		memcpy(l->text[l->n], ev->text, ev->text_len);
+	l->text[l->n][ev->text ? ev->text_len : 0] = '\0';
+	l->n++;
+}
+
+/* The pipeline reports instead of logging: a job admitted, a JOIN refused
+ * (with the ERROR's text), a job freed; a follower's pipeline_rx_quiet()
+ * reports nothing and counts nothing. */
+static void
+test_pipeline_events(void **state)
+{
+	struct t *t = *state;
+	struct tjob a = { .id = 221, .token = 0xa221, .world = 1, .lanes = 2, .max_block = 4,
+			  .enc = INA_ENC_F32 };
+	struct tjob b = a;
+	struct ev_log l = { 0 };
+	struct pipeline_stats before;
+	struct ina_pkt *pkt;
+	struct wc_got g;
+
+	b.id = 222, b.token = 0xb222, b.peer_base = 2;
+	t->cfg.max_jobs = 1;
+	t->cfg.on_event = ev_record;
+	t->cfg.event_ctx = &l;
+	start(t);
+	join(t, &a, 0);
+	assert_int_equal(l.n, 1);
+	assert_int_equal(l.ev[0].kind, PEV_ADMITTED);
+	assert_int_equal(l.ev[0].job_id, a.id);
+	assert_int_equal(l.ev[0].lanes, 2);
+	assert_int_equal(l.ev[0].want_lanes, 2);
+	assert_int_equal(l.ev[0].world, 1);
+	assert_int_equal(l.ev[0].epoch, a.epoch);
+	assert_int_equal(l.ev[0].max_block, 4);
+
+	assert_int_equal(send_join(t, &b, 0), 1);
+	take_one(t, &g);
+	check_error(&g, b.id, b.token, INA_WERR_NO_JOBS);
+	assert_int_equal(l.n, 2);
+	assert_int_equal(l.ev[1].kind, PEV_REFUSED);
+	assert_int_equal(l.ev[1].job_id, b.id);
+	assert_int_equal(l.ev[1].status, INA_WERR_NO_JOBS);
+	assert_int_equal(l.ev[1].text_len, g.payload_size);
+	assert_memory_equal(l.text[1], g.payload, g.payload_size);
+
+	/* A follower: the same JOIN, quietly. */
+	pkt = mk_join_as(t, &b, 0, b.world, b.lanes, b.max_block, b.enc, b.token);
+	before = *pipeline_stats(t->p);
+	pipeline_rx_quiet(t->p, &pkt, 1, t->now);
+	assert_int_equal(l.n, 2);
+	assert_memory_equal(&before, pipeline_stats(t->p), sizeof(before));
+
+	fin(t, &a, 0);
+	assert_int_equal(l.n, 3);
+	assert_int_equal(l.ev[2].kind, PEV_FREED);
+	assert_int_equal(l.ev[2].job_id, a.id);
+	assert_int_equal(l.ev[2].slots, 2);
+	assert_int_equal(pipeline_nb_jobs(t->p), 0);
 	done(t);
 }
 
@@ -3348,6 +3426,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_pipeline_fair_share, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_pipeline_host_aggregator, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_pipeline_join_max_pkt, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_pipeline_events, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_pipeline_join_refusals, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_pipeline_aggregate_f32, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_pipeline_aggregate_i32, setup, teardown),

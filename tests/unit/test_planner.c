@@ -470,9 +470,34 @@ static const struct {
 /*
  * The real gradients: for each iteration, the 4 workers' sum is the shared
  * reference. Per layer and per iteration, at mass 1 (every non-zero block)
- * and at mass 0.7 (top blocks by norm), print the chosen B and its density;
- * the chosen B must differ between layers whose block density differs.
+ * and at mass 0.7 (top blocks by norm), print the chosen B and its density.
+ * The chosen B follows the density: it is the candidate of least bytes (the
+ * larger on a tie); a tensor whose blocks all travel at every B (density 1
+ * at every candidate) gets the largest B; a smaller B is chosen only where
+ * it leaves blocks behind (density < 1 at the chosen B); and over the layers
+ * of several blocks at least two different B are chosen at each rule.
  */
+/* The rule of planner_plan() on its candidates 'c' (n of them), 'k' chosen. */
+static void
+check_follows_density(const struct planner_candidate *c, unsigned n, unsigned k)
+{
+	uint64_t best = planner_cost_bytes(&c[k].cost);
+	int all_dense = 1;
+	unsigned j;
+
+	for (j = 0; j < n; j++) {
+		uint64_t b = planner_cost_bytes(&c[j].cost);
+
+		assert_true(b > best || (b == best && c[j].block_size <= c[k].block_size));
+		if (c[j].density < 1.0)
+			all_dense = 0;
+	}
+	if (all_dense)
+		assert_int_equal(k, n - 1);
+	if (k < n - 1)
+		assert_true(c[k].density < 1.0);
+}
+
 static void
 test_real_gradients(void **state)
 {
@@ -518,6 +543,7 @@ test_real_gradients(void **state)
 				assert_true(B >= 16);
 				for (k = 0; c[k].block_size != B; k++)
 					;
+				check_follows_density(c, planner_n_candidates(p), k);
 				snprintf(col[m], sizeof(col[m]), "%5u  %.3f", B, c[k].density);
 				if (cnt >= 1024)	/* tensors of several blocks */
 					seen[m][k]++;

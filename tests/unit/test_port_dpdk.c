@@ -34,6 +34,10 @@
 #include "ina/port_dpdk.h"
 #include "ina/util.h"
 
+/* Why the last port open failed (the ops' and open_id's error buffer). */
+static char open_err[320];
+#define OPEN_ERR open_err, sizeof(open_err)
+
 #define MAX_RINGS 32
 
 struct fixture {
@@ -119,11 +123,12 @@ group_setup(void **state)
 					 (int)rte_socket_id());
 	if (!fx.raw)
 		return -1;
-	if (ina_port_dpdk_open_id(fx.id_a, "ip=10.0.0.1,mbufs=2047", &fx.a) < 0 ||
+	if (ina_port_dpdk_open_id(fx.id_a, "ip=10.0.0.1,mbufs=2047", &fx.a, OPEN_ERR) < 0 ||
 	    ina_port_dpdk_open_id(fx.id_b, "ip=10.0.0.2,udp=9150,mbufs=1023,rxd=256,txd=256",
-				  &fx.b) < 0 ||
-	    ina_port_dpdk_open_id(fx.id_c, "ip=10.0.1.1,zerocopy=0,mbufs=2047", &fx.c) < 0 ||
-	    ina_port_dpdk_open_id(fx.id_d, "ip=10.0.1.2,mbufs=2047", &fx.d) < 0)
+				  &fx.b, OPEN_ERR) < 0 ||
+	    ina_port_dpdk_open_id(fx.id_c, "ip=10.0.1.1,zerocopy=0,mbufs=2047", &fx.c,
+				  OPEN_ERR) < 0 ||
+	    ina_port_dpdk_open_id(fx.id_d, "ip=10.0.1.2,mbufs=2047", &fx.d, OPEN_ERR) < 0)
 		return -1;
 	fx.avail_a = ina_port_dpdk_pool_avail(fx.a);
 	fx.avail_b = ina_port_dpdk_pool_avail(fx.b);
@@ -176,7 +181,7 @@ make(struct ina_port *port, const char *dst, uint32_t len, uint8_t seed)
 	assert_true(p->cap >= len);
 	fill(p, len, seed);
 	if (dst)
-		assert_int_equal(port->ops->resolve(port, dst, &p->peer), 0);
+		assert_int_equal(ina_port_resolve(port, dst, &p->peer), 0);
 	return p;
 }
 
@@ -202,6 +207,35 @@ nstats(struct ina_port *p)
 
 	ina_port_dpdk_neigh_stats(p, &st);
 	return st;
+}
+
+/* The port's xstats are its neighbour counters, each once, by name. */
+static void
+check_xstats(const struct ina_port *p)
+{
+	struct ina_port_dpdk_neigh_stats st = nstats((struct ina_port *)(uintptr_t)p);
+	struct ina_port_xstat xs[16];
+	const struct {
+		const char *name;
+		uint64_t v;
+	} want[] = {
+		{ "port_arp_rx", st.arp_rx }, { "port_arp_reply_tx", st.arp_reply_tx },
+		{ "port_arp_request_tx", st.arp_request_tx },
+		{ "port_arp_learned", st.arp_learned }, { "port_icmp_echo", st.icmp_echo },
+		{ "port_not_ip", st.not_ip }, { "port_not_ours", st.not_ours },
+		{ "port_malformed", st.malformed }, { "port_link_down", st.link_down },
+		{ "port_csum_partial", st.csum_partial },
+	};
+	unsigned n = ina_port_xstats(p, xs, 16);
+
+	assert_int_equal(n, sizeof(want) / sizeof(want[0]));
+	assert_int_equal(n * sizeof(uint64_t), sizeof(st));
+	for (unsigned i = 0; i < n; i++) {
+		assert_string_equal(xs[i].name, want[i].name);
+		assert_int_equal(xs[i].value, want[i].v);
+	}
+	assert_true(st.malformed > 0 && st.not_ours > 0);
+	assert_int_equal(ina_port_xstats(p, xs, 2), n);	/* fewer asked: the count */
 }
 
 /* A raw frame of 'len' bytes from the test's pool. */
@@ -231,18 +265,18 @@ test_resolve_forms(void **state)
 	/* Ring ethdevs have no MAC: a locally administered one from the id. */
 	snprintf(buf, sizeof(buf), "02:69:6e:61:00:%02x@10.0.0.2:9150", fx.id_b);
 	assert_string_equal(fx.addr_b, buf);
-	assert_int_equal(fx.a->ops->resolve(fx.a, "02:00:00:00:00:02@10.0.0.2:9150", &peer), 0);
+	assert_int_equal(ina_port_resolve(fx.a, "02:00:00:00:00:02@10.0.0.2:9150", &peer), 0);
 	assert_true(peer.len > 0 && peer.len <= INA_PEER_SIZE - 1);
-	assert_string_equal(fx.a->ops->peer_str(fx.a, &peer, buf, sizeof(buf)),
+	assert_string_equal(ina_port_peer_str(fx.a, &peer, buf, sizeof(buf)),
 			    "02:00:00:00:00:02@10.0.0.2:9150");
-	assert_int_equal(fx.a->ops->resolve(fx.a, "02:00:00:00:00@10.0.0.2:9150", &peer),
+	assert_int_equal(ina_port_resolve(fx.a, "02:00:00:00:00@10.0.0.2:9150", &peer),
 			 -EINVAL);
-	assert_int_equal(fx.a->ops->resolve(fx.a, "02:00:00:00:00:02@10.0.0.300:9150", &peer),
+	assert_int_equal(ina_port_resolve(fx.a, "02:00:00:00:00:02@10.0.0.300:9150", &peer),
 			 -EINVAL);
-	assert_int_equal(fx.a->ops->resolve(fx.a, "02:00:00:00:00:02@10.0.0.2:0", &peer),
+	assert_int_equal(ina_port_resolve(fx.a, "02:00:00:00:00:02@10.0.0.2:0", &peer),
 			 -EINVAL);
-	assert_int_equal(fx.a->ops->resolve(fx.a, "10.0.0.2", &peer), -EINVAL);
-	assert_int_equal(fx.a->ops->resolve(fx.a, "10.0.0.2:x", &peer), -EINVAL);
+	assert_int_equal(ina_port_resolve(fx.a, "10.0.0.2", &peer), -EINVAL);
+	assert_int_equal(ina_port_resolve(fx.a, "10.0.0.2:x", &peer), -EINVAL);
 }
 
 static void
@@ -260,7 +294,7 @@ test_send_recv(void **state)
 	assert_int_equal(fx.a->stats.tx_pkts, 4);
 	assert_int_equal(fx.a->stats.tx_drop, 0);
 
-	assert_int_equal(fx.b->ops->resolve(fx.b, fx.addr_a, &from_a), 0);
+	assert_int_equal(ina_port_resolve(fx.b, fx.addr_a, &from_a), 0);
 	nb = ina_port_rx_burst(fx.b, pkts, INA_MAX_BURST);
 	assert_int_equal(nb, 4);
 	for (unsigned i = 0; i < 4; i++) {
@@ -385,6 +419,7 @@ test_bad_frames(void **state)
 	assert_int_equal(ina_port_rx_burst(fx.b, pkts, INA_MAX_BURST), 1);
 	check(pkts[0], 100, 9);
 	ina_pkt_free(pkts[0]);
+	check_xstats(fx.b);
 }
 
 /* An ARP request for B's address: B answers it and learns the sender. */
@@ -439,7 +474,7 @@ test_arp_reply(void **state)
 	assert_int_equal(st.arp_learned - st0.arp_learned, 1);
 	assert_int_equal(fx.b->stats.rx_drop, drop0);
 	/* Learned: "IP:PORT" resolves without asking. */
-	assert_int_equal(fx.b->ops->resolve(fx.b, "10.0.0.99:9150", &peer), 0);
+	assert_int_equal(ina_port_resolve(fx.b, "10.0.0.99:9150", &peer), 0);
 	assert_memory_equal(peer.bytes, asker, 6);
 	assert_int_equal(nstats(fx.b).arp_request_tx, st0.arp_request_tx);
 }
@@ -519,7 +554,7 @@ poll_b(void *arg)
 
 		ina_pkt_free_bulk(pkts, nb);
 		if (!nb)
-			b->ops->wait(b, 20000);
+			ina_port_wait(b, 20000);
 	}
 	return NULL;
 }
@@ -534,10 +569,10 @@ test_resolve_arp(void **state)
 	(void)state;
 	poll_stop = 0;
 	assert_int_equal(pthread_create(&t, NULL, poll_b, fx.b), 0);
-	assert_int_equal(fx.a->ops->resolve(fx.a, "10.0.0.2:9150", &peer), 0);
+	assert_int_equal(ina_port_resolve(fx.a, "10.0.0.2:9150", &peer), 0);
 	poll_stop = 1;
 	pthread_join(t, NULL);
-	assert_int_equal(fx.a->ops->resolve(fx.a, fx.addr_b, &want), 0);
+	assert_int_equal(ina_port_resolve(fx.a, fx.addr_b, &want), 0);
 	assert_true(ina_peer_equal(&peer, &want));
 	assert_true(nstats(fx.a).arp_request_tx >= 1);
 	assert_int_equal(nstats(fx.a).arp_learned, 1);
@@ -559,7 +594,7 @@ test_resolve_silence(void **state)
 	uint64_t t0 = ina_now_ns(), dt;
 
 	(void)state;
-	assert_int_equal(fx.a->ops->resolve(fx.a, "10.0.0.77:9150", &peer), -EHOSTUNREACH);
+	assert_int_equal(ina_port_resolve(fx.a, "10.0.0.77:9150", &peer), -EHOSTUNREACH);
 	dt = ina_now_ns() - t0;
 	assert_true(dt >= 1000 * INA_NS_PER_MS && dt < 5000 * INA_NS_PER_MS);
 	assert_int_equal(nstats(fx.a).arp_request_tx - st0.arp_request_tx, 5);
@@ -583,12 +618,12 @@ fanout(struct ina_port *tx, struct ina_port *rx, struct rte_ring *r, const char 
 	char other[64];
 
 	/* Same IP and port as rx, other MACs: rx accepts them all. */
-	assert_int_equal(tx->ops->resolve(tx, addr_rx, &dsts[0]), 0);
-	assert_int_equal(tx->ops->resolve(tx, "02:00:00:00:00:09@10.0.0.9:9150", &dsts[1]), 0);
+	assert_int_equal(ina_port_resolve(tx, addr_rx, &dsts[0]), 0);
+	assert_int_equal(ina_port_resolve(tx, "02:00:00:00:00:09@10.0.0.9:9150", &dsts[1]), 0);
 	snprintf(other, sizeof(other), "02:00:00:00:00:07%s", strchr(addr_rx, '@'));
-	assert_int_equal(tx->ops->resolve(tx, other, &dsts[2]), 0);
+	assert_int_equal(ina_port_resolve(tx, other, &dsts[2]), 0);
 	snprintf(other, sizeof(other), "02:00:00:00:00:05%s", strchr(addr_rx, '@'));
-	assert_int_equal(tx->ops->resolve(tx, other, &dsts[3]), 0);
+	assert_int_equal(ina_port_resolve(tx, other, &dsts[3]), 0);
 
 	pkts[0] = make(tx, NULL, 1000, 42);
 	pkts[0]->dsts = dsts;
@@ -709,7 +744,7 @@ test_drop_injection(void **state)
 	(void)state;
 	ina_port_close(fx.b);
 	assert_int_equal(ina_port_dpdk_open_id(fx.id_b, "ip=10.0.0.2,drop=0.25,seed=7,mbufs=2047",
-					       &fx.b), 0);
+					       &fx.b, OPEN_ERR), 0);
 	for (unsigned round = 0; round < 25; round++) {
 		for (unsigned i = 0; i < 40; i++)
 			pkts[i % INA_MAX_BURST] = make(fx.a, fx.addr_b, 64, 1),
@@ -724,7 +759,7 @@ test_drop_injection(void **state)
 	assert_int_equal(fx.b->stats.rx_drop, 0);
 	ina_port_close(fx.b);
 	assert_int_equal(ina_port_dpdk_open_id(fx.id_b, "ip=10.0.0.2,mbufs=1023,rxd=256,txd=256",
-					       &fx.b), 0);
+					       &fx.b, OPEN_ERR), 0);
 	fx.avail_b = ina_port_dpdk_pool_avail(fx.b);
 }
 
@@ -766,17 +801,18 @@ test_multi_ethdev(void **state)
 		assert_true(ret >= 0);
 		hid[i] = (uint16_t)ret;
 		snprintf(args, sizeof(args), "ip=10.0.2.%d,mbufs=2047", 10 + i);
-		assert_int_equal(ina_port_dpdk_open_id(hid[i], args, &h[i]), 0);
+		assert_int_equal(ina_port_dpdk_open_id(hid[i], args, &h[i], OPEN_ERR), 0);
 	}
 	assert_int_equal(sid[2], sid[0] + 2);
 	snprintf(args, sizeof(args), "port=%u-%u,ip=10.0.2.1,mbufs=4095", sid[0], sid[2]);
-	assert_int_equal(ina_port_dpdk_ops.open(&s, args), 0);
+	assert_int_equal(ina_port_dpdk_ops.open(&s, args, OPEN_ERR), 0);
 	assert_int_equal(ina_port_dpdk_nb_ethdevs(s), 3);
 	/* A range with an ethdev of another port in it is refused. */
 	snprintf(args, sizeof(args), "port=%u-%u", sid[2], hid[0]);
-	assert_int_equal(ina_port_dpdk_ops.open(&p, args), -EBUSY);
-	assert_non_null(strstr(ina_port_dpdk_last_error(), "already open"));
-	assert_int_equal(ina_port_dpdk_open_id(hid[0], "ip=10.0.2.10,mbufs=2047", &p), -EBUSY);
+	assert_int_equal(ina_port_dpdk_ops.open(&p, args, OPEN_ERR), -EBUSY);
+	assert_non_null(strstr(open_err, "already open"));
+	assert_int_equal(ina_port_dpdk_open_id(hid[0], "ip=10.0.2.10,mbufs=2047", &p, OPEN_ERR),
+			 -EBUSY);
 
 	/* Each host finds the switch by ARP, on its own link. */
 	poll_stop = 0;
@@ -784,7 +820,7 @@ test_multi_ethdev(void **state)
 	for (int i = 0; i < 3; i++) {
 		uint8_t mac[6];
 
-		assert_int_equal(h[i]->ops->resolve(h[i], "10.0.2.1:9150", &to_sw[i]), 0);
+		assert_int_equal(ina_port_resolve(h[i], "10.0.2.1:9150", &to_sw[i]), 0);
 		assert_int_equal(ina_port_dpdk_mac(s, (unsigned)i, mac), 0);
 		assert_memory_equal(to_sw[i].bytes, mac, 6);
 	}
@@ -843,28 +879,35 @@ test_options(void **state)
 	char err[256];
 
 	(void)state;
-	assert_int_equal(ops->open(&p, "ip=10.0.0.5"), -EINVAL);	/* no port= */
-	assert_int_equal(ops->open(&p, "port=0,ip=10.0.0.500"), -EINVAL);
-	assert_int_equal(ops->open(&p, "port=0,udp=0"), -EINVAL);
-	assert_int_equal(ops->open(&p, "port=0,mbufs=1"), -EINVAL);
-	assert_int_equal(ops->open(&p, "port=0,bogus=1"), -EINVAL);
-	assert_non_null(strstr(ina_port_dpdk_last_error(), "unknown option"));
-	assert_int_equal(ops->open(&p, "port=3-1"), -EINVAL);
-	assert_int_equal(ops->open(&p, "port=0,queue=1"), -EINVAL);
-	assert_int_equal(ops->open(&p, "port=0,zerocopy=2"), -EINVAL);
-	assert_int_equal(ops->open(&p, "port=0,drop=1"), -EINVAL);
-	assert_int_equal(ops->open(&p, "port=0,mtu=100"), -EINVAL);
-	assert_int_equal(ops->open(&p, "port=0,mtu=9001"), -EINVAL);
-	assert_int_equal(ops->open(&p, "port=31"), -ENODEV);
-	assert_non_null(strstr(ina_port_dpdk_last_error(), "no ethdev 31"));
+	assert_int_equal(ops->open(&p, "ip=10.0.0.5", OPEN_ERR), -EINVAL);	/* no port= */
+	assert_int_equal(ops->open(&p, "port=0,ip=10.0.0.500", OPEN_ERR), -EINVAL);
+	assert_int_equal(ops->open(&p, "port=0,udp=0", OPEN_ERR), -EINVAL);
+	assert_int_equal(ops->open(&p, "port=0,mbufs=1", OPEN_ERR), -EINVAL);
+	assert_int_equal(ops->open(&p, "port=0,bogus=1", OPEN_ERR), -EINVAL);
+	assert_non_null(strstr(open_err, "unknown option"));
+	assert_int_equal(ops->open(&p, "port=3-1", OPEN_ERR), -EINVAL);
+	assert_int_equal(ops->open(&p, "port=0,queue=1", OPEN_ERR), -EINVAL);
+	assert_int_equal(ops->open(&p, "port=0,zerocopy=2", OPEN_ERR), -EINVAL);
+	assert_int_equal(ops->open(&p, "port=0,drop=1", OPEN_ERR), -EINVAL);
+	assert_int_equal(ops->open(&p, "port=0,mtu=100", OPEN_ERR), -EINVAL);
+	assert_int_equal(ops->open(&p, "port=0,mtu=9001", OPEN_ERR), -EINVAL);
+	assert_int_equal(ops->open(&p, "port=31", OPEN_ERR), -ENODEV);
+	assert_non_null(strstr(open_err, "no ethdev 31"));
 	/* Taken by another port object. */
-	assert_int_equal(ina_port_dpdk_open_id(fx.id_a, "", &p), -EBUSY);
+	assert_int_equal(ina_port_dpdk_open_id(fx.id_a, "", &p, OPEN_ERR), -EBUSY);
 	assert_null(p);
 	/* Registered, "dpdk:" specs reach the backend through ina_port_open. */
 	assert_int_equal(ina_port_dpdk_register(), 0);
 	assert_int_equal(ina_port_dpdk_register(), 0);
 	assert_int_equal(ina_port_open("dpdk:port=31", &p, err, sizeof(err)), -ENODEV);
 	assert_null(p);
+	/* The backend's reason reaches the caller's buffer, after the spec. */
+	assert_non_null(strstr(err, "cannot open port dpdk:port=31: "));
+	assert_non_null(strstr(err, "no ethdev 31"));
+	/* No buffer: the reason is dropped, the error stays. */
+	assert_int_equal(ina_port_dpdk_open_id(fx.id_a, "", &p, NULL, 0), -EBUSY);
+	assert_int_equal(ops->open(&p, "port=31", err, 1), -ENODEV);
+	assert_int_equal(err[0], '\0');
 }
 
 /* Too few mbufs for the descriptors, cache and reserve: -ENOBUFS naming them. */
@@ -878,18 +921,19 @@ test_enobufs(void **state)
 
 	(void)state;
 	assert_int_equal(pair("nb_a", "nb_b", &r1, &r2, &i1, &i2), 0);
-	assert_int_equal(ina_port_dpdk_open_id(i1, "mbufs=1000", &p), -ENOBUFS);
-	e = ina_port_dpdk_last_error();
+	assert_int_equal(ina_port_dpdk_open_id(i1, "mbufs=1000", &p, OPEN_ERR), -ENOBUFS);
+	e = open_err;
 	assert_non_null(strstr(e, "mbufs=1000"));
 	assert_non_null(strstr(e, "1088"));	/* 1 x (512 + 512) + 0 x 1 + 64 */
 	assert_non_null(strstr(e, "raise mbufs=N"));
-	assert_int_equal(ina_port_dpdk_open_id(i1, "mbufs=2047,reserve=1000", &p), -ENOBUFS);
-	assert_non_null(strstr(ina_port_dpdk_last_error(), "reserve=1000"));
-	assert_int_equal(ina_port_dpdk_open_id(i1, "mbufs=2047,reserve=500", &p), 0);
+	assert_int_equal(ina_port_dpdk_open_id(i1, "mbufs=2047,reserve=1000", &p, OPEN_ERR),
+			 -ENOBUFS);
+	assert_non_null(strstr(open_err, "reserve=1000"));
+	assert_int_equal(ina_port_dpdk_open_id(i1, "mbufs=2047,reserve=500", &p, OPEN_ERR), 0);
 	ina_port_close(p);
 	/* Too many queues for a ring ethdev with one ring each way. */
-	assert_int_equal(ina_port_dpdk_open_id(i1, "queues=2", &p), -EINVAL);
-	assert_non_null(strstr(ina_port_dpdk_last_error(), "queues=2"));
+	assert_int_equal(ina_port_dpdk_open_id(i1, "queues=2", &p, OPEN_ERR), -EINVAL);
+	assert_non_null(strstr(open_err, "queues=2"));
 	assert_null(p);
 }
 
@@ -917,12 +961,12 @@ test_queues(void **state)
 	ib = (uint16_t)ret;
 	for (int q = 0; q < 2; q++) {
 		snprintf(args, sizeof(args), "ip=10.0.3.1,queue=%d,queues=2,mbufs=2047", q);
-		assert_int_equal(ina_port_dpdk_open_id(ia, args, &qa[q]), 0);
+		assert_int_equal(ina_port_dpdk_open_id(ia, args, &qa[q], OPEN_ERR), 0);
 		snprintf(args, sizeof(args), "ip=10.0.3.2,queue=%d,queues=2,mbufs=2047", q);
-		assert_int_equal(ina_port_dpdk_open_id(ib, args, &qb[q]), 0);
+		assert_int_equal(ina_port_dpdk_open_id(ib, args, &qb[q], OPEN_ERR), 0);
 	}
-	assert_int_equal(ina_port_dpdk_open_id(ia, "queue=1,queues=2", &p), -EBUSY);
-	assert_int_equal(ina_port_dpdk_open_id(ia, "queue=0,queues=3", &p), -EBUSY);
+	assert_int_equal(ina_port_dpdk_open_id(ia, "queue=1,queues=2", &p, OPEN_ERR), -EBUSY);
+	assert_int_equal(ina_port_dpdk_open_id(ia, "queue=0,queues=3", &p, OPEN_ERR), -EBUSY);
 	/* Same MAC on both queues: one ethdev. */
 	addr_of(qb[0], 0, addr[0], sizeof(addr[0]), "10.0.3.2:9150");
 	addr_of(qb[1], 0, addr[1], sizeof(addr[1]), "10.0.3.2:9150");
@@ -951,7 +995,7 @@ test_queues(void **state)
 	ina_port_close(qa[1]);
 	ina_port_close(qb[1]);
 	/* All closed: the ethdevs can be opened again, with one queue. */
-	assert_int_equal(ina_port_dpdk_open_id(ia, "mbufs=2047", &p), 0);
+	assert_int_equal(ina_port_dpdk_open_id(ia, "mbufs=2047", &p, OPEN_ERR), 0);
 	ina_port_close(p);
 }
 
@@ -968,7 +1012,7 @@ qwork_run(void *arg)
 	struct qwork *w = arg;
 	struct ina_peer to_b;
 
-	if (w->a->ops->resolve(w->a, w->addr_b, &to_b) < 0)
+	if (ina_port_resolve(w->a, w->addr_b, &to_b) < 0)
 		return NULL;
 	for (unsigned r = 0; r < w->rounds; r++) {
 		struct ina_pkt *pkts[INA_MAX_BURST];
@@ -1017,9 +1061,9 @@ test_queues_parallel(void **state)
 	memset(w, 0, sizeof(w));
 	for (int q = 0; q < 2; q++) {
 		snprintf(args, sizeof(args), "ip=10.0.4.1,queue=%d,queues=2,mbufs=2047", q);
-		assert_int_equal(ina_port_dpdk_open_id((uint16_t)ia, args, &w[q].a), 0);
+		assert_int_equal(ina_port_dpdk_open_id((uint16_t)ia, args, &w[q].a, OPEN_ERR), 0);
 		snprintf(args, sizeof(args), "ip=10.0.4.2,queue=%d,queues=2,mbufs=2047", q);
-		assert_int_equal(ina_port_dpdk_open_id((uint16_t)ib, args, &w[q].b), 0);
+		assert_int_equal(ina_port_dpdk_open_id((uint16_t)ib, args, &w[q].b, OPEN_ERR), 0);
 		addr_of(w[q].b, 0, w[q].addr_b, sizeof(w[q].addr_b), "10.0.4.2:9150");
 		w[q].rounds = 2000;
 		avail[q][0] = ina_port_dpdk_pool_avail(w[q].a);
@@ -1059,8 +1103,8 @@ test_jumbo(void **state)
 
 	(void)state;
 	assert_int_equal(pair("j_a", "j_b", &ab, &ba, &ia, &ib), 0);
-	assert_int_equal(ina_port_dpdk_open_id(ia, "ip=10.0.5.1," JUMBO, &a), 0);
-	assert_int_equal(ina_port_dpdk_open_id(ib, "ip=10.0.5.2," JUMBO, &b), 0);
+	assert_int_equal(ina_port_dpdk_open_id(ia, "ip=10.0.5.1," JUMBO, &a, OPEN_ERR), 0);
+	assert_int_equal(ina_port_dpdk_open_id(ib, "ip=10.0.5.2," JUMBO, &b, OPEN_ERR), 0);
 	assert_int_equal(a->max_pkt, 8972);
 	assert_int_equal(a->pool->buf_size, 8972);
 	avail_a = ina_port_dpdk_pool_avail(a);
@@ -1076,7 +1120,7 @@ test_jumbo(void **state)
 	check(pkts[1], 8972, 4);
 	ina_pkt_free_bulk(pkts, 2);
 
-	assert_int_equal(a->ops->resolve(a, addr, &dsts[0]), 0);
+	assert_int_equal(ina_port_resolve(a, addr, &dsts[0]), 0);
 	dsts[1] = dsts[0];
 	pkts[0] = make(a, NULL, 8000, 6);
 	pkts[0]->dsts = dsts;
@@ -1089,7 +1133,7 @@ test_jumbo(void **state)
 	assert_int_equal(ina_port_dpdk_pool_avail(a), avail_a);
 	assert_int_equal(ina_port_dpdk_pool_avail(b), avail_b);
 	/* The set keeps its MTU: another one is refused. */
-	assert_int_equal(ina_port_dpdk_open_id(ia, "mtu=1500", &p), -EBUSY);
+	assert_int_equal(ina_port_dpdk_open_id(ia, "mtu=1500", &p, OPEN_ERR), -EBUSY);
 	ina_port_close(a);
 	ina_port_close(b);
 }

@@ -24,6 +24,10 @@
 
 #include "ina/port_dpdk.h"
 
+/* Why the last port open failed (the ops' and open_id's error buffer). */
+static char open_err[320];
+#define OPEN_ERR open_err, sizeof(open_err)
+
 #define Q 2
 
 static struct rte_ring *to_sw[Q], *to_host[Q];
@@ -145,21 +149,22 @@ test_queue_all(void **state)
 	(void)state;
 	for (int q = 0; q < Q; q++) {
 		snprintf(args, sizeof(args), "ip=10.0.5.1,queue=%d,queues=%d,mbufs=2047", q, Q);
-		assert_int_equal(ina_port_dpdk_open_id(id_sw, args, &sw[q]), 0);
+		assert_int_equal(ina_port_dpdk_open_id(id_sw, args, &sw[q], OPEN_ERR), 0);
 	}
 	assert_int_equal(ina_port_dpdk_open_id(id_host, "ip=10.0.5.2,queue=all,queues=2,mbufs=2047",
-					       &host), 0);
+					       &host, OPEN_ERR), 0);
 	avail_host = ina_port_dpdk_pool_avail(host);
 	/* queue=all took every queue. */
-	assert_int_equal(ina_port_dpdk_open_id(id_host, "queue=1,queues=2", &p), -EBUSY);
-	assert_int_equal(ina_port_dpdk_open_id(id_host, "queue=0,queues=2", &p), -EBUSY);
+	assert_int_equal(ina_port_dpdk_open_id(id_host, "queue=1,queues=2", &p, OPEN_ERR), -EBUSY);
+	assert_int_equal(ina_port_dpdk_open_id(id_host, "queue=0,queues=2", &p, OPEN_ERR), -EBUSY);
 	assert_null(p);
-	assert_int_equal(ina_port_dpdk_open_id(id_host, "queue=al,queues=2", &p), -EINVAL);
-	assert_non_null(strstr(ina_port_dpdk_last_error(), "or all"));
+	assert_int_equal(ina_port_dpdk_open_id(id_host, "queue=al,queues=2", &p, OPEN_ERR),
+			 -EINVAL);
+	assert_non_null(strstr(open_err, "or all"));
 
 	/* The host sends on queue 0 only: the switch's queue 0 gets it all. */
 	addr_of(sw[0], addr, sizeof(addr), "10.0.5.1:9150");
-	assert_int_equal(host->ops->resolve(host, addr, &to_sw_peer), 0);
+	assert_int_equal(ina_port_resolve(host, addr, &to_sw_peer), 0);
 	send_n(host, &to_sw_peer, 6, 1);
 	assert_int_equal(rte_ring_count(to_sw[0]), 6);
 	assert_int_equal(rte_ring_count(to_sw[1]), 0);
@@ -181,10 +186,10 @@ test_queue_all(void **state)
 	/* Close releases every queue: the ethdev opens again, on one queue. */
 	ina_port_close(host);
 	assert_int_equal(ina_port_dpdk_open_id(id_host, "ip=10.0.5.2,queue=1,queues=2,mbufs=2047",
-					       &p), 0);
+					       &p, OPEN_ERR), 0);
 	ina_port_close(p);
 	assert_int_equal(ina_port_dpdk_open_id(id_host, "ip=10.0.5.2,queue=all,queues=2,mbufs=2047",
-					       &host), 0);
+					       &host, OPEN_ERR), 0);
 	send_n(sw[1], &to_host_peer, 2, 7);
 	assert_int_equal(recv_all(host, NULL), 2);
 	ina_port_close(host);

@@ -16,6 +16,7 @@
 
 #include <cmocka.h>
 
+#include "ina/faults.h"
 #include "ina/pkt.h"
 #include "ina/port.h"
 #include "ina/port_udp.h"
@@ -45,7 +46,7 @@ peer_of(struct ina_port *from, const struct ina_port *to, struct ina_peer *peer)
 	char addr[64];
 
 	assert_int_equal(ina_port_udp_local(to, addr, sizeof(addr)), 0);
-	assert_int_equal(from->ops->resolve(from, addr, peer), 0);
+	assert_int_equal(ina_port_resolve(from, addr, peer), 0);
 }
 
 static void
@@ -130,7 +131,7 @@ rx_until(struct ina_port *port, rx_done_fn done, void *done_arg, rx_each_fn each
 		now = ina_now_ns();
 		if (now >= end)
 			break;
-		port->ops->wait(port, end - now);
+		ina_port_wait(port, end - now);
 	}
 	return nb;
 }
@@ -149,6 +150,37 @@ done_accounted(const struct ina_port *port, unsigned nb, void *arg)
 	(void)nb;
 	return port->stats.rx_pkts + port->stats.rx_drop + port->stats.inject_drop >=
 	       *(unsigned *)arg;
+}
+
+/* ina_pkt_alloc_bulk: one get for a burst, what is left when the pool runs
+ * low, a failure counted only when it gets none. */
+static void
+test_port_udp_pool_alloc_bulk(void **state)
+{
+	struct ina_pkt *pkts[8], *more[8];
+	struct ina_pkt_pool *pool;
+
+	(void)state;
+	pool = ina_pkt_pool_create(6, 64);
+	assert_non_null(pool);
+	assert_int_equal(ina_pkt_alloc_bulk(pool, pkts, 0), 0);
+	assert_int_equal(ina_pkt_alloc_bulk(pool, pkts, 4), 4);
+	for (unsigned i = 0; i < 4; i++) {
+		assert_true(pkts[i]->pool == pool);
+		assert_int_equal(pkts[i]->len, 0);
+		assert_int_equal(pkts[i]->cap, 64);
+		for (unsigned j = 0; j < i; j++)
+			assert_true(pkts[i] != pkts[j]);
+	}
+	assert_int_equal(ina_pkt_alloc_bulk(pool, more, 8), 2);
+	assert_int_equal(pool->nb_alloc_fail, 0);
+	assert_int_equal(ina_pkt_alloc_bulk(pool, more + 2, 8), 0);
+	assert_int_equal(pool->nb_alloc_fail, 1);
+	assert_int_equal(ina_pkt_pool_avail(pool), 0);
+	ina_pkt_free_bulk(pkts, 4);
+	ina_pkt_free_bulk(more, 2);
+	assert_int_equal(ina_pkt_pool_avail(pool), 6);
+	ina_pkt_pool_destroy(pool);
 }
 
 static void
@@ -315,7 +347,7 @@ test_port_udp_send_recv(void **state)
 
 	/* peer_str of what b saw is a's bound address. */
 	assert_int_equal(ina_port_udp_local(a, a_addr, sizeof(a_addr)), 0);
-	assert_string_equal(b->ops->peer_str(b, &b_sees_a, str, sizeof(str)), a_addr);
+	assert_string_equal(ina_port_peer_str(b, &b_sees_a, str, sizeof(str)), a_addr);
 
 	ina_port_close(a);
 	ina_port_close(b);
@@ -346,7 +378,7 @@ test_port_udp_large_tx_call(void **state)
 	assert_pool_full(a, 128);
 
 	/* Ask for more than INA_MAX_BURST once the data is there. */
-	b->ops->wait(b, RX_DEADLINE_NS);
+	ina_port_wait(b, RX_DEADLINE_NS);
 	got = ina_port_rx_burst(b, rx, INA_MAX_BURST + 8);
 	assert_true(got >= 1 && got <= INA_MAX_BURST);
 	for (i = 0; i < got; i++) {
@@ -409,7 +441,7 @@ test_port_udp_fanout(void **state)
 	assert_int_equal(rx_until(r[0], done_count, &one, each_fanout, &c, RX_DEADLINE_NS), 1);
 	assert_int_equal(rx_until(r[2], done_count, &one, each_fanout, &c, RX_DEADLINE_NS), 1);
 	assert_int_equal(c.nb, 2);
-	r[1]->ops->wait(r[1], 50 * INA_NS_PER_MS);
+	ina_port_wait(r[1], 50 * INA_NS_PER_MS);
 	assert_int_equal(ina_port_rx_burst(r[1], rx, INA_MAX_BURST), 0);
 	/* Nothing extra at the two destinations either. */
 	assert_int_equal(ina_port_rx_burst(r[0], rx, INA_MAX_BURST), 0);
@@ -557,6 +589,14 @@ test_port_udp_bad_specs(void **state)
 	assert_int_equal(ina_port_open("foo:x=1", &port, err, sizeof(err)), -EINVAL);
 	assert_non_null(strstr(err, "foo"));
 	assert_non_null(strstr(err, "udp"));
+	/* The backend's reason, after the spec. */
+	assert_int_equal(ina_port_open("udp:mtu=1000,,bogus=2", &port, err, sizeof(err)), -EINVAL);
+	assert_string_equal(err, "cannot open port udp:mtu=1000,,bogus=2: unknown option 'bogus' "
+			    "(known: bind, mtu, pkts, rcvbuf, sndbuf, busy, " INA_FAULTS_KEYS ")");
+	assert_int_equal(ina_port_open("udp:mtu=5", &port, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "bad value '5' for option 'mtu' (128..65507)"));
+	assert_int_equal(ina_port_open("udp:corrupt=0.1", &port, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "corrupt= is for ports that verify checksums"));
 	assert_int_equal(ina_port_open(NULL, &port, err, sizeof(err)), -EINVAL);
 	/* A NULL or empty error buffer is fine. */
 	assert_int_equal(ina_port_open("nope", &port, NULL, 0), -EINVAL);
@@ -581,26 +621,41 @@ test_port_udp_resolve(void **state)
 	};
 	struct ina_peer peer, peer2;
 	struct ina_port *port;
-	char buf[64];
+	char buf[64], own[64];
+	uint32_t ip;
+	uint16_t udp;
 	unsigned i;
 
 	(void)state;
 	port = port_open_ok("udp:bind=127.0.0.1:0,pkts=4");
 	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
-		if (port->ops->resolve(port, bad[i], &peer) != -EINVAL)
+		if (ina_port_resolve(port, bad[i], &peer) != -EINVAL)
 			fail_msg("address '%s' was not rejected with -EINVAL", bad[i]);
 
-	assert_int_equal(port->ops->resolve(port, "10.1.2.3:9150", &peer), 0);
+	assert_int_equal(ina_port_resolve(port, "10.1.2.3:9150", &peer), 0);
 	assert_int_equal(peer.len, 16);
-	assert_string_equal(port->ops->peer_str(port, &peer, buf, sizeof(buf)),
+	assert_string_equal(ina_port_peer_str(port, &peer, buf, sizeof(buf)),
 			    "10.1.2.3:9150");
-	assert_int_equal(port->ops->resolve(port, "localhost:65535", &peer), 0);
-	assert_int_equal(port->ops->resolve(port, "127.0.0.1:65535", &peer2), 0);
+	assert_int_equal(ina_port_resolve(port, "localhost:65535", &peer), 0);
+	assert_int_equal(ina_port_resolve(port, "127.0.0.1:65535", &peer2), 0);
 	assert_true(ina_peer_equal(&peer, &peer2));
-	assert_string_equal(port->ops->peer_str(port, &peer, buf, sizeof(buf)),
+	assert_string_equal(ina_port_peer_str(port, &peer, buf, sizeof(buf)),
 			    "127.0.0.1:65535");
 	peer.len = 0;
-	assert_string_equal(port->ops->peer_str(port, &peer, buf, sizeof(buf)), "(none)");
+	assert_string_equal(ina_port_peer_str(port, &peer, buf, sizeof(buf)), "(none)");
+
+	/* peer_inet: a peer's address, and the port's own for NULL. */
+	assert_int_equal(ina_port_resolve(port, "10.1.2.3:9150", &peer), 0);
+	assert_int_equal(ina_port_peer_inet(port, &peer, &ip, &udp), 0);
+	assert_int_equal(ip, 0x0a010203);
+	assert_int_equal(udp, 9150);
+	assert_int_equal(ina_port_peer_inet(port, NULL, &ip, &udp), 0);
+	assert_int_equal(ip, 0x7f000001);
+	assert_int_equal(ina_port_udp_local(port, buf, sizeof(buf)), 0);
+	snprintf(own, sizeof(own), "127.0.0.1:%u", udp);
+	assert_string_equal(buf, own);
+	peer.len = 0;
+	assert_int_equal(ina_port_peer_inet(port, &peer, &ip, &udp), -EINVAL);
 
 	/* ina_port_udp_local: errors. */
 	assert_int_equal(ina_port_udp_local(NULL, buf, sizeof(buf)), -EINVAL);
@@ -629,7 +684,7 @@ test_port_udp_default_bind(void **state)
 	assert_int_equal(strncmp(addr, "0.0.0.0:", 8), 0);
 	assert_true(strcmp(addr, "0.0.0.0:0") != 0);
 	snprintf(to, sizeof(to), "127.0.0.1:%s", addr + 8);
-	assert_int_equal(a->ops->resolve(a, to, &to_b), 0);
+	assert_int_equal(ina_port_resolve(a, to, &to_b), 0);
 	p = pattern_pkt(a, 3, &to_b);
 	assert_int_equal(ina_port_tx_burst(a, &p, 1), 1);
 	assert_int_equal(rx_until(b, done_count, &one, NULL, NULL, RX_DEADLINE_NS), 1);
@@ -772,7 +827,7 @@ test_port_udp_truncated(void **state)
 		}
 		got += n;
 		if (n == 0)
-			b->ops->wait(b, 10 * INA_NS_PER_MS);
+			ina_port_wait(b, 10 * INA_NS_PER_MS);
 	}
 	assert_int_equal(got, 2);
 	assert_int_equal(b->stats.rx_pkts, 2);
@@ -833,7 +888,7 @@ test_port_udp_closed_peer(void **state)
 			pkts[i] = pattern_pkt(a, i, &to_gone);
 		ina_port_tx_burst(a, pkts, 8);
 		/* A pending error must not hide receives on this socket. */
-		a->ops->wait(a, 5 * INA_NS_PER_MS);
+		ina_port_wait(a, 5 * INA_NS_PER_MS);
 		assert_int_equal(ina_port_rx_burst(a, pkts, INA_MAX_BURST), 0);
 	}
 	assert_int_equal(a->stats.tx_pkts + a->stats.tx_drop, 32);
@@ -863,23 +918,23 @@ test_port_udp_wait(void **state)
 	busy = port_open_ok("udp:bind=127.0.0.1:0,pkts=4,busy=1");
 
 	t0 = ina_now_ns();
-	b->ops->wait(b, 0);
+	ina_port_wait(b, 0);
 	assert_true(ina_now_ns() - t0 < 50 * INA_NS_PER_MS);
 
 	t0 = ina_now_ns();
-	b->ops->wait(b, 20 * INA_NS_PER_MS);
+	ina_port_wait(b, 20 * INA_NS_PER_MS);
 	dt = ina_now_ns() - t0;
 	assert_true(dt >= 19 * INA_NS_PER_MS);
 	assert_true(dt < INA_NS_PER_S);
 
 	/* Sub-millisecond timeouts are not rounded up to a millisecond or more. */
 	t0 = ina_now_ns();
-	b->ops->wait(b, 200000);
+	ina_port_wait(b, 200000);
 	dt = ina_now_ns() - t0;
 	assert_true(dt >= 150000);
 
 	t0 = ina_now_ns();
-	busy->ops->wait(busy, 5 * INA_NS_PER_S);
+	ina_port_wait(busy, 5 * INA_NS_PER_S);
 	assert_true(ina_now_ns() - t0 < 100 * INA_NS_PER_MS);
 
 	/* A waiting packet ends the wait early. */
@@ -887,7 +942,7 @@ test_port_udp_wait(void **state)
 	p = pattern_pkt(a, 1, &to_b);
 	assert_int_equal(ina_port_tx_burst(a, &p, 1), 1);
 	t0 = ina_now_ns();
-	b->ops->wait(b, 5 * INA_NS_PER_S);
+	ina_port_wait(b, 5 * INA_NS_PER_S);
 	assert_true(ina_now_ns() - t0 < INA_NS_PER_S);
 	assert_int_equal(ina_port_rx_burst(b, &p, 1), 1);
 	ina_pkt_free(p);
@@ -914,7 +969,7 @@ test_port_udp_rx_pool_empty(void **state)
 	peer_of(a, b, &to_b);
 	p = pattern_pkt(a, 5, &to_b);
 	assert_int_equal(ina_port_tx_burst(a, &p, 1), 1);
-	b->ops->wait(b, RX_DEADLINE_NS);
+	ina_port_wait(b, RX_DEADLINE_NS);
 	held[0] = ina_pkt_alloc(b->pool);
 	held[1] = ina_pkt_alloc(b->pool);
 	assert_non_null(held[1]);
@@ -928,12 +983,69 @@ test_port_udp_rx_pool_empty(void **state)
 	ina_port_close(b);
 }
 
+/* A backend that keeps two counters of its own (the xstats op). */
+static unsigned
+fake_xstats(const struct ina_port *port, struct ina_port_xstat *xs, unsigned n)
+{
+	static const char *const names[] = { "port_fake_a", "port_fake_b" };
+	const uint64_t v[] = { port->max_pkt, 0 };
+
+	for (unsigned i = 0; i < n && i < 2; i++)
+		xs[i] = (struct ina_port_xstat){ names[i], v[i] };
+	return 2;
+}
+
+/* ina_port_print_counters: the faults and the backend's own counters, added
+ * over the ports, nonzero ones only, each once. */
+static void
+test_port_print_counters(void **state)
+{
+	static const struct ina_port_ops fake_ops = { .type = "fake", .xstats = fake_xstats };
+	struct ina_port fake[2], *fakes[2] = { &fake[0], &fake[1] };
+	struct ina_port *udp[1];
+	char *text = NULL;
+	size_t size = 0;
+	FILE *f;
+
+	(void)state;
+	memset(fake, 0, sizeof(fake));
+	fake[0].ops = fake[1].ops = &fake_ops;
+	fake[0].max_pkt = 3;
+	fake[1].max_pkt = 4;
+	fake[0].stats.inject_dup = 1;
+	fake[1].stats.inject_dup = 2;
+	fake[1].stats.rx_csum_bad = 5;
+	fake[0].stats.inject_drop = 9;	/* the programs print drops themselves */
+	f = open_memstream(&text, &size);
+	assert_non_null(f);
+	ina_port_print_counters(fakes, 2, f);
+	fclose(f);
+	assert_string_equal(text, "  port_inject_dup          3\n"
+				  "  port_csum_bad            5\n"
+				  "  port_fake_a              7\n");
+	free(text);
+
+	/* udp keeps no counters of its own: nothing when no fault was injected. */
+	udp[0] = port_open_ok("udp:bind=127.0.0.1:0,pkts=4");
+	assert_int_equal(ina_port_xstats(udp[0], NULL, 0), 0);
+	text = NULL;
+	f = open_memstream(&text, &size);
+	assert_non_null(f);
+	ina_port_print_counters(udp, 1, f);
+	ina_port_print_counters(NULL, 0, f);
+	fclose(f);
+	assert_string_equal(text, "");
+	free(text);
+	ina_port_close(udp[0]);
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_port_udp_pool_heap),
 		cmocka_unit_test(test_port_udp_pool_free_bulk_mixed),
+		cmocka_unit_test(test_port_udp_pool_alloc_bulk),
 		cmocka_unit_test(test_port_udp_send_recv),
 		cmocka_unit_test(test_port_udp_large_tx_call),
 		cmocka_unit_test(test_port_udp_fanout),
@@ -949,6 +1061,7 @@ main(void)
 		cmocka_unit_test(test_port_udp_closed_peer),
 		cmocka_unit_test(test_port_udp_wait),
 		cmocka_unit_test(test_port_udp_rx_pool_empty),
+		cmocka_unit_test(test_port_print_counters),
 	};
 
 	return cmocka_run_group_tests_name("port_udp", tests, NULL, NULL);

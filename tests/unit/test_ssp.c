@@ -34,6 +34,7 @@
 #include "ina/pkt.h"
 #include "ina/wire.h"
 #include "pipeline.h"
+#include "pipeline_dump.h"
 #include "ssp_tensor.h"
 
 #define JOB 9

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The topology parser (testbed/topology.c): every file shipped in
+ * The topology parser (topology/topology.c): every file shipped in
  * topologies/ loads and says what it should; a table of bad files each fails
  * with the exact "<file>:<line>: <field>" it names; units, lookups and the
  * printed summary.

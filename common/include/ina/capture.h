@@ -50,9 +50,9 @@ void ina_capture_write(struct ina_capture *cap, const struct ina_pkt *pkt,
 		       uint64_t realtime_ns);
 
 /*
- * Decodes peers with 'port''s peer_inet op from now on (a dpdk port's peers
- * are not sockaddr_in), and writes a NULL or empty (len 0) peer, such as a
- * zeroed 'self', as the port's own address.
+ * Decodes peers with 'port''s peer_inet op from now on (udp and dpdk have
+ * it; a dpdk port's peers are not sockaddr_in), and writes a NULL or empty
+ * (len 0) peer, such as a zeroed 'self', as the port's own address.
  * Ports without that op, and NULL, change nothing.
  */
 void ina_capture_set_port(struct ina_capture *cap, const struct ina_port *port);

@@ -44,20 +44,16 @@ void ina_eal_main_check_spec(const char *option, const char *spec);
 
 /*
  * Dies with INA_EXIT_TRANSPORT after a port of 'spec' failed to open:
- * "PROG: cannot open port SPEC: WHY", where WHY is the dpdk port's own
- * sentence when it has one (ina_port_dpdk_last_error()), else 'err'.
+ * "PROG: ERR", where 'err' is the sentence of ina_port_open() ("cannot open
+ * port SPEC: WHY") or of ina_open(), or "PROG: cannot open port SPEC" when
+ * 'err' is empty.
  */
 void ina_eal_main_port_failed(const char *spec, const char *err)
 	__attribute__((noreturn));
 
 struct ina_port;
-/*
- * Prints the counters a port keeps besides struct ina_port_stats, one
- * "  name value" line each, nonzero ones only: for any port the faults
- * injected besides drops (port_inject_dup, _reorder, _delay, _corrupt) and
- * port_csum_bad; for a dpdk port also its ARP, ICMP and rx classification
- * counters.
- */
+/* ina_port_print_counters() (port.h) of one port: the faults injected
+ * besides drops, port_csum_bad and the backend's own counters. */
 void ina_eal_main_print_port(const struct ina_port *port, FILE *f);
 
 /* Prints "PROG: message" to stderr and exits with INA_EXIT_TRANSPORT. */

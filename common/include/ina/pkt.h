@@ -74,6 +74,22 @@ ina_pkt_alloc(struct ina_pkt_pool *pool)
 	return NULL;
 }
 
+/*
+ * Allocates up to 'n' packets (len 0, no peer) into 'pkts' with one call
+ * into the pool: for a burst, rather than ina_pkt_alloc() in a loop.
+ * Returns how many, fewer when the pool runs low; counts an allocation
+ * failure when it gets none.
+ */
+static inline unsigned
+ina_pkt_alloc_bulk(struct ina_pkt_pool *pool, struct ina_pkt **pkts, unsigned n)
+{
+	unsigned got = n ? pool->ops->get(pool, pkts, n) : 0;
+
+	if (n && !got)
+		pool->nb_alloc_fail++;
+	return got;
+}
+
 /* Returns a packet to its pool. Accepts NULL. */
 static inline void
 ina_pkt_free(struct ina_pkt *p)
@@ -82,7 +98,8 @@ ina_pkt_free(struct ina_pkt *p)
 		p->pool->ops->put(p->pool, &p, 1);
 }
 
-/* Frees 'n' packets, which may belong to different pools. */
+/* Frees 'n' packets, which may belong to different pools (NULL ones are
+ * skipped), with one call into the pool per run of packets of one pool. */
 void ina_pkt_free_bulk(struct ina_pkt **pkts, unsigned n);
 
 /* A copy of fan-out packet 'pkt' (dsts set) for its destination 'r' alone:

@@ -9,7 +9,9 @@
 #ifndef INA_PORT_H
 #define INA_PORT_H
 
+#include <errno.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "ina/pkt.h"
 
@@ -35,10 +37,21 @@ struct ina_port_stats {
 						 * (dpdk), dropped; in rx_drop too */
 };
 
+/* A counter a backend keeps besides struct ina_port_stats. */
+struct ina_port_xstat {
+	const char *name;	/* "port_arp_rx": static, one per counter */
+	uint64_t value;
+};
+
 struct ina_port_ops {
 	const char *type;	/* "udp" */
-	/* Opens a port from its comma-separated options (after "type:"). */
-	int (*open)(struct ina_port **out, const char *args);
+	/*
+	 * Opens a port from its comma-separated options (after "type:").
+	 * 0 or -errno; on failure it may write why, one sentence without the
+	 * spec, into 'err' ('err_size' > 0, "" on entry), else the caller
+	 * says strerror().
+	 */
+	int (*open)(struct ina_port **out, const char *args, char *err, unsigned err_size);
 	/*
 	 * Receives up to 'n' packets into 'pkts' without blocking; the caller
 	 * owns them after and frees them with ina_pkt_free().
@@ -59,13 +72,19 @@ struct ina_port_ops {
 	const char *(*peer_str)(const struct ina_port *, const struct ina_peer *,
 				char *buf, unsigned size);
 	/*
-	 * Optional (NULL where peers are sockaddr_in, as on udp): the IPv4
-	 * address and UDP port, host order, of 'peer', or of the port itself
-	 * when 'peer' is NULL. 0, or -EINVAL for a peer of another port.
-	 * Captures use it to write a dpdk port's real addresses.
+	 * Optional: the IPv4 address and UDP port, host order, of 'peer', or
+	 * of the port itself (the address it is bound to) when 'peer' is
+	 * NULL. 0, or -EINVAL for a peer of another port. Captures use it to
+	 * write real addresses.
 	 */
 	int (*peer_inet)(const struct ina_port *, const struct ina_peer *peer, uint32_t *ip,
 			 uint16_t *udp);
+	/*
+	 * Optional: the backend's own counters (dpdk: ARP, ICMP echo, rx
+	 * classification), the first 'n' into 'xs'. Returns how many it
+	 * keeps: the same counters in the same order for all its ports.
+	 */
+	unsigned (*xstats)(const struct ina_port *, struct ina_port_xstat *xs, unsigned n);
 	void (*close)(struct ina_port *);	/* Accepts NULL. */
 };
 
@@ -79,7 +98,9 @@ struct ina_port {
 
 /*
  * Opens a port from a spec "TYPE[:OPTIONS]", e.g. "udp:bind=127.0.0.1:9150".
- * Returns 0 or -errno (-EINVAL with a message in 'err' for a bad spec).
+ * Returns 0 or -errno; on failure 'err' (when 'err_size' > 0) says why:
+ * "cannot open port SPEC: " and the backend's reason (a bad option, no
+ * ethdev, too few mbufs, ...), or strerror() when it gave none.
  */
 int ina_port_open(const char *spec, struct ina_port **out, char *err, unsigned err_size);
 
@@ -94,6 +115,54 @@ ina_port_tx_burst(struct ina_port *p, struct ina_pkt **pkts, uint16_t n)
 {
 	return n ? p->ops->tx_burst(p, pkts, n) : 0;
 }
+
+/* Blocks until a packet may be received or 'timeout_ns' passed. */
+static inline void
+ina_port_wait(struct ina_port *p, uint64_t timeout_ns)
+{
+	p->ops->wait(p, timeout_ns);
+}
+
+/* Parses "ADDR:PORT" (the backend's address form) into a peer. 0 or -errno. */
+static inline int
+ina_port_resolve(struct ina_port *p, const char *addr, struct ina_peer *peer)
+{
+	return p->ops->resolve(p, addr, peer);
+}
+
+/* Formats a peer for logs; returns 'buf'. */
+static inline const char *
+ina_port_peer_str(const struct ina_port *p, const struct ina_peer *peer, char *buf,
+		  unsigned size)
+{
+	return p->ops->peer_str(p, peer, buf, size);
+}
+
+/* The IPv4 address and UDP port of 'peer' (of the port when NULL), host
+ * order: 0, -EINVAL for a peer of another port, -EOPNOTSUPP where the
+ * backend has no such form. */
+static inline int
+ina_port_peer_inet(const struct ina_port *p, const struct ina_peer *peer, uint32_t *ip,
+		   uint16_t *udp)
+{
+	return p->ops->peer_inet ? p->ops->peer_inet(p, peer, ip, udp) : -EOPNOTSUPP;
+}
+
+/* The backend's own counters (the xstats op); 0 where it keeps none. */
+static inline unsigned
+ina_port_xstats(const struct ina_port *p, struct ina_port_xstat *xs, unsigned n)
+{
+	return p->ops->xstats ? p->ops->xstats(p, xs, n) : 0;
+}
+
+/*
+ * Prints the counters of 'k' port objects of one backend (the queues of a
+ * port; k = 1 for one port), added over them, that the traffic counters
+ * leave out: the faults injected besides drops (port_inject_dup, _reorder,
+ * _delay, _corrupt), port_csum_bad and the backend's own (xstats). One
+ * "  name value" line each, nonzero ones only.
+ */
+void ina_port_print_counters(struct ina_port *const *ports, unsigned k, FILE *f);
 
 static inline void
 ina_port_close(struct ina_port *p)

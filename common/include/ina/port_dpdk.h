@@ -84,11 +84,10 @@ int ina_port_dpdk_register(void);
 extern const struct ina_port_ops ina_port_dpdk_ops;
 
 /* Opens one ethdev that already exists (tests: rte_eth_from_rings); 'args'
- * takes the options above except port=. */
-int ina_port_dpdk_open_id(uint16_t port_id, const char *args, struct ina_port **out);
-
-/* The message of the last failed open in this thread ("" if none). */
-const char *ina_port_dpdk_last_error(void);
+ * takes the options above except port=. 0 or -errno, with why in 'err'
+ * (as the ops' open; NULL or 'err_size' 0 for none). */
+int ina_port_dpdk_open_id(uint16_t port_id, const char *args, struct ina_port **out, char *err,
+			  unsigned err_size);
 
 /* mbufs of the port's pools (packets and fan-out headers) not handed out
  * (leak checks in tests). */

@@ -30,7 +30,9 @@ role_name(enum topo_role r)
 static const char *
 enc_name(uint8_t e)
 {
-	return e == INA_ENC_I32 ? "i32" : e == INA_ENC_BF16 ? "bf16" : "f32";
+	const char *name = ina_wire_encoding_name(e);
+
+	return name ? name : "?";
 }
 
 static void

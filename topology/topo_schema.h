@@ -14,7 +14,6 @@
 
 /* Enumerations: 0 means "not given". */
 enum { RAW_ROLE_RACK = 1, RAW_ROLE_SPINE, RAW_ROLE_CORE, RAW_ROLE_REPLICA };
-enum { RAW_ENC_F32 = 1, RAW_ENC_I32, RAW_ENC_BF16 };
 enum { RAW_SHARE_FIRST_COME = 1, RAW_SHARE_FAIR };
 
 struct raw_link_opts {		/* a link's shaping, or the file's defaults */
@@ -66,7 +65,7 @@ struct raw_job {
 	char *block;
 	char *lanes;
 	char *weight;
-	int encoding;
+	int encoding;		/* enum ina_encoding (ina/wire.h), 0: not given */
 	struct raw_data *data;
 };
 

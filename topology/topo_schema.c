@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* The libcyaml schema of a topology file (topo_schema.h, topologies/README.md). */
+#include "ina/wire.h"
 #include "topo_schema.h"
 
 #define OPT (CYAML_FLAG_POINTER | CYAML_FLAG_OPTIONAL)
@@ -20,10 +21,12 @@ static const cyaml_strval_t shares[] = {
 	{ "fair", RAW_SHARE_FAIR },
 };
 
+/* The wire's encodings as enum ina_encoding, by their names in the encoding
+ * table (ina/encoding.h): a job's value is the wire's, 0 when absent. */
 static const cyaml_strval_t encodings[] = {
-	{ "f32", RAW_ENC_F32 },
-	{ "i32", RAW_ENC_I32 },
-	{ "bf16", RAW_ENC_BF16 },
+	{ "f32", INA_ENC_F32 },
+	{ "i32", INA_ENC_I32 },
+	{ "bf16", INA_ENC_BF16 },
 };
 
 static const cyaml_schema_value_t name_entry = {

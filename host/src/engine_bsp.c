@@ -1,0 +1,339 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The host engine's bsp round (engine_int.h). Each lane has at most one
+ * packet in flight: the packet for the block the switch last announced (or
+ * the lane's first). A packet is never stored: it is built again from the
+ * caller's tensor when it must be resent, so retransmission costs no memory.
+ * A result for the lane's block writes the sum (or zeros for a header-only
+ * result) into the output, zeroes the blocks the announced next pointer
+ * skips, and makes the lane send its answer to the newly announced block.
+ */
+#include <endian.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <string.h>
+
+#include "engine_int.h"
+#include "ina/block.h"
+#include "ina/encode.h"
+#include "ina/lane.h"
+
+/* The scale of a block whose largest exponent is 'exp' (scaled encodings). */
+static int
+block_scale(const struct engine *e, int exp)
+{
+	return e->enc->scaled ? ina_enc_i32_scale(exp, e->cfg.world) : 0;
+}
+
+/* Exponent of block 'b' of my input (i32), INA_EXP_ZERO for END. */
+static int16_t
+block_exp(struct engine *e, uint32_t b)
+{
+	int x;
+
+	if (!e->enc->scaled || b == INA_BLOCK_END)
+		return 0;
+	x = ina_enc_i32_exp(e->in + (size_t)b * e->block_size,
+			    ina_wire_block_elems(e->n, e->block_size, b));
+	if (x == INA_EXP_NONFINITE) {
+		engine_fail(e, ENGINE_ENONFINITE,
+		     "job %" PRIu32 " rank %u round %" PRIu32 ": block %" PRIu32
+		     " holds a NaN or infinity, which the i32 encoding cannot carry",
+		     e->cfg.job_id, e->cfg.rank, e->round, b);
+		return 0;
+	}
+	return (int16_t)x;
+}
+
+static uint32_t
+next_nonzero(const struct engine *e, uint32_t from)
+{
+	if (from >= e->nb_blocks)
+		return INA_BLOCK_END;
+	return ina_block_next_nonzero(e->in, e->n, e->block_size, e->cfg.lanes, from);
+}
+
+int
+engine_bsp_allreduce(struct engine *e, uint32_t tensor_id, const float *in, float *out, size_t n,
+		     uint16_t block_size, enum engine_op op, uint64_t now_ns)
+{
+	if (e->phase != ENGINE_READY)
+		return -EBUSY;
+	if (n == 0 || n >= INA_BLOCK_OPEN || block_size == 0 || block_size > e->cfg.max_block ||
+	    !in || !out)
+		return -EINVAL;
+	if (e->reshape_lanes && (int32_t)(e->round - e->reshape_round) >= 0) {
+		/* The switch gives slots back: fewer lanes from this round on. */
+		e->cfg.lanes = e->reshape_lanes;
+		e->params.lanes = e->reshape_lanes;
+		e->reshape_lanes = 0;
+		e->st.reshapes++;
+	}
+	e->tensor_id = tensor_id;
+	e->in = in;
+	e->out = out;
+	e->n = (uint32_t)n;
+	e->block_size = block_size;
+	e->nb_blocks = ina_wire_nb_blocks(e->n, block_size);
+	e->op = op;
+	e->bound = e->next_bound;
+	e->deferred = e->next_deferred;
+	e->stall_reported = 0;
+	e->next_bound = 0.0f;
+	e->next_deferred = NULL;
+	if (e->deferred)
+		memset(e->deferred, 0, e->nb_blocks);
+	e->lanes_left = 0;
+	e->last_progress_ns = now_ns;
+	e->wait_missing = 0;
+	e->sw_heard_ns = now_ns;
+	e->probe_ns = 0;
+	e->fo_active = 0;
+	for (uint16_t l = 0; l < e->cfg.lanes; l++) {
+		struct lane *ln = &e->lanes[l];
+
+		ln->active = ina_lane_active(l, e->nb_blocks);
+		ln->done = !ln->active;
+		if (!ln->active)
+			continue;
+		e->lanes_left++;
+		ln->block = ina_lane_first(e->cfg.encoding, l);
+		if (ln->block == INA_BLOCK_OPEN) {
+			ln->my_next = next_nonzero(e, l);
+			ln->has_data = 0;
+		} else {
+			uint32_t first = next_nonzero(e, l);
+
+			ln->has_data = first == l;
+			ln->my_next = ln->has_data ? next_nonzero(e, l + e->cfg.lanes) : first;
+		}
+		ln->my_exp = block_exp(e, ln->my_next);
+		ln->need_send = 1;
+		ln->resend = 0;
+		ln->rto_ns = e->rto_ns;
+	}
+	if (e->err)
+		return e->err;
+	e->phase = ENGINE_RUNNING;
+	return 0;
+}
+
+struct ina_pkt *
+engine_bsp_build(struct engine *e, uint16_t l, int retx)
+{
+	struct lane *ln = &e->lanes[l];
+	struct ina_pkt *p = ina_pkt_alloc(e->cfg.pool);
+	struct ina_hdr h;
+	uint16_t n = 0;
+
+	if (!p)
+		return NULL;
+	engine_fill_hdr(e, &h, INA_T_DATA);
+	h.flags = (uint8_t)(ln->ver | (retx ? INA_F_RETX : 0));
+	h.lane = l;
+	h.tensor_id = e->tensor_id;
+	h.round = e->round;
+	h.tensor_len = e->n;
+	h.block = ln->block;
+	h.next = ln->my_next;
+	h.block_size = e->block_size;
+	h.exp = ln->my_exp;
+	if (e->bound > 0.0f && ln->block != INA_BLOCK_OPEN)
+		h.bound = ina_enc_bound(e->cfg.encoding, e->bound,
+					ina_enc_i32_scale(ln->cur_exp, e->cfg.world));
+	if (ln->has_data)
+		n = ina_wire_block_elems(e->n, e->block_size, ln->block);
+	h.n_elems = n;
+	ina_wire_encode_hdr(&h, p->data);
+	p->len = INA_HDR_SIZE;
+	if (n) {
+		const float *src = e->in + (size_t)ln->block * e->block_size;
+
+		e->enc->encode(p->data + INA_HDR_SIZE, src, n, block_scale(e, ln->cur_exp));
+		p->len += (uint32_t)(n * e->enc->elem_size);
+		e->st.data_sent++;
+	} else {
+		e->st.empty_sent++;
+	}
+	p->peer = *cur_sw(e);
+	return p;
+}
+
+static void
+finish_op(struct engine *e)
+{
+	if (e->op == ENGINE_AVG) {
+		float scale = 1.0f / (float)e->cfg.world;
+
+		for (uint32_t i = 0; i < e->n; i++)
+			e->out[i] *= scale;
+	}
+	e->st.rounds++;
+	e->round++;
+	e->phase = ENGINE_READY;
+}
+
+void
+engine_bsp_on_result(struct engine *e, const struct ina_hdr *h, const uint8_t *payload,
+		     uint64_t now)
+{
+	struct lane *ln = &e->lanes[h->lane];
+	uint32_t zero_from;
+
+	if (e->phase != ENGINE_RUNNING || !ln->active || ln->done || h->round != e->round ||
+	    h->tensor_id != e->tensor_id || h->block != ln->block ||
+	    (h->flags & INA_F_VER) != ln->ver || h->tensor_len != e->n ||
+	    h->block_size != e->block_size) {
+		e->st.stale++;
+		return;
+	}
+	if (h->next > ln->my_next) {
+		/* The switch announces the smallest next block of all workers
+		 * (END the largest), so never one past this worker's own: that
+		 * sum would lack this worker's block, and the lane would send
+		 * packets whose next pointer is not past their block. */
+		engine_fail(e, ENGINE_EPROTO,
+		     "job %" PRIu32 " rank %u round %" PRIu32 ": lane %u block %" PRIu32
+		     " came back with next block %" PRIu32 ", past this worker's next non-zero"
+		     " block %" PRIu32,
+		     e->cfg.job_id, e->cfg.rank, e->round, h->lane, h->block, h->next, ln->my_next);
+		return;
+	}
+	if (h->block == INA_BLOCK_OPEN) {
+		zero_from = h->lane;
+	} else {
+		float *dst = e->out + (size_t)h->block * e->block_size;
+		uint16_t n = ina_wire_block_elems(e->n, e->block_size, h->block);
+
+		if (h->flags & INA_F_DEFERRED) {
+			if (!e->deferred) {
+				engine_fail(e, ENGINE_EPROTO,
+				     "job %" PRIu32 " rank %u round %" PRIu32 ": lane %u block %" PRIu32
+				     " came back deferred, but this worker set no result filter",
+				     e->cfg.job_id, e->cfg.rank, e->round, h->lane, h->block);
+				return;
+			}
+			e->deferred[h->block] = 1;
+			e->st.deferred++;
+		}
+		if (h->n_elems == 0)
+			memset(dst, 0, (size_t)n * sizeof(float));
+		else
+			e->enc->decode(dst, payload, n, block_scale(e, ln->cur_exp));
+		zero_from = h->block + e->cfg.lanes;
+	}
+	if (h->flags & INA_F_SATURATED) {
+		e->st.saturated++;
+		engine_fail(e, ENGINE_ESATURATED,
+		     "job %" PRIu32 " rank %u round %" PRIu32 ": the i32 sum of lane %u block %" PRIu32
+		     " saturated",
+		     e->cfg.job_id, e->cfg.rank, e->round, h->lane, h->block);
+	}
+	ina_block_zero_range(e->out, e->n, e->block_size, e->cfg.lanes, zero_from, h->next);
+	if (!ln->retx && now >= ln->sent_ns)
+		engine_rtt_sample(e, now - ln->sent_ns);
+	ln->ver ^= 1;
+	e->last_progress_ns = now;
+	e->stall_reported = 0;
+	e->wait_missing = 0;
+	if (h->next == INA_BLOCK_END) {
+		ln->done = 1;
+		if (--e->lanes_left == 0)
+			finish_op(e);
+		return;
+	}
+	ln->block = h->next;
+	ln->cur_exp = h->exp;
+	if (ln->my_next == h->next) {
+		ln->has_data = 1;
+		ln->my_next = next_nonzero(e, h->next + e->cfg.lanes);
+		ln->my_exp = block_exp(e, ln->my_next);
+	} else {
+		ln->has_data = 0;
+	}
+	ln->need_send = 1;
+	ln->rto_ns = e->rto_ns;
+}
+
+void
+engine_bsp_on_wait(struct engine *e, const struct ina_hdr *h, const uint8_t *payload, uint64_t now)
+{
+	struct lane *ln = &e->lanes[h->lane];
+	uint64_t missing_be;
+
+	e->st.waits++;
+	if (e->phase != ENGINE_RUNNING || ln->done || h->round != e->round ||
+	    h->tensor_id != e->tensor_id || h->block != ln->block) {
+		e->st.stale++;
+		return;
+	}
+	memcpy(&missing_be, payload, sizeof(missing_be));
+	e->wait_missing = be64toh(missing_be);
+	e->wait_lane = h->lane;
+	e->wait_block = h->block;
+	/*
+	 * The switch has my packet: restart the lane's timer. Resending still
+	 * matters: the result may be lost on its way, and only a resend asks
+	 * the shadow copy for it again. The lane's backoff goes on doubling.
+	 */
+	ln->sent_ns = now;
+	e->wait_heard_ns = now;
+	/* A LIVE WAIT: the ranks it names are paused, not dead (the switch
+	 * would have aborted the job): waiting on is progress. */
+	if (h->status == INA_WAIT_LIVE && e->wait_missing)
+		e->live_ns = now;
+}
+
+/* The lanes' packets due: first sends, answers and retransmissions, the scan
+ * starting one lane further each call. */
+uint16_t
+engine_bsp_tx(struct engine *e, uint64_t now_ns, struct ina_pkt **out, uint16_t max)
+{
+	uint16_t nb = 0;
+
+	for (uint16_t k = 0; k < e->cfg.lanes && nb < max; k++) {
+		uint16_t l = (uint16_t)((e->tx_cursor + k) % e->cfg.lanes);
+		struct lane *ln = &e->lanes[l];
+		struct ina_pkt *p;
+		int retx;
+
+		if (ln->done)
+			continue;
+		retx = !ln->need_send;
+		if (retx && !ln->resend && now_ns - ln->sent_ns < ln->rto_ns)
+			continue;
+		p = engine_bsp_build(e, l, retx);
+		if (!p)
+			break;
+		if (retx) {
+			e->st.retransmits++;
+			/* A resend to a new switch starts a fresh backoff. */
+			if (!ln->resend)
+				ln->rto_ns = ln->rto_ns * 2 > e->cfg.rto_max_ns ? e->cfg.rto_max_ns
+										: ln->rto_ns * 2;
+		}
+		ln->need_send = 0;
+		ln->resend = 0;
+		ln->retx = (uint8_t)retx;
+		ln->sent_ns = now_ns;
+		out[nb++] = p;
+	}
+	e->tx_cursor = (uint16_t)((e->tx_cursor + 1) % e->cfg.lanes);
+	return nb;
+}
+
+uint64_t
+engine_bsp_deadline(const struct engine *e, uint64_t d)
+{
+	for (uint16_t l = 0; l < e->cfg.lanes; l++) {
+		const struct lane *ln = &e->lanes[l];
+
+		if (ln->done)
+			continue;
+		if (ln->need_send || ln->resend)
+			return 0;
+		if (ln->sent_ns + ln->rto_ns < d)
+			d = ln->sent_ns + ln->rto_ns;
+	}
+	return d;
+}
