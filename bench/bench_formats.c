@@ -47,10 +47,10 @@ struct mag {
 /* One format's figures for one mass fraction, summed over iterations. */
 struct totals {
 	uint64_t bytes, up, down, pkts;
-	uint64_t up_elems;	/* payload elements sent up, all workers */
-	uint64_t empty_up;	/* header-only DATA: empty acks and empty openers */
-	uint64_t empty_down;	/* header-only RESULTs */
-	uint64_t oracle;	/* bytes at the best B in hindsight (sparse ina) */
+	uint64_t up_elems;   /* payload elements sent up, all workers */
+	uint64_t empty_up;   /* header-only DATA: empty acks and empty openers */
+	uint64_t empty_down; /* header-only RESULTs */
+	uint64_t oracle;     /* bytes at the best B in hindsight (sparse ina) */
 	double mass_sent, mass_total;
 	uint32_t b[MAX_ITERS], oracle_b[MAX_ITERS];
 };
@@ -64,8 +64,8 @@ struct row {
 struct fmt {
 	struct planner_config pc;
 	struct planner *pl;
-	float *prev;		/* the previous iteration's result, as workers hold it */
-	const struct ina_encoding_ops *enc;	/* the wire's encoding */
+	float *prev; /* the previous iteration's result, as workers hold it */
+	const struct ina_encoding_ops *enc; /* the wire's encoding */
 };
 
 struct bench {
@@ -74,11 +74,11 @@ struct bench {
 	uint32_t n, first_b;
 	unsigned iters, n_mass;
 	double masses[MAX_MASSES];
-	double headroom;	/* plan at mass m + headroom * (1 - m) */
+	double headroom; /* plan at mass m + headroom * (1 - m) */
 	struct fmt f32, bf16;
 	float *g[N_WORKERS], *sent[N_WORKERS], *q[N_WORKERS];
 	struct mag *tmp;
-	uint8_t *wire;		/* n wire values of a rounding encoding */
+	uint8_t *wire; /* n wire values of a rounding encoding */
 	struct row rows[MAX_MASSES];
 };
 
@@ -129,7 +129,7 @@ elem_topk(const float *g, float *out, uint32_t n, double m, struct mag *tmp)
 	uint32_t i;
 
 	for (i = 0; i < n; i++)
-		tmp[i] = (struct mag){fabsf(g[i]), i};
+		tmp[i] = (struct mag){ fabsf(g[i]), i };
 	qsort(tmp, n, sizeof(*tmp), mag_cmp);
 	memset(out, 0, n * sizeof(*out));
 	for (i = 0; i < n && acc < m * total && tmp[i].m > 0; i++) {
@@ -213,7 +213,7 @@ static void
 run_dense(const struct bench *b, struct totals *t)
 {
 	const struct planner_config *pc = &b->f32.pc;
-	struct planner_blocks blk = {.n_blocks = (b->n + FIXED_B - 1) / FIXED_B};
+	struct planner_blocks blk = { .n_blocks = (b->n + FIXED_B - 1) / FIXED_B };
 	struct planner_cost c;
 
 	blk.sent = blk.n_blocks;
@@ -327,7 +327,8 @@ run_row(struct bench *b, struct row *r)
 
 	for (it = 0; it < b->iters; it++) {
 		for (w = 0; w < N_WORKERS; w++)
-			if (ina_npy_read_row(b->npy, (uint64_t)it * N_WORKERS + w, b->g[w], b->n) != 0)
+			if (ina_npy_read_row(b->npy, (uint64_t)it * N_WORKERS + w, b->g[w], b->n) !=
+			    0)
 				die("input: read failed");
 		run_dense(b, &r->dense);
 		run_fixed(b, r->mass, &r->fixed);
@@ -352,9 +353,9 @@ print_sizes(const uint32_t *s, unsigned iters, const char *sep)
 }
 
 /* What json_format prints besides the common figures. */
-#define JF_BYTES 0x1	/* <name>_bytes (not already printed under the key) */
-#define JF_VS 0x2	/* <name>_vs_fixed */
-#define JF_SPARSE 0x4	/* the oracle and the block sizes (ina's formats) */
+#define JF_BYTES 0x1  /* <name>_bytes (not already printed under the key) */
+#define JF_VS 0x2     /* <name>_vs_fixed */
+#define JF_SPARSE 0x4 /* the oracle and the block sizes (ina's formats) */
 
 static void
 json_format(const char *name, const struct totals *t, const struct totals *fixed, unsigned what,
@@ -388,8 +389,8 @@ json_row(const struct bench *b, const struct row *r)
 	       ", \"mass_kept\": %.4f, \"ina_bf16_bytes\": %" PRIu64
 	       ", \"ina_bf16_mass_kept\": %.4f, \"fixed_mass_kept\": %.4f"
 	       ", \"oracle_bytes\": %" PRIu64 ", \"block_sizes\": [",
-	       r->mass, r->dense.bytes, r->fixed.bytes, r->ina.bytes, kept(&r->ina),
-	       r->bf16.bytes, kept(&r->bf16), kept(&r->fixed), r->ina.oracle);
+	       r->mass, r->dense.bytes, r->fixed.bytes, r->ina.bytes, kept(&r->ina), r->bf16.bytes,
+	       kept(&r->bf16), kept(&r->fixed), r->ina.oracle);
 	print_sizes(r->ina.b, b->iters, ", ");
 	printf("], \"oracle_block_sizes\": [");
 	print_sizes(r->ina.oracle_b, b->iters, ", ");
@@ -417,8 +418,8 @@ print_json(const struct bench *b)
 	       ", \"ina_bytes\": %" PRIu64 ", \"mass_kept\": %.4f, \"ina_bf16_bytes\": %" PRIu64
 	       ", \"ina_bf16_mass_kept\": %.4f, \"fixed_mass_kept\": %.4f, \"mass_target\": %.2f,\n"
 	       " \"rows\": [\n",
-	       top->dense.bytes, top->fixed.bytes, top->ina.bytes, kept(&top->ina),
-	       top->bf16.bytes, kept(&top->bf16), kept(&top->fixed), top->mass);
+	       top->dense.bytes, top->fixed.bytes, top->ina.bytes, kept(&top->ina), top->bf16.bytes,
+	       kept(&top->bf16), kept(&top->fixed), top->mass);
 	for (k = 0; k < b->n_mass; k++) {
 		json_row(b, &b->rows[k]);
 		printf("%s\n", k + 1 < b->n_mass ? "," : "");
@@ -476,14 +477,15 @@ print_table(const struct bench *b)
 static void
 usage(FILE *f)
 {
-	fprintf(f, "usage: ina-bench-formats [--input FILE.npy] [--mass F,F,...] [--max-pkt BYTES]\n"
-		   "                         [--lanes L] [--frame-bytes BYTES] [--first-block B]\n"
-		   "                         [--plan-headroom H] [--json]\n"
-		   "Bytes on the wire (both directions, headers and empty acks counted) for the\n"
-		   "real gradients: dense, fixed blocks of 256 after element top-k, and the\n"
-		   "block planner with block top-k in f32 and bf16, at equal fractions of\n"
-		   "gradient mass. The planner plans at mass m + H (1 - m) (H = 0 by default);\n"
-		   "iteration 0 has no reference and uses --first-block (256).\n");
+	fprintf(f,
+		"usage: ina-bench-formats [--input FILE.npy] [--mass F,F,...] [--max-pkt BYTES]\n"
+		"                         [--lanes L] [--frame-bytes BYTES] [--first-block B]\n"
+		"                         [--plan-headroom H] [--json]\n"
+		"Bytes on the wire (both directions, headers and empty acks counted) for the\n"
+		"real gradients: dense, fixed blocks of 256 after element top-k, and the\n"
+		"block planner with block top-k in f32 and bf16, at equal fractions of\n"
+		"gradient mass. The planner plans at mass m + H (1 - m) (H = 0 by default);\n"
+		"iteration 0 has no reference and uses --first-block (256).\n");
 }
 
 static void
@@ -525,16 +527,16 @@ parse_args(struct bench *b, int argc, char **argv)
 	int json = 0, opt;
 	char *end;
 	static const struct option opts[] = {
-		{"input", required_argument, NULL, 'i'},
-		{"mass", required_argument, NULL, 'm'},
-		{"max-pkt", required_argument, NULL, 'p'},
-		{"lanes", required_argument, NULL, 'l'},
-		{"frame-bytes", required_argument, NULL, 'f'},
-		{"first-block", required_argument, NULL, 'b'},
-		{"plan-headroom", required_argument, NULL, 'r'},
-		{"json", no_argument, NULL, 'j'},
-		{"help", no_argument, NULL, 'h'},
-		{NULL, 0, NULL, 0},
+		{ "input", required_argument, NULL, 'i' },
+		{ "mass", required_argument, NULL, 'm' },
+		{ "max-pkt", required_argument, NULL, 'p' },
+		{ "lanes", required_argument, NULL, 'l' },
+		{ "frame-bytes", required_argument, NULL, 'f' },
+		{ "first-block", required_argument, NULL, 'b' },
+		{ "plan-headroom", required_argument, NULL, 'r' },
+		{ "json", no_argument, NULL, 'j' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
 	};
 
 	while ((opt = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
@@ -659,7 +661,7 @@ main(int argc, char **argv)
 {
 	static struct bench b = {
 		.input = INA_SOURCE_DIR "/data/grads_cnn_digits_3it.npy",
-		.masses = {0.5, 0.7, 0.9},
+		.masses = { 0.5, 0.7, 0.9 },
 		.n_mass = 3,
 		.first_b = FIXED_B,
 		.headroom = PLANNER_HEADROOM,

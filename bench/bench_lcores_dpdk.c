@@ -60,7 +60,7 @@ struct opts {
 struct step {
 	uint16_t lane;
 	uint8_t ver;
-	uint8_t has;			/* bit w: worker w has the block */
+	uint8_t has; /* bit w: worker w has the block */
 	uint32_t block;
 	uint32_t next[MAX_WORLD];
 };
@@ -69,8 +69,8 @@ struct workload {
 	const char *name;
 	uint32_t elems;
 	double density;
-	struct step *steps;		/* in feed order: by step, then by lane */
-	uint32_t nb_steps;		/* = results one round completes */
+	struct step *steps; /* in feed order: by step, then by lane */
+	uint32_t nb_steps;  /* = results one round completes */
 	uint64_t nb_pkts;
 };
 
@@ -126,16 +126,30 @@ parse_args(int argc, char **argv)
 	o.world = 4;
 	while ((opt = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
 		switch (opt) {
-		case O_RUNS: o.runs = (unsigned)ina_cli_u64("runs", optarg, 1, MAX_RUNS); break;
-		case O_DENSE: o.dense_elems = (uint32_t)ina_cli_u64("dense-elements", optarg, 1, 1u << 26); break;
-		case O_SPARSE: o.sparse_elems = (uint32_t)ina_cli_u64("sparse-elements", optarg, 1, 1u << 28); break;
+		case O_RUNS:
+			o.runs = (unsigned)ina_cli_u64("runs", optarg, 1, MAX_RUNS);
+			break;
+		case O_DENSE:
+			o.dense_elems = (uint32_t)ina_cli_u64("dense-elements", optarg, 1,
+							      1u << 26);
+			break;
+		case O_SPARSE:
+			o.sparse_elems = (uint32_t)ina_cli_u64("sparse-elements", optarg, 1,
+							       1u << 28);
+			break;
 		case O_DENSITY:
 			if (ina_parse_double(optarg, 0, 1, &o.density) < 0)
 				ina_die("--density %s: a number in [0, 1]", optarg);
 			break;
-		case O_BLOCK: o.block = (uint16_t)ina_cli_u64("block", optarg, 1, 340); break;
-		case O_LANES: o.lanes = (uint16_t)ina_cli_u64("lanes", optarg, 1, 1024); break;
-		case O_WORLD: o.world = (uint16_t)ina_cli_u64("world", optarg, 1, MAX_WORLD); break;
+		case O_BLOCK:
+			o.block = (uint16_t)ina_cli_u64("block", optarg, 1, 340);
+			break;
+		case O_LANES:
+			o.lanes = (uint16_t)ina_cli_u64("lanes", optarg, 1, 1024);
+			break;
+		case O_WORLD:
+			o.world = (uint16_t)ina_cli_u64("world", optarg, 1, MAX_WORLD);
+			break;
 		case 'h':
 			usage(stdout);
 			exit(0);
@@ -187,7 +201,7 @@ workload_build(struct workload *wl, const char *name, uint32_t elems, double den
 	if (!cur || !ver || !wl->steps)
 		ina_die("out of memory");
 	for (uint16_t l = 0; l < o.lanes; l++)
-		cur[l] = l < nb ? l : INA_BLOCK_END;	/* f32 lanes open with block l */
+		cur[l] = l < nb ? l : INA_BLOCK_END; /* f32 lanes open with block l */
 	while (more) {
 		more = 0;
 		for (uint16_t l = 0; l < o.lanes; l++) {
@@ -276,7 +290,7 @@ feed_data(const struct workload *wl, uint32_t epoch, int by_lane)
 	struct ina_hdr h;
 
 	for (unsigned i = 0; i < sizeof(payload); i += 4) {
-		payload[i] = 0x3f;	/* 1.0f, big-endian */
+		payload[i] = 0x3f; /* 1.0f, big-endian */
 		payload[i + 1] = 0x80;
 	}
 	memset(&h, 0, sizeof(h));
@@ -445,7 +459,8 @@ run_once(const struct workload *wl, uint16_t k, int by_lane, double *cpus)
 	 * monitor's 1 ms wake-ups and the idle tail after the last work count
 	 * too, so it is a rough figure). */
 	*cpus = (tv_s(&ru1.ru_utime) + tv_s(&ru1.ru_stime) - tv_s(&ru0.ru_utime) -
-		 tv_s(&ru0.ru_stime)) / ((double)(ina_now_ns() - t0) * 1e-9);
+		 tv_s(&ru0.ru_stime)) /
+		((double)(ina_now_ns() - t0) * 1e-9);
 	return (double)(last - t0) * 1e-9;
 }
 
@@ -525,20 +540,28 @@ ring_port(const char *name, int p)
 	/* The switch port receives from sw_rx and sends to sw_tx; the generator
 	 * sends into sw_rx (its own rx ring, sw_tx, is drained by hand). */
 	id = rte_eth_from_rings(sw_name, &sw_rx[p], 1, &sw_tx[p], 1, (unsigned)sock);
-	if (id < 0 || ina_port_dpdk_open_id((uint16_t)id, "ip=" SW_IP ",mbufs=32767", &sw[p], NULL,
-						    0) < 0)
+	if (id < 0 ||
+	    ina_port_dpdk_open_id((uint16_t)id, "ip=" SW_IP ",mbufs=32767", &sw[p], NULL, 0) < 0)
 		ina_die("cannot open the switch port %d", p);
 	id = rte_eth_from_rings(gen_name, &sw_tx[p], 1, &sw_rx[p], 1, (unsigned)sock);
-	if (id < 0 || ina_port_dpdk_open_id((uint16_t)id, "ip=10.0.1.1,mbufs=40959", &gen[p], NULL,
-						    0) < 0)
+	if (id < 0 ||
+	    ina_port_dpdk_open_id((uint16_t)id, "ip=10.0.1.1,mbufs=40959", &gen[p], NULL, 0) < 0)
 		ina_die("cannot open the generator port %d", p);
 }
 
 int
 main(int argc, char **argv)
 {
-	char *eal[] = { "bench_lcores_dpdk", "--no-huge", "--no-pci", "--no-shconf",
-			"--no-telemetry", "-m", "1536", "-l", "0-1", "--log-level=error" };
+	char *eal[] = { "bench_lcores_dpdk",
+			"--no-huge",
+			"--no-pci",
+			"--no-shconf",
+			"--no-telemetry",
+			"-m",
+			"1536",
+			"-l",
+			"0-1",
+			"--log-level=error" };
 	struct workload wls[2];
 	char err[256], addr[64];
 	int two;

@@ -41,14 +41,14 @@
 
 /* Parameters per layer of a small CNN-like model (front layers small, the
  * classifier large), times --scale. */
-static const size_t base_sizes[L] = { 1728,	36864, 73728, 147456, 294912, 589824,
-				      8192,	16384, 131072, 32768, 2048, 262144 };
+static const size_t base_sizes[L] = { 1728, 36864, 73728,  147456, 294912, 589824,
+				      8192, 16384, 131072, 32768,  2048,   262144 };
 
 struct conf {
 	const char *name;
 	enum ina_sched_policy policy;
 	uint32_t window;
-	int fuse;		/* cfg.fuse_elems = --fuse */
+	int fuse; /* cfg.fuse_elems = --fuse */
 };
 
 static const struct conf confs[] = {
@@ -246,9 +246,12 @@ int
 main(int argc, char **argv)
 {
 	static const struct option opts[] = {
-		{ "runs", required_argument, NULL, 'r' },   { "world", required_argument, NULL, 'w' },
-		{ "scale", required_argument, NULL, 's' },  { "compute-ms", required_argument, NULL, 'c' },
-		{ "port", required_argument, NULL, 'p' },   { "fuse", required_argument, NULL, 'f' },
+		{ "runs", required_argument, NULL, 'r' },
+		{ "world", required_argument, NULL, 'w' },
+		{ "scale", required_argument, NULL, 's' },
+		{ "compute-ms", required_argument, NULL, 'c' },
+		{ "port", required_argument, NULL, 'p' },
+		{ "fuse", required_argument, NULL, 'f' },
 		{ NULL, 0, NULL, 0 },
 	};
 	static struct worker ws[MAX_W];
@@ -260,15 +263,29 @@ main(int argc, char **argv)
 
 	while ((opt = getopt_long(argc, argv, "", opts, NULL)) != -1) {
 		switch (opt) {
-		case 'r': g.runs = atoi(optarg); break;
-		case 'w': g.world = atoi(optarg); break;
-		case 's': g.scale = atof(optarg); break;
-		case 'c': g.compute_ms = atof(optarg); break;
-		case 'p': g.port = atoi(optarg); break;
-		case 'f': g.fuse = atoi(optarg); break;
+		case 'r':
+			g.runs = atoi(optarg);
+			break;
+		case 'w':
+			g.world = atoi(optarg);
+			break;
+		case 's':
+			g.scale = atof(optarg);
+			break;
+		case 'c':
+			g.compute_ms = atof(optarg);
+			break;
+		case 'p':
+			g.port = atoi(optarg);
+			break;
+		case 'f':
+			g.fuse = atoi(optarg);
+			break;
 		default:
-			fprintf(stderr, "usage: %s [--runs N] [--world W] [--scale F] "
-				"[--compute-ms MS] [--port P] [--fuse ELEMS]\n", argv[0]);
+			fprintf(stderr,
+				"usage: %s [--runs N] [--world W] [--scale F] "
+				"[--compute-ms MS] [--port P] [--fuse ELEMS]\n",
+				argv[0]);
 			return 2;
 		}
 	}
@@ -300,8 +317,9 @@ main(int argc, char **argv)
 				return 1;
 		}
 	printf("bench_order: %d workers, %d layers of %zu floats in all (%zu to %zu), backprop "
-	       "%.0f ms, median of %d steps\n", g.world, L, g.total, g.sizes[0] < g.sizes[10] ?
-	       g.sizes[0] : g.sizes[10], g.sizes[5], g.compute_ms, g.runs);
+	       "%.0f ms, median of %d steps\n",
+	       g.world, L, g.total, g.sizes[0] < g.sizes[10] ? g.sizes[0] : g.sizes[10], g.sizes[5],
+	       g.compute_ms, g.runs);
 	printf("%-26s %10s %10s %10s %10s\n", "policy", "first_ms", "all_ms", "first/fifo",
 	       "all/fifo");
 	for (int r = 0; r < g.world; r++) {

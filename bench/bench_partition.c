@@ -30,9 +30,9 @@
 #include "sparsify.h"
 
 #define MAX_LIST 8
-#define N_MODES (1 + MAX_LIST)	/* fixed, then dynamic per period */
+#define N_MODES (1 + MAX_LIST) /* fixed, then dynamic per period */
 /* Where round 0 of (layout, K, mode) starts in bench.imb. */
-#define IMB(bn, li, ki, m) ((((size_t)(li) * MAX_LIST + (ki)) * N_MODES + (m)) * (bn)->rounds)
+#define IMB(bn, li, ki, m) ((((size_t)(li)*MAX_LIST + (ki)) * N_MODES + (m)) * (bn)->rounds)
 
 struct list {
 	unsigned n;
@@ -45,10 +45,10 @@ struct bench {
 	uint32_t n, iters, workers, rounds;
 	uint16_t lanes;
 	struct list dens, bs, ks, periods;
-	unsigned layouts;	/* bit 0: cores (lanes), bit 1: switches (ranges) */
+	unsigned layouts; /* bit 0: cores (lanes), bit 1: switches (ranges) */
 	float *g, *sent, *sum;
-	uint8_t *nz;		/* per block: the sum's block is non-zero */
-	double *imb;		/* [mode][round] */
+	uint8_t *nz; /* per block: the sum's block is non-zero */
+	double *imb; /* [mode][round] */
 };
 
 static void
@@ -129,21 +129,21 @@ run_one(struct bench *bn, double density, uint16_t B)
 			goto out;
 	}
 	for (unsigned li = 0; li < 2; li++) {
-	for (unsigned ki = 0; ki < bn->ks.n && (bn->layouts >> li & 1); ki++) {
-		for (unsigned m = 0; m < n_modes; m++) {
-			struct partition_config pc = {
-				.mode = m ? PARTITION_DYNAMIC : PARTITION_FIXED,
-				.layout = li ? PARTITION_RANGES : PARTITION_LANES,
-				.period = m ? (uint32_t)bn->periods.v[m - 1] : 1,
-				.parts = (uint16_t)bn->ks.v[ki],
-				.lanes = bn->lanes,
-			};
+		for (unsigned ki = 0; ki < bn->ks.n && (bn->layouts >> li & 1); ki++) {
+			for (unsigned m = 0; m < n_modes; m++) {
+				struct partition_config pc = {
+					.mode = m ? PARTITION_DYNAMIC : PARTITION_FIXED,
+					.layout = li ? PARTITION_RANGES : PARTITION_LANES,
+					.period = m ? (uint32_t)bn->periods.v[m - 1] : 1,
+					.parts = (uint16_t)bn->ks.v[ki],
+					.lanes = bn->lanes,
+				};
 
-			pm[li][ki][m] = partition_create(&pc, bn->n, B);
-			if (!pm[li][ki][m])
-				goto out;
+				pm[li][ki][m] = partition_create(&pc, bn->n, B);
+				if (!pm[li][ki][m])
+					goto out;
+			}
 		}
-	}
 	}
 	for (uint32_t r = 0; r < bn->rounds; r++) {
 		uint32_t it = r % bn->iters;
@@ -183,35 +183,35 @@ run_one(struct bench *bn, double density, uint16_t B)
 	}
 	/* Rounds 1.. (round 0 has no sum to learn from). */
 	for (unsigned li = 0; li < 2; li++)
-	for (unsigned ki = 0; ki < bn->ks.n && (bn->layouts >> li & 1); ki++) {
-		uint32_t nr = bn->rounds - 1;
-		double *tmp = calloc(nr, sizeof(double));
+		for (unsigned ki = 0; ki < bn->ks.n && (bn->layouts >> li & 1); ki++) {
+			uint32_t nr = bn->rounds - 1;
+			double *tmp = calloc(nr, sizeof(double));
 
-		if (!tmp)
-			goto out;
-		printf("%-8s %7.3g %4u %3u %9.1f", li ? "switches" : "cores", density, B,
-		       (unsigned)bn->ks.v[ki], (double)nz_total / nr);
-		for (unsigned m = 0; m < n_modes; m++) {
-			const double *v = &bn->imb[IMB(bn, li, ki, m) + 1];
-			double worst = 0, med;
+			if (!tmp)
+				goto out;
+			printf("%-8s %7.3g %4u %3u %9.1f", li ? "switches" : "cores", density, B,
+			       (unsigned)bn->ks.v[ki], (double)nz_total / nr);
+			for (unsigned m = 0; m < n_modes; m++) {
+				const double *v = &bn->imb[IMB(bn, li, ki, m) + 1];
+				double worst = 0, med;
 
-			for (uint32_t r = 0; r < nr; r++)
-				worst = v[r] > worst ? v[r] : worst;
-			memcpy(tmp, v, nr * sizeof(double));
-			med = median(tmp, nr);
-			printf("   %5.3f %5.3f", med, worst);
+				for (uint32_t r = 0; r < nr; r++)
+					worst = v[r] > worst ? v[r] : worst;
+				memcpy(tmp, v, nr * sizeof(double));
+				med = median(tmp, nr);
+				printf("   %5.3f %5.3f", med, worst);
+			}
+			for (unsigned m = 1; m < n_modes; m++) {
+				const double *f = &bn->imb[IMB(bn, li, ki, 0) + 1];
+				const double *d = &bn->imb[IMB(bn, li, ki, m) + 1];
+
+				for (uint32_t r = 0; r < nr; r++)
+					tmp[r] = f[r] / d[r];
+				printf("  %5.2fx", median(tmp, nr));
+			}
+			printf("\n");
+			free(tmp);
 		}
-		for (unsigned m = 1; m < n_modes; m++) {
-			const double *f = &bn->imb[IMB(bn, li, ki, 0) + 1];
-			const double *d = &bn->imb[IMB(bn, li, ki, m) + 1];
-
-			for (uint32_t r = 0; r < nr; r++)
-				tmp[r] = f[r] / d[r];
-			printf("  %5.2fx", median(tmp, nr));
-		}
-		printf("\n");
-		free(tmp);
-	}
 	ret = 0;
 out:
 	for (uint32_t w = 0; w < 16; w++)
@@ -278,13 +278,17 @@ main(int argc, char **argv)
 		case 'k':
 		case 'p':
 			if (parse_list(optarg, &tmp, c == 'd' ? 1e-6 : 1,
-				       c == 'd' ? 1 : c == 'b' ? 4096 : c == 'k' ? PARTITION_MAX_PARTS
-										: 1e6) < 0) {
+				       c == 'd'	  ? 1
+				       : c == 'b' ? 4096
+				       : c == 'k' ? PARTITION_MAX_PARTS
+						  : 1e6) < 0) {
 				fprintf(stderr, "ina-bench-partition: bad list '%s'\n", optarg);
 				return 2;
 			}
-			*(c == 'd' ? &bn.dens : c == 'b' ? &bn.bs : c == 'k' ? &bn.ks
-									: &bn.periods) = tmp;
+			*(c == 'd'   ? &bn.dens
+			  : c == 'b' ? &bn.bs
+			  : c == 'k' ? &bn.ks
+				     : &bn.periods) = tmp;
 			break;
 		case 'y':
 			if (strcmp(optarg, "cores") == 0)
@@ -294,8 +298,10 @@ main(int argc, char **argv)
 			else if (strcmp(optarg, "both") == 0)
 				bn.layouts = 3;
 			else {
-				fprintf(stderr, "ina-bench-partition: --layout: '%s' is not cores, "
-					"switches or both\n", optarg);
+				fprintf(stderr,
+					"ina-bench-partition: --layout: '%s' is not cores, "
+					"switches or both\n",
+					optarg);
 				return 2;
 			}
 			break;
@@ -313,8 +319,10 @@ main(int argc, char **argv)
 		return 1;
 	}
 	if (ina_npy_ndim(bn.npy) != 3 || ina_npy_dim(bn.npy, 1) > 16) {
-		fprintf(stderr, "ina-bench-partition: %s: want (iterations, workers <= 16, "
-			"parameters)\n", bn.input);
+		fprintf(stderr,
+			"ina-bench-partition: %s: want (iterations, workers <= 16, "
+			"parameters)\n",
+			bn.input);
 		goto out;
 	}
 	bn.iters = (uint32_t)ina_npy_dim(bn.npy, 0);
@@ -330,10 +338,11 @@ main(int argc, char **argv)
 		goto out;
 	}
 	printf("# %s: %u iterations x %u workers x %u parameters; %u rounds cycling the "
-	       "iterations, %u lanes\n", bn.input, bn.iters, bn.workers, bn.n, bn.rounds,
-	       bn.lanes);
+	       "iterations, %u lanes\n",
+	       bn.input, bn.iters, bn.workers, bn.n, bn.rounds, bn.lanes);
 	printf("# imbalance = max/mean of the sum's non-zero blocks per partition, per round; "
-	       "median and worst of rounds 1..%u\n", bn.rounds - 1);
+	       "median and worst of rounds 1..%u\n",
+	       bn.rounds - 1);
 	printf("# density: block top-k per worker with residual (1 = dense); nz: the sum's "
 	       "non-zero blocks per round\n");
 	printf("%-8s %7s %4s %3s %9s   %11s", "layout", "density", "B", "K", "nz", "fixed");

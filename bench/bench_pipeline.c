@@ -41,7 +41,7 @@ struct bench_config {
 	uint16_t world;
 	uint16_t burst;
 	unsigned runs;
-	uint64_t dram_size;	/* bytes of the kernel's DRAM-sized array */
+	uint64_t dram_size; /* bytes of the kernel's DRAM-sized array */
 	int do_f32, do_i32;
 };
 
@@ -50,19 +50,19 @@ struct replay {
 	uint8_t encoding;
 	uint32_t nb_pkts;
 	uint32_t nb_blocks;
-	uint32_t nb_results;	/* results one round completes */
-	uint64_t payload_size;	/* input payload bytes of one round */
-	uint32_t stride;	/* bytes between two templates */
-	uint8_t *tmpl;		/* nb_pkts templates of 'stride' bytes */
-	uint32_t *len;		/* bytes of each template */
-	uint16_t *rank;		/* sender of each */
-	uint16_t *lane;		/* lane of each */
-	uint8_t *last;		/* 1 if the packet completes its block */
+	uint32_t nb_results;   /* results one round completes */
+	uint64_t payload_size; /* input payload bytes of one round */
+	uint32_t stride;       /* bytes between two templates */
+	uint8_t *tmpl;	       /* nb_pkts templates of 'stride' bytes */
+	uint32_t *len;	       /* bytes of each template */
+	uint16_t *rank;	       /* sender of each */
+	uint16_t *lane;	       /* lane of each */
+	uint8_t *last;	       /* 1 if the packet completes its block */
 };
 
 struct run_result {
-	double pipe_s;		/* inside pipeline_rx_burst (and freeing results) */
-	double wall_s;		/* the whole round, input copies included */
+	double pipe_s; /* inside pipeline_rx_burst (and freeing results) */
+	double wall_s; /* the whole round, input copies included */
 	double sum_cache_s;
 	double sum_dram_s;
 };
@@ -70,23 +70,22 @@ struct run_result {
 static void
 usage(FILE *f)
 {
-	fprintf(f,
-		"usage: bench_pipeline [options]\n"
-		"\n"
-		"Times the switch pipeline alone on one core over the DATA packets of a\n"
-		"dense tensor from every worker, then the summing kernel y += x over the\n"
-		"same bytes, and prints medians and their ratio.\n"
-		"\n"
-		"options:\n"
-		"  --elements M          tensor elements (default 4194304)\n"
-		"  --block B             elements per block (default 1024)\n"
-		"  --lanes L             lanes (default 64)\n"
-		"  --world N             workers (default 4)\n"
-		"  --burst N             packets per pipeline_rx_burst (default 32)\n"
-		"  --runs N              timed runs; medians are printed (default 5)\n"
-		"  --dram-mib N          size of the kernel's DRAM-sized array (default 1024)\n"
-		"  --encoding f32|i32|both  (default both)\n"
-		"  -h, --help            this text\n");
+	fprintf(f, "usage: bench_pipeline [options]\n"
+		   "\n"
+		   "Times the switch pipeline alone on one core over the DATA packets of a\n"
+		   "dense tensor from every worker, then the summing kernel y += x over the\n"
+		   "same bytes, and prints medians and their ratio.\n"
+		   "\n"
+		   "options:\n"
+		   "  --elements M          tensor elements (default 4194304)\n"
+		   "  --block B             elements per block (default 1024)\n"
+		   "  --lanes L             lanes (default 64)\n"
+		   "  --world N             workers (default 4)\n"
+		   "  --burst N             packets per pipeline_rx_burst (default 32)\n"
+		   "  --runs N              timed runs; medians are printed (default 5)\n"
+		   "  --dram-mib N          size of the kernel's DRAM-sized array (default 1024)\n"
+		   "  --encoding f32|i32|both  (default both)\n"
+		   "  -h, --help            this text\n");
 }
 
 static void
@@ -366,7 +365,7 @@ join_all(struct pipeline *p, struct ina_pkt_pool *pool, const struct bench_confi
 	ina_pkt_free_bulk(out, nb_out);
 	if (nb_out != c->world || *epoch == 0)
 		ina_die("the pipeline did not admit the job (%u answers to %u joins)", nb_out,
-		    c->world);
+			c->world);
 }
 
 /*
@@ -433,8 +432,7 @@ time_sum(uint8_t encoding, uint8_t *acc, const uint8_t *x, size_t x_blocks,
 		const uint8_t *xb = x + (size_t)(k % x_blocks) * bsize;
 
 		if (encoding == INA_ENC_F32)
-			sum_f32((float *)(void *)y, (const float *)(const void *)xb,
-				c->block_size);
+			sum_f32((float *)(void *)y, (const float *)(const void *)xb, c->block_size);
 		else
 			sum_i32((int32_t *)(void *)y, (const int32_t *)(const void *)xb,
 				c->block_size);
@@ -568,7 +566,7 @@ main(int argc, char **argv)
 	nb = ina_wire_nb_blocks(c.elements, c.block_size);
 	total = (size_t)nb * c.world * 4u * c.block_size;
 	big_size = c.dram_size > total ? c.dram_size : total;
-	big = xalloc(big_size);	/* zeros: the kernel's cost does not depend on them */
+	big = xalloc(big_size); /* zeros: the kernel's cost does not depend on them */
 
 	printf("bench_pipeline: %" PRIu32 " elements, B %u, %u lanes, world %u, bursts of %u, "
 	       "median of %u runs\n",

@@ -30,20 +30,19 @@ struct mpi_config {
 static void
 usage(FILE *f)
 {
-	fprintf(f,
-		"usage: mpirun -np N mpi_allreduce [options]\n"
-		"\n"
-		"Times MPI_Allreduce of a float32 tensor with MPI_SUM on every rank; rank 0\n"
-		"prints the median milliseconds per allreduce.\n"
-		"\n"
-		"options:\n"
-		"  --elements M          tensor elements (default 16777216)\n"
-		"  --density D           fraction of non-zero blocks, 0..1 (default 1)\n"
-		"  --block B             elements per block for --density (default 1024)\n"
-		"  --reps R              timed allreduces (default 10)\n"
-		"  --warmup W            untimed allreduces first (default 2)\n"
-		"  --seed S              data seed (default 1)\n"
-		"  -h, --help            this text\n");
+	fprintf(f, "usage: mpirun -np N mpi_allreduce [options]\n"
+		   "\n"
+		   "Times MPI_Allreduce of a float32 tensor with MPI_SUM on every rank; rank 0\n"
+		   "prints the median milliseconds per allreduce.\n"
+		   "\n"
+		   "options:\n"
+		   "  --elements M          tensor elements (default 16777216)\n"
+		   "  --density D           fraction of non-zero blocks, 0..1 (default 1)\n"
+		   "  --block B             elements per block for --density (default 1024)\n"
+		   "  --reps R              timed allreduces (default 10)\n"
+		   "  --warmup W            untimed allreduces first (default 2)\n"
+		   "  --seed S              data seed (default 1)\n"
+		   "  -h, --help            this text\n");
 }
 
 /* Returns 0 or -EINVAL; prints the reason on rank 0 only. */
@@ -142,9 +141,8 @@ fill(float *x, const struct mpi_config *c, int rank)
 	for (uint64_t b = 0; b * c->block_size < c->elements; b++) {
 		uint64_t start = b * c->block_size;
 		uint64_t end = start + c->block_size < c->elements ? start + c->block_size
-								     : c->elements;
-		int on = c->density >= 1.0 ||
-			 (double)(next_rand(&s) >> 11) * 0x1p-53 < c->density;
+								   : c->elements;
+		int on = c->density >= 1.0 || (double)(next_rand(&s) >> 11) * 0x1p-53 < c->density;
 
 		for (uint64_t i = start; i < end; i++)
 			x[i] = on ? (float)((int64_t)(next_rand(&s) % 2001) - 1000) * 1e-3f : 0.0f;

@@ -79,7 +79,7 @@
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 
-static int trace;	/* INA_FUZZ_TRACE set: print what goes in and out */
+static int trace; /* INA_FUZZ_TRACE set: print what goes in and out */
 
 /* What the last DATA on a lane said. */
 struct lane_seen {
@@ -94,17 +94,17 @@ struct fz {
 	uint64_t now;
 	uint32_t epoch;		/* the switch's, once a JOIN_ACK was sent */
 	uint32_t held;		/* the epoch the engine holds, as seen here */
-	uint32_t primary_epoch;	/* the primary's JOIN_ACK's */
+	uint32_t primary_epoch; /* the primary's JOIN_ACK's */
 	int has_replica;
-	int standby_up;		/* its STANDBY JOIN_ACK taken, no ERROR from it since */
+	int standby_up; /* its STANDBY JOIN_ACK taken, no ERROR from it since */
 	uint64_t fo_sent, probes;
 	/* When the engine last heard the primary (the start, a valid packet
 	 * from it, a valid RESULT from the replica), last progressed (the
 	 * start, a RESULT neither bad nor stale) and last probed, as far as
 	 * seen from here: never later than the engine's own. */
 	uint64_t pri_heard_ns, progress_ns, probe_ns;
-	uint64_t last_tx_ns;	/* the last packet the engine sent */
-	uint64_t keepalives;	/* KEEPALIVEs sent */
+	uint64_t last_tx_ns; /* the last packet the engine sent */
+	uint64_t keepalives; /* KEEPALIVEs sent */
 	float *in, *out;
 	uint8_t *deferred;
 	uint32_t n;
@@ -153,7 +153,7 @@ params(const struct fz *f)
 		.epoch = f->held,
 		.token = TOKEN,
 		.world = f->cfg.world,
-		.lanes = engine_lanes(f->e),	/* fewer after a GRANT */
+		.lanes = engine_lanes(f->e), /* fewer after a GRANT */
 		.max_block = f->cfg.max_block,
 		.encoding = f->cfg.encoding,
 	};
@@ -297,9 +297,8 @@ check_epoch(struct fz *f, const uint8_t *bytes, size_t len, int from_r, uint32_t
 	if (fo != fo0) {
 		/* The takeover: the replica's announcement of this job. */
 		FZ_CHECK(len == INA_HDR_SIZE && f->has_replica && from_r);
-		FZ_CHECK(h.type == INA_T_FAILOVER && h.rank == INA_RANK_SWITCH &&
-			 h.job_id == JOB && h.token == TOKEN &&
-			 !(h.flags & (INA_F_STANDBY | INA_F_DEFERRED)));
+		FZ_CHECK(h.type == INA_T_FAILOVER && h.rank == INA_RANK_SWITCH && h.job_id == JOB &&
+			 h.token == TOKEN && !(h.flags & (INA_F_STANDBY | INA_F_DEFERRED)));
 		FZ_CHECK(ep0 != 0 && h.epoch != 0 && h.epoch != ep0 && ep == h.epoch);
 		FZ_CHECK(ph0 != ENGINE_CLOSED && ph0 != ENGINE_IDLE);
 		if (trace)
@@ -394,9 +393,9 @@ op_join_ack(struct fz *f, struct fz_in *in, uint8_t op)
 		f->epoch = 1 + fz_u8(in) % 3;
 	h = sw_hdr(f, INA_T_JOIN_ACK);
 	if (op & 0x20)
-		lanes = (uint16_t)(lanes + 1);	/* not the job the worker asked for */
+		lanes = (uint16_t)(lanes + 1); /* not the job the worker asked for */
 	if (op & 0x40)
-		h.flags = INA_F_STANDBY;	/* the replica's answer to a standby JOIN */
+		h.flags = INA_F_STANDBY; /* the replica's answer to a standby JOIN */
 	ina_wire_encode_hdr(&h, pkt);
 	ina_wire_encode_join(f->cfg.world, lanes, f->cfg.max_block, pkt + INA_HDR_SIZE);
 	/* From the replica if STANDBY, unless 0x80: from the wrong peer. */
@@ -452,7 +451,7 @@ op_result(struct fz *f, struct fz_in *in, uint8_t op)
 	if (sel & 0x04)
 		h.flags |= INA_F_SATURATED;
 	if (sel & 0x08)
-		h.flags ^= INA_F_VER;	/* the other version: stale */
+		h.flags ^= INA_F_VER; /* the other version: stale */
 	if (h.block != INA_BLOCK_OPEN && !(sel & 0x10)) {
 		h.n_elems = ina_wire_block_elems(h.tensor_len, h.block_size, h.block);
 		plen = (size_t)h.n_elems * ina_wire_elem_size(h.encoding);
@@ -460,7 +459,7 @@ op_result(struct fz *f, struct fz_in *in, uint8_t op)
 		h.flags |= INA_F_DEFERRED;
 	}
 	if (sel & 0x40)
-		h.round++;	/* another round: stale */
+		h.round++; /* another round: stale */
 	if (INA_HDR_SIZE + plen > sizeof(pkt))
 		return;
 	ina_wire_encode_hdr(&h, pkt);
@@ -654,7 +653,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	f.cfg.token = TOKEN;
 	wb = fz_u8(&in);
 	f.cfg.world = (uint16_t)(1 + wb % 8);
-	f.has_replica = !!(wb & 0x80);	/* a replica peer */
+	f.has_replica = !!(wb & 0x80); /* a replica peer */
 	/* Bits 3-5: a pool of only that many packets, so allocations fail. */
 	fz_pool_init(&f.pool, (wb >> 3 & 7) ? (wb >> 3 & 7) : 4 * MAX_TX,
 		     INA_HDR_SIZE + 4 * MAX_BLOCK);
@@ -702,7 +701,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (trace) {
 		const struct engine_stats *st = engine_stats(f.e);
 
-		fprintf(stderr, "phase %d error %d (%s) rounds %llu sent %llu recv %llu bad %llu"
+		fprintf(stderr,
+			"phase %d error %d (%s) rounds %llu sent %llu recv %llu bad %llu"
 			" stale %llu retx %llu waits %llu deferred %llu saturated %llu"
 			" failovers %llu failover_sent %llu probes %llu standby_lost %llu\n",
 			engine_phase(f.e), engine_error(f.e), engine_error_msg(f.e),

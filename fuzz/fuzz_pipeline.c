@@ -80,11 +80,11 @@ int LLVMFuzzerInitialize(int *argc, char ***argv);
 struct fjob {
 	uint32_t id;
 	uint64_t token;
-	int shaped;		/* world..enc chosen */
+	int shaped; /* world..enc chosen */
 	uint16_t world, lanes, max_block;
 	uint8_t enc;
-	int acked;		/* a JOIN_ACK told the epoch */
-	struct ina_job_params params;	/* as the last JOIN_ACK said */
+	int acked;		      /* a JOIN_ACK told the epoch */
+	struct ina_job_params params; /* as the last JOIN_ACK said */
 	/* The tensor DATA packets are about, and per lane the block the last
 	 * RESULT announced (INA_BLOCK_END: none) and its version bit. */
 	uint32_t tensor_id, round, tensor_len;
@@ -117,24 +117,24 @@ struct fz {
 	uint16_t nb_pending;
 	struct ina_pkt *held[MAX_HELD];
 	uint16_t nb_held, hold_max;
-	uint64_t rx, tx;	/* packets given to / taken from rx_burst */
-	uint64_t job_frees;	/* pipeline_job_free() that freed a job */
-	int quiet_used;		/* rx_quiet admits jobs without counting them */
-	uint8_t role;		/* 0, ROLE_PRIMARY, ROLE_REPLICA or ROLE_RACK */
-	uint8_t up_last[RAW_MAX];	/* a rack's last packet to the spine */
+	uint64_t rx, tx;	  /* packets given to / taken from rx_burst */
+	uint64_t job_frees;	  /* pipeline_job_free() that freed a job */
+	int quiet_used;		  /* rx_quiet admits jobs without counting them */
+	uint8_t role;		  /* 0, ROLE_PRIMARY, ROLE_REPLICA or ROLE_RACK */
+	uint8_t up_last[RAW_MAX]; /* a rack's last packet to the spine */
 	uint32_t up_last_len;
-	int from_spine;		/* the burst had a packet from the spine */
+	int from_spine; /* the burst had a packet from the spine */
 };
 
 #define ROLE_PRIMARY 1
 #define ROLE_REPLICA 2
 #define ROLE_RACK 3
-#define PEER_PRIMARY 200	/* peer_of(job) of the primary and the replica */
+#define PEER_PRIMARY 200 /* peer_of(job) of the primary and the replica */
 #define PEER_REPLICA 201
-#define PEER_SPINE 202		/* ... and of a rack's spine */
+#define PEER_SPINE 202 /* ... and of a rack's spine */
 
 static FILE *devnull;
-static int trace;	/* INA_FUZZ_TRACE set: print every output and the counters */
+static int trace; /* INA_FUZZ_TRACE set: print every output and the counters */
 
 static const uint32_t job_ids[NB_JOBS] = { 1, 2, 0x80000000u, 0xffffffffu };
 
@@ -246,7 +246,8 @@ note_data(struct fz *f, const struct ina_pkt *pkt)
 	enum ina_wire_reason r = ina_wire_validate(pkt->data, pkt->len, NULL, &h);
 
 	if (trace && pkt->len >= INA_HDR_SIZE)
-		fprintf(stderr, "in  %s (%s) job %u epoch %u rank %u lane %u tensor %u round %u"
+		fprintf(stderr,
+			"in  %s (%s) job %u epoch %u rank %u lane %u tensor %u round %u"
 			" len %u B %u block %u next %u n %u flags %#x\n",
 			ina_wire_type_name(h.type), ina_wire_reason_name(r), h.job_id, h.epoch,
 			h.rank, h.lane, h.tensor_id, h.round, h.tensor_len, h.block_size, h.block,
@@ -275,7 +276,7 @@ struct tally {
 	uint64_t results, results_empty, results_deferred, result_bytes;
 	uint64_t shadow_replies, waits, join_acks, fin_acks, errors, errors_left, errors_dead;
 	uint64_t repls, announces;
-	uint64_t up;	/* a rack's packets to the spine */
+	uint64_t up; /* a rack's packets to the spine */
 };
 
 /* Checks one output of the switch and learns from it. */
@@ -307,9 +308,11 @@ check_output(struct fz *f, const struct ina_pkt *o, struct tally *t)
 		else
 			FZ_CHECK(h.epoch != 0);
 		if (trace)
-			fprintf(stderr, "up  %s job %u epoch %u rank %u lane %u block %u next %u"
-				" n %u exp %d flags %#x\n", ina_wire_type_name(h.type), h.job_id,
-				h.epoch, h.rank, h.lane, h.block, h.next, h.n_elems, h.exp, h.flags);
+			fprintf(stderr,
+				"up  %s job %u epoch %u rank %u lane %u block %u next %u"
+				" n %u exp %d flags %#x\n",
+				ina_wire_type_name(h.type), h.job_id, h.epoch, h.rank, h.lane,
+				h.block, h.next, h.n_elems, h.exp, h.flags);
 		FZ_CHECK(o->len <= sizeof(f->up_last));
 		memcpy(f->up_last, o->data, o->len);
 		f->up_last_len = o->len;
@@ -327,7 +330,8 @@ check_output(struct fz *f, const struct ina_pkt *o, struct tally *t)
 		FZ_CHECK(o->peer.len <= INA_PEER_SIZE - 1);
 	}
 	if (trace)
-		fprintf(stderr, "out %s job %u epoch %u lane %u tensor %u round %u len %u B %u"
+		fprintf(stderr,
+			"out %s job %u epoch %u lane %u tensor %u round %u len %u B %u"
 			" block %u next %u n %u flags %#x status %u\n",
 			ina_wire_type_name(h.type), h.job_id, h.epoch, h.lane, h.tensor_id, h.round,
 			h.tensor_len, h.block_size, h.block, h.next, h.n_elems, h.flags, h.status);
@@ -417,7 +421,7 @@ check_output(struct fz *f, const struct ina_pkt *o, struct tally *t)
 		if (h.status == INA_WERR_LEFT)
 			t->errors_left++;
 		else if (h.status == INA_WERR_PEER_DEAD)
-			t->errors_dead++;	/* answers a DATA, not a JOIN */
+			t->errors_dead++; /* answers a DATA, not a JOIN */
 		else
 			t->errors++;
 		break;
@@ -483,7 +487,8 @@ flush(struct fz *f, int quiet)
 	}
 	FZ_CHECK(st->replicated - before.replicated == t.repls);
 	FZ_CHECK(st->takeovers + st->announce_repeats -
-			 (before.takeovers + before.announce_repeats) == t.announces);
+			 (before.takeovers + before.announce_repeats) ==
+		 t.announces);
 	FZ_CHECK(st->waits - before.waits == t.waits);
 	if (!f->from_spine) {
 		/* (a rack answers the spine's packets with these too) */
@@ -492,9 +497,9 @@ flush(struct fz *f, int quiet)
 		FZ_CHECK(t.errors_left <= st->leaves - before.leaves);
 		FZ_CHECK(t.errors_dead <= st->jobs_aborted - before.jobs_aborted);
 	}
-	FZ_CHECK(t.up == st->up_joins + st->up_data + st->up_fins + st->up_leaves -
-				 (before.up_joins + before.up_data + before.up_fins +
-				  before.up_leaves));
+	FZ_CHECK(t.up ==
+		 st->up_joins + st->up_data + st->up_fins + st->up_leaves -
+			 (before.up_joins + before.up_data + before.up_fins + before.up_leaves));
 	/* The outputs are held back (up to hold_max), or freed now. */
 	for (uint16_t i = 0; i < nb_out; i++)
 		keep_or_free(f, out[i]);
@@ -550,7 +555,7 @@ shape(struct fjob *j, struct fz_in *in, uint16_t slot_elems)
 	j->shaped = 1;
 	j->world = (uint16_t)(1 + fz_u8(in) % 4);
 	j->lanes = (uint16_t)(1 + fz_u8(in) % MAX_LANES);
-	j->max_block = (uint16_t)(1 + fz_u8(in) % (slot_elems + 2));	/* may be too big */
+	j->max_block = (uint16_t)(1 + fz_u8(in) % (slot_elems + 2)); /* may be too big */
 	j->enc = (uint8_t)(1 + fz_u8(in) % INA_ENC_MAX);
 }
 
@@ -573,7 +578,7 @@ op_join(struct fz *f, struct fz_in *in, uint8_t op)
 	rank = (uint16_t)(fz_u8(in) % j->world);
 	h = base_hdr(j, INA_T_JOIN, rank);
 	if (op & 0x20)
-		h.token ^= 1;	/* not the job's secret */
+		h.token ^= 1; /* not the job's secret */
 	if (op & 0x40) {
 		/* Standby: the epoch a primary gave, or maybe another (0, or
 		 * far from the replica's own epochs). */
@@ -664,7 +669,7 @@ op_data(struct fz *f, struct fz_in *in, uint8_t op)
 	if (op & 0x40)
 		h.flags |= INA_F_RETX;
 	if (op & 0x80)
-		h.epoch = fz_u8(in);	/* maybe the wrong one */
+		h.epoch = fz_u8(in); /* maybe the wrong one */
 	es = ina_wire_elem_size(h.encoding);
 	h.n_elems = (h.block != INA_BLOCK_OPEN && !(sel & 0x04) && h.block < nb)
 			    ? ina_wire_block_elems(h.tensor_len, h.block_size, h.block)
@@ -846,7 +851,7 @@ run_ops(struct fz *f, struct fz_in *in)
 					break;
 				memcpy(pkt, p->data, p->len);
 				pkt[1] = INA_T_REPL;
-				memset(pkt + 44, 0, 4);	/* no bound */
+				memset(pkt + 44, 0, 4); /* no bound */
 				if (!(op & 0x20)) {
 					pkt[12] = INA_RANK_ALL >> 8;
 					pkt[13] = INA_RANK_ALL & 0xff;
@@ -886,7 +891,7 @@ run_ops(struct fz *f, struct fz_in *in)
 static void
 on_event(void *ctx, const struct pipeline_event *ev)
 {
-	uint64_t sum = 0;	/* every byte read: ASan checks them */
+	uint64_t sum = 0; /* every byte read: ASan checks them */
 
 	(void)ctx;
 	FZ_CHECK(ev->kind < PEV_MAX);

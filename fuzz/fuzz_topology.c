@@ -97,7 +97,8 @@ check(const struct topology *t)
 		FZ_CHECK(j->name && j->nb_hosts >= 1 && j->hosts);
 		FZ_CHECK(j->root >= 0 && (uint32_t)j->root < n);
 		FZ_CHECK(t->nodes[j->root].kind == TOPO_SWITCH);
-		FZ_CHECK(j->tensor_len >= 1 && j->rounds >= 1 && j->block_size >= 1 && j->lanes >= 1);
+		FZ_CHECK(j->tensor_len >= 1 && j->rounds >= 1 && j->block_size >= 1 &&
+			 j->lanes >= 1);
 		FZ_CHECK(j->encoding >= 1 && j->encoding <= 3);
 		FZ_CHECK(j->data == TOPO_DATA_FILE ? j->path != NULL
 						   : j->density >= 0 && j->density <= 1);

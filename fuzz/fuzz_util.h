@@ -19,13 +19,13 @@
 
 #include "ina/pkt.h"
 
-#define FZ_CHECK(cond)                                                              \
-	do {                                                                        \
-		if (!(cond)) {                                                      \
-			fprintf(stderr, "%s:%d: invariant failed: %s\n", __FILE__,  \
-				__LINE__, #cond);                                   \
-			abort();                                                    \
-		}                                                                   \
+#define FZ_CHECK(cond) \
+	do { \
+		if (!(cond)) { \
+			fprintf(stderr, "%s:%d: invariant failed: %s\n", __FILE__, __LINE__, \
+				#cond); \
+			abort(); \
+		} \
 	} while (0)
 
 /* The fuzzer's input, consumed from the front. */
@@ -86,7 +86,7 @@ fz_bytes(struct fz_in *in, void *dst, size_t n)
 struct fz_pool {
 	struct ina_pkt_pool base;
 	unsigned limit;
-	unsigned out;		/* packets handed out and not put back */
+	unsigned out; /* packets handed out and not put back */
 };
 
 static inline unsigned

@@ -57,9 +57,9 @@ hdr_equal(const struct ina_hdr *a, const struct ina_hdr *b)
 	       a->flags == b->flags && a->job_id == b->job_id && a->epoch == b->epoch &&
 	       a->rank == b->rank && a->lane == b->lane && a->tensor_id == b->tensor_id &&
 	       a->round == b->round && a->tensor_len == b->tensor_len && a->block == b->block &&
-	       a->next == b->next && a->block_size == b->block_size &&
-	       a->n_elems == b->n_elems && a->exp == b->exp && a->status == b->status &&
-	       a->bound == b->bound && a->token == b->token;
+	       a->next == b->next && a->block_size == b->block_size && a->n_elems == b->n_elems &&
+	       a->exp == b->exp && a->status == b->status && a->bound == b->bound &&
+	       a->token == b->token;
 }
 
 static uint32_t
@@ -126,7 +126,9 @@ check_valid_alone(const uint8_t *buf, size_t size, const struct ina_hdr *h)
 		FZ_CHECK(ina_wire_encoding_parse(ina_wire_encoding_name(h->encoding)) ==
 			 h->encoding);
 		FZ_CHECK(size == INA_HDR_SIZE + sizeof(struct ina_wire_join) +
-				 ((h->flags & INA_F_REDIRECT) ? sizeof(struct ina_wire_redirect) : 0));
+					 ((h->flags & INA_F_REDIRECT)
+						  ? sizeof(struct ina_wire_redirect)
+						  : 0));
 		ina_wire_decode_join(buf + INA_HDR_SIZE, &world, &lanes, &max_block);
 		FZ_CHECK(world >= 1 && world <= INA_MAX_WORLD && lanes >= 1 && max_block >= 1);
 		if (h->type == INA_T_JOIN)
@@ -161,7 +163,7 @@ check_valid_alone(const uint8_t *buf, size_t size, const struct ina_hdr *h)
 		FZ_CHECK(es == 2 || es == 4);
 		FZ_CHECK(h->block_size >= 1);
 		FZ_CHECK(size == INA_HDR_SIZE + (size_t)h->n_elems * es +
-				 ((h->flags & INA_F_PARTIAL) ? INA_PARTIAL_TRAILER : 0));
+					 ((h->flags & INA_F_PARTIAL) ? INA_PARTIAL_TRAILER : 0));
 		if (h->flags & INA_F_PARTIAL)
 			FZ_CHECK(h->type != INA_T_DATA && h->block != INA_BLOCK_OPEN);
 		if (h->block == INA_BLOCK_OPEN) {
@@ -259,7 +261,7 @@ check_bf16(const uint8_t *pl, size_t n)
 		uint16_t in = (uint16_t)(pl[2 * i] << 8 | pl[2 * i + 1]);
 		uint16_t out = (uint16_t)(wb[2 * i] << 8 | wb[2 * i + 1]);
 
-		FZ_CHECK(f2u(fa[i]) == (uint32_t)in << 16);	/* widening is exact */
+		FZ_CHECK(f2u(fa[i]) == (uint32_t)in << 16); /* widening is exact */
 		FZ_CHECK(ina_enc_bf16_round(fa[i]) == out);
 		if (isnan(fa[i]))
 			FZ_CHECK(out == (in | 0x0040u));
@@ -307,7 +309,8 @@ check_i32(const uint8_t *pl, size_t n, int scale)
 	for (size_t i = 0; i < n; i++) {
 		FZ_CHECK(f2u(fa[i]) == f2u(fb[i]));
 		if (ia[i] >= -(1 << 24) && ia[i] <= (1 << 24)) {
-			int32_t q = (int32_t)((uint32_t)wb[4 * i] << 24 | (uint32_t)wb[4 * i + 1] << 16 |
+			int32_t q = (int32_t)((uint32_t)wb[4 * i] << 24 |
+					      (uint32_t)wb[4 * i + 1] << 16 |
 					      (uint32_t)wb[4 * i + 2] << 8 | wb[4 * i + 3]);
 
 			FZ_CHECK(q == ia[i]);
@@ -374,7 +377,7 @@ check_payload(const uint8_t *buf, const struct ina_hdr *h, const uint8_t *ctl)
 {
 	const uint8_t *pl = buf + INA_HDR_SIZE;
 	size_t n = h->n_elems;
-	int scale = (int)(int8_t)ctl[10] / 2;	/* -64..63: exact in a double */
+	int scale = (int)(int8_t)ctl[10] / 2; /* -64..63: exact in a double */
 
 	switch (h->encoding) {
 	case INA_ENC_F32:
@@ -387,12 +390,12 @@ check_payload(const uint8_t *buf, const struct ina_hdr *h, const uint8_t *ctl)
 		break;
 	default:
 		check_i32(pl, n, scale);
-		ina_enc_f32_get(fa, pl, n);	/* the same bits as floats */
+		ina_enc_f32_get(fa, pl, n); /* the same bits as floats */
 		break;
 	}
 	check_i32_scale(fa, n, 1u + ctl[11] % INA_MAX_WORLD);
-	check_filter(fa, n, h->bound, (uint32_t)ctl[8] << 24 | (uint32_t)ctl[9] << 16 | h->bound >> 16,
-		     h->encoding);
+	check_filter(fa, n, h->bound,
+		     (uint32_t)ctl[8] << 24 | (uint32_t)ctl[9] << 16 | h->bound >> 16, h->encoding);
 }
 
 int

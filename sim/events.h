@@ -15,24 +15,24 @@
 struct ina_pkt;
 
 enum sim_event_kind {
-	SIM_EV_ARRIVE,		/* 'pkt' reaches node 'at' (from 'src', bound for 'dst') */
-	SIM_EV_WAKE,		/* node 'at' asked to be woken (its timer) */
+	SIM_EV_ARRIVE, /* 'pkt' reaches node 'at' (from 'src', bound for 'dst') */
+	SIM_EV_WAKE,   /* node 'at' asked to be woken (its timer) */
 };
 
 struct sim_event {
-	uint64_t time;		/* virtual ns */
-	uint64_t seq;		/* insertion order: the tie-break */
-	struct ina_pkt *pkt;	/* SIM_EV_ARRIVE: owned by the event */
-	int32_t at;		/* node index */
-	int32_t src, dst;	/* SIM_EV_ARRIVE: the packet's ends (node indices) */
-	uint32_t kind;		/* enum sim_event_kind */
+	uint64_t time;	     /* virtual ns */
+	uint64_t seq;	     /* insertion order: the tie-break */
+	struct ina_pkt *pkt; /* SIM_EV_ARRIVE: owned by the event */
+	int32_t at;	     /* node index */
+	int32_t src, dst;    /* SIM_EV_ARRIVE: the packet's ends (node indices) */
+	uint32_t kind;	     /* enum sim_event_kind */
 };
 
 struct sim_events {
 	struct sim_event *heap;
 	size_t len, cap;
 	uint64_t next_seq;
-	uint64_t nb_pushed;	/* events scheduled so far */
+	uint64_t nb_pushed; /* events scheduled so far */
 };
 
 /* An empty queue (no allocation until the first push). */

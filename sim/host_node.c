@@ -21,12 +21,12 @@
 #define HOST_TX_BURST 32
 
 struct host_node {
-	struct sim_node node;	/* first: the ops' handle */
+	struct sim_node node; /* first: the ops' handle */
 	struct host_node_config cfg;
 	struct engine *engine;
-	float *in, *out;	/* one round's tensor, allocated at round 0 */
-	uint32_t round;		/* the round running (or next to run) */
-	int running;		/* an allreduce of 'round' is in flight */
+	float *in, *out; /* one round's tensor, allocated at round 0 */
+	uint32_t round;	 /* the round running (or next to run) */
+	int running;	 /* an allreduce of 'round' is in flight */
 	int last_phase;
 	int stopped;
 };
@@ -60,12 +60,13 @@ start_round(struct host_node *h, uint64_t now)
 		h->cfg.job_ops->fail(h->cfg.job, now, msg);
 		return ret;
 	}
-	if (h->cfg.job_ops->contribute(h->cfg.job, h->cfg.rank, h->round, h->in, msg, sizeof(msg)) < 0) {
+	if (h->cfg.job_ops->contribute(h->cfg.job, h->cfg.rank, h->round, h->in, msg, sizeof(msg)) <
+	    0) {
 		h->cfg.job_ops->fail(h->cfg.job, now, msg);
 		return -EINVAL;
 	}
-	ret = engine_allreduce(h->engine, 0, h->in, h->out, h->cfg.tensor_len,
-			       h->cfg.block_size, ENGINE_SUM, now);
+	ret = engine_allreduce(h->engine, 0, h->in, h->out, h->cfg.tensor_len, h->cfg.block_size,
+			       ENGINE_SUM, now);
 	if (ret < 0) {
 		snprintf(msg, sizeof(msg), "rank %u round %u: engine_allreduce: %s", h->cfg.rank,
 			 h->round, strerror(-ret));
@@ -94,7 +95,8 @@ round_ended(struct host_node *h, uint64_t now)
 	char msg[320];
 
 	h->running = 0;
-	if (h->cfg.job_ops->check(h->cfg.job, h->cfg.rank, h->round, h->out, msg, sizeof(msg)) < 0) {
+	if (h->cfg.job_ops->check(h->cfg.job, h->cfg.rank, h->round, h->out, msg, sizeof(msg)) <
+	    0) {
 		h->cfg.job_ops->fail(h->cfg.job, now, msg);
 		return;
 	}
@@ -199,7 +201,9 @@ host_node_create(const struct sim_node_env *env, const struct host_node_config *
 
 	if (!h)
 		return NULL;
-	h->node = (struct sim_node){ .ops = &host_ops, .env = env, .index = cfg->index,
+	h->node = (struct sim_node){ .ops = &host_ops,
+				     .env = env,
+				     .index = cfg->index,
 				     .wake_at = UINT64_MAX };
 	h->cfg = *cfg;
 	engine_config_init(&ec);

@@ -38,8 +38,8 @@ sim_job_fail(struct sim_job *job, uint64_t now, const char *msg)
 }
 
 static int
-sim_job_contribute(struct sim_job *job, uint16_t rank, uint32_t round, const float *in,
-		   char *msg, size_t msglen)
+sim_job_contribute(struct sim_job *job, uint16_t rank, uint32_t round, const float *in, char *msg,
+		   size_t msglen)
 {
 	size_t n = job->rep->tensor_len;
 	unsigned slot = round & 1;
@@ -82,7 +82,8 @@ check_acc(struct sim_job *job, uint16_t rank, uint32_t round, const float *out, 
 			 "rank %u round %u: a result before every rank's input was generated "
 			 "(%u of %u)",
 			 rank, round,
-			 job->acc_round[slot] == (int64_t)round ? job->acc_ranks[slot] : 0, job->world);
+			 job->acc_round[slot] == (int64_t)round ? job->acc_ranks[slot] : 0,
+			 job->world);
 		return -1;
 	}
 	if (memcmp(out, want, n * sizeof(float)) == 0)
@@ -268,24 +269,28 @@ job_admit(struct sim_net *net, uint32_t k, uint8_t *host_taken)
 		if (tr->m[s].up < 0 || t->nodes[s].kind != TOPO_SWITCH)
 			continue;
 		if (net->switch_role[s] == SW_ROOT) {
-			job_refuse(rep, "job %s: switch %s would be one of its racks (under %s) and "
-					"the root of another job: a switch with an uplink runs only "
-					"the jobs it forwards upstream", tj->name, t->nodes[s].name,
-				   t->nodes[tr->m[s].up].name);
+			job_refuse(rep,
+				   "job %s: switch %s would be one of its racks (under %s) and "
+				   "the root of another job: a switch with an uplink runs only "
+				   "the jobs it forwards upstream",
+				   tj->name, t->nodes[s].name, t->nodes[tr->m[s].up].name);
 			return;
 		}
 		if (job_elem_size(tj->encoding) < sizeof(float)) {
 			/* Narrower than the switch's 32-bit sums: a rack's
 			 * partial sum would be rounded twice. */
-			job_refuse(rep, "job %s spans %u switches in bf16: a rack switch does not "
-					"forward bf16 upstream", tj->name, tr->nb_switches);
+			job_refuse(rep,
+				   "job %s spans %u switches in bf16: a rack switch does not "
+				   "forward bf16 upstream",
+				   tj->name, tr->nb_switches);
 			return;
 		}
 	}
 	if (net->switch_role[tj->root] == SW_RACK) {
-		job_refuse(rep, "job %s: its root %s is a rack of another job (a switch with an "
-				"uplink runs only the jobs it forwards upstream)", tj->name,
-			   t->nodes[tj->root].name);
+		job_refuse(rep,
+			   "job %s: its root %s is a rack of another job (a switch with an "
+			   "uplink runs only the jobs it forwards upstream)",
+			   tj->name, t->nodes[tj->root].name);
 		return;
 	}
 	for (uint16_t r = 0; r < tj->nb_hosts; r++) {
@@ -293,14 +298,20 @@ job_admit(struct sim_net *net, uint32_t k, uint8_t *host_taken)
 		const struct topo_link *l = &t->links[net->route.up_link[h]];
 
 		if (host_taken[h]) {
-			job_refuse(rep, "job %s: host %s is in another job too (one engine per "
-					"host here)", tj->name, t->nodes[h].name);
+			job_refuse(rep,
+				   "job %s: host %s is in another job too (one engine per "
+				   "host here)",
+				   tj->name, t->nodes[h].name);
 			return;
 		}
-		if (l->mtu && INA_HDR_SIZE + (uint64_t)job_elem_size(tj->encoding) * tj->block_size +
-				      IP_UDP_BYTES > l->mtu) {
-			job_refuse(rep, "job %s: a block of %u does not fit the MTU of %s's link "
-					"(%u)", tj->name, tj->block_size, t->nodes[h].name, l->mtu);
+		if (l->mtu &&
+		    INA_HDR_SIZE + (uint64_t)job_elem_size(tj->encoding) * tj->block_size +
+				    IP_UDP_BYTES >
+			    l->mtu) {
+			job_refuse(rep,
+				   "job %s: a block of %u does not fit the MTU of %s's link "
+				   "(%u)",
+				   tj->name, tj->block_size, t->nodes[h].name, l->mtu);
 			return;
 		}
 	}
@@ -335,8 +346,8 @@ job_ring(struct sim_net *net, uint32_t k)
 				  net->cfg.frame_overhead, &rep->ring, rep->ring_error,
 				  sizeof(rep->ring_error)) == 0;
 	clock_gettime(CLOCK_MONOTONIC, &b);
-	rep->ring_wall_ns = (uint64_t)(b.tv_sec - a.tv_sec) * 1000000000ull +
-			    (uint64_t)b.tv_nsec - (uint64_t)a.tv_nsec;
+	rep->ring_wall_ns = (uint64_t)(b.tv_sec - a.tv_sec) * 1000000000ull + (uint64_t)b.tv_nsec -
+			    (uint64_t)a.tv_nsec;
 }
 
 int
@@ -355,8 +366,8 @@ job_build(struct sim_net *net, uint32_t k, char *err, size_t errlen)
 	if (tj->data == TOPO_DATA_FILE)
 		job->workload = workload_npy(tj->path, tj->nb_hosts, werr, sizeof(werr));
 	else
-		job->workload = workload_synth(tj->tensor_len, tj->density, tj->seed,
-					       tj->nb_hosts, tj->block_size);
+		job->workload = workload_synth(tj->tensor_len, tj->density, tj->seed, tj->nb_hosts,
+					       tj->block_size);
 	if (!job->workload) {
 		rep->state = SIM_JOB_FAILED;
 		snprintf(rep->error, sizeof(rep->error), "job %s: no data: %s", tj->name,
@@ -404,8 +415,8 @@ job_build(struct sim_net *net, uint32_t k, char *err, size_t errlen)
 			.job_id = tj->job_id,
 			.tensor_len = rep->tensor_len,
 			.rounds = tj->rounds,
-			.rto_ns = rto_of(&net->cfg, &net->t->links[net->route.up_link[tj->hosts[r]]],
-					 tj),
+			.rto_ns = rto_of(&net->cfg,
+					 &net->t->links[net->route.up_link[tj->hosts[r]]], tj),
 		};
 
 		job->hosts[r] = host_node_create(&net->env, &hc);
@@ -482,8 +493,8 @@ jobs_report(struct sim_net *net)
 			snprintf(rep->error, sizeof(rep->error),
 				 "job %s did not finish within %.3f s of simulated time (%u of %u "
 				 "ranks joined, %u finished their rounds, %u closed)",
-				 tj->name, (double)net->cfg.limit_ns * 1e-9, job->joined, job->world,
-				 job->finished, job->closed);
+				 tj->name, (double)net->cfg.limit_ns * 1e-9, job->joined,
+				 job->world, job->finished, job->closed);
 		}
 		for (uint16_t r = 0; r < job->world; r++) {
 			const struct engine_stats *st = host_node_stats(job->hosts[r]);

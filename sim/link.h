@@ -15,15 +15,15 @@
 #include <stdint.h>
 
 struct sim_link_stats {
-	uint64_t pkts, bytes;	/* put on the wire (lost ones included) */
-	uint64_t lost;		/* of which lost (the loss rate) */
-	uint64_t tail_drops;	/* refused by the full queue (not sent) */
-	uint64_t busy_ns;	/* time the serialiser was busy */
-	uint64_t queue_max;	/* largest backlog seen, bytes */
+	uint64_t pkts, bytes; /* put on the wire (lost ones included) */
+	uint64_t lost;	      /* of which lost (the loss rate) */
+	uint64_t tail_drops;  /* refused by the full queue (not sent) */
+	uint64_t busy_ns;     /* time the serialiser was busy */
+	uint64_t queue_max;   /* largest backlog seen, bytes */
 };
 
 struct sim_link {
-	uint64_t bandwidth_bps;	/* 0: unshaped (no serialisation, no queue) */
+	uint64_t bandwidth_bps; /* 0: unshaped (no serialisation, no queue) */
 	uint64_t latency_ns;	/* one way */
 	double loss;		/* [0, 1) */
 	uint64_t queue_bytes;	/* backlog limit; 0: unlimited */

@@ -32,24 +32,23 @@ enum {
 static void
 usage(FILE *f)
 {
-	fprintf(f,
-		"usage: ina-sim [options] FILE\n"
-		"  simulates topology FILE: the jobs run on the real switch pipeline and host\n"
-		"  engines over the file's links; reports round time, goodput, per-link load\n"
-		"  and the ring allreduce on the same links\n"
-		"  --seed N          loss draws (default 1)\n"
-		"  --queue BYTES     each link direction's queue, tail drop beyond (default\n"
-		"                    0: as ina-testbed's shaper, 50 ms at the link's rate\n"
-		"                    plus a 2 ms burst, at least 64 KiB)\n"
-		"  --rto-us US       the engines' first retransmission timeout (default 0:\n"
-		"                    as ina-testbed sets it from the host's link)\n"
-		"  --overhead BYTES  framing each packet gains on the wire (default 42:\n"
-		"                    Ethernet, IPv4, UDP)\n"
-		"  --limit SECONDS   simulated time a job may take (default 600)\n"
-		"  --json FILE       the report as JSON too ('-': standard output, instead\n"
-		"                    of the text)\n"
-		"  --quiet           no text report\n"
-		"  -h, --help\n");
+	fprintf(f, "usage: ina-sim [options] FILE\n"
+		   "  simulates topology FILE: the jobs run on the real switch pipeline and host\n"
+		   "  engines over the file's links; reports round time, goodput, per-link load\n"
+		   "  and the ring allreduce on the same links\n"
+		   "  --seed N          loss draws (default 1)\n"
+		   "  --queue BYTES     each link direction's queue, tail drop beyond (default\n"
+		   "                    0: as ina-testbed's shaper, 50 ms at the link's rate\n"
+		   "                    plus a 2 ms burst, at least 64 KiB)\n"
+		   "  --rto-us US       the engines' first retransmission timeout (default 0:\n"
+		   "                    as ina-testbed sets it from the host's link)\n"
+		   "  --overhead BYTES  framing each packet gains on the wire (default 42:\n"
+		   "                    Ethernet, IPv4, UDP)\n"
+		   "  --limit SECONDS   simulated time a job may take (default 600)\n"
+		   "  --json FILE       the report as JSON too ('-': standard output, instead\n"
+		   "                    of the text)\n"
+		   "  --quiet           no text report\n"
+		   "  -h, --help\n");
 }
 
 static double

@@ -65,7 +65,11 @@ hop(struct sim_net *net, int at, int src, int dst, struct ina_pkt *pkt, uint64_t
 		ina_pkt_free(pkt);
 		return;
 	}
-	ev = (struct sim_event){ .time = arrive, .pkt = pkt, .at = next, .src = src, .dst = dst,
+	ev = (struct sim_event){ .time = arrive,
+				 .pkt = pkt,
+				 .at = next,
+				 .src = src,
+				 .dst = dst,
 				 .kind = SIM_EV_ARRIVE };
 	push(net, &ev);
 }
@@ -149,7 +153,8 @@ switches_build(struct sim_net *net, char *err, size_t errlen)
 				struct pipeline_uplink_job *uj = &pc.uplink_jobs[pc.nb_uplink_jobs];
 
 				if (pc.nb_uplink_jobs == PIPELINE_UPLINK_JOBS) {
-					snprintf(err, errlen, "switch %s: more than %d jobs upstream",
+					snprintf(err, errlen,
+						 "switch %s: more than %d jobs upstream",
 						 t->nodes[s].name, PIPELINE_UPLINK_JOBS);
 					return -EINVAL;
 				}
@@ -212,8 +217,7 @@ sim_net_create(const struct topology *t, const struct sim_config *cfg, char *err
 	net->rep.links = calloc(t->nb_links + 1, sizeof(*net->rep.links));
 	taken = calloc(t->nb_nodes + 1, 1);
 	if (!net->links || !net->win_start || !net->nodes || !net->switch_role || !net->sw_stats ||
-	    !net->jobs ||
-	    !net->rep.jobs || !net->rep.links || !taken) {
+	    !net->jobs || !net->rep.jobs || !net->rep.links || !taken) {
 		snprintf(err, errlen, "out of memory");
 		goto err;
 	}
@@ -249,11 +253,12 @@ sim_net_create(const struct topology *t, const struct sim_config *cfg, char *err
 			 (unsigned long long)nb_pkts);
 		goto err;
 	}
-	net->env = (struct sim_node_env){ .net = net, .send = net_send, .wake = net_wake,
+	net->env = (struct sim_node_env){ .net = net,
+					  .send = net_send,
+					  .wake = net_wake,
 					  .pool = net->pool };
 	for (uint32_t k = 0; k < t->nb_jobs; k++) {
-		if (net->rep.jobs[k].state != SIM_JOB_REFUSED &&
-		    job_build(net, k, err, errlen) < 0)
+		if (net->rep.jobs[k].state != SIM_JOB_REFUSED && job_build(net, k, err, errlen) < 0)
 			goto err;
 		job_ring(net, k);
 	}

@@ -26,14 +26,14 @@ struct sim_job {
 	struct sim_job_report *rep;
 	const struct topo_job *tj;
 	struct workload *workload;
-	struct sim_node **hosts;	/* by rank (also in net->nodes) */
-	struct tiers tiers;		/* each member's switch, rank, world */
+	struct sim_node **hosts; /* by rank (also in net->nodes) */
+	struct tiers tiers;	 /* each member's switch, rank, world */
 	uint16_t world;
 	enum job_phase phase;
 	uint16_t joined, finished, closed;
 	uint8_t *rank_joined, *rank_closed;
-	uint32_t *rank_rounds;		/* rounds each rank finished */
-	uint64_t *round_end;		/* latest end of each round */
+	uint32_t *rank_rounds; /* rounds each rank finished */
+	uint64_t *round_end;   /* latest end of each round */
 	/* The first checked result of the two rounds that can be open at
 	 * once (a rank cannot end round r + 2 before all ended round r). */
 	float *ref[2];
@@ -45,10 +45,10 @@ struct sim_job {
 	int exact;
 	float *acc[2];
 	int64_t acc_round[2];
-	uint32_t acc_ranks[2];		/* ranks added into acc[slot] */
-	int failed;			/* rep->error says why */
-	int start_due;			/* every rank joined: start the rounds */
-	int stop_due;			/* failed: stop the hosts */
+	uint32_t acc_ranks[2]; /* ranks added into acc[slot] */
+	int failed;	       /* rep->error says why */
+	int start_due;	       /* every rank joined: start the rounds */
+	int stop_due;	       /* failed: stop the hosts */
 };
 
 /* What a switch does (a switch with an uplink runs only the jobs it
@@ -59,13 +59,13 @@ struct sim_net {
 	const struct topology *t;
 	struct sim_config cfg;
 	struct sim_route route;
-	struct sim_link *links;		/* 2 per topology link (route.h) */
+	struct sim_link *links; /* 2 per topology link (route.h) */
 	struct sim_link_stats *win_start;
-	struct sim_node **nodes;	/* by node index; NULL: forwards only */
-	uint8_t *switch_role;		/* by node index: enum sw_role */
+	struct sim_node **nodes; /* by node index; NULL: forwards only */
+	uint8_t *switch_role;	 /* by node index: enum sw_role */
 	struct sim_job *jobs;
 	struct ina_pkt_pool *pool;
-	struct sim_node_env env;	/* what the nodes are given (node.h) */
+	struct sim_node_env env; /* what the nodes are given (node.h) */
 	struct sim_events q;
 	uint64_t now;
 	int window_open, window_closed;

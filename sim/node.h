@@ -25,14 +25,14 @@ struct sim_node;
 struct sim_job;
 
 struct sim_node_ops {
-	const char *kind;	/* "host", "switch" */
+	const char *kind; /* "host", "switch" */
 	/* A packet addressed to this node arrived at 'now' from node 'src'
 	 * (its 'peer' is src's address, as a port reports a source). The
 	 * node owns the packet. */
 	void (*rx)(struct sim_node *n, struct ina_pkt *pkt, int src, uint64_t now);
 	/* The wake-up asked for with sim_node_wake() is due. */
 	void (*wake)(struct sim_node *n, uint64_t now);
-	void (*destroy)(struct sim_node *n);	/* Accepts NULL. */
+	void (*destroy)(struct sim_node *n); /* Accepts NULL. */
 };
 
 /* What the network offers its nodes (net.c fills it in). */
@@ -44,14 +44,14 @@ struct sim_node_env {
 	void (*send)(struct sim_net *net, int src, int dst, struct ina_pkt *pkt, uint64_t now);
 	/* Wakes node 'n' at 't' (replaces any earlier request of the node). */
 	void (*wake)(struct sim_net *net, struct sim_node *n, uint64_t t);
-	struct ina_pkt_pool *pool;	/* every node allocates from it */
+	struct ina_pkt_pool *pool; /* every node allocates from it */
 };
 
 struct sim_node {
 	const struct sim_node_ops *ops;
 	const struct sim_node_env *env;
-	int index;		/* node index in the topology */
-	uint64_t wake_at;	/* pending wake-up, UINT64_MAX none */
+	int index;	  /* node index in the topology */
+	uint64_t wake_at; /* pending wake-up, UINT64_MAX none */
 };
 
 static inline void
@@ -96,19 +96,19 @@ struct host_job_ops {
 
 /* The two kinds of node. NULL with errno set. */
 struct host_node_config {
-	int index;			/* node index */
-	int switch_index;		/* node index of the host's switch */
+	int index;	  /* node index */
+	int switch_index; /* node index of the host's switch */
 	struct sim_job *job;
 	const struct host_job_ops *job_ops;
-	struct workload *workload;	/* the job's (shared by its hosts) */
-	uint16_t rank, world;		/* in the job (its data, its checks) */
+	struct workload *workload;	    /* the job's (shared by its hosts) */
+	uint16_t rank, world;		    /* in the job (its data, its checks) */
 	uint16_t switch_rank, switch_world; /* the engine's, on its switch
 					 * (tiers.h): rank and world on one */
 	uint16_t lanes, block_size;
-	uint8_t weight;		/* the job's weight in a fair share (0: 1) */
+	uint8_t weight; /* the job's weight in a fair share (0: 1) */
 	uint8_t encoding;
 	uint32_t job_id, tensor_len, rounds;
-	uint64_t rto_ns;		/* first retransmission timeout, 0: the
+	uint64_t rto_ns; /* first retransmission timeout, 0: the
 					 * engine's default */
 };
 struct sim_node *host_node_create(const struct sim_node_env *env,

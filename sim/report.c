@@ -50,10 +50,14 @@ role_name(const struct topo_node *n)
 	if (n->kind == TOPO_HOST)
 		return "host";
 	switch (n->role) {
-	case TOPO_ROLE_RACK: return "rack";
-	case TOPO_ROLE_SPINE: return "spine";
-	case TOPO_ROLE_CORE: return "core";
-	default: return "replica";
+	case TOPO_ROLE_RACK:
+		return "rack";
+	case TOPO_ROLE_SPINE:
+		return "spine";
+	case TOPO_ROLE_CORE:
+		return "core";
+	default:
+		return "replica";
 	}
 }
 
@@ -120,8 +124,9 @@ job_text(const struct topology *t, const struct sim_job_report *j, FILE *f)
 			j->state == SIM_JOB_FAILED ? ": " : "",
 			j->state == SIM_JOB_FAILED ? j->error : "");
 		if (j->nb_switches > 1)
-			fprintf(f, "  switches      %u in %u tiers, %s at the top (the others "
-				   "aggregate their part and send it up)\n",
+			fprintf(f,
+				"  switches      %u in %u tiers, %s at the top (the others "
+				"aggregate their part and send it up)\n",
 				j->nb_switches, j->tiers, t->nodes[j->switch_node].name);
 		else
 			fprintf(f, "  switch        %s\n", t->nodes[j->switch_node].name);
@@ -150,8 +155,9 @@ job_text(const struct topology *t, const struct sim_job_report *j, FILE *f)
 		fprintf(f, "  ring          nothing to exchange (one worker)\n");
 		return;
 	}
-	fprintf(f, "  ring          %.3f ms per allreduce on the same links (%u steps, %.3f MB "
-		   "sent per host",
+	fprintf(f,
+		"  ring          %.3f ms per allreduce on the same links (%u steps, %.3f MB "
+		"sent per host",
 		(double)j->ring.time_ns * 1e-6, j->ring.steps,
 		(double)j->ring.wire_bytes_per_host * 1e-6);
 	if (j->ring.bottleneck_link >= 0) {
@@ -182,8 +188,8 @@ sim_report_text(const struct topology *t, const struct sim_config *cfg,
 		any_link |= rep->links[k].dir[0].pkts || rep->links[k].dir[1].pkts;
 	if (any_link) {
 		fprintf(f, "links over the rounds (%.3f ms):\n", (double)rep->window_ns * 1e-6);
-		fprintf(f, "  %-24s %10s %14s %7s %7s %6s\n", "direction", "packets", "bytes", "lost",
-			"drops", "util");
+		fprintf(f, "  %-24s %10s %14s %7s %7s %6s\n", "direction", "packets", "bytes",
+			"lost", "drops", "util");
 		if (rep->nb_links > 32)
 			fprintf(f, "  (%u links: each in --json; by tier below)\n", rep->nb_links);
 		for (uint32_t k = 0; rep->nb_links <= 32 && k < rep->nb_links; k++) {
@@ -213,14 +219,16 @@ sim_report_text(const struct topology *t, const struct sim_config *cfg,
 			fprintf(f,
 				"  %-14s %6u %14" PRIu64 " %14" PRIu64 " %7.1f%% %14" PRIu64
 				" %14" PRIu64 " %7.1f%%\n",
-				ts[i].name, ts[i].links, ts[i].bytes[0], ts[i].bytes[0] / ts[i].links,
-				ts[i].max_util[0] * 100, ts[i].bytes[1], ts[i].bytes[1] / ts[i].links,
+				ts[i].name, ts[i].links, ts[i].bytes[0],
+				ts[i].bytes[0] / ts[i].links, ts[i].max_util[0] * 100,
+				ts[i].bytes[1], ts[i].bytes[1] / ts[i].links,
 				ts[i].max_util[1] * 100);
 	}
 	fprintf(f, "simulated %.6f s in %" PRIu64 " events", (double)rep->end_ns * 1e-9,
 		rep->events);
 	if (wall)
-		fprintf(f, "; wall time %.3f s (build %.3f s, of which ring models %.6f s; run %.3f s)",
+		fprintf(f,
+			"; wall time %.3f s (build %.3f s, of which ring models %.6f s; run %.3f s)",
 			wall->build_s + wall->run_s, wall->build_s, wall->ring_s, wall->run_s);
 	fprintf(f, "\n");
 }
@@ -232,7 +240,8 @@ link_json(const struct topology *t, const struct sim_report *rep, uint32_t k)
 
 	json_object_set_new(o, "a", json_string(t->nodes[t->links[k].a].name));
 	json_object_set_new(o, "b", json_string(t->nodes[t->links[k].b].name));
-	json_object_set_new(o, "bandwidth_bps", json_integer((json_int_t)t->links[k].bandwidth_bps));
+	json_object_set_new(o, "bandwidth_bps",
+			    json_integer((json_int_t)t->links[k].bandwidth_bps));
 	json_object_set_new(o, "latency_ns", json_integer((json_int_t)t->links[k].latency_ns));
 	json_object_set_new(o, "loss", json_real(t->links[k].loss));
 	for (int d = 0; d < 2; d++) {
@@ -282,9 +291,9 @@ job_json(const struct topology *t, const struct sim_job_report *j)
 	if (j->state == SIM_JOB_FAILED)
 		json_object_set_new(o, "error", json_string(j->error));
 	if (j->state != SIM_JOB_REFUSED) {
-		json_object_set_new(o, "switch", j->switch_node >= 0
-							 ? json_string(t->nodes[j->switch_node].name)
-							 : json_null());
+		json_object_set_new(o, "switch",
+				    j->switch_node >= 0 ? json_string(t->nodes[j->switch_node].name)
+							: json_null());
 		json_object_set_new(o, "switches", json_integer(j->nb_switches));
 		json_object_set_new(o, "tiers", json_integer(j->tiers));
 		json_object_set_new(o, "rounds_done", json_integer(j->rounds_done));
@@ -371,11 +380,15 @@ sim_report_json(const struct topology *t, const struct sim_config *cfg,
 			json_object_set_new(x, "tier", json_string(ts[i].name));
 			json_object_set_new(x, "links", json_integer(ts[i].links));
 			json_object_set_new(x, "up_pkts", json_integer((json_int_t)ts[i].pkts[0]));
-			json_object_set_new(x, "up_bytes", json_integer((json_int_t)ts[i].bytes[0]));
+			json_object_set_new(x, "up_bytes",
+					    json_integer((json_int_t)ts[i].bytes[0]));
 			json_object_set_new(x, "up_max_utilisation", json_real(ts[i].max_util[0]));
-			json_object_set_new(x, "down_pkts", json_integer((json_int_t)ts[i].pkts[1]));
-			json_object_set_new(x, "down_bytes", json_integer((json_int_t)ts[i].bytes[1]));
-			json_object_set_new(x, "down_max_utilisation", json_real(ts[i].max_util[1]));
+			json_object_set_new(x, "down_pkts",
+					    json_integer((json_int_t)ts[i].pkts[1]));
+			json_object_set_new(x, "down_bytes",
+					    json_integer((json_int_t)ts[i].bytes[1]));
+			json_object_set_new(x, "down_max_utilisation",
+					    json_real(ts[i].max_util[1]));
 			json_array_append_new(tiers, x);
 		}
 		json_object_set_new(root, "link_tiers", tiers ? tiers : json_null());
@@ -396,7 +409,8 @@ sim_report_json(const struct topology *t, const struct sim_config *cfg,
 		json_object_set_new(x, "rx_pkts", json_integer((json_int_t)st->rx_pkts));
 		json_object_set_new(x, "tx_pkts", json_integer((json_int_t)st->tx_pkts));
 		json_object_set_new(x, "results", json_integer((json_int_t)st->results));
-		json_object_set_new(x, "results_empty", json_integer((json_int_t)st->results_empty));
+		json_object_set_new(x, "results_empty",
+				    json_integer((json_int_t)st->results_empty));
 		json_object_set_new(x, "shadow_replies",
 				    json_integer((json_int_t)st->shadow_replies));
 		json_object_set_new(x, "duplicates", json_integer((json_int_t)st->duplicates));

@@ -15,9 +15,9 @@
 #include "net.h"
 
 struct sim_wall {
-	double build_s;		/* sim_net_create: nodes, data, ring models */
-	double run_s;		/* sim_net_run */
-	double ring_s;		/* the ring models (part of build_s) */
+	double build_s; /* sim_net_create: nodes, data, ring models */
+	double run_s;	/* sim_net_run */
+	double ring_s;	/* the ring models (part of build_s) */
 };
 
 void sim_report_text(const struct topology *t, const struct sim_config *cfg,

@@ -88,7 +88,8 @@ ring_model(const struct topology *t, const struct sim_route *r, const struct top
 			uint32_t c = (uint32_t)((i + (uint64_t)n * 2 - s % n) % n);
 			uint64_t elems = job->tensor_len / n + (c < job->tensor_len % n);
 			uint64_t bytes = elems * elem_size;
-			uint64_t wire = bytes + (bytes + payload[i] - 1) / payload[i] * frame_overhead;
+			uint64_t wire = bytes +
+					(bytes + payload[i] - 1) / payload[i] * frame_overhead;
 			const uint32_t *p = paths + (size_t)i * RING_MAX_HOPS;
 
 			for (uint32_t h = 0; h < plen[i]; h++)
@@ -133,7 +134,8 @@ ring_model(const struct topology *t, const struct sim_route *r, const struct top
 
 		for (uint32_t s = 0; s < res->steps; s++) {
 			uint32_t c = (uint32_t)((i + (uint64_t)n * 2 - s % n) % n);
-			uint64_t bytes = (job->tensor_len / n + (c < job->tensor_len % n)) * elem_size;
+			uint64_t bytes = (job->tensor_len / n + (c < job->tensor_len % n)) *
+					 elem_size;
 
 			total += bytes + (bytes + payload[i] - 1) / payload[i] * frame_overhead;
 		}

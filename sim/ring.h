@@ -23,13 +23,13 @@
 #include "topology.h"
 
 struct ring_result {
-	uint64_t time_ns;		/* one allreduce */
-	uint32_t steps;			/* 2(N-1) */
-	uint64_t tensor_bytes;		/* S */
-	uint64_t wire_bytes_per_host;	/* sent by each host (the largest) */
-	int bottleneck_link;		/* link index of the slowest flow's busiest
+	uint64_t time_ns;	      /* one allreduce */
+	uint32_t steps;		      /* 2(N-1) */
+	uint64_t tensor_bytes;	      /* S */
+	uint64_t wire_bytes_per_host; /* sent by each host (the largest) */
+	int bottleneck_link;	      /* link index of the slowest flow's busiest
 					 * direction in the slowest step, -1 none */
-	int bottleneck_dir;		/* 0: a -> b, 1: b -> a */
+	int bottleneck_dir;	      /* 0: a -> b, 1: b -> a */
 };
 
 /*

@@ -18,10 +18,10 @@
 
 struct sim_route {
 	uint32_t nb_nodes;
-	int *up_node;		/* parent (host: its switch), -1 for a root */
-	int *up_link;		/* link to up_node, -1 for a root */
-	uint32_t *up_dir;	/* the direction of up_link that goes up */
-	int *depth;		/* 0 for a root */
+	int *up_node;	  /* parent (host: its switch), -1 for a root */
+	int *up_link;	  /* link to up_node, -1 for a root */
+	uint32_t *up_dir; /* the direction of up_link that goes up */
+	int *depth;	  /* 0 for a root */
 };
 
 /* Builds the tree of 't'. 0, or -EINVAL with a message in 'err' (a host

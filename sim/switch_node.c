@@ -19,9 +19,9 @@
 #include "pipeline_log.h"
 
 struct switch_node {
-	struct sim_node node;	/* first: the ops' handle */
+	struct sim_node node; /* first: the ops' handle */
 	struct pipeline *pipe;
-	uint64_t copy_fail;	/* fan-out copies with no buffer */
+	uint64_t copy_fail; /* fan-out copies with no buffer */
 };
 
 static struct switch_node *
@@ -95,10 +95,12 @@ switch_node_create(const struct sim_node_env *env, int index, const struct pipel
 	struct switch_node *s = calloc(1, sizeof(*s));
 	struct pipeline_config c = *cfg;
 
-	c.on_event = pipeline_log_event;	/* logged, as ina-switch does */
+	c.on_event = pipeline_log_event; /* logged, as ina-switch does */
 	if (!s)
 		return NULL;
-	s->node = (struct sim_node){ .ops = &switch_ops, .env = env, .index = index,
+	s->node = (struct sim_node){ .ops = &switch_ops,
+				     .env = env,
+				     .index = index,
 				     .wake_at = UINT64_MAX };
 	s->pipe = pipeline_create(&c);
 	if (!s->pipe) {

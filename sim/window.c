@@ -13,7 +13,7 @@ sim_window_open(struct sim_net *net)
 	if (net->window_open)
 		return;
 	net->window_open = 1;
-	net->rep.window_ns = net->now;	/* the start, until the window closes */
+	net->rep.window_ns = net->now; /* the start, until the window closes */
 	for (uint32_t d = 0; d < 2 * net->t->nb_links; d++)
 		net->win_start[d] = net->links[d].st;
 }

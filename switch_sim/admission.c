@@ -164,8 +164,8 @@ give_back(struct pipeline *p, const struct ina_hdr *h, uint64_t now)
 		return 0;
 	if (p->waiting && (p->wait_job_id != h->job_id || p->wait_token != h->token)) {
 		if (now - p->wait_since_ns < p->cfg.share_wait_ns)
-			return 0;	/* one job waits at a time */
-		p->waiting = 0;		/* that one gave up */
+			return 0; /* one job waits at a time */
+		p->waiting = 0;	  /* that one gave up */
 	}
 	if (p->waiting && now - p->wait_since_ns >= p->cfg.share_wait_ns) {
 		p->waiting = 0;
@@ -191,7 +191,8 @@ give_back(struct pipeline *p, const struct ina_hdr *h, uint64_t now)
 		pending = 1;
 		pl_event(p, &(struct pipeline_event){ .kind = PEV_GIVE_BACK,
 						      .job_id = j->params.job_id,
-						      .want_lanes = j->params.lanes, .lanes = l,
+						      .want_lanes = j->params.lanes,
+						      .lanes = l,
 						      .round = j->reshape_round,
 						      .other_job = h->job_id });
 	}
@@ -220,8 +221,10 @@ admission_reshape_done(struct pipeline *p, struct job *j)
 	j->params.lanes = l;
 	j->reshape_lanes = 0;
 	p->st.reshaped++;
-	pl_event(p, &(struct pipeline_event){ .kind = PEV_RESHAPED, .job_id = j->params.job_id,
-					      .lanes = l, .round = j->reshape_round,
+	pl_event(p, &(struct pipeline_event){ .kind = PEV_RESHAPED,
+					      .job_id = j->params.job_id,
+					      .lanes = l,
+					      .round = j->reshape_round,
 					      .slots = (uint32_t)(old - l) });
 }
 
@@ -279,13 +282,16 @@ send_redirect(struct pipeline *p, struct ina_pkt *in, const struct ina_hdr *rx, 
 
 	remember_redirect(p, rx->job_id, rx->token, now);
 	p->st.jobs_redirected++;
-	pl_event(p, &(struct pipeline_event){ .kind = PEV_REDIRECTED, .job_id = rx->job_id,
-					      .rank = rx->rank, .text = why,
+	pl_event(p, &(struct pipeline_event){ .kind = PEV_REDIRECTED,
+					      .job_id = rx->job_id,
+					      .rank = rx->rank,
+					      .text = why,
 					      .text_len = (uint32_t)strlen(why),
 					      .ipv4 = p->cfg.host_aggregator_ipv4,
 					      .port = p->cfg.host_aggregator_port });
-	o = pl_answer_buf(p, in, INA_HDR_SIZE + sizeof(struct ina_wire_join) +
-					 sizeof(struct ina_wire_redirect));
+	o = pl_answer_buf(p, in,
+			  INA_HDR_SIZE + sizeof(struct ina_wire_join) +
+				  sizeof(struct ina_wire_redirect));
 	if (!o)
 		return NULL;
 	h.flags = INA_F_REDIRECT;
@@ -343,11 +349,13 @@ admit_new(struct pipeline *p, struct ina_pkt *in, const struct ina_hdr *h,
 	if (max_block > p->cfg.slot_elems) {
 		p->st.jobs_refused++;
 		return pl_send_error(p, in, h, INA_WERR_UNSUPPORTED,
-				     "job %" PRIu32 ": block size %u is above the switch's slot width %u",
+				     "job %" PRIu32
+				     ": block size %u is above the switch's slot width %u",
 				     h->job_id, max_block, p->cfg.slot_elems);
 	}
-	if (p->cfg.max_pkt && (uint64_t)INA_HDR_SIZE + (uint64_t)max_block *
-					ina_wire_elem_size(h->encoding) > p->cfg.max_pkt) {
+	if (p->cfg.max_pkt &&
+	    (uint64_t)INA_HDR_SIZE + (uint64_t)max_block * ina_wire_elem_size(h->encoding) >
+		    p->cfg.max_pkt) {
 		/* The slot holds it, but its RESULT would not fit a packet. */
 		p->st.jobs_refused++;
 		return pl_send_error(p, in, h, INA_WERR_UNSUPPORTED,
@@ -371,14 +379,16 @@ admit_new(struct pipeline *p, struct ina_pkt *in, const struct ina_hdr *h,
 			p->st.jobs_refused++;
 			return pl_send_error(p, in, h, INA_WERR_UNSUPPORTED,
 					     "job %" PRIu32 ": this rack switch has no rank in the "
-					     "spine's job for it (ina-switch --uplink-job)", h->job_id);
+					     "spine's job for it (ina-switch --uplink-job)",
+					     h->job_id);
 		}
 		if (h->encoding == INA_ENC_BF16) {
 			p->st.jobs_refused++;
-			return pl_send_error(p, in, h, INA_WERR_UNSUPPORTED,
-					     "job %" PRIu32 ": a rack switch does not run bf16 jobs "
-					     "(the partial sum would be rounded twice); use f32 or i32",
-					     h->job_id);
+			return pl_send_error(
+				p, in, h, INA_WERR_UNSUPPORTED,
+				"job %" PRIu32 ": a rack switch does not run bf16 jobs "
+				"(the partial sum would be rounded twice); use f32 or i32",
+				h->job_id);
 		}
 	}
 	for (idx = 0; idx < p->cfg.max_jobs && p->jobs[idx].active; idx++)
@@ -386,7 +396,8 @@ admit_new(struct pipeline *p, struct ina_pkt *in, const struct ina_hdr *h,
 	if (idx == p->cfg.max_jobs) {
 		p->st.jobs_refused++;
 		return pl_send_error(p, in, h, INA_WERR_NO_JOBS,
-				     "job %" PRIu32 ": the switch already serves %u jobs, its maximum",
+				     "job %" PRIu32
+				     ": the switch already serves %u jobs, its maximum",
 				     h->job_id, p->cfg.max_jobs);
 	}
 	if (p->cfg.share.policy == SHARE_FAIR && !standby) {
@@ -402,18 +413,18 @@ admit_new(struct pipeline *p, struct ina_pkt *in, const struct ina_hdr *h,
 		}
 
 		if (g == 0 && can_redirect)
-			return send_redirect(p, in, h, world, lanes, max_block, ssp, weight,
-					     now, "its fair share of the slots is under its minimum");
+			return send_redirect(p, in, h, world, lanes, max_block, ssp, weight, now,
+					     "its fair share of the slots is under its minimum");
 		if (g == 0) {
 			p->st.jobs_refused++;
 			return pl_send_error(p, in, h, INA_WERR_NO_SLOTS,
 					     "job %" PRIu32 ": its fair share is %" PRIu32
 					     " slots (weight %u of %u jobs), %" PRIu32 " free in "
-					     "one run; it needs at least %" PRIu32, h->job_id,
-					     share, weight ? weight : 1u, (unsigned)(p->nb_jobs + 1),
-					     slots_longest_free(p),
+					     "one run; it needs at least %" PRIu32,
+					     h->job_id, share, weight ? weight : 1u,
+					     (unsigned)(p->nb_jobs + 1), slots_longest_free(p),
 					     p->cfg.share.min_slots < nb32 ? p->cfg.share.min_slots
-					     : nb32);
+									   : nb32);
 		}
 		lanes = g;
 		nb32 = job_slots(p, lanes, ssp);
@@ -427,7 +438,7 @@ admit_new(struct pipeline *p, struct ina_pkt *in, const struct ina_hdr *h,
 		if (nb32 > longest) {
 			lanes = share_lanes_of(longest / unit * unit, lanes, k, unit);
 			if (lanes == 0)
-				lanes = want;	/* refused below */
+				lanes = want; /* refused below */
 			nb32 = job_slots(p, lanes, ssp);
 			nb = (uint16_t)nb32;
 		}
@@ -491,11 +502,16 @@ admit_new(struct pipeline *p, struct ina_pkt *in, const struct ina_hdr *h,
 	p->st.jobs_admitted++;
 	if (lanes < want)
 		p->st.jobs_granted++;
-	pl_event(p, &(struct pipeline_event){ .kind = PEV_ADMITTED, .job_id = h->job_id,
-					      .lanes = lanes, .want_lanes = want,
-					      .weight = weight, .epoch = j->params.epoch,
-					      .world = world, .encoding = h->encoding,
-					      .max_block = max_block, .standby = standby });
+	pl_event(p, &(struct pipeline_event){ .kind = PEV_ADMITTED,
+					      .job_id = h->job_id,
+					      .lanes = lanes,
+					      .want_lanes = want,
+					      .weight = weight,
+					      .epoch = j->params.epoch,
+					      .world = world,
+					      .encoding = h->encoding,
+					      .max_block = max_block,
+					      .standby = standby });
 	*jp = j;
 	return NULL;
 }
@@ -522,8 +538,10 @@ admission_join(struct pipeline *p, struct ina_pkt *in, const struct ina_hdr *h, 
 		if (!p->cfg.primary.len) {
 			p->st.jobs_refused++;
 			return pl_send_error(p, in, h, INA_WERR_UNSUPPORTED,
-					     "job %" PRIu32 ": this switch is no replica (it has no "
-					     "primary): it cannot stand by for the job", h->job_id);
+					     "job %" PRIu32
+					     ": this switch is no replica (it has no "
+					     "primary): it cannot stand by for the job",
+					     h->job_id);
 		}
 		if (h->epoch == 0) {
 			/* Standing by needs the primary's epoch. */
@@ -566,8 +584,12 @@ admission_join(struct pipeline *p, struct ina_pkt *in, const struct ina_hdr *h, 
 		return NULL;
 	}
 	if (!j) {
-		struct join_req req = { .world = world, .lanes = lanes, .max_block = max_block,
-					.ssp = ssp, .weight = weight, .standby = standby };
+		struct join_req req = { .world = world,
+					.lanes = lanes,
+					.max_block = max_block,
+					.ssp = ssp,
+					.weight = weight,
+					.standby = standby };
 		struct ina_pkt *o = admit_new(p, in, h, &req, now, &j);
 
 		if (!j)
@@ -575,25 +597,31 @@ admission_join(struct pipeline *p, struct ina_pkt *in, const struct ina_hdr *h, 
 	} else if (world != j->params.world || lanes != j->want_lanes ||
 		   max_block != j->params.max_block || h->encoding != j->params.encoding) {
 		return pl_send_error(p, in, h, INA_WERR_MISMATCH,
-				     "job %" PRIu32 ": rank %u joins with world %u, %u lanes, %s, B <= %u; "
+				     "job %" PRIu32
+				     ": rank %u joins with world %u, %u lanes, %s, B <= %u; "
 				     "the job has world %u, %u lanes, %s, B <= %u",
-				     h->job_id, h->rank, world, lanes, ina_wire_encoding_name(h->encoding),
-				     max_block, j->params.world, j->want_lanes,
-				     ina_wire_encoding_name(j->params.encoding), j->params.max_block);
+				     h->job_id, h->rank, world, lanes,
+				     ina_wire_encoding_name(h->encoding), max_block,
+				     j->params.world, j->want_lanes,
+				     ina_wire_encoding_name(j->params.encoding),
+				     j->params.max_block);
 	} else if (ssp != j->ssp) {
 		return pl_send_error(p, in, h, INA_WERR_MISMATCH,
-				     "job %" PRIu32 ": rank %u joins with consistency %s%.0u; the job "
-				     "runs %s%.0u", h->job_id, h->rank, ssp ? "ssp:" : "bsp", ssp,
+				     "job %" PRIu32
+				     ": rank %u joins with consistency %s%.0u; the job "
+				     "runs %s%.0u",
+				     h->job_id, h->rank, ssp ? "ssp:" : "bsp", ssp,
 				     j->ssp ? "ssp:" : "bsp", j->ssp);
 	} else if (weight != j->weight) {
 		return pl_send_error(p, in, h, INA_WERR_MISMATCH,
-				     "job %" PRIu32 ": rank %u joins with weight %u; the job has weight %u",
+				     "job %" PRIu32
+				     ": rank %u joins with weight %u; the job has weight %u",
 				     h->job_id, h->rank, weight, j->weight);
 	}
 	j->joined |= 1ull << h->rank;
 	j->peers[h->rank] = in->peer;
 	j->last_active_ns = now;
 	if (j->up == UP_JOINING)
-		return uplink_join(p, in, j);	/* answered on the spine's JOIN_ACK */
+		return uplink_join(p, in, j); /* answered on the spine's JOIN_ACK */
 	return send_join_ack(p, in, j, h);
 }

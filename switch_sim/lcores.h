@@ -41,7 +41,7 @@
 struct switch_lcores;
 
 struct switch_lcores_config {
-	uint16_t nb_parts;			/* K, 1..SWITCH_LCORES_MAX */
+	uint16_t nb_parts; /* K, 1..SWITCH_LCORES_MAX */
 	/* EAL lcore that runs partition p. Partitions that share an lcore run
 	 * in turn on it (one lcore can run them all). */
 	unsigned lcore[SWITCH_LCORES_MAX];
@@ -50,10 +50,10 @@ struct switch_lcores_config {
 	struct ina_port *port[SWITCH_LCORES_MAX];
 	/* Every partition's pipeline; pool, part_index, part_count are set here. */
 	struct pipeline_config pipe;
-	unsigned ring_size;			/* entries of each ring (power of 2) */
-	uint64_t tick_ns;			/* partition 0 ticks this often */
-	unsigned idle_polls;			/* empty polls before backing off */
-	uint64_t max_sleep_ns;			/* longest idle sleep */
+	unsigned ring_size;    /* entries of each ring (power of 2) */
+	uint64_t tick_ns;      /* partition 0 ticks this often */
+	unsigned idle_polls;   /* empty polls before backing off */
+	uint64_t max_sleep_ns; /* longest idle sleep */
 	/* Snapshots for a monitor (ina-switch --metrics): partition 0's lcore
 	 * calls snap_wanted() once per poll; when it returns non-zero, every
 	 * partition publishes a snapshot of its counters (as for 'dump' of
@@ -81,17 +81,17 @@ unsigned switch_lcores_spread(struct switch_lcores_config *cfg);
 /* One partition's own counters (besides its pipeline's and port's). */
 struct switch_lcore_stats {
 	uint64_t polls, idle_polls, sleeps;
-	uint64_t rx_pkts;		/* from its own port */
-	uint64_t tx_pkts;		/* handed to its own port */
-	uint64_t steered_out;		/* to another partition's ring */
-	uint64_t steered_in;		/* from other partitions' rings */
-	uint64_t steer_drop;		/* a ring to another partition was full */
-	uint64_t ctl_copies;		/* 0: copies sent; others: copies processed */
-	uint64_t ctl_drop;		/* 0: control packets dropped (no room or no
+	uint64_t rx_pkts;	/* from its own port */
+	uint64_t tx_pkts;	/* handed to its own port */
+	uint64_t steered_out;	/* to another partition's ring */
+	uint64_t steered_in;	/* from other partitions' rings */
+	uint64_t steer_drop;	/* a ring to another partition was full */
+	uint64_t ctl_copies;	/* 0: copies sent; others: copies processed */
+	uint64_t ctl_drop;	/* 0: control packets dropped (no room or no
 					 * buffer for a copy; the worker resends) */
-	uint64_t jobs_followed;		/* others: jobs freed on 0's word */
-	uint64_t first_work_ns;		/* time of the first poll that did work */
-	uint64_t last_work_ns;		/* and of the last */
+	uint64_t jobs_followed; /* others: jobs freed on 0's word */
+	uint64_t first_work_ns; /* time of the first poll that did work */
+	uint64_t last_work_ns;	/* and of the last */
 };
 
 /*

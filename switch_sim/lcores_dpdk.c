@@ -43,17 +43,17 @@
 _Static_assert(sizeof(void *) == 8, "free-job words need 64-bit ring entries");
 
 #define BURST INA_MAX_BURST
-#define MAX_IN (BURST * SWITCH_LCORES_MAX)	/* own rx plus one burst per peer */
-#define TICK_MAX 16				/* jobs one tick may free */
+#define MAX_IN (BURST * SWITCH_LCORES_MAX) /* own rx plus one burst per peer */
+#define TICK_MAX 16			   /* jobs one tick may free */
 
 struct part {
 	struct switch_lcores *sl;
 	uint16_t index;
 	struct pipeline *pipe;
 	struct ina_port *port;
-	struct rte_ring *out[SWITCH_LCORES_MAX];	/* steer rings from here */
-	struct rte_ring *in[SWITCH_LCORES_MAX];		/* steer rings to here */
-	struct rte_ring *ctl;			/* p > 0: copies from partition 0 */
+	struct rte_ring *out[SWITCH_LCORES_MAX]; /* steer rings from here */
+	struct rte_ring *in[SWITCH_LCORES_MAX];	 /* steer rings to here */
+	struct rte_ring *ctl;			 /* p > 0: copies from partition 0 */
 	uint64_t last_tick;
 	struct switch_lcore_stats st;
 	/* Snapshot for a print requested during run(). */
@@ -86,9 +86,9 @@ struct switch_lcores {
 	uint16_t nb_groups;
 	volatile sig_atomic_t *stop;
 	volatile sig_atomic_t *dump;
-	atomic_uint snap_gen;		/* written by partition 0's lcore only */
-	unsigned print_pending;		/* idem */
-	unsigned monitor_pending;	/* idem: snap_ready() is due */
+	atomic_uint snap_gen;	  /* written by partition 0's lcore only */
+	unsigned print_pending;	  /* idem */
+	unsigned monitor_pending; /* idem: snap_ready() is due */
 };
 
 void
@@ -117,7 +117,7 @@ switch_lcores_spread(struct switch_lcores_config *cfg)
 		for (q = 0; q < p && cfg->lcore[q] != lc; q++)
 			;
 		used += q == p;
-		lc = rte_get_next_lcore(lc, 0, 1);	/* wraps around */
+		lc = rte_get_next_lcore(lc, 0, 1); /* wraps around */
 	}
 	return used;
 }
@@ -149,7 +149,7 @@ switch_lcores_create(const struct switch_lcores_config *cfg, char *err, size_t e
 	}
 	if (cfg->ring_size < 2 * BURST || (cfg->ring_size & (cfg->ring_size - 1))) {
 		ina_errf(err, err_size, "ring size %u: a power of 2 of at least %d", cfg->ring_size,
-			2 * BURST);
+			 2 * BURST);
 		return NULL;
 	}
 	for (uint16_t p = 0; p < k; p++) {
@@ -158,8 +158,9 @@ switch_lcores_create(const struct switch_lcores_config *cfg, char *err, size_t e
 			return NULL;
 		}
 		if (cfg->lcore[p] >= RTE_MAX_LCORE || !rte_lcore_is_enabled(cfg->lcore[p])) {
-			ina_errf(err, err_size, "partition %u: lcore %u is not one of EAL's (-l/--lcores)",
-				p, cfg->lcore[p]);
+			ina_errf(err, err_size,
+				 "partition %u: lcore %u is not one of EAL's (-l/--lcores)", p,
+				 cfg->lcore[p]);
 			return NULL;
 		}
 	}
@@ -189,7 +190,7 @@ switch_lcores_create(const struct switch_lcores_config *cfg, char *err, size_t e
 		pt->pipe = pipeline_create(&pc);
 		if (!pt->pipe) {
 			ina_errf(err, err_size, "partition %u: cannot create the pipeline: %s", p,
-				strerror(errno));
+				 strerror(errno));
 			goto fail;
 		}
 		for (g = 0; g < sl->nb_groups && sl->groups[g].lcore != cfg->lcore[p]; g++)
@@ -220,7 +221,7 @@ switch_lcores_create(const struct switch_lcores_config *cfg, char *err, size_t e
 
 ring_fail:
 	ina_errf(err, err_size, "cannot create a ring of %u entries: %s", cfg->ring_size,
-		rte_strerror(rte_errno));
+		 rte_strerror(rte_errno));
 fail:
 	switch_lcores_destroy(sl);
 	return NULL;
@@ -286,16 +287,17 @@ static unsigned
 follow(struct part *pt, uint64_t now)
 {
 	unsigned n = rte_ring_sc_dequeue_burst(pt->ctl, pt->ctl_buf, BURST, NULL);
-	struct ina_pkt **batch = pt->outs;	/* free until the pipeline runs */
+	struct ina_pkt **batch = pt->outs; /* free until the pipeline runs */
 	uint16_t nb = 0;
 
 	for (unsigned i = 0; i < n; i++) {
 		uintptr_t e = (uintptr_t)pt->ctl_buf[i];
 
 		if (e & 1) {
-			pipeline_rx_quiet(pt->pipe, batch, nb, now);	/* in order */
+			pipeline_rx_quiet(pt->pipe, batch, nb, now); /* in order */
 			nb = 0;
-			pt->st.jobs_followed += (uint64_t)pipeline_job_free(pt->pipe, (uint32_t)(e >> 1));
+			pt->st.jobs_followed += (uint64_t)pipeline_job_free(pt->pipe,
+									    (uint32_t)(e >> 1));
 		} else {
 			batch[nb++] = (struct ina_pkt *)e;
 			pt->st.ctl_copies++;
@@ -343,7 +345,7 @@ tick(struct switch_lcores *sl, struct part *pt, uint64_t now)
 
 	for (uint16_t q = 1; q < sl->cfg.nb_parts; q++)
 		if (rte_ring_free_count(sl->parts[q]->ctl) < TICK_MAX)
-			return;	/* next poll */
+			return; /* next poll */
 	pt->last_tick = now;
 	nb = pipeline_tick_freed(pt->pipe, now, freed, TICK_MAX);
 	for (uint16_t q = 1; q < sl->cfg.nb_parts; q++)
@@ -399,7 +401,8 @@ poll_part(struct switch_lcores *sl, struct part *pt)
 
 		if (q == me)
 			continue;
-		n = rte_ring_sc_dequeue_burst(pt->in[q], (void **)(pt->mine + nb_mine), BURST, NULL);
+		n = rte_ring_sc_dequeue_burst(pt->in[q], (void **)(pt->mine + nb_mine), BURST,
+					      NULL);
 		nb_mine = (uint16_t)(nb_mine + n);
 		pt->st.steered_in += n;
 		work += n;
@@ -475,7 +478,7 @@ monitor(struct switch_lcores *sl)
 			return;
 		atomic_fetch_add_explicit(&sl->snap_gen, 1, memory_order_relaxed);
 		sl->monitor_pending = 1;
-		return;	/* the partitions publish during the next polls */
+		return; /* the partitions publish during the next polls */
 	}
 	if (snap_ready(sl) && sl->cfg.snap_ready(sl, sl->cfg.snap_arg) == 0)
 		sl->monitor_pending = 0;
@@ -510,7 +513,7 @@ group_main(void *arg)
 {
 	struct group *g = arg;
 	struct switch_lcores *sl = g->sl;
-	int has_first = g->parts[0] == 0;	/* partitions are listed in order */
+	int has_first = g->parts[0] == 0; /* partitions are listed in order */
 	int slack = prctl(PR_GET_TIMERSLACK, 0, 0, 0, 0);
 	unsigned idle = 0;
 
@@ -640,10 +643,10 @@ switch_lcores_print(const struct switch_lcores *sl, FILE *f)
 
 		pipeline_stats_add(&sum, snap ? &pt->snap_pipe : pipeline_stats(pt->pipe));
 		fprintf(f,
-			"  partition %u lcore %u: port rx %" PRIu64 " tx %" PRIu64 " rx_drop %" PRIu64
-			" tx_drop %" PRIu64 "; steered out %" PRIu64 " in %" PRIu64 " drop %" PRIu64
-			"; control copies %" PRIu64 " drop %" PRIu64 "; polls %" PRIu64
-			" idle %" PRIu64 " sleeps %" PRIu64 "\n",
+			"  partition %u lcore %u: port rx %" PRIu64 " tx %" PRIu64
+			" rx_drop %" PRIu64 " tx_drop %" PRIu64 "; steered out %" PRIu64
+			" in %" PRIu64 " drop %" PRIu64 "; control copies %" PRIu64 " drop %" PRIu64
+			"; polls %" PRIu64 " idle %" PRIu64 " sleeps %" PRIu64 "\n",
 			p, sl->cfg.lcore[p], ps->rx_pkts, ps->tx_pkts, ps->rx_drop, ps->tx_drop,
 			s->steered_out, s->steered_in, s->steer_drop, s->ctl_copies, s->ctl_drop,
 			s->polls, s->idle_polls, s->sleeps);

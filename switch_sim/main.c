@@ -49,22 +49,22 @@
 
 static volatile sig_atomic_t force_quit;
 static volatile sig_atomic_t dump_stats;
-static volatile sig_atomic_t stop_requested;	/* SIGINT/SIGTERM: drain, then quit */
-static int lcores_running;			/* no drain there: quit at once */
+static volatile sig_atomic_t stop_requested; /* SIGINT/SIGTERM: drain, then quit */
+static int lcores_running;		     /* no drain there: quit at once */
 
 struct switch_config {
 	const char *listen;
-	const char *port;	/* --port SPEC, or NULL: udp on 'listen' */
+	const char *port; /* --port SPEC, or NULL: udp on 'listen' */
 	const char *port_opts;
 	const char *capture;
-	const char *replica;	/* --replica ADDR:PORT: a primary's replica */
-	const char *primary;	/* --primary ADDR:PORT: this is its replica */
-	const char *uplink;	/* --uplink ADDR:PORT: a rack's spine */
-	const char *metrics;	/* --metrics ADDR:PORT: serve Prometheus metrics */
-	int slot_elems_set;	/* --slot-elems given: never shrunk to fit the port */
-	int listen_set;		/* --listen given: only a udp port has a use for it */
-	unsigned lcores;	/* --lcores K: pipeline partitions */
-	uint64_t drain_ns;	/* --drain-ms */
+	const char *replica; /* --replica ADDR:PORT: a primary's replica */
+	const char *primary; /* --primary ADDR:PORT: this is its replica */
+	const char *uplink;  /* --uplink ADDR:PORT: a rack's spine */
+	const char *metrics; /* --metrics ADDR:PORT: serve Prometheus metrics */
+	int slot_elems_set;  /* --slot-elems given: never shrunk to fit the port */
+	int listen_set;	     /* --listen given: only a udp port has a use for it */
+	unsigned lcores;     /* --lcores K: pipeline partitions */
+	uint64_t drain_ns;   /* --drain-ms */
 	struct pipeline_config pipe;
 };
 
@@ -168,10 +168,31 @@ usage(FILE *f)
 }
 
 enum {
-	OPT_LISTEN = 256, OPT_PORT, OPT_PORT_OPTS, OPT_SLOTS, OPT_SLOT_ELEMS, OPT_MAX_JOBS,
-	OPT_LINGER, OPT_STANDBY_LINGER, OPT_IDLE, OPT_PEER_TIMEOUT, OPT_DRAIN, OPT_LOG_LEVEL, OPT_CAPTURE, OPT_LCORES,
-	OPT_REPLICA, OPT_PRIMARY, OPT_UPLINK, OPT_UPLINK_JOB, OPT_SHARE, OPT_SHARE_TOTAL,
-	OPT_SHARE_MIN, OPT_HOST_AGGREGATOR, OPT_HOST_MODE, OPT_SHARE_WAIT, OPT_METRICS,
+	OPT_LISTEN = 256,
+	OPT_PORT,
+	OPT_PORT_OPTS,
+	OPT_SLOTS,
+	OPT_SLOT_ELEMS,
+	OPT_MAX_JOBS,
+	OPT_LINGER,
+	OPT_STANDBY_LINGER,
+	OPT_IDLE,
+	OPT_PEER_TIMEOUT,
+	OPT_DRAIN,
+	OPT_LOG_LEVEL,
+	OPT_CAPTURE,
+	OPT_LCORES,
+	OPT_REPLICA,
+	OPT_PRIMARY,
+	OPT_UPLINK,
+	OPT_UPLINK_JOB,
+	OPT_SHARE,
+	OPT_SHARE_TOTAL,
+	OPT_SHARE_MIN,
+	OPT_HOST_AGGREGATOR,
+	OPT_HOST_MODE,
+	OPT_SHARE_WAIT,
+	OPT_METRICS,
 };
 
 static void
@@ -211,33 +232,53 @@ parse_args(int argc, char **argv, struct switch_config *c)
 	ina_cli_set_prog("ina-switch");
 	memset(c, 0, sizeof(*c));
 	pipeline_config_init(&c->pipe);
-	c->pipe.on_event = pipeline_log_event;	/* the pipeline's events, logged */
+	c->pipe.on_event = pipeline_log_event; /* the pipeline's events, logged */
 	c->listen = "0.0.0.0:9150";
 	c->lcores = 1;
 	c->drain_ns = 2000 * INA_NS_PER_MS;
 	while ((o = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		switch (o) {
-		case OPT_LISTEN: c->listen = optarg; c->listen_set = 1; break;
-		case OPT_PORT: c->port = optarg; break;
-		case OPT_PORT_OPTS: c->port_opts = optarg; break;
-		case OPT_CAPTURE: c->capture = optarg; break;
-		case OPT_REPLICA: c->replica = optarg; break;
-		case OPT_PRIMARY: c->primary = optarg; break;
-		case OPT_UPLINK: c->uplink = optarg; break;
-		case OPT_METRICS: c->metrics = optarg; break;
+		case OPT_LISTEN:
+			c->listen = optarg;
+			c->listen_set = 1;
+			break;
+		case OPT_PORT:
+			c->port = optarg;
+			break;
+		case OPT_PORT_OPTS:
+			c->port_opts = optarg;
+			break;
+		case OPT_CAPTURE:
+			c->capture = optarg;
+			break;
+		case OPT_REPLICA:
+			c->replica = optarg;
+			break;
+		case OPT_PRIMARY:
+			c->primary = optarg;
+			break;
+		case OPT_UPLINK:
+			c->uplink = optarg;
+			break;
+		case OPT_METRICS:
+			c->metrics = optarg;
+			break;
 		case OPT_UPLINK_JOB:
 			if (c->pipe.nb_uplink_jobs == PIPELINE_UPLINK_JOBS)
 				ina_die("--uplink-job: at most %d jobs", PIPELINE_UPLINK_JOBS);
-			if (pipeline_uplink_job_parse(optarg,
-			    &c->pipe.uplink_jobs[c->pipe.nb_uplink_jobs]) < 0)
+			if (pipeline_uplink_job_parse(
+				    optarg, &c->pipe.uplink_jobs[c->pipe.nb_uplink_jobs]) < 0)
 				ina_die("--uplink-job '%s': want JOB=RANK/WORLD with RANK < WORLD <= 64",
-				    optarg);
+					optarg);
 			c->pipe.nb_uplink_jobs++;
 			break;
 		case OPT_LCORES:
-			c->lcores = (unsigned)ina_cli_u64("lcores", optarg, 1, SWITCH_RUN_LCORES_MAX);
+			c->lcores = (unsigned)ina_cli_u64("lcores", optarg, 1,
+							  SWITCH_RUN_LCORES_MAX);
 			break;
-		case OPT_SLOTS: c->pipe.nb_slots = (uint32_t)ina_cli_u64("slots", optarg, 1, 1u << 20); break;
+		case OPT_SLOTS:
+			c->pipe.nb_slots = (uint32_t)ina_cli_u64("slots", optarg, 1, 1u << 20);
+			break;
 		case OPT_SLOT_ELEMS:
 			c->pipe.slot_elems = (uint16_t)ina_cli_u64("slot-elems", optarg, 1, 16384);
 			c->slot_elems_set = 1;
@@ -251,20 +292,46 @@ parse_args(int argc, char **argv, struct switch_config *c)
 					    &c->pipe.host_aggregator_port) < 0)
 				ina_die("--host-aggregator: '%s' is not IPV4:PORT", optarg);
 			break;
-		case OPT_HOST_MODE: c->pipe.host_mode = 1; break;
-		case OPT_SHARE_WAIT: c->pipe.share_wait_ns = ina_cli_u64("share-wait-ms", optarg, 0, 3600000) * INA_NS_PER_MS; break;
-		case OPT_SHARE_TOTAL: c->pipe.share.total = (uint16_t)ina_cli_u64("share-total", optarg, 0, 4096); break;
-		case OPT_SHARE_MIN: c->pipe.share.min_slots = (uint32_t)ina_cli_u64("share-min-slots", optarg, 1, 1u << 20); break;
-		case OPT_MAX_JOBS: c->pipe.max_jobs = (uint16_t)ina_cli_u64("max-jobs", optarg, 1, 4096); break;
-		case OPT_LINGER: c->pipe.linger_ns = ina_cli_u64("linger-ms", optarg, 0, 3600000) * INA_NS_PER_MS; break;
-		case OPT_STANDBY_LINGER:
-			c->pipe.standby_linger_ns =
-				ina_cli_u64("standby-linger-ms", optarg, 0, 3600000) * INA_NS_PER_MS;
+		case OPT_HOST_MODE:
+			c->pipe.host_mode = 1;
 			break;
-		case OPT_IDLE: c->pipe.job_idle_ns = ina_cli_u64("idle-timeout-s", optarg, 0, 86400) * INA_NS_PER_S; break;
-		case OPT_DRAIN: c->drain_ns = ina_cli_u64("drain-ms", optarg, 0, 3600000) * INA_NS_PER_MS; break;
-		case OPT_PEER_TIMEOUT: c->pipe.peer_timeout_ns = ina_cli_u64("peer-timeout-ms", optarg, 0, 3600000) * INA_NS_PER_MS; break;
-		case OPT_LOG_LEVEL: ina_cli_log_level(optarg); break;
+		case OPT_SHARE_WAIT:
+			c->pipe.share_wait_ns = ina_cli_u64("share-wait-ms", optarg, 0, 3600000) *
+						INA_NS_PER_MS;
+			break;
+		case OPT_SHARE_TOTAL:
+			c->pipe.share.total = (uint16_t)ina_cli_u64("share-total", optarg, 0, 4096);
+			break;
+		case OPT_SHARE_MIN:
+			c->pipe.share.min_slots = (uint32_t)ina_cli_u64("share-min-slots", optarg,
+									1, 1u << 20);
+			break;
+		case OPT_MAX_JOBS:
+			c->pipe.max_jobs = (uint16_t)ina_cli_u64("max-jobs", optarg, 1, 4096);
+			break;
+		case OPT_LINGER:
+			c->pipe.linger_ns = ina_cli_u64("linger-ms", optarg, 0, 3600000) *
+					    INA_NS_PER_MS;
+			break;
+		case OPT_STANDBY_LINGER:
+			c->pipe.standby_linger_ns = ina_cli_u64("standby-linger-ms", optarg, 0,
+								3600000) *
+						    INA_NS_PER_MS;
+			break;
+		case OPT_IDLE:
+			c->pipe.job_idle_ns = ina_cli_u64("idle-timeout-s", optarg, 0, 86400) *
+					      INA_NS_PER_S;
+			break;
+		case OPT_DRAIN:
+			c->drain_ns = ina_cli_u64("drain-ms", optarg, 0, 3600000) * INA_NS_PER_MS;
+			break;
+		case OPT_PEER_TIMEOUT:
+			c->pipe.peer_timeout_ns =
+				ina_cli_u64("peer-timeout-ms", optarg, 0, 3600000) * INA_NS_PER_MS;
+			break;
+		case OPT_LOG_LEVEL:
+			ina_cli_log_level(optarg);
+			break;
 		case 'h':
 			usage(stdout);
 			exit(0);
@@ -277,18 +344,20 @@ parse_args(int argc, char **argv, struct switch_config *c)
 		ina_die("unexpected argument '%s' (see --help)", argv[optind]);
 	if (c->listen_set && c->port && strncmp(c->port, "udp", 3) != 0)
 		ina_die("--listen is for a udp port; --port %s takes its address in its "
-		    "options (ip=, udp=)", c->port);
+			"options (ip=, udp=)",
+			c->port);
 	if (c->lcores > 1 && c->capture)
 		ina_die("--capture records one pipeline's port: not with --lcores %u", c->lcores);
 	if (c->lcores > 1 && (c->replica || c->primary))
 		ina_die("--%s: a switch on --lcores %u partitions does not replicate; run the "
-		    "primary and the replica with one lcore each",
-		    c->replica ? "replica" : "primary", c->lcores);
+			"primary and the replica with one lcore each",
+			c->replica ? "replica" : "primary", c->lcores);
 	if (c->uplink && c->lcores > 1)
-		ina_die("--uplink: a rack switch runs one pipeline; not with --lcores %u", c->lcores);
+		ina_die("--uplink: a rack switch runs one pipeline; not with --lcores %u",
+			c->lcores);
 	if (c->uplink && (c->replica || c->primary))
 		ina_die("--uplink and --%s: a rack switch is not replicated (not in this version)",
-		    c->replica ? "replica" : "primary");
+			c->replica ? "replica" : "primary");
 	if (c->uplink && !c->pipe.nb_uplink_jobs)
 		ina_die("--uplink needs at least one --uplink-job JOB=RANK/WORLD");
 	if (!c->uplink && c->pipe.nb_uplink_jobs)
@@ -297,7 +366,7 @@ parse_args(int argc, char **argv, struct switch_config *c)
 		ina_die("--replica and --primary: a switch is a primary or a replica, not both");
 	if (c->lcores > 1 && !ina_eal_main_is_dpdk(c->port))
 		ina_die("--lcores %u needs a dpdk port: [EAL options] -- --port dpdk:... --lcores %u",
-		    c->lcores, c->lcores);
+			c->lcores, c->lcores);
 #ifndef INA_HAVE_LCORES
 	if (c->lcores > 1)
 		ina_die("--lcores %u: this ina-switch was built without DPDK", c->lcores);
@@ -479,8 +548,8 @@ drain(struct pipeline *p, struct ina_port *port, struct ina_capture *cap,
 	if (!deadline) {
 		deadline = now + drain_ns;
 		pipeline_drain(p);
-		INA_LOG(INFO, "stopping: %u job(s) have %" PRIu64 " ms to finish", pipeline_nb_jobs(p),
-			(uint64_t)(drain_ns / INA_NS_PER_MS));
+		INA_LOG(INFO, "stopping: %u job(s) have %" PRIu64 " ms to finish",
+			pipeline_nb_jobs(p), (uint64_t)(drain_ns / INA_NS_PER_MS));
 	}
 	if (pipeline_nb_jobs(p) && now < deadline)
 		return 0;
@@ -526,7 +595,8 @@ main(int argc, char **argv)
 #ifdef INA_HAVE_LCORES
 		if (spec_has(spec, "queue") || spec_has(spec, "queues"))
 			ina_die("--lcores %u sets queue= and queues= of the port itself: drop them "
-			    "from --port", c.lcores);
+				"from --port",
+				c.lcores);
 		lcores_running = 1;
 		sigaction(SIGINT, &sa, NULL);
 		sigaction(SIGTERM, &sa, NULL);
@@ -540,7 +610,8 @@ main(int argc, char **argv)
 	ret = ina_port_open(spec, &port, err, sizeof(err));
 	if (ret < 0)
 		ina_eal_main_port_failed(spec, err[0] ? err : strerror(-ret));
-	if (pipeline_config_fit_port(&c.pipe, c.slot_elems_set, port->max_pkt, err, sizeof(err)) < 0) {
+	if (pipeline_config_fit_port(&c.pipe, c.slot_elems_set, port->max_pkt, err, sizeof(err)) <
+	    0) {
 		ina_port_close(port);
 		ina_die("%s", err);
 	}
@@ -551,7 +622,7 @@ main(int argc, char **argv)
 	p = pipeline_create(&c.pipe);
 	if (!p)
 		ina_die("cannot create the pipeline (%u slots of %u elements): %s", c.pipe.nb_slots,
-		    c.pipe.slot_elems, strerror(errno));
+			c.pipe.slot_elems, strerror(errno));
 
 	if (c.capture) {
 		/* udp peers are sockaddr_in; a dpdk port decodes its own
@@ -561,7 +632,7 @@ main(int argc, char **argv)
 			ret = ina_port_resolve(port, c.listen, &self);
 			if (ret < 0)
 				ina_die("--capture: cannot resolve %s: %s", c.listen,
-				    strerror(-ret));
+					strerror(-ret));
 		}
 		cap = ina_capture_open(c.capture, err, sizeof(err));
 		if (!cap)
@@ -576,9 +647,10 @@ main(int argc, char **argv)
 	if (c.pipe.host_mode)
 		INA_LOG(INFO, "host mode: a job gets the lanes that fit in the free slots");
 	if (c.pipe.share.policy == SHARE_FAIR)
-		INA_LOG(INFO, "sharing the slots fairly (weighted max-min), as if %u jobs were "
-			"there at least, at least %" PRIu32 " slots a job", c.pipe.share.total,
-			c.pipe.share.min_slots);
+		INA_LOG(INFO,
+			"sharing the slots fairly (weighted max-min), as if %u jobs were "
+			"there at least, at least %" PRIu32 " slots a job",
+			c.pipe.share.total, c.pipe.share.min_slots);
 	INA_LOG(INFO, "serving %s: %" PRIu32 " slots of %u elements (%.1f MiB), up to %u jobs%s%s",
 		spec, c.pipe.nb_slots, c.pipe.slot_elems,
 		2.0 * c.pipe.nb_slots * c.pipe.slot_elems * 4 / (1 << 20), c.pipe.max_jobs,
@@ -586,7 +658,10 @@ main(int argc, char **argv)
 		: c.primary ? "; replica of the primary at "
 		: c.uplink  ? "; rack, spine at "
 			    : "",
-		c.replica ? c.replica : c.primary ? c.primary : c.uplink ? c.uplink : "");
+		c.replica   ? c.replica
+		: c.primary ? c.primary
+		: c.uplink  ? c.uplink
+			    : "");
 
 	while (!force_quit) {
 		uint64_t now;
@@ -602,7 +677,8 @@ main(int argc, char **argv)
 				ina_capture_rx_burst(cap, in, nb_rx, &self, now + realtime_offset);
 			nb_out = pipeline_rx_burst(p, in, nb_rx, now, out);
 			if (cap)
-				ina_capture_tx_burst(cap, out, nb_out, &self, now + realtime_offset);
+				ina_capture_tx_burst(cap, out, nb_out, &self,
+						     now + realtime_offset);
 			ina_port_tx_burst(port, out, nb_out);
 		}
 		if (now - last_tick >= INA_NS_PER_MS) {
@@ -623,7 +699,8 @@ main(int argc, char **argv)
 	if (cap) {
 		printf("  %-24s %" PRIu64 "\n", "capture_frames", ina_capture_nb_written(cap));
 		if (ina_capture_nb_skipped(cap))
-			printf("  %-24s %" PRIu64 "\n", "capture_skipped", ina_capture_nb_skipped(cap));
+			printf("  %-24s %" PRIu64 "\n", "capture_skipped",
+			       ina_capture_nb_skipped(cap));
 		fflush(stdout);
 		ret = ina_capture_close(cap);
 		if (ret < 0)

@@ -23,21 +23,28 @@ struct row {
 	size_t off;
 };
 
-#define PS(field, name, help) { "ina_switch_" name, help, NULL, NULL, offsetof(struct pipeline_stats, field) }
+#define PS(field, name, help) \
+	{ \
+		"ina_switch_" name, help, NULL, NULL, offsetof(struct pipeline_stats, field) \
+	}
 
 static const struct row pipe_rows[] = {
 	PS(rx_pkts, "packets_received_total", "Packets the pipeline received."),
-	PS(tx_pkts, "packets_sent_total", "Packets the pipeline sent (a result fanned out to a job counts once)."),
+	PS(tx_pkts, "packets_sent_total",
+	   "Packets the pipeline sent (a result fanned out to a job counts once)."),
 	PS(results, "results_total", "Blocks completed and sent to their job."),
 	PS(results_empty, "results_empty_total", "Results sent header-only (a zero sum)."),
-	PS(results_deferred, "results_deferred_total", "Results sent header-only, DEFERRED under the result filter's bound."),
+	PS(results_deferred, "results_deferred_total",
+	   "Results sent header-only, DEFERRED under the result filter's bound."),
 	PS(result_bytes, "result_bytes_total", "Payload bytes of results."),
 	PS(results_partial, "results_partial_total", "ssp: results closed early, PARTIAL."),
-	PS(ssp_late, "ssp_late_total", "ssp: packets for a closed block from a rank it lacks, answered, not added."),
+	PS(ssp_late, "ssp_late_total",
+	   "ssp: packets for a closed block from a rank it lacks, answered, not added."),
 	PS(shadow_replies, "shadow_replies_total", "Retransmissions answered from a shadow copy."),
 	PS(duplicates, "duplicates_total", "Data for the open block already counted."),
 	PS(waits, "waits_sent_total", "WAIT packets sent."),
-	PS(keepalives, "keepalives_total", "KEEPALIVEs taken from a joined rank (a pause, not a death)."),
+	PS(keepalives, "keepalives_total",
+	   "KEEPALIVEs taken from a joined rank (a pause, not a death)."),
 	PS(saturated, "saturated_additions_total", "i32 additions that saturated."),
 	PS(joins, "joins_total", "JOIN packets received."),
 	PS(fins, "fins_total", "FIN packets received."),
@@ -50,7 +57,8 @@ static const struct row pipe_rows[] = {
 	PS(jobs_redirected, "jobs_redirected_total", "JOINs sent to the host aggregator."),
 	PS(reshapes, "reshapes_total", "Jobs told to run on fewer lanes (give-back)."),
 	PS(reshaped, "reshaped_total", "Reshapes done: every rank moved on, the slots freed."),
-	PS(jobs_aborted, "jobs_aborted_total", "Jobs aborted: a rank fell silent while others waited."),
+	PS(jobs_aborted, "jobs_aborted_total",
+	   "Jobs aborted: a rank fell silent while others waited."),
 	PS(replicated, "replicated_total", "Primary: results sent as REPL to the replica."),
 	PS(repl_stored, "repl_stored_total", "Replica: REPLs stored as a lane's result."),
 	PS(repl_sent, "repl_sent_total", "Replica: REPLs sent on as RESULT."),
@@ -60,7 +68,8 @@ static const struct row pipe_rows[] = {
 	PS(up_joins, "uplink_joins_total", "Rack: JOINs sent to the spine."),
 	PS(up_data, "uplink_data_total", "Rack: partial sums sent to the spine."),
 	PS(up_resends, "uplink_resends_total", "Rack: partial sums resent to the spine."),
-	PS(up_bytes, "uplink_bytes_total", "Rack: payload bytes of partial sums sent to the spine."),
+	PS(up_bytes, "uplink_bytes_total",
+	   "Rack: payload bytes of partial sums sent to the spine."),
 	PS(up_results, "uplink_results_total", "Rack: spine RESULTs stored and sent down."),
 	PS(up_fins, "uplink_fins_total", "Rack: FINs sent to the spine."),
 	PS(up_errors, "uplink_errors_total", "Rack: spine ERRORs sent down."),
@@ -74,7 +83,10 @@ _Static_assert(sizeof(pipe_rows) / sizeof(pipe_rows[0]) * sizeof(uint64_t) +
 		       sizeof(struct pipeline_stats),
 	       "a counter of struct pipeline_stats has no row in metrics.c's pipe_rows");
 
-#define PORT(field, name, help, k, v) { "ina_switch_port_" name, help, k, v, offsetof(struct ina_port_stats, field) }
+#define PORT(field, name, help, k, v) \
+	{ \
+		"ina_switch_port_" name, help, k, v, offsetof(struct ina_port_stats, field) \
+	}
 
 static const struct row port_rows[] = {
 	PORT(rx_pkts, "received_packets_total", "Packets the port received.", NULL, NULL),
@@ -83,14 +95,17 @@ static const struct row port_rows[] = {
 	PORT(tx_pkts, "sent_packets_total", "Packets the port sent (per destination).", NULL, NULL),
 	PORT(tx_bytes, "sent_bytes_total", "Bytes the port sent.", NULL, NULL),
 	PORT(tx_bursts, "send_bursts_total", "Send calls.", NULL, NULL),
-	PORT(rx_drop, "receive_drops_total", "Packets dropped on receive (errors, no buffer).", NULL, NULL),
+	PORT(rx_drop, "receive_drops_total", "Packets dropped on receive (errors, no buffer).",
+	     NULL, NULL),
 	PORT(tx_drop, "send_drops_total", "Packets that could not be sent.", NULL, NULL),
-	PORT(inject_drop, "faults_injected_total", "Faults injected on purpose (test port options), by kind.", "kind", "drop"),
+	PORT(inject_drop, "faults_injected_total",
+	     "Faults injected on purpose (test port options), by kind.", "kind", "drop"),
 	PORT(inject_dup, "faults_injected_total", NULL, "kind", "dup"),
 	PORT(inject_reorder, "faults_injected_total", NULL, "kind", "reorder"),
 	PORT(inject_delay, "faults_injected_total", NULL, "kind", "delay"),
 	PORT(inject_corrupt, "faults_injected_total", NULL, "kind", "corrupt"),
-	PORT(rx_csum_bad, "checksum_errors_total", "Packets that failed the UDP checksum, dropped.", NULL, NULL),
+	PORT(rx_csum_bad, "checksum_errors_total", "Packets that failed the UDP checksum, dropped.",
+	     NULL, NULL),
 };
 #undef PORT
 
@@ -98,27 +113,39 @@ _Static_assert(sizeof(port_rows) / sizeof(port_rows[0]) * sizeof(uint64_t) ==
 		       sizeof(struct ina_port_stats),
 	       "a counter of struct ina_port_stats has no row in metrics.c's port_rows");
 
-#define NB(field, name, help, k, v) { "ina_switch_port_" name, help, k, v, offsetof(struct ina_port_dpdk_neigh_stats, field) }
+#define NB(field, name, help, k, v) \
+	{ \
+		"ina_switch_port_" name, help, k, v, \
+			offsetof(struct ina_port_dpdk_neigh_stats, field) \
+	}
 
 static const struct row neigh_rows[] = {
 	NB(arp_rx, "arp_received_total", "ARP frames received.", NULL, NULL),
-	NB(arp_reply_tx, "arp_replies_sent_total", "ARP replies sent for the port's address.", NULL, NULL),
-	NB(arp_request_tx, "arp_requests_sent_total", "ARP requests sent to resolve a peer.", NULL, NULL),
+	NB(arp_reply_tx, "arp_replies_sent_total", "ARP replies sent for the port's address.", NULL,
+	   NULL),
+	NB(arp_request_tx, "arp_requests_sent_total", "ARP requests sent to resolve a peer.", NULL,
+	   NULL),
 	NB(arp_learned, "arp_learned_total", "Neighbour entries added or changed.", NULL, NULL),
 	NB(icmp_echo, "icmp_echo_replies_total", "ICMP echo requests answered.", NULL, NULL),
-	NB(not_ip, "discards_total", "Frames received and discarded, by reason (also in receive drops).", "reason", "not_ip"),
+	NB(not_ip, "discards_total",
+	   "Frames received and discarded, by reason (also in receive drops).", "reason", "not_ip"),
 	NB(not_ours, "discards_total", NULL, "reason", "not_ours"),
 	NB(malformed, "discards_total", NULL, "reason", "malformed"),
 	NB(link_down, "link_down_total", "Link state changes to down.", NULL, NULL),
-	NB(csum_partial, "checksum_partial_total", "UDP checksums the local kernel left partial, accepted.", NULL, NULL),
+	NB(csum_partial, "checksum_partial_total",
+	   "UDP checksums the local kernel left partial, accepted.", NULL, NULL),
 };
 #undef NB
 
-_Static_assert(sizeof(neigh_rows) / sizeof(neigh_rows[0]) * sizeof(uint64_t) ==
-		       sizeof(struct ina_port_dpdk_neigh_stats),
-	       "a counter of struct ina_port_dpdk_neigh_stats has no row in metrics.c's neigh_rows");
+_Static_assert(
+	sizeof(neigh_rows) / sizeof(neigh_rows[0]) * sizeof(uint64_t) ==
+		sizeof(struct ina_port_dpdk_neigh_stats),
+	"a counter of struct ina_port_dpdk_neigh_stats has no row in metrics.c's neigh_rows");
 
-#define LC(field, name, help, k, v) { "ina_switch_lcore_" name, help, k, v, offsetof(struct switch_lcore_stats, field) }
+#define LC(field, name, help, k, v) \
+	{ \
+		"ina_switch_lcore_" name, help, k, v, offsetof(struct switch_lcore_stats, field) \
+	}
 
 /* rx_pkts and tx_pkts are the port's; first_work_ns and last_work_ns are
  * times on the monotonic clock, not counters. */
@@ -126,12 +153,17 @@ static const struct row lcore_rows[] = {
 	LC(polls, "polls_total", "Polls of the partition's loop.", NULL, NULL),
 	LC(idle_polls, "idle_polls_total", "Polls that found no work.", NULL, NULL),
 	LC(sleeps, "sleeps_total", "Idle sleeps of the lcore.", NULL, NULL),
-	LC(steered_out, "steered_total", "Packets moved between partitions' rings, by direction.", "direction", "out"),
+	LC(steered_out, "steered_total", "Packets moved between partitions' rings, by direction.",
+	   "direction", "out"),
 	LC(steered_in, "steered_total", NULL, "direction", "in"),
-	LC(steer_drop, "steer_drops_total", "Packets dropped: the ring to another partition was full.", NULL, NULL),
-	LC(ctl_copies, "control_copies_total", "Partition 0: JOIN/FIN/LEAVE copies sent; others: copies processed.", NULL, NULL),
-	LC(ctl_drop, "control_drops_total", "Partition 0: control packets dropped (no room or buffer for a copy).", NULL, NULL),
-	LC(jobs_followed, "jobs_followed_total", "Partitions other than 0: jobs freed on partition 0's word.", NULL, NULL),
+	LC(steer_drop, "steer_drops_total",
+	   "Packets dropped: the ring to another partition was full.", NULL, NULL),
+	LC(ctl_copies, "control_copies_total",
+	   "Partition 0: JOIN/FIN/LEAVE copies sent; others: copies processed.", NULL, NULL),
+	LC(ctl_drop, "control_drops_total",
+	   "Partition 0: control packets dropped (no room or buffer for a copy).", NULL, NULL),
+	LC(jobs_followed, "jobs_followed_total",
+	   "Partitions other than 0: jobs freed on partition 0's word.", NULL, NULL),
 };
 #undef LC
 
@@ -286,14 +318,14 @@ write_switch(FILE *f, const struct metrics_snapshot *s)
 }
 
 /* One per-job gauge family: 'expr' is job j's value. */
-#define JOB_GAUGE(name, help, expr)                                                   \
-	do {                                                                          \
-		family(f, "ina_switch_job_" name, "gauge", help);                     \
-		for (uint16_t i = 0; i < s->nb_jobs; i++) {                           \
-			const struct pipeline_job_info *j = &s->jobs[i];              \
-			snprintf(id, sizeof(id), "%" PRIu32, j->job_id);              \
+#define JOB_GAUGE(name, help, expr) \
+	do { \
+		family(f, "ina_switch_job_" name, "gauge", help); \
+		for (uint16_t i = 0; i < s->nb_jobs; i++) { \
+			const struct pipeline_job_info *j = &s->jobs[i]; \
+			snprintf(id, sizeof(id), "%" PRIu32, j->job_id); \
 			sample_u64(f, "ina_switch_job_" name, kv, 1, (uint64_t)(expr)); \
-		}                                                                     \
+		} \
 	} while (0)
 
 static void
@@ -339,7 +371,8 @@ write_jobs(FILE *f, const struct metrics_snapshot *s)
 	JOB_GAUGE("lanes_requested", "Lanes the job's JOIN asked.", j->want_lanes);
 	JOB_GAUGE("slots", "Slots the job holds (in all partitions).", (uint64_t)j->slots * nb_src);
 	JOB_GAUGE("weight", "The job's weight in the fair share (0 counts as 1).", j->weight);
-	family(f, "ina_switch_job_round", "gauge", "The highest round of any DATA of the job so far.");
+	family(f, "ina_switch_job_round", "gauge",
+	       "The highest round of any DATA of the job so far.");
 	for (uint16_t i = 0; i < s->nb_jobs; i++) {
 		const struct pipeline_job_info *j = &s->jobs[i];
 

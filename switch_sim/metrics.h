@@ -20,7 +20,7 @@
 #include <stdio.h>
 
 #include "ina/port.h"
-#include "ina/port_dpdk.h"	/* its counter structs only; no DPDK header */
+#include "ina/port_dpdk.h" /* its counter structs only; no DPDK header */
 #include "lcores.h"
 #include "pipeline.h"
 
@@ -29,29 +29,29 @@
 /* One partition (one pipeline loop): its port's counters, and on several
  * lcores its lcore's. */
 struct metrics_part {
-	unsigned lcore;			/* the EAL lcore that runs it */
-	uint32_t slots_free;		/* its pipeline's slots not reserved */
+	unsigned lcore;	     /* the EAL lcore that runs it */
+	uint32_t slots_free; /* its pipeline's slots not reserved */
 	struct ina_port_stats port;
 	/* A dpdk port's ARP, ICMP and classification counters, when the
 	 * snapshot's has_neigh. */
 	struct ina_port_dpdk_neigh_stats neigh;
-	struct switch_lcore_stats lc;	/* when the snapshot's nb_parts > 1 */
+	struct switch_lcore_stats lc; /* when the snapshot's nb_parts > 1 */
 };
 
 struct metrics_snapshot {
-	const char *transport;		/* the port's type: "udp", "dpdk" */
-	const char *role;		/* "switch", "host_aggregator", "primary",
+	const char *transport; /* the port's type: "udp", "dpdk" */
+	const char *role;      /* "switch", "host_aggregator", "primary",
 					 * "replica" or "rack" */
-	double start_time_s;		/* the switch's start, Unix seconds */
-	uint16_t nb_parts;		/* 1: one loop (no partition label) */
-	uint8_t has_neigh;		/* the port is a dpdk port */
-	uint32_t slots;			/* slots of each partition's pool */
+	double start_time_s;   /* the switch's start, Unix seconds */
+	uint16_t nb_parts;     /* 1: one loop (no partition label) */
+	uint8_t has_neigh;     /* the port is a dpdk port */
+	uint32_t slots;	       /* slots of each partition's pool */
 	uint16_t max_jobs;
-	struct pipeline_stats pipe;	/* added over the partitions */
+	struct pipeline_stats pipe; /* added over the partitions */
 	struct metrics_part part[METRICS_PARTS_MAX];
 	uint16_t nb_jobs;		/* entries of 'jobs' */
 	uint16_t jobs_cap;		/* room in 'jobs' (>= max_jobs) */
-	struct pipeline_job_info *jobs;	/* partition 0's job table */
+	struct pipeline_job_info *jobs; /* partition 0's job table */
 };
 
 /*

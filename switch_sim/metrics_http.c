@@ -34,19 +34,19 @@
 #include "ina/util.h"
 #include "metrics_http.h"
 
-#define SCRAPE_WAIT_MS 1000	/* a scrape waits this long for the data path */
-#define SCRAPE_POLL_NS 100000	/* and looks this often */
+#define SCRAPE_WAIT_MS 1000   /* a scrape waits this long for the data path */
+#define SCRAPE_POLL_NS 100000 /* and looks this often */
 #define MAX_CONNECTIONS 16
 #define CONNECTION_TIMEOUT_S 10
 
 struct metrics_http {
 	struct MHD_Daemon *daemon;
 	char addr[128];
-	pthread_mutex_t scrape_mu;	/* one scrape at a time */
-	atomic_uint requested;		/* the last scrape's request */
-	atomic_uint published;		/* the request the snapshot answers */
+	pthread_mutex_t scrape_mu; /* one scrape at a time */
+	atomic_uint requested;	   /* the last scrape's request */
+	atomic_uint published;	   /* the request the snapshot answers */
 	atomic_int closing;
-	unsigned seen;			/* the data path's: the last it answered */
+	unsigned seen; /* the data path's: the last it answered */
 	struct metrics_snapshot snap;
 };
 
@@ -70,7 +70,8 @@ split_addr(const char *addr, char *host, size_t host_size, const char **port, ch
 		n -= 2;
 	}
 	if (n == 0 || n >= host_size) {
-		ina_errf(err, err_size, "want ADDR:PORT with an address, e.g. 127.0.0.1:9101 "
+		ina_errf(err, err_size,
+			 "want ADDR:PORT with an address, e.g. 127.0.0.1:9101 "
 			 "(0.0.0.0:PORT for every interface)");
 		return -1;
 	}
@@ -150,7 +151,7 @@ static enum MHD_Result
 reply(struct MHD_Connection *c, unsigned status, const char *text)
 {
 	struct MHD_Response *r = MHD_create_response_from_buffer(strlen(text), (void *)text,
-								  MHD_RESPMEM_PERSISTENT);
+								 MHD_RESPMEM_PERSISTENT);
 	enum MHD_Result ret;
 
 	if (!r)
@@ -265,12 +266,10 @@ start_daemon(struct metrics_http *m, int fd, int family)
 	sigaddset(&block, SIGTERM);
 	sigaddset(&block, SIGUSR1);
 	pthread_sigmask(SIG_BLOCK, &block, &old_mask);
-	d = MHD_start_daemon(flags, 0, NULL, NULL, answer, m,
-			     MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
-			     MHD_OPTION_LISTEN_SOCKET, fd,
-			     MHD_OPTION_CONNECTION_LIMIT, (unsigned)MAX_CONNECTIONS,
-			     MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)CONNECTION_TIMEOUT_S,
-			     MHD_OPTION_END);
+	d = MHD_start_daemon(flags, 0, NULL, NULL, answer, m, MHD_OPTION_EXTERNAL_LOGGER, mhd_log,
+			     NULL, MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_CONNECTION_LIMIT,
+			     (unsigned)MAX_CONNECTIONS, MHD_OPTION_CONNECTION_TIMEOUT,
+			     (unsigned)CONNECTION_TIMEOUT_S, MHD_OPTION_END);
 	pthread_sigmask(SIG_SETMASK, &old_mask, NULL);
 	if (have_old)
 		pthread_setaffinity_np(pthread_self(), sizeof(old), &old);
@@ -316,7 +315,7 @@ metrics_http_stop(struct metrics_http *m)
 		return;
 	atomic_store_explicit(&m->closing, 1, memory_order_relaxed);
 	if (m->daemon)
-		MHD_stop_daemon(m->daemon);	/* closes the listening socket */
+		MHD_stop_daemon(m->daemon); /* closes the listening socket */
 	pthread_mutex_destroy(&m->scrape_mu);
 	free(m->snap.jobs);
 	free(m);

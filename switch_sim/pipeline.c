@@ -17,7 +17,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <stddef.h>
-#include <stdio.h>	/* snprintf: pipeline_config_fit_port()'s reason */
+#include <stdio.h> /* snprintf: pipeline_config_fit_port()'s reason */
 #include <stdlib.h>
 #include <string.h>
 
@@ -91,15 +91,17 @@ pipeline_config_fit_port(struct pipeline_config *pipe, int slot_elems_set, uint3
 	 * blocks its packets carry, a bf16 job twice as many elements; the
 	 * pipeline refuses a job whose RESULT would not fit (max_pkt). */
 	pipe->max_pkt = max_pkt;
-	if ((uint64_t)INA_HDR_SIZE + (uint64_t)pipe->slot_elems * 2 > max_pkt &&
-	    !slot_elems_set && max_pkt > INA_HDR_SIZE + 2) {
+	if ((uint64_t)INA_HDR_SIZE + (uint64_t)pipe->slot_elems * 2 > max_pkt && !slot_elems_set &&
+	    max_pkt > INA_HDR_SIZE + 2) {
 		/* The default slot holds more than a packet of this port
 		 * carries (1500-byte frames on dpdk): the largest that fits. */
 		pipe->slot_elems = (uint16_t)((max_pkt - INA_HDR_SIZE) / 2);
 	}
 	if ((uint64_t)INA_HDR_SIZE + (uint64_t)pipe->slot_elems * 2 > max_pkt) {
-		snprintf(err, err_size, "--slot-elems %u: a block of that size does not fit the "
-			 "port's %u-byte packets", pipe->slot_elems, max_pkt);
+		snprintf(err, err_size,
+			 "--slot-elems %u: a block of that size does not fit the "
+			 "port's %u-byte packets",
+			 pipe->slot_elems, max_pkt);
 		return -1;
 	}
 	return 0;
@@ -144,8 +146,8 @@ pipeline_create(const struct pipeline_config *cfg)
 	memset(p->acc_mem, 0, nb_acc * sizeof(float));
 	for (uint32_t i = 0; i < cfg->nb_slots; i++) {
 		for (int v = 0; v < 2; v++)
-			p->slots[i].h[v].acc.f32 =
-				p->acc_mem + ((size_t)i * 2 + v) * cfg->slot_elems;
+			p->slots[i].h[v].acc.f32 = p->acc_mem +
+						   ((size_t)i * 2 + v) * cfg->slot_elems;
 	}
 	p->free_slots = cfg->nb_slots;
 	p->next_epoch = 1;
@@ -203,7 +205,7 @@ handle_data(struct pipeline *p, struct ina_pkt *in, struct job *j, const struct 
 		goto drop;
 	}
 	if (j->ssp)
-		return ssp_data(p, in, j, h, now);	/* ssp.c: S + 1 slots per lane */
+		return ssp_data(p, in, j, h, now); /* ssp.c: S + 1 slots per lane */
 	if (ver != s->cur) {
 		/* The shadow: a retransmission for a finished block. */
 		if (hf->state != HALF_RESULT || !pl_key_equal(&hf->key, &key)) {
@@ -282,7 +284,7 @@ handle_fin(struct pipeline *p, struct ina_pkt *in, struct job *j, const struct i
 	j->finished |= 1ull << h->rank;
 	j->linger_until = now + pl_job_linger_ns(p, j);
 	if (j->up && (j->finished & j->full) == j->full)
-		return uplink_fin(p, in, j, h);	/* answered on the spine's FIN_ACK */
+		return uplink_fin(p, in, j, h); /* answered on the spine's FIN_ACK */
 	o = pl_answer_buf(p, in, INA_HDR_SIZE);
 	if (o)
 		pl_put_hdr(o, j, INA_T_FIN_ACK, &a);
@@ -298,7 +300,8 @@ handle_leave(struct pipeline *p, struct ina_pkt *in, struct job *j, const struct
 	uint64_t others = j->joined & ~j->finished & ~(1ull << h->rank);
 
 	p->st.leaves++;
-	pl_event(p, &(struct pipeline_event){ .kind = PEV_RANK_LEFT, .job_id = j->params.job_id,
+	pl_event(p, &(struct pipeline_event){ .kind = PEV_RANK_LEFT,
+					      .job_id = j->params.job_id,
 					      .rank = h->rank });
 	if (!others && j->up == UP_RUNNING) {
 		/* A rack whose last rank left leaves the spine's job. */
@@ -326,11 +329,11 @@ process_one(struct pipeline *p, struct ina_pkt *in, uint64_t now)
 	struct ina_hdr h;
 	struct job *j = NULL;
 	enum ina_wire_reason r;
-	int old = 0;	/* of the primary's epoch, for a job taken over */
+	int old = 0; /* of the primary's epoch, for a job taken over */
 
 	p->st.rx_pkts++;
 	if (p->cfg.uplink.len && ina_peer_equal(&in->peer, &p->cfg.uplink))
-		return uplink_rx(p, in, now);	/* from the spine */
+		return uplink_rx(p, in, now); /* from the spine */
 	if (in->len >= INA_HDR_SIZE && in->data[1] != INA_T_JOIN) {
 		uint32_t id_be, epoch_be;
 
@@ -516,9 +519,10 @@ pipeline_tick_freed(struct pipeline *p, uint64_t now_ns, uint32_t *freed, uint16
 			freed[nb++] = j->params.job_id;
 			pl_job_free(p, j);
 		} else if (p->cfg.job_idle_ns && now_ns - j->last_active_ns >= p->cfg.job_idle_ns) {
-			pl_event(p, &(struct pipeline_event){ .kind = PEV_EXPIRED,
-							      .job_id = j->params.job_id,
-							      .ms = p->cfg.job_idle_ns / 1000000u });
+			pl_event(p,
+				 &(struct pipeline_event){ .kind = PEV_EXPIRED,
+							   .job_id = j->params.job_id,
+							   .ms = p->cfg.job_idle_ns / 1000000u });
 			p->st.jobs_expired++;
 			freed[nb++] = j->params.job_id;
 			pl_job_free(p, j);
@@ -548,12 +552,12 @@ pipeline_shutdown(struct pipeline *p, struct ina_pkt **out, uint16_t max)
 		if (!j->active)
 			continue;
 		if (j->up == UP_RUNNING && nb > 0 && nb + 2 > max)
-			break;	/* a rack's job takes two packets: on the next call */
+			break; /* a rack's job takes two packets: on the next call */
 		/* A job standing by runs on its primary: nothing to tell. */
 		o = told && !j->standby ? ina_pkt_alloc(p->cfg.pool) : NULL;
 		if (o) {
 			pl_put_error(o, j->params.job_id, j->params.token, j->params.encoding,
-				  INA_WERR_SHUTDOWN, msg, sizeof(msg) - 1);
+				     INA_WERR_SHUTDOWN, msg, sizeof(msg) - 1);
 			/* pl_job_free() only marks the job: 'peers' stays valid. */
 			o->dsts = j->peers;
 			o->dst_mask = told;
@@ -590,7 +594,7 @@ pipeline_job_free(struct pipeline *p, uint32_t job_id)
 
 	if (!j)
 		return 0;
-	p->cfg.on_event = NULL;	/* partition 0 reported it */
+	p->cfg.on_event = NULL; /* partition 0 reported it */
 	pl_job_free(p, j);
 	p->st.jobs_freed--;
 	p->cfg.on_event = on_event;

@@ -52,33 +52,33 @@ struct pipeline;
 /* A rack's job: its rank in the spine's job and the spine's world. */
 struct pipeline_uplink_job {
 	uint32_t job_id;
-	uint16_t rank;		/* < world */
-	uint16_t world;		/* ranks of the spine's job (racks), 1..64 */
+	uint16_t rank;	/* < world */
+	uint16_t world; /* ranks of the spine's job (racks), 1..64 */
 };
 
-#define PIPELINE_UPLINK_JOBS 64	/* entries of pipeline_config.uplink_jobs */
+#define PIPELINE_UPLINK_JOBS 64 /* entries of pipeline_config.uplink_jobs */
 
 struct pipeline_config {
-	uint32_t nb_slots;		/* slots in the pool (--slots) */
-	uint16_t slot_elems;		/* elements one slot sums: the largest B */
-	uint32_t max_pkt;		/* largest packet the switch's port carries:
+	uint32_t nb_slots;	    /* slots in the pool (--slots) */
+	uint16_t slot_elems;	    /* elements one slot sums: the largest B */
+	uint32_t max_pkt;	    /* largest packet the switch's port carries:
 					 * a job whose largest RESULT would not fit is
 					 * refused; 0: not checked */
-	uint16_t max_jobs;		/* jobs admitted at once */
-	uint64_t standby_linger_ns;	/* the same for a replica's standby job:
+	uint16_t max_jobs;	    /* jobs admitted at once */
+	uint64_t standby_linger_ns; /* the same for a replica's standby job:
 					 * at least a worker's timeout, so that a
 					 * worker still waiting on a dead primary
 					 * can fail over to it after the others
 					 * finished */
-	uint64_t linger_ns;		/* after a FIN, free the job when it has been
+	uint64_t linger_ns;	    /* after a FIN, free the job when it has been
 					 * silent this long (or every rank sent FIN) */
-	uint64_t wait_interval_ns;	/* at most one WAIT per slot this often */
-	uint64_t job_idle_ns;		/* free a job silent this long; 0: never */
-	uint64_t peer_timeout_ns;	/* a rank silent this long while another
+	uint64_t wait_interval_ns;  /* at most one WAIT per slot this often */
+	uint64_t job_idle_ns;	    /* free a job silent this long; 0: never */
+	uint64_t peer_timeout_ns;   /* a rank silent this long while another
 					 * rank waits on it is dead: the job is
 					 * aborted and freed; 0: never */
-	uint16_t part_index;		/* this partition, < part_count (default 0) */
-	uint16_t part_count;		/* partitions of the lanes (default 1: all) */
+	uint16_t part_index;	    /* this partition, < part_count (default 0) */
+	uint16_t part_count;	    /* partitions of the lanes (default 1: all) */
 	/* Output packets come from here when an input buffer cannot be reused. */
 	struct ina_pkt_pool *pool;
 	/* A primary: every RESULT goes as a REPL to this replica (len 0: none). */
@@ -135,79 +135,79 @@ void pipeline_config_init(struct pipeline_config *cfg);
 
 /* Packets the pipeline drops for reasons beyond the wire format's. */
 enum pipeline_drop {
-	PDROP_UNKNOWN_JOB,	/* no such job (never admitted, or freed) */
-	PDROP_NOT_JOINED,	/* data from a rank that has not joined */
-	PDROP_NO_MATCH,		/* neither the current block nor the shadow */
-	PDROP_SHAPE,		/* tensor length or B differ from the slot's */
-	PDROP_UNEXPECTED,	/* a type the switch never receives */
-	PDROP_NO_BUFFER,	/* no packet buffer for the answer */
-	PDROP_AFTER_FIN,	/* data from a rank that already sent FIN */
-	PDROP_JOIN_LINGER,	/* JOIN of a new run while the old one lingers */
-	PDROP_OTHER_PART,	/* DATA for a lane another partition owns */
-	PDROP_ABORTED,		/* for a job aborted (a dead rank), not yet freed */
-	PDROP_STANDBY,		/* DATA for a job this replica stands by for */
-	PDROP_NOT_PRIMARY,	/* REPL from a peer other than the primary */
-	PDROP_NOT_STANDBY,	/* REPL or FAILOVER for a job that does not
+	PDROP_UNKNOWN_JOB, /* no such job (never admitted, or freed) */
+	PDROP_NOT_JOINED,  /* data from a rank that has not joined */
+	PDROP_NO_MATCH,	   /* neither the current block nor the shadow */
+	PDROP_SHAPE,	   /* tensor length or B differ from the slot's */
+	PDROP_UNEXPECTED,  /* a type the switch never receives */
+	PDROP_NO_BUFFER,   /* no packet buffer for the answer */
+	PDROP_AFTER_FIN,   /* data from a rank that already sent FIN */
+	PDROP_JOIN_LINGER, /* JOIN of a new run while the old one lingers */
+	PDROP_OTHER_PART,  /* DATA for a lane another partition owns */
+	PDROP_ABORTED,	   /* for a job aborted (a dead rank), not yet freed */
+	PDROP_STANDBY,	   /* DATA for a job this replica stands by for */
+	PDROP_NOT_PRIMARY, /* REPL from a peer other than the primary */
+	PDROP_NOT_STANDBY, /* REPL or FAILOVER for a job that does not
 				 * stand by here (it runs here) */
-	PDROP_TAKEN_OVER,	/* REPL or standby JOIN for a job taken over */
-	PDROP_UP_STALE,		/* a rack: a packet from the spine that nothing
+	PDROP_TAKEN_OVER,  /* REPL or standby JOIN for a job taken over */
+	PDROP_UP_STALE,	   /* a rack: a packet from the spine that nothing
 				 * waits for (a late or repeated RESULT,
 				 * JOIN_ACK or FIN_ACK), or a WAIT */
-	PDROP_SSP_SHAPE,	/* ssp: not the lane's one block (block = lane,
+	PDROP_SSP_SHAPE,   /* ssp: not the lane's one block (block = lane,
 				 * next END) */
-	PDROP_SSP_AHEAD,	/* ssp: a round S + 2 ahead of a block still
+	PDROP_SSP_AHEAD,   /* ssp: a round S + 2 ahead of a block still
 				 * open in its lane (the bound broken) */
-	PDROP_SSP_HOLD,		/* ssp: a round that would reuse a half whose
+	PDROP_SSP_HOLD,	   /* ssp: a round that would reuse a half whose
 				 * result a rank may still lack (resent later) */
-	PDROP_JOIN_WAIT,	/* --share fair: a JOIN waiting for slots other
+	PDROP_JOIN_WAIT,   /* --share fair: a JOIN waiting for slots other
 				 * jobs give back (the worker resends it) */
 	PDROP_MAX,
 };
 
 struct pipeline_stats {
 	uint64_t rx_pkts;
-	uint64_t tx_pkts;		/* packets out (a fan-out counts once) */
-	uint64_t results;		/* blocks completed and sent to the job */
-	uint64_t results_empty;		/* of which header-only (zero sum) */
-	uint64_t results_deferred;	/* of which header-only, DEFERRED (under
+	uint64_t tx_pkts;	   /* packets out (a fan-out counts once) */
+	uint64_t results;	   /* blocks completed and sent to the job */
+	uint64_t results_empty;	   /* of which header-only (zero sum) */
+	uint64_t results_deferred; /* of which header-only, DEFERRED (under
 					 * the result filter's bound) */
-	uint64_t result_bytes;		/* payload bytes of results */
-	uint64_t results_partial;	/* ssp: of which closed early, PARTIAL */
-	uint64_t ssp_late;		/* ssp: packets for a closed block from a
+	uint64_t result_bytes;	   /* payload bytes of results */
+	uint64_t results_partial;  /* ssp: of which closed early, PARTIAL */
+	uint64_t ssp_late;	   /* ssp: packets for a closed block from a
 					 * rank it lacks, answered, not added */
-	uint64_t shadow_replies;	/* retransmissions answered from a shadow */
-	uint64_t duplicates;		/* data for the open block already counted */
-	uint64_t waits;			/* WAIT packets sent */
-	uint64_t keepalives;		/* KEEPALIVEs taken from a joined rank */
-	uint64_t saturated;		/* i32 additions that saturated */
+	uint64_t shadow_replies;   /* retransmissions answered from a shadow */
+	uint64_t duplicates;	   /* data for the open block already counted */
+	uint64_t waits;		   /* WAIT packets sent */
+	uint64_t keepalives;	   /* KEEPALIVEs taken from a joined rank */
+	uint64_t saturated;	   /* i32 additions that saturated */
 	uint64_t joins, fins, leaves;
 	uint64_t jobs_admitted, jobs_refused, jobs_freed, jobs_expired;
-	uint64_t jobs_granted;		/* of the admitted, with fewer lanes than
+	uint64_t jobs_granted;			 /* of the admitted, with fewer lanes than
 					 * asked (--share fair, --host-mode) */
-	uint64_t jobs_redirected;	/* JOINs sent to the host aggregator */
-	uint64_t reshapes;		/* jobs told to run on fewer lanes (give-back) */
-	uint64_t reshaped;		/* of which done: every rank moved on, the
+	uint64_t jobs_redirected;		 /* JOINs sent to the host aggregator */
+	uint64_t reshapes;			 /* jobs told to run on fewer lanes (give-back) */
+	uint64_t reshaped;			 /* of which done: every rank moved on, the
 					 * slots freed */
-	uint64_t jobs_aborted;		/* a rank fell silent while others waited */
-	uint64_t replicated;		/* primary: RESULTs sent as REPL */
-	uint64_t repl_stored;		/* replica: REPLs stored as a lane's result */
-	uint64_t repl_sent;		/* replica: REPLs sent on as RESULT */
-	uint64_t standby_jobs;		/* replica: jobs admitted in standby */
-	uint64_t takeovers;		/* replica: jobs taken over on FAILOVER */
-	uint64_t announce_repeats;	/* replica: FAILOVER sent again to one rank
+	uint64_t jobs_aborted;			 /* a rank fell silent while others waited */
+	uint64_t replicated;			 /* primary: RESULTs sent as REPL */
+	uint64_t repl_stored;			 /* replica: REPLs stored as a lane's result */
+	uint64_t repl_sent;			 /* replica: REPLs sent on as RESULT */
+	uint64_t standby_jobs;			 /* replica: jobs admitted in standby */
+	uint64_t takeovers;			 /* replica: jobs taken over on FAILOVER */
+	uint64_t announce_repeats;		 /* replica: FAILOVER sent again to one rank
 					 * (its FAILOVER or old-epoch DATA) */
-	uint64_t up_joins;		/* rack: JOINs sent to the spine */
-	uint64_t up_data;		/* rack: partial sums sent to the spine */
-	uint64_t up_resends;		/* rack: of which resent (a local rank's
+	uint64_t up_joins;			 /* rack: JOINs sent to the spine */
+	uint64_t up_data;			 /* rack: partial sums sent to the spine */
+	uint64_t up_resends;			 /* rack: of which resent (a local rank's
 					 * retransmission while the spine's
 					 * RESULT is outstanding) */
-	uint64_t up_bytes;		/* rack: payload bytes of those */
-	uint64_t up_results;		/* rack: spine RESULTs stored, sent down */
-	uint64_t up_fins;		/* rack: FINs sent to the spine */
-	uint64_t up_errors;		/* rack: spine ERRORs sent down */
-	uint64_t up_leaves;		/* rack: LEAVEs sent to the spine */
-	uint64_t drop_wire[INA_WIRE_REASON_MAX];	/* by enum ina_wire_reason */
-	uint64_t drop[PDROP_MAX];			/* by enum pipeline_drop */
+	uint64_t up_bytes;			 /* rack: payload bytes of those */
+	uint64_t up_results;			 /* rack: spine RESULTs stored, sent down */
+	uint64_t up_fins;			 /* rack: FINs sent to the spine */
+	uint64_t up_errors;			 /* rack: spine ERRORs sent down */
+	uint64_t up_leaves;			 /* rack: LEAVEs sent to the spine */
+	uint64_t drop_wire[INA_WIRE_REASON_MAX]; /* by enum ina_wire_reason */
+	uint64_t drop[PDROP_MAX];		 /* by enum pipeline_drop */
 };
 
 /*
@@ -222,7 +222,7 @@ int pipeline_config_fit_port(struct pipeline_config *pipe, int slot_elems_set, u
 
 /* Creates a pipeline; NULL with errno set (EINVAL for a bad config). */
 struct pipeline *pipeline_create(const struct pipeline_config *cfg);
-void pipeline_destroy(struct pipeline *p);	/* Accepts NULL. */
+void pipeline_destroy(struct pipeline *p); /* Accepts NULL. */
 
 /*
  * Processes 'nb_in' packets received at time 'now_ns'. The pipeline takes
@@ -233,8 +233,8 @@ void pipeline_destroy(struct pipeline *p);	/* Accepts NULL. */
  * fanned out to a job, in 'dsts'/'dst_mask'; 'dsts' stays valid until the
  * next call into the pipeline.
  */
-uint16_t pipeline_rx_burst(struct pipeline *p, struct ina_pkt **in, uint16_t nb_in,
-			   uint64_t now_ns, struct ina_pkt **out);
+uint16_t pipeline_rx_burst(struct pipeline *p, struct ina_pkt **in, uint16_t nb_in, uint64_t now_ns,
+			   struct ina_pkt **out);
 
 /*
  * Shutting down gracefully. pipeline_drain() stops admitting jobs (a JOIN of
@@ -259,8 +259,7 @@ void pipeline_tick(struct pipeline *p, uint64_t now_ns);
  * many. Partition 0 of a partitioned switch forwards these ids, in its
  * sequence of control packets, to the other partitions.
  */
-uint16_t pipeline_tick_freed(struct pipeline *p, uint64_t now_ns, uint32_t *freed,
-			     uint16_t max);
+uint16_t pipeline_tick_freed(struct pipeline *p, uint64_t now_ns, uint32_t *freed, uint16_t max);
 
 /*
  * A partition other than 0 follows partition 0: frees job 'job_id' without
@@ -278,9 +277,9 @@ void pipeline_rx_quiet(struct pipeline *p, struct ina_pkt **in, uint16_t nb_in, 
 
 /* Where a received packet goes in a switch of 'part_count' partitions. */
 enum pipeline_steer {
-	PSTEER_LANE,	/* DATA: to partition *part (its lane's owner) */
-	PSTEER_ALL,	/* JOIN, FIN, LEAVE: to partition 0, and quietly to all */
-	PSTEER_FIRST,	/* anything else: to partition 0 only (KEEPALIVE: it
+	PSTEER_LANE,  /* DATA: to partition *part (its lane's owner) */
+	PSTEER_ALL,   /* JOIN, FIN, LEAVE: to partition 0, and quietly to all */
+	PSTEER_FIRST, /* anything else: to partition 0 only (KEEPALIVE: it
 			 * keeps heard_ns and decides deaths; the rest is
 			 * dropped there) */
 };
@@ -319,11 +318,11 @@ void pipeline_stats_add(struct pipeline_stats *sum, const struct pipeline_stats 
 /* One admitted job as a monitor sees it (pipeline_jobs(), for the metrics
  * of metrics.h): what pipeline_dump() prints of it, as numbers. */
 enum pipeline_job_state {
-	PJOB_RUNNING,		/* ranks joined, blocks flowing */
-	PJOB_LINGERING,		/* after a FIN, freed once silent */
-	PJOB_ABORTED,		/* a rank died: freed at the next tick */
-	PJOB_STANDBY,		/* a replica standing by for the primary */
-	PJOB_TAKEN_OVER,	/* a replica's job taken over from the primary */
+	PJOB_RUNNING,	 /* ranks joined, blocks flowing */
+	PJOB_LINGERING,	 /* after a FIN, freed once silent */
+	PJOB_ABORTED,	 /* a rank died: freed at the next tick */
+	PJOB_STANDBY,	 /* a replica standing by for the primary */
+	PJOB_TAKEN_OVER, /* a replica's job taken over from the primary */
 	PJOB_STATE_MAX,
 };
 
@@ -331,18 +330,18 @@ struct pipeline_job_info {
 	uint32_t job_id;
 	uint32_t epoch;
 	uint16_t world;
-	uint16_t lanes;			/* granted */
-	uint16_t want_lanes;		/* asked in the JOIN */
-	uint16_t slots;			/* this pipeline's slots for it */
+	uint16_t lanes;	     /* granted */
+	uint16_t want_lanes; /* asked in the JOIN */
+	uint16_t slots;	     /* this pipeline's slots for it */
 	uint8_t ranks_joined;
 	uint8_t ranks_finished;
-	uint8_t encoding;		/* enum ina_encoding */
-	uint8_t ssp;			/* 0: bsp; S: ssp:S */
-	uint8_t weight;			/* in the fair share (0 counts as 1) */
-	uint8_t state;			/* enum pipeline_job_state */
-	uint8_t has_round;		/* 'max_round' is set */
-	uint32_t max_round;		/* the highest round of any DATA so far */
-	uint64_t idle_ns;		/* since the job's last packet, at 'now' */
+	uint8_t encoding;   /* enum ina_encoding */
+	uint8_t ssp;	    /* 0: bsp; S: ssp:S */
+	uint8_t weight;	    /* in the fair share (0 counts as 1) */
+	uint8_t state;	    /* enum pipeline_job_state */
+	uint8_t has_round;  /* 'max_round' is set */
+	uint32_t max_round; /* the highest round of any DATA so far */
+	uint64_t idle_ns;   /* since the job's last packet, at 'now' */
 };
 
 /* Name of a job state ("lingering"). */

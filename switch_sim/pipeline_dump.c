@@ -31,7 +31,8 @@ ssp_dump(const struct pipeline *p, const struct job *j, FILE *f)
 
 			if (hf->state != HALF_AGG || !hf->bitmap)
 				continue;
-			fprintf(f, "  lane %u set %" PRIu32 ": round %" PRIu32 " waits on ranks %s\n",
+			fprintf(f,
+				"  lane %u set %" PRIu32 ": round %" PRIu32 " waits on ranks %s\n",
 				l, k, hf->key.round,
 				ina_ranks_str(ranks, sizeof(ranks), j->full & ~hf->bitmap));
 		}
@@ -47,10 +48,10 @@ pipeline_stats_print(const struct pipeline *p, FILE *f)
 void
 pipeline_stats_fprint(const struct pipeline_stats *st, FILE *f)
 {
-#define PRINT(name)                                                                  \
-	do {                                                                         \
-		if (st->name)                                                        \
-			fprintf(f, "  %-24s %" PRIu64 "\n", #name, st->name);        \
+#define PRINT(name) \
+	do { \
+		if (st->name) \
+			fprintf(f, "  %-24s %" PRIu64 "\n", #name, st->name); \
 	} while (0)
 	PRINT(rx_pkts);
 	PRINT(tx_pkts);
@@ -96,7 +97,8 @@ pipeline_stats_fprint(const struct pipeline_stats *st, FILE *f)
 				st->drop_wire[r]);
 	for (int d = 0; d < PDROP_MAX; d++)
 		if (st->drop[d])
-			fprintf(f, "  drop_%-19s %" PRIu64 "\n", pipeline_drop_name((enum pipeline_drop)d), st->drop[d]);
+			fprintf(f, "  drop_%-19s %" PRIu64 "\n",
+				pipeline_drop_name((enum pipeline_drop)d), st->drop[d]);
 }
 
 void
@@ -111,8 +113,9 @@ pipeline_dump(const struct pipeline *p, FILE *f)
 
 		if (!j->active)
 			continue;
-		fprintf(f, "job %" PRIu32 " epoch %" PRIu32 ": world %u, lanes %u (slots %" PRIu32
-			  "..%" PRIu32 "), %s; joined ",
+		fprintf(f,
+			"job %" PRIu32 " epoch %" PRIu32 ": world %u, lanes %u (slots %" PRIu32
+			"..%" PRIu32 "), %s; joined ",
 			j->params.job_id, j->params.epoch, j->params.world, j->params.lanes,
 			j->slot_base, j->slot_base + j->nb_slots - 1,
 			ina_wire_encoding_name(j->params.encoding));
@@ -124,8 +127,9 @@ pipeline_dump(const struct pipeline *p, FILE *f)
 		if (j->up)
 			fprintf(f, "  rack: rank %u of %u on the spine, %s (epoch %" PRIu32 ")\n",
 				j->up_rank, j->up_world,
-				j->up == UP_JOINING ? "joining" : j->up == UP_RUNNING ? "running"
-										       : "finishing",
+				j->up == UP_JOINING   ? "joining"
+				: j->up == UP_RUNNING ? "running"
+						      : "finishing",
 				j->up_epoch);
 		if (j->ssp) {
 			ssp_dump(p, j, f);
@@ -145,28 +149,33 @@ pipeline_dump(const struct pipeline *p, FILE *f)
 
 			if (j->standby) {
 				if (sh->state == HALF_RESULT)
-					fprintf(f, "  lane %u: stored result: tensor %" PRIu32
-						" round %" PRIu32 " block %" PRIu32
-						" next %" PRIu32 " (version %u)\n",
+					fprintf(f,
+						"  lane %u: stored result: tensor %" PRIu32
+						" round %" PRIu32 " block %" PRIu32 " next %" PRIu32
+						" (version %u)\n",
 						l, sh->key.tensor_id, sh->key.round, sh->key.block,
 						sh->next, s->cur ^ 1);
 				continue;
 			}
 			if (hf->state == HALF_UP) {
-				fprintf(f, "  lane %u: tensor %" PRIu32 " round %" PRIu32 " block %"
-					PRIu32 " (version %u) waits on the spine\n",
+				fprintf(f,
+					"  lane %u: tensor %" PRIu32 " round %" PRIu32
+					" block %" PRIu32 " (version %u) waits on the spine\n",
 					l, hf->key.tensor_id, hf->key.round, hf->key.block, s->cur);
 				continue;
 			}
 			if (hf->state != HALF_AGG || !hf->bitmap)
 				continue;
-			fprintf(f, "  lane %u: tensor %" PRIu32 " round %" PRIu32 " block %" PRIu32
-				   " (version %u) waits on ranks ",
+			fprintf(f,
+				"  lane %u: tensor %" PRIu32 " round %" PRIu32 " block %" PRIu32
+				" (version %u) waits on ranks ",
 				l, hf->key.tensor_id, hf->key.round, hf->key.block, s->cur);
-			fprintf(f, "%s", ina_ranks_str(ranks, sizeof(ranks), j->full & ~hf->bitmap));
+			fprintf(f, "%s",
+				ina_ranks_str(ranks, sizeof(ranks), j->full & ~hf->bitmap));
 			if (sh->state == HALF_RESULT)
-				fprintf(f, "; last result: round %" PRIu32 " block %" PRIu32
-					   " next %" PRIu32,
+				fprintf(f,
+					"; last result: round %" PRIu32 " block %" PRIu32
+					" next %" PRIu32,
 					sh->key.round, sh->key.block, sh->next);
 			fputc('\n', f);
 		}

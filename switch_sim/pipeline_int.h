@@ -19,10 +19,10 @@
 #include "pipeline.h"
 
 enum half_state {
-	HALF_IDLE = 0,		/* no block: the lane is between rounds */
-	HALF_AGG,		/* aggregating the lane's open block */
-	HALF_RESULT,		/* a finished block: the shadow copy */
-	HALF_UP,		/* a rack's block complete here: the partial
+	HALF_IDLE = 0, /* no block: the lane is between rounds */
+	HALF_AGG,      /* aggregating the lane's open block */
+	HALF_RESULT,   /* a finished block: the shadow copy */
+	HALF_UP,       /* a rack's block complete here: the partial
 				 * sum went upstream, the half waits for the
 				 * spine's RESULT (uplink.h) */
 };
@@ -37,72 +37,72 @@ struct block_key {
 };
 
 struct half {
-	uint8_t state;		/* enum half_state */
-	uint8_t has_data;	/* some rank sent a payload */
+	uint8_t state;	  /* enum half_state */
+	uint8_t has_data; /* some rank sent a payload */
 	uint8_t saturated;
-	uint8_t deferred;	/* the finished sum went down DEFERRED */
-	uint8_t partial;	/* ssp: closed before every rank contributed
+	uint8_t deferred; /* the finished sum went down DEFERRED */
+	uint8_t partial;  /* ssp: closed before every rank contributed
 				 * (ssp.c); 'bitmap' names the contributors */
-	int16_t exp;		/* largest exponent announced for 'next' */
-	uint32_t bound;		/* smallest raw result-filter bound announced
+	int16_t exp;	  /* largest exponent announced for 'next' */
+	uint32_t bound;	  /* smallest raw result-filter bound announced
 				 * (encode.h: raw bounds order like bounds) */
 	struct block_key key;
-	uint32_t next;		/* smallest next pointer announced */
-	uint64_t bitmap;	/* ranks that answered */
-	uint64_t acked;		/* ssp: ranks known to hold this result: they
+	uint32_t next;	 /* smallest next pointer announced */
+	uint64_t bitmap; /* ranks that answered */
+	uint64_t acked;	 /* ssp: ranks known to hold this result: they
 				 * sent a round S + 1 or more later in the
 				 * lane (ssp.c) */
-	union {			/* slot_elems accumulators */
+	union {		 /* slot_elems accumulators */
 		float *f32;
 		int32_t *i32;
 	} acc;
 };
 
 struct slot {
-	uint8_t cur;		/* version bit of the current half */
-	uint8_t has_round;	/* 'last_round' is set */
-	uint8_t waited;		/* 'last_wait_ns' is set */
-	uint32_t last_round;	/* the lane's last finished round */
+	uint8_t cur;	     /* version bit of the current half */
+	uint8_t has_round;   /* 'last_round' is set */
+	uint8_t waited;	     /* 'last_wait_ns' is set */
+	uint32_t last_round; /* the lane's last finished round */
 	uint64_t last_wait_ns;
-	struct half h[2];	/* h[v] has version bit v */
+	struct half h[2]; /* h[v] has version bit v */
 };
 
 struct job {
 	uint8_t active;
 	struct ina_job_params params;
 	const struct ina_encoding_ops *enc; /* the row of params.encoding */
-	uint32_t slot_base;	/* first of nb_slots slots; lane l is in
+	uint32_t slot_base;		    /* first of nb_slots slots; lane l is in
 				 * slot_base + l / part_count */
-	uint16_t nb_slots;	/* ceil(lanes / part_count) (x sets under ssp) */
-	uint16_t want_lanes;	/* lanes the JOIN asked; params.lanes is the
+	uint16_t nb_slots;		    /* ceil(lanes / part_count) (x sets under ssp) */
+	uint16_t want_lanes;		    /* lanes the JOIN asked; params.lanes is the
 				 * grant, fewer under --share fair */
-	uint8_t weight;		/* in the fair share (JOIN payload; 0 counts
+	uint8_t weight;			    /* in the fair share (JOIN payload; 0 counts
 				 * as 1), echoed in the JOIN_ACK */
-	uint8_t has_max_round;	/* 'max_round' is set */
-	uint32_t max_round;	/* the highest round of any DATA so far */
-	uint16_t reshape_lanes;	/* give-back: the lanes from 'reshape_round' on;
+	uint8_t has_max_round;		    /* 'max_round' is set */
+	uint32_t max_round;		    /* the highest round of any DATA so far */
+	uint16_t reshape_lanes;		    /* give-back: the lanes from 'reshape_round' on;
 				 * 0: none pending. Until every rank sent a
 				 * DATA of that round ('moved'), params.lanes
 				 * stays the old count and the tail slots stay */
 	uint32_t reshape_round;
 	uint64_t moved;
-	uint64_t full;		/* bitmap of all ranks */
+	uint64_t full; /* bitmap of all ranks */
 	uint64_t joined;
-	uint64_t finished;	/* ranks that sent FIN */
-	uint64_t linger_until;	/* 0: not lingering */
+	uint64_t finished;     /* ranks that sent FIN */
+	uint64_t linger_until; /* 0: not lingering */
 	uint64_t last_active_ns;
-	uint8_t aborted;	/* a rank died: freed at the next tick */
-	uint8_t standby;	/* a replica's job, standing by for the primary */
-	uint8_t taken_over;	/* a replica's job taken over: 'old_epoch' is
+	uint8_t aborted;    /* a rank died: freed at the next tick */
+	uint8_t standby;    /* a replica's job, standing by for the primary */
+	uint8_t taken_over; /* a replica's job taken over: 'old_epoch' is
 				 * the primary's epoch, answered with the
 				 * announcement of the new one */
 	uint32_t old_epoch;
-	uint8_t ssp;		/* 0: bsp; S: ssp:S, S + 2 slots per lane (ssp.h) */
-	uint8_t up;		/* a rack's job: enum uplink_state (uplink.h) */
-	uint16_t up_rank;	/* the rack's rank in the spine's job */
-	uint16_t up_world;	/* the spine's world (racks) */
-	uint32_t up_epoch;	/* the epoch the spine gave the job */
-	uint64_t heard_ns[INA_MAX_WORLD];	/* last packet from each rank (from
+	uint8_t ssp;			  /* 0: bsp; S: ssp:S, S + 2 slots per lane (ssp.h) */
+	uint8_t up;			  /* a rack's job: enum uplink_state (uplink.h) */
+	uint16_t up_rank;		  /* the rack's rank in the spine's job */
+	uint16_t up_world;		  /* the spine's world (racks) */
+	uint32_t up_epoch;		  /* the epoch the spine gave the job */
+	uint64_t heard_ns[INA_MAX_WORLD]; /* last packet from each rank (from
 						 * admission for a rank not heard yet) */
 	struct ina_peer peers[INA_MAX_WORLD];
 };
@@ -112,29 +112,29 @@ struct job {
 struct redirected {
 	uint32_t job_id;
 	uint64_t token;
-	uint64_t until_ns;	/* remembered until then; 0: empty */
+	uint64_t until_ns; /* remembered until then; 0: empty */
 };
 
-#define PL_REDIRECTED 64		/* jobs remembered */
+#define PL_REDIRECTED 64 /* jobs remembered */
 #define PL_REDIRECT_MEMORY_NS (60ull * 1000000000ull)
 
 struct pipeline {
 	struct pipeline_config cfg;
 	struct pipeline_stats st;
 	struct slot *slots;
-	float *acc_mem;		/* 2 * nb_slots * slot_elems accumulators */
-	uint16_t *slot_owner;	/* job index + 1, or 0 when free */
+	float *acc_mem;	      /* 2 * nb_slots * slot_elems accumulators */
+	uint16_t *slot_owner; /* job index + 1, or 0 when free */
 	uint32_t free_slots;
 	struct job *jobs;
 	uint16_t nb_jobs;
-	uint16_t last_job;	/* lookup cache */
+	uint16_t last_job; /* lookup cache */
 	uint32_t next_epoch;
-	uint8_t draining;	/* pipeline_drain(): no new job is admitted */
-	struct share_job *share;	/* max_jobs + 1 entries (--share fair) */
+	uint8_t draining;	 /* pipeline_drain(): no new job is admitted */
+	struct share_job *share; /* max_jobs + 1 entries (--share fair) */
 	struct redirected redirected[PL_REDIRECTED];
-	uint16_t next_redirected;	/* the entry the next one overwrites
+	uint16_t next_redirected; /* the entry the next one overwrites
 					 * when none is free */
-	uint8_t waiting;		/* a JOIN waits for slots given back */
+	uint8_t waiting;	  /* a JOIN waits for slots given back */
 	uint32_t wait_job_id;
 	uint64_t wait_token;
 	uint64_t wait_since_ns;
@@ -156,8 +156,8 @@ void pl_put_hdr(struct ina_pkt *pkt, const struct job *j, uint8_t type, const st
  * fits), addressed to the sender of 'in'; NULL (counted) when none. */
 struct ina_pkt *pl_answer_buf(struct pipeline *p, struct ina_pkt *in, uint32_t size);
 /* Writes the result kept in half 'hf' of lane 'lane' into 'o'. */
-void pl_put_result(const struct pipeline *p, struct ina_pkt *o, const struct job *j,
-		   uint16_t lane, uint8_t ver, const struct half *hf);
+void pl_put_result(const struct pipeline *p, struct ina_pkt *o, const struct job *j, uint16_t lane,
+		   uint8_t ver, const struct half *hf);
 /* Addresses the RESULT in 'o' to 'rank', or to every rank (INA_RANK_ALL). */
 void pl_result_route(struct pipeline *p, struct ina_pkt *o, struct job *j, uint16_t rank);
 /* 1 when the finished sum of 'hf' goes down DEFERRED (the result filter). */

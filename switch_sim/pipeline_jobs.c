@@ -8,11 +8,8 @@
 #include "pipeline_int.h"
 
 static const char *const state_names[PJOB_STATE_MAX] = {
-	[PJOB_RUNNING] = "running",
-	[PJOB_LINGERING] = "lingering",
-	[PJOB_ABORTED] = "aborted",
-	[PJOB_STANDBY] = "standby",
-	[PJOB_TAKEN_OVER] = "taken_over",
+	[PJOB_RUNNING] = "running", [PJOB_LINGERING] = "lingering",   [PJOB_ABORTED] = "aborted",
+	[PJOB_STANDBY] = "standby", [PJOB_TAKEN_OVER] = "taken_over",
 };
 
 const char *

@@ -18,26 +18,31 @@ pipeline_log_event(void *ctx, const struct pipeline_event *ev)
 	switch (ev->kind) {
 	case PEV_ADMITTED:
 		if (ev->lanes < ev->want_lanes)
-			INA_LOG(INFO, "job %" PRIu32 ": admitted with %u of the %u lanes it asked "
-				"(its fair share, weight %u), epoch %" PRIu32 ", world %u, %s, B <= %u",
+			INA_LOG(INFO,
+				"job %" PRIu32 ": admitted with %u of the %u lanes it asked "
+				"(its fair share, weight %u), epoch %" PRIu32
+				", world %u, %s, B <= %u",
 				ev->job_id, ev->lanes, ev->want_lanes, ev->weight ? ev->weight : 1u,
 				ev->epoch, ev->world, ina_wire_encoding_name(ev->encoding),
 				ev->max_block);
 		else
-			INA_LOG(INFO, "job %" PRIu32 ": admitted%s, epoch %" PRIu32 ", world %u, "
-				"%u lanes, %s, B <= %u", ev->job_id,
-				ev->standby ? " (standby for the primary)" : "", ev->epoch, ev->world,
-				ev->lanes, ina_wire_encoding_name(ev->encoding), ev->max_block);
+			INA_LOG(INFO,
+				"job %" PRIu32 ": admitted%s, epoch %" PRIu32 ", world %u, "
+				"%u lanes, %s, B <= %u",
+				ev->job_id, ev->standby ? " (standby for the primary)" : "",
+				ev->epoch, ev->world, ev->lanes,
+				ina_wire_encoding_name(ev->encoding), ev->max_block);
 		break;
 	case PEV_REFUSED:
 		INA_LOG_RL(WARN, "job %" PRIu32 " rank %u: refused: %.*s", ev->job_id, ev->rank,
 			   (int)ev->text_len, ev->text);
 		break;
 	case PEV_REDIRECTED:
-		INA_LOG_RL(INFO, "job %" PRIu32 " rank %u: %.*s: sent to the host aggregator at "
-			   "%u.%u.%u.%u:%u", ev->job_id, ev->rank, (int)ev->text_len, ev->text,
-			   ev->ipv4 >> 24, ev->ipv4 >> 16 & 0xff, ev->ipv4 >> 8 & 0xff,
-			   ev->ipv4 & 0xff, ev->port);
+		INA_LOG_RL(INFO,
+			   "job %" PRIu32 " rank %u: %.*s: sent to the host aggregator at "
+			   "%u.%u.%u.%u:%u",
+			   ev->job_id, ev->rank, (int)ev->text_len, ev->text, ev->ipv4 >> 24,
+			   ev->ipv4 >> 16 & 0xff, ev->ipv4 >> 8 & 0xff, ev->ipv4 & 0xff, ev->port);
 		break;
 	case PEV_FREED:
 		INA_LOG(INFO, "job %" PRIu32 ": freed %" PRIu32 " slots", ev->job_id, ev->slots);
@@ -47,36 +52,46 @@ pipeline_log_event(void *ctx, const struct pipeline_event *ev)
 			ev->ms / 1000u);
 		break;
 	case PEV_GIVE_BACK:
-		INA_LOG(INFO, "job %" PRIu32 ": gives back %u of its %u lanes from round %" PRIu32
-			" (its fair share with job %" PRIu32 ")", ev->job_id,
-			ev->want_lanes - ev->lanes, ev->want_lanes, ev->round, ev->other_job);
+		INA_LOG(INFO,
+			"job %" PRIu32 ": gives back %u of its %u lanes from round %" PRIu32
+			" (its fair share with job %" PRIu32 ")",
+			ev->job_id, ev->want_lanes - ev->lanes, ev->want_lanes, ev->round,
+			ev->other_job);
 		break;
 	case PEV_RESHAPED:
-		INA_LOG(INFO, "job %" PRIu32 ": now on %u lanes from round %" PRIu32 ", %" PRIu32
-			" slots given back", ev->job_id, ev->lanes, ev->round, ev->slots);
+		INA_LOG(INFO,
+			"job %" PRIu32 ": now on %u lanes from round %" PRIu32 ", %" PRIu32
+			" slots given back",
+			ev->job_id, ev->lanes, ev->round, ev->slots);
 		break;
 	case PEV_STANDBY_REPLACED:
-		INA_LOG(INFO, "job %" PRIu32 ": standby epoch %" PRIu32 " replaced by epoch %" PRIu32,
+		INA_LOG(INFO,
+			"job %" PRIu32 ": standby epoch %" PRIu32 " replaced by epoch %" PRIu32,
 			ev->job_id, ev->old_epoch, ev->epoch);
 		break;
 	case PEV_RANK_DEAD:
-		INA_LOG(WARN, "job %" PRIu32 ": rank %u silent for %" PRIu64 " ms while rank %u "
+		INA_LOG(WARN,
+			"job %" PRIu32 ": rank %u silent for %" PRIu64 " ms while rank %u "
 			"waits on it (lane %u block %" PRIu32 " round %" PRIu32 "): job aborted",
-			ev->job_id, ev->other_rank, ev->ms, ev->rank, ev->lane, ev->block, ev->round);
+			ev->job_id, ev->other_rank, ev->ms, ev->rank, ev->lane, ev->block,
+			ev->round);
 		break;
 	case PEV_RANK_LEFT:
 		INA_LOG(INFO, "job %" PRIu32 ": rank %u left", ev->job_id, ev->rank);
 		break;
 	case PEV_TAKEOVER:
-		INA_LOG(WARN, "job %" PRIu32 ": rank %u reports the primary silent: taken over, "
-			"epoch %" PRIu32 " -> %" PRIu32, ev->job_id, ev->rank, ev->old_epoch, ev->epoch);
+		INA_LOG(WARN,
+			"job %" PRIu32 ": rank %u reports the primary silent: taken over, "
+			"epoch %" PRIu32 " -> %" PRIu32,
+			ev->job_id, ev->rank, ev->old_epoch, ev->epoch);
 		break;
 	case PEV_UP_JOINED:
 		INA_LOG(INFO, "job %" PRIu32 ": joined the spine as rank %u of %u, epoch %" PRIu32,
 			ev->job_id, ev->rank, ev->world, ev->epoch);
 		break;
 	case PEV_UP_ERROR:
-		INA_LOG(WARN, "job %" PRIu32 ": the spine sent ERROR %u (%.*s): the job ends here too",
+		INA_LOG(WARN,
+			"job %" PRIu32 ": the spine sent ERROR %u (%.*s): the job ends here too",
 			ev->job_id, ev->status, (int)ev->text_len, ev->text);
 		break;
 	default:

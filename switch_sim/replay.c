@@ -35,12 +35,12 @@
 struct replay {
 	struct pipeline *pipe;
 	struct ina_pkt_pool *pool;
-	uint64_t now_ns;		/* never goes back, even if the capture does */
+	uint64_t now_ns; /* never goes back, even if the capture does */
 	uint64_t last_tick_ns;
-	uint64_t nb_fed;		/* packets given to the pipeline */
-	uint64_t nb_from_switch;	/* packets the switch sent: skipped */
-	uint64_t nb_no_buffer;		/* no packet buffer (never expected) */
-	uint64_t nb_results;		/* RESULT lines printed */
+	uint64_t nb_fed;	 /* packets given to the pipeline */
+	uint64_t nb_from_switch; /* packets the switch sent: skipped */
+	uint64_t nb_no_buffer;	 /* no packet buffer (never expected) */
+	uint64_t nb_results;	 /* RESULT lines printed */
 };
 
 static void
@@ -82,9 +82,15 @@ parse_args(int argc, char **argv, struct pipeline_config *cfg)
 	cfg->on_event = pipeline_log_event;
 	while ((o = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		switch (o) {
-		case OPT_SLOTS: cfg->nb_slots = (uint32_t)ina_cli_u64("slots", optarg, 1, 1u << 20); break;
-		case OPT_SLOT_ELEMS: cfg->slot_elems = (uint16_t)ina_cli_u64("slot-elems", optarg, 1, 16384); break;
-		case OPT_LOG_LEVEL: ina_cli_log_level(optarg); break;
+		case OPT_SLOTS:
+			cfg->nb_slots = (uint32_t)ina_cli_u64("slots", optarg, 1, 1u << 20);
+			break;
+		case OPT_SLOT_ELEMS:
+			cfg->slot_elems = (uint16_t)ina_cli_u64("slot-elems", optarg, 1, 16384);
+			break;
+		case OPT_LOG_LEVEL:
+			ina_cli_log_level(optarg);
+			break;
 		case 'h':
 			usage(stdout);
 			exit(0);
@@ -112,8 +118,9 @@ replay_output(struct replay *r, struct ina_pkt **out, uint16_t nb_out)
 		if (o->len >= INA_HDR_SIZE) {
 			ina_wire_decode_hdr(o->data, &h);
 			if (h.type == INA_T_RESULT) {
-				printf("RESULT job=%" PRIu32 " round=%" PRIu32 " lane=%u block=%" PRIu32
-				       " next=%" PRIu32 " n_elems=%u hash=%016" PRIx64 "%s\n",
+				printf("RESULT job=%" PRIu32 " round=%" PRIu32
+				       " lane=%u block=%" PRIu32 " next=%" PRIu32
+				       " n_elems=%u hash=%016" PRIx64 "%s\n",
 				       h.job_id, h.round, h.lane, h.block, h.next, h.n_elems,
 				       (uint64_t)XXH3_64bits(o->data + INA_HDR_SIZE,
 							     o->len - INA_HDR_SIZE),
@@ -190,7 +197,7 @@ main(int argc, char **argv)
 	r.pipe = pipeline_create(&cfg);
 	if (!r.pipe)
 		ina_die("cannot create the pipeline (%u slots of %u elements): %s", cfg.nb_slots,
-		    cfg.slot_elems, strerror(errno));
+			cfg.slot_elems, strerror(errno));
 	err[0] = '\0';
 	ret = ina_capture_read(path, replay_packet, &r, &counts, err, sizeof(err));
 	if (ret < 0)

@@ -71,7 +71,7 @@ repl_store(struct pipeline *p, struct job *j, struct slot *s, const struct ina_h
  */
 struct ina_pkt *
 replica_repl(struct pipeline *p, struct ina_pkt *in, struct job *j, const struct ina_hdr *h,
-	    uint64_t now)
+	     uint64_t now)
 {
 	struct slot *s = &p->slots[j->slot_base + h->lane / p->cfg.part_count];
 	uint16_t rank_be = htobe16(INA_RANK_SWITCH);
@@ -144,7 +144,7 @@ replica_announce_again(struct pipeline *p, struct ina_pkt *in, const struct job 
  */
 struct ina_pkt *
 replica_failover(struct pipeline *p, struct ina_pkt *in, struct job *j, const struct ina_hdr *h,
-		uint64_t now)
+		 uint64_t now)
 {
 	struct ina_pkt *o;
 
@@ -169,8 +169,10 @@ replica_failover(struct pipeline *p, struct ina_pkt *in, struct job *j, const st
 	for (uint16_t r = 0; r < INA_MAX_WORLD; r++)
 		j->heard_ns[r] = now;
 	p->st.takeovers++;
-	pl_event(p, &(struct pipeline_event){ .kind = PEV_TAKEOVER, .job_id = j->params.job_id,
-					      .rank = h->rank, .old_epoch = j->old_epoch,
+	pl_event(p, &(struct pipeline_event){ .kind = PEV_TAKEOVER,
+					      .job_id = j->params.job_id,
+					      .rank = h->rank,
+					      .old_epoch = j->old_epoch,
 					      .epoch = j->params.epoch });
 	o = pl_answer_buf(p, in, INA_HDR_SIZE);
 	if (!o)

@@ -22,7 +22,6 @@ struct ina_pkt *replica_failover(struct pipeline *p, struct ina_pkt *in, struct 
 				 const struct ina_hdr *h, uint64_t now);
 /* Answers the sender of 'in' with the takeover's announcement again (it
  * missed it, or sent a DATA of the primary's epoch). */
-struct ina_pkt *replica_announce_again(struct pipeline *p, struct ina_pkt *in,
-				       const struct job *j);
+struct ina_pkt *replica_announce_again(struct pipeline *p, struct ina_pkt *in, const struct job *j);
 
 #endif

@@ -94,9 +94,9 @@ snap_ready(const struct switch_lcores *sl, void *arg)
 }
 
 int
-switch_run_lcores(const char *spec, uint16_t k, struct pipeline_config *pipe,
-		  int slot_elems_set, volatile sig_atomic_t *stop, volatile sig_atomic_t *dump,
-		  struct metrics_http *mh, double start_time_s)
+switch_run_lcores(const char *spec, uint16_t k, struct pipeline_config *pipe, int slot_elems_set,
+		  volatile sig_atomic_t *stop, volatile sig_atomic_t *dump, struct metrics_http *mh,
+		  double start_time_s)
 {
 	struct monitor mon = { .mh = mh, .start_time_s = start_time_s };
 	struct ina_port *ports[SWITCH_LCORES_MAX];
@@ -123,7 +123,8 @@ switch_run_lcores(const char *spec, uint16_t k, struct pipeline_config *pipe,
 			ina_eal_main_port_failed(pspec, err[0] ? err : strerror(-ret));
 		}
 	}
-	if (pipeline_config_fit_port(pipe, slot_elems_set, ports[0]->max_pkt, err, sizeof(err)) < 0) {
+	if (pipeline_config_fit_port(pipe, slot_elems_set, ports[0]->max_pkt, err, sizeof(err)) <
+	    0) {
 		close_ports(ports, k);
 		ina_die("%s", err);
 	}
@@ -147,7 +148,8 @@ switch_run_lcores(const char *spec, uint16_t k, struct pipeline_config *pipe,
 		close_ports(ports, k);
 		ina_die("--lcores %u: %s", k, err);
 	}
-	INA_LOG(INFO, "serving %s on %u partitions (queue P of %u per ethdev) on %u lcores%s: "
+	INA_LOG(INFO,
+		"serving %s on %u partitions (queue P of %u per ethdev) on %u lcores%s: "
 		"%" PRIu32 " slots of %u elements per partition, up to %u jobs",
 		spec, k, k, used, used < k ? " (partitions share lcores, in turn)" : "",
 		pipe->nb_slots, pipe->slot_elems, pipe->max_jobs);

@@ -15,7 +15,7 @@
 #include "ina/port.h"
 #include "pipeline.h"
 
-#define SWITCH_RUN_LCORES_MAX 16	/* = SWITCH_LCORES_MAX */
+#define SWITCH_RUN_LCORES_MAX 16 /* = SWITCH_LCORES_MAX */
 
 /*
  * Opens K port objects "SPEC,queue=P,queues=K" (P = 0..K-1; 'spec' is a dpdk
@@ -32,8 +32,7 @@
  */
 struct metrics_http;
 int switch_run_lcores(const char *spec, uint16_t k, struct pipeline_config *pipe,
-		      int slot_elems_set, volatile sig_atomic_t *stop,
-		      volatile sig_atomic_t *dump, struct metrics_http *mh,
-		      double start_time_s);
+		      int slot_elems_set, volatile sig_atomic_t *stop, volatile sig_atomic_t *dump,
+		      struct metrics_http *mh, double start_time_s);
 
 #endif

@@ -24,27 +24,27 @@
 #include <stdint.h>
 
 enum share_policy {
-	SHARE_FIRST_COME = 0,	/* a job gets what it asks, or nothing */
-	SHARE_FAIR,		/* weighted max-min fair share */
+	SHARE_FIRST_COME = 0, /* a job gets what it asks, or nothing */
+	SHARE_FAIR,	      /* weighted max-min fair share */
 };
 
 /* Policy options of ina-switch (--share, --share-total, --share-min-slots). */
 struct share_config {
-	uint8_t policy;		/* enum share_policy */
-	uint16_t total;		/* jobs expected; 0 or 1: only the jobs there */
-	uint32_t min_slots;	/* least slots a job is admitted with (>= 1) */
+	uint8_t policy;	    /* enum share_policy */
+	uint16_t total;	    /* jobs expected; 0 or 1: only the jobs there */
+	uint32_t min_slots; /* least slots a job is admitted with (>= 1) */
 };
 
-#define SHARE_MAX_JOBS 4097	/* jobs (with the missing ones) share_compute takes */
+#define SHARE_MAX_JOBS 4097 /* jobs (with the missing ones) share_compute takes */
 
 /* One job's part of the computation. */
 struct share_job {
-	uint32_t demand;	/* slots asked (a multiple of 'unit') */
-	uint16_t weight;	/* >= 1 (0 is taken as 1) */
-	uint16_t unit;		/* slots per row of lanes (>= 1; 0 is taken as 1) */
-	uint32_t grant;		/* out: slots allowed, a multiple of 'unit',
+	uint32_t demand; /* slots asked (a multiple of 'unit') */
+	uint16_t weight; /* >= 1 (0 is taken as 1) */
+	uint16_t unit;	 /* slots per row of lanes (>= 1; 0 is taken as 1) */
+	uint32_t grant;	 /* out: slots allowed, a multiple of 'unit',
 				 * <= demand */
-	double exact;		/* out: the exact (real) weighted share */
+	double exact;	 /* out: the exact (real) weighted share */
 };
 
 /* Parses "fair" or "first-come". 0, or -1 when unknown. */

@@ -10,7 +10,7 @@
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stddef.h>
-#include <stdio.h>	/* vsnprintf: an ERROR's message */
+#include <stdio.h> /* vsnprintf: an ERROR's message */
 #include <string.h>
 
 #include "ina/encode.h"
@@ -42,7 +42,8 @@ pl_job_free(struct pipeline *p, struct job *j)
 	j->active = 0;
 	p->nb_jobs--;
 	p->st.jobs_freed++;
-	pl_event(p, &(struct pipeline_event){ .kind = PEV_FREED, .job_id = j->params.job_id,
+	pl_event(p, &(struct pipeline_event){ .kind = PEV_FREED,
+					      .job_id = j->params.job_id,
 					      .slots = j->nb_slots });
 }
 
@@ -59,7 +60,7 @@ pl_put_hdr(struct ina_pkt *pkt, const struct job *j, uint8_t type, const struct 
 	h.version = INA_WIRE_VERSION;
 	h.type = type;
 	h.rank = INA_RANK_SWITCH;
-	h.bound = 0;	/* only a DATA packet carries one */
+	h.bound = 0; /* only a DATA packet carries one */
 	h.status = 0;
 	if (j) {
 		h.job_id = j->params.job_id;
@@ -100,7 +101,7 @@ pl_answer_buf(struct pipeline *p, struct ina_pkt *in, uint32_t size)
  * bytes, at most INA_ERROR_MSG_MAX) into 'o'. */
 void
 pl_put_error(struct ina_pkt *o, uint32_t job_id, uint64_t token, uint8_t encoding, uint16_t code,
-	  const char *msg, size_t n)
+	     const char *msg, size_t n)
 {
 	struct ina_hdr h;
 
@@ -137,8 +138,11 @@ pl_send_error(struct pipeline *p, struct ina_pkt *in, const struct ina_hdr *rx, 
 	if (!o)
 		return NULL;
 	pl_put_error(o, rx->job_id, rx->token, rx->encoding, code, msg, (size_t)n);
-	pl_event(p, &(struct pipeline_event){ .kind = PEV_REFUSED, .job_id = rx->job_id,
-					      .rank = rx->rank, .status = code, .text = msg,
+	pl_event(p, &(struct pipeline_event){ .kind = PEV_REFUSED,
+					      .job_id = rx->job_id,
+					      .rank = rx->rank,
+					      .status = code,
+					      .text = msg,
 					      .text_len = (uint32_t)n });
 	return o;
 }
@@ -146,7 +150,7 @@ pl_send_error(struct pipeline *p, struct ina_pkt *in, const struct ina_hdr *rx, 
 /* Writes the result kept in half 'hf' of lane 'lane' into 'o'. */
 void
 pl_put_result(const struct pipeline *p, struct ina_pkt *o, const struct job *j, uint16_t lane,
-	   uint8_t ver, const struct half *hf)
+	      uint8_t ver, const struct half *hf)
 {
 	struct ina_hdr h;
 	uint16_t n = 0;
@@ -154,7 +158,8 @@ pl_put_result(const struct pipeline *p, struct ina_pkt *o, const struct job *j, 
 	(void)p;
 	memset(&h, 0, sizeof(h));
 	h.flags = (uint8_t)(ver | (hf->saturated ? INA_F_SATURATED : 0) |
-			    (hf->deferred ? INA_F_DEFERRED : 0) | (hf->partial ? INA_F_PARTIAL : 0));
+			    (hf->deferred ? INA_F_DEFERRED : 0) |
+			    (hf->partial ? INA_F_PARTIAL : 0));
 	h.lane = lane;
 	h.tensor_id = hf->key.tensor_id;
 	h.round = hf->key.round;
@@ -270,9 +275,13 @@ abort_job(struct pipeline *p, struct ina_pkt *in, struct job *j, const struct in
 
 	p->st.jobs_aborted++;
 	j->aborted = 1;
-	pl_event(p, &(struct pipeline_event){ .kind = PEV_RANK_DEAD, .job_id = j->params.job_id,
-					      .other_rank = r, .ms = silent_ms, .rank = h->rank,
-					      .lane = h->lane, .block = h->block,
+	pl_event(p, &(struct pipeline_event){ .kind = PEV_RANK_DEAD,
+					      .job_id = j->params.job_id,
+					      .other_rank = r,
+					      .ms = silent_ms,
+					      .rank = h->rank,
+					      .lane = h->lane,
+					      .block = h->block,
 					      .round = h->round });
 	o = pl_send_error(p, in, h, INA_WERR_PEER_DEAD,
 			  "job %" PRIu32 ": rank %u silent for %" PRIu64 " ms%s; round %" PRIu32

@@ -30,8 +30,7 @@ ssp_slot(struct pipeline *p, const struct job *j, uint16_t lane, uint32_t round)
 {
 	uint32_t sets = INA_SSP_SETS(j->ssp);
 
-	return &p->slots[j->slot_base + (uint32_t)(lane / p->cfg.part_count) * sets +
-			 round % sets];
+	return &p->slots[j->slot_base + (uint32_t)(lane / p->cfg.part_count) * sets + round % sets];
 }
 
 const char *
@@ -147,7 +146,8 @@ ssp_data(struct pipeline *p, struct ina_pkt *in, struct job *j, const struct ina
 	}
 	/* Round m: the sender holds this set's results of rounds <= m - S - 1. */
 	for (int v = 0; v < 2; v++)
-		if (s->h[v].state == HALF_RESULT && (int32_t)(h->round - s->h[v].key.round) > j->ssp)
+		if (s->h[v].state == HALF_RESULT &&
+		    (int32_t)(h->round - s->h[v].key.round) > j->ssp)
 			s->h[v].acked |= bit;
 	if (hf->state == HALF_RESULT && pl_key_equal(&hf->key, &key)) {
 		/* A finished block: answered to its sender alone, from the kept
@@ -184,7 +184,7 @@ ssp_data(struct pipeline *p, struct ina_pkt *in, struct job *j, const struct ina
 		/* A round S + 2 ahead of a block still open: the sender broke
 		 * the bound (its engine never does). */
 		p->st.drop[(int32_t)(h->round - hf->key.round) > 0 ? PDROP_SSP_AHEAD
-			   : pl_key_shape_differs(&hf->key, &key) ? PDROP_SHAPE
+			   : pl_key_shape_differs(&hf->key, &key)  ? PDROP_SHAPE
 								   : PDROP_NO_MATCH]++;
 		goto drop;
 	}

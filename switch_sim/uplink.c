@@ -230,8 +230,10 @@ rx_join_ack(struct pipeline *p, struct ina_pkt *in, struct job *j, const struct 
 	}
 	j->up_epoch = h->epoch;
 	j->up = UP_RUNNING;
-	pl_event(p, &(struct pipeline_event){ .kind = PEV_UP_JOINED, .job_id = j->params.job_id,
-					      .rank = j->up_rank, .world = j->up_world,
+	pl_event(p, &(struct pipeline_event){ .kind = PEV_UP_JOINED,
+					      .job_id = j->params.job_id,
+					      .rank = j->up_rank,
+					      .world = j->up_world,
 					      .epoch = h->epoch });
 	if (!(j->joined & ~j->finished)) {
 		/* Every rank that joined has finished already: nobody to tell. */
@@ -324,7 +326,8 @@ rx_error(struct pipeline *p, struct ina_pkt *in, struct job *j, const struct ina
 	uint64_t told = j->joined & ~j->finished;
 	struct ina_pkt *o;
 
-	pl_event(p, &(struct pipeline_event){ .kind = PEV_UP_ERROR, .job_id = j->params.job_id,
+	pl_event(p, &(struct pipeline_event){ .kind = PEV_UP_ERROR,
+					      .job_id = j->params.job_id,
 					      .status = h->status,
 					      .text = (const char *)in->data + INA_HDR_SIZE,
 					      .text_len = in->len - INA_HDR_SIZE });

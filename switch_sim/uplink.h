@@ -14,10 +14,10 @@
 
 /* struct job.up */
 enum uplink_state {
-	UP_NONE = 0,	/* no uplink: an ordinary job */
-	UP_JOINING,	/* admitted here, its JOIN on the way to the spine */
-	UP_RUNNING,	/* the spine admitted the rack: up_epoch is set */
-	UP_FINNING,	/* every local rank sent FIN; so did the rack upstream */
+	UP_NONE = 0, /* no uplink: an ordinary job */
+	UP_JOINING,  /* admitted here, its JOIN on the way to the spine */
+	UP_RUNNING,  /* the spine admitted the rack: up_epoch is set */
+	UP_FINNING,  /* every local rank sent FIN; so did the rack upstream */
 };
 
 /* The configured uplink entry for 'job_id', or NULL. */

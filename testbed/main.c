@@ -136,8 +136,16 @@ cmd_check(int argc, char **argv)
 }
 
 enum {
-	OPT_UDP = 256, OPT_DPDK, OPT_JSON, OPT_CAPTURE, OPT_TIMEOUT, OPT_WORKDIR, OPT_SWITCH_BIN,
-	OPT_HOST_BIN, OPT_PROGRESS, OPT_NO_PROGRESS,
+	OPT_UDP = 256,
+	OPT_DPDK,
+	OPT_JSON,
+	OPT_CAPTURE,
+	OPT_TIMEOUT,
+	OPT_WORKDIR,
+	OPT_SWITCH_BIN,
+	OPT_HOST_BIN,
+	OPT_PROGRESS,
+	OPT_NO_PROGRESS,
 };
 
 static int
@@ -188,8 +196,10 @@ cmd_run(int argc, char **argv)
 			errno = 0;
 			v = strtol(optarg, &end, 10);
 			if (errno || *end || end == optarg || v < 1 || v > 86400) {
-				fprintf(stderr, "ina-testbed: --timeout: '%s' is not a number of "
-						"seconds in 1..86400\n", optarg);
+				fprintf(stderr,
+					"ina-testbed: --timeout: '%s' is not a number of "
+					"seconds in 1..86400\n",
+					optarg);
 				return TB_EXIT_USAGE;
 			}
 			o.timeout_s = (int)v;
@@ -223,7 +233,8 @@ cmd_run(int argc, char **argv)
 	}
 	o.dpdk = dpdk;
 	if (o.capture_dir && access(in_path("tcpdump", sw2, sizeof(sw2)), X_OK) < 0) {
-		fprintf(stderr, "ina-testbed: --capture needs tcpdump (scripts/deps installs it)\n");
+		fprintf(stderr,
+			"ina-testbed: --capture needs tcpdump (scripts/deps installs it)\n");
 		return TB_EXIT_ENV;
 	}
 	o.switch_bin = in_path(o.switch_bin, sw2, sizeof(sw2));

@@ -13,12 +13,12 @@
 #include "netns.h"
 #include "procs.h"
 
-#define CMD_MS 10000	/* any one ip or tc command */
+#define CMD_MS 10000 /* any one ip or tc command */
 
-#define RUN(err, errlen, ...)                                                                     \
-	({                                                                                        \
-		char *const argv_[] = { __VA_ARGS__, NULL };                                      \
-		proc_run(argv_, CMD_MS, err, errlen);                                              \
+#define RUN(err, errlen, ...) \
+	({ \
+		char *const argv_[] = { __VA_ARGS__, NULL }; \
+		proc_run(argv_, CMD_MS, err, errlen); \
 	})
 
 /* Prefixes err with what was being done. */
@@ -123,8 +123,8 @@ netns_if_stats(const char *ns, const char *ifname, struct netns_if_stats *st, ch
 	       size_t errlen)
 {
 	char out[8192];
-	char *const argv[] = { "ip", "-j", "-s", "-n", (char *)ns, "link", "show", "dev",
-			       (char *)ifname, NULL };
+	char *const argv[] = { "ip",   "-j",   "-s",  "-n",	      (char *)ns,
+			       "link", "show", "dev", (char *)ifname, NULL };
 	json_error_t je;
 	json_t *root, *s;
 
@@ -134,7 +134,8 @@ netns_if_stats(const char *ns, const char *ifname, struct netns_if_stats *st, ch
 	root = json_loads(out, 0, &je);
 	s = json_object_get(json_array_get(root, 0), "stats64");
 	if (!s) {
-		snprintf(err, errlen, "ip -j -s link show dev %s: no stats64 in its output", ifname);
+		snprintf(err, errlen, "ip -j -s link show dev %s: no stats64 in its output",
+			 ifname);
 		json_decref(root);
 		return -1;
 	}
@@ -145,19 +146,18 @@ netns_if_stats(const char *ns, const char *ifname, struct netns_if_stats *st, ch
 	st->tx_dropped = u64_at(s, "tx", "dropped");
 	json_decref(root);
 	{
-		char *const tc[] = { "tc", "-j", "-s", "-n", (char *)ns, "qdisc", "show", "dev",
-				     (char *)ifname, NULL };
+		char *const tc[] = { "tc",    "-j",   "-s",  "-n",	     (char *)ns,
+				     "qdisc", "show", "dev", (char *)ifname, NULL };
 		size_t i;
 		json_t *q;
 
 		if (proc_run_out(tc, CMD_MS, out, sizeof(out), err, errlen) < 0)
 			return -1;
 		root = json_loads(out, 0, &je);
-		json_array_foreach(root, i, q)
-			if (json_is_true(json_object_get(q, "root")) &&
-			    json_is_integer(json_object_get(q, "drops")))
-				st->shaper_drops = (uint64_t)json_integer_value(
-					json_object_get(q, "drops"));
+		json_array_foreach(root, i, q) if (json_is_true(json_object_get(q, "root")) &&
+						   json_is_integer(json_object_get(q, "drops")))
+			st->shaper_drops = (uint64_t)json_integer_value(
+			json_object_get(q, "drops"));
 		json_decref(root);
 	}
 	return 0;

@@ -33,7 +33,7 @@ int netns_shape(const char *ns, const char *ifname, uint64_t bps, uint32_t mtu, 
 
 struct netns_if_stats {
 	uint64_t rx_bytes, tx_bytes, rx_packets, tx_packets, tx_dropped;
-	uint64_t shaper_drops;		/* frames the root qdisc (tbf) dropped */
+	uint64_t shaper_drops; /* frames the root qdisc (tbf) dropped */
 };
 
 /* Reads the counters of 'ifname' in 'ns' (ip -j -s link, tc -j -s qdisc). */

@@ -53,22 +53,25 @@ plan_check_tiers(const struct topology *t, const struct topo_job *job, const str
 		msg(err, errlen,
 		    "job '%s' spans %u switches with data from a file: its hosts check sums "
 		    "against their own switch's ranks only, so ina-testbed checks such a job "
-		    "itself, which it can do for synthetic data only", job->name,
-		    tr->nb_switches);
+		    "itself, which it can do for synthetic data only",
+		    job->name, tr->nb_switches);
 		return TB_EXIT_UNSUPPORTED;
 	}
 	if (ina_encoding(job->encoding)->elem_size < sizeof(float)) {
 		/* Narrower than the switch's 32-bit sums: a rack's partial sum
 		 * would be rounded twice. */
-		msg(err, errlen, "job '%s' spans %u switches in bf16: a rack switch does not "
-				 "forward bf16 upstream", job->name, tr->nb_switches);
+		msg(err, errlen,
+		    "job '%s' spans %u switches in bf16: a rack switch does not "
+		    "forward bf16 upstream",
+		    job->name, tr->nb_switches);
 		return TB_EXIT_UNSUPPORTED;
 	}
 	if (dpdk) {
 		msg(err, errlen,
 		    "--dpdk: job '%s' spans %u switches: hierarchical aggregation over DPDK is "
 		    "not set up yet (every switch answers for one address there; run it over "
-		    "UDP)", job->name, tr->nb_switches);
+		    "UDP)",
+		    job->name, tr->nb_switches);
 		return TB_EXIT_UNSUPPORTED;
 	}
 	for (uint32_t s = 0; s < t->nb_nodes; s++) {
@@ -81,8 +84,9 @@ plan_check_tiers(const struct topology *t, const struct topo_job *job, const str
 				msg(err, errlen,
 				    "switch %s is a rack of job '%s' (under %s) and the root of job "
 				    "'%s': a switch with an uplink runs only the jobs it forwards "
-				    "upstream", t->nodes[s].name, job->name,
-				    t->nodes[tr->m[s].up].name, t->jobs[j].name);
+				    "upstream",
+				    t->nodes[s].name, job->name, t->nodes[tr->m[s].up].name,
+				    t->jobs[j].name);
 				return TB_EXIT_UNSUPPORTED;
 			}
 		}
@@ -96,9 +100,9 @@ plan_check_tiers(const struct topology *t, const struct topo_job *job, const str
 		    l->mtu) {
 			msg(err, errlen,
 			    "job '%s': a block of %u %s elements does not fit the MTU %u of the "
-			    "link %s-%s (line %d)", job->name, job->block_size,
-			    plan_encoding(job->encoding), l->mtu, t->nodes[s].name,
-			    t->nodes[tr->m[s].up].name, l->line);
+			    "link %s-%s (line %d)",
+			    job->name, job->block_size, plan_encoding(job->encoding), l->mtu,
+			    t->nodes[s].name, t->nodes[tr->m[s].up].name, l->line);
 			return TB_EXIT_USAGE;
 		}
 	}
@@ -114,18 +118,19 @@ plan_check(const struct topology *t, int dpdk, char *err, size_t errlen)
 				for (uint16_t m = 0; m < t->jobs[i].nb_hosts; m++)
 					if (t->jobs[i].hosts[m] == t->jobs[j].hosts[k]) {
 						msg(err, errlen,
-						       "--dpdk: host %s is in jobs '%s' and '%s': one "
-						       "DPDK process per veth (run it over UDP)",
-						       t->nodes[t->jobs[j].hosts[k]].name,
-						       t->jobs[i].name, t->jobs[j].name);
+						    "--dpdk: host %s is in jobs '%s' and '%s': one "
+						    "DPDK process per veth (run it over UDP)",
+						    t->nodes[t->jobs[j].hosts[k]].name,
+						    t->jobs[i].name, t->jobs[j].name);
 						return TB_EXIT_UNSUPPORTED;
 					}
 	for (uint32_t i = 0; dpdk && i < t->nb_links; i++)
 		if (t->links[i].mtu > 1500) {
-			msg(err, errlen, "--dpdk: link %s-%s has MTU %u: af_packet frames above "
-			       "1500 bytes are not set up yet (run it over UDP)",
-			       t->nodes[t->links[i].a].name, t->nodes[t->links[i].b].name,
-			       t->links[i].mtu);
+			msg(err, errlen,
+			    "--dpdk: link %s-%s has MTU %u: af_packet frames above "
+			    "1500 bytes are not set up yet (run it over UDP)",
+			    t->nodes[t->links[i].a].name, t->nodes[t->links[i].b].name,
+			    t->links[i].mtu);
 			return TB_EXIT_UNSUPPORTED;
 		}
 	for (uint32_t j = 0; j < t->nb_jobs; j++) {
@@ -146,18 +151,20 @@ plan_check(const struct topology *t, int dpdk, char *err, size_t errlen)
 			l = topology_link(t, job->hosts[k], h->attach);
 			if (!l) {
 				msg(err, errlen, "host %s has no link to its switch %s", h->name,
-					 t->nodes[h->attach].name);
+				    t->nodes[h->attach].name);
 				return TB_EXIT_USAGE;
 			}
 			/* IPv4 and UDP headers, then the ina header and one block. */
-			if (28u + INA_HDR_SIZE + (uint32_t)job->block_size * elem_bytes(job->encoding) >
+			if (28u + INA_HDR_SIZE +
+				    (uint32_t)job->block_size * elem_bytes(job->encoding) >
 			    l->mtu) {
 				msg(err, errlen,
-					 "job '%s': a block of %u %s elements is a %u-byte IP packet, "
-					 "more than the MTU %u of the link %s-%s (line %d)",
-					 job->name, job->block_size, plan_encoding(job->encoding),
-					 28u + INA_HDR_SIZE + job->block_size * elem_bytes(job->encoding),
-					 l->mtu, h->name, t->nodes[h->attach].name, l->line);
+				    "job '%s': a block of %u %s elements is a %u-byte IP packet, "
+				    "more than the MTU %u of the link %s-%s (line %d)",
+				    job->name, job->block_size, plan_encoding(job->encoding),
+				    28u + INA_HDR_SIZE +
+					    job->block_size * elem_bytes(job->encoding),
+				    l->mtu, h->name, t->nodes[h->attach].name, l->line);
 				return TB_EXIT_USAGE;
 			}
 		}
@@ -192,8 +199,8 @@ plan_host_port(const struct topo_link *l, uint32_t i, int dpdk, uint64_t seed, c
 		msg(delay, sizeof(delay), ",delay_us=%" PRIu64 ",hold=256", delay_us);
 	if (dpdk) {
 		plan_link_addr(i, 1, 0, ip, sizeof(ip));
-		msg(buf, size, "dpdk:port=0,ip=%s,mtu=%u,link_wait_ms=5000,seed=%" PRIu64 "%s%s", ip,
-		    l->mtu, seed, loss, delay);
+		msg(buf, size, "dpdk:port=0,ip=%s,mtu=%u,link_wait_ms=5000,seed=%" PRIu64 "%s%s",
+		    ip, l->mtu, seed, loss, delay);
 	} else {
 		/* The udp port's mtu= is the largest UDP payload. */
 		msg(buf, size, "udp:mtu=%u,seed=%" PRIu64 "%s%s", l->mtu - 28, seed, loss, delay);
@@ -204,10 +211,11 @@ uint64_t
 plan_host_rto_us(const struct topo_link *l, const struct topo_job *job)
 {
 	uint64_t delay_us = 2 * l->latency_ns / 1000;
-	uint64_t frame = 14 + 28 + INA_HDR_SIZE + (uint64_t)job->block_size * elem_bytes(job->encoding);
-	uint64_t queue_us = l->bandwidth_bps ? (uint64_t)job->lanes * frame * 8 * 1000000 /
-						       l->bandwidth_bps
-					     : 0;
+	uint64_t frame = 14 + 28 + INA_HDR_SIZE +
+			 (uint64_t)job->block_size * elem_bytes(job->encoding);
+	uint64_t queue_us = l->bandwidth_bps
+				    ? (uint64_t)job->lanes * frame * 8 * 1000000 / l->bandwidth_bps
+				    : 0;
 	uint64_t us = 4 * delay_us + 3 * queue_us;
 
 	if (delay_us == 0 && queue_us == 0)

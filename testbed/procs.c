@@ -62,8 +62,7 @@ drain(int fd, char *buf, size_t size, size_t *len)
 }
 
 int
-proc_run_out(char *const argv[], int timeout_ms, char *out, size_t outlen, char *err,
-	     size_t errlen)
+proc_run_out(char *const argv[], int timeout_ms, char *out, size_t outlen, char *err, size_t errlen)
 {
 	char ebuf[512];
 	size_t elen = 0, olen = 0;
@@ -115,7 +114,8 @@ proc_run_out(char *const argv[], int timeout_ms, char *out, size_t outlen, char 
 		} else if (tb_now_ms() > deadline) {
 			kill(-pid, SIGKILL);
 			waitpid(pid, &status, 0);
-			snprintf(err, errlen, "%s: no answer in %d ms (killed)", argv[0], timeout_ms);
+			snprintf(err, errlen, "%s: no answer in %d ms (killed)", argv[0],
+				 timeout_ms);
 			close(efd[0]);
 			close(ofd[0]);
 			return -1;

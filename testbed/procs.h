@@ -24,11 +24,11 @@ int proc_run_out(char *const argv[], int timeout_ms, char *out, size_t outlen, c
 		 size_t errlen);
 
 struct proc {
-	char name[64];		/* for messages: "switch tor0", "host h1 (job a, rank 1)" */
-	char log[512];		/* its stdout and stderr */
-	pid_t pid;		/* 0: not started or reaped */
-	int exited;		/* reaped */
-	int status;		/* waitpid status once exited */
+	char name[64]; /* for messages: "switch tor0", "host h1 (job a, rank 1)" */
+	char log[512]; /* its stdout and stderr */
+	pid_t pid;     /* 0: not started or reaped */
+	int exited;    /* reaped */
+	int status;    /* waitpid status once exited */
 };
 
 /*

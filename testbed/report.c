@@ -40,7 +40,8 @@ hashes_match(const json_t *rep, const uint64_t *want, uint32_t rounds)
 	if (json_array_size(pr) < rounds)
 		return 0;
 	for (uint32_t i = 0; i < rounds; i++) {
-		const char *h = json_string_value(json_object_get(json_array_get(pr, i), "sum_hash"));
+		const char *h = json_string_value(
+			json_object_get(json_array_get(pr, i), "sum_hash"));
 		char w[17];
 
 		snprintf(w, sizeof(w), "%016" PRIx64, want[i]);
@@ -72,8 +73,8 @@ job_build(const struct report_run *r, uint32_t j)
 		json_array_append_new(hosts, json_string(t->nodes[rk->node].name));
 		reps[k] = rk->report ? json_load_file(rk->report, 0, &je) : NULL;
 		o = json_pack("{s:i, s:s, s:b, s:s, s:i}", "rank", (int)k, "host",
-			      t->nodes[rk->node].name, "exited_ok", rk->exited_ok, "how",
-			      rk->how, "rounds_done", rk->rounds_done);
+			      t->nodes[rk->node].name, "exited_ok", rk->exited_ok, "how", rk->how,
+			      "rounds_done", rk->rounds_done);
 		if (reps[k]) {
 			int v = json_is_true(json_object_get(reps[k], "verified"));
 			int exited_ok = rk->exited_ok;
@@ -128,9 +129,9 @@ job_build(const struct report_run *r, uint32_t j)
 		}
 		if (!all)
 			break;
-		json_array_append_new(rounds, json_pack("{s:i, s:f, s:I, s:I}", "round", (int)i,
-							"seconds", secs, "retransmits", rr,
-							"bytes", bytes));
+		json_array_append_new(rounds,
+				      json_pack("{s:i, s:f, s:I, s:I}", "round", (int)i, "seconds",
+						secs, "retransmits", rr, "bytes", bytes));
 		if (nb_rounds == 0 || secs < min)
 			min = secs;
 		if (secs > max)
@@ -156,17 +157,17 @@ job_build(const struct report_run *r, uint32_t j)
 		double mean = nb_rounds ? sum / nb_rounds : 0;
 		double dense = (double)job->tensor_len * 4;
 
-		out = json_pack("{s:s, s:I, s:s, s:o, s:i, s:i, s:I, s:s, s:i, s:i, s:b, s:{s:f, s:f, "
-				"s:f}, s:f, s:I, s:I, s:I, s:o, s:o}",
-				"name", job->name, "job_id", (json_int_t)job->job_id, "switch",
-				t->nodes[job->root].name, "hosts", hosts, "rounds", (int)job->rounds,
-				"rounds_done", (int)nb_rounds_done, "elements",
-				(json_int_t)job->tensor_len, "encoding", encoding_name(job->encoding),
-				"block_size", (int)job->block_size, "lanes", (int)job->lanes,
-				"verified", verified, "round_seconds", "mean", mean, "min", min,
-				"max", max, "goodput_gbps", mean > 0 ? dense * 8 / mean / 1e9 : 0.0,
-				"retransmits", retx, "bytes_sent", sent, "bytes_received", received,
-				"per_round", rounds, "ranks", ranks);
+		out = json_pack(
+			"{s:s, s:I, s:s, s:o, s:i, s:i, s:I, s:s, s:i, s:i, s:b, s:{s:f, s:f, "
+			"s:f}, s:f, s:I, s:I, s:I, s:o, s:o}",
+			"name", job->name, "job_id", (json_int_t)job->job_id, "switch",
+			t->nodes[job->root].name, "hosts", hosts, "rounds", (int)job->rounds,
+			"rounds_done", (int)nb_rounds_done, "elements", (json_int_t)job->tensor_len,
+			"encoding", encoding_name(job->encoding), "block_size",
+			(int)job->block_size, "lanes", (int)job->lanes, "verified", verified,
+			"round_seconds", "mean", mean, "min", min, "max", max, "goodput_gbps",
+			mean > 0 ? dense * 8 / mean / 1e9 : 0.0, "retransmits", retx, "bytes_sent",
+			sent, "bytes_received", received, "per_round", rounds, "ranks", ranks);
 	}
 	for (uint16_t k = 0; k < job->nb_hosts; k++)
 		json_decref(reps[k]);
@@ -209,11 +210,11 @@ report_build(const struct report_run *r)
 	for (uint32_t i = 0; i < t->nb_links; i++) {
 		const struct topo_link *l = &t->links[i];
 		const struct report_link *rl = &r->links[i];
-		json_t *o = json_pack("{s:s, s:s, s:I, s:I, s:f, s:i, s:b}", "a", t->nodes[l->a].name,
-				      "b", t->nodes[l->b].name, "bandwidth_bps",
-				      (json_int_t)l->bandwidth_bps, "latency_ns",
-				      (json_int_t)l->latency_ns, "loss", l->loss, "mtu", (int)l->mtu,
-				      "counted", rl->have);
+		json_t *o = json_pack("{s:s, s:s, s:I, s:I, s:f, s:i, s:b}", "a",
+				      t->nodes[l->a].name, "b", t->nodes[l->b].name,
+				      "bandwidth_bps", (json_int_t)l->bandwidth_bps, "latency_ns",
+				      (json_int_t)l->latency_ns, "loss", l->loss, "mtu",
+				      (int)l->mtu, "counted", rl->have);
 
 		if (!o)
 			goto nomem;
@@ -259,46 +260,49 @@ static void
 print_job(const json_t *job, FILE *f)
 {
 	const json_t *rs = json_object_get(job, "round_seconds");
-	const json_t *pr = json_object_get(job, "per_round"), *hosts = json_object_get(job, "hosts");
+	const json_t *pr = json_object_get(job, "per_round"),
+		     *hosts = json_object_get(job, "hosts");
 	const json_t *ranks = json_object_get(job, "ranks"), *v;
 	size_t i;
 
 	fprintf(f, "job %s (id %" JSON_INTEGER_FORMAT ") on switch %s, %zu hosts:",
 		json_string_value(json_object_get(job, "name")), integer(job, "job_id"),
 		json_string_value(json_object_get(job, "switch")), json_array_size(hosts));
-	json_array_foreach(hosts, i, v)
-		fprintf(f, " %s", json_string_value(v));
-	fprintf(f, "\n  %" JSON_INTEGER_FORMAT "/%" JSON_INTEGER_FORMAT " rounds of %"
-		JSON_INTEGER_FORMAT " %s elements (B %" JSON_INTEGER_FORMAT ", %" JSON_INTEGER_FORMAT
-		" lanes): %s\n",
+	json_array_foreach(hosts, i, v) fprintf(f, " %s", json_string_value(v));
+	fprintf(f,
+		"\n  %" JSON_INTEGER_FORMAT "/%" JSON_INTEGER_FORMAT
+		" rounds of %" JSON_INTEGER_FORMAT " %s elements (B %" JSON_INTEGER_FORMAT
+		", %" JSON_INTEGER_FORMAT " lanes): %s\n",
 		integer(job, "rounds_done"), integer(job, "rounds"), integer(job, "elements"),
 		json_string_value(json_object_get(job, "encoding")), integer(job, "block_size"),
 		integer(job, "lanes"),
 		json_is_true(json_object_get(job, "verified")) ? "every sum verified" : "FAILED");
-	fprintf(f, "  round time mean %.3f ms, min %.3f, max %.3f; goodput %.3f Gb/s per host; "
+	fprintf(f,
+		"  round time mean %.3f ms, min %.3f, max %.3f; goodput %.3f Gb/s per host; "
 		"retransmits %" JSON_INTEGER_FORMAT "; bytes sent %.3f MB, received %.3f MB\n",
 		num(rs, "mean") * 1e3, num(rs, "min") * 1e3, num(rs, "max") * 1e3,
 		num(job, "goodput_gbps"), integer(job, "retransmits"),
-		(double)integer(job, "bytes_sent") / 1e6, (double)integer(job, "bytes_received") / 1e6);
-	json_array_foreach(pr, i, v) {
+		(double)integer(job, "bytes_sent") / 1e6,
+		(double)integer(job, "bytes_received") / 1e6);
+	json_array_foreach(pr, i, v)
+	{
 		if (i == 20) {
-			fprintf(f, "    (%zu more rounds in the JSON report)\n", json_array_size(pr) - i);
+			fprintf(f, "    (%zu more rounds in the JSON report)\n",
+				json_array_size(pr) - i);
 			break;
 		}
-		fprintf(f, "    round %3" JSON_INTEGER_FORMAT "  %9.3f ms  retx %5" JSON_INTEGER_FORMAT
+		fprintf(f,
+			"    round %3" JSON_INTEGER_FORMAT "  %9.3f ms  retx %5" JSON_INTEGER_FORMAT
 			"  %10.3f MB\n",
 			integer(v, "round"), num(v, "seconds") * 1e3, integer(v, "retransmits"),
 			(double)integer(v, "bytes") / 1e6);
 	}
-	json_array_foreach(ranks, i, v)
-		if (!json_is_true(json_object_get(v, "verified")) ||
-		    !json_is_true(json_object_get(v, "exited_ok")))
-			fprintf(f, "  rank %zu on %s: %s, %s, %" JSON_INTEGER_FORMAT " rounds done\n",
-				i, json_string_value(json_object_get(v, "host")),
-				json_is_true(json_object_get(v, "verified")) ? "verified"
-									   : "not verified",
-				json_string_value(json_object_get(v, "how")),
-				integer(v, "rounds_done"));
+	json_array_foreach(ranks, i, v) if (!json_is_true(json_object_get(v, "verified")) ||
+					    !json_is_true(json_object_get(v, "exited_ok")))
+		fprintf(f, "  rank %zu on %s: %s, %s, %" JSON_INTEGER_FORMAT " rounds done\n", i,
+			json_string_value(json_object_get(v, "host")),
+			json_is_true(json_object_get(v, "verified")) ? "verified" : "not verified",
+			json_string_value(json_object_get(v, "how")), integer(v, "rounds_done"));
 }
 
 void
@@ -313,10 +317,11 @@ report_print(const json_t *rep, FILE *f)
 		json_string_value(json_object_get(rep, "file")),
 		json_string_value(json_object_get(rep, "transport")),
 		json_string_value(json_object_get(rep, "outcome")), num(rep, "seconds"));
-	json_array_foreach(jobs, i, v)
-		print_job(v, f);
-	fprintf(f, "links (bytes sent each way, as the veths counted them, mean rate over the run):\n");
-	json_array_foreach(links, i, v) {
+	json_array_foreach(jobs, i, v) print_job(v, f);
+	fprintf(f,
+		"links (bytes sent each way, as the veths counted them, mean rate over the run):\n");
+	json_array_foreach(links, i, v)
+	{
 		const json_t *ab = json_object_get(v, "a_to_b"), *ba = json_object_get(v, "b_to_a");
 		char bw[32];
 
@@ -333,8 +338,10 @@ report_print(const json_t *rep, FILE *f)
 			(double)integer(ab, "bytes_sent") / 1e6, num(ab, "mean_mbps"),
 			(double)integer(ba, "bytes_sent") / 1e6, num(ba, "mean_mbps"));
 		if (integer(ab, "shaper_drops") || integer(ba, "shaper_drops"))
-			fprintf(f, "  shaper drops %" JSON_INTEGER_FORMAT " up, %" JSON_INTEGER_FORMAT
-				" down", integer(ab, "shaper_drops"), integer(ba, "shaper_drops"));
+			fprintf(f,
+				"  shaper drops %" JSON_INTEGER_FORMAT " up, %" JSON_INTEGER_FORMAT
+				" down",
+				integer(ab, "shaper_drops"), integer(ba, "shaper_drops"));
 		fputc('\n', f);
 	}
 }

@@ -16,11 +16,11 @@
 
 /* One ina-host process of a job, as the run saw it. */
 struct report_rank {
-	int node;			/* host's node index */
-	const char *report;		/* its --report file (may be missing) */
-	int exited_ok;			/* exit status 0 */
-	char how[64];			/* how it ended ("exit 1", "killed by signal 9") */
-	int rounds_done;		/* rounds it printed */
+	int node;	    /* host's node index */
+	const char *report; /* its --report file (may be missing) */
+	int exited_ok;	    /* exit status 0 */
+	char how[64];	    /* how it ended ("exit 1", "killed by signal 9") */
+	int rounds_done;    /* rounds it printed */
 	/* A job over several switches (expect.h): each round's sum hash as
 	 * ina-testbed made it, which every round's sum_hash must equal; the
 	 * host's own check (its switch's ranks only) and its exit status 1
@@ -29,17 +29,17 @@ struct report_rank {
 };
 
 struct report_link {
-	struct netns_if_stats a, b;	/* counters of the veth end in a's and b's namespace */
-	int have;			/* counters read */
+	struct netns_if_stats a, b; /* counters of the veth end in a's and b's namespace */
+	int have;		    /* counters read */
 };
 
 struct report_run {
 	const struct topology *t;
-	const char *transport;		/* "udp" or "dpdk" */
-	double seconds;			/* from the first host started to the last one done */
-	const char *outcome;		/* "ok", "failed", "timeout", "interrupted" */
-	struct report_rank **ranks;	/* [job][rank] */
-	struct report_link *links;	/* [link] */
+	const char *transport;	    /* "udp" or "dpdk" */
+	double seconds;		    /* from the first host started to the last one done */
+	const char *outcome;	    /* "ok", "failed", "timeout", "interrupted" */
+	struct report_rank **ranks; /* [job][rank] */
+	struct report_link *links;  /* [link] */
 };
 
 /* The report as JSON (new reference), or NULL when out of memory. */

@@ -24,10 +24,10 @@
 #include "expect.h"
 #include "tiers.h"
 
-#define START_MS 3000		/* tcpdump to be up */
-#define START_SWITCH_MS 20000	/* a switch to be serving (EAL takes a while) */
-#define STOP_HOSTS_MS 2000	/* hosts to exit on SIGTERM */
-#define STOP_SWITCH_MS 5000	/* ina-switch drains for 2 s on SIGTERM */
+#define START_MS 3000	      /* tcpdump to be up */
+#define START_SWITCH_MS 20000 /* a switch to be serving (EAL takes a while) */
+#define STOP_HOSTS_MS 2000    /* hosts to exit on SIGTERM */
+#define STOP_SWITCH_MS 5000   /* ina-switch drains for 2 s on SIGTERM */
 
 static volatile sig_atomic_t stop_sig;
 
@@ -42,27 +42,26 @@ enum proc_kind { PROC_SWITCH, PROC_HOST, PROC_CAPTURE };
 struct run {
 	const struct topology *t;
 	const struct run_opts *o;
-	char prefix[32];		/* "inatb<pid>" */
-	char (*ns)[64];			/* [node] namespace name */
-	uint8_t *ns_made;		/* [node] */
+	char prefix[32];  /* "inatb<pid>" */
+	char (*ns)[64];	  /* [node] namespace name */
+	uint8_t *ns_made; /* [node] */
 	char workdir[PATH_MAX];
-	int own_workdir;		/* made by us: removed after a verified run */
+	int own_workdir; /* made by us: removed after a verified run */
 	struct proc *procs;
 	enum proc_kind *kinds;
 	size_t nb_procs;
-	size_t **host_proc;		/* [job][rank] index in procs */
-	long *log_off;			/* [proc] bytes of its log read for progress */
-	int *rounds_done;		/* [proc] */
-	char (*reports)[PATH_MAX];	/* [proc] ina-host --report file */
-	struct report_link *links;	/* [link] */
-	struct tiers *tiers;		/* [job] its aggregation tree */
-	uint64_t **want_hash;		/* [job][round] a multi-tier job's sums
+	size_t **host_proc;	   /* [job][rank] index in procs */
+	long *log_off;		   /* [proc] bytes of its log read for progress */
+	int *rounds_done;	   /* [proc] */
+	char (*reports)[PATH_MAX]; /* [proc] ina-host --report file */
+	struct report_link *links; /* [link] */
+	struct tiers *tiers;	   /* [job] its aggregation tree */
+	uint64_t **want_hash;	   /* [job][round] a multi-tier job's sums
 					 * (expect.h), NULL on one switch */
 	int progress_shown;
 };
 
-static void
-say(struct run *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void say(struct run *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 static void
 say(struct run *r, const char *fmt, ...)
@@ -94,7 +93,7 @@ ns_name(const struct run *r, int node, char *buf, size_t size)
 	if (plain)
 		tb_fmt(buf, size, "%s-%s", r->prefix, n);
 	else
-		tb_fmt(buf, size, "%s-node=%d", r->prefix, node);	/* '=' is never plain */
+		tb_fmt(buf, size, "%s-node=%d", r->prefix, node); /* '=' is never plain */
 }
 
 /* ---- teardown ---- */
@@ -186,8 +185,7 @@ setup_network(struct run *r, char *err, size_t errlen)
 	return stop_sig ? -1 : 0;
 }
 
-static struct proc *
-new_proc(struct run *r, enum proc_kind kind, const char *fmt, ...)
+static struct proc *new_proc(struct run *r, enum proc_kind kind, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
 static struct proc *
@@ -249,7 +247,7 @@ start_captures(struct run *r, char *err, size_t errlen)
 
 		plan_link_if(i, ifn, sizeof(ifn));
 		tb_fmt(file, sizeof(file), "%s/%s-%s.pcap", r->o->capture_dir, t->nodes[l->a].name,
-			 t->nodes[l->b].name);
+		       t->nodes[l->b].name);
 		tb_fmt(p->log, sizeof(p->log), "%s/tcpdump-%" PRIu32 ".log", r->workdir, i);
 		ret = proc_start(p, r->ns[l->a], argv, NULL);
 		if (ret < 0) {
@@ -258,7 +256,7 @@ start_captures(struct run *r, char *err, size_t errlen)
 		}
 		if (!wait_log(p, "listening on", START_MS)) {
 			tb_fmt(err, errlen, "tcpdump on link %s-%s did not start (see %s)",
-				 t->nodes[l->a].name, t->nodes[l->b].name, p->log);
+			       t->nodes[l->a].name, t->nodes[l->b].name, p->log);
 			return -1;
 		}
 	}
@@ -328,15 +326,15 @@ eal_args(const struct run *r, char **argv, int a, int node, const char *tag, con
 }
 
 /* DPDK: the switch end of every link owned by one net_af_packet each. */
-#define AF_PACKET_OPTS "framecnt=4096,qdisc_bypass=0"	/* through tc tbf */
+#define AF_PACKET_OPTS "framecnt=4096,qdisc_bypass=0" /* through tc tbf */
 
 static int
 start_switches(struct run *r, char *err, size_t errlen)
 {
 	const struct topology *t = r->t;
 	size_t first = r->nb_procs;
-	char (*vdevs)[96] = calloc(t->nb_links + 1, sizeof(*vdevs));
-	char (*upjobs)[48] = calloc(t->nb_jobs + 1, sizeof(*upjobs));
+	char(*vdevs)[96] = calloc(t->nb_links + 1, sizeof(*vdevs));
+	char(*upjobs)[48] = calloc(t->nb_jobs + 1, sizeof(*upjobs));
 	char **argv = calloc(32 + t->nb_links + 2 * t->nb_jobs, sizeof(*argv));
 	int ret = -1;
 
@@ -412,7 +410,7 @@ start_switches(struct run *r, char *err, size_t errlen)
 		       proc_how(&r->procs[i], how, sizeof(how)), r->procs[i].log);
 		if (r->procs[i].exited && WIFEXITED(r->procs[i].status) &&
 		    WEXITSTATUS(r->procs[i].status) == 3)
-			ret = -3;	/* its transport could not start */
+			ret = -3; /* its transport could not start */
 		else
 			ret = -1;
 		goto out;
@@ -434,17 +432,19 @@ start_hosts(struct run *r, char *err, size_t errlen)
 		const struct topo_job *job = &t->jobs[j];
 		char token[96], *env[] = { token, NULL };
 
-		tb_fmt(token, sizeof(token), "INA_JOB_TOKEN=%s-job%" PRIu32, r->prefix, job->job_id);
+		tb_fmt(token, sizeof(token), "INA_JOB_TOKEN=%s-job%" PRIu32, r->prefix,
+		       job->job_id);
 		for (uint16_t k = 0; k < job->nb_hosts; k++) {
 			int node = job->hosts[k];
 			const struct topo_node *h = &t->nodes[node];
 			const struct topo_link *l = topology_link(t, node, h->attach);
 			uint32_t li = (uint32_t)(l - t->links);
 			size_t pi = r->nb_procs;
-			struct proc *p = new_proc(r, PROC_HOST, "host %s (job %s, rank %u)", h->name,
-						  job->name, k);
+			struct proc *p = new_proc(r, PROC_HOST, "host %s (job %s, rank %u)",
+						  h->name, job->name, k);
 			char sw[48], swaddr[32], jid[16], rank[8], world[8], rounds[16], block[8],
-				lanes[8], elems[24], dens[32], seed[24], spec[256], rto[24], weight[8];
+				lanes[8], elems[24], dens[32], seed[24], spec[256], rto[24],
+				weight[8];
 			char *argv[48], prefix[128], vdev[96];
 			uint64_t rto_us;
 			int a = 0, ret;
@@ -460,10 +460,11 @@ start_hosts(struct run *r, char *err, size_t errlen)
 			tb_fmt(block, sizeof(block), "%u", job->block_size);
 			tb_fmt(lanes, sizeof(lanes), "%u", job->lanes);
 			plan_host_port(l, li, r->o->dpdk, 1000 + pi, spec, sizeof(spec));
-			tb_fmt(p->log, sizeof(p->log), "%s/host-%s-job%" PRIu32 "-r%u.log", r->workdir,
-				 h->name, job->job_id, k);
-			tb_fmt(r->reports[pi], sizeof(r->reports[pi]), "%s/host-%s-job%" PRIu32
-				 "-r%u.json", r->workdir, h->name, job->job_id, k);
+			tb_fmt(p->log, sizeof(p->log), "%s/host-%s-job%" PRIu32 "-r%u.log",
+			       r->workdir, h->name, job->job_id, k);
+			tb_fmt(r->reports[pi], sizeof(r->reports[pi]),
+			       "%s/host-%s-job%" PRIu32 "-r%u.json", r->workdir, h->name,
+			       job->job_id, k);
 			argv[a++] = (char *)r->o->host_bin;
 			if (r->o->dpdk) {
 				char tag[32];
@@ -471,10 +472,12 @@ start_hosts(struct run *r, char *err, size_t errlen)
 				tb_fmt(tag, sizeof(tag), "-j%" PRIu32, job->job_id);
 				a = eal_args(r, argv, a, node, tag, "0", prefix, sizeof(prefix));
 				tb_fmt(vdev, sizeof(vdev),
-				       "--vdev=net_af_packet0,iface=v%" PRIu32 "," AF_PACKET_OPTS, li);
+				       "--vdev=net_af_packet0,iface=v%" PRIu32 "," AF_PACKET_OPTS,
+				       li);
 				argv[a++] = vdev;
 				argv[a++] = "--";
-				tb_fmt(sw, sizeof(sw), "%s:%d", PLAN_DPDK_SWITCH_IP, PLAN_SWITCH_UDP_PORT);
+				tb_fmt(sw, sizeof(sw), "%s:%d", PLAN_DPDK_SWITCH_IP,
+				       PLAN_SWITCH_UDP_PORT);
 			}
 			argv[a++] = "--switch", argv[a++] = sw;
 			argv[a++] = "--job", argv[a++] = jid;
@@ -490,7 +493,7 @@ start_hosts(struct run *r, char *err, size_t errlen)
 			argv[a++] = "--encoding", argv[a++] = (char *)plan_encoding(job->encoding);
 			if (job->data == TOPO_DATA_FILE) {
 				argv[a++] = "--input";
-				argv[a++] = job->path;	/* the parser made it relative to the file */
+				argv[a++] = job->path; /* the parser made it relative to the file */
 			} else {
 				tb_fmt(elems, sizeof(elems), "%" PRIu32, job->tensor_len);
 				tb_fmt(dens, sizeof(dens), "%.17g", job->density);
@@ -511,7 +514,8 @@ start_hosts(struct run *r, char *err, size_t errlen)
 			r->host_proc[j][k] = pi;
 			ret = proc_start(p, r->ns[node], argv, env);
 			if (ret < 0) {
-				tb_fmt(err, errlen, "cannot start %s: %s", r->o->host_bin, strerror(-ret));
+				tb_fmt(err, errlen, "cannot start %s: %s", r->o->host_bin,
+				       strerror(-ret));
 				return -1;
 			}
 		}
@@ -535,7 +539,7 @@ count_rounds(struct run *r, size_t pi)
 			size_t len = strlen(line);
 
 			if (line[len - 1] != '\n')
-				break;	/* a line being written: read it next time */
+				break; /* a line being written: read it next time */
 			r->log_off[pi] += (long)len;
 			if (strncmp(line, "round ", 6) == 0)
 				r->rounds_done[pi]++;
@@ -564,7 +568,8 @@ show_progress(struct run *r, long long t0, int final)
 			hosts_done += r->procs[pi].exited;
 		}
 	if (r->o->progress) {
-		fprintf(stderr, "\r[%7.1f s] rounds %" PRIu64 "/%" PRIu64 " (%3.0f%%), hosts done %u/%u ",
+		fprintf(stderr,
+			"\r[%7.1f s] rounds %" PRIu64 "/%" PRIu64 " (%3.0f%%), hosts done %u/%u ",
 			(double)(tb_now_ms() - t0) / 1e3, done, total,
 			total ? 100.0 * (double)done / (double)total : 100.0, hosts_done, hosts);
 		r->progress_shown = 1;
@@ -573,7 +578,8 @@ show_progress(struct run *r, long long t0, int final)
 			r->progress_shown = 0;
 		}
 	} else if (final || (done != last_done && tb_now_ms() - last_ms >= 1000)) {
-		fprintf(stderr, "ina-testbed: %.1f s: rounds %" PRIu64 "/%" PRIu64 ", hosts done %u/%u\n",
+		fprintf(stderr,
+			"ina-testbed: %.1f s: rounds %" PRIu64 "/%" PRIu64 ", hosts done %u/%u\n",
 			(double)(tb_now_ms() - t0) / 1e3, done, total, hosts_done, hosts);
 		last_done = done;
 		last_ms = tb_now_ms();
@@ -640,10 +646,9 @@ read_links(struct run *r)
 		char ifn[16];
 
 		plan_link_if(i, ifn, sizeof(ifn));
-		r->links[i].have = netns_if_stats(r->ns[l->a], ifn, &r->links[i].a, err,
-						  sizeof(err)) == 0 &&
-				   netns_if_stats(r->ns[l->b], ifn, &r->links[i].b, err,
-						  sizeof(err)) == 0;
+		r->links[i].have =
+			netns_if_stats(r->ns[l->a], ifn, &r->links[i].a, err, sizeof(err)) == 0 &&
+			netns_if_stats(r->ns[l->b], ifn, &r->links[i].b, err, sizeof(err)) == 0;
 		if (!r->links[i].have)
 			say(r, "link %s-%s: cannot read its counters: %s", t->nodes[l->a].name,
 			    t->nodes[l->b].name, err);
@@ -686,8 +691,8 @@ alloc_run(struct run *r)
 		if (r->tiers[j].nb_switches < 2)
 			continue;
 		r->want_hash[j] = calloc(t->jobs[j].rounds + 1, sizeof(uint64_t));
-		if (!r->want_hash[j] ||
-		    expect_hashes(&t->jobs[j], &r->tiers[j], r->want_hash[j], err, sizeof(err)) < 0) {
+		if (!r->want_hash[j] || expect_hashes(&t->jobs[j], &r->tiers[j], r->want_hash[j],
+						      err, sizeof(err)) < 0) {
 			fprintf(stderr, "ina-testbed: %s\n", err);
 			return -1;
 		}
@@ -746,7 +751,8 @@ report(struct run *r, const char *outcome, double seconds)
 			count_rounds(r, pi);
 			rk->node = t->jobs[j].hosts[k];
 			rk->report = access(r->reports[pi], R_OK) == 0 ? r->reports[pi] : NULL;
-			rk->exited_ok = p->exited && WIFEXITED(p->status) && WEXITSTATUS(p->status) == 0;
+			rk->exited_ok = p->exited && WIFEXITED(p->status) &&
+					WEXITSTATUS(p->status) == 0;
 			proc_how(p, rk->how, sizeof(rk->how));
 			rk->rounds_done = r->rounds_done[pi];
 			rk->want_hash = r->want_hash[j];
@@ -761,7 +767,8 @@ report(struct run *r, const char *outcome, double seconds)
 	}
 	report_print(rep, stdout);
 	fflush(stdout);
-	if (r->o->json && json_dump_file(rep, r->o->json, JSON_INDENT(2) | JSON_REAL_PRECISION(6)) < 0)
+	if (r->o->json &&
+	    json_dump_file(rep, r->o->json, JSON_INDENT(2) | JSON_REAL_PRECISION(6)) < 0)
 		say(r, "cannot write the report to %s", r->o->json);
 	ok = report_verified(rep);
 	json_decref(rep);
@@ -802,18 +809,21 @@ run_topology(const struct topology *t, const struct run_opts *o)
 	double seconds = 0;
 
 	if ((status = plan_check(t, o->dpdk, err, sizeof(err))) != 0) {
-		fprintf(stderr, "ina-testbed: %s: cannot run: %s\n", t->file ? t->file : t->name, err);
+		fprintf(stderr, "ina-testbed: %s: cannot run: %s\n", t->file ? t->file : t->name,
+			err);
 		return status;
 	}
-	status = TB_EXIT_ENV;	/* until the run gets going */
+	status = TB_EXIT_ENV; /* until the run gets going */
 	if (geteuid() != 0) {
-		fprintf(stderr, "ina-testbed: run needs root: it makes network namespaces, veth pairs "
-				"and tc qdiscs (run it as root or with sudo; `ina-testbed check` needs no "
-				"privileges)\n");
+		fprintf(stderr,
+			"ina-testbed: run needs root: it makes network namespaces, veth pairs "
+			"and tc qdiscs (run it as root or with sudo; `ina-testbed check` needs no "
+			"privileges)\n");
 		return TB_EXIT_ENV;
 	}
 	if (access(o->switch_bin, X_OK) < 0 || access(o->host_bin, X_OK) < 0) {
-		fprintf(stderr, "ina-testbed: cannot run %s or %s (give --switch-bin and --host-bin)\n",
+		fprintf(stderr,
+			"ina-testbed: cannot run %s or %s (give --switch-bin and --host-bin)\n",
 			o->switch_bin, o->host_bin);
 		return TB_EXIT_ENV;
 	}
@@ -826,7 +836,8 @@ run_topology(const struct topology *t, const struct run_opts *o)
 	if (o->workdir) {
 		tb_fmt(r.workdir, sizeof(r.workdir), "%s", o->workdir);
 		if (mkdir(r.workdir, 0755) < 0 && errno != EEXIST) {
-			fprintf(stderr, "ina-testbed: --workdir %s: %s\n", r.workdir, strerror(errno));
+			fprintf(stderr, "ina-testbed: --workdir %s: %s\n", r.workdir,
+				strerror(errno));
 			free_run(&r);
 			return TB_EXIT_USAGE;
 		}

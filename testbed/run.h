@@ -17,28 +17,28 @@
 
 /* Exit statuses of ina-testbed (README.md lists them too). */
 enum {
-	TB_EXIT_OK = 0,		/* every job ran and every sum verified (check: file valid) */
-	TB_EXIT_FAILED = 1,	/* a job failed: a wrong or failed round, a process that
+	TB_EXIT_OK = 0,		   /* every job ran and every sum verified (check: file valid) */
+	TB_EXIT_FAILED = 1,	   /* a job failed: a wrong or failed round, a process that
 				 * crashed or hung, the run's time limit */
-	TB_EXIT_USAGE = 2,	/* bad options, or a topology file that does not load */
-	TB_EXIT_ENV = 3,	/* this machine cannot play it: not root, no network
+	TB_EXIT_USAGE = 2,	   /* bad options, or a topology file that does not load */
+	TB_EXIT_ENV = 3,	   /* this machine cannot play it: not root, no network
 				 * namespaces, a missing program, a setup command failed */
-	TB_EXIT_UNSUPPORTED = 4,/* a valid topology run cannot play (a job across switch
+	TB_EXIT_UNSUPPORTED = 4,   /* a valid topology run cannot play (a job across switch
 				 * tiers over DPDK, with data from a file or in bf16) */
 	TB_EXIT_INTERRUPTED = 130, /* SIGINT, SIGTERM or SIGHUP: torn down, partial report */
 };
 
 struct run_opts {
-	const char *switch_bin;	/* ina-switch to run */
-	const char *host_bin;	/* ina-host to run */
-	const char *capture_dir;/* tcpdump every link into DIR/A-B.pcap, or NULL */
-	const char *json;	/* write the report as JSON here, or NULL */
-	const char *workdir;	/* logs and ina-host reports; NULL: a fresh /tmp folder,
+	const char *switch_bin;	 /* ina-switch to run */
+	const char *host_bin;	 /* ina-host to run */
+	const char *capture_dir; /* tcpdump every link into DIR/A-B.pcap, or NULL */
+	const char *json;	 /* write the report as JSON here, or NULL */
+	const char *workdir;	 /* logs and ina-host reports; NULL: a fresh /tmp folder,
 				 * removed after a run that verified */
-	int dpdk;		/* DPDK on net_af_packet over the veths, not kernel UDP */
-	int timeout_s;		/* the whole run's limit */
-	int progress;		/* 1: a live line (a tty), 0: plain lines */
-	int verbose;		/* print each setup command's purpose */
+	int dpdk;		 /* DPDK on net_af_packet over the veths, not kernel UDP */
+	int timeout_s;		 /* the whole run's limit */
+	int progress;		 /* 1: a live line (a tty), 0: plain lines */
+	int verbose;		 /* print each setup command's purpose */
 };
 
 /* Plays 't'; returns the exit status (TB_EXIT_*). Checks root and namespaces

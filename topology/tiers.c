@@ -17,8 +17,8 @@ int
 tiers_build(const struct topology *t, const struct topo_job *job, uint32_t max_world,
 	    struct tiers *tr, char *err, size_t errlen)
 {
-	uint8_t *in;		/* switches taking part */
-	uint32_t *count;	/* members of each switch */
+	uint8_t *in;	 /* switches taking part */
+	uint32_t *count; /* members of each switch */
 
 	memset(tr, 0, sizeof(*tr));
 	tr->nb_nodes = t->nb_nodes;
@@ -53,8 +53,8 @@ tiers_build(const struct topology *t, const struct topo_job *job, uint32_t max_w
 			if (s < 0 || ++hops > (int)t->nb_nodes) {
 				snprintf(err, errlen,
 					 "job %s: host %s's switches do not lead up to the job's "
-					 "root %s", job->name, t->nodes[h].name,
-					 t->nodes[job->root].name);
+					 "root %s",
+					 job->name, t->nodes[h].name, t->nodes[job->root].name);
 				goto bad;
 			}
 			in[s] = 1;
@@ -84,8 +84,8 @@ tiers_build(const struct topology *t, const struct topo_job *job, uint32_t max_w
 		if (in[s] && count[s] > max_world) {
 			snprintf(err, errlen,
 				 "job %s: switch %s aggregates %u members, more than the %u a "
-				 "switch's bitmaps hold", job->name, t->nodes[s].name, count[s],
-				 max_world);
+				 "switch's bitmaps hold",
+				 job->name, t->nodes[s].name, count[s], max_world);
 			goto bad;
 		}
 	}

@@ -21,14 +21,14 @@
 #include "topology.h"
 
 struct tiers_member {
-	int up;			/* node index of the switch it sends to, -1: the
+	int up;		      /* node index of the switch it sends to, -1: the
 				 * root, or not in the job */
-	uint16_t rank, world;	/* on 'up' */
+	uint16_t rank, world; /* on 'up' */
 };
 
 struct tiers {
 	uint32_t nb_nodes;
-	struct tiers_member *m;	/* by node index */
+	struct tiers_member *m; /* by node index */
 	uint32_t nb_switches;	/* switches taking part, the root included */
 	uint32_t max_depth;	/* tiers of switches: 1 on one switch */
 };
@@ -41,6 +41,6 @@ struct tiers {
  */
 int tiers_build(const struct topology *t, const struct topo_job *job, uint32_t max_world,
 		struct tiers *tr, char *err, size_t errlen);
-void tiers_fini(struct tiers *tr);	/* Accepts a zeroed one. */
+void tiers_fini(struct tiers *tr); /* Accepts a zeroed one. */
 
 #endif

@@ -16,27 +16,27 @@
 #include "topo_schema.h"
 #include "topology.h"
 
-#define TOPO_MAX_INPUT (16u << 20)	/* bytes of YAML */
+#define TOPO_MAX_INPUT (16u << 20) /* bytes of YAML */
 #define TOPO_MAX_NODES 65536
 #define TOPO_MAX_LINKS (2 * TOPO_MAX_NODES)
 #define TOPO_MAX_JOBS 1024
 #define TOPO_MAX_NAME 32
-#define DEFAULT_SLOTS 1024		/* ina-switch --slots */
+#define DEFAULT_SLOTS 1024 /* ina-switch --slots */
 #define DEFAULT_MTU 1500
 #define DEFAULT_BLOCK 256
 #define DEFAULT_LANES 8
-#define FRAME_OVERHEAD 28		/* IPv4 + UDP headers around an ina packet */
+#define FRAME_OVERHEAD 28 /* IPv4 + UDP headers around an ina packet */
 
 struct ctx {
 	const char *file;
-	char *dir;			/* folder of the file, for data paths */
+	char *dir; /* folder of the file, for data paths */
 	struct topo_lines *lines;
 	char *err;
 	size_t errlen;
 	struct raw_topology *raw;
 	struct topology *t;
-	int *by_name;			/* node indices sorted by name */
-	struct edge *edges;		/* the links by their two ends */
+	int *by_name;	    /* node indices sorted by name */
+	struct edge *edges; /* the links by their two ends */
 };
 
 /* A link by its ends, lower index first: sorted, they find a link in

@@ -70,15 +70,17 @@ topo_get_u64(struct ctx *c, const char *s, uint64_t min, uint64_t max, const cha
 	for (; *p >= '0' && *p <= '9'; p++) {
 		if (v > (ULLONG_MAX - 9) / 10)
 			return topo_fail(c, topo_line_of(c, field, entry), field,
-					 "'%s' is too large (at most %llu)", s, (unsigned long long)max);
+					 "'%s' is too large (at most %llu)", s,
+					 (unsigned long long)max);
 		v = v * 10 + (unsigned)(*p - '0');
 	}
 	if (p == s || *p)
 		return topo_fail(c, topo_line_of(c, field, entry), field,
 				 "'%s' is not a whole number (decimal digits only)", s);
 	if (v < min || v > max)
-		return topo_fail(c, topo_line_of(c, field, entry), field, "%llu is out of range %llu..%llu",
-				 v, (unsigned long long)min, (unsigned long long)max);
+		return topo_fail(c, topo_line_of(c, field, entry), field,
+				 "%llu is out of range %llu..%llu", v, (unsigned long long)min,
+				 (unsigned long long)max);
 	*out = v;
 	return 0;
 }
@@ -95,10 +97,11 @@ topo_get_double(struct ctx *c, const char *s, double min, double max, int open_m
 	v = strtod(s, &end);
 	if (end == s || *end || (s[0] && (s[0] == ' ' || s[0] == '\t')) || strpbrk(s, "xXpP") ||
 	    !isfinite(v))
-		return topo_fail(c, topo_line_of(c, field, entry), field, "'%s' is not a number", s);
+		return topo_fail(c, topo_line_of(c, field, entry), field, "'%s' is not a number",
+				 s);
 	if (!(v >= min && (open_max ? v < max : v <= max)))
-		return topo_fail(c, topo_line_of(c, field, entry), field, "%s is out of range [%g, %g%c", s,
-				 min, max, open_max ? ')' : ']');
+		return topo_fail(c, topo_line_of(c, field, entry), field,
+				 "%s is out of range [%g, %g%c", s, min, max, open_max ? ')' : ']');
 	*out = v;
 	return 0;
 }

@@ -62,8 +62,8 @@ job_data(struct ctx *c, uint32_t i, struct raw_job *rj, struct topo_job *j)
 			return topo_fail(c, topo_line_of(c, field, entry), field, "%s: %s", j->path,
 					 strerror(errno));
 		if (!S_ISREG(st.st_mode))
-			return topo_fail(c, topo_line_of(c, field, entry), field, "%s: not a regular file",
-					 j->path);
+			return topo_fail(c, topo_line_of(c, field, entry), field,
+					 "%s: not a regular file", j->path);
 		npy = ina_npy_open(j->path, why, sizeof(why));
 		if (!npy)
 			return topo_fail(c, topo_line_of(c, field, entry), field, "%s", why);
@@ -72,15 +72,17 @@ job_data(struct ctx *c, uint32_t i, struct raw_job *rj, struct topo_job *j)
 		    ina_npy_dim(npy, 2) > UINT32_MAX) {
 			ina_npy_close(npy);
 			return topo_fail(c, topo_line_of(c, field, entry), field,
-					 "%s: want shape (iterations, workers, parameters)", j->path);
+					 "%s: want shape (iterations, workers, parameters)",
+					 j->path);
 		}
 		v = ina_npy_dim(npy, 2);
 		ina_npy_close(npy);
 		topo_pathf(field, sizeof(field), "%s.tensor", entry);
 		if (j->tensor_len && j->tensor_len != v)
-			return topo_fail(c, topo_line_of(c, field, entry), field,
-					 "%u, but %s has %llu parameters (leave tensor out to take them all)",
-					 j->tensor_len, rj->data->file, (unsigned long long)v);
+			return topo_fail(
+				c, topo_line_of(c, field, entry), field,
+				"%u, but %s has %llu parameters (leave tensor out to take them all)",
+				j->tensor_len, rj->data->file, (unsigned long long)v);
 		j->tensor_len = (uint32_t)v;
 		return 0;
 	}
@@ -88,7 +90,8 @@ job_data(struct ctx *c, uint32_t i, struct raw_job *rj, struct topo_job *j)
 		struct raw_synthetic *s = rj->data->synthetic;
 
 		topo_pathf(field, sizeof(field), "%s.data.synthetic.density", entry);
-		if (s->density && topo_get_double(c, s->density, 0, 1, 0, field, entry, &j->density) < 0)
+		if (s->density &&
+		    topo_get_double(c, s->density, 0, 1, 0, field, entry, &j->density) < 0)
 			return -1;
 		topo_pathf(field, sizeof(field), "%s.data.synthetic.seed", entry);
 		if (s->seed && topo_get_u64(c, s->seed, 0, UINT64_MAX, field, entry, &j->seed) < 0)
@@ -135,16 +138,17 @@ check_job_tree(struct ctx *c, uint32_t i, struct topo_job *j, uint32_t *fan_in, 
 
 			if (l && l->mtu < frame_size(j)) {
 				topo_pathf(field, sizeof(field), "%s.block", entry);
-				return topo_fail(c, topo_line_of(c, field, entry), field,
-						 "blocks of %u %s elements need %u-byte frames; links[%u] "
-						 "(%s - %s, line %d) has mtu %u",
-						 j->block_size, ina_wire_encoding_name(j->encoding),
-						 frame_size(j), (unsigned)(l - t->links), t->nodes[l->a].name,
-						 t->nodes[l->b].name, l->line, l->mtu);
+				return topo_fail(
+					c, topo_line_of(c, field, entry), field,
+					"blocks of %u %s elements need %u-byte frames; links[%u] "
+					"(%s - %s, line %d) has mtu %u",
+					j->block_size, ina_wire_encoding_name(j->encoding),
+					frame_size(j), (unsigned)(l - t->links),
+					t->nodes[l->a].name, t->nodes[l->b].name, l->line, l->mtu);
 			}
 			fan_in[up]++;
 			if (seen[up])
-				break;	/* the rest of the way is counted */
+				break; /* the rest of the way is counted */
 			seen[up] = 1;
 			n = up;
 		}
@@ -153,9 +157,10 @@ check_job_tree(struct ctx *c, uint32_t i, struct topo_job *j, uint32_t *fan_in, 
 		if (!seen[s] || t->nodes[s].kind != TOPO_SWITCH)
 			continue;
 		if (fan_in[s] > INA_MAX_WORLD)
-			return topo_fail(c, topo_line_of(c, field, entry), field,
-					 "switch '%s' would aggregate %u children of this job: at most %d",
-					 t->nodes[s].name, fan_in[s], INA_MAX_WORLD);
+			return topo_fail(
+				c, topo_line_of(c, field, entry), field,
+				"switch '%s' would aggregate %u children of this job: at most %d",
+				t->nodes[s].name, fan_in[s], INA_MAX_WORLD);
 		slots_used[s] += (j->lanes + t->nodes[s].cores - 1u) / t->nodes[s].cores;
 		/* A switch that says how its jobs share the slots may be asked
 		 * for more than it holds: the share decides. */
@@ -163,12 +168,15 @@ check_job_tree(struct ctx *c, uint32_t i, struct topo_job *j, uint32_t *fan_in, 
 			char sw[32];
 
 			topo_pathf(sw, sizeof(sw), "switches[%u].slots", s);
-			return topo_fail(c, topo_line_of(c, sw, NULL) > 1 ? topo_line_of(c, sw, NULL) : t->nodes[s].line,
-					 sw,
-					 "switch '%s' has %u slots; the jobs through it up to %s need %llu "
-					 "(their lanes, over its cores)",
-					 t->nodes[s].name, t->nodes[s].slots, j->name,
-					 (unsigned long long)slots_used[s]);
+			return topo_fail(
+				c,
+				topo_line_of(c, sw, NULL) > 1 ? topo_line_of(c, sw, NULL)
+							      : t->nodes[s].line,
+				sw,
+				"switch '%s' has %u slots; the jobs through it up to %s need %llu "
+				"(their lanes, over its cores)",
+				t->nodes[s].name, t->nodes[s].slots, j->name,
+				(unsigned long long)slots_used[s]);
 		}
 	}
 	return 0;
@@ -253,7 +261,8 @@ topo_build_jobs(struct ctx *c)
 		}
 		topo_pathf(field, sizeof(field), "%s.name", entry);
 		if (!topo_name_ok(rj->name)) {
-			topo_fail(c, topo_line_of(c, field, entry), field, "'%s' is not a name", rj->name);
+			topo_fail(c, topo_line_of(c, field, entry), field, "'%s' is not a name",
+				  rj->name);
 			goto out;
 		}
 		j->job_id = i + 1;
@@ -266,15 +275,15 @@ topo_build_jobs(struct ctx *c)
 		for (uint32_t k = 0; k < i; k++) {
 			if (t->jobs[k].job_id == j->job_id) {
 				topo_fail(c, topo_line_of(c, field, entry), field,
-					  "job id %u is already jobs[%u]'s ('%s', line %d)", j->job_id, k,
-					  t->jobs[k].name, t->jobs[k].line);
+					  "job id %u is already jobs[%u]'s ('%s', line %d)",
+					  j->job_id, k, t->jobs[k].name, t->jobs[k].line);
 				goto out;
 			}
 			if (strcmp(t->jobs[k].name, j->name) == 0) {
 				topo_pathf(field, sizeof(field), "%s.name", entry);
 				topo_fail(c, topo_line_of(c, field, entry), field,
-					  "'%s' is already the name of jobs[%u] (line %d)", j->name, k,
-					  t->jobs[k].line);
+					  "'%s' is already the name of jobs[%u] (line %d)", j->name,
+					  k, t->jobs[k].line);
 				goto out;
 			}
 		}
@@ -296,8 +305,8 @@ topo_build_jobs(struct ctx *c)
 
 			topo_pathf(field, sizeof(field), "%s.hosts[%u]", entry, k);
 			if (h < 0) {
-				topo_fail(c, topo_line_of(c, field, entry), field, "no host called '%s'",
-					  rj->hosts[k]);
+				topo_fail(c, topo_line_of(c, field, entry), field,
+					  "no host called '%s'", rj->hosts[k]);
 				goto out;
 			}
 			if (t->nodes[h].kind != TOPO_HOST) {

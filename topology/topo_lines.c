@@ -13,8 +13,8 @@
 
 struct entry {
 	char *path;
-	int line;		/* the field's line: its key's, or the entry's */
-	int val_line, val_col;	/* where the value itself starts */
+	int line;	       /* the field's line: its key's, or the entry's */
+	int val_line, val_col; /* where the value itself starts */
 };
 
 struct topo_lines {
@@ -24,9 +24,9 @@ struct topo_lines {
 
 struct frame {
 	int is_map;
-	int want_key;		/* mapping: the next node is a key */
-	unsigned long index;	/* sequence: index of the next entry */
-	char key[MAX_PATH];	/* mapping: the current key */
+	int want_key;	     /* mapping: the next node is a key */
+	unsigned long index; /* sequence: index of the next entry */
+	char key[MAX_PATH];  /* mapping: the current key */
 	int key_line;
 	char path[MAX_PATH];
 };
@@ -62,11 +62,13 @@ cmp_entry(const void *a, const void *b)
 	/* Equal paths (a key given twice) keep their order: the first wins. */
 	if (c)
 		return c;
-	return x->val_line != y->val_line ? (x->val_line < y->val_line ? -1 : 1)
-					   : (x->val_col < y->val_col ? -1 : x->val_col > y->val_col);
+	return x->val_line != y->val_line
+		       ? (x->val_line < y->val_line ? -1 : 1)
+		       : (x->val_col < y->val_col ? -1 : x->val_col > y->val_col);
 }
 
-static void pathf(char *buf, size_t size, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void pathf(char *buf, size_t size, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
 
 /* snprintf that cuts a path short (paths of a topology are far shorter). */
 static void
@@ -117,15 +119,15 @@ topo_lines_scan(const char *yaml, size_t len, char *err, size_t errlen)
 		int line;
 
 		if (!yaml_parser_parse(&p, &ev)) {
-			snprintf(err, errlen, "%d: not YAML: %s%s%s",
-				 (int)p.problem_mark.line + 1, p.problem ? p.problem : "syntax error",
-				 p.context ? " " : "", p.context ? p.context : "");
+			snprintf(err, errlen, "%d: not YAML: %s%s%s", (int)p.problem_mark.line + 1,
+				 p.problem ? p.problem : "syntax error", p.context ? " " : "",
+				 p.context ? p.context : "");
 			goto out;
 		}
 		switch (ev.type) {
 		case YAML_DOCUMENT_END_EVENT:
 		case YAML_STREAM_END_EVENT:
-			done = 1;	/* libcyaml reads the first document only */
+			done = 1; /* libcyaml reads the first document only */
 			break;
 		case YAML_ALIAS_EVENT:
 			snprintf(err, errlen, "%d: aliases (*name) are not supported",
@@ -135,7 +137,8 @@ topo_lines_scan(const char *yaml, size_t len, char *err, size_t errlen)
 		case YAML_SCALAR_EVENT:
 			if (top && top->is_map && top->want_key) {
 				snprintf(top->key, sizeof(top->key), "%.*s",
-					 (int)ev.data.scalar.length, (const char *)ev.data.scalar.value);
+					 (int)ev.data.scalar.length,
+					 (const char *)ev.data.scalar.value);
 				top->key_line = (int)ev.start_mark.line + 1;
 				top->want_key = 0;
 				break;
@@ -156,7 +159,8 @@ topo_lines_scan(const char *yaml, size_t len, char *err, size_t errlen)
 			if (top && top->is_map && top->want_key) {
 				snprintf(err, errlen, "%d: a key must be a plain word, not a %s",
 					 (int)ev.start_mark.line + 1,
-					 ev.type == YAML_MAPPING_START_EVENT ? "mapping" : "sequence");
+					 ev.type == YAML_MAPPING_START_EVENT ? "mapping"
+									     : "sequence");
 				yaml_event_delete(&ev);
 				goto out;
 			}

@@ -18,7 +18,7 @@ struct topo_lines;
  * (no file name) in 'err' when the text is not YAML a topology can be. An
  * empty document gives an empty map. */
 struct topo_lines *topo_lines_scan(const char *yaml, size_t len, char *err, size_t errlen);
-void topo_lines_free(struct topo_lines *m);	/* Accepts NULL. */
+void topo_lines_free(struct topo_lines *m); /* Accepts NULL. */
 
 /* Line (from 1) of the field at 'path': its key's line for a mapping field,
  * the entry's own line for a sequence entry; 0 if there is no such path. */

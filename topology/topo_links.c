@@ -83,8 +83,8 @@ link_ends(struct ctx *c)
 		}
 		topo_pathf(field, sizeof(field), "links[%u].endpoints", i);
 		if (ends[0] == ends[1])
-			return topo_fail(c, topo_line_of(c, field, entry), field, "'%s' linked to itself",
-					 rl->endpoints[0]);
+			return topo_fail(c, topo_line_of(c, field, entry), field,
+					 "'%s' linked to itself", rl->endpoints[0]);
 		if (t->nodes[ends[0]].kind == TOPO_HOST && t->nodes[ends[1]].kind == TOPO_HOST)
 			return topo_fail(c, topo_line_of(c, field, entry), field,
 					 "'%s' and '%s' are both hosts: a host links to a switch",
@@ -153,18 +153,20 @@ topo_build_links(struct ctx *c)
 		topo_pathf(field, sizeof(field), "links[%u].endpoints", i);
 		if (t->nodes[l->a].kind == TOPO_HOST) {
 			if (host_link[l->a] >= 0) {
-				topo_fail(c, topo_line_of(c, field, entry), field,
-					  "host '%s' already has a link (links[%d], line %d): a host has "
-					  "exactly one",
-					  t->nodes[l->a].name, host_link[l->a],
-					  t->links[host_link[l->a]].line);
+				topo_fail(
+					c, topo_line_of(c, field, entry), field,
+					"host '%s' already has a link (links[%d], line %d): a host has "
+					"exactly one",
+					t->nodes[l->a].name, host_link[l->a],
+					t->links[host_link[l->a]].line);
 				goto err;
 			}
 			if (t->nodes[l->b].role == TOPO_ROLE_REPLICA) {
-				topo_fail(c, topo_line_of(c, field, entry), field,
-					  "host '%s' links to replica '%s': link it to the switch the "
-					  "replica stands by for",
-					  t->nodes[l->a].name, t->nodes[l->b].name);
+				topo_fail(
+					c, topo_line_of(c, field, entry), field,
+					"host '%s' links to replica '%s': link it to the switch the "
+					"replica stands by for",
+					t->nodes[l->a].name, t->nodes[l->b].name);
 				goto err;
 			}
 			host_link[l->a] = (int)i;
@@ -175,8 +177,10 @@ topo_build_links(struct ctx *c)
 			int ret = topo_parse_rate(s, &l->bandwidth_bps);
 
 			if (ret == -EINVAL) {
-				topo_fail(c, topo_line_of(c, field, entry), field,
-					  "'%s' is not a rate (e.g. 10Gbit, 100Mbit, 0 for unshaped)", s);
+				topo_fail(
+					c, topo_line_of(c, field, entry), field,
+					"'%s' is not a rate (e.g. 10Gbit, 100Mbit, 0 for unshaped)",
+					s);
 				goto err;
 			}
 			if (ret < 0) {
@@ -214,7 +218,8 @@ topo_build_links(struct ctx *c)
 	for (uint32_t i = c->raw->switches_count; i < t->nb_nodes; i++) {
 		if (host_link[i] < 0) {
 			topo_node_path(c, (int)i, entry, sizeof(entry));
-			topo_fail(c, t->nodes[i].line, entry, "host '%s' has no link (it needs one, to a switch)",
+			topo_fail(c, t->nodes[i].line, entry,
+				  "host '%s' has no link (it needs one, to a switch)",
 				  t->nodes[i].name);
 			goto err;
 		}
@@ -254,8 +259,8 @@ topo_check_tree(struct ctx *c)
 		if (n >= 0 && state[n] == 1) {
 			topo_pathf(entry, sizeof(entry), "switches[%d]", n);
 			topo_pathf(field, sizeof(field), "%s.uplink", entry);
-			topo_fail(c, topo_line_of(c, field, entry), field, "uplinks form a cycle through '%s'",
-				  t->nodes[n].name);
+			topo_fail(c, topo_line_of(c, field, entry), field,
+				  "uplinks form a cycle through '%s'", t->nodes[n].name);
 			goto out;
 		}
 		for (n = (int)i; n >= 0 && state[n] == 1; n = t->nodes[n].parent)

@@ -82,8 +82,8 @@ topo_build_nodes(struct ctx *c)
 	char field[128], entry[64];
 
 	if (n > TOPO_MAX_NODES)
-		return topo_fail(c, topo_line_of(c, "hosts", NULL), "hosts", "%llu nodes: at most %d",
-				 (unsigned long long)n, TOPO_MAX_NODES);
+		return topo_fail(c, topo_line_of(c, "hosts", NULL), "hosts",
+				 "%llu nodes: at most %d", (unsigned long long)n, TOPO_MAX_NODES);
 	t->nodes = calloc(n, sizeof(*t->nodes));
 	c->by_name = calloc(n, sizeof(*c->by_name));
 	if (!t->nodes || !c->by_name)
@@ -91,7 +91,7 @@ topo_build_nodes(struct ctx *c)
 	for (uint32_t i = 0; i < n; i++) {
 		struct topo_node *nd = &t->nodes[i];
 		const char *name = i < r->switches_count ? r->switches[i].name
-							  : r->hosts[i - r->switches_count].name;
+							 : r->hosts[i - r->switches_count].name;
 
 		topo_node_path(c, (int)i, entry, sizeof(entry));
 		topo_pathf(field, sizeof(field), "%s.name", entry);
@@ -105,10 +105,11 @@ topo_build_nodes(struct ctx *c)
 		nd->replica_of = -1;
 		nd->attach = -1;
 		if (!topo_name_ok(name))
-			return topo_fail(c, topo_line_of(c, field, entry), field,
-					 "'%s' is not a name (1 to %d letters, digits, '-', '_', '.'; "
-					 "not starting with '-' or '.')",
-					 name, TOPO_MAX_NAME);
+			return topo_fail(
+				c, topo_line_of(c, field, entry), field,
+				"'%s' is not a name (1 to %d letters, digits, '-', '_', '.'; "
+				"not starting with '-' or '.')",
+				name, TOPO_MAX_NAME);
 		c->by_name[i] = (int)i;
 	}
 	sort_topo = t;
@@ -123,8 +124,8 @@ topo_build_nodes(struct ctx *c)
 		topo_node_path(c, a, other, sizeof(other));
 		topo_pathf(field, sizeof(field), "%s.name", entry);
 		return topo_fail(c, topo_line_of(c, field, entry), field,
-				 "'%s' is already the name of %s (line %d)", t->nodes[b].name, other,
-				 t->nodes[a].line);
+				 "'%s' is already the name of %s (line %d)", t->nodes[b].name,
+				 other, t->nodes[a].line);
 	}
 	return 0;
 }
@@ -154,7 +155,7 @@ topo_build_switches(struct ctx *c)
 				return -1;
 			nd->slots = (uint32_t)v;
 		}
-		nd->share = rs->share == RAW_SHARE_FAIR	       ? TOPO_SHARE_FAIR
+		nd->share = rs->share == RAW_SHARE_FAIR		? TOPO_SHARE_FAIR
 			    : rs->share == RAW_SHARE_FIRST_COME ? TOPO_SHARE_FIRST_COME
 								: TOPO_SHARE_UNSET;
 		if (rs->share_total) {
@@ -185,18 +186,20 @@ topo_build_switches(struct ctx *c)
 
 			topo_pathf(field, sizeof(field), "%s.uplink", entry);
 			if (p < 0)
-				return topo_fail(c, topo_line_of(c, field, entry), field, "no switch called '%s'",
-						 rs->uplink);
+				return topo_fail(c, topo_line_of(c, field, entry), field,
+						 "no switch called '%s'", rs->uplink);
 			if (t->nodes[p].kind != TOPO_SWITCH)
 				return topo_fail(c, topo_line_of(c, field, entry), field,
-						 "'%s' is a host: an uplink goes to a switch", rs->uplink);
+						 "'%s' is a host: an uplink goes to a switch",
+						 rs->uplink);
 			if ((uint32_t)p == i)
 				return topo_fail(c, topo_line_of(c, field, entry), field,
 						 "'%s' is this switch itself", rs->uplink);
 			if (r->switches[p].role == RAW_ROLE_REPLICA)
-				return topo_fail(c, topo_line_of(c, field, entry), field,
-						 "'%s' is a replica: uplink to the switch it stands by for",
-						 rs->uplink);
+				return topo_fail(
+					c, topo_line_of(c, field, entry), field,
+					"'%s' is a replica: uplink to the switch it stands by for",
+					rs->uplink);
 			nd->parent = p;
 		}
 		topo_pathf(field, sizeof(field), "%s.replica_of", entry);
@@ -207,11 +210,12 @@ topo_build_switches(struct ctx *c)
 			int p = rs->replica_of ? topo_find_node(c, rs->replica_of) : -1;
 
 			if (!rs->replica_of)
-				return topo_fail(c, topo_line_of(c, entry, NULL), field,
-						 "missing (a replica names the switch it stands by for)");
+				return topo_fail(
+					c, topo_line_of(c, entry, NULL), field,
+					"missing (a replica names the switch it stands by for)");
 			if (p < 0 || t->nodes[p].kind != TOPO_SWITCH)
-				return topo_fail(c, topo_line_of(c, field, entry), field, "no switch called '%s'",
-						 rs->replica_of);
+				return topo_fail(c, topo_line_of(c, field, entry), field,
+						 "no switch called '%s'", rs->replica_of);
 			if ((uint32_t)p == i || t->nodes[p].role == TOPO_ROLE_REPLICA)
 				return topo_fail(c, topo_line_of(c, field, entry), field,
 						 "'%s' is a replica itself", rs->replica_of);

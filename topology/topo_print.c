@@ -11,18 +11,22 @@
 #include "topo_units.h"
 #include "topology.h"
 
-#define MAX_LISTED 8	/* names listed in full before "... (N in all)" */
-#define MAX_TREE_LINES 48	/* lines of one job's tree */
-#define MAX_JOBS 32		/* jobs printed in full */
+#define MAX_LISTED 8	  /* names listed in full before "... (N in all)" */
+#define MAX_TREE_LINES 48 /* lines of one job's tree */
+#define MAX_JOBS 32	  /* jobs printed in full */
 
 static const char *
 role_name(enum topo_role r)
 {
 	switch (r) {
-	case TOPO_ROLE_RACK: return "rack";
-	case TOPO_ROLE_SPINE: return "spine";
-	case TOPO_ROLE_CORE: return "core";
-	case TOPO_ROLE_REPLICA: return "replica";
+	case TOPO_ROLE_RACK:
+		return "rack";
+	case TOPO_ROLE_SPINE:
+		return "spine";
+	case TOPO_ROLE_CORE:
+		return "core";
+	case TOPO_ROLE_REPLICA:
+		return "replica";
 	}
 	return "?";
 }
@@ -97,7 +101,8 @@ print_tree(const struct topology *t, int s, const uint8_t *mark, int depth, int 
 	print_children(t, s, mark, f);
 	fprintf(f, "\n");
 	for (uint32_t i = 0; i < t->nb_nodes; i++) {
-		if (t->nodes[i].kind != TOPO_SWITCH || t->nodes[i].parent != s || (mark && !mark[i]))
+		if (t->nodes[i].kind != TOPO_SWITCH || t->nodes[i].parent != s ||
+		    (mark && !mark[i]))
 			continue;
 		if ((shown < 2 || t->nb_nodes <= 64) && *budget > 0) {
 			print_tree(t, (int)i, mark, depth + 1, budget, f);
@@ -130,8 +135,9 @@ topology_print(const struct topology *t, FILE *f)
 			fprintf(f, "  ... and %u more\n", nb_sw - 16);
 			break;
 		}
-		fprintf(f, "  %-12s %-7s slots %u, cores %u, uplink %s", n->name, role_name(n->role),
-			n->slots, n->cores, n->parent >= 0 ? t->nodes[n->parent].name : "- (a root)");
+		fprintf(f, "  %-12s %-7s slots %u, cores %u, uplink %s", n->name,
+			role_name(n->role), n->slots, n->cores,
+			n->parent >= 0 ? t->nodes[n->parent].name : "- (a root)");
 		if (n->replica_of >= 0)
 			fprintf(f, ", replica of %s", t->nodes[n->replica_of].name);
 		if (n->share == TOPO_SHARE_FAIR)

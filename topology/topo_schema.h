@@ -16,7 +16,7 @@
 enum { RAW_ROLE_RACK = 1, RAW_ROLE_SPINE, RAW_ROLE_CORE, RAW_ROLE_REPLICA };
 enum { RAW_SHARE_FIRST_COME = 1, RAW_SHARE_FAIR };
 
-struct raw_link_opts {		/* a link's shaping, or the file's defaults */
+struct raw_link_opts { /* a link's shaping, or the file's defaults */
 	char *bandwidth;
 	char *latency;
 	char *loss;
@@ -30,7 +30,7 @@ struct raw_switch {
 	char *cores;
 	char *uplink;
 	char *replica_of;
-	int share;		/* RAW_SHARE_*, 0 when not given */
+	int share; /* RAW_SHARE_*, 0 when not given */
 	char *share_total;
 	char *share_min_slots;
 };
@@ -65,7 +65,7 @@ struct raw_job {
 	char *block;
 	char *lanes;
 	char *weight;
-	int encoding;		/* enum ina_encoding (ina/wire.h), 0: not given */
+	int encoding; /* enum ina_encoding (ina/wire.h), 0: not given */
 	struct raw_data *data;
 };
 

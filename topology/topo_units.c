@@ -15,12 +15,12 @@ struct unit {
 
 static const struct unit rate_units[] = {
 	{ "tbit", 1000000000000ULL }, { "gbit", 1000000000ULL }, { "mbit", 1000000ULL },
-	{ "kbit", 1000ULL }, { "bit", 1ULL }, { NULL, 0 },
+	{ "kbit", 1000ULL },	      { "bit", 1ULL },		 { NULL, 0 },
 };
 
 static const struct unit time_units[] = {
-	{ "s", 1000000000ULL }, { "ms", 1000000ULL }, { "us", 1000ULL }, { "ns", 1ULL },
-	{ NULL, 0 },
+	{ "s", 1000000000ULL }, { "ms", 1000000ULL }, { "us", 1000ULL },
+	{ "ns", 1ULL },		{ NULL, 0 },
 };
 
 /*
@@ -63,10 +63,9 @@ parse_scaled(const char *s, const struct unit *units, int first_letter_any_case,
 	}
 	for (const struct unit *u = units; u->name; u++) {
 		size_t n = strlen(u->name);
-		int match = first_letter_any_case
-				    ? tolower((unsigned char)p[0]) == u->name[0] &&
-					      strcmp(p + 1, u->name + 1) == 0
-				    : strcmp(p, u->name) == 0;
+		int match = first_letter_any_case ? tolower((unsigned char)p[0]) == u->name[0] &&
+							    strcmp(p + 1, u->name + 1) == 0
+						  : strcmp(p, u->name) == 0;
 
 		if (!match || strlen(p) != n)
 			continue;

@@ -9,8 +9,8 @@
 
 #include <stdint.h>
 
-#define TOPO_RATE_MAX 1000000000000ULL		/* 1 Tbit/s */
-#define TOPO_DURATION_MAX 10000000000ULL	/* 10 s */
+#define TOPO_RATE_MAX 1000000000000ULL	 /* 1 Tbit/s */
+#define TOPO_DURATION_MAX 10000000000ULL /* 10 s */
 
 /* "<number><unit>", unit one of bit, kbit, mbit, gbit, tbit (powers of 1000,
  * the first letter in either case), or "0". 0, or -EINVAL for a malformed

@@ -46,7 +46,7 @@ cy_log_fn(cyaml_log_t level, void *ctx, const char *fmt, va_list ap)
 }
 
 struct cy_frame {
-	int kind;			/* 'f' field, 's' sequence entry, 'm' mapping */
+	int kind; /* 'f' field, 's' sequence entry, 'm' mapping */
 	int line, col;
 };
 
@@ -57,8 +57,10 @@ cy_explain(const char *msg, char *out, size_t size)
 	static const struct {
 		const char *prefix, *says;
 	} words[] = {
-		{ "Expecting STRING, got event: SEQUENCE_START", "want a single value, not a list" },
-		{ "Expecting STRING, got event: MAPPING_START", "want a single value, not a mapping" },
+		{ "Expecting STRING, got event: SEQUENCE_START",
+		  "want a single value, not a list" },
+		{ "Expecting STRING, got event: MAPPING_START",
+		  "want a single value, not a mapping" },
 		{ "Expecting SEQUENCE, got event: SCALAR", "want a list ([a, b] or '- ' lines)" },
 		{ "Expecting SEQUENCE, got event: MAPPING_START", "want a list, not a mapping" },
 		{ "Expecting MAPPING, got event: SCALAR", "want a mapping (key: value lines)" },
@@ -105,7 +107,8 @@ fail_cyaml(struct ctx *c, struct cy_log *l, cyaml_err_t e)
 			continue;
 		if (strncmp(p, "Load: ", 6) == 0 && !msg[0]) {
 			snprintf(msg, sizeof(msg), "%.*s", (int)(q - p - 6), p + 6);
-			while (msg[0] && (msg[strlen(msg) - 1] == '.' || msg[strlen(msg) - 1] == ' '))
+			while (msg[0] &&
+			       (msg[strlen(msg) - 1] == '.' || msg[strlen(msg) - 1] == ' '))
 				msg[strlen(msg) - 1] = 0;
 			continue;
 		}
@@ -116,7 +119,8 @@ fail_cyaml(struct ctx *c, struct cy_log *l, cyaml_err_t e)
 
 			if (sscanf(at, "(line: %d, column: %d)", &f->line, &f->col) != 2)
 				continue;
-			f->kind = strstr(p, "in mapping field") && strstr(p, "in mapping field") < q ? 'f'
+			f->kind = strstr(p, "in mapping field") && strstr(p, "in mapping field") < q
+					  ? 'f'
 				  : strstr(p, "in sequence entry") &&
 						  strstr(p, "in sequence entry") < q
 					  ? 's'
@@ -170,7 +174,8 @@ fail_cyaml(struct ctx *c, struct cy_log *l, cyaml_err_t e)
 
 		topo_pathf(field, sizeof(field), "%s%s%s", path, path[0] ? "." : "", msg + 28);
 		line = topo_lines_get_last(c->lines, field);
-		return topo_fail(c, line ? line : topo_line_of(c, path, NULL), field, "given twice");
+		return topo_fail(c, line ? line : topo_line_of(c, path, NULL), field,
+				 "given twice");
 	}
 	cy_explain(msg, says, sizeof(says));
 	if (strncmp(msg, "Expecting MAPPING, got event: SCALAR", 36) == 0 &&
@@ -192,7 +197,7 @@ fail_cyaml(struct ctx *c, struct cy_log *l, cyaml_err_t e)
  * (minutes under ASan for 20,000 entries). Blocks here keep their capacity
  * in a header in front and grow by doubling, so a load is linear.
  */
-#define CY_HDR 16	/* keeps malloc's alignment */
+#define CY_HDR 16 /* keeps malloc's alignment */
 
 static void *
 cy_mem(void *ctx, void *ptr, size_t size)
@@ -241,7 +246,8 @@ parse(const char *yaml, size_t len, const char *name, const char *dir, char *err
 	if (!yaml)
 		yaml = "", len = 0;
 	if (len > TOPO_MAX_INPUT) {
-		topo_fail(&c, 1, "", "%zu bytes: a topology file has at most %u", len, TOPO_MAX_INPUT);
+		topo_fail(&c, 1, "", "%zu bytes: a topology file has at most %u", len,
+			  TOPO_MAX_INPUT);
 		return NULL;
 	}
 	if (memchr(yaml, 0, len)) {
@@ -254,7 +260,8 @@ parse(const char *yaml, size_t len, const char *name, const char *dir, char *err
 		return NULL;
 	}
 	if (!topo_lines_get(c.lines, "") && !topo_lines_get(c.lines, "name")) {
-		topo_fail(&c, 1, "", "empty: a topology has name, switches, hosts, links (and jobs)");
+		topo_fail(&c, 1, "",
+			  "empty: a topology has name, switches, hosts, links (and jobs)");
 		goto out;
 	}
 	e = cyaml_load_data((const uint8_t *)yaml, len, &cfg, &topo_schema, (cyaml_data_t **)&c.raw,
@@ -265,7 +272,8 @@ parse(const char *yaml, size_t len, const char *name, const char *dir, char *err
 		goto out;
 	}
 	if (!c.raw) {
-		topo_fail(&c, 1, "", "empty: a topology has name, switches, hosts, links (and jobs)");
+		topo_fail(&c, 1, "",
+			  "empty: a topology has name, switches, hosts, links (and jobs)");
 		goto out;
 	}
 	c.t = calloc(1, sizeof(*c.t));
@@ -392,4 +400,3 @@ topology_link(const struct topology *t, int a, int b)
 	}
 	return NULL;
 }
-

@@ -16,11 +16,11 @@
 #define DATA_MAX_LINE 65536
 
 struct dataset {
-	size_t n;		/* rows */
-	size_t dim;		/* features per row */
-	size_t classes;		/* largest label + 1 */
-	float *x;		/* n * dim, row-major */
-	uint8_t *y;		/* n labels */
+	size_t n;	/* rows */
+	size_t dim;	/* features per row */
+	size_t classes; /* largest label + 1 */
+	float *x;	/* n * dim, row-major */
+	uint8_t *y;	/* n labels */
 };
 
 /* Reads 'path' (gzip or plain text). Every row must have the first row's

@@ -47,13 +47,13 @@ train_default_data(char *out, size_t size, char *err, size_t err_size)
 		snprintf(out, size, "%s", real);
 		return 0;
 	}
-	if (access(INA_TRAIN_SOURCE_DATA, R_OK) == 0 &&
-	    strlen(INA_TRAIN_SOURCE_DATA) < size) {
+	if (access(INA_TRAIN_SOURCE_DATA, R_OK) == 0 && strlen(INA_TRAIN_SOURCE_DATA) < size) {
 		snprintf(out, size, "%s", INA_TRAIN_SOURCE_DATA);
 		return 0;
 	}
 	snprintf(err, err_size, "no data set to read: %s is not at %s nor at %s; give --data FILE",
-		 INA_TRAIN_DATA_NAME, inst[0] ? inst : INA_TRAIN_DATA_RELDIR " (beside the program)",
+		 INA_TRAIN_DATA_NAME,
+		 inst[0] ? inst : INA_TRAIN_DATA_RELDIR " (beside the program)",
 		 INA_TRAIN_SOURCE_DATA);
 	return -1;
 }

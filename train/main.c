@@ -39,11 +39,11 @@
 #include "model.h"
 #include "sparsify_cli.h"
 
-#define SPLIT_SEED 0		/* the held-out test split is fixed, whatever --seed */
+#define SPLIT_SEED 0 /* the held-out test split is fixed, whatever --seed */
 #define TEST_FRACTION 0.2
 #define GRAD_TENSOR 1
 #define HASH_TENSOR 2
-#define HASH_PARTS 4		/* a 64-bit hash as four 16-bit values, exact in f32 */
+#define HASH_PARTS 4 /* a 64-bit hash as four 16-bit values, exact in f32 */
 #define MAX_WORKERS 64
 
 struct opts {
@@ -55,40 +55,40 @@ struct opts {
 	const char *report;
 	const char *plot;
 	unsigned workers;
-	int rank;		/* -1: the one-command run */
+	int rank; /* -1: the one-command run */
 	uint32_t job;
 	unsigned epochs;
-	uint64_t rounds;	/* 0: epochs * rounds per epoch */
+	uint64_t rounds; /* 0: epochs * rounds per epoch */
 	double lr;
-	unsigned batch;		/* samples per worker per round */
-	unsigned hidden;	/* MLP hidden units, 0: softmax regression */
+	unsigned batch;	 /* samples per worker per round */
+	unsigned hidden; /* MLP hidden units, 0: softmax regression */
 	uint64_t seed;
 	unsigned check_every;
 	double scale;
 	int quiet;
-	unsigned block;		/* elements per block (the job's block size) */
+	unsigned block; /* elements per block (the job's block size) */
 	unsigned lanes;
-	struct ina_sparsify sp;	/* the gradient's sparsifier */
+	struct ina_sparsify sp; /* the gradient's sparsifier */
 	int plan;		/* the block planner: B per round */
 	uint8_t ssp;		/* --consistency: 0 bsp, S ssp:S */
 	uint64_t compute_ns;	/* --compute-us: each round's simulated compute */
 	double straggle;	/* --straggle: chance per round of a 3x straggler */
 	int diverge_rank;	/* test only: this worker perturbs a weight... */
-	uint64_t diverge_round;	/* ...after this round (-1: never) */
+	uint64_t diverge_round; /* ...after this round (-1: never) */
 };
 
 /* What one worker ends with (rank 0 reports it). */
 struct outcome {
 	uint64_t rounds;
-	uint64_t grad_bytes_sent;	/* ina bytes of the gradient exchanges */
+	uint64_t grad_bytes_sent; /* ina bytes of the gradient exchanges */
 	uint64_t grad_bytes_received;
 	uint64_t hash_checks;
 	uint64_t weights_hash;
 	double accuracy;
-	double density_sent;		/* blocks sent / blocks, over all rounds */
-	uint64_t blocks_deferred;	/* result blocks that came back DEFERRED */
-	unsigned last_block;		/* B of the last gradient exchange (--plan) */
-	double residual_norm;		/* after the last round */
+	double density_sent;	  /* blocks sent / blocks, over all rounds */
+	uint64_t blocks_deferred; /* result blocks that came back DEFERRED */
+	unsigned last_block;	  /* B of the last gradient exchange (--plan) */
+	double residual_norm;	  /* after the last round */
 	double train_loss;
 	double seconds;
 };
@@ -100,7 +100,8 @@ usage(FILE *f)
 		"usage: ina-train [options]              one command: a switch and W workers on loopback\n"
 		"       ina-train --rank R [options]     one worker of a job at --switch\n"
 		"  --data FILE           CSV (gzip or plain): features..., label (default\n"
-		"                        " INA_TRAIN_DATA_NAME " in " INA_TRAIN_DATA_RELDIR " from the\n"
+		"                        " INA_TRAIN_DATA_NAME " in " INA_TRAIN_DATA_RELDIR
+		" from the\n"
 		"                        program's directory (installed), else the source tree's)\n"
 		"  --scale S             features are divided by S (default 16: pixels 0..16)\n"
 		"  --workers W           data-parallel workers, the job's world (default 4)\n"
@@ -144,10 +145,35 @@ usage(FILE *f)
 static void
 parse_args(int argc, char **argv, struct opts *o)
 {
-	enum { O_DATA = 256, O_SCALE, O_WORKERS, O_RANK, O_SWITCH, O_SWITCH_BIN, O_JOB, O_TOKEN,
-	       O_EPOCHS, O_ROUNDS, O_LR, O_BATCH, O_SEED, O_CHECK, O_CSV, O_REPORT, O_PLOT,
-	       O_QUIET, O_HELP, O_DIVERGE, O_HIDDEN, O_BLOCK, O_LANES, O_PLAN, O_CONSISTENCY, O_COMPUTE,
-	       O_STRAGGLE };
+	enum {
+		O_DATA = 256,
+		O_SCALE,
+		O_WORKERS,
+		O_RANK,
+		O_SWITCH,
+		O_SWITCH_BIN,
+		O_JOB,
+		O_TOKEN,
+		O_EPOCHS,
+		O_ROUNDS,
+		O_LR,
+		O_BATCH,
+		O_SEED,
+		O_CHECK,
+		O_CSV,
+		O_REPORT,
+		O_PLOT,
+		O_QUIET,
+		O_HELP,
+		O_DIVERGE,
+		O_HIDDEN,
+		O_BLOCK,
+		O_LANES,
+		O_PLAN,
+		O_CONSISTENCY,
+		O_COMPUTE,
+		O_STRAGGLE
+	};
 	static const struct option lo[] = {
 		{ "data", required_argument, NULL, O_DATA },
 		{ "scale", required_argument, NULL, O_SCALE },
@@ -182,26 +208,54 @@ parse_args(int argc, char **argv, struct opts *o)
 	};
 	int ch;
 
-	*o = (struct opts){ .data = NULL, .switch_addr = "127.0.0.1:9150",
-			    .workers = 4, .rank = -1, .job = 1, .epochs = 50, .lr = 1.0,
-			    .batch = 32, .seed = 1, .check_every = 10, .scale = 16,
-			    .block = 1024, .lanes = 64, .diverge_rank = -1 };
+	*o = (struct opts){ .data = NULL,
+			    .switch_addr = "127.0.0.1:9150",
+			    .workers = 4,
+			    .rank = -1,
+			    .job = 1,
+			    .epochs = 50,
+			    .lr = 1.0,
+			    .batch = 32,
+			    .seed = 1,
+			    .check_every = 10,
+			    .scale = 16,
+			    .block = 1024,
+			    .lanes = 64,
+			    .diverge_rank = -1 };
 	sparsify_cli_defaults(&o->sp);
 	while ((ch = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
 		switch (ch) {
-		case O_DATA: o->data = optarg; break;
+		case O_DATA:
+			o->data = optarg;
+			break;
 		case O_SCALE:
 			if (ina_parse_double(optarg, 1e-30, 1e30, &o->scale) < 0)
 				ina_die("--scale: not a positive number: %s", optarg);
 			break;
-		case O_WORKERS: o->workers = (unsigned)ina_cli_u64("workers", optarg, 1, MAX_WORKERS); break;
-		case O_RANK: o->rank = (int)ina_cli_u64("rank", optarg, 0, MAX_WORKERS - 1); break;
-		case O_SWITCH: o->switch_addr = optarg; break;
-		case O_SWITCH_BIN: o->switch_bin = optarg; break;
-		case O_JOB: o->job = (uint32_t)ina_cli_u64("job", optarg, 1, UINT32_MAX); break;
-		case O_TOKEN: o->token_file = optarg; break;
-		case O_EPOCHS: o->epochs = (unsigned)ina_cli_u64("epochs", optarg, 1, 100000); break;
-		case O_ROUNDS: o->rounds = ina_cli_u64("rounds", optarg, 1, 100000000); break;
+		case O_WORKERS:
+			o->workers = (unsigned)ina_cli_u64("workers", optarg, 1, MAX_WORKERS);
+			break;
+		case O_RANK:
+			o->rank = (int)ina_cli_u64("rank", optarg, 0, MAX_WORKERS - 1);
+			break;
+		case O_SWITCH:
+			o->switch_addr = optarg;
+			break;
+		case O_SWITCH_BIN:
+			o->switch_bin = optarg;
+			break;
+		case O_JOB:
+			o->job = (uint32_t)ina_cli_u64("job", optarg, 1, UINT32_MAX);
+			break;
+		case O_TOKEN:
+			o->token_file = optarg;
+			break;
+		case O_EPOCHS:
+			o->epochs = (unsigned)ina_cli_u64("epochs", optarg, 1, 100000);
+			break;
+		case O_ROUNDS:
+			o->rounds = ina_cli_u64("rounds", optarg, 1, 100000000);
+			break;
 		case O_LR:
 			if (ina_parse_double(optarg, 1e-12, 1e6, &o->lr) < 0)
 				ina_die("--lr: not a positive number: %s", optarg);
@@ -209,13 +263,27 @@ parse_args(int argc, char **argv, struct opts *o)
 		case O_HIDDEN:
 			o->hidden = (unsigned)ina_cli_u64("hidden", optarg, 0, MODEL_MAX_HIDDEN);
 			break;
-		case O_BATCH: o->batch = (unsigned)ina_cli_u64("batch", optarg, 1, 1000000); break;
-		case O_SEED: o->seed = ina_cli_u64("seed", optarg, 0, UINT64_MAX); break;
-		case O_CHECK: o->check_every = (unsigned)ina_cli_u64("check-every", optarg, 1, 1000000); break;
-		case O_CSV: o->csv = optarg; break;
-		case O_REPORT: o->report = optarg; break;
-		case O_PLOT: o->plot = optarg; break;
-		case O_QUIET: o->quiet = 1; break;
+		case O_BATCH:
+			o->batch = (unsigned)ina_cli_u64("batch", optarg, 1, 1000000);
+			break;
+		case O_SEED:
+			o->seed = ina_cli_u64("seed", optarg, 0, UINT64_MAX);
+			break;
+		case O_CHECK:
+			o->check_every = (unsigned)ina_cli_u64("check-every", optarg, 1, 1000000);
+			break;
+		case O_CSV:
+			o->csv = optarg;
+			break;
+		case O_REPORT:
+			o->report = optarg;
+			break;
+		case O_PLOT:
+			o->plot = optarg;
+			break;
+		case O_QUIET:
+			o->quiet = 1;
+			break;
 		case O_DIVERGE: {
 			/* Test only (not in --help): R:K, worker R's replica drifts
 			 * by one ulp after round K, which the hash check must catch. */
@@ -228,8 +296,12 @@ parse_args(int argc, char **argv, struct opts *o)
 			o->diverge_round = k;
 			break;
 		}
-		case O_BLOCK: o->block = (unsigned)ina_cli_u64("block", optarg, 1, 65535); break;
-		case O_LANES: o->lanes = (unsigned)ina_cli_u64("lanes", optarg, 1, 65535); break;
+		case O_BLOCK:
+			o->block = (unsigned)ina_cli_u64("block", optarg, 1, 65535);
+			break;
+		case O_LANES:
+			o->lanes = (unsigned)ina_cli_u64("lanes", optarg, 1, 65535);
+			break;
 		case O_CONSISTENCY:
 			if (strcmp(optarg, "bsp") == 0)
 				o->ssp = 0;
@@ -238,13 +310,20 @@ parse_args(int argc, char **argv, struct opts *o)
 			else
 				ina_die("--consistency: '%s' is not bsp or ssp:S", optarg);
 			break;
-		case O_COMPUTE: o->compute_ns = ina_cli_u64("compute-us", optarg, 0, 10000000) * 1000; break;
+		case O_COMPUTE:
+			o->compute_ns = ina_cli_u64("compute-us", optarg, 0, 10000000) * 1000;
+			break;
 		case O_STRAGGLE:
 			if (ina_parse_double(optarg, 0.0, 1.0, &o->straggle) < 0)
 				ina_die("--straggle: '%s' is not a number in 0..1", optarg);
 			break;
-		case O_PLAN: o->plan = 1; break;
-		case O_HELP: case 'h': usage(stdout); exit(0);
+		case O_PLAN:
+			o->plan = 1;
+			break;
+		case O_HELP:
+		case 'h':
+			usage(stdout);
+			exit(0);
 		default:
 			if (sparsify_cli_parse(ch, optarg, &o->sp))
 				break;
@@ -387,23 +466,21 @@ write_report(const struct opts *o, const struct model *m, const struct dataset *
 	sparsifier_name(o, spname, sizeof(spname));
 	root = json_pack("{s:f, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:f, s:I, s:I,"
 			 " s:b, s:I, s:s, s:f, s:f, s:s, s:s, s:I, s:I, s:s, s:f, s:f, s:I, s:I}",
-			 "accuracy", res->accuracy, "rounds", (json_int_t)res->rounds,
-			 "bytes_sent", (json_int_t)res->grad_bytes_sent,
-			 "bytes_received", (json_int_t)res->grad_bytes_received,
-			 "bytes_dense", (json_int_t)(m->n_params * 4 * res->rounds),
-			 "bytes_sent_total", (json_int_t)st->bytes_sent,
-			 "bytes_received_total", (json_int_t)st->bytes_received,
-			 "retransmits", (json_int_t)st->retransmits,
+			 "accuracy", res->accuracy, "rounds", (json_int_t)res->rounds, "bytes_sent",
+			 (json_int_t)res->grad_bytes_sent, "bytes_received",
+			 (json_int_t)res->grad_bytes_received, "bytes_dense",
+			 (json_int_t)(m->n_params * 4 * res->rounds), "bytes_sent_total",
+			 (json_int_t)st->bytes_sent, "bytes_received_total",
+			 (json_int_t)st->bytes_received, "retransmits", (json_int_t)st->retransmits,
 			 "params", (json_int_t)m->n_params, "workers", (json_int_t)o->workers,
 			 "batch", (json_int_t)o->batch, "lr", o->lr, "seed", (json_int_t)o->seed,
-			 "split_seed", (json_int_t)SPLIT_SEED,
-			 "replicas_identical", 1, "hash_checks", (json_int_t)res->hash_checks,
-			 "weights_hash", hash, "train_loss", res->train_loss,
-			 "seconds", res->seconds, "model", model,
-			 "sparsifier", spname, "train_size", (json_int_t)train->n,
-			 "test_size", (json_int_t)test->n, "transport", transport,
-			 "density_sent", res->density_sent, "residual_norm", res->residual_norm,
-			 "block", (json_int_t)o->block, "lanes", (json_int_t)o->lanes);
+			 "split_seed", (json_int_t)SPLIT_SEED, "replicas_identical", 1,
+			 "hash_checks", (json_int_t)res->hash_checks, "weights_hash", hash,
+			 "train_loss", res->train_loss, "seconds", res->seconds, "model", model,
+			 "sparsifier", spname, "train_size", (json_int_t)train->n, "test_size",
+			 (json_int_t)test->n, "transport", transport, "density_sent",
+			 res->density_sent, "residual_norm", res->residual_norm, "block",
+			 (json_int_t)o->block, "lanes", (json_int_t)o->lanes);
 	if (!root)
 		return -ENOMEM;
 	if (json_object_set_new(root, "blocks_deferred",
@@ -425,17 +502,19 @@ plot(const char *csv, const char *png)
 	FILE *g;
 
 	if (system("command -v gnuplot >/dev/null 2>&1") != 0) {
-		fprintf(stderr, "ina-train: gnuplot not found: no plot (the curve is in %s)\n", csv);
+		fprintf(stderr, "ina-train: gnuplot not found: no plot (the curve is in %s)\n",
+			csv);
 		return;
 	}
 	g = popen("gnuplot", "w");
 	if (!g)
 		return;
-	fprintf(g, "set terminal png size 800,500\nset output '%s'\nset datafile separator ','\n"
-		   "set xlabel 'round'\nset ylabel 'train loss'\nset y2label 'test accuracy'\n"
-		   "set y2tics\nset key center right\n"
-		   "plot '%s' every ::1 using 1:2 with lines title 'train loss', "
-		   "'' every ::1 using 1:3 axes x1y2 with lines title 'test accuracy'\n",
+	fprintf(g,
+		"set terminal png size 800,500\nset output '%s'\nset datafile separator ','\n"
+		"set xlabel 'round'\nset ylabel 'train loss'\nset y2label 'test accuracy'\n"
+		"set y2tics\nset key center right\n"
+		"plot '%s' every ::1 using 1:2 with lines title 'train loss', "
+		"'' every ::1 using 1:3 axes x1y2 with lines title 'test accuracy'\n",
 		png, csv);
 	if (pclose(g) != 0)
 		fprintf(stderr, "ina-train: gnuplot failed\n");
@@ -484,7 +563,7 @@ run_worker(const struct opts *o, unsigned rank, const struct dataset *train,
 	cfg.lanes = (uint16_t)o->lanes;
 	cfg.plan_blocks = o->plan;
 	cfg.ssp = o->ssp;
-	cfg.sparsify = o->sp;	/* the job's sparsifier: every tensor but... */
+	cfg.sparsify = o->sp; /* the job's sparsifier: every tensor but... */
 	if (ina_token_from(o->token_file, &cfg.token, err, sizeof(err)) < 0)
 		ina_die("%s", err);
 	ret = ina_open(&cfg, &ctx, err, sizeof(err));
@@ -508,7 +587,8 @@ run_worker(const struct opts *o, unsigned rank, const struct dataset *train,
 	}
 	if (rank == 0 && !o->quiet)
 		printf("ina-train: %zu train / %zu test rows, %zu params, %u workers x batch %u, "
-		       "%" PRIu64 " rounds (%" PRIu64 " per epoch), lr %g, seed %" PRIu64 ", over %s;"
+		       "%" PRIu64 " rounds (%" PRIu64 " per epoch), lr %g, seed %" PRIu64
+		       ", over %s;"
 		       " data %s\n",
 		       train->n, test->n, m.n_params, o->workers, bs, total, per_epoch, o->lr,
 		       o->seed, ina_transport(ctx), o->data);
@@ -528,7 +608,8 @@ run_worker(const struct opts *o, unsigned rank, const struct dataset *train,
 		ina_get_stats(ctx, &st0);
 		ret = exchange_gradient(ctx, grad, m.n_params);
 		if (ret < 0) {
-			fprintf(stderr, "ina-train[%u]: round %" PRIu64 ": allreduce failed: %s (%s)\n",
+			fprintf(stderr,
+				"ina-train[%u]: round %" PRIu64 ": allreduce failed: %s (%s)\n",
 				rank, r, ina_last_error(ctx), ina_strerror(ret));
 			ok = 0;
 			break;
@@ -550,13 +631,16 @@ run_worker(const struct opts *o, unsigned rank, const struct dataset *train,
 		if ((!o->ssp && res.rounds % o->check_every == 0) || res.rounds == total) {
 			ret = replicas_agree(ctx, rank, o->workers, weights_hash(&m), &bad, o->ssp);
 			if (ret < 0) {
-				fprintf(stderr, "ina-train[%u]: round %" PRIu64 ": hash check failed: "
-					"%s (%s)\n", rank, r, ina_last_error(ctx), ina_strerror(ret));
+				fprintf(stderr,
+					"ina-train[%u]: round %" PRIu64 ": hash check failed: "
+					"%s (%s)\n",
+					rank, r, ina_last_error(ctx), ina_strerror(ret));
 				ok = 0;
 				break;
 			}
 			if (ret == 0) {
-				fprintf(stderr, "ina-train[%u]: REPLICAS DIVERGED after round %" PRIu64
+				fprintf(stderr,
+					"ina-train[%u]: REPLICAS DIVERGED after round %" PRIu64
 					": worker %u holds other weights than worker %u\n",
 					rank, res.rounds, bad, rank);
 				ok = 0;
@@ -564,7 +648,8 @@ run_worker(const struct opts *o, unsigned rank, const struct dataset *train,
 			}
 			res.hash_checks++;
 		}
-		if (rank == 0 && (csv || (!o->quiet && (j + 1 == per_epoch || res.rounds == total)))) {
+		if (rank == 0 &&
+		    (csv || (!o->quiet && (j + 1 == per_epoch || res.rounds == total)))) {
 			double loss = model_loss(&m, train->x, train->y, NULL, train->n);
 			double acc = model_accuracy(&m, test->x, test->y, test->n);
 
@@ -572,7 +657,8 @@ run_worker(const struct opts *o, unsigned rank, const struct dataset *train,
 				fprintf(csv, "%" PRIu64 ",%.6f,%.6f\n", res.rounds, loss, acc);
 			if (!o->quiet && (j + 1 == per_epoch || res.rounds == total))
 				printf("epoch %3" PRIu64 "  round %5" PRIu64 "  train loss %.4f  "
-				       "test accuracy %.4f\n", epoch + 1, res.rounds, loss, acc);
+				       "test accuracy %.4f\n",
+				       epoch + 1, res.rounds, loss, acc);
 		}
 	}
 	res.seconds = now_s() - t0;
@@ -590,9 +676,10 @@ run_worker(const struct opts *o, unsigned rank, const struct dataset *train,
 	}
 	if (ok && rank == 0) {
 		printf("ina-train: test accuracy %.4f after %" PRIu64 " rounds in %.2f s; replicas "
-		       "identical at all %" PRIu64 " checks (weights %016" PRIx64 "); gradient bytes "
-		       "sent %" PRIu64 " (dense %" PRIu64 "), density sent %.4f, blocks deferred %"
-		       PRIu64 ", residual norm %.4g\n",
+		       "identical at all %" PRIu64 " checks (weights %016" PRIx64
+		       "); gradient bytes "
+		       "sent %" PRIu64 " (dense %" PRIu64
+		       "), density sent %.4f, blocks deferred %" PRIu64 ", residual norm %.4g\n",
 		       res.accuracy, res.rounds, res.seconds, res.hash_checks, res.weights_hash,
 		       res.grad_bytes_sent, (uint64_t)(m.n_params * 4 * res.rounds),
 		       res.density_sent, res.blocks_deferred, res.residual_norm);

@@ -15,11 +15,11 @@
 #include <stdint.h>
 
 struct model {
-	size_t dim;		/* D inputs */
-	size_t hidden;		/* H hidden units, 0: softmax regression */
-	size_t classes;		/* C outputs */
-	size_t n_params;	/* C*D + C, or H*D + H + C*H + C */
-	float *params;		/* W then b */
+	size_t dim;	 /* D inputs */
+	size_t hidden;	 /* H hidden units, 0: softmax regression */
+	size_t classes;	 /* C outputs */
+	size_t n_params; /* C*D + C, or H*D + H + C*H + C */
+	float *params;	 /* W then b */
 };
 
 #define MODEL_MAX_CLASSES 256
@@ -42,8 +42,8 @@ double model_loss(const struct model *m, const float *x, const uint8_t *y, const
 
 /* Gradient of the mean loss over rows idx[0..n) into grad[0..n_params);
  * returns that mean loss. */
-double model_gradient(const struct model *m, const float *x, const uint8_t *y,
-		      const uint32_t *idx, size_t n, float *grad);
+double model_gradient(const struct model *m, const float *x, const uint8_t *y, const uint32_t *idx,
+		      size_t n, float *grad);
 
 /* params -= lr * grad. */
 void model_sgd_step(struct model *m, const float *grad, float lr);

@@ -61,8 +61,8 @@ block_len(uint32_t tensor_len, uint16_t block_size, uint64_t b)
  * size or lane count of 0 leaves no block to find or zero.
  */
 uint32_t
-ina_block_next_nonzero(const float *x, uint32_t tensor_len, uint16_t block_size,
-		       uint16_t lanes, uint32_t from)
+ina_block_next_nonzero(const float *x, uint32_t tensor_len, uint16_t block_size, uint16_t lanes,
+		       uint32_t from)
 {
 	uint64_t b;
 	size_t len;

@@ -23,15 +23,14 @@
 #define ETHERTYPE_IP4 0x0800
 #define IPPROTO_UDP_NUM 17
 
-_Static_assert(FRAME_HDR_SIZE + INA_CAPTURE_MAX_PAYLOAD <= SNAPLEN + ETH_HDR_SIZE,
-	       "frame size");
+_Static_assert(FRAME_HDR_SIZE + INA_CAPTURE_MAX_PAYLOAD <= SNAPLEN + ETH_HDR_SIZE, "frame size");
 
 struct ina_capture {
 	pcap_t *pcap;
 	pcap_dumper_t *dumper;
 	uint64_t nb_written;
 	uint64_t nb_skipped;
-	const struct ina_port *port;	/* decodes peers when set (ina_capture_set_port) */
+	const struct ina_port *port; /* decodes peers when set (ina_capture_set_port) */
 	uint8_t frame[FRAME_HDR_SIZE + INA_CAPTURE_MAX_PAYLOAD];
 };
 
@@ -103,8 +102,7 @@ udp_sum(uint32_t src_ip, uint32_t dst_ip, const uint8_t *udp, uint16_t udp_len)
 /* IPv4 address and port of a peer in host order: by the port set with
  * ina_capture_set_port(), else from a sockaddr_in; 0.0.0.0:0 when neither. */
 static void
-peer_addr(const struct ina_capture *cap, const struct ina_peer *peer, uint32_t *ip,
-	  uint16_t *port)
+peer_addr(const struct ina_capture *cap, const struct ina_peer *peer, uint32_t *ip, uint16_t *port)
 {
 	struct sockaddr_in sin;
 
@@ -112,8 +110,7 @@ peer_addr(const struct ina_capture *cap, const struct ina_peer *peer, uint32_t *
 	*port = 0;
 	if (cap->port) {
 		/* An empty peer (a zeroed 'self') is the port itself. */
-		if (ina_port_peer_inet(cap->port, peer && peer->len ? peer : NULL, ip,
-					      port) < 0) {
+		if (ina_port_peer_inet(cap->port, peer && peer->len ? peer : NULL, ip, port) < 0) {
 			*ip = 0;
 			*port = 0;
 		}
@@ -131,7 +128,7 @@ peer_addr(const struct ina_capture *cap, const struct ina_peer *peer, uint32_t *
 static void
 put_mac(uint8_t *p, uint32_t ip)
 {
-	p[0] = 0x02;	/* locally administered, unicast */
+	p[0] = 0x02; /* locally administered, unicast */
 	p[1] = 0x00;
 	put_be32(p + 2, ip);
 }
@@ -170,8 +167,8 @@ err:
 }
 
 void
-ina_capture_write(struct ina_capture *cap, const struct ina_pkt *pkt,
-		  const struct ina_peer *src, const struct ina_peer *dst, uint64_t realtime_ns)
+ina_capture_write(struct ina_capture *cap, const struct ina_pkt *pkt, const struct ina_peer *src,
+		  const struct ina_peer *dst, uint64_t realtime_ns)
 {
 	uint8_t *eth = cap->frame, *ip = eth + ETH_HDR_SIZE, *udp = ip + IP4_HDR_SIZE;
 	struct pcap_pkthdr ph;
@@ -189,12 +186,12 @@ ina_capture_write(struct ina_capture *cap, const struct ina_pkt *pkt,
 	put_mac(eth + 6, src_ip);
 	put_be16(eth + 12, ETHERTYPE_IP4);
 
-	ip[0] = 0x45;		/* version 4, 5 words */
-	ip[1] = 0;		/* DSCP/ECN */
+	ip[0] = 0x45; /* version 4, 5 words */
+	ip[1] = 0;    /* DSCP/ECN */
 	put_be16(ip + 2, (uint16_t)(IP4_HDR_SIZE + UDP_HDR_SIZE + pkt->len));
-	put_be16(ip + 4, (uint16_t)cap->nb_written);	/* identification */
-	put_be16(ip + 6, 0x4000);	/* don't fragment */
-	ip[8] = 64;		/* TTL */
+	put_be16(ip + 4, (uint16_t)cap->nb_written); /* identification */
+	put_be16(ip + 6, 0x4000);		     /* don't fragment */
+	ip[8] = 64;				     /* TTL */
 	ip[9] = IPPROTO_UDP_NUM;
 	put_be16(ip + 10, 0);
 	put_be32(ip + 12, src_ip);
@@ -208,11 +205,11 @@ ina_capture_write(struct ina_capture *cap, const struct ina_pkt *pkt,
 	if (pkt->len)
 		memcpy(udp + UDP_HDR_SIZE, pkt->data, pkt->len);
 	csum = (uint16_t)~udp_sum(src_ip, dst_ip, udp, (uint16_t)(UDP_HDR_SIZE + pkt->len));
-	put_be16(udp + 6, csum ? csum : 0xffff);	/* 0 means "no checksum" */
+	put_be16(udp + 6, csum ? csum : 0xffff); /* 0 means "no checksum" */
 
 	memset(&ph, 0, sizeof(ph));
 	ph.ts.tv_sec = (time_t)(realtime_ns / 1000000000ull);
-	ph.ts.tv_usec = (suseconds_t)(realtime_ns % 1000000000ull);	/* ns: nano file */
+	ph.ts.tv_usec = (suseconds_t)(realtime_ns % 1000000000ull); /* ns: nano file */
 	ph.caplen = ph.len = FRAME_HDR_SIZE + pkt->len;
 	pcap_dump((u_char *)cap->dumper, &ph, cap->frame);
 	cap->nb_written++;
@@ -313,7 +310,7 @@ frame_parse(const struct pcap_pkthdr *ph, const uint8_t *frame, struct ina_captu
 	if (csum_fold(csum_add(0, ip, ihl)) != 0xffff)
 		return &c->nb_bad_ip_csum;
 	if (ip[9] != IPPROTO_UDP_NUM || (get_be16(ip + 6) & 0x3fff) != 0)
-		return &c->nb_not_udp;	/* not UDP, or a fragment */
+		return &c->nb_not_udp; /* not UDP, or a fragment */
 	udp = ip + ihl;
 	if ((uint32_t)ip_len < (uint32_t)ihl + UDP_HDR_SIZE)
 		return &c->nb_truncated;
@@ -331,8 +328,8 @@ frame_parse(const struct pcap_pkthdr *ph, const uint8_t *frame, struct ina_captu
 }
 
 int
-ina_capture_read(const char *path, ina_capture_cb *cb, void *arg,
-		 struct ina_capture_counts *counts, char *err, size_t err_size)
+ina_capture_read(const char *path, ina_capture_cb *cb, void *arg, struct ina_capture_counts *counts,
+		 char *err, size_t err_size)
 {
 	char errbuf[PCAP_ERRBUF_SIZE];
 	struct ina_capture_counts local;
@@ -361,8 +358,9 @@ ina_capture_read(const char *path, ina_capture_cb *cb, void *arg,
 	}
 	if (pcap_datalink(pcap) != DLT_EN10MB) {
 		snprintf(err, err_size, "capture %s: link type %s, not Ethernet", path,
-			 pcap_datalink_val_to_name(pcap_datalink(pcap)) ?
-			 pcap_datalink_val_to_name(pcap_datalink(pcap)) : "unknown");
+			 pcap_datalink_val_to_name(pcap_datalink(pcap))
+				 ? pcap_datalink_val_to_name(pcap_datalink(pcap))
+				 : "unknown");
 		ret = -EINVAL;
 		goto out;
 	}

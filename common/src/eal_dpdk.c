@@ -125,13 +125,14 @@ ina_dpdk_eal_init(int argc, char **argv, char *err, size_t err_size)
 	eal_args_scan(argc, argv, &a);
 	if (!a.no_huge && hugepages_reserved() == 0) {
 		ina_errf(err, err_size,
-			"EAL: no hugepages reserved: reserve hugepages (echo N > "
-			"/sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages) "
-			"or pass --no-huge");
+			 "EAL: no hugepages reserved: reserve hugepages (echo N > "
+			 "/sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages) "
+			 "or pass --no-huge");
 		return -ENOMEM;
 	}
 	if (!a.no_shconf && !a.in_memory && (holder = prefix_holder(a.prefix)) != 0) {
-		ina_errf(err, err_size,
+		ina_errf(
+			err, err_size,
 			"EAL: file prefix '%s' is in use by another DPDK process (pid %ld): pass a "
 			"distinct --file-prefix=NAME (or --no-shconf when no memif is used)",
 			a.prefix, holder);
@@ -145,15 +146,15 @@ ina_dpdk_eal_init(int argc, char **argv, char *err, size_t err_size)
 			ina_errf(err, err_size, "EAL already initialised");
 		else if (e == EACCES && !a.no_huge)
 			ina_errf(err, err_size,
-				"EAL cannot use hugepages (%s): reserve hugepages (echo N > "
-				"/sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages) or pass "
-				"--no-huge",
-				rte_strerror(e));
+				 "EAL cannot use hugepages (%s): reserve hugepages (echo N > "
+				 "/sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages) or pass "
+				 "--no-huge",
+				 rte_strerror(e));
 		else
 			ina_errf(err, err_size,
-				"rte_eal_init failed: %s (see EAL's messages above; a "
-				"prefix in use needs a distinct --file-prefix)",
-				rte_strerror(e));
+				 "rte_eal_init failed: %s (see EAL's messages above; a "
+				 "prefix in use needs a distinct --file-prefix)",
+				 rte_strerror(e));
 		return -e;
 	}
 	eal_up = 1;

@@ -18,23 +18,61 @@
 #include "ina/eal_main.h"
 #include "ina/port.h"
 #ifdef INA_HAVE_DPDK
-#include "ina/port_dpdk.h"	/* EAL start-up and the port's registration */
+#include "ina/port_dpdk.h" /* EAL start-up and the port's registration */
 #endif
 
 static int eal_started;
-static char **eal_argv;		/* EAL permutes its copy of argv; freed at exit */
+static char **eal_argv; /* EAL permutes its copy of argv; freed at exit */
 
 /* Options only EAL has (ina's own --log-level is not among them). */
 static const char *const eal_only_opts[] = {
-	"-l", "-c", "-n", "-m", "-a", "-b", "-d", "-s", "-S", "-r", "-v",
-	"--lcores", "--vdev", "--no-huge", "--no-pci", "--no-shconf", "--no-telemetry",
-	"--telemetry", "--file-prefix", "--in-memory", "--socket-mem", "--socket-limit",
-	"--huge-dir", "--huge-unlink", "--iova-mode", "--proc-type", "--allow", "--block",
-	"--main-lcore", "--single-file-segments", "--legacy-mem", "--base-virtaddr",
-	"--syslog", "--trace", "--trace-dir", "--trace-bufsz", "--trace-mode",
-	"--match-allocations", "--vfio-intr", "--vfio-vf-token", "--no-hpet",
-	"--mbuf-pool-ops-name", "--create-uio-dev", "--service-coremask",
-	"--service-corelist", "--force-max-simd-bitwidth", "--vmware-tsc-map",
+	"-l",
+	"-c",
+	"-n",
+	"-m",
+	"-a",
+	"-b",
+	"-d",
+	"-s",
+	"-S",
+	"-r",
+	"-v",
+	"--lcores",
+	"--vdev",
+	"--no-huge",
+	"--no-pci",
+	"--no-shconf",
+	"--no-telemetry",
+	"--telemetry",
+	"--file-prefix",
+	"--in-memory",
+	"--socket-mem",
+	"--socket-limit",
+	"--huge-dir",
+	"--huge-unlink",
+	"--iova-mode",
+	"--proc-type",
+	"--allow",
+	"--block",
+	"--main-lcore",
+	"--single-file-segments",
+	"--legacy-mem",
+	"--base-virtaddr",
+	"--syslog",
+	"--trace",
+	"--trace-dir",
+	"--trace-bufsz",
+	"--trace-mode",
+	"--match-allocations",
+	"--vfio-intr",
+	"--vfio-vf-token",
+	"--no-hpet",
+	"--mbuf-pool-ops-name",
+	"--create-uio-dev",
+	"--service-coremask",
+	"--service-corelist",
+	"--force-max-simd-bitwidth",
+	"--vmware-tsc-map",
 };
 
 void
@@ -91,7 +129,8 @@ ina_eal_main_check_spec(const char *option, const char *spec)
 {
 	if (ina_eal_main_is_dpdk(spec) && !eal_started)
 		ina_eal_main_die("%s %s: a dpdk port needs EAL options first: %s [EAL options] -- "
-				 "%s %s ...", option, spec, ina_cli_prog(), option, spec);
+				 "%s %s ...",
+				 option, spec, ina_cli_prog(), option, spec);
 }
 
 void
@@ -142,7 +181,8 @@ ina_eal_main_start(const char *prog, int *argc, char ***argv)
 		free(eal_argv);
 		eal_argv = NULL;
 		ina_eal_main_die("cannot start DPDK: %s (EAL options go before '--', ina's "
-				 "after it)", err);
+				 "after it)",
+				 err);
 	}
 	eal_started = 1;
 	atexit(eal_at_exit);
@@ -150,7 +190,7 @@ ina_eal_main_start(const char *prog, int *argc, char ***argv)
 	eal_argv[ret] = (*argv)[0];
 	*argc -= ret;
 	*argv = eal_argv + ret;
-	optind = 0;	/* getopt starts afresh on the rest (glibc) */
+	optind = 0; /* getopt starts afresh on the rest (glibc) */
 	return 1;
 }
 #else

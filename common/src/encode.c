@@ -92,7 +92,7 @@ add_sat(int32_t a, int32_t b, uint32_t *sat)
 	uint32_t ua = (uint32_t)a, ub = (uint32_t)b;
 	uint32_t r = ua + ub;
 	uint32_t ovf = ((ua ^ r) & (ub ^ r)) >> 31;
-	uint32_t lim = (ua >> 31) + 0x7fffffffu;	/* INT32_MAX or INT32_MIN */
+	uint32_t lim = (ua >> 31) + 0x7fffffffu; /* INT32_MAX or INT32_MIN */
 
 	*sat += ovf;
 	return (int32_t)(ovf ? lim : r);
@@ -523,8 +523,8 @@ ina_enc_i32_bound(unsigned n_addends, int scale, double ref_abs, int scaled)
 
 	if (n_addends == 0)
 		return 0;
-	h = ldexp(1.0, -scale - 1);		/* half a quantisation step */
-	x_max = ldexp(1.0, 31 - scale);		/* bounds every |x_i| */
+	h = ldexp(1.0, -scale - 1);	/* half a quantisation step */
+	x_max = ldexp(1.0, 31 - scale); /* bounds every |x_i| */
 	big_g_n = gamma_k(n - 1, U64);
 	if (!scaled) {
 		r = big_g_n * n * x_max;

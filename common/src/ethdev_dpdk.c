@@ -22,8 +22,8 @@
 #include "ethdev_dpdk.h"
 #include "ina/util.h"
 
-#define SET_HDR_ROOM 64		/* data room of a header mbuf, past the headroom */
-#define MEMIF_DEF_BSIZE 2048	/* net_memif's buffer size without bsize= */
+#define SET_HDR_ROOM 64	     /* data room of a header mbuf, past the headroom */
+#define MEMIF_DEF_BSIZE 2048 /* net_memif's buffer size without bsize= */
 
 /* The set each ethdev belongs to, NULL when free. */
 static struct dpdk_set *set_of[RTE_MAX_ETHPORTS];
@@ -54,7 +54,7 @@ static int
 driver_takes_chains(const char *name)
 {
 	static const char *const known[] = { "net_memif", "net_ring", "net_af_packet",
-					      "net_tap", "net_null", "net_pcap" };
+					     "net_tap",	  "net_null", "net_pcap" };
 
 	for (size_t i = 0; i < sizeof(known) / sizeof(known[0]); i++)
 		if (strcmp(name, known[i]) == 0)
@@ -130,8 +130,8 @@ set_check_frames(struct dpdk_set *set, char *err, size_t err_size)
 		int ret = rte_eth_dev_info_get(cfg->ids[i], &info);
 
 		if (ret < 0) {
-			ina_errf(err, err_size, "ethdev %u will not give its info: %s",
-				 cfg->ids[i], rte_strerror(-ret));
+			ina_errf(err, err_size, "ethdev %u will not give its info: %s", cfg->ids[i],
+				 rte_strerror(-ret));
 			return ret;
 		}
 		if (strcmp(info.driver_name, "net_memif") != 0)
@@ -152,8 +152,10 @@ set_check_frames(struct dpdk_set *set, char *err, size_t err_size)
 			set->buf_min = bsize;
 	}
 	if (set->buf_min > UINT16_MAX - RTE_PKTMBUF_HEADROOM) {
-		ina_errf(err, err_size, "mbufs of %u bytes (a memif's bsize=) exceed DPDK's %u: "
-			 "lower bsize=", set->buf_min, UINT16_MAX - RTE_PKTMBUF_HEADROOM);
+		ina_errf(err, err_size,
+			 "mbufs of %u bytes (a memif's bsize=) exceed DPDK's %u: "
+			 "lower bsize=",
+			 set->buf_min, UINT16_MAX - RTE_PKTMBUF_HEADROOM);
 		return -EINVAL;
 	}
 	return 0;
@@ -212,7 +214,8 @@ ids_str(char *buf, size_t size)
 	uint16_t id;
 
 	buf[0] = '\0';
-	RTE_ETH_FOREACH_DEV(id) {
+	RTE_ETH_FOREACH_DEV(id)
+	{
 		int w = snprintf(buf + used, size - used, "%s%u", used ? "," : "", id);
 
 		if (w < 0 || (size_t)w >= size - used)
@@ -270,11 +273,11 @@ set_pools(struct dpdk_set *set, int socket, char *err, size_t err_size)
 
 	if (needed > cfg->nb_mbufs) {
 		ina_errf(err, err_size,
-			"too few mbufs: mbufs=%u per queue, needs %llu = %u ethdevs x (%u rx + %u "
-			"tx descriptors) + %u cache x %u lcores + 64 + reserve=%u; raise mbufs=N "
-			"(or lower rxd=/txd=)",
-			cfg->nb_mbufs, (unsigned long long)needed, cfg->nb, cfg->rxd, cfg->txd,
-			cache, rte_lcore_count(), cfg->reserve);
+			 "too few mbufs: mbufs=%u per queue, needs %llu = %u ethdevs x (%u rx + %u "
+			 "tx descriptors) + %u cache x %u lcores + 64 + reserve=%u; raise mbufs=N "
+			 "(or lower rxd=/txd=)",
+			 cfg->nb_mbufs, (unsigned long long)needed, cfg->nb, cfg->rxd, cfg->txd,
+			 cache, rte_lcore_count(), cfg->reserve);
 		return -ENOBUFS;
 	}
 	for (uint16_t q = 0; q < cfg->queues; q++) {
@@ -290,9 +293,9 @@ set_pools(struct dpdk_set *set, int socket, char *err, size_t err_size)
 			int e = rte_errno ? rte_errno : ENOMEM;
 
 			ina_errf(err, err_size,
-				"cannot create %u mbufs (+%u header mbufs) for queue %u: %s; give "
-				"EAL more memory (-m MB) or lower mbufs=N",
-				cfg->nb_mbufs, nb_hdr, q, rte_strerror(e));
+				 "cannot create %u mbufs (+%u header mbufs) for queue %u: %s; give "
+				 "EAL more memory (-m MB) or lower mbufs=N",
+				 cfg->nb_mbufs, nb_hdr, q, rte_strerror(e));
 			seq++;
 			return -e;
 		}
@@ -326,8 +329,8 @@ set_start_one(struct dpdk_set *set, uint16_t i, int socket, uint64_t deadline_ms
 	snprintf(set->names[i], sizeof(set->names[i]), "%s", info.driver_name);
 	if (cfg->queues > info.max_rx_queues || cfg->queues > info.max_tx_queues) {
 		ina_errf(err, err_size,
-			"ethdev %u (%s) has %u rx / %u tx queues, queues=%u asks for more", id,
-			set->names[i], info.max_rx_queues, info.max_tx_queues, cfg->queues);
+			 "ethdev %u (%s) has %u rx / %u tx queues, queues=%u asks for more", id,
+			 set->names[i], info.max_rx_queues, info.max_tx_queues, cfg->queues);
 		return -EINVAL;
 	}
 	memset(&conf, 0, sizeof(conf));
@@ -339,11 +342,11 @@ set_start_one(struct dpdk_set *set, uint16_t i, int socket, uint64_t deadline_ms
 		conf.rxmode.mtu = cfg->mtu;
 	} else if (!driver_any_frame(info.driver_name)) {
 		ina_errf(err, err_size,
-			"ethdev %u (%s) takes an MTU of %u at most (frames of %u bytes): lower "
-			"mtu=%u",
-			id, set->names[i], RTE_MIN((uint32_t)info.max_mtu,
-						   info.max_rx_pktlen - overhead),
-			info.max_rx_pktlen, cfg->mtu);
+			 "ethdev %u (%s) takes an MTU of %u at most (frames of %u bytes): lower "
+			 "mtu=%u",
+			 id, set->names[i],
+			 RTE_MIN((uint32_t)info.max_mtu, info.max_rx_pktlen - overhead),
+			 info.max_rx_pktlen, cfg->mtu);
 		return -EINVAL;
 	}
 	/* else a virtual device (memif, ring...) that advertises 1518-byte frames
@@ -354,8 +357,8 @@ set_start_one(struct dpdk_set *set, uint16_t i, int socket, uint64_t deadline_ms
 	 * rings instead. Untested here: no NIC. */
 	if (cfg->queues > 1 && (info.flow_type_rss_offloads & (RTE_ETH_RSS_IP | RTE_ETH_RSS_UDP))) {
 		conf.rxmode.mq_mode = RTE_ETH_MQ_RX_RSS;
-		conf.rx_adv_conf.rss_conf.rss_hf =
-			info.flow_type_rss_offloads & (RTE_ETH_RSS_IP | RTE_ETH_RSS_UDP);
+		conf.rx_adv_conf.rss_conf.rss_hf = info.flow_type_rss_offloads &
+						   (RTE_ETH_RSS_IP | RTE_ETH_RSS_UDP);
 	}
 	if (info.tx_offload_capa & RTE_ETH_TX_OFFLOAD_MULTI_SEGS)
 		conf.txmode.offloads |= RTE_ETH_TX_OFFLOAD_MULTI_SEGS;
@@ -414,7 +417,7 @@ set_start_one(struct dpdk_set *set, uint16_t i, int socket, uint64_t deadline_ms
 
 fail:
 	ina_errf(err, err_size, "ethdev %u (%s) will not %s: %s", id,
-		set->names[i][0] ? set->names[i] : "?", what, rte_strerror(-ret));
+		 set->names[i][0] ? set->names[i] : "?", what, rte_strerror(-ret));
 	return ret;
 }
 
@@ -424,7 +427,7 @@ dpdk_set_link_up(const struct dpdk_set *set, uint16_t i)
 	struct rte_eth_link link;
 
 	if (rte_eth_link_get_nowait(set->cfg.ids[i], &link) < 0)
-		return 1;	/* no link information: assume up */
+		return 1; /* no link information: assume up */
 	return link.link_status == RTE_ETH_LINK_UP;
 }
 
@@ -439,10 +442,10 @@ set_wait_links(struct dpdk_set *set, uint64_t deadline_ms, char *err, size_t err
 
 			if (now >= deadline_ms) {
 				ina_errf(err, err_size,
-					"link of ethdev %u (%s) still down after link_wait_ms=%u "
-					"(is the peer up? a memif client needs its server "
-					"running, a server waits for its client)",
-					set->cfg.ids[i], set->names[i], set->cfg.link_wait_ms);
+					 "link of ethdev %u (%s) still down after link_wait_ms=%u "
+					 "(is the peer up? a memif client needs its server "
+					 "running, a server waits for its client)",
+					 set->cfg.ids[i], set->names[i], set->cfg.link_wait_ms);
 				return -ENETDOWN;
 			}
 			if (is_memif(set, i) && now >= restart) {
@@ -462,14 +465,16 @@ set_join(struct dpdk_set *set, const struct dpdk_set_cfg *cfg, uint16_t queue, c
 {
 	if (!same_ids(&set->cfg, cfg) || set->cfg.queues != cfg->queues ||
 	    set->cfg.mtu != cfg->mtu) {
-		ina_errf(err, err_size,
+		ina_errf(
+			err, err_size,
 			"ethdev %u is already open in a dpdk port with other ethdevs, queues=%u or "
 			"mtu=%u",
 			cfg->ids[0], set->cfg.queues, set->cfg.mtu);
 		return -EBUSY;
 	}
 	if (set->open_mask & (1u << queue)) {
-		ina_errf(err, err_size, "queue %u of ethdev %u is already open", queue, cfg->ids[0]);
+		ina_errf(err, err_size, "queue %u of ethdev %u is already open", queue,
+			 cfg->ids[0]);
 		return -EBUSY;
 	}
 	set->open_mask |= 1u << queue;
@@ -478,8 +483,8 @@ set_join(struct dpdk_set *set, const struct dpdk_set_cfg *cfg, uint16_t queue, c
 }
 
 int
-dpdk_set_open(const struct dpdk_set_cfg *cfg, uint16_t queue, struct dpdk_set **out,
-	      char *err, size_t err_size)
+dpdk_set_open(const struct dpdk_set_cfg *cfg, uint16_t queue, struct dpdk_set **out, char *err,
+	      size_t err_size)
 {
 	uint8_t started[DPDK_MAX_ETH] = { 0 };
 	struct dpdk_set *set;
@@ -495,19 +500,20 @@ dpdk_set_open(const struct dpdk_set_cfg *cfg, uint16_t queue, struct dpdk_set **
 	if (cfg->nb == 0 || cfg->nb > DPDK_MAX_ETH || cfg->queues == 0 ||
 	    cfg->queues > DPDK_MAX_QUEUES || queue >= cfg->queues) {
 		ina_errf(err, err_size,
-			"bad ethdev set: %u ethdevs (1..%u), queue %u of %u (max %u)",
-			cfg->nb, DPDK_MAX_ETH, queue, cfg->queues, DPDK_MAX_QUEUES);
+			 "bad ethdev set: %u ethdevs (1..%u), queue %u of %u (max %u)", cfg->nb,
+			 DPDK_MAX_ETH, queue, cfg->queues, DPDK_MAX_QUEUES);
 		return -EINVAL;
 	}
 	for (uint16_t i = 0; i < cfg->nb; i++) {
 		if (!rte_eth_dev_is_valid_port(cfg->ids[i])) {
 			ids_str(ids, sizeof(ids));
-			ina_errf(err, err_size, "no ethdev %u (ethdevs here: %s)", cfg->ids[i], ids);
+			ina_errf(err, err_size, "no ethdev %u (ethdevs here: %s)", cfg->ids[i],
+				 ids);
 			return -ENODEV;
 		}
 		if (set_of[cfg->ids[i]] && set_of[cfg->ids[i]] != set_of[cfg->ids[0]]) {
 			ina_errf(err, err_size, "ethdev %u is already open in another dpdk port",
-				cfg->ids[i]);
+				 cfg->ids[i]);
 			return -EBUSY;
 		}
 	}

@@ -12,7 +12,7 @@
 
 #define FAULTS_DEF_HOLD 128
 #define FAULTS_DEF_DELAY_NS 1000000ull
-#define FAULTS_CHUNK 32			/* packets copied aside per step of rx */
+#define FAULTS_CHUNK 32 /* packets copied aside per step of rx */
 
 void
 ina_faults_cfg_init(struct ina_faults_cfg *cfg)
@@ -40,7 +40,7 @@ static int
 rate_key(const char *key)
 {
 	static const char *const keys[INA_FAULT_KINDS] = {
-		[INA_FAULT_DROP] = "drop", [INA_FAULT_DUP] = "dup",
+		[INA_FAULT_DROP] = "drop",	 [INA_FAULT_DUP] = "dup",
 		[INA_FAULT_REORDER] = "reorder", [INA_FAULT_DELAY] = "delay",
 		[INA_FAULT_CORRUPT] = "corrupt",
 	};
@@ -52,16 +52,15 @@ rate_key(const char *key)
 }
 
 int
-ina_faults_option(struct ina_faults_cfg *cfg, const char *key, const char *val,
-		  const char **range)
+ina_faults_option(struct ina_faults_cfg *cfg, const char *key, const char *val, const char **range)
 {
 	int k = rate_key(key), ret;
 	uint64_t v;
 
 	*range = "";
 	if (k >= 0) {
-		ret = rate_option(val, k == INA_FAULT_DROP || k == INA_FAULT_CORRUPT,
-				  &cfg->rate[k], range);
+		ret = rate_option(val, k == INA_FAULT_DROP || k == INA_FAULT_CORRUPT, &cfg->rate[k],
+				  range);
 		if (k == INA_FAULT_DELAY)
 			cfg->delay_set = 1;
 	} else if (strcmp(key, "delay_us") == 0) {

@@ -14,7 +14,9 @@
 #include "frame_dpdk.h"
 
 _Static_assert(sizeof(struct rte_ether_hdr) + sizeof(struct rte_ipv4_hdr) +
-		       sizeof(struct rte_udp_hdr) == FRAME_HDR_LEN, "header size");
+			       sizeof(struct rte_udp_hdr) ==
+		       FRAME_HDR_LEN,
+	       "header size");
 
 uint32_t
 frame_sum(const void *buf, uint32_t len)
@@ -67,7 +69,7 @@ frame_udp_write(uint8_t *hdr, const struct frame_end *src, const struct frame_en
 	sum += psum + src->udp_be + dst->udp_be + udp_len_be;
 	udp->dgram_cksum = (uint16_t)~__rte_raw_cksum_reduce(sum);
 	if (udp->dgram_cksum == 0)
-		udp->dgram_cksum = 0xffff;	/* 0 means "no checksum" */
+		udp->dgram_cksum = 0xffff; /* 0 means "no checksum" */
 }
 
 int

@@ -11,7 +11,7 @@
 #include <stdint.h>
 
 #define FRAME_ETH_LEN 14
-#define FRAME_HDR_LEN 42	/* Ethernet 14 + IPv4 20 + UDP 8 */
+#define FRAME_HDR_LEN 42 /* Ethernet 14 + IPv4 20 + UDP 8 */
 
 /* One end of a UDP flow; ip and port in network order. */
 struct frame_end {

@@ -15,8 +15,8 @@
 
 #include "neigh_dpdk.h"
 
-#define ARP_FRAME_LEN (RTE_ETHER_HDR_LEN + sizeof(struct rte_arp_hdr))	/* 42 */
-#define MIN_FRAME_LEN 60	/* Ethernet minimum without FCS */
+#define ARP_FRAME_LEN (RTE_ETHER_HDR_LEN + sizeof(struct rte_arp_hdr)) /* 42 */
+#define MIN_FRAME_LEN 60 /* Ethernet minimum without FCS */
 
 void
 neigh_init(struct neigh *n, uint32_t ip_be)
@@ -80,7 +80,7 @@ neigh_arp_input(struct neigh *n, struct rte_mbuf *m, uint16_t eth, const uint8_t
 	}
 	op = rte_be_to_cpu_16(arp->arp_opcode);
 	if (!n->ip_be || a->arp_tip != n->ip_be)
-		return 0;	/* not about us: nothing to learn or answer */
+		return 0; /* not about us: nothing to learn or answer */
 	neigh_learn(n, a->arp_sip, a->arp_sha.addr_bytes, eth);
 	if (op != RTE_ARP_OP_REQUEST)
 		return 0;
@@ -135,8 +135,7 @@ neigh_icmp_input(struct neigh *n, struct rte_mbuf *m, uint32_t hlen, uint32_t to
 }
 
 void
-neigh_arp_request(struct neigh *n, struct rte_mbuf *m, uint32_t target_be,
-		  const uint8_t *own_mac)
+neigh_arp_request(struct neigh *n, struct rte_mbuf *m, uint32_t target_be, const uint8_t *own_mac)
 {
 	uint8_t *frame = rte_pktmbuf_mtod(m, uint8_t *);
 	struct rte_ether_hdr *eh = (struct rte_ether_hdr *)(void *)frame;
@@ -154,7 +153,7 @@ neigh_arp_request(struct neigh *n, struct rte_mbuf *m, uint32_t target_be,
 	arp->arp_opcode = rte_cpu_to_be_16(RTE_ARP_OP_REQUEST);
 	memcpy(a->arp_sha.addr_bytes, own_mac, 6);
 	a->arp_sip = n->ip_be;
-	a->arp_tip = target_be;	/* arp_tha stays zero */
+	a->arp_tip = target_be; /* arp_tha stays zero */
 	m->data_len = MIN_FRAME_LEN;
 	m->pkt_len = MIN_FRAME_LEN;
 	n->st.arp_request_tx++;

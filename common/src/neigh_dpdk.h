@@ -18,15 +18,15 @@
 struct rte_mbuf;
 
 struct neigh_entry {
-	uint32_t ip_be;		/* 0 = free */
-	uint16_t eth;		/* index of the ethdev it was learned on */
+	uint32_t ip_be; /* 0 = free */
+	uint16_t eth;	/* index of the ethdev it was learned on */
 	uint8_t mac[6];
 };
 
 struct neigh {
 	struct neigh_entry e[NEIGH_MAX];
-	unsigned next;		/* entry replaced next when full */
-	uint32_t ip_be;		/* own address, 0 = none (then nothing is answered) */
+	unsigned next;	/* entry replaced next when full */
+	uint32_t ip_be; /* own address, 0 = none (then nothing is answered) */
 	struct ina_port_dpdk_neigh_stats st;
 };
 

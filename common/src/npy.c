@@ -33,15 +33,15 @@ struct ina_npy {
 	int fd;
 	unsigned ndim;
 	uint64_t dims[NPY_MAX_DIMS];
-	uint64_t data_offset;		/* bytes from the start of the file */
-	uint64_t row_len;		/* elements: the last dimension */
-	uint64_t nb_rows;		/* product of the leading dimensions */
+	uint64_t data_offset; /* bytes from the start of the file */
+	uint64_t row_len;     /* elements: the last dimension */
+	uint64_t nb_rows;     /* product of the leading dimensions */
 };
 
 /* The header dict as parsed: which keys were seen, and their values. */
 struct npy_dict {
 	int have_descr, have_fortran, have_shape;
-	int descr_ok;			/* descr is '<f4' */
+	int descr_ok; /* descr is '<f4' */
 	int fortran_order;
 	unsigned ndim;
 	uint64_t dims[NPY_MAX_DIMS + 1];
@@ -53,8 +53,7 @@ struct npy_parser {
 	const char *why;
 };
 
-static void
-set_err(char *err, size_t err_size, const char *path, const char *fmt, ...)
+static void set_err(char *err, size_t err_size, const char *path, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
 
 static void
@@ -76,8 +75,8 @@ set_err(char *err, size_t err_size, const char *path, const char *fmt, ...)
 static void
 skip_space(struct npy_parser *ps)
 {
-	while (ps->p < ps->end && (*ps->p == ' ' || *ps->p == '\t' || *ps->p == '\n' ||
-				   *ps->p == '\r'))
+	while (ps->p < ps->end &&
+	       (*ps->p == ' ' || *ps->p == '\t' || *ps->p == '\n' || *ps->p == '\r'))
 		ps->p++;
 }
 
@@ -267,7 +266,7 @@ read_full(int fd, void *buf, size_t size, uint64_t offset)
 			return -errno;
 		}
 		if (ret == 0)
-			return -EIO;	/* the file shrank under us */
+			return -EIO; /* the file shrank under us */
 		b += ret;
 		size -= (size_t)ret;
 		offset += (uint64_t)ret;
@@ -353,7 +352,9 @@ read_header(struct ina_npy *npy, const char *path, char *err, size_t err_size)
 	}
 	if (!d.have_descr || !d.have_fortran || !d.have_shape) {
 		set_err(err, err_size, path, "header lacks '%s'",
-			!d.have_descr ? "descr" : !d.have_fortran ? "fortran_order" : "shape");
+			!d.have_descr	  ? "descr"
+			: !d.have_fortran ? "fortran_order"
+					  : "shape");
 		goto out;
 	}
 	if (!d.descr_ok) {

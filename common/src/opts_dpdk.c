@@ -93,13 +93,13 @@ dpdk_option(char *opt, struct dpdk_config *cfg, char *err, size_t err_size)
 	} else if ((ret = ina_faults_option(&cfg->faults, key, val, &range)) == 0) {
 		snprintf(err, err_size,
 			 "unknown option '%s' (known: port, ip, udp, mbufs, reserve, rxd, txd, "
-			 "queue, queues, link_wait_ms, zerocopy, offload, mtu, " INA_FAULTS_KEYS ")",
+			 "queue, queues, link_wait_ms, zerocopy, offload, mtu, " INA_FAULTS_KEYS
+			 ")",
 			 key);
 		return -EINVAL;
 	}
 	if (ret < 0) {
-		snprintf(err, err_size, "bad value '%s' for option '%s'%s", val, key,
-			 range);
+		snprintf(err, err_size, "bad value '%s' for option '%s'%s", val, key, range);
 		return -EINVAL;
 	}
 	return 0;
@@ -131,8 +131,8 @@ dpdk_config_parse(const char *args, struct dpdk_config *cfg, char *err, size_t e
 	}
 	free(copy);
 	if (ret == 0 && cfg->queue >= cfg->queues) {
-		snprintf(err, err_size, "queue=%u needs queues=%u or more",
-			 (unsigned)cfg->queue, (unsigned)cfg->queue + 1);
+		snprintf(err, err_size, "queue=%u needs queues=%u or more", (unsigned)cfg->queue,
+			 (unsigned)cfg->queue + 1);
 		ret = -EINVAL;
 	}
 	return ret;

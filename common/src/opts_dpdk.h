@@ -24,8 +24,8 @@ struct dpdk_config {
 	uint32_t ip_be;
 	uint64_t udp, mbufs, reserve, rxd, txd, queue, queues, link_wait_ms;
 	uint64_t zerocopy, offload, mtu;
-	int queue_all;		/* queue=all: poll every rx queue, send on queue 0 */
-	struct ina_faults_cfg faults;	/* drop=, dup=, ..., seed= (faults.h) */
+	int queue_all;		      /* queue=all: poll every rx queue, send on queue 0 */
+	struct ina_faults_cfg faults; /* drop=, dup=, ..., seed= (faults.h) */
 };
 
 /* Parses 'args' into 'cfg'. 0, or -EINVAL / -ENOMEM with a message in 'err'. */

@@ -16,13 +16,13 @@
 #define HEAP_ALIGN 64
 
 struct heap_pool {
-	struct ina_pkt_pool pool;	/* first: the handle callers hold */
-	unsigned nb_pkts;		/* packets made at create */
-	unsigned nb_free;		/* entries of 'stack' in use */
-	struct ina_pkt **stack;		/* free packets, top at nb_free - 1 */
-	struct ina_pkt *pkts;		/* all packets, index = buffer index */
-	uint8_t *bufs;			/* all buffers, 'stride' bytes apart */
-	size_t stride;			/* buf_size rounded up to HEAP_ALIGN */
+	struct ina_pkt_pool pool; /* first: the handle callers hold */
+	unsigned nb_pkts;	  /* packets made at create */
+	unsigned nb_free;	  /* entries of 'stack' in use */
+	struct ina_pkt **stack;	  /* free packets, top at nb_free - 1 */
+	struct ina_pkt *pkts;	  /* all packets, index = buffer index */
+	uint8_t *bufs;		  /* all buffers, 'stride' bytes apart */
+	size_t stride;		  /* buf_size rounded up to HEAP_ALIGN */
 };
 
 static unsigned heap_get(struct ina_pkt_pool *pool, struct ina_pkt **pkts, unsigned n);

@@ -82,8 +82,10 @@ ina_port_open(const char *spec, struct ina_port **out, char *err, unsigned err_s
 	if (!ops) {
 		known_types(known, sizeof(known));
 		if (err && err_size)
-			snprintf(err, err_size, "cannot open port %s: unknown port type '%.*s' "
-				 "(known: %s)", spec, (int)type_len, spec, known);
+			snprintf(err, err_size,
+				 "cannot open port %s: unknown port type '%.*s' "
+				 "(known: %s)",
+				 spec, (int)type_len, spec, known);
 		return -EINVAL;
 	}
 

@@ -42,14 +42,14 @@
 #include "neigh_dpdk.h"
 #include "opts_dpdk.h"
 
-#define DPDK_TX_RETRIES 8		/* tx calls without progress, then drop */
+#define DPDK_TX_RETRIES 8 /* tx calls without progress, then drop */
 #define DPDK_WAIT_MAX_NS 50000ull
 #define DPDK_LINK_POLL_MS 100
 #define DPDK_ARP_TRIES 5
 #define DPDK_ARP_GAP_MS 250
 #define DPDK_PEER_LEN 14
 #define DPDK_PRIV_SIZE RTE_ALIGN(sizeof(struct ina_pkt), RTE_MBUF_PRIV_ALIGN)
-#define OWNER_NONE 0xff			/* a staged frame that is no ina packet */
+#define OWNER_NONE 0xff /* a staged frame that is no ina packet */
 #define TX_CSUM_FLAGS (RTE_MBUF_F_TX_IPV4 | RTE_MBUF_F_TX_IP_CKSUM | RTE_MBUF_F_TX_UDP_CKSUM)
 
 _Static_assert(DPDK_PEER_LEN <= INA_PEER_SIZE - 1, "peer size");
@@ -57,7 +57,7 @@ _Static_assert(INA_MAX_BURST <= 32, "tx_failed is a 32-bit mask");
 
 
 struct dpdk_pool {
-	struct ina_pkt_pool pool;	/* first */
+	struct ina_pkt_pool pool; /* first */
 	struct rte_mempool *mp;
 };
 
@@ -65,26 +65,26 @@ struct dpdk_pool {
 struct dpdk_txq {
 	uint16_t nb;
 	struct rte_mbuf *frames[INA_MAX_BURST];
-	uint32_t lens[INA_MAX_BURST];		/* ina bytes of each frame */
-	uint8_t owner[INA_MAX_BURST];		/* index in the tx chunk */
+	uint32_t lens[INA_MAX_BURST]; /* ina bytes of each frame */
+	uint8_t owner[INA_MAX_BURST]; /* index in the tx chunk */
 };
 
 struct dpdk_port {
-	struct ina_port port;		/* first: the handle callers hold */
+	struct ina_port port; /* first: the handle callers hold */
 	struct dpdk_pool pool;
 	struct dpdk_set *set;
-	struct rte_mempool *hdr_mp;	/* header mbufs of zero-copy fan-out */
+	struct rte_mempool *hdr_mp; /* header mbufs of zero-copy fan-out */
 	uint16_t queue, nb_eth, rr;
-	uint16_t nb_rxq;		/* rx queues polled from 'queue' (K for queue=all) */
-	int zerocopy;			/* chains on every ethdev */
-	int need_psum;			/* some ethdev sums in software */
+	uint16_t nb_rxq; /* rx queues polled from 'queue' (K for queue=all) */
+	int zerocopy;	 /* chains on every ethdev */
+	int need_psum;	 /* some ethdev sums in software */
 	uint32_t ip_be;
 	uint16_t udp_be;
-	struct ina_faults faults;	/* injected faults (tests), off by default */
-	uint64_t link_next, link_period;	/* tsc */
+	struct ina_faults faults;	 /* injected faults (tests), off by default */
+	uint64_t link_next, link_period; /* tsc */
 	uint8_t link_up[DPDK_MAX_ETH];
 	struct frame_end self[DPDK_MAX_ETH];
-	uint32_t tx_failed;		/* chunk packets with a dropped frame */
+	uint32_t tx_failed; /* chunk packets with a dropped frame */
 	struct neigh neigh;
 	struct dpdk_txq txq[DPDK_MAX_ETH];
 	char name[48];
@@ -186,8 +186,7 @@ static const struct ina_pkt_pool_ops dpdk_pool_ops = {
 /* ---- peers ---- */
 
 static void
-peer_make(struct ina_peer *peer, const uint8_t *mac, uint32_t ip_be, uint16_t udp_be,
-	  uint16_t eth)
+peer_make(struct ina_peer *peer, const uint8_t *mac, uint32_t ip_be, uint16_t udp_be, uint16_t eth)
 {
 	memset(peer, 0, sizeof(*peer));
 	peer->len = DPDK_PEER_LEN;
@@ -212,8 +211,7 @@ peer_get(const struct dpdk_port *dp, const struct ina_peer *peer, struct frame_e
 }
 
 static const char *
-dpdk_peer_str(const struct ina_port *port, const struct ina_peer *peer, char *buf,
-	      unsigned size)
+dpdk_peer_str(const struct ina_port *port, const struct ina_peer *peer, char *buf, unsigned size)
 {
 	const struct dpdk_port *dp = dpdk_of_c(port);
 	struct frame_end end;
@@ -229,8 +227,7 @@ dpdk_peer_str(const struct ina_port *port, const struct ina_peer *peer, char *bu
 	if (!inet_ntop(AF_INET, &end.ip_be, ip, sizeof(ip)))
 		snprintf(ip, sizeof(ip), "?");
 	snprintf(buf, size, "%02x:%02x:%02x:%02x:%02x:%02x@%s:%u", end.mac[0], end.mac[1],
-		 end.mac[2], end.mac[3], end.mac[4], end.mac[5], ip,
-		 rte_be_to_cpu_16(end.udp_be));
+		 end.mac[2], end.mac[3], end.mac[4], end.mac[5], ip, rte_be_to_cpu_16(end.udp_be));
 	if (dp->nb_eth > 1) {
 		size_t used = strlen(buf);
 
@@ -373,8 +370,8 @@ dpdk_rx_reply(struct dpdk_port *dp, uint16_t e, struct rte_mbuf *m)
 }
 
 static inline int
-dpdk_rx_flag_good(const struct dpdk_port *dp, uint16_t e, const struct rte_mbuf *m,
-		  uint64_t mask, uint64_t good)
+dpdk_rx_flag_good(const struct dpdk_port *dp, uint16_t e, const struct rte_mbuf *m, uint64_t mask,
+		  uint64_t good)
 {
 	return dp->set->rx_csum[e] && (m->ol_flags & mask) == good;
 }
@@ -388,8 +385,7 @@ dpdk_rx_flag_good(const struct dpdk_port *dp, uint16_t e, const struct rte_mbuf 
  * could pass there.
  */
 static inline int
-dpdk_rx_corrupt(struct dpdk_port *dp, uint16_t e, const struct rte_udp_hdr *udp,
-		uint32_t udp_len)
+dpdk_rx_corrupt(struct dpdk_port *dp, uint16_t e, const struct rte_udp_hdr *udp, uint32_t udp_len)
 {
 	if (!ina_faults_active(&dp->faults) || dp->set->kernel_peer[e] || udp->dgram_cksum == 0)
 		return 0;
@@ -548,7 +544,7 @@ dpdk_rx_raw(struct ina_port *port, struct ina_pkt **pkts, uint16_t n)
 		for (uint16_t i = 0; i < got; i++)
 			nb = (uint16_t)(nb + dpdk_rx_one(dp, e, mbufs[i], &pkts[nb]));
 	}
-	dpdk_tx_flush_all(dp);	/* ARP and ping replies */
+	dpdk_tx_flush_all(dp); /* ARP and ping replies */
 	return nb;
 }
 
@@ -592,8 +588,8 @@ dpdk_frame(struct dpdk_port *dp, uint16_t e, struct rte_mbuf *m, uint8_t *data, 
 
 /* A copy of 'pkt' framed for one destination, or NULL. */
 static struct rte_mbuf *
-dpdk_copy(struct dpdk_port *dp, uint16_t e, const struct ina_pkt *pkt,
-	  const struct frame_end *dst, uint32_t psum)
+dpdk_copy(struct dpdk_port *dp, uint16_t e, const struct ina_pkt *pkt, const struct frame_end *dst,
+	  uint32_t psum)
 {
 	const struct rte_mbuf *m = pkt->priv;
 	struct rte_mbuf *c = rte_pktmbuf_alloc(dp->pool.mp);
@@ -848,7 +844,8 @@ dpdk_resolve(struct ina_port *port, const char *addr, struct ina_peer *peer)
 		int used = 0;
 
 		if (sscanf(addr, "%2x:%2x:%2x:%2x:%2x:%2x%n", &b[0], &b[1], &b[2], &b[3], &b[4],
-			   &b[5], &used) != 6 || addr + used != at)
+			   &b[5], &used) != 6 ||
+		    addr + used != at)
 			return -EINVAL;
 		for (int i = 0; i < 6; i++)
 			mac[i] = (uint8_t)b[i];
@@ -863,17 +860,20 @@ dpdk_resolve(struct ina_port *port, const char *addr, struct ina_peer *peer)
 		return 0;
 	}
 	if (!dp->ip_be) {
-		INA_LOG(ERR, "dpdk port %s: cannot resolve '%s' by ARP without an own address: "
-			"pass ip=A.B.C.D, or give the peer as MAC@IP:PORT", dp->name, addr);
+		INA_LOG(ERR,
+			"dpdk port %s: cannot resolve '%s' by ARP without an own address: "
+			"pass ip=A.B.C.D, or give the peer as MAC@IP:PORT",
+			dp->name, addr);
 		return -EINVAL;
 	}
 	ret = neigh_lookup(&dp->neigh, ip_be, mac, &eth);
 	if (ret < 0)
 		ret = dpdk_arp_resolve(dp, ip_be, mac, &eth);
 	if (ret < 0) {
-		INA_LOG(ERR, "dpdk port %s: no ARP reply for %s after %d requests %d ms apart: is "
-			"the peer up, with that address, on a link of this port?", dp->name, addr,
-			DPDK_ARP_TRIES, DPDK_ARP_GAP_MS);
+		INA_LOG(ERR,
+			"dpdk port %s: no ARP reply for %s after %d requests %d ms apart: is "
+			"the peer up, with that address, on a link of this port?",
+			dp->name, addr, DPDK_ARP_TRIES, DPDK_ARP_GAP_MS);
 		return -EHOSTUNREACH;
 	}
 	peer_make(peer, mac, ip_be, udp_be, eth);
@@ -890,9 +890,9 @@ dpdk_close(struct ina_port *port)
 	if (!port)
 		return;
 	dp = dpdk_of(port);
-	ina_faults_flush(&dp->faults);	/* before the pools go */
+	ina_faults_flush(&dp->faults); /* before the pools go */
 	dpdk_tx_flush_all(dp);
-	for (uint16_t q = dp->nb_rxq; q-- > 0;)	/* the last one releases the set */
+	for (uint16_t q = dp->nb_rxq; q-- > 0;) /* the last one releases the set */
 		dpdk_set_close(dp->set, (uint16_t)(dp->queue + q));
 	free(dp);
 }
@@ -905,7 +905,8 @@ dpdk_set_cfg_make(const struct dpdk_config *cfg, struct dpdk_set_cfg *sc, char *
 	if (cfg->all) {
 		uint16_t id;
 
-		RTE_ETH_FOREACH_DEV(id) {
+		RTE_ETH_FOREACH_DEV(id)
+		{
 			if (sc->nb == DPDK_MAX_ETH) {
 				snprintf(err, err_size,
 					 "port=all: more than %u ethdevs; pick a range LO-HI",
@@ -943,7 +944,8 @@ dpdk_open_cfg(const struct dpdk_config *cfg, struct ina_port **out, char *err, s
 
 	*out = NULL;
 	if (!ina_dpdk_eal_running()) {
-		snprintf(err, err_size, "EAL is not running: start it first "
+		snprintf(err, err_size,
+			 "EAL is not running: start it first "
 			 "([EAL options] -- [ina options])");
 		return -ENODEV;
 	}
@@ -979,7 +981,7 @@ dpdk_open_cfg(const struct dpdk_config *cfg, struct ina_port **out, char *err, s
 	dp->pool.mp = dp->set->pools[dp->queue];
 	dp->hdr_mp = dp->set->hdr_pools[dp->queue];
 	dp->pool.pool.ops = &dpdk_pool_ops;
-	dp->pool.pool.buf_size = sc.mtu - 20 - 8;	/* largest ina packet */
+	dp->pool.pool.buf_size = sc.mtu - 20 - 8; /* largest ina packet */
 	dp->port.pool = &dp->pool.pool;
 	dp->port.max_pkt = dp->pool.pool.buf_size;
 	dp->zerocopy = cfg->zerocopy != 0;
@@ -1016,8 +1018,8 @@ dpdk_open_cfg(const struct dpdk_config *cfg, struct ina_port **out, char *err, s
 
 /* 'err' may be NULL: the reason is then dropped. */
 static int
-dpdk_open_args(const char *args, int need_port, uint16_t port_id, struct ina_port **out,
-	       char *err, unsigned err_size)
+dpdk_open_args(const char *args, int need_port, uint16_t port_id, struct ina_port **out, char *err,
+	       unsigned err_size)
 {
 	struct dpdk_config cfg;
 	char why[320];
@@ -1095,20 +1097,17 @@ ina_port_dpdk_neigh_stats(const struct ina_port *port, struct ina_port_dpdk_neig
 
 /* The names ina-switch prints for struct ina_port_dpdk_neigh_stats (its
  * Prometheus names are in switch_sim/metrics.c). */
-#define NEIGH_ROW(field) { "port_" #field, offsetof(struct ina_port_dpdk_neigh_stats, field) }
+#define NEIGH_ROW(field) \
+	{ \
+		"port_" #field, offsetof(struct ina_port_dpdk_neigh_stats, field) \
+	}
 static const struct {
 	const char *name;
 	size_t off;
 } neigh_rows[] = {
-	NEIGH_ROW(arp_rx),
-	NEIGH_ROW(arp_reply_tx),
-	NEIGH_ROW(arp_request_tx),
-	NEIGH_ROW(arp_learned),
-	NEIGH_ROW(icmp_echo),
-	NEIGH_ROW(not_ip),
-	NEIGH_ROW(not_ours),
-	NEIGH_ROW(malformed),
-	NEIGH_ROW(link_down),
+	NEIGH_ROW(arp_rx),	 NEIGH_ROW(arp_reply_tx), NEIGH_ROW(arp_request_tx),
+	NEIGH_ROW(arp_learned),	 NEIGH_ROW(icmp_echo),	  NEIGH_ROW(not_ip),
+	NEIGH_ROW(not_ours),	 NEIGH_ROW(malformed),	  NEIGH_ROW(link_down),
 	NEIGH_ROW(csum_partial),
 };
 #undef NEIGH_ROW

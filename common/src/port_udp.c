@@ -35,17 +35,17 @@
 #include "ina/util.h"
 
 #define UDP_MIN_MTU 128
-#define UDP_MAX_MTU 65507		/* largest IPv4 UDP payload */
+#define UDP_MAX_MTU 65507 /* largest IPv4 UDP payload */
 #define UDP_DEF_MTU 9000
 #define UDP_DEF_PKTS 4096
 #define UDP_MAX_PKTS (1u << 20)
 #define UDP_DEF_SOCKBUF (8u << 20)
 #define UDP_MIN_SOCKBUF 4096u
 #define UDP_MAX_SOCKBUF (512u << 20)
-#define UDP_TX_MSGS (64 * INA_MAX_BURST)	/* messages per sendmmsg batch */
-#define UDP_TX_RETRIES 4		/* waits without progress, then drop */
-#define UDP_TX_WAIT_MS 1		/* POLLOUT wait on EAGAIN */
-#define UDP_TX_NOBUFS_NS 100000ull	/* pause on ENOBUFS (poll won't help) */
+#define UDP_TX_MSGS (64 * INA_MAX_BURST) /* messages per sendmmsg batch */
+#define UDP_TX_RETRIES 4		 /* waits without progress, then drop */
+#define UDP_TX_WAIT_MS 1		 /* POLLOUT wait on EAGAIN */
+#define UDP_TX_NOBUFS_NS 100000ull	 /* pause on ENOBUFS (poll won't help) */
 
 struct udp_config {
 	struct sockaddr_in bind;
@@ -57,12 +57,12 @@ struct udp_config {
 };
 
 struct udp_port {
-	struct ina_port port;		/* first: the handle callers hold */
+	struct ina_port port; /* first: the handle callers hold */
 	int fd;
-	int busy;			/* wait() returns at once */
-	struct ina_faults faults;	/* injected faults (tests), off by default */
-	char name[32];			/* bound "A.B.C.D:PORT", for logs */
-	struct sockaddr_in local;	/* the address bound (real port when 0) */
+	int busy;		  /* wait() returns at once */
+	struct ina_faults faults; /* injected faults (tests), off by default */
+	char name[32];		  /* bound "A.B.C.D:PORT", for logs */
+	struct sockaddr_in local; /* the address bound (real port when 0) */
 
 	/* rx: one message per buffer of a burst. */
 	struct mmsghdr rx_msgs[INA_MAX_BURST];
@@ -75,12 +75,12 @@ struct udp_port {
 	 */
 	unsigned tx_nb_msgs;
 	unsigned tx_nb_pkts;
-	uint64_t tx_burst_msgs;		/* messages sent in this tx_burst call */
+	uint64_t tx_burst_msgs; /* messages sent in this tx_burst call */
 	struct mmsghdr tx_msgs[UDP_TX_MSGS];
-	uint16_t tx_msg_pkt[UDP_TX_MSGS];	/* message -> index in tx_pkts */
+	uint16_t tx_msg_pkt[UDP_TX_MSGS]; /* message -> index in tx_pkts */
 	struct iovec tx_iovs[UDP_TX_MSGS];
 	struct ina_pkt *tx_pkts[UDP_TX_MSGS];
-	uint8_t tx_failed[UDP_TX_MSGS];	/* a message of this packet failed */
+	uint8_t tx_failed[UDP_TX_MSGS]; /* a message of this packet failed */
 };
 
 _Static_assert(UDP_TX_MSGS <= UINT16_MAX + 1, "tx_msg_pkt width");
@@ -221,7 +221,8 @@ udp_option(char *opt, struct udp_config *cfg, char *err, unsigned err_size)
 		ret = ina_parse_u64(val, UDP_MIN_SOCKBUF, UDP_MAX_SOCKBUF, &cfg->sndbuf);
 		range = " (4096..536870912)";
 	} else if (strcmp(key, "corrupt") == 0) {
-		snprintf(err, err_size, "corrupt= is for ports that verify checksums "
+		snprintf(err, err_size,
+			 "corrupt= is for ports that verify checksums "
 			 "themselves (dpdk): the kernel drops a corrupted UDP datagram "
 			 "before ina sees it");
 		return -EINVAL;
@@ -229,8 +230,10 @@ udp_option(char *opt, struct udp_config *cfg, char *err, unsigned err_size)
 		ret = ina_parse_u64(val, 0, 1, &cfg->busy);
 		range = " (0 or 1)";
 	} else if ((ret = ina_faults_option(&cfg->faults, key, val, &range)) == 0) {
-		snprintf(err, err_size, "unknown option '%s' (known: bind, mtu, pkts, "
-			 "rcvbuf, sndbuf, busy, " INA_FAULTS_KEYS ")", key);
+		snprintf(err, err_size,
+			 "unknown option '%s' (known: bind, mtu, pkts, "
+			 "rcvbuf, sndbuf, busy, " INA_FAULTS_KEYS ")",
+			 key);
 		return -EINVAL;
 	}
 	if (ret < 0) {
@@ -272,11 +275,11 @@ udp_sockbuf(struct udp_port *up, int force_opt, int opt, uint64_t size, const ch
 		return;
 	}
 	/* Linux doubles the value for its bookkeeping; less means clamped. */
-	if (getsockopt(up->fd, SOL_SOCKET, opt, &got, &len) == 0 &&
-	    (uint64_t)got < 2 * size)
-		INA_LOG(WARN, "udp port %s: %s is %d bytes, not %d (raise "
-			"net.core.%cmem_max or run as root)", up->name, what, got / 2, val,
-			opt == SO_RCVBUF ? 'r' : 'w');
+	if (getsockopt(up->fd, SOL_SOCKET, opt, &got, &len) == 0 && (uint64_t)got < 2 * size)
+		INA_LOG(WARN,
+			"udp port %s: %s is %d bytes, not %d (raise "
+			"net.core.%cmem_max or run as root)",
+			up->name, what, got / 2, val, opt == SO_RCVBUF ? 'r' : 'w');
 }
 
 static void
@@ -404,8 +407,7 @@ udp_rx_raw(struct ina_port *port, struct ina_pkt **pkts, uint16_t n)
 		const struct msghdr *h = &up->rx_msgs[i].msg_hdr;
 		struct ina_pkt *p = pkts[i];
 
-		if (h->msg_flags & MSG_TRUNC ||
-		    h->msg_namelen < sizeof(struct sockaddr_in) ||
+		if (h->msg_flags & MSG_TRUNC || h->msg_namelen < sizeof(struct sockaddr_in) ||
 		    up->rx_names[i].sin_family != AF_INET) {
 			port->stats.rx_drop++;
 			drops[nb_drops++] = p;
@@ -593,8 +595,7 @@ udp_resolve(struct ina_port *port, const char *addr, struct ina_peer *peer)
 }
 
 static const char *
-udp_peer_str(const struct ina_port *port, const struct ina_peer *peer, char *buf,
-	     unsigned size)
+udp_peer_str(const struct ina_port *port, const struct ina_peer *peer, char *buf, unsigned size)
 {
 	struct sockaddr_in sin;
 
@@ -612,8 +613,7 @@ udp_peer_str(const struct ina_port *port, const struct ina_peer *peer, char *buf
 
 /* Peers are sockaddr_in; the port itself is the address it is bound to. */
 static int
-udp_peer_inet(const struct ina_port *port, const struct ina_peer *peer, uint32_t *ip,
-	      uint16_t *udp)
+udp_peer_inet(const struct ina_port *port, const struct ina_peer *peer, uint32_t *ip, uint16_t *udp)
 {
 	const struct udp_port *up = (const struct udp_port *)(const void *)port;
 	struct sockaddr_in sin;

@@ -37,8 +37,8 @@ ina_token_load(const char *file, uint64_t *token, char *err, size_t err_size)
 		const char *env = getenv(INA_TOKEN_ENV);
 
 		if (!env) {
-			snprintf(err, err_size,
-				 "no job token: give --token-file FILE or set %s", INA_TOKEN_ENV);
+			snprintf(err, err_size, "no job token: give --token-file FILE or set %s",
+				 INA_TOKEN_ENV);
 			return -ENOENT;
 		}
 		snprintf(buf, sizeof(buf), "%s", env);

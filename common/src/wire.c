@@ -353,8 +353,7 @@ validate_job(const struct ina_hdr *h, const struct ina_job_params *job)
 }
 
 enum ina_wire_reason
-ina_wire_validate(const void *buf, size_t size, const struct ina_job_params *job,
-		  struct ina_hdr *h)
+ina_wire_validate(const void *buf, size_t size, const struct ina_job_params *job, struct ina_hdr *h)
 {
 	enum ina_wire_reason r;
 
@@ -403,18 +402,10 @@ ina_wire_reason_name(enum ina_wire_reason r)
 }
 
 static const char *const type_names[] = {
-	[INA_T_JOIN] = "join",
-	[INA_T_JOIN_ACK] = "join_ack",
-	[INA_T_DATA] = "data",
-	[INA_T_RESULT] = "result",
-	[INA_T_WAIT] = "wait",
-	[INA_T_FIN] = "fin",
-	[INA_T_FIN_ACK] = "fin_ack",
-	[INA_T_LEAVE] = "leave",
-	[INA_T_ERROR] = "error",
-	[INA_T_REPL] = "repl",
-	[INA_T_FAILOVER] = "failover",
-	[INA_T_KEEPALIVE] = "keepalive",
+	[INA_T_JOIN] = "join",	     [INA_T_JOIN_ACK] = "join_ack", [INA_T_DATA] = "data",
+	[INA_T_RESULT] = "result",   [INA_T_WAIT] = "wait",	    [INA_T_FIN] = "fin",
+	[INA_T_FIN_ACK] = "fin_ack", [INA_T_LEAVE] = "leave",	    [INA_T_ERROR] = "error",
+	[INA_T_REPL] = "repl",	     [INA_T_FAILOVER] = "failover", [INA_T_KEEPALIVE] = "keepalive",
 };
 _Static_assert(sizeof(type_names) / sizeof(type_names[0]) == INA_T_MAX + 1,
 	       "type_names out of step with enum ina_pkt_type");

@@ -63,8 +63,8 @@ enum ina_error {
 	INA_EREFUSED = -1002,	/* the switch refused the job (see ina_last_error) */
 	INA_EPEER = -1003,	/* peers did not contribute in time; the job stalls */
 	INA_ELEFT = -1004,	/* another rank left the job */
-	INA_ESATURATED = -1005,	/* an i32 sum saturated: the result is not right */
-	INA_ENONFINITE = -1006,	/* NaN or infinity where i32 cannot carry it */
+	INA_ESATURATED = -1005, /* an i32 sum saturated: the result is not right */
+	INA_ENONFINITE = -1006, /* NaN or infinity where i32 cannot carry it */
 	INA_ECLOSED = -1007,	/* the context failed earlier or is finished */
 	INA_EPORT = -1008,	/* the transport could not start (see ina_last_error) */
 	INA_EPROTO = -1009,	/* the switch answered against the protocol */
@@ -86,33 +86,33 @@ enum ina_op { INA_SUM = 0, INA_AVG = 1 };
  * residual, so that sum arrives in a later round (docs/PROTOCOL.md 7.7).
  */
 enum ina_sparsify_mode {
-	INA_SPARSIFY_OFF = 0,		/* dense: every non-zero block is sent */
-	INA_SPARSIFY_TOPK = 1,		/* whole blocks ranked by L2 norm, to a target */
-	INA_SPARSIFY_FILTER = 2,	/* elements with |v| < b0 * decay^round held back */
-	INA_SPARSIFY_BOTH = 3,		/* the filter first, then top-k of what passed */
+	INA_SPARSIFY_OFF = 0,	 /* dense: every non-zero block is sent */
+	INA_SPARSIFY_TOPK = 1,	 /* whole blocks ranked by L2 norm, to a target */
+	INA_SPARSIFY_FILTER = 2, /* elements with |v| < b0 * decay^round held back */
+	INA_SPARSIFY_BOTH = 3,	 /* the filter first, then top-k of what passed */
 };
 
 enum ina_topk_target {
-	INA_TOPK_DENSITY = 1,	/* a fraction of the tensor's blocks */
-	INA_TOPK_BYTES = 2,	/* a byte budget per round (56-byte header + 4 per element
+	INA_TOPK_DENSITY = 1, /* a fraction of the tensor's blocks */
+	INA_TOPK_BYTES = 2,   /* a byte budget per round (56-byte header + 4 per element
 				 * per block sent, as f32) */
-	INA_TOPK_MASS = 3,	/* a fraction of the sum of squares (gradient + residual) */
+	INA_TOPK_MASS = 3,    /* a fraction of the sum of squares (gradient + residual) */
 };
 
 struct ina_sparsify {
-	enum ina_sparsify_mode mode;	/* default INA_SPARSIFY_OFF */
-	enum ina_topk_target target;	/* default INA_TOPK_DENSITY */
-	double density;			/* (0, 1], default 0.1 */
-	uint64_t byte_budget;		/* >= one full block's bytes */
-	double mass;			/* (0, 1], default 0.5 */
-	float filter_b0;		/* bound at round 0, >= 0, default 0 */
-	double filter_decay;		/* (0, 1], bound = b0 * decay^round, default 1 */
-	int filter_results;		/* FILTER, BOTH: 1 (default) filters results too: a
+	enum ina_sparsify_mode mode; /* default INA_SPARSIFY_OFF */
+	enum ina_topk_target target; /* default INA_TOPK_DENSITY */
+	double density;		     /* (0, 1], default 0.1 */
+	uint64_t byte_budget;	     /* >= one full block's bytes */
+	double mass;		     /* (0, 1], default 0.5 */
+	float filter_b0;	     /* bound at round 0, >= 0, default 0 */
+	double filter_decay;	     /* (0, 1], bound = b0 * decay^round, default 1 */
+	int filter_results;	     /* FILTER, BOTH: 1 (default) filters results too: a
 					 * block whose sum is under the result bound comes
 					 * back DEFERRED (header-only) and each worker's own
 					 * part goes back to its residual; 0 sends every
 					 * result in full */
-	float filter_results_scale;	/* result bound = this x the round's filter bound;
+	float filter_results_scale;  /* result bound = this x the round's filter bound;
 					 * 0 (default): the world size, so a block is
 					 * deferred when its average is under the bound */
 };
@@ -142,9 +142,9 @@ enum ina_sched_policy {
 /* Which switch partition aggregates which block (docs/ARCHITECTURE.md
  * "Partition maps"; a switch on K cores, ina-switch --lcores K). */
 enum ina_partition {
-	INA_PARTITION_FIXED = 0,	/* block b on lane b mod lanes, so on partition
+	INA_PARTITION_FIXED = 0,   /* block b on lane b mod lanes, so on partition
 					 * (b mod lanes) mod K: what a dense tensor needs */
-	INA_PARTITION_DYNAMIC = 1,	/* every partition_period rounds, each tensor's
+	INA_PARTITION_DYNAMIC = 1, /* every partition_period rounds, each tensor's
 					 * blocks are re-dealt from the non-zero blocks
 					 * of its previous sum so that each partition
 					 * gets an equal share (sparse tensors whose
@@ -159,83 +159,83 @@ enum ina_partition {
  * ina_config_new() and ina_config_set() (below) instead of mirroring it.
  */
 struct ina_config {
-	uint32_t size;			/* sizeof(struct ina_config) as the caller
+	uint32_t size;		  /* sizeof(struct ina_config) as the caller
 					 * was built: set by ina_config_init() */
-	const char *switch_addr;	/* "ADDR:PORT" of the switch, or of several
+	const char *switch_addr;  /* "ADDR:PORT" of the switch, or of several
 					 * switches separated by commas (at most 16,
 					 * every worker in the same order; no replica
 					 * or ssp): switch k aggregates the k-th of K
 					 * contiguous parts of every tensor as a job of
 					 * its own (same job id, world, lanes, token) */
-	const char *replica_addr;	/* "ADDR:PORT" of a replica switch (ina-switch
+	const char *replica_addr; /* "ADDR:PORT" of a replica switch (ina-switch
 					 * --primary) that takes the job over when the
 					 * switch falls silent, or NULL for none */
-	uint32_t failover_ms;		/* with a replica: no answer from the switch this
+	uint32_t failover_ms;	  /* with a replica: no answer from the switch this
 					 * long while an allreduce waits asks the
 					 * replica to take over, default 1000 */
-	const char *port;		/* transport spec, default "udp"; a "dpdk:..."
+	const char *port;	  /* transport spec, default "udp"; a "dpdk:..."
 					 * port needs EAL started and the dpdk port
 					 * registered first (port_dpdk.h) */
 	uint32_t job_id;
 	uint16_t rank;
-	uint16_t world;			/* workers in the job, 1..64 */
-	uint16_t lanes;			/* window: blocks in flight, default 64 */
-	uint16_t block_size;		/* elements per block, default 1024 */
-	enum ina_encoding_type encoding;	/* default INA_F32; INA_BF16 sends half
+	uint16_t world;			 /* workers in the job, 1..64 */
+	uint16_t lanes;			 /* window: blocks in flight, default 64 */
+	uint16_t block_size;		 /* elements per block, default 1024 */
+	enum ina_encoding_type encoding; /* default INA_F32; INA_BF16 sends half
 						 * the bytes, summed in f32, rounded once */
-	uint64_t token;			/* from ina_token_*(); never from argv */
-	uint32_t timeout_ms;		/* no progress this long fails, default 10000 */
-	uint32_t rto_us;		/* first retransmission timeout, default 5000 */
-	const char *capture;		/* pcap file of every packet sent and received, or NULL */
-	struct ina_sparsify sparsify;	/* the job's sparsifier for every tensor, default
+	uint64_t token;			 /* from ina_token_*(); never from argv */
+	uint32_t timeout_ms;		 /* no progress this long fails, default 10000 */
+	uint32_t rto_us;		 /* first retransmission timeout, default 5000 */
+	const char *capture;		 /* pcap file of every packet sent and received, or NULL */
+	struct ina_sparsify sparsify;	 /* the job's sparsifier for every tensor, default
 					 * off; ina_tensor_sparsify() sets one tensor's */
-	enum ina_sched_policy sched;	/* the order of queued operations on the wire,
+	enum ina_sched_policy sched;	 /* the order of queued operations on the wire,
 					 * default INA_SCHED_FIFO; every worker alike */
-	uint32_t sched_window;		/* PRIORITY, MAGNITUDE: submissions a choice
+	uint32_t sched_window;		 /* PRIORITY, MAGNITUDE: submissions a choice
 					 * looks ahead at most; 0 (default): up to the
 					 * next ina_flush() (or barrier) */
-	uint32_t max_pending;		/* operations submitted and not yet waited
+	uint32_t max_pending;		 /* operations submitted and not yet waited
 					 * for (ina_test/ina_wait), default 256 */
-	uint32_t fuse_elems;		/* fusion: queued dense allreduces (no
+	uint32_t fuse_elems;		 /* fusion: queued dense allreduces (no
 					 * sparsifier, no planner, same op) smaller
 					 * than this go together in one round of up
 					 * to this many elements; 0 (default): off.
 					 * Under fifo a small tensor then waits for the
 					 * next submission or ina_flush() to know
 					 * whether it fits */
-	uint8_t ssp;			/* consistency: 0 (default) bsp, every round waits
+	uint8_t ssp;			 /* consistency: 0 (default) bsp, every round waits
 					 * for every worker; S in 1..8: ssp:S, a worker
 					 * runs up to S rounds ahead of the slowest
 					 * (below, "Bounded staleness"). Every worker
 					 * alike; f32 or bf16, no sparsifier, planner,
 					 * fusion or replica, n <= lanes x block_size */
-	uint8_t weight;			/* the job's weight when the switch shares its
+	uint8_t weight;			 /* the job's weight when the switch shares its
 					 * slots fairly (ina-switch --share fair): a
 					 * job of weight 2 gets twice the lanes of a
 					 * job of weight 1 when both ask for more than
 					 * the pool holds. 1..255; 0 (default) is 1.
 					 * Every worker of the job alike */
-	int plan_blocks;		/* 1: the block planner picks B per tensor and
+	int plan_blocks;		 /* 1: the block planner picks B per tensor and
 					 * round, a power of two from 16 up to block_size,
 					 * from the previous round's result (the same on
 					 * every worker: no extra round trip); the first
 					 * round uses block_size. 0 (default): B is
 					 * block_size. Every worker must set it alike. */
-	enum ina_partition partition;	/* default INA_PARTITION_FIXED; every worker
+	enum ina_partition partition;	 /* default INA_PARTITION_FIXED; every worker
 					 * alike (a disagreement stalls the round and
 					 * fails it by timeout_ms, never a wrong sum);
 					 * DYNAMIC needs bsp (no ssp) */
-	uint16_t partitions;		/* K, the switch's partitions (its --lcores),
+	uint16_t partitions;		 /* K, the switch's partitions (its --lcores),
 					 * 1..256; 0 (default) = 1 */
-	uint32_t partition_period;	/* DYNAMIC: rounds of a tensor between
+	uint32_t partition_period;	 /* DYNAMIC: rounds of a tensor between
 					 * rebalances; 0 (default) = 1 */
 	/* Version 0.2 on. */
-	uint32_t keepalive_ms;		/* a context that is open but idle (a training
+	uint32_t keepalive_ms; /* a context that is open but idle (a training
 					 * pause: evaluation, a checkpoint) tells the
 					 * switch every this many ms that this rank
 					 * lives, so a pause is not a death; 0: off.
 					 * Default 1000 */
-	uint32_t pause_ms;		/* the longest pause waited for: a rank waiting
+	uint32_t pause_ms;     /* the longest pause waited for: a rank waiting
 					 * in an operation on a peer the switch says
 					 * is alive (a WAIT from a switch that aborts
 					 * the job when a rank falls silent past its
@@ -249,56 +249,56 @@ struct ina_config {
  * ina_get_stats() macro passes the caller's size. A binding reads them by
  * name instead (ina_stat(), ina_stat_name()). */
 struct ina_stats {
-	uint32_t size;			/* the caller's sizeof, set by ina_get_stats() */
-	uint64_t rounds;		/* allreduces completed */
-	uint64_t bytes_sent;		/* ina packet bytes (UDP payload) sent */
+	uint32_t size;	     /* the caller's sizeof, set by ina_get_stats() */
+	uint64_t rounds;     /* allreduces completed */
+	uint64_t bytes_sent; /* ina packet bytes (UDP payload) sent */
 	uint64_t bytes_received;
 	uint64_t packets_sent;
 	uint64_t packets_received;
-	uint64_t data_packets;		/* packets that carried a block */
-	uint64_t empty_packets;		/* header-only acks */
+	uint64_t data_packets;	/* packets that carried a block */
+	uint64_t empty_packets; /* header-only acks */
 	uint64_t retransmits;
-	uint64_t stalls;		/* allreduces that went a quarter of timeout_ms
+	uint64_t stalls;	    /* allreduces that went a quarter of timeout_ms
 					 * without progress (each logged once, with what
 					 * it waits for and what the switch last said) */
-	uint64_t waits;			/* WAIT answers from the switch */
-	uint64_t failovers;		/* takeovers by the replica switch (0 or 1) */
-	double failover_silence_ms;	/* the last takeover: how long the switch had
+	uint64_t waits;		    /* WAIT answers from the switch */
+	uint64_t failovers;	    /* takeovers by the replica switch (0 or 1) */
+	double failover_silence_ms; /* the last takeover: how long the switch had
 					 * been silent then */
-	uint64_t dropped;		/* received packets that failed validation */
-	uint64_t stale;			/* valid packets for no open block */
-	uint64_t tx_bursts;		/* port bursts that sent something */
-	uint64_t rx_bursts;		/* port bursts that received something */
-	uint64_t inject_drop;		/* packets the port dropped on purpose */
-	uint64_t inject_dup;		/* ... duplicated, reordered, delayed and */
-	uint64_t inject_reorder;	/* corrupted on purpose (port options dup=, */
-	uint64_t inject_delay;		/* reorder=, delay=, corrupt=) */
+	uint64_t dropped;	    /* received packets that failed validation */
+	uint64_t stale;		    /* valid packets for no open block */
+	uint64_t tx_bursts;	    /* port bursts that sent something */
+	uint64_t rx_bursts;	    /* port bursts that received something */
+	uint64_t inject_drop;	    /* packets the port dropped on purpose */
+	uint64_t inject_dup;	    /* ... duplicated, reordered, delayed and */
+	uint64_t inject_reorder;    /* corrupted on purpose (port options dup=, */
+	uint64_t inject_delay;	    /* reorder=, delay=, corrupt=) */
 	uint64_t inject_corrupt;
-	uint64_t csum_drops;		/* received packets that failed the UDP
+	uint64_t csum_drops; /* received packets that failed the UDP
 					 * checksum ina verifies (dpdk), dropped */
 	/* The sparsifier, over the allreduces of sparsified tensors. */
-	uint64_t sparse_rounds;		/* sparsified allreduces */
-	uint64_t sparse_blocks;		/* their blocks, summed over rounds */
-	uint64_t sparse_blocks_sent;	/* of those, blocks with a non-zero value sent */
-	uint64_t sparse_blocks_deferred;	/* blocks whose sum came back DEFERRED (each
+	uint64_t sparse_rounds;		 /* sparsified allreduces */
+	uint64_t sparse_blocks;		 /* their blocks, summed over rounds */
+	uint64_t sparse_blocks_sent;	 /* of those, blocks with a non-zero value sent */
+	uint64_t sparse_blocks_deferred; /* blocks whose sum came back DEFERRED (each
 					 * worker's own part went back to its residual) */
-	double density_sent;		/* last sparsified round: blocks sent / blocks */
-	uint16_t block_size;		/* B of the last allreduce (the planner's choice
+	double density_sent;		 /* last sparsified round: blocks sent / blocks */
+	uint16_t block_size;		 /* B of the last allreduce (the planner's choice
 					 * with plan_blocks) */
-	double residual_norm;		/* last sparsified round: L2 norm of the residual
+	double residual_norm;		 /* last sparsified round: L2 norm of the residual
 					 * left (sqrt of its sum of squares) */
-	double residual_norm_total;	/* L2 norm over every sparsified tensor's residual */
-	uint64_t ssp_missed;		/* ssp: blocks whose sum came back without this
+	double residual_norm_total;	 /* L2 norm over every sparsified tensor's residual */
+	uint64_t ssp_missed;		 /* ssp: blocks whose sum came back without this
 					 * worker's part (closed early: its part went back
 					 * to the residual, for a later round) */
-	uint32_t partition_tag;		/* the partition map's tag of the last allreduce
+	uint32_t partition_tag;		 /* the partition map's tag of the last allreduce
 					 * (0: blocks in order, the fixed map) */
-	uint64_t partition_rebalances;	/* dynamic partition maps built from a sum,
+	uint64_t partition_rebalances;	 /* dynamic partition maps built from a sum,
 					 * over every tensor */
-	uint16_t lanes;			/* the job's lanes: cfg.lanes, or the fewer the
+	uint16_t lanes;			 /* the job's lanes: cfg.lanes, or the fewer the
 					 * switch granted (its fair share) */
-	uint16_t lanes_asked;		/* cfg.lanes */
-	char aggregator[32];		/* "IPV4:PORT" of the host aggregator the job
+	uint16_t lanes_asked;		 /* cfg.lanes */
+	char aggregator[32];		 /* "IPV4:PORT" of the host aggregator the job
 					 * runs on when the switch had no slots for it
 					 * (a REDIRECT, ina-switch --host-aggregator);
 					 * "" when it runs on the switch */
@@ -340,7 +340,8 @@ INA_API int ina_token_from(const char *file, uint64_t *token, char *err, size_t 
  * With cfg.replica_addr the join also asks the replica to stand by, and fails
  * (INA_ENOSWITCH, INA_EREFUSED) when it does not answer or refuses; an
  * allreduce whose switch then falls silent goes on at the replica. */
-INA_API int ina_open(const struct ina_config *cfg, struct ina_ctx **ctx, char *err, size_t err_size);
+INA_API int ina_open(const struct ina_config *cfg, struct ina_ctx **ctx, char *err,
+		     size_t err_size);
 
 /*
  * Sums (INA_SUM) or averages (INA_AVG) 'n' floats of every worker of the job
@@ -359,15 +360,16 @@ INA_API int ina_open(const struct ina_config *cfg, struct ina_ctx **ctx, char *e
  * a later call with another 'n' is -EINVAL. A context takes any number of
  * tensors (a model's hundreds of buckets and parameters).
  */
-INA_API int ina_allreduce(struct ina_ctx *ctx, uint32_t tensor_id, const float *in, float *out, size_t n,
-		  enum ina_op op);
+INA_API int ina_allreduce(struct ina_ctx *ctx, uint32_t tensor_id, const float *in, float *out,
+			  size_t n, enum ina_op op);
 
 /*
  * Sets the sparsifier of one tensor (overriding cfg.sparsify; mode OFF makes
  * it dense), before the tensor's first ina_allreduce(). 0, -EINVAL (bad
  * options), -EBUSY (the tensor was already used) or -ENOMEM.
  */
-INA_API int ina_tensor_sparsify(struct ina_ctx *ctx, uint32_t tensor_id, const struct ina_sparsify *opt);
+INA_API int ina_tensor_sparsify(struct ina_ctx *ctx, uint32_t tensor_id,
+				const struct ina_sparsify *opt);
 
 /* This worker's residual of 'tensor_id' (n floats, owned by the context,
  * valid until ina_close), or NULL if the tensor has no sparsifier yet. */
@@ -378,7 +380,7 @@ INA_API const float *ina_residual(const struct ina_ctx *ctx, uint32_t tensor_id,
  * result, this worker's part back in its residual). Owned by the context,
  * valid until the next allreduce of the tensor; NULL if it has no sparsifier. */
 INA_API const uint8_t *ina_deferred_blocks(const struct ina_ctx *ctx, uint32_t tensor_id,
-				   size_t *n_blocks);
+					   size_t *n_blocks);
 
 /*
  * Bounded staleness (cfg.ssp = S > 0, docs/PROTOCOL.md 6.7). A round of the
@@ -415,21 +417,22 @@ INA_API int ina_ssp_next(struct ina_ctx *ctx, uint32_t tensor_id, float *out);
  * Submission returns 0 and '*handle', -EINVAL (bad arguments), -EBUSY (cfg.max_pending operations not waited for), or the
  * context's error.
  */
-#define INA_BARRIER_TENSOR 0xffffffffu	/* the tensor id a barrier's round carries
+#define INA_BARRIER_TENSOR \
+	0xffffffffu /* the tensor id a barrier's round carries
 					 * (rounds tell it from a tensor of that id) */
 
 /* Starts ina_allreduce() of the same arguments with 'priority' (smaller
  * first under INA_SCHED_PRIORITY; the layer index is a good choice). */
 INA_API int ina_iallreduce(struct ina_ctx *ctx, uint32_t tensor_id, const float *in, float *out,
-		   size_t n, enum ina_op op, int32_t priority, uint64_t *handle);
+			   size_t n, enum ina_op op, int32_t priority, uint64_t *handle);
 
 /* Starts a broadcast of 'n' floats of rank 'root' into 'buf' of every rank
  * (root's 'buf' is read, the others' overwritten). It runs as a sum to which
  * the others add zeros (they send no blocks, only acks): exact with INA_F32
  * (except that -0.0 may come back as +0.0); with INA_BF16 or INA_I32 the
  * values come back as the encoding carries them. No sparsifier. */
-INA_API int ina_ibroadcast(struct ina_ctx *ctx, uint32_t tensor_id, float *buf, size_t n, uint16_t root,
-		   int32_t priority, uint64_t *handle);
+INA_API int ina_ibroadcast(struct ina_ctx *ctx, uint32_t tensor_id, float *buf, size_t n,
+			   uint16_t root, int32_t priority, uint64_t *handle);
 
 /* Starts a barrier: it ends once every rank has submitted it, and it is a
  * fence for the scheduler (it runs after everything submitted before it,
@@ -461,7 +464,8 @@ INA_API int ina_wait(struct ina_ctx *ctx, uint64_t handle);
 INA_API int ina_progress(struct ina_ctx *ctx, uint32_t wait_us);
 
 /* ina_ibroadcast() and ina_ibarrier() followed by ina_wait(). */
-INA_API int ina_broadcast(struct ina_ctx *ctx, uint32_t tensor_id, float *buf, size_t n, uint16_t root);
+INA_API int ina_broadcast(struct ina_ctx *ctx, uint32_t tensor_id, float *buf, size_t n,
+			  uint16_t root);
 INA_API int ina_barrier(struct ina_ctx *ctx);
 
 /* Current counters, as many of them as 'size' holds (the macro passes the
@@ -491,7 +495,7 @@ INA_API const char *ina_stats_aggregator(const struct ina_ctx *ctx);
  */
 struct ina_completion {
 	uint64_t handle;
-	int32_t status;			/* 0, or the operation's negative error */
+	int32_t status; /* 0, or the operation's negative error */
 	uint32_t reserved;
 };
 INA_API int ina_poll(struct ina_ctx *ctx, struct ina_completion *done, unsigned max,

@@ -28,7 +28,7 @@
 struct owned_config {
 	struct ina_config cfg;
 	char *str[CONFIG_MAX_STRINGS];
-	struct owned_config *next;	/* the list of live configs */
+	struct owned_config *next; /* the list of live configs */
 };
 
 static pthread_mutex_t configs_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -47,21 +47,29 @@ config_owned(const struct ina_config *cfg)
 	return found;
 }
 
-static const char *const encodings[] = { [INA_F32] = "f32", [INA_I32] = "i32", [INA_BF16] = "bf16",
-					  NULL };
-static const char *const modes[] = { [INA_SPARSIFY_OFF] = "off", [INA_SPARSIFY_TOPK] = "topk",
-				      [INA_SPARSIFY_FILTER] = "filter",
-				      [INA_SPARSIFY_BOTH] = "both", NULL };
-static const char *const targets[] = { [INA_TOPK_DENSITY] = "density", [INA_TOPK_BYTES] = "bytes",
-					[INA_TOPK_MASS] = "mass", NULL };
-static const char *const scheds[] = { [INA_SCHED_FIFO] = "fifo", [INA_SCHED_PRIORITY] = "priority",
-				       [INA_SCHED_MAGNITUDE] = "magnitude", NULL };
-static const char *const partitions[] = { [INA_PARTITION_FIXED] = "fixed",
-					   [INA_PARTITION_DYNAMIC] = "dynamic", NULL };
+static const char *const encodings[] = {
+	[INA_F32] = "f32", [INA_I32] = "i32", [INA_BF16] = "bf16", NULL
+};
+static const char *const modes[] = { [INA_SPARSIFY_OFF] = "off",
+				     [INA_SPARSIFY_TOPK] = "topk",
+				     [INA_SPARSIFY_FILTER] = "filter",
+				     [INA_SPARSIFY_BOTH] = "both",
+				     NULL };
+static const char *const targets[] = {
+	[INA_TOPK_DENSITY] = "density", [INA_TOPK_BYTES] = "bytes", [INA_TOPK_MASS] = "mass", NULL
+};
+static const char *const scheds[] = { [INA_SCHED_FIFO] = "fifo",
+				      [INA_SCHED_PRIORITY] = "priority",
+				      [INA_SCHED_MAGNITUDE] = "magnitude",
+				      NULL };
+static const char *const partitions[] = {
+	[INA_PARTITION_FIXED] = "fixed", [INA_PARTITION_DYNAMIC] = "dynamic", NULL
+};
 
 #define F(field) offsetof(struct ina_config, field), sizeof(((struct ina_config *)0)->field)
-#define S(field) offsetof(struct ina_config, sparsify.field), \
-	sizeof(((struct ina_config *)0)->sparsify.field)
+#define S(field) \
+	offsetof(struct ina_config, sparsify.field), \
+		sizeof(((struct ina_config *)0)->sparsify.field)
 
 /* name, type, offset, size, min, max (numbers; for an enum, the first and
  * last value), the names of an enum's values, the string slot. */
@@ -88,8 +96,7 @@ static const struct config_key keys[] = {
 	{ "sparsify.filter_b0", CK_REAL, S(filter_b0), 0, HUGE_VAL, NULL, 0 },
 	{ "sparsify.filter_decay", CK_REAL_OPEN0, S(filter_decay), 0, 1, NULL, 0 },
 	{ "sparsify.filter_results", CK_INT, S(filter_results), 0, 1, NULL, 0 },
-	{ "sparsify.filter_results_scale", CK_REAL, S(filter_results_scale), 0, HUGE_VAL, NULL,
-	  0 },
+	{ "sparsify.filter_results_scale", CK_REAL, S(filter_results_scale), 0, HUGE_VAL, NULL, 0 },
 	{ "sched", CK_ENUM, F(sched), INA_SCHED_FIFO, INA_SCHED_MAGNITUDE, scheds, 0 },
 	{ "sched_window", CK_UINT, F(sched_window), 0, UINT32_MAX, NULL, 0 },
 	{ "max_pending", CK_UINT, F(max_pending), 1, 65536, NULL, 0 },
@@ -289,14 +296,17 @@ ina_config_set(struct ina_config *cfg, const char *key, const char *value, char 
 		return -EINVAL;
 	}
 	if (!config_owned(cfg)) {
-		snprintf(err, err_size, "ina_config_set: the config is not one of ina_config_new() "
+		snprintf(err, err_size,
+			 "ina_config_set: the config is not one of ina_config_new() "
 			 "(or it was freed)");
 		return -EINVAL;
 	}
 	k = key_find(key);
 	if (!k) {
-		snprintf(err, err_size, "'%s' is no configuration field (see struct ina_config "
-			 "in ina.h)", key);
+		snprintf(err, err_size,
+			 "'%s' is no configuration field (see struct ina_config "
+			 "in ina.h)",
+			 key);
 		return -EINVAL;
 	}
 	p = (char *)cfg + k->offset;
@@ -324,7 +334,8 @@ ina_config_set(struct ina_config *cfg, const char *key, const char *value, char 
 		if (parse_uint(value, k->max, &u) < 0 || (double)u < k->min) {
 			/* The token is a secret: never repeat it. */
 			if (strcmp(k->name, "token") == 0)
-				snprintf(err, err_size, "token: not a 64-bit unsigned number "
+				snprintf(err, err_size,
+					 "token: not a 64-bit unsigned number "
 					 "(decimal or 0x hex)");
 			else
 				snprintf(err, err_size, "%s '%s': not a whole number in %.0f..%.0f",

@@ -13,13 +13,13 @@
 #define CONFIG_MAX_STRINGS 4
 
 enum config_key_type {
-	CK_UINT,	/* unsigned of 'size' bytes (or an enum's int), min..max */
-	CK_INT,		/* an int flag, min..max */
-	CK_REAL,	/* float or double (by 'size'), in [min, max] */
-	CK_REAL_OPEN0,	/* ... in (min, max] */
-	CK_ENUM,	/* an enum by the names of its values min..max */
-	CK_STR,		/* a string the config owns, in string slot 'slot' */
-	CK_TOKEN_FILE,	/* the token from a secret file: no field of its own */
+	CK_UINT,       /* unsigned of 'size' bytes (or an enum's int), min..max */
+	CK_INT,	       /* an int flag, min..max */
+	CK_REAL,       /* float or double (by 'size'), in [min, max] */
+	CK_REAL_OPEN0, /* ... in (min, max] */
+	CK_ENUM,       /* an enum by the names of its values min..max */
+	CK_STR,	       /* a string the config owns, in string slot 'slot' */
+	CK_TOKEN_FILE, /* the token from a secret file: no field of its own */
 };
 
 struct config_key {
@@ -27,8 +27,8 @@ struct config_key {
 	enum config_key_type type;
 	size_t offset, size;
 	double min, max;
-	const char *const *names;	/* CK_ENUM: indexed by value */
-	unsigned slot;			/* CK_STR */
+	const char *const *names; /* CK_ENUM: indexed by value */
+	unsigned slot;		  /* CK_STR */
 };
 
 unsigned config_key_count(void);

@@ -13,7 +13,7 @@
 
 struct done_queue {
 	uint64_t *seqs;
-	uint32_t cap, head, count;	/* entries head .. head + count - 1 (mod cap) */
+	uint32_t cap, head, count; /* entries head .. head + count - 1 (mod cap) */
 };
 
 /* Whether the operation 'seq' has ended and is still to be collected. */

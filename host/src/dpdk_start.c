@@ -87,8 +87,10 @@ start(int argc, char **argv, int *ran, char *err, size_t err_size)
 	*ran = 1;
 	if (ret + 1 < argc) {
 		/* EAL moved what it did not take behind what it took. */
-		snprintf(err, err_size, "cannot start DPDK: '%s' is no EAL option (EAL took %d of "
-			 "the %d arguments; argv[0] is a name)", eal_argv[ret + 1], ret, argc - 1);
+		snprintf(err, err_size,
+			 "cannot start DPDK: '%s' is no EAL option (EAL took %d of "
+			 "the %d arguments; argv[0] is a name)",
+			 eal_argv[ret + 1], ret, argc - 1);
 		ina_dpdk_eal_cleanup();
 		return INA_EPORT;
 	}

@@ -15,10 +15,10 @@ struct egroup {
 	uint16_t k;
 	struct engine *e[EGROUP_MAX];
 	struct ina_peer sw[EGROUP_MAX];
-	uint16_t max_block;		/* the engines' config */
-	uint16_t tx_next;		/* the engine that sends first next time */
-	float bound;			/* the result filter of the next allreduce */
-	uint8_t *deferred;		/* ... per block of the whole tensor */
+	uint16_t max_block; /* the engines' config */
+	uint16_t tx_next;   /* the engine that sends first next time */
+	float bound;	    /* the result filter of the next allreduce */
+	uint8_t *deferred;  /* ... per block of the whole tensor */
 	char msg[640];
 };
 
@@ -138,12 +138,12 @@ egroup_allreduce(struct egroup *g, uint32_t tensor_id, const float *in, float *o
 		/* The switch's index in the tensor id: a worker that lists the
 		 * switches in another order sends a run under an id the others
 		 * do not use there, so it is never summed with another run. */
-		ret = engine_allreduce(g->e[i], tensor_id ^ egroup_salt(i), in + off, out + off, len,
-				       block_size, op, now_ns);
+		ret = engine_allreduce(g->e[i], tensor_id ^ egroup_salt(i), in + off, out + off,
+				       len, block_size, op, now_ns);
 		if (ret < 0)
 			break;
 	}
-	g->deferred = NULL;	/* the next allreduce only */
+	g->deferred = NULL; /* the next allreduce only */
 	return ret;
 }
 
@@ -219,7 +219,8 @@ egroup_keepalive(struct egroup *g, uint64_t now_ns, struct ina_pkt **out, uint16
 	uint16_t nb = 0;
 
 	for (uint16_t e = 0; e < g->k && nb < max; e++)
-		nb = (uint16_t)(nb + engine_keepalive(g->e[e], now_ns, out + nb, (uint16_t)(max - nb)));
+		nb = (uint16_t)(nb +
+				engine_keepalive(g->e[e], now_ns, out + nb, (uint16_t)(max - nb)));
 	return nb;
 }
 
@@ -237,8 +238,8 @@ egroup_lanes(const struct egroup *g)
 int
 egroup_phase(const struct egroup *g)
 {
-	static const int order[] = { ENGINE_JOINING, ENGINE_RUNNING, ENGINE_LEAVING,
-				     ENGINE_FINISHING, ENGINE_READY, ENGINE_IDLE };
+	static const int order[] = { ENGINE_JOINING,   ENGINE_RUNNING, ENGINE_LEAVING,
+				     ENGINE_FINISHING, ENGINE_READY,   ENGINE_IDLE };
 
 	if (g->k == 1)
 		return engine_phase(g->e[0]);

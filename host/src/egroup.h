@@ -22,7 +22,7 @@
  * replica and no ssp. NULL with errno (EINVAL, ENOMEM). */
 struct egroup *egroup_create(const struct engine_config *cfg, const struct ina_peer *switches,
 			     uint16_t k);
-void egroup_destroy(struct egroup *g);	/* Accepts NULL. */
+void egroup_destroy(struct egroup *g); /* Accepts NULL. */
 
 uint16_t egroup_count(const struct egroup *g);
 /* The fewest lanes any engine runs on (engine_lanes(): what its switch

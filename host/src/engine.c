@@ -36,11 +36,11 @@ engine_create(const struct engine_config *cfg)
 {
 	struct engine *e;
 
-	if (!cfg->pool || cfg->world == 0 || cfg->world > INA_MAX_WORLD || cfg->rank >= cfg->world ||
-	    cfg->lanes == 0 || cfg->max_block == 0 || !ina_wire_elem_size(cfg->encoding) ||
-	    cfg->ssp > INA_SSP_MAX ||
-	    (cfg->ssp && (cfg->encoding == INA_ENC_I32 || cfg->replica.len)) ||
-	    cfg->sw.len == 0 || cfg->rto_min_ns == 0 || cfg->rto_ns < cfg->rto_min_ns ||
+	if (!cfg->pool || cfg->world == 0 || cfg->world > INA_MAX_WORLD ||
+	    cfg->rank >= cfg->world || cfg->lanes == 0 || cfg->max_block == 0 ||
+	    !ina_wire_elem_size(cfg->encoding) || cfg->ssp > INA_SSP_MAX ||
+	    (cfg->ssp && (cfg->encoding == INA_ENC_I32 || cfg->replica.len)) || cfg->sw.len == 0 ||
+	    cfg->rto_min_ns == 0 || cfg->rto_ns < cfg->rto_min_ns ||
 	    cfg->rto_max_ns < cfg->rto_ns ||
 	    (cfg->replica.len &&
 	     (cfg->failover_ns == 0 || ina_peer_equal(&cfg->replica, &cfg->sw))) ||
@@ -294,10 +294,12 @@ on_redirect(struct engine *e, const struct ina_hdr *h, const uint8_t *payload)
 	}
 	if (e->redirected) {
 		engine_fail(e, ENGINE_EREFUSED,
-		     "job %" PRIu32 " rank %u: the host aggregator %u.%u.%u.%u:%u sent the job on "
-		     "again: a REDIRECT is followed once", e->cfg.job_id, e->cfg.rank,
-		     e->redirect_ipv4 >> 24, e->redirect_ipv4 >> 16 & 0xff,
-		     e->redirect_ipv4 >> 8 & 0xff, e->redirect_ipv4 & 0xff, e->redirect_port);
+			    "job %" PRIu32
+			    " rank %u: the host aggregator %u.%u.%u.%u:%u sent the job on "
+			    "again: a REDIRECT is followed once",
+			    e->cfg.job_id, e->cfg.rank, e->redirect_ipv4 >> 24,
+			    e->redirect_ipv4 >> 16 & 0xff, e->redirect_ipv4 >> 8 & 0xff,
+			    e->redirect_ipv4 & 0xff, e->redirect_port);
 		e->phase = ENGINE_CLOSED;
 		return;
 	}
@@ -320,9 +322,8 @@ rx_one(struct engine *e, struct ina_pkt *pkt, uint64_t now)
 	e->st.bytes_recv += pkt->len;
 	/* Before the JOIN_ACK the epoch is unknown, ERROR carries none, and the
 	 * replica announces a new one in FAILOVER. */
-	if (!joined ||
-	    (pkt->len >= INA_HDR_SIZE &&
-	     (pkt->data[1] == INA_T_ERROR || pkt->data[1] == INA_T_FAILOVER))) {
+	if (!joined || (pkt->len >= INA_HDR_SIZE &&
+			(pkt->data[1] == INA_T_ERROR || pkt->data[1] == INA_T_FAILOVER))) {
 		r = ina_wire_validate(pkt->data, pkt->len, NULL, &h);
 		if (r == INA_WIRE_OK && h.job_id != e->cfg.job_id)
 			r = INA_WIRE_WRONG_JOB;
@@ -404,8 +405,8 @@ rx_one(struct engine *e, struct ina_pkt *pkt, uint64_t now)
 		return;
 	case INA_T_RESULT:
 		e->last_heard_ns = now;
-		if ((h.flags & INA_F_RESHAPE) && !e->cfg.ssp &&
-		    (int32_t)(h.bound - e->round) > 0 && h.status < e->cfg.lanes) {
+		if ((h.flags & INA_F_RESHAPE) && !e->cfg.ssp && (int32_t)(h.bound - e->round) > 0 &&
+		    h.status < e->cfg.lanes) {
 			/* Runs on h.status lanes from round h.bound (after this one). */
 			e->reshape_lanes = h.status;
 			e->reshape_round = h.bound;
@@ -516,9 +517,12 @@ tx_ctl(struct engine *e, uint64_t now, struct ina_pkt **out, uint16_t max)
 	if (e->phase == ENGINE_JOINING && e->standby == STANDBY_JOINING &&
 	    now - e->ctl_start_ns >= e->cfg.timeout_ns) {
 		engine_fail(e, ENGINE_ENOSWITCH,
-		     "job %" PRIu32 " rank %u: the replica switch did not answer the standby JOIN "
-		     "for %" PRIu64 " ms (the switch admitted the job with epoch %" PRIu32 ")",
-		     e->cfg.job_id, e->cfg.rank, e->cfg.timeout_ns / 1000000, e->params.epoch);
+			    "job %" PRIu32
+			    " rank %u: the replica switch did not answer the standby JOIN "
+			    "for %" PRIu64 " ms (the switch admitted the job with epoch %" PRIu32
+			    ")",
+			    e->cfg.job_id, e->cfg.rank, e->cfg.timeout_ns / 1000000,
+			    e->params.epoch);
 		/* The switch holds the job: free it. */
 		e->standby = STANDBY_NONE;
 		engine_ctl_start(e, ENGINE_LEAVING, now);
@@ -527,18 +531,20 @@ tx_ctl(struct engine *e, uint64_t now, struct ina_pkt **out, uint16_t max)
 	if (e->phase == ENGINE_JOINING && now - e->ctl_start_ns >= e->cfg.timeout_ns &&
 	    e->redirected) {
 		engine_fail(e, ENGINE_ENOSWITCH,
-		     "job %" PRIu32 " rank %u: the host aggregator %u.%u.%u.%u:%u the switch sent "
-		     "the job to did not answer the JOIN for %" PRIu64 " ms", e->cfg.job_id,
-		     e->cfg.rank, e->redirect_ipv4 >> 24, e->redirect_ipv4 >> 16 & 0xff,
-		     e->redirect_ipv4 >> 8 & 0xff, e->redirect_ipv4 & 0xff, e->redirect_port,
-		     e->cfg.timeout_ns / 1000000);
+			    "job %" PRIu32
+			    " rank %u: the host aggregator %u.%u.%u.%u:%u the switch sent "
+			    "the job to did not answer the JOIN for %" PRIu64 " ms",
+			    e->cfg.job_id, e->cfg.rank, e->redirect_ipv4 >> 24,
+			    e->redirect_ipv4 >> 16 & 0xff, e->redirect_ipv4 >> 8 & 0xff,
+			    e->redirect_ipv4 & 0xff, e->redirect_port, e->cfg.timeout_ns / 1000000);
 		e->phase = ENGINE_CLOSED;
 		return 0;
 	}
 	if (e->phase == ENGINE_JOINING && now - e->ctl_start_ns >= e->cfg.timeout_ns) {
 		engine_fail(e, ENGINE_ENOSWITCH,
-		     "job %" PRIu32 " rank %u: the switch did not answer the JOIN for %" PRIu64 " ms",
-		     e->cfg.job_id, e->cfg.rank, e->cfg.timeout_ns / 1000000);
+			    "job %" PRIu32
+			    " rank %u: the switch did not answer the JOIN for %" PRIu64 " ms",
+			    e->cfg.job_id, e->cfg.rank, e->cfg.timeout_ns / 1000000);
 		e->phase = ENGINE_CLOSED;
 		return 0;
 	}
@@ -552,7 +558,7 @@ tx_ctl(struct engine *e, uint64_t now, struct ina_pkt **out, uint16_t max)
 	if (retx) {
 		e->st.retransmits++;
 		e->ctl_rto_ns = e->ctl_rto_ns * 2 > e->cfg.rto_max_ns ? e->cfg.rto_max_ns
-								       : e->ctl_rto_ns * 2;
+								      : e->ctl_rto_ns * 2;
 	}
 	e->ctl_need_send = 0;
 	e->ctl_sent_ns = now;

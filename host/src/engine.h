@@ -33,43 +33,43 @@ struct engine_config {
 	uint32_t job_id;
 	uint16_t rank;
 	uint16_t world;
-	uint16_t lanes;			/* asked in the JOIN; a switch sharing its
+	uint16_t lanes;	    /* asked in the JOIN; a switch sharing its
 					 * slots fairly may grant fewer (a JOIN_ACK
 					 * flagged GRANT), and take some back from a
 					 * later round (RESULTs flagged RESHAPE):
 					 * engine_lanes() */
-	uint16_t max_block;		/* largest B this worker will use */
-	uint8_t weight;			/* the job's weight in the switch's fair
+	uint16_t max_block; /* largest B this worker will use */
+	uint8_t weight;	    /* the job's weight in the switch's fair
 					 * share (1..255; 0 = 1) */
-	uint8_t encoding;		/* enum ina_encoding */
-	uint8_t ssp;			/* 0: bsp; S (1..INA_SSP_MAX): ssp:S, up to
+	uint8_t encoding;   /* enum ina_encoding */
+	uint8_t ssp;	    /* 0: bsp; S (1..INA_SSP_MAX): ssp:S, up to
 					 * S + 1 rounds in flight (engine_allreduce);
 					 * f32 or bf16, no replica */
 	uint64_t token;
-	struct ina_peer sw;		/* the switch (the primary, with a replica) */
-	struct ina_peer replica;	/* the replica switch, len 0 = none */
-	uint64_t failover_ns;		/* with a replica: nothing from the primary
+	struct ina_peer sw;	   /* the switch (the primary, with a replica) */
+	struct ina_peer replica;   /* the replica switch, len 0 = none */
+	uint64_t failover_ns;	   /* with a replica: nothing from the primary
 					 * this long while packets are outstanding
 					 * asks the replica to take over; keep it
 					 * above rto_max_ns, or a WAIT for a slow
 					 * peer may come too late (default 1 s) */
-	uint64_t rto_ns;		/* first retransmission timeout, before any
+	uint64_t rto_ns;	   /* first retransmission timeout, before any
 					 * round trip was measured */
-	uint64_t rto_min_ns;		/* floor of the adaptive timeout */
-	uint64_t rto_max_ns;		/* backoff cap */
-	uint64_t timeout_ns;		/* no progress this long: the op fails; a
+	uint64_t rto_min_ns;	   /* floor of the adaptive timeout */
+	uint64_t rto_max_ns;	   /* backoff cap */
+	uint64_t timeout_ns;	   /* no progress this long: the op fails; a
 					 * WAIT flagged LIVE (the switch vouches
 					 * for the ranks it waits on) counts as
 					 * progress here, up to pause_ns */
-	uint64_t pause_ns;		/* the longest pause of a peer waited for
+	uint64_t pause_ns;	   /* the longest pause of a peer waited for
 					 * on LIVE WAITs: no result this long
 					 * fails the op all the same; 0: no bound
 					 * (default 10 min) */
-	uint64_t keepalive_ns;		/* joined and nothing sent this long: a
+	uint64_t keepalive_ns;	   /* joined and nothing sent this long: a
 					 * KEEPALIVE to the switch followed
 					 * (engine_tx, engine_keepalive); 0: none
 					 * (the default) */
-	struct ina_pkt_pool *pool;	/* where outgoing packets come from */
+	struct ina_pkt_pool *pool; /* where outgoing packets come from */
 };
 
 void engine_config_init(struct engine_config *cfg);
@@ -83,25 +83,25 @@ enum engine_op { ENGINE_SUM = 0, ENGINE_AVG = 1 };
  * passed on as it is still means the same.
  */
 enum engine_err {
-	ENGINE_ENOSWITCH = -1001,	/* the switch (or replica) did not answer */
-	ENGINE_EREFUSED = -1002,	/* the switch refused the job */
-	ENGINE_EPEER = -1003,		/* peers did not contribute in time */
-	ENGINE_ELEFT = -1004,		/* another rank left the job */
-	ENGINE_ESATURATED = -1005,	/* an i32 sum saturated */
-	ENGINE_ENONFINITE = -1006,	/* NaN or infinity where i32 cannot carry it */
-	ENGINE_EPROTO = -1009,		/* the switch answered against the protocol */
+	ENGINE_ENOSWITCH = -1001,  /* the switch (or replica) did not answer */
+	ENGINE_EREFUSED = -1002,   /* the switch refused the job */
+	ENGINE_EPEER = -1003,	   /* peers did not contribute in time */
+	ENGINE_ELEFT = -1004,	   /* another rank left the job */
+	ENGINE_ESATURATED = -1005, /* an i32 sum saturated */
+	ENGINE_ENONFINITE = -1006, /* NaN or infinity where i32 cannot carry it */
+	ENGINE_EPROTO = -1009,	   /* the switch answered against the protocol */
 };
 
 /* What the engine is doing. */
 enum engine_phase {
-	ENGINE_IDLE = 0,	/* not joined yet */
+	ENGINE_IDLE = 0, /* not joined yet */
 	ENGINE_JOINING,
-	ENGINE_READY,		/* joined, no operation running */
-	ENGINE_RUNNING,		/* an allreduce is in progress */
-	ENGINE_FINISHING,	/* FIN sent, waiting for FIN_ACK */
-	ENGINE_LEAVING,		/* LEAVE to send */
+	ENGINE_READY,	  /* joined, no operation running */
+	ENGINE_RUNNING,	  /* an allreduce is in progress */
+	ENGINE_FINISHING, /* FIN sent, waiting for FIN_ACK */
+	ENGINE_LEAVING,	  /* LEAVE to send */
 	ENGINE_CLOSED,
-	ENGINE_REDIRECTED,	/* the switch has no slots for the job and named
+	ENGINE_REDIRECTED, /* the switch has no slots for the job and named
 				 * a host aggregator (a JOIN_ACK flagged
 				 * REDIRECT): engine_redirect_target() says
 				 * where, the caller resolves it and calls
@@ -110,41 +110,41 @@ enum engine_phase {
 
 struct engine_stats {
 	uint64_t rounds;
-	uint64_t pkts_sent, bytes_sent;		/* ina packets (header + payload) */
+	uint64_t pkts_sent, bytes_sent; /* ina packets (header + payload) */
 	uint64_t pkts_recv, bytes_recv;
-	uint64_t data_sent;			/* data packets with a payload */
-	uint64_t empty_sent;			/* header-only data packets */
+	uint64_t data_sent;  /* data packets with a payload */
+	uint64_t empty_sent; /* header-only data packets */
 	uint64_t retransmits;
-	uint64_t waits;				/* WAIT answers received */
-	uint64_t keepalives;			/* KEEPALIVEs sent */
-	uint64_t stale;				/* valid but for no open block */
-	uint64_t bad;				/* failed validation */
-	uint64_t saturated;			/* results flagged saturated */
-	uint64_t deferred;			/* results that came back DEFERRED */
-	uint64_t ssp_missed;			/* ssp: PARTIAL results without this
+	uint64_t waits;		      /* WAIT answers received */
+	uint64_t keepalives;	      /* KEEPALIVEs sent */
+	uint64_t stale;		      /* valid but for no open block */
+	uint64_t bad;		      /* failed validation */
+	uint64_t saturated;	      /* results flagged saturated */
+	uint64_t deferred;	      /* results that came back DEFERRED */
+	uint64_t ssp_missed;	      /* ssp: PARTIAL results without this
 						 * rank's part (it went back) */
-	uint64_t stalls;			/* operations that went a quarter of the
+	uint64_t stalls;	      /* operations that went a quarter of the
 						 * timeout without progress */
-	uint64_t failovers;			/* takeovers by the replica followed */
-	uint64_t failover_sent;			/* FAILOVER packets sent to the replica */
-	uint64_t failover_silence_ns;		/* the last takeover: how long the
+	uint64_t failovers;	      /* takeovers by the replica followed */
+	uint64_t failover_sent;	      /* FAILOVER packets sent to the replica */
+	uint64_t failover_silence_ns; /* the last takeover: how long the
 						 * primary had been silent then */
-	uint64_t probes;			/* packets sent to the replica standing by
+	uint64_t probes;	      /* packets sent to the replica standing by
 						 * after failover_ns without progress, in
 						 * case it took over unheard
 						 * (engine_failover.c) */
-	uint64_t redirects;			/* REDIRECTs followed (0 or 1) */
-	uint64_t reshapes;			/* times the switch took lanes back
+	uint64_t redirects;	      /* REDIRECTs followed (0 or 1) */
+	uint64_t reshapes;	      /* times the switch took lanes back
 						 * (RESHAPE, from a round on) */
-	uint64_t lanes_asked;			/* the lanes the JOIN asked when the
+	uint64_t lanes_asked;	      /* the lanes the JOIN asked when the
 						 * switch granted fewer, else 0 */
-	uint64_t standby_lost;			/* the replica refused to stand by any
+	uint64_t standby_lost;	      /* the replica refused to stand by any
 						 * longer (an ERROR from it): no failover
 						 * left for the job */
 };
 
 struct engine *engine_create(const struct engine_config *cfg);
-void engine_destroy(struct engine *e);	/* Accepts NULL. */
+void engine_destroy(struct engine *e); /* Accepts NULL. */
 
 /* Starts joining the job: JOIN to the switch, then, with a replica, a STANDBY
  * JOIN to the replica with the epoch the switch gave; the join completes when

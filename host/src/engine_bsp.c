@@ -37,9 +37,9 @@ block_exp(struct engine *e, uint32_t b)
 			    ina_wire_block_elems(e->n, e->block_size, b));
 	if (x == INA_EXP_NONFINITE) {
 		engine_fail(e, ENGINE_ENONFINITE,
-		     "job %" PRIu32 " rank %u round %" PRIu32 ": block %" PRIu32
-		     " holds a NaN or infinity, which the i32 encoding cannot carry",
-		     e->cfg.job_id, e->cfg.rank, e->round, b);
+			    "job %" PRIu32 " rank %u round %" PRIu32 ": block %" PRIu32
+			    " holds a NaN or infinity, which the i32 encoding cannot carry",
+			    e->cfg.job_id, e->cfg.rank, e->round, b);
 		return 0;
 	}
 	return (int16_t)x;
@@ -193,10 +193,12 @@ engine_bsp_on_result(struct engine *e, const struct ina_hdr *h, const uint8_t *p
 		 * sum would lack this worker's block, and the lane would send
 		 * packets whose next pointer is not past their block. */
 		engine_fail(e, ENGINE_EPROTO,
-		     "job %" PRIu32 " rank %u round %" PRIu32 ": lane %u block %" PRIu32
-		     " came back with next block %" PRIu32 ", past this worker's next non-zero"
-		     " block %" PRIu32,
-		     e->cfg.job_id, e->cfg.rank, e->round, h->lane, h->block, h->next, ln->my_next);
+			    "job %" PRIu32 " rank %u round %" PRIu32 ": lane %u block %" PRIu32
+			    " came back with next block %" PRIu32
+			    ", past this worker's next non-zero"
+			    " block %" PRIu32,
+			    e->cfg.job_id, e->cfg.rank, e->round, h->lane, h->block, h->next,
+			    ln->my_next);
 		return;
 	}
 	if (h->block == INA_BLOCK_OPEN) {
@@ -207,10 +209,12 @@ engine_bsp_on_result(struct engine *e, const struct ina_hdr *h, const uint8_t *p
 
 		if (h->flags & INA_F_DEFERRED) {
 			if (!e->deferred) {
-				engine_fail(e, ENGINE_EPROTO,
-				     "job %" PRIu32 " rank %u round %" PRIu32 ": lane %u block %" PRIu32
-				     " came back deferred, but this worker set no result filter",
-				     e->cfg.job_id, e->cfg.rank, e->round, h->lane, h->block);
+				engine_fail(
+					e, ENGINE_EPROTO,
+					"job %" PRIu32 " rank %u round %" PRIu32
+					": lane %u block %" PRIu32
+					" came back deferred, but this worker set no result filter",
+					e->cfg.job_id, e->cfg.rank, e->round, h->lane, h->block);
 				return;
 			}
 			e->deferred[h->block] = 1;
@@ -225,9 +229,9 @@ engine_bsp_on_result(struct engine *e, const struct ina_hdr *h, const uint8_t *p
 	if (h->flags & INA_F_SATURATED) {
 		e->st.saturated++;
 		engine_fail(e, ENGINE_ESATURATED,
-		     "job %" PRIu32 " rank %u round %" PRIu32 ": the i32 sum of lane %u block %" PRIu32
-		     " saturated",
-		     e->cfg.job_id, e->cfg.rank, e->round, h->lane, h->block);
+			    "job %" PRIu32 " rank %u round %" PRIu32
+			    ": the i32 sum of lane %u block %" PRIu32 " saturated",
+			    e->cfg.job_id, e->cfg.rank, e->round, h->lane, h->block);
 	}
 	ina_block_zero_range(e->out, e->n, e->block_size, e->cfg.lanes, zero_from, h->next);
 	if (!ln->retx && now >= ln->sent_ns)

@@ -27,8 +27,8 @@ engine_fo_on_replica_error(struct engine *e, const struct ina_hdr *h, const uint
 
 	if (e->standby == STANDBY_JOINING && e->phase == ENGINE_JOINING) {
 		engine_fail(e, h->status == INA_WERR_SHUTDOWN ? ENGINE_ENOSWITCH : ENGINE_EREFUSED,
-		     "job %" PRIu32 " rank %u: the replica switch refused to stand by: %.*s",
-		     e->cfg.job_id, e->cfg.rank, n, (const char *)payload);
+			    "job %" PRIu32 " rank %u: the replica switch refused to stand by: %.*s",
+			    e->cfg.job_id, e->cfg.rank, n, (const char *)payload);
 		e->standby = STANDBY_NONE;
 		engine_ctl_start(e, ENGINE_LEAVING, now);
 		return;
@@ -155,7 +155,7 @@ engine_fo_tx(struct engine *e, uint64_t now, struct ina_pkt **out, uint16_t max)
 	p->peer = e->cfg.replica;
 	if (!e->fo_need_send)
 		e->fo_rto_ns = e->fo_rto_ns * 2 > e->cfg.rto_max_ns ? e->cfg.rto_max_ns
-								   : e->fo_rto_ns * 2;
+								    : e->fo_rto_ns * 2;
 	e->fo_need_send = 0;
 	e->fo_sent_ns = now;
 	e->fo_tries++;

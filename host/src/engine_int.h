@@ -25,28 +25,28 @@
 #include "ina/wire.h"
 
 struct lane {
-	uint8_t active;		/* has blocks this round */
-	uint8_t done;		/* END received this round */
-	uint8_t ver;		/* version bit of the slot's next block */
-	uint8_t need_send;	/* a first send is due */
-	uint8_t has_data;	/* my packet for 'block' carries a payload */
-	uint8_t retx;		/* the packet in flight was resent (no RTT sample) */
-	uint8_t resend;		/* resend now, whatever the timer (a failover) */
-	int16_t cur_exp;	/* agreed exponent of 'block' (i32) */
-	int16_t my_exp;		/* exponent of 'my_next' (i32) */
-	uint32_t block;		/* the block my packet in flight answers */
-	uint32_t my_next;	/* my next non-zero block after 'block' */
+	uint8_t active;	   /* has blocks this round */
+	uint8_t done;	   /* END received this round */
+	uint8_t ver;	   /* version bit of the slot's next block */
+	uint8_t need_send; /* a first send is due */
+	uint8_t has_data;  /* my packet for 'block' carries a payload */
+	uint8_t retx;	   /* the packet in flight was resent (no RTT sample) */
+	uint8_t resend;	   /* resend now, whatever the timer (a failover) */
+	int16_t cur_exp;   /* agreed exponent of 'block' (i32) */
+	int16_t my_exp;	   /* exponent of 'my_next' (i32) */
+	uint32_t block;	   /* the block my packet in flight answers */
+	uint32_t my_next;  /* my next non-zero block after 'block' */
 	uint64_t sent_ns;
 	uint64_t rto_ns;
 };
 
 /* ssp: one lane of one round in flight (one block: the lane's). */
 struct sop_lane {
-	uint8_t active;		/* the round has this lane's block */
-	uint8_t done;		/* its result accepted */
+	uint8_t active; /* the round has this lane's block */
+	uint8_t done;	/* its result accepted */
 	uint8_t need_send;
 	uint8_t retx;
-	uint8_t has_data;	/* my block is non-zero */
+	uint8_t has_data; /* my block is non-zero */
 	uint64_t sent_ns;
 	uint64_t rto_ns;
 };
@@ -64,7 +64,7 @@ struct sop {
 	float bound;
 	const float *in;
 	float *out;
-	uint8_t *missed;	/* per block: my part did not count */
+	uint8_t *missed; /* per block: my part did not count */
 	struct sop_lane *lanes;
 };
 
@@ -72,8 +72,8 @@ struct engine {
 	struct engine_config cfg;
 	const struct ina_encoding_ops *enc; /* the row of cfg.encoding */
 	struct ina_job_params params;
-	int phase;		/* enum engine_phase */
-	int err;		/* < 0 once failed */
+	int phase; /* enum engine_phase */
+	int err;   /* < 0 once failed */
 	char errmsg[512];
 	struct engine_stats st;
 
@@ -94,14 +94,14 @@ struct engine {
 	uint32_t nb_blocks;
 	enum engine_op op;
 	uint16_t lanes_left;
-	uint16_t tx_cursor;	/* lane where the next engine_tx() scan starts */
-	uint64_t srtt_ns;	/* smoothed round trip, 0 before the first sample */
+	uint16_t tx_cursor; /* lane where the next engine_tx() scan starts */
+	uint64_t srtt_ns;   /* smoothed round trip, 0 before the first sample */
 	uint64_t rttvar_ns;
-	uint64_t rto_ns;	/* current first timeout of a lane's packet */
+	uint64_t rto_ns; /* current first timeout of a lane's packet */
 	uint64_t last_progress_ns;
 	uint64_t last_heard_ns;
 	uint64_t wait_missing;	/* ranks the last WAIT named */
-	uint64_t wait_heard_ns;	/* when */
+	uint64_t wait_heard_ns; /* when */
 	uint64_t live_ns;	/* the last WAIT flagged LIVE naming ranks: the
 				 * switch vouches they live, which counts as
 				 * progress for timeout_ns (not for pause_ns) */
@@ -110,32 +110,32 @@ struct engine {
 	float bound;		/* the result filter's bound, 0 for none */
 	uint8_t *deferred;	/* per block: came back DEFERRED */
 	uint8_t last_type;	/* type of the last packet the switch sent us */
-	uint8_t stall_reported;	/* this stall was described already */
+	uint8_t stall_reported; /* this stall was described already */
 	uint8_t stall_pending;	/* stall_msg not yet taken (engine_stall) */
 	char stall_msg[512];
-	float next_bound;	/* engine_set_result_filter(), for the next op */
+	float next_bound; /* engine_set_result_filter(), for the next op */
 	uint8_t *next_deferred;
 	struct lane *lanes;
 
 	/* ssp (cfg.ssp = S): S + 1 rounds in flight at most. */
-	struct sop *sops;	/* S + 1 */
-	struct sop_lane *sop_lanes;	/* (S + 1) x lanes */
-	uint8_t *ssp_ver;	/* lanes x INA_SSP_SETS(S): version bit of each
+	struct sop *sops;	    /* S + 1 */
+	struct sop_lane *sop_lanes; /* (S + 1) x lanes */
+	uint8_t *ssp_ver;	    /* lanes x INA_SSP_SETS(S): version bit of each
 				 * lane's slot of each set */
-	uint8_t *next_missed;	/* engine_set_missed(), for the next round */
-	uint16_t nb_sops;	/* rounds in flight */
+	uint8_t *next_missed;	    /* engine_set_missed(), for the next round */
+	uint16_t nb_sops;	    /* rounds in flight */
 
 	/* The replica (cfg.replica.len != 0). */
-	uint8_t standby;	/* enum standby */
-	uint8_t failed_over;	/* the switch followed is the replica */
-	uint8_t fo_active;	/* the primary is silent: FAILOVERs go out */
+	uint8_t standby;     /* enum standby */
+	uint8_t failed_over; /* the switch followed is the replica */
+	uint8_t fo_active;   /* the primary is silent: FAILOVERs go out */
 	uint8_t fo_need_send;
 	uint32_t fo_tries;
 	uint64_t fo_sent_ns;
 	uint64_t fo_rto_ns;
-	uint64_t sw_heard_ns;	/* last packet for this job from the switch
+	uint64_t sw_heard_ns; /* last packet for this job from the switch
 				 * followed (for P: a RESULT through R too) */
-	uint64_t probe_ns;	/* last probe of the replica (tx_probe) */
+	uint64_t probe_ns;    /* last probe of the replica (tx_probe) */
 
 	/* Give-back (a RESULT flagged RESHAPE): from round reshape_round on,
 	 * reshape_lanes lanes; 0: none pending. */
@@ -143,15 +143,15 @@ struct engine {
 	uint32_t reshape_round;
 
 	/* A REDIRECT from the switch (no slots for the job there). */
-	uint8_t redirected;	/* a REDIRECT came: the target below is set */
+	uint8_t redirected; /* a REDIRECT came: the target below is set */
 	uint32_t redirect_ipv4;
 	uint16_t redirect_port;
 };
 
 enum standby {
-	STANDBY_NONE = 0,	/* no replica, or it no longer stands by */
-	STANDBY_JOINING,	/* P admitted the job: STANDBY JOIN to R */
-	STANDBY_UP,		/* R stands by */
+	STANDBY_NONE = 0, /* no replica, or it no longer stands by */
+	STANDBY_JOINING,  /* P admitted the job: STANDBY JOIN to R */
+	STANDBY_UP,	  /* R stands by */
 };
 
 /* FIN and LEAVE are tried this many times before the engine closes anyway. */
@@ -222,10 +222,10 @@ uint64_t engine_progress_since(const struct engine *e);
 void engine_check_progress(struct engine *e, uint64_t now);
 
 /* engine_failover.c */
-int engine_fo_sender_ok(const struct engine *e, const struct ina_pkt *pkt,
-			const struct ina_hdr *h, int *from_r);
-void engine_fo_on_replica_error(struct engine *e, const struct ina_hdr *h,
-				const uint8_t *payload, uint32_t len, uint64_t now);
+int engine_fo_sender_ok(const struct engine *e, const struct ina_pkt *pkt, const struct ina_hdr *h,
+			int *from_r);
+void engine_fo_on_replica_error(struct engine *e, const struct ina_hdr *h, const uint8_t *payload,
+				uint32_t len, uint64_t now);
 void engine_fo_on_failover(struct engine *e, const struct ina_hdr *h, uint64_t now);
 uint16_t engine_fo_tx(struct engine *e, uint64_t now, struct ina_pkt **out, uint16_t max);
 uint16_t engine_fo_probe(struct engine *e, uint64_t now, struct ina_pkt **out, uint16_t max);

@@ -65,8 +65,10 @@ describe_stall(struct engine *e, uint64_t now)
 	waiting_at(e, &round, &lane, &block);
 
 	if (e->last_type == INA_T_WAIT && e->wait_missing)
-		snprintf(said, sizeof(said), "WAIT for lane %" PRIu32 " block %" PRIu32
-			 ", missing rank(s) %s, %" PRIu64 " ms ago", e->wait_lane, e->wait_block,
+		snprintf(said, sizeof(said),
+			 "WAIT for lane %" PRIu32 " block %" PRIu32 ", missing rank(s) %s, %" PRIu64
+			 " ms ago",
+			 e->wait_lane, e->wait_block,
 			 ina_ranks_str(ranks, sizeof(ranks), e->wait_missing), ago);
 	else
 		snprintf(said, sizeof(said), "%s, %" PRIu64 " ms ago",
@@ -84,8 +86,7 @@ describe_stall(struct engine *e, uint64_t now)
 		 " ms: lane %u waits for block %" PRIu32 " (%" PRIu64 " retransmissions so far); "
 		 "the %s last said: %s",
 		 e->cfg.job_id, e->cfg.rank, round, (now - e->last_progress_ns) / 1000000, lane,
-		 block, e->st.retransmits,
-		 e->failed_over ? "replica switch" : "switch", said);
+		 block, e->st.retransmits, e->failed_over ? "replica switch" : "switch", said);
 	e->stall_reported = 1;
 	e->stall_pending = 1;
 	e->st.stalls++;
@@ -122,37 +123,43 @@ engine_check_progress(struct engine *e, uint64_t now)
 		    now - e->last_progress_ns < e->cfg.pause_ns)
 			return;
 		waiting_at(e, &round, &lane, &block);
-		engine_fail(e, ENGINE_EPEER,
-		     "job %" PRIu32 " rank %u: no progress for %" PRIu64 " ms, the longest pause "
-		     "(pause_ms) a peer may take; the switch waits on rank(s) %s for lane %" PRIu32
-		     " block %" PRIu32 " of round %" PRIu32,
-		     e->cfg.job_id, e->cfg.rank, e->cfg.pause_ns / 1000000,
-		     ina_ranks_str(ranks, sizeof(ranks), e->wait_missing), e->wait_lane,
-		     e->wait_block, round);
+		engine_fail(
+			e, ENGINE_EPEER,
+			"job %" PRIu32 " rank %u: no progress for %" PRIu64
+			" ms, the longest pause "
+			"(pause_ms) a peer may take; the switch waits on rank(s) %s for lane %" PRIu32
+			" block %" PRIu32 " of round %" PRIu32,
+			e->cfg.job_id, e->cfg.rank, e->cfg.pause_ns / 1000000,
+			ina_ranks_str(ranks, sizeof(ranks), e->wait_missing), e->wait_lane,
+			e->wait_block, round);
 		return;
 	}
 	waiting_at(e, &round, &lane, &block);
 	/* Blame peers only while the switch still says it waits on them. */
 	if (e->wait_missing && now - e->wait_heard_ns < e->cfg.timeout_ns / 2) {
 		engine_fail(e, ENGINE_EPEER,
-		     "job %" PRIu32 " rank %u: no progress for %" PRIu64 " ms; the switch waits on "
-		     "rank(s) %s for lane %" PRIu32 " block %" PRIu32 " of round %" PRIu32,
-		     e->cfg.job_id, e->cfg.rank, e->cfg.timeout_ns / 1000000,
-		     ina_ranks_str(ranks, sizeof(ranks), e->wait_missing), e->wait_lane,
-		     e->wait_block, round);
+			    "job %" PRIu32 " rank %u: no progress for %" PRIu64
+			    " ms; the switch waits on "
+			    "rank(s) %s for lane %" PRIu32 " block %" PRIu32 " of round %" PRIu32,
+			    e->cfg.job_id, e->cfg.rank, e->cfg.timeout_ns / 1000000,
+			    ina_ranks_str(ranks, sizeof(ranks), e->wait_missing), e->wait_lane,
+			    e->wait_block, round);
 	} else if (e->fo_active) {
 		engine_fail(e, ENGINE_ENOSWITCH,
-		     "job %" PRIu32 " rank %u: no progress for %" PRIu64 " ms: the primary switch "
-		     "is silent for %" PRIu64 " ms and the replica did not take over (%" PRIu32
-		     " FAILOVER sent; round %" PRIu32 ", lane %" PRIu32
-		     " waits for block %" PRIu32 ")",
-		     e->cfg.job_id, e->cfg.rank, e->cfg.timeout_ns / 1000000,
-		     (now - e->sw_heard_ns) / 1000000, e->fo_tries, round, lane, block);
+			    "job %" PRIu32 " rank %u: no progress for %" PRIu64
+			    " ms: the primary switch "
+			    "is silent for %" PRIu64
+			    " ms and the replica did not take over (%" PRIu32
+			    " FAILOVER sent; round %" PRIu32 ", lane %" PRIu32
+			    " waits for block %" PRIu32 ")",
+			    e->cfg.job_id, e->cfg.rank, e->cfg.timeout_ns / 1000000,
+			    (now - e->sw_heard_ns) / 1000000, e->fo_tries, round, lane, block);
 	} else {
 		engine_fail(e, ENGINE_ENOSWITCH,
-		     "job %" PRIu32 " rank %u: the %s did not answer for %" PRIu64
-		     " ms (round %" PRIu32 ", lane %" PRIu32 " waits for block %" PRIu32 ")",
-		     e->cfg.job_id, e->cfg.rank, e->failed_over ? "replica switch" : "switch",
-		     e->cfg.timeout_ns / 1000000, round, lane, block);
+			    "job %" PRIu32 " rank %u: the %s did not answer for %" PRIu64
+			    " ms (round %" PRIu32 ", lane %" PRIu32 " waits for block %" PRIu32 ")",
+			    e->cfg.job_id, e->cfg.rank,
+			    e->failed_over ? "replica switch" : "switch",
+			    e->cfg.timeout_ns / 1000000, round, lane, block);
 	}
 }

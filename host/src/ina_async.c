@@ -138,8 +138,8 @@ schedule(struct ina_ctx *ctx)
 				ina_ssp_op_start(ctx, &ctx->ops[seqs[i] % ctx->max_pending]);
 		return;
 	}
-	while (!ctx->nb_run && egroup_phase(ctx->eg) == ENGINE_READY &&
-	       !egroup_error(ctx->eg) && order_next_group(ctx->sched, seqs, &count) == 0) {
+	while (!ctx->nb_run && egroup_phase(ctx->eg) == ENGINE_READY && !egroup_error(ctx->eg) &&
+	       order_next_group(ctx->sched, seqs, &count) == 0) {
 		if (count == 1)
 			op_start(ctx, &ctx->ops[seqs[0] % ctx->max_pending]);
 		else
@@ -190,7 +190,7 @@ ina_step(struct ina_ctx *ctx, uint64_t *sleep_ns)
 		return 1;
 	}
 	if (ctx->ssp) {
-		schedule(ctx);	/* ends what the engine ended, starts more */
+		schedule(ctx); /* ends what the engine ended, starts more */
 	} else if (ctx->nb_run && egroup_phase(ctx->eg) == ENGINE_READY) {
 		round_finish(ctx);
 		schedule(ctx);
@@ -279,11 +279,16 @@ submit(struct ina_ctx *ctx, const struct op *proto, int32_t priority, uint64_t *
 
 /* ina_iallreduce(); 'quiet' for a blocking call's own operation. */
 int
-ina_submit_allreduce(struct ina_ctx *ctx, uint32_t tensor_id, const float *in, float *out,
-		     size_t n, enum ina_op op, int32_t priority, int quiet, uint64_t *handle)
+ina_submit_allreduce(struct ina_ctx *ctx, uint32_t tensor_id, const float *in, float *out, size_t n,
+		     enum ina_op op, int32_t priority, int quiet, uint64_t *handle)
 {
-	struct op proto = { .kind = OP_ALLREDUCE, .tensor_id = tensor_id, .in = in, .out = out,
-			    .n = n, .op = op, .quiet = quiet };
+	struct op proto = { .kind = OP_ALLREDUCE,
+			    .tensor_id = tensor_id,
+			    .in = in,
+			    .out = out,
+			    .n = n,
+			    .op = op,
+			    .quiet = quiet };
 	int ret;
 
 	if (n == 0 || n >= INA_BLOCK_OPEN || !in || !out || !handle ||
@@ -304,11 +309,16 @@ ina_iallreduce(struct ina_ctx *ctx, uint32_t tensor_id, const float *in, float *
 
 /* ina_ibroadcast(); 'quiet' for a blocking call's own operation. */
 int
-ina_submit_broadcast(struct ina_ctx *ctx, uint32_t tensor_id, float *buf, size_t n,
-		     uint16_t root, int32_t priority, int quiet, uint64_t *handle)
+ina_submit_broadcast(struct ina_ctx *ctx, uint32_t tensor_id, float *buf, size_t n, uint16_t root,
+		     int32_t priority, int quiet, uint64_t *handle)
 {
-	struct op proto = { .kind = OP_BROADCAST, .tensor_id = tensor_id, .in = buf, .out = buf,
-			    .n = n, .root = root, .quiet = quiet };
+	struct op proto = { .kind = OP_BROADCAST,
+			    .tensor_id = tensor_id,
+			    .in = buf,
+			    .out = buf,
+			    .n = n,
+			    .root = root,
+			    .quiet = quiet };
 	int ret;
 
 	if (n == 0 || n >= INA_BLOCK_OPEN || !buf || !handle || root >= ctx->world || ctx->ssp)
@@ -330,7 +340,9 @@ ina_ibroadcast(struct ina_ctx *ctx, uint32_t tensor_id, float *buf, size_t n, ui
 int
 ina_submit_barrier(struct ina_ctx *ctx, int quiet, uint64_t *handle)
 {
-	struct op proto = { .kind = OP_BARRIER, .tensor_id = INA_BARRIER_TENSOR, .n = 1,
+	struct op proto = { .kind = OP_BARRIER,
+			    .tensor_id = INA_BARRIER_TENSOR,
+			    .n = 1,
 			    .quiet = quiet };
 	int ret;
 
@@ -413,9 +425,11 @@ ina_wait(struct ina_ctx *ctx, uint64_t handle)
 			else if (now - stuck_since > ctx->timeout_ns) {
 				snprintf(ctx->errmsg, sizeof(ctx->errmsg),
 					 "operation %" PRIu64 " (tensor %u) waits for a scheduler "
-					 "window that nothing closed for %" PRIu64 " ms: submit the "
+					 "window that nothing closed for %" PRIu64
+					 " ms: submit the "
 					 "rest of the step or call ina_flush()",
-					 handle, o->tensor_id, (uint64_t)(ctx->timeout_ns / INA_NS_PER_MS));
+					 handle, o->tensor_id,
+					 (uint64_t)(ctx->timeout_ns / INA_NS_PER_MS));
 				ret = -EDEADLK;
 				break;
 			}

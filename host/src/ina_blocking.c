@@ -55,7 +55,7 @@ ssp_allreduce(struct ina_ctx *ctx, uint32_t tensor_id, const float *in, float *o
 		return ret;
 	call = ssp_tensor_calls(t);
 	ret = ina_submit_allreduce(ctx, tensor_id, in, ssp_tensor_out(t, call), n, op, 0, 1,
-			 ssp_tensor_handle(t, call));
+				   ssp_tensor_handle(t, call));
 	if (ret < 0)
 		return ret;
 	ssp_tensor_called(t);
@@ -78,7 +78,7 @@ ssp_allreduce(struct ina_ctx *ctx, uint32_t tensor_id, const float *in, float *o
 	}
 	pthread_mutex_unlock(&ctx->lock);
 	if (call < ctx->ssp) {
-		memset(out, 0, n * sizeof(float));	/* nothing is back yet */
+		memset(out, 0, n * sizeof(float)); /* nothing is back yet */
 		return 0;
 	}
 	return ssp_return(ctx, t, out);

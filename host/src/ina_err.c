@@ -12,12 +12,9 @@ static const struct {
 	int engine;
 	int api;
 } err_map[] = {
-	{ ENGINE_ENOSWITCH, INA_ENOSWITCH },
-	{ ENGINE_EREFUSED, INA_EREFUSED },
-	{ ENGINE_EPEER, INA_EPEER },
-	{ ENGINE_ELEFT, INA_ELEFT },
-	{ ENGINE_ESATURATED, INA_ESATURATED },
-	{ ENGINE_ENONFINITE, INA_ENONFINITE },
+	{ ENGINE_ENOSWITCH, INA_ENOSWITCH },   { ENGINE_EREFUSED, INA_EREFUSED },
+	{ ENGINE_EPEER, INA_EPEER },	       { ENGINE_ELEFT, INA_ELEFT },
+	{ ENGINE_ESATURATED, INA_ESATURATED }, { ENGINE_ENONFINITE, INA_ENONFINITE },
 	{ ENGINE_EPROTO, INA_EPROTO },
 };
 
@@ -27,7 +24,7 @@ ina_err_of_engine(int err)
 	for (size_t i = 0; i < sizeof(err_map) / sizeof(err_map[0]); i++)
 		if (err_map[i].engine == err)
 			return err_map[i].api;
-	return err;	/* 0, or -errno */
+	return err; /* 0, or -errno */
 }
 
 const char *

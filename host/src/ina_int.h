@@ -59,9 +59,9 @@
  * lives in 'tr'. */
 struct sparse_tensor {
 	uint32_t id;
-	int used;			/* allreduced at least once */
+	int used; /* allreduced at least once */
 	struct ina_sparsify opt;
-	struct tround *tr;		/* NULL until the first call */
+	struct tround *tr; /* NULL until the first call */
 };
 
 enum op_kind { OP_ALLREDUCE, OP_BROADCAST, OP_BARRIER };
@@ -78,23 +78,23 @@ struct op {
 	size_t n;
 	enum ina_op op;
 	uint16_t root;
-	float one;			/* a barrier's input and output */
-	struct sparse_tensor *t;	/* the tensor's round state while it runs */
-	struct ssp_tensor *st;		/* ssp: the tensor while its round runs */
-	int ssp_slot;			/* ... and the slot of its send buffer */
-	uint32_t eng_round;		/* ssp: the engine's round of it */
-	int ret;			/* its end */
-	int quiet;			/* a blocking call's: not for ina_poll() */
+	float one;		 /* a barrier's input and output */
+	struct sparse_tensor *t; /* the tensor's round state while it runs */
+	struct ssp_tensor *st;	 /* ssp: the tensor while its round runs */
+	int ssp_slot;		 /* ... and the slot of its send buffer */
+	uint32_t eng_round;	 /* ssp: the engine's round of it */
+	int ret;		 /* its end */
+	int quiet;		 /* a blocking call's: not for ina_poll() */
 };
 
 struct ina_ctx {
-	struct egroup *eg;		/* one engine per switch */
-	pthread_mutex_t lock;		/* every call but open and close */
+	struct egroup *eg;    /* one engine per switch */
+	pthread_mutex_t lock; /* every call but open and close */
 	struct order *sched;
-	struct op *ops;			/* max_pending slots */
-	struct done_queue done;		/* ended operations in end order (ina_poll) */
+	struct op *ops;		/* max_pending slots */
+	struct done_queue done; /* ended operations in end order (ina_poll) */
 	uint32_t max_pending;
-	struct op *run[ORDER_FUSE_MAX];	/* the operations the engine's round carries */
+	struct op *run[ORDER_FUSE_MAX]; /* the operations the engine's round carries */
 	uint32_t nb_run;		/* 0: the engine is free; > 1: fused */
 	uint32_t fuse_elems;		/* cfg.fuse_elems */
 	float *fuse_in, *fuse_out;	/* a fused round's elements, fuse_elems each */
@@ -103,26 +103,26 @@ struct ina_ctx {
 	struct ina_peer self;		/* this worker's address, for captures */
 	uint64_t realtime_offset;	/* capture time minus monotonic time */
 	uint16_t block_size;
-	uint16_t last_block_size;	/* B of the last allreduce */
-	uint32_t last_part_tag;		/* its partition map's tag */
+	uint16_t last_block_size; /* B of the last allreduce */
+	uint32_t last_part_tag;	  /* its partition map's tag */
 	uint16_t world, lanes;
-	uint16_t lanes_asked;		/* cfg.lanes (lanes: what the switch granted) */
-	char aggregator[32];		/* the host aggregator the job runs on, or "" */
-	char join_to[160];		/* where the JOINs go (the switches, or the
+	uint16_t lanes_asked; /* cfg.lanes (lanes: what the switch granted) */
+	char aggregator[32];  /* the host aggregator the job runs on, or "" */
+	char join_to[160];    /* where the JOINs go (the switches, or the
 					 * host aggregator), for the messages */
 	uint8_t encoding;
-	int plan_blocks;		/* cfg.plan_blocks */
-	struct partition_config part;	/* cfg.partition, partitions, lanes */
+	int plan_blocks;	      /* cfg.plan_blocks */
+	struct partition_config part; /* cfg.partition, partitions, lanes */
 	struct ina_port *port;
-	char replica_addr[64];		/* cfg.replica_addr, for the log */
+	char replica_addr[64]; /* cfg.replica_addr, for the log */
 	uint32_t job_id;
 	uint16_t rank;
-	uint64_t failovers;		/* takeovers logged so far */
-	struct keepalive *keepalive;	/* the thread, NULL with cfg.keepalive_ms 0 */
-	struct ina_sparsify job_sparsify;	/* cfg.sparsify */
-	struct tensor_table tensors;	/* id -> struct sparse_tensor *, any number */
-	uint8_t ssp;			/* cfg.ssp */
-	struct tensor_table ssp_tensors;	/* id -> struct ssp_tensor * */
+	uint64_t failovers;		  /* takeovers logged so far */
+	struct keepalive *keepalive;	  /* the thread, NULL with cfg.keepalive_ms 0 */
+	struct ina_sparsify job_sparsify; /* cfg.sparsify */
+	struct tensor_table tensors;	  /* id -> struct sparse_tensor *, any number */
+	uint8_t ssp;			  /* cfg.ssp */
+	struct tensor_table ssp_tensors;  /* id -> struct ssp_tensor * */
 	uint64_t ssp_missed;
 	struct {
 		uint64_t rounds, blocks, blocks_sent, blocks_deferred;
@@ -156,13 +156,11 @@ int ina_op_uncollected(void *arg, uint64_t seq);
 
 /* ina_tensor.c */
 struct sparse_tensor *ina_find_tensor(const struct ina_ctx *ctx, uint32_t tensor_id);
-struct sparse_tensor *ina_tensor_for(struct ina_ctx *ctx, uint32_t tensor_id, size_t n,
-				     int *ret);
+struct sparse_tensor *ina_tensor_for(struct ina_ctx *ctx, uint32_t tensor_id, size_t n, int *ret);
 void ina_account(struct ina_ctx *ctx, const struct sparse_tensor *t);
 
 /* ina_ssp.c */
-struct ssp_tensor *ina_ssp_tensor_for(struct ina_ctx *ctx, uint32_t tensor_id, size_t n,
-				      int *ret);
+struct ssp_tensor *ina_ssp_tensor_for(struct ina_ctx *ctx, uint32_t tensor_id, size_t n, int *ret);
 int ina_ssp_op_start(struct ina_ctx *ctx, struct op *o);
 void ina_ssp_reap(struct ina_ctx *ctx);
 

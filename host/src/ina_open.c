@@ -132,7 +132,9 @@ join_targets(struct ina_ctx *ctx, const struct ina_peer *sws, uint16_t nb)
 		char peer[64];
 
 		len += (size_t)snprintf(ctx->join_to + len, sizeof(ctx->join_to) - len, "%s%s",
-					i ? ", " : nb > 1 ? "the switches " : "the switch ",
+					i	 ? ", "
+					: nb > 1 ? "the switches "
+						 : "the switch ",
 					ina_port_peer_str(ctx->port, &sws[i], peer, sizeof(peer)));
 	}
 }
@@ -152,8 +154,10 @@ resolve_switches(struct ina_ctx *ctx, const char *list, struct ina_peer *sws, ui
 		int ret;
 
 		if (len == 0 || len >= sizeof(addr) || *nb == EGROUP_MAX) {
-			snprintf(err, err_size, "switch addresses '%s': 1 to %d of ADDR:PORT, "
-				 "separated by commas", list, EGROUP_MAX);
+			snprintf(err, err_size,
+				 "switch addresses '%s': 1 to %d of ADDR:PORT, "
+				 "separated by commas",
+				 list, EGROUP_MAX);
 			return -EINVAL;
 		}
 		memcpy(addr, p, len);
@@ -208,15 +212,17 @@ follow_redirect(struct ina_ctx *ctx, const struct ina_config *cfg, char *err, si
 		 ip >> 16 & 0xff, ip >> 8 & 0xff, ip & 0xff, port);
 	ret = ina_port_resolve(ctx->port, ctx->aggregator, &peer);
 	if (ret < 0) {
-		snprintf(err, err_size, "the switch %s sent the job to the host aggregator %s, "
-			 "which does not resolve on the %s port: %s", cfg->switch_addr,
-			 ctx->aggregator, ctx->port->ops->type, strerror(-ret));
+		snprintf(err, err_size,
+			 "the switch %s sent the job to the host aggregator %s, "
+			 "which does not resolve on the %s port: %s",
+			 cfg->switch_addr, ctx->aggregator, ctx->port->ops->type, strerror(-ret));
 		*out_ret = INA_ENOSWITCH;
 		return -1;
 	}
-	INA_LOG(INFO, "job %u rank %u: the switch %s has no slots for the job: it is aggregated "
-		"by the host aggregator at %s", cfg->job_id, cfg->rank, cfg->switch_addr,
-		ctx->aggregator);
+	INA_LOG(INFO,
+		"job %u rank %u: the switch %s has no slots for the job: it is aggregated "
+		"by the host aggregator at %s",
+		cfg->job_id, cfg->rank, cfg->switch_addr, ctx->aggregator);
 	snprintf(ctx->join_to, sizeof(ctx->join_to), "the host aggregator %s", ctx->aggregator);
 	engine_redirect(egroup_engine(ctx->eg, 0), &peer, ina_now_ns());
 	*out_ret = ina_run_while(ctx, ENGINE_JOINING);
@@ -242,8 +248,10 @@ ina_open(const struct ina_config *user_cfg, struct ina_ctx **out, char *err, siz
 	}
 	err[0] = '\0';
 	if (config_full(user_cfg, &full) < 0) {
-		snprintf(err, err_size, "struct ina_config of %" PRIu32 " bytes: not one this library "
-			 "(%s) knows; set it with ina_config_init()", user_cfg->size, INA_VERSION_STRING);
+		snprintf(err, err_size,
+			 "struct ina_config of %" PRIu32 " bytes: not one this library "
+			 "(%s) knows; set it with ina_config_init()",
+			 user_cfg->size, INA_VERSION_STRING);
 		return -EINVAL;
 	}
 	if (!cfg->switch_addr || !wire_encoding(cfg->encoding) || cfg->world == 0 ||
@@ -271,7 +279,8 @@ ina_open(const struct ina_config *user_cfg, struct ina_ctx **out, char *err, siz
 	    (cfg->partition == INA_PARTITION_DYNAMIC && cfg->ssp)) {
 		snprintf(err, err_size,
 			 "bad configuration: partition 0 (fixed) or 1 (dynamic, not under ssp), "
-			 "partitions 1..%d", PARTITION_MAX_PARTS);
+			 "partitions 1..%d",
+			 PARTITION_MAX_PARTS);
 		return -EINVAL;
 	}
 	if (cfg->ssp > INA_SSP_MAX ||
@@ -279,13 +288,15 @@ ina_open(const struct ina_config *user_cfg, struct ina_ctx **out, char *err, siz
 			  cfg->fuse_elems || cfg->sparsify.mode != INA_SPARSIFY_OFF))) {
 		snprintf(err, err_size,
 			 "bad configuration: ssp:%u needs S <= %d, f32 or bf16, and no replica, "
-			 "block planner, fusion or sparsifier", cfg->ssp, INA_SSP_MAX);
+			 "block planner, fusion or sparsifier",
+			 cfg->ssp, INA_SSP_MAX);
 		return -EINVAL;
 	}
 	{
 		struct sparsify_config sc;
 
-		if (ina_sparsify_config(&cfg->sparsify, cfg->block_size, cfg->block_size, &sc) < 0) {
+		if (ina_sparsify_config(&cfg->sparsify, cfg->block_size, cfg->block_size, &sc) <
+		    0) {
 			snprintf(err, err_size,
 				 "bad sparsifier options: mode 0..3, density and mass in (0, 1], a "
 				 "byte budget of at least one block, filter b0 >= 0 and decay in "
@@ -414,9 +425,11 @@ ina_open(const struct ina_config *user_cfg, struct ina_ctx **out, char *err, siz
 		if (engine_phase(egroup_engine(ctx->eg, k)) != ENGINE_REDIRECTED)
 			continue;
 		if (egroup_count(ctx->eg) > 1) {
-			snprintf(err, err_size, "switch %u of %u has no slots for job %u and sends "
+			snprintf(err, err_size,
+				 "switch %u of %u has no slots for job %u and sends "
 				 "it to a host aggregator, which a job over several switches "
-				 "cannot follow", k, egroup_count(ctx->eg), cfg->job_id);
+				 "cannot follow",
+				 k, egroup_count(ctx->eg), cfg->job_id);
 			ret = INA_ENOSWITCH;
 			goto fail;
 		}
@@ -446,9 +459,10 @@ ina_open(const struct ina_config *user_cfg, struct ina_ctx **out, char *err, siz
 	ctx->lanes = egroup_lanes(ctx->eg);
 	ctx->lanes_asked = cfg->lanes;
 	if (ctx->lanes < cfg->lanes)
-		INA_LOG(INFO, "job %u rank %u: the switch granted %u of the %u lanes asked "
-			"(its fair share of the slots)", cfg->job_id, cfg->rank, ctx->lanes,
-			cfg->lanes);
+		INA_LOG(INFO,
+			"job %u rank %u: the switch granted %u of the %u lanes asked "
+			"(its fair share of the slots)",
+			cfg->job_id, cfg->rank, ctx->lanes, cfg->lanes);
 	ctx->encoding = ec.encoding;
 	ctx->plan_blocks = cfg->plan_blocks;
 	ctx->part.mode = cfg->partition == INA_PARTITION_DYNAMIC ? PARTITION_DYNAMIC
@@ -460,7 +474,7 @@ ina_open(const struct ina_config *user_cfg, struct ina_ctx **out, char *err, siz
 		ctx->part.parts = nb_sw;
 	}
 	ctx->part.period = cfg->partition_period ? cfg->partition_period : 1;
-	ctx->part.lanes = ctx->lanes;	/* granted: the lanes the switch partitions */
+	ctx->part.lanes = ctx->lanes; /* granted: the lanes the switch partitions */
 	ctx->ssp = cfg->ssp;
 	/* Joined: from now on an idle context tells the switch it lives; the
 	 * thread wakes four times a period, the engine sends when one is due
@@ -507,8 +521,7 @@ ina_close(struct ina_ctx *ctx)
 		egroup_leave(ctx->eg, ina_now_ns());
 	else
 		egroup_finish(ctx->eg, ina_now_ns());
-	while (egroup_phase(ctx->eg) == ENGINE_FINISHING ||
-	       egroup_phase(ctx->eg) == ENGINE_LEAVING)
+	while (egroup_phase(ctx->eg) == ENGINE_FINISHING || egroup_phase(ctx->eg) == ENGINE_LEAVING)
 		ina_run_while(ctx, egroup_phase(ctx->eg));
 	if (ina_capture_close(ctx->cap) < 0 && ret == 0)
 		ret = -EIO;

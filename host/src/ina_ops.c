@@ -35,7 +35,7 @@ void
 ina_op_end(struct ina_ctx *ctx, struct op *o, int ret)
 {
 	if (o->t && ret < 0)
-		tround_cancel(o->t->tr);	/* the round did not happen */
+		tround_cancel(o->t->tr); /* the round did not happen */
 	o->t = NULL;
 	if (o->st) {
 		/* ssp: missed blocks back to the residual; the slot is free. */

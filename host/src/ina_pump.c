@@ -19,11 +19,11 @@ log_failover(struct ina_ctx *ctx)
 	const struct engine_stats *es = engine_stats(ENG0(ctx));
 
 	ctx->failovers = es->failovers;
-	INA_LOG(WARN, "job %u rank %u round %u: the switch fell silent; the replica %s took the "
+	INA_LOG(WARN,
+		"job %u rank %u round %u: the switch fell silent; the replica %s took the "
 		"job over under epoch %u (the switch silent for %.1f ms)",
 		ctx->job_id, ctx->rank, engine_round(ENG0(ctx)), ctx->replica_addr,
-		engine_epoch(ENG0(ctx)),
-		(double)es->failover_silence_ns / 1e6);
+		engine_epoch(ENG0(ctx)), (double)es->failover_silence_ns / 1e6);
 }
 
 /*
@@ -54,8 +54,7 @@ ina_pump(struct ina_ctx *ctx)
 	if (stall)
 		INA_LOG(WARN, "%s", stall);
 	if (ctx->cap && nb_tx)
-		ina_capture_tx_burst(ctx->cap, pkts, nb_tx, &ctx->self,
-				     now + ctx->realtime_offset);
+		ina_capture_tx_burst(ctx->cap, pkts, nb_tx, &ctx->self, now + ctx->realtime_offset);
 	ina_port_tx_burst(ctx->port, pkts, nb_tx);
 	return nb_rx || nb_tx;
 }
@@ -102,9 +101,11 @@ ina_join_hint(const struct ina_ctx *ctx, char *buf, size_t size)
 	if (ina_port_peer_inet(ctx->port, NULL, &ip, &udp) == 0)
 		snprintf(from, sizeof(from), " from %u.%u.%u.%u:%u", ip >> 24, ip >> 16 & 0xff,
 			 ip >> 8 & 0xff, ip & 0xff, udp);
-	snprintf(buf, size, "JOINs went to %s%s over %s: is ina-switch listening there "
+	snprintf(buf, size,
+		 "JOINs went to %s%s over %s: is ina-switch listening there "
 		 "(--listen)? a firewall in the way? the same job token (INA_JOB_TOKEN) as the "
-		 "other ranks?", ctx->join_to, from, ctx->port->ops->type);
+		 "other ranks?",
+		 ctx->join_to, from, ctx->port->ops->type);
 }
 
 /* The JOINs went unanswered for 'ns' so far: said long before the join
@@ -116,9 +117,10 @@ warn_join(const struct ina_ctx *ctx, uint64_t ns)
 	char hint[512];
 
 	ina_join_hint(ctx, hint, sizeof(hint));
-	INA_LOG(WARN, "job %u rank %u: no answer after %.1f s of JOINs (the join "
-		"fails after %.1f s); %s", ctx->job_id, ctx->rank, (double)ns / 1e9,
-		(double)ctx->timeout_ns / 1e9, hint);
+	INA_LOG(WARN,
+		"job %u rank %u: no answer after %.1f s of JOINs (the join "
+		"fails after %.1f s); %s",
+		ctx->job_id, ctx->rank, (double)ns / 1e9, (double)ctx->timeout_ns / 1e9, hint);
 }
 
 /* Drives the engine while it stays in 'phase'; an error ends joining and
@@ -143,8 +145,8 @@ ina_run_while(struct ina_ctx *ctx, int phase)
 			 * long that a missed wake-up could look like a hang. */
 			if (deadline > now)
 				ina_port_wait(ctx->port, deadline - now < WAIT_MAX_NS
-									? deadline - now
-									: WAIT_MAX_NS);
+								 ? deadline - now
+								 : WAIT_MAX_NS);
 		}
 	}
 	return ina_ctx_error(ctx);

@@ -25,8 +25,8 @@ ina_ssp_tensor_for(struct ina_ctx *ctx, uint32_t tensor_id, size_t n, int *ret)
 	if (t) {
 		if (ssp_tensor_n(t) != n) {
 			snprintf(ctx->errmsg, sizeof(ctx->errmsg),
-				 "tensor %u: %zu elements, but its first call had %zu", tensor_id, n,
-				 ssp_tensor_n(t));
+				 "tensor %u: %zu elements, but its first call had %zu", tensor_id,
+				 n, ssp_tensor_n(t));
 			*ret = -EINVAL;
 			return NULL;
 		}
@@ -35,7 +35,8 @@ ina_ssp_tensor_for(struct ina_ctx *ctx, uint32_t tensor_id, size_t n, int *ret)
 	if ((uint64_t)n > (uint64_t)ctx->lanes * ctx->block_size) {
 		snprintf(ctx->errmsg, sizeof(ctx->errmsg),
 			 "tensor %u: under ssp a tensor holds at most lanes x block_size = %u "
-			 "elements", tensor_id, (unsigned)ctx->lanes * ctx->block_size);
+			 "elements",
+			 tensor_id, (unsigned)ctx->lanes * ctx->block_size);
 		*ret = -EINVAL;
 		return NULL;
 	}
@@ -97,8 +98,7 @@ ina_ssp_reap(struct ina_ctx *ctx)
 {
 	for (uint32_t i = 0; i < ctx->max_pending; i++) {
 		struct op *o = &ctx->ops[i];
-		if (o->state != OP_RUNNING || !o->st ||
-		    engine_in_flight(ENG0(ctx), o->eng_round))
+		if (o->state != OP_RUNNING || !o->st || engine_in_flight(ENG0(ctx), o->eng_round))
 			continue;
 		ina_op_end(ctx, o, 0);
 	}

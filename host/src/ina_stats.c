@@ -32,7 +32,7 @@ ina_get_stats_size(const struct ina_ctx *ctx, struct ina_stats *out, size_t size
 	s->stalls = es->stalls;
 	s->waits = es->waits;
 	s->ssp_missed = es->ssp_missed;
-	s->lanes = egroup_lanes(ctx->eg);	/* after a give-back too */
+	s->lanes = egroup_lanes(ctx->eg); /* after a give-back too */
 	s->lanes_asked = ctx->lanes_asked;
 	snprintf(s->aggregator, sizeof(s->aggregator), "%s", ctx->aggregator);
 	s->failovers = es->failovers;

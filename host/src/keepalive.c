@@ -15,7 +15,7 @@ struct keepalive {
 	pthread_t thread;
 	pthread_mutex_t mu;
 	pthread_cond_t cond;
-	int stop;			/* under mu */
+	int stop; /* under mu */
 	uint64_t period_ns;
 	void (*beat)(void *arg);
 	void *arg;

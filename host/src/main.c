@@ -42,11 +42,11 @@ struct host_config {
 	uint32_t rounds;
 	uint64_t seed;
 	enum ina_op op;
-	struct ina_sparsify sp;		/* tensor 0's sparsifier (--sparsify) */
+	struct ina_sparsify sp; /* tensor 0's sparsifier (--sparsify) */
 	int quiet;
-	int consistency;		/* --consistency given: run_rounds() */
-	uint64_t compute_ns;		/* --compute-us: a round's compute */
-	double straggle;		/* --straggle: chance per round of a straggler */
+	int consistency;     /* --consistency given: run_rounds() */
+	uint64_t compute_ns; /* --compute-us: a round's compute */
+	double straggle;     /* --straggle: chance per round of a straggler */
 };
 
 static void
@@ -147,11 +147,38 @@ granted_lanes(const struct ina_ctx *ctx)
 }
 
 enum {
-	OPT_SWITCH = 256, OPT_JOB, OPT_RANK, OPT_WORLD, OPT_ELEMENTS, OPT_DENSITY, OPT_SEED,
-	OPT_INPUT, OPT_ROUNDS, OPT_LANES, OPT_BLOCK, OPT_ENCODING, OPT_OP, OPT_TOKEN_FILE,
-	OPT_PORT, OPT_TIMEOUT, OPT_RTO, OPT_REPORT, OPT_QUIET, OPT_LOG_LEVEL, OPT_CAPTURE,
-	OPT_PLAN, OPT_REPLICA, OPT_FAILOVER, OPT_CONSISTENCY, OPT_COMPUTE,
-	OPT_STRAGGLE, OPT_PARTITION, OPT_PARTITIONS, OPT_WEIGHT, OPT_KEEPALIVE, OPT_PAUSE,
+	OPT_SWITCH = 256,
+	OPT_JOB,
+	OPT_RANK,
+	OPT_WORLD,
+	OPT_ELEMENTS,
+	OPT_DENSITY,
+	OPT_SEED,
+	OPT_INPUT,
+	OPT_ROUNDS,
+	OPT_LANES,
+	OPT_BLOCK,
+	OPT_ENCODING,
+	OPT_OP,
+	OPT_TOKEN_FILE,
+	OPT_PORT,
+	OPT_TIMEOUT,
+	OPT_RTO,
+	OPT_REPORT,
+	OPT_QUIET,
+	OPT_LOG_LEVEL,
+	OPT_CAPTURE,
+	OPT_PLAN,
+	OPT_REPLICA,
+	OPT_FAILOVER,
+	OPT_CONSISTENCY,
+	OPT_COMPUTE,
+	OPT_STRAGGLE,
+	OPT_PARTITION,
+	OPT_PARTITIONS,
+	OPT_WEIGHT,
+	OPT_KEEPALIVE,
+	OPT_PAUSE,
 };
 
 static void
@@ -205,10 +232,12 @@ parse_args(int argc, char **argv, struct host_config *c)
 	c->rounds = 10;
 	c->seed = 1;
 	c->op = INA_SUM;
-	c->sp = c->ina.sparsify;	/* off, density 0.1, mass 0.5, b0 0, decay 1 */
+	c->sp = c->ina.sparsify; /* off, density 0.1, mass 0.5, b0 0, decay 1 */
 	while ((o = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		switch (o) {
-		case OPT_SWITCH: c->ina.switch_addr = optarg; break;
+		case OPT_SWITCH:
+			c->ina.switch_addr = optarg;
+			break;
 		case OPT_COMPUTE:
 			c->compute_ns = ina_cli_u64("compute-us", optarg, 0, 10000000) * 1000;
 			break;
@@ -221,26 +250,49 @@ parse_args(int argc, char **argv, struct host_config *c)
 			if (strcmp(optarg, "bsp") == 0)
 				c->ina.ssp = 0;
 			else if (strncmp(optarg, "ssp:", 4) == 0)
-				c->ina.ssp = (uint8_t)ina_cli_u64("consistency", optarg + 4, 1,
-								   8);
+				c->ina.ssp = (uint8_t)ina_cli_u64("consistency", optarg + 4, 1, 8);
 			else
 				ina_die("--consistency: '%s' is not bsp or ssp:S", optarg);
 			break;
-		case OPT_JOB: c->ina.job_id = (uint32_t)ina_cli_u64("job", optarg, 0, UINT32_MAX); have_job = 1; break;
-		case OPT_RANK: c->ina.rank = (uint16_t)ina_cli_u64("rank", optarg, 0, 63); have_rank = 1; break;
-		case OPT_WORLD: c->ina.world = (uint16_t)ina_cli_u64("world", optarg, 1, 64); have_world = 1; break;
-		case OPT_ELEMENTS: c->elements = ina_cli_u64("elements", optarg, 1, 0xfffffffdull); have_synth = 1; break;
+		case OPT_JOB:
+			c->ina.job_id = (uint32_t)ina_cli_u64("job", optarg, 0, UINT32_MAX);
+			have_job = 1;
+			break;
+		case OPT_RANK:
+			c->ina.rank = (uint16_t)ina_cli_u64("rank", optarg, 0, 63);
+			have_rank = 1;
+			break;
+		case OPT_WORLD:
+			c->ina.world = (uint16_t)ina_cli_u64("world", optarg, 1, 64);
+			have_world = 1;
+			break;
+		case OPT_ELEMENTS:
+			c->elements = ina_cli_u64("elements", optarg, 1, 0xfffffffdull);
+			have_synth = 1;
+			break;
 		case OPT_DENSITY:
 			if (ina_parse_double(optarg, 0.0, 1.0, &c->density) < 0)
 				ina_die("--density: '%s' is not a number in 0..1", optarg);
 			have_synth = 1;
 			break;
-		case OPT_SEED: c->seed = ina_cli_u64("seed", optarg, 0, UINT64_MAX); break;
-		case OPT_INPUT: c->input = optarg; break;
-		case OPT_ROUNDS: c->rounds = (uint32_t)ina_cli_u64("rounds", optarg, 1, 1000000); break;
-		case OPT_LANES: c->ina.lanes = (uint16_t)ina_cli_u64("lanes", optarg, 1, 4096); break;
-		case OPT_WEIGHT: c->ina.weight = (uint8_t)ina_cli_u64("weight", optarg, 1, 255); break;
-		case OPT_BLOCK: c->ina.block_size = (uint16_t)ina_cli_u64("block", optarg, 1, 16384); break;
+		case OPT_SEED:
+			c->seed = ina_cli_u64("seed", optarg, 0, UINT64_MAX);
+			break;
+		case OPT_INPUT:
+			c->input = optarg;
+			break;
+		case OPT_ROUNDS:
+			c->rounds = (uint32_t)ina_cli_u64("rounds", optarg, 1, 1000000);
+			break;
+		case OPT_LANES:
+			c->ina.lanes = (uint16_t)ina_cli_u64("lanes", optarg, 1, 4096);
+			break;
+		case OPT_WEIGHT:
+			c->ina.weight = (uint8_t)ina_cli_u64("weight", optarg, 1, 255);
+			break;
+		case OPT_BLOCK:
+			c->ina.block_size = (uint16_t)ina_cli_u64("block", optarg, 1, 16384);
+			break;
 		case OPT_ENCODING:
 			if (strcmp(optarg, "f32") == 0)
 				c->ina.encoding = INA_F32;
@@ -259,18 +311,45 @@ parse_args(int argc, char **argv, struct host_config *c)
 			else
 				ina_die("--op: '%s' is not sum or avg", optarg);
 			break;
-		case OPT_TOKEN_FILE: c->token_file = optarg; break;
-		case OPT_PORT: c->ina.port = optarg; break;
-		case OPT_TIMEOUT: c->ina.timeout_ms = (uint32_t)ina_cli_u64("timeout-ms", optarg, 1, 86400000); break;
-		case OPT_RTO: c->ina.rto_us = (uint32_t)ina_cli_u64("rto-us", optarg, 1, 10000000); break;
-		case OPT_REPLICA: c->ina.replica_addr = optarg; break;
-		case OPT_FAILOVER: c->ina.failover_ms = (uint32_t)ina_cli_u64("failover-ms", optarg, 1, 86400000); break;
-		case OPT_KEEPALIVE: c->ina.keepalive_ms = (uint32_t)ina_cli_u64("keepalive-ms", optarg, 0, 3600000); break;
-		case OPT_PAUSE: c->ina.pause_ms = (uint32_t)ina_cli_u64("pause-ms", optarg, 0, 86400000); break;
-		case OPT_REPORT: c->report = optarg; break;
-		case OPT_CAPTURE: c->ina.capture = optarg; break;
-		case OPT_QUIET: c->quiet = 1; break;
-		case OPT_PLAN: c->ina.plan_blocks = 1; break;
+		case OPT_TOKEN_FILE:
+			c->token_file = optarg;
+			break;
+		case OPT_PORT:
+			c->ina.port = optarg;
+			break;
+		case OPT_TIMEOUT:
+			c->ina.timeout_ms = (uint32_t)ina_cli_u64("timeout-ms", optarg, 1,
+								  86400000);
+			break;
+		case OPT_RTO:
+			c->ina.rto_us = (uint32_t)ina_cli_u64("rto-us", optarg, 1, 10000000);
+			break;
+		case OPT_REPLICA:
+			c->ina.replica_addr = optarg;
+			break;
+		case OPT_FAILOVER:
+			c->ina.failover_ms = (uint32_t)ina_cli_u64("failover-ms", optarg, 1,
+								   86400000);
+			break;
+		case OPT_KEEPALIVE:
+			c->ina.keepalive_ms = (uint32_t)ina_cli_u64("keepalive-ms", optarg, 0,
+								    3600000);
+			break;
+		case OPT_PAUSE:
+			c->ina.pause_ms = (uint32_t)ina_cli_u64("pause-ms", optarg, 0, 86400000);
+			break;
+		case OPT_REPORT:
+			c->report = optarg;
+			break;
+		case OPT_CAPTURE:
+			c->ina.capture = optarg;
+			break;
+		case OPT_QUIET:
+			c->quiet = 1;
+			break;
+		case OPT_PLAN:
+			c->ina.plan_blocks = 1;
+			break;
 		case OPT_PARTITION:
 			if (strcmp(optarg, "fixed") == 0) {
 				c->ina.partition = INA_PARTITION_FIXED;
@@ -280,15 +359,19 @@ parse_args(int argc, char **argv, struct host_config *c)
 			} else if (strncmp(optarg, "dynamic:", 8) == 0) {
 				c->ina.partition = INA_PARTITION_DYNAMIC;
 				c->ina.partition_period = (uint32_t)ina_cli_u64("partition",
-					optarg + 8, 1, UINT32_MAX);
+										optarg + 8, 1,
+										UINT32_MAX);
 			} else {
-				ina_die("--partition: '%s' is not fixed, dynamic or dynamic:P", optarg);
+				ina_die("--partition: '%s' is not fixed, dynamic or dynamic:P",
+					optarg);
 			}
 			break;
 		case OPT_PARTITIONS:
 			c->ina.partitions = (uint16_t)ina_cli_u64("partitions", optarg, 1, 256);
 			break;
-		case OPT_LOG_LEVEL: ina_cli_log_level(optarg); break;
+		case OPT_LOG_LEVEL:
+			ina_cli_log_level(optarg);
+			break;
 		case 'h':
 			usage(stdout);
 			exit(0);
@@ -332,14 +415,17 @@ simulate_round(struct sim_ranks *sim, struct workload *w, uint32_t r, const floa
 	if (ret < 0)
 		return ret;
 	if (sim_ranks_block_size(sim) != m->block_size) {
-		INA_LOG(ERR, "round %" PRIu32 ": the job used B %u, every simulated rank planned %u",
-			r, m->block_size, sim_ranks_block_size(sim));
+		INA_LOG(ERR,
+			"round %" PRIu32 ": the job used B %u, every simulated rank planned %u", r,
+			m->block_size, sim_ranks_block_size(sim));
 		return -EPROTO;
 	}
 	ret = sim_ranks_result(sim, got, m->deferred, m->n_blocks, exact, &bad);
 	if (ret == -EPROTO)
-		INA_LOG(ERR, "round %" PRIu32 ": block %" PRIu32 " came back DEFERRED, but its sum "
-			"was not under the round's bound", r, bad);
+		INA_LOG(ERR,
+			"round %" PRIu32 ": block %" PRIu32 " came back DEFERRED, but its sum "
+			"was not under the round's bound",
+			r, bad);
 	return ret;
 }
 
@@ -380,8 +466,7 @@ verify_round(const struct host_config *c, struct workload *w, struct sim_ranks *
 
 /* A round's counters: the differences over its allreduce. */
 static void
-round_stats(struct report_round *rr, const struct ina_stats *before,
-	    const struct ina_stats *after)
+round_stats(struct report_round *rr, const struct ina_stats *before, const struct ina_stats *after)
 {
 	uint64_t blocks = after->sparse_blocks - before->sparse_blocks;
 	uint64_t sent = after->sparse_blocks_sent - before->sparse_blocks_sent;
@@ -440,7 +525,7 @@ compute(const struct host_config *c, struct ina_ctx *ctx, uint32_t r)
  */
 static int
 run_rounds(const struct host_config *c, struct ina_ctx *ctx, struct workload *w, uint32_t n,
-	float *buf, double *seconds, uint64_t *mismatches)
+	   float *buf, double *seconds, uint64_t *mismatches)
 {
 	float *out = malloc((size_t)n * sizeof(float));
 	double *recv = calloc(n, sizeof(double)), *want = calloc(n, sizeof(double));
@@ -572,7 +657,8 @@ main(int argc, char **argv)
 			snprintf(part, sizeof(part), "dynamic:%u", c.ina.partition_period);
 		else
 			snprintf(part, sizeof(part), "fixed");
-		INA_LOG(INFO, "joined job %" PRIu32 " epoch %" PRIu32 ": rank %u of %u, %s, %" PRIu32
+		INA_LOG(INFO,
+			"joined job %" PRIu32 " epoch %" PRIu32 ": rank %u of %u, %s, %" PRIu32
 			" elements, %u lanes, B %u, %s, partition %s over %u %s, over %s%s%s",
 			c.ina.job_id, ina_epoch(ctx), c.ina.rank, c.ina.world, workload_kind(w), n,
 			granted_lanes(ctx), c.ina.block_size, encoding_name(c.ina.encoding), part,
@@ -592,8 +678,10 @@ main(int argc, char **argv)
 			fprintf(stderr, "ina-host[%u]: run failed: %s (%s)\n", c.ina.rank,
 				ina_last_error(ctx), ina_strerror(ret));
 		else if (!ret)
-			fprintf(stderr, "ina-host[%u]: sums received + residuals differ from "
-				"the gradients in %" PRIu64 " elements\n", c.ina.rank, bad);
+			fprintf(stderr,
+				"ina-host[%u]: sums received + residuals differ from "
+				"the gradients in %" PRIu64 " elements\n",
+				c.ina.rank, bad);
 		else
 			printf("%s%.0u  %" PRIu32 " rounds  %8.3f ms/round  blocks missed %" PRIu64
 			       "  retx %" PRIu64 "  received + residuals = gradients (bit-exact)\n",
@@ -622,7 +710,8 @@ main(int argc, char **argv)
 		 */
 		ret = ina_allreduce(ctx, BARRIER_TENSOR, &one, &one_out, 1, INA_SUM);
 		if (ret < 0) {
-			fprintf(stderr, "ina-host[%u]: barrier before round %" PRIu32 " failed: %s (%s)\n",
+			fprintf(stderr,
+				"ina-host[%u]: barrier before round %" PRIu32 " failed: %s (%s)\n",
 				c.ina.rank, r, ina_last_error(ctx), ina_strerror(ret));
 			all_ok = 0;
 			break;
@@ -670,7 +759,7 @@ main(int argc, char **argv)
 			       100.0 * (double)(rounds[r].bytes_sent + rounds[r].bytes_received) /
 				       (2 * dense),
 			       rounds[r].retransmits,
-			       !vr.ok ? "WRONG"
+			       !vr.ok	  ? "WRONG"
 			       : vr.exact ? "verified (bit-exact)"
 					  : "verified (within bound)");
 			fflush(stdout);

@@ -15,9 +15,9 @@ struct entry {
 	uint64_t seq;
 	uint32_t tensor_id;
 	int32_t priority;
-	int fence;		/* 1 a fence, -1 taken (order_next_group) */
-	uint32_t n;		/* elements, for fusion */
-	uint8_t fuse_class;	/* 0: never fused; fused only with its class */
+	int fence;	    /* 1 a fence, -1 taken (order_next_group) */
+	uint32_t n;	    /* elements, for fusion */
+	uint8_t fuse_class; /* 0: never fused; fused only with its class */
 };
 
 struct norm {
@@ -27,9 +27,9 @@ struct norm {
 
 struct order {
 	struct order_config cfg;
-	struct entry *q;	/* queued, in seq order */
+	struct entry *q; /* queued, in seq order */
 	uint32_t nq;
-	uint64_t *marks;	/* flush marks above the oldest queued seq, ascending */
+	uint64_t *marks; /* flush marks above the oldest queued seq, ascending */
 	uint32_t nmarks;
 	struct norm *norms;
 	uint32_t nnorms;
@@ -123,7 +123,7 @@ int
 order_set_norm(struct order *s, uint32_t tensor_id, double norm)
 {
 	if (isnan(norm))
-		norm = 0;	/* a total order; every worker sees the same NaN */
+		norm = 0; /* a total order; every worker sees the same NaN */
 	for (uint32_t i = 0; i < s->nnorms; i++)
 		if (s->norms[i].tensor_id == tensor_id) {
 			s->norms[i].norm = norm;
@@ -279,7 +279,7 @@ order_next_group(struct order *s, uint64_t *seqs, uint32_t *count)
 		return ret;
 	for (uint32_t i = 0; i < n; i++) {
 		seqs[i] = s->q[idx[i]].seq;
-		s->q[idx[i]].fence = -1;	/* taken */
+		s->q[idx[i]].fence = -1; /* taken */
 	}
 	for (uint32_t i = 0; i < s->nq; i++)
 		if (s->q[i].fence != -1)

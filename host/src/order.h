@@ -36,12 +36,12 @@ enum order_policy { ORDER_FIFO = 0, ORDER_PRIORITY = 1, ORDER_MAGNITUDE = 2 };
 
 struct order_config {
 	enum order_policy policy;
-	uint32_t window;	/* submissions per window, 0: up to a flush or fence */
-	uint32_t capacity;	/* operations queued (submitted, not started) at most */
-	uint32_t max_tensors;	/* tensors whose norm is remembered (MAGNITUDE) */
-	uint32_t fuse_elems;	/* fusion: a round holds operations of one class up
+	uint32_t window;      /* submissions per window, 0: up to a flush or fence */
+	uint32_t capacity;    /* operations queued (submitted, not started) at most */
+	uint32_t max_tensors; /* tensors whose norm is remembered (MAGNITUDE) */
+	uint32_t fuse_elems;  /* fusion: a round holds operations of one class up
 				 * to this many elements in all; 0: no fusion */
-	uint32_t fuse_max;	/* ... and at most this many (<= ORDER_FUSE_MAX) */
+	uint32_t fuse_max;    /* ... and at most this many (<= ORDER_FUSE_MAX) */
 };
 
 #define ORDER_FUSE_MAX 64
@@ -50,22 +50,21 @@ struct order_config {
 struct order_op {
 	uint32_t tensor_id;
 	int32_t priority;
-	int fence;		/* a barrier */
-	uint32_t n;		/* elements */
-	uint8_t fuse_class;	/* 0: never fused; else only with the same class */
+	int fence;	    /* a barrier */
+	uint32_t n;	    /* elements */
+	uint8_t fuse_class; /* 0: never fused; else only with the same class */
 };
 
 struct order;
 
 /* NULL with errno set (EINVAL, ENOMEM). */
 struct order *order_create(const struct order_config *cfg);
-void order_destroy(struct order *s);	/* Accepts NULL. */
+void order_destroy(struct order *s); /* Accepts NULL. */
 
 /* Queues an operation as submission number '*seq' (0, 1, 2, ...). A fence
  * (barrier) closes the window before it and runs alone. 0, or -ENOSPC when
  * 'capacity' operations are queued. */
-int order_submit(struct order *s, uint32_t tensor_id, int32_t priority, int fence,
-		 uint64_t *seq);
+int order_submit(struct order *s, uint32_t tensor_id, int32_t priority, int fence, uint64_t *seq);
 
 /* The same with what fusion needs (elements, class). */
 int order_submit_op(struct order *s, const struct order_op *op, uint64_t *seq);
@@ -74,8 +73,8 @@ int order_submit_op(struct order *s, const struct order_op *op, uint64_t *seq);
  * (the end of a step). Part of the submission sequence. */
 void order_flush(struct order *s);
 
-#define ORDER_WAIT 1	/* order_next: nothing can be chosen yet */
-#define ORDER_EMPTY 2	/* order_next: nothing queued */
+#define ORDER_WAIT 1  /* order_next: nothing can be chosen yet */
+#define ORDER_EMPTY 2 /* order_next: nothing queued */
 
 /* The operation to run next: 0 and '*seq' (it leaves the queue), ORDER_WAIT
  * when the window's end is not submitted yet, or ORDER_EMPTY. */

@@ -13,25 +13,25 @@
 
 struct partition {
 	struct partition_config cfg;
-	uint32_t n;			/* elements */
+	uint32_t n; /* elements */
 	uint16_t min_block;
-	uint32_t cap_nb;		/* blocks at min_block: the arrays' size */
-	uint32_t *blk_at;		/* the map: block at wire position v */
-	uint32_t nb;			/* blocks of the current map */
-	uint16_t B;			/* block size of the current map (0: none yet) */
+	uint32_t cap_nb;  /* blocks at min_block: the arrays' size */
+	uint32_t *blk_at; /* the map: block at wire position v */
+	uint32_t nb;	  /* blocks of the current map */
+	uint16_t B;	  /* block size of the current map (0: none yet) */
 	int is_identity;
 	uint32_t tag;
 	uint32_t rebalances;
 	/* DYNAMIC: the non-zero elements of the sum the map was built from,
 	 * and the one kept for the next rebalancing round. */
-	uint8_t *cur_nz, *next_nz;	/* n bits each */
+	uint8_t *cur_nz, *next_nz; /* n bits each */
 	int have_cur, have_next;
 	uint32_t next_round;
 	/* Scratch of partition_build(). */
-	uint64_t *keys;			/* cap_nb */
-	uint32_t *load;			/* cap_nb */
-	uint8_t *used;			/* cap_nb: position taken */
-	uint8_t *placed;		/* cap_nb: block placed */
+	uint64_t *keys;	 /* cap_nb */
+	uint32_t *load;	 /* cap_nb */
+	uint8_t *used;	 /* cap_nb: position taken */
+	uint8_t *placed; /* cap_nb: block placed */
 	uint32_t cap[PARTITION_MAX_PARTS], cnt[PARTITION_MAX_PARTS], cur[PARTITION_MAX_PARTS];
 	uint64_t sum[PARTITION_MAX_PARTS];
 };
@@ -57,8 +57,10 @@ partition_config_check(const struct partition_config *cfg, char *err, size_t err
 		return -EINVAL;
 	}
 	if (cfg->parts < 1 || cfg->parts > PARTITION_MAX_PARTS || cfg->lanes < 1) {
-		ina_errf(err, err_size, "partition: %u partitions over %u lanes (partitions "
-			 "1..%d, lanes >= 1)", cfg->parts, cfg->lanes, PARTITION_MAX_PARTS);
+		ina_errf(err, err_size,
+			 "partition: %u partitions over %u lanes (partitions "
+			 "1..%d, lanes >= 1)",
+			 cfg->parts, cfg->lanes, PARTITION_MAX_PARTS);
 		return -EINVAL;
 	}
 	if (cfg->mode == PARTITION_DYNAMIC && cfg->period < 1) {
@@ -124,7 +126,7 @@ partition_destroy(struct partition *p)
 static void
 set_tag(struct partition *p)
 {
-	uint64_t h = 0xcbf29ce484222325ull;	/* FNV-1a over the map */
+	uint64_t h = 0xcbf29ce484222325ull; /* FNV-1a over the map */
 
 	p->is_identity = 1;
 	for (uint32_t v = 0; v < p->nb; v++) {
@@ -246,7 +248,7 @@ build_from_ref(struct partition *p, uint16_t B)
 		p->load[b] = 0;
 		for (uint32_t i = lo; i < hi; i++) {
 			if ((i & 7) == 0 && i + 8 <= hi && p->cur_nz[i >> 3] == 0) {
-				i += 7;		/* a zero byte: eight zero elements */
+				i += 7; /* a zero byte: eight zero elements */
 				continue;
 			}
 			if (p->cur_nz[i >> 3] >> (i & 7) & 1) {

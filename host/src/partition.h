@@ -22,15 +22,15 @@
 #include <stdint.h>
 
 enum partition_mode {
-	PARTITION_FIXED = 0,	/* identity: block b on wire position b */
-	PARTITION_DYNAMIC = 1,	/* rebalanced from the last sum every 'period' rounds */
+	PARTITION_FIXED = 0,   /* identity: block b on wire position b */
+	PARTITION_DYNAMIC = 1, /* rebalanced from the last sum every 'period' rounds */
 };
 
 /* Which wire positions a partition owns. */
 enum partition_layout {
-	PARTITION_LANES = 0,	/* position v on lane v mod L, partition (v mod L)
+	PARTITION_LANES = 0,  /* position v on lane v mod L, partition (v mod L)
 				 * mod K: a switch on K cores (ina-switch --lcores) */
-	PARTITION_RANGES = 1,	/* K contiguous runs of positions, the k-th from
+	PARTITION_RANGES = 1, /* K contiguous runs of positions, the k-th from
 				 * ceil(k nb / K): K switches each aggregating one
 				 * part of the tensor (egroup.h) */
 };
@@ -40,10 +40,10 @@ enum partition_layout {
 struct partition_config {
 	enum partition_mode mode;
 	enum partition_layout layout;
-	uint32_t period;	/* DYNAMIC: a new map at rounds r > 0 with r mod period
+	uint32_t period; /* DYNAMIC: a new map at rounds r > 0 with r mod period
 				 * == 0, from the sum of round r - 1; >= 1 */
-	uint16_t parts;		/* K: the switch's partitions, 1..PARTITION_MAX_PARTS */
-	uint16_t lanes;		/* L: the job's lanes, >= 1 */
+	uint16_t parts;	 /* K: the switch's partitions, 1..PARTITION_MAX_PARTS */
+	uint16_t lanes;	 /* L: the job's lanes, >= 1 */
 };
 
 /* The partition that wire position 'pos' goes to. */
@@ -66,7 +66,7 @@ int partition_config_check(const struct partition_config *cfg, char *err, size_t
  */
 struct partition *partition_create(const struct partition_config *cfg, uint32_t n_elems,
 				   uint16_t min_block);
-void partition_destroy(struct partition *p);	/* Accepts NULL. */
+void partition_destroy(struct partition *p); /* Accepts NULL. */
 
 /*
  * Builds the map of 'nb' blocks (at most n_elems / min_block rounded up) from

@@ -19,9 +19,9 @@ struct planner {
 	unsigned n_cand;
 	uint32_t sizes[PLANNER_MAX_CANDIDATES];
 	struct planner_candidate cand[PLANNER_MAX_CANDIDATES];
-	uint32_t max_blocks;	/* blocks of max_elems at B = 16 */
-	double *key;		/* per block: sum of squares, INFINITY if not finite */
-	uint32_t *heap;		/* eligible block indices */
+	uint32_t max_blocks; /* blocks of max_elems at B = 16 */
+	double *key;	     /* per block: sum of squares, INFINITY if not finite */
+	uint32_t *heap;	     /* eligible block indices */
 };
 
 void
@@ -120,7 +120,7 @@ struct planner_cost
 planner_cost(const struct planner_config *cfg, uint32_t n, uint32_t B,
 	     const struct planner_blocks *blk)
 {
-	struct planner_cost c = {0};
+	struct planner_cost c = { 0 };
 	uint64_t nb = (n + (uint64_t)B - 1) / B;
 	uint64_t active = nb < cfg->lanes ? nb : cfg->lanes;
 	uint64_t steps, hdr = INA_HDR_SIZE + (uint64_t)cfg->frame_bytes;
@@ -132,8 +132,7 @@ planner_cost(const struct planner_config *cfg, uint32_t n, uint32_t B,
 	c.up_pkts = (uint64_t)cfg->world * steps;
 	c.down_pkts = (uint64_t)cfg->world * steps;
 	c.up_bytes = c.up_pkts * hdr + (uint64_t)cfg->elem_bytes * blk->up_elems;
-	c.down_bytes = c.down_pkts * hdr +
-		       (uint64_t)cfg->elem_bytes * cfg->world * blk->sent_elems;
+	c.down_bytes = c.down_pkts * hdr + (uint64_t)cfg->elem_bytes * cfg->world * blk->sent_elems;
 	return c;
 }
 
@@ -186,7 +185,7 @@ measure(struct planner *p, const float *ref, uint32_t n, uint32_t B, double mass
 	uint32_t b, h = 0;
 	double finite_total = 0, target, acc = 0;
 
-	*blk = (struct planner_blocks){.n_blocks = nb};
+	*blk = (struct planner_blocks){ .n_blocks = nb };
 	for (b = 0; b < nb; b++) {
 		uint64_t i, end = (uint64_t)b * B + B < n ? (uint64_t)b * B + B : n;
 		double ss = 0;
@@ -204,7 +203,7 @@ measure(struct planner *p, const float *ref, uint32_t n, uint32_t B, double mass
 			ss += (double)v * v;
 		}
 		if (nonfinite) {
-			take(blk, b, n, B, active);	/* always travels */
+			take(blk, b, n, B, active); /* always travels */
 			continue;
 		}
 		if (!over)
@@ -261,14 +260,14 @@ planner_plan(struct planner *p, const float *ref, uint32_t n, double mass, float
 }
 
 void
-planner_count(const struct planner_config *cfg, const float *const *vec, unsigned n_vec,
-	      uint32_t n, uint32_t B, struct planner_blocks *out)
+planner_count(const struct planner_config *cfg, const float *const *vec, unsigned n_vec, uint32_t n,
+	      uint32_t B, struct planner_blocks *out)
 {
 	uint32_t nb = (uint32_t)((n + (uint64_t)B - 1) / B);
 	uint32_t active = nb < cfg->lanes ? nb : cfg->lanes;
 	uint32_t b;
 
-	*out = (struct planner_blocks){.n_blocks = nb};
+	*out = (struct planner_blocks){ .n_blocks = nb };
 	for (b = 0; b < nb; b++) {
 		uint64_t i, start = (uint64_t)b * B, end = start + B < n ? start + B : n;
 		int any = 0;
@@ -276,7 +275,7 @@ planner_count(const struct planner_config *cfg, const float *const *vec, unsigne
 
 		for (w = 0; w < n_vec; w++) {
 			for (i = start; i < end; i++)
-				if (vec[w][i] != 0.0f)	/* NaN != 0: it travels */
+				if (vec[w][i] != 0.0f) /* NaN != 0: it travels */
 					break;
 			if (i < end) {
 				any = 1;

@@ -29,26 +29,26 @@
 #include <stdint.h>
 
 #define PLANNER_MIN_BLOCK 16u
-#define PLANNER_MAX_CANDIDATES 12	/* 16 .. 32768 */
+#define PLANNER_MAX_CANDIDATES 12 /* 16 .. 32768 */
 
 struct planner_config {
-	uint32_t max_elems;	/* longest tensor planned, >= 1 */
-	uint32_t max_pkt;	/* largest ina packet (UDP payload), bytes */
-	uint32_t elem_bytes;	/* bytes per element on the wire: 4 (f32, i32) */
-	uint16_t world;		/* N, workers, >= 1 */
-	uint16_t lanes;		/* L, >= 1 */
-	int open_exchange;	/* 1 for i32: a header-only OPEN per lane */
-	uint32_t frame_bytes;	/* per packet below ina (Eth/IP/UDP), 0 counts
+	uint32_t max_elems;   /* longest tensor planned, >= 1 */
+	uint32_t max_pkt;     /* largest ina packet (UDP payload), bytes */
+	uint32_t elem_bytes;  /* bytes per element on the wire: 4 (f32, i32) */
+	uint16_t world;	      /* N, workers, >= 1 */
+	uint16_t lanes;	      /* L, >= 1 */
+	int open_exchange;    /* 1 for i32: a header-only OPEN per lane */
+	uint32_t frame_bytes; /* per packet below ina (Eth/IP/UDP), 0 counts
 				 * ina packets only */
 };
 
 /* What travels for one tensor at one B: the inputs of the cost model. */
 struct planner_blocks {
-	uint32_t n_blocks;	/* nb */
-	uint32_t sent;		/* |U| */
-	uint32_t sent_openers;	/* |U ∩ {0 .. A-1}| */
-	uint64_t sent_elems;	/* elements of the blocks of U */
-	uint64_t up_elems;	/* sum over workers of their own sent elements */
+	uint32_t n_blocks;     /* nb */
+	uint32_t sent;	       /* |U| */
+	uint32_t sent_openers; /* |U ∩ {0 .. A-1}| */
+	uint64_t sent_elems;   /* elements of the blocks of U */
+	uint64_t up_elems;     /* sum over workers of their own sent elements */
 };
 
 struct planner_cost {
@@ -59,14 +59,14 @@ struct planner_cost {
 /* The measurement and the cost of one candidate, after planner_plan(). */
 struct planner_candidate {
 	uint32_t block_size;
-	struct planner_blocks blocks;	/* uplink assumed N * sent_elems */
+	struct planner_blocks blocks; /* uplink assumed N * sent_elems */
 	struct planner_cost cost;
-	double density;			/* sent / n_blocks */
+	double density; /* sent / n_blocks */
 };
 
 /* Defaults: max_pkt 9000, elem_bytes 4, world 4, lanes 64, f32, frame 0. */
 void planner_config_init(struct planner_config *cfg);
-int planner_config_check(const struct planner_config *cfg);	/* 0 or -EINVAL */
+int planner_config_check(const struct planner_config *cfg); /* 0 or -EINVAL */
 
 /* The largest B one packet carries: (max_pkt - INA_HDR_SIZE) / elem_bytes,
  * capped at 65535 (the header's field); 0 if not even one element fits. */
@@ -89,7 +89,7 @@ planner_target_mass(double m, double headroom)
 
 /* NULL with errno EINVAL, or ENOMEM. */
 struct planner *planner_create(const struct planner_config *cfg);
-void planner_destroy(struct planner *p);	/* Accepts NULL. */
+void planner_destroy(struct planner *p); /* Accepts NULL. */
 
 /* The candidates, powers of two from 16 to planner_max_block(): count and
  * sizes (valid while 'p' lives). */

@@ -23,19 +23,19 @@ report_write(const char *path, const struct report *r)
 
 		snprintf(hash, sizeof(hash), "%016" PRIx64, rr->sum_hash);
 
-		json_array_append_new(rounds,
-				      json_pack("{s:I, s:f, s:I, s:I, s:I, s:f, s:f, s:I, s:I, s:I, s:b, "
-						"s:f, s:s}",
-						"round", (json_int_t)rr->round, "seconds", rr->seconds,
-						"bytes_sent", (json_int_t)rr->bytes_sent,
-						"bytes_received", (json_int_t)rr->bytes_received,
-						"retransmits", (json_int_t)rr->retransmits,
-						"density_sent", rr->density_sent, "residual_norm",
-						rr->residual_norm, "block_size",
-						(json_int_t)rr->block_size, "blocks_deferred",
-						(json_int_t)rr->blocks_deferred, "partition_tag",
-						(json_int_t)rr->partition_tag, "verified", rr->verified,
-						"max_err_ratio", rr->max_err_ratio, "sum_hash", hash));
+		json_array_append_new(
+			rounds,
+			json_pack("{s:I, s:f, s:I, s:I, s:I, s:f, s:f, s:I, s:I, s:I, s:b, "
+				  "s:f, s:s}",
+				  "round", (json_int_t)rr->round, "seconds", rr->seconds,
+				  "bytes_sent", (json_int_t)rr->bytes_sent, "bytes_received",
+				  (json_int_t)rr->bytes_received, "retransmits",
+				  (json_int_t)rr->retransmits, "density_sent", rr->density_sent,
+				  "residual_norm", rr->residual_norm, "block_size",
+				  (json_int_t)rr->block_size, "blocks_deferred",
+				  (json_int_t)rr->blocks_deferred, "partition_tag",
+				  (json_int_t)rr->partition_tag, "verified", rr->verified,
+				  "max_err_ratio", rr->max_err_ratio, "sum_hash", hash));
 	}
 	root = json_pack("{s:I, s:I, s:I, s:s, s:s, s:s, s:I, s:I, s:I, s:I, s:b, s:I, s:I, s:I, "
 			 "s:I, s:I, s:I, s:I, s:f, s:f, s:f, s:f, s:f, s:I}",
@@ -52,8 +52,8 @@ report_write(const char *path, const struct report *r)
 			 s->tx_bursts ? (double)s->packets_sent / (double)s->tx_bursts : 0.0,
 			 "mean_rx_batch",
 			 s->rx_bursts ? (double)s->packets_received / (double)s->rx_bursts : 0.0,
-			 "seconds", r->seconds, "goodput_gbps", goodput, "bytes_dense",
-			 bytes_dense, "injected_drops", (json_int_t)s->inject_drop);
+			 "seconds", r->seconds, "goodput_gbps", goodput, "bytes_dense", bytes_dense,
+			 "injected_drops", (json_int_t)s->inject_drop);
 	if (!root || !rounds) {
 		json_decref(root);
 		json_decref(rounds);
@@ -71,7 +71,7 @@ report_write(const char *path, const struct report *r)
 	json_object_set_new(root, "sparsifier", json_string(r->sparsifier ? r->sparsifier : "off"));
 	json_object_set_new(root, "density_sent",
 			    json_real(s->sparse_blocks ? (double)s->sparse_blocks_sent /
-							 (double)s->sparse_blocks
+								 (double)s->sparse_blocks
 						       : 1.0));
 	json_object_set_new(root, "residual_norm", json_real(s->residual_norm));
 	json_object_set_new(root, "stalls", json_integer((json_int_t)s->stalls));

@@ -16,11 +16,11 @@
 struct sim_ranks {
 	uint16_t world;
 	uint32_t n;
-	int in_round;			/* sim_ranks_round() done, result not yet */
-	float *grad;			/* one rank's gradient (scratch) */
+	int in_round;				/* sim_ranks_round() done, result not yet */
+	float *grad;				/* one rank's gradient (scratch) */
 	struct tround *tr[INA_MAX_WORLD];	/* rank q's round state */
-	struct tround_step step[INA_MAX_WORLD];	/* rank q's round in progress */
-	float *sent[INA_MAX_WORLD];	/* what rank q contributed, deferred blocks 0 */
+	struct tround_step step[INA_MAX_WORLD]; /* rank q's round in progress */
+	float *sent[INA_MAX_WORLD];		/* what rank q contributed, deferred blocks 0 */
 };
 
 struct sim_ranks *
@@ -122,8 +122,8 @@ block_under_bound(const struct sim_ranks *sm, uint32_t off, uint32_t len, float 
 }
 
 int
-sim_ranks_result(struct sim_ranks *sm, const float *got, const uint8_t *deferred,
-		 size_t n_blocks, int exact, uint32_t *bad_block)
+sim_ranks_result(struct sim_ranks *sm, const float *got, const uint8_t *deferred, size_t n_blocks,
+		 int exact, uint32_t *bad_block)
 {
 	uint16_t B = sm->step[0].block_size;
 	uint32_t nb = ina_wire_nb_blocks(sm->n, B);
@@ -142,7 +142,7 @@ sim_ranks_result(struct sim_ranks *sm, const float *got, const uint8_t *deferred
 			return -EPROTO;
 		}
 		for (uint16_t q = 0; q < sm->world; q++) {
-			sm->step[q].deferred[b] = 1;	/* as the real engine marks it */
+			sm->step[q].deferred[b] = 1; /* as the real engine marks it */
 			memset(sm->sent[q] + off, 0, len * sizeof(float));
 		}
 	}

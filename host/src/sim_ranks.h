@@ -28,7 +28,7 @@ struct sim_ranks;
 /* 'world' simulated ranks, each with a tensor round of 'tc' (tc->world is
  * the job's world). NULL with a sentence in 'err'. */
 struct sim_ranks *sim_ranks_create(const struct tround_config *tc, char *err, size_t err_size);
-void sim_ranks_destroy(struct sim_ranks *sm);	/* Accepts NULL. */
+void sim_ranks_destroy(struct sim_ranks *sm); /* Accepts NULL. */
 
 /* Round 'round' on every simulated rank: its gradient from 'w' through its
  * tensor round. Call once per round, in order. 0 or -errno. */

@@ -16,13 +16,13 @@
 
 struct sparsify {
 	struct sparsify_config cfg;
-	uint32_t min_block;	/* cfg.block_size at creation: sizes the arrays */
+	uint32_t min_block; /* cfg.block_size at creation: sizes the arrays */
 	uint32_t n_blocks;
-	float *residual;	/* n_elems */
-	double *norms;		/* per block: sum of squares of what may be sent */
-	double *keys;		/* per block: largest magnitude (filter budget) */
-	uint32_t *heap;		/* n_blocks block indices */
-	uint8_t *keep;		/* per block: sent this round */
+	float *residual; /* n_elems */
+	double *norms;	 /* per block: sum of squares of what may be sent */
+	double *keys;	 /* per block: largest magnitude (filter budget) */
+	uint32_t *heap;	 /* n_blocks block indices */
+	uint8_t *keep;	 /* per block: sent this round */
 };
 
 void
@@ -171,7 +171,7 @@ sparsify_block_len(const struct sparsify *s, uint32_t block)
 	if (block >= s->n_blocks)
 		return 0;
 	return (uint32_t)(s->cfg.n_elems - start < s->cfg.block_size ? s->cfg.n_elems - start
-								      : s->cfg.block_size);
+								     : s->cfg.block_size);
 }
 
 float
@@ -360,7 +360,7 @@ sparsify_round(struct sparsify *s, const float *grad, float *out, uint32_t round
 			double sq = 0.0;
 
 			if ((float)s->keys[b] < bound) {
-				s->norms[b] = 0.0;	/* no value reaches the bound */
+				s->norms[b] = 0.0; /* no value reaches the bound */
 				continue;
 			}
 			if (!element)
@@ -429,6 +429,6 @@ sparsify_defer_block(struct sparsify *s, uint32_t block, const float *own_sent)
 		if (own_sent[i] != 0.0f && r[i] != 0.0f)
 			return -EINVAL;
 	for (i = 0; i < len; i++)
-		r[i] += own_sent[i];	/* one of the two is zero: exact */
+		r[i] += own_sent[i]; /* one of the two is zero: exact */
 	return 0;
 }

@@ -16,56 +16,56 @@
 #include <stdint.h>
 
 /* What selects the values sent; a bit set, 0 sends everything (dense). */
-#define SPARSIFY_TOPK 0x1	/* whole blocks ranked by L2 norm, to a target */
-#define SPARSIFY_FILTER 0x2	/* values under a bound held back */
+#define SPARSIFY_TOPK 0x1   /* whole blocks ranked by L2 norm, to a target */
+#define SPARSIFY_FILTER 0x2 /* values under a bound held back */
 
 /* The target of block top-k. */
 enum sparsify_target {
-	SPARSIFY_DENSITY = 1,	/* a fraction of the tensor's blocks */
-	SPARSIFY_BYTES = 2,	/* wire bytes: INA_HDR_SIZE + 4 per element, per block */
-	SPARSIFY_MASS = 3,	/* a fraction of the sum of squares */
+	SPARSIFY_DENSITY = 1, /* a fraction of the tensor's blocks */
+	SPARSIFY_BYTES = 2,   /* wire bytes: INA_HDR_SIZE + 4 per element, per block */
+	SPARSIFY_MASS = 3,    /* a fraction of the sum of squares */
 };
 
 /* What the value filter compares with its bound. */
 enum sparsify_filter_mode {
-	SPARSIFY_ELEMENT = 1,	/* each element's magnitude */
-	SPARSIFY_BLOCK = 2,	/* each block's largest magnitude (kept whole) */
+	SPARSIFY_ELEMENT = 1, /* each element's magnitude */
+	SPARSIFY_BLOCK = 2,   /* each block's largest magnitude (kept whole) */
 };
 
 /* How the filter's bound moves from round to round. */
 enum sparsify_bound_mode {
-	SPARSIFY_DECAY = 1,	/* bound = bound0 * decay^round */
-	SPARSIFY_BUDGET = 2,	/* the smallest bound that keeps the round in a byte budget */
+	SPARSIFY_DECAY = 1,  /* bound = bound0 * decay^round */
+	SPARSIFY_BUDGET = 2, /* the smallest bound that keeps the round in a byte budget */
 };
 
 struct sparsify_config {
-	uint32_t n_elems;		/* tensor length, >= 1 */
-	uint32_t block_size;		/* B, elements per block, >= 1 */
-	unsigned select;		/* SPARSIFY_TOPK | SPARSIFY_FILTER, or 0 */
+	uint32_t n_elems;    /* tensor length, >= 1 */
+	uint32_t block_size; /* B, elements per block, >= 1 */
+	unsigned select;     /* SPARSIFY_TOPK | SPARSIFY_FILTER, or 0 */
 	/* Block top-k (SPARSIFY_TOPK). */
 	enum sparsify_target target;
-	double density;			/* SPARSIFY_DENSITY: (0, 1] of the blocks */
-	uint64_t byte_budget;		/* SPARSIFY_BYTES: per round, >= one full block */
-	double mass;			/* SPARSIFY_MASS: (0, 1] of the sum of squares */
+	double density;	      /* SPARSIFY_DENSITY: (0, 1] of the blocks */
+	uint64_t byte_budget; /* SPARSIFY_BYTES: per round, >= one full block */
+	double mass;	      /* SPARSIFY_MASS: (0, 1] of the sum of squares */
 	/* Value filter (SPARSIFY_FILTER). */
 	enum sparsify_filter_mode filter_mode;
 	enum sparsify_bound_mode bound_mode;
-	float bound0;			/* SPARSIFY_DECAY: finite, >= 0 */
-	double decay;			/* SPARSIFY_DECAY: (0, 1] */
-	uint64_t filter_budget;		/* SPARSIFY_BUDGET: bytes per round, >= one
+	float bound0;		/* SPARSIFY_DECAY: finite, >= 0 */
+	double decay;		/* SPARSIFY_DECAY: (0, 1] */
+	uint64_t filter_budget; /* SPARSIFY_BUDGET: bytes per round, >= one
 					 * full block */
 };
 
 /* What one round did. Bytes count INA_HDR_SIZE + 4 per element for each
  * block that has a non-zero value sent (an f32 DATA packet). */
 struct sparsify_stats {
-	float bound;			/* the filter's bound this round (0 without filter) */
-	uint32_t blocks_sent;		/* blocks with a non-zero value sent */
-	uint64_t elems_sent;		/* non-zero values sent */
+	float bound;	      /* the filter's bound this round (0 without filter) */
+	uint32_t blocks_sent; /* blocks with a non-zero value sent */
+	uint64_t elems_sent;  /* non-zero values sent */
 	uint64_t bytes_sent;
-	double mass_total;		/* sum of squares of grad + residual, in double */
-	double mass_sent;		/* sum of squares of what was sent */
-	double residual_mass;		/* sum of squares of the residual after */
+	double mass_total;    /* sum of squares of grad + residual, in double */
+	double mass_sent;     /* sum of squares of what was sent */
+	double residual_mass; /* sum of squares of the residual after */
 };
 
 /* Defaults: B 256, block top-k at density 0.01 (mass 0.5 if MASS is chosen;
@@ -81,7 +81,7 @@ int sparsify_config_check(const struct sparsify_config *cfg);
 /* Allocates the residual (zero) and the per-block work arrays. NULL with
  * errno EINVAL (sparsify_config_check) or ENOMEM. */
 struct sparsify *sparsify_create(const struct sparsify_config *cfg);
-void sparsify_destroy(struct sparsify *s);	/* Accepts NULL. */
+void sparsify_destroy(struct sparsify *s); /* Accepts NULL. */
 
 /*
  * One round: acc = grad + residual (float), select, out = the selected acc

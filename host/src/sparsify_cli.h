@@ -25,20 +25,24 @@ enum {
 };
 
 /* The entries for a program's struct option table. */
-#define SPARSIFY_CLI_OPTIONS                                                          \
-	{ "sparsify", required_argument, NULL, SPARSIFY_OPT_MODE },                   \
-	{ "keep-density", required_argument, NULL, SPARSIFY_OPT_KEEP_DENSITY },       \
-	{ "keep-mass", required_argument, NULL, SPARSIFY_OPT_KEEP_MASS },             \
-	{ "filter-b0", required_argument, NULL, SPARSIFY_OPT_B0 },                    \
-	{ "filter-decay", required_argument, NULL, SPARSIFY_OPT_DECAY },              \
-	{ "filter-results-scale", required_argument, NULL, SPARSIFY_OPT_RESULTS_SCALE }, \
-	{ "no-filter-results", no_argument, NULL, SPARSIFY_OPT_NO_RESULTS }
+#define SPARSIFY_CLI_OPTIONS \
+	{ "sparsify", required_argument, NULL, SPARSIFY_OPT_MODE }, \
+		{ "keep-density", required_argument, NULL, SPARSIFY_OPT_KEEP_DENSITY }, \
+		{ "keep-mass", required_argument, NULL, SPARSIFY_OPT_KEEP_MASS }, \
+		{ "filter-b0", required_argument, NULL, SPARSIFY_OPT_B0 }, \
+		{ "filter-decay", required_argument, NULL, SPARSIFY_OPT_DECAY }, \
+		{ "filter-results-scale", required_argument, NULL, SPARSIFY_OPT_RESULTS_SCALE }, \
+	{ \
+		"no-filter-results", no_argument, NULL, SPARSIFY_OPT_NO_RESULTS \
+	}
 
 /* ina-train's first names of --keep-density and --keep-mass, still accepted
  * there (ina-host's --density is its synthetic gradient's). */
-#define SPARSIFY_CLI_ALIASES                                                    \
-	{ "density", required_argument, NULL, SPARSIFY_OPT_KEEP_DENSITY },      \
-	{ "mass", required_argument, NULL, SPARSIFY_OPT_KEEP_MASS }
+#define SPARSIFY_CLI_ALIASES \
+	{ "density", required_argument, NULL, SPARSIFY_OPT_KEEP_DENSITY }, \
+	{ \
+		"mass", required_argument, NULL, SPARSIFY_OPT_KEEP_MASS \
+	}
 
 /* The API's defaults: off; topk keeps 0.1 of the blocks (or mass 0.5); the
  * filter's bound 0, decay 1, results filtered. */

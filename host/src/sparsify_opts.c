@@ -15,7 +15,7 @@ ina_sparsify_config(const struct ina_sparsify *o, size_t n, uint16_t block_size,
 	if (n == 0 || n > UINT32_MAX || (unsigned)o->mode > INA_SPARSIFY_BOTH)
 		return -EINVAL;
 	if (o->mode == INA_SPARSIFY_OFF)
-		return 0;	/* the other options do not matter */
+		return 0; /* the other options do not matter */
 	sc->n_elems = (uint32_t)n;
 	sc->block_size = block_size;
 	sc->select = (o->mode & INA_SPARSIFY_TOPK ? SPARSIFY_TOPK : 0) |

@@ -17,14 +17,14 @@ struct ssp_tensor {
 	size_t n;
 	uint16_t block_size;
 	uint32_t nb_blocks;
-	uint32_t sets;		/* S + 1 */
-	uint32_t next;		/* next slot to try */
-	float *residual;	/* n */
-	float *send;		/* sets x n */
-	float *out;		/* sets x n: ina_allreduce()'s results */
-	uint8_t *missed;	/* sets x nb_blocks */
-	uint8_t *busy;		/* sets */
-	uint64_t *handles;	/* sets */
+	uint32_t sets;	   /* S + 1 */
+	uint32_t next;	   /* next slot to try */
+	float *residual;   /* n */
+	float *send;	   /* sets x n */
+	float *out;	   /* sets x n: ina_allreduce()'s results */
+	uint8_t *missed;   /* sets x nb_blocks */
+	uint8_t *busy;	   /* sets */
+	uint64_t *handles; /* sets */
 	uint64_t calls, returned;
 };
 

@@ -20,7 +20,7 @@ struct ssp_tensor;
 /* A tensor 'id' of 'n' floats in blocks of 'block_size' under ssp:'s'; NULL
  * with errno set. */
 struct ssp_tensor *ssp_tensor_create(uint32_t id, size_t n, uint16_t block_size, uint8_t s);
-void ssp_tensor_destroy(struct ssp_tensor *t);	/* Accepts NULL. */
+void ssp_tensor_destroy(struct ssp_tensor *t); /* Accepts NULL. */
 uint32_t ssp_tensor_id(const struct ssp_tensor *t);
 size_t ssp_tensor_n(const struct ssp_tensor *t);
 

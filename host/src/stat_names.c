@@ -13,7 +13,10 @@
 #include "stat_names.h"
 
 #define R(type, field) \
-	{ #field, type, offsetof(struct ina_stats, field), sizeof(((struct ina_stats *)0)->field) }
+	{ \
+#field, type, offsetof(struct ina_stats, field), \
+			sizeof(((struct ina_stats *)0)->field) \
+	}
 
 static const struct stat_row rows[] = {
 	R(ST_U64, rounds),

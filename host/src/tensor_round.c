@@ -17,21 +17,21 @@
 
 struct tround {
 	struct tround_config cfg;
-	struct sparsify *s;		/* NULL: nothing sparsified */
-	float *send;			/* what was sent this round (with 's') */
-	uint8_t *deferred;		/* per block: the sum came back DEFERRED */
-	struct planner *planner;	/* NULL: B is max_block */
-	float *ref;			/* the last round's result (with 'planner') */
+	struct sparsify *s;	 /* NULL: nothing sparsified */
+	float *send;		 /* what was sent this round (with 's') */
+	uint8_t *deferred;	 /* per block: the sum came back DEFERRED */
+	struct planner *planner; /* NULL: B is max_block */
+	float *ref;		 /* the last round's result (with 'planner') */
 	int have_ref;
-	double plan_mass;		/* the planner's mass rule: the top-k mass
+	double plan_mass;	   /* the planner's mass rule: the top-k mass
 					 * target, or 1 (every non-zero block) */
-	struct sparsify_stats sst;	/* of the round in progress */
+	struct sparsify_stats sst; /* of the round in progress */
 	struct tround_stats st;
-	uint16_t B;			/* of the round in progress */
-	struct partition *pm;		/* NULL: blocks in order */
-	float *wire_in, *wire_out;	/* with 'pm': n floats in wire order */
-	uint8_t *wire_deferred;		/* with 'pm': per wire position */
-	int permuted;			/* the round in progress is gathered */
+	uint16_t B;		   /* of the round in progress */
+	struct partition *pm;	   /* NULL: blocks in order */
+	float *wire_in, *wire_out; /* with 'pm': n floats in wire order */
+	uint8_t *wire_deferred;	   /* with 'pm': per wire position */
+	int permuted;		   /* the round in progress is gathered */
 };
 
 /* The smallest B the sparsifier must serve: its arrays are sized for it. */
@@ -55,7 +55,7 @@ make_planner(struct tround *t)
 	pc.world = c->world;
 	pc.lanes = c->lanes;
 	pc.open_exchange = c->encoding == INA_ENC_I32;
-	pc.frame_bytes = 42;	/* Ethernet, IPv4, UDP */
+	pc.frame_bytes = 42; /* Ethernet, IPv4, UDP */
 	t->planner = planner_create(&pc);
 	t->ref = calloc(c->n, sizeof(float));
 	t->plan_mass = (c->sp.mode & INA_SPARSIFY_TOPK) && c->sp.target == INA_TOPK_MASS
@@ -126,8 +126,10 @@ tround_create(const struct tround_config *cfg, char *err, size_t err_size)
 	if (!ret && cfg->part.mode == PARTITION_DYNAMIC)
 		ret = make_partition(t);
 	if (ret < 0) {
-		snprintf(err, err_size, "tensor %u: no memory for the sparsifier and planner of %zu "
-			 "elements", cfg->tensor_id, cfg->n);
+		snprintf(err, err_size,
+			 "tensor %u: no memory for the sparsifier and planner of %zu "
+			 "elements",
+			 cfg->tensor_id, cfg->n);
 		tround_destroy(t);
 		return NULL;
 	}

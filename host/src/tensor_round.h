@@ -23,45 +23,45 @@
 #include "partition.h"
 
 struct tround_config {
-	uint32_t tensor_id;		/* for messages */
-	size_t n;			/* elements, 1 .. INA_BLOCK_OPEN - 1 */
-	struct ina_sparsify sp;		/* mode OFF: the input is sent as it is */
-	int plan;			/* 1: B per round by the block planner */
-	uint16_t max_block;		/* the job's largest B (its JOIN); B itself
+	uint32_t tensor_id;	      /* for messages */
+	size_t n;		      /* elements, 1 .. INA_BLOCK_OPEN - 1 */
+	struct ina_sparsify sp;	      /* mode OFF: the input is sent as it is */
+	int plan;		      /* 1: B per round by the block planner */
+	uint16_t max_block;	      /* the job's largest B (its JOIN); B itself
 					 * when not planning */
-	uint8_t encoding;		/* enum ina_encoding: bytes per element */
-	uint16_t world, lanes;		/* the job's, for the planner's cost model */
-	struct partition_config part;	/* mode FIXED: blocks in order (nothing to do);
+	uint8_t encoding;	      /* enum ina_encoding: bytes per element */
+	uint16_t world, lanes;	      /* the job's, for the planner's cost model */
+	struct partition_config part; /* mode FIXED: blocks in order (nothing to do);
 					 * DYNAMIC: gathered by the map (lanes as above) */
 };
 
 /* What the engine gets for this round. */
 struct tround_step {
-	const float *send;		/* the values to allreduce: the caller's input
+	const float *send;   /* the values to allreduce: the caller's input
 					 * when nothing is sparsified */
-	uint16_t block_size;		/* B of this round */
-	float bound;			/* the result filter's bound, 0 for none */
-	uint8_t *deferred;		/* for engine_set_result_filter(), NULL for none */
-	float *out;			/* where the engine writes the sum (wire order,
+	uint16_t block_size; /* B of this round */
+	float bound;	     /* the result filter's bound, 0 for none */
+	uint8_t *deferred;   /* for engine_set_result_filter(), NULL for none */
+	float *out;	     /* where the engine writes the sum (wire order,
 					 * owned by the round), NULL: the caller's out */
-	uint32_t tag;			/* the partition map's tag: XOR it into the
+	uint32_t tag;	     /* the partition map's tag: XOR it into the
 					 * tensor id the engine sends (0: none) */
 };
 
 struct tround_stats {
-	uint32_t rounds;		/* rounds ended */
-	uint16_t block_size;		/* B of the last round */
-	uint32_t blocks;		/* blocks of the last round */
-	uint32_t blocks_sent;		/* of those, with a non-zero value sent */
-	uint32_t blocks_deferred;	/* of those, whose sum came back DEFERRED */
-	double residual_mass;		/* sum of squares of the residual after it */
-	uint32_t part_tag;		/* the partition map's tag of the last round */
-	uint32_t rebalances;		/* partition maps built from a sum */
+	uint32_t rounds;	  /* rounds ended */
+	uint16_t block_size;	  /* B of the last round */
+	uint32_t blocks;	  /* blocks of the last round */
+	uint32_t blocks_sent;	  /* of those, with a non-zero value sent */
+	uint32_t blocks_deferred; /* of those, whose sum came back DEFERRED */
+	double residual_mass;	  /* sum of squares of the residual after it */
+	uint32_t part_tag;	  /* the partition map's tag of the last round */
+	uint32_t rebalances;	  /* partition maps built from a sum */
 };
 
 /* NULL with a sentence in 'err' (bad options, no memory). */
 struct tround *tround_create(const struct tround_config *cfg, char *err, size_t err_size);
-void tround_destroy(struct tround *t);	/* Accepts NULL. */
+void tround_destroy(struct tround *t); /* Accepts NULL. */
 
 /* Plans and sparsifies 'in' (n floats, not modified) into 'step'. 0, or
  * -EINVAL if 'in' holds a value the sparsifier refuses. */

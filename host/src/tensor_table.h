@@ -13,8 +13,8 @@
 
 struct tensor_table {
 	uint32_t *ids;
-	void **vals;		/* NULL: a free slot */
-	uint32_t cap;		/* a power of two, or 0 before the first put */
+	void **vals;  /* NULL: a free slot */
+	uint32_t cap; /* a power of two, or 0 before the first put */
 	uint32_t count;
 };
 

@@ -32,7 +32,7 @@ struct workload {
 	/* every rank's contribution: world rows of one iteration (real), or of
 	 * one round (synthetic, made for the dense check on first use) */
 	float *rows;
-	int64_t rows_iter;	/* the iteration or round 'rows' holds, -1 none */
+	int64_t rows_iter; /* the iteration or round 'rows' holds, -1 none */
 };
 
 static uint64_t
@@ -85,8 +85,9 @@ workload_npy(const char *path, uint16_t world, char *err, size_t err_size)
 
 	if (!npy)
 		return NULL;
-	if (ina_npy_ndim(npy) != 3 || ina_npy_dim(npy, 2) == 0 || ina_npy_dim(npy, 2) >= UINT32_MAX ||
-	    ina_npy_dim(npy, 0) == 0 || ina_npy_dim(npy, 1) == 0) {
+	if (ina_npy_ndim(npy) != 3 || ina_npy_dim(npy, 2) == 0 ||
+	    ina_npy_dim(npy, 2) >= UINT32_MAX || ina_npy_dim(npy, 0) == 0 ||
+	    ina_npy_dim(npy, 1) == 0) {
 		snprintf(err, err_size, "%s: want shape (iterations, workers, parameters)", path);
 		ina_npy_close(npy);
 		return NULL;
@@ -293,8 +294,7 @@ check_exact(const struct check_params *p, const float *const *contrib, const flo
 /* i32: the scale every rank used for block [lo, hi): from the largest
  * exponent of the ranks' copies (PROTOCOL.md 7.2, 7.3). */
 static int
-i32_block_scale(const struct check_params *p, const float *const *contrib, uint32_t lo,
-		uint32_t hi)
+i32_block_scale(const struct check_params *p, const float *const *contrib, uint32_t lo, uint32_t hi)
 {
 	int emax = INA_EXP_ZERO;
 
@@ -374,8 +374,8 @@ workload_exact(const struct workload *w, uint8_t encoding)
 }
 
 int
-workload_verify(struct workload *w, uint32_t round, const float *got, int average,
-		uint8_t encoding, uint16_t block_size, struct verify_result *res)
+workload_verify(struct workload *w, uint32_t round, const float *got, int average, uint8_t encoding,
+		uint16_t block_size, struct verify_result *res)
 {
 	const float *contrib[INA_MAX_WORLD];
 	struct check_params p = {

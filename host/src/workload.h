@@ -23,7 +23,7 @@ struct workload;
 struct workload *workload_synth(uint32_t elements, double density, uint64_t seed, uint16_t world,
 				uint16_t block_size);
 struct workload *workload_npy(const char *path, uint16_t world, char *err, size_t err_size);
-void workload_destroy(struct workload *w);	/* Accepts NULL. */
+void workload_destroy(struct workload *w); /* Accepts NULL. */
 
 uint32_t workload_elements(const struct workload *w);
 /* "synthetic" or "gradients". */
@@ -33,24 +33,24 @@ const char *workload_kind(const struct workload *w);
 int workload_fill(struct workload *w, uint32_t round, uint16_t rank, float *dst);
 
 struct verify_result {
-	int ok;			/* every element right */
-	int exact;		/* checked bit for bit (synthetic f32, i32) */
-	uint64_t mismatches;	/* elements wrong */
-	uint64_t first_bad;	/* index of the first */
-	float got, want;	/* at first_bad */
-	double max_err;		/* largest |got - reference| */
-	double max_err_ratio;	/* largest |got - reference| / bound (real data) */
+	int ok;			 /* every element right */
+	int exact;		 /* checked bit for bit (synthetic f32, i32) */
+	uint64_t mismatches;	 /* elements wrong */
+	uint64_t first_bad;	 /* index of the first */
+	float got, want;	 /* at first_bad */
+	double max_err;		 /* largest |got - reference| */
+	double max_err_ratio;	 /* largest |got - reference| / bound (real data) */
 	uint64_t nonzero_blocks; /* blocks of the sum that are not zero */
 };
 
 /* How a result is checked (workload_check). */
 struct check_params {
-	uint32_t n;		/* elements of the tensor */
-	uint16_t world;		/* ranks whose contributions were summed, 1..64 */
-	uint16_t block_size;	/* the job's B: blocks nobody sent, i32 exponents */
-	uint8_t encoding;	/* 1 f32, 2 i32, 3 bf16 (INA_ENC_*) */
-	int average;		/* 1: the sum times fl(1/world) */
-	int exact;		/* 1: bit for bit against the float sum in rank order
+	uint32_t n;	     /* elements of the tensor */
+	uint16_t world;	     /* ranks whose contributions were summed, 1..64 */
+	uint16_t block_size; /* the job's B: blocks nobody sent, i32 exponents */
+	uint8_t encoding;    /* 1 f32, 2 i32, 3 bf16 (INA_ENC_*) */
+	int average;	     /* 1: the sum times fl(1/world) */
+	int exact;	     /* 1: bit for bit against the float sum in rank order
 				 * (values whose sums are exact: workload_exact());
 				 * 0: within the encoding's bound of a binary64 sum */
 };

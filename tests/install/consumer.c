@@ -49,7 +49,7 @@ main(int argc, char **argv)
 	    parse_int(argv[2], 0, world - 1, &rank) < 0 ||
 	    parse_int(argv[4], 1, 1 << 30, &job) < 0) {
 		fprintf(stderr, "usage: consumer ADDR:PORT RANK WORLD JOB "
-			"(0 <= RANK < WORLD <= 64, JOB >= 1)\n");
+				"(0 <= RANK < WORLD <= 64, JOB >= 1)\n");
 		return 2;
 	}
 	if (strcmp(ina_version(), INA_VERSION_STRING) != 0) {

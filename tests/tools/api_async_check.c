@@ -92,8 +92,9 @@ expected_order(enum ina_sched_policy p, int s, int *layers)
 	} else if (p == INA_SCHED_MAGNITUDE && s > 0) {
 		/* Previous step's norms, largest first, ties in submission order. */
 		for (int a = 1; a < L; a++)
-			for (int b = a; b > 0 && sum_norm2(s - 1, layers[b]) >
-						   sum_norm2(s - 1, layers[b - 1]); b--) {
+			for (int b = a;
+			     b > 0 && sum_norm2(s - 1, layers[b]) > sum_norm2(s - 1, layers[b - 1]);
+			     b--) {
 				int t = layers[b];
 
 				layers[b] = layers[b - 1];
@@ -106,7 +107,7 @@ expected_order(enum ina_sched_policy p, int s, int *layers)
 struct waiter {
 	struct ina_ctx *ctx;
 	uint64_t h[L];
-	atomic_int published;	/* handles h[0 .. published) are valid */
+	atomic_int published; /* handles h[0 .. published) are valid */
 	int failed;
 };
 
@@ -186,8 +187,10 @@ run_rank(const char *addr, enum ina_sched_policy policy, int rank, uint32_t fuse
 
 					if (!done[e]) {
 						ret = ina_test(ctx, h[e]);
-						CHECK(ret == 1, "step %d (%d): layer %d done before "
-						      "layer %d, against the policy", s, policy, l, e);
+						CHECK(ret == 1,
+						      "step %d (%d): layer %d done before "
+						      "layer %d, against the policy",
+						      s, policy, l, e);
 						done[e] = 1;
 						nb_done++;
 					}
@@ -202,8 +205,8 @@ run_rank(const char *addr, enum ina_sched_policy policy, int rank, uint32_t fuse
 
 				for (int r = 0; r < W; r++)
 					v += value(s, r, l, i);
-				CHECK(out[l][i] == v, "step %d layer %d elem %zu: %g, want %g", s, l,
-				      i, (double)out[l][i], (double)v);
+				CHECK(out[l][i] == v, "step %d layer %d elem %zu: %g, want %g", s,
+				      l, i, (double)out[l][i], (double)v);
 			}
 		/* A spent handle, one never given. */
 		CHECK(ina_test(ctx, h[0]) == -EINVAL, "a spent handle is not -EINVAL");
@@ -256,11 +259,11 @@ run_rank(const char *addr, enum ina_sched_policy policy, int rank, uint32_t fuse
 
 				for (int r = 0; r < W; r++)
 					v += value(S, r, l, i);
-				CHECK(out[l][i] == v, "threaded layer %d elem %zu: %g, want %g", l, i,
-				      (double)out[l][i], (double)v);
+				CHECK(out[l][i] == v, "threaded layer %d elem %zu: %g, want %g", l,
+				      i, (double)out[l][i], (double)v);
 			}
 	}
-		/* max_pending: 12 submitted and not waited for, the 13th is -EBUSY. */
+	/* max_pending: 12 submitted and not waited for, the 13th is -EBUSY. */
 	{
 		uint64_t hs[12];
 		int n = 0;
@@ -273,7 +276,8 @@ run_rank(const char *addr, enum ina_sched_policy policy, int rank, uint32_t fuse
 		CHECK(ret == -EBUSY, "beyond max_pending: %s", ina_strerror(ret));
 		ina_flush(ctx);
 		for (int k = n - 1; k >= 0; k--)
-			CHECK(ina_wait(ctx, hs[k]) == 0, "pending wait %d: %s", k, ina_last_error(ctx));
+			CHECK(ina_wait(ctx, hs[k]) == 0, "pending wait %d: %s", k,
+			      ina_last_error(ctx));
 	}
 	/* A wait on an operation whose window nothing closes: -EDEADLK after
 	 * timeout_ms (a job of its own with a short one), the handle still
@@ -304,7 +308,7 @@ run_rank(const char *addr, enum ina_sched_policy policy, int rank, uint32_t fuse
 		      (double)y[0]);
 		CHECK(ina_close(ctx2) == 0, "close 2");
 	}
-		/* Fusion: fewer rounds than operations (each step's small tensors). */
+	/* Fusion: fewer rounds than operations (each step's small tensors). */
 	{
 		struct ina_stats st;
 		uint64_t ops = (uint64_t)S * (L + 3) + L + 12;
@@ -411,7 +415,7 @@ main(int argc, char **argv)
 			argv[0]);
 		return 2;
 	}
-	p = strcmp(argv[2], "fifo") == 0	 ? INA_SCHED_FIFO
+	p = strcmp(argv[2], "fifo") == 0       ? INA_SCHED_FIFO
 	    : strcmp(argv[2], "priority") == 0 ? INA_SCHED_PRIORITY
 					       : INA_SCHED_MAGNITUDE;
 	for (int r = 0; r < W; r++)
@@ -424,7 +428,10 @@ main(int argc, char **argv)
 		if (wait(&st) < 0 || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
 			failed = 1;
 	}
-	printf("%s%s: %s\n", argv[2], sparse ? " sparse" : fuse ? " fuse" : "",
+	printf("%s%s: %s\n", argv[2],
+	       sparse ? " sparse"
+	       : fuse ? " fuse"
+		      : "",
 	       failed ? "FAILED" : "passed");
 	return failed;
 }

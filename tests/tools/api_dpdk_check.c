@@ -39,8 +39,16 @@ static int
 bad(void)
 {
 	char *unknown[] = { "api_dpdk_check", "--no-huge", "--no-such-eal-option", NULL };
-	char *stray[] = { "api_dpdk_check", "--no-huge", "-m", "256", "--no-pci", "--no-shconf",
-			  "--file-prefix=ina-api-bad", "--", "stray", NULL };
+	char *stray[] = { "api_dpdk_check",
+			  "--no-huge",
+			  "-m",
+			  "256",
+			  "--no-pci",
+			  "--no-shconf",
+			  "--file-prefix=ina-api-bad",
+			  "--",
+			  "stray",
+			  NULL };
 	struct ina_config *c = ina_config_new();
 	struct ina_ctx *ctx;
 	char err[512];
@@ -119,7 +127,7 @@ main(int argc, char **argv)
 	ret = ina_close(ctx);
 	CHECK(ret == 0, "close: %s", ina_strerror(ret));
 	ina_dpdk_stop();
-	ina_dpdk_stop();	/* twice: harmless */
+	ina_dpdk_stop(); /* twice: harmless */
 	ret = ina_dpdk_start(argc - 5, argv + 5, err, sizeof(err));
 	CHECK(ret == INA_EPORT && strstr(err, "twice"), "a start after the stop: %d '%s'", ret,
 	      err);

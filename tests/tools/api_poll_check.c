@@ -33,8 +33,8 @@
 #include "rank_check.h"
 
 #define W 3
-#define N 400		/* allreduces of the first part */
-#define N_KILL 60	/* ... submitted after the switch is killed */
+#define N 400	  /* allreduces of the first part */
+#define N_KILL 60 /* ... submitted after the switch is killed */
 #define TENSORS 50
 #define MAXN 2000
 #define MAX_PENDING 32
@@ -89,15 +89,15 @@ logger(int level, const char *line, void *arg)
 /* The poller thread's record, indexed by handle. */
 struct poller {
 	struct ina_ctx *ctx;
-	atomic_int submitted;		/* operations given a handle so far */
-	atomic_int finished;		/* the main thread submits no more */
+	atomic_int submitted; /* operations given a handle so far */
+	atomic_int finished;  /* the main thread submits no more */
 	atomic_int reported;
-	int until_error;		/* poll on until ina_poll() returns an error */
-	int times[MAX_HANDLE];		/* reports of each handle */
+	int until_error;       /* poll on until ina_poll() returns an error */
+	int times[MAX_HANDLE]; /* reports of each handle */
 	int status[MAX_HANDLE];
-	uint64_t last;			/* the last handle reported */
+	uint64_t last; /* the last handle reported */
 	int out_of_order;
-	int final;			/* what ina_poll returned last */
+	int final; /* what ina_poll returned last */
 	int polls;
 };
 
@@ -120,7 +120,7 @@ poller_main(void *arg)
 				p->times[h]++;
 				p->status[h] = done[k].status;
 			} else {
-				p->times[0]++;	/* a handle never given */
+				p->times[0]++; /* a handle never given */
 			}
 			if (h <= p->last)
 				p->out_of_order++;
@@ -225,8 +225,8 @@ run_rank(const char *addr, pid_t kill_pid)
 	snprintf(num, sizeof(num), "%d", rank);
 	if (set(cfg, "switch_addr", addr) || set(cfg, "job_id", kill_pid ? "0x51" : "0x50") ||
 	    set(cfg, "rank", num) || set(cfg, "world", "3") || set(cfg, "block_size", "256") ||
-	    set(cfg, "lanes", "16") || set(cfg, "sched", "fifo") ||
-	    set(cfg, "max_pending", "32") || set(cfg, "timeout_ms", kill_pid ? "1500" : "20000"))
+	    set(cfg, "lanes", "16") || set(cfg, "sched", "fifo") || set(cfg, "max_pending", "32") ||
+	    set(cfg, "timeout_ms", kill_pid ? "1500" : "20000"))
 		return 1;
 	if (ina_token_from(NULL, &cfg->token, err, sizeof(err)) < 0)
 		CHECK(0, "token: %s", err);
@@ -248,10 +248,11 @@ run_rank(const char *addr, pid_t kill_pid)
 			for (int j = 0; j < 64; j++)
 				x[j] = (float)(j + rank);
 			while ((ret = ina_allreduce(ctx, 999, x, y, 64, INA_SUM)) == -EBUSY)
-				pause_us(200);	/* max_pending: the poller frees slots */
+				pause_us(200); /* max_pending: the poller frees slots */
 			CHECK(ret == 0, "allreduce: %s", ina_strerror(ret));
 			for (int j = 0; j < 64; j++)
-				CHECK(y[j] == (float)(3 * j + 3), "allreduce %d: %g", j, (double)y[j]);
+				CHECK(y[j] == (float)(3 * j + 3), "allreduce %d: %g", j,
+				      (double)y[j]);
 			while ((ret = ina_barrier(ctx)) == -EBUSY)
 				pause_us(200);
 			CHECK(ret == 0, "barrier: %s", ina_strerror(ret));
@@ -288,8 +289,10 @@ run_rank(const char *addr, pid_t kill_pid)
 	CHECK(atomic_load(&p.reported) == last, "%d reported of %d submitted",
 	      atomic_load(&p.reported), last);
 	for (int i = 0; i < last; i++) {
-		CHECK(given[i] && p.times[h[i]] == 1, "operation %d (handle %llu) reported %d "
-		      "times", i, (unsigned long long)h[i], p.times[h[i]]);
+		CHECK(given[i] && p.times[h[i]] == 1,
+		      "operation %d (handle %llu) reported %d "
+		      "times",
+		      i, (unsigned long long)h[i], p.times[h[i]]);
 		if (i < first) {
 			CHECK(p.status[h[i]] == 0, "operation %d: %s", i,
 			      ina_strerror(p.status[h[i]]));
@@ -311,8 +314,9 @@ run_rank(const char *addr, pid_t kill_pid)
 		      "a submission after the error");
 		CHECK(atomic_load(&warnings) > 0, "no stall warning reached the logger");
 		printf("rank %d: %d operations ended well, %d with %s (%s), %d polls, %d stall "
-		       "warnings to the logger\n", rank, first, last - first, ina_strerror(p.final),
-		       ina_last_error(ctx), p.polls, atomic_load(&warnings));
+		       "warnings to the logger\n",
+		       rank, first, last - first, ina_strerror(p.final), ina_last_error(ctx),
+		       p.polls, atomic_load(&warnings));
 		ina_close(ctx);
 		return 0;
 	}

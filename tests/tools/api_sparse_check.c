@@ -29,9 +29,9 @@
 #define R 6
 #define T_SPARSE 7
 #define T_RESID 8
-#define MANY 300	/* tensors of a model's size: no fixed bound */
+#define MANY 300 /* tensors of a model's size: no fixed bound */
 #define MANY_N 64
-#define T_MANY 1000	/* their ids T_MANY .. T_MANY + MANY - 1 */
+#define T_MANY 1000 /* their ids T_MANY .. T_MANY + MANY - 1 */
 #define T_MANY_RESID 9
 
 static float
@@ -50,8 +50,7 @@ input(int round, int rank, int i)
 static int
 many_tensors(struct ina_ctx *ctx, int rank)
 {
-	static float in[MANY][MANY_N], out[MANY][MANY_N], resid[MANY * MANY_N],
-		sum[MANY * MANY_N];
+	static float in[MANY][MANY_N], out[MANY][MANY_N], resid[MANY * MANY_N], sum[MANY * MANY_N];
 	struct ina_sparsify dense = { .mode = INA_SPARSIFY_OFF };
 	struct ina_stats before, after;
 	int ret;
@@ -169,15 +168,17 @@ run_rank(const char *addr, enum ina_sparsify_mode mode, int rank)
 	CHECK(ina_allreduce(ctx, T_SPARSE, in, out, N - 1, INA_SUM) == -EINVAL &&
 		      strstr(ina_last_error(ctx), "made for"),
 	      "another n: not -EINVAL (%s)", ina_last_error(ctx));
-	CHECK(ina_tensor_sparsify(ctx, T_SPARSE, &dense) == -EBUSY, "options after use: not -EBUSY");
+	CHECK(ina_tensor_sparsify(ctx, T_SPARSE, &dense) == -EBUSY,
+	      "options after use: not -EBUSY");
 	if (many_tensors(ctx, rank))
 		return 1;
 	ret = ina_close(ctx);
 	CHECK(ret == 0, "close: %s", ina_strerror(ret));
 	if (rank == 0)
 		printf("api_sparse_check: mode %d: %d rounds, results + residuals == inputs, density "
-		       "%.3f, residual norm %.4g, errors as documented, %d more tensors conserved\n", (int)mode, R,
-		       (double)st.sparse_blocks_sent / (double)st.sparse_blocks, st.residual_norm, MANY);
+		       "%.3f, residual norm %.4g, errors as documented, %d more tensors conserved\n",
+		       (int)mode, R, (double)st.sparse_blocks_sent / (double)st.sparse_blocks,
+		       st.residual_norm, MANY);
 	fflush(stdout);
 	return 0;
 }
@@ -193,7 +194,7 @@ main(int argc, char **argv)
 		fprintf(stderr, "usage: api_sparse_check ADDR:PORT topk|filter|both\n");
 		return 2;
 	}
-	mode = !strcmp(argv[2], "topk") ? INA_SPARSIFY_TOPK
+	mode = !strcmp(argv[2], "topk")	    ? INA_SPARSIFY_TOPK
 	       : !strcmp(argv[2], "filter") ? INA_SPARSIFY_FILTER
 					    : INA_SPARSIFY_BOTH;
 	fflush(NULL);

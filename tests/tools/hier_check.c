@@ -91,8 +91,8 @@ run_worker(int g, int rack, int local, int world, const char *addr, const char *
 			for (int h = 0; h < nb_workers; h++)
 				want += (double)input(r, h, i, density);
 			if (out[i] != (float)want) {
-				fprintf(stderr, "worker %d round %d element %d: got %a, want %a\n", g,
-					r, i, (double)out[i], want);
+				fprintf(stderr, "worker %d round %d element %d: got %a, want %a\n",
+					g, r, i, (double)out[i], want);
 				ina_close(ctx);
 				return 1;
 			}

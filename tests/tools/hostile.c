@@ -33,7 +33,7 @@ struct target {
 	int fd;
 	struct sockaddr_in sw;
 	uint32_t job;
-	uint64_t token;		/* the job's, 0 if unknown */
+	uint64_t token; /* the job's, 0 if unknown */
 	uint64_t rng;
 	unsigned sent;
 };

@@ -50,8 +50,9 @@ main(int argc, char **argv)
 	float *in, *out;
 
 	if (argc != 11) {
-		fprintf(stderr, "usage: pause_check ADDR:PORT RANK WORLD ROUNDS ELEMENTS PAUSE_RANK "
-				"PAUSE_ROUND PAUSE_MS KEEPALIVE_MS TIMEOUT_MS\n");
+		fprintf(stderr,
+			"usage: pause_check ADDR:PORT RANK WORLD ROUNDS ELEMENTS PAUSE_RANK "
+			"PAUSE_ROUND PAUSE_MS KEEPALIVE_MS TIMEOUT_MS\n");
 		return 2;
 	}
 	rank = atoi(argv[2]);
@@ -93,7 +94,8 @@ main(int argc, char **argv)
 		ret = ina_allreduce(ctx, 1, in, out, (size_t)n, INA_SUM);
 		if (ret < 0) {
 			fprintf(stderr, "rank %d round %d failed after %llu ms: %s\n", rank, r,
-				(unsigned long long)((ina_now_ns() - t0) / 1000000), ina_last_error(ctx));
+				(unsigned long long)((ina_now_ns() - t0) / 1000000),
+				ina_last_error(ctx));
 			ina_close(ctx);
 			goto fail;
 		}
@@ -103,8 +105,8 @@ main(int argc, char **argv)
 			for (int h = 0; h < world; h++)
 				want += (double)input(r, h, i);
 			if (out[i] != (float)want) {
-				fprintf(stderr, "rank %d round %d element %d: got %a, want %a\n", rank,
-					r, i, (double)out[i], want);
+				fprintf(stderr, "rank %d round %d element %d: got %a, want %a\n",
+					rank, r, i, (double)out[i], want);
 				ina_close(ctx);
 				goto fail;
 			}

@@ -34,8 +34,8 @@ print_frame(void *arg, const uint8_t *ina, size_t len, uint64_t ts_ns, uint32_t 
 	printf("%u\t%u\t%u\t%u\t%" PRIu32 "\t%" PRIu32 "\t%u\t%u\t%" PRIu32 "\t%" PRIu32
 	       "\t%" PRIu32 "\t%" PRIu32 "\t%" PRIu32 "\t%u\t%u\t%d\t%u\t%" PRIu32 "\t0x%016llx\n",
 	       h.version, h.type, h.encoding, h.flags, h.job_id, h.epoch, h.rank, h.lane,
-	       h.tensor_id, h.round, h.tensor_len, h.block, h.next, h.block_size, h.n_elems,
-	       h.exp, h.status, h.bound, (unsigned long long)h.token);
+	       h.tensor_id, h.round, h.tensor_len, h.block, h.next, h.block_size, h.n_elems, h.exp,
+	       h.status, h.bound, (unsigned long long)h.token);
 	return 0;
 }
 

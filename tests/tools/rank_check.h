@@ -10,15 +10,15 @@
 
 #include <stdio.h>
 
-#define CHECK(c, ...)                                                                     \
-	do {                                                                              \
-		if (!(c)) {                                                               \
-			fprintf(stderr, "rank %d: ", rank);                               \
-			fprintf(stderr, __VA_ARGS__);                                     \
-			fprintf(stderr, "\n");                                            \
-			fflush(stderr);                                                   \
-			return 1;                                                         \
-		}                                                                         \
+#define CHECK(c, ...) \
+	do { \
+		if (!(c)) { \
+			fprintf(stderr, "rank %d: ", rank); \
+			fprintf(stderr, __VA_ARGS__); \
+			fprintf(stderr, "\n"); \
+			fflush(stderr); \
+			return 1; \
+		} \
 	} while (0)
 
 #endif

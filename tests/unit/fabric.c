@@ -19,7 +19,7 @@
 
 struct flight {
 	struct ina_pkt *pkt;
-	int src;		/* rank, FABRIC_SWITCH or FABRIC_REPLICA */
+	int src; /* rank, FABRIC_SWITCH or FABRIC_REPLICA */
 	int dst;
 };
 
@@ -61,8 +61,8 @@ rng_unit(struct fabric *f)
 }
 
 void
-fabric_init(struct fabric *f, uint16_t world, uint16_t lanes, uint16_t max_block,
-	    uint8_t encoding, const struct pipeline_config *pcfg, const struct engine_config *ecfg)
+fabric_init(struct fabric *f, uint16_t world, uint16_t lanes, uint16_t max_block, uint8_t encoding,
+	    const struct pipeline_config *pcfg, const struct engine_config *ecfg)
 {
 	struct pipeline_config pc;
 
@@ -188,9 +188,8 @@ switch_in(struct fabric *f, struct ina_pkt *pkt)
 		}
 	}
 	/* f->sw, not parts[0]: a test may have swapped in its own pipeline. */
-	return pipeline_rx_burst(part ? f->parts[part] : f->sw, &pkt, 1, f->now, &out) == 1
-		       ? out
-		       : NULL;
+	return pipeline_rx_burst(part ? f->parts[part] : f->sw, &pkt, 1, f->now, &out) == 1 ? out
+											    : NULL;
 }
 
 static void
@@ -310,8 +309,7 @@ deliver(struct fabric *f)
 		} else if (batch[i].dst == FABRIC_REPLICA) {
 			struct ina_pkt *out;
 
-			if (f->replica &&
-			    pipeline_rx_burst(f->replica, &pkt, 1, f->now, &out) == 1)
+			if (f->replica && pipeline_rx_burst(f->replica, &pkt, 1, f->now, &out) == 1)
 				switch_out(f, out, FABRIC_REPLICA);
 			else if (!f->replica)
 				ina_pkt_free(pkt);

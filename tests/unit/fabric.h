@@ -29,42 +29,42 @@
 #define FABRIC_MAX_PARTS 4
 
 struct fabric_faults {
-	int64_t drop_seq;	/* drop the packet with this sequence number, -1 none */
-	double drop_rate;	/* drop each packet with this probability */
-	double dup_rate;	/* deliver a copy of each packet with this probability */
-	int shuffle;		/* deliver in-flight packets in random order */
-	double delay_rate;	/* hold each packet back one more step with this
+	int64_t drop_seq;  /* drop the packet with this sequence number, -1 none */
+	double drop_rate;  /* drop each packet with this probability */
+	double dup_rate;   /* deliver a copy of each packet with this probability */
+	int shuffle;	   /* deliver in-flight packets in random order */
+	double delay_rate; /* hold each packet back one more step with this
 				 * probability (so some arrive much later) */
 	uint64_t seed;
 };
 
 struct fabric {
 	struct ina_pkt_pool *pool;
-	struct pipeline *sw;		/* the switch, or its partition 0 */
-	struct pipeline *parts[FABRIC_MAX_PARTS];	/* parts[0] is sw */
+	struct pipeline *sw;			  /* the switch, or its partition 0 */
+	struct pipeline *parts[FABRIC_MAX_PARTS]; /* parts[0] is sw */
 	uint16_t nb_parts;
 	/* Called with every packet the switch sends, before fan-out. */
 	void (*tap)(void *arg, const struct ina_pkt *pkt);
 	void *tap_arg;
 	/* Called with every packet the switch receives, before it sees it. */
 	void (*tap_in)(void *arg, const struct ina_pkt *pkt);
-	struct pipeline *replica;	/* NULL unless the hosts have a replica */
-	int primary_dead;		/* everything to and from sw is lost */
-	int64_t kill_primary_seq;	/* the primary dies when this packet is
+	struct pipeline *replica; /* NULL unless the hosts have a replica */
+	int primary_dead;	  /* everything to and from sw is lost */
+	int64_t kill_primary_seq; /* the primary dies when this packet is
 					 * put on the wire, -1 never */
-	uint64_t revive_after_ns;	/* ... and comes back, its state intact,
+	uint64_t revive_after_ns; /* ... and comes back, its state intact,
 					 * this long after (0: never): a stall */
 	uint64_t killed_at_ns;
-	int lose_announce_to;		/* the replica's first FAILOVER announcement
+	int lose_announce_to; /* the replica's first FAILOVER announcement
 					 * to this rank is lost, -1 none */
-	uint64_t killed;		/* packets lost to the dead primary */
+	uint64_t killed;      /* packets lost to the dead primary */
 	struct engine *hosts[FABRIC_MAX_HOSTS];
 	uint16_t world;
 	uint64_t now;
-	uint64_t seq;		/* packets put on the wire so far */
+	uint64_t seq; /* packets put on the wire so far */
 	uint64_t dropped;
 	struct fabric_faults faults;
-	int fin_when_done;	/* a host sends FIN as soon as its allreduce ends */
+	int fin_when_done; /* a host sends FIN as soon as its allreduce ends */
 	uint64_t rng;
 };
 

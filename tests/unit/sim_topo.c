@@ -21,9 +21,11 @@ name_of(const char *prefix, unsigned i)
 static void
 add_link(struct topology *t, int a, int b, struct sim_topo_link l)
 {
-	t->links[t->nb_links++] = (struct topo_link){ .a = a, .b = b,
+	t->links[t->nb_links++] = (struct topo_link){ .a = a,
+						      .b = b,
 						      .bandwidth_bps = l.bandwidth_bps,
-						      .latency_ns = l.latency_ns, .loss = l.loss,
+						      .latency_ns = l.latency_ns,
+						      .loss = l.loss,
 						      .mtu = 1500 };
 }
 
@@ -45,11 +47,14 @@ sim_topo_racks(uint16_t racks, uint16_t per_rack, struct sim_topo_link host,
 	t->nb_jobs = 1;
 	/* Node 0: the spine, or the one rack. */
 	for (uint32_t s = 0; s < nb_sw; s++) {
-		t->nodes[n] = (struct topo_node){ .name = name_of("s", s), .kind = TOPO_SWITCH,
+		t->nodes[n] = (struct topo_node){ .name = name_of("s", s),
+						  .kind = TOPO_SWITCH,
 						  .role = s == 0 && racks > 1 ? TOPO_ROLE_SPINE
 									      : TOPO_ROLE_RACK,
-						  .parent = s == 0 ? -1 : 0, .replica_of = -1,
-						  .attach = -1, .cores = 1 };
+						  .parent = s == 0 ? -1 : 0,
+						  .replica_of = -1,
+						  .attach = -1,
+						  .cores = 1 };
 		if (s > 0)
 			add_link(t, (int)s, 0, up);
 		n++;
@@ -59,8 +64,11 @@ sim_topo_racks(uint16_t racks, uint16_t per_rack, struct sim_topo_link host,
 	for (uint32_t h = 0; h < nb_hosts; h++) {
 		int sw = racks > 1 ? (int)(1 + h / per_rack) : 0;
 
-		t->nodes[n] = (struct topo_node){ .name = name_of("h", h), .kind = TOPO_HOST,
-						  .parent = -1, .replica_of = -1, .attach = sw };
+		t->nodes[n] = (struct topo_node){ .name = name_of("h", h),
+						  .kind = TOPO_HOST,
+						  .parent = -1,
+						  .replica_of = -1,
+						  .attach = sw };
 		add_link(t, (int)n, sw, host);
 		j->hosts[h] = (int)n;
 		n++;
@@ -90,5 +98,5 @@ sim_topo_job(struct topology *t)
 void
 sim_topo_free(struct topology *t)
 {
-	topology_free(t);	/* the same ownership as a parsed file's */
+	topology_free(t); /* the same ownership as a parsed file's */
 }

@@ -20,13 +20,12 @@ ina_skip_is_failure(void)
 	return v && strcmp(v, "1") == 0;
 }
 
-#define INA_SKIP(why)                                                        \
-	do {                                                                 \
-		if (ina_skip_is_failure())                                   \
-			fail_msg("skipped, a failure with INA_REQUIRE_DPDK=1: %s", \
-				 (why));                                     \
-		print_message("skipped: %s\n", (why));                       \
-		skip();                                                      \
+#define INA_SKIP(why) \
+	do { \
+		if (ina_skip_is_failure()) \
+			fail_msg("skipped, a failure with INA_REQUIRE_DPDK=1: %s", (why)); \
+		print_message("skipped: %s\n", (why)); \
+		skip(); \
 	} while (0)
 
 #endif

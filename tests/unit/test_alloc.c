@@ -68,7 +68,8 @@ make_data(uint16_t world, uint32_t n, uint16_t block, double density, uint64_t s
 	for (uint16_t r = 0; r < world; r++) {
 		for (uint32_t b = 0; (uint64_t)b * block < n; b++) {
 			int on = (double)(hash(seed ^ (r * 1000003ull) ^ (b * 7919ull)) >> 11) *
-					 0x1.0p-53 < density;
+					 0x1.0p-53 <
+				 density;
 
 			for (uint32_t i = b * block; i < n && i < (b + 1) * block; i++) {
 				int k = (int)(hash(seed * 31 + r * 65537ull + i) % 2047) - 1023;

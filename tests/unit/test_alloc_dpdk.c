@@ -65,15 +65,15 @@ wire_up(struct wire *w, int n, const char *opts)
 	if (ina_port_dpdk_open_id((uint16_t)idb, args, &w->b, NULL, 0) < 0)
 		return -1;
 	ina_port_dpdk_mac(w->b, 0, mac);
-	snprintf(addr, sizeof(addr), "%02x:%02x:%02x:%02x:%02x:%02x@10.1.%d.2:9150", mac[0],
-		 mac[1], mac[2], mac[3], mac[4], mac[5], n);
+	snprintf(addr, sizeof(addr), "%02x:%02x:%02x:%02x:%02x:%02x@10.1.%d.2:9150", mac[0], mac[1],
+		 mac[2], mac[3], mac[4], mac[5], n);
 	if (ina_port_resolve(w->a, addr, &w->to_b) < 0)
 		return -1;
 	ina_port_dpdk_mac(w->a, 0, mac);
 	for (int i = 0; i < 3; i++) {
 		/* A accepts any MAC: three destinations, one port. */
-		snprintf(addr, sizeof(addr), "%02x:%02x:%02x:%02x:%02x:%02x@10.1.%d.1:9150",
-			 mac[0], mac[1], mac[2], mac[3], mac[4], (uint8_t)(mac[5] + i), n);
+		snprintf(addr, sizeof(addr), "%02x:%02x:%02x:%02x:%02x:%02x@10.1.%d.1:9150", mac[0],
+			 mac[1], mac[2], mac[3], mac[4], (uint8_t)(mac[5] + i), n);
 		if (ina_port_resolve(w->b, addr, &w->to_a[i]) < 0)
 			return -1;
 	}
@@ -85,8 +85,9 @@ wire_up(struct wire *w, int n, const char *opts)
 static int
 group_setup(void **state)
 {
-	char *argv[] = { "test_alloc_dpdk", "--no-huge", "--no-pci", "--no-shconf",
-			 "--no-telemetry", "-m", "256", "--lcores=0@(0-1)", "--log-level=error" };
+	char *argv[] = { "test_alloc_dpdk",  "--no-huge", "--no-pci", "--no-shconf",
+			 "--no-telemetry",   "-m",	  "256",      "--lcores=0@(0-1)",
+			 "--log-level=error" };
 	char err[256];
 
 	(void)state;
@@ -115,7 +116,7 @@ group_teardown(void **state)
 		ina_port_close(wires[i].b);
 	}
 	RTE_ETH_FOREACH_DEV(id)
-		rte_eth_dev_close(id);
+	rte_eth_dev_close(id);
 	for (int i = 0; i < 2; i++) {
 		rte_ring_free(wires[i].ab);
 		rte_ring_free(wires[i].ba);
@@ -196,7 +197,7 @@ run(int n)
 	struct ina_port_dpdk_neigh_stats st;
 	unsigned got = 0;
 
-	for (unsigned r = 0; r < 64; r++)	/* warm-up: mempool caches, first paths */
+	for (unsigned r = 0; r < 64; r++) /* warm-up: mempool caches, first paths */
 		round_trip(w, n, r);
 	alloc_count_on();
 	for (unsigned r = 0; r < 1000; r++)

@@ -71,8 +71,9 @@ header_fields(const char *name, char names[][64], unsigned max)
 		q = decl + strlen(decl);
 		while (q > decl && (q[-1] == ' ' || q[-1] == '\t' || q[-1] == '\n'))
 			*--q = '\0';
-		while (q > decl && (q[-1] == '_' || (q[-1] >= 'a' && q[-1] <= 'z') ||
-				    (q[-1] >= 'A' && q[-1] <= 'Z') || (q[-1] >= '0' && q[-1] <= '9')))
+		while (q > decl &&
+		       (q[-1] == '_' || (q[-1] >= 'a' && q[-1] <= 'z') ||
+			(q[-1] >= 'A' && q[-1] <= 'Z') || (q[-1] >= '0' && q[-1] <= '9')))
 			q--;
 		if (!*q)
 			continue;
@@ -204,7 +205,7 @@ test_config_set_every_key(void **state)
 		{ "partition_period", "5" },
 		{ "keepalive_ms", "0" },
 		{ "pause_ms", "0" },
-		{ "token_file", NULL },	/* below, with a file */
+		{ "token_file", NULL }, /* below, with a file */
 	};
 	struct ina_config *c = ina_config_new();
 	char secret[] = "/tmp/ina-test-secret-XXXXXX", err[256];
@@ -377,9 +378,10 @@ test_config_bad(void **state)
 
 		ina_config_init(&mine);
 		assert_int_equal(ina_config_set(&mine, "switch_addr", "1.2.3.4:5", err,
-						sizeof(err)), -EINVAL);
+						sizeof(err)),
+				 -EINVAL);
 		assert_non_null(strstr(err, "ina_config_new"));
-		ina_config_free(&mine);	/* not ours: left alone */
+		ina_config_free(&mine); /* not ours: left alone */
 	}
 	ina_config_free(c);
 }

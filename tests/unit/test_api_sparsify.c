@@ -111,7 +111,9 @@ run_enc(unsigned select, double density, double drop_rate, uint8_t enc, int filt
 
 			for (int i = 0; i < N; i++)
 				want[i] += grad[r][i];
-			assert_int_equal(sparsify_round(sp[r], grad[r], sendbuf[r], (uint32_t)k, &st), 0);
+			assert_int_equal(sparsify_round(sp[r], grad[r], sendbuf[r], (uint32_t)k,
+							&st),
+					 0);
 			blocks_sent += st.blocks_sent;
 			memset(outs[r], 0x7f, sizeof(outs[r]));
 			bound = st.bound;
@@ -126,7 +128,8 @@ run_enc(unsigned select, double density, double drop_rate, uint8_t enc, int filt
 				continue;
 			n_deferred++;
 			for (int r = 0; r < WORLD; r++)
-				assert_int_equal(sparsify_defer_block(sp[r], b, sendbuf[r] + b * BLOCK),
+				assert_int_equal(sparsify_defer_block(sp[r], b,
+								      sendbuf[r] + b * BLOCK),
 						 0);
 		}
 		for (int i = 0; i < N; i++)

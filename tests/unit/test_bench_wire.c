@@ -131,7 +131,7 @@ check_wire(uint8_t encoding, uint32_t B, const char *what)
 	struct planner_config pc;
 	struct planner_blocks blk;
 	struct planner_cost c;
-	struct tap_count t = {0};
+	struct tap_count t = { 0 };
 	struct fabric f;
 	uint64_t up_pkts = 0, up_bytes = 0, down_pkts = 0, down_bytes = 0, steps;
 	unsigned w;
@@ -190,7 +190,7 @@ run_cases(uint8_t encoding)
 	static const struct {
 		uint32_t B;
 		double mass;
-	} topk[] = {{16, 0.5}, {64, 0.7}, {256, 0.9}, {1024, 0.5}};
+	} topk[] = { { 16, 0.5 }, { 64, 0.7 }, { 256, 0.9 }, { 1024, 0.5 } };
 	unsigned w, k;
 
 	load();

@@ -117,7 +117,7 @@ test_block_single_block(void **state)
 {
 	static const uint16_t lanes[] = { 1, 3, 4 };
 	const uint32_t len = 1000;
-	const uint16_t bs = 64;	/* 16 blocks, the last of 40 elements */
+	const uint16_t bs = 64; /* 16 blocks, the last of 40 elements */
 	float *x = tensor_new(len);
 	uint32_t k, from;
 	size_t li;
@@ -144,7 +144,7 @@ static void
 test_block_full_tensor(void **state)
 {
 	static const uint16_t lanes[] = { 1, 3, 4 };
-	const uint32_t len = 1000;	/* blocks of 77: 12 full, one of 76 */
+	const uint32_t len = 1000; /* blocks of 77: 12 full, one of 76 */
 	float *x = tensor_new(len);
 	uint32_t i, from;
 	size_t li;
@@ -171,7 +171,7 @@ test_block_next_nonzero_random(void **state)
 	(void)state;
 	for (trial = 0; trial < 60; trial++) {
 		uint32_t len = 1 + (uint32_t)(rnd_next(&seed) % 3000);
-		unsigned density = (unsigned)(rnd_next(&seed) % 200);	/* per 10000 */
+		unsigned density = (unsigned)(rnd_next(&seed) % 200); /* per 10000 */
 		float *x = tensor_new(len);
 
 		for (i = 0; i < len; i++)
@@ -185,9 +185,9 @@ test_block_next_nonzero_random(void **state)
 
 			for (li = 0; li < 3; li++)
 				for (from = 0; from < nb + 5; from++)
-					assert_int_equal(
-						ina_block_next_nonzero(x, len, bs, lanes[li], from),
-						ref_next(x, len, bs, lanes[li], from));
+					assert_int_equal(ina_block_next_nonzero(x, len, bs,
+										lanes[li], from),
+							 ref_next(x, len, bs, lanes[li], from));
 		}
 		free(x);
 	}
@@ -196,7 +196,7 @@ test_block_next_nonzero_random(void **state)
 static void
 test_block_short_last_block(void **state)
 {
-	float *x = tensor_new(10);	/* blocks of 4: 0-3, 4-7, 8-9 */
+	float *x = tensor_new(10); /* blocks of 4: 0-3, 4-7, 8-9 */
 
 	(void)state;
 	x[9] = 2.0f;
@@ -216,7 +216,7 @@ static void
 test_block_zero_range(void **state)
 {
 	const uint32_t len = 1003;
-	const uint16_t bs = 10, l = 3;	/* 101 blocks, the last of 3 elements */
+	const uint16_t bs = 10, l = 3; /* 101 blocks, the last of 3 elements */
 	float *x = tensor_new(len);
 	uint32_t i;
 

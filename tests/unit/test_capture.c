@@ -28,7 +28,9 @@
 #define FRAME_HDR 42
 
 static const uint64_t ts_ns[NB_PKTS] = {
-	1700000000123456789ull, 1700000000123456790ull, 1700000001000000001ull,
+	1700000000123456789ull,
+	1700000000123456790ull,
+	1700000001000000001ull,
 	1700000002999999999ull,
 };
 static const uint32_t lens[NB_PKTS] = { 56, 0, 57, 1080 };
@@ -40,7 +42,7 @@ struct rx {
 	uint64_t ts[NB_PKTS];
 	uint32_t ip[NB_PKTS];
 	uint16_t port[NB_PKTS];
-	int stop_at;		/* return 5 from this packet, -1 never */
+	int stop_at; /* return 5 from this packet, -1 never */
 };
 
 static char path[64];
@@ -235,7 +237,7 @@ test_capture_roundtrip(void **state)
 	assert_int_equal(rx.ip[1], 0x0a0000fe);
 	assert_int_equal(rx.port[1], 9150);
 	assert_int_equal(rx.ip[2], 0x0a000001);
-	assert_int_equal(rx.ip[3], 0);		/* not a sockaddr_in */
+	assert_int_equal(rx.ip[3], 0); /* not a sockaddr_in */
 	assert_int_equal(rx.port[3], 0);
 }
 
@@ -248,8 +250,8 @@ test_capture_frames(void **state)
 	(void)state;
 	write_capture();
 	buf = slurp(&size);
-	assert_int_equal(le32(buf), 0xa1b23c4d);	/* nanosecond pcap */
-	assert_int_equal(le32(buf + 20), 1);		/* DLT_EN10MB */
+	assert_int_equal(le32(buf), 0xa1b23c4d); /* nanosecond pcap */
+	assert_int_equal(le32(buf + 20), 1);	 /* DLT_EN10MB */
 	for (unsigned i = 0; i < NB_PKTS; i++) {
 		uint8_t pseudo[12], *f, *ip, *udp;
 		uint32_t caplen;
@@ -266,8 +268,8 @@ test_capture_frames(void **state)
 		assert_int_equal(be16(f + 12), 0x0800);
 		assert_int_equal(f[0], 0x02);
 		assert_int_equal(f[6], 0x02);
-		assert_memory_equal(f + 2, ip + 16, 4);		/* dst MAC from dst IP */
-		assert_memory_equal(f + 8, ip + 12, 4);		/* src MAC from src IP */
+		assert_memory_equal(f + 2, ip + 16, 4); /* dst MAC from dst IP */
+		assert_memory_equal(f + 8, ip + 12, 4); /* src MAC from src IP */
 		assert_int_equal(ip[0], 0x45);
 		assert_int_equal(ip[9], 17);
 		assert_int_equal(be16(ip + 2), 28 + lens[i]);
@@ -304,11 +306,11 @@ test_capture_corrupt(void **state)
 	write_capture();
 	buf = slurp(&size);
 	f = buf + frame_off(buf, size, 0);
-	f[14 + 8] ^= 0x01;			/* TTL: bad IPv4 checksum */
+	f[14 + 8] ^= 0x01; /* TTL: bad IPv4 checksum */
 	f = buf + frame_off(buf, size, 1);
-	f[14 + 20 + 1] ^= 0x01;			/* UDP port: bad UDP checksum */
+	f[14 + 20 + 1] ^= 0x01; /* UDP port: bad UDP checksum */
 	f = buf + frame_off(buf, size, 2);
-	f[12] = 0x86;				/* IPv6 ethertype: not UDP over IPv4 */
+	f[12] = 0x86; /* IPv6 ethertype: not UDP over IPv4 */
 	f[13] = 0xdd;
 	spill(buf, size);
 	memset(&rx, 0, sizeof(rx));

@@ -78,7 +78,7 @@ test_prefix_busy(void **state)
 		pause();
 		_exit(0);
 	}
-	close(sync[1]);	/* a child that fails gives EOF, not a hang */
+	close(sync[1]); /* a child that fails gives EOF, not a hang */
 	assert_int_equal(read(sync[0], &c, 1), 1);
 	ret = ina_dpdk_eal_init(4, argv, err, sizeof(err));
 	kill(pid, SIGKILL);
@@ -126,7 +126,8 @@ static void
 test_eal_twice(void **state)
 {
 	/* memif needs EAL's multi-process channel: a prefix, no --no-shconf. */
-	char *argv[] = { "t", "--no-huge", "-m", "256", "--no-pci", "--no-telemetry",
+	char *argv[] = { "t",	     "--no-huge",	 "-m",
+			 "256",	     "--no-pci",	 "--no-telemetry",
 			 prefix_arg, "--lcores=0@(0-1)", "--log-level=error" };
 	char err[512];
 
@@ -145,8 +146,7 @@ test_no_port(void **state)
 	(void)state;
 	assert_int_equal(rte_eth_dev_count_avail(), 0);
 	assert_int_equal(ina_port_dpdk_ops.open(&p, "port=all", OPEN_ERR), -ENODEV);
-	assert_non_null(strstr(open_err,
-			       "no DPDK port: pass --vdev=... or bind a NIC"));
+	assert_non_null(strstr(open_err, "no DPDK port: pass --vdev=... or bind a NIC"));
 	assert_int_equal(ina_port_dpdk_ops.open(&p, "port=0", OPEN_ERR), -ENODEV);
 	assert_non_null(strstr(open_err, "no DPDK port"));
 	assert_null(p);
@@ -228,7 +228,8 @@ test_will_not_start(void **state)
 	snprintf(devargs, sizeof(devargs), "net_memif1,role=client,id=0,socket=/%s-none.sock",
 		 prefix);
 	assert_int_equal(rte_dev_probe(devargs), 0);
-	RTE_ETH_FOREACH_DEV(id) {
+	RTE_ETH_FOREACH_DEV(id)
+	{
 		char name[RTE_ETH_NAME_MAX_LEN];
 
 		if (rte_eth_dev_get_name_by_port(id, name) == 0 && strcmp(name, "net_memif1") == 0)
@@ -267,7 +268,7 @@ group_teardown(void **state)
 	(void)state;
 	if (ina_dpdk_eal_running()) {
 		RTE_ETH_FOREACH_DEV(id)
-			rte_eth_dev_close(id);
+		rte_eth_dev_close(id);
 		ina_dpdk_eal_cleanup();
 	}
 	rm_run_dir();
@@ -278,12 +279,9 @@ int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_prefix_busy),
-		cmocka_unit_test(test_no_hugepages),
-		cmocka_unit_test(test_eal_twice),
-		cmocka_unit_test(test_no_port),
-		cmocka_unit_test(test_link_down),
-		cmocka_unit_test(test_all),
+		cmocka_unit_test(test_prefix_busy),    cmocka_unit_test(test_no_hugepages),
+		cmocka_unit_test(test_eal_twice),      cmocka_unit_test(test_no_port),
+		cmocka_unit_test(test_link_down),      cmocka_unit_test(test_all),
 		cmocka_unit_test(test_will_not_start),
 	};
 

@@ -46,7 +46,7 @@
 
 struct flight {
 	struct ina_pkt *pkt;
-	int src, dst;		/* rank, or SW_ID(k) */
+	int src, dst; /* rank, or SW_ID(k) */
 };
 
 struct net {
@@ -125,7 +125,7 @@ step(struct net *n)
 	for (unsigned i = 0; i < nb; i++) {
 		struct ina_pkt *pkt = batch[i].pkt, *res;
 
-		peer_of(&pkt->peer, batch[i].src);	/* as a port reports it */
+		peer_of(&pkt->peer, batch[i].src); /* as a port reports it */
 		pkt->dsts = NULL;
 		if (batch[i].dst >= SW_ID(0)) {
 			int k = batch[i].dst - SW_ID(0);
@@ -284,8 +284,11 @@ rounds(uint16_t k, enum partition_mode mode, uint64_t *max, uint64_t *total)
 	tc.encoding = INA_ENC_F32;
 	tc.world = WORLD;
 	tc.lanes = LANES;
-	tc.part = (struct partition_config){ .mode = mode, .layout = PARTITION_RANGES,
-					     .period = 2, .parts = k, .lanes = LANES };
+	tc.part = (struct partition_config){ .mode = mode,
+					     .layout = PARTITION_RANGES,
+					     .period = 2,
+					     .parts = k,
+					     .lanes = LANES };
 	net_init(&n, k, 0.03, 0);
 	for (int w = 0; w < WORLD; w++) {
 		tr[w] = tround_create(&tc, err, sizeof(err));
@@ -345,10 +348,10 @@ test_egroup_sums_and_balance(void **state)
 	for (uint16_t k = 2; k <= 3; k++) {
 		rounds(k, PARTITION_FIXED, max, total);
 		for (int r = 0; r < ROUNDS; r++)
-			assert_true(max[r] * 10 >= total[r] * 9);	/* >= 90% on one */
+			assert_true(max[r] * 10 >= total[r] * 9); /* >= 90% on one */
 		rounds(k, PARTITION_DYNAMIC, max, total);
 		for (int r = 2; r < ROUNDS; r++)
-			assert_true(max[r] * k <= total[r] + 3 * k);	/* within 3 of even */
+			assert_true(max[r] * k <= total[r] + 3 * k); /* within 3 of even */
 	}
 }
 
@@ -376,8 +379,7 @@ test_egroup_small(void **state)
 		assert_true(sum[w] == 4.0f);
 	assert_int_equal(egroup_allreduce(n.g[0], 2, grad[0], outs[0], 0, B, ENGINE_SUM, n.now),
 			 -EINVAL);
-	assert_int_equal(egroup_allreduce(n.g[0], 2, grad[0], outs[0], N, 2 * B, ENGINE_SUM,
-					  n.now),
+	assert_int_equal(egroup_allreduce(n.g[0], 2, grad[0], outs[0], N, 2 * B, ENGINE_SUM, n.now),
 			 -EINVAL);
 	assert_int_equal(egroup_phase(n.g[0]), ENGINE_READY);
 	assert_int_equal(pipeline_stats(n.sw[0])->results, 1);

@@ -87,10 +87,8 @@ test_encode_f32_golden(void **state)
 {
 	static const float vals[] = { 1.0f, -2.5f, 0.1f, -0.0f };
 	static const uint8_t golden[] = {
-		0x3f, 0x80, 0x00, 0x00,
-		0xc0, 0x20, 0x00, 0x00,
-		0x3d, 0xcc, 0xcc, 0xcd,
-		0x80, 0x00, 0x00, 0x00,
+		0x3f, 0x80, 0x00, 0x00, 0xc0, 0x20, 0x00, 0x00,
+		0x3d, 0xcc, 0xcc, 0xcd, 0x80, 0x00, 0x00, 0x00,
 	};
 	uint8_t wire[sizeof(golden)];
 	float back[4];
@@ -106,12 +104,12 @@ static void
 test_encode_f32_round_trip_bit_exact(void **state)
 {
 	static const uint32_t special[] = {
-		0x00000000, 0x80000000,	/* +0, -0 */
-		0x00000001, 0x807fffff,	/* denormals */
-		0x00800000, 0x7f7fffff,	/* smallest normal, largest finite */
-		0x7f800000, 0xff800000,	/* +inf, -inf */
-		0x7fc00000, 0xffc12345,	/* quiet NaNs, with payload */
-		0x7fa00001, 0xff800001,	/* signalling NaNs */
+		0x00000000, 0x80000000, /* +0, -0 */
+		0x00000001, 0x807fffff, /* denormals */
+		0x00800000, 0x7f7fffff, /* smallest normal, largest finite */
+		0x7f800000, 0xff800000, /* +inf, -inf */
+		0x7fc00000, 0xffc12345, /* quiet NaNs, with payload */
+		0x7fa00001, 0xff800001, /* signalling NaNs */
 		0x3f800000, 0xbf800000,
 	};
 	float src[MAX_N], dst[MAX_N];
@@ -121,8 +119,8 @@ test_encode_f32_round_trip_bit_exact(void **state)
 
 	(void)state;
 	for (i = 0; i < MAX_N; i++) {
-		uint32_t v = i < sizeof(special) / sizeof(special[0]) ?
-				     special[i] : (uint32_t)rnd_next(&seed);
+		uint32_t v = i < sizeof(special) / sizeof(special[0]) ? special[i]
+								      : (uint32_t)rnd_next(&seed);
 		memcpy(&src[i], &v, sizeof(v));
 	}
 	for (n = 0; n <= 70; n++) {
@@ -162,7 +160,7 @@ test_encode_f32_add_matches_scalar(void **state)
 			acc[i] = rnd_float(&seed, -30, 30);
 			x[i] = rnd_float(&seed, -30, 30);
 			if (i % 17 == 3)
-				x[i] = -acc[i];	/* exact cancellation */
+				x[i] = -acc[i]; /* exact cancellation */
 			if (i % 23 == 5)
 				x[i] = float_of(0x00000003);
 			ref[i] = acc[i] + x[i];
@@ -404,8 +402,8 @@ test_encode_i32_quantisation_error(void **state)
 	for (i = 0; i < 8; i++)
 		assert_int_equal(wire_i32(wire + 4 * i), rne[i]);
 	ina_enc_i32_put(wire, half, 8, -1);
-	assert_int_equal(wire_i32(wire + 4 * 2), 1);	/* 1.25 */
-	assert_int_equal(wire_i32(wire + 4 * 3), 2);	/* 1.75 */
+	assert_int_equal(wire_i32(wire + 4 * 2), 1); /* 1.25 */
+	assert_int_equal(wire_i32(wire + 4 * 3), 2); /* 1.75 */
 
 	for (trial = 0; trial < 200; trial++) {
 		unsigned world = 1 + rnd_below(&seed, 64);
@@ -464,10 +462,8 @@ test_encode_i32_store_load_golden(void **state)
 {
 	static const int32_t v[] = { 1, -2, INT32_MIN, 0x12345678 };
 	static const uint8_t golden[] = {
-		0x00, 0x00, 0x00, 0x01,
-		0xff, 0xff, 0xff, 0xfe,
-		0x80, 0x00, 0x00, 0x00,
-		0x12, 0x34, 0x56, 0x78,
+		0x00, 0x00, 0x00, 0x01, 0xff, 0xff, 0xff, 0xfe,
+		0x80, 0x00, 0x00, 0x00, 0x12, 0x34, 0x56, 0x78,
 	};
 	int32_t big[MAX_N], back[MAX_N];
 	uint8_t wire[4 * MAX_N + 1];
@@ -518,7 +514,7 @@ test_encode_f32_bound_holds(void **state)
 			for (i = 0; i < n; i++)
 				x[i] = rnd_float(&seed, -10 - spread, -10);
 			if (trial % 3 == 0)
-				x[n - 1] = -x[0];	/* cancellation */
+				x[n - 1] = -x[0]; /* cancellation */
 			for (i = 0; i < n; i++) {
 				ref += x[i];
 				sum_abs += fabs(x[i]);
@@ -611,30 +607,30 @@ test_encode_bf16_golden(void **state)
 		uint32_t in;
 		uint16_t out;
 	} cases[] = {
-		{ 0x3f800000, 0x3f80 },	/* 1 */
-		{ 0xc0200000, 0xc020 },	/* -2.5 */
-		{ 0x00000000, 0x0000 },	/* +0 */
-		{ 0x80000000, 0x8000 },	/* -0 */
-		{ 0x3f808000, 0x3f80 },	/* 1 + 2^-8: tie, even kept part: down */
-		{ 0x3f818000, 0x3f82 },	/* 1 + 3 2^-8: tie, odd kept part: up */
-		{ 0x3f808001, 0x3f81 },	/* just above a tie: up */
-		{ 0xbf807fff, 0xbf80 },	/* just below a tie: down */
-		{ 0x3dcccccd, 0x3dcd },	/* 0.1 */
-		{ 0x7f800000, 0x7f80 },	/* +inf */
-		{ 0xff800000, 0xff80 },	/* -inf */
-		{ 0x7f7f0000, 0x7f7f },	/* largest finite bf16 */
-		{ 0x7f7f7fff, 0x7f7f },	/* below half an ulp past it: stays */
-		{ 0x7f7f8000, 0x7f80 },	/* half an ulp past it: overflows to inf */
-		{ 0xff7fffff, 0xff80 },	/* -FLT_MAX: -inf */
-		{ 0x7fc00000, 0x7fc0 },	/* quiet NaN */
-		{ 0x7f800001, 0x7fc0 },	/* signalling NaN, payload low: quiet NaN */
-		{ 0xff80ffff, 0xffc0 },	/* would round to -inf: NaN kept */
-		{ 0xffffffff, 0xffff },	/* would wrap to +0: NaN kept */
-		{ 0x00000001, 0x0000 },	/* smallest f32 subnormal: +0 */
-		{ 0x80008000, 0x8000 },	/* half the smallest bf16 subnormal: tie to -0 */
-		{ 0x00008001, 0x0001 },	/* above it: smallest bf16 subnormal */
-		{ 0x00018000, 0x0002 },	/* 1.5 subnormal steps: tie, up to even */
-		{ 0x007fffff, 0x0080 },	/* largest f32 subnormal: smallest normal */
+		{ 0x3f800000, 0x3f80 }, /* 1 */
+		{ 0xc0200000, 0xc020 }, /* -2.5 */
+		{ 0x00000000, 0x0000 }, /* +0 */
+		{ 0x80000000, 0x8000 }, /* -0 */
+		{ 0x3f808000, 0x3f80 }, /* 1 + 2^-8: tie, even kept part: down */
+		{ 0x3f818000, 0x3f82 }, /* 1 + 3 2^-8: tie, odd kept part: up */
+		{ 0x3f808001, 0x3f81 }, /* just above a tie: up */
+		{ 0xbf807fff, 0xbf80 }, /* just below a tie: down */
+		{ 0x3dcccccd, 0x3dcd }, /* 0.1 */
+		{ 0x7f800000, 0x7f80 }, /* +inf */
+		{ 0xff800000, 0xff80 }, /* -inf */
+		{ 0x7f7f0000, 0x7f7f }, /* largest finite bf16 */
+		{ 0x7f7f7fff, 0x7f7f }, /* below half an ulp past it: stays */
+		{ 0x7f7f8000, 0x7f80 }, /* half an ulp past it: overflows to inf */
+		{ 0xff7fffff, 0xff80 }, /* -FLT_MAX: -inf */
+		{ 0x7fc00000, 0x7fc0 }, /* quiet NaN */
+		{ 0x7f800001, 0x7fc0 }, /* signalling NaN, payload low: quiet NaN */
+		{ 0xff80ffff, 0xffc0 }, /* would round to -inf: NaN kept */
+		{ 0xffffffff, 0xffff }, /* would wrap to +0: NaN kept */
+		{ 0x00000001, 0x0000 }, /* smallest f32 subnormal: +0 */
+		{ 0x80008000, 0x8000 }, /* half the smallest bf16 subnormal: tie to -0 */
+		{ 0x00008001, 0x0001 }, /* above it: smallest bf16 subnormal */
+		{ 0x00018000, 0x0002 }, /* 1.5 subnormal steps: tie, up to even */
+		{ 0x007fffff, 0x0080 }, /* largest f32 subnormal: smallest normal */
 	};
 	uint8_t wire[2 * (sizeof(cases) / sizeof(cases[0]))];
 	float src[sizeof(cases) / sizeof(cases[0])], back[sizeof(cases) / sizeof(cases[0])];
@@ -674,13 +670,13 @@ test_encode_bf16_put_matches_reference(void **state)
 			case 0:
 				break;
 			case 1:
-				v = (v & 0xffff0000u) | 0x8000u;	/* a tie */
+				v = (v & 0xffff0000u) | 0x8000u; /* a tie */
 				break;
 			case 2:
-				v &= 0x8000ffffu;	/* subnormal or zero */
+				v &= 0x8000ffffu; /* subnormal or zero */
 				break;
 			case 3:
-				v = (v & 0x807fffffu) | 0x7f000000u;	/* near overflow, or NaN */
+				v = (v & 0x807fffffu) | 0x7f000000u; /* near overflow, or NaN */
 				v |= rnd_below(&seed, 2) ? 0x00800000u : 0;
 				break;
 			default:
@@ -752,7 +748,7 @@ test_encode_bf16_add_matches_scalar(void **state)
 			if (i % 17 == 3)
 				x[i] = -acc[i];
 			if (i % 23 == 5)
-				x[i] = float_of(0x00030000);	/* a subnormal */
+				x[i] = float_of(0x00030000); /* a subnormal */
 			if (i % 29 == 7)
 				x[i] = float_of(0x7f800000);
 		}
@@ -793,14 +789,14 @@ test_encode_bf16_bound_holds(void **state)
 		for (trial = 0; trial < 20; trial++) {
 			double ref = 0, sum_abs = 0, b, b_scaled;
 			int spread = (int)rnd_below(&seed, 40);
-			int top = trial % 5 == 4 ? -120 : -10;	/* near the subnormals */
+			int top = trial % 5 == 4 ? -120 : -10; /* near the subnormals */
 
 			for (i = 0; i < n; i++)
 				x[i] = rnd_float(&seed, top - spread, top);
 			if (trial % 3 == 0)
 				x[n - 1] = -x[0];
 			if (trial % 4 == 1)
-				for (i = 0; i < n; i++)	/* ties */
+				for (i = 0; i < n; i++) /* ties */
 					x[i] = float_of((bits_of(x[i]) & 0xffff0000u) | 0x8000u);
 			for (i = 0; i < n; i++) {
 				ref += x[i];
@@ -833,7 +829,7 @@ static void
 test_encode_bf16_bound_tight(void **state)
 {
 	/* Both addends are ties that round down to even, and so is the sum. */
-	float x[2] = { float_of(0x3f808000), float_of(0x3b808000) };	/* 1 + 2^-8, 2^-8 + 2^-16 */
+	float x[2] = { float_of(0x3f808000), float_of(0x3b808000) }; /* 1 + 2^-8, 2^-8 + 2^-16 */
 	double ref = (double)x[0] + x[1], sum_abs = ref, b;
 	float got;
 

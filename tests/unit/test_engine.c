@@ -32,10 +32,10 @@
 #include "ina/wire.h"
 #include "wire_check.h"
 
-#define NB_PKTS 64		/* packets in the test pool */
-#define BUF_SIZE 2048		/* bytes per packet buffer */
-#define MAX_TX 16		/* room for one engine_tx() */
-#define MAXE 64			/* largest tensor a test uses */
+#define NB_PKTS 64    /* packets in the test pool */
+#define BUF_SIZE 2048 /* bytes per packet buffer */
+#define MAX_TX 16     /* room for one engine_tx() */
+#define MAXE 64	      /* largest tensor a test uses */
 
 #define US 1000ull
 #define MS 1000000ull
@@ -49,8 +49,8 @@
 #define TOKEN 0x0123456789abcdefull
 #define EPOCH 5u
 #define TENSOR 9u
-#define EPOCH2 6u		/* the replica's epoch after a takeover */
-#define FAILOVER (20 * MS)	/* failover_ns of the replica tests */
+#define EPOCH2 6u	   /* the replica's epoch after a takeover */
+#define FAILOVER (20 * MS) /* failover_ns of the replica tests */
 
 struct t {
 	struct ina_pkt_pool *pool;
@@ -62,8 +62,8 @@ struct t {
 	uint32_t round;
 	uint32_t n;
 	uint16_t bs;
-	uint32_t epoch;		/* the epoch the engine should use */
-	const struct ina_peer *res_src;	/* where RESULTs come from */
+	uint32_t epoch;			/* the epoch the engine should use */
+	const struct ina_peer *res_src; /* where RESULTs come from */
 };
 
 /* The packets of the last engine_tx(), copied and decoded. */
@@ -103,7 +103,7 @@ setup(void **state)
 	t->res_src = &t->cfg.sw;
 	memset(in, 0, sizeof(in));
 	memset(other, 0, sizeof(other));
-	memset(out, 0x7f, sizeof(out));	/* garbage the results must replace */
+	memset(out, 0x7f, sizeof(out)); /* garbage the results must replace */
 	*state = t;
 	return 0;
 }
@@ -187,7 +187,7 @@ for_lane(uint16_t n, uint16_t lane)
 
 	for (uint16_t i = 0; i < n; i++) {
 		if (g[i].h.lane == lane) {
-			assert_null(r);		/* one packet per lane */
+			assert_null(r); /* one packet per lane */
 			r = &g[i];
 		}
 	}
@@ -440,7 +440,7 @@ test_engine_join_backoff_and_timeout(void **state)
 	assert_int_equal(world, 3);
 	assert_int_equal(lanes, 5);
 	assert_int_equal(max_block, 6);
-	assert_int_equal(wc_word_at(p->payload, 1) & 0xffff, 0);	/* reserved */
+	assert_int_equal(wc_word_at(p->payload, 1) & 0xffff, 0); /* reserved */
 	memcpy(first, p->bytes, sizeof(first));
 	assert_int_equal(tx(t), 0);
 
@@ -525,7 +525,7 @@ test_engine_join_grant(void **state)
 	assert_int_equal(engine_phase(t->e), ENGINE_READY);
 	assert_int_equal(engine_lanes(t->e), 2);
 	assert_int_equal(engine_stats(t->e)->lanes_asked, 4);
-	t->cfg.lanes = 2;	/* the job as the test's switch sees it now */
+	t->cfg.lanes = 2; /* the job as the test's switch sees it now */
 
 	/* 16 elements in blocks of 4: lane 0 has blocks 0 and 2, lane 1 has 1 and 3. */
 	fill(in, 0, 16, 1.0f, 1.0f);
@@ -603,7 +603,7 @@ test_engine_join_redirect(void **state)
 	assert_int_equal(engine_stats(t->e)->stale, 1);
 	assert_int_equal(engine_redirect(t->e, &agg, t->now), 0);
 	assert_int_equal(engine_stats(t->e)->redirects, 1);
-	t->cfg.sw = agg;	/* where the test sees the engine's packets go now */
+	t->cfg.sw = agg; /* where the test sees the engine's packets go now */
 	p = tx_one(t);
 	assert_int_equal(p->h.type, INA_T_JOIN);
 	assert_true(ina_peer_equal(&p->peer, &agg));
@@ -622,7 +622,7 @@ test_engine_join_redirect(void **state)
 	rx_raw(t, &h, payload, sizeof(payload));
 	assert_int_equal(engine_phase(t->e), ENGINE_REDIRECTED);
 	assert_int_equal(engine_redirect(t->e, &agg, t->now), 0);
-	t->cfg.sw = agg;	/* the test's switch is the aggregator now */
+	t->cfg.sw = agg; /* the test's switch is the aggregator now */
 	assert_int_equal(tx(t), 1);
 	rx_join_ack(t, EPOCH, 2, 2, 4);
 	assert_int_equal(engine_phase(t->e), ENGINE_READY);
@@ -678,7 +678,7 @@ test_engine_reshape(void **state)
 	}
 	assert_int_equal(engine_phase(t->e), ENGINE_READY);
 	assert_floats(out, sum, 16);
-	assert_int_equal(engine_lanes(t->e), 4);	/* round 0 ended on 4 */
+	assert_int_equal(engine_lanes(t->e), 4); /* round 0 ended on 4 */
 	/* Round 1 on 2 lanes: lane 0 blocks 0 and 2, lane 1 blocks 1 and 3. */
 	t->cfg.lanes = 2;
 	begin(t, in, out, 16, 4, ENGINE_SUM);
@@ -811,11 +811,11 @@ test_engine_first_packets_f32(void **state)
 	 * Lane 0: blocks 0, 4; lane 1: 1, 5; lane 2: 2; lane 3: 3. */
 	t->cfg.lanes = 4;
 	join_ready(t);
-	fill(in, 0, 4, 1.0f, 1.0f);		/* block 0 */
-	fill(in, 16, 4, -1.0f, 0.5f);		/* block 4 */
-	fill(in, 20, 2, 7.0f, 1.0f);		/* block 5 (short) */
+	fill(in, 0, 4, 1.0f, 1.0f);   /* block 0 */
+	fill(in, 16, 4, -1.0f, 0.5f); /* block 4 */
+	fill(in, 20, 2, 7.0f, 1.0f);  /* block 5 (short) */
 	for (int i = 12; i < 16; i++)
-		in[i] = -0.0f;			/* block 3: zero */
+		in[i] = -0.0f; /* block 3: zero */
 	assert_int_equal(engine_allreduce(t->e, TENSOR, in, out, 22, 5, ENGINE_SUM, t->now),
 			 -EINVAL);
 	assert_int_equal(engine_allreduce(t->e, TENSOR, in, out, 0, 4, ENGINE_SUM, t->now),
@@ -877,9 +877,9 @@ test_engine_first_packets_i32(void **state)
 	t->cfg.lanes = 3;
 	join_ready(t);
 	/* B = 4, 40 elements: lane 0: 0, 3, 6, 9; lane 1: 1, 4, 7; lane 2: 2, 5, 8. */
-	fill(in, 12, 4, 0.25f, 0.25f);		/* block 3: max 1.0 -> e = 1 */
-	fill(in, 4, 4, -5.0f, 1.0f);		/* block 1: max |-5| -> e = 3 */
-	in[28] = 1e-3f;				/* block 7 */
+	fill(in, 12, 4, 0.25f, 0.25f); /* block 3: max 1.0 -> e = 1 */
+	fill(in, 4, 4, -5.0f, 1.0f);   /* block 1: max |-5| -> e = 3 */
+	in[28] = 1e-3f;		       /* block 7 */
 	begin(t, in, out, 40, 4, ENGINE_SUM);
 	n = tx(t);
 	assert_int_equal(n, 3);
@@ -911,8 +911,8 @@ test_engine_round_bf16(void **state)
 	t->cfg.lanes = 2;
 	join_ready(t);
 	/* B = 4, 8 elements: lane 0 block 0, lane 1 block 1. */
-	in[0] = 1.0f + 0x1p-8f;		/* a tie: rounds to even, 1 */
-	in[1] = 1.0f + 3 * 0x1p-8f;	/* a tie: rounds up, 1 + 2^-6 */
+	in[0] = 1.0f + 0x1p-8f;	    /* a tie: rounds to even, 1 */
+	in[1] = 1.0f + 3 * 0x1p-8f; /* a tie: rounds up, 1 + 2^-6 */
 	in[2] = 0.1f;
 	in[3] = -0.0f;
 	fill(in, 4, 4, -3.0f, 0.5f);
@@ -943,7 +943,7 @@ test_engine_round_bf16(void **state)
 
 	/* The sums: bf16 values the engine widens exactly. */
 	sum[0] = 2.0f;
-	sum[1] = -0x1p-133f;	/* the smallest bf16 subnormal */
+	sum[1] = -0x1p-133f; /* the smallest bf16 subnormal */
 	sum[2] = 258.0f;
 	sum[3] = 0.0f;
 	for (int i = 4; i < 8; i++)
@@ -985,7 +985,7 @@ test_engine_max_block_by_encoding(void **state)
 	engine_destroy(e);
 	t->cfg.max_block = bf16_max + 1;
 	assert_null(engine_create(&t->cfg));
-	t->cfg.encoding = 4;	/* no such encoding */
+	t->cfg.encoding = 4; /* no such encoding */
 	t->cfg.max_block = 4;
 	assert_null(engine_create(&t->cfg));
 }
@@ -1022,7 +1022,7 @@ test_engine_round_f32(void **state)
 	rx_result(t, 0, 0, 0, 2, 0, &sum[0]);
 	assert_floats(out, sum, 4);
 	for (int i = 4; i < 26; i++)
-		assert_true(out[i] > 1e38f);	/* still the garbage */
+		assert_true(out[i] > 1e38f); /* still the garbage */
 	p = tx_one(t);
 	check_data(t, p, 0, 2, 1, 0, 6, 0, NULL);
 
@@ -1076,8 +1076,8 @@ test_engine_round_f32(void **state)
 	assert_int_equal(engine_phase(t->e), ENGINE_READY);
 	assert_int_equal(engine_round(t->e), 2);
 	memset(want, 0, sizeof(want));
-	assert_memory_equal(out, want, 26 * sizeof(float));	/* +0.0 everywhere */
-	assert_true(out[26] > 1e38f);	/* nothing past the tensor */
+	assert_memory_equal(out, want, 26 * sizeof(float)); /* +0.0 everywhere */
+	assert_true(out[26] > 1e38f);			    /* nothing past the tensor */
 	done(t);
 }
 
@@ -1211,13 +1211,28 @@ test_engine_stale_result_ignored(void **state)
 	for (int k = 0; k < 7; k++) {
 		h = result_hdr(t, 0, 0, 0, 2, 0);
 		switch (k) {
-		case 0: h.round = 1; break;
-		case 1: h.round = UINT32_MAX; break;
-		case 2: h.block = 2; h.next = INA_BLOCK_END; break;
-		case 3: h.flags = INA_F_VER; break;
-		case 4: h.tensor_id = TENSOR + 1; break;
-		case 5: h.tensor_len = 12; break;
-		case 6: h.block_size = 2; break;
+		case 0:
+			h.round = 1;
+			break;
+		case 1:
+			h.round = UINT32_MAX;
+			break;
+		case 2:
+			h.block = 2;
+			h.next = INA_BLOCK_END;
+			break;
+		case 3:
+			h.flags = INA_F_VER;
+			break;
+		case 4:
+			h.tensor_id = TENSOR + 1;
+			break;
+		case 5:
+			h.tensor_len = 12;
+			break;
+		case 6:
+			h.block_size = 2;
+			break;
 		}
 		rx_result_h(t, &h, sum);
 		stale++;
@@ -1278,16 +1293,37 @@ test_engine_bad_packets_counted(void **state)
 	for (int k = 0; k < 10; k++) {
 		h = result_hdr(t, 0, 0, 0, INA_BLOCK_END, 0);
 		switch (k) {
-		case 0: h.token = TOKEN + 1; break;
-		case 1: h.job_id = JOB + 1; break;
-		case 2: h.epoch = EPOCH + 1; break;
-		case 3: h.epoch = EPOCH - 1; break;
-		case 4: h.rank = 1; break;			/* not from the switch */
-		case 5: h.lane = 2; break;			/* past the lanes */
-		case 6: h.encoding = INA_ENC_I32; break;
-		case 7: h.version = 2; break;
-		case 8: h.type = INA_T_DATA; h.rank = 1; break;	/* a type workers never get */
-		case 9: h.bound = 1; break;			/* only DATA has one */
+		case 0:
+			h.token = TOKEN + 1;
+			break;
+		case 1:
+			h.job_id = JOB + 1;
+			break;
+		case 2:
+			h.epoch = EPOCH + 1;
+			break;
+		case 3:
+			h.epoch = EPOCH - 1;
+			break;
+		case 4:
+			h.rank = 1;
+			break; /* not from the switch */
+		case 5:
+			h.lane = 2;
+			break; /* past the lanes */
+		case 6:
+			h.encoding = INA_ENC_I32;
+			break;
+		case 7:
+			h.version = 2;
+			break;
+		case 8:
+			h.type = INA_T_DATA;
+			h.rank = 1;
+			break; /* a type workers never get */
+		case 9:
+			h.bound = 1;
+			break; /* only DATA has one */
 		}
 		rx_result_h(t, &h, sum);
 		bad++;
@@ -1332,7 +1368,7 @@ test_engine_bad_packets_counted(void **state)
 	rx_result(t, 1, 1, 0, INA_BLOCK_END, 0, &sum[4]);
 	assert_int_equal(engine_phase(t->e), ENGINE_READY);
 	assert_floats(out, sum, 8);
-	assert_int_equal(engine_stats(t->e)->pkts_recv, bad + 2 + 1);	/* + JOIN_ACK */
+	assert_int_equal(engine_stats(t->e)->pkts_recv, bad + 2 + 1); /* + JOIN_ACK */
 	done(t);
 }
 
@@ -1439,7 +1475,7 @@ test_engine_keepalive(void **state)
 
 	t->cfg.keepalive_ns = 50 * MS;
 	start(t);
-	assert_true(engine_next_deadline(t->e) == UINT64_MAX);	/* not joined */
+	assert_true(engine_next_deadline(t->e) == UINT64_MAX); /* not joined */
 	assert_int_equal(engine_keepalive(t->e, t->now + SEC_NS, &p, 1), 0);
 	join_ready(t);
 	/* The JOIN was the last packet sent. */
@@ -1487,7 +1523,7 @@ test_engine_keepalive_off(void **state)
 	struct t *t = *state;
 	struct ina_pkt *p;
 
-	join_ready(t);	/* keepalive_ns 0: the default */
+	join_ready(t); /* keepalive_ns 0: the default */
 	assert_true(engine_next_deadline(t->e) == UINT64_MAX);
 	t->now += 3600 * SEC_NS;
 	assert_int_equal(tx(t), 0);
@@ -1823,7 +1859,7 @@ test_engine_nonfinite_i32(void **state)
 	assert_non_null(strstr(engine_error_msg(t->e), "NaN"));
 	assert_non_null(strstr(engine_error_msg(t->e), "block 0"));
 	assert_int_equal(tx(t), 0);
-	assert_int_equal(engine_stats(t->e)->pkts_sent, 1);	/* the JOIN */
+	assert_int_equal(engine_stats(t->e)->pkts_sent, 1); /* the JOIN */
 	engine_destroy(t->e);
 	t->e = NULL;
 
@@ -2012,7 +2048,7 @@ test_engine_in_place(void **state)
 
 	/* In place with an average and a skipped block. */
 	memcpy(orig, buf, sizeof(orig));
-	memset(&buf[8], 0, 4 * sizeof(float));		/* block 2: zero */
+	memset(&buf[8], 0, 4 * sizeof(float)); /* block 2: zero */
 	begin(t, buf, buf, 16, 4, ENGINE_AVG);
 	assert_int_equal(tx(t), 2);
 	check_data(t, for_lane(2, 0), 0, 0, 0, 0, INA_BLOCK_END, 0, &orig[0]);
@@ -2036,7 +2072,7 @@ test_engine_next_deadline(void **state)
 	struct t *t = *state;
 	uint64_t t1, t2;
 
-	t->cfg.timeout_ns = 6 * MS;	/* shorter than rto_max */
+	t->cfg.timeout_ns = 6 * MS; /* shorter than rto_max */
 	start(t);
 	assert_true(engine_next_deadline(t->e) == UINT64_MAX);
 	assert_int_equal(engine_join(t->e, t->now), 0);
@@ -2058,7 +2094,7 @@ test_engine_next_deadline(void **state)
 	rx_result(t, 0, 0, 0, 2, 0, in);
 	assert_true(engine_next_deadline(t->e) == 0);
 	assert_int_equal(tx(t), 1);
-	assert_true(engine_next_deadline(t->e) == t1 + RTO);	/* lane 1's */
+	assert_true(engine_next_deadline(t->e) == t1 + RTO); /* lane 1's */
 	/* Lane 1 waited: its timer restarts from the WAIT with its own
 	 * timeout (RTO), which is now the earliest; lane 0's runs on the
 	 * measured round trip RTO/2: SRTT + 4 RTTVAR = RTO/2 + 4 RTO/4. */
@@ -2107,7 +2143,7 @@ test_engine_pool_empty_defers_send(void **state)
 	while (nb < NB_PKTS && (held[nb] = ina_pkt_alloc(t->pool)) != NULL)
 		nb++;
 	assert_int_equal(tx(t), 0);
-	assert_true(engine_next_deadline(t->e) == 0);	/* still due */
+	assert_true(engine_next_deadline(t->e) == 0); /* still due */
 	ina_pkt_free_bulk(held, nb);
 	n = tx(t);
 	assert_int_equal(n, 2);
@@ -2889,7 +2925,8 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_engine_keepalive_off, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_engine_keepalive_replica, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_engine_live_wait_is_progress, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_engine_live_wait_then_silence, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_engine_live_wait_then_silence, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(test_engine_timeout_no_switch, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_engine_error_left, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_engine_error_peer_dead, setup, teardown),

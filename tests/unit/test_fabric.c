@@ -43,7 +43,8 @@ make_data(uint16_t world, uint32_t n, uint16_t block, double density, uint64_t s
 	for (uint16_t r = 0; r < world; r++) {
 		for (uint32_t b = 0; b * block < n; b++) {
 			int on = (double)(hash(seed ^ (r * 1000003ull) ^ (b * 7919ull)) >> 11) *
-					 0x1.0p-53 < density;
+					 0x1.0p-53 <
+				 density;
 
 			for (uint32_t i = b * block; i < n && i < (b + 1) * block; i++) {
 				int k = (int)(hash(seed * 31 + r * 65537ull + i) % 2047) - 1023;
@@ -53,7 +54,7 @@ make_data(uint16_t world, uint32_t n, uint16_t block, double density, uint64_t s
 		}
 		in_p[r] = ins[r];
 		out_p[r] = outs[r];
-		memset(outs[r], 0x7f, sizeof(outs[r]));	/* garbage the sum must replace */
+		memset(outs[r], 0x7f, sizeof(outs[r])); /* garbage the sum must replace */
 	}
 }
 
@@ -99,7 +100,8 @@ check_sum_bf16(uint16_t world, uint32_t n, int average)
 		err = fabs((double)outs[0][i] - ref);
 		if (!(err <= bound))
 			fail_msg("element %u: got %.9g want %.9g, error %.3g above the bf16 "
-				 "bound %.3g", i, (double)outs[0][i], ref, err, bound);
+				 "bound %.3g",
+				 i, (double)outs[0][i], ref, err, bound);
 		if (bound > 0 && err / bound > worst)
 			worst = err / bound;
 		for (uint16_t r = 1; r < world; r++)
@@ -197,7 +199,8 @@ test_fabric_block_size_varies(void **state)
 		uint32_t n = 500 + 300 * (uint32_t)k;
 
 		make_data(4, n, b, 0.5, (uint64_t)k);
-		assert_int_equal(fabric_allreduce(&f, (uint32_t)k, in_p, out_p, n, b, ENGINE_SUM), 0);
+		assert_int_equal(fabric_allreduce(&f, (uint32_t)k, in_p, out_p, n, b, ENGINE_SUM),
+				 0);
 		check_sum(4, n, 0);
 	}
 	assert_int_equal(fabric_finish(&f), 0);
@@ -408,9 +411,10 @@ test_fabric_lagging_rank_keeps_job(void **state)
 		if (fabric_allreduce(&f, 1, in_p, out_p, 200, 16, ENGINE_SUM) < 0) {
 			for (uint16_t r = 0; r < 4; r++)
 				if (engine_error(f.hosts[r]))
-					fail_msg("seed %llu rank %u: %s", (unsigned long long)seed, r,
-						 engine_error_msg(f.hosts[r]));
-			fail_msg("seed %llu: no error, yet the run did not end", (unsigned long long)seed);
+					fail_msg("seed %llu rank %u: %s", (unsigned long long)seed,
+						 r, engine_error_msg(f.hosts[r]));
+			fail_msg("seed %llu: no error, yet the run did not end",
+				 (unsigned long long)seed);
 		}
 		check_sum(4, 200, 0);
 		assert_int_equal(fabric_run(&f, ENGINE_FINISHING, 60ull * 1000000000ull), 0);
@@ -460,7 +464,8 @@ test_fabric_missing_peer_named(void **state)
 	/* Rank 2 never starts its allreduce. */
 	for (uint16_t r = 0; r < 2; r++)
 		assert_int_equal(engine_allreduce(f.hosts[r], 0, in_p[r], out_p[r], 100, 16,
-						  ENGINE_SUM, f.now), 0);
+						  ENGINE_SUM, f.now),
+				 0);
 	assert_int_equal(fabric_run(&f, ENGINE_RUNNING, 5000000000ull), -1);
 	assert_int_equal(engine_error(f.hosts[0]), INA_EPEER);
 	assert_non_null(strstr(engine_error_msg(f.hosts[0]), "rank(s) 2"));
@@ -496,7 +501,8 @@ test_fabric_leave_tells_others(void **state)
 	make_data(3, 100, 16, 1.0, 3);
 	for (uint16_t r = 0; r < 2; r++)
 		assert_int_equal(engine_allreduce(f.hosts[r], 0, in_p[r], out_p[r], 100, 16,
-						  ENGINE_SUM, f.now), 0);
+						  ENGINE_SUM, f.now),
+				 0);
 	engine_leave(f.hosts[2], f.now);
 	assert_int_equal(fabric_run(&f, ENGINE_RUNNING, 5000000000ull), -1);
 	assert_int_equal(engine_error(f.hosts[0]), INA_ELEFT);

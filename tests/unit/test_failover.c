@@ -25,7 +25,7 @@
 #define WORLD 3
 #define LANES 4
 #define BLOCK 8
-#define N 300			/* 38 blocks: every lane has several */
+#define N 300 /* 38 blocks: every lane has several */
 #define ROUNDS 4
 #define MS 1000000ull
 #define KILL_POINTS 25
@@ -84,8 +84,8 @@ check_round(int round, int64_t kill)
 }
 
 struct marks {
-	uint64_t joined;	/* packets put on the wire by the end of the join */
-	uint64_t reduced;	/* ... by the end of the last round */
+	uint64_t joined;  /* packets put on the wire by the end of the join */
+	uint64_t reduced; /* ... by the end of the last round */
 };
 
 /*
@@ -105,7 +105,7 @@ run_paused(uint8_t enc, int64_t kill, uint64_t pause_ns, double drop, uint64_t s
 	engine_config_init(&ec);
 	fabric_peer(&ec.replica, FABRIC_REPLICA);
 	ec.failover_ns = 60 * MS;
-	ec.rto_max_ns = 20 * MS;	/* resends (and WAITs) well within it */
+	ec.rto_max_ns = 20 * MS; /* resends (and WAITs) well within it */
 	fabric_init(&f, WORLD, LANES, BLOCK, enc, NULL, &ec);
 	assert_non_null(f.replica);
 	f.faults.drop_rate = drop;
@@ -171,7 +171,8 @@ sweep(uint8_t enc, double drop, uint64_t seed)
 	assert_true(ref.reduced > ref.joined + 100);
 	for (int k = 0; k < KILL_POINTS; k++) {
 		int64_t kill = (int64_t)(ref.joined + (ref.reduced - ref.joined) *
-							(uint64_t)(2 * k + 1) / (2 * KILL_POINTS));
+							      (uint64_t)(2 * k + 1) /
+							      (2 * KILL_POINTS));
 
 		taken += run(enc, kill, drop, seed, &m);
 	}
@@ -214,9 +215,10 @@ test_failover_primary_stalls(void **state)
 		for (uint64_t seed = 31; seed < 34; seed++) {
 			assert_int_equal(run(INA_ENC_F32, -1, 0.05, seed, &ref), 0);
 			for (int k = 0; k < KILL_POINTS; k++) {
-				int64_t kill = (int64_t)(ref.joined + (ref.reduced - ref.joined) *
-									(uint64_t)(2 * k + 1) /
-									(2 * KILL_POINTS));
+				int64_t kill = (int64_t)(ref.joined +
+							 (ref.reduced - ref.joined) *
+								 (uint64_t)(2 * k + 1) /
+								 (2 * KILL_POINTS));
 
 				run_paused(INA_ENC_F32, kill, pauses[p], 0.05, seed, &m, -1);
 			}
@@ -243,8 +245,8 @@ test_failover_lost_announcement(void **state)
 		assert_int_equal(run(INA_ENC_F32, -1, drop, seed, &ref), 0);
 		for (int k = 0; k < KILL_POINTS; k++, runs++) {
 			int64_t kill = (int64_t)(ref.joined + (ref.reduced - ref.joined) *
-								(uint64_t)(2 * k + 1) /
-								(2 * KILL_POINTS));
+								      (uint64_t)(2 * k + 1) /
+								      (2 * KILL_POINTS));
 
 			taken += run_paused(INA_ENC_F32, kill, 80 * MS, drop, seed, &m, 1);
 		}

@@ -35,7 +35,7 @@
 
 /* What a run saw: packets out in order (their sequence numbers). */
 struct run {
-	uint32_t *seq;			/* MANY * 2 entries */
+	uint32_t *seq; /* MANY * 2 entries */
 	uint32_t nb;
 	uint64_t now;
 };
@@ -115,7 +115,7 @@ step(struct ina_faults *f, struct run *r, uint32_t first, uint16_t n)
 
 		memcpy(&s, pkts[i]->data, sizeof(s));
 		assert_int_equal(pkts[i]->peer.len, 4);
-		assert_memory_equal(pkts[i]->peer.bytes, &s, 4);	/* dups keep the peer */
+		assert_memory_equal(pkts[i]->peer.bytes, &s, 4); /* dups keep the peer */
 	}
 	drain_out(r, pkts, nb);
 }
@@ -164,7 +164,7 @@ test_options(void **state)
 	assert_int_equal(ina_faults_option(&cfg, "reorder_gap", "17", &range), -EINVAL);
 	assert_int_equal(ina_faults_option(&cfg, "hold", "257", &range), -EINVAL);
 	assert_int_equal(ina_faults_option(&cfg, "delay_us", "0", &range), -EINVAL);
-	assert_int_equal(ina_faults_option(&cfg, "bind", "x", &range), 0);	/* not ours */
+	assert_int_equal(ina_faults_option(&cfg, "bind", "x", &range), 0); /* not ours */
 	assert_int_equal(ina_faults_option(&cfg, "seed", "42", &range), 1);
 	assert_int_equal(cfg.seed, 42);
 
@@ -308,7 +308,7 @@ test_delay_bounded(void **state)
 	(void)state;
 	cfg_of(&cfg, "delay_us=1000,hold=8");
 	ina_faults_init(&f, &cfg);
-	step(&f, &r, 0, BURST);			/* 8 held, 8 pass: the queue is full */
+	step(&f, &r, 0, BURST); /* 8 held, 8 pass: the queue is full */
 	assert_int_equal(f.nb_held, 8);
 	assert_int_equal(f.st.delay, 8);
 	assert_int_equal(f.st.hold_full, 8);
@@ -316,14 +316,14 @@ test_delay_bounded(void **state)
 	assert_int_equal(ina_faults_next_ns(&f, r.now), 1000 * US);
 	assert_int_equal(ina_faults_next_ns(&f, r.now + 400 * US), 600 * US);
 	assert_int_equal(ina_faults_release(&f, r.now + 999 * US, pkts, ROOM), 0);
-	nb = ina_faults_release(&f, r.now + 1000 * US, pkts, 3);	/* room for 3 */
+	nb = ina_faults_release(&f, r.now + 1000 * US, pkts, 3); /* room for 3 */
 	assert_int_equal(nb, 3);
 	drain_out(&r, pkts, nb);
 	assert_int_equal(ina_faults_next_ns(&f, r.now + 1000 * US), 0);
 	nb = ina_faults_release(&f, r.now + 1000 * US, pkts, ROOM);
 	assert_int_equal(nb, 5);
 	drain_out(&r, pkts, nb);
-	for (uint32_t i = 0; i < 8; i++)	/* the held ones, in their order */
+	for (uint32_t i = 0; i < 8; i++) /* the held ones, in their order */
 		assert_int_equal(r.seq[8 + i], i);
 	assert_int_equal(ina_faults_next_ns(&f, 0), UINT64_MAX);
 
@@ -353,7 +353,7 @@ test_dup_no_room(void **state)
 	assert_int_equal(pool->ops->get(pool, pkts, 4), 4);
 	for (int i = 0; i < 4; i++)
 		pkts[i]->len = 0;
-	nb = ina_faults_rx(&f, 0, pkts, 4, 6);	/* room for 2 copies */
+	nb = ina_faults_rx(&f, 0, pkts, 4, 6); /* room for 2 copies */
 	assert_int_equal(nb, 6);
 	assert_int_equal(f.nb_held, 2);
 	assert_int_equal(f.st.dup, 4);
@@ -485,7 +485,7 @@ test_udp_port_delay(void **state)
 	assert_true(ina_now_ns() - t0 < 100 * INA_NS_PER_MS);
 	assert_int_equal(udp_collect(b, 8, &waited), 8);
 	assert_true(ina_now_ns() - t0 >= 100 * INA_NS_PER_MS);
-	assert_true(waited < 500 * INA_NS_PER_MS);	/* woken for them, not at 1 s */
+	assert_true(waited < 500 * INA_NS_PER_MS); /* woken for them, not at 1 s */
 	assert_int_equal(b->stats.rx_pkts, 12);
 	assert_int_equal(ina_pkt_pool_avail(b->pool), 64);
 
@@ -510,14 +510,10 @@ int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_options),
-		cmocka_unit_test(test_rates),
-		cmocka_unit_test(test_seed),
-		cmocka_unit_test(test_reorder),
-		cmocka_unit_test(test_delay_bounded),
-		cmocka_unit_test(test_dup_no_room),
-		cmocka_unit_test(test_corrupt),
-		cmocka_unit_test(test_no_alloc),
+		cmocka_unit_test(test_options),	       cmocka_unit_test(test_rates),
+		cmocka_unit_test(test_seed),	       cmocka_unit_test(test_reorder),
+		cmocka_unit_test(test_delay_bounded),  cmocka_unit_test(test_dup_no_room),
+		cmocka_unit_test(test_corrupt),	       cmocka_unit_test(test_no_alloc),
 		cmocka_unit_test(test_udp_port_delay),
 	};
 

@@ -35,7 +35,8 @@ static int
 group_setup(void **state)
 {
 	char *argv[] = { "test_faults_dpdk", "--no-huge", "--no-pci", "--no-shconf",
-			 "--no-telemetry", "-m", "256", "--lcores=0@(0-1)", "--log-level=error" };
+			 "--no-telemetry",   "-m",	  "256",      "--lcores=0@(0-1)",
+			 "--log-level=error" };
 	char err[256];
 	int ret;
 
@@ -67,7 +68,7 @@ group_teardown(void **state)
 	(void)state;
 	ina_port_close(a);
 	RTE_ETH_FOREACH_DEV(id)
-		rte_eth_dev_close(id);
+	rte_eth_dev_close(id);
 	rte_ring_free(r_ab);
 	rte_ring_free(r_ba);
 	ina_dpdk_eal_cleanup();
@@ -156,7 +157,7 @@ test_corrupt_caught(void **state)
 	ina_port_dpdk_neigh_stats(b, &st);
 	assert_int_equal(got + b->stats.rx_csum_bad, N_PKTS);
 	assert_int_equal(b->stats.rx_csum_bad, b->stats.inject_corrupt);
-	assert_in_range(b->stats.rx_csum_bad, 120, 280);	/* 10% of 2000, +-6 sd */
+	assert_in_range(b->stats.rx_csum_bad, 120, 280); /* 10% of 2000, +-6 sd */
 	assert_int_equal(st.malformed, b->stats.rx_csum_bad);
 	assert_int_equal(b->stats.rx_drop, b->stats.rx_csum_bad);
 	assert_int_equal(late, 0);
@@ -183,7 +184,7 @@ test_dup_reorder(void **state)
 	assert_in_range(twice, 120, 280);
 	assert_true(late > 100 && late <= b->stats.inject_reorder + b->stats.inject_dup);
 	assert_int_equal(b->stats.rx_pkts, got);
-	assert_int_equal(ina_port_dpdk_pool_avail(b), avail);	/* copies given back */
+	assert_int_equal(ina_port_dpdk_pool_avail(b), avail); /* copies given back */
 	ina_port_close(b);
 }
 
@@ -225,7 +226,7 @@ test_delay_close(void **state)
 	assert_true(ina_now_ns() - t0 < INA_NS_PER_S);
 	/* Ring ethdevs pass the sender's mbufs: B holds 8 of A's. */
 	assert_int_equal(ina_port_dpdk_pool_avail(a), avail_a - 8);
-	ina_port_close(b);	/* frees the 8 held before the pools go */
+	ina_port_close(b); /* frees the 8 held before the pools go */
 	assert_int_equal(ina_port_dpdk_pool_avail(a), avail_a);
 	b = open_b("seed=1");
 	ina_port_close(b);

@@ -53,8 +53,13 @@ static struct ina_job_params
 params(void)
 {
 	struct ina_job_params p = {
-		.job_id = JOB, .epoch = EPOCH, .token = TOKEN, .world = 2, .lanes = 1,
-		.max_block = 4, .encoding = INA_ENC_F32,
+		.job_id = JOB,
+		.epoch = EPOCH,
+		.token = TOKEN,
+		.world = 2,
+		.lanes = 1,
+		.max_block = 4,
+		.encoding = INA_ENC_F32,
 	};
 	return p;
 }
@@ -76,7 +81,7 @@ tx(struct t *t, struct wc_got *g)
 	uint16_t n = engine_tx(t->e, t->now, pkts, 4);
 
 	for (uint16_t i = 0; i < n; i++) {
-		wc_decode(g, pkts[i], &p);	/* fails the test on an invalid packet */
+		wc_decode(g, pkts[i], &p); /* fails the test on an invalid packet */
 		ina_pkt_free(pkts[i]);
 	}
 	return n;
@@ -113,8 +118,8 @@ start(struct t *t)
 	ina_wire_encode_join(2, 1, 4, join);
 	rx(t, &h, join, sizeof(join));
 	assert_int_equal(engine_phase(t->e), ENGINE_READY);
-	t->in[0] = 1.0f;	/* block 0 */
-	t->in[5] = 2.0f;	/* block 1 */
+	t->in[0] = 1.0f; /* block 0 */
+	t->in[5] = 2.0f; /* block 1 */
 	assert_int_equal(engine_allreduce(t->e, 9, t->in, t->out, 12, 4, ENGINE_SUM, t->now), 0);
 	assert_int_equal(tx(t, &g), 1);
 	assert_int_equal(g.h.block, 0);

@@ -59,12 +59,12 @@ struct fixture {
 	struct rte_ring *sw_in[K_MAX], *sw_out[K_MAX];
 	struct rte_ring *w_in[WORLD], *w_out[WORLD];
 	struct ina_port *sw[K_MAX], *w[WORLD];
-	unsigned lcore1;		/* second lcore, or the main one */
+	unsigned lcore1; /* second lcore, or the main one */
 };
 
 static struct fixture fx;
 static float ins[WORLD][N];
-static float outs[3][2][WORLD][N];	/* [k][enc][rank] */
+static float outs[3][2][WORLD][N]; /* [k][enc][rank] */
 
 /* What the wire thread runs. */
 struct wire {
@@ -75,7 +75,7 @@ struct wire {
 	struct engine *e[WORLD];
 	volatile sig_atomic_t stop;
 	volatile sig_atomic_t dump;
-	int skip_fin;			/* a rank that sends no FIN, or -1 */
+	int skip_fin; /* a rank that sends no FIN, or -1 */
 	int rc;
 	char msg[256];
 	uint64_t moved, dropped;
@@ -105,8 +105,16 @@ ring_port(const char *name, struct rte_ring **rx, struct rte_ring **tx, const ch
 static int
 group_setup(void **state)
 {
-	char *argv[] = { "test_lcores_dpdk", "--no-huge", "--no-pci", "--no-shconf",
-			 "--no-telemetry", "-m", "512", "-l", "0-1", "--log-level=error" };
+	char *argv[] = { "test_lcores_dpdk",
+			 "--no-huge",
+			 "--no-pci",
+			 "--no-shconf",
+			 "--no-telemetry",
+			 "-m",
+			 "512",
+			 "-l",
+			 "0-1",
+			 "--log-level=error" };
 	int argc = (int)(sizeof(argv) / sizeof(argv[0]));
 	char err[256], name[32], opts[64];
 
@@ -248,7 +256,8 @@ make_round(int round)
 
 	for (int r = 0; r < WORLD; r++)
 		for (int i = 0; i < N; i++) {
-			uint64_t x = (uint64_t)round * 1000003u + (uint64_t)r * 7919u + (uint64_t)(i / BLOCK);
+			uint64_t x = (uint64_t)round * 1000003u + (uint64_t)r * 7919u +
+				     (uint64_t)(i / BLOCK);
 			uint64_t v = (uint64_t)round * 31u + (uint64_t)r * 65537u + (uint64_t)i;
 
 			x = (x * 0x9e3779b97f4a7c15ull) >> 11;
@@ -291,8 +300,8 @@ wire_main(void *arg)
 
 				if (memcmp(&o[r][i], &want, sizeof(want)) != 0) {
 					snprintf(w->msg, sizeof(w->msg),
-						 "round %d rank %d element %d: %.9g, want %.9g", round,
-						 r, i, (double)o[r][i], (double)want);
+						 "round %d rank %d element %d: %.9g, want %.9g",
+						 round, r, i, (double)o[r][i], (double)want);
 					goto out;
 				}
 			}
@@ -356,8 +365,8 @@ static void
 drain_all(void)
 {
 	struct rte_ring *rings[] = { fx.sw_in[0], fx.sw_in[1], fx.sw_out[0], fx.sw_out[1],
-				     fx.w_in[0], fx.w_in[1], fx.w_in[2], fx.w_in[3],
-				     fx.w_out[0], fx.w_out[1], fx.w_out[2], fx.w_out[3] };
+				     fx.w_in[0],  fx.w_in[1],  fx.w_in[2],   fx.w_in[3],
+				     fx.w_out[0], fx.w_out[1], fx.w_out[2],  fx.w_out[3] };
 	struct rte_mbuf *m;
 
 	for (size_t i = 0; i < sizeof(rings) / sizeof(rings[0]); i++)
@@ -413,7 +422,8 @@ run_switch(uint16_t k, uint8_t enc, double loss)
 		ec.rto_min_ns = INA_NS_PER_MS;
 		ec.rto_max_ns = 20 * INA_NS_PER_MS;
 		assert_int_equal(ina_port_resolve(fx.w[r], "02:00:00:00:00:64@10.0.0.100:9150",
-						      &ec.sw), 0);
+						  &ec.sw),
+				 0);
 		w.e[r] = engine_create(&ec);
 		assert_non_null(w.e[r]);
 	}

@@ -32,9 +32,9 @@ static char open_err[320];
 #define OPEN_ERR open_err, sizeof(open_err)
 
 #define NB_CLIENTS 2
-#define NB_ECHO 100		/* packets each client sends and gets back */
-#define NB_FAN 50		/* fan-outs the server sends to all clients */
-#define FAN_LEN 7000		/* bytes of each: jumbo frames (mtu=9000) */
+#define NB_ECHO 100  /* packets each client sends and gets back */
+#define NB_FAN 50    /* fan-outs the server sends to all clients */
+#define FAN_LEN 7000 /* bytes of each: jumbo frames (mtu=9000) */
 #define RUN_NS (20 * INA_NS_PER_S)
 
 static char sock[64], prefix[NB_CLIENTS + 1][48];
@@ -63,8 +63,10 @@ static int
 server_eal(void)
 {
 	char pre[96], err[512], vdev[NB_CLIENTS][160];
-	char *argv[16] = { "test_memif_dpdk", "--no-huge", "-m", "256", "--no-pci",
-			   "--no-telemetry", "--lcores=0@(0-1)", "--log-level=error", pre };
+	char *argv[16] = {
+		"test_memif_dpdk",  "--no-huge",	 "-m", "256", "--no-pci", "--no-telemetry",
+		"--lcores=0@(0-1)", "--log-level=error", pre
+	};
 	int argc = 9;
 
 	snprintf(pre, sizeof(pre), "--file-prefix=%s", prefix[0]);
@@ -110,13 +112,21 @@ client(int c)
 	uint64_t end;
 	int ret = -1;
 
-	snprintf(vdev, sizeof(vdev), "net_memif0,role=client,id=%d,socket=%s,bsize=9216", c,
-		 sock);
+	snprintf(vdev, sizeof(vdev), "net_memif0,role=client,id=%d,socket=%s,bsize=9216", c, sock);
 	{
 		char pre[96], err[512];
-		char *argv[] = { "test_memif_dpdk", "--no-huge", "-m", "256", "--no-pci",
-				 "--no-telemetry", "--lcores=0@(0-1)", "--log-level=error", pre,
-				 "--vdev", vdev, NULL };
+		char *argv[] = { "test_memif_dpdk",
+				 "--no-huge",
+				 "-m",
+				 "256",
+				 "--no-pci",
+				 "--no-telemetry",
+				 "--lcores=0@(0-1)",
+				 "--log-level=error",
+				 pre,
+				 "--vdev",
+				 vdev,
+				 NULL };
 
 		snprintf(pre, sizeof(pre), "--file-prefix=%s", prefix[c + 1]);
 		if (ina_dpdk_eal_init(11, argv, err, sizeof(err)) < 0) {
@@ -234,8 +244,8 @@ test_memif_star(void **state)
 		/* Echo: each back to its peer, out the ethdev it came in on. */
 		if (nb)
 			ina_port_tx_burst(s, pkts, nb);
-		if (known == (1ull << NB_CLIENTS) - 1 && got[0] == NB_ECHO &&
-		    got[1] == NB_ECHO && fan < NB_FAN) {
+		if (known == (1ull << NB_CLIENTS) - 1 && got[0] == NB_ECHO && got[1] == NB_ECHO &&
+		    fan < NB_FAN) {
 			struct ina_pkt *r = ina_pkt_alloc(s->pool);
 
 			assert_non_null(r);

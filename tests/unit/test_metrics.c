@@ -37,7 +37,7 @@ struct parsed {
 	char families[MAX_FAMILIES][96];
 	char types[MAX_FAMILIES][8];
 	int nb_series;
-	char *series[MAX_SERIES];	/* "name{labels}" */
+	char *series[MAX_SERIES]; /* "name{labels}" */
 	double values[MAX_SERIES];
 };
 
@@ -154,7 +154,8 @@ parse(struct parsed *ps, const struct metrics_snapshot *s)
 			assert_int_equal((int)(end - (line + 7)), (int)strlen(family));
 			assert_memory_equal(line + 7, family, strlen(family));
 			assert_int_equal(*end, ' ');
-			assert_true(strcmp(end + 1, "counter") == 0 || strcmp(end + 1, "gauge") == 0);
+			assert_true(strcmp(end + 1, "counter") == 0 ||
+				    strcmp(end + 1, "gauge") == 0);
 			snprintf(type, sizeof(ps->types[0]), "%s", end + 1);
 			if (strcmp(type, "counter") == 0)
 				assert_string_equal(family + strlen(family) - 6, "_total");
@@ -228,16 +229,31 @@ snapshot_one_loop(struct metrics_snapshot *s)
 	s->jobs = jobs;
 	s->jobs_cap = 4;
 	s->nb_jobs = 2;
-	jobs[0] = (struct pipeline_job_info){ .job_id = 42, .epoch = 7, .world = 4, .lanes = 32,
-					      .want_lanes = 32, .slots = 32, .ranks_joined = 4,
-					      .encoding = INA_ENC_F32, .state = PJOB_RUNNING,
-					      .has_round = 1, .max_round = 17,
+	jobs[0] = (struct pipeline_job_info){ .job_id = 42,
+					      .epoch = 7,
+					      .world = 4,
+					      .lanes = 32,
+					      .want_lanes = 32,
+					      .slots = 32,
+					      .ranks_joined = 4,
+					      .encoding = INA_ENC_F32,
+					      .state = PJOB_RUNNING,
+					      .has_round = 1,
+					      .max_round = 17,
 					      .idle_ns = 1600000 };
-	jobs[1] = (struct pipeline_job_info){ .job_id = 4000000000u, .epoch = 8, .world = 2,
-					      .lanes = 8, .want_lanes = 16, .slots = 16,
-					      .ranks_joined = 2, .ranks_finished = 1,
-					      .encoding = INA_ENC_BF16, .ssp = 2, .weight = 3,
-					      .state = PJOB_LINGERING, .idle_ns = 2500000000ull };
+	jobs[1] = (struct pipeline_job_info){ .job_id = 4000000000u,
+					      .epoch = 8,
+					      .world = 2,
+					      .lanes = 8,
+					      .want_lanes = 16,
+					      .slots = 16,
+					      .ranks_joined = 2,
+					      .ranks_finished = 1,
+					      .encoding = INA_ENC_BF16,
+					      .ssp = 2,
+					      .weight = 3,
+					      .state = PJOB_LINGERING,
+					      .idle_ns = 2500000000ull };
 }
 
 static void
@@ -250,19 +266,20 @@ known_snapshot(void **state)
 	snapshot_one_loop(&s);
 	parse(&ps, &s);
 	/* The text starts with the switch's own gauges, exactly. */
-	assert_memory_equal(ps.text,
-			    "# HELP ina_switch_info The switch's transport and role (value 1).\n"
-			    "# TYPE ina_switch_info gauge\n"
-			    "ina_switch_info{transport=\"udp\",role=\"switch\"} 1\n"
-			    "# HELP ina_switch_start_time_seconds When the switch started, Unix time.\n"
-			    "# TYPE ina_switch_start_time_seconds gauge\n"
-			    "ina_switch_start_time_seconds 1795790000.250\n",
-			    strlen("# HELP ina_switch_info The switch's transport and role (value 1).\n"
-				   "# TYPE ina_switch_info gauge\n"
-				   "ina_switch_info{transport=\"udp\",role=\"switch\"} 1\n"
-				   "# HELP ina_switch_start_time_seconds When the switch started, Unix time.\n"
-				   "# TYPE ina_switch_start_time_seconds gauge\n"
-				   "ina_switch_start_time_seconds 1795790000.250\n"));
+	assert_memory_equal(
+		ps.text,
+		"# HELP ina_switch_info The switch's transport and role (value 1).\n"
+		"# TYPE ina_switch_info gauge\n"
+		"ina_switch_info{transport=\"udp\",role=\"switch\"} 1\n"
+		"# HELP ina_switch_start_time_seconds When the switch started, Unix time.\n"
+		"# TYPE ina_switch_start_time_seconds gauge\n"
+		"ina_switch_start_time_seconds 1795790000.250\n",
+		strlen("# HELP ina_switch_info The switch's transport and role (value 1).\n"
+		       "# TYPE ina_switch_info gauge\n"
+		       "ina_switch_info{transport=\"udp\",role=\"switch\"} 1\n"
+		       "# HELP ina_switch_start_time_seconds When the switch started, Unix time.\n"
+		       "# TYPE ina_switch_start_time_seconds gauge\n"
+		       "ina_switch_start_time_seconds 1795790000.250\n"));
 	assert_true(has_line(&ps, "# TYPE ina_switch_packets_received_total counter"));
 	assert_true(has_line(&ps, "ina_switch_packets_received_total 1234"));
 	assert_true(has_line(&ps, "ina_switch_packets_sent_total 600"));
@@ -292,7 +309,8 @@ known_snapshot(void **state)
 	assert_null(strstr(ps.text, "ina_switch_lcore_"));
 	assert_null(strstr(ps.text, "partition=\""));
 	/* The jobs, exactly. */
-	assert_non_null(strstr(ps.text,
+	assert_non_null(strstr(
+		ps.text,
 		"# HELP ina_switch_job_info An admitted job: its encoding and synchronisation (value 1).\n"
 		"# TYPE ina_switch_job_info gauge\n"
 		"ina_switch_job_info{job=\"42\",encoding=\"f32\",sync=\"bsp\"} 1\n"
@@ -317,8 +335,10 @@ known_snapshot(void **state)
 	assert_true(has_line(&ps, "ina_switch_job_idle_seconds{job=\"42\"} 0.002"));
 	assert_true(has_line(&ps, "ina_switch_job_idle_seconds{job=\"4000000000\"} 2.500"));
 	/* The last line is the last job's. */
-	assert_string_equal(ps.text + ps.len - strlen("ina_switch_job_idle_seconds{job=\"4000000000\"} 2.500\n"),
-			    "ina_switch_job_idle_seconds{job=\"4000000000\"} 2.500\n");
+	assert_string_equal(
+		ps.text + ps.len -
+			strlen("ina_switch_job_idle_seconds{job=\"4000000000\"} 2.500\n"),
+		"ina_switch_job_idle_seconds{job=\"4000000000\"} 2.500\n");
 	parsed_free(&ps);
 }
 
@@ -346,7 +366,8 @@ every_counter_once(void **state)
 	struct metrics_snapshot s;
 	struct parsed ps;
 	uint64_t *pc = (uint64_t *)(void *)&s.pipe, *po;
-	size_t np = sizeof(s.pipe) / sizeof(uint64_t), no = sizeof(s.part[0].port) / sizeof(uint64_t);
+	size_t np = sizeof(s.pipe) / sizeof(uint64_t),
+	       no = sizeof(s.part[0].port) / sizeof(uint64_t);
 	size_t found_p = 0, found_o = 0;
 
 	(void)state;
@@ -414,16 +435,21 @@ partitions(void **state)
 	assert_true(has_line(&ps, "ina_switch_packets_received_total 1234"));
 	assert_true(has_line(&ps, "ina_switch_port_received_packets_total{partition=\"0\"} 1240"));
 	assert_true(has_line(&ps, "ina_switch_port_received_packets_total{partition=\"1\"} 77"));
-	assert_true(has_line(&ps,
-		"ina_switch_port_faults_injected_total{kind=\"dup\",partition=\"0\"} 9"));
+	assert_true(
+		has_line(&ps,
+			 "ina_switch_port_faults_injected_total{kind=\"dup\",partition=\"0\"} 9"));
 	assert_true(has_line(&ps, "ina_switch_port_arp_received_total{partition=\"0\"} 5"));
-	assert_true(has_line(&ps,
-		"ina_switch_port_discards_total{reason=\"not_ours\",partition=\"1\"} 6"));
-	assert_true(has_line(&ps,
+	assert_true(
+		has_line(&ps,
+			 "ina_switch_port_discards_total{reason=\"not_ours\",partition=\"1\"} 6"));
+	assert_true(has_line(
+		&ps,
 		"ina_switch_lcore_steered_total{direction=\"out\",partition=\"0\",lcore=\"0\"} 11"));
-	assert_true(has_line(&ps,
+	assert_true(has_line(
+		&ps,
 		"ina_switch_lcore_steered_total{direction=\"in\",partition=\"1\",lcore=\"3\"} 11"));
-	assert_true(has_line(&ps, "ina_switch_lcore_polls_total{partition=\"1\",lcore=\"3\"} 123456"));
+	assert_true(
+		has_line(&ps, "ina_switch_lcore_polls_total{partition=\"1\",lcore=\"3\"} 123456"));
 	assert_true(has_line(&ps, "ina_switch_job_slots{job=\"42\"} 64"));
 	assert_null(strstr(ps.text, "ina_switch_packets_received_total{"));
 	parsed_free(&ps);
@@ -440,7 +466,8 @@ label_escaping(void **state)
 	snapshot_one_loop(&s);
 	s.transport = "a\"b\\c\nd";
 	parse(&ps, &s);
-	assert_true(has_line(&ps, "ina_switch_info{transport=\"a\\\"b\\\\c\\nd\",role=\"switch\"} 1"));
+	assert_true(
+		has_line(&ps, "ina_switch_info{transport=\"a\\\"b\\\\c\\nd\",role=\"switch\"} 1"));
 	parsed_free(&ps);
 }
 
@@ -469,12 +496,9 @@ int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(known_snapshot),
-		cmocka_unit_test(no_jobs),
-		cmocka_unit_test(every_counter_once),
-		cmocka_unit_test(partitions),
-		cmocka_unit_test(label_escaping),
-		cmocka_unit_test(write_error),
+		cmocka_unit_test(known_snapshot),     cmocka_unit_test(no_jobs),
+		cmocka_unit_test(every_counter_once), cmocka_unit_test(partitions),
+		cmocka_unit_test(label_escaping),     cmocka_unit_test(write_error),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

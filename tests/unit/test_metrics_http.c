@@ -55,7 +55,7 @@ struct dp {
 	pthread_t thread;
 	atomic_int stop;
 	atomic_int paused;
-	uint64_t gen;		/* the value of every counter of the last fill */
+	uint64_t gen; /* the value of every counter of the last fill */
 };
 
 static void
@@ -82,7 +82,7 @@ dp_main(void *arg)
 			s->max_jobs = 4;
 			s->nb_jobs = 0;
 			set_all((uint64_t *)(void *)&s->pipe, sizeof(s->pipe) / 8, d->gen);
-			sleep_us(200);	/* half-way: a reader now would see two values */
+			sleep_us(200); /* half-way: a reader now would see two values */
 			set_all((uint64_t *)(void *)&s->part[0].port, sizeof(s->part[0].port) / 8,
 				d->gen);
 			metrics_http_publish(d->mh);
@@ -111,7 +111,7 @@ dp_stop(struct dp *d)
 
 struct answer {
 	int status;
-	char *body;	/* NUL-terminated */
+	char *body; /* NUL-terminated */
 	size_t len;
 };
 
@@ -280,7 +280,7 @@ paths_and_methods(void **state)
 	assert_int_equal(http(port, "GET", "/metrics", &a), 200);
 	assert_non_null(strstr(a.body, "# TYPE ina_switch_packets_received_total counter\n"));
 	free(a.body);
-	assert_int_equal(http(port, "GET", "/metrics?x=1", &a), 200);	/* query ignored */
+	assert_int_equal(http(port, "GET", "/metrics?x=1", &a), 200); /* query ignored */
 	free(a.body);
 	assert_int_equal(http(port, "HEAD", "/metrics", &a), 200);
 	assert_int_equal((int)a.len, 0);
@@ -427,10 +427,8 @@ int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(bad_addresses),
-		cmocka_unit_test(paths_and_methods),
-		cmocka_unit_test(snapshots),
-		cmocka_unit_test(concurrent_scrapes),
+		cmocka_unit_test(bad_addresses),    cmocka_unit_test(paths_and_methods),
+		cmocka_unit_test(snapshots),	    cmocka_unit_test(concurrent_scrapes),
 		cmocka_unit_test(data_path_silent),
 	};
 

@@ -134,24 +134,24 @@ test_npy_reads_real_file(void **state)
 
 	assert_int_equal(ina_npy_read_row(npy, 0, row, GRADS_ROW), 0);
 	assert_int_equal(bits_of(row[0]), 0);
-	assert_int_equal(bits_of(row[9]), 0x39ca7bea);		/* 0.00038620766 */
-	assert_int_equal(bits_of(row[GRADS_ROW - 1]), 0x3b81fb6e);	/* 0.0039667403 */
+	assert_int_equal(bits_of(row[9]), 0x39ca7bea);		   /* 0.00038620766 */
+	assert_int_equal(bits_of(row[GRADS_ROW - 1]), 0x3b81fb6e); /* 0.0039667403 */
 	for (i = 0, nb_nonzero = 0; i < GRADS_ROW; i++)
 		nb_nonzero += row[i] != 0.0f;
 	assert_int_equal(nb_nonzero, 45100);
 
 	assert_int_equal(ina_npy_read_row(npy, 5, row, GRADS_ROW), 0);
-	assert_int_equal(bits_of(row[0]), 0x3a168975);		/* 0.00057425286 */
+	assert_int_equal(bits_of(row[0]), 0x3a168975); /* 0.00057425286 */
 
 	assert_int_equal(ina_npy_read_row(npy, 7, row, GRADS_ROW), 0);
-	assert_int_equal(bits_of(row[30000]), 0x3ca584c2);	/* 0.020204905 */
+	assert_int_equal(bits_of(row[30000]), 0x3ca584c2); /* 0.020204905 */
 	for (i = 0; i < GRADS_ROW; i++)
 		sum += row[i];
-	assert_true(sum == -0x1.79e1d002a576fp+4);	/* summed in order in double */
+	assert_true(sum == -0x1.79e1d002a576fp+4); /* summed in order in double */
 
 	assert_int_equal(ina_npy_read_row(npy, 11, row, GRADS_ROW), 0);
-	assert_int_equal(bits_of(row[0]), 0xb7449b48);		/* -1.1718665e-05 */
-	assert_int_equal(bits_of(row[GRADS_ROW - 1]), 0xbb936258);	/* -0.0044978075 */
+	assert_int_equal(bits_of(row[0]), 0xb7449b48);		   /* -1.1718665e-05 */
+	assert_int_equal(bits_of(row[GRADS_ROW - 1]), 0xbb936258); /* -0.0044978075 */
 	for (i = 0, nb_nonzero = 0; i < GRADS_ROW; i++)
 		nb_nonzero += row[i] != 0.0f;
 	assert_int_equal(nb_nonzero, 44953);

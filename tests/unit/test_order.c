@@ -26,7 +26,9 @@
 static struct order *
 mk(enum order_policy p, uint32_t window, uint32_t cap)
 {
-	struct order_config c = { .policy = p, .window = window, .capacity = cap,
+	struct order_config c = { .policy = p,
+				  .window = window,
+				  .capacity = cap,
 				  .max_tensors = 64 };
 	struct order *s = order_create(&c);
 
@@ -117,10 +119,10 @@ test_priority_flush(void **state)
 	/* Window 0: nothing before the flush. */
 	assert_int_equal(order_next(s, &seq), ORDER_WAIT);
 	order_flush(s);
-	order_flush(s);	/* a second flush at the same point is the same mark */
+	order_flush(s); /* a second flush at the same point is the same mark */
 	/* The next step's tensors come before this step's last ones start,
 	 * with better priorities: they stay behind the flush. */
-	assert_int_equal(next(s), 5);	/* layer 0 */
+	assert_int_equal(next(s), 5); /* layer 0 */
 	sub(s, 100, -5, 0);
 	sub(s, 101, -6, 0);
 	for (int l = 1; l <= 5; l++)
@@ -142,7 +144,7 @@ test_fence(void **state)
 	(void)state;
 	sub(s, 1, 5, 0);
 	sub(s, 2, 4, 0);
-	sub(s, 99, 0, 1);	/* barrier, seq 2 */
+	sub(s, 99, 0, 1); /* barrier, seq 2 */
 	sub(s, 3, -100, 0);
 	/* The barrier closes the window: known without a flush. */
 	assert_int_equal(next(s), 1);
@@ -237,7 +239,7 @@ test_no_starvation(void **state)
 	for (int i = 0; i < 200; i++) {
 		uint64_t seq;
 
-		sub(s, (uint32_t)i + 1, -i, 0);	/* always better */
+		sub(s, (uint32_t)i + 1, -i, 0); /* always better */
 		if (order_next(s, &seq) != 0)
 			continue;
 		if (seq == low) {
@@ -257,8 +259,12 @@ test_no_starvation(void **state)
 static struct order *
 mkfuse(enum order_policy p, uint32_t window, uint32_t fuse_elems)
 {
-	struct order_config c = { .policy = p, .window = window, .capacity = 64,
-				  .max_tensors = 64, .fuse_elems = fuse_elems, .fuse_max = 3 };
+	struct order_config c = { .policy = p,
+				  .window = window,
+				  .capacity = 64,
+				  .max_tensors = 64,
+				  .fuse_elems = fuse_elems,
+				  .fuse_max = 3 };
 	struct order *s = order_create(&c);
 
 	assert_non_null(s);
@@ -268,8 +274,11 @@ mkfuse(enum order_policy p, uint32_t window, uint32_t fuse_elems)
 static void
 subn(struct order *s, int32_t prio, uint32_t n, uint8_t cls, int fence)
 {
-	struct order_op op = { .tensor_id = (uint32_t)prio, .priority = prio, .n = n,
-			       .fuse_class = cls, .fence = fence };
+	struct order_op op = { .tensor_id = (uint32_t)prio,
+			       .priority = prio,
+			       .n = n,
+			       .fuse_class = cls,
+			       .fence = fence };
 	uint64_t seq;
 
 	assert_int_equal(order_submit_op(s, &op, &seq), 0);
@@ -305,22 +314,22 @@ test_fuse_fifo(void **state)
 	assert_true(order_waiting(s));
 	subn(s, 1, 20, 1, 0);
 	assert_int_equal(order_next_group(s, seqs, &n), ORDER_WAIT);
-	subn(s, 2, 5000, 0, 0);		/* too big: never fused */
+	subn(s, 2, 5000, 0, 0); /* too big: never fused */
 	group(s, 2, 0, 1);
-	group(s, 1, 2);			/* a big one goes at once */
+	group(s, 1, 2); /* a big one goes at once */
 	subn(s, 3, 30, 1, 0);
-	subn(s, 4, 30, 2, 0);		/* another class ends the group */
+	subn(s, 4, 30, 2, 0); /* another class ends the group */
 	group(s, 1, 3);
 	assert_int_equal(order_next_group(s, seqs, &n), ORDER_WAIT);
-	order_flush(s);			/* a flush ends it too */
+	order_flush(s); /* a flush ends it too */
 	group(s, 1, 4);
 	/* The limit: fuse_max 3, then up to fuse_elems. */
 	for (int i = 0; i < 5; i++)
 		subn(s, 5 + i, 10, 1, 0);
 	group(s, 3, 5, 6, 7);
-	subn(s, 10, 81, 1, 0);		/* 10 + 10 + 81 > 100 */
+	subn(s, 10, 81, 1, 0); /* 10 + 10 + 81 > 100 */
 	group(s, 2, 8, 9);
-	subn(s, 11, 0, 0, 1);		/* a barrier ends it */
+	subn(s, 11, 0, 0, 1); /* a barrier ends it */
 	group(s, 1, 10);
 	group(s, 1, 11);
 	order_destroy(s);
@@ -342,14 +351,14 @@ test_fuse_priority(void **state)
 	/* Layer 0 and 1 (priority order), then 2 does not fit: the group
 	 * stops there rather than let layer 3 pass layer 2. */
 	group(s, 2, 4, 3);
-	group(s, 2, 2, 1);	/* 90 + 10 fits exactly */
+	group(s, 2, 2, 1); /* 90 + 10 fits exactly */
 	group(s, 1, 0);
 	order_destroy(s);
 }
 
 /* A random program: submissions (tensor, priority), flushes, barriers. */
 struct event {
-	int kind;	/* 0 submit, 1 flush, 2 barrier */
+	int kind; /* 0 submit, 1 flush, 2 barrier */
 	uint32_t tensor;
 	int32_t prio;
 };
@@ -372,8 +381,12 @@ static unsigned
 play(enum order_policy p, uint32_t window, const struct event *ev, unsigned n_ev, double eager,
      uint64_t seed, uint64_t *order_out, uint32_t fuse)
 {
-	struct order_config oc = { .policy = p, .window = window, .capacity = 1024,
-				   .max_tensors = 64, .fuse_elems = fuse, .fuse_max = 4 };
+	struct order_config oc = { .policy = p,
+				   .window = window,
+				   .capacity = 1024,
+				   .max_tensors = 64,
+				   .fuse_elems = fuse,
+				   .fuse_max = 4 };
 	struct order *s = order_create(&oc);
 	unsigned n = 0, count[16] = { 0 };
 	uint32_t tensor_of[1024];
@@ -411,30 +424,32 @@ play(enum order_policy p, uint32_t window, const struct event *ev, unsigned n_ev
 
 		while (order_next_group(s, grp, &ng) == 0) {
 			for (uint32_t gi = 0; gi < ng; gi++) {
-			uint32_t t = tensor_of[grp[gi]];
+				uint32_t t = tensor_of[grp[gi]];
 
-			seq = grp[gi];
-			assert_true(ng == 1 || fuse);
+				seq = grp[gi];
+				assert_true(ng == 1 || fuse);
 
-			/* Fences: everything before a barrier started before it,
+				/* Fences: everything before a barrier started before it,
 			 * and it before everything after it. */
-			for (unsigned k = 0; k < n; k++) {
-				if (order_out[k] > UINT64_MAX - ORDER_FUSE_MAX - 1)
-					continue;	/* a group's end */
-				if (fence_of[seq])
-					assert_true(order_out[k] < seq);
-				if (fence_of[order_out[k]])
-					assert_true(order_out[k] < seq);
-			}
-			for (unsigned k = n; p == ORDER_FIFO && k-- > 0;)
-				if (order_out[k] < UINT64_MAX - ORDER_FUSE_MAX - 1) {
-					assert_true(order_out[k] < seq);
-					break;
+				for (unsigned k = 0; k < n; k++) {
+					if (order_out[k] > UINT64_MAX - ORDER_FUSE_MAX - 1)
+						continue; /* a group's end */
+					if (fence_of[seq])
+						assert_true(order_out[k] < seq);
+					if (fence_of[order_out[k]])
+						assert_true(order_out[k] < seq);
 				}
-			(void)prio_of;
-			order_out[n++] = seq;
-			count[t % 16]++;
-			order_set_norm(s, t, (double)((t * 7919u + count[t % 16] * 104729u) % 97));
+				for (unsigned k = n; p == ORDER_FIFO && k-- > 0;)
+					if (order_out[k] < UINT64_MAX - ORDER_FUSE_MAX - 1) {
+						assert_true(order_out[k] < seq);
+						break;
+					}
+				(void)prio_of;
+				order_out[n++] = seq;
+				count[t % 16]++;
+				order_set_norm(s, t,
+					       (double)((t * 7919u + count[t % 16] * 104729u) %
+							97));
 			}
 			/* A group's end, so that groupings are compared too. */
 			order_out[n++] = UINT64_MAX - ng;
@@ -442,7 +457,7 @@ play(enum order_policy p, uint32_t window, const struct event *ev, unsigned n_ev
 	}
 	assert_int_equal(order_queued(s), 0);
 	order_destroy(s);
-	return n;	/* operations + groups */
+	return n; /* operations + groups */
 }
 
 static void
@@ -456,7 +471,7 @@ test_agreement(void **state)
 	for (int trial = 0; trial < 120; trial++) {
 		uint32_t fuse = trial % 2 ? 0 : 40;
 		enum order_policy p = (enum order_policy)((trial / 2) % 3);
-		uint32_t window = (uint32_t)(rnd(&x) % 6);	/* 0 (flush only) .. 5 */
+		uint32_t window = (uint32_t)(rnd(&x) % 6); /* 0 (flush only) .. 5 */
 		unsigned n_ev = 50 + (unsigned)(rnd(&x) % 300), n_sub = 0;
 		unsigned na, nb;
 

@@ -37,10 +37,10 @@
 #define BARRIER 0xffffffffu
 
 struct ev {
-	int kind;		/* 0 tensor, 1 flush, 2 barrier */
+	int kind; /* 0 tensor, 1 flush, 2 barrier */
 	int layer;
 	int step;
-	uint64_t at[WORLD];	/* virtual time each worker does it */
+	uint64_t at[WORLD]; /* virtual time each worker does it */
 };
 
 static struct ev evs[STEPS * (L + 2)];
@@ -120,8 +120,12 @@ static int
 run(enum order_policy p, uint32_t window, double drop, uint64_t seed, uint64_t *order0,
     uint32_t fuse)
 {
-	struct order_config oc = { .policy = p, .window = window, .capacity = 64,
-				   .max_tensors = 64, .fuse_elems = fuse, .fuse_max = 8 };
+	struct order_config oc = { .policy = p,
+				   .window = window,
+				   .capacity = 64,
+				   .max_tensors = 64,
+				   .fuse_elems = fuse,
+				   .fuse_max = 8 };
 	uint64_t group[WORLD][ORDER_FUSE_MAX];
 	uint32_t nb_group[WORLD] = { 0 };
 	unsigned nb_rounds[WORLD] = { 0 };
@@ -161,10 +165,13 @@ run(enum order_policy p, uint32_t window, double drop, uint64_t seed, uint64_t *
 					order_flush(sc[r]);
 				} else {
 					struct order_op op = {
-						.tensor_id = e->kind == 2 ? BARRIER : (uint32_t)e->layer,
+						.tensor_id = e->kind == 2 ? BARRIER
+									  : (uint32_t)e->layer,
 						.priority = e->layer,
 						.fence = e->kind == 2,
-						.n = e->kind == 2 ? 1 : (uint32_t)sizes[e->step][e->layer],
+						.n = e->kind == 2
+							     ? 1
+							     : (uint32_t)sizes[e->step][e->layer],
 						.fuse_class = e->kind == 2 ? 0 : 1,
 					};
 
@@ -195,7 +202,7 @@ run(enum order_policy p, uint32_t window, double drop, uint64_t seed, uint64_t *
 			if (!busy[r] && engine_phase(f.hosts[r]) == ENGINE_READY &&
 			    order_next_group(sc[r], group[r], &nb_group[r]) == 0) {
 				uint64_t q = group[r][0];
-				int bar = op_layer[q] < 0, fused = nb_group[r] > 1;
+				int bar = op_layer[q]<0, fused = nb_group[r]> 1;
 				size_t off = 0;
 
 				assert_true(!fused || fuse);
@@ -203,17 +210,24 @@ run(enum order_policy p, uint32_t window, double drop, uint64_t seed, uint64_t *
 					uint64_t m = group[r][g];
 
 					assert_true(op_layer[m] >= 0);
-					memcpy(fuse_in[r] + off, ins[r][m], op_n(m) * sizeof(float));
+					memcpy(fuse_in[r] + off, ins[r][m],
+					       op_n(m) * sizeof(float));
 					off += op_n(m);
 				}
 				assert_true(off <= FUSE);
 				ones[r][q] = 1;
-				assert_int_equal(
-					engine_allreduce(f.hosts[r], bar ? BARRIER : (uint32_t)op_layer[q],
-							 fused ? fuse_in[r] : bar ? &ones[r][q] : ins[r][q],
-							 fused ? fuse_out[r] : bar ? &ones[r][q] : outs[r][q],
-							 fused ? off : op_n(q), BLOCK, ENGINE_SUM, f.now),
-					0);
+				assert_int_equal(engine_allreduce(f.hosts[r],
+								  bar ? BARRIER
+								      : (uint32_t)op_layer[q],
+								  fused ? fuse_in[r]
+								  : bar ? &ones[r][q]
+									: ins[r][q],
+								  fused ? fuse_out[r]
+								  : bar ? &ones[r][q]
+									: outs[r][q],
+								  fused ? off : op_n(q), BLOCK,
+								  ENGINE_SUM, f.now),
+						 0);
 				busy[r] = 1;
 				nb_rounds[r]++;
 				for (uint32_t g = 0; g < nb_group[r]; g++)
@@ -251,7 +265,7 @@ run(enum order_policy p, uint32_t window, double drop, uint64_t seed, uint64_t *
 		order_destroy(sc[r]);
 	}
 	memcpy(order0, started[0], sizeof(started[0]));
-	if (fuse)	/* small tensors did fuse */
+	if (fuse) /* small tensors did fuse */
 		assert_true(nb_rounds[0] < OPS);
 	assert_int_equal(fabric_finish(&f), 0);
 	fabric_fini(&f);
@@ -282,14 +296,15 @@ check_order(enum order_policy p, const uint64_t *got)
 		const uint64_t *g = got + s * (L + 1);
 
 		for (int k = 0; k < L; k++)
-			want[k] = L - 1 - k;	/* submission order */
+			want[k] = L - 1 - k; /* submission order */
 		if (p == ORDER_PRIORITY)
 			for (int k = 0; k < L; k++)
 				want[k] = k;
 		if (p == ORDER_MAGNITUDE && s > 0)
 			for (int a = 1; a < L; a++)
-				for (int b = a; b > 0 && norm2(s - 1, want[b]) >
-							 norm2(s - 1, want[b - 1]); b--) {
+				for (int b = a;
+				     b > 0 && norm2(s - 1, want[b]) > norm2(s - 1, want[b - 1]);
+				     b--) {
 					int t = want[b];
 
 					want[b] = want[b - 1];

@@ -25,14 +25,17 @@
 #include "ina/util.h"
 #include "partition.h"
 
-static enum partition_layout layout;	/* of mk() */
+static enum partition_layout layout; /* of mk() */
 
 static struct partition *
 mk(enum partition_mode mode, uint32_t period, uint16_t parts, uint16_t lanes, uint32_t n,
    uint16_t min_block)
 {
-	struct partition_config c = { .mode = mode, .layout = layout, .period = period,
-				      .parts = parts, .lanes = lanes };
+	struct partition_config c = { .mode = mode,
+				      .layout = layout,
+				      .period = period,
+				      .parts = parts,
+				      .lanes = lanes };
 	struct partition *p = partition_create(&c, n, min_block);
 
 	assert_non_null(p);
@@ -52,13 +55,13 @@ check_map(const struct partition *p, uint16_t parts, uint16_t lanes, int keep_la
 	assert_non_null(seen);
 	for (uint32_t v = 0; v < nb; v++) {
 		assert_true(m[v] < nb);
-		assert_int_equal(seen[m[v]], 0);	/* owned once */
+		assert_int_equal(seen[m[v]], 0); /* owned once */
 		seen[m[v]] = 1;
 		owners[partition_part(&c, nb, v)]++;
 		ident[partition_part(&c, nb, v)]++;
 	}
 	for (uint32_t b = 0; b < nb; b++)
-		assert_int_equal(seen[b], 1);		/* owned at all */
+		assert_int_equal(seen[b], 1); /* owned at all */
 	for (uint16_t k = 0; k < parts; k++)
 		assert_int_equal(owners[k], ident[k]);
 	if (keep_last)
@@ -131,8 +134,9 @@ test_partition_ranges(void **state)
 		for (uint32_t v = 0; v < nb; v++) {
 			uint16_t k = partition_part(&c, nb, v);
 
-			assert_true(k < 4 && k >= last);	/* contiguous, in order */
-			assert_int_equal(v == (uint32_t)(((uint64_t)k * nb + 3) / 4) || k == last, 1);
+			assert_true(k < 4 && k >= last); /* contiguous, in order */
+			assert_int_equal(v == (uint32_t)(((uint64_t)k * nb + 3) / 4) || k == last,
+					 1);
 			last = k;
 		}
 	}
@@ -147,10 +151,11 @@ test_partition_ranges(void **state)
 				size_t off, len;
 
 				egroup_run(k, j, n, 16, &off, &len);
-				assert_true(j > 0 || len > 0);		/* run 0 never empty */
+				assert_true(j > 0 || len > 0); /* run 0 never empty */
 				assert_int_equal(off % 16, 0);
-				assert_int_equal(off / 16, seen);	/* contiguous */
-				for (uint32_t b = (uint32_t)(off / 16); b < (off + len + 15) / 16; b++)
+				assert_int_equal(off / 16, seen); /* contiguous */
+				for (uint32_t b = (uint32_t)(off / 16); b < (off + len + 15) / 16;
+				     b++)
 					assert_int_equal(partition_part(&ck, nb, b), j);
 				seen = (uint32_t)((off + len + 15) / 16);
 			}
@@ -171,7 +176,7 @@ test_partition_ranges(void **state)
 	partition_count(dy, nz, cd);
 	assert_int_equal(cf[0], 34);
 	assert_true(partition_imbalance(cf, 4) == 4.0);
-	assert_true(partition_imbalance(cd, 4) <= 9.0 * 4 / 34);	/* 9, 9, 8, 8 */
+	assert_true(partition_imbalance(cd, 4) <= 9.0 * 4 / 34); /* 9, 9, 8, 8 */
 	partition_destroy(fx);
 	partition_destroy(dy);
 	layout = PARTITION_LANES;
@@ -274,13 +279,13 @@ test_partition_tag(void **state)
 	assert_int_equal(partition_build(p, load, 64, 0), 0);
 	assert_true(partition_is_identity(p));
 	assert_int_equal(partition_tag(p), 0);
-	load[0] = load[2] = load[4] = load[6] = 1;	/* all on partition 0 */
+	load[0] = load[2] = load[4] = load[6] = 1; /* all on partition 0 */
 	assert_int_equal(partition_build(p, load, 64, 0), 0);
 	tags[0] = partition_tag(p);
 	load[6] = 0, load[8] = 1;
 	assert_int_equal(partition_build(p, load, 64, 0), 0);
 	tags[1] = partition_tag(p);
-	assert_int_equal(partition_build(p, load, 63, 0), 0);	/* another length */
+	assert_int_equal(partition_build(p, load, 63, 0), 0); /* another length */
 	tags[2] = partition_tag(p);
 	assert_int_not_equal(tags[0], 0);
 	assert_int_not_equal(tags[1], 0);
@@ -294,7 +299,7 @@ test_partition_tag(void **state)
 static void
 test_partition_gather_scatter(void **state)
 {
-	const uint32_t n = 1000;	/* B = 16: 63 blocks, the last of 8 */
+	const uint32_t n = 1000; /* B = 16: 63 blocks, the last of 8 */
 	struct partition *p = mk(PARTITION_DYNAMIC, 1, 3, 5, n, 16);
 	float in[1000], wire[1000], out[1000];
 	uint8_t wf[63], bf[63];
@@ -305,7 +310,7 @@ test_partition_gather_scatter(void **state)
 	for (uint32_t i = 0; i < n; i++)
 		in[i] = (float)i + 0.5f;
 	for (uint32_t i = 0; i < n; i++)
-		in[i] = (i / 16) % 7 == 0 ? in[i] : 0.0f;	/* every 7th block loaded */
+		in[i] = (i / 16) % 7 == 0 ? in[i] : 0.0f; /* every 7th block loaded */
 	partition_observe(p, 0, in);
 	assert_int_equal(partition_round(p, 1, 16), 0);
 	m = partition_blocks(p, &nb);
@@ -345,9 +350,9 @@ test_partition_schedule(void **state)
 	assert_non_null(a);
 	assert_non_null(b);
 	for (uint32_t i = 0; i < n; i += 16 * 8)
-		a[i + 3] = 1.0f;	/* every 8th block of 16: all on partition 0 */
+		a[i + 3] = 1.0f; /* every 8th block of 16: all on partition 0 */
 	for (uint32_t i = 0; i < n; i += 16 * 4)
-		b[i] = 2.0f;		/* every 4th block */
+		b[i] = 2.0f; /* every 4th block */
 	for (uint32_t r = 0; r < 3; r++) {
 		assert_int_equal(partition_round(p, r, 16), 0);
 		assert_true(partition_is_identity(p));
@@ -362,7 +367,7 @@ test_partition_schedule(void **state)
 			    256 * sizeof(uint32_t));
 	tag3 = partition_tag(p);
 	assert_int_not_equal(tag3, 0);
-	partition_observe(p, 3, b);		/* not a rebalancing boundary */
+	partition_observe(p, 3, b); /* not a rebalancing boundary */
 	assert_int_equal(partition_round(p, 4, 16), 0);
 	assert_int_equal(partition_tag(p), tag3);
 	/* B = 32 in round 5: the same sum (a) at the new B. */
@@ -377,7 +382,7 @@ test_partition_schedule(void **state)
 	assert_int_equal(partition_round(p, 6, 16), 0);
 	assert_int_equal(partition_rebalances(p), 2);
 	assert_int_not_equal(partition_tag(p), tag3);
-	assert_int_equal(partition_round(p, 6, 8), -EINVAL);	/* below min_block */
+	assert_int_equal(partition_round(p, 6, 8), -EINVAL); /* below min_block */
 	for (uint32_t r = 0; r < 4; r++) {
 		partition_observe(f, r, a);
 		assert_int_equal(partition_round(f, r + 1, 16), 0);
@@ -393,7 +398,9 @@ test_partition_schedule(void **state)
 static void
 test_partition_config(void **state)
 {
-	struct partition_config c = { .mode = PARTITION_DYNAMIC, .period = 0, .parts = 2,
+	struct partition_config c = { .mode = PARTITION_DYNAMIC,
+				      .period = 0,
+				      .parts = 2,
 				      .lanes = 4 };
 	char err[128];
 

@@ -33,7 +33,7 @@
 #define K 4
 #define LANES 16
 #define B 16
-#define N 4096		/* 256 blocks of 16 */
+#define N 4096 /* 256 blocks of 16 */
 #define NB (N / B)
 #define ROUNDS 8
 #define TID 21
@@ -106,8 +106,8 @@ run(enum partition_mode mode, double drop_rate, double *imb, uint32_t *tags)
 	tc.encoding = INA_ENC_F32;
 	tc.world = WORLD;
 	tc.lanes = LANES;
-	tc.part = (struct partition_config){ .mode = mode, .period = 2, .parts = K,
-					     .lanes = LANES };
+	tc.part =
+		(struct partition_config){ .mode = mode, .period = 2, .parts = K, .lanes = LANES };
 	fabric_init(&f, WORLD, LANES, B, INA_ENC_F32, NULL, NULL);
 	fabric_partition(&f, K, NULL);
 	f.faults.drop_rate = drop_rate;
@@ -169,7 +169,7 @@ test_partition_fabric_balance(void **state)
 	run(PARTITION_DYNAMIC, 0.03, dy, dt);
 	for (int k = 0; k < ROUNDS; k++) {
 		assert_int_equal(ft[k], 0);
-		assert_true(fi[k] > 3.0);	/* 64 of 68 blocks on one of 4 */
+		assert_true(fi[k] > 3.0); /* 64 of 68 blocks on one of 4 */
 		if (k < 2)
 			assert_int_equal(dt[k], 0);
 		else
@@ -182,7 +182,7 @@ test_partition_fabric_balance(void **state)
 	assert_int_equal(dt[4], dt[5]);
 }
 
-#define RN 71754		/* the real gradients' length */
+#define RN 71754 /* the real gradients' length */
 #define RB 16
 #define RLANES 64
 #define GRADS INA_SOURCE_DIR "/data/grads_cnn_digits_3it.npy"
@@ -243,8 +243,10 @@ real_run(enum partition_mode mode)
 		nonzero_results(&f, before);
 		assert_int_equal(partition_round(mirror, (uint32_t)k, RB), 0);
 		for (int r = 0; r < WORLD; r++) {
-			assert_int_equal(ina_npy_read_row(npy, (uint64_t)(k % 3) * WORLD + (uint64_t)r,
-							  rgrad[r], RN), 0);
+			assert_int_equal(ina_npy_read_row(npy,
+							  (uint64_t)(k % 3) * WORLD + (uint64_t)r,
+							  rgrad[r], RN),
+					 0);
 			assert_int_equal(tround_begin(tr[r], rgrad[r], &step[r]), 0);
 			assert_int_equal(step[r].tag, partition_tag(mirror));
 			assert_int_equal(engine_allreduce(f.hosts[r], TID ^ step[r].tag,
@@ -327,7 +329,8 @@ test_partition_fabric_disagree(void **state)
 	fabric_partition(&f, K, NULL);
 	for (int r = 0; r < WORLD; r++) {
 		tc.part = (struct partition_config){ .mode = PARTITION_DYNAMIC,
-						     .period = r == 3 ? 2 : 1, .parts = K,
+						     .period = r == 3 ? 2 : 1,
+						     .parts = K,
 						     .lanes = LANES };
 		tr[r] = tround_create(&tc, err, sizeof(err));
 		if (!tr[r])

@@ -31,12 +31,12 @@
 #include "pipeline_dump.h"
 #include "wire_check.h"
 
-#define NB_PKTS 64		/* packets in the test pool */
-#define BUF_SIZE 2048		/* bytes per packet buffer */
-#define MAX_BURST 8		/* largest burst a test sends */
-#define SLOT_ELEMS 16		/* the pipeline's slot width, and the largest B */
-#define MAXE 256		/* largest tensor the lane driver handles */
-#define MAXW 8			/* largest world the lane driver handles */
+#define NB_PKTS 64    /* packets in the test pool */
+#define BUF_SIZE 2048 /* bytes per packet buffer */
+#define MAX_BURST 8   /* largest burst a test sends */
+#define SLOT_ELEMS 16 /* the pipeline's slot width, and the largest B */
+#define MAXE 256      /* largest tensor the lane driver handles */
+#define MAXW 8	      /* largest world the lane driver handles */
 #define NB_PEERS 32
 
 #define MS 1000000ull
@@ -49,11 +49,11 @@
 static struct ina_peer peers[NB_PEERS];
 
 struct t {
-	struct ina_pkt_pool *pool;	/* NB_PKTS buffers, for inputs and outputs */
-	struct ina_pkt_pool *in_pool;	/* where test packets come from */
+	struct ina_pkt_pool *pool;    /* NB_PKTS buffers, for inputs and outputs */
+	struct ina_pkt_pool *in_pool; /* where test packets come from */
 	struct pipeline_config cfg;
-	struct pipeline *p;		/* the switch packets go to */
-	struct pipeline *prim, *repl;	/* a primary and its replica, or NULL */
+	struct pipeline *p;	      /* the switch packets go to */
+	struct pipeline *prim, *repl; /* a primary and its replica, or NULL */
 	uint64_t now;
 	uint16_t nb_out;
 	struct ina_pkt *out[MAX_BURST];
@@ -63,12 +63,12 @@ struct t {
 struct tjob {
 	uint32_t id;
 	uint64_t token;
-	uint32_t epoch;		/* from the JOIN_ACK; 0 before */
+	uint32_t epoch; /* from the JOIN_ACK; 0 before */
 	uint16_t world;
 	uint16_t lanes;
 	uint16_t max_block;
 	uint8_t enc;
-	uint8_t peer_base;	/* rank r sends from peers[peer_base + r] */
+	uint8_t peer_base; /* rank r sends from peers[peer_base + r] */
 };
 
 /* The block a data packet names, and its version bit. */
@@ -179,7 +179,7 @@ done(struct t *t)
 static uint16_t
 rx_n(struct t *t, struct ina_pkt **pkts, uint16_t n)
 {
-	assert_int_equal(t->nb_out, 0);	/* the previous outputs were taken */
+	assert_int_equal(t->nb_out, 0); /* the previous outputs were taken */
 	assert_true(n <= MAX_BURST);
 	t->nb_out = pipeline_rx_burst(t->p, pkts, n, t->now, t->out);
 	return t->nb_out;
@@ -458,20 +458,20 @@ struct round_in {
 	uint32_t round;
 	uint32_t tensor_len;
 	uint16_t block_size;
-	float data[MAXW][MAXE];	/* each rank's tensor */
+	float data[MAXW][MAXE]; /* each rank's tensor */
 	float got[MAXE];	/* what the results delivered */
 	uint64_t rng;
 };
 
 struct lane_run {
 	uint16_t lane;
-	uint8_t ver;		/* version bit of the lane's next block: kept across rounds */
+	uint8_t ver; /* version bit of the lane's next block: kept across rounds */
 	int done;
-	uint32_t block;		/* the block being aggregated */
-	uint16_t sent;		/* packets of 'block' sent so far */
-	uint16_t order[MAXW];	/* order the ranks send 'block' in */
+	uint32_t block;	      /* the block being aggregated */
+	uint16_t sent;	      /* packets of 'block' sent so far */
+	uint16_t order[MAXW]; /* order the ranks send 'block' in */
 	int want_data;
-	float want[SLOT_ELEMS];	/* the sum the switch must return, in arrival order */
+	float want[SLOT_ELEMS]; /* the sum the switch must return, in arrival order */
 };
 
 static int
@@ -636,8 +636,12 @@ static void
 test_pipeline_join_ack(void **state)
 {
 	struct t *t = *state;
-	struct tjob j = { .id = 1001, .token = 0x1111222233334444ull, .world = 3, .lanes = 2,
-			  .max_block = 4, .enc = INA_ENC_F32 };
+	struct tjob j = { .id = 1001,
+			  .token = 0x1111222233334444ull,
+			  .world = 3,
+			  .lanes = 2,
+			  .max_block = 4,
+			  .enc = INA_ENC_F32 };
 	struct tjob moved = j;
 	struct blk b = { .tensor_id = 1, .round = 1, .tensor_len = 8, .block_size = 4 };
 	float v[4] = { 1, 2, 3, 4 };
@@ -681,8 +685,13 @@ static void
 test_pipeline_pool_full(void **state)
 {
 	struct t *t = *state;
-	struct tjob a = { .id = 101, .token = 0xa1, .world = 2, .lanes = 3, .max_block = 4,
-			  .enc = INA_ENC_F32, .peer_base = 0 };
+	struct tjob a = { .id = 101,
+			  .token = 0xa1,
+			  .world = 2,
+			  .lanes = 3,
+			  .max_block = 4,
+			  .enc = INA_ENC_F32,
+			  .peer_base = 0 };
 	struct tjob b = a, c = a, d = a;
 	struct wc_got g;
 
@@ -742,13 +751,17 @@ static void
 test_pipeline_join_max_pkt(void **state)
 {
 	struct t *t = *state;
-	struct tjob f = { .id = 211, .token = 0x1111, .world = 1, .lanes = 1, .max_block = 16,
+	struct tjob f = { .id = 211,
+			  .token = 0x1111,
+			  .world = 1,
+			  .lanes = 1,
+			  .max_block = 16,
 			  .enc = INA_ENC_F32 };
 	struct tjob b = f;
 	struct wc_got g;
 
 	b.id = 212, b.token = 0x2222, b.enc = INA_ENC_BF16, b.peer_base = 2;
-	t->cfg.max_pkt = INA_HDR_SIZE + 16 * 2;	/* 16 bf16 elements, 8 f32 */
+	t->cfg.max_pkt = INA_HDR_SIZE + 16 * 2; /* 16 bf16 elements, 8 f32 */
 	start(t);
 	assert_int_equal(send_join(t, &f, 0), 1);
 	take_one(t, &g);
@@ -773,7 +786,7 @@ ev_record(void *ctx, const struct pipeline_event *ev)
 
 	assert_true(l->n < 8);
 	l->ev[l->n] = *ev;
-	l->ev[l->n].text = NULL;	/* valid during the call only: copied */
+	l->ev[l->n].text = NULL; /* valid during the call only: copied */
 	if (ev->text)
 		memcpy(l->text[l->n], ev->text, ev->text_len);
 	l->text[l->n][ev->text ? ev->text_len : 0] = '\0';
@@ -787,7 +800,11 @@ static void
 test_pipeline_events(void **state)
 {
 	struct t *t = *state;
-	struct tjob a = { .id = 221, .token = 0xa221, .world = 1, .lanes = 2, .max_block = 4,
+	struct tjob a = { .id = 221,
+			  .token = 0xa221,
+			  .world = 1,
+			  .lanes = 2,
+			  .max_block = 4,
 			  .enc = INA_ENC_F32 };
 	struct tjob b = a;
 	struct ev_log l = { 0 };
@@ -840,8 +857,13 @@ static void
 test_pipeline_join_refusals(void **state)
 {
 	struct t *t = *state;
-	struct tjob a = { .id = 201, .token = 0xaaaa, .world = 2, .lanes = 2, .max_block = 4,
-			  .enc = INA_ENC_F32, .peer_base = 0 };
+	struct tjob a = { .id = 201,
+			  .token = 0xaaaa,
+			  .world = 2,
+			  .lanes = 2,
+			  .max_block = 4,
+			  .enc = INA_ENC_F32,
+			  .peer_base = 0 };
 	struct tjob b = a, c = a, d = a, wrong = a;
 	struct blk blk = { .tensor_id = 1, .round = 1, .tensor_len = 8, .block_size = 4 };
 	float v[4] = { 0.5f, 1, 2, 4 };
@@ -916,8 +938,12 @@ static void
 test_pipeline_aggregate_f32(void **state)
 {
 	struct t *t = *state;
-	struct tjob j = { .id = 301, .token = 0x3030303030303030ull, .world = 3, .lanes = 2,
-			  .max_block = 4, .enc = INA_ENC_F32 };
+	struct tjob j = { .id = 301,
+			  .token = 0x3030303030303030ull,
+			  .world = 3,
+			  .lanes = 2,
+			  .max_block = 4,
+			  .enc = INA_ENC_F32 };
 	/* 30 elements: 8 blocks of 4, the last (7, lane 1) holds 2. */
 	struct blk b = { .tensor_id = 7, .round = 1, .tensor_len = 30, .block_size = 4 };
 	struct blk b1 = b;
@@ -1037,13 +1063,13 @@ test_pipeline_aggregate_f32(void **state)
 }
 
 static void expect_wire_drop(struct t *t, const struct tjob *j, uint16_t rank,
-			     const struct ina_hdr *h, const void *payload, size_t size, uint32_t len,
-			     enum ina_wire_reason reason);
+			     const struct ina_hdr *h, const void *payload, size_t size,
+			     uint32_t len, enum ina_wire_reason reason);
 
 /* A bf16 data packet from 'rank': 'vals' rounded to bf16, 2 bytes each. */
 static struct ina_pkt *
-mk_data_bf16(struct t *t, const struct tjob *j, uint16_t rank, const struct blk *b,
-	     uint32_t next, const float *vals)
+mk_data_bf16(struct t *t, const struct tjob *j, uint16_t rank, const struct blk *b, uint32_t next,
+	     const float *vals)
 {
 	struct ina_hdr h = data_hdr(j, rank, b, next, 0, vals != NULL);
 	uint8_t payload[SLOT_ELEMS * 2];
@@ -1065,7 +1091,11 @@ static void
 test_pipeline_aggregate_bf16(void **state)
 {
 	struct t *t = *state;
-	struct tjob j = { .id = 451, .token = 0x4545, .world = 3, .lanes = 2, .max_block = 4,
+	struct tjob j = { .id = 451,
+			  .token = 0x4545,
+			  .world = 3,
+			  .lanes = 2,
+			  .max_block = 4,
 			  .enc = INA_ENC_BF16 };
 	struct blk b = { .tensor_id = 5, .round = 1, .tensor_len = 32, .block_size = 4 };
 	struct blk b1 = b;
@@ -1125,7 +1155,7 @@ test_pipeline_aggregate_bf16(void **state)
 	take_one(t, &g);
 	assert_int_equal(g.payload_size, 8);
 	assert_int_equal(g.payload[0], 0x3f);
-	assert_int_equal(g.payload[1], 0x81);	/* 1 + 2^-7: 1 + 3 2^-9 rounded up */
+	assert_int_equal(g.payload[1], 0x81); /* 1 + 2^-7: 1 + 3 2^-9 rounded up */
 	assert_int_equal(g.payload[2] | g.payload[3], 0);
 
 	/* Lane 1: nobody has anything, a header-only result. */
@@ -1152,10 +1182,18 @@ static void
 test_pipeline_aggregate_i32(void **state)
 {
 	struct t *t = *state;
-	struct tjob j = { .id = 401, .token = 0x4040, .world = 3, .lanes = 2, .max_block = 4,
+	struct tjob j = { .id = 401,
+			  .token = 0x4040,
+			  .world = 3,
+			  .lanes = 2,
+			  .max_block = 4,
 			  .enc = INA_ENC_I32 };
-	struct blk b = { .tensor_id = 9, .round = 1, .tensor_len = 32, .block_size = 4,
-			 .lane = 0, .block = INA_BLOCK_OPEN };
+	struct blk b = { .tensor_id = 9,
+			 .round = 1,
+			 .tensor_len = 32,
+			 .block_size = 4,
+			 .lane = 0,
+			 .block = INA_BLOCK_OPEN };
 	struct blk b1 = b;
 	const int32_t a0[4] = { 100, -200, 1 << 20, -7 }, a2[4] = { 1, 2, 3, 4 };
 	const int32_t s0[4] = { 101, -198, (1 << 20) + 3, -3 };
@@ -1263,7 +1301,11 @@ static void
 test_pipeline_dead_rank(void **state)
 {
 	struct t *t = *state;
-	struct tjob j = { .id = 521, .token = 0x5252, .world = 3, .lanes = 2, .max_block = 4,
+	struct tjob j = { .id = 521,
+			  .token = 0x5252,
+			  .world = 3,
+			  .lanes = 2,
+			  .max_block = 4,
 			  .enc = INA_ENC_F32 };
 	struct blk b = { .tensor_id = 1, .round = 0, .tensor_len = 8, .block_size = 4 };
 	const float w[4] = { 1, 2, 3, 4 };
@@ -1324,7 +1366,11 @@ static void
 test_pipeline_keepalive(void **state)
 {
 	struct t *t = *state;
-	struct tjob j = { .id = 522, .token = 0x5253, .world = 3, .lanes = 1, .max_block = 4,
+	struct tjob j = { .id = 522,
+			  .token = 0x5253,
+			  .world = 3,
+			  .lanes = 1,
+			  .max_block = 4,
 			  .enc = INA_ENC_F32 };
 	struct tjob other = j;
 	struct blk b = { .tensor_id = 1, .round = 0, .tensor_len = 4, .block_size = 4 };
@@ -1349,7 +1395,7 @@ test_pipeline_keepalive(void **state)
 	 * 1 wait and get WAITs that vouch for it. */
 	for (int s = 1; s <= 10; s++) {
 		t->now += SEC;
-		assert_int_equal(send_ctl(t, &j, INA_T_KEEPALIVE, 2), 0);	/* no answer */
+		assert_int_equal(send_ctl(t, &j, INA_T_KEEPALIVE, 2), 0); /* no answer */
 		assert_int_equal(push(t, &j, (uint16_t)(s & 1), &b, INA_BLOCK_END, w), 1);
 		take_one(t, &g);
 		check_from_switch(&g, &j, INA_T_WAIT);
@@ -1397,7 +1443,11 @@ static void
 test_pipeline_wait_not_live(void **state)
 {
 	struct t *t = *state;
-	struct tjob j = { .id = 523, .token = 0x5254, .world = 2, .lanes = 1, .max_block = 4,
+	struct tjob j = { .id = 523,
+			  .token = 0x5254,
+			  .world = 2,
+			  .lanes = 1,
+			  .max_block = 4,
 			  .enc = INA_ENC_F32 };
 	struct blk b = { .tensor_id = 1, .round = 0, .tensor_len = 4, .block_size = 4 };
 	const float w[4] = { 1, 2, 3, 4 };
@@ -1424,9 +1474,17 @@ static void
 test_pipeline_drain_shutdown(void **state)
 {
 	struct t *t = *state;
-	struct tjob j = { .id = 531, .token = 0x5353, .world = 2, .lanes = 1, .max_block = 4,
+	struct tjob j = { .id = 531,
+			  .token = 0x5353,
+			  .world = 2,
+			  .lanes = 1,
+			  .max_block = 4,
 			  .enc = INA_ENC_F32 };
-	struct tjob k = { .id = 532, .token = 0x5454, .world = 2, .lanes = 1, .max_block = 4,
+	struct tjob k = { .id = 532,
+			  .token = 0x5454,
+			  .world = 2,
+			  .lanes = 1,
+			  .max_block = 4,
 			  .enc = INA_ENC_F32 };
 	struct blk b = { .tensor_id = 1, .round = 0, .tensor_len = 4, .block_size = 4 };
 	const float w[4] = { 1, 2, 3, 4 };
@@ -1463,7 +1521,11 @@ static void
 test_pipeline_duplicates_wait(void **state)
 {
 	struct t *t = *state;
-	struct tjob j = { .id = 501, .token = 0x5050, .world = 3, .lanes = 1, .max_block = 4,
+	struct tjob j = { .id = 501,
+			  .token = 0x5050,
+			  .world = 3,
+			  .lanes = 1,
+			  .max_block = 4,
 			  .enc = INA_ENC_F32 };
 	struct blk b = { .tensor_id = 1, .round = 1, .tensor_len = 4, .block_size = 4 };
 	const float w0[4] = { 0.1f, 0.2f, 0.3f, 0.4f }, w1[4] = { 1e-3f, 7, -8, 1e20f };
@@ -1540,7 +1602,11 @@ static void
 test_pipeline_lost_result(void **state)
 {
 	struct t *t = *state;
-	struct tjob j = { .id = 601, .token = 0x6060, .world = 3, .lanes = 1, .max_block = 4,
+	struct tjob j = { .id = 601,
+			  .token = 0x6060,
+			  .world = 3,
+			  .lanes = 1,
+			  .max_block = 4,
 			  .enc = INA_ENC_F32 };
 	struct blk b = { .tensor_id = 2, .round = 5, .tensor_len = 8, .block_size = 4 };
 	const float w0[4] = { 1.1f, 2.2f, 3.3f, 4.4f }, w1[4] = { -5, 0.5f, 1e-9f, 8 };
@@ -1620,7 +1686,11 @@ static void
 test_pipeline_result_filter(void **state)
 {
 	struct t *t = *state;
-	struct tjob j = { .id = 611, .token = 0x6161, .world = 3, .lanes = 1, .max_block = 4,
+	struct tjob j = { .id = 611,
+			  .token = 0x6161,
+			  .world = 3,
+			  .lanes = 1,
+			  .max_block = 4,
 			  .enc = INA_ENC_F32 };
 	struct blk b = { .tensor_id = 3, .round = 1, .tensor_len = 16, .block_size = 4 };
 	const float a[4] = { 0.25f, -0.5f, 0, 0.125f }, c[4] = { 0.5f, 0, -0.25f, 0 };
@@ -1700,7 +1770,11 @@ test_pipeline_reordering(void **state)
 		{ 0, 1, 2 }, { 0, 2, 1 }, { 1, 0, 2 }, { 1, 2, 0 }, { 2, 0, 1 }, { 2, 1, 0 },
 	};
 	struct t *t = *state;
-	struct tjob j = { .id = 701, .token = 0x7070, .world = 3, .lanes = 1, .max_block = 4,
+	struct tjob j = { .id = 701,
+			  .token = 0x7070,
+			  .world = 3,
+			  .lanes = 1,
+			  .max_block = 4,
 			  .enc = INA_ENC_F32 };
 	const float b0[3][4] = { { 0.5f, -1.25f, 3, 0.125f }, { 0 }, { 1.75f, 2, -0.375f, 8 } };
 	const float b1[3][4] = { { 0 }, { 1, 2, 3, 4 }, { 0.5f, 0.25f, -3, 100 } };
@@ -1751,10 +1825,19 @@ static void
 test_pipeline_exact_match(void **state)
 {
 	struct t *t = *state;
-	struct tjob j = { .id = 801, .token = 0x8080, .world = 3, .lanes = 2, .max_block = 4,
+	struct tjob j = { .id = 801,
+			  .token = 0x8080,
+			  .world = 3,
+			  .lanes = 2,
+			  .max_block = 4,
 			  .enc = INA_ENC_F32 };
-	struct tjob k = { .id = 802, .token = 0x8282, .world = 2, .lanes = 1, .max_block = 4,
-			  .enc = INA_ENC_F32, .peer_base = 8 };
+	struct tjob k = { .id = 802,
+			  .token = 0x8282,
+			  .world = 2,
+			  .lanes = 1,
+			  .max_block = 4,
+			  .enc = INA_ENC_F32,
+			  .peer_base = 8 };
 	struct tjob ghost = j;
 	const struct blk b0 = { .tensor_id = 7, .round = 1, .tensor_len = 32, .block_size = 4 };
 	struct blk b;
@@ -1920,7 +2003,11 @@ static void
 test_pipeline_malformed(void **state)
 {
 	struct t *t = *state;
-	struct tjob j = { .id = 901, .token = 0x9090, .world = 3, .lanes = 2, .max_block = 4,
+	struct tjob j = { .id = 901,
+			  .token = 0x9090,
+			  .world = 3,
+			  .lanes = 2,
+			  .max_block = 4,
 			  .enc = INA_ENC_F32 };
 	const struct blk b = { .tensor_id = 4, .round = 1, .tensor_len = 32, .block_size = 4 };
 	const float w0[4] = { 1, 1, 1, 1 }, w1[4] = { 2, 2, 2, 2 }, w2[4] = { 4, 4, 4, 4 };
@@ -1949,7 +2036,7 @@ test_pipeline_malformed(void **state)
 	h.flags = 0x80;
 	expect_wire_drop(t, &j, 1, &h, pl, 16, 0, INA_WIRE_BAD_FLAGS);
 	h = good;
-	h.bound = 0xbf800000u;	/* -1.0f */
+	h.bound = 0xbf800000u; /* -1.0f */
 	expect_wire_drop(t, &j, 1, &h, pl, 16, 0, INA_WIRE_BAD_BOUND);
 	h = good;
 	h.encoding = 7;
@@ -2021,7 +2108,11 @@ test_pipeline_slot_reuse(void **state)
 	static const uint16_t sizes[3] = { 4, 3, 2 };
 	static const uint32_t lens[4] = { 10, 7, 12, 1 };
 	struct t *t = *state;
-	struct tjob j = { .id = 1001, .token = 0xa0a0, .world = 2, .lanes = 1, .max_block = 4,
+	struct tjob j = { .id = 1001,
+			  .token = 0xa0a0,
+			  .world = 2,
+			  .lanes = 1,
+			  .max_block = 4,
 			  .enc = INA_ENC_F32 };
 	struct round_in *ri = calloc(1, sizeof(*ri));
 	struct lane_run lane = { .lane = 0 };
@@ -2056,8 +2147,12 @@ static void
 test_pipeline_reference_sum(void **state)
 {
 	struct t *t = *state;
-	struct tjob j = { .id = 1101, .token = 0xb0b0b0b0b0b0b0b0ull, .world = 4, .lanes = 3,
-			  .max_block = 16, .enc = INA_ENC_F32 };
+	struct tjob j = { .id = 1101,
+			  .token = 0xb0b0b0b0b0b0b0b0ull,
+			  .world = 4,
+			  .lanes = 3,
+			  .max_block = 16,
+			  .enc = INA_ENC_F32 };
 	struct round_in *ri = calloc(1, sizeof(*ri));
 	struct lane_run lanes[3] = { { .lane = 0 }, { .lane = 1 }, { .lane = 2 } };
 
@@ -2116,8 +2211,13 @@ static void
 test_pipeline_fair_share(void **state)
 {
 	struct t *t = *state;
-	struct tjob a = { .id = 151, .token = 0xa1, .world = 2, .lanes = 8, .max_block = 4,
-			  .enc = INA_ENC_F32, .peer_base = 0 };
+	struct tjob a = { .id = 151,
+			  .token = 0xa1,
+			  .world = 2,
+			  .lanes = 8,
+			  .max_block = 4,
+			  .enc = INA_ENC_F32,
+			  .peer_base = 0 };
 	struct tjob b = a, c = a, d = a, e = a;
 	struct round_in *ri = calloc(1, sizeof(*ri));
 	struct lane_run lanes[8];
@@ -2131,7 +2231,7 @@ test_pipeline_fair_share(void **state)
 	t->cfg.nb_slots = 12;
 	t->cfg.max_jobs = 8;
 	t->cfg.share.policy = SHARE_FAIR;
-	t->cfg.share_wait_ns = 0;	/* no give-back here: test_share_reshape */
+	t->cfg.share_wait_ns = 0; /* no give-back here: test_share_reshape */
 	start(t);
 	/* Alone: all it asks. */
 	join_granted(t, &a, 0, 1, 8);
@@ -2139,7 +2239,7 @@ test_pipeline_fair_share(void **state)
 	/* Its share with a is 6, but only 4 slots are free: 4 lanes. */
 	join_granted(t, &b, 0, 1, 4);
 	join_granted(t, &b, 1, 1, 4);
-	join_granted(t, &b, 1, 1, 4);	/* a repeated JOIN: the same grant */
+	join_granted(t, &b, 1, 1, 4); /* a repeated JOIN: the same grant */
 	assert_int_equal(pipeline_free_slots(t->p), 0);
 	assert_int_equal(pipeline_stats(t->p)->jobs_granted, 1);
 	/* A rank of b with another weight: a mismatch. */
@@ -2220,11 +2320,11 @@ test_pipeline_fair_share(void **state)
 	start(t);
 	a.epoch = 0;
 	a.lanes = 12;
-	assert_int_equal(send_join(t, &a, 0), 1);	/* share 4 < 7 */
+	assert_int_equal(send_join(t, &a, 0), 1); /* share 4 < 7 */
 	take_one(t, &g);
 	check_error(&g, a.id, a.token, INA_WERR_NO_SLOTS);
 	a.lanes = 3;
-	join_granted(t, &a, 0, 1, 3);	/* asks 3 < 7: 3 is its minimum */
+	join_granted(t, &a, 0, 1, 3); /* asks 3 < 7: 3 is its minimum */
 	fin_all(t, &a);
 	free(ri);
 	done(t);
@@ -2264,8 +2364,13 @@ static void
 test_pipeline_host_aggregator(void **state)
 {
 	struct t *t = *state;
-	struct tjob a = { .id = 161, .token = 0xa1, .world = 2, .lanes = 8, .max_block = 4,
-			  .enc = INA_ENC_F32, .peer_base = 0 };
+	struct tjob a = { .id = 161,
+			  .token = 0xa1,
+			  .world = 2,
+			  .lanes = 8,
+			  .max_block = 4,
+			  .enc = INA_ENC_F32,
+			  .peer_base = 0 };
 	struct tjob b = a, c = a, d = a;
 	struct wc_got g;
 	struct pipeline *bad;
@@ -2349,10 +2454,20 @@ static void
 test_pipeline_two_jobs(void **state)
 {
 	struct t *t = *state;
-	struct tjob a = { .id = 1201, .token = 0xaaaa5555, .world = 2, .lanes = 2, .max_block = 4,
-			  .enc = INA_ENC_F32, .peer_base = 0 };
-	struct tjob b = { .id = 1202, .token = 0xbbbb6666, .world = 3, .lanes = 2, .max_block = 4,
-			  .enc = INA_ENC_F32, .peer_base = 8 };
+	struct tjob a = { .id = 1201,
+			  .token = 0xaaaa5555,
+			  .world = 2,
+			  .lanes = 2,
+			  .max_block = 4,
+			  .enc = INA_ENC_F32,
+			  .peer_base = 0 };
+	struct tjob b = { .id = 1202,
+			  .token = 0xbbbb6666,
+			  .world = 3,
+			  .lanes = 2,
+			  .max_block = 4,
+			  .enc = INA_ENC_F32,
+			  .peer_base = 8 };
 	struct tjob forged = a;
 	struct blk k = { .tensor_id = 1, .round = 1, .tensor_len = 16, .block_size = 4 };
 	const float a0[4] = { 1, 2, 3, 4 }, a1[4] = { 0.5f, 0.5f, 0.5f, 0.5f };
@@ -2424,7 +2539,11 @@ static void
 test_pipeline_fin(void **state)
 {
 	struct t *t = *state;
-	struct tjob j = { .id = 1301, .token = 0x1313, .world = 3, .lanes = 2, .max_block = 4,
+	struct tjob j = { .id = 1301,
+			  .token = 0x1313,
+			  .world = 3,
+			  .lanes = 2,
+			  .max_block = 4,
 			  .enc = INA_ENC_F32 };
 	struct tjob l = j;
 	struct blk b = { .tensor_id = 1, .round = 1, .tensor_len = 4, .block_size = 4 };
@@ -2489,7 +2608,11 @@ static void
 test_pipeline_idle_timeout(void **state)
 {
 	struct t *t = *state;
-	struct tjob j = { .id = 1401, .token = 0x1414, .world = 2, .lanes = 3, .max_block = 4,
+	struct tjob j = { .id = 1401,
+			  .token = 0x1414,
+			  .world = 2,
+			  .lanes = 3,
+			  .max_block = 4,
 			  .enc = INA_ENC_F32 };
 	struct blk b = { .tensor_id = 1, .round = 1, .tensor_len = 4, .block_size = 4 };
 	const float v[4] = { 1, 2, 3, 4 };
@@ -2531,10 +2654,19 @@ static void
 test_pipeline_leave(void **state)
 {
 	struct t *t = *state;
-	struct tjob j = { .id = 1501, .token = 0x1515, .world = 4, .lanes = 2, .max_block = 4,
+	struct tjob j = { .id = 1501,
+			  .token = 0x1515,
+			  .world = 4,
+			  .lanes = 2,
+			  .max_block = 4,
 			  .enc = INA_ENC_F32 };
-	struct tjob solo = { .id = 1502, .token = 0x1516, .world = 1, .lanes = 1, .max_block = 4,
-			     .enc = INA_ENC_F32, .peer_base = 10 };
+	struct tjob solo = { .id = 1502,
+			     .token = 0x1516,
+			     .world = 1,
+			     .lanes = 1,
+			     .max_block = 4,
+			     .enc = INA_ENC_F32,
+			     .peer_base = 10 };
 	struct blk b = { .tensor_id = 1, .round = 1, .tensor_len = 16, .block_size = 4 };
 	const float v[4] = { 1, 2, 3, 4 };
 	struct wc_got g;
@@ -2574,7 +2706,11 @@ static void
 test_pipeline_no_buffer(void **state)
 {
 	struct t *t = *state;
-	struct tjob j = { .id = 1601, .token = 0x1616, .world = 2, .lanes = 1, .max_block = 4,
+	struct tjob j = { .id = 1601,
+			  .token = 0x1616,
+			  .world = 2,
+			  .lanes = 1,
+			  .max_block = 4,
 			  .enc = INA_ENC_F32 };
 	struct blk b = { .tensor_id = 1, .round = 1, .tensor_len = 4, .block_size = 4 };
 	struct ina_pkt_pool *small = ina_pkt_pool_create(8, INA_HDR_SIZE + 8);
@@ -2641,7 +2777,11 @@ static void
 test_pipeline_wait_rate_limit_at_time_zero(void **state)
 {
 	struct t *t = *state;
-	struct tjob j = { .id = 1701, .token = 0x1717, .world = 2, .lanes = 1, .max_block = 4,
+	struct tjob j = { .id = 1701,
+			  .token = 0x1717,
+			  .world = 2,
+			  .lanes = 1,
+			  .max_block = 4,
 			  .enc = INA_ENC_F32 };
 	struct blk b = { .tensor_id = 1, .round = 1, .tensor_len = 4, .block_size = 4 };
 	const float v[4] = { 1, 2, 3, 4 };
@@ -2666,7 +2806,11 @@ static void
 test_pipeline_unused_half_is_no_match(void **state)
 {
 	struct t *t = *state;
-	struct tjob j = { .id = 1801, .token = 0x1818, .world = 2, .lanes = 1, .max_block = 4,
+	struct tjob j = { .id = 1801,
+			  .token = 0x1818,
+			  .world = 2,
+			  .lanes = 1,
+			  .max_block = 4,
 			  .enc = INA_ENC_F32 };
 	struct blk b = { .tensor_id = 0, .round = 0, .tensor_len = 8, .block_size = 4, .ver = 1 };
 	const float v[4] = { 1, 2, 3, 4 };
@@ -2816,17 +2960,26 @@ static void
 test_pipeline_replica_takeover(void **state)
 {
 	struct t *t = *state;
-	struct tjob j = { .id = 2001, .token = 0x2020, .world = 3, .lanes = 2, .max_block = 4,
+	struct tjob j = { .id = 2001,
+			  .token = 0x2020,
+			  .world = 3,
+			  .lanes = 2,
+			  .max_block = 4,
 			  .enc = INA_ENC_F32 };
-	struct blk b0 = { .tensor_id = 7, .round = 0, .tensor_len = 16, .block_size = 4,
-			  .lane = 0, .block = 0 };
+	struct blk b0 = { .tensor_id = 7,
+			  .round = 0,
+			  .tensor_len = 16,
+			  .block_size = 4,
+			  .lane = 0,
+			  .block = 0 };
 	struct blk b2 = b0, b1 = b0, b3 = b0, n1 = b0;
-	static const float a[3][4] = { { 1.1f, -2.5f, 3e-7f, 0 }, { 0.3f, 0.7f, 1e7f, 0 },
+	static const float a[3][4] = { { 1.1f, -2.5f, 3e-7f, 0 },
+				       { 0.3f, 0.7f, 1e7f, 0 },
 				       { -1.4f, 2.5f, 1.0f, 0 } };
-	static const float c[3][4] = { { 0.1f, 0.2f, 0.3f, 1e-3f }, { 1e8f, 3.3f, -0.3f, 7 },
+	static const float c[3][4] = { { 0.1f, 0.2f, 0.3f, 1e-3f },
+				       { 1e8f, 3.3f, -0.3f, 7 },
 				       { -1e8f, 1e-8f, 0.25f, 1.5f } };
-	static const float d[3][4] = { { 5, 6, 7, 8 }, { 0.5f, 0.5f, 0.5f, 0.5f },
-				       { 1, 2, 3, 4 } };
+	static const float d[3][4] = { { 5, 6, 7, 8 }, { 0.5f, 0.5f, 0.5f, 0.5f }, { 1, 2, 3, 4 } };
 	static const float e[3][4] = { { 9, 9, 9, 9 }, { 2, 2, 2, 2 }, { 1e-5f, 0, 0, 0 } };
 	float sa[4], sc[4], sd[4], se[4];
 	const struct pipeline_stats *ps, *rs;
@@ -2842,9 +2995,15 @@ test_pipeline_replica_takeover(void **state)
 	b3.ver = 1;
 	b2.block = 2;
 	b2.ver = 1;
-	fadd(sa, a[0], 4, 1); fadd(sa, a[1], 4, 0); fadd(sa, a[2], 4, 0);
-	fadd(sd, d[0], 4, 1); fadd(sd, d[1], 4, 0); fadd(sd, d[2], 4, 0);
-	fadd(se, e[0], 4, 1); fadd(se, e[1], 4, 0); fadd(se, e[2], 4, 0);
+	fadd(sa, a[0], 4, 1);
+	fadd(sa, a[1], 4, 0);
+	fadd(sa, a[2], 4, 0);
+	fadd(sd, d[0], 4, 1);
+	fadd(sd, d[1], 4, 0);
+	fadd(sd, d[2], 4, 0);
+	fadd(se, e[0], 4, 1);
+	fadd(se, e[1], 4, 0);
+	fadd(se, e[2], 4, 0);
 	start_pair(t);
 	ps = pipeline_stats(t->prim);
 	rs = pipeline_stats(t->repl);
@@ -2854,7 +3013,7 @@ test_pipeline_replica_takeover(void **state)
 	t->p = t->repl;
 	for (uint16_t r = 0; r < j.world; r++)
 		standby_join(t, &j, r);
-	standby_join(t, &j, 1);	/* a repeat is acked again */
+	standby_join(t, &j, 1); /* a repeat is acked again */
 	assert_int_equal(rs->standby_jobs, 1);
 	assert_int_equal(pipeline_nb_jobs(t->repl), 1);
 	/* Standing by, the replica drops DATA. */
@@ -2901,7 +3060,8 @@ test_pipeline_replica_takeover(void **state)
 	fclose(f);
 	assert_non_null(strstr(buf, "standing by for the primary"));
 	assert_non_null(strstr(buf, "lane 0: stored result: tensor 7 round 0 block 0 next 2"));
-	assert_non_null(strstr(buf, "lane 1: stored result: tensor 7 round 0 block 3 next 4294967295"));
+	assert_non_null(
+		strstr(buf, "lane 1: stored result: tensor 7 round 0 block 3 next 4294967295"));
 
 	/* Block 2: ranks 0 and 1 reach the primary; then it dies. */
 	t->p = t->prim;
@@ -2911,7 +3071,7 @@ test_pipeline_replica_takeover(void **state)
 	/* Rank 1 reports the primary silent: the replica takes over under the
 	 * next epoch and tells every rank. */
 	t->p = t->repl;
-	t->now += 9 * SEC;	/* past the peer timeout: silence before counts not */
+	t->now += 9 * SEC; /* past the peer timeout: silence before counts not */
 	old = j;
 	assert_int_equal(rx(t, mk_failover(t, &j, 1, j.epoch)), 1);
 	j.epoch = old.epoch + 1;
@@ -3006,10 +3166,18 @@ static void
 test_pipeline_replica_i32(void **state)
 {
 	struct t *t = *state;
-	struct tjob j = { .id = 2002, .token = 0x2121, .world = 2, .lanes = 2, .max_block = 4,
+	struct tjob j = { .id = 2002,
+			  .token = 0x2121,
+			  .world = 2,
+			  .lanes = 2,
+			  .max_block = 4,
 			  .enc = INA_ENC_I32 };
-	struct blk o0 = { .tensor_id = 3, .round = 1, .tensor_len = 8, .block_size = 4,
-			  .lane = 0, .block = INA_BLOCK_OPEN };
+	struct blk o0 = { .tensor_id = 3,
+			  .round = 1,
+			  .tensor_len = 8,
+			  .block_size = 4,
+			  .lane = 0,
+			  .block = INA_BLOCK_OPEN };
 	struct blk o1 = o0, k0 = o0, k1 = o0;
 	const int32_t d0[4] = { INT32_MAX, 5, -7, 0 }, d1[4] = { 1, 6, -1, 0 };
 	const int32_t sd[4] = { INT32_MAX, 11, -8, 0 };
@@ -3158,9 +3326,18 @@ static void
 test_pipeline_replica_admission(void **state)
 {
 	struct t *t = *state;
-	struct tjob j = { .id = 2003, .token = 0x2222, .world = 2, .lanes = 1, .max_block = 4,
-			  .enc = INA_ENC_BF16, .epoch = 40 };
-	struct tjob n = { .id = 2004, .token = 0x2323, .world = 2, .lanes = 1, .max_block = 4,
+	struct tjob j = { .id = 2003,
+			  .token = 0x2222,
+			  .world = 2,
+			  .lanes = 1,
+			  .max_block = 4,
+			  .enc = INA_ENC_BF16,
+			  .epoch = 40 };
+	struct tjob n = { .id = 2004,
+			  .token = 0x2323,
+			  .world = 2,
+			  .lanes = 1,
+			  .max_block = 4,
 			  .enc = INA_ENC_F32 };
 	struct blk b = { .tensor_id = 1, .round = 0, .tensor_len = 8, .block_size = 4 };
 	/* bf16 elements 1, -2, 10, 0 as two words; rank 0's part as floats. */
@@ -3205,8 +3382,8 @@ test_pipeline_replica_admission(void **state)
 	standby_join(t, &j, 0);
 	standby_join(t, &j, 1);
 	/* A normal JOIN for the job standing by: refused. */
-	assert_int_equal(rx(t, mk_join_as(t, &j, 0, j.world, j.lanes, j.max_block, j.enc,
-					  j.token)), 1);
+	assert_int_equal(rx(t, mk_join_as(t, &j, 0, j.world, j.lanes, j.max_block, j.enc, j.token)),
+			 1);
 	take_one(t, &g);
 	check_error(&g, j.id, j.token, INA_WERR_MISMATCH);
 
@@ -3245,7 +3422,7 @@ test_pipeline_replica_admission(void **state)
 	take_one(t, &g);
 	check_unicast(&g, peer_of(&j, 1));
 	t->now += IDLE_NS - 1;
-	join_all(t, &n);	/* keeps job n */
+	join_all(t, &n); /* keeps job n */
 	pipeline_tick(t->repl, t->now);
 	assert_int_equal(pipeline_nb_jobs(t->repl), 2);
 	t->now += 1;
@@ -3305,8 +3482,13 @@ static void
 test_pipeline_replica_shutdown(void **state)
 {
 	struct t *t = *state;
-	struct tjob j = { .id = 2006, .token = 0x2424, .world = 2, .lanes = 1, .max_block = 4,
-			  .enc = INA_ENC_F32, .epoch = 7 };
+	struct tjob j = { .id = 2006,
+			  .token = 0x2424,
+			  .world = 2,
+			  .lanes = 1,
+			  .max_block = 4,
+			  .enc = INA_ENC_F32,
+			  .epoch = 7 };
 	struct tjob k = j;
 	struct ina_pkt *out[4];
 	struct wc_got g;
@@ -3331,7 +3513,7 @@ test_pipeline_replica_shutdown(void **state)
 	ina_pkt_free(out[0]);
 	check_error(&g, k.id, k.token, INA_WERR_SHUTDOWN);
 	assert_true(g.fanout);
-	assert_int_equal(g.dst_mask, 2);	/* rank 1: rank 0 finished */
+	assert_int_equal(g.dst_mask, 2); /* rank 1: rank 0 finished */
 	assert_int_equal(pipeline_nb_jobs(t->repl), 0);
 	done(t);
 }
@@ -3345,8 +3527,13 @@ static void
 test_pipeline_replica_standby_linger(void **state)
 {
 	struct t *t = *state;
-	struct tjob j = { .id = 2008, .token = 0x2525, .world = 2, .lanes = 1, .max_block = 4,
-			  .enc = INA_ENC_F32, .epoch = 9 };
+	struct tjob j = { .id = 2008,
+			  .token = 0x2525,
+			  .world = 2,
+			  .lanes = 1,
+			  .max_block = 4,
+			  .enc = INA_ENC_F32,
+			  .epoch = 9 };
 	struct blk b = { .tensor_id = 1, .round = 0, .tensor_len = 4, .block_size = 4 };
 	const float sum[4] = { 3, -1, 0.5f, 8 };
 	const float x[4] = { 1, 2, 0.25f, 3 };

@@ -73,8 +73,10 @@ make_round(int r)
 
 	for (int w = 0; w < WORLD; w++)
 		for (int i = 0; i < N; i++) {
-			uint64_t hb = mix((uint64_t)r << 40 ^ (uint64_t)w << 32 ^ (uint64_t)(i / BLOCK));
-			uint64_t hv = mix((uint64_t)r << 40 ^ (uint64_t)w << 32 ^ (uint64_t)i ^ 1u << 31);
+			uint64_t hb = mix((uint64_t)r << 40 ^ (uint64_t)w << 32 ^
+					  (uint64_t)(i / BLOCK));
+			uint64_t hv = mix((uint64_t)r << 40 ^ (uint64_t)w << 32 ^ (uint64_t)i ^
+					  1u << 31);
 
 			ins[w][i] = (double)(hb >> 11) * 0x1.0p-53 < density[r % 4]
 					    ? (float)((int64_t)(hv % 2000001) - 1000000) * 1.37e-4f
@@ -120,7 +122,8 @@ run_job(uint16_t k, uint8_t enc, const struct fabric_faults *faults, struct tape
 			out_p[w] = outs[k][w];
 		}
 		assert_int_equal(fabric_allreduce(&f, (uint32_t)(10 + r), in_p, out_p, N, BLOCK,
-						  ENGINE_SUM), 0);
+						  ENGINE_SUM),
+				 0);
 	}
 	assert_int_equal(fabric_finish(&f), 0);
 	memset(sum, 0, sizeof(*sum));
@@ -168,8 +171,11 @@ test_same_f32_clean(void **state)
 static void
 test_same_f32_lossy(void **state)
 {
-	struct fabric_faults ff = { .drop_seq = -1, .drop_rate = 0.03, .dup_rate = 0.02,
-				    .shuffle = 1, .seed = 5 };
+	struct fabric_faults ff = { .drop_seq = -1,
+				    .drop_rate = 0.03,
+				    .dup_rate = 0.02,
+				    .shuffle = 1,
+				    .seed = 5 };
 
 	(void)state;
 	same_as_one(INA_ENC_F32, &ff);
@@ -178,8 +184,11 @@ test_same_f32_lossy(void **state)
 static void
 test_same_i32_lossy(void **state)
 {
-	struct fabric_faults ff = { .drop_seq = -1, .drop_rate = 0.05, .dup_rate = 0.01,
-				    .delay_rate = 0.02, .seed = 9 };
+	struct fabric_faults ff = { .drop_seq = -1,
+				    .drop_rate = 0.05,
+				    .dup_rate = 0.01,
+				    .delay_rate = 0.02,
+				    .seed = 9 };
 
 	(void)state;
 	same_as_one(INA_ENC_I32, &ff);
@@ -329,7 +338,7 @@ test_no_slots(void **state)
 
 	(void)state;
 	pipeline_config_init(&pc);
-	pc.nb_slots = 3;	/* 7 lanes need 4 per partition of 2 */
+	pc.nb_slots = 3; /* 7 lanes need 4 per partition of 2 */
 	pc.slot_elems = 64;
 	fabric_init(&f, 2, LANES, 64, INA_ENC_F32, &pc, NULL);
 	fabric_partition(&f, 2, &pc);
@@ -347,12 +356,9 @@ int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_config),
-		cmocka_unit_test(test_other_partition),
-		cmocka_unit_test(test_linger_follows),
-		cmocka_unit_test(test_no_slots),
-		cmocka_unit_test(test_same_f32_clean),
-		cmocka_unit_test(test_same_f32_lossy),
+		cmocka_unit_test(test_config),	       cmocka_unit_test(test_other_partition),
+		cmocka_unit_test(test_linger_follows), cmocka_unit_test(test_no_slots),
+		cmocka_unit_test(test_same_f32_clean), cmocka_unit_test(test_same_f32_lossy),
 		cmocka_unit_test(test_same_i32_lossy),
 	};
 

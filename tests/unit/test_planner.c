@@ -55,23 +55,23 @@ test_candidates(void **state)
 	assert_int_equal(planner_max_block(&cfg), (9000 - INA_HDR_SIZE) / 4);
 	p = planner_create(&cfg);
 	assert_non_null(p);
-	assert_int_equal(planner_n_candidates(p), 8);	/* 16 .. 2048 */
+	assert_int_equal(planner_n_candidates(p), 8); /* 16 .. 2048 */
 	sz = planner_candidate_sizes(p);
 	assert_int_equal(sz[0], 16);
 	assert_int_equal(sz[7], 2048);
 	planner_destroy(p);
 
-	cfg.max_pkt = 1500 - 20 - 8;	/* 354 elements */
+	cfg.max_pkt = 1500 - 20 - 8; /* 354 elements */
 	p = planner_create(&cfg);
 	assert_non_null(p);
-	assert_int_equal(planner_n_candidates(p), 5);	/* 16 .. 256 */
+	assert_int_equal(planner_n_candidates(p), 5); /* 16 .. 256 */
 	assert_int_equal(planner_candidate_sizes(p)[4], 256);
 	planner_destroy(p);
 
-	cfg.max_pkt = INA_HDR_SIZE + 4 * 15;	/* not even 16 elements */
+	cfg.max_pkt = INA_HDR_SIZE + 4 * 15; /* not even 16 elements */
 	assert_null(planner_create(&cfg));
 	planner_config_init(&cfg);
-	assert_null(planner_create(&cfg));	/* max_elems 0 */
+	assert_null(planner_create(&cfg)); /* max_elems 0 */
 	planner_destroy(NULL);
 }
 
@@ -128,7 +128,7 @@ replay(const struct planner_config *cfg, const float *const *vec, uint32_t n, ui
 
 				c->up_pkts++;
 				c->up_bytes += hdr;
-				if (mine == cur) {	/* data, else an empty ack */
+				if (mine == cur) { /* data, else an empty ack */
 					c->up_bytes += 4ull * len;
 					any = 1;
 				}
@@ -175,7 +175,9 @@ test_cost_bruteforce(void **state)
 
 				for (j = i; j < i + B && j < n; j++)
 					buf[w][j] = zero ? 0.0f
-						: ((ina_splitmix64(&seed) & 3) ? rnd_val(&seed) : 0.0f);
+							 : ((ina_splitmix64(&seed) & 3)
+								    ? rnd_val(&seed)
+								    : 0.0f);
 			}
 		}
 		planner_count(&cfg, vec, cfg.world, n, B, &blk);
@@ -303,8 +305,9 @@ test_workers_agree(void **state)
 		for (w = 0; w < MAX_W; w++)
 			for (i = 0; i < N; i++)
 				grad[w][i] = ((i / (16u << (round % 6))) + w) % (2 + round % 5) == 0
-						     ? rnd_val(&seed) : 0.0f;
-		for (i = 0; i < N; i++)	/* the switch's sum, in rank order */
+						     ? rnd_val(&seed)
+						     : 0.0f;
+		for (i = 0; i < N; i++) /* the switch's sum, in rank order */
 			sum[i] = ((grad[0][i] + grad[1][i]) + grad[2][i]) + grad[3][i];
 		for (w = 0; w < MAX_W; w++) {
 			/* Lossy delivery: the retransmitted result is the same bits. */
@@ -350,7 +353,7 @@ test_closed_loop_under_loss(void **state)
 		fail_msg("%s", err);
 	planner_config_init(&cfg);
 	cfg.max_elems = N;
-	cfg.max_pkt = INA_HDR_SIZE + 4 * 256;	/* B 16..256 */
+	cfg.max_pkt = INA_HDR_SIZE + 4 * 256; /* B 16..256 */
 	cfg.lanes = 8;
 	for (w = 0; w < MAX_W; w++) {
 		p[w] = planner_create(&cfg);
@@ -360,7 +363,11 @@ test_closed_loop_under_loss(void **state)
 	}
 	fabric_init(&f, MAX_W, 8, 256, INA_ENC_F32, NULL, NULL);
 	f.faults = (struct fabric_faults){
-		.drop_seq = -1, .drop_rate = 0.05, .dup_rate = 0.05, .shuffle = 1, .seed = 5,
+		.drop_seq = -1,
+		.drop_rate = 0.05,
+		.dup_rate = 0.05,
+		.shuffle = 1,
+		.seed = 5,
 	};
 	f.rng = 5;
 	assert_int_equal(fabric_join(&f), 0);
@@ -380,7 +387,8 @@ test_closed_loop_under_loss(void **state)
 			struct sparsify_config sc;
 			struct sparsify *s;
 
-			assert_int_equal(ina_npy_read_row(npy, (round % 3) * 4u + w, grad, N_PARAMS),
+			assert_int_equal(ina_npy_read_row(npy, (round % 3) * 4u + w, grad,
+							  N_PARAMS),
 					 0);
 			sparsify_config_init(&sc);
 			sc.n_elems = N;
@@ -408,7 +416,7 @@ test_closed_loop_under_loss(void **state)
 static void
 test_bad_input(void **state)
 {
-	float ref[64] = {0};
+	float ref[64] = { 0 };
 	struct planner_config cfg;
 	struct planner *p;
 
@@ -462,9 +470,9 @@ static const struct {
 	const char *name;
 	uint32_t off, count;
 } layers[] = {
-	{"conv1.weight", 0, 144},   {"conv1.bias", 144, 16},    {"conv2.weight", 160, 4608},
-	{"conv2.bias", 4768, 32},   {"fc1.weight", 4800, 65536}, {"fc1.bias", 70336, 128},
-	{"fc2.weight", 70464, 1280}, {"fc2.bias", 71744, 10},
+	{ "conv1.weight", 0, 144 },    { "conv1.bias", 144, 16 },     { "conv2.weight", 160, 4608 },
+	{ "conv2.bias", 4768, 32 },    { "fc1.weight", 4800, 65536 }, { "fc1.bias", 70336, 128 },
+	{ "fc2.weight", 70464, 1280 }, { "fc2.bias", 71744, 10 },
 };
 
 /*
@@ -506,8 +514,8 @@ test_real_gradients(void **state)
 	struct planner *p;
 	struct ina_npy *npy;
 	char err[256];
-	const double masses[] = {1.0, 0.7};
-	uint32_t seen[2][PLANNER_MAX_CANDIDATES + 1] = {{0}};
+	const double masses[] = { 1.0, 0.7 };
+	uint32_t seen[2][PLANNER_MAX_CANDIDATES + 1] = { { 0 } };
 	unsigned it, w, l, m, k, distinct;
 	uint32_t i;
 
@@ -521,8 +529,8 @@ test_real_gradients(void **state)
 	p = planner_create(&cfg);
 	assert_non_null(p);
 	print_message("planner on %s: N 4, L 64, max_pkt 9000 (B 16..2048)\n", GRADS);
-	print_message("%-3s %-13s %6s | %-22s | %-22s\n", "it", "tensor", "n",
-		      "mass 1: B  density", "mass 0.7: B  density");
+	print_message("%-3s %-13s %6s | %-22s | %-22s\n", "it", "tensor", "n", "mass 1: B  density",
+		      "mass 0.7: B  density");
 	for (it = 0; it < 3; it++) {
 		memset(sum, 0, sizeof(sum));
 		for (w = 0; w < 4; w++) {
@@ -545,7 +553,7 @@ test_real_gradients(void **state)
 					;
 				check_follows_density(c, planner_n_candidates(p), k);
 				snprintf(col[m], sizeof(col[m]), "%5u  %.3f", B, c[k].density);
-				if (cnt >= 1024)	/* tensors of several blocks */
+				if (cnt >= 1024) /* tensors of several blocks */
 					seen[m][k]++;
 			}
 			print_message("%-3u %-13s %6u | %-22s | %-22s\n", it, name, cnt, col[0],

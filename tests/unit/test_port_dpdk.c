@@ -43,13 +43,13 @@ static char open_err[320];
 struct fixture {
 	struct rte_ring *rings[MAX_RINGS];
 	unsigned nb_rings;
-	struct rte_ring *r_ab, *r_ba;	/* A -> B, B -> A */
-	struct rte_ring *r_cd;		/* C -> D */
+	struct rte_ring *r_ab, *r_ba; /* A -> B, B -> A */
+	struct rte_ring *r_cd;	      /* C -> D */
 	uint16_t id_a, id_b, id_c, id_d;
 	struct ina_port *a, *b, *c, *d;
-	char addr_a[64], addr_b[64], addr_d[64];	/* "MAC@IP:PORT" */
+	char addr_a[64], addr_b[64], addr_d[64]; /* "MAC@IP:PORT" */
 	unsigned avail_a, avail_b, avail_c, avail_d;
-	struct rte_mempool *raw;	/* frames the test writes by hand */
+	struct rte_mempool *raw; /* frames the test writes by hand */
 };
 
 static struct fixture fx;
@@ -96,15 +96,16 @@ addr_of(struct ina_port *p, unsigned eth, char *buf, size_t size, const char *ip
 	uint8_t m[6];
 
 	assert_int_equal(ina_port_dpdk_mac(p, eth, m), 0);
-	snprintf(buf, size, "%02x:%02x:%02x:%02x:%02x:%02x@%s", m[0], m[1], m[2], m[3], m[4],
-		 m[5], ip_port);
+	snprintf(buf, size, "%02x:%02x:%02x:%02x:%02x:%02x@%s", m[0], m[1], m[2], m[3], m[4], m[5],
+		 ip_port);
 }
 
 static int
 group_setup(void **state)
 {
-	char *argv[] = { "test_port_dpdk", "--no-huge", "--no-pci", "--no-shconf",
-			 "--no-telemetry", "-m", "512", "--lcores=0@(0-1)", "--log-level=error" };
+	char *argv[] = { "test_port_dpdk",   "--no-huge", "--no-pci", "--no-shconf",
+			 "--no-telemetry",   "-m",	  "512",      "--lcores=0@(0-1)",
+			 "--log-level=error" };
 	int argc = (int)(sizeof(argv) / sizeof(argv[0]));
 	struct rte_ring *r_dc;
 	char err[256];
@@ -124,10 +125,10 @@ group_setup(void **state)
 	if (!fx.raw)
 		return -1;
 	if (ina_port_dpdk_open_id(fx.id_a, "ip=10.0.0.1,mbufs=2047", &fx.a, OPEN_ERR) < 0 ||
-	    ina_port_dpdk_open_id(fx.id_b, "ip=10.0.0.2,udp=9150,mbufs=1023,rxd=256,txd=256",
-				  &fx.b, OPEN_ERR) < 0 ||
-	    ina_port_dpdk_open_id(fx.id_c, "ip=10.0.1.1,zerocopy=0,mbufs=2047", &fx.c,
+	    ina_port_dpdk_open_id(fx.id_b, "ip=10.0.0.2,udp=9150,mbufs=1023,rxd=256,txd=256", &fx.b,
 				  OPEN_ERR) < 0 ||
+	    ina_port_dpdk_open_id(fx.id_c, "ip=10.0.1.1,zerocopy=0,mbufs=2047", &fx.c, OPEN_ERR) <
+		    0 ||
 	    ina_port_dpdk_open_id(fx.id_d, "ip=10.0.1.2,mbufs=2047", &fx.d, OPEN_ERR) < 0)
 		return -1;
 	fx.avail_a = ina_port_dpdk_pool_avail(fx.a);
@@ -148,7 +149,7 @@ group_teardown(void **state)
 	ina_port_close(fx.c);
 	ina_port_close(fx.d);
 	RTE_ETH_FOREACH_DEV(id)
-		rte_eth_dev_close(id);
+	rte_eth_dev_close(id);
 	for (unsigned i = 0; i < fx.nb_rings; i++)
 		rte_ring_free(fx.rings[i]);
 	rte_mempool_free(fx.raw);
@@ -219,11 +220,15 @@ check_xstats(const struct ina_port *p)
 		const char *name;
 		uint64_t v;
 	} want[] = {
-		{ "port_arp_rx", st.arp_rx }, { "port_arp_reply_tx", st.arp_reply_tx },
+		{ "port_arp_rx", st.arp_rx },
+		{ "port_arp_reply_tx", st.arp_reply_tx },
 		{ "port_arp_request_tx", st.arp_request_tx },
-		{ "port_arp_learned", st.arp_learned }, { "port_icmp_echo", st.icmp_echo },
-		{ "port_not_ip", st.not_ip }, { "port_not_ours", st.not_ours },
-		{ "port_malformed", st.malformed }, { "port_link_down", st.link_down },
+		{ "port_arp_learned", st.arp_learned },
+		{ "port_icmp_echo", st.icmp_echo },
+		{ "port_not_ip", st.not_ip },
+		{ "port_not_ours", st.not_ours },
+		{ "port_malformed", st.malformed },
+		{ "port_link_down", st.link_down },
 		{ "port_csum_partial", st.csum_partial },
 	};
 	unsigned n = ina_port_xstats(p, xs, 16);
@@ -235,7 +240,7 @@ check_xstats(const struct ina_port *p)
 		assert_int_equal(xs[i].value, want[i].v);
 	}
 	assert_true(st.malformed > 0 && st.not_ours > 0);
-	assert_int_equal(ina_port_xstats(p, xs, 2), n);	/* fewer asked: the count */
+	assert_int_equal(ina_port_xstats(p, xs, 2), n); /* fewer asked: the count */
 }
 
 /* A raw frame of 'len' bytes from the test's pool. */
@@ -269,12 +274,10 @@ test_resolve_forms(void **state)
 	assert_true(peer.len > 0 && peer.len <= INA_PEER_SIZE - 1);
 	assert_string_equal(ina_port_peer_str(fx.a, &peer, buf, sizeof(buf)),
 			    "02:00:00:00:00:02@10.0.0.2:9150");
-	assert_int_equal(ina_port_resolve(fx.a, "02:00:00:00:00@10.0.0.2:9150", &peer),
-			 -EINVAL);
+	assert_int_equal(ina_port_resolve(fx.a, "02:00:00:00:00@10.0.0.2:9150", &peer), -EINVAL);
 	assert_int_equal(ina_port_resolve(fx.a, "02:00:00:00:00:02@10.0.0.300:9150", &peer),
 			 -EINVAL);
-	assert_int_equal(ina_port_resolve(fx.a, "02:00:00:00:00:02@10.0.0.2:0", &peer),
-			 -EINVAL);
+	assert_int_equal(ina_port_resolve(fx.a, "02:00:00:00:00:02@10.0.0.2:0", &peer), -EINVAL);
 	assert_int_equal(ina_port_resolve(fx.a, "10.0.0.2", &peer), -EINVAL);
 	assert_int_equal(ina_port_resolve(fx.a, "10.0.0.2:x", &peer), -EINVAL);
 }
@@ -355,15 +358,57 @@ ip_resum(struct rte_mbuf *m)
 	ip->hdr_checksum = rte_ipv4_cksum(ip);
 }
 
-static void ed_payload(struct rte_mbuf *m) { fr(m)[42 + 50] ^= 0x10; }
-static void ed_ttl(struct rte_mbuf *m) { fr(m)[14 + 8] ^= 0x01; }
-static void ed_ipv6(struct rte_mbuf *m) { fr(m)[12] = 0x86; fr(m)[13] = 0xdd; }
-static void ed_ihl(struct rte_mbuf *m) { fr(m)[14] = 0x44; ip_resum(m); }
-static void ed_total(struct rte_mbuf *m) { fr(m)[16] = 0x7f; ip_resum(m); }
-static void ed_frag(struct rte_mbuf *m) { fr(m)[14 + 6] = 0x20; ip_resum(m); }
-static void ed_short(struct rte_mbuf *m) { m->data_len = 10; m->pkt_len = 10; }
-static void ed_udplen(struct rte_mbuf *m) { fr(m)[14 + 20 + 4] = 0xff; }
-static void ed_proto(struct rte_mbuf *m) { fr(m)[14 + 9] = 6; ip_resum(m); }
+static void
+ed_payload(struct rte_mbuf *m)
+{
+	fr(m)[42 + 50] ^= 0x10;
+}
+static void
+ed_ttl(struct rte_mbuf *m)
+{
+	fr(m)[14 + 8] ^= 0x01;
+}
+static void
+ed_ipv6(struct rte_mbuf *m)
+{
+	fr(m)[12] = 0x86;
+	fr(m)[13] = 0xdd;
+}
+static void
+ed_ihl(struct rte_mbuf *m)
+{
+	fr(m)[14] = 0x44;
+	ip_resum(m);
+}
+static void
+ed_total(struct rte_mbuf *m)
+{
+	fr(m)[16] = 0x7f;
+	ip_resum(m);
+}
+static void
+ed_frag(struct rte_mbuf *m)
+{
+	fr(m)[14 + 6] = 0x20;
+	ip_resum(m);
+}
+static void
+ed_short(struct rte_mbuf *m)
+{
+	m->data_len = 10;
+	m->pkt_len = 10;
+}
+static void
+ed_udplen(struct rte_mbuf *m)
+{
+	fr(m)[14 + 20 + 4] = 0xff;
+}
+static void
+ed_proto(struct rte_mbuf *m)
+{
+	fr(m)[14 + 9] = 6;
+	ip_resum(m);
+}
 
 /* A partial UDP checksum (pseudo-header sum only), as a local kernel leaves
  * it on veth: accepted on af_packet/af_xdp/tap only, so dropped on a ring. */
@@ -386,19 +431,19 @@ test_bad_frames(void **state)
 	char wrong[64];
 
 	(void)state;
-	bad_one(ed_payload, &dummy);	/* UDP checksum */
-	bad_one(ed_ttl, &dummy);	/* IPv4 header checksum */
-	bad_one(ed_ihl, &dummy);	/* IHL 4 */
-	bad_one(ed_total, &dummy);	/* total length past the frame */
-	bad_one(ed_frag, &dummy);	/* more fragments */
-	bad_one(ed_short, &dummy);	/* shorter than Ethernet */
-	bad_one(ed_udplen, &dummy);	/* UDP length past IPv4 */
-	bad_one(ed_partial, &dummy);	/* partial UDP checksum */
+	bad_one(ed_payload, &dummy); /* UDP checksum */
+	bad_one(ed_ttl, &dummy);     /* IPv4 header checksum */
+	bad_one(ed_ihl, &dummy);     /* IHL 4 */
+	bad_one(ed_total, &dummy);   /* total length past the frame */
+	bad_one(ed_frag, &dummy);    /* more fragments */
+	bad_one(ed_short, &dummy);   /* shorter than Ethernet */
+	bad_one(ed_udplen, &dummy);  /* UDP length past IPv4 */
+	bad_one(ed_partial, &dummy); /* partial UDP checksum */
 	st = nstats(fx.b);
 	assert_int_equal(st.malformed - st0.malformed, 8);
 	assert_int_equal(st.csum_partial, 0);
-	bad_one(ed_ipv6, &dummy);	/* not IPv4 */
-	bad_one(ed_proto, &dummy);	/* TCP */
+	bad_one(ed_ipv6, &dummy);  /* not IPv4 */
+	bad_one(ed_proto, &dummy); /* TCP */
 	st = nstats(fx.b);
 	assert_int_equal(st.not_ip - st0.not_ip, 1);
 	assert_int_equal(st.not_ours - st0.not_ours, 1);
@@ -447,8 +492,8 @@ test_arp_reply(void **state)
 	arp->arp_plen = 4;
 	arp->arp_opcode = rte_cpu_to_be_16(RTE_ARP_OP_REQUEST);
 	memcpy(arp->arp_data.arp_sha.addr_bytes, asker, 6);
-	arp->arp_data.arp_sip = rte_cpu_to_be_32(0x0a000063);	/* 10.0.0.99 */
-	arp->arp_data.arp_tip = rte_cpu_to_be_32(0x0a000002);	/* 10.0.0.2 */
+	arp->arp_data.arp_sip = rte_cpu_to_be_32(0x0a000063); /* 10.0.0.99 */
+	arp->arp_data.arp_tip = rte_cpu_to_be_32(0x0a000002); /* 10.0.0.2 */
 	assert_int_equal(rte_ring_enqueue(fx.r_ab, raw_frame(req, sizeof(req))), 0);
 	/* And one for somebody else: consumed, not answered. */
 	arp->arp_data.arp_tip = rte_cpu_to_be_32(0x0a000009);
@@ -627,7 +672,7 @@ fanout(struct ina_port *tx, struct ina_port *rx, struct rte_ring *r, const char 
 
 	pkts[0] = make(tx, NULL, 1000, 42);
 	pkts[0]->dsts = dsts;
-	pkts[0]->dst_mask = 0xd;	/* dsts[0], [2], [3] */
+	pkts[0]->dst_mask = 0xd; /* dsts[0], [2], [3] */
 	assert_int_equal(ina_port_tx_burst(tx, pkts, 1), 1);
 	assert_int_equal(tx->stats.tx_pkts, tx0 + 3);
 	assert_int_equal(rte_ring_count(r), 3);
@@ -644,7 +689,7 @@ fanout(struct ina_port *tx, struct ina_port *rx, struct rte_ring *r, const char 
 			assert_int_equal(eth[5], last[i]);
 		if (chained) {
 			assert_int_equal(rte_pktmbuf_data_len(m), 42);
-			assert_ptr_equal(m->next, frames[0]->next);	/* one payload */
+			assert_ptr_equal(m->next, frames[0]->next); /* one payload */
 			assert_int_equal(rte_mbuf_refcnt_read(m->next), 3);
 		}
 	}
@@ -744,12 +789,13 @@ test_drop_injection(void **state)
 	(void)state;
 	ina_port_close(fx.b);
 	assert_int_equal(ina_port_dpdk_open_id(fx.id_b, "ip=10.0.0.2,drop=0.25,seed=7,mbufs=2047",
-					       &fx.b, OPEN_ERR), 0);
+					       &fx.b, OPEN_ERR),
+			 0);
 	for (unsigned round = 0; round < 25; round++) {
 		for (unsigned i = 0; i < 40; i++)
 			pkts[i % INA_MAX_BURST] = make(fx.a, fx.addr_b, 64, 1),
-			(void)((i % INA_MAX_BURST == INA_MAX_BURST - 1) &&
-			       ina_port_tx_burst(fx.a, pkts, INA_MAX_BURST));
+				 (void)((i % INA_MAX_BURST == INA_MAX_BURST - 1) &&
+					ina_port_tx_burst(fx.a, pkts, INA_MAX_BURST));
 		assert_int_equal(ina_port_tx_burst(fx.a, pkts, 40 - INA_MAX_BURST),
 				 40 - INA_MAX_BURST);
 		got += drain(fx.b);
@@ -759,7 +805,8 @@ test_drop_injection(void **state)
 	assert_int_equal(fx.b->stats.rx_drop, 0);
 	ina_port_close(fx.b);
 	assert_int_equal(ina_port_dpdk_open_id(fx.id_b, "ip=10.0.0.2,mbufs=1023,rxd=256,txd=256",
-					       &fx.b, OPEN_ERR), 0);
+					       &fx.b, OPEN_ERR),
+			 0);
 	fx.avail_b = ina_port_dpdk_pool_avail(fx.b);
 }
 
@@ -879,7 +926,7 @@ test_options(void **state)
 	char err[256];
 
 	(void)state;
-	assert_int_equal(ops->open(&p, "ip=10.0.0.5", OPEN_ERR), -EINVAL);	/* no port= */
+	assert_int_equal(ops->open(&p, "ip=10.0.0.5", OPEN_ERR), -EINVAL); /* no port= */
 	assert_int_equal(ops->open(&p, "port=0,ip=10.0.0.500", OPEN_ERR), -EINVAL);
 	assert_int_equal(ops->open(&p, "port=0,udp=0", OPEN_ERR), -EINVAL);
 	assert_int_equal(ops->open(&p, "port=0,mbufs=1", OPEN_ERR), -EINVAL);
@@ -924,7 +971,7 @@ test_enobufs(void **state)
 	assert_int_equal(ina_port_dpdk_open_id(i1, "mbufs=1000", &p, OPEN_ERR), -ENOBUFS);
 	e = open_err;
 	assert_non_null(strstr(e, "mbufs=1000"));
-	assert_non_null(strstr(e, "1088"));	/* 1 x (512 + 512) + 0 x 1 + 64 */
+	assert_non_null(strstr(e, "1088")); /* 1 x (512 + 512) + 0 x 1 + 64 */
 	assert_non_null(strstr(e, "raise mbufs=N"));
 	assert_int_equal(ina_port_dpdk_open_id(i1, "mbufs=2047,reserve=1000", &p, OPEN_ERR),
 			 -ENOBUFS);
@@ -1113,7 +1160,7 @@ test_jumbo(void **state)
 	pkts[0] = make(a, addr, 8972, 3);
 	pkts[1] = make(a, addr, 8972, 4);
 	pkts[2] = make(a, addr, 100, 5);
-	pkts[2]->len = 8973;	/* one byte too many */
+	pkts[2]->len = 8973; /* one byte too many */
 	assert_int_equal(ina_port_tx_burst(a, pkts, 3), 2);
 	assert_int_equal(ina_port_rx_burst(b, pkts, INA_MAX_BURST), 2);
 	check(pkts[0], 8972, 3);
@@ -1189,26 +1236,16 @@ int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_resolve_forms),
-		cmocka_unit_test(test_send_recv),
-		cmocka_unit_test(test_bad_frames),
-		cmocka_unit_test(test_arp_reply),
-		cmocka_unit_test(test_icmp_echo),
-		cmocka_unit_test(test_resolve_arp),
-		cmocka_unit_test(test_resolve_silence),
-		cmocka_unit_test(test_fanout_zerocopy),
-		cmocka_unit_test(test_fanout_copy),
-		cmocka_unit_test(test_burst_many),
-		cmocka_unit_test(test_tx_full),
-		cmocka_unit_test(test_drop_injection),
-		cmocka_unit_test(test_multi_ethdev),
-		cmocka_unit_test(test_options),
-		cmocka_unit_test(test_enobufs),
-		cmocka_unit_test(test_queues),
-		cmocka_unit_test(test_queues_parallel),
-		cmocka_unit_test(test_jumbo),
-		cmocka_unit_test(test_link_state),
-		cmocka_unit_test(test_no_leak),
+		cmocka_unit_test(test_resolve_forms),	cmocka_unit_test(test_send_recv),
+		cmocka_unit_test(test_bad_frames),	cmocka_unit_test(test_arp_reply),
+		cmocka_unit_test(test_icmp_echo),	cmocka_unit_test(test_resolve_arp),
+		cmocka_unit_test(test_resolve_silence), cmocka_unit_test(test_fanout_zerocopy),
+		cmocka_unit_test(test_fanout_copy),	cmocka_unit_test(test_burst_many),
+		cmocka_unit_test(test_tx_full),		cmocka_unit_test(test_drop_injection),
+		cmocka_unit_test(test_multi_ethdev),	cmocka_unit_test(test_options),
+		cmocka_unit_test(test_enobufs),		cmocka_unit_test(test_queues),
+		cmocka_unit_test(test_queues_parallel), cmocka_unit_test(test_jumbo),
+		cmocka_unit_test(test_link_state),	cmocka_unit_test(test_no_leak),
 	};
 
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);

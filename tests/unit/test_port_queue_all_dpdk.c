@@ -43,7 +43,8 @@ static int
 group_setup(void **state)
 {
 	char *argv[] = { "test_port_queue_all_dpdk", "--no-huge", "--no-pci", "--no-shconf",
-			 "--no-telemetry", "-m", "256", "--lcores=0@(0-1)", "--log-level=error" };
+			 "--no-telemetry",	     "-m",	  "256",      "--lcores=0@(0-1)",
+			 "--log-level=error" };
 	char err[256], name[32];
 	int ret;
 
@@ -79,7 +80,7 @@ group_teardown(void **state)
 
 	(void)state;
 	RTE_ETH_FOREACH_DEV(id)
-		rte_eth_dev_close(id);
+	rte_eth_dev_close(id);
 	for (int q = 0; q < Q; q++) {
 		rte_ring_free(to_sw[q]);
 		rte_ring_free(to_host[q]);
@@ -94,8 +95,8 @@ addr_of(struct ina_port *p, char *buf, size_t size, const char *ip_port)
 	uint8_t m[6];
 
 	assert_int_equal(ina_port_dpdk_mac(p, 0, m), 0);
-	snprintf(buf, size, "%02x:%02x:%02x:%02x:%02x:%02x@%s", m[0], m[1], m[2], m[3], m[4],
-		 m[5], ip_port);
+	snprintf(buf, size, "%02x:%02x:%02x:%02x:%02x:%02x@%s", m[0], m[1], m[2], m[3], m[4], m[5],
+		 ip_port);
 }
 
 /* 'n' packets of 'len' bytes from 'from' to 'peer', byte i = tag + i. */
@@ -152,7 +153,8 @@ test_queue_all(void **state)
 		assert_int_equal(ina_port_dpdk_open_id(id_sw, args, &sw[q], OPEN_ERR), 0);
 	}
 	assert_int_equal(ina_port_dpdk_open_id(id_host, "ip=10.0.5.2,queue=all,queues=2,mbufs=2047",
-					       &host, OPEN_ERR), 0);
+					       &host, OPEN_ERR),
+			 0);
 	avail_host = ina_port_dpdk_pool_avail(host);
 	/* queue=all took every queue. */
 	assert_int_equal(ina_port_dpdk_open_id(id_host, "queue=1,queues=2", &p, OPEN_ERR), -EBUSY);
@@ -186,10 +188,12 @@ test_queue_all(void **state)
 	/* Close releases every queue: the ethdev opens again, on one queue. */
 	ina_port_close(host);
 	assert_int_equal(ina_port_dpdk_open_id(id_host, "ip=10.0.5.2,queue=1,queues=2,mbufs=2047",
-					       &p, OPEN_ERR), 0);
+					       &p, OPEN_ERR),
+			 0);
 	ina_port_close(p);
 	assert_int_equal(ina_port_dpdk_open_id(id_host, "ip=10.0.5.2,queue=all,queues=2,mbufs=2047",
-					       &host, OPEN_ERR), 0);
+					       &host, OPEN_ERR),
+			 0);
 	send_n(sw[1], &to_host_peer, 2, 7);
 	assert_int_equal(recv_all(host, NULL), 2);
 	ina_port_close(host);

@@ -109,8 +109,8 @@ typedef int (*rx_done_fn)(const struct ina_port *port, unsigned nb, void *arg);
 typedef void (*rx_each_fn)(const struct ina_pkt *p, void *arg);
 
 static unsigned
-rx_until(struct ina_port *port, rx_done_fn done, void *done_arg, rx_each_fn each,
-	 void *each_arg, uint64_t deadline_ns)
+rx_until(struct ina_port *port, rx_done_fn done, void *done_arg, rx_each_fn each, void *each_arg,
+	 uint64_t deadline_ns)
 {
 	uint64_t end = ina_now_ns() + deadline_ns, now;
 	struct ina_pkt *pkts[INA_MAX_BURST];
@@ -276,9 +276,9 @@ test_port_udp_pool_free_bulk_mixed(void **state)
 }
 
 struct seen {
-	uint8_t *hits;			/* per seq */
+	uint8_t *hits; /* per seq */
 	unsigned nb_seq;
-	const struct ina_peer *from;	/* expected source, or NULL */
+	const struct ina_peer *from; /* expected source, or NULL */
 	uint64_t bytes;
 };
 
@@ -478,7 +478,8 @@ test_port_udp_fanout_all(void **state)
 	assert_int_equal(a->stats.tx_pkts, 64);
 	for (i = 0; i < 3; i++) {
 		assert_int_equal(rx_until(r[i], done_count, &want[i], each_fanout, &c,
-					  RX_DEADLINE_NS), want[i]);
+					  RX_DEADLINE_NS),
+				 want[i]);
 		ina_port_close(r[i]);
 	}
 	assert_int_equal(c.nb, 64);
@@ -533,8 +534,7 @@ test_port_udp_fanout_many_batches(void **state)
 	/* Loopback drops past rcvbuf, which non-root users cannot force. */
 	assert_true(nb > 0 && nb <= want);
 	if (nb < want)
-		print_message("fanout_many_batches: %u of %u received (rcvbuf limit)\n", nb,
-			      want);
+		print_message("fanout_many_batches: %u of %u received (rcvbuf limit)\n", nb, want);
 	assert_int_equal(b->stats.rx_pkts, nb);
 	assert_int_equal(b->stats.rx_bytes, 8ull * nb);
 	assert_pool_full(b, 64);
@@ -591,7 +591,8 @@ test_port_udp_bad_specs(void **state)
 	assert_non_null(strstr(err, "udp"));
 	/* The backend's reason, after the spec. */
 	assert_int_equal(ina_port_open("udp:mtu=1000,,bogus=2", &port, err, sizeof(err)), -EINVAL);
-	assert_string_equal(err, "cannot open port udp:mtu=1000,,bogus=2: unknown option 'bogus' "
+	assert_string_equal(err,
+			    "cannot open port udp:mtu=1000,,bogus=2: unknown option 'bogus' "
 			    "(known: bind, mtu, pkts, rcvbuf, sndbuf, busy, " INA_FAULTS_KEYS ")");
 	assert_int_equal(ina_port_open("udp:mtu=5", &port, err, sizeof(err)), -EINVAL);
 	assert_non_null(strstr(err, "bad value '5' for option 'mtu' (128..65507)"));
@@ -616,8 +617,15 @@ static void
 test_port_udp_resolve(void **state)
 {
 	static const char *const bad[] = {
-		"", "127.0.0.1", "127.0.0.1:", ":80", "127.0.0.1:0", "127.0.0.1:65536",
-		"127.0.0.1:x", "127.0.0.1:80x", "1.2.3.4:5:6x",
+		"",
+		"127.0.0.1",
+		"127.0.0.1:",
+		":80",
+		"127.0.0.1:0",
+		"127.0.0.1:65536",
+		"127.0.0.1:x",
+		"127.0.0.1:80x",
+		"1.2.3.4:5:6x",
 	};
 	struct ina_peer peer, peer2;
 	struct ina_port *port;
@@ -634,13 +642,11 @@ test_port_udp_resolve(void **state)
 
 	assert_int_equal(ina_port_resolve(port, "10.1.2.3:9150", &peer), 0);
 	assert_int_equal(peer.len, 16);
-	assert_string_equal(ina_port_peer_str(port, &peer, buf, sizeof(buf)),
-			    "10.1.2.3:9150");
+	assert_string_equal(ina_port_peer_str(port, &peer, buf, sizeof(buf)), "10.1.2.3:9150");
 	assert_int_equal(ina_port_resolve(port, "localhost:65535", &peer), 0);
 	assert_int_equal(ina_port_resolve(port, "127.0.0.1:65535", &peer2), 0);
 	assert_true(ina_peer_equal(&peer, &peer2));
-	assert_string_equal(ina_port_peer_str(port, &peer, buf, sizeof(buf)),
-			    "127.0.0.1:65535");
+	assert_string_equal(ina_port_peer_str(port, &peer, buf, sizeof(buf)), "127.0.0.1:65535");
 	peer.len = 0;
 	assert_string_equal(ina_port_peer_str(port, &peer, buf, sizeof(buf)), "(none)");
 
@@ -850,11 +856,11 @@ test_port_udp_tx_no_peer(void **state)
 	(void)state;
 	a = port_open_ok("udp:bind=127.0.0.1:0,pkts=4");
 	memset(dsts, 0, sizeof(dsts));
-	pkts[0] = pattern_pkt(a, 1, NULL);		/* no peer */
-	pkts[1] = pattern_pkt(a, 2, NULL);		/* fan-out to two empty peers */
+	pkts[0] = pattern_pkt(a, 1, NULL); /* no peer */
+	pkts[1] = pattern_pkt(a, 2, NULL); /* fan-out to two empty peers */
 	pkts[1]->dsts = dsts;
 	pkts[1]->dst_mask = 3;
-	pkts[2] = pattern_pkt(a, 3, NULL);		/* fan-out to nobody */
+	pkts[2] = pattern_pkt(a, 3, NULL); /* fan-out to nobody */
 	pkts[2]->dsts = dsts;
 	pkts[2]->dst_mask = 0;
 	assert_int_equal(ina_port_tx_burst(a, pkts, 3), 1);
@@ -1015,7 +1021,7 @@ test_port_print_counters(void **state)
 	fake[0].stats.inject_dup = 1;
 	fake[1].stats.inject_dup = 2;
 	fake[1].stats.rx_csum_bad = 5;
-	fake[0].stats.inject_drop = 9;	/* the programs print drops themselves */
+	fake[0].stats.inject_drop = 9; /* the programs print drops themselves */
 	f = open_memstream(&text, &size);
 	assert_non_null(f);
 	ina_port_print_counters(fakes, 2, f);

@@ -148,9 +148,9 @@ lanes_of(void **state)
 	(void)state;
 	assert_int_equal(share_lanes_of(5, 8, 1, 1), 5);
 	assert_int_equal(share_lanes_of(9, 8, 1, 1), 8);
-	assert_int_equal(share_lanes_of(3, 8, 2, 1), 6);	/* 3 rows of 2 partitions */
+	assert_int_equal(share_lanes_of(3, 8, 2, 1), 6); /* 3 rows of 2 partitions */
 	assert_int_equal(share_lanes_of(4, 7, 2, 1), 7);
-	assert_int_equal(share_lanes_of(11, 8, 1, 4), 2);	/* ssp:2: 4 slots a lane */
+	assert_int_equal(share_lanes_of(11, 8, 1, 4), 2); /* ssp:2: 4 slots a lane */
 	assert_int_equal(share_lanes_of(3, 8, 1, 4), 0);
 }
 
@@ -231,14 +231,10 @@ int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(equal_weights),
-		cmocka_unit_test(small_demand_redistributed),
-		cmocka_unit_test(weights),
-		cmocka_unit_test(total_keeps_room),
-		cmocka_unit_test(units),
-		cmocka_unit_test(lanes_of),
-		cmocka_unit_test(policy_names),
-		cmocka_unit_test(random_invariants),
+		cmocka_unit_test(equal_weights), cmocka_unit_test(small_demand_redistributed),
+		cmocka_unit_test(weights),	 cmocka_unit_test(total_keeps_room),
+		cmocka_unit_test(units),	 cmocka_unit_test(lanes_of),
+		cmocka_unit_test(policy_names),	 cmocka_unit_test(random_invariants),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -27,11 +27,11 @@
 #define WORLD 3
 #define LANES 12
 #define MAXB 16
-#define N 700		/* 44 blocks of 16: every lane busy */
+#define N 700 /* 44 blocks of 16: every lane busy */
 
 struct taps {
-	uint64_t reshape_results;	/* RESULTs flagged RESHAPE (6 lanes) */
-	uint64_t other_reshape;		/* RESHAPE with another lane count */
+	uint64_t reshape_results; /* RESULTs flagged RESHAPE (6 lanes) */
+	uint64_t other_reshape;	  /* RESHAPE with another lane count */
 };
 
 static void
@@ -141,7 +141,7 @@ give_back(void **state)
 	assert_null(join_other(&f));
 	assert_int_equal(pipeline_stats(f.sw)->drop[PDROP_JOIN_WAIT], 1);
 	assert_int_equal(pipeline_stats(f.sw)->reshapes, 1);
-	assert_null(join_other(&f));	/* the worker's resend: still waiting */
+	assert_null(join_other(&f)); /* the worker's resend: still waiting */
 	assert_int_equal(pipeline_stats(f.sw)->reshapes, 1);
 
 	/* Round 1: still 12 lanes, its results say "6 lanes from round 2". */

@@ -151,7 +151,7 @@ test_sim_analytic_star(void **state)
 	assert_int_equal(rep->jobs[0].sums_checked, 2 * 3);
 	n = j->tensor_len / j->block_size;
 	bytes = INA_HDR_SIZE + 4u * j->block_size + cfg.frame_overhead;
-	ser = bytes * 8;	/* ns at 1 Gbit/s */
+	ser = bytes * 8; /* ns at 1 Gbit/s */
 	want = (n + 1) * ser + 2 * gbit.latency_ns;
 	for (uint32_t r = 0; r < j->rounds; r++) {
 		uint64_t got = rep->jobs[0].round_ns[r];
@@ -169,8 +169,9 @@ test_sim_analytic_star(void **state)
 			uint64_t extra = st->pkts - n * j->rounds;
 
 			assert_in_range(st->pkts, n * j->rounds, n * j->rounds + 1);
-			assert_int_equal(st->bytes, n * j->rounds * bytes +
-							    extra * (INA_HDR_SIZE + cfg.frame_overhead));
+			assert_int_equal(st->bytes,
+					 n * j->rounds * bytes +
+						 extra * (INA_HDR_SIZE + cfg.frame_overhead));
 		}
 	}
 	assert_int_equal(rep->jobs[0].retransmits, 0);
@@ -359,10 +360,10 @@ test_sim_routes(void **state)
 	assert_int_equal(dirs[0] & 1, 0);
 	assert_int_equal(dirs[1] & 1, 1);
 	assert_int_equal(sim_route_path(&r, a, c, dirs, 8), 4);
-	assert_int_equal(t->links[dirs[1] / 2].b, 0);	/* rack -> spine */
+	assert_int_equal(t->links[dirs[1] / 2].b, 0); /* rack -> spine */
 	assert_int_equal(dirs[1] & 1, 0);
-	assert_int_equal(dirs[2] & 1, 1);		/* spine -> rack */
-	assert_int_equal(sim_route_path(&r, a, c, dirs, 3), -1);	/* too long */
+	assert_int_equal(dirs[2] & 1, 1);			 /* spine -> rack */
+	assert_int_equal(sim_route_path(&r, a, c, dirs, 3), -1); /* too long */
 	assert_int_equal(sim_route_path(&r, c, c, dirs, 8), 0);
 	sim_route_fini(&r);
 	/* A host said to hang off a switch it has no link to: refused by
@@ -387,7 +388,7 @@ test_sim_gradients_file(void **state)
 	(void)state;
 	j->data = TOPO_DATA_FILE;
 	j->path = strdup(INA_SOURCE_DIR "/data/grads_cnn_digits_3it.npy");
-	j->tensor_len = 0;	/* the file's */
+	j->tensor_len = 0; /* the file's */
 	r = run_json(t, 3, &ok, &rep);
 	assert_true(ok);
 	assert_int_equal(rep.state, SIM_JOB_OK);
@@ -402,7 +403,7 @@ test_sim_gradients_file(void **state)
  * adder would. */
 struct corrupt {
 	int victim;
-	uint8_t done[64];	/* by node index */
+	uint8_t done[64]; /* by node index */
 };
 
 static void
@@ -584,7 +585,7 @@ test_sim_ring_closed_form(void **state)
 		char err[256];
 		uint64_t n = ns[i], s_bytes, want;
 
-		j->tensor_len = 262144 - 262144 % ns[i];	/* N divides it */
+		j->tensor_len = 262144 - 262144 % ns[i]; /* N divides it */
 		s_bytes = (uint64_t)j->tensor_len * 4;
 		assert_int_equal(sim_route_init(&r, t, err, sizeof(err)), 0);
 		assert_int_equal(ring_model(t, &r, j, 4, 0, &res, err, sizeof(err)), 0);
@@ -629,7 +630,7 @@ test_sim_ring_bottleneck(void **state)
 	chunk = 1000 * 4;
 	floor_ns = res.steps * (chunk * 8) + res.steps * 4 * 1000;
 	assert_in_range(res.time_ns, floor_ns, floor_ns + res.steps);
-	assert_true(res.bottleneck_link >= 0 && res.bottleneck_link < 4);	/* an uplink */
+	assert_true(res.bottleneck_link >= 0 && res.bottleneck_link < 4); /* an uplink */
 	sim_route_fini(&r);
 	sim_topo_free(t);
 }

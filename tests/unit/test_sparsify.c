@@ -109,9 +109,9 @@ two_sum_err(float a, float b, float s)
 }
 
 struct ledger_result {
-	uint64_t deferred;		/* blocks deferred, over rounds */
-	uint64_t sent_blocks;		/* blocks sent by all workers, over rounds */
-	uint64_t rounding;		/* accumulate adds that rounded */
+	uint64_t deferred;    /* blocks deferred, over rounds */
+	uint64_t sent_blocks; /* blocks sent by all workers, over rounds */
+	uint64_t rounding;    /* accumulate adds that rounded */
 };
 
 /*
@@ -140,7 +140,7 @@ run_ledger(const struct sparsify_config *cfg, int W, uint32_t rounds, gen_fn *ge
 	struct ledger_result res = { 0, 0, 0 };
 	struct sparsify *sp[MAX_W];
 	float *grad[MAX_W], *out[MAX_W], *prev[MAX_W], *sum;
-	float *fg[MAX_W], *fd[MAX_W];		/* exact: float sums */
+	float *fg[MAX_W], *fd[MAX_W]; /* exact: float sums */
 	double *dg[MAX_W], *dd[MAX_W], *de[MAX_W], *dabs[MAX_W], *dacc[MAX_W];
 	uint32_t t, i, b, nb;
 	int w;
@@ -205,8 +205,9 @@ run_ledger(const struct sparsify_config *cfg, int W, uint32_t rounds, gen_fn *ge
 			res.deferred += (uint64_t)deferred;
 			for (w = 0; w < W; w++) {
 				if (deferred) {
-					assert_int_equal(
-						sparsify_defer_block(sp[w], b, out[w] + off), 0);
+					assert_int_equal(sparsify_defer_block(sp[w], b,
+									      out[w] + off),
+							 0);
 					continue;
 				}
 				for (i = 0; i < len; i++) {
@@ -259,7 +260,7 @@ ledger_config(int which, uint32_t n, uint32_t B, float bound0, struct sparsify_c
 	c->block_size = B;
 	switch (which) {
 	case 0:
-		c->select = 0;				/* dense */
+		c->select = 0; /* dense */
 		break;
 	case 1:
 		c->target = SPARSIFY_DENSITY;
@@ -343,7 +344,7 @@ test_sparsify_no_update_lost_wide(void **state)
 		rounding += r.rounding;
 	}
 	assert_true(deferred > 0);
-	assert_true(rounding > 0);	/* the rounding path was exercised */
+	assert_true(rounding > 0); /* the rounding path was exercised */
 }
 
 static void
@@ -403,9 +404,9 @@ gen_ties(float *g, uint32_t n, uint32_t B)
 	gen_wide(g, n, 7, 7);
 	for (i = 0; i < n; i++)
 		if ((i / B) % 5 == 3 && i >= 2 * B)
-			g[i] = g[i - 2 * B];	/* block b equal to block b - 2 */
+			g[i] = g[i - 2 * B]; /* block b equal to block b - 2 */
 		else if ((i / B) % 9 == 4)
-			g[i] = 0.0f;		/* zero blocks */
+			g[i] = 0.0f; /* zero blocks */
 }
 
 /* One round from a zero residual; asserts that exactly the blocks of
@@ -429,7 +430,7 @@ check_kept_prefix(const struct sparsify_config *c, const float *g, const uint32_
 		;
 	for (b = k; b < nb; b++)
 		assert_false(sent[order[b]]);
-	for (b = 0; b < k; b++)		/* whole blocks, values as given */
+	for (b = 0; b < k; b++) /* whole blocks, values as given */
 		for (i = order[b] * B; i < n && i < (order[b] + 1) * B; i++)
 			assert_int_equal(bits_of(out[i]), bits_of(g[i]));
 	assert_int_equal(st->blocks_sent, k);
@@ -662,7 +663,7 @@ test_sparsify_filter_budget(void **state)
 	c.filter_budget = 3 * blk;
 	s = sparsify_create(&c);
 	for (i = 0; i < n; i++)
-		g[i] = i / B < 2 ? 2.0f : 1.0f;	/* two blocks at 2, the rest tie at 1 */
+		g[i] = i / B < 2 ? 2.0f : 1.0f; /* two blocks at 2, the rest tie at 1 */
 	assert_int_equal(sparsify_round(s, g, out, 0, &st), 0);
 	assert_true(st.bound > 1.0f && st.bound <= 2.0f);
 	assert_int_equal(st.blocks_sent, 2);
@@ -709,7 +710,7 @@ test_sparsify_combined(void **state)
 	g[3] = 0.5f;
 	for (i = 10; i < 20; i++)
 		g[i] = 0.4f;
-	c.density = 0.01;	/* one block */
+	c.density = 0.01; /* one block */
 	s = sparsify_create(&c);
 	assert_int_equal(sparsify_round(s, g, out, 0, &st), 0);
 	assert_int_equal(st.blocks_sent, 1);
@@ -744,7 +745,7 @@ test_sparsify_nonfinite_sent(void **state)
 		g[95] = NAN;
 		g[42] = INFINITY;
 		g[7] = 1e30f;
-		c.density = 0.2;	/* two blocks: DENSITY takes the two first */
+		c.density = 0.2; /* two blocks: DENSITY takes the two first */
 		s = sparsify_create(&c);
 		assert_non_null(s);
 		assert_int_equal(sparsify_round(s, g, out, 0, &st), 0);
@@ -768,7 +769,7 @@ test_sparsify_deferred_rule(void **state)
 	(void)state;
 	assert_int_equal(ina_enc_f32_deferred(zero, 4, 0.25f), 0);
 	assert_int_equal(ina_enc_f32_deferred(small, 4, 0.25f), 1);
-	assert_int_equal(ina_enc_f32_deferred(at, 4, 0.25f), 0);	/* |x| = bound goes */
+	assert_int_equal(ina_enc_f32_deferred(at, 4, 0.25f), 0); /* |x| = bound goes */
 	assert_int_equal(ina_enc_f32_deferred(nan, 4, 0.25f), 0);
 	assert_int_equal(ina_enc_f32_deferred(small, 4, 0.0f), 0);
 	assert_int_equal(ina_enc_f32_deferred(small, 0, 1.0f), 0);
@@ -789,7 +790,7 @@ test_sparsify_defer_block(void **state)
 	sparsify_config_init(&c);
 	c.n_elems = n;
 	c.block_size = B;
-	c.density = 0.34;	/* one of three blocks: the last (short, largest) */
+	c.density = 0.34; /* one of three blocks: the last (short, largest) */
 	s = sparsify_create(&c);
 	assert_non_null(s);
 	assert_int_equal(sparsify_round(s, g, out, 0, NULL), 0);
@@ -861,10 +862,10 @@ test_sparsify_bad_params(void **state)
 	ok.block_size = 16;
 	assert_int_equal(sparsify_config_check(&ok), 0);
 	assert_int_equal(sparsify_config_check(NULL), -EINVAL);
-#define BAD(stmt)		\
-	do {			\
-		c = ok;		\
-		stmt;		\
+#define BAD(stmt) \
+	do { \
+		c = ok; \
+		stmt; \
 		expect_einval(&c); \
 	} while (0)
 	BAD(c.block_size = 0);
@@ -934,8 +935,9 @@ test_sparsify_no_alloc_per_round(void **state)
 			assert_int_equal(sparsify_round(s[which], g, out, t, &st), 0);
 			for (b = 0; b < sparsify_n_blocks(s[which]); b += 7)
 				if (ina_enc_f32_deferred(out + b * B, B, 0.1f))
-					assert_int_equal(
-						sparsify_defer_block(s[which], b, out + b * B), 0);
+					assert_int_equal(sparsify_defer_block(s[which], b,
+									      out + b * B),
+							 0);
 		}
 	}
 	alloc_count_off();

@@ -372,23 +372,23 @@ test_ssp_hold_and_drops(void **state)
 
 #define W 4
 #define L 8
-#define N (L * B)		/* one block per lane */
+#define N (L * B) /* one block per lane */
 #define ROUNDS 40
 #define SETS_MAX 4
-#define COMPUTE_NS 100000ull	/* a normal round's compute */
+#define COMPUTE_NS 100000ull /* a normal round's compute */
 
 struct worker {
-	float in[SETS_MAX][N];	/* what each round in flight sent (grad + residual) */
+	float in[SETS_MAX][N]; /* what each round in flight sent (grad + residual) */
 	float out[SETS_MAX][N];
 	uint8_t missed[SETS_MAX][L];
 	float residual[N];
-	uint32_t next;		/* next round to start */
-	uint32_t processed;	/* next round whose result to take */
-	uint64_t ready_ns;	/* its next gradient is computed */
+	uint32_t next;	    /* next round to start */
+	uint32_t processed; /* next round whose result to take */
+	uint64_t ready_ns;  /* its next gradient is computed */
 };
 
 static struct worker wk[W];
-static float first_out[ROUNDS][N];	/* each round's result as the first worker took it */
+static float first_out[ROUNDS][N]; /* each round's result as the first worker took it */
 static uint8_t have_out[ROUNDS];
 static double grad_sum[N];
 /* (lane, round) closed at the switch: a RESULT of it went out. */
@@ -500,7 +500,8 @@ worker_step(struct fabric *f, int w, uint64_t *rng, uint32_t straggle_round)
 	else
 		memset(x->missed[k], 0, sizeof(x->missed[k]));
 	assert_int_equal(engine_allreduce(f->hosts[w], 1, x->in[k], x->out[k], N, B, ENGINE_SUM,
-					  f->now), 0);
+					  f->now),
+			 0);
 	x->next++;
 	/* Transient stragglers: now and then a random worker computes three
 	 * times as long; and one long stall so that blocks surely close early. */
@@ -555,7 +556,12 @@ run_ssp(uint8_t s, double drop_rate, uint64_t seed, struct pipeline_stats *st, u
 
 			if (engine_error(f.hosts[w])) {
 				for (int v = 0; v < W; v++)
-					fprintf(stderr, "w%d next %u processed %u ready %llu now %llu inflight %u\n", v, wk[v].next, wk[v].processed, (unsigned long long)wk[v].ready_ns, (unsigned long long)f.now, engine_nb_in_flight(f.hosts[v]));
+					fprintf(stderr,
+						"w%d next %u processed %u ready %llu now %llu inflight %u\n",
+						v, wk[v].next, wk[v].processed,
+						(unsigned long long)wk[v].ready_ns,
+						(unsigned long long)f.now,
+						engine_nb_in_flight(f.hosts[v]));
 				pipeline_dump(f.sw, stderr);
 				pipeline_stats_print(f.sw, stderr);
 			}
@@ -584,13 +590,15 @@ run_ssp(uint8_t s, double drop_rate, uint64_t seed, struct pipeline_stats *st, u
 			got += wk[w].residual[i];
 		if (got != grad_sum[i])
 			fail_msg("ssp:%u loss %.2f: element %d: received + residuals %.9g, "
-				 "gradients %.9g", s, drop_rate, i, got, grad_sum[i]);
+				 "gradients %.9g",
+				 s, drop_rate, i, got, grad_sum[i]);
 	}
 	*st = *pipeline_stats(f.sw);
 	for (uint16_t k = 1; k < f.nb_parts; k++)
 		pipeline_stats_add(st, pipeline_stats(f.parts[k]));
 	if (getenv("SSP_DEBUG"))
-		fprintf(stderr, "ssp:%u loss %.2f: t %.3f ms partial %llu late %llu hold %llu dup %llu rx %llu\n",
+		fprintf(stderr,
+			"ssp:%u loss %.2f: t %.3f ms partial %llu late %llu hold %llu dup %llu rx %llu\n",
 			s, drop_rate, (double)(f.now - 1000000) / 1e6,
 			(unsigned long long)st->results_partial, (unsigned long long)st->ssp_late,
 			(unsigned long long)st->drop[PDROP_SSP_HOLD],
@@ -633,7 +641,7 @@ test_ssp_conservation(void **state)
 static void
 test_ssp_tensor(void **state)
 {
-	struct ssp_tensor *t = ssp_tensor_create(3, 10, 4, 1);	/* blocks 4, 4, 2 */
+	struct ssp_tensor *t = ssp_tensor_create(3, 10, 4, 1); /* blocks 4, 4, 2 */
 	float in[10];
 	const float *send[3];
 	uint8_t *missed[3];
@@ -678,7 +686,7 @@ static float
 rnd_value(uint16_t rank, uint32_t round, uint16_t lane)
 {
 	if ((rank + round + lane) % 5 == 0)
-		return 0.0f;	/* an empty packet */
+		return 0.0f; /* an empty packet */
 	return (float)(rank + 1) * (float)(1u << (round % 4)) * (float)(lane + 1) * 0.125f;
 }
 
@@ -733,7 +741,8 @@ test_ssp_random(void **state)
 					memcpy(first[h.lane][h.round], o->data, o->len);
 				} else {
 					assert_int_equal(first_len[h.lane][h.round], o->len);
-					assert_memory_equal(first[h.lane][h.round], o->data, o->len);
+					assert_memory_equal(first[h.lane][h.round], o->data,
+							    o->len);
 				}
 				results++;
 			}
@@ -749,12 +758,9 @@ int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_ssp_admission),
-		cmocka_unit_test(test_ssp_early_close),
-		cmocka_unit_test(test_ssp_hold_and_drops),
-		cmocka_unit_test(test_ssp_conservation),
-		cmocka_unit_test(test_ssp_tensor),
-		cmocka_unit_test(test_ssp_random),
+		cmocka_unit_test(test_ssp_admission),	   cmocka_unit_test(test_ssp_early_close),
+		cmocka_unit_test(test_ssp_hold_and_drops), cmocka_unit_test(test_ssp_conservation),
+		cmocka_unit_test(test_ssp_tensor),	   cmocka_unit_test(test_ssp_random),
 	};
 
 	ina_log_set_level(INA_LOG_ERR);

@@ -29,7 +29,7 @@
 #include "tensor_round.h"
 
 #define WORLD 4
-#define MAXN 71754		/* the real gradients' length */
+#define MAXN 71754 /* the real gradients' length */
 #define GRADS INA_SOURCE_DIR "/data/grads_cnn_digits_3it.npy"
 
 static float grad[WORLD][MAXN], outs[WORLD][MAXN];
@@ -42,7 +42,7 @@ struct run {
 	struct ina_sparsify sp;
 	double drop_rate;
 	int rounds;
-	int exact;		/* dyadic inputs: sums checked bit for bit */
+	int exact; /* dyadic inputs: sums checked bit for bit */
 	/* out */
 	uint16_t B[16];
 	uint64_t deferred;
@@ -89,7 +89,8 @@ real_grads(uint32_t n, int round)
 	assert_int_equal(ina_npy_dim(npy, 2), n);
 	for (int r = 0; r < WORLD; r++)
 		assert_int_equal(ina_npy_read_row(npy, (uint64_t)(round % 3) * WORLD + (uint64_t)r,
-						  grad[r], n), 0);
+						  grad[r], n),
+				 0);
 }
 
 /* Block b of the round: DEFERRED on every worker alike, exactly when the
@@ -111,7 +112,8 @@ check_block(const struct run *ru, struct tround_step *step, uint32_t b)
 			s[i] += step[r].send[off + i];
 	}
 	if (ru->exact)
-		assert_int_equal(def, step[0].bound > 0 && ina_enc_f32_deferred(s, len, step[0].bound));
+		assert_int_equal(def,
+				 step[0].bound > 0 && ina_enc_f32_deferred(s, len, step[0].bound));
 	for (uint32_t i = 0; i < len; i++) {
 		float g = outs[0][off + i];
 
@@ -184,7 +186,8 @@ run(struct run *ru, void (*gen)(uint32_t, int))
 		for (int r = 1; r < WORLD; r++)
 			assert_int_equal(bs[r], bs[0]);
 		ru->B[k] = bs[0];
-		assert_int_equal(fabric_allreduce_each(&f, 9, in_p, out_p, ru->n, bs, ENGINE_SUM), 0);
+		assert_int_equal(fabric_allreduce_each(&f, 9, in_p, out_p, ru->n, bs, ENGINE_SUM),
+				 0);
 		for (int r = 1; r < WORLD; r++)
 			assert_memory_equal(outs[r], outs[0], ru->n * sizeof(float));
 		nb = ina_wire_nb_blocks(ru->n, bs[0]);
@@ -234,8 +237,8 @@ static void
 print_run(const char *what, const struct run *ru)
 {
 	print_message("%s: B per round %u %u %u %u %u %u %u %u, %llu blocks deferred\n", what,
-		      ru->B[0], ru->B[1], ru->B[2], ru->B[3], ru->B[4], ru->B[5], ru->B[6], ru->B[7],
-		      (unsigned long long)ru->deferred);
+		      ru->B[0], ru->B[1], ru->B[2], ru->B[3], ru->B[4], ru->B[5], ru->B[6],
+		      ru->B[7], (unsigned long long)ru->deferred);
 }
 
 /* Planner, top-k, value filter and DEFERRED results together, under loss, in
@@ -249,8 +252,14 @@ test_planned_no_update_lost(void **state)
 	(void)state;
 	for (size_t e = 0; e < 2; e++) {
 		struct run ru = {
-			.n = 1000, .max_block = 64, .lanes = 8, .enc = encs[e],
-			.sp = opts(INA_SPARSIFY_BOTH), .drop_rate = 0.05, .rounds = 8, .exact = 1,
+			.n = 1000,
+			.max_block = 64,
+			.lanes = 8,
+			.enc = encs[e],
+			.sp = opts(INA_SPARSIFY_BOTH),
+			.drop_rate = 0.05,
+			.rounds = 8,
+			.exact = 1,
 		};
 		int moved = 0;
 
@@ -278,8 +287,14 @@ static void
 test_planned_dense(void **state)
 {
 	struct run ru = {
-		.n = 1000, .max_block = 64, .lanes = 8, .enc = INA_ENC_F32,
-		.sp = opts(INA_SPARSIFY_OFF), .drop_rate = 0.02, .rounds = 3, .exact = 1,
+		.n = 1000,
+		.max_block = 64,
+		.lanes = 8,
+		.enc = INA_ENC_F32,
+		.sp = opts(INA_SPARSIFY_OFF),
+		.drop_rate = 0.02,
+		.rounds = 3,
+		.exact = 1,
 	};
 
 	(void)state;
@@ -306,8 +321,13 @@ test_planned_real_gradients(void **state)
 	(void)state;
 	for (int m = 0; m < 2; m++) {
 		struct run ru = {
-			.n = MAXN, .max_block = 1024, .lanes = 64, .enc = INA_ENC_F32,
-			.sp = opts(INA_SPARSIFY_TOPK), .drop_rate = 0.02, .rounds = 4,
+			.n = MAXN,
+			.max_block = 1024,
+			.lanes = 64,
+			.enc = INA_ENC_F32,
+			.sp = opts(INA_SPARSIFY_TOPK),
+			.drop_rate = 0.02,
+			.rounds = 4,
 		};
 		int distinct = 0;
 

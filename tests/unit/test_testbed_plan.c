@@ -70,16 +70,16 @@ test_rto(void **state)
 	struct topo_job job = { .block_size = 256, .lanes = 8, .encoding = 1 };
 
 	(void)state;
-	assert_int_equal(plan_host_rto_us(&l, &job), 0);	/* ina-host's default */
-	l.latency_ns = 50000;					/* 4 x 100 us: the minimum */
+	assert_int_equal(plan_host_rto_us(&l, &job), 0); /* ina-host's default */
+	l.latency_ns = 50000;				 /* 4 x 100 us: the minimum */
 	assert_int_equal(plan_host_rto_us(&l, &job), 5000);
-	l.latency_ns = 10000000;				/* 4 x 20 ms */
+	l.latency_ns = 10000000; /* 4 x 20 ms */
 	assert_int_equal(plan_host_rto_us(&l, &job), 80000);
 	/* 8 frames of 14 + 28 + 56 + 1024 bytes at 1 Mbit/s, three times. */
 	l.latency_ns = 0;
 	l.bandwidth_bps = 1000000;
 	assert_int_equal(plan_host_rto_us(&l, &job), 3 * (8 * 1122 * 8));
-	job.encoding = 3;	/* bf16 frames are 512 bytes shorter */
+	job.encoding = 3; /* bf16 frames are 512 bytes shorter */
 	assert_int_equal(plan_host_rto_us(&l, &job), 3 * (8 * 610 * 8));
 	l.bandwidth_bps = 1000;
 	assert_int_equal(plan_host_rto_us(&l, &job), 10000000);
@@ -95,24 +95,41 @@ static struct topology t;
 static void
 make(void)
 {
-	nodes[0] = (struct topo_node){ .name = "s0", .kind = TOPO_SWITCH, .parent = 5, .attach = -1 };
+	nodes[0] =
+		(struct topo_node){ .name = "s0", .kind = TOPO_SWITCH, .parent = 5, .attach = -1 };
 	nodes[1] = (struct topo_node){ .name = "h0", .kind = TOPO_HOST, .attach = 0 };
 	nodes[2] = (struct topo_node){ .name = "h1", .kind = TOPO_HOST, .attach = 0 };
-	nodes[3] = (struct topo_node){ .name = "s1", .kind = TOPO_SWITCH, .parent = 5, .attach = -1 };
+	nodes[3] =
+		(struct topo_node){ .name = "s1", .kind = TOPO_SWITCH, .parent = 5, .attach = -1 };
 	nodes[4] = (struct topo_node){ .name = "h2", .kind = TOPO_HOST, .attach = 3 };
-	nodes[5] = (struct topo_node){ .name = "spine", .kind = TOPO_SWITCH, .parent = -1,
+	nodes[5] = (struct topo_node){ .name = "spine",
+				       .kind = TOPO_SWITCH,
+				       .parent = -1,
 				       .attach = -1 };
 	links[0] = (struct topo_link){ .a = 1, .b = 0, .mtu = 1500 };
 	links[1] = (struct topo_link){ .a = 2, .b = 0, .mtu = 1500 };
 	links[2] = (struct topo_link){ .a = 4, .b = 3, .mtu = 1500 };
 	links[3] = (struct topo_link){ .a = 0, .b = 5, .mtu = 1500 };
 	links[4] = (struct topo_link){ .a = 3, .b = 5, .mtu = 1500 };
-	jobs[0] = (struct topo_job){ .name = "a", .hosts = hosts_a, .nb_hosts = 2, .root = 0,
-				     .block_size = 256, .encoding = 1 };
-	jobs[1] = (struct topo_job){ .name = "c", .hosts = hosts_c, .nb_hosts = 1, .root = 0,
-				     .block_size = 256, .encoding = 1 };
-	t = (struct topology){ .name = "t", .nodes = nodes, .nb_nodes = 6, .links = links,
-			       .nb_links = 5, .jobs = jobs, .nb_jobs = 1 };
+	jobs[0] = (struct topo_job){ .name = "a",
+				     .hosts = hosts_a,
+				     .nb_hosts = 2,
+				     .root = 0,
+				     .block_size = 256,
+				     .encoding = 1 };
+	jobs[1] = (struct topo_job){ .name = "c",
+				     .hosts = hosts_c,
+				     .nb_hosts = 1,
+				     .root = 0,
+				     .block_size = 256,
+				     .encoding = 1 };
+	t = (struct topology){ .name = "t",
+			       .nodes = nodes,
+			       .nb_nodes = 6,
+			       .links = links,
+			       .nb_links = 5,
+			       .jobs = jobs,
+			       .nb_jobs = 1 };
 }
 
 static const struct topo_link *
@@ -206,8 +223,8 @@ test_tiers(void **state)
 	assert_int_equal(tr.m[1].rank, 0);
 	assert_int_equal(tr.m[2].rank, 1);
 	assert_int_equal(tr.m[2].world, 2);
-	assert_int_equal(tr.m[0].up, -1);	/* the root */
-	assert_int_equal(tr.m[4].up, -1);	/* not in the job */
+	assert_int_equal(tr.m[0].up, -1); /* the root */
+	assert_int_equal(tr.m[4].up, -1); /* not in the job */
 	tiers_fini(&tr);
 	jobs[0].hosts = hosts_b;
 	jobs[0].nb_hosts = 3;
@@ -238,10 +255,8 @@ int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_names),
-		cmocka_unit_test(test_port),
-		cmocka_unit_test(test_rto),
-		cmocka_unit_test(test_check),
+		cmocka_unit_test(test_names), cmocka_unit_test(test_port),
+		cmocka_unit_test(test_rto),   cmocka_unit_test(test_check),
 		cmocka_unit_test(test_tiers),
 	};
 

@@ -34,15 +34,17 @@ write_host(int rank, const double secs[3], const int retx[3], int verified)
 	snprintf(paths[rank], sizeof(paths[rank]), "%s/r%d.json", dir, rank);
 	f = fopen(paths[rank], "w");
 	assert_non_null(f);
-	fprintf(f, "{\"verified\": %s, \"transport\": \"udp\", \"seconds\": %g, \"retransmits\": %d,"
-		   " \"bytes_sent\": %d, \"bytes_received\": %d, \"injected_drops\": 5,"
-		   " \"per_round\": [",
-		verified ? "true" : "false", secs[0] + secs[1] + secs[2], retx[0] + retx[1] + retx[2],
-		3000 + rank, 6000 + rank);
+	fprintf(f,
+		"{\"verified\": %s, \"transport\": \"udp\", \"seconds\": %g, \"retransmits\": %d,"
+		" \"bytes_sent\": %d, \"bytes_received\": %d, \"injected_drops\": 5,"
+		" \"per_round\": [",
+		verified ? "true" : "false", secs[0] + secs[1] + secs[2],
+		retx[0] + retx[1] + retx[2], 3000 + rank, 6000 + rank);
 	for (int i = 0; i < 3; i++)
-		fprintf(f, "%s{\"round\": %d, \"seconds\": %g, \"retransmits\": %d,"
-			   " \"bytes_sent\": 1000, \"bytes_received\": 2000,"
-			   " \"sum_hash\": \"%016x\"}",
+		fprintf(f,
+			"%s{\"round\": %d, \"seconds\": %g, \"retransmits\": %d,"
+			" \"bytes_sent\": 1000, \"bytes_received\": 2000,"
+			" \"sum_hash\": \"%016x\"}",
 			i ? ", " : "", i, secs[i], retx[i], 0xab00 + i);
 	fprintf(f, "]}\n");
 	fclose(f);
@@ -58,17 +60,33 @@ static int job_hosts[2] = { 1, 2 };
 static void
 make_topology(void)
 {
-	nodes[0] = (struct topo_node){ .name = "s0", .kind = TOPO_SWITCH, .parent = -1,
-				       .replica_of = -1, .attach = -1 };
+	nodes[0] = (struct topo_node){ .name = "s0",
+				       .kind = TOPO_SWITCH,
+				       .parent = -1,
+				       .replica_of = -1,
+				       .attach = -1 };
 	nodes[1] = (struct topo_node){ .name = "h0", .kind = TOPO_HOST, .attach = 0 };
 	nodes[2] = (struct topo_node){ .name = "h1", .kind = TOPO_HOST, .attach = 0 };
 	links[0] = (struct topo_link){ .a = 1, .b = 0, .bandwidth_bps = 100000000, .mtu = 1500 };
 	links[1] = (struct topo_link){ .a = 2, .b = 0, .mtu = 1500 };
-	job = (struct topo_job){ .name = "j", .job_id = 7, .hosts = job_hosts, .nb_hosts = 2,
-				 .root = 0, .tensor_len = 1000, .rounds = 3, .block_size = 256,
-				 .lanes = 8, .encoding = 1 };
-	t = (struct topology){ .name = "t", .file = "t.yaml", .nodes = nodes, .nb_nodes = 3,
-			       .links = links, .nb_links = 2, .jobs = &job, .nb_jobs = 1 };
+	job = (struct topo_job){ .name = "j",
+				 .job_id = 7,
+				 .hosts = job_hosts,
+				 .nb_hosts = 2,
+				 .root = 0,
+				 .tensor_len = 1000,
+				 .rounds = 3,
+				 .block_size = 256,
+				 .lanes = 8,
+				 .encoding = 1 };
+	t = (struct topology){ .name = "t",
+			       .file = "t.yaml",
+			       .nodes = nodes,
+			       .nb_nodes = 3,
+			       .links = links,
+			       .nb_links = 2,
+			       .jobs = &job,
+			       .nb_jobs = 1 };
 }
 
 static int
@@ -99,8 +117,12 @@ static json_t *
 build(const char *outcome)
 {
 	struct report_run r = {
-		.t = &t, .transport = "udp", .seconds = 2.0, .outcome = outcome,
-		.ranks = rank_rows, .links = rlinks,
+		.t = &t,
+		.transport = "udp",
+		.seconds = 2.0,
+		.outcome = outcome,
+		.ranks = rank_rows,
+		.links = rlinks,
 	};
 
 	return report_build(&r);
@@ -115,15 +137,22 @@ two_ranks(int verified1, int exit_ok1)
 	write_host(0, s0, x0, 1);
 	write_host(1, s1, x1, verified1);
 	for (int k = 0; k < 2; k++)
-		ranks[k] = (struct report_rank){ .node = 1 + k, .report = paths[k],
-						 .exited_ok = k ? exit_ok1 : 1, .rounds_done = 3 };
+		ranks[k] = (struct report_rank){ .node = 1 + k,
+						 .report = paths[k],
+						 .exited_ok = k ? exit_ok1 : 1,
+						 .rounds_done = 3 };
 	snprintf(ranks[0].how, sizeof(ranks[0].how), "exit 0");
 	snprintf(ranks[1].how, sizeof(ranks[1].how), exit_ok1 ? "exit 0" : "exit 1");
 	memset(rlinks, 0, sizeof(rlinks));
-	rlinks[0] = (struct report_link){ .have = 1,
+	rlinks[0] = (struct report_link){
+		.have = 1,
 		.a = { .tx_bytes = 5000, .tx_packets = 5, .rx_bytes = 9000, .rx_packets = 9 },
-		.b = { .tx_bytes = 9100, .tx_packets = 10, .rx_bytes = 4900, .rx_packets = 4,
-		       .shaper_drops = 1 } };
+		.b = { .tx_bytes = 9100,
+		       .tx_packets = 10,
+		       .rx_bytes = 4900,
+		       .rx_packets = 4,
+		       .shaper_drops = 1 }
+	};
 }
 
 static double
@@ -224,9 +253,14 @@ test_checked_by_testbed(void **state)
 	assert_true(at(rep, "jobs.0.ranks.1.verified"));
 	assert_true(at(rep, "jobs.0.verified"));
 	assert_true(at(rep, "verified"));
-	assert_string_equal(json_string_value(json_object_get(
-				    json_array_get(json_object_get(json_array_get(json_object_get(rep,
-					"jobs"), 0), "ranks"), 1), "checked_by")), "testbed");
+	assert_string_equal(
+		json_string_value(json_object_get(
+			json_array_get(json_object_get(json_array_get(json_object_get(rep, "jobs"),
+								      0),
+						       "ranks"),
+				       1),
+			"checked_by")),
+		"testbed");
 	json_decref(rep);
 	ranks[1].want_hash = wrong;
 	rep = build("ok");
@@ -257,8 +291,10 @@ test_missing_report(void **state)
 	ranks[1].rounds_done = 4;
 	rep = build("timeout");
 	assert_int_equal(at(rep, "jobs.0.rounds_done"), 4);
-	assert_int_equal(json_array_size(json_object_get(json_array_get(json_object_get(rep, "jobs"),
-									 0), "per_round")), 0);
+	assert_int_equal(json_array_size(
+				 json_object_get(json_array_get(json_object_get(rep, "jobs"), 0),
+						 "per_round")),
+			 0);
 	assert_false(at(rep, "jobs.0.verified"));
 	json_decref(rep);
 }

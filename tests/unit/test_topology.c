@@ -86,7 +86,7 @@ test_rack4(void **state)
 	l = topology_link(t, r, h2);
 	assert_non_null(l);
 	assert_ptr_equal(l, topology_link(t, h2, r));
-	assert_int_equal(l->a, h2);	/* the host is 'a' */
+	assert_int_equal(l->a, h2); /* the host is 'a' */
 	assert_int_equal(l->b, r);
 	assert_int_equal(l->bandwidth_bps, 200000000);
 	assert_int_equal(l->latency_ns, 50000);
@@ -152,7 +152,7 @@ test_rack4_lossy(void **state)
 	(void)state;
 	assert_true(topology_link(t, topology_find(t, "h0"), r)->loss == 0.01);
 	assert_true(topology_link(t, topology_find(t, "h3"), r)->loss == 0.02);
-	assert_int_equal(t->jobs[0].job_id, 1);	/* the default: 1 + index */
+	assert_int_equal(t->jobs[0].job_id, 1); /* the default: 1 + index */
 	topology_free(t);
 }
 
@@ -170,7 +170,7 @@ test_two_racks(void **state)
 	assert_int_equal(t->nodes[r1].parent, sp);
 	assert_int_equal(t->nodes[topology_find(t, "h5")].attach, r1);
 	assert_non_null(up);
-	assert_int_equal(up->a, r1);	/* the child is 'a' */
+	assert_int_equal(up->a, r1); /* the child is 'a' */
 	assert_int_equal(up->bandwidth_bps, 100000000);
 	assert_int_equal(t->jobs[0].nb_hosts, 8);
 	assert_int_equal(t->jobs[0].root, sp);
@@ -227,29 +227,29 @@ test_gradient_file_job(void **state)
 
 /* ----------------------------------------------------------- bad files */
 
-#define BASE                                                                             \
-	"name: t\n"                      /* 1 */                                         \
-	"switches:\n"                    /* 2 */                                         \
-	"  - name: r0\n"                 /* 3 */                                         \
-	"hosts:\n"                       /* 4 */                                         \
-	"  - name: h0\n"                 /* 5 */                                         \
-	"  - name: h1\n"                 /* 6 */                                         \
-	"links:\n"                       /* 7 */                                         \
-	"  - endpoints: [h0, r0]\n"      /* 8 */                                         \
-	"  - endpoints: [h1, r0]\n"      /* 9 */
+#define BASE \
+	"name: t\n"		    /* 1 */ \
+	"switches:\n"		    /* 2 */ \
+	"  - name: r0\n"	    /* 3 */ \
+	"hosts:\n"		    /* 4 */ \
+	"  - name: h0\n"	    /* 5 */ \
+	"  - name: h1\n"	    /* 6 */ \
+	"links:\n"		    /* 7 */ \
+	"  - endpoints: [h0, r0]\n" /* 8 */ \
+	"  - endpoints: [h1, r0]\n" /* 9 */
 
 #define BASE_TAIL "hosts:\n  - name: h0\nlinks:\n  - endpoints: [h0, r0]\n"
 
-#define JOB(extra)                                                                       \
-	BASE "jobs:\n"                   /* 10 */                                        \
-	     "  - name: j\n"             /* 11 */                                        \
-	     "    hosts: [h0, h1]\n"     /* 12 */                                        \
-	     extra
+#define JOB(extra) \
+	BASE "jobs:\n"		     /* 10 */ \
+	     "  - name: j\n"	     /* 11 */ \
+	     "    hosts: [h0, h1]\n" /* 12 */ \
+		extra
 
 struct bad {
 	const char *what;
 	const char *yaml;
-	const char *expect;	/* a fragment of the message */
+	const char *expect; /* a fragment of the message */
 };
 
 static const struct bad bad_files[] = {
@@ -269,10 +269,12 @@ static const struct bad bad_files[] = {
 	  "bad.yaml:10: links[1].bandwidth: '2Tbit' is out of range" },
 	{ "bad latency", BASE "    latency: 5 ms\n",
 	  "bad.yaml:10: links[1].latency: '5 ms' is not a duration" },
-	{ "negative loss", BASE "    loss: -0.1\n", "bad.yaml:10: links[1].loss: -0.1 is out of range" },
+	{ "negative loss", BASE "    loss: -0.1\n",
+	  "bad.yaml:10: links[1].loss: -0.1 is out of range" },
 	{ "loss of 1", BASE "    loss: 1\n", "bad.yaml:10: links[1].loss: 1 is out of range" },
 	{ "loss nan", BASE "    loss: nan\n", "bad.yaml:10: links[1].loss: 'nan' is not a number" },
-	{ "mtu too small", BASE "    mtu: 100\n", "bad.yaml:10: links[1].mtu: 100 is out of range" },
+	{ "mtu too small", BASE "    mtu: 100\n",
+	  "bad.yaml:10: links[1].mtu: 100 is out of range" },
 	{ "unknown node in a link", BASE "  - endpoints: [h0, r9]\n",
 	  "bad.yaml:10: links[2].endpoints[1]: no host or switch called 'r9'" },
 	{ "link with one end", BASE "  - endpoints: [h0]\n",
@@ -281,8 +283,9 @@ static const struct bad bad_files[] = {
 	  "name: t\nswitches:\n  - name: r0\n  - name: r1\nhosts:\n  - name: h0\nlinks:\n"
 	  "  - endpoints: [h0, r0]\n  - endpoints: [r1, h0]\n",
 	  "bad.yaml:9: links[1].endpoints: host 'h0' already has a link (links[0], line 8)" },
-	{ "host with no link", "name: t\nswitches:\n  - name: r0\nhosts:\n  - name: h0\n"
-			       "  - name: h1\nlinks:\n  - endpoints: [h0, r0]\n",
+	{ "host with no link",
+	  "name: t\nswitches:\n  - name: r0\nhosts:\n  - name: h0\n"
+	  "  - name: h1\nlinks:\n  - endpoints: [h0, r0]\n",
 	  "bad.yaml:6: hosts[1]: host 'h1' has no link" },
 	{ "switch linked to itself", BASE "  - endpoints: [r0, r0]\n",
 	  "bad.yaml:10: links[2].endpoints: 'r0' linked to itself" },
@@ -321,7 +324,8 @@ static const struct bad bad_files[] = {
 	  "bad.yaml:12: jobs[0].hosts[1]: no host called 'h7'" },
 	{ "job with a host twice", JOB("    tensor: 8\n    hosts: [h0, h0]\n"),
 	  "bad.yaml:14: jobs[0].hosts: given twice" },
-	{ "job host listed twice", BASE "jobs:\n  - name: j\n    hosts: [h0, h1, h0]\n    tensor: 8\n",
+	{ "job host listed twice",
+	  BASE "jobs:\n  - name: j\n    hosts: [h0, h1, h0]\n    tensor: 8\n",
 	  "bad.yaml:12: jobs[0].hosts[2]: host 'h0' is in this job twice" },
 	{ "job on a switch", BASE "jobs:\n  - name: j\n    hosts: [r0]\n    tensor: 8\n",
 	  "bad.yaml:12: jobs[0].hosts[0]: 'r0' is a switch" },
@@ -331,7 +335,8 @@ static const struct bad bad_files[] = {
 	{ "duplicate job name", JOB("    tensor: 8\n  - name: j\n    hosts: [h1]\n    tensor: 8\n"),
 	  "bad.yaml:14: jobs[1].name: 'j' is already the name of jobs[0] (line 11)" },
 	{ "tensor not the file's",
-	  JOB("    tensor: 1000\n    data: {file: " INA_SOURCE_DIR "/data/grads_cnn_digits_3it.npy}\n"),
+	  JOB("    tensor: 1000\n    data: {file: " INA_SOURCE_DIR
+	      "/data/grads_cnn_digits_3it.npy}\n"),
 	  "bad.yaml:13: jobs[0].tensor: 1000, but " INA_SOURCE_DIR
 	  "/data/grads_cnn_digits_3it.npy has 71754 parameters" },
 	{ "data file not .npy", JOB("    data: {file: " INA_SOURCE_DIR "/topologies/rack4.yaml}\n"),
@@ -341,7 +346,10 @@ static const struct bad bad_files[] = {
 	{ "missing tensor", JOB("    rounds: 2\n"), "bad.yaml:11: jobs[0].tensor: missing" },
 	{ "empty file", "", "bad.yaml:1: empty" },
 	{ "only a comment", "# nothing\n", "bad.yaml:1: empty" },
-	{ "not YAML at all", "\x7f" "ELF\x01\x02{{{[[[ : : -", "bad.yaml:1: not YAML" },
+	{ "not YAML at all",
+	  "\x7f"
+	  "ELF\x01\x02{{{[[[ : : -",
+	  "bad.yaml:1: not YAML" },
 	{ "unbalanced", "name: [t\n", "bad.yaml:2: not YAML" },
 	{ "a sentence", "just a sentence\n", "bad.yaml:1: want a mapping" },
 	{ "huge number", JOB("    tensor: 99999999999999999999999\n"),
@@ -352,7 +360,8 @@ static const struct bad bad_files[] = {
 	  "bad.yaml:13: jobs[0].tensor: '12abc' is not a whole number" },
 	{ "octal-looking number", JOB("    tensor: 8\n    rounds: 0x10\n"),
 	  "bad.yaml:14: jobs[0].rounds: '0x10' is not a whole number" },
-	{ "huge slots", "name: t\nswitches:\n  - name: r0\n    slots: 18446744073709551616\n" BASE_TAIL,
+	{ "huge slots",
+	  "name: t\nswitches:\n  - name: r0\n    slots: 18446744073709551616\n" BASE_TAIL,
 	  "bad.yaml:4: switches[0].slots: '18446744073709551616' is too large" },
 	{ "huge rate", BASE "    bandwidth: 99999999999999999999999999Gbit\n",
 	  "bad.yaml:10: links[1].bandwidth: '99999999999999999999999999Gbit' is out of range" },
@@ -435,25 +444,24 @@ test_bad_files(void **state)
 static void
 test_job_roots(void **state)
 {
-	static const char *yaml =
-		"name: t\n"
-		"switches:\n"
-		"  - {name: sp, role: spine}\n"
-		"  - {name: r0, uplink: sp}\n"
-		"  - {name: r1, uplink: sp}\n"
-		"hosts: [{name: a}, {name: b}, {name: c}, {name: d}]\n"
-		"links:\n"
-		"  - endpoints: [r0, sp]\n"
-		"  - endpoints: [sp, r1]\n"
-		"  - endpoints: [a, r0]\n"
-		"  - endpoints: [b, r0]\n"
-		"  - endpoints: [r1, c]\n"
-		"  - endpoints: [d, sp]\n"
-		"jobs:\n"
-		"  - {name: in-r0, hosts: [b, a], tensor: 8}\n"
-		"  - {name: in-r1, hosts: [c], tensor: 8}\n"
-		"  - {name: across, hosts: [a, c], tensor: 8}\n"
-		"  - {name: with-d, hosts: [b, d], tensor: 8}\n";
+	static const char *yaml = "name: t\n"
+				  "switches:\n"
+				  "  - {name: sp, role: spine}\n"
+				  "  - {name: r0, uplink: sp}\n"
+				  "  - {name: r1, uplink: sp}\n"
+				  "hosts: [{name: a}, {name: b}, {name: c}, {name: d}]\n"
+				  "links:\n"
+				  "  - endpoints: [r0, sp]\n"
+				  "  - endpoints: [sp, r1]\n"
+				  "  - endpoints: [a, r0]\n"
+				  "  - endpoints: [b, r0]\n"
+				  "  - endpoints: [r1, c]\n"
+				  "  - endpoints: [d, sp]\n"
+				  "jobs:\n"
+				  "  - {name: in-r0, hosts: [b, a], tensor: 8}\n"
+				  "  - {name: in-r1, hosts: [c], tensor: 8}\n"
+				  "  - {name: across, hosts: [a, c], tensor: 8}\n"
+				  "  - {name: with-d, hosts: [b, d], tensor: 8}\n";
 	char err[512];
 	struct topology *t = topology_parse(yaml, strlen(yaml), "roots.yaml", err, sizeof(err));
 	int sp, r0, r1;
@@ -522,7 +530,8 @@ test_deep_chain(void **state)
 	(void)state;
 	y = chain_yaml(N, 1, "lo, hi", &len);
 	assert_null(topology_parse(y, len, "chain.yaml", err, sizeof(err)));
-	assert_non_null(strstr(err, "chain.yaml:3: switches[0].uplink: uplinks form a cycle through 's0'"));
+	assert_non_null(
+		strstr(err, "chain.yaml:3: switches[0].uplink: uplinks form a cycle through 's0'"));
 	free(y);
 	y = chain_yaml(N, 0, "lo, hi, lo2", &len);
 	assert_null(topology_parse(y, len, "chain.yaml", err, sizeof(err)));
@@ -599,16 +608,26 @@ test_rates(void **state)
 		int ret;
 		uint64_t bps;
 	} cases[] = {
-		{ "0", 0, 0 },		{ "10Gbit", 0, 10000000000ULL },
-		{ "100Mbit", 0, 100000000 }, { "100mbit", 0, 100000000 },
-		{ "1.5Gbit", 0, 1500000000 }, { "1kbit", 0, 1000 },
-		{ "1Kbit", 0, 1000 },	{ "64bit", 0, 64 },
-		{ "1Tbit", 0, 1000000000000ULL }, { "1.0001Tbit", -ERANGE, 0 },
-		{ "0.5bit", -ERANGE, 0 }, { "10", -EINVAL, 0 },
-		{ "10Gbps", -EINVAL, 0 }, { "10 Gbit", -EINVAL, 0 },
-		{ "Gbit", -EINVAL, 0 },	{ "-1Gbit", -EINVAL, 0 },
-		{ ".5Gbit", -EINVAL, 0 }, { "1.Gbit", -EINVAL, 0 },
-		{ "", -EINVAL, 0 },	{ "1GBIT", -EINVAL, 0 },
+		{ "0", 0, 0 },
+		{ "10Gbit", 0, 10000000000ULL },
+		{ "100Mbit", 0, 100000000 },
+		{ "100mbit", 0, 100000000 },
+		{ "1.5Gbit", 0, 1500000000 },
+		{ "1kbit", 0, 1000 },
+		{ "1Kbit", 0, 1000 },
+		{ "64bit", 0, 64 },
+		{ "1Tbit", 0, 1000000000000ULL },
+		{ "1.0001Tbit", -ERANGE, 0 },
+		{ "0.5bit", -ERANGE, 0 },
+		{ "10", -EINVAL, 0 },
+		{ "10Gbps", -EINVAL, 0 },
+		{ "10 Gbit", -EINVAL, 0 },
+		{ "Gbit", -EINVAL, 0 },
+		{ "-1Gbit", -EINVAL, 0 },
+		{ ".5Gbit", -EINVAL, 0 },
+		{ "1.Gbit", -EINVAL, 0 },
+		{ "", -EINVAL, 0 },
+		{ "1GBIT", -EINVAL, 0 },
 	};
 
 	(void)state;
@@ -629,10 +648,10 @@ test_durations(void **state)
 		int ret;
 		uint64_t ns;
 	} cases[] = {
-		{ "0", 0, 0 },		   { "50us", 0, 50000 },   { "1ms", 0, 1000000 },
-		{ "1.5ms", 0, 1500000 },   { "10s", 0, 10000000000ULL }, { "7ns", 0, 7 },
-		{ "11s", -ERANGE, 0 },	   { "0.5ns", -ERANGE, 0 }, { "5", -EINVAL, 0 },
-		{ "5Ms", -EINVAL, 0 },	   { "5 ms", -EINVAL, 0 }, { "ms", -EINVAL, 0 },
+		{ "0", 0, 0 },		 { "50us", 0, 50000 },	       { "1ms", 0, 1000000 },
+		{ "1.5ms", 0, 1500000 }, { "10s", 0, 10000000000ULL }, { "7ns", 0, 7 },
+		{ "11s", -ERANGE, 0 },	 { "0.5ns", -ERANGE, 0 },      { "5", -EINVAL, 0 },
+		{ "5Ms", -EINVAL, 0 },	 { "5 ms", -EINVAL, 0 },       { "ms", -EINVAL, 0 },
 	};
 	char buf[32];
 

@@ -94,7 +94,7 @@ test_gradient_finite_differences(void **state)
 	enum { N = 7, D = 5, C = 4 };
 	float x[N * D], grad[C * D + C];
 	uint8_t y[N];
-	uint32_t idx[] = { 6, 0, 3, 3, 5 };	/* a batch, with a repeat */
+	uint32_t idx[] = { 6, 0, 3, 3, 5 }; /* a batch, with a repeat */
 	struct model m;
 
 	(void)state;
@@ -177,7 +177,7 @@ test_sgd_lowers_loss(void **state)
 	make_problem(N, D, C, x, y);
 	assert_int_equal(model_init(&m, D, 0, C, 1), 0);
 	before = model_loss(&m, x, y, NULL, N);
-	assert_true(fabs(before - log(C)) < 0.05);	/* near-uniform at the start */
+	assert_true(fabs(before - log(C)) < 0.05); /* near-uniform at the start */
 	for (int k = 0; k < 50; k++) {
 		model_gradient(&m, x, y, NULL, N, grad);
 		model_sgd_step(&m, grad, 0.5f);
@@ -285,7 +285,8 @@ test_csv_malformed(void **state)
 	static char longline[DATA_MAX_LINE + 100];
 
 	(void)state;
-	expect_bad("fields.csv", "1,2,0\n1,2,3,1\n", 0, "fields.csv:2:", "4 fields, the first row has 3");
+	expect_bad("fields.csv", "1,2,0\n1,2,3,1\n", 0,
+		   "fields.csv:2:", "4 fields, the first row has 3");
 	expect_bad("short.csv.gz", "1,2,0\n\n1,1\n", 1, "short.csv.gz:3:", "2 fields");
 	expect_bad("text.csv", "1,2,0\n1,x,1\n", 0, ":2:", "not a number");
 	expect_bad("empty.csv", "1,,0\n", 0, ":1:", "empty field");

@@ -28,9 +28,9 @@
 #include "ina/wire.h"
 #include "pipeline.h"
 
-#define MAX_RACKS 4		/* racks of 2 hosts unless opts.sizes says */
+#define MAX_RACKS 4 /* racks of 2 hosts unless opts.sizes says */
 #define MAX_HOSTS (2 * MAX_RACKS)
-#define ID_RACK 16		/* node ids: hosts 0..3, racks 16, 17, spine 32 */
+#define ID_RACK 16 /* node ids: hosts 0..3, racks 16, 17, spine 32 */
 #define ID_SPINE 32
 #define JOB 7
 #define TOKEN 0x1234567890abcdefull
@@ -51,17 +51,17 @@ struct net {
 	struct ina_pkt_pool *pool;
 	struct pipeline *spine;
 	int nb_racks, nb_hosts;
-	int rack_of[MAX_HOSTS];		/* host h is rank rank_of[h] of rack rack_of[h] */
+	int rack_of[MAX_HOSTS]; /* host h is rank rank_of[h] of rack rack_of[h] */
 	int rank_of[MAX_HOSTS];
 	struct pipeline *rack[MAX_RACKS];
 	struct engine *host[MAX_HOSTS];
 	uint64_t now;
 	uint64_t rng;
-	double drop_rate[T_MAX];	/* per tier */
-	double dup_rate[T_MAX];		/* deliver a second copy, per tier */
-	int shuffle;			/* deliver each step's packets in random order */
-	int drop_spine_results;		/* spine RESULTs to rack 0 still to lose */
-	uint64_t bytes[T_MAX];		/* packet bytes delivered (ina header on) */
+	double drop_rate[T_MAX]; /* per tier */
+	double dup_rate[T_MAX];	 /* deliver a second copy, per tier */
+	int shuffle;		 /* deliver each step's packets in random order */
+	int drop_spine_results;	 /* spine RESULTs to rack 0 still to lose */
+	uint64_t bytes[T_MAX];	 /* packet bytes delivered (ina header on) */
 	uint64_t pkts[T_MAX];
 	uint64_t dropped, duplicated;
 	/* The spine's next pointer ahead of a rack's local minimum. */
@@ -109,10 +109,10 @@ tier_of(int src, int dst)
 
 struct opts {
 	uint8_t enc;
-	uint16_t spine_slot_elems;	/* 0: MAXB */
-	int rack0_no_job;		/* rack 0 has no --uplink-job for the job */
-	int nb_racks;			/* 0: 2 */
-	int sizes[MAX_RACKS];		/* hosts per rack, 0: 2 */
+	uint16_t spine_slot_elems; /* 0: MAXB */
+	int rack0_no_job;	   /* rack 0 has no --uplink-job for the job */
+	int nb_racks;		   /* 0: 2 */
+	int sizes[MAX_RACKS];	   /* hosts per rack, 0: 2 */
 };
 
 static void
@@ -246,8 +246,7 @@ watch(struct net *n, const struct ina_pkt *pkt, int src, int dst)
 		return;
 	if (dst == ID_SPINE && h.type == INA_T_DATA)
 		n->up_next[src - ID_RACK][h.lane] = h.next;
-	if (src == ID_SPINE && h.type == INA_T_RESULT &&
-	    h.next < n->up_next[dst - ID_RACK][h.lane])
+	if (src == ID_SPINE && h.type == INA_T_RESULT && h.next < n->up_next[dst - ID_RACK][h.lane])
 		n->spine_next_earlier++;
 }
 
@@ -355,7 +354,7 @@ grad(int h, int rack, int round, uint32_t i, int dense)
 	uint32_t b = i / 16;
 	int k = (int)((i * 37u + (uint32_t)h * 101u + (uint32_t)round * 13u) % 2047u) - 1023;
 
-	if (dense == 2)	/* every worker at the top of the same exponent */
+	if (dense == 2) /* every worker at the top of the same exponent */
 		return (float)(1023 - (int)(i % 3u)) * 0x1p-10f;
 	if (!dense && (b + (uint32_t)rack * 2u + (uint32_t)round) % 5u >= (rack ? 2u : 3u))
 		return 0.0f;
@@ -378,7 +377,8 @@ rounds(struct net *n, int nb_rounds, int dense, uint16_t block_size)
 				in[h][i] = grad(h, n->rack_of[h], r, i, dense);
 		for (int h = 0; h < n->nb_hosts; h++)
 			assert_int_equal(engine_allreduce(n->host[h], 1, in[h], out[h], N_ELEMS,
-							  block_size, ENGINE_SUM, n->now), 0);
+							  block_size, ENGINE_SUM, n->now),
+					 0);
 		run(n, ENGINE_RUNNING);
 		for (int h = 0; h < n->nb_hosts; h++) {
 			if (engine_error(n->host[h]))
@@ -391,8 +391,8 @@ rounds(struct net *n, int nb_rounds, int dense, uint16_t block_size)
 				for (int g = 0; g < n->nb_hosts; g++)
 					ref += (double)in[g][i];
 				if (out[h][i] != (float)ref)
-					fail_msg("round %d host %d element %u: %a, want %a", r, h, i,
-						 (double)out[h][i], ref);
+					fail_msg("round %d host %d element %u: %a, want %a", r, h,
+						 i, (double)out[h][i], ref);
 			}
 		}
 	}
@@ -562,7 +562,8 @@ run_dup_reorder(uint8_t enc, uint64_t seed)
 	rounds(&n, 1, 1, 32);
 	assert_true(n.duplicated > 0);
 	assert_true(pipeline_stats(n.rack[0])->drop[PDROP_UP_STALE] +
-			    pipeline_stats(n.rack[1])->drop[PDROP_UP_STALE] > 0);
+			    pipeline_stats(n.rack[1])->drop[PDROP_UP_STALE] >
+		    0);
 	finish_all(&n);
 	check_freed(&n);
 	net_fini(&n);
@@ -795,7 +796,7 @@ data_while_joining(void **state)
 		peer_of(&pkt->peer, r);
 		assert_int_equal(pipeline_rx_burst(n.rack[0], &pkt, 1, n.now, &out), 1);
 		assert_true(ina_peer_equal(&out->peer, &spine_peer));
-		assert_int_equal(out->data[1], INA_T_JOIN);	/* up to the spine */
+		assert_int_equal(out->data[1], INA_T_JOIN); /* up to the spine */
 		ina_pkt_free(out);
 	}
 	/* Both ranks' DATA with the epoch the rack will give (1): dropped. */
@@ -833,7 +834,8 @@ leave_up(void **state)
 		in[i] = 1.0f;
 	for (int h = 0; h < n.nb_hosts; h++)
 		assert_int_equal(engine_allreduce(n.host[h], 1, in, out, N_ELEMS, 16, ENGINE_SUM,
-						  n.now), 0);
+						  n.now),
+				 0);
 	engine_leave(n.host[0], n.now);
 	run(&n, ENGINE_RUNNING);
 	for (int h = 1; h < n.nb_hosts; h++)
@@ -862,7 +864,8 @@ rack_shutdown(void **state)
 		in[i] = 1.0f;
 	for (int h = 0; h < n.nb_hosts; h++)
 		assert_int_equal(engine_allreduce(n.host[h], 1, in, out, N_ELEMS, 16, ENGINE_SUM,
-						  n.now), 0);
+						  n.now),
+				 0);
 	/* One packet of room: the rack's job needs two, so none now. */
 	assert_int_equal(pipeline_shutdown(n.rack[0], sd, 1), 1);
 	assert_int_equal(sd[0]->data[1], INA_T_ERROR);
@@ -876,7 +879,8 @@ rack_shutdown(void **state)
 	join_all(&n);
 	for (int h = 0; h < n.nb_hosts; h++)
 		assert_int_equal(engine_allreduce(n.host[h], 1, in, out, N_ELEMS, 16, ENGINE_SUM,
-						  n.now), 0);
+						  n.now),
+				 0);
 	nb = pipeline_shutdown(n.rack[0], sd, 4);
 	assert_int_equal(nb, 2);
 	assert_int_equal(sd[0]->data[1], INA_T_ERROR);

@@ -171,7 +171,7 @@ static const struct ina_hdr golden_hdr = {
 	.next = 0x0e0f1011u,
 	.block_size = 0x1213,
 	.n_elems = 0x1415,
-	.exp = -300,		/* 0xfed4 */
+	.exp = -300, /* 0xfed4 */
 	.status = 0x1617,
 	.bound = 0x18191a1bu,
 	.token = 0x1c1d1e1f20212223ull,
@@ -179,18 +179,18 @@ static const struct ina_hdr golden_hdr = {
 
 /* golden_hdr as it lies on the wire, written from the offsets in wire.h. */
 static const uint8_t golden_bytes[INA_HDR_SIZE] = {
-	0x01, 0x03, 0x02, 0x05,			/*  0 version type encoding flags */
-	0x11, 0x22, 0x33, 0x44,			/*  4 job_id */
-	0x55, 0x66, 0x77, 0x88,			/*  8 epoch */
-	0x99, 0xaa, 0xbb, 0xcc,			/* 12 rank lane */
-	0xdd, 0xee, 0xff, 0x01,			/* 16 tensor_id */
-	0x02, 0x03, 0x04, 0x05,			/* 20 round */
-	0x06, 0x07, 0x08, 0x09,			/* 24 tensor_len */
-	0x0a, 0x0b, 0x0c, 0x0d,			/* 28 block */
-	0x0e, 0x0f, 0x10, 0x11,			/* 32 next */
-	0x12, 0x13, 0x14, 0x15,			/* 36 block_size n_elems */
-	0xfe, 0xd4, 0x16, 0x17,			/* 40 exp status */
-	0x18, 0x19, 0x1a, 0x1b,			/* 44 bound */
+	0x01, 0x03, 0x02, 0x05,				/*  0 version type encoding flags */
+	0x11, 0x22, 0x33, 0x44,				/*  4 job_id */
+	0x55, 0x66, 0x77, 0x88,				/*  8 epoch */
+	0x99, 0xaa, 0xbb, 0xcc,				/* 12 rank lane */
+	0xdd, 0xee, 0xff, 0x01,				/* 16 tensor_id */
+	0x02, 0x03, 0x04, 0x05,				/* 20 round */
+	0x06, 0x07, 0x08, 0x09,				/* 24 tensor_len */
+	0x0a, 0x0b, 0x0c, 0x0d,				/* 28 block */
+	0x0e, 0x0f, 0x10, 0x11,				/* 32 next */
+	0x12, 0x13, 0x14, 0x15,				/* 36 block_size n_elems */
+	0xfe, 0xd4, 0x16, 0x17,				/* 40 exp status */
+	0x18, 0x19, 0x1a, 0x1b,				/* 44 bound */
 	0x1c, 0x1d, 0x1e, 0x1f, 0x20, 0x21, 0x22, 0x23, /* 48 token */
 };
 
@@ -635,7 +635,7 @@ test_wire_deferred_flag(void **state)
 	pkt_init(&p, INA_T_RESULT);
 	p.h.flags = INA_F_VER | INA_F_DEFERRED;
 	pkt_build(&p);
-	expect_stateless(&p, INA_WIRE_BAD_FLAGS);	/* with a payload */
+	expect_stateless(&p, INA_WIRE_BAD_FLAGS); /* with a payload */
 	pkt_set_elems(&p, 0);
 	pkt_build(&p);
 	expect(&p, &job, INA_WIRE_OK);
@@ -760,7 +760,7 @@ test_wire_reject_block_past_tensor(void **state)
 	(void)state;
 	pkt_init(&p, INA_T_DATA);
 	p.h.lane = 1;
-	p.h.block = NB + 1;		/* lane 1 in a longer tensor */
+	p.h.block = NB + 1; /* lane 1 in a longer tensor */
 	p.h.next = INA_BLOCK_END;
 	pkt_set_elems(&p, 0);
 	pkt_build(&p);
@@ -801,7 +801,7 @@ test_wire_reject_next_past_tensor(void **state)
 
 	(void)state;
 	pkt_init(&p, INA_T_DATA);
-	p.h.next = NB + 1;		/* would be lane 1 */
+	p.h.next = NB + 1; /* would be lane 1 */
 	pkt_build(&p);
 	expect_stateless(&p, INA_WIRE_NEXT_PAST_TENSOR);
 	p.h.next = INA_BLOCK_OPEN;
@@ -820,10 +820,8 @@ static void
 test_wire_reject_bad_join(void **state)
 {
 	static const uint16_t bad[][3] = {
-		{ 0, LANES, MAX_BLOCK },
-		{ INA_MAX_WORLD + 1, LANES, MAX_BLOCK },
-		{ 0xffff, LANES, MAX_BLOCK },
-		{ WORLD, 0, MAX_BLOCK },
+		{ 0, LANES, MAX_BLOCK },      { INA_MAX_WORLD + 1, LANES, MAX_BLOCK },
+		{ 0xffff, LANES, MAX_BLOCK }, { WORLD, 0, MAX_BLOCK },
 		{ WORLD, LANES, 0 },
 	};
 	struct pkt p;
@@ -1013,11 +1011,11 @@ test_wire_reject_block_not_in_lane(void **state)
 
 	(void)state;
 	pkt_init(&p, INA_T_DATA);
-	p.h.block = 2;			/* lane 2, not 1 */
+	p.h.block = 2; /* lane 2, not 1 */
 	pkt_build(&p);
 	expect_stateful(&p, INA_WIRE_BLOCK_NOT_IN_LANE);
 	pkt_init(&p, INA_T_RESULT);
-	p.h.block = 3;			/* lane 0 */
+	p.h.block = 3; /* lane 0 */
 	pkt_set_elems(&p, 0);
 	pkt_build(&p);
 	expect_stateful(&p, INA_WIRE_BLOCK_NOT_IN_LANE);
@@ -1030,13 +1028,13 @@ test_wire_reject_next_not_in_lane(void **state)
 
 	(void)state;
 	pkt_init(&p, INA_T_DATA);
-	p.h.next = 5;			/* lane 2, not 1 */
+	p.h.next = 5; /* lane 2, not 1 */
 	pkt_build(&p);
 	expect_stateful(&p, INA_WIRE_NEXT_NOT_IN_LANE);
 	/* From an OPEN packet. */
 	pkt_init(&p, INA_T_RESULT);
 	p.h.block = INA_BLOCK_OPEN;
-	p.h.next = 0;			/* lane 0, not 1 */
+	p.h.next = 0; /* lane 0, not 1 */
 	pkt_set_elems(&p, 0);
 	pkt_build(&p);
 	expect_stateful(&p, INA_WIRE_NEXT_NOT_IN_LANE);
@@ -1090,10 +1088,10 @@ static void
 test_wire_replica_values(void **state)
 {
 	static const uint8_t want[16] = {
-		0x01, 0x0a, 0x01, 0x01,		/* version, REPL, f32, VER */
-		0x00, 0x00, 0xc0, 0xde,		/* job_id */
-		0x00, 0x00, 0x00, 0x03,		/* epoch */
-		0xff, 0xfe, 0x00, 0x01,		/* rank ALL, lane 1 */
+		0x01, 0x0a, 0x01, 0x01, /* version, REPL, f32, VER */
+		0x00, 0x00, 0xc0, 0xde, /* job_id */
+		0x00, 0x00, 0x00, 0x03, /* epoch */
+		0xff, 0xfe, 0x00, 0x01, /* rank ALL, lane 1 */
 	};
 	struct pkt p;
 
@@ -1228,10 +1226,10 @@ static void
 test_wire_keepalive(void **state)
 {
 	static const uint8_t want[16] = {
-		0x01, 0x0c, 0x00, 0x00,		/* version, KEEPALIVE, encoding (unchecked), no flag */
-		0x00, 0x00, 0xc0, 0xde,		/* job_id */
-		0x00, 0x00, 0x00, 0x03,		/* epoch */
-		0x00, 0x03, 0x00, 0x00,		/* rank 3, lane 0 */
+		0x01, 0x0c, 0x00, 0x00, /* version, KEEPALIVE, encoding (unchecked), no flag */
+		0x00, 0x00, 0xc0, 0xde, /* job_id */
+		0x00, 0x00, 0x00, 0x03, /* epoch */
+		0x00, 0x03, 0x00, 0x00, /* rank 3, lane 0 */
 	};
 	struct pkt p;
 
@@ -1329,7 +1327,7 @@ test_wire_reshape_flag(void **state)
 	p.h.bound = 12;
 	pkt_build(&p);
 	expect(&p, &job, INA_WIRE_OK);
-	p.h.status = LANES;		/* not fewer lanes */
+	p.h.status = LANES; /* not fewer lanes */
 	pkt_build(&p);
 	expect_stateful(&p, INA_WIRE_LANE_PAST_LANES);
 	p.h.status = 0;
@@ -1370,10 +1368,10 @@ test_wire_redirect_flag(void **state)
 	ina_wire_decode_redirect(p.buf + INA_HDR_SIZE + 8, &ip, &port);
 	assert_int_equal(ip, 0x7f000001u);
 	assert_int_equal(port, 9301);
-	expect_stateless(&p, INA_WIRE_BAD_LENGTH);	/* 8 bytes of payload */
+	expect_stateless(&p, INA_WIRE_BAD_LENGTH); /* 8 bytes of payload */
 	p.size += sizeof(struct ina_wire_redirect);
-	expect(&p, NULL, INA_WIRE_OK);	/* epoch 0: checked before any job */
-	p.buf[INA_HDR_SIZE + 15] = 1;			/* reserved */
+	expect(&p, NULL, INA_WIRE_OK); /* epoch 0: checked before any job */
+	p.buf[INA_HDR_SIZE + 15] = 1;  /* reserved */
 	expect_stateless(&p, INA_WIRE_BAD_JOIN);
 	ina_wire_encode_redirect(0, 9301, p.buf + INA_HDR_SIZE + 8);
 	expect_stateless(&p, INA_WIRE_BAD_JOIN);
@@ -1510,15 +1508,15 @@ test_wire_reason_names(void **state)
 	assert_string_equal(ina_wire_reason_name(INA_WIRE_BLOCK_TOO_BIG), "block_too_big");
 	assert_non_null(ina_wire_reason_name(INA_WIRE_REASON_MAX));
 	assert_non_null(ina_wire_reason_name((enum ina_wire_reason)1000));
-	assert_non_null(ina_wire_reason_name((enum ina_wire_reason)-1));
+	assert_non_null(ina_wire_reason_name((enum ina_wire_reason) - 1));
 }
 
 static void
 test_wire_type_names(void **state)
 {
 	static const char *const want[] = {
-		"unknown", "join", "join_ack", "data", "result", "wait",
-		"fin", "fin_ack", "leave", "error", "repl", "failover", "keepalive",
+		"unknown", "join",  "join_ack", "data", "result",   "wait",	 "fin",
+		"fin_ack", "leave", "error",	"repl", "failover", "keepalive",
 	};
 	unsigned int t;
 

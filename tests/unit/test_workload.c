@@ -84,8 +84,9 @@ test_workload_bf16_synthetic_bounded(void **state)
 	for (int average = 0; average <= 1; average++) {
 		for (uint32_t round = 0; round < 4; round++) {
 			not_bf16 += bf16_job(w, round, average);
-			assert_int_equal(workload_verify(w, round, got, average, INA_ENC_BF16, BLOCK,
-							 &vr), 0);
+			assert_int_equal(workload_verify(w, round, got, average, INA_ENC_BF16,
+							 BLOCK, &vr),
+					 0);
 			assert_true(vr.ok);
 			assert_false(vr.exact);
 			assert_int_equal(vr.mismatches, 0);
@@ -128,7 +129,7 @@ test_workload_bf16_outside_bound_caught(void **state)
 		}
 	}
 	assert_true(nz < N);
-	assert_true(zero < N);	/* a block nobody had (density 0.5, 4 workers) */
+	assert_true(zero < N); /* a block nobody had (density 0.5, 4 workers) */
 
 	/* Off by 1: far above the bound (about 2^-8 (sum|x| + |sum|) <= 2^-5). */
 	got[nz] += 1.0f;
@@ -151,8 +152,7 @@ test_workload_bf16_outside_bound_caught(void **state)
  * in reverse rank order (any arrival order is right), i32 in int32 at the
  * scale of the largest exponent. */
 static void
-job_block(const float *const *c, uint16_t world, uint32_t lo, uint32_t len, uint8_t enc,
-	  float *out)
+job_block(const float *const *c, uint16_t world, uint32_t lo, uint32_t len, uint8_t enc, float *out)
 {
 	uint8_t wire[4 * 1024];
 	int32_t acc[1024];
@@ -186,7 +186,7 @@ job_block(const float *const *c, uint16_t world, uint32_t lo, uint32_t len, uint
 		first = 0;
 	}
 	if (first)
-		return;		/* nobody sent it: +0 */
+		return; /* nobody sent it: +0 */
 	if (enc == INA_ENC_BF16) {
 		ina_enc_bf16_put(wire, out + lo, len);
 		ina_enc_bf16_get(out + lo, wire, len);
@@ -250,8 +250,12 @@ static struct sim_ranks *
 sim_make(const struct ina_sparsify *opt, uint32_t n, uint16_t block_size)
 {
 	struct tround_config tc = {
-		.n = n, .sp = *opt, .max_block = block_size, .encoding = INA_ENC_F32,
-		.world = WORLD, .lanes = 8,
+		.n = n,
+		.sp = *opt,
+		.max_block = block_size,
+		.encoding = INA_ENC_F32,
+		.world = WORLD,
+		.lanes = 8,
 	};
 	char err[256];
 	struct sim_ranks *sm = sim_ranks_create(&tc, err, sizeof(err));
@@ -277,8 +281,12 @@ static void
 test_check_sparse_gradients_bounded(void **state)
 {
 	struct ina_sparsify opt = {
-		.mode = INA_SPARSIFY_BOTH, .target = INA_TOPK_DENSITY, .density = 0.3,
-		.mass = 0.5, .filter_b0 = 0.001f, .filter_decay = 0.9,
+		.mode = INA_SPARSIFY_BOTH,
+		.target = INA_TOPK_DENSITY,
+		.density = 0.3,
+		.mass = 0.5,
+		.filter_b0 = 0.001f,
+		.filter_decay = 0.9,
 	};
 	static const uint8_t encs[] = { INA_ENC_F32, INA_ENC_I32, INA_ENC_BF16 };
 	char err[256];
@@ -353,8 +361,12 @@ static void
 test_check_sparse_synthetic_exact(void **state)
 {
 	struct ina_sparsify opt = {
-		.mode = INA_SPARSIFY_TOPK, .target = INA_TOPK_DENSITY, .density = 0.1,
-		.mass = 0.5, .filter_b0 = 0, .filter_decay = 1,
+		.mode = INA_SPARSIFY_TOPK,
+		.target = INA_TOPK_DENSITY,
+		.density = 0.1,
+		.mass = 0.5,
+		.filter_b0 = 0,
+		.filter_decay = 1,
 	};
 	struct workload *w = workload_synth(N, 0.5, 9, WORLD, BLOCK);
 	struct sim_ranks *sm = sim_make(&opt, N, BLOCK);
@@ -410,9 +422,9 @@ test_check_nobody_sent_is_plus_zero(void **state)
 	memset(rows, 0, sizeof(rows));
 	for (uint16_t r = 0; r < WORLD; r++) {
 		c[r] = rows[r];
-		rows[r][5 * BLOCK + r] = 0.25f * (r + 1);	/* block 5 is sent */
+		rows[r][5 * BLOCK + r] = 0.25f * (r + 1); /* block 5 is sent */
 	}
-	rows[1][7 * BLOCK] = -0.0f;	/* block 7: nobody sent it */
+	rows[1][7 * BLOCK] = -0.0f; /* block 7: nobody sent it */
 	for (uint8_t enc = INA_ENC_F32; enc <= INA_ENC_BF16; enc++) {
 		for (p.exact = 0; p.exact <= 1; p.exact++) {
 			p.encoding = enc;
@@ -435,7 +447,9 @@ static void
 test_check_bad_params(void **state)
 {
 	const float *c[WORLD] = { rows[0], rows[1], rows[2], rows[3] };
-	struct check_params p = { .n = N, .world = WORLD, .block_size = BLOCK,
+	struct check_params p = { .n = N,
+				  .world = WORLD,
+				  .block_size = BLOCK,
 				  .encoding = INA_ENC_F32 };
 	struct verify_result vr;
 

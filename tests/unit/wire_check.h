@@ -14,17 +14,17 @@
 #include "ina/pkt.h"
 #include "ina/wire.h"
 
-#define WC_BUF_SIZE 2048	/* largest packet a wc_got holds */
+#define WC_BUF_SIZE 2048 /* largest packet a wc_got holds */
 
 /* One output packet, copied and decoded. */
 struct wc_got {
 	struct ina_hdr h;
 	uint32_t len;
-	uint8_t bytes[WC_BUF_SIZE];	/* header then payload, as sent */
+	uint8_t bytes[WC_BUF_SIZE]; /* header then payload, as sent */
 	const uint8_t *payload;
 	size_t payload_size;
 	struct ina_peer peer;
-	int fanout;			/* 'dsts' was set */
+	int fanout; /* 'dsts' was set */
 	uint64_t dst_mask;
 	struct ina_peer dsts[INA_MAX_WORLD];
 };

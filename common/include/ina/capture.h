@@ -78,12 +78,12 @@ int ina_capture_close(struct ina_capture *cap);
 /* What ina_capture_read() saw, by outcome. Every frame counts in one field
  * besides nb_frames. */
 struct ina_capture_counts {
-	uint64_t nb_frames;		/* frames in the file */
-	uint64_t nb_delivered;		/* UDP payloads handed to the callback */
-	uint64_t nb_not_udp;		/* not Ethernet/IPv4/UDP, or an IP fragment */
-	uint64_t nb_truncated;		/* captured shorter than the frame or its headers */
-	uint64_t nb_bad_ip_csum;	/* wrong IPv4 header checksum */
-	uint64_t nb_bad_udp_csum;	/* wrong UDP checksum */
+	uint64_t nb_frames;	  /* frames in the file */
+	uint64_t nb_delivered;	  /* UDP payloads handed to the callback */
+	uint64_t nb_not_udp;	  /* not Ethernet/IPv4/UDP, or an IP fragment */
+	uint64_t nb_truncated;	  /* captured shorter than the frame or its headers */
+	uint64_t nb_bad_ip_csum;  /* wrong IPv4 header checksum */
+	uint64_t nb_bad_udp_csum; /* wrong UDP checksum */
 };
 
 /*

@@ -48,8 +48,7 @@ void ina_eal_main_check_spec(const char *option, const char *spec);
  * port SPEC: WHY") or of ina_open(), or "PROG: cannot open port SPEC" when
  * 'err' is empty.
  */
-void ina_eal_main_port_failed(const char *spec, const char *err)
-	__attribute__((noreturn));
+void ina_eal_main_port_failed(const char *spec, const char *err) __attribute__((noreturn));
 
 struct ina_port;
 /* ina_port_print_counters() (port.h) of one port: the faults injected

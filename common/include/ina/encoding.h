@@ -13,9 +13,9 @@
 #include <stdint.h>
 
 struct ina_encoding_ops {
-	uint8_t id;		/* enum ina_encoding (wire.h) */
-	const char *name;	/* "f32", "i32", "bf16" */
-	size_t elem_size;	/* bytes an element on the wire */
+	uint8_t id;	  /* enum ina_encoding (wire.h) */
+	const char *name; /* "f32", "i32", "bf16" */
+	size_t elem_size; /* bytes an element on the wire */
 	/* 1 when a block's values are integers scaled by 2^s and the workers
 	 * agree on s first through the block exponents (i32); 0 otherwise. */
 	int scaled;

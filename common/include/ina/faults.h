@@ -42,7 +42,7 @@
 
 #define INA_FAULTS_HOLD_MAX 256
 #define INA_FAULTS_GAP_MAX 16
-#define INA_FAULTS_REORDER_MAX_NS 1000000ull	/* a reordered packet waits at most 1 ms */
+#define INA_FAULTS_REORDER_MAX_NS 1000000ull /* a reordered packet waits at most 1 ms */
 
 enum ina_fault_kind {
 	INA_FAULT_DROP,
@@ -54,35 +54,35 @@ enum ina_fault_kind {
 };
 
 struct ina_faults_cfg {
-	double rate[INA_FAULT_KINDS];	/* probability per packet */
+	double rate[INA_FAULT_KINDS]; /* probability per packet */
 	uint64_t delay_ns;
 	uint32_t reorder_gap;
 	uint32_t hold;
 	uint64_t seed;
-	int delay_set;			/* delay= given */
-	int delay_us_set;		/* delay_us= given (alone: every packet) */
+	int delay_set;	  /* delay= given */
+	int delay_us_set; /* delay_us= given (alone: every packet) */
 };
 
 /* What was injected (ina_port_stats has the same counters for callers). */
 struct ina_faults_stats {
 	uint64_t drop, dup, reorder, delay, corrupt;
-	uint64_t hold_full;		/* holds refused: the queue was full */
+	uint64_t hold_full; /* holds refused: the queue was full */
 };
 
 struct ina_faults_held {
 	struct ina_pkt *pkt;
-	uint64_t due_ns;		/* released at or after this time */
-	uint64_t due_seq;		/* ... or once this many were delivered */
+	uint64_t due_ns;  /* released at or after this time */
+	uint64_t due_seq; /* ... or once this many were delivered */
 };
 
 struct ina_faults {
 	struct ina_faults_cfg cfg;
-	uint64_t rng[INA_FAULT_KINDS];	/* one splitmix64 stream per kind */
-	int active;			/* some rate > 0 */
-	int timed;			/* reorder or delay: needs the clock */
-	uint64_t delivered;		/* packets handed to the caller */
+	uint64_t rng[INA_FAULT_KINDS]; /* one splitmix64 stream per kind */
+	int active;		       /* some rate > 0 */
+	int timed;		       /* reorder or delay: needs the clock */
+	uint64_t delivered;	       /* packets handed to the caller */
 	unsigned nb_held;
-	struct ina_faults_held held[INA_FAULTS_HOLD_MAX];	/* in release order of arrival */
+	struct ina_faults_held held[INA_FAULTS_HOLD_MAX]; /* in release order of arrival */
 	struct ina_faults_stats st;
 };
 
@@ -142,8 +142,8 @@ uint16_t ina_faults_release(struct ina_faults *f, uint64_t now_ns, struct ina_pk
  * 'room' (>= n) allows, else held for the next call. Returns how many
  * packets are now in pkts[0..).
  */
-uint16_t ina_faults_rx(struct ina_faults *f, uint64_t now_ns, struct ina_pkt **pkts,
-		       uint16_t n, uint16_t room);
+uint16_t ina_faults_rx(struct ina_faults *f, uint64_t now_ns, struct ina_pkt **pkts, uint16_t n,
+		       uint16_t room);
 
 /*
  * Nanoseconds from 'now_ns' until the next held packet is due (0: one is due

@@ -40,19 +40,19 @@ int ina_log_ratelimit(uint64_t *last_ns, uint64_t interval_ns);
 #define INA_DEBUG_LOG 0
 #endif
 
-#define INA_LOG(level, ...)                                                  \
-	do {                                                                 \
-		if ((INA_LOG_##level != INA_LOG_DEBUG || INA_DEBUG_LOG) &&   \
-		    INA_LOG_##level <= ina_log_get_level())                  \
-			ina_log_write(INA_LOG_##level, __VA_ARGS__);         \
+#define INA_LOG(level, ...) \
+	do { \
+		if ((INA_LOG_##level != INA_LOG_DEBUG || INA_DEBUG_LOG) && \
+		    INA_LOG_##level <= ina_log_get_level()) \
+			ina_log_write(INA_LOG_##level, __VA_ARGS__); \
 	} while (0)
 
-#define INA_LOG_RL(level, ...)                                               \
-	do {                                                                 \
-		static uint64_t ina_rl_last_;                                \
-		if (INA_LOG_##level <= ina_log_get_level() &&                \
-		    ina_log_ratelimit(&ina_rl_last_, 200000000ull))          \
-			ina_log_write(INA_LOG_##level, __VA_ARGS__);         \
+#define INA_LOG_RL(level, ...) \
+	do { \
+		static uint64_t ina_rl_last_; \
+		if (INA_LOG_##level <= ina_log_get_level() && \
+		    ina_log_ratelimit(&ina_rl_last_, 200000000ull)) \
+			ina_log_write(INA_LOG_##level, __VA_ARGS__); \
 	} while (0)
 
 #endif

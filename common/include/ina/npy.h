@@ -17,7 +17,7 @@ struct ina_npy;
  * dimensions. Returns NULL with a message in 'err' on any problem.
  */
 struct ina_npy *ina_npy_open(const char *path, char *err, size_t err_size);
-void ina_npy_close(struct ina_npy *npy);	/* Accepts NULL. */
+void ina_npy_close(struct ina_npy *npy); /* Accepts NULL. */
 
 /* Number of dimensions, and the size of dimension 'i' (1 past the last). */
 unsigned ina_npy_ndim(const struct ina_npy *npy);

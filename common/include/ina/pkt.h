@@ -16,7 +16,7 @@
  * (a sockaddr_in for udp). Compared and copied as bytes. */
 #define INA_PEER_SIZE 28
 struct ina_peer {
-	uint8_t len;			/* bytes of 'bytes' in use, 0 = none */
+	uint8_t len; /* bytes of 'bytes' in use, 0 = none */
 	uint8_t bytes[INA_PEER_SIZE - 1];
 };
 
@@ -39,14 +39,14 @@ struct ina_pkt_pool;
  * stay valid until the transport's tx_burst returns.
  */
 struct ina_pkt {
-	uint8_t *data;			/* first byte of the ina header */
-	uint32_t len;			/* bytes from 'data' */
-	uint32_t cap;			/* bytes that fit from 'data' */
+	uint8_t *data; /* first byte of the ina header */
+	uint32_t len;  /* bytes from 'data' */
+	uint32_t cap;  /* bytes that fit from 'data' */
 	struct ina_peer peer;
 	const struct ina_peer *dsts;
 	uint64_t dst_mask;
-	struct ina_pkt_pool *pool;	/* owner, for ina_pkt_free() */
-	void *priv;			/* the pool's own handle (an mbuf) */
+	struct ina_pkt_pool *pool; /* owner, for ina_pkt_free() */
+	void *priv;		   /* the pool's own handle (an mbuf) */
 };
 
 struct ina_pkt_pool_ops {
@@ -58,8 +58,8 @@ struct ina_pkt_pool_ops {
 
 struct ina_pkt_pool {
 	const struct ina_pkt_pool_ops *ops;
-	uint32_t buf_size;		/* 'cap' of every packet */
-	uint64_t nb_alloc_fail;		/* gets that found the pool empty */
+	uint32_t buf_size;	/* 'cap' of every packet */
+	uint64_t nb_alloc_fail; /* gets that found the pool empty */
 };
 
 /* Allocates one packet (len 0, no peer), or NULL when the pool is empty. */
@@ -106,8 +106,7 @@ void ina_pkt_free_bulk(struct ina_pkt **pkts, unsigned n);
  * the same bytes, 'peer' = dsts[r], from 'pool'. NULL when the pool is empty.
  * For what must hold one packet per destination (in-process wires, the
  * simulator); the transports send a fan-out without copying. */
-struct ina_pkt *ina_pkt_copy_for(struct ina_pkt_pool *pool, const struct ina_pkt *pkt,
-				 unsigned r);
+struct ina_pkt *ina_pkt_copy_for(struct ina_pkt_pool *pool, const struct ina_pkt *pkt, unsigned r);
 
 /*
  * A pool of 'nb_pkts' heap buffers of 'buf_size' bytes, all allocated here:

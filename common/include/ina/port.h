@@ -20,31 +20,31 @@
 struct ina_port;
 
 struct ina_port_stats {
-	uint64_t rx_pkts, rx_bytes, rx_bursts;	/* handed to the caller (after
+	uint64_t rx_pkts, rx_bytes, rx_bursts; /* handed to the caller (after
 						 * injected faults: duplicates
 						 * count, held ones when given);
 						 * bursts that returned > 0 */
-	uint64_t tx_pkts, tx_bytes, tx_bursts;	/* per destination sent */
-	uint64_t tx_drop;			/* could not be sent, freed */
-	uint64_t rx_drop;			/* dropped on receive (errors, no buffer) */
-	uint64_t inject_drop;			/* dropped on purpose (drop=RATE) */
+	uint64_t tx_pkts, tx_bytes, tx_bursts; /* per destination sent */
+	uint64_t tx_drop;		       /* could not be sent, freed */
+	uint64_t rx_drop;		       /* dropped on receive (errors, no buffer) */
+	uint64_t inject_drop;		       /* dropped on purpose (drop=RATE) */
 	/* The other faults injected on purpose (faults.h). */
-	uint64_t inject_dup;			/* received packets delivered twice */
-	uint64_t inject_reorder;		/* held back behind later ones */
-	uint64_t inject_delay;			/* held for delay_us */
-	uint64_t inject_corrupt;		/* bits flipped before a checksum check */
-	uint64_t rx_csum_bad;			/* failed the UDP checksum ina verifies
+	uint64_t inject_dup;	 /* received packets delivered twice */
+	uint64_t inject_reorder; /* held back behind later ones */
+	uint64_t inject_delay;	 /* held for delay_us */
+	uint64_t inject_corrupt; /* bits flipped before a checksum check */
+	uint64_t rx_csum_bad;	 /* failed the UDP checksum ina verifies
 						 * (dpdk), dropped; in rx_drop too */
 };
 
 /* A counter a backend keeps besides struct ina_port_stats. */
 struct ina_port_xstat {
-	const char *name;	/* "port_arp_rx": static, one per counter */
+	const char *name; /* "port_arp_rx": static, one per counter */
 	uint64_t value;
 };
 
 struct ina_port_ops {
-	const char *type;	/* "udp" */
+	const char *type; /* "udp" */
 	/*
 	 * Opens a port from its comma-separated options (after "type:").
 	 * 0 or -errno; on failure it may write why, one sentence without the
@@ -69,8 +69,8 @@ struct ina_port_ops {
 	/* Parses "ADDR:PORT" into a peer this port can send to. 0 or -errno. */
 	int (*resolve)(struct ina_port *, const char *addr, struct ina_peer *peer);
 	/* Formats a peer for logs; returns 'buf'. */
-	const char *(*peer_str)(const struct ina_port *, const struct ina_peer *,
-				char *buf, unsigned size);
+	const char *(*peer_str)(const struct ina_port *, const struct ina_peer *, char *buf,
+				unsigned size);
 	/*
 	 * Optional: the IPv4 address and UDP port, host order, of 'peer', or
 	 * of the port itself (the address it is bound to) when 'peer' is
@@ -85,14 +85,14 @@ struct ina_port_ops {
 	 * keeps: the same counters in the same order for all its ports.
 	 */
 	unsigned (*xstats)(const struct ina_port *, struct ina_port_xstat *xs, unsigned n);
-	void (*close)(struct ina_port *);	/* Accepts NULL. */
+	void (*close)(struct ina_port *); /* Accepts NULL. */
 };
 
 /* The part of a port every backend shares; backends embed it first. */
 struct ina_port {
 	const struct ina_port_ops *ops;
-	struct ina_pkt_pool *pool;	/* rx buffers; allocate tx packets here */
-	uint32_t max_pkt;		/* largest ina packet (header + payload) */
+	struct ina_pkt_pool *pool; /* rx buffers; allocate tx packets here */
+	uint32_t max_pkt;	   /* largest ina packet (header + payload) */
 	struct ina_port_stats stats;
 };
 
@@ -132,8 +132,7 @@ ina_port_resolve(struct ina_port *p, const char *addr, struct ina_peer *peer)
 
 /* Formats a peer for logs; returns 'buf'. */
 static inline const char *
-ina_port_peer_str(const struct ina_port *p, const struct ina_peer *peer, char *buf,
-		  unsigned size)
+ina_port_peer_str(const struct ina_port *p, const struct ina_peer *peer, char *buf, unsigned size)
 {
 	return p->ops->peer_str(p, peer, buf, size);
 }

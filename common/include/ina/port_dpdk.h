@@ -99,22 +99,21 @@ int ina_port_dpdk_mac(const struct ina_port *port, unsigned i, uint8_t mac[6]);
 
 /* ARP, ICMP and rx classification counters, besides struct ina_port_stats. */
 struct ina_port_dpdk_neigh_stats {
-	uint64_t arp_rx;		/* ARP frames received */
-	uint64_t arp_reply_tx;		/* replies to requests for our IP */
-	uint64_t arp_request_tx;	/* requests sent by resolve */
-	uint64_t arp_learned;		/* neighbour entries added or changed */
-	uint64_t icmp_echo;		/* echo requests answered */
-	uint64_t not_ip;		/* neither IPv4 nor ARP (in rx_drop too) */
-	uint64_t not_ours;		/* IPv4 not for our IP/UDP port (in rx_drop) */
-	uint64_t malformed;		/* bad IPv4, UDP, ARP or ICMP (in rx_drop); UDP
+	uint64_t arp_rx;	 /* ARP frames received */
+	uint64_t arp_reply_tx;	 /* replies to requests for our IP */
+	uint64_t arp_request_tx; /* requests sent by resolve */
+	uint64_t arp_learned;	 /* neighbour entries added or changed */
+	uint64_t icmp_echo;	 /* echo requests answered */
+	uint64_t not_ip;	 /* neither IPv4 nor ARP (in rx_drop too) */
+	uint64_t not_ours;	 /* IPv4 not for our IP/UDP port (in rx_drop) */
+	uint64_t malformed;	 /* bad IPv4, UDP, ARP or ICMP (in rx_drop); UDP
 					 * checksum failures are also in the port's
 					 * stats.rx_csum_bad */
-	uint64_t link_down;		/* link state changes to down seen */
-	uint64_t csum_partial;		/* UDP checksums left partial by the local
+	uint64_t link_down;	 /* link state changes to down seen */
+	uint64_t csum_partial;	 /* UDP checksums left partial by the local
 					 * kernel (af_packet/af_xdp/tap), accepted */
 };
-void ina_port_dpdk_neigh_stats(const struct ina_port *port,
-			       struct ina_port_dpdk_neigh_stats *st);
+void ina_port_dpdk_neigh_stats(const struct ina_port *port, struct ina_port_dpdk_neigh_stats *st);
 
 /* The counters of ethdev 'i' of the port (rte_eth_stats_get): what the
  * driver saw, including drops before ina (imissed: rx ring full, rx_nombuf:

@@ -35,95 +35,101 @@ typedef uint32_t ina_be32;
 typedef uint64_t ina_be64;
 
 enum ina_pkt_type {
-	INA_T_JOIN = 1,		/* worker -> switch: admit me to a job */
-	INA_T_JOIN_ACK = 2,	/* switch -> worker: admitted, with the epoch */
-	INA_T_DATA = 3,		/* worker -> switch: a block (or an empty ack) */
-	INA_T_RESULT = 4,	/* switch -> workers: a sum (or header-only) */
-	INA_T_WAIT = 5,		/* switch -> worker: still waiting on ranks */
-	INA_T_FIN = 6,		/* worker -> switch: my last round is done */
-	INA_T_FIN_ACK = 7,	/* switch -> worker */
-	INA_T_LEAVE = 8,	/* worker -> switch: abort, free the job */
-	INA_T_ERROR = 9,	/* switch -> worker: refused, with a reason */
-	INA_T_REPL = 10,	/* primary -> replica: a RESULT to store and
+	INA_T_JOIN = 1,	      /* worker -> switch: admit me to a job */
+	INA_T_JOIN_ACK = 2,   /* switch -> worker: admitted, with the epoch */
+	INA_T_DATA = 3,	      /* worker -> switch: a block (or an empty ack) */
+	INA_T_RESULT = 4,     /* switch -> workers: a sum (or header-only) */
+	INA_T_WAIT = 5,	      /* switch -> worker: still waiting on ranks */
+	INA_T_FIN = 6,	      /* worker -> switch: my last round is done */
+	INA_T_FIN_ACK = 7,    /* switch -> worker */
+	INA_T_LEAVE = 8,      /* worker -> switch: abort, free the job */
+	INA_T_ERROR = 9,      /* switch -> worker: refused, with a reason */
+	INA_T_REPL = 10,      /* primary -> replica: a RESULT to store and
 				 * send on, rank = its destination or ALL */
-	INA_T_FAILOVER = 11,	/* worker -> replica: the primary is silent;
+	INA_T_FAILOVER = 11,  /* worker -> replica: the primary is silent;
 				 * replica -> workers: taken over, new epoch */
-	INA_T_KEEPALIVE = 12,	/* worker -> switch: I live (an open context
+	INA_T_KEEPALIVE = 12, /* worker -> switch: I live (an open context
 				 * that sent nothing for its keepalive time);
 				 * header only, never answered */
 	INA_T_MAX = INA_T_KEEPALIVE,
 };
 
 enum ina_encoding {
-	INA_ENC_F32 = 1,	/* IEEE-754 binary32, big-endian */
-	INA_ENC_I32 = 2,	/* two's complement int32 scaled by 2^s, big-endian */
-	INA_ENC_BF16 = 3,	/* bfloat16 (top half of a binary32), big-endian;
+	INA_ENC_F32 = 1,  /* IEEE-754 binary32, big-endian */
+	INA_ENC_I32 = 2,  /* two's complement int32 scaled by 2^s, big-endian */
+	INA_ENC_BF16 = 3, /* bfloat16 (top half of a binary32), big-endian;
 				 * the switch sums in binary32 and rounds once */
 	INA_ENC_MAX = INA_ENC_BF16,
 };
 
 /* Header flags. */
-#define INA_F_VER 0x01		/* slot version bit: selects current or shadow */
-#define INA_F_RETX 0x02		/* a retransmission (information only) */
-#define INA_F_SATURATED 0x04	/* RESULT: an i32 sum saturated */
-#define INA_F_DEFERRED 0x08	/* RESULT: header-only, the sum is under the
+#define INA_F_VER 0x01	     /* slot version bit: selects current or shadow */
+#define INA_F_RETX 0x02	     /* a retransmission (information only) */
+#define INA_F_SATURATED 0x04 /* RESULT: an i32 sum saturated */
+#define INA_F_DEFERRED \
+	0x08 /* RESULT: header-only, the sum is under the
 				 * bound: each worker keeps its own part */
-#define INA_F_STANDBY 0x10	/* JOIN, JOIN_ACK with a replica switch:
+#define INA_F_STANDBY \
+	0x10 /* JOIN, JOIN_ACK with a replica switch:
 				 * stand by for this job (epoch = the
 				 * primary's) */
-#define INA_F_PARTIAL 0x20	/* RESULT, REPL of an ssp job: the block closed
+#define INA_F_PARTIAL \
+	0x20 /* RESULT, REPL of an ssp job: the block closed
 				 * before every rank contributed; an 8-byte
 				 * contributor bitmap follows the payload */
-#define INA_F_GRANT 0x40	/* JOIN_ACK: the job is admitted with fewer
+#define INA_F_GRANT \
+	0x40 /* JOIN_ACK: the job is admitted with fewer
 				 * lanes than it asked: the payload's 'lanes'
 				 * is the grant (ina-switch --share fair) */
-#define INA_F_RESHAPE 0x40	/* RESULT (the same bit as GRANT): the job
+#define INA_F_RESHAPE \
+	0x40 /* RESULT (the same bit as GRANT): the job
 				 * runs on fewer lanes from round 'bound' on:
 				 * 'status' lanes (--share fair giving slots
 				 * back to a job that arrived) */
-#define INA_F_REDIRECT 0x80	/* JOIN_ACK: the switch has no slots for the
+#define INA_F_REDIRECT \
+	0x80		 /* JOIN_ACK: the switch has no slots for the
 				 * job: aggregate it at the host aggregator
 				 * the payload names (struct ina_wire_redirect
 				 * after the JOIN payload); epoch 0 */
-#define INA_F_KNOWN 0xff	/* every flag v1 defines */
+#define INA_F_KNOWN 0xff /* every flag v1 defines */
 
 /* ERROR codes (the header's status field). */
 enum ina_wire_error {
-	INA_WERR_NO_SLOTS = 1,	/* the slot pool cannot hold the job's lanes */
-	INA_WERR_NO_JOBS = 2,	/* the job table is full */
-	INA_WERR_MISMATCH = 3,	/* JOIN parameters differ from the job's */
+	INA_WERR_NO_SLOTS = 1,	  /* the slot pool cannot hold the job's lanes */
+	INA_WERR_NO_JOBS = 2,	  /* the job table is full */
+	INA_WERR_MISMATCH = 3,	  /* JOIN parameters differ from the job's */
 	INA_WERR_UNSUPPORTED = 4, /* encoding, block size or world not served */
-	INA_WERR_LEFT = 5,	/* another rank left the job; it is gone */
-	INA_WERR_PEER_DEAD = 6,	/* a rank the job waits on fell silent: the
+	INA_WERR_LEFT = 5,	  /* another rank left the job; it is gone */
+	INA_WERR_PEER_DEAD = 6,	  /* a rank the job waits on fell silent: the
 				 * round is aborted and the job is gone */
-	INA_WERR_SHUTDOWN = 7,	/* the switch is shutting down: no new job, or
+	INA_WERR_SHUTDOWN = 7,	  /* the switch is shutting down: no new job, or
 				 * the job is aborted */
 	INA_WERR_MAX = INA_WERR_SHUTDOWN,
 };
 
 /* The header as it lies on the wire. */
 struct ina_wire_hdr {
-	uint8_t version;	/* INA_WIRE_VERSION */
-	uint8_t type;		/* enum ina_pkt_type */
-	uint8_t encoding;	/* enum ina_encoding of the payload */
-	uint8_t flags;		/* INA_F_* */
-	ina_be32 job_id;	/* job, chosen by the application */
-	ina_be32 epoch;		/* job epoch; 0 in JOIN */
-	ina_be16 rank;		/* sender rank, INA_RANK_SWITCH from the switch */
-	ina_be16 lane;		/* lane = switch slot within the job */
-	ina_be32 tensor_id;	/* application's tensor */
-	ina_be32 round;		/* job-wide allreduce counter */
-	ina_be32 tensor_len;	/* tensor length, elements */
-	ina_be32 block;		/* block index, INA_BLOCK_OPEN for a lane opener */
-	ina_be32 next;		/* sender's next non-zero block in this lane or END */
-	ina_be16 block_size;	/* B, elements per block this round */
-	ina_be16 n_elems;	/* elements in the payload: 0 or min(B, rest) */
-	ina_be16 exp;		/* int16: i32 exponent of the block 'next' names */
-	ina_be16 status;	/* ERROR: enum ina_wire_error; else 0 */
-	ina_be32 bound;		/* DATA: the result filter's bound in the
+	uint8_t version;     /* INA_WIRE_VERSION */
+	uint8_t type;	     /* enum ina_pkt_type */
+	uint8_t encoding;    /* enum ina_encoding of the payload */
+	uint8_t flags;	     /* INA_F_* */
+	ina_be32 job_id;     /* job, chosen by the application */
+	ina_be32 epoch;	     /* job epoch; 0 in JOIN */
+	ina_be16 rank;	     /* sender rank, INA_RANK_SWITCH from the switch */
+	ina_be16 lane;	     /* lane = switch slot within the job */
+	ina_be32 tensor_id;  /* application's tensor */
+	ina_be32 round;	     /* job-wide allreduce counter */
+	ina_be32 tensor_len; /* tensor length, elements */
+	ina_be32 block;	     /* block index, INA_BLOCK_OPEN for a lane opener */
+	ina_be32 next;	     /* sender's next non-zero block in this lane or END */
+	ina_be16 block_size; /* B, elements per block this round */
+	ina_be16 n_elems;    /* elements in the payload: 0 or min(B, rest) */
+	ina_be16 exp;	     /* int16: i32 exponent of the block 'next' names */
+	ina_be16 status;     /* ERROR: enum ina_wire_error; else 0 */
+	ina_be32 bound;	     /* DATA: the result filter's bound in the
 				 * block's units (f32 bits, or i32 scaled like
 				 * the block), 0 for none; else 0 */
-	ina_be64 token;		/* job token (64-bit hash of the job secret) */
+	ina_be64 token;	     /* job token (64-bit hash of the job secret) */
 } __attribute__((packed));
 
 _Static_assert(sizeof(struct ina_wire_hdr) == INA_HDR_SIZE, "wire size");
@@ -147,16 +153,16 @@ struct ina_hdr {
 	uint16_t n_elems;
 	int16_t exp;
 	uint16_t status;
-	uint32_t bound;		/* raw: binary32 bits (f32, bf16) or int32 (i32) */
+	uint32_t bound; /* raw: binary32 bits (f32, bf16) or int32 (i32) */
 	uint64_t token;
 };
 
 /* JOIN and JOIN_ACK payload (8 bytes, big-endian). */
 struct ina_wire_join {
-	ina_be16 world;		/* workers in the job, 1..INA_MAX_WORLD */
-	ina_be16 lanes;		/* lanes = slots the job needs */
-	ina_be16 max_block;	/* largest B the job will use */
-	ina_be16 reserved;	/* high byte: ssp bound S (0 = bsp); low byte:
+	ina_be16 world;	    /* workers in the job, 1..INA_MAX_WORLD */
+	ina_be16 lanes;	    /* lanes = slots the job needs */
+	ina_be16 max_block; /* largest B the job will use */
+	ina_be16 reserved;  /* high byte: ssp bound S (0 = bsp); low byte:
 				 * the job's weight in the switch's fair
 				 * share, 1..255 (0 = 1) */
 } __attribute__((packed));
@@ -165,9 +171,9 @@ _Static_assert(sizeof(struct ina_wire_join) == 8, "join size");
 /* A REDIRECT JOIN_ACK's payload: the JOIN payload (8 bytes), then where the
  * job goes instead (8 bytes, big-endian). */
 struct ina_wire_redirect {
-	ina_be32 ipv4;		/* the host aggregator's IPv4 address */
-	ina_be16 port;		/* its UDP port */
-	ina_be16 reserved;	/* 0 */
+	ina_be32 ipv4;	   /* the host aggregator's IPv4 address */
+	ina_be16 port;	   /* its UDP port */
+	ina_be16 reserved; /* 0 */
 } __attribute__((packed));
 _Static_assert(sizeof(struct ina_wire_redirect) == 8, "redirect size");
 void ina_wire_encode_redirect(uint32_t ipv4, uint16_t port, void *buf);
@@ -215,28 +221,28 @@ struct ina_job_params {
 /* Every reason a packet is rejected. Keep ina_wire_reason_name() in step. */
 enum ina_wire_reason {
 	INA_WIRE_OK = 0,
-	INA_WIRE_TRUNCATED,		/* shorter than the header */
+	INA_WIRE_TRUNCATED, /* shorter than the header */
 	INA_WIRE_BAD_VERSION,
 	INA_WIRE_BAD_TYPE,
-	INA_WIRE_BAD_FLAGS,		/* unknown flag bits */
-	INA_WIRE_BAD_BOUND,		/* bound negative or NaN, or on a
+	INA_WIRE_BAD_FLAGS,	 /* unknown flag bits */
+	INA_WIRE_BAD_BOUND,	 /* bound negative or NaN, or on a
 					 * packet other than DATA */
-	INA_WIRE_BAD_ENCODING,		/* not an encoding v1 knows */
-	INA_WIRE_BAD_LENGTH,		/* payload size disagrees with the header */
-	INA_WIRE_BAD_BLOCK_SIZE,	/* B is 0 or elements disagree with B */
+	INA_WIRE_BAD_ENCODING,	 /* not an encoding v1 knows */
+	INA_WIRE_BAD_LENGTH,	 /* payload size disagrees with the header */
+	INA_WIRE_BAD_BLOCK_SIZE, /* B is 0 or elements disagree with B */
 	INA_WIRE_BLOCK_PAST_TENSOR,
 	INA_WIRE_NEXT_NOT_PAST_BLOCK,
 	INA_WIRE_NEXT_PAST_TENSOR,
-	INA_WIRE_BAD_JOIN,		/* JOIN payload out of range */
-	INA_WIRE_WRONG_JOB,		/* job id is not the receiver's */
+	INA_WIRE_BAD_JOIN,  /* JOIN payload out of range */
+	INA_WIRE_WRONG_JOB, /* job id is not the receiver's */
 	INA_WIRE_WRONG_TOKEN,
 	INA_WIRE_WRONG_EPOCH,
 	INA_WIRE_RANK_PAST_WORLD,
 	INA_WIRE_LANE_PAST_LANES,
 	INA_WIRE_BLOCK_NOT_IN_LANE,
 	INA_WIRE_NEXT_NOT_IN_LANE,
-	INA_WIRE_WRONG_ENCODING,	/* not the job's encoding */
-	INA_WIRE_BLOCK_TOO_BIG,		/* B above the job's max block */
+	INA_WIRE_WRONG_ENCODING, /* not the job's encoding */
+	INA_WIRE_BLOCK_TOO_BIG,	 /* B above the job's max block */
 	INA_WIRE_REASON_MAX,
 };
 
