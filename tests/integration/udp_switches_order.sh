@@ -6,7 +6,9 @@
 # (egroup.h), so the switches never sum them with the others' runs: every
 # rank must fail by its timeout, and none may report a verified round. (The
 # barrier ina-host runs before round 0 goes to each rank's first switch, so
-# the job fails there already.)
+# the job fails there already.) Rank 3's idle engine keeps switch A told that
+# rank 3 lives (KEEPALIVE), so A's WAITs vouch for it and the others wait as
+# for a paused peer: --pause-ms bounds that wait (the default is 10 min).
 # Usage: udp_switches_order.sh BUILD_DIR UDP_PORT
 set -euo pipefail
 build=$1 port=$2
@@ -21,7 +23,7 @@ for r in 0 1 2 3; do
     list=$a,$b
     [ "$r" -eq 3 ] && list=$b,$a
     timeout 60 "$build/host/ina-host" --switch "$list" --job 5 --rank "$r" --world 4 \
-        --elements 8192 --density 1 --block 256 --lanes 8 --rounds 2 --timeout-ms 1500 \
+        --elements 8192 --density 1 --block 256 --lanes 8 --rounds 2 --timeout-ms 1500 --pause-ms 3000 \
         --report "$tmp/r$r.json" --quiet >"$tmp/h$r.log" 2>&1 &
     hosts+=("$!")
 done
