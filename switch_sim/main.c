@@ -609,7 +609,7 @@ main(int argc, char **argv)
 	}
 	ret = ina_port_open(spec, &port, err, sizeof(err));
 	if (ret < 0)
-		ina_eal_main_port_failed(spec, err[0] ? err : strerror(-ret));
+		ina_eal_main_port_failed(spec, err);
 	if (pipeline_config_fit_port(&c.pipe, c.slot_elems_set, port->max_pkt, err, sizeof(err)) <
 	    0) {
 		ina_port_close(port);
@@ -625,15 +625,9 @@ main(int argc, char **argv)
 			c.pipe.slot_elems, strerror(errno));
 
 	if (c.capture) {
-		/* udp peers are sockaddr_in; a dpdk port decodes its own
-		 * peers and itself (ina_capture_set_port, capture.h). */
+		/* The port decodes its peers and, for an empty 'self', its
+		 * own address (ina_capture_set_port, capture.h). */
 		memset(&self, 0, sizeof(self));
-		if (port->ops == &ina_port_udp_ops) {
-			ret = ina_port_resolve(port, c.listen, &self);
-			if (ret < 0)
-				ina_die("--capture: cannot resolve %s: %s", c.listen,
-					strerror(-ret));
-		}
 		cap = ina_capture_open(c.capture, err, sizeof(err));
 		if (!cap)
 			ina_die("--capture: %s", err);

@@ -120,7 +120,7 @@ switch_run_lcores(const char *spec, uint16_t k, struct pipeline_config *pipe, in
 		ret = ina_port_open(pspec, &ports[p], err, sizeof(err));
 		if (ret < 0) {
 			close_ports(ports, p);
-			ina_eal_main_port_failed(pspec, err[0] ? err : strerror(-ret));
+			ina_eal_main_port_failed(pspec, err);
 		}
 	}
 	if (pipeline_config_fit_port(pipe, slot_elems_set, ports[0]->max_pkt, err, sizeof(err)) <
