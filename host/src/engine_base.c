@@ -5,6 +5,7 @@
  * packets a worker sends, and the round-trip estimate behind the adaptive
  * retransmission timeout.
  */
+#include <endian.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -73,4 +74,24 @@ engine_rtt_sample(struct engine *e, uint64_t sample)
 	if (rto > e->cfg.rto_max_ns)
 		rto = e->cfg.rto_max_ns;
 	e->rto_ns = rto;
+}
+
+/*
+ * What a current WAIT tells the engine, in both consistency modes: whom the
+ * switch waits on, for which lane and block, and when it was heard. A LIVE
+ * WAIT vouches that the ranks it names are paused, not dead (the switch
+ * would have aborted the job): waiting on is progress.
+ */
+void
+engine_note_wait(struct engine *e, const struct ina_hdr *h, const uint8_t *payload, uint64_t now)
+{
+	uint64_t missing_be;
+
+	memcpy(&missing_be, payload, sizeof(missing_be));
+	e->wait_missing = be64toh(missing_be);
+	e->wait_lane = h->lane;
+	e->wait_block = h->block;
+	e->wait_heard_ns = now;
+	if (h->status == INA_WAIT_LIVE && e->wait_missing)
+		e->live_ns = now;
 }

@@ -8,7 +8,6 @@
  * result) into the output, zeroes the blocks the announced next pointer
  * skips, and makes the lane send its answer to the newly announced block.
  */
-#include <endian.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <string.h>
@@ -263,7 +262,6 @@ void
 engine_bsp_on_wait(struct engine *e, const struct ina_hdr *h, const uint8_t *payload, uint64_t now)
 {
 	struct lane *ln = &e->lanes[h->lane];
-	uint64_t missing_be;
 
 	e->st.waits++;
 	if (e->phase != ENGINE_RUNNING || ln->done || h->round != e->round ||
@@ -271,21 +269,13 @@ engine_bsp_on_wait(struct engine *e, const struct ina_hdr *h, const uint8_t *pay
 		e->st.stale++;
 		return;
 	}
-	memcpy(&missing_be, payload, sizeof(missing_be));
-	e->wait_missing = be64toh(missing_be);
-	e->wait_lane = h->lane;
-	e->wait_block = h->block;
+	engine_note_wait(e, h, payload, now);
 	/*
 	 * The switch has my packet: restart the lane's timer. Resending still
 	 * matters: the result may be lost on its way, and only a resend asks
 	 * the shadow copy for it again. The lane's backoff goes on doubling.
 	 */
 	ln->sent_ns = now;
-	e->wait_heard_ns = now;
-	/* A LIVE WAIT: the ranks it names are paused, not dead (the switch
-	 * would have aborted the job): waiting on is progress. */
-	if (h->status == INA_WAIT_LIVE && e->wait_missing)
-		e->live_ns = now;
 }
 
 /* The lanes' packets due: first sends, answers and retransmissions, the scan

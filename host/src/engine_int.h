@@ -188,6 +188,9 @@ void engine_ctl_start(struct engine *e, int phase, uint64_t now);
 void engine_fill_hdr(const struct engine *e, struct ina_hdr *h, uint8_t type);
 /* A round-trip sample into the adaptive retransmission timeout. */
 void engine_rtt_sample(struct engine *e, uint64_t sample);
+/* Records a current WAIT (its 8-byte missing-ranks payload at 'payload'). */
+void engine_note_wait(struct engine *e, const struct ina_hdr *h, const uint8_t *payload,
+		      uint64_t now);
 
 /* engine_ssp.c */
 int engine_ssp_allreduce(struct engine *e, uint32_t tensor_id, const float *in, float *out,

@@ -255,7 +255,6 @@ void
 engine_ssp_on_wait(struct engine *e, const struct ina_hdr *h, const uint8_t *payload, uint64_t now)
 {
 	struct sop *o = ssp_op_of(e, h->round);
-	uint64_t missing_be;
 
 	e->st.waits++;
 	if (e->phase != ENGINE_RUNNING || !o || !o->lanes[h->lane].active ||
@@ -263,14 +262,8 @@ engine_ssp_on_wait(struct engine *e, const struct ina_hdr *h, const uint8_t *pay
 		e->st.stale++;
 		return;
 	}
-	memcpy(&missing_be, payload, sizeof(missing_be));
-	e->wait_missing = be64toh(missing_be);
-	e->wait_lane = h->lane;
-	e->wait_block = h->block;
+	engine_note_wait(e, h, payload, now);
 	o->lanes[h->lane].sent_ns = now;
-	e->wait_heard_ns = now;
-	if (h->status == INA_WAIT_LIVE && e->wait_missing)
-		e->live_ns = now;
 }
 
 /* The packets due: first sends and retransmissions, oldest round first. */
