@@ -47,18 +47,7 @@ struct tier_sum {
 static const char *
 role_name(const struct topo_node *n)
 {
-	if (n->kind == TOPO_HOST)
-		return "host";
-	switch (n->role) {
-	case TOPO_ROLE_RACK:
-		return "rack";
-	case TOPO_ROLE_SPINE:
-		return "spine";
-	case TOPO_ROLE_CORE:
-		return "core";
-	default:
-		return "replica";
-	}
+	return n->kind == TOPO_HOST ? "host" : topology_role_name(n->role);
 }
 
 /* Fills 'ts' (MAX_TIERS at most, in order of first appearance); returns

@@ -15,8 +15,8 @@
 #define MAX_TREE_LINES 48 /* lines of one job's tree */
 #define MAX_JOBS 32	  /* jobs printed in full */
 
-static const char *
-role_name(enum topo_role r)
+const char *
+topology_role_name(enum topo_role r)
 {
 	switch (r) {
 	case TOPO_ROLE_RACK:
@@ -136,7 +136,7 @@ topology_print(const struct topology *t, FILE *f)
 			break;
 		}
 		fprintf(f, "  %-12s %-7s slots %u, cores %u, uplink %s", n->name,
-			role_name(n->role), n->slots, n->cores,
+			topology_role_name(n->role), n->slots, n->cores,
 			n->parent >= 0 ? t->nodes[n->parent].name : "- (a root)");
 		if (n->replica_of >= 0)
 			fprintf(f, ", replica of %s", t->nodes[n->replica_of].name);

@@ -127,4 +127,8 @@ const struct topo_link *topology_link(const struct topology *t, int a, int b);
 /* A summary for `ina-testbed check`: nodes, links, jobs, each job's tree. */
 void topology_print(const struct topology *t, FILE *f);
 
+/* A switch role's name as the topology file writes it ("rack", "spine",
+ * "core", "replica"), "?" for none of them. */
+const char *topology_role_name(enum topo_role r);
+
 #endif

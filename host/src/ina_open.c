@@ -229,6 +229,34 @@ follow_redirect(struct ina_ctx *ctx, const struct ina_config *cfg, char *err, si
 	return 0;
 }
 
+/* What a context owns besides its engines, port and capture: its tensors,
+ * the scheduler, the operation ring and fusion buffers; then the context.
+ * For a failed ina_open() (tables still empty) and for ina_close(). */
+static void
+ctx_free(struct ina_ctx *ctx)
+{
+	struct sparse_tensor *t;
+	struct ssp_tensor *st;
+	uint32_t it = 0;
+
+	while ((t = tensor_table_next(&ctx->tensors, &it))) {
+		tround_destroy(t->tr);
+		free(t);
+	}
+	it = 0;
+	while ((st = tensor_table_next(&ctx->ssp_tensors, &it)))
+		ssp_tensor_destroy(st);
+	tensor_table_free(&ctx->tensors);
+	tensor_table_free(&ctx->ssp_tensors);
+	order_destroy(ctx->sched);
+	free(ctx->ops);
+	done_queue_free(&ctx->done);
+	free(ctx->fuse_in);
+	free(ctx->fuse_out);
+	pthread_mutex_destroy(&ctx->lock);
+	free(ctx);
+}
+
 int
 ina_open(const struct ina_config *user_cfg, struct ina_ctx **out, char *err, size_t err_size)
 {
@@ -497,13 +525,7 @@ fail:
 	ina_capture_close(ctx->cap);
 	egroup_destroy(ctx->eg);
 	ina_port_close(ctx->port);
-	order_destroy(ctx->sched);
-	free(ctx->ops);
-	done_queue_free(&ctx->done);
-	free(ctx->fuse_in);
-	free(ctx->fuse_out);
-	pthread_mutex_destroy(&ctx->lock);
-	free(ctx);
+	ctx_free(ctx);
 	return ret;
 }
 
@@ -527,27 +549,6 @@ ina_close(struct ina_ctx *ctx)
 		ret = -EIO;
 	egroup_destroy(ctx->eg);
 	ina_port_close(ctx->port);
-	{
-		struct sparse_tensor *t;
-		struct ssp_tensor *st;
-		uint32_t it = 0;
-
-		while ((t = tensor_table_next(&ctx->tensors, &it))) {
-			tround_destroy(t->tr);
-			free(t);
-		}
-		it = 0;
-		while ((st = tensor_table_next(&ctx->ssp_tensors, &it)))
-			ssp_tensor_destroy(st);
-		tensor_table_free(&ctx->tensors);
-		tensor_table_free(&ctx->ssp_tensors);
-	}
-	order_destroy(ctx->sched);
-	free(ctx->ops);
-	done_queue_free(&ctx->done);
-	free(ctx->fuse_in);
-	free(ctx->fuse_out);
-	pthread_mutex_destroy(&ctx->lock);
-	free(ctx);
+	ctx_free(ctx);
 	return ret;
 }
