@@ -364,6 +364,53 @@ INA_API int ina_allreduce(struct ina_ctx *ctx, uint32_t tensor_id, const float *
 			  size_t n, enum ina_op op);
 
 /*
+ * Block-sparse tensors. A tensor of 'n' floats is cut into blocks of
+ * 'block_size' (B) elements, block b holding elements b*B .. b*B + B - 1 (the
+ * last block may be shorter). A block-sparse value lists only the blocks it
+ * holds, in ascending order, and the values of each: block index[i] at
+ * values + i*B (for the tensor's short last block only its first n - b*B
+ * floats are read or written). A block not listed is zero.
+ */
+struct ina_blocks {
+	size_t n;	       /* the tensor's dense length, elements */
+	uint32_t block_size;   /* B: 1 .. cfg.block_size (the JOIN's largest) */
+	size_t count;	       /* blocks listed */
+	const uint32_t *index; /* 'count' ascending block numbers < ceil(n / B) */
+	const float *values;   /* count x B floats */
+};
+
+/* Where a block-sparse sum goes: the union of every worker's blocks with
+ * their sums, as a list (index, values) or into a dense buffer, or both. */
+struct ina_blocks_out {
+	uint32_t *index; /* room for 'capacity' block numbers: the union's,
+				 * ascending; NULL with 'dense' alone */
+	float *values;	 /* room for capacity x B floats: the sums in the
+				 * order of 'index'; or NULL */
+	float *dense;	 /* or (also) n floats: only the union's blocks are
+				 * written, the rest is left as it is; or NULL */
+	size_t capacity; /* blocks that 'index' (and 'values') hold; the union
+				 * is at most the sum of every worker's count,
+				 * so world x count is always enough */
+	size_t count;	 /* set by the call: blocks in the union */
+};
+
+/*
+ * Sums (averages) block-sparse tensors: every worker gives its blocks and
+ * gets the union of all workers' blocks with their sums. It sends only the
+ * listed blocks and writes only the union's: a round at 1% block density
+ * costs what its blocks cost, not what the dense tensor costs. The same bits
+ * as ina_allreduce() of the dense tensors with the same block size. Every
+ * worker must call it with the same 'tensor_id', n and B, in the same order
+ * as its other operations. No sparsifier, no ssp. 0, -EINVAL (bad
+ * arguments: unsorted or out-of-range index, B too large), -ENOSPC (the
+ * union has more blocks than out->capacity: out->count says how many; the
+ * sums that fit were written, the job goes on), or the context's error.
+ */
+INA_API int ina_allreduce_blocks(struct ina_ctx *ctx, uint32_t tensor_id,
+				 const struct ina_blocks *in, struct ina_blocks_out *out,
+				 enum ina_op op);
+
+/*
  * Sets the sparsifier of one tensor (overriding cfg.sparsify; mode OFF makes
  * it dense), before the tensor's first ina_allreduce(). 0, -EINVAL (bad
  * options), -EBUSY (the tensor was already used) or -ENOMEM.
@@ -425,6 +472,12 @@ INA_API int ina_ssp_next(struct ina_ctx *ctx, uint32_t tensor_id, float *out);
  * first under INA_SCHED_PRIORITY; the layer index is a good choice). */
 INA_API int ina_iallreduce(struct ina_ctx *ctx, uint32_t tensor_id, const float *in, float *out,
 			   size_t n, enum ina_op op, int32_t priority, uint64_t *handle);
+
+/* Starts ina_allreduce_blocks() of the same arguments ('in' and what it
+ * points to must stay valid and unchanged, 'out' valid, until it ends). */
+INA_API int ina_iallreduce_blocks(struct ina_ctx *ctx, uint32_t tensor_id,
+				  const struct ina_blocks *in, struct ina_blocks_out *out,
+				  enum ina_op op, int32_t priority, uint64_t *handle);
 
 /* Starts a broadcast of 'n' floats of rank 'root' into 'buf' of every rank
  * (root's 'buf' is read, the others' overwritten). It runs as a sum to which
