@@ -73,7 +73,8 @@ make_lists(uint32_t n, uint16_t bs)
 			if (!nz)
 				continue;
 			idx[r][count[r]] = b;
-			memcpy(&vals[r][(size_t)count[r] * bs], &ins[r][b * bs], len * sizeof(float));
+			memcpy(&vals[r][(size_t)count[r] * bs], &ins[r][b * bs],
+			       len * sizeof(float));
 			count[r]++;
 		}
 	}
