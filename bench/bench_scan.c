@@ -129,8 +129,9 @@ main(int argc, char **argv)
 	}
 	if (n < 1024 || n >= INA_BLOCK_OPEN || bs == 0 || bs > 65535 || lanes == 0 ||
 	    lanes > 65535 || runs < 1 || runs > MAX_RUNS) {
-		fprintf(stderr, "bench_scan: elements 1024..%u, block 1..65535, lanes 1..65535, "
-				"runs 1..%d\n",
+		fprintf(stderr,
+			"bench_scan: elements 1024..%u, block 1..65535, lanes 1..65535, "
+			"runs 1..%d\n",
 			INA_BLOCK_OPEN - 1, MAX_RUNS);
 		return 2;
 	}
@@ -150,7 +151,8 @@ main(int argc, char **argv)
 		memset(x, 0, (size_t)n * sizeof(float));
 		if (dens)
 			for (uint32_t b = 0; (uint64_t)b * bs < n; b += 100)
-				x[(size_t)b * bs + bs / 2 < n ? (size_t)b * bs + bs / 2 : n - 1] = 1.0f;
+				x[(size_t)b * bs + bs / 2 < n ? (size_t)b * bs + bs / 2 : n - 1] =
+					1.0f;
 		for (int r = 0; r < runs; r++) {
 			double t0 = now_s();
 
@@ -182,10 +184,10 @@ main(int argc, char **argv)
 		set = median(t_set, runs);
 		printf("  %s blocks non-zero (%llu found):\n", dens ? "1%" : "no",
 		       (unsigned long long)found);
-		printf("    map, then lanes (engine) %7.2f ms  %6.2f GB/s  %.2f x read\n", lin * 1e3,
-		       gb / lin, rd / lin);
-		printf("    lane-strided (before)   %8.2f ms  %6.2f GB/s  %.2f x read\n", lane * 1e3,
-		       gb / lane, rd / lane);
+		printf("    map, then lanes (engine) %7.2f ms  %6.2f GB/s  %.2f x read\n",
+		       lin * 1e3, gb / lin, rd / lin);
+		printf("    lane-strided (before)   %8.2f ms  %6.2f GB/s  %.2f x read\n",
+		       lane * 1e3, gb / lane, rd / lane);
 		printf("    plain read (OR, -O3)    %8.2f ms  %6.2f GB/s\n", rd * 1e3, gb / rd);
 		printf("    memset (zero-filling)   %8.2f ms  %6.2f GB/s\n", set * 1e3, gb / set);
 	}

@@ -122,9 +122,16 @@ int
 engine_bsp_allreduce(struct engine *e, uint32_t tensor_id, const float *in, float *out, size_t n,
 		     uint16_t block_size, enum engine_op op, uint64_t now_ns)
 {
+	/* What was set for this allreduce applies to it alone, even when it
+	 * is refused: a later one must not find a filter or lists that may be
+	 * gone by then. */
 	int sparse = e->next_sparse;
+	float bound = e->next_bound;
+	uint8_t *deferred = e->next_deferred;
 
 	e->next_sparse = 0;
+	e->next_bound = 0.0f;
+	e->next_deferred = NULL;
 	if (e->phase != ENGINE_READY)
 		return -EBUSY;
 	if (n == 0 || n >= INA_BLOCK_OPEN || block_size == 0 || block_size > e->cfg.max_block ||
@@ -162,11 +169,9 @@ engine_bsp_allreduce(struct engine *e, uint32_t tensor_id, const float *in, floa
 			return -EINVAL;
 	}
 	e->op = op;
-	e->bound = e->next_bound;
-	e->deferred = e->next_deferred;
+	e->bound = bound;
+	e->deferred = deferred;
 	e->stall_reported = 0;
-	e->next_bound = 0.0f;
-	e->next_deferred = NULL;
 	if (e->deferred)
 		memset(e->deferred, 0, e->nb_blocks);
 	e->lanes_left = 0;
