@@ -194,6 +194,8 @@ handle_data(struct pipeline *p, struct ina_pkt *in, struct job *j, const struct 
 	struct half *hf = &s->h[ver];
 	struct block_key key = pl_key_of(h);
 	struct ina_pkt *o;
+	uint32_t result_size;
+	int in_place = 0;
 
 	if (!(j->joined >> h->rank & 1) || j->up == UP_JOINING) {
 		/* (a rack's job runs once the spine admitted it) */
@@ -240,7 +242,14 @@ handle_data(struct pipeline *p, struct ina_pkt *in, struct job *j, const struct 
 	}
 	if (hf->bitmap >> h->rank & 1)
 		return pl_duplicate(p, in, j, s, hf, h, now);
-	pl_half_add(p, j, hf, h, in->data + INA_HDR_SIZE);
+	result_size = pl_result_size(j, h);
+	if ((hf->bitmap | 1ull << h->rank) == j->full && !j->up && in->cap >= result_size) {
+		/* The last packet: its buffer becomes the RESULT (pl_answer_buf
+		 * keeps it), and the sums go into it as they are made. */
+		in_place = pl_half_add_last(p, j, hf, h, in->data + INA_HDR_SIZE);
+	} else {
+		pl_half_add(p, j, hf, h, in->data + INA_HDR_SIZE);
+	}
 	if (hf->bitmap != j->full) {
 		ina_pkt_free(in);
 		return NULL;
@@ -254,9 +263,12 @@ handle_data(struct pipeline *p, struct ina_pkt *in, struct job *j, const struct 
 	/* Complete: the sum goes to every rank; the halves swap roles. If no
 	 * buffer, the workers' retransmissions will ask the shadow. */
 	hf->deferred = (uint8_t)pl_half_deferred(j, hf);
-	o = pl_answer_buf(p, in, pl_result_size(j, h));
+	o = pl_answer_buf(p, in, result_size);
 	if (o) {
-		pl_put_result(p, o, j, h->lane, ver, hf);
+		if (in_place)
+			pl_put_result_in_place(o, j, h->lane, ver, hf);
+		else
+			pl_put_result(p, o, j, h->lane, ver, hf);
 		pl_result_route(p, o, j, INA_RANK_ALL);
 		p->st.results++;
 		if (!hf->has_data)
