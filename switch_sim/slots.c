@@ -217,7 +217,7 @@ pl_put_result_in_place(struct ina_pkt *o, const struct job *j, uint16_t lane, ui
 uint32_t
 pl_result_size(const struct job *j, const struct ina_hdr *h)
 {
-	return INA_HDR_SIZE + (uint32_t)(h->block_size * ina_wire_elem_size(j->params.encoding)) +
+	return INA_HDR_SIZE + (uint32_t)(h->block_size * j->enc->elem_size) +
 	       (j->ssp ? INA_PARTIAL_TRAILER : 0);
 }
 

@@ -138,12 +138,15 @@ swap32_avx2(void *restrict dst, const void *restrict src, size_t n)
 	size_t i = 0;
 
 	for (; i + 32 <= n; i += 32) {
-		for (int k = 0; k < 4; k++) {
-			__m256i v = _mm256_loadu_si256(
-				(const __m256i *)(const void *)(s + 4 * i + 32 * k));
+		const __m256i *x = (const __m256i *)(const void *)(s + 4 * i);
+		__m256i *y = (__m256i *)(void *)(d + 4 * i);
+		__m256i v0 = _mm256_loadu_si256(x), v1 = _mm256_loadu_si256(x + 1);
+		__m256i v2 = _mm256_loadu_si256(x + 2), v3 = _mm256_loadu_si256(x + 3);
 
-			_mm256_storeu_si256((__m256i *)(void *)(d + 4 * i + 32 * k), bswap32_x8(v));
-		}
+		_mm256_storeu_si256(y, bswap32_x8(v0));
+		_mm256_storeu_si256(y + 1, bswap32_x8(v1));
+		_mm256_storeu_si256(y + 2, bswap32_x8(v2));
+		_mm256_storeu_si256(y + 3, bswap32_x8(v3));
 	}
 	for (; i + 8 <= n; i += 8) {
 		__m256i v = _mm256_loadu_si256((const __m256i *)(const void *)(s + 4 * i));
@@ -178,8 +181,10 @@ f32_add_avx2(float *acc, const uint8_t *src, uint8_t *dst, size_t n)
 	size_t i = 0;
 
 	for (; i + 32 <= n; i += 32) {
-		for (size_t k = i; k < i + 32; k += 8)
-			f32_add8_avx2(acc + k, src + 4 * k, dst ? dst + 4 * k : NULL);
+		f32_add8_avx2(acc + i, src + 4 * i, dst ? dst + 4 * i : NULL);
+		f32_add8_avx2(acc + i + 8, src + 4 * i + 32, dst ? dst + 4 * i + 32 : NULL);
+		f32_add8_avx2(acc + i + 16, src + 4 * i + 64, dst ? dst + 4 * i + 64 : NULL);
+		f32_add8_avx2(acc + i + 24, src + 4 * i + 96, dst ? dst + 4 * i + 96 : NULL);
 	}
 	for (; i + 8 <= n; i += 8)
 		f32_add8_avx2(acc + i, src + 4 * i, dst ? dst + 4 * i : NULL);
@@ -221,8 +226,10 @@ i32_add_avx2(int32_t *acc, const uint8_t *src, uint8_t *dst, size_t n)
 	size_t i = 0;
 
 	for (; i + 32 <= n; i += 32) {
-		for (size_t k = i; k < i + 32; k += 8)
-			i32_add8_avx2(acc + k, src + 4 * k, dst ? dst + 4 * k : NULL, &nb);
+		i32_add8_avx2(acc + i, src + 4 * i, dst ? dst + 4 * i : NULL, &nb);
+		i32_add8_avx2(acc + i + 8, src + 4 * i + 32, dst ? dst + 4 * i + 32 : NULL, &nb);
+		i32_add8_avx2(acc + i + 16, src + 4 * i + 64, dst ? dst + 4 * i + 64 : NULL, &nb);
+		i32_add8_avx2(acc + i + 24, src + 4 * i + 96, dst ? dst + 4 * i + 96 : NULL, &nb);
 	}
 	for (; i + 8 <= n; i += 8)
 		i32_add8_avx2(acc + i, src + 4 * i, dst ? dst + 4 * i : NULL, &nb);
