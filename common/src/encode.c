@@ -197,14 +197,13 @@ f32_add_avx2(float *acc, const uint8_t *src, uint8_t *dst, size_t n)
 
 /*
  * 8 elements of acc += wire values with int32 saturation (add_sat(), lane
- * by lane); '*nb' counts the saturated ones (each lane's count is minus its
- * sum of all-ones masks). With 'dst', the sums go there in wire order too.
+ * by lane), given as a = acc and x = the wire values in host order; '*nb'
+ * counts the saturated ones (each lane's count is minus its sum of all-ones
+ * masks). With 'dst', the sums go there in wire order too.
  */
 AVX2_FN static inline void
-i32_add8_avx2(int32_t *acc, const uint8_t *src, uint8_t *dst, __m256i *nb)
+i32_sat8_avx2(int32_t *acc, __m256i a, __m256i x, uint8_t *dst, __m256i *nb)
 {
-	__m256i x = bswap32_x8(_mm256_loadu_si256((const __m256i *)(const void *)src));
-	__m256i a = _mm256_loadu_si256((const __m256i *)(const void *)acc);
 	__m256i r = _mm256_add_epi32(a, x);
 	/* Sign bit set where both operands have the sign the sum lacks. */
 	__m256i ovf = _mm256_and_si256(_mm256_xor_si256(a, r), _mm256_xor_si256(x, r));
@@ -218,6 +217,57 @@ i32_add8_avx2(int32_t *acc, const uint8_t *src, uint8_t *dst, __m256i *nb)
 		_mm256_storeu_si256((__m256i *)(void *)dst, bswap32_x8(r));
 }
 
+AVX2_FN static inline __m256i
+load_be8_avx2(const uint8_t *src)
+{
+	return bswap32_x8(_mm256_loadu_si256((const __m256i *)(const void *)src));
+}
+
+AVX2_FN static inline __m256i
+load8_avx2(const int32_t *acc)
+{
+	return _mm256_loadu_si256((const __m256i *)(const void *)acc);
+}
+
+/*
+ * 32 elements: the wrapping sums and one test of their overflow bits; only
+ * a group in which some element overflowed (rare: the scale leaves the sum
+ * headroom) goes through the saturating blend and the count.
+ */
+AVX2_FN static inline void
+i32_add32_avx2(int32_t *acc, const uint8_t *src, uint8_t *dst, __m256i *nb)
+{
+	__m256i a0 = load8_avx2(acc), a1 = load8_avx2(acc + 8);
+	__m256i a2 = load8_avx2(acc + 16), a3 = load8_avx2(acc + 24);
+	__m256i x0 = load_be8_avx2(src), x1 = load_be8_avx2(src + 32);
+	__m256i x2 = load_be8_avx2(src + 64), x3 = load_be8_avx2(src + 96);
+	__m256i r0 = _mm256_add_epi32(a0, x0), r1 = _mm256_add_epi32(a1, x1);
+	__m256i r2 = _mm256_add_epi32(a2, x2), r3 = _mm256_add_epi32(a3, x3);
+	__m256i o0 = _mm256_and_si256(_mm256_xor_si256(a0, r0), _mm256_xor_si256(x0, r0));
+	__m256i o1 = _mm256_and_si256(_mm256_xor_si256(a1, r1), _mm256_xor_si256(x1, r1));
+	__m256i o2 = _mm256_and_si256(_mm256_xor_si256(a2, r2), _mm256_xor_si256(x2, r2));
+	__m256i o3 = _mm256_and_si256(_mm256_xor_si256(a3, r3), _mm256_xor_si256(x3, r3));
+	__m256i any = _mm256_or_si256(_mm256_or_si256(o0, o1), _mm256_or_si256(o2, o3));
+
+	if (__builtin_expect(_mm256_movemask_ps(_mm256_castsi256_ps(any)) != 0, 0)) {
+		/* (nothing is stored yet: the operands are read again) */
+		for (int k = 0; k < 4; k++)
+			i32_sat8_avx2(acc + 8 * k, load8_avx2(acc + 8 * k),
+				      load_be8_avx2(src + 32 * k), dst ? dst + 32 * k : NULL, nb);
+		return;
+	}
+	_mm256_storeu_si256((__m256i *)(void *)acc, r0);
+	_mm256_storeu_si256((__m256i *)(void *)(acc + 8), r1);
+	_mm256_storeu_si256((__m256i *)(void *)(acc + 16), r2);
+	_mm256_storeu_si256((__m256i *)(void *)(acc + 24), r3);
+	if (dst) {
+		_mm256_storeu_si256((__m256i *)(void *)dst, bswap32_x8(r0));
+		_mm256_storeu_si256((__m256i *)(void *)(dst + 32), bswap32_x8(r1));
+		_mm256_storeu_si256((__m256i *)(void *)(dst + 64), bswap32_x8(r2));
+		_mm256_storeu_si256((__m256i *)(void *)(dst + 96), bswap32_x8(r3));
+	}
+}
+
 AVX2_FN __attribute__((always_inline)) static inline size_t
 i32_add_avx2(int32_t *acc, const uint8_t *src, uint8_t *dst, size_t n)
 {
@@ -225,14 +275,11 @@ i32_add_avx2(int32_t *acc, const uint8_t *src, uint8_t *dst, size_t n)
 	uint32_t lanes[8], nb_sat = 0;
 	size_t i = 0;
 
-	for (; i + 32 <= n; i += 32) {
-		i32_add8_avx2(acc + i, src + 4 * i, dst ? dst + 4 * i : NULL, &nb);
-		i32_add8_avx2(acc + i + 8, src + 4 * i + 32, dst ? dst + 4 * i + 32 : NULL, &nb);
-		i32_add8_avx2(acc + i + 16, src + 4 * i + 64, dst ? dst + 4 * i + 64 : NULL, &nb);
-		i32_add8_avx2(acc + i + 24, src + 4 * i + 96, dst ? dst + 4 * i + 96 : NULL, &nb);
-	}
+	for (; i + 32 <= n; i += 32)
+		i32_add32_avx2(acc + i, src + 4 * i, dst ? dst + 4 * i : NULL, &nb);
 	for (; i + 8 <= n; i += 8)
-		i32_add8_avx2(acc + i, src + 4 * i, dst ? dst + 4 * i : NULL, &nb);
+		i32_sat8_avx2(acc + i, load8_avx2(acc + i), load_be8_avx2(src + 4 * i),
+			      dst ? dst + 4 * i : NULL, &nb);
 	_mm256_storeu_si256((__m256i *)(void *)lanes, nb);
 	for (int k = 0; k < 8; k++)
 		nb_sat += lanes[k];
