@@ -494,10 +494,12 @@ process_one(struct pipeline *p, struct ina_pkt *in, uint64_t now)
  * partitions, another job), and a half it already fetched ('last').
  */
 #ifndef PL_PREFETCH_AHEAD
-#define PL_PREFETCH_AHEAD 8
+#define PL_PREFETCH_AHEAD 2
 #endif
 
-static const struct half *
+/* (inlined: as a function of its own, gcc finds it pure and its results
+ * unused, and drops the calls with their prefetches) */
+__attribute__((always_inline)) static inline const struct half *
 prefetch_half(const struct pipeline *p, const struct ina_pkt *pkt, const struct half *last)
 {
 	const struct job *j = &p->jobs[p->last_job];
