@@ -21,10 +21,63 @@ ina_wire_elem_size(uint8_t encoding)
 	return enc ? enc->elem_size : 0;
 }
 
+/*
+ * struct ina_hdr keeps the wire header's layout, field for field, so that
+ * with SSSE3 decoding and encoding are one byte shuffle per 16 bytes
+ * (reversing each field's bytes; the same shuffle both ways) and a byte
+ * swap of the token; without it, field by field.
+ */
+#define SAME_OFFSET(f) (offsetof(struct ina_hdr, f) == offsetof(struct ina_wire_hdr, f))
+_Static_assert(sizeof(struct ina_hdr) == INA_HDR_SIZE && SAME_OFFSET(version) &&
+		       SAME_OFFSET(type) && SAME_OFFSET(encoding) && SAME_OFFSET(flags) &&
+		       SAME_OFFSET(job_id) && SAME_OFFSET(epoch) && SAME_OFFSET(rank) &&
+		       SAME_OFFSET(lane) && SAME_OFFSET(tensor_id) && SAME_OFFSET(round) &&
+		       SAME_OFFSET(tensor_len) && SAME_OFFSET(block) && SAME_OFFSET(next) &&
+		       SAME_OFFSET(block_size) && SAME_OFFSET(n_elems) && SAME_OFFSET(exp) &&
+		       SAME_OFFSET(status) && SAME_OFFSET(bound) && SAME_OFFSET(token),
+	       "struct ina_hdr must keep the layout of struct ina_wire_hdr");
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+#define WIRE_SSSE3 1
+
+/* 'dst' = the 56 header bytes at 'src' with every field's bytes reversed. */
+__attribute__((target("ssse3"))) static void
+swap_hdr_ssse3(void *dst, const void *src)
+{
+	/* bytes 0-15: version, type, encoding, flags, job_id, epoch, rank, lane */
+	const __m128i m0 = _mm_setr_epi8(0, 1, 2, 3, 7, 6, 5, 4, 11, 10, 9, 8, 13, 12, 15, 14);
+	/* 16-31: tensor_id, round, tensor_len, block */
+	const __m128i m1 = _mm_setr_epi8(3, 2, 1, 0, 7, 6, 5, 4, 11, 10, 9, 8, 15, 14, 13, 12);
+	/* 32-47: next, block_size, n_elems, exp, status, bound */
+	const __m128i m2 = _mm_setr_epi8(3, 2, 1, 0, 5, 4, 7, 6, 9, 8, 11, 10, 15, 14, 13, 12);
+	const uint8_t *s = src;
+	uint8_t *d = dst;
+	__m128i v0 = _mm_loadu_si128((const __m128i *)(const void *)s);
+	__m128i v1 = _mm_loadu_si128((const __m128i *)(const void *)(s + 16));
+	__m128i v2 = _mm_loadu_si128((const __m128i *)(const void *)(s + 32));
+	uint64_t token;
+
+	memcpy(&token, s + 48, sizeof(token));
+	token = __builtin_bswap64(token);
+	_mm_storeu_si128((__m128i *)(void *)d, _mm_shuffle_epi8(v0, m0));
+	_mm_storeu_si128((__m128i *)(void *)(d + 16), _mm_shuffle_epi8(v1, m1));
+	_mm_storeu_si128((__m128i *)(void *)(d + 32), _mm_shuffle_epi8(v2, m2));
+	memcpy(d + 48, &token, sizeof(token));
+}
+#endif
+
 void
 ina_wire_encode_hdr(const struct ina_hdr *h, void *buf)
 {
 	struct ina_wire_hdr w;
+
+#ifdef WIRE_SSSE3
+	if (__builtin_cpu_supports("ssse3")) {
+		swap_hdr_ssse3(buf, h);
+		return;
+	}
+#endif
 
 	w.version = h->version;
 	w.type = h->type;
@@ -52,6 +105,13 @@ void
 ina_wire_decode_hdr(const void *buf, struct ina_hdr *h)
 {
 	struct ina_wire_hdr w;
+
+#ifdef WIRE_SSSE3
+	if (__builtin_cpu_supports("ssse3")) {
+		swap_hdr_ssse3(h, buf);
+		return;
+	}
+#endif
 
 	memcpy(&w, buf, sizeof(w));
 	h->version = w.version;
