@@ -32,10 +32,8 @@
 #include "uplink.h"
 
 _Static_assert(offsetof(struct ina_wire_hdr, type) == 1 &&
-		       offsetof(struct ina_wire_hdr, lane) == 14 &&
-		       offsetof(struct ina_wire_hdr, flags) == 3 &&
-		       offsetof(struct ina_wire_hdr, n_elems) == 38,
-	       "pipeline_steer() and prefetch_half() read these bytes");
+		       offsetof(struct ina_wire_hdr, lane) == 14,
+	       "pipeline_steer() reads these bytes");
 
 static const char *const drop_names[PDROP_MAX] = {
 	[PDROP_UNKNOWN_JOB] = "unknown_job",
@@ -484,60 +482,21 @@ process_one(struct pipeline *p, struct ina_pkt *in, uint64_t now)
 	}
 }
 
-/*
- * A hint, never a decision: the accumulators that a DATA packet further on
- * in the burst will write, fetched into the cache ahead of it. A lane's two
- * halves take turns block by block, so the half its next block opens was
- * last touched a block ago and has since left the near caches: without
- * the hint, the block's first packet waits on memory. Reads only header
- * bytes of the lookup cache's job; skips what it cannot place simply (ssp,
- * partitions, another job), and a half it already fetched ('last').
- */
-#ifndef PL_PREFETCH_AHEAD
-#define PL_PREFETCH_AHEAD 2
-#endif
-
-/* (inlined: as a function of its own, gcc finds it pure and its results
- * unused, and drops the calls with their prefetches) */
-__attribute__((always_inline)) static inline const struct half *
-prefetch_half(const struct pipeline *p, const struct ina_pkt *pkt, const struct half *last)
-{
-	const struct job *j = &p->jobs[p->last_job];
-	const struct half *hf;
-	const uint8_t *acc;
-	uint32_t id_be, bytes;
-	uint16_t lane, n;
-
-	if (pkt->len < INA_HDR_SIZE || pkt->data[1] != INA_T_DATA || !j->active || j->ssp ||
-	    p->cfg.part_count != 1)
-		return last;
-	memcpy(&id_be, pkt->data + offsetof(struct ina_wire_hdr, job_id), sizeof(id_be));
-	lane = (uint16_t)(pkt->data[14] << 8 | pkt->data[15]);
-	if (be32toh(id_be) != j->params.job_id || lane >= j->nb_slots)
-		return last;
-	hf = &p->slots[j->slot_base + lane].h[pkt->data[3] & INA_F_VER];
-	if (hf == last || hf->bitmap != 0)
-		return last; /* fetched, or already in use: in the cache */
-	n = (uint16_t)(pkt->data[38] << 8 | pkt->data[39]);
-	bytes = (n < p->cfg.slot_elems ? n : p->cfg.slot_elems) * (uint32_t)sizeof(float);
-	acc = (const uint8_t *)hf->acc.f32;
-	for (uint32_t off = 0; off < bytes; off += 64)
-		__builtin_prefetch(acc + off, 1, 3);
-	return hf;
-}
-
 uint16_t
 pipeline_rx_burst(struct pipeline *p, struct ina_pkt **in, uint16_t nb_in, uint64_t now_ns,
 		  struct ina_pkt **out)
 {
-	const struct half *fetched = NULL;
 	uint16_t nb_out = 0;
 
 	for (uint16_t i = 0; i < nb_in; i++) {
 		struct ina_pkt *o;
 
-		if (PL_PREFETCH_AHEAD && i + PL_PREFETCH_AHEAD < nb_in)
-			fetched = prefetch_half(p, in[i + PL_PREFETCH_AHEAD], fetched);
+		/* The next packet's header, and the one after's descriptor, on
+		 * their way to the cache while this one is summed. */
+		if (i + 1 < nb_in)
+			__builtin_prefetch(in[i + 1]->data);
+		if (i + 2 < nb_in)
+			__builtin_prefetch(in[i + 2]);
 		o = process_one(p, in[i], now_ns);
 
 		if (o)
