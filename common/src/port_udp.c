@@ -22,8 +22,8 @@
  * Options, comma-separated: bind=ADDR:PORT (default 0.0.0.0:0), mtu=BYTES
  * (largest packet, 128..65507, default 9000), pkts=N (pool size, default
  * 4096), rcvbuf=BYTES and sndbuf=BYTES (default 8 MiB), busy=0|1 (wait()
- * returns at once), gso=0|1 and gro=0|1 (default 1), and the fault injector's options (faults.h, tests and
- * demos): drop=RATE drops on rx and on tx; dup=, reorder=, reorder_gap=,
+ * returns at once), gso=0|1 and gro=0|1 (default 1), and the fault
+ * injector's options (faults.h, tests and demos): drop=RATE drops on rx and on tx; dup=, reorder=, reorder_gap=,
  * delay=, delay_us=, hold= apply on rx; seed=N. corrupt= is refused: the
  * kernel verifies the UDP checksum and drops a corrupted datagram before ina
  * sees it, and flipping bits after that would be caught by nothing, so
@@ -60,9 +60,8 @@
 #define UDP_TX_RETRIES 4		 /* waits without progress, then drop */
 #define UDP_TX_WAIT_MS 1		 /* POLLOUT wait on EAGAIN */
 #define UDP_TX_NOBUFS_NS 100000ull	 /* pause on ENOBUFS (poll won't help) */
-#define GSO_MAX_SEGS \
-	64	       /* segments per message (the kernel's
-					  * UDP_MAX_SEGMENTS, 64 before 6.12) */
+/* Segments per GSO message: the kernel's UDP_MAX_SEGMENTS (64; 128 on recent ones). */
+#define GSO_MAX_SEGS 64
 #define GSO_OPEN 8     /* peers grouped at once in a batch */
 #define GRO_BUF 65536u /* a receive buffer: one GRO message */
 #define GRO_SEGS 128   /* datagrams one GRO message may hold */
