@@ -2,9 +2,12 @@
 /*
  * Unit tests of the heap packet pool (pkt.c), port specs (port.c) and the udp
  * port (port_udp.c) over 127.0.0.1: bursts, fan-out, option errors, injected
- * loss, truncation, tx errors and pool leaks. Every receive loop is bounded
- * by a deadline.
+ * loss, truncation, tx errors and pool leaks; GSO and GRO (mixed sizes split
+ * right, a hand-made GSO message, every GRO buffer held, the kernel refusing
+ * GSO in a network namespace of the test's own). Every receive loop is
+ * bounded by a deadline.
  */
+#define _GNU_SOURCE
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -15,9 +18,13 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <net/if.h>
 #include <netinet/in.h>
 #include <netinet/udp.h>
+#include <sched.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 
 #include <cmocka.h>
 
@@ -1270,6 +1277,85 @@ test_port_udp_gro_stall(void **state)
 	free(held);
 }
 
+/* In the child of test_port_udp_gso_refused: 0 if a burst of 8 datagrams of
+ * 3000 bytes crossed a loopback of mtu 1500 with GSO refused and counted,
+ * else the number of the check that failed. */
+static int
+gso_refused_child(void)
+{
+	struct ifreq ifr;
+	struct ina_port *a = NULL, *b = NULL;
+	struct ina_pkt *pkts[8], *rx[16];
+	struct ina_peer to_b;
+	char err[256], addr[64];
+	int fd = socket(AF_INET, SOCK_DGRAM, 0);
+
+	memset(&ifr, 0, sizeof(ifr));
+	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "lo");
+	ifr.ifr_mtu = 1500;
+	if (fd < 0 || ioctl(fd, SIOCSIFMTU, &ifr) < 0)
+		return 1;
+	ifr.ifr_flags = IFF_UP | IFF_LOOPBACK | IFF_RUNNING;
+	if (ioctl(fd, SIOCSIFFLAGS, &ifr) < 0)
+		return 2;
+	close(fd);
+	if (ina_port_open("udp:bind=127.0.0.1:0,pkts=16", &a, err, sizeof(err)) < 0 ||
+	    ina_port_open("udp:bind=127.0.0.1:0,pkts=16", &b, err, sizeof(err)) < 0)
+		return 3;
+	if (ina_port_udp_local(b, addr, sizeof(addr)) < 0 || ina_port_resolve(a, addr, &to_b) < 0)
+		return 4;
+	for (unsigned i = 0; i < 8; i++) {
+		pkts[i] = ina_pkt_alloc(a->pool);
+		if (!pkts[i])
+			return 5;
+		pkts[i]->len = 3000;
+		memset(pkts[i]->data, (int)i, 3000);
+		pkts[i]->peer = to_b;
+	}
+	/* The kernel refuses segments above the path's mtu: every datagram
+	 * still goes, one per message (fragmented on this loopback). */
+	if (ina_port_tx_burst(a, pkts, 8) != 8 || a->stats.tx_drop != 0)
+		return 6;
+	if (udp_xstat(a, "port_udp_gso_refused") != 1 || udp_xstat(a, "port_udp_gso_msgs") != 0)
+		return 7;
+	if (rx_keep(b, rx, 8, 16) != 8)
+		return 8;
+	for (unsigned i = 0; i < 8; i++)
+		if (rx[i]->len != 3000 || rx[i]->data[0] != i || rx[i]->data[2999] != i)
+			return 9;
+	ina_pkt_free_bulk(rx, 8);
+	ina_port_close(a);
+	ina_port_close(b);
+	return 0;
+}
+
+/*
+ * The kernel refusing UDP_SEGMENT at a send (here: segments longer than the
+ * mtu of a loopback in a network namespace of the test's own): the port sends
+ * the rest one datagram per message, loses nothing, and says so in
+ * port_udp_gso_refused. Skipped where no namespace can be made (not root).
+ */
+static void
+test_port_udp_gso_refused(void **state)
+{
+	int status = 0;
+	pid_t pid;
+
+	(void)state;
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		if (unshare(CLONE_NEWNET) < 0)
+			_exit(77);
+		_exit(gso_refused_child());
+	}
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	if (WEXITSTATUS(status) == 77)
+		skip();
+	assert_int_equal(WEXITSTATUS(status), 0);
+}
+
 /* A backend that keeps two counters of its own (the xstats op). */
 static unsigned
 fake_xstats(const struct ina_port *port, struct ina_port_xstat *xs, unsigned n)
@@ -1352,6 +1438,7 @@ main(void)
 		cmocka_unit_test(test_port_udp_gso_gro_mixed),
 		cmocka_unit_test(test_port_udp_gro_split),
 		cmocka_unit_test(test_port_udp_gro_stall),
+		cmocka_unit_test(test_port_udp_gso_refused),
 		cmocka_unit_test(test_port_print_counters),
 	};
 
