@@ -6,9 +6,11 @@
  * once, before the loop; each iteration is a barrier (ina_barrier) and one
  * timed allreduce, input to a separate output, nothing made or checked in
  * between; the result is checked once, after the timed loop, and a wrong sum
- * fails the run (exit 1). Dense (ina_allreduce) or block-sparse
- * (ina_allreduce_blocks: each rank lists its own --density share of the
- * blocks, drawn from its seed, and gets the union with the sums as a list).
+ * fails the run (exit 1). Each rank's input has its own --density share of
+ * non-zero blocks (all at 1), drawn from its seed; the form is dense
+ * (ina_allreduce of the dense tensor) or block-sparse (ina_allreduce_blocks:
+ * the rank lists its non-zero blocks and gets the union with the sums as a
+ * list).
  * After the loop the ranks gather every rank's times (one more allreduce,
  * not timed) and rank 0 prints the median over the iterations of the
  * slowest rank's time, and the goodput: the tensor's bits over that time.
@@ -61,8 +63,8 @@ usage(FILE *f)
 		   "  --port SPEC           transport (default udp)\n"
 		   "  --elements N          tensor elements (default 16777216)\n"
 		   "  --form dense|blocks   ina_allreduce or ina_allreduce_blocks (default dense)\n"
-		   "  --density D           blocks: each rank's share of non-zero blocks\n"
-		   "                        (default 0.01)\n"
+		   "  --density D           each rank's share of non-zero blocks, drawn from\n"
+		   "                        its seed; the others are zero (default 1)\n"
 		   "  --block B             elements per block (default: the library's)\n"
 		   "  --lanes L             blocks in flight (default: the library's)\n"
 		   "  --reps R              timed allreduces (default 10)\n"
@@ -127,7 +129,7 @@ parse_args(int argc, char **argv, struct bench *b)
 	memset(b, 0, sizeof(*b));
 	b->port = "udp";
 	b->elements = 16777216;
-	b->density = 0.01;
+	b->density = 1.0;
 	b->reps = 10;
 	b->warmup = 2;
 	b->seed = 1;
@@ -243,14 +245,67 @@ value(uint64_t i, unsigned r)
 	return (float)((int)((i * 7 + r * 5) % 13) - 6);
 }
 
-/* The sum of element i over every rank's dense input. */
+/* splitmix64: a small, seedable generator, the same on every platform. */
+static uint64_t
+next_rand(uint64_t *s)
+{
+	uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
+/* Every rank's input, as every rank can make it: which of the nb blocks of
+ * each rank are non-zero (--density of them, drawn from the rank's seed;
+ * all at density 1), world x nb bytes. */
+struct inputs {
+	size_t n, nb;
+	unsigned B, world;
+	uint8_t *on;
+};
+
+static int
+inputs_make(struct inputs *x, const struct bench *b)
+{
+	x->n = (size_t)b->elements;
+	x->B = b->block;
+	x->world = b->world;
+	x->nb = (x->n + x->B - 1) / x->B;
+	x->on = malloc((size_t)b->world * x->nb);
+	if (!x->on)
+		return -ENOMEM;
+	for (unsigned r = 0; r < b->world; r++) {
+		uint64_t s = b->seed * 1000003ull + r;
+
+		for (size_t k = 0; k < x->nb; k++)
+			x->on[(size_t)r * x->nb + k] = b->density >= 1.0 ||
+						       (double)(next_rand(&s) >> 11) * 0x1p-53 <
+							       b->density;
+	}
+	return 0;
+}
+
+/* Element i of rank r's input. */
 static float
-dense_sum(uint64_t i, unsigned world)
+input(const struct inputs *x, size_t i, unsigned r)
+{
+	return x->on[(size_t)r * x->nb + i / x->B] ? value(i, r) : 0.0f;
+}
+
+/* The sum of element i over every rank's input, and whether any rank has
+ * its block. */
+static float
+want_sum(const struct inputs *x, size_t i, int *any)
 {
 	float s = 0;
 
-	for (unsigned r = 0; r < world; r++)
-		s += value(i, r);
+	*any = 0;
+	for (unsigned r = 0; r < x->world; r++)
+		if (x->on[(size_t)r * x->nb + i / x->B]) {
+			s += value(i, r);
+			*any = 1;
+		}
 	return s;
 }
 
@@ -271,21 +326,22 @@ cmp_double(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-/* The dense run: 0, or a negative error (printed). */
+/* The dense run (ina_allreduce; at --density < 1 a dense tensor whose other
+ * blocks are zero): 0, or a negative error (printed). */
 static int
-run_dense(struct ina_ctx *ctx, const struct bench *b, double *times)
+run_dense(struct ina_ctx *ctx, const struct bench *b, const struct inputs *x, double *times)
 {
-	size_t n = (size_t)b->elements;
+	size_t n = x->n;
 	float *in = malloc(n * sizeof(float)), *out = malloc(n * sizeof(float));
 	uint64_t bad = 0, first_bad = 0;
-	int ret = -ENOMEM;
+	int ret = -ENOMEM, any;
 
 	if (!in || !out) {
 		fprintf(stderr, "bench_allreduce: rank %u: out of memory\n", b->rank);
 		goto out;
 	}
 	for (size_t i = 0; i < n; i++)
-		in[i] = value(i, b->rank);
+		in[i] = input(x, i, b->rank);
 	memset(out, 0, n * sizeof(float));
 	for (unsigned k = 0; k < b->warmup + b->reps; k++) {
 		double t0;
@@ -298,16 +354,15 @@ run_dense(struct ina_ctx *ctx, const struct bench *b, double *times)
 		if (k >= b->warmup)
 			times[k - b->warmup] = now_s() - t0;
 	}
-	for (size_t i = 0; i < n; i++) {
-		if (out[i] != dense_sum(i, b->world) && bad++ == 0)
+	for (size_t i = 0; i < n; i++)
+		if (out[i] != want_sum(x, i, &any) && bad++ == 0)
 			first_bad = i;
-	}
 	if (bad) {
 		fprintf(stderr,
 			"bench_allreduce: rank %u: WRONG SUM: %" PRIu64 " of %zu elements, "
 			"first at %" PRIu64 ": %g, not %g\n",
 			b->rank, bad, n, first_bad, (double)out[first_bad],
-			(double)dense_sum(first_bad, b->world));
+			(double)want_sum(x, first_bad, &any));
 		ret = -EIO;
 	}
 	goto out;
@@ -351,6 +406,7 @@ main(int argc, char **argv)
 	static double times[MAX_REPS], slowest[MAX_REPS];
 	struct ina_config cfg;
 	struct ina_ctx *ctx = NULL;
+	struct inputs x = { 0 };
 	struct bench b;
 	int dpdk = 0, dd = -1, ret;
 	char err[256];
@@ -398,12 +454,18 @@ main(int argc, char **argv)
 		fprintf(stderr, "bench_allreduce: rank %u: %s\n", b.rank, err);
 		goto out;
 	}
+	b.block = cfg.block_size;
+	if (inputs_make(&x, &b) < 0) {
+		fprintf(stderr, "bench_allreduce: rank %u: out of memory\n", b.rank);
+		ret = -ENOMEM;
+		goto out;
+	}
 	if (b.blocks) {
 		fprintf(stderr, "bench_allreduce: --form blocks: not built yet\n");
 		ret = -EINVAL;
 		goto out;
 	}
-	ret = run_dense(ctx, &b, times);
+	ret = run_dense(ctx, &b, &x, times);
 	if (ret < 0)
 		goto out;
 	ret = gather_times(ctx, &b, times, slowest);
@@ -420,8 +482,8 @@ main(int argc, char **argv)
 		       " form=%s density=%g reps=%u median_ms=%.3f min_ms=%.3f max_ms=%.3f "
 		       "goodput_gbps=%.3f\n",
 		       ina_transport(ctx), b.world, b.elements, b.blocks ? "blocks" : "dense",
-		       b.blocks ? b.density : 1.0, b.reps, med * 1e3, slowest[0] * 1e3,
-		       slowest[b.reps - 1] * 1e3, (double)b.elements * 32 / med / 1e9);
+		       b.density, b.reps, med * 1e3, slowest[0] * 1e3, slowest[b.reps - 1] * 1e3,
+		       (double)b.elements * 32 / med / 1e9);
 	}
 out:
 	if (ctx) {
@@ -432,5 +494,6 @@ out:
 	}
 	if (dpdk)
 		ina_dpdk_stop();
+	free(x.on);
 	return ret < 0 ? 1 : 0;
 }
