@@ -205,14 +205,26 @@ engine_set_result_filter(struct engine *e, float bound, uint8_t *deferred)
 	e->next_deferred = e->next_bound > 0.0f ? deferred : NULL;
 }
 
+void
+engine_set_blocks(struct engine *e, const struct engine_blocks *b)
+{
+	e->next_sparse = 1;
+	e->next_blk = *b;
+}
+
 int
 engine_allreduce(struct engine *e, uint32_t tensor_id, const float *in, float *out, size_t n,
 		 uint16_t block_size, enum engine_op op, uint64_t now_ns)
 {
 	if (e->err)
 		return e->err;
-	if (e->cfg.ssp)
+	if (e->cfg.ssp) {
+		if (e->next_sparse) {
+			e->next_sparse = 0;
+			return -EINVAL;
+		}
 		return engine_ssp_allreduce(e, tensor_id, in, out, n, block_size, op, now_ns);
+	}
 	return engine_bsp_allreduce(e, tensor_id, in, out, n, block_size, op, now_ns);
 }
 
