@@ -375,6 +375,102 @@ out:
 	return ret;
 }
 
+/* The block-sparse run (ina_allreduce_blocks): the rank lists its non-zero
+ * blocks with their values and gets the union's blocks with their sums as a
+ * list. 0, or a negative error (printed). */
+static int
+run_blocks(struct ina_ctx *ctx, const struct bench *b, const struct inputs *x, double *times)
+{
+	struct ina_blocks in = { .n = x->n, .block_size = x->B };
+	struct ina_blocks_out out = { 0 };
+	uint32_t *index = NULL;
+	float *values = NULL;
+	size_t cap = 0, count = 0, u = 0, bad = 0;
+	int ret = -ENOMEM, any;
+
+	for (size_t k = 0; k < (size_t)x->world * x->nb; k++)
+		cap += x->on[k];
+	for (size_t k = 0; k < x->nb; k++)
+		count += x->on[(size_t)b->rank * x->nb + k];
+	/* Room for every rank's blocks: the union is at most that. */
+	index = malloc((count + 1) * sizeof(*index));
+	values = malloc((count + 1) * x->B * sizeof(*values));
+	out.index = malloc((cap + 1) * sizeof(*out.index));
+	out.values = malloc((cap + 1) * x->B * sizeof(*out.values));
+	if (!index || !values || !out.index || !out.values) {
+		fprintf(stderr, "bench_allreduce: rank %u: out of memory\n", b->rank);
+		goto out;
+	}
+	out.capacity = cap;
+	count = 0;
+	for (size_t k = 0; k < x->nb; k++) {
+		if (!x->on[(size_t)b->rank * x->nb + k])
+			continue;
+		index[count] = (uint32_t)k;
+		for (size_t j = 0; j < x->B; j++) {
+			size_t i = k * x->B + j;
+
+			values[count * x->B + j] = i < x->n ? input(x, i, b->rank) : 0.0f;
+		}
+		count++;
+	}
+	in.count = count;
+	in.index = index;
+	in.values = values;
+	memset(out.index, 0, (cap + 1) * sizeof(*out.index));
+	memset(out.values, 0, (cap + 1) * x->B * sizeof(*out.values));
+	for (unsigned k = 0; k < b->warmup + b->reps; k++) {
+		double t0;
+
+		if ((ret = ina_barrier(ctx)) < 0)
+			goto fail;
+		t0 = now_s();
+		if ((ret = ina_allreduce_blocks(ctx, TENSOR, &in, &out, INA_SUM)) < 0)
+			goto fail;
+		if (k >= b->warmup)
+			times[k - b->warmup] = now_s() - t0;
+	}
+	/* The union, ascending, with the sums. */
+	for (size_t k = 0; k < x->nb; k++) {
+		size_t len = k * x->B + x->B <= x->n ? x->B : x->n - k * x->B;
+
+		want_sum(x, k * x->B, &any);
+		if (!any)
+			continue;
+		if (u >= out.count || out.index[u] != k) {
+			fprintf(stderr,
+				"bench_allreduce: rank %u: WRONG UNION: block %zu is listed %s, "
+				"%zu blocks listed\n",
+				b->rank, k, u < out.count ? "elsewhere" : "nowhere", out.count);
+			ret = -EIO;
+			goto out;
+		}
+		for (size_t j = 0; j < len; j++)
+			if (out.values[u * x->B + j] != want_sum(x, k * x->B + j, &any))
+				bad++;
+		u++;
+	}
+	if (u != out.count) {
+		fprintf(stderr, "bench_allreduce: rank %u: WRONG UNION: %zu blocks, not %zu\n",
+			b->rank, out.count, u);
+		ret = -EIO;
+	} else if (bad) {
+		fprintf(stderr, "bench_allreduce: rank %u: WRONG SUM: %zu elements\n", b->rank,
+			bad);
+		ret = -EIO;
+	}
+	goto out;
+fail:
+	fprintf(stderr, "bench_allreduce: rank %u: %s: %s\n", b->rank, ina_strerror(ret),
+		ina_last_error(ctx));
+out:
+	free(index);
+	free(values);
+	free(out.index);
+	free(out.values);
+	return ret;
+}
+
 /* Every rank's times (one allreduce of world x reps floats, each rank its
  * row), then on rank 0 the slowest rank's per iteration into 'slowest'. */
 static int
@@ -460,12 +556,7 @@ main(int argc, char **argv)
 		ret = -ENOMEM;
 		goto out;
 	}
-	if (b.blocks) {
-		fprintf(stderr, "bench_allreduce: --form blocks: not built yet\n");
-		ret = -EINVAL;
-		goto out;
-	}
-	ret = run_dense(ctx, &b, &x, times);
+	ret = b.blocks ? run_blocks(ctx, &b, &x, times) : run_dense(ctx, &b, &x, times);
 	if (ret < 0)
 		goto out;
 	ret = gather_times(ctx, &b, times, slowest);
