@@ -3,7 +3,9 @@
  * bench_memif_dpdk: what DPDK's net_memif carries between two processes on
  * this machine, the ceiling for ina over memif. The program forks: the
  * parent receives (memif server), the child sends (memif client), each with
- * its own EAL (own file prefix, --no-huge) on its own core by default. The
+ * its own EAL (own file prefix, --no-huge), each free to run on either core
+ * as bench/run's ina processes are (pinned, a poller starves when anything
+ * else runs on its core). The
  * sender puts frames of --frame bytes (9000, ina's memif MTU) in bursts of
  * 32 as fast as the ring takes them; the receiver counts the bytes of every
  * frame for --seconds after the first one arrives and prints Gbit/s and
@@ -44,7 +46,7 @@ static struct {
 	char sock[96];
 	int pid;
 	int ready[2]; /* the receiver tells the sender its port runs */
-} g = { .seconds = 2.0, .frame = 9000, .rx_lcores = "0@0", .tx_lcores = "0@1" };
+} g = { .seconds = 2.0, .frame = 9000, .rx_lcores = "0@(0-1)", .tx_lcores = "0@(0-1)" };
 
 static double
 now_s(void)
@@ -240,8 +242,8 @@ usage(FILE *f)
 		   "options:\n"
 		   "  --seconds S           time measured at the receiver (default 2)\n"
 		   "  --frame BYTES         frame size, 64..9014 (default 9000)\n"
-		   "  --rx-lcores L         the receiver's EAL --lcores (default 0@0)\n"
-		   "  --tx-lcores L         the sender's EAL --lcores (default 0@1)\n"
+		   "  --rx-lcores L         the receiver's EAL --lcores (default 0@(0-1))\n"
+		   "  --tx-lcores L         the sender's EAL --lcores (default 0@(0-1))\n"
 		   "  -h, --help            this text\n");
 }
 
