@@ -53,7 +53,14 @@ engine_create(const struct engine_config *cfg)
 	if (!e)
 		return NULL;
 	e->lanes = calloc(cfg->lanes, sizeof(*e->lanes));
-	if (!e->lanes) {
+	/* The map of non-zero blocks, for tensors of up to 65,536 blocks (64
+	 * MiB in blocks of 1024) without allocating while a job runs; a larger
+	 * tensor grows it once (engine_bsp.c). */
+	e->nzmap_words = ENGINE_NZMAP_WORDS;
+	e->nzmap = calloc(e->nzmap_words, sizeof(*e->nzmap));
+	if (!e->lanes || !e->nzmap) {
+		free(e->lanes);
+		free(e->nzmap);
 		free(e);
 		return NULL;
 	}
@@ -89,6 +96,7 @@ engine_destroy(struct engine *e)
 {
 	if (!e)
 		return;
+	free(e->nzmap);
 	free(e->lanes);
 	free(e->sops);
 	free(e->sop_lanes);

@@ -10,6 +10,7 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "engine_int.h"
@@ -54,19 +55,35 @@ block_exp(struct engine *e, uint32_t b, uint32_t pos)
 
 /*
  * My next non-zero block of lane 'ln' from block 'from' on ('from' is one
- * of the lane's). Dense: the first block of the lane not all zeros.
+ * of the lane's). Dense: the first block of the lane not all zeros, found in
+ * the map of non-zero blocks, which one pass fills in address order as far
+ * as the lanes ask (a lane-by-lane scan would stride through memory).
  * Block-sparse: the lane's next listed block, walking its chain, and its
  * position in the list into '*pos'.
  */
 static uint32_t
-next_nonzero(const struct engine *e, struct lane *ln, uint32_t from, uint32_t *pos)
+next_nonzero(struct engine *e, struct lane *ln, uint32_t from, uint32_t *pos)
 {
 	uint32_t i;
 
 	if (from >= e->nb_blocks)
 		return INA_BLOCK_END;
-	if (!e->sparse)
-		return ina_block_next_nonzero(e->in, e->n, e->block_size, e->cfg.lanes, from);
+	if (!e->sparse) {
+		for (uint64_t b = from; b < e->nb_blocks; b += e->cfg.lanes) {
+			if (b >= e->mapped) {
+				/* The next 64 blocks, one word of the map: the lanes
+				 * move together, so the map grows in address order. */
+				uint32_t first = (uint32_t)(b / 64 * 64);
+
+				ina_block_map_nonzero(e->in, e->n, e->block_size, first, 64,
+						      e->nzmap);
+				e->mapped = first + 64;
+			}
+			if (e->nzmap[b / 64] >> (b % 64) & 1)
+				return (uint32_t)b;
+		}
+		return INA_BLOCK_END;
+	}
 	for (i = ln->scan; i != LIST_END && e->blk.index[i] - e->blk.base < from;)
 		i = e->blk.chain[i];
 	ln->scan = i;
@@ -105,9 +122,16 @@ int
 engine_bsp_allreduce(struct engine *e, uint32_t tensor_id, const float *in, float *out, size_t n,
 		     uint16_t block_size, enum engine_op op, uint64_t now_ns)
 {
+	/* What was set for this allreduce applies to it alone, even when it
+	 * is refused: a later one must not find a filter or lists that may be
+	 * gone by then. */
 	int sparse = e->next_sparse;
+	float bound = e->next_bound;
+	uint8_t *deferred = e->next_deferred;
 
 	e->next_sparse = 0;
+	e->next_bound = 0.0f;
+	e->next_deferred = NULL;
 	if (e->phase != ENGINE_READY)
 		return -EBUSY;
 	if (n == 0 || n >= INA_BLOCK_OPEN || block_size == 0 || block_size > e->cfg.max_block ||
@@ -127,6 +151,16 @@ engine_bsp_allreduce(struct engine *e, uint32_t tensor_id, const float *in, floa
 	e->block_size = block_size;
 	e->nb_blocks = ina_wire_nb_blocks(e->n, block_size);
 	e->sparse = (uint8_t)sparse;
+	e->mapped = 0;
+	if (!sparse && (e->nb_blocks + 63) / 64 > e->nzmap_words) {
+		uint32_t words = (e->nb_blocks + 63) / 64;
+		uint64_t *m = realloc(e->nzmap, words * sizeof(*m));
+
+		if (!m)
+			return -ENOMEM;
+		e->nzmap = m;
+		e->nzmap_words = words;
+	}
 	if (sparse) {
 		e->blk = e->next_blk;
 		e->in = NULL;
@@ -135,11 +169,9 @@ engine_bsp_allreduce(struct engine *e, uint32_t tensor_id, const float *in, floa
 			return -EINVAL;
 	}
 	e->op = op;
-	e->bound = e->next_bound;
-	e->deferred = e->next_deferred;
+	e->bound = bound;
+	e->deferred = deferred;
 	e->stall_reported = 0;
-	e->next_bound = 0.0f;
-	e->next_deferred = NULL;
 	if (e->deferred)
 		memset(e->deferred, 0, e->nb_blocks);
 	e->lanes_left = 0;

@@ -118,6 +118,10 @@ struct engine {
 	uint8_t stall_reported; /* this stall was described already */
 	uint8_t stall_pending;	/* stall_msg not yet taken (engine_stall) */
 	char stall_msg[512];
+	uint64_t *nzmap;	       /* dense: bit b set when my block b is
+					* non-zero, mapped ahead of the lanes */
+	uint32_t nzmap_words;	       /* ... words allocated */
+	uint32_t mapped;	       /* ... blocks mapped this round */
 	struct engine_blocks blk;      /* the block-sparse round's operands */
 	uint8_t sparse;		       /* the round is block-sparse (blk) */
 	uint8_t next_sparse;	       /* engine_set_blocks() for the next op */
@@ -162,6 +166,9 @@ enum standby {
 	STANDBY_JOINING,  /* P admitted the job: STANDBY JOIN to R */
 	STANDBY_UP,	  /* R stands by */
 };
+
+/* Words of the map of non-zero blocks an engine starts with. */
+#define ENGINE_NZMAP_WORDS 1024
 
 /* Past the last entry of a lane's chain in a block-sparse list. */
 #define LIST_END UINT32_MAX

@@ -117,8 +117,8 @@ sort_union(struct ina_blocks_out *out, uint32_t m, uint32_t bs)
 		while (src != d) {
 			out->index[at] = out->index[src];
 			if (tmp)
-				memcpy(out->values + (size_t)at * bs, out->values + (size_t)src * bs,
-				       bs * sizeof(float));
+				memcpy(out->values + (size_t)at * bs,
+				       out->values + (size_t)src * bs, bs * sizeof(float));
 			key[at] = UINT64_MAX;
 			at = src;
 			src = (uint32_t)key[at];
@@ -152,9 +152,9 @@ ina_blocks_finish(struct op *o, double *ss)
 	for (uint32_t i = 0; out->index && i < m; i++) {
 		uint32_t b = out->index[i];
 		size_t len = ina_wire_block_elems((uint32_t)o->bin.n, (uint16_t)bs, b);
-		const float *v = out->values ? out->values + (size_t)i * bs
-			       : out->dense  ? out->dense + (size_t)b * bs
-					     : NULL;
+		const float *v = out->values  ? out->values + (size_t)i * bs
+				 : out->dense ? out->dense + (size_t)b * bs
+					      : NULL;
 
 		for (size_t j = 0; v && j < len; j++)
 			*ss += (double)v[j] * v[j];

@@ -86,9 +86,10 @@ round_check(struct ina_ctx *ctx, int k, int async)
 	static uint32_t idx[NB], list_idx[NB];
 	enum ina_op op = k % 2 ? INA_AVG : INA_SUM;
 	struct ina_blocks bin = { .n = N, .block_size = B, .index = idx, .values = vals };
-	struct ina_blocks_out bout = {
-		.index = list_idx, .values = list_vals, .dense = dense, .capacity = NB
-	};
+	struct ina_blocks_out bout = { .index = list_idx,
+				       .values = list_vals,
+				       .dense = dense,
+				       .capacity = NB };
 	uint32_t want = 0, pos = 0;
 	int ret;
 
@@ -151,7 +152,11 @@ errors_check(struct ina_ctx *ctx)
 {
 	static float vals[2 * B], list_vals[NB * B];
 	uint32_t idx[2] = { (uint32_t)rank, (uint32_t)(W + rank) }, list_idx[NB];
-	struct ina_blocks bin = { .n = N, .block_size = B, .count = 2, .index = idx, .values = vals };
+	struct ina_blocks bin = { .n = N,
+				  .block_size = B,
+				  .count = 2,
+				  .index = idx,
+				  .values = vals };
 	struct ina_blocks_out bout = { .index = list_idx, .values = list_vals, .capacity = 3 };
 	int ret;
 
