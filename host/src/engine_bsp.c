@@ -70,14 +70,13 @@ next_nonzero(struct engine *e, struct lane *ln, uint32_t from, uint32_t *pos)
 		return INA_BLOCK_END;
 	if (!e->sparse) {
 		for (uint64_t b = from; b < e->nb_blocks; b += e->cfg.lanes) {
-			if (b >= e->mapped) {
-				/* The next 64 blocks, one word of the map: the lanes
-				 * move together, so the map grows in address order. */
-				uint32_t first = (uint32_t)(b / 64 * 64);
-
-				ina_block_map_nonzero(e->in, e->n, e->block_size, first, 64,
+			/* The map grows a word (64 blocks) at a time in address
+			 * order, up to the word of 'b': a lane steps 'lanes'
+			 * blocks, which may be past words nobody asked for yet. */
+			while (b >= e->mapped) {
+				ina_block_map_nonzero(e->in, e->n, e->block_size, e->mapped, 64,
 						      e->nzmap);
-				e->mapped = first + 64;
+				e->mapped += 64;
 			}
 			if (e->nzmap[b / 64] >> (b % 64) & 1)
 				return (uint32_t)b;

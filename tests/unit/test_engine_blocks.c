@@ -212,6 +212,10 @@ test_blocks_f32(void **state)
 	run_case(INA_ENC_F32, ENGINE_AVG, 4999, 32, 16, 0.1, 1, 3);
 	run_case(INA_ENC_F32, ENGINE_SUM, 5000, 64, 4, 1.0, 1, 4);
 	run_case(INA_ENC_F32, ENGINE_SUM, 5000, 64, 8, 0.0, 1, 5);
+	/* More lanes than a word of the block map: a lane's next block is
+	 * more than 64 blocks on, past words no lane asked for yet. */
+	run_case(INA_ENC_F32, ENGINE_SUM, 6000, 8, 100, 0.5, 1, 11);
+	run_case(INA_ENC_F32, ENGINE_AVG, 5999, 8, 200, 1.0, 0, 12);
 }
 
 static void
