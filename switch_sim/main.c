@@ -2,8 +2,9 @@
 /*
  * ina-switch: runs the aggregation pipeline behind a port. The loop receives
  * a burst, hands it to the pipeline with the current time, sends what the
- * pipeline answers, and ticks the pipeline's timers; when idle it sleeps in
- * the port. SIGUSR1 prints the counters and each job's state; SIGINT and
+ * pipeline answers, and ticks the pipeline's timers; while packets arrive
+ * (one came within BUSY_POLL_NS) it yields the CPU between polls, and only
+ * when idle it sleeps in the port. SIGUSR1 prints the counters and each job's state; SIGINT and
  * SIGTERM print them and exit. With --metrics ADDR:PORT the same counters
  * are served over HTTP in the Prometheus text format (metrics_http.h): the
  * loop fills a snapshot when a scrape asks for one. With --capture, every
@@ -24,6 +25,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -46,6 +48,13 @@
 #ifdef INA_HAVE_DPDK
 #include "ina/port_dpdk.h"
 #endif
+
+/* A packet received this recently keeps the loop polling, yielding the CPU
+ * between polls, instead of sleeping in the port: while rounds run, the next
+ * packet is due within microseconds, and a sleep costs tens of microseconds
+ * of timer slack (dpdk) or a wake-up (udp). Quiet for longer, the switch is
+ * idle and sleeps, leaving the CPU to the hosts. */
+#define BUSY_POLL_NS (2 * INA_NS_PER_MS)
 
 static volatile sig_atomic_t force_quit;
 static volatile sig_atomic_t dump_stats;
@@ -575,7 +584,7 @@ main(int argc, char **argv)
 	struct ina_port *port;
 	struct pipeline *p;
 	char spec[512], err[256];
-	uint64_t last_tick = 0, realtime_offset = 0;
+	uint64_t last_tick = 0, realtime_offset = 0, last_rx = 0;
 	double start_time_s = unix_now_s();
 	int ret;
 
@@ -685,7 +694,11 @@ main(int argc, char **argv)
 		}
 		if (mh)
 			metrics_fill(mh, &c, p, port, start_time_s, now);
-		if (!nb_rx)
+		if (nb_rx)
+			last_rx = now;
+		else if (now - last_rx < BUSY_POLL_NS)
+			sched_yield();
+		else
 			ina_port_wait(port, INA_NS_PER_MS);
 	}
 	metrics_http_stop(mh);

@@ -54,6 +54,13 @@
 /* Longest single sleep in the port while an operation runs. */
 #define WAIT_MAX_NS (100 * INA_NS_PER_MS)
 
+/* While a round runs, a packet moved this recently keeps the caller polling
+ * (yielding the CPU between polls) instead of sleeping: results come back
+ * within a round trip, and a sleep costs a timer slack or a wake-up each
+ * time. A round quiet for longer waits on a slow peer: the caller sleeps as
+ * when idle, leaving the CPU to it (ina_pump.c, ina_busy). */
+#define BUSY_POLL_NS (2 * INA_NS_PER_MS)
+
 /* One tensor with sparsifier options of its own, or one the job's sparsifier
  * or block planner runs on: its round state (residual, planning reference)
  * lives in 'tr'. */
@@ -129,12 +136,19 @@ struct ina_ctx {
 		double density, residual_norm;
 	} sp;
 	char errmsg[512];
+	uint64_t moved_ns; /* ina_pump() last moved a packet (ina_busy) */
 };
 
 /* ina_pump.c */
 /* One burst each way between the port and the engines; whether anything
  * moved. */
 int ina_pump(struct ina_ctx *ctx);
+/* Under the lock: whether the caller should poll on rather than sleep: a
+ * round runs and a packet moved within BUSY_POLL_NS (ina_pump.c). */
+int ina_busy(const struct ina_ctx *ctx);
+/* After a step that moved nothing, without the lock: busy (ina_busy()),
+ * yields the CPU and returns; idle, sleeps in the port up to 'ns'. */
+void ina_idle(struct ina_ctx *ctx, int busy, uint64_t ns);
 /* The keepalive thread's beat (keepalive.c); 'arg' is the context. */
 void ina_keepalive_beat(void *arg);
 /* Drives the engines while they stay in 'phase': 0 or the error. Joining,

@@ -3,9 +3,12 @@
  * The API's contact with the port (ina_int.h): one burst each way between
  * the port and the engines (a takeover and a stall logged), the keepalive
  * thread's beat, and driving the engines while they stay in a phase,
- * sleeping in the port until a packet or the next timer.
+ * sleeping in the port until a packet or the next timer; and how a caller
+ * waits between polls: yielding while a round's packets move, sleeping
+ * when idle (ina_busy, ina_idle).
  */
 #include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 
 #include "ina_int.h"
@@ -56,7 +59,33 @@ ina_pump(struct ina_ctx *ctx)
 	if (ctx->cap && nb_tx)
 		ina_capture_tx_burst(ctx->cap, pkts, nb_tx, &ctx->self, now + ctx->realtime_offset);
 	ina_port_tx_burst(ctx->port, pkts, nb_tx);
+	if (nb_rx || nb_tx)
+		ctx->moved_ns = now;
 	return nb_rx || nb_tx;
+}
+
+int
+ina_busy(const struct ina_ctx *ctx)
+{
+	return egroup_phase(ctx->eg) == ENGINE_RUNNING && !egroup_error(ctx->eg) &&
+	       ina_now_ns() - ctx->moved_ns < BUSY_POLL_NS;
+}
+
+/*
+ * Busy: sched_yield() and back to polling. A result is due within a round
+ * trip (microseconds over memif), and a sleep would cost tens of
+ * microseconds of timer slack or a wake-up each time; the yield leaves the
+ * core to the other ranks and the switch when they have work (2 cores,
+ * 5 processes in bench/run). Idle: sleep in the port up to 'ns', woken by
+ * a packet where the port can (udp's ppoll).
+ */
+void
+ina_idle(struct ina_ctx *ctx, int busy, uint64_t ns)
+{
+	if (busy)
+		sched_yield();
+	else if (ns)
+		ina_port_wait(ctx->port, ns);
 }
 
 /*
