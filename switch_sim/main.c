@@ -3,8 +3,9 @@
  * ina-switch: runs the aggregation pipeline behind a port. The loop receives
  * a burst, hands it to the pipeline with the current time, sends what the
  * pipeline answers, and ticks the pipeline's timers; while packets arrive
- * (one came within BUSY_POLL_NS) it yields the CPU between polls, and only
- * when idle it sleeps in the port. SIGUSR1 prints the counters and each job's state; SIGINT and
+ * (one came within BUSY_POLL_NS) on a port whose wait only sleeps (dpdk) it
+ * yields the CPU between polls; otherwise it waits in the port (udp: until
+ * a packet arrives). SIGUSR1 prints the counters and each job's state; SIGINT and
  * SIGTERM print them and exit. With --metrics ADDR:PORT the same counters
  * are served over HTTP in the Prometheus text format (metrics_http.h): the
  * loop fills a snapshot when a scrape asks for one. With --capture, every
@@ -50,10 +51,11 @@
 #endif
 
 /* A packet received this recently keeps the loop polling, yielding the CPU
- * between polls, instead of sleeping in the port: while rounds run, the next
- * packet is due within microseconds, and a sleep costs tens of microseconds
- * of timer slack (dpdk) or a wake-up (udp). Quiet for longer, the switch is
- * idle and sleeps, leaving the CPU to the hosts. */
+ * between polls, instead of sleeping in a port whose wait cannot see packets
+ * arrive (dpdk): while rounds run, the next packet is due within
+ * microseconds, and a sleep costs tens of microseconds of timer slack.
+ * Quiet for longer, the switch is idle and sleeps, leaving the CPU to the
+ * hosts. */
 #define BUSY_POLL_NS (2 * INA_NS_PER_MS)
 
 static volatile sig_atomic_t force_quit;
@@ -696,7 +698,7 @@ main(int argc, char **argv)
 			metrics_fill(mh, &c, p, port, start_time_s, now);
 		if (nb_rx)
 			last_rx = now;
-		else if (now - last_rx < BUSY_POLL_NS)
+		else if (ina_port_wait_sleeps(port) && now - last_rx < BUSY_POLL_NS)
 			sched_yield();
 		else
 			ina_port_wait(port, INA_NS_PER_MS);

@@ -55,10 +55,11 @@
 #define WAIT_MAX_NS (100 * INA_NS_PER_MS)
 
 /* While a round runs, a packet moved this recently keeps the caller polling
- * (yielding the CPU between polls) instead of sleeping: results come back
- * within a round trip, and a sleep costs a timer slack or a wake-up each
- * time. A round quiet for longer waits on a slow peer: the caller sleeps as
- * when idle, leaving the CPU to it (ina_pump.c, ina_busy). */
+ * (yielding the CPU between polls) instead of sleeping in a port whose wait
+ * cannot see packets arrive (dpdk): results come back within a round trip,
+ * and a sleep costs its timer slack each time. A round quiet for longer
+ * waits on a slow peer: the caller sleeps as when idle, leaving the CPU to
+ * it (ina_pump.c, ina_busy). */
 #define BUSY_POLL_NS (2 * INA_NS_PER_MS)
 
 /* One tensor with sparsifier options of its own, or one the job's sparsifier
@@ -143,8 +144,9 @@ struct ina_ctx {
 /* One burst each way between the port and the engines; whether anything
  * moved. */
 int ina_pump(struct ina_ctx *ctx);
-/* Under the lock: whether the caller should poll on rather than sleep: a
- * round runs and a packet moved within BUSY_POLL_NS (ina_pump.c). */
+/* Under the lock: whether the caller should poll on rather than wait: the
+ * port's wait only sleeps, a round runs and a packet moved within
+ * BUSY_POLL_NS (ina_pump.c). */
 int ina_busy(const struct ina_ctx *ctx);
 /* After a step that moved nothing, without the lock: busy (ina_busy()),
  * yields the CPU and returns; idle, sleeps in the port up to 'ns'. */

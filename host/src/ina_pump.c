@@ -67,17 +67,19 @@ ina_pump(struct ina_ctx *ctx)
 int
 ina_busy(const struct ina_ctx *ctx)
 {
-	return egroup_phase(ctx->eg) == ENGINE_RUNNING && !egroup_error(ctx->eg) &&
-	       ina_now_ns() - ctx->moved_ns < BUSY_POLL_NS;
+	return ina_port_wait_sleeps(ctx->port) && egroup_phase(ctx->eg) == ENGINE_RUNNING &&
+	       !egroup_error(ctx->eg) && ina_now_ns() - ctx->moved_ns < BUSY_POLL_NS;
 }
 
 /*
  * Busy: sched_yield() and back to polling. A result is due within a round
- * trip (microseconds over memif), and a sleep would cost tens of
- * microseconds of timer slack or a wake-up each time; the yield leaves the
- * core to the other ranks and the switch when they have work (2 cores,
- * 5 processes in bench/run). Idle: sleep in the port up to 'ns', woken by
- * a packet where the port can (udp's ppoll).
+ * trip (microseconds over memif), and the port's wait would sleep blind to
+ * it, costing tens of microseconds of timer slack each time; the yield
+ * leaves the core to the other ranks and the switch when they have work
+ * (2 cores, 5 processes in bench/run). Idle, or on a port whose wait wakes
+ * on a packet (udp's ppoll: no busier way is faster there, and a poller
+ * would take the CPU from the ranks that have work): wait in the port up to
+ * 'ns'.
  */
 void
 ina_idle(struct ina_ctx *ctx, int busy, uint64_t ns)
