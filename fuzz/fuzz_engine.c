@@ -18,8 +18,11 @@
  * and exponent from the input) from the primary or passed on by the replica,
  * a WAIT, an ERROR and a FIN_ACK from either, a raw packet from either, the
  * replica's FAILOVER announcement (new epoch or not, right job and token or
- * not, from the replica or not), the clock moved, a new allreduce, FIN,
- * LEAVE. The output buffer and the deferred flags are heap allocations of
+ * not, from the replica or not), the clock moved, a new allreduce (dense, or
+ * block-sparse: the tensor's non-zero blocks listed, or a list from the
+ * input that may be out of order or past the end, the union into a list of
+ * 0 to 7 entries and the dense output), FIN, LEAVE. The output buffer, the
+ * lists and the deferred flags are heap allocations of
  * exactly their size, so any write past them is a report.
  *
  * Checked after every step:
@@ -61,6 +64,7 @@
 
 #include "engine.h"
 #include "fuzz_util.h"
+#include "ina/block.h"
 #include "ina/encode.h"
 #include "ina/log.h"
 #include "ina/pkt.h"
@@ -107,6 +111,9 @@ struct fz {
 	uint64_t keepalives; /* KEEPALIVEs sent */
 	float *in, *out;
 	uint8_t *deferred;
+	/* A block-sparse round's lists (engine_set_blocks). */
+	uint32_t *bidx, *bchain, *boidx, bcount;
+	float *bvals, *bovals;
 	uint32_t n;
 	uint16_t bs;
 	uint64_t recv, sent;
@@ -540,6 +547,62 @@ op_raw(struct fz *f, struct fz_in *in, uint8_t op)
 	deliver_from(f, pkt, len, op & 0x10);
 }
 
+/* A block-sparse round: the tensor's non-zero blocks listed, or (sel & 8)
+ * a list made of the input, which may be out of order or past the end (the
+ * engine refuses it); the union into a list of 0 to 7 entries (the engine
+ * counts past it) and the dense output. */
+static void
+start_blocks(struct fz *f, struct fz_in *in, uint8_t sel, uint32_t nb)
+{
+	struct engine_blocks b = { 0 };
+	uint32_t count = 0;
+
+	free(f->bidx);
+	free(f->bchain);
+	free(f->boidx);
+	free(f->bvals);
+	free(f->bovals);
+	f->bidx = calloc(nb, sizeof(*f->bidx));
+	f->bchain = calloc(nb, sizeof(*f->bchain));
+	f->boidx = calloc(8, sizeof(*f->boidx));
+	f->bvals = calloc((size_t)nb * f->bs, sizeof(float));
+	f->bovals = calloc((size_t)8 * f->bs, sizeof(float));
+	if (!f->bidx || !f->bchain || !f->boidx || !f->bvals || !f->bovals)
+		abort();
+	if (sel & 8) {
+		count = fz_u8(in) % (nb + 1);
+		for (uint32_t i = 0; i < count; i++) {
+			uint32_t k = fz_u8(in) % (nb + 2);
+
+			f->bidx[i] = k;
+			if (k < nb) /* the input's bits, as the DATA check wants */
+				memcpy(f->bvals + (size_t)i * f->bs, f->in + (size_t)k * f->bs,
+				       ina_wire_block_elems(f->n, f->bs, k) * sizeof(float));
+		}
+	} else {
+		for (uint32_t k = 0; k < nb; k++) {
+			uint32_t len = ina_wire_block_elems(f->n, f->bs, k);
+
+			if (!ina_block_is_zero(f->in + (size_t)k * f->bs, len)) {
+				memcpy(f->bvals + (size_t)count * f->bs, f->in + (size_t)k * f->bs,
+				       len * sizeof(float));
+				f->bidx[count++] = k;
+			}
+		}
+	}
+	f->bcount = 0;
+	b.index = f->bidx;
+	b.values = f->bvals;
+	b.count = count;
+	b.chain = f->bchain;
+	b.dense = f->out;
+	b.out_index = f->boidx;
+	b.out_values = f->bovals;
+	b.capacity = fz_u8(in) % 8;
+	b.out_count = &f->bcount;
+	engine_set_blocks(f->e, &b);
+}
+
 static void
 start_op(struct fz *f, struct fz_in *in, uint8_t sel)
 {
@@ -561,6 +624,13 @@ start_op(struct fz *f, struct fz_in *in, uint8_t sel)
 		engine_set_result_filter(f->e, bound, f->deferred);
 	}
 	memset(f->lanes, 0, sizeof(f->lanes));
+	if (sel & 4) {
+		start_blocks(f, in, sel, nb);
+		if (engine_allreduce(f->e, fz_u8(in), NULL, NULL, f->n, f->bs,
+				     (sel & 2) ? ENGINE_AVG : ENGINE_SUM, f->now) == 0)
+			f->pri_heard_ns = f->progress_ns = f->now;
+		return;
+	}
 	if (engine_allreduce(f->e, fz_u8(in), f->in, f->out, f->n, f->bs,
 			     (sel & 2) ? ENGINE_AVG : ENGINE_SUM, f->now) == 0) {
 		f->pri_heard_ns = f->progress_ns = f->now;
@@ -718,6 +788,11 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	FZ_CHECK(f.pool.out == 0);
 	free(f.in);
 	free(f.out);
+	free(f.bidx);
+	free(f.bchain);
+	free(f.boidx);
+	free(f.bvals);
+	free(f.bovals);
 	free(f.deferred);
 	return 0;
 }

@@ -76,6 +76,30 @@ ina_block_next_nonzero(const float *x, uint32_t tensor_len, uint16_t block_size,
 }
 
 void
+ina_block_map_nonzero(const float *x, uint32_t tensor_len, uint16_t block_size, uint32_t first,
+		      uint32_t count, uint64_t *bits)
+{
+	uint64_t end = (uint64_t)first + count;
+	uint64_t nb = ((uint64_t)tensor_len + block_size - 1) / (block_size ? block_size : 1);
+
+	if (block_size == 0)
+		return;
+	if (end > nb)
+		end = nb;
+	for (uint64_t w = first / 64; w * 64 < end; w++) {
+		uint64_t word = 0;
+
+		for (uint64_t b = w * 64; b < (w + 1) * 64 && b < end; b++) {
+			size_t len = block_len(tensor_len, block_size, b);
+
+			if (!ina_block_is_zero(x + b * block_size, len))
+				word |= 1ull << (b % 64);
+		}
+		bits[w] = word;
+	}
+}
+
+void
 ina_block_zero_range(float *x, uint32_t tensor_len, uint16_t block_size, uint16_t lanes,
 		     uint32_t from, uint32_t to)
 {

@@ -413,7 +413,7 @@ struct ina_blocks_out {
  * as its other operations. No sparsifier, no ssp. 0, -EINVAL (bad
  * arguments: unsorted or out-of-range index, B too large), -ENOSPC (the
  * union has more blocks than out->capacity: out->count says how many; the
- * sums that fit were written, the job goes on), or the context's error.
+ * first that came are listed, in order, and the job goes on), or the context's error.
  */
 INA_API int ina_allreduce_blocks(struct ina_ctx *ctx, uint32_t tensor_id,
 				 const struct ina_blocks *in, struct ina_blocks_out *out,

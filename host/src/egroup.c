@@ -15,10 +15,12 @@ struct egroup {
 	uint16_t k;
 	struct engine *e[EGROUP_MAX];
 	struct ina_peer sw[EGROUP_MAX];
-	uint16_t max_block; /* the engines' config */
-	uint16_t tx_next;   /* the engine that sends first next time */
-	float bound;	    /* the result filter of the next allreduce */
-	uint8_t *deferred;  /* ... per block of the whole tensor */
+	uint16_t max_block;	  /* the engines' config */
+	uint16_t tx_next;	  /* the engine that sends first next time */
+	float bound;		  /* the result filter of the next allreduce */
+	uint8_t *deferred;	  /* ... per block of the whole tensor */
+	uint8_t sparse;		  /* the next allreduce is block-sparse: */
+	struct engine_blocks blk; /* ... the whole tensor's operands */
 	char msg[640];
 };
 
@@ -106,18 +108,60 @@ egroup_join(struct egroup *g, uint64_t now_ns)
 	return ret;
 }
 
+/* The first position of 'index' (ascending) holding 'x' or more. */
+static uint32_t
+lower_bound(const uint32_t *index, uint32_t count, uint32_t x)
+{
+	uint32_t lo = 0, hi = count;
+
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+
+		if (index[mid] < x)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/* Gives engine 'e' the part of 'b' in the run of 'nb' blocks from block
+ * 'first' on. */
+static void
+run_blocks(const struct engine_blocks *b, size_t first, uint32_t nb, uint16_t block_size,
+	   struct engine *e)
+{
+	struct engine_blocks r = *b;
+	uint32_t lo = lower_bound(b->index, b->count, (uint32_t)first);
+	uint32_t hi = lower_bound(b->index, b->count, (uint32_t)first + nb);
+
+	r.index = b->index + lo;
+	r.values = b->values + (size_t)lo * block_size;
+	r.chain = b->chain + lo;
+	r.count = hi - lo;
+	r.base = (uint32_t)first;
+	if (b->dense)
+		r.dense = b->dense + first * block_size;
+	engine_set_blocks(e, &r);
+}
+
 int
 egroup_allreduce(struct egroup *g, uint32_t tensor_id, const float *in, float *out, size_t n,
 		 uint16_t block_size, enum engine_op op, uint64_t now_ns)
 {
+	int sparse = g->sparse;
 	int ret = 0;
 
-	if (g->k == 1)
+	g->sparse = 0; /* the next allreduce only */
+	if (g->k == 1) {
+		if (sparse)
+			engine_set_blocks(g->e[0], &g->blk);
 		return engine_allreduce(g->e[0], tensor_id, in, out, n, block_size, op, now_ns);
+	}
 	/* What engine_allreduce() would refuse, refused before any engine
 	 * starts: a round is started on all of its engines or on none. */
-	if (n == 0 || n >= INA_BLOCK_OPEN || block_size == 0 || block_size > g->max_block || !in ||
-	    !out)
+	if (n == 0 || n >= INA_BLOCK_OPEN || block_size == 0 || block_size > g->max_block ||
+	    (!sparse && (!in || !out)))
 		return -EINVAL;
 	for (uint16_t i = 0; i < g->k; i++) {
 		if (engine_error(g->e[i]))
@@ -135,6 +179,16 @@ egroup_allreduce(struct egroup *g, uint32_t tensor_id, const float *in, float *o
 		 * at the run's first block. */
 		if (g->deferred)
 			engine_set_result_filter(g->e[i], g->bound, g->deferred + off / block_size);
+		if (sparse) {
+			run_blocks(&g->blk, off / block_size,
+				   (uint32_t)ina_wire_nb_blocks((uint32_t)len, block_size),
+				   block_size, g->e[i]);
+			ret = engine_allreduce(g->e[i], tensor_id ^ egroup_salt(i), NULL, NULL, len,
+					       block_size, op, now_ns);
+			if (ret < 0)
+				break;
+			continue;
+		}
 		/* The switch's index in the tensor id: a worker that lists the
 		 * switches in another order sends a run under an id the others
 		 * do not use there, so it is never summed with another run. */
@@ -145,6 +199,13 @@ egroup_allreduce(struct egroup *g, uint32_t tensor_id, const float *in, float *o
 	}
 	g->deferred = NULL; /* the next allreduce only */
 	return ret;
+}
+
+void
+egroup_set_blocks(struct egroup *g, const struct engine_blocks *b)
+{
+	g->sparse = 1;
+	g->blk = *b;
 }
 
 void

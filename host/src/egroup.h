@@ -50,6 +50,11 @@ int egroup_allreduce(struct egroup *g, uint32_t tensor_id, const float *in, floa
  * byte per block of the whole tensor; each engine marks its run's. Call it
  * right before egroup_allreduce(), which applies it. */
 void egroup_set_result_filter(struct egroup *g, float bound, uint8_t *deferred);
+/* engine_set_blocks() for the next allreduce (which then takes in = out =
+ * NULL): 'b' lists the whole tensor's blocks (base 0), its dense output is
+ * the whole tensor's; each engine gets its run's part. Applied by
+ * egroup_allreduce(). */
+void egroup_set_blocks(struct egroup *g, const struct engine_blocks *b);
 void egroup_finish(struct egroup *g, uint64_t now_ns);
 void egroup_leave(struct egroup *g, uint64_t now_ns);
 /* Each packet to the engine of the switch it came from (engine 0 when it

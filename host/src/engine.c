@@ -53,7 +53,14 @@ engine_create(const struct engine_config *cfg)
 	if (!e)
 		return NULL;
 	e->lanes = calloc(cfg->lanes, sizeof(*e->lanes));
-	if (!e->lanes) {
+	/* The map of non-zero blocks, for tensors of up to 65,536 blocks (64
+	 * MiB in blocks of 1024) without allocating while a job runs; a larger
+	 * tensor grows it once (engine_bsp.c). */
+	e->nzmap_words = ENGINE_NZMAP_WORDS;
+	e->nzmap = calloc(e->nzmap_words, sizeof(*e->nzmap));
+	if (!e->lanes || !e->nzmap) {
+		free(e->lanes);
+		free(e->nzmap);
 		free(e);
 		return NULL;
 	}
@@ -89,6 +96,7 @@ engine_destroy(struct engine *e)
 {
 	if (!e)
 		return;
+	free(e->nzmap);
 	free(e->lanes);
 	free(e->sops);
 	free(e->sop_lanes);
@@ -205,14 +213,26 @@ engine_set_result_filter(struct engine *e, float bound, uint8_t *deferred)
 	e->next_deferred = e->next_bound > 0.0f ? deferred : NULL;
 }
 
+void
+engine_set_blocks(struct engine *e, const struct engine_blocks *b)
+{
+	e->next_sparse = 1;
+	e->next_blk = *b;
+}
+
 int
 engine_allreduce(struct engine *e, uint32_t tensor_id, const float *in, float *out, size_t n,
 		 uint16_t block_size, enum engine_op op, uint64_t now_ns)
 {
 	if (e->err)
 		return e->err;
-	if (e->cfg.ssp)
+	if (e->cfg.ssp) {
+		if (e->next_sparse) {
+			e->next_sparse = 0;
+			return -EINVAL;
+		}
 		return engine_ssp_allreduce(e, tensor_id, in, out, n, block_size, op, now_ns);
+	}
 	return engine_bsp_allreduce(e, tensor_id, in, out, n, block_size, op, now_ns);
 }
 

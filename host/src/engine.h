@@ -199,6 +199,31 @@ int engine_can_start(const struct engine *e);
  */
 void engine_set_result_filter(struct engine *e, float bound, uint8_t *deferred);
 
+/*
+ * Block-sparse operands of the next engine_allreduce() only (bsp): it then
+ * takes in = out = NULL, sends only the listed blocks and writes only the
+ * union's sums, never a block that stays zero. Block numbers here are the
+ * tensor's; this engine's block b is index - base (an engine of a group
+ * carries the run of blocks from 'base' on). The pointers stay valid until
+ * the round ends.
+ */
+struct engine_blocks {
+	const uint32_t *index; /* 'count' ascending block numbers, each in
+				 * base .. base + the round's blocks - 1 */
+	const float *values;   /* count x block_size floats, in index order */
+	uint32_t count;
+	uint32_t base;
+	uint32_t *chain;     /* scratch of 'count' entries */
+	float *dense;	     /* block b's sum at dense + b x B, or NULL */
+	uint32_t *out_index; /* the union's blocks (index numbers), appended
+				 * as their results come, or NULL */
+	float *out_values;   /* ... and their sums, B floats each, or NULL */
+	uint32_t capacity;   /* entries out_index and out_values hold */
+	uint32_t *out_count; /* the append cursor, which several engines may
+				 * share; it counts past capacity */
+};
+void engine_set_blocks(struct engine *e, const struct engine_blocks *b);
+
 /* Starts the goodbye: FIN after a finished job, LEAVE to abort one; to the
  * switch followed, and also to the replica while it stands by (best effort:
  * only the followed switch's FIN_ACK is awaited). */

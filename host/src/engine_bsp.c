@@ -10,6 +10,7 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "engine_int.h"
@@ -24,16 +25,24 @@ block_scale(const struct engine *e, int exp)
 	return e->enc->scaled ? ina_enc_i32_scale(exp, e->cfg.world) : 0;
 }
 
+/* My input's block 'b', at position 'pos' of the list when block-sparse. */
+static const float *
+block_src(const struct engine *e, uint32_t b, uint32_t pos)
+{
+	if (e->sparse)
+		return e->blk.values + (size_t)pos * e->block_size;
+	return e->in + (size_t)b * e->block_size;
+}
+
 /* Exponent of block 'b' of my input (i32), INA_EXP_ZERO for END. */
 static int16_t
-block_exp(struct engine *e, uint32_t b)
+block_exp(struct engine *e, uint32_t b, uint32_t pos)
 {
 	int x;
 
 	if (!e->enc->scaled || b == INA_BLOCK_END)
 		return 0;
-	x = ina_enc_i32_exp(e->in + (size_t)b * e->block_size,
-			    ina_wire_block_elems(e->n, e->block_size, b));
+	x = ina_enc_i32_exp(block_src(e, b, pos), ina_wire_block_elems(e->n, e->block_size, b));
 	if (x == INA_EXP_NONFINITE) {
 		engine_fail(e, ENGINE_ENONFINITE,
 			    "job %" PRIu32 " rank %u round %" PRIu32 ": block %" PRIu32
@@ -44,22 +53,89 @@ block_exp(struct engine *e, uint32_t b)
 	return (int16_t)x;
 }
 
+/*
+ * My next non-zero block of lane 'ln' from block 'from' on ('from' is one
+ * of the lane's). Dense: the first block of the lane not all zeros, found in
+ * the map of non-zero blocks, which one pass fills in address order as far
+ * as the lanes ask (a lane-by-lane scan would stride through memory).
+ * Block-sparse: the lane's next listed block, walking its chain, and its
+ * position in the list into '*pos'.
+ */
 static uint32_t
-next_nonzero(const struct engine *e, uint32_t from)
+next_nonzero(struct engine *e, struct lane *ln, uint32_t from, uint32_t *pos)
 {
+	uint32_t i;
+
 	if (from >= e->nb_blocks)
 		return INA_BLOCK_END;
-	return ina_block_next_nonzero(e->in, e->n, e->block_size, e->cfg.lanes, from);
+	if (!e->sparse) {
+		for (uint64_t b = from; b < e->nb_blocks; b += e->cfg.lanes) {
+			if (b >= e->mapped) {
+				/* The next 64 blocks, one word of the map: the lanes
+				 * move together, so the map grows in address order. */
+				uint32_t first = (uint32_t)(b / 64 * 64);
+
+				ina_block_map_nonzero(e->in, e->n, e->block_size, first, 64,
+						      e->nzmap);
+				e->mapped = first + 64;
+			}
+			if (e->nzmap[b / 64] >> (b % 64) & 1)
+				return (uint32_t)b;
+		}
+		return INA_BLOCK_END;
+	}
+	for (i = ln->scan; i != LIST_END && e->blk.index[i] - e->blk.base < from;)
+		i = e->blk.chain[i];
+	ln->scan = i;
+	*pos = i;
+	return i == LIST_END ? INA_BLOCK_END : e->blk.index[i] - e->blk.base;
+}
+
+/* Threads each listed block onto its lane's chain (lane = block mod lanes),
+ * checking the list: ascending, inside this engine's run. */
+static int
+blocks_start(struct engine *e)
+{
+	const struct engine_blocks *b = &e->blk;
+
+	if (b->count && (!b->index || !b->values || !b->chain))
+		return -EINVAL;
+	if (!b->out_count || (b->capacity && !b->out_index && !b->out_values))
+		return -EINVAL;
+	for (uint16_t l = 0; l < e->cfg.lanes; l++)
+		e->lanes[l].scan = LIST_END;
+	for (uint32_t i = b->count; i-- > 0;) {
+		uint32_t x = b->index[i] - b->base;
+		struct lane *ln;
+
+		if (b->index[i] < b->base || x >= e->nb_blocks ||
+		    (i + 1 < b->count && b->index[i] >= b->index[i + 1]))
+			return -EINVAL;
+		ln = &e->lanes[x % e->cfg.lanes];
+		b->chain[i] = ln->scan;
+		ln->scan = i;
+	}
+	return 0;
 }
 
 int
 engine_bsp_allreduce(struct engine *e, uint32_t tensor_id, const float *in, float *out, size_t n,
 		     uint16_t block_size, enum engine_op op, uint64_t now_ns)
 {
+	/* What was set for this allreduce applies to it alone, even when it
+	 * is refused: a later one must not find a filter or lists that may be
+	 * gone by then. */
+	int sparse = e->next_sparse;
+	float bound = e->next_bound;
+	uint8_t *deferred = e->next_deferred;
+
+	e->next_sparse = 0;
+	e->next_bound = 0.0f;
+	e->next_deferred = NULL;
 	if (e->phase != ENGINE_READY)
 		return -EBUSY;
 	if (n == 0 || n >= INA_BLOCK_OPEN || block_size == 0 || block_size > e->cfg.max_block ||
-	    !in || !out)
+	    (!sparse && (!in || !out)))
 		return -EINVAL;
 	if (e->reshape_lanes && (int32_t)(e->round - e->reshape_round) >= 0) {
 		/* The switch gives slots back: fewer lanes from this round on. */
@@ -74,12 +150,28 @@ engine_bsp_allreduce(struct engine *e, uint32_t tensor_id, const float *in, floa
 	e->n = (uint32_t)n;
 	e->block_size = block_size;
 	e->nb_blocks = ina_wire_nb_blocks(e->n, block_size);
+	e->sparse = (uint8_t)sparse;
+	e->mapped = 0;
+	if (!sparse && (e->nb_blocks + 63) / 64 > e->nzmap_words) {
+		uint32_t words = (e->nb_blocks + 63) / 64;
+		uint64_t *m = realloc(e->nzmap, words * sizeof(*m));
+
+		if (!m)
+			return -ENOMEM;
+		e->nzmap = m;
+		e->nzmap_words = words;
+	}
+	if (sparse) {
+		e->blk = e->next_blk;
+		e->in = NULL;
+		e->out = NULL;
+		if (blocks_start(e) < 0)
+			return -EINVAL;
+	}
 	e->op = op;
-	e->bound = e->next_bound;
-	e->deferred = e->next_deferred;
+	e->bound = bound;
+	e->deferred = deferred;
 	e->stall_reported = 0;
-	e->next_bound = 0.0f;
-	e->next_deferred = NULL;
 	if (e->deferred)
 		memset(e->deferred, 0, e->nb_blocks);
 	e->lanes_left = 0;
@@ -97,16 +189,22 @@ engine_bsp_allreduce(struct engine *e, uint32_t tensor_id, const float *in, floa
 			continue;
 		e->lanes_left++;
 		ln->block = ina_lane_first(e->cfg.encoding, l);
+		ln->my_pos = LIST_END;
+		ln->cur_pos = LIST_END;
 		if (ln->block == INA_BLOCK_OPEN) {
-			ln->my_next = next_nonzero(e, l);
+			ln->my_next = next_nonzero(e, ln, l, &ln->my_pos);
 			ln->has_data = 0;
 		} else {
-			uint32_t first = next_nonzero(e, l);
+			uint32_t first = next_nonzero(e, ln, l, &ln->cur_pos);
 
 			ln->has_data = first == l;
-			ln->my_next = ln->has_data ? next_nonzero(e, l + e->cfg.lanes) : first;
+			ln->my_pos = ln->cur_pos;
+			if (ln->has_data)
+				ln->my_next = next_nonzero(e, ln, l + e->cfg.lanes, &ln->my_pos);
+			else
+				ln->my_next = first;
 		}
-		ln->my_exp = block_exp(e, ln->my_next);
+		ln->my_exp = block_exp(e, ln->my_next, ln->my_pos);
 		ln->need_send = 1;
 		ln->resend = 0;
 		ln->rto_ns = e->rto_ns;
@@ -146,7 +244,7 @@ engine_bsp_build(struct engine *e, uint16_t l, int retx)
 	ina_wire_encode_hdr(&h, p->data);
 	p->len = INA_HDR_SIZE;
 	if (n) {
-		const float *src = e->in + (size_t)ln->block * e->block_size;
+		const float *src = block_src(e, ln->block, ln->cur_pos);
 
 		e->enc->encode(p->data + INA_HDR_SIZE, src, n, block_scale(e, ln->cur_exp));
 		p->len += (uint32_t)(n * e->enc->elem_size);
@@ -161,15 +259,61 @@ engine_bsp_build(struct engine *e, uint16_t l, int retx)
 static void
 finish_op(struct engine *e)
 {
-	if (e->op == ENGINE_AVG) {
-		float scale = 1.0f / (float)e->cfg.world;
-
-		for (uint32_t i = 0; i < e->n; i++)
-			e->out[i] *= scale;
-	}
 	e->st.rounds++;
 	e->round++;
 	e->phase = ENGINE_READY;
+}
+
+/* Block 'b''s result into 'dst': decoded from 'payload' (zeros for a
+ * header-only result), then averaged when the op is. */
+static void
+decode_block(struct engine *e, float *dst, const struct ina_hdr *h, const uint8_t *payload,
+	     uint16_t n, int scale)
+{
+	if (h->n_elems == 0)
+		memset(dst, 0, (size_t)n * sizeof(float));
+	else
+		e->enc->decode(dst, payload, n, scale);
+	if (e->op == ENGINE_AVG) {
+		float s = 1.0f / (float)e->cfg.world;
+
+		for (uint16_t i = 0; i < n; i++)
+			dst[i] *= s;
+	}
+}
+
+/* Block 'b''s result where the round's output wants it: the dense output,
+ * or (block-sparse) the next entry of the union's list and/or its place. */
+static void
+write_result(struct engine *e, uint32_t b, const struct ina_hdr *h, const uint8_t *payload,
+	     uint16_t n, int scale)
+{
+	const struct engine_blocks *k = &e->blk;
+	float *list = NULL, *dense, *dst;
+	uint32_t slot;
+
+	/* A header-only result that is not DEFERRED: nobody sent the block (a
+	 * lane's first), so it is zero everywhere and in no union. */
+	if (h->n_elems == 0 && !(h->flags & INA_F_DEFERRED) && (e->sparse || e->out == e->in))
+		return;
+	if (!e->sparse) {
+		decode_block(e, e->out + (size_t)b * e->block_size, h, payload, n, scale);
+		return;
+	}
+	slot = (*k->out_count)++;
+	dense = k->dense ? k->dense + (size_t)b * e->block_size : NULL;
+	if (slot < k->capacity) {
+		if (k->out_index)
+			k->out_index[slot] = k->base + b;
+		if (k->out_values)
+			list = k->out_values + (size_t)slot * e->block_size;
+	}
+	dst = list ? list : dense;
+	if (!dst)
+		return;
+	decode_block(e, dst, h, payload, n, scale);
+	if (list && dense)
+		memcpy(dense, list, (size_t)n * sizeof(float));
 }
 
 void
@@ -203,7 +347,6 @@ engine_bsp_on_result(struct engine *e, const struct ina_hdr *h, const uint8_t *p
 	if (h->block == INA_BLOCK_OPEN) {
 		zero_from = h->lane;
 	} else {
-		float *dst = e->out + (size_t)h->block * e->block_size;
 		uint16_t n = ina_wire_block_elems(e->n, e->block_size, h->block);
 
 		if (h->flags & INA_F_DEFERRED) {
@@ -219,10 +362,7 @@ engine_bsp_on_result(struct engine *e, const struct ina_hdr *h, const uint8_t *p
 			e->deferred[h->block] = 1;
 			e->st.deferred++;
 		}
-		if (h->n_elems == 0)
-			memset(dst, 0, (size_t)n * sizeof(float));
-		else
-			e->enc->decode(dst, payload, n, block_scale(e, ln->cur_exp));
+		write_result(e, h->block, h, payload, n, block_scale(e, ln->cur_exp));
 		zero_from = h->block + e->cfg.lanes;
 	}
 	if (h->flags & INA_F_SATURATED) {
@@ -232,7 +372,10 @@ engine_bsp_on_result(struct engine *e, const struct ina_hdr *h, const uint8_t *p
 			    ": the i32 sum of lane %u block %" PRIu32 " saturated",
 			    e->cfg.job_id, e->cfg.rank, e->round, h->lane, h->block);
 	}
-	ina_block_zero_range(e->out, e->n, e->block_size, e->cfg.lanes, zero_from, h->next);
+	/* The blocks between, zero on every worker: a block-sparse or in-place
+	 * output already holds them, or not at all. */
+	if (!e->sparse && e->out != e->in)
+		ina_block_zero_range(e->out, e->n, e->block_size, e->cfg.lanes, zero_from, h->next);
 	if (!ln->retx && now >= ln->sent_ns)
 		engine_rtt_sample(e, now - ln->sent_ns);
 	ln->ver ^= 1;
@@ -249,8 +392,9 @@ engine_bsp_on_result(struct engine *e, const struct ina_hdr *h, const uint8_t *p
 	ln->cur_exp = h->exp;
 	if (ln->my_next == h->next) {
 		ln->has_data = 1;
-		ln->my_next = next_nonzero(e, h->next + e->cfg.lanes);
-		ln->my_exp = block_exp(e, ln->my_next);
+		ln->cur_pos = ln->my_pos;
+		ln->my_next = next_nonzero(e, ln, h->next + e->cfg.lanes, &ln->my_pos);
+		ln->my_exp = block_exp(e, ln->my_next, ln->my_pos);
 	} else {
 		ln->has_data = 0;
 	}

@@ -36,6 +36,11 @@ struct lane {
 	int16_t my_exp;	   /* exponent of 'my_next' (i32) */
 	uint32_t block;	   /* the block my packet in flight answers */
 	uint32_t my_next;  /* my next non-zero block after 'block' */
+	uint32_t scan;	   /* block-sparse input: the lane's first listed
+			    * block not passed yet (a position in the list,
+			    * LIST_END past the last) */
+	uint32_t my_pos;   /* ... the position of 'my_next' */
+	uint32_t cur_pos;  /* ... the position of 'block' when has_data */
 	uint64_t sent_ns;
 	uint64_t rto_ns;
 };
@@ -113,7 +118,15 @@ struct engine {
 	uint8_t stall_reported; /* this stall was described already */
 	uint8_t stall_pending;	/* stall_msg not yet taken (engine_stall) */
 	char stall_msg[512];
-	float next_bound; /* engine_set_result_filter(), for the next op */
+	uint64_t *nzmap;	       /* dense: bit b set when my block b is
+					* non-zero, mapped ahead of the lanes */
+	uint32_t nzmap_words;	       /* ... words allocated */
+	uint32_t mapped;	       /* ... blocks mapped this round */
+	struct engine_blocks blk;      /* the block-sparse round's operands */
+	uint8_t sparse;		       /* the round is block-sparse (blk) */
+	uint8_t next_sparse;	       /* engine_set_blocks() for the next op */
+	struct engine_blocks next_blk; /* ... and its operands */
+	float next_bound;	       /* engine_set_result_filter(), for the next op */
 	uint8_t *next_deferred;
 	struct lane *lanes;
 
@@ -153,6 +166,12 @@ enum standby {
 	STANDBY_JOINING,  /* P admitted the job: STANDBY JOIN to R */
 	STANDBY_UP,	  /* R stands by */
 };
+
+/* Words of the map of non-zero blocks an engine starts with. */
+#define ENGINE_NZMAP_WORDS 1024
+
+/* Past the last entry of a lane's chain in a block-sparse list. */
+#define LIST_END UINT32_MAX
 
 /* FIN and LEAVE are tried this many times before the engine closes anyway. */
 #define CTL_GOODBYE_TRIES 4

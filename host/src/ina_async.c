@@ -42,6 +42,13 @@ op_start(struct ina_ctx *ctx, struct op *o)
 			egroup_set_result_filter(ctx->eg, step.bound, step.deferred);
 		}
 		eop = o->op == INA_AVG ? ENGINE_AVG : ENGINE_SUM;
+	} else if (o->kind == OP_BLOCKS) {
+		ret = ina_blocks_start(ctx, o);
+		if (ret < 0)
+			goto fail;
+		step.send = NULL;
+		step.block_size = (uint16_t)o->bin.block_size;
+		eop = o->op == INA_AVG ? ENGINE_AVG : ENGINE_SUM;
 	} else if (o->kind == OP_BROADCAST) {
 		/* The others add zeros: blocks of zeros are not even sent. */
 		if (ctx->rank != o->root)
@@ -106,20 +113,28 @@ static void
 op_finish(struct ina_ctx *ctx, struct op *o)
 {
 	double ss = 0;
+	int ret = 0;
 
 	if (o->t) {
 		tround_scatter(o->t->tr, o->out);
 		tround_end(o->t->tr, o->out);
 		ina_account(ctx, o->t);
 	}
-	/* The sum's norm, for the magnitude policy: every worker holds the
-	 * same bits and sums them in the same order. */
-	if (o->kind != OP_BARRIER) {
+	if (o->kind == OP_BLOCKS) {
+		ret = ina_blocks_finish(o, &ss);
+		if (ret == -ENOSPC)
+			snprintf(ctx->errmsg, sizeof(ctx->errmsg),
+				 "tensor %u: the union has %zu blocks, out->capacity %zu",
+				 o->tensor_id, o->bout->count, o->bout->capacity);
+	} else if (ctx->magnitude && o->kind != OP_BARRIER) {
 		for (size_t i = 0; i < o->n; i++)
 			ss += (double)o->out[i] * o->out[i];
-		order_set_norm(ctx->sched, o->tensor_id, sqrt(ss));
 	}
-	ina_op_end(ctx, o, 0);
+	/* The sum's norm, for the magnitude policy: every worker holds the
+	 * same bits and sums them in the same order. */
+	if (ctx->magnitude && o->kind != OP_BARRIER && ss >= 0)
+		order_set_norm(ctx->sched, o->tensor_id, sqrt(ss));
+	ina_op_end(ctx, o, ret);
 }
 
 /* Starts scheduled operations while the engine is free. */
@@ -305,6 +320,37 @@ ina_iallreduce(struct ina_ctx *ctx, uint32_t tensor_id, const float *in, float *
 	       enum ina_op op, int32_t priority, uint64_t *handle)
 {
 	return ina_submit_allreduce(ctx, tensor_id, in, out, n, op, priority, 0, handle);
+}
+
+/* ina_iallreduce_blocks(); 'quiet' for a blocking call's own operation. */
+int
+ina_submit_blocks(struct ina_ctx *ctx, uint32_t tensor_id, const struct ina_blocks *in,
+		  struct ina_blocks_out *out, enum ina_op op, int32_t priority, int quiet,
+		  uint64_t *handle)
+{
+	struct op proto = { .kind = OP_BLOCKS,
+			    .tensor_id = tensor_id,
+			    .op = op,
+			    .bout = out,
+			    .quiet = quiet };
+	int ret;
+
+	if (!handle || (op != INA_SUM && op != INA_AVG) || ina_blocks_usable(ctx, in, out) < 0)
+		return -EINVAL;
+	proto.bin = *in;
+	proto.n = in->n;
+	pthread_mutex_lock(&ctx->lock);
+	ret = submit(ctx, &proto, priority, handle);
+	pthread_mutex_unlock(&ctx->lock);
+	return ret;
+}
+
+int
+ina_iallreduce_blocks(struct ina_ctx *ctx, uint32_t tensor_id, const struct ina_blocks *in,
+		      struct ina_blocks_out *out, enum ina_op op, int32_t priority,
+		      uint64_t *handle)
+{
+	return ina_submit_blocks(ctx, tensor_id, in, out, op, priority, 0, handle);
 }
 
 /* ina_ibroadcast(); 'quiet' for a blocking call's own operation. */

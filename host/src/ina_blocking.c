@@ -120,6 +120,19 @@ ina_allreduce(struct ina_ctx *ctx, uint32_t tensor_id, const float *in, float *o
 }
 
 int
+ina_allreduce_blocks(struct ina_ctx *ctx, uint32_t tensor_id, const struct ina_blocks *in,
+		     struct ina_blocks_out *out, enum ina_op op)
+{
+	uint64_t h;
+	int ret = ina_submit_blocks(ctx, tensor_id, in, out, op, 0, 1, &h);
+
+	if (ret < 0)
+		return ret;
+	ina_flush(ctx);
+	return ina_wait(ctx, h);
+}
+
+int
 ina_broadcast(struct ina_ctx *ctx, uint32_t tensor_id, float *buf, size_t n, uint16_t root)
 {
 	uint64_t h;

@@ -72,7 +72,7 @@ struct sparse_tensor {
 	struct tround *tr; /* NULL until the first call */
 };
 
-enum op_kind { OP_ALLREDUCE, OP_BROADCAST, OP_BARRIER };
+enum op_kind { OP_ALLREDUCE, OP_BROADCAST, OP_BARRIER, OP_BLOCKS };
 enum op_state { OP_FREE = 0, OP_QUEUED, OP_RUNNING, OP_DONE };
 
 /* One submitted operation, in slot seq % max_pending until it is waited for. */
@@ -86,13 +86,16 @@ struct op {
 	size_t n;
 	enum ina_op op;
 	uint16_t root;
-	float one;		 /* a barrier's input and output */
-	struct sparse_tensor *t; /* the tensor's round state while it runs */
-	struct ssp_tensor *st;	 /* ssp: the tensor while its round runs */
-	int ssp_slot;		 /* ... and the slot of its send buffer */
-	uint32_t eng_round;	 /* ssp: the engine's round of it */
-	int ret;		 /* its end */
-	int quiet;		 /* a blocking call's: not for ina_poll() */
+	float one;		     /* a barrier's input and output */
+	struct ina_blocks bin;	     /* OP_BLOCKS: the blocks (n, B: the caller's) */
+	struct ina_blocks_out *bout; /* ... where the union goes */
+	uint32_t bcount;	     /* ... the union's blocks so far */
+	struct sparse_tensor *t;     /* the tensor's round state while it runs */
+	struct ssp_tensor *st;	     /* ssp: the tensor while its round runs */
+	int ssp_slot;		     /* ... and the slot of its send buffer */
+	uint32_t eng_round;	     /* ssp: the engine's round of it */
+	int ret;		     /* its end */
+	int quiet;		     /* a blocking call's: not for ina_poll() */
 };
 
 struct ina_ctx {
@@ -136,6 +139,9 @@ struct ina_ctx {
 		uint64_t rounds, blocks, blocks_sent, blocks_deferred;
 		double density, residual_norm;
 	} sp;
+	int magnitude;	      /* cfg.sched is MAGNITUDE: sums' norms wanted */
+	uint32_t *blk_chain;  /* the block-sparse round's lane chains */
+	size_t blk_chain_cap; /* ... entries allocated */
 	char errmsg[512];
 	uint64_t moved_ns; /* ina_pump() last moved a packet (ina_busy) */
 };
@@ -189,6 +195,16 @@ int ina_submit_allreduce(struct ina_ctx *ctx, uint32_t tensor_id, const float *i
 int ina_submit_broadcast(struct ina_ctx *ctx, uint32_t tensor_id, float *buf, size_t n,
 			 uint16_t root, int32_t priority, int quiet, uint64_t *handle);
 int ina_submit_barrier(struct ina_ctx *ctx, int quiet, uint64_t *handle);
+int ina_submit_blocks(struct ina_ctx *ctx, uint32_t tensor_id, const struct ina_blocks *in,
+		      struct ina_blocks_out *out, enum ina_op op, int32_t priority, int quiet,
+		      uint64_t *handle);
+
+/* ina_blocks.c */
+/* 0 when the context can run ina_allreduce_blocks(in, out), else -EINVAL. */
+int ina_blocks_usable(const struct ina_ctx *ctx, const struct ina_blocks *in,
+		      const struct ina_blocks_out *out);
+int ina_blocks_start(struct ina_ctx *ctx, struct op *o);
+int ina_blocks_finish(struct op *o, double *ss);
 
 /* ina_err.c */
 /* An engine's error (enum engine_err, or -errno passed on) as the API's. */

@@ -253,6 +253,7 @@ ctx_free(struct ina_ctx *ctx)
 	done_queue_free(&ctx->done);
 	free(ctx->fuse_in);
 	free(ctx->fuse_out);
+	free(ctx->blk_chain);
 	pthread_mutex_destroy(&ctx->lock);
 	free(ctx);
 }
@@ -365,6 +366,7 @@ ina_open(const struct ina_config *user_cfg, struct ina_ctx **out, char *err, siz
 		}
 	}
 	ctx->job_sparsify = cfg->sparsify;
+	ctx->magnitude = cfg->sched == INA_SCHED_MAGNITUDE;
 	ctx->job_id = cfg->job_id;
 	ctx->rank = cfg->rank;
 	ret = ina_port_open(cfg->port ? cfg->port : "udp", &ctx->port, err, (unsigned)err_size);

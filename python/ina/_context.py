@@ -17,7 +17,7 @@ import weakref
 
 from . import _arrays
 from ._errors import ECLOSED, ClosedError, error
-from ._lib import Completion, lib
+from ._lib import Blocks, BlocksOut, Completion, lib
 from ._log import logger
 
 # How long the progress thread sleeps in the port at most when nothing ends:
@@ -296,6 +296,55 @@ class Context:
         fut = self.allreduce_async(x, op, tensor_id, out)
         self.flush()
         return fut.result()
+
+    def allreduce_blocks(self, index, values, n, block_size, op="sum", tensor_id=0,
+                         dense=None):
+        """The block-sparse allreduce (ina_allreduce_blocks): 'index' holds
+        the ascending numbers of this rank's blocks of 'block_size' elements
+        in a tensor of 'n', 'values' their values (count x block_size, or
+        flat), numpy arrays or CPU torch tensors. Returns (index, values) of
+        the union of every rank's blocks with their sums (uint32 and
+        float32, values shaped count x block_size; torch tensors when
+        'values' is one). With 'dense' (a contiguous float32 array or tensor
+        of n elements) the sums are also written there, in their blocks
+        only. Sends and writes only the listed blocks."""
+        import numpy as np
+        if op not in ("sum", "avg"):
+            raise ValueError("ina: op %r: \"sum\" or \"avg\"" % (op,))
+        is_torch = type(values).__module__.split(".")[0] == "torch"
+        if is_torch:
+            values = values.detach().to(device="cpu")
+        if type(index).__module__.split(".")[0] == "torch":
+            index = index.detach().to(device="cpu").numpy()
+        idx = np.ascontiguousarray(index, dtype=np.uint32).reshape(-1)
+        vals = np.ascontiguousarray(np.asarray(values, dtype=np.float32)).reshape(-1)
+        if block_size <= 0 or vals.size != idx.size * block_size:
+            raise ValueError("ina: %d values for %d blocks of %d" %
+                             (vals.size, idx.size, block_size))
+        nb = -(-n // block_size)
+        out_idx = np.empty(nb, dtype=np.uint32)   # room for any union; pages
+        out_vals = np.empty(nb * block_size, dtype=np.float32)  # touched as written
+        dense_addr = None
+        if dense is not None:
+            d = dense.numpy() if type(dense).__module__.split(".")[0] == "torch" else dense
+            if (d.dtype != np.float32 or not d.flags.c_contiguous or not d.flags.writeable
+                    or d.size != n):
+                raise TypeError("ina: dense must be a contiguous, writable float32 array "
+                                "of %d elements" % n)
+            dense_addr = d.ctypes.data
+        bin_ = Blocks(n, block_size, idx.size, idx.ctypes.data if idx.size else None,
+                           vals.ctypes.data if vals.size else None)
+        bout = BlocksOut(out_idx.ctypes.data, out_vals.ctypes.data, dense_addr, nb, 0)
+        ptr = self._ptr("allreduce_blocks")
+        ret = lib.ina_allreduce_blocks(ptr, tensor_id, ctypes.byref(bin_), ctypes.byref(bout),
+                                       0 if op == "sum" else 1)
+        self._core.call("allreduce_blocks of tensor %d" % tensor_id, ret)
+        k = bout.count
+        ri, rv = out_idx[:k], out_vals[:k * block_size].reshape(k, block_size)
+        if is_torch:
+            import torch
+            return torch.from_numpy(ri.astype(np.int64)), torch.from_numpy(rv)
+        return ri, rv
 
     def broadcast_async(self, x, root=0, tensor_id=0, priority=0):
         """Starts a broadcast of rank 'root''s 'x' into 'x' of every rank

@@ -91,6 +91,20 @@ class Completion(ctypes.Structure):
             ("reserved", ctypes.c_uint32)]
 
 
+class Blocks(ctypes.Structure):
+    """struct ina_blocks: a rank's blocks of a block-sparse tensor."""
+    _fields_ = [("n", ctypes.c_size_t), ("block_size", ctypes.c_uint32),
+                ("count", ctypes.c_size_t), ("index", ctypes.c_void_p),
+                ("values", ctypes.c_void_p)]
+
+
+class BlocksOut(ctypes.Structure):
+    """struct ina_blocks_out: where the union's sums go."""
+    _fields_ = [("index", ctypes.c_void_p), ("values", ctypes.c_void_p),
+                ("dense", ctypes.c_void_p), ("capacity", ctypes.c_size_t),
+                ("count", ctypes.c_size_t)]
+
+
 LOG_FN = ctypes.CFUNCTYPE(None, ctypes.c_int, ctypes.c_char_p, ctypes.c_void_p)
 
 _P = ctypes.c_void_p
@@ -118,6 +132,8 @@ def _declare(lib):
     fn("ina_open", c.c_int, _P, c.POINTER(c.c_void_p), c.c_char_p, c.c_size_t)
     fn("ina_close", c.c_int, _P)
     fn("ina_iallreduce", c.c_int, _P, c.c_uint32, _FP, _FP, c.c_size_t, c.c_int, c.c_int32, _U64P)
+    fn("ina_allreduce_blocks", c.c_int, _P, c.c_uint32, c.POINTER(Blocks), c.POINTER(BlocksOut),
+       c.c_int)
     fn("ina_ibroadcast", c.c_int, _P, c.c_uint32, _FP, c.c_size_t, c.c_uint16, c.c_int32, _U64P)
     fn("ina_ibarrier", c.c_int, _P, _U64P)
     fn("ina_flush", c.c_int, _P)

@@ -80,6 +80,51 @@ class ContextTest(unittest.TestCase):
             self.assertGreater(st["bytes_received"], 0)
             self.assertEqual(st["transport"], "udp")
 
+    def test_allreduce_blocks(self):
+        """The block-sparse form: the union with the dense sums' bits, in a
+        list and in a dense buffer, written only in the union's blocks."""
+        world, n, bs = 3, 5000, 64
+        nb = -(-n // bs)
+
+        def blocks_of(r):
+            rng = np.random.default_rng(50 + r)
+            idx = np.sort(rng.choice(nb, 6, replace=False)).astype(np.uint32)
+            x = np.zeros(n, dtype=np.float32)
+            for b in idx:
+                x[b * bs:(b + 1) * bs] = dyadic(r, n)[b * bs:(b + 1) * bs] + 0.5
+            vals = np.zeros((idx.size, bs), dtype=np.float32)
+            for i, b in enumerate(idx):
+                seg = x[b * bs:(b + 1) * bs]
+                vals[i, :seg.size] = seg
+            return idx, vals, x
+
+        def rank(r):
+            idx, vals, x = blocks_of(r)
+            with self.ctx(r, world, block_size=bs) as c:
+                ref = c.allreduce(x, tensor_id=1)
+                dense = np.full(n, 7.0, dtype=np.float32)
+                ui, uv = c.allreduce_blocks(idx, vals, n, bs, tensor_id=2, dense=dense)
+                ti, tv = (c.allreduce_blocks(torch.from_numpy(idx.astype(np.int64)),
+                                             torch.from_numpy(vals), n, bs, tensor_id=2)
+                          if torch is not None else (None, None))
+                return ref, ui, uv, dense, ti, tv
+
+        res = inatest.run_ranks(world, rank)
+        union = sorted(set().union(*(set(blocks_of(r)[0].tolist()) for r in range(world))))
+        for ref, ui, uv, dense, ti, tv in res:
+            self.assertEqual(ui.tolist(), union)
+            for i, b in enumerate(ui):
+                seg = ref[b * bs:(b + 1) * bs]
+                self.assertTrue(np.array_equal(uv[i, :seg.size], seg))
+                self.assertTrue(np.array_equal(dense[b * bs:(b + 1) * bs], seg))
+            untouched = np.ones(n, dtype=bool)
+            for b in ui:
+                untouched[b * bs:(b + 1) * bs] = False
+            self.assertTrue(np.all(dense[untouched] == 7.0), "only the union is written")
+            if ti is not None:
+                self.assertEqual(ti.tolist(), union)
+                self.assertTrue(np.array_equal(tv.numpy(), uv))
+
     def test_async_many_and_callbacks(self):
         world, sizes = 2, [1, 300, 4097, 20000, 7]
 

@@ -193,6 +193,48 @@ test_block_next_nonzero_random(void **state)
 	}
 }
 
+/* The bitmap of non-zero blocks, mapped in pieces of 64 blocks from any
+ * word on, against ina_block_is_zero of each block. */
+static void
+test_block_map_nonzero(void **state)
+{
+	static const uint16_t sizes[] = { 1, 7, 64, 256 };
+	uint64_t seed = 29;
+
+	(void)state;
+	for (int trial = 0; trial < 40; trial++) {
+		uint32_t len = 1 + (uint32_t)(rnd_next(&seed) % 30000);
+		unsigned density = (unsigned)(rnd_next(&seed) % 50); /* per 10000 */
+		float *x = tensor_new(len);
+
+		for (uint32_t i = 0; i < len; i++)
+			if (rnd_next(&seed) % 10000 < density)
+				x[i] = rnd_next(&seed) & 1 ? 1.5f : -0x1p-140f;
+			else if (rnd_next(&seed) & 1)
+				x[i] = -0.0f;
+		for (size_t si = 0; si < 4; si++) {
+			uint16_t bs = sizes[si];
+			uint32_t nb = n_blocks(len, bs);
+			uint64_t *bits = malloc(((nb + 63) / 64 + 1) * sizeof(*bits));
+
+			assert_non_null(bits);
+			memset(bits, 0xa5, ((nb + 63) / 64 + 1) * sizeof(*bits));
+			/* In pieces, as the engine maps ahead of its lanes. */
+			for (uint32_t first = 0; first < nb; first += 64 * (1 + trial % 3))
+				ina_block_map_nonzero(x, len, bs, first, 64 * (1 + trial % 3),
+						      bits);
+			for (uint32_t b = 0; b < nb; b++) {
+				uint32_t n = len - b * bs < bs ? len - b * bs : bs;
+
+				assert_int_equal((int)(bits[b / 64] >> (b % 64) & 1),
+						 !ina_block_is_zero(x + (size_t)b * bs, n));
+			}
+			free(bits);
+		}
+		free(x);
+	}
+}
+
 static void
 test_block_short_last_block(void **state)
 {
@@ -264,6 +306,7 @@ main(void)
 		cmocka_unit_test(test_block_single_block),
 		cmocka_unit_test(test_block_full_tensor),
 		cmocka_unit_test(test_block_next_nonzero_random),
+		cmocka_unit_test(test_block_map_nonzero),
 		cmocka_unit_test(test_block_short_last_block),
 		cmocka_unit_test(test_block_zero_range),
 	};

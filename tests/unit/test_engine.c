@@ -1180,13 +1180,17 @@ test_engine_average_once(void **state)
 	assert_int_equal(tx(t), 2);
 	check_data(t, for_lane(2, 0), 0, 0, 0, 0, INA_BLOCK_END, 0, &in[0]);
 	check_data(t, for_lane(2, 1), 1, 1, 0, 0, INA_BLOCK_END, 0, &in[4]);
-	rx_result(t, 0, 0, 0, INA_BLOCK_END, 0, &sum[0]);
-	/* Not scaled before the round ends. */
-	assert_floats(out, sum, 4);
-	rx_result(t, 1, 1, 0, INA_BLOCK_END, 0, &sum[4]);
-	assert_int_equal(engine_phase(t->e), ENGINE_READY);
 	for (int i = 0; i < 8; i++)
 		want[i] = sum[i] * (1.0f / 3.0f);
+	rx_result(t, 0, 0, 0, INA_BLOCK_END, 0, &sum[0]);
+	/* Each block is scaled when its result comes (no pass over the whole
+	 * output at the end), and only then: a copy of the result changes
+	 * nothing. */
+	assert_floats(out, want, 4);
+	rx_result(t, 0, 0, 0, INA_BLOCK_END, 0, &sum[0]);
+	assert_floats(out, want, 4);
+	rx_result(t, 1, 1, 0, INA_BLOCK_END, 0, &sum[4]);
+	assert_int_equal(engine_phase(t->e), ENGINE_READY);
 	assert_floats(out, want, 8);
 	done(t);
 }
