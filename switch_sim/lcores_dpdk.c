@@ -48,7 +48,7 @@ _Static_assert(sizeof(void *) == 8, "free-job words need 64-bit ring entries");
 #define TICK_MAX 16			   /* jobs one tick may free */
 /* Work this recent keeps an idle lcore polling, yielding between polls,
  * instead of sleeping (idle_wait). */
-#define BUSY_POLL_NS (2 * INA_NS_PER_MS)
+#define BUSY_POLL_NS 200000ull
 
 struct part {
 	struct switch_lcores *sl;
@@ -491,7 +491,7 @@ monitor(struct switch_lcores *sl)
 /*
  * After a poll that found no work, the 'idle'-th in a row, 'since_work' ns
  * after the last one that did: the first idle_polls go on at once; then,
- * while work came within BUSY_POLL_NS (rounds run: the next packet is due
+ * while work came within BUSY_POLL_NS (200 us) (rounds run: the next packet is due
  * within a round trip), each poll yields the CPU (sched_yield: at once on a
  * core of its own, to the hosts on a shared one) rather than sleep, as a
  * sleep costs its timer slack and a lane's round trip with it; quiet for

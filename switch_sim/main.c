@@ -56,7 +56,7 @@
  * microseconds, and a sleep costs tens of microseconds of timer slack.
  * Quiet for longer, the switch is idle and sleeps, leaving the CPU to the
  * hosts. */
-#define BUSY_POLL_NS (2 * INA_NS_PER_MS)
+#define BUSY_POLL_NS 200000ull
 
 static volatile sig_atomic_t force_quit;
 static volatile sig_atomic_t dump_stats;

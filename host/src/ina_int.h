@@ -54,13 +54,15 @@
 /* Longest single sleep in the port while an operation runs. */
 #define WAIT_MAX_NS (100 * INA_NS_PER_MS)
 
-/* While a round runs, a packet moved this recently keeps the caller polling
- * (yielding the CPU between polls) instead of sleeping in a port whose wait
- * cannot see packets arrive (dpdk): results come back within a round trip,
- * and a sleep costs its timer slack each time. A round quiet for longer
- * waits on a slow peer: the caller sleeps as when idle, leaving the CPU to
- * it (ina_pump.c, ina_busy). */
-#define BUSY_POLL_NS (2 * INA_NS_PER_MS)
+/* While a round runs, a packet moved this recently (200 us) keeps the
+ * caller polling (yielding the CPU between polls) instead of sleeping in a
+ * port whose wait cannot see packets arrive (dpdk): results come back
+ * within a round trip (microseconds over memif), and a sleep costs its
+ * timer slack each time. A round quiet for longer waits on a peer that is
+ * slow or has no CPU (2 cores, 5 processes): the caller sleeps as when
+ * idle, leaving the CPU to it; a longer window measured slower on a loaded
+ * machine (ina_pump.c, ina_busy). */
+#define BUSY_POLL_NS 200000ull
 
 /* One tensor with sparsifier options of its own, or one the job's sparsifier
  * or block planner runs on: its round state (residual, planning reference)
