@@ -46,9 +46,6 @@ _Static_assert(sizeof(void *) == 8, "free-job words need 64-bit ring entries");
 #define BURST INA_MAX_BURST
 #define MAX_IN (BURST * SWITCH_LCORES_MAX) /* own rx plus one burst per peer */
 #define TICK_MAX 16			   /* jobs one tick may free */
-/* Work this recent keeps an idle lcore polling, yielding between polls,
- * instead of sleeping (idle_wait). */
-#define BUSY_POLL_NS 200000ull
 
 struct part {
 	struct switch_lcores *sl;
@@ -491,8 +488,8 @@ monitor(struct switch_lcores *sl)
 /*
  * After a poll that found no work, the 'idle'-th in a row, 'since_work' ns
  * after the last one that did: the first idle_polls go on at once; then,
- * while work came within BUSY_POLL_NS (200 us) (rounds run: the next packet is due
- * within a round trip), each poll yields the CPU (sched_yield: at once on a
+ * while work came within ina_busy_poll_ns() (util.h: rounds run, the next
+ * packet is due within a round trip), each poll yields the CPU (sched_yield: at once on a
  * core of its own, to the hosts on a shared one) rather than sleep, as a
  * sleep costs its timer slack and a lane's round trip with it; quiet for
  * longer, sleeps growing from 1 us to max_sleep_ns.
@@ -506,7 +503,7 @@ idle_wait(struct switch_lcores *sl, unsigned idle, uint64_t since_work, struct p
 
 	if (idle <= sl->cfg.idle_polls)
 		return;
-	if (since_work < BUSY_POLL_NS) {
+	if (since_work < ina_busy_poll_ns()) {
 		sched_yield();
 		return;
 	}

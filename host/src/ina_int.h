@@ -54,16 +54,6 @@
 /* Longest single sleep in the port while an operation runs. */
 #define WAIT_MAX_NS (100 * INA_NS_PER_MS)
 
-/* While a round runs, a packet moved this recently (200 us) keeps the
- * caller polling (yielding the CPU between polls) instead of sleeping in a
- * port whose wait cannot see packets arrive (dpdk): results come back
- * within a round trip (microseconds over memif), and a sleep costs its
- * timer slack each time. A round quiet for longer waits on a peer that is
- * slow or has no CPU (2 cores, 5 processes): the caller sleeps as when
- * idle, leaving the CPU to it; a longer window measured slower on a loaded
- * machine (ina_pump.c, ina_busy). */
-#define BUSY_POLL_NS 200000ull
-
 /* One tensor with sparsifier options of its own, or one the job's sparsifier
  * or block planner runs on: its round state (residual, planning reference)
  * lives in 'tr'. */
@@ -154,7 +144,7 @@ struct ina_ctx {
 int ina_pump(struct ina_ctx *ctx);
 /* Under the lock: whether the caller should poll on rather than wait: the
  * port's wait only sleeps, a round runs and a packet moved within
- * BUSY_POLL_NS (ina_pump.c). */
+ * ina_busy_poll_ns() (util.h; ina_pump.c). */
 int ina_busy(const struct ina_ctx *ctx);
 /* After a step that moved nothing, without the lock: busy (ina_busy()),
  * yields the CPU and returns; idle, sleeps in the port up to 'ns'. */

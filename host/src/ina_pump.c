@@ -68,10 +68,17 @@ int
 ina_busy(const struct ina_ctx *ctx)
 {
 	return ina_port_wait_sleeps(ctx->port) && egroup_phase(ctx->eg) == ENGINE_RUNNING &&
-	       !egroup_error(ctx->eg) && ina_now_ns() - ctx->moved_ns < BUSY_POLL_NS;
+	       !egroup_error(ctx->eg) && ina_now_ns() - ctx->moved_ns < ina_busy_poll_ns();
 }
 
 /*
+ * A round runs and a packet moved within the busy window (200 us unless
+ * $INA_BUSY_POLL_US says otherwise): results come back within a round trip
+ * (microseconds over memif). A round quiet for longer waits on a peer that
+ * is slow or has no CPU (2 cores, 5 processes): the caller then sleeps as
+ * when idle, leaving the CPU to it; longer windows measured slower on a
+ * loaded machine.
+ *
  * Busy: sched_yield() and back to polling. A result is due within a round
  * trip (microseconds over memif), and the port's wait would sleep blind to
  * it, costing tens of microseconds of timer slack each time; the yield
