@@ -189,11 +189,16 @@ static struct ina_pkt *
 handle_data(struct pipeline *p, struct ina_pkt *in, struct job *j, const struct ina_hdr *h,
 	    uint64_t now)
 {
-	struct slot *s = &p->slots[j->slot_base + h->lane / p->cfg.part_count];
+	/* (one partition owns every lane: no division) */
+	struct slot *s =
+		&p->slots[j->slot_base +
+			  (p->cfg.part_count == 1 ? h->lane : h->lane / p->cfg.part_count)];
 	uint8_t ver = h->flags & INA_F_VER;
 	struct half *hf = &s->h[ver];
 	struct block_key key = pl_key_of(h);
 	struct ina_pkt *o;
+	uint32_t result_size;
+	int in_place = 0;
 
 	if (!(j->joined >> h->rank & 1) || j->up == UP_JOINING) {
 		/* (a rack's job runs once the spine admitted it) */
@@ -240,7 +245,14 @@ handle_data(struct pipeline *p, struct ina_pkt *in, struct job *j, const struct 
 	}
 	if (hf->bitmap >> h->rank & 1)
 		return pl_duplicate(p, in, j, s, hf, h, now);
-	pl_half_add(p, j, hf, h, in->data + INA_HDR_SIZE);
+	result_size = pl_result_size(j, h);
+	if ((hf->bitmap | 1ull << h->rank) == j->full && !j->up && in->cap >= result_size) {
+		/* The last packet: its buffer becomes the RESULT (pl_answer_buf
+		 * keeps it), and the sums go into it as they are made. */
+		in_place = pl_half_add_last(p, j, hf, h, in->data + INA_HDR_SIZE);
+	} else {
+		pl_half_add(p, j, hf, h, in->data + INA_HDR_SIZE);
+	}
 	if (hf->bitmap != j->full) {
 		ina_pkt_free(in);
 		return NULL;
@@ -254,9 +266,12 @@ handle_data(struct pipeline *p, struct ina_pkt *in, struct job *j, const struct 
 	/* Complete: the sum goes to every rank; the halves swap roles. If no
 	 * buffer, the workers' retransmissions will ask the shadow. */
 	hf->deferred = (uint8_t)pl_half_deferred(j, hf);
-	o = pl_answer_buf(p, in, pl_result_size(j, h));
+	o = pl_answer_buf(p, in, result_size);
 	if (o) {
-		pl_put_result(p, o, j, h->lane, ver, hf);
+		if (in_place)
+			pl_put_result_in_place(o, j, h->lane, ver, hf);
+		else
+			pl_put_result(p, o, j, h->lane, ver, hf);
 		pl_result_route(p, o, j, INA_RANK_ALL);
 		p->st.results++;
 		if (!hf->has_data)
@@ -403,7 +418,8 @@ process_one(struct pipeline *p, struct ina_pkt *in, uint64_t now)
 		ina_pkt_free(in);
 		return NULL;
 	}
-	if (h.type == INA_T_DATA && h.lane % p->cfg.part_count != p->cfg.part_index) {
+	if (h.type == INA_T_DATA && p->cfg.part_count > 1 &&
+	    h.lane % p->cfg.part_count != p->cfg.part_index) {
 		/* Misrouted: the owner must see it, this partition must not. */
 		p->st.drop[PDROP_OTHER_PART]++;
 		ina_pkt_free(in);
@@ -473,7 +489,15 @@ pipeline_rx_burst(struct pipeline *p, struct ina_pkt **in, uint16_t nb_in, uint6
 	uint16_t nb_out = 0;
 
 	for (uint16_t i = 0; i < nb_in; i++) {
-		struct ina_pkt *o = process_one(p, in[i], now_ns);
+		struct ina_pkt *o;
+
+		/* The next packet's header, and the one after's descriptor, on
+		 * their way to the cache while this one is summed. */
+		if (i + 1 < nb_in)
+			__builtin_prefetch(in[i + 1]->data);
+		if (i + 2 < nb_in)
+			__builtin_prefetch(in[i + 2]);
+		o = process_one(p, in[i], now_ns);
 
 		if (o)
 			out[nb_out++] = o;

@@ -158,6 +158,9 @@ struct ina_pkt *pl_answer_buf(struct pipeline *p, struct ina_pkt *in, uint32_t s
 /* Writes the result kept in half 'hf' of lane 'lane' into 'o'. */
 void pl_put_result(const struct pipeline *p, struct ina_pkt *o, const struct job *j, uint16_t lane,
 		   uint8_t ver, const struct half *hf);
+/* The same into the packet whose payload pl_half_add_last() made the sums. */
+void pl_put_result_in_place(struct ina_pkt *o, const struct job *j, uint16_t lane, uint8_t ver,
+			    const struct half *hf);
 /* Addresses the RESULT in 'o' to 'rank', or to every rank (INA_RANK_ALL). */
 void pl_result_route(struct pipeline *p, struct ina_pkt *o, struct job *j, uint16_t rank);
 /* 1 when the finished sum of 'hf' goes down DEFERRED (the result filter). */
@@ -256,33 +259,64 @@ pl_key_shape_differs(const struct block_key *a, const struct block_key *b)
 	       (a->tensor_len != b->tensor_len || a->block_size != b->block_size);
 }
 
-/* Adds the packet's contribution to the open half. */
+/* What the packet's header says to the open half: its rank answered, its
+ * result-filter bound, its next pointer and that block's exponent. */
 static inline void
-pl_half_add(struct pipeline *p, const struct job *j, struct half *hf, const struct ina_hdr *h,
-	    const uint8_t *payload)
+pl_half_note(struct half *hf, const struct ina_hdr *h)
 {
 	hf->bitmap |= 1ull << h->rank;
 	if (h->bound < hf->bound)
 		hf->bound = h->bound;
-	if (h->n_elems) {
-		if (!hf->has_data) {
-			j->enc->load(hf->acc.f32, payload, h->n_elems);
-		} else {
-			size_t sat = j->enc->add(hf->acc.f32, payload, h->n_elems);
-
-			if (sat) {
-				hf->saturated = 1;
-				p->st.saturated += sat;
-			}
-		}
-		hf->has_data = 1;
-	}
 	if (h->next < hf->next) {
 		hf->next = h->next;
 		hf->exp = h->exp;
 	} else if (h->next == hf->next && h->exp > hf->exp) {
 		hf->exp = h->exp;
 	}
+}
+
+static inline void
+pl_half_saturated(struct pipeline *p, struct half *hf, size_t sat)
+{
+	if (sat) {
+		hf->saturated = 1;
+		p->st.saturated += sat;
+	}
+}
+
+/* Adds the packet's contribution to the open half. */
+static inline void
+pl_half_add(struct pipeline *p, const struct job *j, struct half *hf, const struct ina_hdr *h,
+	    const uint8_t *payload)
+{
+	pl_half_note(hf, h);
+	if (h->n_elems) {
+		if (!hf->has_data)
+			j->enc->load(hf->acc.f32, payload, h->n_elems);
+		else
+			pl_half_saturated(p, hf, j->enc->add(hf->acc.f32, payload, h->n_elems));
+		hf->has_data = 1;
+	}
+}
+
+/*
+ * The same for the packet that completes the half, whose buffer will carry
+ * the result: when it brings a payload to a sum of others, the sums also go
+ * into its payload, in wire order, in the same pass (the RESULT's payload,
+ * pl_put_result_in_place()); returns 1 then, 0 when it only did what
+ * pl_half_add() does. The caller checks that the RESULT fits the buffer.
+ */
+static inline int
+pl_half_add_last(struct pipeline *p, const struct job *j, struct half *hf, const struct ina_hdr *h,
+		 uint8_t *payload)
+{
+	if (!h->n_elems || !hf->has_data) {
+		pl_half_add(p, j, hf, h, payload);
+		return 0;
+	}
+	pl_half_note(hf, h);
+	pl_half_saturated(p, hf, j->enc->add_store(hf->acc.f32, payload, h->n_elems));
+	return 1;
 }
 
 #endif

@@ -147,15 +147,15 @@ pl_send_error(struct pipeline *p, struct ina_pkt *in, const struct ina_hdr *rx, 
 	return o;
 }
 
-/* Writes the result kept in half 'hf' of lane 'lane' into 'o'. */
-void
-pl_put_result(const struct pipeline *p, struct ina_pkt *o, const struct job *j, uint16_t lane,
-	      uint8_t ver, const struct half *hf)
+/* Writes the result kept in half 'hf' of lane 'lane' into 'o'; with
+ * 'in_place', its payload is already there (pl_half_add_last()). */
+static void
+put_result(struct ina_pkt *o, const struct job *j, uint16_t lane, uint8_t ver,
+	   const struct half *hf, int in_place)
 {
 	struct ina_hdr h;
 	uint16_t n = 0;
 
-	(void)p;
 	memset(&h, 0, sizeof(h));
 	h.flags = (uint8_t)(ver | (hf->saturated ? INA_F_SATURATED : 0) |
 			    (hf->deferred ? INA_F_DEFERRED : 0) |
@@ -184,7 +184,8 @@ pl_put_result(const struct pipeline *p, struct ina_pkt *o, const struct job *j, 
 	}
 	if (n) {
 		/* For bf16, the one rounding of the binary32 sum. */
-		j->enc->store(o->data + INA_HDR_SIZE, hf->acc.f32, n);
+		if (!in_place)
+			j->enc->store(o->data + INA_HDR_SIZE, hf->acc.f32, n);
 		o->len += (uint32_t)(n * j->enc->elem_size);
 	}
 	if (hf->partial) {
@@ -196,12 +197,27 @@ pl_put_result(const struct pipeline *p, struct ina_pkt *o, const struct job *j, 
 	}
 }
 
+void
+pl_put_result(const struct pipeline *p, struct ina_pkt *o, const struct job *j, uint16_t lane,
+	      uint8_t ver, const struct half *hf)
+{
+	(void)p;
+	put_result(o, j, lane, ver, hf, 0);
+}
+
+void
+pl_put_result_in_place(struct ina_pkt *o, const struct job *j, uint16_t lane, uint8_t ver,
+		       const struct half *hf)
+{
+	put_result(o, j, lane, ver, hf, 1);
+}
+
 /* The largest RESULT for a block of size h->block_size in j's encoding
  * (with room for an ssp job's PARTIAL trailer). */
 uint32_t
 pl_result_size(const struct job *j, const struct ina_hdr *h)
 {
-	return INA_HDR_SIZE + (uint32_t)(h->block_size * ina_wire_elem_size(j->params.encoding)) +
+	return INA_HDR_SIZE + (uint32_t)(h->block_size * j->enc->elem_size) +
 	       (j->ssp ? INA_PARTIAL_TRAILER : 0);
 }
 

@@ -35,6 +35,25 @@
 #define INA_ENC_CLONES
 #endif
 
+/*
+ * The switch's loops and the byte-swapping copies, written out for AVX2: 32
+ * elements an iteration, the byte swap one shuffle, the saturation count
+ * kept in a vector until the end. Each exported function checks the CPU
+ * (one load and test) and otherwise runs its portable loop (cloned as
+ * above). The sums are the same, element by element, either way.
+ */
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+#define INA_ENC_AVX2 1
+#define AVX2_FN __attribute__((target("avx2")))
+
+static inline int
+cpu_avx2(void)
+{
+	return __builtin_cpu_supports("avx2");
+}
+#endif
+
 /* binary32 and binary64 unit roundoff, and half the smallest binary32
  * subnormal (the absolute error of a result rounded into the subnormals). */
 #define U32 0x1p-24
@@ -98,8 +117,208 @@ add_sat(int32_t a, int32_t b, uint32_t *sat)
 	return (int32_t)(ovf ? lim : r);
 }
 
-INA_ENC_CLONES void
-ina_enc_f32_put(void *restrict dst, const float *restrict src, size_t n)
+#ifdef INA_ENC_AVX2
+/* Reverses the bytes of every 32-bit element. */
+AVX2_FN static inline __m256i
+bswap32_x8(__m256i v)
+{
+	const __m256i m = _mm256_setr_epi8(3, 2, 1, 0, 7, 6, 5, 4, 11, 10, 9, 8, 15, 14, 13, 12, 3,
+					   2, 1, 0, 7, 6, 5, 4, 11, 10, 9, 8, 15, 14, 13, 12);
+
+	return _mm256_shuffle_epi8(v, m);
+}
+
+/* dst = src with every 32-bit element byte-swapped: wire to host and back
+ * for f32 and i32 alike. */
+AVX2_FN static void
+swap32_avx2(void *restrict dst, const void *restrict src, size_t n)
+{
+	const uint8_t *s = src;
+	uint8_t *d = dst;
+	size_t i = 0;
+
+	for (; i + 32 <= n; i += 32) {
+		const __m256i *x = (const __m256i *)(const void *)(s + 4 * i);
+		__m256i *y = (__m256i *)(void *)(d + 4 * i);
+		__m256i v0 = _mm256_loadu_si256(x), v1 = _mm256_loadu_si256(x + 1);
+		__m256i v2 = _mm256_loadu_si256(x + 2), v3 = _mm256_loadu_si256(x + 3);
+
+		_mm256_storeu_si256(y, bswap32_x8(v0));
+		_mm256_storeu_si256(y + 1, bswap32_x8(v1));
+		_mm256_storeu_si256(y + 2, bswap32_x8(v2));
+		_mm256_storeu_si256(y + 3, bswap32_x8(v3));
+	}
+	for (; i + 8 <= n; i += 8) {
+		__m256i v = _mm256_loadu_si256((const __m256i *)(const void *)(s + 4 * i));
+
+		_mm256_storeu_si256((__m256i *)(void *)(d + 4 * i), bswap32_x8(v));
+	}
+	for (; i < n; i++) {
+		uint32_t v;
+
+		memcpy(&v, s + 4 * i, sizeof(v));
+		v = __builtin_bswap32(v);
+		memcpy(d + 4 * i, &v, sizeof(v));
+	}
+}
+
+/* 8 elements of acc += wire values at 'src'; with 'dst' (NULL: none, or
+ * 'src' itself), the sums go there in wire order too. */
+AVX2_FN static inline void
+f32_add8_avx2(float *acc, const uint8_t *src, uint8_t *dst)
+{
+	__m256i x = bswap32_x8(_mm256_loadu_si256((const __m256i *)(const void *)src));
+	__m256 a = _mm256_add_ps(_mm256_loadu_ps(acc), _mm256_castsi256_ps(x));
+
+	_mm256_storeu_ps(acc, a);
+	if (dst)
+		_mm256_storeu_si256((__m256i *)(void *)dst, bswap32_x8(_mm256_castps_si256(a)));
+}
+
+AVX2_FN __attribute__((always_inline)) static inline void
+f32_add_avx2(float *acc, const uint8_t *src, uint8_t *dst, size_t n)
+{
+	size_t i = 0;
+
+	for (; i + 32 <= n; i += 32) {
+		f32_add8_avx2(acc + i, src + 4 * i, dst ? dst + 4 * i : NULL);
+		f32_add8_avx2(acc + i + 8, src + 4 * i + 32, dst ? dst + 4 * i + 32 : NULL);
+		f32_add8_avx2(acc + i + 16, src + 4 * i + 64, dst ? dst + 4 * i + 64 : NULL);
+		f32_add8_avx2(acc + i + 24, src + 4 * i + 96, dst ? dst + 4 * i + 96 : NULL);
+	}
+	for (; i + 8 <= n; i += 8)
+		f32_add8_avx2(acc + i, src + 4 * i, dst ? dst + 4 * i : NULL);
+	for (; i < n; i++) {
+		acc[i] += load_f32(src + 4 * i);
+		if (dst)
+			store_f32(dst + 4 * i, acc[i]);
+	}
+}
+
+/*
+ * 8 elements of acc += wire values with int32 saturation (add_sat(), lane
+ * by lane), given as a = acc and x = the wire values in host order; '*nb'
+ * counts the saturated ones (each lane's count is minus its sum of all-ones
+ * masks). With 'dst', the sums go there in wire order too.
+ */
+AVX2_FN static inline void
+i32_sat8_avx2(int32_t *acc, __m256i a, __m256i x, uint8_t *dst, __m256i *nb)
+{
+	__m256i r = _mm256_add_epi32(a, x);
+	/* Sign bit set where both operands have the sign the sum lacks. */
+	__m256i ovf = _mm256_and_si256(_mm256_xor_si256(a, r), _mm256_xor_si256(x, r));
+	__m256i lim = _mm256_add_epi32(_mm256_srli_epi32(a, 31), _mm256_set1_epi32(INT32_MAX));
+
+	r = _mm256_castps_si256(_mm256_blendv_ps(_mm256_castsi256_ps(r), _mm256_castsi256_ps(lim),
+						 _mm256_castsi256_ps(ovf)));
+	*nb = _mm256_sub_epi32(*nb, _mm256_srai_epi32(ovf, 31));
+	_mm256_storeu_si256((__m256i *)(void *)acc, r);
+	if (dst)
+		_mm256_storeu_si256((__m256i *)(void *)dst, bswap32_x8(r));
+}
+
+AVX2_FN static inline __m256i
+load_be8_avx2(const uint8_t *src)
+{
+	return bswap32_x8(_mm256_loadu_si256((const __m256i *)(const void *)src));
+}
+
+AVX2_FN static inline __m256i
+load8_avx2(const int32_t *acc)
+{
+	return _mm256_loadu_si256((const __m256i *)(const void *)acc);
+}
+
+/*
+ * 32 elements: the wrapping sums and one test of their overflow bits; only
+ * a group in which some element overflowed (rare: the scale leaves the sum
+ * headroom) goes through the saturating blend and the count.
+ */
+AVX2_FN static inline void
+i32_add32_avx2(int32_t *acc, const uint8_t *src, uint8_t *dst, __m256i *nb)
+{
+	__m256i a0 = load8_avx2(acc), a1 = load8_avx2(acc + 8);
+	__m256i a2 = load8_avx2(acc + 16), a3 = load8_avx2(acc + 24);
+	__m256i x0 = load_be8_avx2(src), x1 = load_be8_avx2(src + 32);
+	__m256i x2 = load_be8_avx2(src + 64), x3 = load_be8_avx2(src + 96);
+	__m256i r0 = _mm256_add_epi32(a0, x0), r1 = _mm256_add_epi32(a1, x1);
+	__m256i r2 = _mm256_add_epi32(a2, x2), r3 = _mm256_add_epi32(a3, x3);
+	__m256i o0 = _mm256_and_si256(_mm256_xor_si256(a0, r0), _mm256_xor_si256(x0, r0));
+	__m256i o1 = _mm256_and_si256(_mm256_xor_si256(a1, r1), _mm256_xor_si256(x1, r1));
+	__m256i o2 = _mm256_and_si256(_mm256_xor_si256(a2, r2), _mm256_xor_si256(x2, r2));
+	__m256i o3 = _mm256_and_si256(_mm256_xor_si256(a3, r3), _mm256_xor_si256(x3, r3));
+	__m256i any = _mm256_or_si256(_mm256_or_si256(o0, o1), _mm256_or_si256(o2, o3));
+
+	if (__builtin_expect(_mm256_movemask_ps(_mm256_castsi256_ps(any)) != 0, 0)) {
+		/* (nothing is stored yet: the operands are read again) */
+		for (int k = 0; k < 4; k++)
+			i32_sat8_avx2(acc + 8 * k, load8_avx2(acc + 8 * k),
+				      load_be8_avx2(src + 32 * k), dst ? dst + 32 * k : NULL, nb);
+		return;
+	}
+	_mm256_storeu_si256((__m256i *)(void *)acc, r0);
+	_mm256_storeu_si256((__m256i *)(void *)(acc + 8), r1);
+	_mm256_storeu_si256((__m256i *)(void *)(acc + 16), r2);
+	_mm256_storeu_si256((__m256i *)(void *)(acc + 24), r3);
+	if (dst) {
+		_mm256_storeu_si256((__m256i *)(void *)dst, bswap32_x8(r0));
+		_mm256_storeu_si256((__m256i *)(void *)(dst + 32), bswap32_x8(r1));
+		_mm256_storeu_si256((__m256i *)(void *)(dst + 64), bswap32_x8(r2));
+		_mm256_storeu_si256((__m256i *)(void *)(dst + 96), bswap32_x8(r3));
+	}
+}
+
+AVX2_FN __attribute__((always_inline)) static inline size_t
+i32_add_avx2(int32_t *acc, const uint8_t *src, uint8_t *dst, size_t n)
+{
+	__m256i nb = _mm256_setzero_si256();
+	uint32_t lanes[8], nb_sat = 0;
+	size_t i = 0;
+
+	for (; i + 32 <= n; i += 32)
+		i32_add32_avx2(acc + i, src + 4 * i, dst ? dst + 4 * i : NULL, &nb);
+	for (; i + 8 <= n; i += 8)
+		i32_sat8_avx2(acc + i, load8_avx2(acc + i), load_be8_avx2(src + 4 * i),
+			      dst ? dst + 4 * i : NULL, &nb);
+	_mm256_storeu_si256((__m256i *)(void *)lanes, nb);
+	for (int k = 0; k < 8; k++)
+		nb_sat += lanes[k];
+	for (; i < n; i++) {
+		acc[i] = add_sat(acc[i], (int32_t)load_be32(src + 4 * i), &nb_sat);
+		if (dst)
+			store_be32(dst + 4 * i, (uint32_t)acc[i]);
+	}
+	return nb_sat;
+}
+
+/* The four uses, each its own function (the branches on 'dst' fold away). */
+AVX2_FN static void
+f32_add_only_avx2(float *restrict acc, const uint8_t *restrict src, size_t n)
+{
+	f32_add_avx2(acc, src, NULL, n);
+}
+
+AVX2_FN static void
+f32_add_put_avx2(float *restrict acc, uint8_t *restrict buf, size_t n)
+{
+	f32_add_avx2(acc, buf, buf, n);
+}
+
+AVX2_FN static size_t
+i32_add_only_avx2(int32_t *restrict acc, const uint8_t *restrict src, size_t n)
+{
+	return i32_add_avx2(acc, src, NULL, n);
+}
+
+AVX2_FN static size_t
+i32_add_store_avx2(int32_t *restrict acc, uint8_t *restrict buf, size_t n)
+{
+	return i32_add_avx2(acc, buf, buf, n);
+}
+#endif
+
+INA_ENC_CLONES static void
+f32_put_generic(void *restrict dst, const float *restrict src, size_t n)
 {
 	uint8_t *d = dst;
 	size_t i = 0, j;
@@ -111,8 +330,20 @@ ina_enc_f32_put(void *restrict dst, const float *restrict src, size_t n)
 		store_f32(d + 4 * i, src[i]);
 }
 
-INA_ENC_CLONES void
-ina_enc_f32_get(float *restrict dst, const void *restrict src, size_t n)
+void
+ina_enc_f32_put(void *restrict dst, const float *restrict src, size_t n)
+{
+#ifdef INA_ENC_AVX2
+	if (cpu_avx2()) {
+		swap32_avx2(dst, src, n);
+		return;
+	}
+#endif
+	f32_put_generic(dst, src, n);
+}
+
+INA_ENC_CLONES static void
+f32_get_generic(float *restrict dst, const void *restrict src, size_t n)
 {
 	const uint8_t *s = src;
 	size_t i = 0, j;
@@ -124,9 +355,20 @@ ina_enc_f32_get(float *restrict dst, const void *restrict src, size_t n)
 		dst[i] = load_f32(s + 4 * i);
 }
 
-/* The f32 switch's hot loop. */
-INA_ENC_CLONES void
-ina_enc_f32_add(float *restrict acc, const void *restrict src, size_t n)
+void
+ina_enc_f32_get(float *restrict dst, const void *restrict src, size_t n)
+{
+#ifdef INA_ENC_AVX2
+	if (cpu_avx2()) {
+		swap32_avx2(dst, src, n);
+		return;
+	}
+#endif
+	f32_get_generic(dst, src, n);
+}
+
+INA_ENC_CLONES static void
+f32_add_generic(float *restrict acc, const void *restrict src, size_t n)
 {
 	const uint8_t *s = src;
 	size_t i = 0, j;
@@ -136,6 +378,33 @@ ina_enc_f32_add(float *restrict acc, const void *restrict src, size_t n)
 			acc[j] += load_f32(s + 4 * j);
 	for (; i < n; i++)
 		acc[i] += load_f32(s + 4 * i);
+}
+
+/* The f32 switch's hot loop. */
+void
+ina_enc_f32_add(float *restrict acc, const void *restrict src, size_t n)
+{
+#ifdef INA_ENC_AVX2
+	if (cpu_avx2()) {
+		f32_add_only_avx2(acc, src, n);
+		return;
+	}
+#endif
+	f32_add_generic(acc, src, n);
+}
+
+/* The completing packet: its payload becomes the result, in one pass. */
+void
+ina_enc_f32_add_put(float *restrict acc, void *restrict buf, size_t n)
+{
+#ifdef INA_ENC_AVX2
+	if (cpu_avx2()) {
+		f32_add_put_avx2(acc, buf, n);
+		return;
+	}
+#endif
+	f32_add_generic(acc, buf, n);
+	f32_put_generic(buf, acc, n);
 }
 
 static inline uint16_t
@@ -231,6 +500,14 @@ ina_enc_bf16_add(float *restrict acc, const void *restrict src, size_t n)
 			acc[j] += bf16_widen(load_be16(s + 2 * j));
 	for (; i < n; i++)
 		acc[i] += bf16_widen(load_be16(s + 2 * i));
+}
+
+/* The completing bf16 packet: the sums, rounded once, back into its payload. */
+void
+ina_enc_bf16_add_put(float *restrict acc, void *restrict buf, size_t n)
+{
+	ina_enc_bf16_add(acc, buf, n);
+	ina_enc_bf16_put(buf, acc, n);
 }
 
 /*
@@ -346,8 +623,8 @@ ina_enc_i32_get(float *restrict dst, const void *restrict src, size_t n, int sca
 		dst[i] = (float)((double)(int32_t)load_be32(s + 4 * i) * f);
 }
 
-INA_ENC_CLONES void
-ina_enc_i32_load(int32_t *restrict acc, const void *restrict src, size_t n)
+INA_ENC_CLONES static void
+i32_load_generic(int32_t *restrict acc, const void *restrict src, size_t n)
 {
 	const uint8_t *s = src;
 	size_t i = 0, j;
@@ -359,9 +636,20 @@ ina_enc_i32_load(int32_t *restrict acc, const void *restrict src, size_t n)
 		acc[i] = (int32_t)load_be32(s + 4 * i);
 }
 
-/* The i32 switch's hot loop. */
-INA_ENC_CLONES size_t
-ina_enc_i32_add(int32_t *restrict acc, const void *restrict src, size_t n)
+void
+ina_enc_i32_load(int32_t *restrict acc, const void *restrict src, size_t n)
+{
+#ifdef INA_ENC_AVX2
+	if (cpu_avx2()) {
+		swap32_avx2(acc, src, n);
+		return;
+	}
+#endif
+	i32_load_generic(acc, src, n);
+}
+
+INA_ENC_CLONES static size_t
+i32_add_generic(int32_t *restrict acc, const void *restrict src, size_t n)
 {
 	const uint8_t *s = src;
 	uint32_t nb_sat = 0;
@@ -376,8 +664,19 @@ ina_enc_i32_add(int32_t *restrict acc, const void *restrict src, size_t n)
 	return nb_sat;
 }
 
-INA_ENC_CLONES void
-ina_enc_i32_store(void *restrict dst, const int32_t *restrict acc, size_t n)
+/* The i32 switch's hot loop. */
+size_t
+ina_enc_i32_add(int32_t *restrict acc, const void *restrict src, size_t n)
+{
+#ifdef INA_ENC_AVX2
+	if (cpu_avx2())
+		return i32_add_only_avx2(acc, src, n);
+#endif
+	return i32_add_generic(acc, src, n);
+}
+
+INA_ENC_CLONES static void
+i32_store_generic(void *restrict dst, const int32_t *restrict acc, size_t n)
 {
 	uint8_t *d = dst;
 	size_t i = 0, j;
@@ -387,6 +686,32 @@ ina_enc_i32_store(void *restrict dst, const int32_t *restrict acc, size_t n)
 			store_be32(d + 4 * j, (uint32_t)acc[j]);
 	for (; i < n; i++)
 		store_be32(d + 4 * i, (uint32_t)acc[i]);
+}
+
+void
+ina_enc_i32_store(void *restrict dst, const int32_t *restrict acc, size_t n)
+{
+#ifdef INA_ENC_AVX2
+	if (cpu_avx2()) {
+		swap32_avx2(dst, acc, n);
+		return;
+	}
+#endif
+	i32_store_generic(dst, acc, n);
+}
+
+size_t
+ina_enc_i32_add_store(int32_t *restrict acc, void *restrict buf, size_t n)
+{
+	size_t nb_sat;
+
+#ifdef INA_ENC_AVX2
+	if (cpu_avx2())
+		return i32_add_store_avx2(acc, buf, n);
+#endif
+	nb_sat = i32_add_generic(acc, buf, n);
+	i32_store_generic(buf, acc, n);
+	return nb_sat;
 }
 
 INA_ENC_CLONES void

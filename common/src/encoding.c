@@ -41,6 +41,13 @@ f32_store(void *dst, const void *acc, size_t n)
 	ina_enc_f32_put(dst, acc, n);
 }
 
+static size_t
+f32_add_store(void *acc, void *buf, size_t n)
+{
+	ina_enc_f32_add_put(acc, buf, n);
+	return 0;
+}
+
 /* f32 and bf16 slots both hold binary32 sums. */
 static int
 float_deferred(const void *acc, size_t n, uint32_t raw_bound)
@@ -84,6 +91,12 @@ static void
 i32_store(void *dst, const void *acc, size_t n)
 {
 	ina_enc_i32_store(dst, acc, n);
+}
+
+static size_t
+i32_add_store(void *acc, void *buf, size_t n)
+{
+	return ina_enc_i32_add_store(acc, buf, n);
 }
 
 static int
@@ -133,6 +146,13 @@ bf16_store(void *dst, const void *acc, size_t n)
 	ina_enc_bf16_put(dst, acc, n);
 }
 
+static size_t
+bf16_add_store(void *acc, void *buf, size_t n)
+{
+	ina_enc_bf16_add_put(acc, buf, n);
+	return 0;
+}
+
 static double
 bf16_bound(unsigned n_addends, int scale, double sum_abs, double ref_abs, int averaged)
 {
@@ -145,18 +165,21 @@ static const struct ina_encoding_ops encodings[] = {
 		.id = INA_ENC_F32, .name = "f32", .elem_size = 4, .scaled = 0,
 		.encode = f32_encode, .decode = f32_decode,
 		.load = f32_load, .add = f32_add, .store = f32_store,
+		.add_store = f32_add_store,
 		.deferred = float_deferred, .bound = f32_bound,
 	},
 	[INA_ENC_I32] = {
 		.id = INA_ENC_I32, .name = "i32", .elem_size = 4, .scaled = 1,
 		.encode = i32_encode, .decode = i32_decode,
 		.load = i32_load, .add = i32_add, .store = i32_store,
+		.add_store = i32_add_store,
 		.deferred = i32_deferred, .bound = i32_bound,
 	},
 	[INA_ENC_BF16] = {
 		.id = INA_ENC_BF16, .name = "bf16", .elem_size = 2, .scaled = 0,
 		.encode = bf16_encode, .decode = bf16_decode,
 		.load = bf16_load, .add = bf16_add, .store = bf16_store,
+		.add_store = bf16_add_store,
 		.deferred = float_deferred, .bound = bf16_bound,
 	},
 };

@@ -34,7 +34,7 @@ pseudo_sum(uint32_t src_ip, uint32_t dst_ip, uint16_t udp_len_be)
 
 void
 frame_udp_write(uint8_t *hdr, const struct frame_end *src, const struct frame_end *dst,
-		uint32_t len, uint32_t psum, int csum_offload)
+		uint32_t len, uint32_t psum, enum frame_csum csum)
 {
 	struct rte_ether_hdr *eth = (struct rte_ether_hdr *)(void *)hdr;
 	struct rte_ipv4_hdr *ip = (struct rte_ipv4_hdr *)(eth + 1);
@@ -61,11 +61,15 @@ frame_udp_write(uint8_t *hdr, const struct frame_end *src, const struct frame_en
 	udp->dst_port = dst->udp_be;
 	udp->dgram_len = udp_len_be;
 	sum = pseudo_sum(src->ip_be, dst->ip_be, udp_len_be);
-	if (csum_offload) {
+	if (csum == FRAME_CSUM_OFFLOAD) {
 		udp->dgram_cksum = __rte_raw_cksum_reduce(sum);
 		return;
 	}
 	ip->hdr_checksum = rte_ipv4_cksum(ip);
+	if (csum == FRAME_CSUM_NONE) {
+		udp->dgram_cksum = 0;
+		return;
+	}
 	sum += psum + src->udp_be + dst->udp_be + udp_len_be;
 	udp->dgram_cksum = (uint16_t)~__rte_raw_cksum_reduce(sum);
 	if (udp->dgram_cksum == 0)
@@ -100,10 +104,11 @@ frame_udp_ok(const uint8_t *l3, uint32_t hlen, uint32_t udp_len, int partial_ok)
 	const struct rte_udp_hdr *udp = (const struct rte_udp_hdr *)(const void *)(l3 + hlen);
 	uint32_t pseudo, sum;
 
-	/* A zero UDP checksum means none (RFC 768). Otherwise the sum over the
-	 * pseudo-header and the datagram, checksum included, is 0xffff. */
+	/* A zero UDP checksum means none (RFC 768): not a right one. Otherwise
+	 * the sum over the pseudo-header and the datagram, checksum included,
+	 * is 0xffff. */
 	if (udp->dgram_cksum == 0)
-		return 1;
+		return 0;
 	pseudo = pseudo_sum(ip->src_addr, ip->dst_addr, rte_cpu_to_be_16((uint16_t)udp_len));
 	sum = __rte_raw_cksum(udp, udp_len, pseudo);
 	if (__rte_raw_cksum_reduce(sum) == 0xffff)

@@ -23,13 +23,19 @@ struct frame_end {
 /* The unfolded one's complement sum of 'len' bytes. */
 uint32_t frame_sum(const void *buf, uint32_t len);
 
+/* Who fills in the checksums of a frame frame_udp_write() makes. */
+enum frame_csum {
+	FRAME_CSUM_SW,	    /* IPv4 and UDP here ('psum' is the payload's sum) */
+	FRAME_CSUM_OFFLOAD, /* the NIC: IPv4 left 0, UDP holds the pseudo-header sum */
+	FRAME_CSUM_NONE,    /* IPv4 here, UDP 0 ("none", RFC 768): 'psum' unused */
+};
+
 /*
  * Writes Eth/IPv4/UDP at 'hdr' (42 bytes) for a payload of 'len' bytes whose
- * frame_sum() is 'psum'. With 'csum_offload', the IPv4 checksum is left 0 and
- * the UDP checksum field holds the pseudo-header sum, as NICs expect.
+ * frame_sum() is 'psum' (needed for FRAME_CSUM_SW only).
  */
 void frame_udp_write(uint8_t *hdr, const struct frame_end *src, const struct frame_end *dst,
-		     uint32_t len, uint32_t psum, int csum_offload);
+		     uint32_t len, uint32_t psum, enum frame_csum csum);
 
 /*
  * Checks the IPv4 header at 'ip', 'avail' bytes long with what follows:
@@ -40,7 +46,8 @@ int frame_ipv4_check(const uint8_t *ip, uint32_t avail, int csum_good, uint32_t 
 
 /*
  * 1 if the UDP datagram of 'udp_len' bytes after the IPv4 header 'ip' of
- * 'hlen' bytes has a right checksum (or none, 0); 2 if 'partial_ok' and the
+ * 'hlen' bytes has a right checksum; 0 for none (a 0 field: whether that is
+ * accepted is the caller's choice, csum=), or a wrong one; 2 if 'partial_ok' and the
  * field holds only the pseudo-header sum (CHECKSUM_PARTIAL: a frame from the
  * local kernel over veth or tap, whose checksum nobody filled in); else 0.
  */

@@ -87,15 +87,27 @@ dpdk_option(char *opt, struct dpdk_config *cfg, char *err, size_t err_size)
 	} else if (strcmp(key, "zerocopy") == 0 || strcmp(key, "offload") == 0) {
 		ret = ina_parse_u64(val, 0, 1, key[0] == 'z' ? &cfg->zerocopy : &cfg->offload);
 		range = " (0 or 1)";
+	} else if (strcmp(key, "csum") == 0) {
+		ret = 0;
+		if (strcmp(val, "auto") == 0)
+			cfg->csum = DPDK_CSUM_AUTO;
+		else if (strcmp(val, "on") == 0)
+			cfg->csum = DPDK_CSUM_ON;
+		else if (strcmp(val, "off") == 0)
+			cfg->csum = DPDK_CSUM_OFF;
+		else
+			ret = -EINVAL;
+		range = " (auto, on or off)";
 	} else if (strcmp(key, "mtu") == 0) {
 		ret = ina_parse_u64(val, DPDK_MIN_MTU, DPDK_MAX_MTU, &cfg->mtu);
 		range = " (576..9000)";
 	} else if ((ret = ina_faults_option(&cfg->faults, key, val, &range)) == 0) {
-		snprintf(err, err_size,
-			 "unknown option '%s' (known: port, ip, udp, mbufs, reserve, rxd, txd, "
-			 "queue, queues, link_wait_ms, zerocopy, offload, mtu, " INA_FAULTS_KEYS
-			 ")",
-			 key);
+		snprintf(
+			err, err_size,
+			"unknown option '%s' (known: port, ip, udp, mbufs, reserve, rxd, txd, "
+			"queue, queues, link_wait_ms, zerocopy, offload, csum, mtu, " INA_FAULTS_KEYS
+			")",
+			key);
 		return -EINVAL;
 	}
 	if (ret < 0) {

@@ -18,12 +18,20 @@
 #define DPDK_MIN_MTU 576
 #define DPDK_MAX_MTU 9000
 
+/* csum=: UDP checksums on the wire (see port_dpdk.c). */
+enum dpdk_csum {
+	DPDK_CSUM_AUTO, /* off on net_memif (shared memory), on elsewhere */
+	DPDK_CSUM_ON,	/* send one (offloaded where the ethdev can), want one */
+	DPDK_CSUM_OFF,	/* send 0 (none), accept 0 */
+};
+
 struct dpdk_config {
 	int has_port, all;
 	uint64_t lo, hi;
 	uint32_t ip_be;
 	uint64_t udp, mbufs, reserve, rxd, txd, queue, queues, link_wait_ms;
 	uint64_t zerocopy, offload, mtu;
+	enum dpdk_csum csum;
 	int queue_all;		      /* queue=all: poll every rx queue, send on queue 0 */
 	struct ina_faults_cfg faults; /* drop=, dup=, ..., seed= (faults.h) */
 };

@@ -11,6 +11,15 @@
  * received datagram before its UDP checksum is verified here in software,
  * the others act on the ina packets that passed every check.
  *
+ * UDP checksums (csum=): on an ethdev with csum on, tx fills them in (the
+ * ethdev does where it offers the offload, else one pass over the payload,
+ * once per packet however many destinations) and rx verifies them (the
+ * ethdev's verdict where it offers one, else a pass) and drops a datagram
+ * without one (0). With csum off (the default on net_memif, shared memory
+ * between two processes of this host: no wire to corrupt bits), tx sends 0
+ * ("none", RFC 768) and rx accepts 0 without a pass; a datagram that does
+ * carry a checksum is still verified.
+ *
  * A peer is 14 bytes: MAC (6), IPv4 (4, network order), UDP port (2, network
  * order), index of the port's ethdev it was seen on (2).
  */
@@ -75,9 +84,11 @@ struct dpdk_port {
 	struct dpdk_set *set;
 	struct rte_mempool *hdr_mp; /* header mbufs of zero-copy fan-out */
 	uint16_t queue, nb_eth, rr;
-	uint16_t nb_rxq; /* rx queues polled from 'queue' (K for queue=all) */
-	int zerocopy;	 /* chains on every ethdev */
-	int need_psum;	 /* some ethdev sums in software */
+	uint16_t nb_rxq;	       /* rx queues polled from 'queue' (K for queue=all) */
+	int zerocopy;		       /* chains on every ethdev */
+	int need_psum;		       /* some ethdev sums in software */
+	uint8_t tx_csum[DPDK_MAX_ETH]; /* enum frame_csum of each ethdev */
+	uint8_t no_csum[DPDK_MAX_ETH]; /* csum off: a 0 checksum is accepted */
 	uint32_t ip_be;
 	uint16_t udp_be;
 	struct ina_faults faults;	 /* injected faults (tests), off by default */
@@ -434,9 +445,15 @@ dpdk_rx_ipv4(struct dpdk_port *dp, uint16_t e, struct rte_mbuf *m)
 		goto malformed;
 	if (udp->dst_port != dp->udp_be)
 		goto not_ours;
-	if (dpdk_rx_corrupt(dp, e, udp, udp_len) ||
-	    !dpdk_rx_flag_good(dp, e, m, RTE_MBUF_F_RX_L4_CKSUM_MASK,
-			       RTE_MBUF_F_RX_L4_CKSUM_GOOD)) {
+	if (udp->dgram_cksum == 0) {
+		/* None: accepted where told so (csum=off), else bad. */
+		if (!dp->no_csum[e]) {
+			dp->port.stats.rx_csum_bad++;
+			goto malformed;
+		}
+	} else if (dpdk_rx_corrupt(dp, e, udp, udp_len) ||
+		   !dpdk_rx_flag_good(dp, e, m, RTE_MBUF_F_RX_L4_CKSUM_MASK,
+				      RTE_MBUF_F_RX_L4_CKSUM_GOOD)) {
 		r = frame_udp_ok((const uint8_t *)ip, (uint32_t)hlen, udp_len,
 				 dp->set->kernel_peer[e]);
 		if (r == 0) {
@@ -561,7 +578,7 @@ dpdk_rx_burst(struct ina_port *port, struct ina_pkt **pkts, uint16_t n)
 static inline void
 dpdk_tx_offload(struct dpdk_port *dp, uint16_t e, struct rte_mbuf *m)
 {
-	if (dp->set->tx_csum[e]) {
+	if (dp->tx_csum[e] == FRAME_CSUM_OFFLOAD) {
 		m->ol_flags = TX_CSUM_FLAGS;
 		m->l2_len = FRAME_ETH_LEN;
 		m->l3_len = 20;
@@ -583,7 +600,7 @@ dpdk_frame(struct dpdk_port *dp, uint16_t e, struct rte_mbuf *m, uint8_t *data, 
 	m->nb_segs = 1;
 	m->next = NULL;
 	dpdk_tx_offload(dp, e, m);
-	frame_udp_write(frame, &dp->self[e], dst, len, psum, dp->set->tx_csum[e]);
+	frame_udp_write(frame, &dp->self[e], dst, len, psum, (enum frame_csum)dp->tx_csum[e]);
 }
 
 /* A copy of 'pkt' framed for one destination, or NULL. */
@@ -623,7 +640,7 @@ dpdk_chain(struct dpdk_port *dp, uint16_t e, struct rte_mbuf *m, uint32_t len,
 	if (!h)
 		return NULL;
 	hdr = (uint8_t *)rte_pktmbuf_append(h, FRAME_HDR_LEN);
-	frame_udp_write(hdr, &dp->self[e], dst, len, psum, dp->set->tx_csum[e]);
+	frame_udp_write(hdr, &dp->self[e], dst, len, psum, (enum frame_csum)dp->tx_csum[e]);
 	dpdk_tx_offload(dp, e, h);
 	rte_mbuf_refcnt_update(m, 1);
 	h->next = m;
@@ -949,6 +966,12 @@ dpdk_open_cfg(const struct dpdk_config *cfg, struct ina_port **out, char *err, s
 			 "([EAL options] -- [ina options])");
 		return -ENODEV;
 	}
+	if (cfg->csum == DPDK_CSUM_OFF && cfg->faults.rate[INA_FAULT_CORRUPT] > 0) {
+		snprintf(err, err_size,
+			 "corrupt= needs UDP checksums to catch what it flips: csum=on (or "
+			 "auto), not off");
+		return -EINVAL;
+	}
 	ret = dpdk_set_cfg_make(cfg, &sc, err, err_size);
 	if (ret < 0)
 		return ret;
@@ -991,7 +1014,17 @@ dpdk_open_cfg(const struct dpdk_config *cfg, struct ina_port **out, char *err, s
 		dp->self[e].udp_be = dp->udp_be;
 		if (!dp->set->chains_ok[e])
 			dp->zerocopy = 0;
-		if (!dp->set->tx_csum[e])
+		dp->no_csum[e] = cfg->csum == DPDK_CSUM_OFF ||
+				 (cfg->csum == DPDK_CSUM_AUTO &&
+				  strcmp(dp->set->names[e], "net_memif") == 0 &&
+				  cfg->faults.rate[INA_FAULT_CORRUPT] <= 0);
+		if (dp->no_csum[e])
+			dp->tx_csum[e] = FRAME_CSUM_NONE;
+		else if (dp->set->tx_csum[e])
+			dp->tx_csum[e] = FRAME_CSUM_OFFLOAD;
+		else
+			dp->tx_csum[e] = FRAME_CSUM_SW;
+		if (dp->tx_csum[e] == FRAME_CSUM_SW)
 			dp->need_psum = 1;
 	}
 	neigh_init(&dp->neigh, dp->ip_be);
@@ -1010,8 +1043,11 @@ dpdk_open_cfg(const struct dpdk_config *cfg, struct ina_port **out, char *err, s
 
 		snprintf(dp->name + used, sizeof(dp->name) - used, " queue %u", dp->queue);
 	}
-	INA_LOG(DEBUG, "dpdk port %s: open, %u ethdevs, %u mbufs, zerocopy %d", dp->name, sc.nb,
-		sc.nb_mbufs, dp->zerocopy);
+	INA_LOG(DEBUG, "dpdk port %s: open, %u ethdevs, %u mbufs, zerocopy %d, udp checksum %s",
+		dp->name, sc.nb, sc.nb_mbufs, dp->zerocopy,
+		dp->no_csum[0]			       ? "none (csum=off)"
+		: dp->tx_csum[0] == FRAME_CSUM_OFFLOAD ? "offloaded"
+						       : "in software");
 	*out = &dp->port;
 	return 0;
 }

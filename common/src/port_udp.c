@@ -1,16 +1,29 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The udp port (port.h, port_udp.h): each ina packet is one UDP payload on a
- * nonblocking IPv4 socket, received with recvmmsg straight into heap-pool
- * buffers and sent with sendmmsg, one message per destination sharing the
- * packet's buffer for fan-out. It needs no NIC and no privileges, so tests and
- * the quick start use it; port_dpdk.c is the fast path.
+ * nonblocking IPv4 socket, sent with sendmmsg, one message per destination
+ * sharing the packet's buffer for fan-out. It needs no NIC and no privileges,
+ * so tests and the quick start use it; port_dpdk.c is the fast path.
+ *
+ * Segmentation offload (gso=1, where the kernel takes UDP_SEGMENT): the
+ * datagrams of a burst to one peer, of one size but a shorter last one, go
+ * as one message of up to 64 segments and 65507 bytes: the kernel carries
+ * them as one skb (on loopback all the way to the receiving socket) and cuts
+ * them apart where it must. Receive offload (gro=1, where the kernel takes
+ * UDP_GRO): recvmmsg receives into 64 KiB buffers (GRO_BUF) and a message
+ * holding several datagrams (a UDP_GRO control message gives their size) is
+ * split into one ina packet per datagram, each pointing into the buffer,
+ * which is reused when the last of them is freed: no copy. Without GRO,
+ * recvmmsg receives straight into heap-pool buffers, one datagram each. The
+ * kernel's refusal (the probe at open, or a send that fails on UDP_SEGMENT)
+ * turns the offload off for the port, counted in port_udp_gso_refused or
+ * port_udp_gro_refused (xstats).
  *
  * Options, comma-separated: bind=ADDR:PORT (default 0.0.0.0:0), mtu=BYTES
  * (largest packet, 128..65507, default 9000), pkts=N (pool size, default
  * 4096), rcvbuf=BYTES and sndbuf=BYTES (default 8 MiB), busy=0|1 (wait()
- * returns at once), and the fault injector's options (faults.h, tests and
- * demos): drop=RATE drops on rx and on tx; dup=, reorder=, reorder_gap=,
+ * returns at once), gso=0|1 and gro=0|1 (default 1), and the fault
+ * injector's options (faults.h, tests and demos): drop=RATE drops on rx and on tx; dup=, reorder=, reorder_gap=,
  * delay=, delay_us=, hold= apply on rx; seed=N. corrupt= is refused: the
  * kernel verifies the UDP checksum and drops a corrupted datagram before ina
  * sees it, and flipping bits after that would be caught by nothing, so
@@ -21,6 +34,7 @@
 #include <errno.h>
 #include <netdb.h>
 #include <netinet/in.h>
+#include <netinet/udp.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -46,6 +60,15 @@
 #define UDP_TX_RETRIES 4		 /* waits without progress, then drop */
 #define UDP_TX_WAIT_MS 1		 /* POLLOUT wait on EAGAIN */
 #define UDP_TX_NOBUFS_NS 100000ull	 /* pause on ENOBUFS (poll won't help) */
+/* Segments per GSO message: the kernel's UDP_MAX_SEGMENTS (64; 128 on recent ones). */
+#define GSO_MAX_SEGS 64
+#define GSO_OPEN 8     /* peers grouped at once in a batch */
+#define GRO_BUF 65536u /* a receive buffer: one GRO message */
+#define GRO_SEGS 128   /* datagrams one GRO message may hold */
+#define GRO_BUFS 128   /* receive buffers per port */
+#define GRO_PEND (INA_MAX_BURST * GRO_SEGS)
+
+_Static_assert(UDP_TX_MSGS <= UINT16_MAX, "batch indices are 16-bit");
 
 struct udp_config {
 	struct sockaddr_in bind;
@@ -54,6 +77,35 @@ struct udp_config {
 	uint64_t rcvbuf, sndbuf;
 	struct ina_faults_cfg faults;
 	uint64_t busy;
+	uint64_t gso, gro;
+};
+
+/* A receive buffer of GRO_BUF bytes and the packets that point into it. */
+struct gro_buf {
+	uint8_t *mem;
+	unsigned refs; /* packets of it not yet freed */
+	struct ina_pkt pkts[GRO_SEGS];
+};
+
+struct udp_port;
+
+/* The pool GRO packets belong to: freeing one drops a reference on its
+ * buffer. Allocating from it gives packets of the port's own pool (a copy of
+ * a received packet, as the fault injector's duplicates). */
+struct gro_pool {
+	struct ina_pkt_pool pool; /* first */
+	struct udp_port *up;
+};
+
+/* The port's own counters (xstats), in the order of udp_xstat_names. */
+struct udp_xst {
+	uint64_t gso_refused; /* 1: the kernel refused UDP_SEGMENT */
+	uint64_t gso_msgs;    /* messages sent with several segments */
+	uint64_t gso_segs;    /* datagrams in them */
+	uint64_t gro_refused; /* 1: the kernel refused UDP_GRO */
+	uint64_t gro_msgs;    /* messages received holding several datagrams */
+	uint64_t gro_segs;    /* datagrams in them */
+	uint64_t gro_stalls;  /* receives put off: every buffer still in use */
 };
 
 struct udp_port {
@@ -63,11 +115,27 @@ struct udp_port {
 	struct ina_faults faults; /* injected faults (tests), off by default */
 	char name[32];		  /* bound "A.B.C.D:PORT", for logs */
 	struct sockaddr_in local; /* the address bound (real port when 0) */
+	int gso, gro;		  /* offloads in use */
+	struct udp_xst xst;
 
 	/* rx: one message per buffer of a burst. */
 	struct mmsghdr rx_msgs[INA_MAX_BURST];
 	struct iovec rx_iovs[INA_MAX_BURST];
 	struct sockaddr_in rx_names[INA_MAX_BURST];
+	union {
+		char buf[CMSG_SPACE(sizeof(int))];
+		struct cmsghdr align;
+	} rx_ctl[INA_MAX_BURST];
+
+	/* GRO: buffers, the free ones (a stack), and the packets split out of
+	 * a receive that the caller has not taken yet (in order). */
+	struct gro_pool gro_pool;
+	struct gro_buf *gro_bufs;
+	uint8_t *gro_mem;
+	unsigned gro_nb_free;
+	struct gro_buf *gro_free[GRO_BUFS];
+	unsigned pend_head, pend_nb;
+	struct ina_pkt *pend[GRO_PEND];
 
 	/*
 	 * tx: a batch of up to UDP_TX_MSGS messages (one per destination)
@@ -81,6 +149,25 @@ struct udp_port {
 	struct iovec tx_iovs[UDP_TX_MSGS];
 	struct ina_pkt *tx_pkts[UDP_TX_MSGS];
 	uint8_t tx_failed[UDP_TX_MSGS]; /* a message of this packet failed */
+
+	/*
+	 * The batch as sent: 'tx_nb_out' messages, each the segments
+	 * out_seg[out_first[o] ..][out_nb[o]] (indices of tx_msgs, in order),
+	 * several with a UDP_SEGMENT control message when GSO groups them.
+	 */
+	unsigned tx_nb_out;
+	struct mmsghdr out_msgs[UDP_TX_MSGS];
+	uint16_t out_first[UDP_TX_MSGS], out_nb[UDP_TX_MSGS];
+	uint16_t out_seg[UDP_TX_MSGS];
+	struct iovec out_iovs[UDP_TX_MSGS];
+	union {
+		char buf[CMSG_SPACE(sizeof(uint16_t))];
+		struct cmsghdr align;
+	} out_ctl[UDP_TX_MSGS];
+	/* Scratch of the grouping: group of each message, messages left. */
+	uint16_t grp_of[UDP_TX_MSGS], grp_size[UDP_TX_MSGS], rest[UDP_TX_MSGS];
+	uint32_t grp_bytes[UDP_TX_MSGS];
+	uint8_t grp_closed[UDP_TX_MSGS];
 };
 
 _Static_assert(UDP_TX_MSGS <= UINT16_MAX + 1, "tx_msg_pkt width");
@@ -188,6 +275,8 @@ udp_config_init(struct udp_config *cfg)
 	cfg->sndbuf = UDP_DEF_SOCKBUF;
 	ina_faults_cfg_init(&cfg->faults);
 	cfg->busy = 0;
+	cfg->gso = 1;
+	cfg->gro = 1;
 }
 
 /* Parses one KEY=VALUE option into 'cfg'. 0 or -EINVAL with why in 'err'. */
@@ -229,10 +318,13 @@ udp_option(char *opt, struct udp_config *cfg, char *err, unsigned err_size)
 	} else if (strcmp(key, "busy") == 0) {
 		ret = ina_parse_u64(val, 0, 1, &cfg->busy);
 		range = " (0 or 1)";
+	} else if (strcmp(key, "gso") == 0 || strcmp(key, "gro") == 0) {
+		ret = ina_parse_u64(val, 0, 1, key[1] == 's' ? &cfg->gso : &cfg->gro);
+		range = " (0 or 1)";
 	} else if ((ret = ina_faults_option(&cfg->faults, key, val, &range)) == 0) {
 		snprintf(err, err_size,
 			 "unknown option '%s' (known: bind, mtu, pkts, "
-			 "rcvbuf, sndbuf, busy, " INA_FAULTS_KEYS ")",
+			 "rcvbuf, sndbuf, busy, gso, gro, " INA_FAULTS_KEYS ")",
 			 key);
 		return -EINVAL;
 	}
@@ -282,6 +374,57 @@ udp_sockbuf(struct udp_port *up, int force_opt, int opt, uint64_t size, const ch
 			up->name, what, got / 2, val, opt == SO_RCVBUF ? 'r' : 'w');
 }
 
+/* ---- GRO receive buffers ---- */
+
+static unsigned
+gro_get(struct ina_pkt_pool *pool, struct ina_pkt **pkts, unsigned n)
+{
+	struct ina_pkt_pool *own = ((struct gro_pool *)(void *)pool)->up->port.pool;
+
+	return own->ops->get(own, pkts, n);
+}
+
+static void
+gro_put(struct ina_pkt_pool *pool, struct ina_pkt **pkts, unsigned n)
+{
+	struct udp_port *up = ((struct gro_pool *)(void *)pool)->up;
+
+	for (unsigned i = 0; i < n; i++) {
+		struct gro_buf *b = pkts[i]->priv;
+
+		/* A double free would push a buffer twice. */
+		if (!b || b->refs == 0 || up->gro_nb_free >= GRO_BUFS)
+			continue;
+		pkts[i]->priv = NULL;
+		if (--b->refs == 0)
+			up->gro_free[up->gro_nb_free++] = b;
+	}
+}
+
+static const struct ina_pkt_pool_ops gro_ops = {
+	.get = gro_get,
+	.put = gro_put,
+};
+
+static int
+gro_init(struct udp_port *up, uint32_t mtu)
+{
+	up->gro_mem = aligned_alloc(64, (size_t)GRO_BUFS * GRO_BUF);
+	up->gro_bufs = calloc(GRO_BUFS, sizeof(*up->gro_bufs));
+	if (!up->gro_mem || !up->gro_bufs)
+		return -ENOMEM;
+	up->gro_pool.pool.ops = &gro_ops;
+	up->gro_pool.pool.buf_size = mtu;
+	up->gro_pool.up = up;
+	for (unsigned i = 0; i < GRO_BUFS; i++) {
+		struct gro_buf *b = &up->gro_bufs[GRO_BUFS - 1 - i];
+
+		b->mem = up->gro_mem + (size_t)(GRO_BUFS - 1 - i) * GRO_BUF;
+		up->gro_free[up->gro_nb_free++] = b;
+	}
+	return 0;
+}
+
 static void
 udp_close(struct ina_port *port)
 {
@@ -291,10 +434,41 @@ udp_close(struct ina_port *port)
 		return;
 	up = udp_of(port);
 	ina_faults_flush(&up->faults);
+	while (up->pend_nb) {
+		ina_pkt_free(up->pend[up->pend_head]);
+		up->pend_head = (up->pend_head + 1) % GRO_PEND;
+		up->pend_nb--;
+	}
 	if (up->fd >= 0)
 		close(up->fd);
 	ina_pkt_pool_destroy(port->pool);
+	free(up->gro_mem);
+	free(up->gro_bufs);
 	free(up);
+}
+
+/* Turns GSO on where the kernel has UDP_SEGMENT (probed once, here). */
+static void
+udp_offloads(struct udp_port *up, const struct udp_config *cfg)
+{
+	int v = 0;
+	socklen_t len = sizeof(v);
+
+	if (cfg->gso && getsockopt(up->fd, SOL_UDP, UDP_SEGMENT, &v, &len) == 0) {
+		up->gso = 1;
+	} else if (cfg->gso) {
+		up->xst.gso_refused = 1;
+		INA_LOG(INFO, "udp port %s: no UDP_SEGMENT here (%s): one datagram per message",
+			up->name, strerror(errno));
+	}
+	v = 1;
+	if (cfg->gro && up->gro_mem && setsockopt(up->fd, SOL_UDP, UDP_GRO, &v, sizeof(v)) == 0) {
+		up->gro = 1;
+	} else if (cfg->gro) {
+		up->xst.gro_refused = 1;
+		INA_LOG(INFO, "udp port %s: no UDP_GRO here (%s): one datagram per receive",
+			up->name, strerror(errno));
+	}
 }
 
 static int
@@ -348,19 +522,164 @@ udp_open(struct ina_port **out, const char *args, char *err, unsigned err_size)
 	sin_str(&local, up->name, sizeof(up->name));
 	udp_sockbuf(up, SO_RCVBUFFORCE, SO_RCVBUF, cfg.rcvbuf, "rcvbuf");
 	udp_sockbuf(up, SO_SNDBUFFORCE, SO_SNDBUF, cfg.sndbuf, "sndbuf");
+	if (cfg.gro && gro_init(up, (uint32_t)cfg.mtu) < 0) {
+		ret = -ENOMEM;
+		snprintf(err, err_size,
+			 "cannot allocate %u receive buffers of %u bytes (gro=0 "
+			 "needs none)",
+			 GRO_BUFS, GRO_BUF);
+		goto err;
+	}
+	udp_offloads(up, &cfg);
 
 	for (i = 0; i < INA_MAX_BURST; i++) {
 		up->rx_msgs[i].msg_hdr.msg_iov = &up->rx_iovs[i];
 		up->rx_msgs[i].msg_hdr.msg_iovlen = 1;
 	}
-	INA_LOG(DEBUG, "udp port %s: open, mtu %u, %u packets, drop %g", up->name,
-		(unsigned)cfg.mtu, (unsigned)cfg.nb_pkts, cfg.faults.rate[INA_FAULT_DROP]);
+	INA_LOG(DEBUG, "udp port %s: open, mtu %u, %u packets, drop %g, gso %d, gro %d", up->name,
+		(unsigned)cfg.mtu, (unsigned)cfg.nb_pkts, cfg.faults.rate[INA_FAULT_DROP], up->gso,
+		up->gro);
 	*out = &up->port;
 	return 0;
 
 err:
 	udp_close(&up->port);
 	return ret;
+}
+
+/* recvmmsg of up to 'nb' messages set up in rx_msgs; retries past a pending
+ * socket error (an ICMP one, reported once). Returns how many, 0 for none. */
+static int
+udp_recvmmsg(struct udp_port *up, unsigned nb)
+{
+	int r;
+
+	for (int tries = 0;; tries++) {
+		r = recvmmsg(up->fd, up->rx_msgs, nb, MSG_DONTWAIT, NULL);
+		if (r >= 0)
+			return r;
+		if (errno == EAGAIN || errno == EWOULDBLOCK || tries >= 2)
+			return 0;
+	}
+}
+
+/* The size of the datagrams a GRO message holds (its UDP_GRO control
+ * message), or 0 when it holds one. */
+static unsigned
+gro_size(struct msghdr *h)
+{
+	for (struct cmsghdr *c = CMSG_FIRSTHDR(h); c; c = CMSG_NXTHDR(h, c)) {
+		int v;
+
+		if (c->cmsg_level != SOL_UDP || c->cmsg_type != UDP_GRO ||
+		    c->cmsg_len < CMSG_LEN(sizeof(v)))
+			continue;
+		memcpy(&v, CMSG_DATA(c), sizeof(v));
+		return v > 0 ? (unsigned)v : 0;
+	}
+	return 0;
+}
+
+/*
+ * Splits message 'i', received into buffer 'b', into its datagrams: ina
+ * packets pointing into 'b', queued in 'pend'. Returns how many, 0 when it
+ * was dropped (counted; 'b' is then free again).
+ */
+static unsigned
+gro_split(struct udp_port *up, unsigned i, struct gro_buf *b)
+{
+	struct msghdr *h = &up->rx_msgs[i].msg_hdr;
+	uint32_t len = up->rx_msgs[i].msg_len, seg = gro_size(h), nb, cap;
+
+	if (h->msg_flags & (MSG_TRUNC | MSG_CTRUNC) ||
+	    h->msg_namelen < sizeof(struct sockaddr_in) || up->rx_names[i].sin_family != AF_INET ||
+	    len > GRO_BUF) {
+		up->port.stats.rx_drop++;
+		return 0;
+	}
+	if (seg == 0 || seg >= len)
+		seg = len;
+	nb = seg ? (len + seg - 1) / seg : 1;
+	if (nb > GRO_SEGS || up->pend_nb + nb > GRO_PEND) {
+		up->port.stats.rx_drop += nb;
+		return 0;
+	}
+	if (nb > 1) {
+		up->xst.gro_msgs++;
+		up->xst.gro_segs += nb;
+	}
+	/* A packet may grow to the start of the next one (a switch writes
+	 * its answer in place), and the last one to the port's mtu. */
+	cap = seg ? seg : up->gro_pool.pool.buf_size;
+	b->refs = 0;
+	for (uint32_t k = 0; k < nb; k++) {
+		struct ina_pkt *p = &b->pkts[k];
+		uint32_t off = k * seg;
+
+		p->len = k + 1 < nb ? seg : len - off;
+		/* Longer than the mtu: dropped, as a receive into an mtu-sized
+		 * buffer would (truncated). */
+		if (p->len > up->port.max_pkt) {
+			up->port.stats.rx_drop++;
+			continue;
+		}
+		b->refs++;
+		p->data = b->mem + off;
+		p->cap = k + 1 < nb ? cap : GRO_BUF - off;
+		if (p->cap > up->gro_pool.pool.buf_size)
+			p->cap = up->gro_pool.pool.buf_size;
+		if (p->cap < p->len)
+			p->cap = p->len;
+		peer_set(&p->peer, &up->rx_names[i]);
+		p->dsts = NULL;
+		p->dst_mask = 0;
+		p->pool = &up->gro_pool.pool;
+		p->priv = b;
+		up->pend[(up->pend_head + up->pend_nb++) % GRO_PEND] = p;
+	}
+	return b->refs;
+}
+
+/* Receives with GRO: into whole buffers, split into 'pend', handed out from
+ * there up to 'n' at a time. */
+static uint16_t
+udp_rx_gro(struct udp_port *up, struct ina_pkt **pkts, uint16_t n)
+{
+	unsigned m, i, nb = 0;
+	struct gro_buf *bufs[INA_MAX_BURST];
+	int r;
+
+	if (up->pend_nb == 0) {
+		m = n < up->gro_nb_free ? n : up->gro_nb_free;
+		if (m == 0) {
+			up->xst.gro_stalls++;
+			return 0;
+		}
+		for (i = 0; i < m; i++) {
+			struct msghdr *h = &up->rx_msgs[i].msg_hdr;
+
+			bufs[i] = up->gro_free[up->gro_nb_free - 1 - i];
+			up->rx_iovs[i].iov_base = bufs[i]->mem;
+			up->rx_iovs[i].iov_len = GRO_BUF;
+			h->msg_name = &up->rx_names[i];
+			h->msg_namelen = sizeof(up->rx_names[i]);
+			h->msg_control = up->rx_ctl[i].buf;
+			h->msg_controllen = sizeof(up->rx_ctl[i].buf);
+			h->msg_flags = 0;
+		}
+		r = udp_recvmmsg(up, m);
+		/* The buffers used leave the free stack; dropped ones return. */
+		up->gro_nb_free -= (unsigned)r;
+		for (i = 0; i < (unsigned)r; i++)
+			if (gro_split(up, i, bufs[i]) == 0)
+				up->gro_free[up->gro_nb_free++] = bufs[i];
+	}
+	while (nb < n && up->pend_nb) {
+		pkts[nb++] = up->pend[up->pend_head];
+		up->pend_head = (up->pend_head + 1) % GRO_PEND;
+		up->pend_nb--;
+	}
+	return (uint16_t)nb;
 }
 
 /* Receives without faults; ina_port_faults_rx() counts what the caller gets. */
@@ -371,12 +690,14 @@ udp_rx_raw(struct ina_port *port, struct ina_pkt **pkts, uint16_t n)
 	struct ina_pkt_pool *pool = port->pool;
 	struct ina_pkt *drops[INA_MAX_BURST];
 	unsigned got, i, nb_rx = 0, nb_drops = 0;
-	int r, tries;
+	int r;
 
 	if (n > INA_MAX_BURST)
 		n = INA_MAX_BURST;
 	if (n == 0)
 		return 0;
+	if (up->gro)
+		return udp_rx_gro(up, pkts, n);
 	got = ina_pkt_alloc_bulk(pool, pkts, n);
 	if (got == 0)
 		return 0;
@@ -392,16 +713,7 @@ udp_rx_raw(struct ina_port *port, struct ina_pkt **pkts, uint16_t n)
 		h->msg_flags = 0;
 	}
 
-	/* A pending socket error (an ICMP one) is reported once; retry past it. */
-	for (tries = 0;; tries++) {
-		r = recvmmsg(up->fd, up->rx_msgs, got, MSG_DONTWAIT, NULL);
-		if (r >= 0)
-			break;
-		if (errno == EAGAIN || errno == EWOULDBLOCK || tries >= 2) {
-			r = 0;
-			break;
-		}
-	}
+	r = udp_recvmmsg(up, got);
 
 	for (i = 0; i < (unsigned)r; i++) {
 		const struct msghdr *h = &up->rx_msgs[i].msg_hdr;
@@ -448,6 +760,120 @@ udp_tx_backoff(struct udp_port *up, int err)
 	poll(&pfd, 1, UDP_TX_WAIT_MS);
 }
 
+/* Whether two messages of the batch go to the same peer. */
+static inline int
+same_peer(const struct msghdr *a, const struct msghdr *b)
+{
+	return a->msg_namelen == b->msg_namelen &&
+	       (a->msg_name == b->msg_name ||
+		memcmp(a->msg_name, b->msg_name, a->msg_namelen) == 0);
+}
+
+/*
+ * Makes the messages to send (out_*) from the batch's messages list[0..n)
+ * (indices of tx_msgs), in their order per peer. With GSO, messages to one
+ * peer join one message of segments while they have its first one's size
+ * (a shorter one ends it), up to GSO_MAX_SEGS and UDP_MAX_MTU bytes; up to
+ * GSO_OPEN peers are grouped at once. Without, one message each.
+ */
+static void
+udp_tx_plan(struct udp_port *up, const uint16_t *list, unsigned n)
+{
+	uint16_t open[GSO_OPEN];
+	unsigned nb_open = 0, nb_grp = 0, g, j, o;
+
+	for (j = 0; j < n; j++) {
+		const struct msghdr *h = &up->tx_msgs[list[j]].msg_hdr;
+		uint32_t len = (uint32_t)h->msg_iov->iov_len;
+		unsigned k;
+
+		g = UDP_TX_MSGS;
+		for (k = 0; up->gso && len && k < nb_open; k++) {
+			if (!same_peer(&up->tx_msgs[list[up->out_first[open[k]]]].msg_hdr, h))
+				continue;
+			g = open[k];
+			if (up->grp_closed[g] || len > up->grp_size[g] ||
+			    up->out_nb[g] >= GSO_MAX_SEGS || up->grp_bytes[g] + len > UDP_MAX_MTU) {
+				/* Full: this peer starts a new group. */
+				memmove(&open[k], &open[k + 1],
+					(nb_open - k - 1) * sizeof(open[0]));
+				nb_open--;
+				g = UDP_TX_MSGS;
+			}
+			break;
+		}
+		if (g == UDP_TX_MSGS) {
+			g = nb_grp++;
+			up->out_first[g] = (uint16_t)j; /* a member, until the offsets */
+			up->out_nb[g] = 0;
+			up->grp_size[g] = (uint16_t)len;
+			up->grp_bytes[g] = 0;
+			up->grp_closed[g] = 0;
+			if (up->gso && len) {
+				if (nb_open == GSO_OPEN)
+					memmove(&open[0], &open[1], --nb_open * sizeof(open[0]));
+				open[nb_open++] = (uint16_t)g;
+			}
+		}
+		up->grp_of[j] = (uint16_t)g;
+		up->out_nb[g]++;
+		up->grp_bytes[g] += len;
+		if (len < up->grp_size[g])
+			up->grp_closed[g] = 1;
+	}
+	/* Offsets of each group's segments in out_seg, then fill in order. */
+	for (g = 0, o = 0; g < nb_grp; g++) {
+		up->out_first[g] = (uint16_t)o;
+		o += up->out_nb[g];
+		up->out_nb[g] = 0;
+	}
+	for (j = 0; j < n; j++) {
+		g = up->grp_of[j];
+		o = up->out_first[g] + up->out_nb[g]++;
+		up->out_seg[o] = list[j];
+		up->out_iovs[o] = *up->tx_msgs[list[j]].msg_hdr.msg_iov;
+	}
+	for (g = 0; g < nb_grp; g++) {
+		struct msghdr *h = &up->out_msgs[g].msg_hdr;
+
+		*h = up->tx_msgs[up->out_seg[up->out_first[g]]].msg_hdr;
+		h->msg_iov = &up->out_iovs[up->out_first[g]];
+		h->msg_iovlen = up->out_nb[g];
+		up->out_msgs[g].msg_len = 0;
+		if (up->out_nb[g] > 1) {
+			struct cmsghdr *c = &up->out_ctl[g].align;
+			uint16_t size = up->grp_size[g];
+
+			h->msg_control = up->out_ctl[g].buf;
+			h->msg_controllen = sizeof(up->out_ctl[g].buf);
+			c->cmsg_level = SOL_UDP;
+			c->cmsg_type = UDP_SEGMENT;
+			c->cmsg_len = CMSG_LEN(sizeof(size));
+			memcpy(CMSG_DATA(c), &size, sizeof(size));
+		}
+	}
+	up->tx_nb_out = nb_grp;
+}
+
+/* Counts the segments of message 'o' as not sent. */
+static void
+udp_tx_fail(struct udp_port *up, unsigned o)
+{
+	for (unsigned k = 0; k < up->out_nb[o]; k++) {
+		up->port.stats.tx_drop++;
+		up->tx_failed[up->tx_msg_pkt[up->out_seg[up->out_first[o] + k]]] = 1;
+	}
+}
+
+/* Errors of a send with UDP_SEGMENT that say the kernel will not segment
+ * (the path's MTU, no checksum offload on the way out, an old kernel). */
+static int
+gso_refused(int err)
+{
+	return err == EINVAL || err == EIO || err == EOPNOTSUPP || err == ENOPROTOOPT ||
+	       err == EMSGSIZE;
+}
+
 /*
  * Sends the batch, then frees its packets. Returns how many of them had
  * every destination message sent (or dropped on purpose).
@@ -456,16 +882,24 @@ static unsigned
 udp_tx_flush(struct udp_port *up)
 {
 	struct ina_port_stats *st = &up->port.stats;
-	unsigned i = 0, k, nb_msgs = up->tx_nb_msgs, nb_sent = 0;
+	unsigned i = 0, k, nb_sent = 0, planned = up->tx_nb_msgs;
 	int r, err, waits = 0;
 
-	while (i < nb_msgs) {
-		r = sendmmsg(up->fd, &up->tx_msgs[i], nb_msgs - i, MSG_DONTWAIT);
+	for (k = 0; k < up->tx_nb_msgs; k++)
+		up->rest[k] = (uint16_t)k;
+	udp_tx_plan(up, up->rest, up->tx_nb_msgs);
+	while (i < up->tx_nb_out) {
+		r = sendmmsg(up->fd, &up->out_msgs[i], up->tx_nb_out - i, MSG_DONTWAIT);
 		if (r > 0) {
-			for (k = i; k < i + (unsigned)r; k++)
-				st->tx_bytes += up->tx_msgs[k].msg_len;
-			st->tx_pkts += (unsigned)r;
-			up->tx_burst_msgs += (unsigned)r;
+			for (k = i; k < i + (unsigned)r; k++) {
+				st->tx_bytes += up->out_msgs[k].msg_len;
+				st->tx_pkts += up->out_nb[k];
+				up->tx_burst_msgs += up->out_nb[k];
+				if (up->out_nb[k] > 1) {
+					up->xst.gso_msgs++;
+					up->xst.gso_segs += up->out_nb[k];
+				}
+			}
 			i += (unsigned)r;
 			waits = 0;
 			continue;
@@ -478,15 +912,30 @@ udp_tx_flush(struct udp_port *up)
 				udp_tx_backoff(up, err);
 				continue;
 			}
-			for (; i < nb_msgs; i++) {
-				st->tx_drop++;
-				up->tx_failed[up->tx_msg_pkt[i]] = 1;
-			}
+			for (; i < up->tx_nb_out; i++)
+				udp_tx_fail(up, i);
 			break;
 		}
+		if (up->out_nb[i] > 1 && gso_refused(err)) {
+			/* Once per port: the rest of this batch and every later
+			 * one go one datagram per message. */
+			unsigned n = 0;
+
+			up->gso = 0;
+			up->xst.gso_refused = 1;
+			INA_LOG(WARN,
+				"udp port %s: the kernel refused UDP_SEGMENT (%s): "
+				"one datagram per message from now on",
+				up->name, strerror(err));
+			for (k = up->out_first[i]; k < planned; k++)
+				up->rest[n++] = up->out_seg[k];
+			udp_tx_plan(up, up->rest, n);
+			planned = n;
+			i = 0;
+			continue;
+		}
 		/* This message failed (e.g. ECONNREFUSED, EMSGSIZE): skip it. */
-		st->tx_drop++;
-		up->tx_failed[up->tx_msg_pkt[i]] = 1;
+		udp_tx_fail(up, i);
 		i++;
 	}
 
@@ -573,7 +1022,7 @@ udp_wait(struct ina_port *port, uint64_t timeout_ns)
 	struct timespec ts;
 
 	timeout_ns = ina_port_faults_wait_ns(&up->faults, timeout_ns);
-	if (up->busy || timeout_ns == 0)
+	if (up->busy || timeout_ns == 0 || up->pend_nb)
 		return;
 	ts.tv_sec = (time_t)(timeout_ns / INA_NS_PER_S);
 	ts.tv_nsec = (long)(timeout_ns % INA_NS_PER_S);
@@ -632,6 +1081,45 @@ udp_peer_inet(const struct ina_port *port, const struct ina_peer *peer, uint32_t
 	return 0;
 }
 
+static const char *const udp_xstat_names[] = {
+	"port_udp_gso_refused", "port_udp_gso_msgs", "port_udp_gso_segs",   "port_udp_gro_refused",
+	"port_udp_gro_msgs",	"port_udp_gro_segs", "port_udp_gro_stalls",
+};
+
+_Static_assert(sizeof(udp_xstat_names) / sizeof(udp_xstat_names[0]) * sizeof(uint64_t) ==
+		       sizeof(struct udp_xst),
+	       "a counter of struct udp_xst has no name");
+
+static unsigned
+udp_xstats(const struct ina_port *port, struct ina_port_xstat *xs, unsigned n)
+{
+	const struct udp_port *up = (const struct udp_port *)(const void *)port;
+	const unsigned nb = sizeof(udp_xstat_names) / sizeof(udp_xstat_names[0]);
+
+	for (unsigned i = 0; i < n && i < nb; i++) {
+		xs[i].name = udp_xstat_names[i];
+		memcpy(&xs[i].value, (const char *)&up->xst + i * sizeof(uint64_t),
+		       sizeof(uint64_t));
+	}
+	return nb;
+}
+
+unsigned
+ina_port_udp_rx_held(const struct ina_port *port)
+{
+	const struct udp_port *up;
+	unsigned held = 0;
+
+	if (!port || port->ops != &ina_port_udp_ops)
+		return 0;
+	up = (const struct udp_port *)(const void *)port;
+	if (!up->gro_bufs)
+		return 0;
+	for (unsigned i = 0; i < GRO_BUFS; i++)
+		held += up->gro_bufs[i].refs;
+	return held;
+}
+
 int
 ina_port_udp_local(const struct ina_port *port, char *buf, unsigned size)
 {
@@ -662,5 +1150,6 @@ const struct ina_port_ops ina_port_udp_ops = {
 	.resolve = udp_resolve,
 	.peer_str = udp_peer_str,
 	.peer_inet = udp_peer_inet,
+	.xstats = udp_xstats,
 	.close = udp_close,
 };

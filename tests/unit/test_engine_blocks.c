@@ -19,6 +19,7 @@
 #include <cmocka.h>
 
 #include "fabric.h"
+#include "ina/util.h"
 #include "ina/wire.h"
 
 #define W 4
@@ -31,10 +32,7 @@ static uint32_t idx[W][MAXB], chain[W][MAXB], list_idx[W][MAXB], count[W], out_c
 static uint64_t
 hash(uint64_t x)
 {
-	x += 0x9e3779b97f4a7c15ull;
-	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-	x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-	return x ^ (x >> 31);
+	return ina_splitmix64(&x);
 }
 
 /* Block-sparse inputs: a block is on with probability 'density'; its values

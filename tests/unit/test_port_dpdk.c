@@ -7,7 +7,8 @@
  * answered with right checksums; fan-out to 3 destinations with and without
  * zero-copy; one port over 3 ethdevs replies out the ethdev a peer came in
  * on; drop= injection; too few mbufs; queues (also two threads at once);
- * jumbo frames (mtu=9000); link state; no mbuf leaks.
+ * jumbo frames (mtu=9000); link state; csum= (a UDP checksum of 0 is sent and
+ * accepted only where told so, a wrong one dropped and counted); no mbuf leaks.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -957,6 +958,137 @@ test_options(void **state)
 	assert_int_equal(err[0], '\0');
 }
 
+/* The UDP checksum field of the frame at the head of ring 'r' (dequeued, then
+ * put back), after 'edit' (NULL: none) ran on the frame. */
+static uint16_t
+csum_peek(struct rte_ring *r, void (*edit)(struct rte_mbuf *))
+{
+	struct rte_mbuf *m = NULL;
+	struct rte_ipv4_hdr *ip;
+	struct rte_udp_hdr *udp;
+
+	assert_int_equal(rte_ring_dequeue(r, (void **)&m), 0);
+	ip = (struct rte_ipv4_hdr *)(fr(m) + 14);
+	udp = (struct rte_udp_hdr *)(ip + 1);
+	assert_int_equal(rte_raw_cksum(ip, 20), 0xffff); /* always set */
+	if (edit)
+		edit(m);
+	assert_int_equal(rte_ring_enqueue(r, m), 0);
+	return udp->dgram_cksum;
+}
+
+static void
+ed_csum_right(struct rte_mbuf *m)
+{
+	struct rte_ipv4_hdr *ip = (struct rte_ipv4_hdr *)(fr(m) + 14);
+	struct rte_udp_hdr *udp = (struct rte_udp_hdr *)(ip + 1);
+
+	udp->dgram_cksum = 0;
+	udp->dgram_cksum = rte_ipv4_udptcp_cksum(ip, udp);
+}
+
+static void
+ed_csum_wrong(struct rte_mbuf *m)
+{
+	ed_csum_right(m);
+	fr(m)[42 + 3] ^= 0x40;
+}
+
+static void
+ed_csum_zero(struct rte_mbuf *m)
+{
+	struct rte_udp_hdr *udp = (struct rte_udp_hdr *)(fr(m) + 14 + 20);
+
+	udp->dgram_cksum = 0;
+}
+
+/* Sends one packet p -> q, lets 'edit' change its frame on ring 'r', and
+ * returns how many q received (checking the payload). */
+static unsigned
+csum_trip(struct ina_port *p, struct ina_port *q, const char *q_addr, struct rte_ring *r,
+	  void (*edit)(struct rte_mbuf *), uint16_t *field)
+{
+	struct ina_pkt *pkts[INA_MAX_BURST];
+	uint16_t nb;
+
+	pkts[0] = make(p, q_addr, 333, 5);
+	assert_int_equal(ina_port_tx_burst(p, pkts, 1), 1);
+	*field = csum_peek(r, edit);
+	nb = ina_port_rx_burst(q, pkts, INA_MAX_BURST);
+	if (nb)
+		check(pkts[0], 333, 5);
+	ina_pkt_free_bulk(pkts, nb);
+	return nb;
+}
+
+/*
+ * csum=: a port told csum=off sends UDP checksum 0 and accepts 0, and still
+ * verifies a checksum that is there; a port with csum on (the default off
+ * memif) sends one and drops a datagram with 0, counted as a bad checksum.
+ * corrupt= with csum=off is refused (nothing would catch the flipped bits).
+ */
+static void
+test_csum(void **state)
+{
+	struct rte_ring *r1, *r2;
+	struct ina_port *p = NULL, *q = NULL;
+	char q_addr[64];
+	uint16_t i1, i2, field;
+	uint64_t bad0;
+
+	(void)state;
+	assert_int_equal(pair("cs_a", "cs_b", &r1, &r2, &i1, &i2), 0);
+	assert_int_equal(ina_port_dpdk_open_id(i1, "ip=10.0.2.1,csum=maybe", &p, OPEN_ERR),
+			 -EINVAL);
+	assert_non_null(strstr(open_err, "auto, on or off"));
+	assert_int_equal(ina_port_dpdk_open_id(i1, "ip=10.0.2.1,csum=off,corrupt=0.1", &p,
+					       OPEN_ERR),
+			 -EINVAL);
+	assert_non_null(strstr(open_err, "corrupt="));
+	assert_null(p);
+	assert_int_equal(ina_port_dpdk_open_id(i1, "ip=10.0.2.1,mbufs=1500,csum=off", &p, OPEN_ERR),
+			 0);
+	assert_int_equal(ina_port_dpdk_open_id(i2, "ip=10.0.2.2,mbufs=1500,csum=off", &q, OPEN_ERR),
+			 0);
+	addr_of(q, 0, q_addr, sizeof(q_addr), "10.0.2.2:9150");
+
+	/* off -> off: 0 on the wire, accepted; a right checksum too; a wrong
+	 * one is dropped and counted. */
+	bad0 = q->stats.rx_csum_bad;
+	assert_int_equal(csum_trip(p, q, q_addr, r1, NULL, &field), 1);
+	assert_int_equal(field, 0);
+	assert_int_equal(csum_trip(p, q, q_addr, r1, ed_csum_right, &field), 1);
+	assert_int_not_equal(field, 0);
+	assert_int_equal(csum_trip(p, q, q_addr, r1, ed_csum_wrong, &field), 0);
+	assert_int_equal(q->stats.rx_csum_bad, bad0 + 1);
+
+	/* off -> on: 0 is a bad checksum there; a right one passes. */
+	ina_port_close(q);
+	q = NULL;
+	assert_int_equal(ina_port_dpdk_open_id(i2, "ip=10.0.2.2,mbufs=1500,csum=on", &q, OPEN_ERR),
+			 0);
+	addr_of(q, 0, q_addr, sizeof(q_addr), "10.0.2.2:9150");
+	bad0 = q->stats.rx_csum_bad;
+	assert_int_equal(csum_trip(p, q, q_addr, r1, NULL, &field), 0);
+	assert_int_equal(field, 0);
+	assert_int_equal(q->stats.rx_csum_bad, bad0 + 1);
+	assert_int_equal(csum_trip(p, q, q_addr, r1, ed_csum_right, &field), 1);
+
+	/* auto on a ring ethdev is on: a checksum on the wire, 0 dropped. */
+	ina_port_close(p);
+	p = NULL;
+	assert_int_equal(ina_port_dpdk_open_id(i1, "ip=10.0.2.1,mbufs=1500", &p, OPEN_ERR), 0);
+	assert_int_equal(csum_trip(p, q, q_addr, r1, NULL, &field), 1);
+	assert_int_not_equal(field, 0);
+	bad0 = q->stats.rx_csum_bad;
+	assert_int_equal(csum_trip(p, q, q_addr, r1, ed_csum_zero, &field), 0);
+	assert_int_equal(q->stats.rx_csum_bad, bad0 + 1);
+	assert_int_equal(rte_ring_count(r1), 0);
+	assert_int_equal(rte_ring_count(r2), 0);
+	ina_port_close(p);
+	ina_port_close(q);
+}
+
 /* Too few mbufs for the descriptors, cache and reserve: -ENOBUFS naming them. */
 static void
 test_enobufs(void **state)
@@ -1245,7 +1377,8 @@ main(void)
 		cmocka_unit_test(test_multi_ethdev),	cmocka_unit_test(test_options),
 		cmocka_unit_test(test_enobufs),		cmocka_unit_test(test_queues),
 		cmocka_unit_test(test_queues_parallel), cmocka_unit_test(test_jumbo),
-		cmocka_unit_test(test_link_state),	cmocka_unit_test(test_no_leak),
+		cmocka_unit_test(test_link_state),	cmocka_unit_test(test_csum),
+		cmocka_unit_test(test_no_leak),
 	};
 
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);

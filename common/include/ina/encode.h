@@ -20,6 +20,10 @@
 void ina_enc_f32_put(void *dst, const float *src, size_t n);
 void ina_enc_f32_get(float *dst, const void *src, size_t n);
 void ina_enc_f32_add(float *acc, const void *src, size_t n);
+/* acc += the wire values in 'buf', then the sums back into 'buf' in wire
+ * order, in one pass: the packet that completes a block carries its result.
+ * The same sums as ina_enc_f32_add() then ina_enc_f32_put(). */
+void ina_enc_f32_add_put(float *acc, void *buf, size_t n);
 
 /*
  * bf16: the top 16 bits of a binary32 (sign, 8 exponent bits, 7 fraction
@@ -36,6 +40,8 @@ void ina_enc_f32_add(float *acc, const void *src, size_t n);
 void ina_enc_bf16_put(void *dst, const float *src, size_t n);
 void ina_enc_bf16_get(float *dst, const void *src, size_t n);
 void ina_enc_bf16_add(float *acc, const void *src, size_t n);
+/* ina_enc_bf16_add() then ina_enc_bf16_put() of the sums into 'buf'. */
+void ina_enc_bf16_add_put(float *acc, void *buf, size_t n);
 /* One float to its bf16 bit pattern (host order): the rounding put does. */
 uint16_t ina_enc_bf16_round(float x);
 
@@ -56,6 +62,9 @@ void ina_enc_i32_get(float *dst, const void *src, size_t n, int scale);
  * number of elements that saturated (0 when the sum is exact). */
 void ina_enc_i32_load(int32_t *acc, const void *src, size_t n);
 size_t ina_enc_i32_add(int32_t *acc, const void *src, size_t n);
+/* ina_enc_i32_add() then ina_enc_i32_store() of the sums into 'buf', in
+ * one pass; returns the number of elements that saturated. */
+size_t ina_enc_i32_add_store(int32_t *acc, void *buf, size_t n);
 /* Host int32 accumulator to wire. */
 void ina_enc_i32_store(void *dst, const int32_t *acc, size_t n);
 /* Host int32 accumulator straight to floats, x = q * 2^-s. */

@@ -31,6 +31,10 @@ struct ina_encoding_ops {
 	void (*load)(void *acc, const void *src, size_t n);
 	size_t (*add)(void *acc, const void *src, size_t n);
 	void (*store)(void *dst, const void *acc, size_t n);
+	/* add, then store of the sums into the same wire buffer, in one pass
+	 * where the encoding can (the block's completing packet becomes its
+	 * result in place); returns what add returns. */
+	size_t (*add_store)(void *acc, void *buf, size_t n);
 	/* The result filter on a finished accumulator against the raw bound of
 	 * the block's packets (encode.h, ina_enc_bound()). */
 	int (*deferred)(const void *acc, size_t n, uint32_t raw_bound);

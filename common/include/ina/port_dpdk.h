@@ -33,6 +33,12 @@
  *   zerocopy=0|1       fan-out chains a header mbuf per destination to the
  *                      one payload mbuf (where the ethdev takes chains) [1]
  *   offload=0|1        IPv4/UDP checksum offloads where advertised [1]
+ *   csum=auto|on|off   UDP checksums: on = send one (offloaded or one pass
+ *                      over the payload) and drop a datagram without one
+ *                      (0); off = send 0 and accept 0 without a pass (a
+ *                      datagram with a checksum is still verified); auto =
+ *                      off on net_memif (shared memory), on elsewhere, and
+ *                      on with corrupt= [auto]
  *   mtu=BYTES          IPv4 MTU, 576..9000 [1500]: ina packets up to MTU - 28
  *                      bytes; mbufs grow to hold a whole frame (memory:
  *                      about mbufs x (mtu + 300) bytes per queue); af_packet

@@ -16,4 +16,11 @@
  */
 int ina_port_udp_local(const struct ina_port *port, char *buf, unsigned size);
 
+/*
+ * Received packets of a udp port that live in its GRO receive buffers and
+ * are not freed yet (taken by the caller or waiting in the port): 0 once
+ * everything received was freed (leak checks). 0 for other ports.
+ */
+unsigned ina_port_udp_rx_held(const struct ina_port *port);
+
 #endif
