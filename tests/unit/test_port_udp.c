@@ -28,6 +28,8 @@
 
 #include <cmocka.h>
 
+#include "skip.h"
+
 #include "ina/faults.h"
 #include "ina/pkt.h"
 #include "ina/port.h"
@@ -1352,7 +1354,7 @@ test_port_udp_gso_refused(void **state)
 	assert_int_equal(waitpid(pid, &status, 0), pid);
 	assert_true(WIFEXITED(status));
 	if (WEXITSTATUS(status) == 77)
-		skip();
+		INA_SKIP("no network namespace of its own (not root)");
 	assert_int_equal(WEXITSTATUS(status), 0);
 }
 

@@ -1,0 +1,335 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * bench_memif_dpdk: what DPDK's net_memif carries between two processes on
+ * this machine, the ceiling for ina over memif. The program forks: the
+ * parent receives (memif server), the child sends (memif client), each with
+ * its own EAL (own file prefix, --no-huge), each free to run on either core
+ * as bench/run's ina processes are (pinned, a poller starves when anything
+ * else runs on its core). The
+ * sender puts frames of --frame bytes (9000, ina's memif MTU) in bursts of
+ * 32 as fast as the ring takes them; the receiver counts the bytes of every
+ * frame for --seconds after the first one arrives and prints Gbit/s and
+ * frames/s. Both ends are bounded in time: the sender stops at its own
+ * deadline or when the link goes down, and the parent kills a child that
+ * outlives the run. Same memif options as bench/run gives ina (bsize=9216).
+ *
+ * Usage: bench_memif_dpdk [--seconds S] [--frame BYTES] [--rx-lcores L]
+ *                         [--tx-lcores L]
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <poll.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <rte_eal.h>
+#include <rte_ethdev.h>
+#include <rte_lcore.h>
+#include <rte_mbuf.h>
+
+#define BURST 32
+#define NB_MBUFS 8191
+#define NB_DESC 1024
+#define DATA_ROOM 9216
+
+static struct {
+	double seconds;
+	unsigned frame;
+	const char *rx_lcores, *tx_lcores;
+	char sock[96];
+	int pid;
+	int ready[2]; /* the receiver tells the sender its port runs */
+} g = { .seconds = 2.0, .frame = 9000, .rx_lcores = "0@(0-1)", .tx_lcores = "0@(0-1)" };
+
+static double
+now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* EAL for one end and its memif port, started; the port id, or -1
+ * (printed). */
+static int
+start(int server, struct rte_mempool **pool)
+{
+	char prefix[64], lcores[64], vdev[192], name[] = "bench_memif_dpdk";
+	char *argv[] = { name,
+			 "--no-huge",
+			 "-m",
+			 "256",
+			 "--no-pci",
+			 "--no-telemetry",
+			 "--log-level=lib.eal:error",
+			 prefix,
+			 lcores,
+			 vdev,
+			 NULL };
+	int argc = (int)(sizeof(argv) / sizeof(argv[0])) - 1;
+	struct rte_eth_conf conf;
+	const char *who = server ? "receiver" : "sender";
+	uint16_t port;
+	int ret;
+
+	snprintf(prefix, sizeof(prefix), "--file-prefix=ina-memif-%s-%d", server ? "rx" : "tx",
+		 g.pid);
+	snprintf(lcores, sizeof(lcores), "--lcores=%s", server ? g.rx_lcores : g.tx_lcores);
+	snprintf(vdev, sizeof(vdev), "--vdev=net_memif0,role=%s,id=0,socket=%s,bsize=%u",
+		 server ? "server" : "client", g.sock, DATA_ROOM);
+	if (rte_eal_init(argc, argv) < 0) {
+		fprintf(stderr, "bench_memif_dpdk: %s: EAL: %s\n", who, rte_strerror(rte_errno));
+		return -1;
+	}
+	if (rte_eth_dev_count_avail() != 1) {
+		fprintf(stderr, "bench_memif_dpdk: %s: net_memif0 did not start\n", who);
+		return -1;
+	}
+	port = 0;
+	*pool = rte_pktmbuf_pool_create(server ? "rx" : "tx", NB_MBUFS, 256, 0,
+					RTE_PKTMBUF_HEADROOM + DATA_ROOM, (int)rte_socket_id());
+	if (!*pool) {
+		fprintf(stderr, "bench_memif_dpdk: %s: mbuf pool: %s\n", who,
+			rte_strerror(rte_errno));
+		return -1;
+	}
+	/* memif advertises 1518-byte frames but carries up to bsize=: its
+	 * MTU stays the default, as ina's dpdk port leaves it. */
+	memset(&conf, 0, sizeof(conf));
+	if ((ret = rte_eth_dev_configure(port, 1, 1, &conf)) < 0 ||
+	    (ret = rte_eth_rx_queue_setup(port, 0, NB_DESC, (unsigned)rte_socket_id(), NULL,
+					  *pool)) < 0 ||
+	    (ret = rte_eth_tx_queue_setup(port, 0, NB_DESC, (unsigned)rte_socket_id(), NULL)) < 0 ||
+	    (ret = rte_eth_dev_start(port)) < 0) {
+		fprintf(stderr, "bench_memif_dpdk: %s: port setup: %s\n", who, rte_strerror(-ret));
+		return -1;
+	}
+	return port;
+}
+
+/* 0 once the link of 'port' is up, or -1 after 10 s (printed). */
+static int
+link_up(uint16_t port, const char *who)
+{
+	struct rte_eth_link link;
+	double until;
+
+	for (until = now_s() + 10;;) {
+		memset(&link, 0, sizeof(link));
+		rte_eth_link_get_nowait(port, &link);
+		if (link.link_status)
+			return 0;
+		if (now_s() > until) {
+			fprintf(stderr, "bench_memif_dpdk: %s: no link in 10 s\n", who);
+			return -1;
+		}
+		usleep(1000);
+	}
+}
+
+/* The child: sends until its deadline or until the link goes down. */
+static int
+sender(void)
+{
+	struct rte_mempool *pool;
+	struct rte_mbuf *m[BURST];
+	struct rte_eth_link link;
+	double until;
+	uint64_t n = 0;
+	int port;
+
+	/* The server first: a memif client without one does not start. The
+	 * receiver writes a byte on the pipe once its port runs. */
+	struct pollfd pfd = { .fd = g.ready[0], .events = POLLIN };
+	char c;
+
+	close(g.ready[1]);
+	if (poll(&pfd, 1, 15000) != 1 || read(g.ready[0], &c, 1) != 1) {
+		fprintf(stderr, "bench_memif_dpdk: sender: the receiver did not start\n");
+		return 1;
+	}
+	port = start(0, &pool);
+	if (port < 0 || link_up((uint16_t)port, "sender") < 0)
+		return 1;
+	until = now_s() + g.seconds + 15;
+	while (now_s() < until) {
+		uint16_t sent;
+
+		if (rte_pktmbuf_alloc_bulk(pool, m, BURST) == 0) {
+			for (int i = 0; i < BURST; i++) {
+				m[i]->data_len = (uint16_t)g.frame;
+				m[i]->pkt_len = g.frame;
+			}
+			sent = rte_eth_tx_burst((uint16_t)port, 0, m, BURST);
+			if (sent < BURST)
+				rte_pktmbuf_free_bulk(m + sent, BURST - sent);
+		}
+		if ((++n & 1023) == 0) {
+			memset(&link, 0, sizeof(link));
+			rte_eth_link_get_nowait((uint16_t)port, &link);
+			if (!link.link_status)
+				break;
+		}
+	}
+	rte_eth_dev_stop((uint16_t)port);
+	rte_eal_cleanup();
+	return 0;
+}
+
+/* The parent: counts for --seconds after the first frame, prints. */
+static int
+receiver(void)
+{
+	struct rte_mempool *pool;
+	struct rte_mbuf *m[BURST];
+	uint64_t bytes = 0, frames = 0;
+	double t0 = 0, t = 0, until;
+	int port = start(1, &pool);
+
+	if (port < 0)
+		return 1;
+	if (write(g.ready[1], "r", 1) != 1) {
+		fprintf(stderr, "bench_memif_dpdk: receiver: cannot wake the sender\n");
+		return 1;
+	}
+	if (link_up((uint16_t)port, "receiver") < 0)
+		return 1;
+	for (until = now_s() + 10; t0 == 0;) {
+		uint16_t nb = rte_eth_rx_burst((uint16_t)port, 0, m, BURST);
+
+		if (nb) {
+			t0 = now_s();
+			rte_pktmbuf_free_bulk(m, nb);
+		} else if (now_s() > until) {
+			fprintf(stderr, "bench_memif_dpdk: receiver: nothing in 10 s\n");
+			return 1;
+		}
+	}
+	while ((t = now_s()) < t0 + g.seconds) {
+		uint16_t nb = rte_eth_rx_burst((uint16_t)port, 0, m, BURST);
+
+		for (uint16_t i = 0; i < nb; i++)
+			bytes += rte_pktmbuf_pkt_len(m[i]);
+		frames += nb;
+		if (nb)
+			rte_pktmbuf_free_bulk(m, nb);
+	}
+	printf("bench_memif_dpdk frame=%u seconds=%.2f frames=%" PRIu64 " mpps=%.3f gbps=%.2f\n",
+	       g.frame, t - t0, frames, (double)frames / (t - t0) / 1e6,
+	       (double)bytes * 8 / (t - t0) / 1e9);
+	fflush(stdout);
+	rte_eth_dev_stop((uint16_t)port);
+	rte_eal_cleanup();
+	return 0;
+}
+
+static void
+usage(FILE *f)
+{
+	fprintf(f, "usage: bench_memif_dpdk [options]\n"
+		   "\n"
+		   "Forks a memif sender and a memif receiver (one EAL each, --no-huge) and\n"
+		   "prints what the receiver got: frames/s and Gbit/s of frame bytes.\n"
+		   "\n"
+		   "options:\n"
+		   "  --seconds S           time measured at the receiver (default 2)\n"
+		   "  --frame BYTES         frame size, 64..9014 (default 9000)\n"
+		   "  --rx-lcores L         the receiver's EAL --lcores (default 0@(0-1))\n"
+		   "  --tx-lcores L         the sender's EAL --lcores (default 0@(0-1))\n"
+		   "  -h, --help            this text\n");
+}
+
+int
+main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "seconds", required_argument, NULL, 's' },
+		{ "frame", required_argument, NULL, 'f' },
+		{ "rx-lcores", required_argument, NULL, 'r' },
+		{ "tx-lcores", required_argument, NULL, 't' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	int o, ret, st = 0;
+	double until;
+	pid_t child;
+	char *end;
+
+	while ((o = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		switch (o) {
+		case 's':
+			g.seconds = strtod(optarg, &end);
+			if (*end || !(g.seconds >= 0.1 && g.seconds <= 60))
+				goto bad;
+			break;
+		case 'f':
+			g.frame = (unsigned)strtoul(optarg, &end, 10);
+			if (*end || g.frame < 64 || g.frame > 9014)
+				goto bad;
+			break;
+		case 'r':
+			g.rx_lcores = optarg;
+			break;
+		case 't':
+			g.tx_lcores = optarg;
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			usage(stderr);
+			return 2;
+		}
+	}
+	g.pid = (int)getpid();
+	snprintf(g.sock, sizeof(g.sock), "/run/ina-memif-probe-%d.sock", g.pid);
+	unlink(g.sock);
+	if (pipe(g.ready) < 0) {
+		perror("bench_memif_dpdk: pipe");
+		return 1;
+	}
+	fflush(stdout);
+	child = fork();
+	if (child < 0) {
+		perror("bench_memif_dpdk: fork");
+		return 1;
+	}
+	if (child == 0)
+		_exit(sender());
+	close(g.ready[0]);
+	ret = receiver();
+	close(g.ready[1]);
+	/* The sender sees the link go down and stops; bounded all the same. */
+	for (until = now_s() + 20; waitpid(child, &st, WNOHANG) != child; usleep(10000))
+		if (now_s() > until) {
+			fprintf(stderr, "bench_memif_dpdk: the sender did not stop: killed\n");
+			kill(child, SIGKILL);
+			waitpid(child, &st, 0);
+			ret = 1;
+			break;
+		}
+	if (ret == 0 && !(WIFEXITED(st) && WEXITSTATUS(st) == 0))
+		ret = 1;
+	unlink(g.sock);
+	{
+		char cmd[160];
+
+		snprintf(cmd, sizeof(cmd),
+			 "rm -rf /var/run/dpdk/ina-memif-rx-%d /var/run/dpdk/ina-memif-tx-%d",
+			 g.pid, g.pid);
+		if (system(cmd) != 0)
+			fprintf(stderr, "bench_memif_dpdk: cannot remove the EAL directories\n");
+	}
+	return ret;
+bad:
+	fprintf(stderr, "bench_memif_dpdk: bad value '%s' for an option\n", optarg);
+	return 2;
+}
