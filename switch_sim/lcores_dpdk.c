@@ -22,6 +22,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <inttypes.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -484,8 +485,17 @@ monitor(struct switch_lcores *sl)
 		sl->monitor_pending = 0;
 }
 
+/*
+ * After a poll that found no work, the 'idle'-th in a row, 'since_work' ns
+ * after the last one that did: the first idle_polls go on at once; then,
+ * while work came within ina_busy_poll_ns() (util.h: rounds run, the next
+ * packet is due within a round trip), each poll yields the CPU (sched_yield: at once on a
+ * core of its own, to the hosts on a shared one) rather than sleep, as a
+ * sleep costs its timer slack and a lane's round trip with it; quiet for
+ * longer, sleeps growing from 1 us to max_sleep_ns.
+ */
 static void
-idle_wait(struct switch_lcores *sl, unsigned idle, struct part *first)
+idle_wait(struct switch_lcores *sl, unsigned idle, uint64_t since_work, struct part *first)
 {
 	unsigned over;
 	uint64_t ns;
@@ -493,6 +503,10 @@ idle_wait(struct switch_lcores *sl, unsigned idle, struct part *first)
 
 	if (idle <= sl->cfg.idle_polls)
 		return;
+	if (since_work < ina_busy_poll_ns()) {
+		sched_yield();
+		return;
+	}
 	over = idle - sl->cfg.idle_polls;
 	if (over <= sl->cfg.idle_polls) {
 		rte_pause();
@@ -516,6 +530,7 @@ group_main(void *arg)
 	int has_first = g->parts[0] == 0; /* partitions are listed in order */
 	int slack = prctl(PR_GET_TIMERSLACK, 0, 0, 0, 0);
 	unsigned idle = 0;
+	uint64_t last_work = 0;
 
 	/* Idle sleeps of a few microseconds, not the default 50 us of slack. */
 	prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);
@@ -535,7 +550,15 @@ group_main(void *arg)
 		if (has_first && sl->cfg.snap_wanted)
 			monitor(sl);
 		idle = work ? 0 : idle + 1;
-		idle_wait(sl, idle, sl->parts[g->parts[0]]);
+		if (work) {
+			last_work = 0; /* read the clock only once idle */
+		} else if (idle > sl->cfg.idle_polls) {
+			uint64_t now = ina_now_ns();
+
+			if (!last_work)
+				last_work = now;
+			idle_wait(sl, idle, now - last_work, sl->parts[g->parts[0]]);
+		}
 	}
 	if (slack > 0)
 		prctl(PR_SET_TIMERSLACK, (unsigned long)slack, 0, 0, 0);

@@ -2,9 +2,11 @@
 /*
  * ina-switch: runs the aggregation pipeline behind a port. The loop receives
  * a burst, hands it to the pipeline with the current time, sends what the
- * pipeline answers, and ticks the pipeline's timers; when idle it sleeps in
- * the port. SIGUSR1 prints the counters and each job's state; SIGINT and
- * SIGTERM print them and exit. With --metrics ADDR:PORT the same counters
+ * pipeline answers, and ticks the pipeline's timers; while packets arrive
+ * (one came within ina_busy_poll_ns(), util.h) on a port whose wait only
+ * sleeps (dpdk) it yields the CPU between polls; otherwise it waits in the
+ * port (udp: until a packet arrives). SIGUSR1 prints the counters and each
+ * job's state; SIGINT and SIGTERM print them and exit. With --metrics ADDR:PORT the same counters
  * are served over HTTP in the Prometheus text format (metrics_http.h): the
  * loop fills a snapshot when a scrape asks for one. With --capture, every
  * packet received and sent is also written to a pcap file, which ina-replay
@@ -24,6 +26,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -575,7 +578,11 @@ main(int argc, char **argv)
 	struct ina_port *port;
 	struct pipeline *p;
 	char spec[512], err[256];
-	uint64_t last_tick = 0, realtime_offset = 0;
+	uint64_t last_tick = 0, realtime_offset = 0, last_rx = 0;
+	/* A packet received this recently keeps the loop polling (yielding)
+	 * rather than sleep in a port blind to arrivals: the next one is due
+	 * within microseconds while rounds run. Quiet longer, it sleeps. */
+	uint64_t busy_ns = ina_busy_poll_ns();
 	double start_time_s = unix_now_s();
 	int ret;
 
@@ -685,7 +692,11 @@ main(int argc, char **argv)
 		}
 		if (mh)
 			metrics_fill(mh, &c, p, port, start_time_s, now);
-		if (!nb_rx)
+		if (nb_rx)
+			last_rx = now;
+		else if (ina_port_wait_sleeps(port) && now - last_rx < busy_ns)
+			sched_yield();
+		else
 			ina_port_wait(port, INA_NS_PER_MS);
 	}
 	metrics_http_stop(mh);

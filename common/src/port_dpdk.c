@@ -1219,4 +1219,5 @@ const struct ina_port_ops ina_port_dpdk_ops = {
 	.peer_inet = dpdk_peer_inet,
 	.xstats = dpdk_xstats,
 	.close = dpdk_close,
+	.wait_sleeps = 1, /* dpdk_wait() cannot see a packet arrive */
 };

@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
-/* Strict number parsing for command lines and port options, rank lists (util.h). */
+/* Strict number parsing for command lines and port options, rank lists, the
+ * busy-poll window (util.h). */
 #include <errno.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -75,4 +77,27 @@ ina_errf(char *err, size_t size, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(err, size, fmt, ap);
 	va_end(ap);
+}
+
+#define BUSY_POLL_DEFAULT_NS 200000ull
+
+static uint64_t busy_poll_ns = BUSY_POLL_DEFAULT_NS;
+
+static void
+busy_poll_read(void)
+{
+	const char *env = getenv("INA_BUSY_POLL_US");
+	uint64_t us;
+
+	if (env && ina_parse_u64(env, 0, 1000000, &us) == 0)
+		busy_poll_ns = us * 1000;
+}
+
+uint64_t
+ina_busy_poll_ns(void)
+{
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+	pthread_once(&once, busy_poll_read);
+	return busy_poll_ns;
 }

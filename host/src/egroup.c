@@ -386,6 +386,7 @@ egroup_stats(const struct egroup *g, struct engine_stats *out)
 		out->saturated += s->saturated;
 		out->deferred += s->deferred;
 		out->stalls += s->stalls;
+		rtt_hist_merge(&out->rtt, &s->rtt);
 	}
 	/* A round is the worker's allreduce, counted by switch 0, which takes
 	 * part in every one (its run is never empty). */

@@ -26,6 +26,7 @@
 
 #include "ina/pkt.h"
 #include "ina/wire.h"
+#include "rtt_hist.h"
 
 struct engine;
 
@@ -141,6 +142,9 @@ struct engine_stats {
 	uint64_t standby_lost;	      /* the replica refused to stand by any
 						 * longer (an ERROR from it): no failover
 						 * left for the job */
+	struct rtt_hist rtt;	      /* round trips of lanes' packets sent once
+						 * (Karn's rule), send to result: what the
+						 * RTO estimate samples (engine_base.c) */
 };
 
 struct engine *engine_create(const struct engine_config *cfg);

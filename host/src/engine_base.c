@@ -53,12 +53,15 @@ engine_fill_hdr(const struct engine *e, struct ina_hdr *h, uint8_t type)
  * Round-trip estimate (Jacobson/Karels, as TCP's RFC 6298) from results that
  * answer a packet sent once (Karn's rule). The round trip of a lane includes
  * waiting for the slowest worker, which is what the timeout must cover.
+ * Every sample also goes into the stats' histogram (rtt_hist.h), the
+ * latency a block sees from its send to its result.
  */
 void
 engine_rtt_sample(struct engine *e, uint64_t sample)
 {
 	uint64_t rto;
 
+	rtt_hist_add(&e->st.rtt, sample);
 	if (!e->srtt_ns) {
 		e->srtt_ns = sample;
 		e->rttvar_ns = sample / 2;

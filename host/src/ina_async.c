@@ -450,6 +450,7 @@ ina_wait(struct ina_ctx *ctx, uint64_t handle)
 	for (;;) {
 		struct op *o = ina_op_of(ctx, handle);
 		uint64_t sleep_ns;
+		int busy;
 
 		if (!o) {
 			ret = -EINVAL;
@@ -484,9 +485,9 @@ ina_wait(struct ina_ctx *ctx, uint64_t handle)
 		} else {
 			stuck_since = 0;
 		}
+		busy = ina_busy(ctx);
 		pthread_mutex_unlock(&ctx->lock);
-		if (sleep_ns)
-			ina_port_wait(ctx->port, sleep_ns);
+		ina_idle(ctx, busy, sleep_ns);
 		pthread_mutex_lock(&ctx->lock);
 	}
 	pthread_mutex_unlock(&ctx->lock);
@@ -497,16 +498,17 @@ int
 ina_progress(struct ina_ctx *ctx, uint32_t wait_us)
 {
 	uint64_t sleep_ns;
-	int moved, ret;
+	int moved, ret, busy;
 
 	pthread_mutex_lock(&ctx->lock);
 	moved = ina_step(ctx, &sleep_ns);
 	ret = ina_ctx_error(ctx);
+	busy = ina_busy(ctx);
 	pthread_mutex_unlock(&ctx->lock);
 	if (!moved && wait_us && !ret) {
 		uint64_t max = (uint64_t)wait_us * 1000;
 
-		ina_port_wait(ctx->port, sleep_ns < max ? sleep_ns : max);
+		ina_idle(ctx, busy, sleep_ns < max ? sleep_ns : max);
 	}
 	return ret;
 }
@@ -544,12 +546,12 @@ ina_poll(struct ina_ctx *ctx, struct ina_completion *done, unsigned max, uint32_
 	n = poll_collect(ctx, done, max);
 	if (n == 0 && !moved && wait_us && !egroup_error(ctx->eg)) {
 		uint64_t max_ns = (uint64_t)wait_us * 1000;
+		int busy = ina_busy(ctx);
 
-		/* Sleep in the port without the lock, as ina_wait() does:
-		 * other threads submit meanwhile. */
+		/* Wait without the lock, as ina_wait() does: other threads
+		 * submit meanwhile. */
 		pthread_mutex_unlock(&ctx->lock);
-		if (sleep_ns)
-			ina_port_wait(ctx->port, sleep_ns < max_ns ? sleep_ns : max_ns);
+		ina_idle(ctx, busy, sleep_ns < max_ns ? sleep_ns : max_ns);
 		pthread_mutex_lock(&ctx->lock);
 		ina_step(ctx, &sleep_ns);
 		n = poll_collect(ctx, done, max);

@@ -66,14 +66,15 @@ ssp_allreduce(struct ina_ctx *ctx, uint32_t tensor_id, const float *in, float *o
 	for (;;) {
 		struct op *o = ina_op_of(ctx, *ssp_tensor_handle(t, call));
 		uint64_t sleep_ns;
+		int busy;
 
 		if (!o || o->state != OP_QUEUED)
 			break;
 		if (ina_step(ctx, &sleep_ns))
 			continue;
+		busy = ina_busy(ctx);
 		pthread_mutex_unlock(&ctx->lock);
-		if (sleep_ns)
-			ina_port_wait(ctx->port, sleep_ns);
+		ina_idle(ctx, busy, sleep_ns);
 		pthread_mutex_lock(&ctx->lock);
 	}
 	pthread_mutex_unlock(&ctx->lock);

@@ -135,12 +135,20 @@ struct ina_ctx {
 	uint32_t *blk_chain;  /* the block-sparse round's lane chains */
 	size_t blk_chain_cap; /* ... entries allocated */
 	char errmsg[512];
+	uint64_t moved_ns; /* ina_pump() last moved a packet (ina_busy) */
 };
 
 /* ina_pump.c */
 /* One burst each way between the port and the engines; whether anything
  * moved. */
 int ina_pump(struct ina_ctx *ctx);
+/* Under the lock: whether the caller should poll on rather than wait: the
+ * port's wait only sleeps, a round runs and a packet moved within
+ * ina_busy_poll_ns() (util.h; ina_pump.c). */
+int ina_busy(const struct ina_ctx *ctx);
+/* After a step that moved nothing, without the lock: busy (ina_busy()),
+ * yields the CPU and returns; idle, sleeps in the port up to 'ns'. */
+void ina_idle(struct ina_ctx *ctx, int busy, uint64_t ns);
 /* The keepalive thread's beat (keepalive.c); 'arg' is the context. */
 void ina_keepalive_beat(void *arg);
 /* Drives the engines while they stay in 'phase': 0 or the error. Joining,

@@ -3,9 +3,12 @@
  * The API's contact with the port (ina_int.h): one burst each way between
  * the port and the engines (a takeover and a stall logged), the keepalive
  * thread's beat, and driving the engines while they stay in a phase,
- * sleeping in the port until a packet or the next timer.
+ * sleeping in the port until a packet or the next timer; and how a caller
+ * waits between polls: yielding while a round's packets move, sleeping
+ * when idle (ina_busy, ina_idle).
  */
 #include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 
 #include "ina_int.h"
@@ -56,7 +59,42 @@ ina_pump(struct ina_ctx *ctx)
 	if (ctx->cap && nb_tx)
 		ina_capture_tx_burst(ctx->cap, pkts, nb_tx, &ctx->self, now + ctx->realtime_offset);
 	ina_port_tx_burst(ctx->port, pkts, nb_tx);
+	if (nb_rx || nb_tx)
+		ctx->moved_ns = now;
 	return nb_rx || nb_tx;
+}
+
+int
+ina_busy(const struct ina_ctx *ctx)
+{
+	return ina_port_wait_sleeps(ctx->port) && egroup_phase(ctx->eg) == ENGINE_RUNNING &&
+	       !egroup_error(ctx->eg) && ina_now_ns() - ctx->moved_ns < ina_busy_poll_ns();
+}
+
+/*
+ * A round runs and a packet moved within the busy window (200 us unless
+ * $INA_BUSY_POLL_US says otherwise): results come back within a round trip
+ * (microseconds over memif). A round quiet for longer waits on a peer that
+ * is slow or has no CPU (2 cores, 5 processes): the caller then sleeps as
+ * when idle, leaving the CPU to it; longer windows measured slower on a
+ * loaded machine.
+ *
+ * Busy: sched_yield() and back to polling. A result is due within a round
+ * trip (microseconds over memif), and the port's wait would sleep blind to
+ * it, costing tens of microseconds of timer slack each time; the yield
+ * leaves the core to the other ranks and the switch when they have work
+ * (2 cores, 5 processes in bench/run). Idle, or on a port whose wait wakes
+ * on a packet (udp's ppoll: no busier way is faster there, and a poller
+ * would take the CPU from the ranks that have work): wait in the port up to
+ * 'ns'.
+ */
+void
+ina_idle(struct ina_ctx *ctx, int busy, uint64_t ns)
+{
+	if (busy)
+		sched_yield();
+	else if (ns)
+		ina_port_wait(ctx->port, ns);
 }
 
 /*

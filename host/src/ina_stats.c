@@ -55,6 +55,11 @@ ina_get_stats_size(const struct ina_ctx *ctx, struct ina_stats *out, size_t size
 	s->block_size = ctx->last_block_size;
 	s->partition_tag = ctx->last_part_tag;
 	s->residual_norm = ctx->sp.residual_norm;
+	s->rtt_samples = es->rtt.count;
+	s->rtt_median_us = (double)rtt_hist_quantile(&es->rtt, 0.5) / 1e3;
+	s->rtt_p99_us = (double)rtt_hist_quantile(&es->rtt, 0.99) / 1e3;
+	s->rtt_max_us = (double)es->rtt.max_ns / 1e3;
+	s->rtt_mean_us = rtt_hist_mean(&es->rtt) / 1e3;
 	{
 		const struct sparse_tensor *t;
 		uint32_t it = 0;

@@ -578,6 +578,15 @@ out:
 	return ret;
 }
 
+/* The blocks' round trips of the run (send to result), for a summary line. */
+static const char *
+rtt_text(const struct ina_stats *st, char *buf, size_t size)
+{
+	snprintf(buf, size, "block round trip median %.1f us  p99 %.1f us  max %.1f us",
+		 st->rtt_median_us, st->rtt_p99_us, st->rtt_max_us);
+	return buf;
+}
+
 static const char *
 encoding_name(enum ina_encoding_type e)
 {
@@ -592,7 +601,7 @@ main(int argc, char **argv)
 	struct workload *w;
 	struct report_round *rounds;
 	struct report rep;
-	char err[256], ident[32];
+	char err[256], ident[32], rtt[96];
 	float *buf, one = 1.0f, one_out;
 	struct sim_ranks *sim = NULL;
 	int ret, all_ok = 1;
@@ -684,9 +693,11 @@ main(int argc, char **argv)
 				c.ina.rank, bad);
 		else
 			printf("%s%.0u  %" PRIu32 " rounds  %8.3f ms/round  blocks missed %" PRIu64
-			       "  retx %" PRIu64 "  received + residuals = gradients (bit-exact)\n",
+			       "  retx %" PRIu64 "  %s  received + residuals = gradients "
+			       "(bit-exact)\n",
 			       c.ina.ssp ? "ssp:" : "bsp", c.ina.ssp, c.rounds,
-			       total * 1e3 / c.rounds, st.ssp_missed, st.retransmits);
+			       total * 1e3 / c.rounds, st.ssp_missed, st.retransmits,
+			       rtt_text(&st, rtt, sizeof(rtt)));
 		for (uint32_t r = 0; r < c.rounds; r++) {
 			rounds[r].round = r;
 			rounds[r].seconds = total / c.rounds;
@@ -766,6 +777,16 @@ main(int argc, char **argv)
 		}
 	}
 
+	if (!c.quiet && !c.consistency && c.rounds && all_ok) {
+		struct ina_stats st;
+
+		ina_get_stats(ctx, &st);
+		printf("%" PRIu32 " rounds  %8.3f ms/round  goodput %7.3f Gb/s  retx %" PRIu64
+		       "  %s\n",
+		       c.rounds, total * 1e3 / c.rounds,
+		       total > 0 ? (double)n * 4 * 8 * c.rounds / total / 1e9 : 0.0, st.retransmits,
+		       rtt_text(&st, rtt, sizeof(rtt)));
+	}
 	memset(&rep, 0, sizeof(rep));
 	rep.transport = ina_transport(ctx);
 	rep.port = c.ina.port;

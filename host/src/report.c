@@ -82,6 +82,12 @@ report_write(const char *path, const struct report *r)
 	json_object_set_new(root, "data_packets", json_integer((json_int_t)s->data_packets));
 	json_object_set_new(root, "empty_packets", json_integer((json_int_t)s->empty_packets));
 	json_object_set_new(root, "lanes_asked", json_integer((json_int_t)r->lanes_asked));
+	/* A block's send to its result, over the run (ina_stats rtt_*). */
+	json_object_set_new(root, "rtt_samples", json_integer((json_int_t)s->rtt_samples));
+	json_object_set_new(root, "rtt_median_us", json_real(s->rtt_median_us));
+	json_object_set_new(root, "rtt_p99_us", json_real(s->rtt_p99_us));
+	json_object_set_new(root, "rtt_max_us", json_real(s->rtt_max_us));
+	json_object_set_new(root, "rtt_mean_us", json_real(s->rtt_mean_us));
 	/* Where the job was aggregated: "" on the switch, else the host aggregator. */
 	json_object_set_new(root, "aggregator", json_string(s->aggregator));
 	json_object_set_new(root, "per_round", rounds);

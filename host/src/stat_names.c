@@ -54,6 +54,11 @@ static const struct stat_row rows[] = {
 	R(ST_U64, partition_rebalances),
 	R(ST_U16, lanes),
 	R(ST_U16, lanes_asked),
+	R(ST_U64, rtt_samples),
+	R(ST_DOUBLE, rtt_median_us),
+	R(ST_DOUBLE, rtt_p99_us),
+	R(ST_DOUBLE, rtt_max_us),
+	R(ST_DOUBLE, rtt_mean_us),
 };
 
 #undef R

@@ -86,6 +86,13 @@ struct ina_port_ops {
 	 */
 	unsigned (*xstats)(const struct ina_port *, struct ina_port_xstat *xs, unsigned n);
 	void (*close)(struct ina_port *); /* Accepts NULL. */
+	/*
+	 * 1: wait() can only sleep, blind to arrivals (dpdk's polled devices),
+	 * so a caller with packets in flight polls on, yielding the CPU,
+	 * rather than wait (libina's ina_idle, ina-switch's loop); 0: wait()
+	 * returns when a packet arrives (udp's ppoll) and is the way to wait.
+	 */
+	uint8_t wait_sleeps;
 };
 
 /* The part of a port every backend shares; backends embed it first. */
@@ -121,6 +128,13 @@ static inline void
 ina_port_wait(struct ina_port *p, uint64_t timeout_ns)
 {
 	p->ops->wait(p, timeout_ns);
+}
+
+/* Whether the port's wait() only sleeps (ops->wait_sleeps). */
+static inline int
+ina_port_wait_sleeps(const struct ina_port *p)
+{
+	return p->ops->wait_sleeps;
 }
 
 /* Parses "ADDR:PORT" (the backend's address form) into a peer. 0 or -errno. */

@@ -28,6 +28,15 @@ int ina_parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out);
 /* Parses a whole floating-point number in [min, max]. 0 or -EINVAL / -ERANGE. */
 int ina_parse_double(const char *s, double min, double max, double *out);
 
+/*
+ * How long after the last packet a poller with packets in flight polls on
+ * (yielding the CPU between polls) rather than sleep in a port whose wait
+ * cannot see arrivals (dpdk): libina's waits, ina-switch's loop and its
+ * lcores. $INA_BUSY_POLL_US (0..1000000, 0: never, sleep as when idle),
+ * read once; unset or not a number in range: 200 us.
+ */
+uint64_t ina_busy_poll_ns(void);
+
 /* Writes the set bits of 'mask' as "0,2,5" ("-" when none) into 'buf'. */
 const char *ina_ranks_str(char *buf, size_t size, uint64_t mask);
 
