@@ -28,6 +28,7 @@
 #include <time.h>
 
 #include "ina.h"
+#include "bench_stats.h"
 
 #define MAX_REPS 1000
 #define TENSOR 1
@@ -309,23 +310,6 @@ want_sum(const struct inputs *x, size_t i, int *any)
 	return s;
 }
 
-static double
-now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static int
-cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return (x > y) - (x < y);
-}
-
 /* The dense run (ina_allreduce; at --density < 1 a dense tensor whose other
  * blocks are zero): 0, or a negative error (printed). */
 static int
@@ -348,11 +332,11 @@ run_dense(struct ina_ctx *ctx, const struct bench *b, const struct inputs *x, do
 
 		if ((ret = ina_barrier(ctx)) < 0)
 			goto fail;
-		t0 = now_s();
+		t0 = bench_now_s();
 		if ((ret = ina_allreduce(ctx, TENSOR, in, out, n, INA_SUM)) < 0)
 			goto fail;
 		if (k >= b->warmup)
-			times[k - b->warmup] = now_s() - t0;
+			times[k - b->warmup] = bench_now_s() - t0;
 	}
 	for (size_t i = 0; i < n; i++)
 		if (out[i] != want_sum(x, i, &any) && bad++ == 0)
@@ -424,11 +408,11 @@ run_blocks(struct ina_ctx *ctx, const struct bench *b, const struct inputs *x, d
 
 		if ((ret = ina_barrier(ctx)) < 0)
 			goto fail;
-		t0 = now_s();
+		t0 = bench_now_s();
 		if ((ret = ina_allreduce_blocks(ctx, TENSOR, &in, &out, INA_SUM)) < 0)
 			goto fail;
 		if (k >= b->warmup)
-			times[k - b->warmup] = now_s() - t0;
+			times[k - b->warmup] = bench_now_s() - t0;
 	}
 	/* The union, ascending, with the sums. */
 	for (size_t k = 0; k < x->nb; k++) {
@@ -566,7 +550,7 @@ main(int argc, char **argv)
 		goto out;
 	}
 	if (b.rank == 0) {
-		qsort(slowest, b.reps, sizeof(slowest[0]), cmp_double);
+		qsort(slowest, b.reps, sizeof(slowest[0]), bench_cmp_double);
 		med = b.reps % 2 ? slowest[b.reps / 2]
 				 : (slowest[b.reps / 2 - 1] + slowest[b.reps / 2]) / 2;
 		printf("bench_allreduce transport=%s ranks=%u elements=%" PRIu64

@@ -41,6 +41,7 @@
 #include "ina/util.h"
 #include "ina/wire.h"
 #include "lcores.h"
+#include "bench_stats.h"
 
 #define JOB 3
 #define TOKEN 0x5eed5eedull
@@ -470,23 +471,6 @@ tv_s(const struct timeval *tv)
 	return (double)tv->tv_sec + (double)tv->tv_usec * 1e-6;
 }
 
-static int
-cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return (x > y) - (x < y);
-}
-
-static double
-median(double *t, unsigned n)
-{
-	if (!n)
-		return -1;
-	qsort(t, n, sizeof(t[0]), cmp_double);
-	return n % 2 ? t[n / 2] : (t[n / 2 - 1] + t[n / 2]) / 2;
-}
-
 /* The three configurations, in turn within each run, so that a busy spell of
  * the machine hits all of them; med[c] is configuration c's median time and
  * ratio[c] the median over runs of that run's 1-lcore time / c's time. */
@@ -517,9 +501,9 @@ measure(const struct workload *wl, int two, double med[3], double ratio[3], doub
 				r[c][nr[c]++] = s[0] / s[c];
 	}
 	for (int c = 0; c < 3; c++) {
-		cpus[c] = c < nb ? median(u[c], nt[c]) : -1;
-		med[c] = c < nb ? median(t[c], nt[c]) : -1;
-		ratio[c] = c && c < nb ? median(r[c], nr[c]) : -1;
+		cpus[c] = c < nb ? bench_median(u[c], nt[c]) : -1;
+		med[c] = c < nb ? bench_median(t[c], nt[c]) : -1;
+		ratio[c] = c && c < nb ? bench_median(r[c], nr[c]) : -1;
 	}
 }
 

@@ -33,6 +33,7 @@
 #include <rte_ethdev.h>
 #include <rte_lcore.h>
 #include <rte_mbuf.h>
+#include "bench_stats.h"
 
 #define BURST 32
 #define NB_MBUFS 8191
@@ -47,15 +48,6 @@ static struct {
 	int pid;
 	int ready[2]; /* the receiver tells the sender its port runs */
 } g = { .seconds = 2.0, .frame = 9000, .rx_lcores = "0@(0-1)", .tx_lcores = "0@(0-1)" };
-
-static double
-now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 /* EAL for one end and its memif port, started; the port id, or -1
  * (printed). */
@@ -122,12 +114,12 @@ link_up(uint16_t port, const char *who)
 	struct rte_eth_link link;
 	double until;
 
-	for (until = now_s() + 10;;) {
+	for (until = bench_now_s() + 10;;) {
 		memset(&link, 0, sizeof(link));
 		rte_eth_link_get_nowait(port, &link);
 		if (link.link_status)
 			return 0;
-		if (now_s() > until) {
+		if (bench_now_s() > until) {
 			fprintf(stderr, "bench_memif_dpdk: %s: no link in 10 s\n", who);
 			return -1;
 		}
@@ -159,8 +151,8 @@ sender(void)
 	port = start(0, &pool);
 	if (port < 0 || link_up((uint16_t)port, "sender") < 0)
 		return 1;
-	until = now_s() + g.seconds + 15;
-	while (now_s() < until) {
+	until = bench_now_s() + g.seconds + 15;
+	while (bench_now_s() < until) {
 		uint16_t sent;
 
 		if (rte_pktmbuf_alloc_bulk(pool, m, BURST) == 0) {
@@ -202,18 +194,18 @@ receiver(void)
 	}
 	if (link_up((uint16_t)port, "receiver") < 0)
 		return 1;
-	for (until = now_s() + 10; t0 == 0;) {
+	for (until = bench_now_s() + 10; t0 == 0;) {
 		uint16_t nb = rte_eth_rx_burst((uint16_t)port, 0, m, BURST);
 
 		if (nb) {
-			t0 = now_s();
+			t0 = bench_now_s();
 			rte_pktmbuf_free_bulk(m, nb);
-		} else if (now_s() > until) {
+		} else if (bench_now_s() > until) {
 			fprintf(stderr, "bench_memif_dpdk: receiver: nothing in 10 s\n");
 			return 1;
 		}
 	}
-	while ((t = now_s()) < t0 + g.seconds) {
+	while ((t = bench_now_s()) < t0 + g.seconds) {
 		uint16_t nb = rte_eth_rx_burst((uint16_t)port, 0, m, BURST);
 
 		for (uint16_t i = 0; i < nb; i++)
@@ -308,8 +300,8 @@ main(int argc, char **argv)
 	ret = receiver();
 	close(g.ready[1]);
 	/* The sender sees the link go down and stops; bounded all the same. */
-	for (until = now_s() + 20; waitpid(child, &st, WNOHANG) != child; usleep(10000))
-		if (now_s() > until) {
+	for (until = bench_now_s() + 20; waitpid(child, &st, WNOHANG) != child; usleep(10000))
+		if (bench_now_s() > until) {
 			fprintf(stderr, "bench_memif_dpdk: the sender did not stop: killed\n");
 			kill(child, SIGKILL);
 			waitpid(child, &st, 0);

@@ -35,6 +35,7 @@
 #include "ina/port.h"
 #include "ina/util.h"
 #include "pipeline.h"
+#include "bench_stats.h"
 
 #define MAX_W 8
 #define L 12
@@ -224,24 +225,6 @@ out:
 	return NULL;
 }
 
-static int
-cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return x < y ? -1 : x > y;
-}
-
-static double
-median(const double *v, int n)
-{
-	double t[64];
-
-	memcpy(t, v, (size_t)n * sizeof(*t));
-	qsort(t, (size_t)n, sizeof(*t), cmp_double);
-	return n % 2 ? t[n / 2] : (t[n / 2 - 1] + t[n / 2]) / 2;
-}
-
 int
 main(int argc, char **argv)
 {
@@ -337,7 +320,8 @@ main(int argc, char **argv)
 	}
 	for (size_t c = 0; c < NB_CONFS; c++) {
 		/* Rank 0's view: every rank ends a round at nearly the same time. */
-		double mf = median(ws[0].first_ms[c], g.runs), ma = median(ws[0].all_ms[c], g.runs);
+		double mf = bench_median(ws[0].first_ms[c], g.runs),
+		       ma = bench_median(ws[0].all_ms[c], g.runs);
 
 		if (c == 0) {
 			fifo_first = mf;

@@ -28,6 +28,7 @@
 #include "ina/npy.h"
 #include "partition.h"
 #include "sparsify.h"
+#include "bench_stats.h"
 
 #define MAX_LIST 8
 #define N_MODES (1 + MAX_LIST) /* fixed, then dynamic per period */
@@ -87,21 +88,6 @@ parse_list(const char *s, struct list *l, double lo, double hi)
 			return -1;
 	}
 	return l->n ? 0 : -1;
-}
-
-static int
-cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return x < y ? -1 : x > y;
-}
-
-static double
-median(double *v, uint32_t n)
-{
-	qsort(v, n, sizeof(*v), cmp_double);
-	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
 /* One (density, B) sequence of rounds, every K and mode on it. */
@@ -198,7 +184,7 @@ run_one(struct bench *bn, double density, uint16_t B)
 				for (uint32_t r = 0; r < nr; r++)
 					worst = v[r] > worst ? v[r] : worst;
 				memcpy(tmp, v, nr * sizeof(double));
-				med = median(tmp, nr);
+				med = bench_median(tmp, nr);
 				printf("   %5.3f %5.3f", med, worst);
 			}
 			for (unsigned m = 1; m < n_modes; m++) {
@@ -207,7 +193,7 @@ run_one(struct bench *bn, double density, uint16_t B)
 
 				for (uint32_t r = 0; r < nr; r++)
 					tmp[r] = f[r] / d[r];
-				printf("  %5.2fx", median(tmp, nr));
+				printf("  %5.2fx", bench_median(tmp, nr));
 			}
 			printf("\n");
 			free(tmp);

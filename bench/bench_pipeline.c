@@ -24,6 +24,7 @@
 #include "ina/util.h"
 #include "ina/wire.h"
 #include "pipeline.h"
+#include "bench_stats.h"
 
 #define BENCH_JOB 1
 #define BENCH_TENSOR 7
@@ -440,21 +441,6 @@ time_sum(uint8_t encoding, uint8_t *acc, const uint8_t *x, size_t x_blocks,
 	return (double)(ina_now_ns() - t0) / 1e9;
 }
 
-static int
-cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return (x > y) - (x < y);
-}
-
-static double
-median(double *v, unsigned n)
-{
-	qsort(v, n, sizeof(*v), cmp_double);
-	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
 static void
 bench_encoding(const struct bench_config *c, uint8_t encoding, uint8_t *big, size_t big_blocks)
 {
@@ -520,10 +506,10 @@ bench_encoding(const struct bench_config *c, uint8_t encoding, uint8_t *big, siz
 		cache[run] = res[run + 1].sum_cache_s;
 		dram[run] = res[run + 1].sum_dram_s;
 	}
-	pm = median(pipe, c->runs);
-	wm = median(wall, c->runs);
-	cm = median(cache, c->runs);
-	dm = median(dram, c->runs);
+	pm = bench_median(pipe, c->runs);
+	wm = bench_median(wall, c->runs);
+	cm = bench_median(cache, c->runs);
+	dm = bench_median(dram, c->runs);
 	bytes = (double)r.payload_size;
 
 	st = pipeline_stats(p);

@@ -21,32 +21,9 @@
 
 #include "ina/block.h"
 #include "ina/wire.h"
+#include "bench_stats.h"
 
 #define MAX_RUNS 31
-
-static double
-now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static int
-dbl_cmp(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return x < y ? -1 : x > y;
-}
-
-static double
-median(double *v, int n)
-{
-	qsort(v, (size_t)n, sizeof(*v), dbl_cmp);
-	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
 
 static volatile uint64_t sink;
 
@@ -154,16 +131,16 @@ main(int argc, char **argv)
 				x[(size_t)b * bs + bs / 2 < n ? (size_t)b * bs + bs / 2 : n - 1] =
 					1.0f;
 		for (int r = 0; r < runs; r++) {
-			double t0 = now_s();
+			double t0 = bench_now_s();
 
 			found = lane_scan(x, n, (uint16_t)bs, (uint16_t)lanes);
-			t_lane[r] = now_s() - t0;
-			t0 = now_s();
+			t_lane[r] = bench_now_s() - t0;
+			t0 = bench_now_s();
 			sink += map_scan(x, n, (uint16_t)bs, (uint16_t)lanes, bits);
-			t_lin[r] = now_s() - t0;
-			t0 = now_s();
+			t_lin[r] = bench_now_s() - t0;
+			t0 = bench_now_s();
 			sink += plain_read(x, n);
-			t_read[r] = now_s() - t0;
+			t_read[r] = bench_now_s() - t0;
 		}
 		for (int r = 0; r < runs; r++) {
 			float *y = malloc((size_t)n * sizeof(float));
@@ -172,16 +149,16 @@ main(int argc, char **argv)
 			if (!y)
 				break;
 			memset(y, 1, (size_t)n * sizeof(float)); /* pages in */
-			t0 = now_s();
+			t0 = bench_now_s();
 			memset(y, 0, (size_t)n * sizeof(float));
-			t_set[r] = now_s() - t0;
+			t_set[r] = bench_now_s() - t0;
 			sink += (uint64_t)y[n / 2];
 			free(y);
 		}
-		lane = median(t_lane, runs);
-		lin = median(t_lin, runs);
-		rd = median(t_read, runs);
-		set = median(t_set, runs);
+		lane = bench_median(t_lane, runs);
+		lin = bench_median(t_lin, runs);
+		rd = bench_median(t_read, runs);
+		set = bench_median(t_set, runs);
 		printf("  %s blocks non-zero (%llu found):\n", dens ? "1%" : "no",
 		       (unsigned long long)found);
 		printf("    map, then lanes (engine) %7.2f ms  %6.2f GB/s  %.2f x read\n",

@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include <mpi.h>
+#include "bench_stats.h"
 
 #define MAX_REPS 1000
 
@@ -154,14 +155,6 @@ fill(float *x, const struct mpi_config *c, int rank)
 	}
 }
 
-static int
-cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return (x > y) - (x < y);
-}
-
 int
 main(int argc, char **argv)
 {
@@ -201,7 +194,7 @@ main(int argc, char **argv)
 	}
 	MPI_Reduce(times, slowest, (int)c.reps, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
 	if (rank == 0) {
-		qsort(slowest, c.reps, sizeof(slowest[0]), cmp_double);
+		qsort(slowest, c.reps, sizeof(slowest[0]), bench_cmp_double);
 		med = c.reps % 2 ? slowest[c.reps / 2]
 				 : (slowest[c.reps / 2 - 1] + slowest[c.reps / 2]) / 2;
 		printf("mpi_allreduce ranks=%d elements=%" PRIu64 " density=%g reps=%u "
