@@ -185,6 +185,40 @@ pipeline_nb_jobs(const struct pipeline *p)
 	return p->nb_jobs;
 }
 
+/*
+ * Block completion in this switch: the sum goes to every rank and the
+ * halves swap roles. 'in', the packet that completed it, carries the RESULT
+ * when it holds 'result_size' bytes: its header is rewritten where a RESULT
+ * differs, and with 'in_place' its payload already is the sums. If no
+ * buffer, the workers' retransmissions will ask the shadow.
+ */
+static struct ina_pkt *
+complete_half(struct pipeline *p, struct ina_pkt *in, struct job *j, struct slot *s, uint8_t ver,
+	      uint16_t lane, uint32_t result_size, int in_place)
+{
+	struct half *hf = &s->h[ver];
+	int fits = in->cap >= result_size;
+	struct ina_pkt *o;
+
+	hf->deferred = (uint8_t)pl_half_deferred(j, hf);
+	o = pl_answer_buf(p, in, result_size);
+	if (o) {
+		if (fits)
+			pl_put_result_over_data(o, j, ver, hf, in_place);
+		else
+			pl_put_result(p, o, j, lane, ver, hf);
+		pl_result_route(p, o, j, INA_RANK_ALL);
+		p->st.results++;
+		if (!hf->has_data)
+			p->st.results_empty++;
+		if (hf->deferred)
+			p->st.results_deferred++;
+		p->st.result_bytes += o->len - INA_HDR_SIZE;
+	}
+	pl_slot_complete(s, ver);
+	return o;
+}
+
 static struct ina_pkt *
 handle_data(struct pipeline *p, struct ina_pkt *in, struct job *j, const struct ina_hdr *h,
 	    uint64_t now)
@@ -263,29 +297,68 @@ handle_data(struct pipeline *p, struct ina_pkt *in, struct job *j, const struct 
 		hf->state = HALF_UP;
 		return uplink_data(p, in, j, s, h->lane, ver, 0, now);
 	}
-	/* Complete: the sum goes to every rank; the halves swap roles. If no
-	 * buffer, the workers' retransmissions will ask the shadow. */
-	hf->deferred = (uint8_t)pl_half_deferred(j, hf);
-	o = pl_answer_buf(p, in, result_size);
-	if (o) {
-		if (in_place)
-			pl_put_result_in_place(o, j, h->lane, ver, hf);
-		else
-			pl_put_result(p, o, j, h->lane, ver, hf);
-		pl_result_route(p, o, j, INA_RANK_ALL);
-		p->st.results++;
-		if (!hf->has_data)
-			p->st.results_empty++;
-		if (hf->deferred)
-			p->st.results_deferred++;
-		p->st.result_bytes += o->len - INA_HDR_SIZE;
-	}
-	pl_slot_complete(s, ver);
-	return o;
+	return complete_half(p, in, j, s, ver, h->lane, result_size, in_place);
 
 drop:
 	ina_pkt_free(in);
 	return NULL;
+}
+
+/*
+ * A job with nothing special going on: no takeover, give-back, abort,
+ * standby, ssp or uplink. Its DATA from a rank that joined and did not
+ * finish, on a lane of this partition, takes data_fast().
+ */
+static inline int
+job_plain(const struct pipeline *p, const struct job *j, const struct ina_hdr *h)
+{
+	return !(j->taken_over | j->reshape_lanes | j->aborted | j->standby | j->ssp | j->up) &&
+	       ((j->joined & ~j->finished) >> h->rank & 1) &&
+	       (p->cfg.part_count == 1 || h->lane % p->cfg.part_count == p->cfg.part_index);
+}
+
+/*
+ * The common DATA packet, validated, of a plain job (job_plain()): what
+ * process_one() and handle_data() would do with it, without the checks that
+ * pass. It adds into its lane's open half when it names that half's block
+ * and is not a duplicate; anything else (the shadow, a lane's opener, a
+ * duplicate, a stale block) goes on to handle_data().
+ */
+static struct ina_pkt *
+data_fast(struct pipeline *p, struct ina_pkt *in, struct job *j, const struct ina_hdr *h,
+	  uint64_t now)
+{
+	struct slot *s =
+		&p->slots[j->slot_base +
+			  (p->cfg.part_count == 1 ? h->lane : h->lane / p->cfg.part_count)];
+	uint8_t ver = h->flags & INA_F_VER;
+	struct half *hf = &s->h[ver];
+	struct block_key key = pl_key_of(h);
+	uint32_t result_size;
+
+	if (!j->has_max_round || (int32_t)(h->round - j->max_round) > 0) {
+		j->max_round = h->round;
+		j->has_max_round = 1;
+	}
+	j->last_active_ns = now;
+	j->heard_ns[h->rank] = now;
+	if (j->linger_until)
+		j->linger_until = now + pl_job_linger_ns(p, j);
+	if (ver != s->cur || hf->state != HALF_AGG || !pl_key_equal(&hf->key, &key) ||
+	    (hf->bitmap >> h->rank & 1))
+		return handle_data(p, in, j, h, now);
+	if ((hf->bitmap | 1ull << h->rank) != j->full) {
+		pl_half_add(p, j, hf, h, in->data + INA_HDR_SIZE);
+		ina_pkt_free(in);
+		return NULL;
+	}
+	result_size = pl_result_size(j, h);
+	if (in->cap < result_size) {
+		pl_half_add(p, j, hf, h, in->data + INA_HDR_SIZE);
+		return complete_half(p, in, j, s, ver, h->lane, result_size, 0);
+	}
+	return complete_half(p, in, j, s, ver, h->lane, result_size,
+			     pl_half_add_last(p, j, hf, h, in->data + INA_HDR_SIZE));
 }
 
 static struct ina_pkt *
@@ -382,6 +455,8 @@ process_one(struct pipeline *p, struct ina_pkt *in, uint64_t now)
 		ina_pkt_free(in);
 		return NULL;
 	}
+	if (j && h.type == INA_T_DATA && job_plain(p, j, &h))
+		return data_fast(p, in, j, &h, now);
 	if (j && h.type == INA_T_DATA && !old && (j->joined >> h.rank & 1)) {
 		if (!j->has_max_round || (int32_t)(h.round - j->max_round) > 0) {
 			j->max_round = h.round;

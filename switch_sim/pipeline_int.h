@@ -158,9 +158,12 @@ struct ina_pkt *pl_answer_buf(struct pipeline *p, struct ina_pkt *in, uint32_t s
 /* Writes the result kept in half 'hf' of lane 'lane' into 'o'. */
 void pl_put_result(const struct pipeline *p, struct ina_pkt *o, const struct job *j, uint16_t lane,
 		   uint8_t ver, const struct half *hf);
-/* The same into the packet whose payload pl_half_add_last() made the sums. */
-void pl_put_result_in_place(struct ina_pkt *o, const struct job *j, uint16_t lane, uint8_t ver,
-			    const struct half *hf);
+/* The same into 'o', the buffer of the DATA packet that completed 'hf' (its
+ * header checked against 'j' and naming hf's block and lane): only the
+ * header's fields a RESULT changes are written; with 'in_place' the payload
+ * is already the sums (pl_half_add_last()). */
+void pl_put_result_over_data(struct ina_pkt *o, const struct job *j, uint8_t ver,
+			     const struct half *hf, int in_place);
 /* Addresses the RESULT in 'o' to 'rank', or to every rank (INA_RANK_ALL). */
 void pl_result_route(struct pipeline *p, struct ina_pkt *o, struct job *j, uint16_t rank);
 /* 1 when the finished sum of 'hf' goes down DEFERRED (the result filter). */

@@ -6,6 +6,7 @@
  * packets the switch writes (headers, results, errors, WAITs, the answer to a
  * duplicate).
  */
+#include <assert.h>
 #include <endian.h>
 #include <inttypes.h>
 #include <stdarg.h>
@@ -147,31 +148,13 @@ pl_send_error(struct pipeline *p, struct ina_pkt *in, const struct ina_hdr *rx, 
 	return o;
 }
 
-/* Writes the result kept in half 'hf' of lane 'lane' into 'o'; with
- * 'in_place', its payload is already there (pl_half_add_last()). */
+/* The payload of a RESULT and what follows it, after its header ('n'
+ * elements); with 'in_place', the payload is already there
+ * (pl_half_add_last()). */
 static void
-put_result(struct ina_pkt *o, const struct job *j, uint16_t lane, uint8_t ver,
-	   const struct half *hf, int in_place)
+put_result_body(struct ina_pkt *o, const struct job *j, const struct half *hf, uint16_t n,
+		int in_place)
 {
-	struct ina_hdr h;
-	uint16_t n = 0;
-
-	memset(&h, 0, sizeof(h));
-	h.flags = (uint8_t)(ver | (hf->saturated ? INA_F_SATURATED : 0) |
-			    (hf->deferred ? INA_F_DEFERRED : 0) |
-			    (hf->partial ? INA_F_PARTIAL : 0));
-	h.lane = lane;
-	h.tensor_id = hf->key.tensor_id;
-	h.round = hf->key.round;
-	h.tensor_len = hf->key.tensor_len;
-	h.block = hf->key.block;
-	h.block_size = hf->key.block_size;
-	h.next = hf->next;
-	h.exp = hf->next == INA_BLOCK_END ? 0 : hf->exp;
-	if (hf->has_data && !hf->deferred)
-		n = ina_wire_block_elems(hf->key.tensor_len, hf->key.block_size, hf->key.block);
-	h.n_elems = n;
-	pl_put_hdr(o, j, INA_T_RESULT, &h);
 	if (j->reshape_lanes && hf->key.round + 1u >= j->reshape_round) {
 		/* Give-back (--share fair): from round reshape_round on, the job
 		 * runs on reshape_lanes lanes; marked from the round before. */
@@ -197,19 +180,93 @@ put_result(struct ina_pkt *o, const struct job *j, uint16_t lane, uint8_t ver,
 	}
 }
 
+static inline uint8_t
+result_flags(uint8_t ver, const struct half *hf)
+{
+	return (uint8_t)(ver | (hf->saturated ? INA_F_SATURATED : 0) |
+			 (hf->deferred ? INA_F_DEFERRED : 0) | (hf->partial ? INA_F_PARTIAL : 0));
+}
+
+static inline uint16_t
+result_elems(const struct half *hf)
+{
+	if (!hf->has_data || hf->deferred)
+		return 0;
+	return ina_wire_block_elems(hf->key.tensor_len, hf->key.block_size, hf->key.block);
+}
+
+/* The header of the RESULT of 'hf', before pl_put_hdr() adds the job's. */
+static void
+result_hdr(struct ina_hdr *h, uint16_t lane, uint8_t ver, const struct half *hf)
+{
+	memset(h, 0, sizeof(*h));
+	h->flags = result_flags(ver, hf);
+	h->lane = lane;
+	h->tensor_id = hf->key.tensor_id;
+	h->round = hf->key.round;
+	h->tensor_len = hf->key.tensor_len;
+	h->block = hf->key.block;
+	h->block_size = hf->key.block_size;
+	h->next = hf->next;
+	h->exp = hf->next == INA_BLOCK_END ? 0 : hf->exp;
+	h->n_elems = result_elems(hf);
+}
+
 void
 pl_put_result(const struct pipeline *p, struct ina_pkt *o, const struct job *j, uint16_t lane,
 	      uint8_t ver, const struct half *hf)
 {
+	struct ina_hdr h;
+
 	(void)p;
-	put_result(o, j, lane, ver, hf, 0);
+	result_hdr(&h, lane, ver, hf);
+	pl_put_hdr(o, j, INA_T_RESULT, &h);
+	put_result_body(o, j, hf, h.n_elems, 0);
 }
 
+/*
+ * The header of a RESULT differs from that of the DATA it answers (checked
+ * against the job, naming the same block and lane) only in these fields:
+ * they are written over it, and the rest (version, encoding, job, epoch,
+ * token, lane, the block's key) stays as it came.
+ */
 void
-pl_put_result_in_place(struct ina_pkt *o, const struct job *j, uint16_t lane, uint8_t ver,
-		       const struct half *hf)
+pl_put_result_over_data(struct ina_pkt *o, const struct job *j, uint8_t ver, const struct half *hf,
+			int in_place)
 {
-	put_result(o, j, lane, ver, hf, 1);
+	uint8_t *d = o->data;
+	uint16_t n = result_elems(hf);
+	uint16_t rank_be = htobe16(INA_RANK_SWITCH), n_be = htobe16(n);
+	uint16_t exp_be = htobe16((uint16_t)(hf->next == INA_BLOCK_END ? 0 : hf->exp));
+	uint32_t next_be = htobe32(hf->next), zero = 0;
+
+	d[offsetof(struct ina_wire_hdr, type)] = INA_T_RESULT;
+	d[offsetof(struct ina_wire_hdr, flags)] = result_flags(ver, hf);
+	memcpy(d + offsetof(struct ina_wire_hdr, rank), &rank_be, sizeof(rank_be));
+	memcpy(d + offsetof(struct ina_wire_hdr, next), &next_be, sizeof(next_be));
+	memcpy(d + offsetof(struct ina_wire_hdr, n_elems), &n_be, sizeof(n_be));
+	memcpy(d + offsetof(struct ina_wire_hdr, exp), &exp_be, sizeof(exp_be));
+	/* status (2 bytes) and bound (4), adjacent: 0 in a RESULT */
+	_Static_assert(offsetof(struct ina_wire_hdr, bound) ==
+			       offsetof(struct ina_wire_hdr, status) + 2,
+		       "status and bound adjacent");
+	memcpy(d + offsetof(struct ina_wire_hdr, status), &zero, 2);
+	memcpy(d + offsetof(struct ina_wire_hdr, bound), &zero, 4);
+	o->len = INA_HDR_SIZE;
+#ifndef NDEBUG
+	{
+		/* Debug builds: the header is the one pl_put_result() writes. */
+		struct ina_pkt t = { .data = (uint8_t[INA_HDR_SIZE]){ 0 }, .cap = INA_HDR_SIZE };
+		struct ina_hdr h;
+		uint16_t lane_be;
+
+		memcpy(&lane_be, d + offsetof(struct ina_wire_hdr, lane), sizeof(lane_be));
+		result_hdr(&h, be16toh(lane_be), ver, hf);
+		pl_put_hdr(&t, j, INA_T_RESULT, &h);
+		assert(memcmp(t.data, d, INA_HDR_SIZE) == 0);
+	}
+#endif
+	put_result_body(o, j, hf, n, in_place);
 }
 
 /* The largest RESULT for a block of size h->block_size in j's encoding
