@@ -208,25 +208,25 @@ complete_half(struct pipeline *p, struct ina_pkt *in, struct job *j, struct slot
 		else
 			pl_put_result(p, o, j, lane, ver, hf);
 		pl_result_route(p, o, j, INA_RANK_ALL);
-		p->st.results++;
-		if (!hf->has_data)
-			p->st.results_empty++;
-		if (hf->deferred)
-			p->st.results_deferred++;
-		p->st.result_bytes += o->len - INA_HDR_SIZE;
+		pl_count_result(p, o, hf, 0);
 	}
 	pl_slot_complete(s, ver);
 	return o;
+}
+
+/* The slot of lane 'lane' of 'j' in this partition (one partition owns
+ * every lane: no division). */
+static inline struct slot *
+lane_slot(struct pipeline *p, const struct job *j, uint16_t lane)
+{
+	return &p->slots[j->slot_base + (p->cfg.part_count == 1 ? lane : lane / p->cfg.part_count)];
 }
 
 static struct ina_pkt *
 handle_data(struct pipeline *p, struct ina_pkt *in, struct job *j, const struct ina_hdr *h,
 	    uint64_t now)
 {
-	/* (one partition owns every lane: no division) */
-	struct slot *s =
-		&p->slots[j->slot_base +
-			  (p->cfg.part_count == 1 ? h->lane : h->lane / p->cfg.part_count)];
+	struct slot *s = lane_slot(p, j, h->lane);
 	uint8_t ver = h->flags & INA_F_VER;
 	struct half *hf = &s->h[ver];
 	struct block_key key = pl_key_of(h);
@@ -328,9 +328,7 @@ static struct ina_pkt *
 data_fast(struct pipeline *p, struct ina_pkt *in, struct job *j, const struct ina_hdr *h,
 	  uint64_t now)
 {
-	struct slot *s =
-		&p->slots[j->slot_base +
-			  (p->cfg.part_count == 1 ? h->lane : h->lane / p->cfg.part_count)];
+	struct slot *s = lane_slot(p, j, h->lane);
 	uint8_t ver = h->flags & INA_F_VER;
 	struct half *hf = &s->h[ver];
 	struct block_key key = pl_key_of(h);

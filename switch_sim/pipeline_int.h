@@ -164,6 +164,10 @@ void pl_put_result(const struct pipeline *p, struct ina_pkt *o, const struct job
  * is already the sums (pl_half_add_last()). */
 void pl_put_result_over_data(struct ina_pkt *o, const struct job *j, uint8_t ver,
 			     const struct half *hf, int in_place);
+/* Counts the RESULT in 'o' of half 'hf' ('trailer': bytes after its sums
+ * that are not payload, an ssp PARTIAL's). */
+void pl_count_result(struct pipeline *p, const struct ina_pkt *o, const struct half *hf,
+		     uint32_t trailer);
 /* Addresses the RESULT in 'o' to 'rank', or to every rank (INA_RANK_ALL). */
 void pl_result_route(struct pipeline *p, struct ina_pkt *o, struct job *j, uint16_t rank);
 /* 1 when the finished sum of 'hf' goes down DEFERRED (the result filter). */

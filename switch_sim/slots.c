@@ -278,6 +278,18 @@ pl_result_size(const struct job *j, const struct ina_hdr *h)
 	       (j->ssp ? INA_PARTIAL_TRAILER : 0);
 }
 
+void
+pl_count_result(struct pipeline *p, const struct ina_pkt *o, const struct half *hf,
+		uint32_t trailer)
+{
+	p->st.results++;
+	if (!hf->has_data)
+		p->st.results_empty++;
+	if (hf->deferred)
+		p->st.results_deferred++;
+	p->st.result_bytes += o->len - INA_HDR_SIZE - trailer;
+}
+
 /*
  * Addresses the RESULT just written into 'o' to 'rank', or with INA_RANK_ALL
  * to every rank of 'j' (a unicast keeps o->peer, the sender of the DATA it

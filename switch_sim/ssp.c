@@ -113,13 +113,8 @@ ssp_close(struct pipeline *p, struct ina_pkt *in, struct job *j, uint16_t lane, 
 		if (o) {
 			pl_put_result(p, o, j, lane, s->cur, hf);
 			pl_result_route(p, o, j, INA_RANK_ALL);
-			p->st.results++;
+			pl_count_result(p, o, hf, INA_PARTIAL_TRAILER);
 			p->st.results_partial++;
-			if (!hf->has_data)
-				p->st.results_empty++;
-			if (hf->deferred)
-				p->st.results_deferred++;
-			p->st.result_bytes += o->len - INA_HDR_SIZE - INA_PARTIAL_TRAILER;
 		}
 		ssp_finish(s, s->cur);
 		*out = o;
@@ -201,12 +196,7 @@ ssp_data(struct pipeline *p, struct ina_pkt *in, struct job *j, const struct ina
 		if (o) {
 			pl_put_result(p, o, j, h->lane, ver, hf);
 			pl_result_route(p, o, j, INA_RANK_ALL);
-			p->st.results++;
-			if (!hf->has_data)
-				p->st.results_empty++;
-			if (hf->deferred)
-				p->st.results_deferred++;
-			p->st.result_bytes += o->len - INA_HDR_SIZE;
+			pl_count_result(p, o, hf, 0);
 		}
 		ssp_finish(s, ver);
 		return o;

@@ -282,12 +282,7 @@ rx_result(struct pipeline *p, struct ina_pkt *in, struct job *j, const struct in
 		pl_put_result(p, o, j, h->lane, ver, hf);
 		o->dsts = j->peers;
 		o->dst_mask = j->full;
-		p->st.results++;
-		if (!hf->has_data)
-			p->st.results_empty++;
-		if (hf->deferred)
-			p->st.results_deferred++;
-		p->st.result_bytes += o->len - INA_HDR_SIZE;
+		pl_count_result(p, o, hf, 0);
 	}
 	p->st.up_results++;
 	pl_slot_complete(s, ver);

@@ -102,46 +102,46 @@ ina_ssp_next(struct ina_ctx *ctx, uint32_t tensor_id, float *out)
 	return ret < 0 ? ret : 1;
 }
 
+/* A blocking call's own operation 'h', submitted with 'ret': its end. */
+static int
+wait_own(struct ina_ctx *ctx, int ret, uint64_t h)
+{
+	if (ret < 0)
+		return ret;
+	ina_flush(ctx);
+	return ina_wait(ctx, h);
+}
+
 int
 ina_allreduce(struct ina_ctx *ctx, uint32_t tensor_id, const float *in, float *out, size_t n,
 	      enum ina_op op)
 {
-	uint64_t h;
+	uint64_t h = 0;
 	int ret;
 
 	if (ctx->ssp)
 		return ssp_allreduce(ctx, tensor_id, in, out, n, op);
 	ret = ina_submit_allreduce(ctx, tensor_id, in, out, n, op, 0, 1, &h);
-
-	if (ret < 0)
-		return ret;
-	ina_flush(ctx);
-	return ina_wait(ctx, h);
+	return wait_own(ctx, ret, h);
 }
 
 int
 ina_allreduce_blocks(struct ina_ctx *ctx, uint32_t tensor_id, const struct ina_blocks *in,
 		     struct ina_blocks_out *out, enum ina_op op)
 {
-	uint64_t h;
+	uint64_t h = 0;
 	int ret = ina_submit_blocks(ctx, tensor_id, in, out, op, 0, 1, &h);
 
-	if (ret < 0)
-		return ret;
-	ina_flush(ctx);
-	return ina_wait(ctx, h);
+	return wait_own(ctx, ret, h);
 }
 
 int
 ina_broadcast(struct ina_ctx *ctx, uint32_t tensor_id, float *buf, size_t n, uint16_t root)
 {
-	uint64_t h;
+	uint64_t h = 0;
 	int ret = ina_submit_broadcast(ctx, tensor_id, buf, n, root, 0, 1, &h);
 
-	if (ret < 0)
-		return ret;
-	ina_flush(ctx);
-	return ina_wait(ctx, h);
+	return wait_own(ctx, ret, h);
 }
 
 int
