@@ -283,7 +283,8 @@ parse_args(int argc, char **argv, struct switch_config *c)
 			c->pipe.nb_slots = (uint32_t)ina_cli_u64("slots", optarg, 1, 1u << 20);
 			break;
 		case OPT_SLOT_ELEMS:
-			c->pipe.slot_elems = (uint16_t)ina_cli_u64("slot-elems", optarg, 1, 16384);
+			c->pipe.slot_elems = (uint16_t)ina_cli_u64("slot-elems", optarg, 1,
+								   INA_BLOCK_MAX);
 			c->slot_elems_set = 1;
 			break;
 		case OPT_SHARE:

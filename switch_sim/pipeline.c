@@ -114,9 +114,10 @@ pipeline_create(const struct pipeline_config *cfg)
 	size_t nb_acc;
 
 	if (!cfg->pool || cfg->nb_slots == 0 || cfg->nb_slots > UINT16_MAX * 16u ||
-	    cfg->slot_elems == 0 || cfg->max_jobs == 0 || cfg->max_jobs == UINT16_MAX ||
-	    cfg->part_count == 0 || cfg->part_index >= cfg->part_count ||
-	    cfg->replica.len >= INA_PEER_SIZE || cfg->primary.len >= INA_PEER_SIZE ||
+	    cfg->slot_elems == 0 || cfg->slot_elems > INA_BLOCK_MAX || cfg->max_jobs == 0 ||
+	    cfg->max_jobs == UINT16_MAX || cfg->part_count == 0 ||
+	    cfg->part_index >= cfg->part_count || cfg->replica.len >= INA_PEER_SIZE ||
+	    cfg->primary.len >= INA_PEER_SIZE ||
 	    ((cfg->replica.len || cfg->primary.len) && cfg->part_count > 1) ||
 	    cfg->uplink.len >= INA_PEER_SIZE || cfg->nb_uplink_jobs > PIPELINE_UPLINK_JOBS ||
 	    (cfg->uplink.len && (cfg->part_count > 1 || cfg->replica.len || cfg->primary.len)) ||
@@ -407,6 +408,44 @@ handle_leave(struct pipeline *p, struct ina_pkt *in, struct job *j, const struct
 	return o;
 }
 
+/*
+ * A JOIN of an older wire version: the header's layout is the same in every
+ * version, so the worker can read an ERROR UNSUPPORTED in its own version.
+ * Its text is short enough that the answer is no larger than the JOIN (a
+ * forged source gains nothing by it); the event says it in full.
+ */
+static struct ina_pkt *
+refuse_old_version(struct pipeline *p, struct ina_pkt *in, const struct ina_hdr *h)
+{
+	static const char text[] = "need v2";
+	char msg[120];
+	struct ina_pkt *o;
+	int n;
+
+	_Static_assert(INA_WIRE_VERSION == 2, "the ERROR text names the version");
+	n = snprintf(msg, sizeof(msg),
+		     "job %" PRIu32 ": rank %u speaks wire version %u; this switch speaks %u "
+		     "(upgrade ina on the workers)",
+		     h->job_id, h->rank, h->version, INA_WIRE_VERSION);
+	pl_event(p, &(struct pipeline_event){ .kind = PEV_REFUSED,
+					      .job_id = h->job_id,
+					      .rank = h->rank,
+					      .status = INA_WERR_UNSUPPORTED,
+					      .text = msg,
+					      .text_len = n < 0 ? 0 : (uint32_t)n });
+	if (in->len < INA_HDR_SIZE + sizeof(text) - 1) {
+		ina_pkt_free(in);
+		return NULL;
+	}
+	o = pl_answer_buf(p, in, INA_HDR_SIZE + sizeof(text) - 1);
+	if (!o)
+		return NULL;
+	pl_put_error(o, h->job_id, h->token, h->encoding, INA_WERR_UNSUPPORTED, text,
+		     sizeof(text) - 1);
+	o->data[0] = h->version; /* in the worker's version */
+	return o;
+}
+
 static struct ina_pkt *
 process_one(struct pipeline *p, struct ina_pkt *in, uint64_t now)
 {
@@ -448,6 +487,16 @@ process_one(struct pipeline *p, struct ina_pkt *in, uint64_t now)
 		}
 	}
 	r = ina_wire_validate(in->data, in->len, params, &h);
+	if (r == INA_WIRE_BAD_VERSION && h.type == INA_T_JOIN &&
+	    h.version == INA_WIRE_VERSION - 1) {
+		p->st.drop_wire[r]++;
+		return refuse_old_version(p, in, &h);
+	}
+	if (r == INA_WIRE_OK && h.sub_log && h.n_elems &&
+	    (h.type == INA_T_DATA || h.type == INA_T_REPL)) {
+		/* issue 18: sub-blocks are refused until the slots add them. */
+		r = INA_WIRE_BAD_MASK;
+	}
 	if (r != INA_WIRE_OK) {
 		p->st.drop_wire[r]++;
 		ina_pkt_free(in);

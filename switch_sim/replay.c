@@ -86,7 +86,8 @@ parse_args(int argc, char **argv, struct pipeline_config *cfg)
 			cfg->nb_slots = (uint32_t)ina_cli_u64("slots", optarg, 1, 1u << 20);
 			break;
 		case OPT_SLOT_ELEMS:
-			cfg->slot_elems = (uint16_t)ina_cli_u64("slot-elems", optarg, 1, 16384);
+			cfg->slot_elems = (uint16_t)ina_cli_u64("slot-elems", optarg, 1,
+								INA_BLOCK_MAX);
 			break;
 		case OPT_LOG_LEVEL:
 			ina_cli_log_level(optarg);

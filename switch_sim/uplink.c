@@ -369,6 +369,8 @@ uplink_rx(struct pipeline *p, struct ina_pkt *in, uint64_t now)
 	params.world = j->up_world;
 	params.epoch = h.type == INA_T_JOIN_ACK || h.type == INA_T_ERROR ? h.epoch : j->up_epoch;
 	r = ina_wire_validate(in->data, in->len, &params, &h);
+	if (r == INA_WIRE_OK && h.sub_log && h.n_elems)
+		r = INA_WIRE_BAD_MASK; /* issue 18: not added up here yet */
 	if (r != INA_WIRE_OK) {
 		p->st.drop_wire[r]++;
 		goto drop;

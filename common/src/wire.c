@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * ina wire format v1 (wire.h): header and JOIN payload codecs, and the one
+ * ina wire format v2 (wire.h): header and JOIN payload codecs, and the one
  * validation function that every receiver (switch pipeline, host engine)
  * runs before it trusts a byte. Everything goes through memcpy into the
  * packed wire structs, so any buffer alignment is fine.
@@ -25,7 +25,9 @@ ina_wire_elem_size(uint8_t encoding)
  * struct ina_hdr keeps the wire header's layout, field for field, so that
  * with SSSE3 decoding and encoding are one byte shuffle per 16 bytes
  * (reversing each field's bytes; the same shuffle both ways) and a byte
- * swap of the token; without it, field by field.
+ * swap of the token; without it, field by field. The block_size field's
+ * 16 bits are two bit-fields of struct ina_hdr (B below, sub_log above),
+ * which the byte swap leaves where the wire has them.
  */
 #define SAME_OFFSET(f) (offsetof(struct ina_hdr, f) == offsetof(struct ina_wire_hdr, f))
 _Static_assert(sizeof(struct ina_hdr) == INA_HDR_SIZE && SAME_OFFSET(version) &&
@@ -33,8 +35,8 @@ _Static_assert(sizeof(struct ina_hdr) == INA_HDR_SIZE && SAME_OFFSET(version) &&
 		       SAME_OFFSET(job_id) && SAME_OFFSET(epoch) && SAME_OFFSET(rank) &&
 		       SAME_OFFSET(lane) && SAME_OFFSET(tensor_id) && SAME_OFFSET(round) &&
 		       SAME_OFFSET(tensor_len) && SAME_OFFSET(block) && SAME_OFFSET(next) &&
-		       SAME_OFFSET(block_size) && SAME_OFFSET(n_elems) && SAME_OFFSET(exp) &&
-		       SAME_OFFSET(status) && SAME_OFFSET(bound) && SAME_OFFSET(token),
+		       SAME_OFFSET(n_elems) && SAME_OFFSET(exp) && SAME_OFFSET(status) &&
+		       SAME_OFFSET(bound) && SAME_OFFSET(token),
 	       "struct ina_hdr must keep the layout of struct ina_wire_hdr");
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
@@ -92,7 +94,7 @@ ina_wire_encode_hdr(const struct ina_hdr *h, void *buf)
 	w.tensor_len = htonl(h->tensor_len);
 	w.block = htonl(h->block);
 	w.next = htonl(h->next);
-	w.block_size = htons(h->block_size);
+	w.block_size = htons((uint16_t)(h->block_size | (unsigned)h->sub_log << 13));
 	w.n_elems = htons(h->n_elems);
 	w.exp = htons((uint16_t)h->exp);
 	w.status = htons(h->status);
@@ -127,7 +129,8 @@ ina_wire_decode_hdr(const void *buf, struct ina_hdr *h)
 	h->tensor_len = ntohl(w.tensor_len);
 	h->block = ntohl(w.block);
 	h->next = ntohl(w.next);
-	h->block_size = ntohs(w.block_size);
+	h->block_size = ntohs(w.block_size) & INA_BLOCK_MAX;
+	h->sub_log = ntohs(w.block_size) >> 13;
 	h->n_elems = ntohs(w.n_elems);
 	h->exp = (int16_t)ntohs(w.exp);
 	h->status = ntohs(w.status);
@@ -231,7 +234,7 @@ validate_join(const uint8_t *buf, size_t size, const struct ina_hdr *h)
 	/* 'reserved': the high byte is the ssp bound (0 = bsp), the low byte
 	 * the weight (any value). */
 	if (world < 1 || world > INA_MAX_WORLD || lanes < 1 || max_block < 1 ||
-	    (ntohs(j.reserved) >> 8) > INA_SSP_MAX)
+	    max_block > INA_BLOCK_MAX || (ntohs(j.reserved) >> 8) > INA_SSP_MAX)
 		return INA_WIRE_BAD_JOIN;
 	if (h->type == INA_T_JOIN && h->rank >= world)
 		return INA_WIRE_RANK_PAST_WORLD;
@@ -254,16 +257,81 @@ mod_lanes(uint32_t x, uint16_t lanes)
 	return (lanes & (lanes - 1)) == 0 ? x & (uint32_t)(lanes - 1) : x % lanes;
 }
 
+enum ina_wire_reason
+ina_wire_mask_check(const uint8_t *mask, uint8_t sub_log, uint32_t b, uint32_t n_elems,
+		    uint32_t *present)
+{
+	uint32_t count = (n_elems + b - 1) / b; /* the block's sub-blocks */
+	uint32_t nbytes = ina_wire_mask_bytes(sub_log);
+	uint32_t bits = 0;
+
+	for (uint32_t i = 0; i < nbytes; i++) {
+		uint32_t first = 8 * i;
+		unsigned valid = first >= count	      ? 0u
+				 : count - first >= 8 ? 0xffu
+						      : (1u << (count - first)) - 1u;
+
+		if (mask[i] & ~valid)
+			return INA_WIRE_BAD_MASK;
+		bits += (uint32_t)__builtin_popcount(mask[i]);
+	}
+	if (bits == 0)
+		return INA_WIRE_BAD_MASK;
+	*present = bits * b;
+	if (mask[(count - 1) / 8] >> ((count - 1) % 8) & 1)
+		*present -= count * b - n_elems; /* the short last sub-block */
+	return INA_WIRE_OK;
+}
+
+/*
+ * The payload of a block's packet: 'size' must be the header, the values
+ * (with sub-blocks: the mask and the present sub-blocks' values) and
+ * 'trailer' bytes. INA_WIRE_OK, INA_WIRE_BAD_MASK or INA_WIRE_BAD_LENGTH.
+ */
+static inline enum ina_wire_reason
+payload_check(const uint8_t *buf, size_t size, const struct ina_hdr *h, size_t elem_size,
+	      uint32_t trailer)
+{
+	uint64_t want = (uint64_t)INA_HDR_SIZE + trailer;
+	uint32_t present = h->n_elems;
+
+	if (h->sub_log && h->n_elems) {
+		uint32_t mask_bytes = ina_wire_mask_bytes(h->sub_log);
+		enum ina_wire_reason r;
+
+		if (size < (uint64_t)INA_HDR_SIZE + mask_bytes)
+			return INA_WIRE_BAD_LENGTH;
+		r = ina_wire_mask_check(buf + INA_HDR_SIZE, h->sub_log,
+					ina_wire_sub_elems(h->block_size, h->sub_log), h->n_elems,
+					&present);
+		if (r != INA_WIRE_OK)
+			return r;
+		want += mask_bytes;
+	}
+	return (uint64_t)size == want + (uint64_t)present * elem_size ? INA_WIRE_OK
+								      : INA_WIRE_BAD_LENGTH;
+}
+
+/* B cut into 2^sub_log sub-blocks of equal size. */
+static inline int
+sub_ok(const struct ina_hdr *h)
+{
+	return (h->block_size & ((1u << h->sub_log) - 1)) == 0;
+}
+
 /* DATA and RESULT: block size, block and next pointer against the tensor. */
 static enum ina_wire_reason
-validate_block(size_t size, const struct ina_hdr *h)
+validate_block(const uint8_t *buf, size_t size, const struct ina_hdr *h)
 {
 	size_t elem_size = ina_wire_elem_size(h->encoding);
+	enum ina_wire_reason r;
 
 	if (!elem_size)
 		return INA_WIRE_BAD_ENCODING;
 	if (h->block_size < 1)
 		return INA_WIRE_BAD_BLOCK_SIZE;
+	if (!sub_ok(h))
+		return INA_WIRE_BAD_MASK;
 	if (h->block == INA_BLOCK_OPEN) {
 		if (h->n_elems != 0)
 			return INA_WIRE_BAD_BLOCK_SIZE;
@@ -278,9 +346,10 @@ validate_block(size_t size, const struct ina_hdr *h)
 	if (h->n_elems != 0 &&
 	    h->n_elems != ina_wire_block_elems(h->tensor_len, h->block_size, h->block))
 		return INA_WIRE_BAD_BLOCK_SIZE;
-	if ((uint64_t)size != (uint64_t)INA_HDR_SIZE + (uint64_t)h->n_elems * elem_size +
-				      ((h->flags & INA_F_PARTIAL) ? INA_PARTIAL_TRAILER : 0))
-		return INA_WIRE_BAD_LENGTH;
+	r = payload_check(buf, size, h, elem_size,
+			  (h->flags & INA_F_PARTIAL) ? INA_PARTIAL_TRAILER : 0);
+	if (r != INA_WIRE_OK)
+		return r;
 	if (h->next != INA_BLOCK_END) {
 		if (h->next <= h->block)
 			return INA_WIRE_NEXT_NOT_PAST_BLOCK;
@@ -347,7 +416,7 @@ validate_stateless(const uint8_t *buf, size_t size, const struct ina_hdr *h)
 	case INA_T_DATA:
 	case INA_T_RESULT:
 	case INA_T_REPL:
-		return validate_block(size, h);
+		return validate_block(buf, size, h);
 	case INA_T_WAIT:
 		if (size != INA_HDR_SIZE + INA_WAIT_PAYLOAD)
 			return INA_WIRE_BAD_LENGTH;
@@ -437,12 +506,12 @@ validate_job(const struct ina_hdr *h, const struct ina_job_params *job)
  * packet comes here.
  */
 static inline int
-data_ok(size_t size, const struct ina_hdr *h, const struct ina_job_params *job)
+data_ok(const uint8_t *buf, size_t size, const struct ina_hdr *h, const struct ina_job_params *job)
 {
 	size_t elem_size = ina_wire_elem_size(h->encoding);
 	int in_job = h->version == INA_WIRE_VERSION && !(h->flags & ~DATA_FLAGS) &&
 		     (h->bound == 0 || bound_valid(h)) && elem_size != 0 && h->block_size >= 1 &&
-		     h->block_size <= job->max_block && h->job_id == job->job_id &&
+		     h->block_size <= job->max_block && sub_ok(h) && h->job_id == job->job_id &&
 		     h->token == job->token && h->epoch == job->epoch && h->rank < job->world &&
 		     h->lane < job->lanes && h->encoding == job->encoding;
 	int next_ok = h->next == INA_BLOCK_END ||
@@ -456,7 +525,7 @@ data_ok(size_t size, const struct ina_hdr *h, const struct ina_job_params *job)
 	       (h->next == INA_BLOCK_END || h->next > h->block) &&
 	       (h->n_elems == 0 ||
 		h->n_elems == ina_wire_block_elems(h->tensor_len, h->block_size, h->block)) &&
-	       (uint64_t)size == (uint64_t)INA_HDR_SIZE + (uint64_t)h->n_elems * elem_size;
+	       payload_check(buf, size, h, elem_size, 0) == INA_WIRE_OK;
 }
 
 enum ina_wire_reason
@@ -467,7 +536,7 @@ ina_wire_validate(const void *buf, size_t size, const struct ina_job_params *job
 	if (size < INA_HDR_SIZE)
 		return INA_WIRE_TRUNCATED;
 	ina_wire_decode_hdr(buf, h);
-	if (job && h->type == INA_T_DATA && data_ok(size, h, job))
+	if (job && h->type == INA_T_DATA && data_ok(buf, size, h, job))
 		return INA_WIRE_OK;
 	r = validate_stateless(buf, size, h);
 	if (r != INA_WIRE_OK || !job)
@@ -498,6 +567,7 @@ static const char *const reason_names[] = {
 	[INA_WIRE_NEXT_NOT_IN_LANE] = "next_not_in_lane",
 	[INA_WIRE_WRONG_ENCODING] = "wrong_encoding",
 	[INA_WIRE_BLOCK_TOO_BIG] = "block_too_big",
+	[INA_WIRE_BAD_MASK] = "bad_mask",
 };
 _Static_assert(sizeof(reason_names) / sizeof(reason_names[0]) == INA_WIRE_REASON_MAX,
 	       "reason_names out of step with enum ina_wire_reason");

@@ -38,7 +38,8 @@ engine_create(const struct engine_config *cfg)
 
 	if (!cfg->pool || cfg->world == 0 || cfg->world > INA_MAX_WORLD ||
 	    cfg->rank >= cfg->world || cfg->lanes == 0 || cfg->max_block == 0 ||
-	    !ina_wire_elem_size(cfg->encoding) || cfg->ssp > INA_SSP_MAX ||
+	    cfg->max_block > INA_BLOCK_MAX || !ina_wire_elem_size(cfg->encoding) ||
+	    cfg->ssp > INA_SSP_MAX ||
 	    (cfg->ssp && (cfg->encoding == INA_ENC_I32 || cfg->replica.len)) || cfg->sw.len == 0 ||
 	    cfg->rto_min_ns == 0 || cfg->rto_ns < cfg->rto_min_ns ||
 	    cfg->rto_max_ns < cfg->rto_ns ||
@@ -354,6 +355,8 @@ rx_one(struct engine *e, struct ina_pkt *pkt, uint64_t now)
 	} else {
 		r = ina_wire_validate(pkt->data, pkt->len, &e->params, &h);
 	}
+	if (r == INA_WIRE_OK && h.sub_log && h.n_elems)
+		r = INA_WIRE_BAD_MASK; /* issue 18: not decoded here yet */
 	if (r != INA_WIRE_OK || (h.type == INA_T_FAILOVER && !has_replica(e)) ||
 	    ((h.flags & INA_F_STANDBY) && !has_replica(e))) {
 		e->st.bad++;

@@ -1319,7 +1319,7 @@ test_engine_bad_packets_counted(void **state)
 			h.encoding = INA_ENC_I32;
 			break;
 		case 7:
-			h.version = 2;
+			h.version = 3;
 			break;
 		case 8:
 			h.type = INA_T_DATA;

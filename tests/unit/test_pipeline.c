@@ -772,6 +772,55 @@ test_pipeline_join_max_pkt(void **state)
 	done(t);
 }
 
+/* A JOIN of wire version 1 (PROTOCOL 2.8) gets an ERROR UNSUPPORTED in
+ * version 1, no larger than the JOIN, and is counted as bad_version; a
+ * shorter one, or another old version, gets nothing. */
+static void
+test_pipeline_join_old_version(void **state)
+{
+	struct t *t = *state;
+	struct tjob j = { .id = 213,
+			  .token = 0x2131,
+			  .world = 2,
+			  .lanes = 1,
+			  .max_block = 16,
+			  .enc = INA_ENC_F32 };
+	const struct pipeline_stats *st;
+	struct ina_pkt *pkt;
+	struct ina_hdr h;
+
+	start(t);
+	st = pipeline_stats(t->p);
+	pkt = mk_join_as(t, &j, 1, j.world, j.lanes, j.max_block, j.enc, j.token);
+	pkt->data[0] = 1;
+	assert_int_equal(rx(t, pkt), 1);
+	assert_true(t->out[0]->len <= INA_HDR_SIZE + sizeof(struct ina_wire_join));
+	assert_int_equal(t->out[0]->data[0], 1);
+	t->out[0]->data[0] = INA_WIRE_VERSION; /* to read it with this version */
+	assert_int_equal(ina_wire_validate(t->out[0]->data, t->out[0]->len, NULL, &h), INA_WIRE_OK);
+	assert_int_equal(h.type, INA_T_ERROR);
+	assert_int_equal(h.status, INA_WERR_UNSUPPORTED);
+	assert_int_equal(h.job_id, j.id);
+	assert_memory_equal(t->out[0]->data + INA_HDR_SIZE, "need v2", 7);
+	ina_pkt_free(t->out[0]);
+	t->nb_out = 0;
+	assert_int_equal(st->drop_wire[INA_WIRE_BAD_VERSION], 1);
+	/* Truncated to the header: no answer. Version 0: no answer. */
+	pkt = mk_join_as(t, &j, 1, j.world, j.lanes, j.max_block, j.enc, j.token);
+	pkt->data[0] = 1;
+	pkt->len = INA_HDR_SIZE;
+	assert_int_equal(rx(t, pkt), 0);
+	pkt = mk_join_as(t, &j, 1, j.world, j.lanes, j.max_block, j.enc, j.token);
+	pkt->data[0] = 0;
+	assert_int_equal(rx(t, pkt), 0);
+	assert_int_equal(st->drop_wire[INA_WIRE_BAD_VERSION], 3);
+	/* The job is not there: a version-2 JOIN admits it. */
+	assert_int_equal(pipeline_nb_jobs(t->p), 0);
+	join_all(t, &j);
+	assert_int_equal(pipeline_nb_jobs(t->p), 1);
+	done(t);
+}
+
 /* What the pipeline reported (pipeline_events.h), for test_pipeline_events. */
 struct ev_log {
 	uint16_t n;
@@ -2027,7 +2076,7 @@ test_pipeline_malformed(void **state)
 
 	h = good;
 	expect_wire_drop(t, &j, 1, &h, pl, 16, INA_HDR_SIZE - 16, INA_WIRE_TRUNCATED);
-	h.version = 2;
+	h.version = 3;
 	expect_wire_drop(t, &j, 1, &h, pl, 16, 0, INA_WIRE_BAD_VERSION);
 	h = good;
 	h.type = 0;
@@ -3613,6 +3662,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_pipeline_fair_share, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_pipeline_host_aggregator, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_pipeline_join_max_pkt, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_pipeline_join_old_version, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_pipeline_events, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_pipeline_join_refusals, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_pipeline_aggregate_f32, setup, teardown),

@@ -156,7 +156,7 @@ expect_stateful(const struct pkt *p, enum ina_wire_reason want)
 
 /* A header with a distinctive value in every field. */
 static const struct ina_hdr golden_hdr = {
-	.version = 0x01,
+	.version = 0x02,
 	.type = 0x03,
 	.encoding = 0x02,
 	.flags = 0x05,
@@ -179,7 +179,7 @@ static const struct ina_hdr golden_hdr = {
 
 /* golden_hdr as it lies on the wire, written from the offsets in wire.h. */
 static const uint8_t golden_bytes[INA_HDR_SIZE] = {
-	0x01, 0x03, 0x02, 0x05,				/*  0 version type encoding flags */
+	0x02, 0x03, 0x02, 0x05,				/*  0 version type encoding flags */
 	0x11, 0x22, 0x33, 0x44,				/*  4 job_id */
 	0x55, 0x66, 0x77, 0x88,				/*  8 epoch */
 	0x99, 0xaa, 0xbb, 0xcc,				/* 12 rank lane */
@@ -242,7 +242,7 @@ test_wire_decode_golden(void **state)
 	memcpy(buf + 1, golden_bytes, INA_HDR_SIZE);
 	memset(&h, 0, sizeof(h));
 	ina_wire_decode_hdr(buf + 1, &h);
-	assert_int_equal(h.version, 0x01);
+	assert_int_equal(h.version, 0x02);
 	assert_int_equal(h.type, 0x03);
 	assert_int_equal(h.encoding, 0x02);
 	assert_int_equal(h.flags, 0x05);
@@ -544,7 +544,7 @@ test_wire_reject_bad_version(void **state)
 	p.h.version = 0;
 	pkt_build(&p);
 	expect_stateless(&p, INA_WIRE_BAD_VERSION);
-	p.h.version = 2;
+	p.h.version = 1; /* the old version */
 	pkt_build(&p);
 	expect_stateless(&p, INA_WIRE_BAD_VERSION);
 }
@@ -1074,7 +1074,7 @@ test_wire_reject_block_too_big(void **state)
 	expect_stateful(&p, INA_WIRE_BLOCK_TOO_BIG);
 	/* A largest B, one block. */
 	pkt_init(&p, INA_T_RESULT);
-	p.h.block_size = 0xffff;
+	p.h.block_size = INA_BLOCK_MAX;
 	p.h.lane = 0;
 	p.h.block = 0;
 	p.h.next = INA_BLOCK_END;
@@ -1083,12 +1083,109 @@ test_wire_reject_block_too_big(void **state)
 	expect_stateful(&p, INA_WIRE_BLOCK_TOO_BIG);
 }
 
+/* Sub-blocks (PROTOCOL 2.7): the cut rides in block_size's top 3 bits, the
+ * payload is the presence mask and the present sub-blocks; every way the
+ * mask can lie is bad_mask, every wrong length bad_length. */
+static void
+test_wire_sub_blocks(void **state)
+{
+	struct ina_hdr h;
+	struct pkt p;
+
+	(void)state;
+	/* Block 1 (16 elements) in 4 sub-blocks of 4; sub-blocks 0 and 2. */
+	pkt_init(&p, INA_T_DATA);
+	p.h.sub_log = 2;
+	pkt_build(&p);
+	assert_int_equal(p.buf[36], 0x40);
+	assert_int_equal(p.buf[37], 0x10);
+	memset(p.buf + INA_HDR_SIZE, 0, 4);
+	p.buf[INA_HDR_SIZE] = 0x05;
+	p.size = INA_HDR_SIZE + 4 + 8 * 4;
+	expect(&p, NULL, INA_WIRE_OK);
+	expect(&p, &job, INA_WIRE_OK);
+	assert_int_equal(ina_wire_validate(p.buf, p.size, &job, &h), INA_WIRE_OK);
+	assert_int_equal(h.block_size, BSIZE);
+	assert_int_equal(h.sub_log, 2);
+	assert_int_equal(h.n_elems, BSIZE);
+	p.size += 4;
+	expect(&p, &job, INA_WIRE_BAD_LENGTH);
+	p.size -= 8;
+	expect(&p, &job, INA_WIRE_BAD_LENGTH);
+	p.size = INA_HDR_SIZE + 2; /* not even the mask */
+	expect(&p, &job, INA_WIRE_BAD_LENGTH);
+	/* Every sub-block: the whole block, plus the mask. */
+	p.buf[INA_HDR_SIZE] = 0x0f;
+	p.size = INA_HDR_SIZE + 4 + BSIZE * 4;
+	expect(&p, &job, INA_WIRE_OK);
+	/* An empty mask, a bit past the 4 sub-blocks, a padding byte. */
+	p.buf[INA_HDR_SIZE] = 0;
+	p.size = INA_HDR_SIZE + 4;
+	expect(&p, &job, INA_WIRE_BAD_MASK);
+	expect(&p, NULL, INA_WIRE_BAD_MASK);
+	p.buf[INA_HDR_SIZE] = 0x11;
+	p.size = INA_HDR_SIZE + 4 + 8 * 4;
+	expect(&p, &job, INA_WIRE_BAD_MASK);
+	p.buf[INA_HDR_SIZE] = 0x03;
+	p.buf[INA_HDR_SIZE + 3] = 0x80;
+	expect(&p, &job, INA_WIRE_BAD_MASK);
+	p.buf[INA_HDR_SIZE + 3] = 0;
+	expect(&p, &job, INA_WIRE_OK);
+	/* B not cut evenly: 16 in 32 sub-blocks, 12 in 8. */
+	p.h.sub_log = 5;
+	pkt_build(&p);
+	expect(&p, &job, INA_WIRE_BAD_MASK);
+	expect(&p, NULL, INA_WIRE_BAD_MASK);
+	/* A header-only packet needs no mask, a cut or not. */
+	p.h.sub_log = 3;
+	pkt_set_elems(&p, 0);
+	pkt_build(&p);
+	expect(&p, &job, INA_WIRE_OK);
+	/* The short last block: B 64 in 4 sub-blocks of 16, block 1 holds 36
+	 * elements, so 3 sub-blocks, the last of 4; sub-blocks 0 and 2 are
+	 * 16 + 4 elements. */
+	pkt_init(&p, INA_T_RESULT);
+	p.h.block_size = 64;
+	p.h.sub_log = 2;
+	p.h.next = INA_BLOCK_END;
+	p.h.n_elems = 36;
+	pkt_build(&p);
+	memset(p.buf + INA_HDR_SIZE, 0, 4);
+	p.buf[INA_HDR_SIZE] = 0x05;
+	p.size = INA_HDR_SIZE + 4 + 20 * 4;
+	expect(&p, &job, INA_WIRE_OK);
+	p.buf[INA_HDR_SIZE] = 0x09; /* sub-block 3 is past the block */
+	expect(&p, &job, INA_WIRE_BAD_MASK);
+	/* 128 sub-blocks: a 16-byte mask; B = 128, one element each. */
+	pkt_init(&p, INA_T_RESULT);
+	p.h.block_size = 128;
+	p.h.sub_log = 7;
+	p.h.tensor_len = 1000;
+	p.h.block = 7;
+	p.h.lane = 1;
+	p.h.next = INA_BLOCK_END;
+	p.h.n_elems = 128 * 8 > 1000 ? 1000 - 7 * 128 : 128;
+	pkt_build(&p);
+	memset(p.buf + INA_HDR_SIZE, 0, 16);
+	p.buf[INA_HDR_SIZE + 12] = 0x80; /* sub-block 103, the last of 104 */
+	p.size = INA_HDR_SIZE + 16 + 4;
+	expect(&p, NULL, INA_WIRE_OK);
+	p.buf[INA_HDR_SIZE + 13] = 0x01; /* sub-block 104: past the block */
+	expect(&p, NULL, INA_WIRE_BAD_MASK);
+	/* A JOIN's largest block is 13 bits. */
+	pkt_init(&p, INA_T_JOIN);
+	ina_wire_encode_join(WORLD, LANES, INA_BLOCK_MAX, p.buf + INA_HDR_SIZE);
+	expect(&p, NULL, INA_WIRE_OK);
+	ina_wire_encode_join(WORLD, LANES, INA_BLOCK_MAX + 1, p.buf + INA_HDR_SIZE);
+	expect(&p, NULL, INA_WIRE_BAD_JOIN);
+}
+
 /* The replica's types have their fixed values and the flag its bit. */
 static void
 test_wire_replica_values(void **state)
 {
 	static const uint8_t want[16] = {
-		0x01, 0x0a, 0x01, 0x01, /* version, REPL, f32, VER */
+		0x02, 0x0a, 0x01, 0x01, /* version, REPL, f32, VER */
 		0x00, 0x00, 0xc0, 0xde, /* job_id */
 		0x00, 0x00, 0x00, 0x03, /* epoch */
 		0xff, 0xfe, 0x00, 0x01, /* rank ALL, lane 1 */
@@ -1226,7 +1323,7 @@ static void
 test_wire_keepalive(void **state)
 {
 	static const uint8_t want[16] = {
-		0x01, 0x0c, 0x00, 0x00, /* version, KEEPALIVE, encoding (unchecked), no flag */
+		0x02, 0x0c, 0x00, 0x00, /* version, KEEPALIVE, encoding (unchecked), no flag */
 		0x00, 0x00, 0xc0, 0xde, /* job_id */
 		0x00, 0x00, 0x00, 0x03, /* epoch */
 		0x00, 0x03, 0x00, 0x00, /* rank 3, lane 0 */
@@ -1412,7 +1509,7 @@ test_wire_reject_order(void **state)
 
 	(void)state;
 	pkt_init(&p, INA_T_DATA);
-	p.h.version = 2;
+	p.h.version = 3;
 	p.h.type = 0;
 	pkt_build(&p);
 	expect_stateless(&p, INA_WIRE_BAD_VERSION);
@@ -1670,6 +1767,7 @@ main(void)
 		cmocka_unit_test(test_wire_reject_next_not_in_lane),
 		cmocka_unit_test(test_wire_reject_wrong_encoding),
 		cmocka_unit_test(test_wire_reject_block_too_big),
+		cmocka_unit_test(test_wire_sub_blocks),
 		cmocka_unit_test(test_wire_replica_values),
 		cmocka_unit_test(test_wire_repl),
 		cmocka_unit_test(test_wire_keepalive),

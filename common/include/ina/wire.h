@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * ina wire format v1: the fixed 56-byte header that follows Ethernet/IPv4/UDP,
- * its packet types, and the one validation function every receiver calls.
+ * ina wire format v2: the fixed 56-byte header that follows Ethernet/IPv4/UDP,
+ * its packet types, the sub-block form of a block's payload, and the one
+ * validation function every receiver calls.
  * docs/PROTOCOL.md describes every byte; this header is its C form. Multi-byte
  * fields are in network byte order on the wire; struct ina_hdr is the decoded,
  * host-order view that the pipeline and the host engine work with.
@@ -12,7 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define INA_WIRE_VERSION 1
+#define INA_WIRE_VERSION 2
 #define INA_HDR_SIZE 56
 #define INA_DEFAULT_UDP_PORT 9150
 
@@ -27,6 +28,13 @@
 #define INA_RANK_SWITCH 0xffffu
 /* Rank field of a REPL that the replica fans out to every rank of the job. */
 #define INA_RANK_ALL 0xfffeu
+/* Largest block size B: the low 13 bits of the header's block_size field. */
+#define INA_BLOCK_MAX 8191u
+/* A block of B elements is cut into 2^sub_log sub-blocks of b = B / 2^sub_log
+ * elements (the high 3 bits of block_size); with sub_log > 0 a payload is a
+ * presence mask of the sub-blocks, then only the present ones' values. */
+#define INA_SUB_LOG_MAX 7u
+#define INA_SUB_MAX (1u << INA_SUB_LOG_MAX) /* sub-blocks a block, at most */
 /* Longest message text an ERROR packet carries. */
 #define INA_ERROR_MSG_MAX 200
 
@@ -122,7 +130,8 @@ struct ina_wire_hdr {
 	ina_be32 tensor_len; /* tensor length, elements */
 	ina_be32 block;	     /* block index, INA_BLOCK_OPEN for a lane opener */
 	ina_be32 next;	     /* sender's next non-zero block in this lane or END */
-	ina_be16 block_size; /* B, elements per block this round */
+	ina_be16 block_size; /* low 13 bits: B, elements per block this
+				 * round; high 3 bits: sub_log */
 	ina_be16 n_elems;    /* elements in the payload: 0 or min(B, rest) */
 	ina_be16 exp;	     /* int16: i32 exponent of the block 'next' names */
 	ina_be16 status;     /* ERROR: enum ina_wire_error; else 0 */
@@ -149,7 +158,10 @@ struct ina_hdr {
 	uint32_t tensor_len;
 	uint32_t block;
 	uint32_t next;
-	uint16_t block_size;
+	/* The wire's block_size field: the same 16 bits, read as a number. */
+	uint16_t block_size : 13; /* B, 1..INA_BLOCK_MAX */
+	uint16_t sub_log : 3;	  /* log2 of the sub-blocks a block: 0, a
+				   * payload is the block's values */
 	uint16_t n_elems;
 	int16_t exp;
 	uint16_t status;
@@ -243,6 +255,9 @@ enum ina_wire_reason {
 	INA_WIRE_NEXT_NOT_IN_LANE,
 	INA_WIRE_WRONG_ENCODING, /* not the job's encoding */
 	INA_WIRE_BLOCK_TOO_BIG,	 /* B above the job's max block */
+	INA_WIRE_BAD_MASK,	 /* sub-blocks: B not a multiple of their
+				  * count, an empty mask, or a bit past the
+				  * block's last sub-block */
 	INA_WIRE_REASON_MAX,
 };
 
@@ -265,6 +280,37 @@ ina_wire_block_elems(uint32_t tensor_len, uint16_t block_size, uint32_t block)
 		return 0;
 	return (uint16_t)(tensor_len - start < block_size ? tensor_len - start : block_size);
 }
+
+/*
+ * Sub-blocks (sub_log > 0): block 'block' of n_elems elements is cut into
+ * sub-blocks of b = B >> sub_log elements, sub-block i holding elements
+ * [i*b, min((i+1)*b, n_elems)). The payload is the presence mask, bit i of
+ * byte i/8 (least significant first) for sub-block i, padded with zero bytes
+ * to ina_wire_mask_bytes(); then the present sub-blocks' values, in order.
+ */
+/* Bytes of the presence mask: 0 without sub-blocks, else 2^sub_log bits
+ * rounded up to 4 bytes. */
+static inline uint32_t
+ina_wire_mask_bytes(uint8_t sub_log)
+{
+	return sub_log == 0 ? 0 : sub_log <= 5 ? 4 : (1u << sub_log) / 8;
+}
+
+/* Elements per sub-block: b = B >> sub_log. */
+static inline uint32_t
+ina_wire_sub_elems(uint16_t block_size, uint8_t sub_log)
+{
+	return (uint32_t)block_size >> sub_log;
+}
+
+/*
+ * Checks the presence mask 'mask' of a block of 'n_elems' elements (> 0) in
+ * sub-blocks of 'b' and counts the elements it names: INA_WIRE_OK and
+ * '*present' set, or INA_WIRE_BAD_MASK (empty, or a bit past the block's
+ * last sub-block, ceil(n_elems / b)).
+ */
+enum ina_wire_reason ina_wire_mask_check(const uint8_t *mask, uint8_t sub_log, uint32_t b,
+					 uint32_t n_elems, uint32_t *present);
 
 /* Writes 'h' to 'buf' (at least INA_HDR_SIZE bytes) in wire order. */
 void ina_wire_encode_hdr(const struct ina_hdr *h, void *buf);
