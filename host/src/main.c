@@ -121,6 +121,9 @@ usage(FILE *f)
 		"                        times as long: a transient straggler (default 0)\n"
 		"  --plan                the block planner picks B per round (powers of two\n"
 		"                        from 16 up to --block) from the previous result\n"
+		"  --plan-cost P,Y       its prices: P ns a packet, Y ns a byte; it picks the\n"
+		"                        least time (default 390,0.39: the udp port's; 0,1:\n"
+		"                        the fewest bytes)\n"
 		"  --partition MAP       fixed (default: block b on lane b mod lanes, so on\n"
 		"                        the switch's partition (b mod lanes) mod K) or\n"
 		"                        dynamic[:P] (every P rounds, default 1, the blocks\n"
@@ -169,6 +172,7 @@ enum {
 	OPT_LOG_LEVEL,
 	OPT_CAPTURE,
 	OPT_PLAN,
+	OPT_PLAN_COST,
 	OPT_REPLICA,
 	OPT_FAILOVER,
 	OPT_CONSISTENCY,
@@ -208,6 +212,7 @@ parse_args(int argc, char **argv, struct host_config *c)
 		{ "log-level", required_argument, NULL, OPT_LOG_LEVEL },
 		SPARSIFY_CLI_OPTIONS,
 		{ "plan", no_argument, NULL, OPT_PLAN },
+		{ "plan-cost", required_argument, NULL, OPT_PLAN_COST },
 		{ "replica", required_argument, NULL, OPT_REPLICA },
 		{ "failover-ms", required_argument, NULL, OPT_FAILOVER },
 		{ "consistency", required_argument, NULL, OPT_CONSISTENCY },
@@ -350,6 +355,20 @@ parse_args(int argc, char **argv, struct host_config *c)
 		case OPT_PLAN:
 			c->ina.plan_blocks = 1;
 			break;
+		case OPT_PLAN_COST: {
+			char pk[32], *comma = strchr(optarg, ',');
+
+			if (!comma || (size_t)(comma - optarg) >= sizeof(pk))
+				ina_die("--plan-cost: '%s' is not P,Y", optarg);
+			memcpy(pk, optarg, (size_t)(comma - optarg));
+			pk[comma - optarg] = '\0';
+			if (ina_parse_double(pk, 0.0, 1e6, &c->ina.plan_packet_ns) < 0 ||
+			    ina_parse_double(comma + 1, 0.0, 1e6, &c->ina.plan_byte_ns) < 0 ||
+			    (c->ina.plan_packet_ns == 0 && c->ina.plan_byte_ns == 0))
+				ina_die("--plan-cost: '%s' is not P,Y (ns in 0..1e6, not both 0)",
+					optarg);
+			break;
+		}
 		case OPT_PARTITION:
 			if (strcmp(optarg, "fixed") == 0) {
 				c->ina.partition = INA_PARTITION_FIXED;
@@ -643,6 +662,8 @@ main(int argc, char **argv)
 			.n = n,
 			.sp = c.sp,
 			.plan = c.ina.plan_blocks,
+			.packet_ns = c.ina.plan_packet_ns,
+			.byte_ns = c.ina.plan_byte_ns,
 			.max_block = c.ina.block_size,
 			.encoding = (uint8_t)c.ina.encoding,
 			.world = c.ina.world,

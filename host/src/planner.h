@@ -63,8 +63,8 @@ struct planner_config {
 				 * ina packets only */
 	uint8_t max_sub_log;  /* the largest k tried (0: whole blocks only;
 				 * at most PLANNER_MAX_SUB_LOG) */
-	double packet_ns;     /* time per packet, >= 0, finite */
-	double byte_ns;	      /* time per byte, >= 0, finite; not both 0 */
+	double packet_ns;     /* time per packet, 0 .. 1e6 */
+	double byte_ns;	      /* time per byte, 0 .. 1e6; not both 0 */
 };
 
 /* What travels for one tensor at one (B, b): the inputs of the cost model. */
