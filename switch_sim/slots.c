@@ -85,6 +85,12 @@ pl_answer_buf(struct pipeline *p, struct ina_pkt *in, uint32_t size)
 
 	if (in->cap < size) {
 		o = ina_pkt_alloc(p->cfg.pool);
+		if (o && o->cap < size) {
+			/* (a union of sub-blocks' masks larger than any packet
+			 * of the pool: counted, never written past the buffer) */
+			ina_pkt_free(o);
+			o = NULL;
+		}
 		if (!o) {
 			p->st.drop[PDROP_NO_BUFFER]++;
 			ina_pkt_free(in);
