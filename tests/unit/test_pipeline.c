@@ -4016,6 +4016,88 @@ test_pipeline_sub_bf16(void **state)
 	done(t);
 }
 
+/*
+ * Sub-blocks and the replica: the primary's masked RESULT leaves as a REPL,
+ * byte for byte; the replica stores its mask and sums and sends it on. After
+ * the takeover a retransmission of the stored block is answered from it with
+ * the same bytes, and the next block is aggregated at the replica from an
+ * empty union (the stored sub-blocks never leak into it).
+ */
+static void
+test_pipeline_sub_replica(void **state)
+{
+	struct t *t = *state;
+	struct tjob j = { .id = 1804,
+			  .token = 0x181b,
+			  .world = 2,
+			  .lanes = 1,
+			  .max_block = 16,
+			  .enc = INA_ENC_F32 };
+	struct blk b = { .tensor_id = 4, .round = 1, .tensor_len = 32, .block_size = 16 };
+	const struct ina_sub_mask m0 = wc_mask(0x1, 0), m13 = wc_mask(0xa, 0), m2 = wc_mask(0x4, 0);
+	const struct pipeline_stats *rs;
+	float x[2][16], want[16];
+	struct ina_sub_mask u;
+	struct wc_got g, r, s;
+
+	for (int k = 0; k < 2; k++)
+		for (int i = 0; i < 16; i++)
+			x[k][i] = (float)(k * 16 + i + 1) * 0.5f;
+	start_pair(t);
+	rs = pipeline_stats(t->repl);
+	join_all(t, &j);
+	t->p = t->repl;
+	for (uint16_t k = 0; k < j.world; k++)
+		standby_join(t, &j, k);
+
+	/* Block 0 at the primary: one REPL with the union's mask and sums. */
+	t->p = t->prim;
+	memset(&u, 0, sizeof(u));
+	assert_int_equal(push_sub(t, &j, 0, &b, 2, 1, x[0], &m0), 0);
+	sub_ref(want, &u, x[0], &m0, 16, 4);
+	assert_int_equal(push_sub(t, &j, 1, &b, 2, 1, x[1], &m13), 1);
+	sub_ref(want, &u, x[1], &m13, 16, 4);
+	take_one(t, &g);
+	assert_int_equal(g.h.type, INA_T_REPL);
+	assert_int_equal(g.h.rank, INA_RANK_ALL);
+	check_unicast(&g, REPLICA_PEER);
+	wc_assert_masked(&g, want, &u, j.enc);
+	t->p = t->repl;
+	assert_int_equal(rx(t, resend(t, &g, PRIMARY_PEER)), 1);
+	take_one(t, &r);
+	check_sub_result(&r, &j, &b, 2, 1, want, &u);
+	check_fanout(&r, &j);
+	check_sent_on(&r, &g);
+	assert_int_equal(rs->repl_stored, 1);
+
+	/* The primary dies; rank 0 fails over to the replica. */
+	assert_int_equal(rx(t, mk_failover(t, &j, 0, j.epoch)), 1);
+	take_one(t, &s);
+	j.epoch = s.h.epoch;
+	check_announce(&s, &j);
+	/* Rank 1 lost block 0's RESULT: the stored one, the same bytes (but
+	 * the epoch). */
+	assert_int_equal(push_sub(t, &j, 1, &b, 2, 1, x[1], &m13), 1);
+	take_one(t, &s);
+	check_unicast(&s, peer_of(&j, 1));
+	check_sub_result(&s, &j, &b, 2, 1, want, &u);
+	assert_int_equal(s.len, r.len);
+	assert_memory_equal(s.payload, r.payload, r.payload_size);
+
+	/* Block 1 at the replica: sub-block 2 only, summed from nothing. */
+	b.block = 1;
+	b.ver = 1;
+	memset(&u, 0, sizeof(u));
+	for (uint16_t k = 0; k < 2; k++) {
+		assert_int_equal(push_sub(t, &j, k, &b, 2, INA_BLOCK_END, x[k], &m2), k == 1);
+		sub_ref(want, &u, x[k], &m2, 16, 4);
+	}
+	take_one(t, &s);
+	check_sub_result(&s, &j, &b, 2, INA_BLOCK_END, want, &u);
+	assert_int_equal(s.payload_size, 4 + 4 * 4);
+	done(t);
+}
+
 int
 main(void)
 {
@@ -4034,6 +4116,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_pipeline_sub_f32, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_pipeline_sub_i32, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_pipeline_sub_bf16, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_pipeline_sub_replica, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_pipeline_dead_rank, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_pipeline_keepalive, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_pipeline_wait_not_live, setup, teardown),
