@@ -32,6 +32,7 @@ local enc_names = { [1] = "f32", [2] = "i32", [3] = "bf16" }
 local enc_sizes = { [1] = 4, [2] = 4, [3] = 2 }
 local status_names = {
 	[1] = "no_slots", [2] = "no_jobs", [3] = "mismatch", [4] = "unsupported", [5] = "left",
+	[6] = "peer_dead", [7] = "shutdown",
 }
 
 -- adds a number field and, for a special value, its name: "Block: 4294967294 (OPEN)"
@@ -54,6 +55,8 @@ local f = {
 	flag_sat = ProtoField.bool("ina.flags.saturated", "Saturated", 8, nil, 0x04),
 	flag_def = ProtoField.bool("ina.flags.deferred", "Deferred", 8, nil, 0x08),
 	flag_standby = ProtoField.bool("ina.flags.standby", "Standby", 8, nil, 0x10),
+	flag_partial = ProtoField.bool("ina.flags.partial", "Partial (ssp, contributors follow)", 8, nil,
+		0x20),
 	flag_grant = ProtoField.bool("ina.flags.grant", "Grant or reshape (fewer lanes)", 8, nil, 0x40),
 	flag_redirect = ProtoField.bool("ina.flags.redirect", "Redirect (host aggregator)", 8, nil, 0x80),
 	job_id = ProtoField.uint32("ina.job_id", "Job id", base.DEC),
@@ -96,7 +99,7 @@ local f = {
 }
 ina.fields = {
 	f.version, f.type, f.encoding, f.flags, f.flag_ver, f.flag_retx, f.flag_sat, f.flag_def,
-	f.flag_standby, f.flag_grant, f.flag_redirect,
+	f.flag_standby, f.flag_partial, f.flag_grant, f.flag_redirect,
 	f.job_id, f.epoch, f.rank, f.lane, f.tensor_id, f.round, f.tensor_len, f.block,
 	f.next, f.block_size, f.sub_log, f.sub_elems, f.n_elems, f.exp, f.status, f.bound, f.bound_value, f.token,
 	f.payload, f.sub_mask, f.sub_present, f.sub_present_elems, f.sub_index, f.value_f32, f.value_i32, f.value_bf16, f.join_world, f.join_lanes,
@@ -251,6 +254,7 @@ function ina.dissector(buf, pinfo, tree)
 	ft:add(f.flag_sat, buf(3, 1))
 	ft:add(f.flag_def, buf(3, 1))
 	ft:add(f.flag_standby, buf(3, 1))
+	ft:add(f.flag_partial, buf(3, 1))
 	ft:add(f.flag_grant, buf(3, 1))
 	ft:add(f.flag_redirect, buf(3, 1))
 	t:add(f.job_id, buf(4, 4))
