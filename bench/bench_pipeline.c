@@ -5,7 +5,9 @@
  * dense tensor from every worker in lane order, times pipeline_rx_burst, and
  * in the same run times the plain summing kernel y += x over the same bytes,
  * so the ratio of the two is what to quote. It prints figures; it never
- * passes or fails (bench/README.md).
+ * passes or fails (bench/README.md). A third row replays f32 blocks cut
+ * into sub-blocks of 64 elements (docs/PROTOCOL.md 2.7), each worker sending
+ * half of them.
  */
 #include <endian.h>
 #include <errno.h>
@@ -20,6 +22,7 @@
 #include "ina/lane.h"
 #include "ina/log.h"
 #include "ina/pkt.h"
+#include "ina/subblock.h"
 #include "ina/token.h"
 #include "ina/util.h"
 #include "ina/wire.h"
@@ -34,6 +37,7 @@
 /* Offsets of the header fields the replay patches (struct ina_wire_hdr). */
 #define OFF_FLAGS 3
 #define OFF_ROUND 20
+#define BENCH_SUB_ELEMS 64 /* elements a sub-block in the sub-block row */
 
 struct bench_config {
 	uint32_t elements;
@@ -49,6 +53,8 @@ struct bench_config {
 /* The prebuilt input of one round: every packet, in the order fed. */
 struct replay {
 	uint8_t encoding;
+	uint8_t sub_log;      /* > 0: blocks cut into sub-blocks, half sent */
+	uint64_t kernel_size; /* bytes time_sum() adds (whole blocks) */
 	uint32_t nb_pkts;
 	uint32_t nb_blocks;
 	uint32_t nb_results;   /* results one round completes */
@@ -219,14 +225,38 @@ xalloc(size_t size)
 	return p;
 }
 
-/* Adds one template for 'rank' of 'hdr', with 'n' payload elements. */
+/* The half of block 'b's sub-blocks worker 'w' sends: 'count' bits in a
+ * pattern that differs by block and worker (their union is every one). */
+static struct ina_sub_mask
+half_mask(uint32_t b, uint16_t w, uint32_t count)
+{
+	struct ina_sub_mask m = { { 0, 0 } };
+
+	for (uint32_t i = 0; i < count; i++)
+		if ((i + b + w) % 2 == 0 || count == 1)
+			m.w[i / 64] |= 1ull << (i % 64);
+	return m;
+}
+
+/* Adds one template for 'rank' of 'hdr', with 'n' payload elements: with
+ * r->sub_log, a mask of half the block's sub-blocks and their values. */
 static void
 replay_add(struct replay *r, const struct ina_hdr *hdr, uint16_t n, int last, uint32_t seed)
 {
 	uint8_t *t = r->tmpl + (size_t)r->nb_pkts * r->stride;
 	uint8_t *pl = t + INA_HDR_SIZE;
+	uint32_t mask_bytes = 0;
 
 	ina_wire_encode_hdr(hdr, t);
+	if (r->sub_log && n) {
+		struct ina_sub_cut cut = ina_sub_cut(hdr->block_size, r->sub_log, n);
+		struct ina_sub_mask m = half_mask(hdr->block, hdr->rank, cut.count);
+
+		ina_sub_mask_write(pl, &m, &cut);
+		mask_bytes = cut.mask_bytes;
+		pl += mask_bytes;
+		n = (uint16_t)ina_sub_present_elems(&m, &cut);
+	}
 	for (uint16_t i = 0; i < n; i++) {
 		/* Never zero, so every block of every worker is non-zero. */
 		uint32_t k = (seed + i) % 1000u + 1u + hdr->rank;
@@ -241,11 +271,12 @@ replay_add(struct replay *r, const struct ina_hdr *hdr, uint16_t n, int last, ui
 			put_be32(pl + 4 * (size_t)i, k);
 		}
 	}
-	r->len[r->nb_pkts] = INA_HDR_SIZE + 4u * n;
+	r->len[r->nb_pkts] = INA_HDR_SIZE + mask_bytes + 4u * n;
 	r->rank[r->nb_pkts] = hdr->rank;
 	r->lane[r->nb_pkts] = hdr->lane;
 	r->last[r->nb_pkts] = (uint8_t)last;
-	r->payload_size += 4u * n;
+	r->payload_size += mask_bytes + 4u * n;
+	r->kernel_size += 4u * hdr->n_elems;
 	r->nb_pkts++;
 }
 
@@ -256,8 +287,8 @@ replay_add(struct replay *r, const struct ina_hdr *hdr, uint16_t n, int last, ui
  * lane's next block. An i32 lane first sends its header-only opener.
  */
 static void
-replay_build(struct replay *r, const struct bench_config *c, uint8_t encoding, uint32_t epoch,
-	     uint64_t token)
+replay_build(struct replay *r, const struct bench_config *c, uint8_t encoding, uint8_t sub_log,
+	     uint32_t epoch, uint64_t token)
 {
 	uint32_t nb = ina_wire_nb_blocks(c->elements, c->block_size);
 	uint16_t active = (uint16_t)(nb < c->lanes ? nb : c->lanes);
@@ -266,9 +297,10 @@ replay_build(struct replay *r, const struct bench_config *c, uint8_t encoding, u
 
 	memset(r, 0, sizeof(*r));
 	r->encoding = encoding;
+	r->sub_log = sub_log;
 	r->nb_blocks = nb;
 	cap = (uint32_t)c->world * (nb + active);
-	r->stride = (INA_HDR_SIZE + 4u * c->block_size + 63u) & ~63u;
+	r->stride = (INA_HDR_SIZE + INA_SUB_MAX / 8 + 4u * c->block_size + 63u) & ~63u;
 	r->tmpl = xalloc((size_t)cap * r->stride);
 	r->len = calloc(cap, sizeof(*r->len));
 	r->rank = calloc(cap, sizeof(*r->rank));
@@ -287,6 +319,7 @@ replay_build(struct replay *r, const struct bench_config *c, uint8_t encoding, u
 	h.tensor_id = BENCH_TENSOR;
 	h.tensor_len = c->elements;
 	h.block_size = c->block_size;
+	h.sub_log = sub_log;
 	if (ina_lane_opens_empty(encoding)) {
 		for (uint16_t l = 0; l < active; l++) {
 			for (uint16_t w = 0; w < c->world; w++) {
@@ -442,12 +475,13 @@ time_sum(uint8_t encoding, uint8_t *acc, const uint8_t *x, size_t x_blocks,
 }
 
 static void
-bench_encoding(const struct bench_config *c, uint8_t encoding, uint8_t *big, size_t big_blocks)
+bench_encoding(const struct bench_config *c, uint8_t encoding, uint8_t sub_log, uint8_t *big,
+	       size_t big_blocks)
 {
 	struct run_result res[BENCH_MAX_RUNS + 1];
 	double pipe[BENCH_MAX_RUNS], wall[BENCH_MAX_RUNS], cache[BENCH_MAX_RUNS],
 		dram[BENCH_MAX_RUNS];
-	const char *enc = ina_wire_encoding_name(encoding);
+	char enc[32];
 	uint64_t token = ina_token_hash("bench", 5);
 	const struct pipeline_stats *st;
 	struct pipeline_config pc;
@@ -458,9 +492,15 @@ bench_encoding(const struct bench_config *c, uint8_t encoding, uint8_t *big, siz
 	size_t bsize = 4u * c->block_size, windows, win_blocks;
 	uint64_t drops = 0;
 	uint32_t epoch;
-	double pm, wm, cm, dm, bytes;
+	double pm, wm, cm, dm, bytes, kbytes;
 
-	pool = ina_pkt_pool_create(BENCH_POOL_PKTS, INA_HDR_SIZE + 4u * c->block_size);
+	if (sub_log)
+		snprintf(enc, sizeof(enc), "%s b=%u, half", ina_wire_encoding_name(encoding),
+			 c->block_size >> sub_log);
+	else
+		snprintf(enc, sizeof(enc), "%s", ina_wire_encoding_name(encoding));
+	pool = ina_pkt_pool_create(BENCH_POOL_PKTS,
+				   INA_HDR_SIZE + INA_SUB_MAX / 8 + 4u * c->block_size);
 	if (!pool)
 		ina_die("cannot create a packet pool: %s", strerror(errno));
 	pipeline_config_init(&pc);
@@ -472,7 +512,7 @@ bench_encoding(const struct bench_config *c, uint8_t encoding, uint8_t *big, siz
 	if (!p)
 		ina_die("cannot create the pipeline: %s", strerror(errno));
 	join_all(p, pool, c, encoding, token, &epoch);
-	replay_build(&r, c, encoding, epoch, token);
+	replay_build(&r, c, encoding, sub_log, epoch, token);
 	ver = calloc(c->lanes, 1);
 	acc = xalloc((size_t)c->lanes * bsize);
 	ring = xalloc((size_t)c->burst * bsize);
@@ -511,6 +551,7 @@ bench_encoding(const struct bench_config *c, uint8_t encoding, uint8_t *big, siz
 	cm = bench_median(cache, c->runs);
 	dm = bench_median(dram, c->runs);
 	bytes = (double)r.payload_size;
+	kbytes = (double)r.kernel_size; /* the kernel adds whole blocks */
 
 	st = pipeline_stats(p);
 	for (int k = 0; k < INA_WIRE_REASON_MAX; k++)
@@ -521,9 +562,9 @@ bench_encoding(const struct bench_config *c, uint8_t encoding, uint8_t *big, siz
 	       "  (input copy included: %.2f GB/s)\n",
 	       enc, pm / r.nb_pkts * 1e9, r.nb_pkts / pm / 1e6, bytes / pm / 1e9, bytes / wm / 1e9);
 	printf("%s sum kernel y += x  cache-resident %6.2f GB/s   DRAM-sized %6.2f GB/s\n", enc,
-	       bytes / cm / 1e9, bytes / dm / 1e9);
+	       kbytes / cm / 1e9, kbytes / dm / 1e9);
 	printf("%s ratio pipeline goodput / sum kernel:  cache-resident %.2f   DRAM-sized %.2f\n",
-	       enc, cm / pm, dm / pm);
+	       enc, (bytes / pm) / (kbytes / cm), (bytes / pm) / (kbytes / dm));
 	if (drops || st->results != (uint64_t)r.nb_results * (c->runs + 1) || st->duplicates)
 		printf("%s WARNING: %" PRIu64 " drops, %" PRIu64 " duplicates, %" PRIu64
 		       " results (want %" PRIu64 "): the replay did not follow the protocol\n",
@@ -562,9 +603,20 @@ main(int argc, char **argv)
 	       "  %zu MiB window of a %zu MiB array\n",
 	       (size_t)c.burst * 4u * c.block_size >> 10, total >> 20, big_size >> 20);
 	if (c.do_f32)
-		bench_encoding(&c, INA_ENC_F32, big, big_size / (4u * c.block_size));
+		bench_encoding(&c, INA_ENC_F32, 0, big, big_size / (4u * c.block_size));
 	if (c.do_i32)
-		bench_encoding(&c, INA_ENC_I32, big, big_size / (4u * c.block_size));
+		bench_encoding(&c, INA_ENC_I32, 0, big, big_size / (4u * c.block_size));
+	if (c.do_f32) {
+		/* Sub-blocks of 64 elements (B a multiple of 128 and at most
+		 * 128 of them), each worker sending half. */
+		uint8_t k = 0;
+
+		while (k < INA_SUB_LOG_MAX && (c.block_size >> (k + 1)) >= BENCH_SUB_ELEMS &&
+		       c.block_size % (BENCH_SUB_ELEMS << (k + 1)) == 0)
+			k++;
+		if (k)
+			bench_encoding(&c, INA_ENC_F32, k, big, big_size / (4u * c.block_size));
+	}
 	free(big);
 	return 0;
 }

@@ -492,11 +492,6 @@ process_one(struct pipeline *p, struct ina_pkt *in, uint64_t now)
 		p->st.drop_wire[r]++;
 		return refuse_old_version(p, in, &h);
 	}
-	if (r == INA_WIRE_OK && h.sub_log && h.n_elems &&
-	    (h.type == INA_T_DATA || h.type == INA_T_REPL)) {
-		/* issue 18: sub-blocks are refused until the slots add them. */
-		r = INA_WIRE_BAD_MASK;
-	}
 	if (r != INA_WIRE_OK) {
 		p->st.drop_wire[r]++;
 		ina_pkt_free(in);

@@ -15,6 +15,7 @@
 #include "ina/pkt.h"
 #include "ina/encode.h"
 #include "ina/encoding.h"
+#include "ina/subblock.h"
 #include "ina/wire.h"
 #include "pipeline.h"
 
@@ -33,7 +34,9 @@ struct block_key {
 	uint32_t round;
 	uint32_t tensor_len;
 	uint32_t block;
-	uint16_t block_size;
+	uint16_t block_size; /* B */
+	uint8_t sub_log;     /* the cut (docs/PROTOCOL.md 2.7): another cut of
+				 * the same block never adds into it */
 };
 
 struct half {
@@ -47,12 +50,15 @@ struct half {
 	uint32_t bound;	  /* smallest raw result-filter bound announced
 				 * (encode.h: raw bounds order like bounds) */
 	struct block_key key;
-	uint32_t next;	 /* smallest next pointer announced */
-	uint64_t bitmap; /* ranks that answered */
-	uint64_t acked;	 /* ssp: ranks known to hold this result: they
+	uint32_t next;		  /* smallest next pointer announced */
+	uint64_t bitmap;	  /* ranks that answered */
+	uint64_t acked;		  /* ssp: ranks known to hold this result: they
 				 * sent a round S + 1 or more later in the
 				 * lane (ssp.c) */
-	union {		 /* slot_elems accumulators */
+	struct ina_sub_mask mask; /* key.sub_log > 0: the union of the masks
+				 * added; only its sub-blocks of 'acc' hold
+				 * values (subsum.c) */
+	union {			  /* slot_elems accumulators */
 		float *f32;
 		int32_t *i32;
 	} acc;
@@ -201,6 +207,7 @@ pl_key_of(const struct ina_hdr *h)
 		.tensor_len = h->tensor_len,
 		.block = h->block,
 		.block_size = h->block_size,
+		.sub_log = h->sub_log,
 	};
 	return k;
 }
@@ -219,6 +226,8 @@ pl_half_open(struct half *hf, const struct block_key *key)
 	hf->deferred = 0;
 	hf->partial = 0;
 	hf->acked = 0;
+	hf->mask.w[0] = 0;
+	hf->mask.w[1] = 0;
 	hf->bound = UINT32_MAX;
 	hf->next = INA_BLOCK_END;
 	hf->exp = INA_EXP_ZERO;
@@ -255,15 +264,17 @@ static inline int
 pl_key_equal(const struct block_key *a, const struct block_key *b)
 {
 	return a->tensor_id == b->tensor_id && a->round == b->round && a->block == b->block &&
-	       a->tensor_len == b->tensor_len && a->block_size == b->block_size;
+	       a->tensor_len == b->tensor_len && a->block_size == b->block_size &&
+	       a->sub_log == b->sub_log;
 }
 
-/* Same block named, but a tensor length or block size that disagrees. */
+/* Same block named, but a tensor length, block size or cut that disagrees. */
 static inline int
 pl_key_shape_differs(const struct block_key *a, const struct block_key *b)
 {
 	return a->tensor_id == b->tensor_id && a->round == b->round && a->block == b->block &&
-	       (a->tensor_len != b->tensor_len || a->block_size != b->block_size);
+	       (a->tensor_len != b->tensor_len || a->block_size != b->block_size ||
+		a->sub_log != b->sub_log);
 }
 
 /* What the packet's header says to the open half: its rank answered, its
@@ -291,6 +302,27 @@ pl_half_saturated(struct pipeline *p, struct half *hf, size_t sat)
 	}
 }
 
+/*
+ * Sub-blocks in a half (subsum.c). pl_sub_add() adds a payload's present
+ * sub-blocks (loaded where the union lacks them) and widens the union;
+ * pl_sub_add_last() does the same and, when the packet's mask holds the
+ * whole union, stores the sums over its values and returns 1 (the payload is
+ * the RESULT's), else returns 0. pl_half_load() sets a half's accumulator
+ * and union from a stored result's payload (REPL, a spine's RESULT), with or
+ * without sub-blocks. pl_sub_store() writes the union's mask and sums as a
+ * payload and returns its bytes; pl_sub_bytes() is that size;
+ * pl_sub_deferred() is the result filter on the union's sub-blocks.
+ */
+void pl_sub_add(struct pipeline *p, const struct job *j, struct half *hf, const struct ina_hdr *h,
+		const uint8_t *payload);
+int pl_sub_add_last(struct pipeline *p, const struct job *j, struct half *hf,
+		    const struct ina_hdr *h, uint8_t *payload);
+void pl_half_load(const struct job *j, struct half *hf, const struct ina_hdr *h,
+		  const uint8_t *payload);
+uint32_t pl_sub_store(const struct job *j, const struct half *hf, uint8_t *payload);
+uint32_t pl_sub_bytes(const struct job *j, const struct half *hf);
+int pl_sub_deferred(const struct job *j, const struct half *hf);
+
 /* Adds the packet's contribution to the open half. */
 static inline void
 pl_half_add(struct pipeline *p, const struct job *j, struct half *hf, const struct ina_hdr *h,
@@ -298,7 +330,9 @@ pl_half_add(struct pipeline *p, const struct job *j, struct half *hf, const stru
 {
 	pl_half_note(hf, h);
 	if (h->n_elems) {
-		if (!hf->has_data)
+		if (h->sub_log)
+			pl_sub_add(p, j, hf, h, payload);
+		else if (!hf->has_data)
 			j->enc->load(hf->acc.f32, payload, h->n_elems);
 		else
 			pl_half_saturated(p, hf, j->enc->add(hf->acc.f32, payload, h->n_elems));
@@ -311,7 +345,9 @@ pl_half_add(struct pipeline *p, const struct job *j, struct half *hf, const stru
  * the result: when it brings a payload to a sum of others, the sums also go
  * into its payload, in wire order, in the same pass (the RESULT's payload,
  * pl_put_result_in_place()); returns 1 then, 0 when it only did what
- * pl_half_add() does. The caller checks that the RESULT fits the buffer.
+ * pl_half_add() does (with sub-blocks also when its mask lacks some of the
+ * union's: the result is stored then). The caller checks that the RESULT
+ * fits the buffer.
  */
 static inline int
 pl_half_add_last(struct pipeline *p, const struct job *j, struct half *hf, const struct ina_hdr *h,
@@ -322,6 +358,8 @@ pl_half_add_last(struct pipeline *p, const struct job *j, struct half *hf, const
 		return 0;
 	}
 	pl_half_note(hf, h);
+	if (h->sub_log)
+		return pl_sub_add_last(p, j, hf, h, payload);
 	pl_half_saturated(p, hf, j->enc->add_store(hf->acc.f32, payload, h->n_elems));
 	return 1;
 }

@@ -54,11 +54,9 @@ repl_store(struct pipeline *p, struct job *j, struct slot *s, const struct ina_h
 	hf->saturated = (h->flags & INA_F_SATURATED) != 0;
 	hf->deferred = (h->flags & INA_F_DEFERRED) != 0;
 	hf->has_data = h->n_elems != 0 || hf->deferred;
-	if (h->n_elems) {
-		/* Exact: pl_put_result() writes back the same bits (a bf16 widens
-		 * to binary32 and rounds back to itself). */
-		j->enc->load(hf->acc.f32, payload, h->n_elems);
-	}
+	/* Exact: pl_put_result() writes back the same bits (a bf16 widens to
+	 * binary32 and rounds back to itself), with sub-blocks the same mask. */
+	pl_half_load(j, hf, h, payload);
 	pl_slot_complete(s, ver);
 	p->st.repl_stored++;
 }

@@ -85,6 +85,12 @@ pl_answer_buf(struct pipeline *p, struct ina_pkt *in, uint32_t size)
 
 	if (in->cap < size) {
 		o = ina_pkt_alloc(p->cfg.pool);
+		if (o && o->cap < size) {
+			/* (a union of sub-blocks' masks larger than any packet
+			 * of the pool: counted, never written past the buffer) */
+			ina_pkt_free(o);
+			o = NULL;
+		}
 		if (!o) {
 			p->st.drop[PDROP_NO_BUFFER]++;
 			ina_pkt_free(in);
@@ -165,7 +171,11 @@ put_result_body(struct ina_pkt *o, const struct job *j, const struct half *hf, u
 		memcpy(o->data + offsetof(struct ina_wire_hdr, status), &st_be, sizeof(st_be));
 		memcpy(o->data + offsetof(struct ina_wire_hdr, bound), &bound_be, sizeof(bound_be));
 	}
-	if (n) {
+	if (n && hf->key.sub_log) {
+		/* The union's mask and its sub-blocks' sums (2.7). */
+		o->len += in_place ? pl_sub_bytes(j, hf)
+				   : pl_sub_store(j, hf, o->data + INA_HDR_SIZE);
+	} else if (n) {
 		/* For bf16, the one rounding of the binary32 sum. */
 		if (!in_place)
 			j->enc->store(o->data + INA_HDR_SIZE, hf->acc.f32, n);
@@ -207,6 +217,7 @@ result_hdr(struct ina_hdr *h, uint16_t lane, uint8_t ver, const struct half *hf)
 	h->tensor_len = hf->key.tensor_len;
 	h->block = hf->key.block;
 	h->block_size = hf->key.block_size;
+	h->sub_log = hf->key.sub_log;
 	h->next = hf->next;
 	h->exp = hf->next == INA_BLOCK_END ? 0 : hf->exp;
 	h->n_elems = result_elems(hf);
@@ -269,13 +280,14 @@ pl_put_result_over_data(struct ina_pkt *o, const struct job *j, uint8_t ver, con
 	put_result_body(o, j, hf, n, in_place);
 }
 
-/* The largest RESULT for a block of size h->block_size in j's encoding
- * (with room for an ssp job's PARTIAL trailer). */
+/* The largest RESULT for a block of size h->block_size in j's encoding: its
+ * mask with sub-blocks, every element, and room for an ssp job's PARTIAL
+ * trailer. */
 uint32_t
 pl_result_size(const struct job *j, const struct ina_hdr *h)
 {
-	return INA_HDR_SIZE + (uint32_t)(h->block_size * j->enc->elem_size) +
-	       (j->ssp ? INA_PARTIAL_TRAILER : 0);
+	return INA_HDR_SIZE + ina_wire_mask_bytes(h->sub_log) +
+	       (uint32_t)(h->block_size * j->enc->elem_size) + (j->ssp ? INA_PARTIAL_TRAILER : 0);
 }
 
 void
@@ -324,6 +336,8 @@ pl_half_deferred(const struct job *j, const struct half *hf)
 
 	if (!hf->has_data || hf->saturated || hf->bound == 0 || hf->bound == UINT32_MAX)
 		return 0;
+	if (hf->key.sub_log)
+		return pl_sub_deferred(j, hf); /* the union's sub-blocks only */
 	n = ina_wire_block_elems(hf->key.tensor_len, hf->key.block_size, hf->key.block);
 	return j->enc->deferred(hf->acc.f32, n, hf->bound);
 }

@@ -109,6 +109,7 @@ ssp_close(struct pipeline *p, struct ina_pkt *in, struct job *j, uint16_t lane, 
 		hf->deferred = (uint8_t)pl_half_deferred(j, hf);
 		memset(&key_hdr, 0, sizeof(key_hdr));
 		key_hdr.block_size = hf->key.block_size;
+		key_hdr.sub_log = hf->key.sub_log;
 		o = pl_answer_buf(p, in, pl_result_size(j, &key_hdr));
 		if (o) {
 			pl_put_result(p, o, j, lane, s->cur, hf);

@@ -143,7 +143,8 @@ uplink_data(struct pipeline *p, struct ina_pkt *in, struct job *j, struct slot *
 		ina_pkt_free(in);
 		return NULL;
 	}
-	o = pl_answer_buf(p, in, INA_HDR_SIZE + (uint32_t)n * 4u);
+	o = pl_answer_buf(p, in,
+			  INA_HDR_SIZE + ina_wire_mask_bytes(hf->key.sub_log) + (uint32_t)n * 4u);
 	if (!o)
 		return NULL;
 	/* The slot's WAIT clock: the block is complete here, no WAIT goes out
@@ -158,17 +159,23 @@ uplink_data(struct pipeline *p, struct ina_pkt *in, struct job *j, struct slot *
 	h.tensor_len = hf->key.tensor_len;
 	h.block = hf->key.block;
 	h.block_size = hf->key.block_size;
+	h.sub_log = hf->key.sub_log;
 	h.next = hf->next;
 	h.exp = exp_up(j, hf);
 	h.n_elems = n;
 	h.bound = hf->bound == UINT32_MAX ? 0 : hf->bound;
 	ina_wire_encode_hdr(&h, o->data);
-	if (n)
+	o->len = INA_HDR_SIZE;
+	if (n && hf->key.sub_log) {
+		/* The union's mask and sums: a masked DATA (2.7). */
+		o->len += pl_sub_store(j, hf, o->data + INA_HDR_SIZE);
+	} else if (n) {
 		j->enc->store(o->data + INA_HDR_SIZE, hf->acc.f32, n);
-	o->len = INA_HDR_SIZE + (uint32_t)(n * j->enc->elem_size);
+		o->len += (uint32_t)(n * j->enc->elem_size);
+	}
 	o->peer = p->cfg.uplink;
 	p->st.up_data++;
-	p->st.up_bytes += (uint64_t)n * 4u;
+	p->st.up_bytes += o->len - INA_HDR_SIZE;
 	if (resend)
 		p->st.up_resends++;
 	return o;
@@ -275,8 +282,7 @@ rx_result(struct pipeline *p, struct ina_pkt *in, struct job *j, const struct in
 	hf->saturated |= (h->flags & INA_F_SATURATED) != 0;
 	hf->deferred = (h->flags & INA_F_DEFERRED) != 0;
 	hf->has_data = h->n_elems != 0 || hf->deferred;
-	if (h->n_elems)
-		j->enc->load(hf->acc.f32, in->data + INA_HDR_SIZE, h->n_elems);
+	pl_half_load(j, hf, h, in->data + INA_HDR_SIZE); /* masked or not */
 	o = pl_answer_buf(p, in, in->len);
 	if (o) {
 		pl_put_result(p, o, j, h->lane, ver, hf);
@@ -369,8 +375,6 @@ uplink_rx(struct pipeline *p, struct ina_pkt *in, uint64_t now)
 	params.world = j->up_world;
 	params.epoch = h.type == INA_T_JOIN_ACK || h.type == INA_T_ERROR ? h.epoch : j->up_epoch;
 	r = ina_wire_validate(in->data, in->len, &params, &h);
-	if (r == INA_WIRE_OK && h.sub_log && h.n_elems)
-		r = INA_WIRE_BAD_MASK; /* issue 18: not added up here yet */
 	if (r != INA_WIRE_OK) {
 		p->st.drop_wire[r]++;
 		goto drop;

@@ -3653,6 +3653,451 @@ test_pipeline_replica_config(void **state)
 	done(t);
 }
 
+/* ---- Sub-blocks (docs/PROTOCOL.md 2.7) ---- */
+
+/*
+ * A DATA of block 'b' cut by 'sub_log' from 'rank': the block's floats 'x'
+ * with the sub-blocks of 'm' (i32: integral values, at scale 0), or
+ * header-only when 'm' is NULL; 'bound' is its result-filter bound.
+ */
+static struct ina_pkt *
+mk_sub(struct t *t, const struct tjob *j, uint16_t rank, const struct blk *b, uint8_t sub_log,
+       uint32_t next, int16_t exp, const float *x, const struct ina_sub_mask *m, uint32_t bound)
+{
+	struct ina_hdr h = data_hdr(j, rank, b, next, exp, m != NULL);
+	uint8_t payload[INA_SUB_MAX / 8 + SLOT_ELEMS * 4];
+	size_t size = 0;
+
+	h.sub_log = sub_log;
+	h.bound = bound;
+	if (m)
+		size = wc_put_masked(payload, x, h.n_elems, b->block_size, sub_log, m, j->enc);
+	return mk_pkt(t, peer_of(j, rank), &h, payload, size);
+}
+
+static uint16_t
+push_sub(struct t *t, const struct tjob *j, uint16_t rank, const struct blk *b, uint8_t sub_log,
+	 uint32_t next, const float *x, const struct ina_sub_mask *m)
+{
+	return rx(t, mk_sub(t, j, rank, b, sub_log, next, 0, x, m, 0));
+}
+
+/* want[i] += x[i] over the sub-blocks of 'm' (b elements each, n in all),
+ * in float as the switch sums; 'u' gets the union. */
+static void
+sub_ref(float *want, struct ina_sub_mask *u, const float *x, const struct ina_sub_mask *m,
+	uint32_t n, uint32_t b)
+{
+	for (uint32_t i = 0; i < n; i++)
+		if (ina_sub_mask_test(m, i / b))
+			want[i] = ina_sub_mask_test(u, i / b) ? want[i] + x[i] : x[i];
+	u->w[0] |= m->w[0];
+	u->w[1] |= m->w[1];
+}
+
+/* A masked RESULT of block 'b' fanned out to every rank. */
+static void
+check_sub_result(const struct wc_got *g, const struct tjob *j, const struct blk *b, uint8_t sub_log,
+		 uint32_t next, const float *want, const struct ina_sub_mask *u)
+{
+	check_from_switch(g, j, INA_T_RESULT);
+	assert_int_equal(g->h.block, b->block);
+	assert_int_equal(g->h.round, b->round);
+	assert_int_equal(g->h.block_size, b->block_size);
+	assert_int_equal(g->h.sub_log, sub_log);
+	assert_int_equal(g->h.flags & INA_F_VER, b->ver);
+	assert_int_equal(g->h.next, next);
+	assert_int_equal(g->h.n_elems,
+			 ina_wire_block_elems(b->tensor_len, b->block_size, b->block));
+	wc_assert_masked(g, want, u, j->enc);
+}
+
+/*
+ * f32 blocks of 16 cut into 4 sub-blocks of 4: ranks with different masks
+ * (the RESULT holds the union's sums only), a rank with every sub-block (it
+ * completes in place), a header-only rank, another cut of the same block
+ * (counted, never added), the shadow's masked answer to a duplicate, the
+ * short last block (10 elements: sub-blocks of 4, 4, 2), a later round whose
+ * sub-blocks the union lacked are loaded over the last round's values, and
+ * the result filter on the union's sub-blocks only.
+ */
+static void
+test_pipeline_sub_f32(void **state)
+{
+	struct t *t = *state;
+	struct tjob j = { .id = 1801,
+			  .token = 0x1818,
+			  .world = 4,
+			  .lanes = 1,
+			  .max_block = 16,
+			  .enc = INA_ENC_F32 };
+	struct blk b = { .tensor_id = 7, .round = 1, .tensor_len = 26, .block_size = 16 };
+	const struct ina_sub_mask m02 = wc_mask(0x5, 0), m23 = wc_mask(0xc, 0),
+				  mall = wc_mask(0xf, 0), m0 = wc_mask(0x1, 0),
+				  m1 = wc_mask(0x2, 0), m2 = wc_mask(0x4, 0), m3 = wc_mask(0x8, 0),
+				  m01 = wc_mask(0x3, 0);
+	uint32_t one = ina_enc_bound(INA_ENC_F32, 1.0f, 0);
+	const struct pipeline_stats *st;
+	float x[4][16], want[16], small[16];
+	struct ina_sub_mask u;
+	struct wc_got g, r;
+	struct ina_pkt *pkt;
+
+	for (int k = 0; k < 4; k++)
+		for (int i = 0; i < 16; i++)
+			x[k][i] = (float)((k + 1) * 64 + i) / 64.0f; /* 1 .. 5, exact sums */
+	for (int i = 0; i < 16; i++)
+		small[i] = i % 3 ? 0.25f : -0.125f;
+	start(t);
+	st = pipeline_stats(t->p);
+	join_all(t, &j);
+
+	/* Round 1, block 0. */
+	memset(&u, 0, sizeof(u));
+	assert_int_equal(push_sub(t, &j, 0, &b, 2, 1, x[0], &m02), 0);
+	sub_ref(want, &u, x[0], &m02, 16, 4);
+	/* Another cut of the same block (2 sub-blocks, or none): never added. */
+	assert_int_equal(push_sub(t, &j, 3, &b, 1, 1, x[3], &m01), 0);
+	assert_int_equal(push(t, &j, 3, &b, 1, x[3]), 0);
+	assert_int_equal(st->drop[PDROP_SHAPE], 2);
+	assert_int_equal(push_sub(t, &j, 2, &b, 2, 1, NULL, NULL), 0); /* header-only */
+	assert_int_equal(push_sub(t, &j, 1, &b, 2, 1, x[1], &m23), 0);
+	sub_ref(want, &u, x[1], &m23, 16, 4);
+	/* Every sub-block: the union's; its buffer becomes the RESULT. */
+	assert_int_equal(push_sub(t, &j, 3, &b, 2, 1, x[3], &mall), 1);
+	sub_ref(want, &u, x[3], &mall, 16, 4);
+	take_one(t, &r);
+	check_sub_result(&r, &j, &b, 2, 1, want, &u);
+	check_fanout(&r, &j);
+	assert_int_equal(r.payload_size, 4 + 16 * 4);
+	assert_int_equal(st->result_bytes, 4 + 16 * 4);
+	assert_int_equal(st->saturated, 0);
+
+	/* A duplicate: the shadow answers with the same masked RESULT. */
+	assert_int_equal(push_sub(t, &j, 1, &b, 2, 1, x[1], &m23), 1);
+	take_one(t, &g);
+	check_unicast(&g, peer_of(&j, 1));
+	assert_int_equal(g.len, r.len);
+	assert_memory_equal(g.bytes, r.bytes, r.len);
+	assert_int_equal(st->shadow_replies, 1);
+	/* The shadow of another cut is a shape mismatch too. */
+	assert_int_equal(push_sub(t, &j, 1, &b, 3, 1, x[1], &m23), 0);
+	assert_int_equal(st->drop[PDROP_SHAPE], 3);
+
+	/* Block 1, the short last block: sub-blocks 0 and 2 (2 elements). The
+	 * last DATA lacks sub-block 2 of the union: the sums are stored. */
+	b.block = 1;
+	b.ver = 1;
+	memset(&u, 0, sizeof(u));
+	assert_int_equal(push_sub(t, &j, 0, &b, 2, INA_BLOCK_END, x[0], &m2), 0);
+	sub_ref(want, &u, x[0], &m2, 10, 4);
+	assert_int_equal(push_sub(t, &j, 1, &b, 2, INA_BLOCK_END, x[1], &m0), 0);
+	sub_ref(want, &u, x[1], &m0, 10, 4);
+	assert_int_equal(push_sub(t, &j, 3, &b, 2, INA_BLOCK_END, NULL, NULL), 0);
+	assert_int_equal(push_sub(t, &j, 2, &b, 2, INA_BLOCK_END, x[2], &m0), 1);
+	sub_ref(want, &u, x[2], &m0, 10, 4);
+	take_one(t, &g);
+	check_sub_result(&g, &j, &b, 2, INA_BLOCK_END, want, &u);
+	assert_int_equal(g.payload_size, 4 + 6 * 4);
+
+	/* Round 2: sub-block 0 is new to the union, loaded over round 1's sum;
+	 * sub-block 1 is summed by every rank. */
+	b.round = 2;
+	b.block = 0;
+	b.ver = 0;
+	memset(&u, 0, sizeof(u));
+	assert_int_equal(push_sub(t, &j, 1, &b, 2, INA_BLOCK_END, x[1], &m1), 0);
+	sub_ref(want, &u, x[1], &m1, 16, 4);
+	assert_int_equal(push_sub(t, &j, 0, &b, 2, INA_BLOCK_END, x[0], &m01), 0);
+	sub_ref(want, &u, x[0], &m01, 16, 4);
+	assert_int_equal(push_sub(t, &j, 2, &b, 2, INA_BLOCK_END, x[2], &m1), 0);
+	sub_ref(want, &u, x[2], &m1, 16, 4);
+	assert_int_equal(push_sub(t, &j, 3, &b, 2, INA_BLOCK_END, x[3], &m1), 1);
+	sub_ref(want, &u, x[3], &m1, 16, 4);
+	take_one(t, &g);
+	check_sub_result(&g, &j, &b, 2, INA_BLOCK_END, want, &u);
+	assert_int_equal(g.payload_size, 4 + 8 * 4);
+
+	/* Round 3, the result filter: sub-block 3 sums under the bound, while
+	 * the accumulator's other sub-blocks still hold round 2's large values:
+	 * DEFERRED, header-only. */
+	b.round = 3;
+	b.ver = 1;
+	for (uint16_t k = 0; k < 3; k++) {
+		pkt = mk_sub(t, &j, k, &b, 2, INA_BLOCK_END, 0, small, k ? NULL : &m3, one);
+		assert_int_equal(rx(t, pkt), 0);
+	}
+	pkt = mk_sub(t, &j, 3, &b, 2, INA_BLOCK_END, 0, small, &m3, one);
+	assert_int_equal(rx(t, pkt), 1);
+	take_one(t, &g);
+	assert_int_equal(g.h.flags & INA_F_DEFERRED, INA_F_DEFERRED);
+	assert_int_equal(g.h.n_elems, 0);
+	assert_int_equal(g.len, INA_HDR_SIZE);
+	assert_int_equal(st->results_deferred, 1);
+	/* Its shadow answers DEFERRED too. */
+	pkt = mk_sub(t, &j, 0, &b, 2, INA_BLOCK_END, 0, small, &m3, one);
+	assert_int_equal(rx(t, pkt), 1);
+	take_one(t, &g);
+	assert_int_equal(g.h.flags & INA_F_DEFERRED, INA_F_DEFERRED);
+	assert_int_equal(g.len, INA_HDR_SIZE);
+
+	/* Round 4: one present sum over the bound, not deferred. */
+	b.round = 4;
+	b.ver = 0;
+	memset(&u, 0, sizeof(u));
+	for (uint16_t k = 0; k < 4; k++) {
+		const struct ina_sub_mask *m = k == 2 ? &m1 : &m3;
+
+		pkt = mk_sub(t, &j, k, &b, 2, INA_BLOCK_END, 0, k == 2 ? x[2] : small, m, one);
+		sub_ref(want, &u, k == 2 ? x[2] : small, m, 16, 4);
+		assert_int_equal(rx(t, pkt), k == 3);
+	}
+	take_one(t, &g);
+	assert_int_equal(g.h.flags & INA_F_DEFERRED, 0);
+	check_sub_result(&g, &j, &b, 2, INA_BLOCK_END, want, &u);
+	assert_int_equal(st->results_deferred, 1);
+	assert_int_equal(st->drop[PDROP_SHAPE], 3);
+	assert_int_equal(st->drop[PDROP_NO_MATCH], 0);
+	done(t);
+}
+
+/*
+ * i32 blocks of 4 cut into 4 sub-blocks of 1 (the largest cut a small block
+ * allows): the lane opens with a header-only OPEN of the same cut, sums
+ * saturate and are counted in the sub-blocks that were added, and a later
+ * block whose sub-block the union lacked loads it over a saturated sum
+ * without saturating.
+ */
+static void
+test_pipeline_sub_i32(void **state)
+{
+	struct t *t = *state;
+	struct tjob j = { .id = 1802,
+			  .token = 0x1819,
+			  .world = 3,
+			  .lanes = 1,
+			  .max_block = 4,
+			  .enc = INA_ENC_I32 };
+	struct blk b = { .tensor_id = 9,
+			 .round = 1,
+			 .tensor_len = 8,
+			 .block_size = 4,
+			 .block = INA_BLOCK_OPEN };
+	const struct ina_sub_mask m0 = wc_mask(0x1, 0), m01 = wc_mask(0x3, 0), m3 = wc_mask(0x8, 0),
+				  m13 = wc_mask(0xa, 0);
+	const float big[4] = { 0x1p30f, 0x1p30f, 5, 7 }, one4[4] = { 1, 1, 1, 1 };
+	const struct pipeline_stats *st;
+	uint32_t words[4];
+	struct ina_sub_mask m;
+	struct wc_got g;
+
+	start(t);
+	st = pipeline_stats(t->p);
+	join_all(t, &j);
+	for (uint16_t k = 0; k < 3; k++)
+		assert_int_equal(rx(t, mk_sub(t, &j, k, &b, 2, 0, 3, NULL, NULL, 0)), k == 2);
+	take_one(t, &g);
+	assert_int_equal(g.h.sub_log, 2);
+	assert_int_equal(g.h.n_elems, 0);
+
+	/* Block 0: sub-block 0 saturates (2^30 three times), 1 and 3 do not. */
+	b.block = 0;
+	b.ver = 1;
+	assert_int_equal(rx(t, mk_sub(t, &j, 0, &b, 2, 1, 3, big, &m01, 0)), 0);
+	assert_int_equal(rx(t, mk_sub(t, &j, 1, &b, 2, 1, 3, big, &m0, 0)), 0);
+	assert_int_equal(rx(t, mk_sub(t, &j, 2, &b, 2, 1, 3, one4, &m13, 0)), 1);
+	take_one(t, &g);
+	assert_int_equal(g.h.flags & INA_F_SATURATED, INA_F_SATURATED);
+	assert_int_equal(st->saturated, 1);
+	m = wc_get_masked(&g, words);
+	assert_true(m.w[0] == 0xb && m.w[1] == 0);
+	assert_int_equal((int32_t)words[0], INT32_MAX);
+	assert_int_equal((int32_t)words[1], (1 << 30) + 1);
+	assert_int_equal((int32_t)words[2], 0);
+	assert_int_equal((int32_t)words[3], 1);
+	assert_int_equal(g.payload_size, 4 + 3 * 4);
+
+	/* Block 1 (the other half): sub-block 3 only, then round 2's block 0
+	 * back in half 1: its sub-block 0 is loaded over the saturated sum. */
+	b.block = 1;
+	b.ver = 0;
+	for (uint16_t k = 0; k < 3; k++)
+		assert_int_equal(rx(t, mk_sub(t, &j, k, &b, 2, INA_BLOCK_END, 0, one4,
+					      k == 1 ? NULL : &m3, 0)),
+				 k == 2);
+	take_one(t, &g);
+	m = wc_get_masked(&g, words);
+	assert_true(m.w[0] == 0x8);
+	assert_int_equal((int32_t)words[3], 2);
+	assert_int_equal(g.h.flags & INA_F_SATURATED, 0);
+
+	b.round = 2;
+	b.block = INA_BLOCK_OPEN;
+	b.ver = 1;
+	for (uint16_t k = 0; k < 3; k++)
+		assert_int_equal(rx(t, mk_sub(t, &j, k, &b, 2, 0, 3, NULL, NULL, 0)), k == 2);
+	take_one(t, &g);
+	b.block = 0;
+	b.ver = 0;
+	assert_int_equal(rx(t, mk_sub(t, &j, 1, &b, 2, INA_BLOCK_END, 0, big, &m0, 0)), 0);
+	assert_int_equal(rx(t, mk_sub(t, &j, 0, &b, 2, INA_BLOCK_END, 0, NULL, NULL, 0)), 0);
+	assert_int_equal(rx(t, mk_sub(t, &j, 2, &b, 2, INA_BLOCK_END, 0, one4, &m0, 0)), 1);
+	take_one(t, &g);
+	assert_int_equal(g.h.flags & INA_F_SATURATED, 0);
+	m = wc_get_masked(&g, words);
+	assert_true(m.w[0] == 0x1);
+	assert_int_equal((int32_t)words[0], (1 << 30) + 1);
+	assert_int_equal(g.payload_size, 4 + 4);
+	assert_int_equal(st->saturated, 1);
+	done(t);
+}
+
+/*
+ * bf16 blocks of 8 cut into 4 sub-blocks of 2: each sub-block is summed in
+ * binary32 and rounded once when stored, whether the result is stored (the
+ * last DATA lacks part of the union) or made in place (it holds the union).
+ * 1 + 2^-8 + 2^-9 is 1 + 2^-7 rounded once, 1 if rounded after each add.
+ */
+static void
+test_pipeline_sub_bf16(void **state)
+{
+	struct t *t = *state;
+	struct tjob j = { .id = 1803,
+			  .token = 0x181a,
+			  .world = 3,
+			  .lanes = 1,
+			  .max_block = 8,
+			  .enc = INA_ENC_BF16 };
+	struct blk b = { .tensor_id = 2, .round = 1, .tensor_len = 16, .block_size = 8 };
+	const struct ina_sub_mask m1 = wc_mask(0x2, 0), m13 = wc_mask(0xa, 0);
+	float y[3][8], want[8];
+	struct ina_sub_mask u;
+	struct wc_got g;
+
+	memset(y, 0, sizeof(y));
+	for (int k = 0; k < 3; k++) {
+		y[k][2] = k == 0 ? 1.0f : k == 1 ? 0x1p-8f : 0x1p-9f;
+		y[k][3] = 256.0f;
+		y[k][6] = -2.0f;
+		y[k][7] = 0.5f;
+	}
+	memset(want, 0, sizeof(want));
+	want[2] = 1.0f + 0x1p-7f;
+	want[3] = 768.0f;
+	start(t);
+	join_all(t, &j);
+	/* Block 0: stored (rank 2 lacks sub-block 3). */
+	u = m13;
+	want[6] = -2.0f;
+	want[7] = 0.5f;
+	assert_int_equal(push_sub(t, &j, 0, &b, 2, 1, y[0], &m1), 0);
+	assert_int_equal(push_sub(t, &j, 1, &b, 2, 1, y[1], &m13), 0);
+	assert_int_equal(push_sub(t, &j, 2, &b, 2, 1, y[2], &m1), 1);
+	take_one(t, &g);
+	check_sub_result(&g, &j, &b, 2, 1, want, &u);
+	assert_int_equal(g.payload_size, 4 + 4 * 2);
+	/* Block 1: in place (rank 2 holds the union). */
+	b.block = 1;
+	b.ver = 1;
+	assert_int_equal(push_sub(t, &j, 0, &b, 2, INA_BLOCK_END, y[0], &m1), 0);
+	assert_int_equal(push_sub(t, &j, 1, &b, 2, INA_BLOCK_END, y[1], &m1), 0);
+	assert_int_equal(push_sub(t, &j, 2, &b, 2, INA_BLOCK_END, y[2], &m13), 1);
+	take_one(t, &g);
+	check_sub_result(&g, &j, &b, 2, INA_BLOCK_END, want, &u);
+	/* the shadow re-encodes the same binary32 sums: the same bytes */
+	assert_int_equal(push_sub(t, &j, 0, &b, 2, INA_BLOCK_END, y[0], &m1), 1);
+	{
+		struct wc_got s;
+
+		take_one(t, &s);
+		assert_int_equal(s.len, g.len);
+		assert_memory_equal(s.payload, g.payload, g.payload_size);
+	}
+	done(t);
+}
+
+/*
+ * Sub-blocks and the replica: the primary's masked RESULT leaves as a REPL,
+ * byte for byte; the replica stores its mask and sums and sends it on. After
+ * the takeover a retransmission of the stored block is answered from it with
+ * the same bytes, and the next block is aggregated at the replica from an
+ * empty union (the stored sub-blocks never leak into it).
+ */
+static void
+test_pipeline_sub_replica(void **state)
+{
+	struct t *t = *state;
+	struct tjob j = { .id = 1804,
+			  .token = 0x181b,
+			  .world = 2,
+			  .lanes = 1,
+			  .max_block = 16,
+			  .enc = INA_ENC_F32 };
+	struct blk b = { .tensor_id = 4, .round = 1, .tensor_len = 32, .block_size = 16 };
+	const struct ina_sub_mask m0 = wc_mask(0x1, 0), m13 = wc_mask(0xa, 0), m2 = wc_mask(0x4, 0);
+	const struct pipeline_stats *rs;
+	float x[2][16], want[16];
+	struct ina_sub_mask u;
+	struct wc_got g, r, s;
+
+	for (int k = 0; k < 2; k++)
+		for (int i = 0; i < 16; i++)
+			x[k][i] = (float)(k * 16 + i + 1) * 0.5f;
+	start_pair(t);
+	rs = pipeline_stats(t->repl);
+	join_all(t, &j);
+	t->p = t->repl;
+	for (uint16_t k = 0; k < j.world; k++)
+		standby_join(t, &j, k);
+
+	/* Block 0 at the primary: one REPL with the union's mask and sums. */
+	t->p = t->prim;
+	memset(&u, 0, sizeof(u));
+	assert_int_equal(push_sub(t, &j, 0, &b, 2, 1, x[0], &m0), 0);
+	sub_ref(want, &u, x[0], &m0, 16, 4);
+	assert_int_equal(push_sub(t, &j, 1, &b, 2, 1, x[1], &m13), 1);
+	sub_ref(want, &u, x[1], &m13, 16, 4);
+	take_one(t, &g);
+	assert_int_equal(g.h.type, INA_T_REPL);
+	assert_int_equal(g.h.rank, INA_RANK_ALL);
+	check_unicast(&g, REPLICA_PEER);
+	wc_assert_masked(&g, want, &u, j.enc);
+	t->p = t->repl;
+	assert_int_equal(rx(t, resend(t, &g, PRIMARY_PEER)), 1);
+	take_one(t, &r);
+	check_sub_result(&r, &j, &b, 2, 1, want, &u);
+	check_fanout(&r, &j);
+	check_sent_on(&r, &g);
+	assert_int_equal(rs->repl_stored, 1);
+
+	/* The primary dies; rank 0 fails over to the replica. */
+	assert_int_equal(rx(t, mk_failover(t, &j, 0, j.epoch)), 1);
+	take_one(t, &s);
+	j.epoch = s.h.epoch;
+	check_announce(&s, &j);
+	/* Rank 1 lost block 0's RESULT: the stored one, the same bytes (but
+	 * the epoch). */
+	assert_int_equal(push_sub(t, &j, 1, &b, 2, 1, x[1], &m13), 1);
+	take_one(t, &s);
+	check_unicast(&s, peer_of(&j, 1));
+	check_sub_result(&s, &j, &b, 2, 1, want, &u);
+	assert_int_equal(s.len, r.len);
+	assert_memory_equal(s.payload, r.payload, r.payload_size);
+
+	/* Block 1 at the replica: sub-block 2 only, summed from nothing. */
+	b.block = 1;
+	b.ver = 1;
+	memset(&u, 0, sizeof(u));
+	for (uint16_t k = 0; k < 2; k++) {
+		assert_int_equal(push_sub(t, &j, k, &b, 2, INA_BLOCK_END, x[k], &m2), k == 1);
+		sub_ref(want, &u, x[k], &m2, 16, 4);
+	}
+	take_one(t, &s);
+	check_sub_result(&s, &j, &b, 2, INA_BLOCK_END, want, &u);
+	assert_int_equal(s.payload_size, 4 + 4 * 4);
+	done(t);
+}
+
 int
 main(void)
 {
@@ -3668,6 +4113,10 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_pipeline_aggregate_f32, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_pipeline_aggregate_i32, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_pipeline_aggregate_bf16, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_pipeline_sub_f32, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_pipeline_sub_i32, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_pipeline_sub_bf16, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_pipeline_sub_replica, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_pipeline_dead_rank, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_pipeline_keepalive, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_pipeline_wait_not_live, setup, teardown),

@@ -32,6 +32,8 @@
 #include "ina/encode.h"
 #include "ina/log.h"
 #include "ina/pkt.h"
+#include "ina/encoding.h"
+#include "ina/subblock.h"
 #include "ina/wire.h"
 #include "pipeline.h"
 #include "pipeline_dump.h"
@@ -291,6 +293,115 @@ test_ssp_early_close(void **state)
 	assert_true(first_elem(o) == 32.0f);
 	ina_pkt_free(o);
 	assert_int_equal(pipeline_stats(sw)->drop[PDROP_SSP_AHEAD], 0);
+	sw_fini();
+}
+
+/* DATA of lane 0 (one lane, its block of B elements) cut into B sub-blocks
+ * of one element: the elements of 'x' that 'mask' names (bit i element i). */
+static struct ina_pkt *
+sub_data(uint16_t rank, uint32_t round, uint8_t ver, const float *x, uint64_t mask,
+	 struct ina_hdr *h)
+{
+	struct ina_pkt *p = ina_pkt_alloc(pool);
+	struct ina_sub_mask m = { { mask, 0 } };
+	struct ina_sub_cut c = ina_sub_cut(B, 2, B);
+	struct ina_hdr d;
+
+	memset(&d, 0, sizeof(d));
+	d.version = INA_WIRE_VERSION;
+	d.type = INA_T_DATA;
+	d.encoding = INA_ENC_F32;
+	d.flags = ver;
+	d.job_id = JOB;
+	d.epoch = epoch;
+	d.token = TOKEN;
+	d.rank = rank;
+	d.round = round;
+	d.tensor_id = 1;
+	d.tensor_len = B;
+	d.block = 0;
+	d.next = INA_BLOCK_END;
+	d.block_size = B;
+	d.sub_log = 2;
+	d.n_elems = B;
+	ina_wire_encode_hdr(&d, p->data);
+	p->len = INA_HDR_SIZE + (uint32_t)ina_sub_encode(p->data + INA_HDR_SIZE, x, &m, &c,
+							 ina_encoding(INA_ENC_F32), 0);
+	p->peer = peers[rank];
+	return feed(p, h);
+}
+
+/* The mask (low word) and the values of a masked result's payload. */
+static uint64_t
+sub_result(const struct ina_pkt *o, float *vals)
+{
+	struct ina_sub_cut c = ina_sub_cut(B, 2, B);
+	struct ina_sub_mask m = ina_sub_decode(vals, o->data + INA_HDR_SIZE, &c,
+					       ina_encoding(INA_ENC_F32), 0, 1);
+
+	return m.w[0];
+}
+
+/*
+ * Sub-blocks under ssp:1: a complete result carries the union's mask and
+ * sums; a block closed early carries its contributors' union and the PARTIAL
+ * trailer right after the masked payload; the late rank's DATA is answered
+ * from it, never added.
+ */
+static void
+test_ssp_sub_blocks(void **state)
+{
+	const float a[B] = { 1, 0, 2, 0 }, b[B] = { 0, 0, 3, 0 }, c[B] = { 0, 4, 0, 0 },
+		    d[B] = { 9, 0, 0, 8 };
+	struct ina_hdr h;
+	struct ina_pkt *o;
+	float v[B];
+	uint64_t be;
+
+	(void)state;
+	sw_init();
+	join_both(1, 1);
+	assert_null(sub_data(0, 0, 0, a, 0x5, &h));
+	o = sub_data(1, 0, 0, b, 0x4, &h);
+	assert_non_null(o);
+	assert_int_equal(h.type, INA_T_RESULT);
+	assert_int_equal(h.sub_log, 2);
+	assert_false(h.flags & INA_F_PARTIAL);
+	assert_int_equal(o->len, INA_HDR_SIZE + 4 + 2 * 4);
+	assert_true(sub_result(o, v) == 0x5);
+	assert_true(v[0] == 1.0f && v[1] == 0.0f && v[2] == 5.0f && v[3] == 0.0f);
+	ina_pkt_free(o);
+
+	/* Round 1 from rank 0 only, closed by its round 2. */
+	assert_null(sub_data(0, 1, 0, c, 0x2, &h));
+	o = sub_data(0, 2, 0, d, 0x9, &h);
+	assert_non_null(o);
+	assert_int_equal(h.round, 1);
+	assert_true(h.flags & INA_F_PARTIAL);
+	assert_int_equal(o->len, INA_HDR_SIZE + 4 + 4 + INA_PARTIAL_TRAILER);
+	assert_true(sub_result(o, v) == 0x2);
+	assert_true(v[1] == 4.0f && v[0] == 0.0f);
+	memcpy(&be, o->data + INA_HDR_SIZE + 4 + 4, sizeof(be));
+	assert_int_equal(be64toh(be), 1);
+	assert_int_equal(o->dst_mask, 3);
+	ina_pkt_free(o);
+	/* Rank 1's round 1, late, with other sub-blocks: the kept result. */
+	o = sub_data(1, 1, 0, d, 0x9, &h);
+	assert_non_null(o);
+	assert_null(o->dsts);
+	assert_true(h.flags & INA_F_PARTIAL);
+	assert_true(sub_result(o, v) == 0x2);
+	assert_true(v[1] == 4.0f && v[0] == 0.0f && v[3] == 0.0f);
+	ina_pkt_free(o);
+	assert_int_equal(pipeline_stats(sw)->ssp_late, 1);
+	/* Round 2 by rank 1: the union of both ranks' sub-blocks. */
+	o = sub_data(1, 2, 0, a, 0x5, &h);
+	assert_non_null(o);
+	assert_int_equal(h.round, 2);
+	assert_false(h.flags & INA_F_PARTIAL);
+	assert_true(sub_result(o, v) == 0xd);
+	assert_true(v[0] == 10.0f && v[2] == 2.0f && v[3] == 8.0f && v[1] == 0.0f);
+	ina_pkt_free(o);
 	sw_fini();
 }
 
@@ -758,9 +869,10 @@ int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_ssp_admission),	   cmocka_unit_test(test_ssp_early_close),
-		cmocka_unit_test(test_ssp_hold_and_drops), cmocka_unit_test(test_ssp_conservation),
-		cmocka_unit_test(test_ssp_tensor),	   cmocka_unit_test(test_ssp_random),
+		cmocka_unit_test(test_ssp_admission),	 cmocka_unit_test(test_ssp_early_close),
+		cmocka_unit_test(test_ssp_sub_blocks),	 cmocka_unit_test(test_ssp_hold_and_drops),
+		cmocka_unit_test(test_ssp_conservation), cmocka_unit_test(test_ssp_tensor),
+		cmocka_unit_test(test_ssp_random),
 	};
 
 	ina_log_set_level(INA_LOG_ERR);

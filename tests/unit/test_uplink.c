@@ -24,7 +24,9 @@
 
 #include "engine.h"
 #include "ina.h"
+#include "ina/encoding.h"
 #include "ina/pkt.h"
+#include "ina/subblock.h"
 #include "ina/wire.h"
 #include "pipeline.h"
 
@@ -896,6 +898,107 @@ rack_shutdown(void **state)
 	net_fini(&n);
 }
 
+/*
+ * Sub-blocks through the hierarchy (hand-built DATA: blocks of 16 cut into 4
+ * sub-blocks of 4): each rack sends its ranks' union up as a masked DATA,
+ * the spine sums the racks' unions, and every host gets the RESULT of the
+ * whole union with exact sums.
+ */
+static void
+sub_blocks_up(void **state)
+{
+	static const uint64_t masks[4] = { 0x1, 0x4, 0x6, 0 }; /* host 3: header-only */
+	struct opts o = { .enc = INA_ENC_F32 };
+	struct ina_sub_cut c = ina_sub_cut(16, 2, 16);
+	float x[4][16], want[16] = { 0 }, got[16];
+	struct ina_pkt *res[MAX_HOSTS] = { NULL };
+	struct net n;
+
+	(void)state;
+	net_init(&n, &o);
+	join_all(&n);
+	for (int h = 0; h < 4; h++) {
+		struct ina_sub_mask m = { { masks[h], 0 } };
+		struct ina_pkt *p = ina_pkt_alloc(n.pool);
+		struct ina_hdr d;
+
+		assert_non_null(p);
+		for (int i = 0; i < 16; i++) {
+			x[h][i] = (float)((h + 1) * 32 + i) * 0x1p-6f;
+			if (masks[h] >> (i / 4) & 1)
+				want[i] += x[h][i];
+		}
+		memset(&d, 0, sizeof(d));
+		d.version = INA_WIRE_VERSION;
+		d.type = INA_T_DATA;
+		d.encoding = INA_ENC_F32;
+		d.job_id = JOB;
+		d.epoch = engine_epoch(n.host[h]);
+		d.rank = (uint16_t)n.rank_of[h];
+		d.token = TOKEN;
+		d.tensor_id = 3;
+		d.round = 1;
+		d.tensor_len = 16;
+		d.block_size = 16;
+		d.sub_log = 2;
+		d.next = INA_BLOCK_END;
+		d.n_elems = masks[h] ? 16 : 0;
+		ina_wire_encode_hdr(&d, p->data);
+		p->len = INA_HDR_SIZE;
+		if (masks[h])
+			p->len += (uint32_t)ina_sub_encode(p->data + INA_HDR_SIZE, x[h], &m, &c,
+							   ina_encoding(INA_ENC_F32), 0);
+		put(&n, p, h, ID_RACK + n.rack_of[h]);
+	}
+	/* Up, up, down, down: the hosts' copies are kept, not handed to the
+	 * engines (they run no round). */
+	for (int step = 0; step < 8 && n.nb_fl; step++) {
+		static struct flight batch[FLIGHT_MAX];
+		unsigned cnt = n.nb_fl;
+
+		memcpy(batch, n.fl, cnt * sizeof(batch[0]));
+		n.nb_fl = 0;
+		for (unsigned i = 0; i < cnt; i++) {
+			struct ina_pkt *pkt = batch[i].pkt, *out;
+			int dst = batch[i].dst;
+
+			peer_of(&pkt->peer, batch[i].src);
+			pkt->dsts = NULL;
+			if (dst < ID_RACK) {
+				assert_null(res[dst]);
+				res[dst] = pkt;
+				continue;
+			}
+			if (pipeline_rx_burst(dst == ID_SPINE ? n.spine : n.rack[dst - ID_RACK],
+					      &pkt, 1, n.now, &out) == 1)
+				sw_out(&n, out, dst);
+		}
+	}
+	for (int h = 0; h < 4; h++) {
+		struct ina_sub_mask m;
+		struct ina_hdr rh;
+
+		assert_non_null(res[h]);
+		assert_int_equal(ina_wire_validate(res[h]->data, res[h]->len, NULL, &rh),
+				 INA_WIRE_OK);
+		assert_int_equal(rh.type, INA_T_RESULT);
+		assert_int_equal(rh.sub_log, 2);
+		assert_int_equal(res[h]->len, INA_HDR_SIZE + 4 + 12 * 4);
+		m = ina_sub_decode(got, res[h]->data + INA_HDR_SIZE, &c, ina_encoding(INA_ENC_F32),
+				   0, 1);
+		assert_true(m.w[0] == 0x7 && m.w[1] == 0);
+		assert_memory_equal(got, want, sizeof(want));
+		ina_pkt_free(res[h]);
+	}
+	/* Rack 0 sent its union {0, 2}, rack 1 its {1, 2}: mask and 8 values. */
+	for (int k = 0; k < 2; k++) {
+		assert_int_equal(pipeline_stats(n.rack[k])->up_data, 1);
+		assert_int_equal(pipeline_stats(n.rack[k])->up_bytes, 4 + 8 * 4);
+		assert_int_equal(pipeline_stats(n.rack[k])->up_results, 1);
+	}
+	net_fini(&n);
+}
+
 static void
 parse(void **state)
 {
@@ -957,6 +1060,7 @@ main(void)
 		cmocka_unit_test(data_while_joining),
 		cmocka_unit_test(leave_up),
 		cmocka_unit_test(rack_shutdown),
+		cmocka_unit_test(sub_blocks_up),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -14,6 +14,7 @@
 
 #include <cmocka.h>
 
+#include "ina/encoding.h"
 #include "wire_check.h"
 
 uint32_t
@@ -147,4 +148,65 @@ wc_assert_block(const struct wc_got *g, uint32_t tensor_len, uint16_t block_size
 		assert_int_equal(g->h.n_elems, 0);
 		assert_int_equal(g->len, INA_HDR_SIZE);
 	}
+}
+
+size_t
+wc_put_masked(uint8_t *dst, const float *x, uint32_t n, uint16_t block_size, uint8_t sub_log,
+	      const struct ina_sub_mask *m, uint8_t encoding)
+{
+	struct ina_sub_cut c = ina_sub_cut(block_size, sub_log, n);
+	const struct ina_encoding_ops *enc = ina_encoding(encoding);
+
+	assert_non_null(enc);
+	assert_false(ina_sub_mask_empty(m));
+	return ina_sub_encode(dst, x, m, &c, enc, 0);
+}
+
+void
+wc_assert_masked(const struct wc_got *g, const float *want, const struct ina_sub_mask *m,
+		 uint8_t encoding)
+{
+	uint8_t buf[WC_BUF_SIZE];
+	size_t size;
+
+	assert_int_not_equal(g->h.sub_log, 0);
+	assert_int_not_equal(g->h.n_elems, 0);
+	size = wc_put_masked(buf, want, g->h.n_elems, g->h.block_size, g->h.sub_log, m, encoding);
+	assert_int_equal(g->payload_size, size);
+	if (memcmp(g->payload, buf, size) != 0) {
+		for (size_t i = 0; i < size; i++)
+			if (g->payload[i] != buf[i])
+				fail_msg("masked payload byte %zu: got 0x%02x want 0x%02x", i,
+					 g->payload[i], buf[i]);
+	}
+}
+
+struct ina_sub_mask
+wc_get_masked(const struct wc_got *g, uint32_t *out)
+{
+	struct ina_sub_cut c = ina_sub_cut(g->h.block_size, g->h.sub_log, g->h.n_elems);
+	const struct ina_encoding_ops *enc = ina_encoding(g->h.encoding);
+	struct ina_sub_mask m;
+	float tmp[INA_BLOCK_MAX];
+
+	assert_non_null(enc);
+	assert_true(g->h.n_elems <= INA_BLOCK_MAX);
+	m = ina_sub_decode(tmp, g->payload, &c, enc, 0, 1);
+	if (enc->elem_size == 4) {
+		/* the raw words, not through a float (an int32 stays exact) */
+		uint32_t from = 0, first, len, off = c.mask_bytes;
+
+		memset(out, 0, sizeof(*out) * g->h.n_elems);
+		while (ina_sub_next_run(&m, &c, &from, &first, &len)) {
+			uint32_t start, n;
+
+			ina_sub_run_elems(&c, first, len, &start, &n);
+			for (uint32_t i = 0; i < n; i++)
+				out[start + i] = wc_word_at(g->payload + off, i);
+			off += 4 * n;
+		}
+	} else {
+		memcpy(out, tmp, sizeof(*out) * g->h.n_elems);
+	}
+	return m;
 }

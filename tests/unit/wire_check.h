@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "ina/pkt.h"
+#include "ina/subblock.h"
 #include "ina/wire.h"
 
 #define WC_BUF_SIZE 2048 /* largest packet a wc_got holds */
@@ -58,5 +59,33 @@ void wc_assert_words(const struct wc_got *g, const void *vals, size_t n);
  * or, if 'vals' is NULL, none and no payload. */
 void wc_assert_block(const struct wc_got *g, uint32_t tensor_len, uint16_t block_size,
 		     uint32_t block, const void *vals);
+
+/* A mask of sub-blocks 0..63 ('lo') and 64..127 ('hi'), bit i sub-block i. */
+static inline struct ina_sub_mask
+wc_mask(uint64_t lo, uint64_t hi)
+{
+	struct ina_sub_mask m = { { lo, hi } };
+
+	return m;
+}
+
+/*
+ * The payload of a block of 'n' floats 'x' cut by 'block_size' and 'sub_log'
+ * (docs/PROTOCOL.md 2.7) with the sub-blocks of mask 'm': the mask, then the
+ * present sub-blocks in 'encoding' (i32 at scale 0: integral values go as
+ * they are). Returns its bytes.
+ */
+size_t wc_put_masked(uint8_t *dst, const float *x, uint32_t n, uint16_t block_size, uint8_t sub_log,
+		     const struct ina_sub_mask *m, uint8_t encoding);
+
+/* A block packet with sub-blocks: n_elems is the block's, and the payload is
+ * exactly wc_put_masked() of 'want' (n_elems floats) with mask 'm'. */
+void wc_assert_masked(const struct wc_got *g, const float *want, const struct ina_sub_mask *m,
+		      uint8_t encoding);
+
+/* Reads the masked payload of 'g' into 'out' (its n_elems 4-byte words,
+ * wire words in host order; bf16 elements widened to binary32 bits), the
+ * absent sub-blocks 0; returns the mask. */
+struct ina_sub_mask wc_get_masked(const struct wc_got *g, uint32_t *out);
 
 #endif
