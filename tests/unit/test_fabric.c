@@ -363,10 +363,31 @@ same_as_uncut(uint8_t enc, enum engine_op op, int in_place)
 	assert_true(bytes[1] < bytes[0]);
 }
 
+/* A switch in lane partitions (its cores): each partition sums its lanes'
+ * cut blocks. */
+static void
+sub_partitioned(void)
+{
+	struct fabric f;
+
+	fabric_init(&f, 4, 8, 32, INA_ENC_F32, NULL, NULL);
+	fabric_partition(&f, 3, NULL);
+	f.sub_log = cut;
+	assert_int_equal(fabric_join(&f), 0);
+	for (int k = 0; k < 2; k++) {
+		make_data(4, 3001, 32, 0.5, (uint64_t)k + 40);
+		assert_int_equal(fabric_allreduce(&f, 8, in_p, out_p, 3001, 32, ENGINE_AVG), 0);
+		check_sum(4, 3001, 1);
+	}
+	assert_int_equal(fabric_finish(&f), 0);
+	fabric_fini(&f);
+}
+
 static void
 test_fabric_sub_blocks(void **state)
 {
 	(void)state;
+	with_cut(2, 32, sub_partitioned);
 	with_cut(2, 16, sub_exact);
 	with_cut(1, 32, sub_faults);
 	with_cut(3, 32, sub_faults);
