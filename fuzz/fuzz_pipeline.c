@@ -288,6 +288,19 @@ check_output(struct fz *f, const struct ina_pkt *o, struct tally *t)
 	enum ina_wire_reason r;
 
 	FZ_CHECK(o->len >= INA_HDR_SIZE && o->len <= o->cap);
+	if (o->data[0] == INA_WIRE_VERSION - 1) {
+		/* The answer to a JOIN of the old version (PROTOCOL 2.8): an
+		 * ERROR UNSUPPORTED in that version, no larger than the JOIN,
+		 * counted as a bad_version drop, not as a JOIN. */
+		uint8_t buf[INA_HDR_SIZE + sizeof(struct ina_wire_join)];
+
+		FZ_CHECK(o->len <= sizeof(buf) && !o->dsts);
+		memcpy(buf, o->data, o->len);
+		buf[0] = INA_WIRE_VERSION;
+		FZ_CHECK(ina_wire_validate(buf, o->len, NULL, &h) == INA_WIRE_OK);
+		FZ_CHECK(h.type == INA_T_ERROR && h.status == INA_WERR_UNSUPPORTED);
+		return;
+	}
 	r = ina_wire_validate(o->data, o->len, NULL, &h);
 	if (r != INA_WIRE_OK)
 		fprintf(stderr, "output type %u fails validation: %s\n", h.type,

@@ -251,6 +251,16 @@ struct ina_config {
 					 * here (memif: 290); >= 0. Every worker alike */
 	double plan_byte_ns;   /* ... of a byte: default 0.39 (memif 0.47);
 					 * >= 0, not both 0 (0 and 1: bytes alone) */
+	uint16_t sub_block;    /* elements per sub-block b: every block of B
+					 * travels as a mask of its sub-blocks of b
+					 * and only the non-zero ones' values (one
+					 * packet a block still: sparse gradients send
+					 * fewer bytes, not more packets; the switch
+					 * sums sub-block by sub-block). A power of
+					 * two, block_size a power-of-two multiple of
+					 * it, block_size / b <= 128; with plan_blocks
+					 * a planned B below 2b goes uncut. 0
+					 * (default): blocks whole. Every worker alike */
 };
 
 /* Counters of a context. Grows at its end like struct ina_config: the

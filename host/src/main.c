@@ -124,6 +124,10 @@ usage(FILE *f)
 		"  --plan-cost P,Y       its prices: P ns a packet, Y ns a byte; it picks the\n"
 		"                        least time (default 390,0.39: the udp port's; 0,1:\n"
 		"                        the fewest bytes)\n"
+		"  --sub-block N         cut every block into sub-blocks of N elements (a power\n"
+		"                        of two, --block / N a power of two up to 128): a\n"
+		"                        packet carries a mask and only the non-zero sub-\n"
+		"                        blocks (default 0: whole blocks); every rank alike\n"
 		"  --partition MAP       fixed (default: block b on lane b mod lanes, so on\n"
 		"                        the switch's partition (b mod lanes) mod K) or\n"
 		"                        dynamic[:P] (every P rounds, default 1, the blocks\n"
@@ -173,6 +177,7 @@ enum {
 	OPT_CAPTURE,
 	OPT_PLAN,
 	OPT_PLAN_COST,
+	OPT_SUB_BLOCK,
 	OPT_REPLICA,
 	OPT_FAILOVER,
 	OPT_CONSISTENCY,
@@ -213,6 +218,7 @@ parse_args(int argc, char **argv, struct host_config *c)
 		SPARSIFY_CLI_OPTIONS,
 		{ "plan", no_argument, NULL, OPT_PLAN },
 		{ "plan-cost", required_argument, NULL, OPT_PLAN_COST },
+		{ "sub-block", required_argument, NULL, OPT_SUB_BLOCK },
 		{ "replica", required_argument, NULL, OPT_REPLICA },
 		{ "failover-ms", required_argument, NULL, OPT_FAILOVER },
 		{ "consistency", required_argument, NULL, OPT_CONSISTENCY },
@@ -369,6 +375,9 @@ parse_args(int argc, char **argv, struct host_config *c)
 					optarg);
 			break;
 		}
+		case OPT_SUB_BLOCK:
+			c->ina.sub_block = (uint16_t)ina_cli_u64("sub-block", optarg, 0, 16384);
+			break;
 		case OPT_PARTITION:
 			if (strcmp(optarg, "fixed") == 0) {
 				c->ina.partition = INA_PARTITION_FIXED;
@@ -665,6 +674,7 @@ main(int argc, char **argv)
 			.packet_ns = c.ina.plan_packet_ns,
 			.byte_ns = c.ina.plan_byte_ns,
 			.max_block = c.ina.block_size,
+			.sub_block = c.ina.sub_block,
 			.encoding = (uint8_t)c.ina.encoding,
 			.world = c.ina.world,
 			.lanes = granted_lanes(ctx),
