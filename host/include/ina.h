@@ -217,10 +217,12 @@ struct ina_config {
 					 * Every worker of the job alike */
 	int plan_blocks;		 /* 1: the block planner picks B per tensor and
 					 * round, a power of two from 16 up to block_size,
-					 * from the previous round's result (the same on
-					 * every worker: no extra round trip); the first
-					 * round uses block_size. 0 (default): B is
-					 * block_size. Every worker must set it alike. */
+					 * and its cut into sub-blocks (unless sub_block
+					 * fixes it), from the previous round's result
+					 * (the same on every worker: no extra round
+					 * trip); the first round uses block_size, cut
+					 * finest. 0 (default): B is block_size. Every
+					 * worker must set it alike. */
 	enum ina_partition partition;	 /* default INA_PARTITION_FIXED; every worker
 					 * alike (a disagreement stalls the round and
 					 * fails it by timeout_ms, never a wrong sum);

@@ -416,6 +416,19 @@ ina_open(const struct ina_config *user_cfg, struct ina_ctx **out, char *err, siz
 		ret = -EINVAL;
 		goto fail;
 	}
+	/* The planner cuts blocks (sub_block 0): any of its masks must fit. */
+	if (cfg->plan_blocks && !cfg->sub_block &&
+	    (uint64_t)INA_HDR_SIZE + INA_SUB_MAX / 8 +
+			    (uint64_t)cfg->block_size *
+				    ina_wire_elem_size(wire_encoding(cfg->encoding)) >
+		    ctx->port->max_pkt) {
+		snprintf(err, err_size,
+			 "block size %u with the planner's largest sub-block mask (%u bytes) "
+			 "does not fit the port's %u-byte packets: a smaller block_size",
+			 cfg->block_size, INA_SUB_MAX / 8, ctx->port->max_pkt);
+		ret = -EINVAL;
+		goto fail;
+	}
 	engine_config_init(&ec);
 	ec.job_id = cfg->job_id;
 	ec.rank = cfg->rank;

@@ -776,6 +776,11 @@ main(int argc, char **argv)
 			verify_round(&c, w, sim, r, buf, &m, &vr);
 		}
 		round_stats(&rounds[r], &before, &after);
+		/* b: the simulated ranks' cut (the same planner), or the job's. */
+		rounds[r].sub_block = rounds[r].block_size >>
+				      (sim ? sim_ranks_sub_log(sim)
+					   : tround_sub_log((uint16_t)rounds[r].block_size,
+							    c.ina.sub_block));
 		rounds[r].round = r;
 		rounds[r].seconds = (double)(t1 - t0) / 1e9;
 		rounds[r].verified = vr.ok;

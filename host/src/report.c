@@ -25,14 +25,15 @@ report_write(const char *path, const struct report *r)
 
 		json_array_append_new(
 			rounds,
-			json_pack("{s:I, s:f, s:I, s:I, s:I, s:f, s:f, s:I, s:I, s:I, s:b, "
+			json_pack("{s:I, s:f, s:I, s:I, s:I, s:f, s:f, s:I, s:I, s:I, s:I, s:b, "
 				  "s:f, s:s}",
 				  "round", (json_int_t)rr->round, "seconds", rr->seconds,
 				  "bytes_sent", (json_int_t)rr->bytes_sent, "bytes_received",
 				  (json_int_t)rr->bytes_received, "retransmits",
 				  (json_int_t)rr->retransmits, "density_sent", rr->density_sent,
 				  "residual_norm", rr->residual_norm, "block_size",
-				  (json_int_t)rr->block_size, "blocks_deferred",
+				  (json_int_t)rr->block_size, "sub_block",
+				  (json_int_t)rr->sub_block, "blocks_deferred",
 				  (json_int_t)rr->blocks_deferred, "partition_tag",
 				  (json_int_t)rr->partition_tag, "verified", rr->verified,
 				  "max_err_ratio", rr->max_err_ratio, "sum_hash", hash));

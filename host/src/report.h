@@ -19,6 +19,7 @@ struct report_round {
 	double density_sent;	  /* blocks sent / blocks of the round (1 when dense) */
 	double residual_norm;	  /* L2 norm of this worker's residual after it (0 dense) */
 	uint32_t block_size;	  /* B of the round (the planner's choice with --plan) */
+	uint32_t sub_block;	  /* b of its cut (PROTOCOL 2.7), B when uncut */
 	uint64_t blocks_deferred; /* result blocks that came back DEFERRED */
 	uint32_t partition_tag;	  /* the partition map's tag (0: the fixed map) */
 	int verified;

@@ -92,6 +92,12 @@ sim_ranks_block_size(const struct sim_ranks *sm)
 	return sm->step[0].block_size;
 }
 
+uint8_t
+sim_ranks_sub_log(const struct sim_ranks *sm)
+{
+	return sm->step[0].sub_log;
+}
+
 /*
  * Was block [off, off + len) under 'bound' at the switch? The switch's sum
  * is the ranks' values added in arrival order (in bf16 after each rank's

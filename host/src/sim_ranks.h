@@ -36,6 +36,8 @@ int sim_ranks_round(struct sim_ranks *sm, struct workload *w, uint32_t round);
 
 /* B of the round in progress (every rank's alike). */
 uint16_t sim_ranks_block_size(const struct sim_ranks *sm);
+/* Its cut: 2^sub_log sub-blocks a block (the planner's, or the job's). */
+uint8_t sim_ranks_sub_log(const struct sim_ranks *sm);
 
 /*
  * The round's result 'got' (n floats) and the job's DEFERRED marks

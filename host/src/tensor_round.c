@@ -28,6 +28,7 @@ struct tround {
 	struct sparsify_stats sst; /* of the round in progress */
 	struct tround_stats st;
 	uint16_t B;		   /* of the round in progress */
+	uint8_t sub_log;	   /* its cut (0: whole blocks) */
 	struct partition *pm;	   /* NULL: blocks in order */
 	float *wire_in, *wire_out; /* with 'pm': n floats in wire order */
 	uint8_t *wire_deferred;	   /* with 'pm': per wire position */
@@ -39,6 +40,38 @@ static uint16_t
 min_block(const struct tround_config *c)
 {
 	return c->plan && c->max_block > PLANNER_MIN_BLOCK ? PLANNER_MIN_BLOCK : c->max_block;
+}
+
+/* 1 when the planner picks the cut too: planning, and no fixed sub_block. */
+static int
+plans_cut(const struct tround_config *c)
+{
+	return c->plan && !c->sub_block && c->max_block >= PLANNER_MIN_BLOCK;
+}
+
+/* The smallest unit the sparsifier ranks (a sub-block, or min_block()):
+ * the planner's smallest b, or the job's fixed sub_block. */
+static uint16_t
+min_unit(const struct tround_config *c)
+{
+	uint16_t B = min_block(c);
+
+	if (plans_cut(c))
+		return PLANNER_MIN_SUB;
+	return c->sub_block && c->sub_block < B ? c->sub_block : B;
+}
+
+/* The finest cut of B the planner may pick: b >= PLANNER_MIN_SUB, B a
+ * multiple of 2^k, at most INA_SUB_LOG_MAX (the first round's). */
+static uint8_t
+finest_cut(uint16_t B)
+{
+	uint8_t k = 0;
+
+	while (k < PLANNER_MAX_SUB_LOG && (uint32_t)(B >> (k + 1)) >= PLANNER_MIN_SUB &&
+	       (B & ((2u << k) - 1)) == 0)
+		k++;
+	return k;
 }
 
 static int
@@ -56,6 +89,10 @@ make_planner(struct tround *t)
 	pc.lanes = c->lanes;
 	pc.open_exchange = c->encoding == INA_ENC_I32;
 	pc.frame_bytes = 42; /* Ethernet, IPv4, UDP */
+	/* The cut too, unless the job fixed it: ina_open() checked that a
+	 * block of max_block with the largest mask fits the port. */
+	pc.max_sub_log = plans_cut(c) ? PLANNER_MAX_SUB_LOG : 0;
+	pc.mask_room = INA_SUB_MAX / 8;
 	if (c->packet_ns != 0 || c->byte_ns != 0) {
 		pc.packet_ns = c->packet_ns;
 		pc.byte_ns = c->byte_ns;
@@ -76,6 +113,8 @@ make_sparsifier(struct tround *t)
 
 	if (ina_sparsify_config(&c->sp, c->n, min_block(c), &sc) < 0)
 		return -EINVAL;
+	/* Sized for the finest unit: a sub-block of the smallest B. */
+	sc.sub_block = min_unit(c) < sc.block_size ? min_unit(c) : 0;
 	t->s = sparsify_create(&sc);
 	t->send = malloc(c->n * sizeof(float));
 	t->deferred = t->s ? calloc(sparsify_n_blocks(t->s), 1) : NULL;
@@ -165,16 +204,25 @@ tround_destroy(struct tround *t)
 	free(t);
 }
 
-/* B of this round: the planner's choice from the last result, or the
- * largest B before there is one (every worker starts alike). */
-static uint16_t
+/* B and its cut of this round (t->B, t->sub_log): the planner's choice from
+ * the last result, or the largest B before there is one (every worker starts
+ * alike), cut finest when the planner picks cuts; the job's fixed
+ * sub_block cuts any B it divides (plan_cut()). */
+static void
 plan(struct tround *t)
 {
-	uint32_t B = 0;
+	struct planner_pick pick = { 0 };
 
-	if (t->planner && t->have_ref)
-		B = planner_plan(t->planner, t->ref, (uint32_t)t->cfg.n, t->plan_mass, 0.0f);
-	return B ? (uint16_t)B : t->cfg.max_block;
+	t->B = t->cfg.max_block;
+	t->sub_log = 0;
+	if (t->planner && t->have_ref &&
+	    planner_plan_cut(t->planner, t->ref, (uint32_t)t->cfg.n, t->plan_mass, 0.0f, &pick) ==
+		    0) {
+		t->B = (uint16_t)pick.block_size;
+		t->sub_log = pick.sub_log;
+	} else if (t->planner && plans_cut(&t->cfg)) {
+		t->sub_log = finest_cut(t->B);
+	}
 }
 
 uint8_t
@@ -189,12 +237,11 @@ tround_sub_log(uint16_t block_size, uint16_t sub_block)
 	return (uint32_t)sub_block << k == block_size && k <= INA_SUB_LOG_MAX ? k : 0;
 }
 
-/* The cut of this round's B: the job's sub-block size today; the hook
- * where a planner of b per round (issue 18's "subplan") picks it. */
+/* The cut of this round's B: the planner's, or the job's sub-block size. */
 static uint8_t
 plan_cut(const struct tround *t)
 {
-	return tround_sub_log(t->B, t->cfg.sub_block);
+	return plans_cut(&t->cfg) ? t->sub_log : tround_sub_log(t->B, t->cfg.sub_block);
 }
 
 /* With a partition map: this round's map, and the step in wire order. */
@@ -225,15 +272,17 @@ int
 tround_begin(struct tround *t, const float *in, struct tround_step *step)
 {
 	memset(step, 0, sizeof(*step));
-	t->B = plan(t);
+	plan(t);
+	t->sub_log = plan_cut(t);
 	step->block_size = t->B;
-	step->sub_log = plan_cut(t);
+	step->sub_log = t->sub_log;
 	if (!t->s) {
 		step->send = in;
 		gather(t, step);
 		return 0;
 	}
-	if (sparsify_set_block_size(t->s, t->B) < 0 ||
+	/* Top-k ranks what travels: the sub-blocks of the cut. */
+	if (sparsify_set_cut(t->s, t->B, t->sub_log ? t->B >> t->sub_log : 0) < 0 ||
 	    sparsify_round(t->s, in, t->send, t->st.rounds, &t->sst) < 0)
 		return -EINVAL;
 	step->send = t->send;
@@ -294,6 +343,7 @@ tround_end(struct tround *t, const float *out)
 	if (t->permuted && t->s)
 		partition_scatter_flags(t->pm, t->wire_deferred, t->deferred);
 	st->block_size = t->B;
+	st->sub_log = t->sub_log;
 	st->blocks = ina_wire_nb_blocks((uint32_t)t->cfg.n, t->B);
 	st->blocks_sent = st->blocks;
 	st->blocks_deferred = 0;

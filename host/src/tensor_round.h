@@ -26,12 +26,14 @@ struct tround_config {
 	uint32_t tensor_id;	      /* for messages */
 	size_t n;		      /* elements, 1 .. INA_BLOCK_OPEN - 1 */
 	struct ina_sparsify sp;	      /* mode OFF: the input is sent as it is */
-	int plan;		      /* 1: B per round by the block planner */
+	int plan;		      /* 1: B per round by the block planner, and
+					 * its cut unless sub_block fixes it */
 	double packet_ns, byte_ns;    /* the planner's prices (planner.h); both
 					 * 0: its defaults, the udp port's */
 	uint16_t max_block;	      /* the job's largest B (its JOIN); B itself
 					 * when not planning */
-	uint16_t sub_block;	      /* b of the job's cut (cfg.sub_block), 0: none */
+	uint16_t sub_block;	      /* b of the job's cut (cfg.sub_block), 0: none
+					 * (with 'plan': the planner's) */
 	uint8_t encoding;	      /* enum ina_encoding: bytes per element */
 	uint16_t world, lanes;	      /* the job's, for the planner's cost model */
 	struct partition_config part; /* mode FIXED: blocks in order (nothing to do);
@@ -56,6 +58,7 @@ struct tround_step {
 struct tround_stats {
 	uint32_t rounds;	  /* rounds ended */
 	uint16_t block_size;	  /* B of the last round */
+	uint8_t sub_log;	  /* its cut: 2^sub_log sub-blocks a block */
 	uint32_t blocks;	  /* blocks of the last round */
 	uint32_t blocks_sent;	  /* of those, with a non-zero value sent */
 	uint32_t blocks_deferred; /* of those, whose sum came back DEFERRED */

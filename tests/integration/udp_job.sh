@@ -73,13 +73,13 @@ if [ $fail -eq 0 ]; then
     hashes=$(jq -s -r '[.[].per_round | map(.sum_hash)] | unique | length' "$tmp"/r*.json)
     [ "$hashes" = "1" ] || { echo "workers received different bits: $hashes distinct result sequences"; fail=1; }
 fi
-# With --plan every worker must have used the same B every round, and with
+# With --plan every worker must have used the same B and b every round, and with
 # EXPECT_B_VARIES=1 more than one B over the run; with EXPECT_DEFERRED=1 some
 # result blocks must have come back DEFERRED. Every worker ran every round on
 # the same partition map (its tag); with EXPECT_REBALANCE=1 some round ran on
 # a dynamic map (tag not 0).
 if [ $fail -eq 0 ]; then
-    seqs=$(jq -s -r '[.[].per_round | map(.block_size)] | unique | length' "$tmp"/r*.json)
+    seqs=$(jq -s -r '[.[].per_round | map([.block_size, .sub_block])] | unique | length' "$tmp"/r*.json)
     [ "$seqs" = "1" ] || { echo "workers used different block sizes"; fail=1; }
     if [ "${EXPECT_B_VARIES:-0}" = 1 ]; then
         n=$(jq -r '[.per_round[].block_size] | unique | length' "$tmp/r0.json")
@@ -111,7 +111,7 @@ for kv in ${faults//,/ }; do
     [ "$n" -gt 0 ] || { echo "$kv was asked for but never injected"; fail=1; }
 done
 jq -c '{rank, rounds, verified, retransmits, injected_drops, seconds, bytes_sent, bytes_received, blocks_deferred,
-        B: [.per_round[].block_size]}' "$tmp"/r*.json || true
+        B: [.per_round[].block_size], b: [.per_round[].sub_block]}' "$tmp"/r*.json || true
 if [ $fail -ne 0 ]; then
     echo "--- switch log"; cat "$tmp/switch.log"; exit 1
 fi
