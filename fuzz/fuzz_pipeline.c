@@ -296,16 +296,16 @@ check_output(struct fz *f, const struct ina_pkt *o, struct tally *t)
 
 	FZ_CHECK(o->len >= INA_HDR_SIZE && o->len <= o->cap);
 	if (o->data[0] == INA_WIRE_VERSION - 1) {
-		/* The answer to a JOIN of the older version, in that version
-		 * (PROTOCOL 2.8): an ERROR UNSUPPORTED, valid but for its version
-		 * byte, no larger than the JOIN it answers. */
-		uint8_t copy[INA_HDR_SIZE + INA_ERROR_MSG_MAX];
+		/* The answer to a JOIN of the old version (PROTOCOL 2.8): an
+		 * ERROR UNSUPPORTED in that version, no larger than the JOIN,
+		 * counted as a bad_version drop, not as a JOIN. */
+		uint8_t buf[INA_HDR_SIZE + sizeof(struct ina_wire_join)];
 
-		FZ_CHECK(o->len <= INA_HDR_SIZE + sizeof(struct ina_wire_join));
-		memcpy(copy, o->data, o->len);
-		copy[0] = INA_WIRE_VERSION;
-		FZ_CHECK(ina_wire_validate(copy, o->len, NULL, &h) == INA_WIRE_OK);
-		FZ_CHECK(h.type == INA_T_ERROR && h.status == INA_WERR_UNSUPPORTED && !o->dsts);
+		FZ_CHECK(o->len <= sizeof(buf) && !o->dsts);
+		memcpy(buf, o->data, o->len);
+		buf[0] = INA_WIRE_VERSION;
+		FZ_CHECK(ina_wire_validate(buf, o->len, NULL, &h) == INA_WIRE_OK);
+		FZ_CHECK(h.type == INA_T_ERROR && h.status == INA_WERR_UNSUPPORTED);
 		t->errors_old++;
 		return;
 	}

@@ -27,7 +27,18 @@
  *    scale round trips values of at most 24 bits; scaling the payload's
  *    floats by ina_enc_i32_scale(exp, world) keeps every |q| within
  *    2^(30 - ceil(log2 world)); the result filter's raw bound keeps the
- *    order of bounds and ina_enc_f32_deferred() agrees with its definition.
+ *    order of bounds and ina_enc_f32_deferred() agrees with its definition;
+ *  - a valid DATA, RESULT or REPL with sub-blocks (sub_log > 0, a payload;
+ *    section 2.7): B is a multiple of 2^sub_log; the mask is not empty and
+ *    names no sub-block past the block's last; ina_wire_mask_check()'s
+ *    present elements are ina_sub_present_elems()'s and the payload is
+ *    exactly the mask and their values; the runs of ina_sub_next_run() cover
+ *    the mask's bits once, in order; ina_sub_decode() puts the present
+ *    values where ina_sub_run_elems() says, zeroes the absent ones (or
+ *    leaves them), and ina_sub_encode() of what it decoded gives back the
+ *    payload (f32 bit for bit, bf16 but for a quieted NaN, i32 values of at
+ *    most 24 bits); ina_sub_mask_nonzero() of the block names only present
+ *    sub-blocks; the values pass the payload checks above.
  */
 #include <math.h>
 #include <stddef.h>
@@ -37,7 +48,9 @@
 
 #include "fuzz_util.h"
 #include "ina/encode.h"
+#include "ina/encoding.h"
 #include "ina/log.h"
+#include "ina/subblock.h"
 #include "ina/wire.h"
 
 #define CTL_SIZE 12
@@ -46,7 +59,7 @@
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 
-static float fa[MAX_ELEMS], fb[MAX_ELEMS];
+static float fa[MAX_ELEMS], fb[MAX_ELEMS], fc[INA_BLOCK_MAX];
 static int32_t ia[MAX_ELEMS], ib[MAX_ELEMS];
 static uint8_t wb[INA_HDR_SIZE + 4 * MAX_ELEMS];
 
@@ -57,9 +70,9 @@ hdr_equal(const struct ina_hdr *a, const struct ina_hdr *b)
 	       a->flags == b->flags && a->job_id == b->job_id && a->epoch == b->epoch &&
 	       a->rank == b->rank && a->lane == b->lane && a->tensor_id == b->tensor_id &&
 	       a->round == b->round && a->tensor_len == b->tensor_len && a->block == b->block &&
-	       a->next == b->next && a->block_size == b->block_size && a->n_elems == b->n_elems &&
-	       a->exp == b->exp && a->status == b->status && a->bound == b->bound &&
-	       a->token == b->token;
+	       a->next == b->next && a->block_size == b->block_size && a->sub_log == b->sub_log &&
+	       a->n_elems == b->n_elems && a->exp == b->exp && a->status == b->status &&
+	       a->bound == b->bound && a->token == b->token;
 }
 
 static uint32_t
@@ -161,9 +174,14 @@ check_valid_alone(const uint8_t *buf, size_t size, const struct ina_hdr *h)
 		uint32_t nb = ina_wire_nb_blocks(h->tensor_len, h->block_size);
 
 		FZ_CHECK(es == 2 || es == 4);
-		FZ_CHECK(h->block_size >= 1);
-		FZ_CHECK(size == INA_HDR_SIZE + (size_t)h->n_elems * es +
+		FZ_CHECK(h->block_size >= 1 && h->block_size <= INA_BLOCK_MAX);
+		FZ_CHECK(h->block_size % (1u << h->sub_log) == 0);
+		if (h->sub_log == 0 || h->n_elems == 0)
+			FZ_CHECK(size ==
+				 INA_HDR_SIZE + (size_t)h->n_elems * es +
 					 ((h->flags & INA_F_PARTIAL) ? INA_PARTIAL_TRAILER : 0));
+		else /* the mask and at least one element (check_sub()) */
+			FZ_CHECK(size > INA_HDR_SIZE + ina_wire_mask_bytes(h->sub_log));
 		if (h->flags & INA_F_PARTIAL)
 			FZ_CHECK(h->type != INA_T_DATA && h->block != INA_BLOCK_OPEN);
 		if (h->block == INA_BLOCK_OPEN) {
@@ -373,10 +391,8 @@ check_filter(const float *x, size_t n, uint32_t raw_a, uint32_t raw_b, uint8_t e
 }
 
 static void
-check_payload(const uint8_t *buf, const struct ina_hdr *h, const uint8_t *ctl)
+check_payload(const uint8_t *pl, size_t n, const struct ina_hdr *h, const uint8_t *ctl)
 {
-	const uint8_t *pl = buf + INA_HDR_SIZE;
-	size_t n = h->n_elems;
 	int scale = (int)(int8_t)ctl[10] / 2; /* -64..63: exact in a double */
 
 	switch (h->encoding) {
@@ -396,6 +412,125 @@ check_payload(const uint8_t *buf, const struct ina_hdr *h, const uint8_t *ctl)
 	check_i32_scale(fa, n, 1u + ctl[11] % INA_MAX_WORLD);
 	check_filter(fa, n, h->bound,
 		     (uint32_t)ctl[8] << 24 | (uint32_t)ctl[9] << 16 | h->bound >> 16, h->encoding);
+}
+
+/* The sub-block payload of a valid block packet (sub_log > 0, n_elems > 0). */
+static void
+check_sub(const uint8_t *buf, size_t size, const struct ina_hdr *h, const uint8_t *ctl)
+{
+	const struct ina_encoding_ops *enc = ina_encoding(h->encoding);
+	const uint8_t *pl = buf + INA_HDR_SIZE;
+	struct ina_sub_cut c;
+	struct ina_sub_mask m, got, nz;
+	uint32_t present = 0, bits = 0, run_bits = 0, run_elems = 0, from = 0, first, len;
+	uint32_t b = ina_wire_sub_elems(h->block_size, h->sub_log), prev_end = 0;
+	size_t trailer = (h->flags & INA_F_PARTIAL) ? INA_PARTIAL_TRAILER : 0, vals;
+	int scale = (int)(int8_t)ctl[10] / 2;
+
+	FZ_CHECK(enc != NULL && b >= 1 && h->n_elems <= h->block_size);
+	c = ina_sub_cut(h->block_size, h->sub_log, h->n_elems);
+	FZ_CHECK(c.b == b && c.count >= 1 && c.count <= (1u << h->sub_log));
+	FZ_CHECK(c.mask_bytes == ina_wire_mask_bytes(h->sub_log) && c.mask_bytes * 8 >= c.count);
+	FZ_CHECK(ina_wire_mask_check(pl, h->sub_log, b, h->n_elems, &present) == INA_WIRE_OK);
+	ina_sub_mask_read(&m, pl, &c);
+	FZ_CHECK(!ina_sub_mask_empty(&m));
+	for (uint32_t i = 0; i < INA_SUB_MAX; i++) {
+		if (ina_sub_mask_test(&m, i)) {
+			FZ_CHECK(i < c.count);
+			bits++;
+		}
+	}
+	for (uint32_t i = 0; i < c.mask_bytes; i++)
+		run_bits += (uint32_t)__builtin_popcount(pl[i]);
+	FZ_CHECK(run_bits == bits);
+	FZ_CHECK(present == ina_sub_present_elems(&m, &c));
+	FZ_CHECK(present >= 1 && present <= h->n_elems);
+	FZ_CHECK(size == INA_HDR_SIZE + c.mask_bytes + (size_t)present * enc->elem_size + trailer);
+
+	/* the runs: maximal, in order, each bit once, their elements in the block */
+	run_bits = 0;
+	while (ina_sub_next_run(&m, &c, &from, &first, &len)) {
+		uint32_t start, n;
+
+		FZ_CHECK(len >= 1 && first + len <= c.count && from >= first + len);
+		FZ_CHECK(first == 0 || run_bits == 0 || first > prev_end);
+		for (uint32_t i = first; i < first + len; i++)
+			FZ_CHECK(ina_sub_mask_test(&m, i));
+		FZ_CHECK(first + len == c.count || !ina_sub_mask_test(&m, first + len));
+		ina_sub_run_elems(&c, first, len, &start, &n);
+		FZ_CHECK(start == first * b && n >= 1 && start + n <= h->n_elems);
+		run_bits += len;
+		run_elems += n;
+		prev_end = first + len;
+	}
+	FZ_CHECK(run_bits == bits && run_elems == present);
+
+	/* decode: present values in place, the absent ones zeroed or kept */
+	for (uint32_t i = 0; i < c.n; i++)
+		fc[i] = 42.0f;
+	got = ina_sub_decode(fc, pl, &c, enc, scale, 0);
+	FZ_CHECK(memcmp(&got, &m, sizeof(m)) == 0);
+	from = 0;
+	vals = 0;
+	while (ina_sub_next_run(&m, &c, &from, &first, &len)) {
+		uint32_t start, n;
+
+		ina_sub_run_elems(&c, first, len, &start, &n);
+		enc->decode(fb, pl + c.mask_bytes + vals * enc->elem_size, n, scale);
+		for (uint32_t i = 0; i < n; i++)
+			FZ_CHECK(f2u(fc[start + i]) == f2u(fb[i]));
+		vals += n;
+	}
+	for (uint32_t i = 0; i < c.count; i++) {
+		uint32_t start, n;
+
+		if (ina_sub_mask_test(&m, i))
+			continue;
+		ina_sub_run_elems(&c, i, 1, &start, &n);
+		for (uint32_t j = start; j < start + n; j++)
+			FZ_CHECK(fc[j] == 42.0f);
+	}
+	got = ina_sub_decode(fc, pl, &c, enc, scale, 1);
+	for (uint32_t i = 0; i < c.count; i++) {
+		uint32_t start, n;
+
+		if (ina_sub_mask_test(&m, i))
+			continue;
+		ina_sub_run_elems(&c, i, 1, &start, &n);
+		for (uint32_t j = start; j < start + n; j++)
+			FZ_CHECK(f2u(fc[j]) == 0);
+	}
+	/* the block's non-zero sub-blocks are among the present ones */
+	ina_sub_mask_nonzero(&nz, fc, &c);
+	FZ_CHECK(((nz.w[0] & ~m.w[0]) | (nz.w[1] & ~m.w[1])) == 0);
+
+	/* encode what was decoded: the payload again */
+	FZ_CHECK(ina_sub_encode(wb, fc, &m, &c, enc, scale) ==
+		 c.mask_bytes + vals * enc->elem_size);
+	FZ_CHECK(memcmp(wb, pl, c.mask_bytes) == 0);
+	for (size_t i = 0; i < vals; i++) {
+		const uint8_t *in = pl + c.mask_bytes + i * enc->elem_size;
+		const uint8_t *out = wb + c.mask_bytes + i * enc->elem_size;
+
+		if (h->encoding == INA_ENC_F32) {
+			FZ_CHECK(memcmp(in, out, 4) == 0);
+		} else if (h->encoding == INA_ENC_BF16) {
+			uint16_t a = (uint16_t)(in[0] << 8 | in[1]),
+				 o = (uint16_t)(out[0] << 8 | out[1]);
+
+			FZ_CHECK(o == a ||
+				 ((a & 0x7f80u) == 0x7f80u && (a & 0x7fu) && o == (a | 0x40u)));
+		} else {
+			int32_t a = (int32_t)((uint32_t)in[0] << 24 | (uint32_t)in[1] << 16 |
+					      (uint32_t)in[2] << 8 | in[3]);
+			int32_t o = (int32_t)((uint32_t)out[0] << 24 | (uint32_t)out[1] << 16 |
+					      (uint32_t)out[2] << 8 | out[3]);
+
+			if (a >= -(1 << 24) && a <= (1 << 24))
+				FZ_CHECK(o == a);
+		}
+	}
+	check_payload(pl + c.mask_bytes, vals, h, ctl);
 }
 
 int
@@ -446,8 +581,11 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	if (r == INA_WIRE_OK) {
 		check_valid_alone(buf, len, &h);
-		if (h.type == INA_T_DATA || h.type == INA_T_RESULT)
-			check_payload(buf, &h, ctl);
+		if ((h.type == INA_T_DATA || h.type == INA_T_RESULT || h.type == INA_T_REPL) &&
+		    h.sub_log && h.n_elems)
+			check_sub(buf, len, &h, ctl);
+		else if (h.type == INA_T_DATA || h.type == INA_T_RESULT)
+			check_payload(buf + INA_HDR_SIZE, h.n_elems, &h, ctl);
 	}
 
 	/* Again with a job: each of id, token, epoch from the header or the

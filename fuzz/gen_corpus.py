@@ -17,9 +17,17 @@ TOKEN = 0x1111111111111111
 
 
 def hdr(typ, enc=F32, flags=0, job=1, epoch=1, rank=0, lane=0, tensor=0, rnd=0,
-        tlen=0, block=0, nxt=0, bs=0, n=0, exp=0, status=0, bound=0, token=TOKEN):
-    return struct.pack(">BBBBIIHHIIIIIHHhHIQ", 1, typ, enc, flags, job, epoch, rank, lane,
-                       tensor, rnd, tlen, block, nxt, bs, n, exp, status, bound, token)
+        tlen=0, block=0, nxt=0, bs=0, n=0, exp=0, status=0, bound=0, token=TOKEN, sub=0):
+    # wire version 2; block_size carries B in bits 0-12 and sub_log above
+    return struct.pack(">BBBBIIHHIIIIIHHhHIQ", 2, typ, enc, flags, job, epoch, rank, lane,
+                       tensor, rnd, tlen, block, nxt, bs | sub << 13, n, exp, status, bound,
+                       token)
+
+
+def mask(bits, k):
+    """The presence mask of sub-blocks 'bits' for 2^k sub-blocks (PROTOCOL 2.7)."""
+    nbytes = 4 if k <= 5 else 2**k // 8
+    return sum(1 << b for b in bits).to_bytes(nbytes, "little")
 
 
 def f32s(vals):
@@ -69,6 +77,28 @@ def wire():
         "keepalive": hdr(KEEPALIVE, rank=1, rnd=7),
         "wait_live": hdr(WAIT, flags=1, rank=SWITCH, lane=1, tlen=40, block=1, bs=8,
                          status=1) + struct.pack(">Q", 0b100),
+        # sub-blocks (PROTOCOL 2.7): B 16 in 4 of b 4, sub-blocks 0, 1, 3
+        "data_f32_sub": hdr(DATA, lane=0, tlen=40, block=0, nxt=END, bs=16, sub=2, n=16) +
+        mask([0, 1, 3], 2) + f32s([1, -2, 0, 4, 5, 6, 7, 8, -0.5, 1e-40, 3e38, 9]),
+        # a short last block: 8 of B 16 in sub-blocks of 2, 0 and 3 present
+        "data_f32_sub_tail": hdr(DATA, lane=2, tlen=40, block=2, nxt=END, bs=16, sub=3, n=8,
+                                 bound=0x3f000000) + mask([0, 3], 3) + f32s([1, 2, 3, 4]),
+        "data_i32_sub": hdr(DATA, enc=I32, lane=0, tlen=64, block=0, nxt=END, bs=64, sub=6,
+                            n=64, exp=0) + mask([0, 33, 63], 6) +
+        b"".join(struct.pack(">i", v) for v in [1, -2**31, 2**24]),
+        # 128 sub-blocks of 1 over a short block of 100, the last one present
+        "result_bf16_sub": hdr(RESULT, enc=BF16, rank=SWITCH, lane=0, tlen=100, block=0,
+                               nxt=END, bs=128, sub=7, n=100) + mask([0, 1, 50, 99], 7) +
+        bytes([0x3f, 0x80, 0x7f, 0x81, 0xff, 0x80, 0x00, 0x01]),
+        # a PARTIAL REPL of sub-block 1 of 2, then the contributor bitmap
+        "repl_sub_partial": hdr(REPL, flags=0x21, rank=ALL, lane=1, tlen=40, block=1, nxt=5,
+                                bs=8, sub=1, n=8) + mask([1], 1) + f32s([1, 2, 3, 4]) +
+        struct.pack(">Q", 0b1011),
+        # refused: a bit past the block's 4 sub-blocks; a payload one value short
+        "data_sub_badmask": hdr(DATA, lane=0, tlen=40, block=0, nxt=END, bs=16, sub=2, n=16) +
+        mask([0, 4], 2) + f32s([1, 2, 3, 4, 5, 6, 7, 8]),
+        "data_sub_short": hdr(DATA, lane=0, tlen=40, block=0, nxt=END, bs=16, sub=2, n=16) +
+        mask([2], 2) + f32s([1, 2, 3]),
     }
     for name, pkt in seeds.items():
         write("fuzz_wire", name, ctl + pkt)

@@ -19,6 +19,7 @@ struct egroup {
 	uint16_t tx_next;	  /* the engine that sends first next time */
 	float bound;		  /* the result filter of the next allreduce */
 	uint8_t *deferred;	  /* ... per block of the whole tensor */
+	uint8_t sub_log;	  /* the cut of the next allreduce */
 	uint8_t sparse;		  /* the next allreduce is block-sparse: */
 	struct engine_blocks blk; /* ... the whole tensor's operands */
 	char msg[640];
@@ -150,18 +151,24 @@ egroup_allreduce(struct egroup *g, uint32_t tensor_id, const float *in, float *o
 		 uint16_t block_size, enum engine_op op, uint64_t now_ns)
 {
 	int sparse = g->sparse;
+	uint8_t sub_log = g->sub_log;
 	int ret = 0;
 
 	g->sparse = 0; /* the next allreduce only */
+	g->sub_log = 0;
 	if (g->k == 1) {
 		if (sparse)
 			engine_set_blocks(g->e[0], &g->blk);
+		engine_set_cut(g->e[0], sub_log);
 		return engine_allreduce(g->e[0], tensor_id, in, out, n, block_size, op, now_ns);
 	}
 	/* What engine_allreduce() would refuse, refused before any engine
-	 * starts: a round is started on all of its engines or on none. */
+	 * starts: a round is started on all of its engines or on none (the
+	 * engines share one config: what is left to refuse, a full block
+	 * with its mask past the pool's buffers, engine 0 refuses first). */
 	if (n == 0 || n >= INA_BLOCK_OPEN || block_size == 0 || block_size > g->max_block ||
-	    (!sparse && (!in || !out)))
+	    (!sparse && (!in || !out)) || sub_log > INA_SUB_LOG_MAX ||
+	    block_size & ((1u << sub_log) - 1))
 		return -EINVAL;
 	for (uint16_t i = 0; i < g->k; i++) {
 		if (engine_error(g->e[i]))
@@ -179,6 +186,7 @@ egroup_allreduce(struct egroup *g, uint32_t tensor_id, const float *in, float *o
 		 * at the run's first block. */
 		if (g->deferred)
 			engine_set_result_filter(g->e[i], g->bound, g->deferred + off / block_size);
+		engine_set_cut(g->e[i], sub_log);
 		if (sparse) {
 			run_blocks(&g->blk, off / block_size,
 				   (uint32_t)ina_wire_nb_blocks((uint32_t)len, block_size),
@@ -206,6 +214,12 @@ egroup_set_blocks(struct egroup *g, const struct engine_blocks *b)
 {
 	g->sparse = 1;
 	g->blk = *b;
+}
+
+void
+egroup_set_cut(struct egroup *g, uint8_t sub_log)
+{
+	g->sub_log = sub_log;
 }
 
 void

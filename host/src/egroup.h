@@ -55,6 +55,9 @@ void egroup_set_result_filter(struct egroup *g, float bound, uint8_t *deferred);
  * the whole tensor's; each engine gets its run's part. Applied by
  * egroup_allreduce(). */
 void egroup_set_blocks(struct egroup *g, const struct engine_blocks *b);
+/* engine_set_cut() for the next allreduce: every engine of the group cuts
+ * its run's blocks alike (applied by egroup_allreduce()). */
+void egroup_set_cut(struct egroup *g, uint8_t sub_log);
 void egroup_finish(struct egroup *g, uint64_t now_ns);
 void egroup_leave(struct egroup *g, uint64_t now_ns);
 /* Each packet to the engine of the switch it came from (engine 0 when it

@@ -355,8 +355,6 @@ rx_one(struct engine *e, struct ina_pkt *pkt, uint64_t now)
 	} else {
 		r = ina_wire_validate(pkt->data, pkt->len, &e->params, &h);
 	}
-	if (r == INA_WIRE_OK && h.sub_log && h.n_elems)
-		r = INA_WIRE_BAD_MASK; /* issue 18: not decoded here yet */
 	if (r != INA_WIRE_OK || (h.type == INA_T_FAILOVER && !has_replica(e)) ||
 	    ((h.flags & INA_F_STANDBY) && !has_replica(e))) {
 		e->st.bad++;

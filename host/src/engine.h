@@ -200,6 +200,20 @@ int engine_can_start(const struct engine *e);
 void engine_set_result_filter(struct engine *e, float bound, uint8_t *deferred);
 
 /*
+ * The cut of the next engine_allreduce() only (bsp and ssp): its blocks of
+ * B travel cut into 2^sub_log sub-blocks of b = B >> sub_log elements
+ * (docs/PROTOCOL.md 2.7), every packet of the round carrying 'sub_log':
+ * a DATA holds the mask of its non-zero sub-blocks and only their values
+ * (header-only when none is), a RESULT the union's; a sub-block absent
+ * from a result's mask is zero in the output, written as zeros unless the
+ * output is the input (in place), which holds them already. Every rank must
+ * cut a round alike. 0 (the default) is no cut; 1..INA_SUB_LOG_MAX, and
+ * engine_allreduce() refuses (-EINVAL) a B that is no multiple of
+ * 2^sub_log, or a full block with its mask that does not fit a packet.
+ */
+void engine_set_cut(struct engine *e, uint8_t sub_log);
+
+/*
  * Block-sparse operands of the next engine_allreduce() only (bsp): it then
  * takes in = out = NULL, sends only the listed blocks and writes only the
  * union's sums, never a block that stays zero. Block numbers here are the

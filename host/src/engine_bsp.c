@@ -7,6 +7,9 @@
  * A result for the lane's block writes the sum (or zeros for a header-only
  * result) into the output, zeroes the blocks the announced next pointer
  * skips, and makes the lane send its answer to the newly announced block.
+ * With a cut (engine_set_cut) a block travels as its non-zero sub-blocks,
+ * and a result's absent sub-blocks are zero in the output as skipped
+ * blocks are.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -127,14 +130,16 @@ engine_bsp_allreduce(struct engine *e, uint32_t tensor_id, const float *in, floa
 	int sparse = e->next_sparse;
 	float bound = e->next_bound;
 	uint8_t *deferred = e->next_deferred;
+	uint8_t sub_log = e->next_sub_log;
 
 	e->next_sparse = 0;
 	e->next_bound = 0.0f;
 	e->next_deferred = NULL;
+	e->next_sub_log = 0;
 	if (e->phase != ENGINE_READY)
 		return -EBUSY;
 	if (n == 0 || n >= INA_BLOCK_OPEN || block_size == 0 || block_size > e->cfg.max_block ||
-	    (!sparse && (!in || !out)))
+	    (!sparse && (!in || !out)) || engine_cut_check(e, block_size, sub_log) < 0)
 		return -EINVAL;
 	if (e->reshape_lanes && (int32_t)(e->round - e->reshape_round) >= 0) {
 		/* The switch gives slots back: fewer lanes from this round on. */
@@ -148,6 +153,7 @@ engine_bsp_allreduce(struct engine *e, uint32_t tensor_id, const float *in, floa
 	e->out = out;
 	e->n = (uint32_t)n;
 	e->block_size = block_size;
+	e->sub_log = sub_log;
 	e->nb_blocks = ina_wire_nb_blocks(e->n, block_size);
 	e->sparse = (uint8_t)sparse;
 	e->mapped = 0;
@@ -233,6 +239,7 @@ engine_bsp_build(struct engine *e, uint16_t l, int retx)
 	h.block = ln->block;
 	h.next = ln->my_next;
 	h.block_size = e->block_size;
+	h.sub_log = e->sub_log;
 	h.exp = ln->my_exp;
 	if (e->bound > 0.0f && ln->block != INA_BLOCK_OPEN)
 		h.bound = ina_enc_bound(e->cfg.encoding, e->bound,
@@ -240,17 +247,17 @@ engine_bsp_build(struct engine *e, uint16_t l, int retx)
 	if (ln->has_data)
 		n = ina_wire_block_elems(e->n, e->block_size, ln->block);
 	h.n_elems = n;
-	ina_wire_encode_hdr(&h, p->data);
 	p->len = INA_HDR_SIZE;
 	if (n) {
 		const float *src = block_src(e, ln->block, ln->cur_pos);
 
-		e->enc->encode(p->data + INA_HDR_SIZE, src, n, block_scale(e, ln->cur_exp));
-		p->len += (uint32_t)(n * e->enc->elem_size);
+		p->len += (uint32_t)engine_encode_block(e, p->data + INA_HDR_SIZE, &h, src,
+							block_scale(e, ln->cur_exp));
 		e->st.data_sent++;
 	} else {
 		e->st.empty_sent++;
 	}
+	ina_wire_encode_hdr(&h, p->data);
 	p->peer = *cur_sw(e);
 	return p;
 }
@@ -264,21 +271,20 @@ finish_op(struct engine *e)
 }
 
 /* Block 'b''s result into 'dst': decoded from 'payload' (zeros for a
- * header-only result), then averaged when the op is. */
+ * header-only result), then averaged when the op is. With a cut, the
+ * sub-blocks absent from the result's mask are zeroed when 'zero_absent'
+ * (else 'dst' holds them: the input, in place) and only the present ones
+ * averaged. */
 static void
 decode_block(struct engine *e, float *dst, const struct ina_hdr *h, const uint8_t *payload,
-	     uint16_t n, int scale)
+	     uint16_t n, int scale, int zero_absent)
 {
-	if (h->n_elems == 0)
+	if (h->n_elems == 0) {
 		memset(dst, 0, (size_t)n * sizeof(float));
-	else
-		e->enc->decode(dst, payload, n, scale);
-	if (e->op == ENGINE_AVG) {
-		float s = 1.0f / (float)e->cfg.world;
-
-		for (uint16_t i = 0; i < n; i++)
-			dst[i] *= s;
+		return;
 	}
+	engine_decode_block(e, dst, h, payload, n, scale, zero_absent,
+			    e->op == ENGINE_AVG ? 1.0f / (float)e->cfg.world : 1.0f);
 }
 
 /* Block 'b''s result where the round's output wants it: the dense output,
@@ -296,7 +302,8 @@ write_result(struct engine *e, uint32_t b, const struct ina_hdr *h, const uint8_
 	if (h->n_elems == 0 && !(h->flags & INA_F_DEFERRED) && (e->sparse || e->out == e->in))
 		return;
 	if (!e->sparse) {
-		decode_block(e, e->out + (size_t)b * e->block_size, h, payload, n, scale);
+		decode_block(e, e->out + (size_t)b * e->block_size, h, payload, n, scale,
+			     e->out != e->in);
 		return;
 	}
 	slot = (*k->out_count)++;
@@ -310,7 +317,8 @@ write_result(struct engine *e, uint32_t b, const struct ina_hdr *h, const uint8_
 	dst = list ? list : dense;
 	if (!dst)
 		return;
-	decode_block(e, dst, h, payload, n, scale);
+	/* The union's block whole: its absent sub-blocks zero. */
+	decode_block(e, dst, h, payload, n, scale, 1);
 	if (list && dense)
 		memcpy(dense, list, (size_t)n * sizeof(float));
 }
@@ -325,7 +333,7 @@ engine_bsp_on_result(struct engine *e, const struct ina_hdr *h, const uint8_t *p
 	if (e->phase != ENGINE_RUNNING || !ln->active || ln->done || h->round != e->round ||
 	    h->tensor_id != e->tensor_id || h->block != ln->block ||
 	    (h->flags & INA_F_VER) != ln->ver || h->tensor_len != e->n ||
-	    h->block_size != e->block_size) {
+	    h->block_size != e->block_size || h->sub_log != e->sub_log) {
 		e->st.stale++;
 		return;
 	}

@@ -65,6 +65,7 @@ struct sop {
 	uint32_t n;
 	uint32_t nb_blocks;
 	uint16_t block_size;
+	uint8_t sub_log; /* the round's cut (engine_set_cut) */
 	uint16_t lanes_left;
 	float bound;
 	const float *in;
@@ -96,6 +97,7 @@ struct engine {
 	float *out;
 	uint32_t n;
 	uint16_t block_size;
+	uint8_t sub_log; /* the round's cut: 2^sub_log sub-blocks a block */
 	uint32_t nb_blocks;
 	enum engine_op op;
 	uint16_t lanes_left;
@@ -127,6 +129,7 @@ struct engine {
 	uint8_t next_sparse;	       /* engine_set_blocks() for the next op */
 	struct engine_blocks next_blk; /* ... and its operands */
 	float next_bound;	       /* engine_set_result_filter(), for the next op */
+	uint8_t next_sub_log;	       /* engine_set_cut(), for the next op */
 	uint8_t *next_deferred;
 	struct lane *lanes;
 
@@ -210,6 +213,23 @@ void engine_rtt_sample(struct engine *e, uint64_t sample);
 /* Records a current WAIT (its 8-byte missing-ranks payload at 'payload'). */
 void engine_note_wait(struct engine *e, const struct ina_hdr *h, const uint8_t *payload,
 		      uint64_t now);
+
+/* The cut of a round of blocks of 'block_size' into 2^sub_log sub-blocks:
+ * 0 when it is valid for a packet of the engine's pool, else -EINVAL. */
+int engine_cut_check(const struct engine *e, uint16_t block_size, uint8_t sub_log);
+/* Encodes 'n' floats of block 'src' (with the block's 'scale') as the
+ * payload of a DATA after 'hdr' ('h' its header, n_elems set): with sub_log
+ * the mask of its non-zero sub-blocks and those only, n_elems 0 when none
+ * is. Returns the payload's bytes and sets h->n_elems. */
+size_t engine_encode_block(const struct engine *e, uint8_t *payload, struct ina_hdr *h,
+			   const float *src, int scale);
+/* Decodes a RESULT's payload ('h' n_elems > 0) of 'n' elements into 'dst':
+ * with sub_log the present sub-blocks, the absent ones zeroed when
+ * 'zero_absent'; the elements written are scaled by 'avg' when not 1.
+ * Returns the payload's bytes (where a trailer starts). */
+size_t engine_decode_block(const struct engine *e, float *dst, const struct ina_hdr *h,
+			   const uint8_t *payload, uint16_t n, int scale, int zero_absent,
+			   float avg);
 
 /* engine_ssp.c */
 int engine_ssp_allreduce(struct engine *e, uint32_t tensor_id, const float *in, float *out,

@@ -81,11 +81,14 @@ engine_ssp_allreduce(struct engine *e, uint32_t tensor_id, const float *in, floa
 		     uint16_t block_size, enum engine_op op, uint64_t now)
 {
 	struct sop *o = NULL;
+	uint8_t sub_log = e->next_sub_log;
 
+	e->next_sub_log = 0; /* the next round only */
 	if (e->phase != ENGINE_READY && e->phase != ENGINE_RUNNING)
 		return -EBUSY;
 	if (n == 0 || n >= INA_BLOCK_OPEN || block_size == 0 || block_size > e->cfg.max_block ||
-	    !in || !out || ina_wire_nb_blocks((uint32_t)n, block_size) > e->cfg.lanes)
+	    !in || !out || ina_wire_nb_blocks((uint32_t)n, block_size) > e->cfg.lanes ||
+	    engine_cut_check(e, block_size, sub_log) < 0)
 		return -EINVAL;
 	/* The bound: no round more than S back may still be in flight. */
 	for (uint32_t k = 0; k <= e->cfg.ssp; k++) {
@@ -102,6 +105,7 @@ engine_ssp_allreduce(struct engine *e, uint32_t tensor_id, const float *in, floa
 	o->tensor_id = tensor_id;
 	o->n = (uint32_t)n;
 	o->block_size = block_size;
+	o->sub_log = sub_log;
 	o->nb_blocks = ina_wire_nb_blocks(o->n, block_size);
 	o->in = in;
 	o->out = out;
@@ -153,22 +157,22 @@ ssp_build(struct engine *e, const struct sop *o, uint16_t l, int retx)
 	h.block = l;
 	h.next = INA_BLOCK_END;
 	h.block_size = o->block_size;
+	h.sub_log = o->sub_log;
 	if (o->bound > 0.0f)
 		h.bound = ina_enc_bound(e->cfg.encoding, o->bound, 0);
 	if (sl->has_data)
 		n = ina_wire_block_elems(o->n, o->block_size, l);
 	h.n_elems = n;
-	ina_wire_encode_hdr(&h, p->data);
 	p->len = INA_HDR_SIZE;
 	if (n) {
 		const float *src = o->in + (size_t)l * o->block_size;
 
-		e->enc->encode(p->data + INA_HDR_SIZE, src, n, 0);
-		p->len += (uint32_t)(n * e->enc->elem_size);
+		p->len += (uint32_t)engine_encode_block(e, p->data + INA_HDR_SIZE, &h, src, 0);
 		e->st.data_sent++;
 	} else {
 		e->st.empty_sent++;
 	}
+	ina_wire_encode_hdr(&h, p->data);
 	p->peer = *cur_sw(e);
 	return p;
 }
@@ -195,7 +199,7 @@ engine_ssp_on_result(struct engine *e, const struct ina_hdr *h, const uint8_t *p
 	struct sop *o = ssp_op_of(e, h->round);
 	struct sop_lane *sl = o ? &o->lanes[h->lane] : NULL;
 	uint8_t *ver = ssp_ver_of(e, h->lane, h->round);
-	size_t esize = e->enc->elem_size;
+	size_t bytes = 0;
 	int mine = 1;
 	float *dst;
 	uint16_t n;
@@ -208,14 +212,24 @@ engine_ssp_on_result(struct engine *e, const struct ina_hdr *h, const uint8_t *p
 	if (e->phase != ENGINE_RUNNING || !o || !sl->active || sl->done || sl->need_send ||
 	    h->tensor_id != o->tensor_id || h->block != h->lane || h->next != INA_BLOCK_END ||
 	    (h->flags & INA_F_VER) != *ver || h->tensor_len != o->n ||
-	    h->block_size != o->block_size) {
+	    h->block_size != o->block_size || h->sub_log != o->sub_log) {
 		e->st.stale++;
 		return;
 	}
+	/* The sum first (its absent sub-blocks zero): the trailer of a
+	 * PARTIAL result follows it, after the mask and the present
+	 * sub-blocks only. A result that fails the round writes nothing the
+	 * caller reads. */
+	dst = o->out + (size_t)h->block * o->block_size;
+	n = ina_wire_block_elems(o->n, o->block_size, h->block);
+	if (h->n_elems == 0)
+		memset(dst, 0, (size_t)n * sizeof(float));
+	else
+		bytes = engine_decode_block(e, dst, h, payload, n, 0, 1, 1.0f);
 	if (h->flags & INA_F_PARTIAL) {
 		uint64_t contrib_be;
 
-		memcpy(&contrib_be, payload + (size_t)h->n_elems * esize, sizeof(contrib_be));
+		memcpy(&contrib_be, payload + bytes, sizeof(contrib_be));
 		mine = (int)(be64toh(contrib_be) >> e->cfg.rank & 1);
 	}
 	if (!mine || (h->flags & INA_F_DEFERRED)) {
@@ -234,12 +248,6 @@ engine_ssp_on_result(struct engine *e, const struct ina_hdr *h, const uint8_t *p
 		else
 			e->st.ssp_missed++;
 	}
-	dst = o->out + (size_t)h->block * o->block_size;
-	n = ina_wire_block_elems(o->n, o->block_size, h->block);
-	if (h->n_elems == 0)
-		memset(dst, 0, (size_t)n * sizeof(float));
-	else
-		e->enc->decode(dst, payload, n, 0);
 	if (!sl->retx && now >= sl->sent_ns)
 		engine_rtt_sample(e, now - sl->sent_ns);
 	*ver ^= 1;

@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The block planner: per candidate B, measure on the shared reference which
- * blocks would travel (non-zero or above a bound, or the top blocks by norm to
- * a mass fraction), cost them with the lane protocol's packet count (see
- * planner.h), and keep the cheapest B, the larger on a tie. Ranking uses a
- * binary heap over an index array sized at create for the smallest B.
+ * The block planner: per sub-block size b, measure on the shared reference
+ * which sub-blocks would travel (non-zero or above a bound, or the top
+ * sub-blocks by norm to a mass fraction); per candidate (B, b), the blocks of
+ * B that hold one; cost them with the lane protocol's packet count and the
+ * masks (see planner.h), priced in time, and keep the fastest. Ranking uses a
+ * binary heap over an index array sized at create for the smallest b.
  */
 #include "planner.h"
 
@@ -16,12 +17,15 @@
 
 struct planner {
 	struct planner_config cfg;
-	unsigned n_cand;
-	uint32_t sizes[PLANNER_MAX_CANDIDATES];
+	uint64_t packet_ps, byte_ps; /* cfg's costs in whole picoseconds */
+	unsigned n_sizes, n_eval;
+	uint32_t sizes[PLANNER_MAX_SIZES];
 	struct planner_candidate cand[PLANNER_MAX_CANDIDATES];
-	uint32_t max_blocks; /* blocks of max_elems at B = 16 */
-	double *key;	     /* per block: sum of squares, INFINITY if not finite */
-	uint32_t *heap;	     /* eligible block indices */
+	uint32_t min_unit;  /* the smallest b of any candidate */
+	uint32_t max_units; /* units of max_elems at min_unit */
+	double *key;	    /* per unit: sum of squares, INFINITY if not finite */
+	uint32_t *heap;	    /* eligible unit indices */
+	uint8_t *sel;	    /* per unit: kept */
 };
 
 void
@@ -35,6 +39,9 @@ planner_config_init(struct planner_config *cfg)
 		.lanes = 64,
 		.open_exchange = 0,
 		.frame_bytes = 0,
+		.max_sub_log = 0,
+		.packet_ns = PLANNER_UDP_PACKET_NS,
+		.byte_ns = PLANNER_UDP_BYTE_NS,
 	};
 }
 
@@ -46,7 +53,20 @@ planner_max_block(const struct planner_config *cfg)
 	if (cfg->elem_bytes == 0 || cfg->max_pkt <= INA_HDR_SIZE)
 		return 0;
 	b = (cfg->max_pkt - INA_HDR_SIZE) / cfg->elem_bytes;
-	return b > 65535u ? 65535u : b;
+	return b > INA_BLOCK_MAX ? INA_BLOCK_MAX : b;
+}
+
+uint32_t
+planner_mask_bytes(uint8_t sub_log)
+{
+	return ina_wire_mask_bytes(sub_log);
+}
+
+/* A cost per unit: finite, >= 0, below a second. */
+static int
+cost_ok(double ns)
+{
+	return ns >= 0 && ns < 1e9;
 }
 
 int
@@ -54,9 +74,22 @@ planner_config_check(const struct planner_config *cfg)
 {
 	if (!cfg || cfg->max_elems == 0 || cfg->elem_bytes == 0 || cfg->world == 0 ||
 	    cfg->world > INA_MAX_WORLD || cfg->lanes == 0 ||
-	    planner_max_block(cfg) < PLANNER_MIN_BLOCK)
+	    planner_max_block(cfg) < PLANNER_MIN_BLOCK || cfg->max_sub_log > PLANNER_MAX_SUB_LOG ||
+	    !cost_ok(cfg->packet_ns) || !cost_ok(cfg->byte_ns) ||
+	    (cfg->packet_ns == 0 && cfg->byte_ns == 0))
 		return -EINVAL;
 	return 0;
+}
+
+/* The largest k tried at block size B. */
+static unsigned
+max_k(const struct planner_config *cfg, uint32_t B)
+{
+	unsigned k = 0;
+
+	while (k < cfg->max_sub_log && (B >> (k + 1)) >= PLANNER_MIN_SUB)
+		k++;
+	return k;
 }
 
 struct planner *
@@ -73,14 +106,17 @@ planner_create(const struct planner_config *cfg)
 	if (!p)
 		return NULL;
 	p->cfg = *cfg;
+	p->packet_ps = (uint64_t)llround(cfg->packet_ns * 1000);
+	p->byte_ps = (uint64_t)llround(cfg->byte_ns * 1000);
 	maxb = planner_max_block(cfg);
-	for (b = PLANNER_MIN_BLOCK; b <= maxb && p->n_cand < PLANNER_MAX_CANDIDATES; b *= 2)
-		p->sizes[p->n_cand++] = b;
-	p->max_blocks = (uint32_t)((cfg->max_elems + (uint64_t)PLANNER_MIN_BLOCK - 1) /
-				   PLANNER_MIN_BLOCK);
-	p->key = calloc(p->max_blocks, sizeof(*p->key));
-	p->heap = calloc(p->max_blocks, sizeof(*p->heap));
-	if (!p->key || !p->heap) {
+	for (b = PLANNER_MIN_BLOCK; b <= maxb && p->n_sizes < PLANNER_MAX_SIZES; b *= 2)
+		p->sizes[p->n_sizes++] = b;
+	p->min_unit = PLANNER_MIN_BLOCK >> max_k(cfg, PLANNER_MIN_BLOCK);
+	p->max_units = (uint32_t)((cfg->max_elems + (uint64_t)p->min_unit - 1) / p->min_unit);
+	p->key = calloc(p->max_units, sizeof(*p->key));
+	p->heap = calloc(p->max_units, sizeof(*p->heap));
+	p->sel = calloc(p->max_units, sizeof(*p->sel));
+	if (!p->key || !p->heap || !p->sel) {
 		planner_destroy(p);
 		errno = ENOMEM;
 		return NULL;
@@ -95,13 +131,14 @@ planner_destroy(struct planner *p)
 		return;
 	free(p->key);
 	free(p->heap);
+	free(p->sel);
 	free(p);
 }
 
 unsigned
 planner_n_candidates(const struct planner *p)
 {
-	return p->n_cand;
+	return p->n_sizes;
 }
 
 const uint32_t *
@@ -116,14 +153,21 @@ planner_candidates(const struct planner *p)
 	return p->cand;
 }
 
+unsigned
+planner_n_evaluated(const struct planner *p)
+{
+	return p->n_eval;
+}
+
 struct planner_cost
-planner_cost(const struct planner_config *cfg, uint32_t n, uint32_t B,
+planner_cost(const struct planner_config *cfg, uint32_t n, uint32_t B, uint8_t sub_log,
 	     const struct planner_blocks *blk)
 {
 	struct planner_cost c = { 0 };
 	uint64_t nb = (n + (uint64_t)B - 1) / B;
 	uint64_t active = nb < cfg->lanes ? nb : cfg->lanes;
 	uint64_t steps, hdr = INA_HDR_SIZE + (uint64_t)cfg->frame_bytes;
+	uint64_t mask = planner_mask_bytes(sub_log);
 
 	if (cfg->open_exchange)
 		steps = active + blk->sent;
@@ -131,12 +175,23 @@ planner_cost(const struct planner_config *cfg, uint32_t n, uint32_t B,
 		steps = active + blk->sent - blk->sent_openers;
 	c.up_pkts = (uint64_t)cfg->world * steps;
 	c.down_pkts = (uint64_t)cfg->world * steps;
-	c.up_bytes = c.up_pkts * hdr + (uint64_t)cfg->elem_bytes * blk->up_elems;
-	c.down_bytes = c.down_pkts * hdr + (uint64_t)cfg->elem_bytes * cfg->world * blk->sent_elems;
+	c.up_bytes = c.up_pkts * hdr + mask * blk->up_blocks +
+		     (uint64_t)cfg->elem_bytes * blk->up_elems;
+	c.down_bytes = c.down_pkts * hdr + mask * cfg->world * blk->sent +
+		       (uint64_t)cfg->elem_bytes * cfg->world * blk->sent_elems;
 	return c;
 }
 
-/* Block a ranks before block b: larger key, then smaller index. */
+uint64_t
+planner_cost_time_ps(const struct planner_config *cfg, const struct planner_cost *c)
+{
+	uint64_t packet_ps = (uint64_t)llround(cfg->packet_ns * 1000);
+	uint64_t byte_ps = (uint64_t)llround(cfg->byte_ns * 1000);
+
+	return (c->up_pkts + c->down_pkts) * packet_ps + planner_cost_bytes(c) * byte_ps;
+}
+
+/* Unit a ranks before unit b: larger key, then smaller index. */
 static int
 before(const double *key, uint32_t a, uint32_t b)
 {
@@ -164,34 +219,30 @@ sift_down(uint32_t *heap, uint32_t n, uint32_t i, const double *key)
 	}
 }
 
-static void
-take(struct planner_blocks *blk, uint32_t b, uint32_t n, uint32_t B, uint32_t active)
+/* Elements of unit u of size 'b' in a tensor of n. */
+static uint32_t
+unit_len(uint32_t n, uint32_t b, uint32_t u)
 {
-	uint64_t start = (uint64_t)b * B, len = n - start < B ? n - start : B;
+	uint64_t start = (uint64_t)u * b;
 
-	blk->sent++;
-	blk->sent_elems += len;
-	if (b < active)
-		blk->sent_openers++;
+	return n - start < b ? (uint32_t)(n - start) : b;
 }
 
-/* Measures U at block size B on 'ref' into blk (uplink not set). */
+/* Marks in p->sel the units of size 'b' of 'ref' that travel. */
 static void
-measure(struct planner *p, const float *ref, uint32_t n, uint32_t B, double mass, float bound,
-	struct planner_blocks *blk)
+select_units(struct planner *p, const float *ref, uint32_t n, uint32_t b, double mass, float bound)
 {
-	uint32_t nb = (uint32_t)((n + (uint64_t)B - 1) / B);
-	uint32_t active = nb < p->cfg.lanes ? nb : p->cfg.lanes;
-	uint32_t b, h = 0;
+	uint32_t nu = (uint32_t)((n + (uint64_t)b - 1) / b);
+	uint32_t u, h = 0;
 	double finite_total = 0, target, acc = 0;
 
-	*blk = (struct planner_blocks){ .n_blocks = nb };
-	for (b = 0; b < nb; b++) {
-		uint64_t i, end = (uint64_t)b * B + B < n ? (uint64_t)b * B + B : n;
+	for (u = 0; u < nu; u++) {
+		uint64_t i, end = (uint64_t)u * b + unit_len(n, b, u);
 		double ss = 0;
 		int over = 0, nonfinite = 0;
 
-		for (i = (uint64_t)b * B; i < end; i++) {
+		p->sel[u] = 0;
+		for (i = (uint64_t)u * b; i < end; i++) {
 			float v = ref[i];
 
 			if (!isfinite(v)) {
@@ -202,87 +253,192 @@ measure(struct planner *p, const float *ref, uint32_t n, uint32_t B, double mass
 				over = 1;
 			ss += (double)v * v;
 		}
-		if (nonfinite) {
-			take(blk, b, n, B, active); /* always travels */
+		if (nonfinite || (over && mass >= 1.0)) {
+			p->sel[u] = 1; /* always travels */
 			continue;
 		}
 		if (!over)
 			continue;
-		if (mass >= 1.0) {
-			take(blk, b, n, B, active);
-			continue;
-		}
-		p->key[b] = ss;
-		p->heap[h++] = b;
+		p->key[u] = ss;
+		p->heap[h++] = u;
 		finite_total += ss;
 	}
 	if (mass >= 1.0 || h == 0)
 		return;
-	for (b = h / 2; b-- > 0;)
-		sift_down(p->heap, h, b, p->key);
+	for (u = h / 2; u-- > 0;)
+		sift_down(p->heap, h, u, p->key);
 	target = mass * finite_total;
 	while (h > 0 && (acc < target || acc == 0)) {
 		uint32_t top = p->heap[0];
 
 		acc += p->key[top];
-		take(blk, top, n, B, active);
+		p->sel[top] = 1;
 		p->heap[0] = p->heap[--h];
 		sift_down(p->heap, h, 0, p->key);
 	}
 }
 
+/* U at block size B from the units of size b = B >> k in p->sel (uplink not
+ * set). */
+static void
+count_blocks(const struct planner *p, uint32_t n, uint32_t B, unsigned k,
+	     struct planner_blocks *blk)
+{
+	uint32_t nb = (uint32_t)((n + (uint64_t)B - 1) / B);
+	uint32_t active = nb < p->cfg.lanes ? nb : p->cfg.lanes;
+	uint32_t b = B >> k, per = 1u << k;
+	uint32_t nu = (uint32_t)((n + (uint64_t)b - 1) / b);
+	uint32_t j, u;
+
+	*blk = (struct planner_blocks){ .n_blocks = nb };
+	for (j = 0; j < nb; j++) {
+		uint32_t end = (j + 1) * per < nu ? (j + 1) * per : nu;
+		uint64_t elems = 0;
+
+		for (u = j * per; u < end; u++)
+			if (p->sel[u])
+				elems += unit_len(n, b, u);
+		if (elems == 0)
+			continue;
+		blk->sent++;
+		blk->sent_elems += elems;
+		if (j < active)
+			blk->sent_openers++;
+	}
+}
+
+/* Candidate a is better than the best so far, 'best' (NULL: none yet). */
+static int
+better(const struct planner_candidate *a, const struct planner_candidate *best)
+{
+	uint64_t ab = planner_cost_bytes(&a->cost), bb;
+
+	if (!best)
+		return 1;
+	if (a->time_ps != best->time_ps)
+		return a->time_ps < best->time_ps;
+	bb = planner_cost_bytes(&best->cost);
+	if (ab != bb)
+		return ab < bb;
+	if (a->block_size != best->block_size)
+		return a->block_size > best->block_size;
+	return a->sub_log < best->sub_log;
+}
+
+int
+planner_plan_cut(struct planner *p, const float *ref, uint32_t n, double mass, float bound,
+		 struct planner_pick *pick)
+{
+	const struct planner_candidate *best = NULL;
+	uint32_t b;
+	unsigned i;
+
+	if (!p || !ref || !pick || n == 0 || n > p->cfg.max_elems || !(mass > 0) || !(bound >= 0))
+		return -EINVAL;
+	p->n_eval = 0;
+	/* Each b once, then every B it cuts: b = B >> k. */
+	for (b = p->min_unit; b <= p->sizes[p->n_sizes - 1]; b *= 2) {
+		int measured = 0;
+
+		for (i = 0; i < p->n_sizes; i++) {
+			uint32_t B = p->sizes[i];
+			struct planner_candidate *c;
+			unsigned k = 0;
+
+			while ((b << k) < B)
+				k++;
+			if ((b << k) != B || k > max_k(&p->cfg, B) ||
+			    p->n_eval == PLANNER_MAX_CANDIDATES)
+				continue;
+			if (!measured) {
+				select_units(p, ref, n, b, mass, bound);
+				measured = 1;
+			}
+			c = &p->cand[p->n_eval++];
+			c->block_size = B;
+			c->sub_log = (uint8_t)k;
+			count_blocks(p, n, B, k, &c->blocks);
+			c->blocks.up_elems = (uint64_t)p->cfg.world * c->blocks.sent_elems;
+			c->blocks.up_blocks = (uint64_t)p->cfg.world * c->blocks.sent;
+			c->cost = planner_cost(&p->cfg, n, B, (uint8_t)k, &c->blocks);
+			c->time_ps = (c->cost.up_pkts + c->cost.down_pkts) * p->packet_ps +
+				     planner_cost_bytes(&c->cost) * p->byte_ps;
+			c->density = (double)c->blocks.sent / c->blocks.n_blocks;
+			if (better(c, best))
+				best = c;
+		}
+	}
+	pick->block_size = best->block_size;
+	pick->sub_log = best->sub_log;
+	pick->sub = best->block_size >> best->sub_log;
+	return 0;
+}
+
 uint32_t
 planner_plan(struct planner *p, const float *ref, uint32_t n, double mass, float bound)
 {
-	uint32_t best = 0;
-	uint64_t best_bytes = 0;
-	unsigned k;
+	struct planner_pick pick;
 
-	if (!p || !ref || n == 0 || n > p->cfg.max_elems || !(mass > 0) || !(bound >= 0))
+	if (planner_plan_cut(p, ref, n, mass, bound, &pick) < 0)
 		return 0;
-	for (k = 0; k < p->n_cand; k++) {
-		struct planner_candidate *c = &p->cand[k];
-		uint64_t bytes;
+	return pick.block_size;
+}
 
-		c->block_size = p->sizes[k];
-		measure(p, ref, n, c->block_size, mass, bound, &c->blocks);
-		c->blocks.up_elems = (uint64_t)p->cfg.world * c->blocks.sent_elems;
-		c->cost = planner_cost(&p->cfg, n, c->block_size, &c->blocks);
-		c->density = (double)c->blocks.sent / c->blocks.n_blocks;
-		bytes = planner_cost_bytes(&c->cost);
-		/* Candidates ascend, so <= keeps the larger B on a tie. */
-		if (best == 0 || bytes <= best_bytes) {
-			best = c->block_size;
-			best_bytes = bytes;
-		}
-	}
-	return best;
+void
+planner_first_cut(const struct planner *p, struct planner_pick *pick)
+{
+	uint32_t B = p->sizes[p->n_sizes - 1];
+
+	pick->block_size = B;
+	pick->sub_log = (uint8_t)max_k(&p->cfg, B);
+	pick->sub = B >> pick->sub_log;
 }
 
 void
 planner_count(const struct planner_config *cfg, const float *const *vec, unsigned n_vec, uint32_t n,
-	      uint32_t B, struct planner_blocks *out)
+	      uint32_t B, uint8_t sub_log, struct planner_blocks *out)
 {
 	uint32_t nb = (uint32_t)((n + (uint64_t)B - 1) / B);
 	uint32_t active = nb < cfg->lanes ? nb : cfg->lanes;
-	uint32_t b;
+	uint32_t sb = B >> sub_log, j;
 
 	*out = (struct planner_blocks){ .n_blocks = nb };
-	for (b = 0; b < nb; b++) {
-		uint64_t i, start = (uint64_t)b * B, end = start + B < n ? start + B : n;
-		int any = 0;
+	for (j = 0; j < nb; j++) {
+		uint64_t start = (uint64_t)j * B, end = start + B < n ? start + B : n;
+		uint8_t any[INA_SUB_MAX] = { 0 };
+		uint64_t s, i, elems = 0;
+		int sent = 0;
 		unsigned w;
 
 		for (w = 0; w < n_vec; w++) {
-			for (i = start; i < end; i++)
-				if (vec[w][i] != 0.0f) /* NaN != 0: it travels */
-					break;
-			if (i < end) {
-				any = 1;
-				out->up_elems += end - start;
+			uint64_t own = 0;
+
+			for (s = start; s < end; s += sb) {
+				uint64_t e = s + sb < end ? s + sb : end;
+
+				for (i = s; i < e; i++)
+					if (vec[w][i] != 0.0f) /* NaN != 0: it travels */
+						break;
+				if (i == e)
+					continue;
+				own += e - s;
+				any[(s - start) / sb] = 1;
+			}
+			if (own) {
+				out->up_blocks++;
+				out->up_elems += own;
 			}
 		}
-		if (any)
-			take(out, b, n, B, active);
+		for (s = start; s < end; s += sb)
+			if (any[(s - start) / sb]) {
+				sent = 1;
+				elems += (s + sb < end ? s + sb : end) - s;
+			}
+		if (!sent)
+			continue;
+		out->sent++;
+		out->sent_elems += elems;
+		if (j < active)
+			out->sent_openers++;
 	}
 }

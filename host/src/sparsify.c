@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Sparsification with residual carry-over (sparsify.h): block top-k by L2
- * norm and a value-bounded filter, over a residual allocated once. Blocks are
- * ranked with a binary heap over a preallocated index array (build O(n), one
- * pop O(log n) per block taken), so a round allocates nothing and the order,
- * ties broken by block index, is deterministic.
+ * norm and a value-bounded filter, over a residual allocated once. The units
+ * ranked are blocks of B, or their sub-blocks of b when the round cuts its
+ * blocks (PROTOCOL 2.7). Units are ranked with a binary heap over a
+ * preallocated index array (build O(n), one pop O(log n) per unit taken), so
+ * a round allocates nothing and the order, ties broken by index, is
+ * deterministic.
  */
 #include <errno.h>
 #include <math.h>
@@ -16,13 +18,17 @@
 
 struct sparsify {
 	struct sparsify_config cfg;
-	uint32_t min_block; /* cfg.block_size at creation: sizes the arrays */
+	uint32_t min_unit; /* the unit at creation: sizes the arrays */
 	uint32_t n_blocks;
+	uint32_t unit; /* elements a ranked unit: b, or B without a cut */
+	uint32_t n_units;
+	uint32_t per;	 /* units a block: B / unit */
+	uint32_t mask;	 /* bytes of a packet's presence mask, 0 without a cut */
 	float *residual; /* n_elems */
-	double *norms;	 /* per block: sum of squares of what may be sent */
-	double *keys;	 /* per block: largest magnitude (filter budget) */
-	uint32_t *heap;	 /* n_blocks block indices */
-	uint8_t *keep;	 /* per block: sent this round */
+	double *norms;	 /* per unit: sum of squares of what may be sent */
+	double *keys;	 /* per unit: largest magnitude (filter budget) */
+	uint32_t *heap;	 /* n_units unit indices */
+	uint8_t *keep;	 /* per unit: sent this round */
 };
 
 void
@@ -47,12 +53,29 @@ block_bytes(uint32_t len)
 	return INA_HDR_SIZE + 4ull * len;
 }
 
+/* The cut's k for B and b (b = B >> k, k in 1..INA_SUB_LOG_MAX), 0 for
+ * none (b = 0 or b = B), -1 if b does not cut B so. */
+static int
+cut_log(uint32_t B, uint32_t b)
+{
+	int k = 0;
+
+	if (b == 0 || b == B)
+		return 0;
+	if (b > B)
+		return -1;
+	while ((b << k) < B && k <= (int)INA_SUB_LOG_MAX)
+		k++;
+	return (b << k) == B && k <= (int)INA_SUB_LOG_MAX ? k : -1;
+}
+
 int
 sparsify_config_check(const struct sparsify_config *cfg)
 {
 	uint64_t one_block;
 
-	if (cfg == NULL || cfg->n_elems == 0 || cfg->block_size == 0)
+	if (cfg == NULL || cfg->n_elems == 0 || cfg->block_size == 0 ||
+	    cut_log(cfg->block_size, cfg->sub_block) < 0)
 		return -EINVAL;
 	if (cfg->select & ~(unsigned)(SPARSIFY_TOPK | SPARSIFY_FILTER))
 		return -EINVAL;
@@ -110,13 +133,13 @@ sparsify_create(const struct sparsify_config *cfg)
 	if (s == NULL)
 		return NULL;
 	s->cfg = *cfg;
-	s->min_block = cfg->block_size;
-	s->n_blocks = (uint32_t)(((uint64_t)cfg->n_elems + cfg->block_size - 1) / cfg->block_size);
+	s->min_unit = cfg->sub_block ? cfg->sub_block : cfg->block_size;
+	(void)sparsify_set_cut(s, cfg->block_size, cfg->sub_block);
 	s->residual = calloc(cfg->n_elems, sizeof(*s->residual));
-	s->norms = calloc(s->n_blocks, sizeof(*s->norms));
-	s->keys = calloc(s->n_blocks, sizeof(*s->keys));
-	s->heap = calloc(s->n_blocks, sizeof(*s->heap));
-	s->keep = calloc(s->n_blocks, sizeof(*s->keep));
+	s->norms = calloc(s->n_units, sizeof(*s->norms));
+	s->keys = calloc(s->n_units, sizeof(*s->keys));
+	s->heap = calloc(s->n_units, sizeof(*s->heap));
+	s->keep = calloc(s->n_units, sizeof(*s->keep));
 	if (!s->residual || !s->norms || !s->keys || !s->heap || !s->keep) {
 		sparsify_destroy(s);
 		errno = ENOMEM;
@@ -139,16 +162,35 @@ sparsify_destroy(struct sparsify *s)
 }
 
 int
-sparsify_set_block_size(struct sparsify *s, uint32_t block_size)
+sparsify_set_cut(struct sparsify *s, uint32_t block_size, uint32_t sub_block)
 {
 	struct sparsify_config c = s->cfg;
+	uint32_t unit;
 
 	c.block_size = block_size;
-	if (block_size < s->min_block || sparsify_config_check(&c) < 0)
+	c.sub_block = sub_block == block_size ? 0 : sub_block;
+	unit = c.sub_block ? c.sub_block : block_size;
+	if (unit < s->min_unit || sparsify_config_check(&c) < 0)
 		return -EINVAL;
-	s->cfg.block_size = block_size;
+	s->cfg = c;
+	s->unit = unit;
+	s->per = block_size / unit;
+	s->mask = ina_wire_mask_bytes((uint8_t)cut_log(block_size, c.sub_block));
 	s->n_blocks = (uint32_t)(((uint64_t)c.n_elems + block_size - 1) / block_size);
+	s->n_units = (uint32_t)(((uint64_t)c.n_elems + unit - 1) / unit);
 	return 0;
+}
+
+int
+sparsify_set_block_size(struct sparsify *s, uint32_t block_size)
+{
+	return sparsify_set_cut(s, block_size, 0);
+}
+
+uint32_t
+sparsify_sub_block(const struct sparsify *s)
+{
+	return s->cfg.sub_block;
 }
 
 const float *
@@ -228,6 +270,31 @@ heap_pop(uint32_t *heap, size_t *n, const double *key)
 	return top;
 }
 
+/* Elements of unit u. */
+static uint32_t
+unit_len(const struct sparsify *s, uint32_t u)
+{
+	uint64_t start = (uint64_t)u * s->unit;
+
+	return (uint32_t)(s->cfg.n_elems - start < s->unit ? s->cfg.n_elems - start : s->unit);
+}
+
+/* Wire bytes that sending unit u adds, given the units keep[] marks: its
+ * values, and the packet's header and mask if it is the first of its block. */
+static uint64_t
+unit_bytes(const struct sparsify *s, uint32_t u)
+{
+	uint32_t first = u / s->per * s->per, end = first + s->per, i;
+	uint64_t values = 4ull * unit_len(s, u);
+
+	if (end > s->n_units)
+		end = s->n_units;
+	for (i = first; i < end; i++)
+		if (s->keep[i])
+			return values;
+	return INA_HDR_SIZE + s->mask + values;
+}
+
 /* A NaN ranks as infinity: it is sent, never hidden in the residual. */
 static double
 rank_key(double x)
@@ -245,43 +312,46 @@ rank_key(double x)
 static float
 budget_bound(struct sparsify *s)
 {
-	size_t n = s->n_blocks;
-	uint64_t bytes = 0;
+	size_t n = s->n_units;
+	uint64_t bytes = 0, add;
 	double last = -1.0;
 	uint32_t b;
 
+	memset(s->keep, 0, s->n_units); /* scratch: the units taken */
 	heap_build(s->heap, n, s->keys);
 	while (n > 0) {
 		b = heap_pop(s->heap, &n, s->keys);
 		if (s->keys[b] == 0.0)
 			break;
-		if (bytes + block_bytes(sparsify_block_len(s, b)) > s->cfg.filter_budget) {
+		add = unit_bytes(s, b);
+		if (bytes + add > s->cfg.filter_budget) {
 			if (last > s->keys[b])
 				return (float)last;
 			return nextafterf((float)s->keys[b], INFINITY);
 		}
-		bytes += block_bytes(sparsify_block_len(s, b));
+		bytes += add;
+		s->keep[b] = 1;
 		last = s->keys[b];
 	}
 	return last > 0.0 ? (float)last : 0.0f;
 }
 
-/* Block top-k: marks keep[] for a prefix of the blocks ranked by norms. */
+/* Top-k: marks keep[] for a prefix of the units ranked by norms. */
 static void
 topk_select(struct sparsify *s, double mass_total)
 {
 	const struct sparsify_config *c = &s->cfg;
-	size_t n = s->n_blocks, kept = 0, k = 0;
+	size_t n = s->n_units, kept = 0, k = 0;
 	uint64_t bytes = 0;
 	double goal = c->mass * mass_total, cum = 0.0;
 	uint32_t b;
 
 	if (c->target == SPARSIFY_DENSITY) {
-		k = (size_t)lround(c->density * (double)s->n_blocks);
+		k = (size_t)lround(c->density * (double)s->n_units);
 		if (k == 0)
 			k = 1;
 	}
-	memset(s->keep, 0, s->n_blocks);
+	memset(s->keep, 0, s->n_units);
 	heap_build(s->heap, n, s->norms);
 	while (n > 0) {
 		if (c->target == SPARSIFY_DENSITY && kept == k)
@@ -295,7 +365,7 @@ topk_select(struct sparsify *s, double mass_total)
 		if (s->norms[b] == 0.0)
 			break;
 		if (c->target == SPARSIFY_BYTES) {
-			bytes += block_bytes(sparsify_block_len(s, b));
+			bytes += unit_bytes(s, b);
 			if (bytes > c->byte_budget)
 				break;
 		}
@@ -310,7 +380,7 @@ sparsify_round(struct sparsify *s, const float *grad, float *out, uint32_t round
 	       struct sparsify_stats *st)
 {
 	const struct sparsify_config *c;
-	const uint32_t B = s ? s->cfg.block_size : 0;
+	const uint32_t B = s ? s->unit : 0;
 	int filter, element;
 	float bound = 0.0f;
 	struct sparsify_stats z;
@@ -327,11 +397,11 @@ sparsify_round(struct sparsify *s, const float *grad, float *out, uint32_t round
 	memset(st, 0, sizeof(*st));
 
 	/* acc = grad + residual, in the residual; grad is read only here, so
-	 * 'out' may be 'grad'. Per block: its mass and its largest magnitude. */
-	for (b = 0; b < s->n_blocks; b++) {
+	 * 'out' may be 'grad'. Per unit: its mass and its largest magnitude. */
+	for (b = 0; b < s->n_units; b++) {
 		float *r = s->residual + (size_t)b * B;
 		const float *g = grad + (size_t)b * B;
-		uint32_t len = sparsify_block_len(s, b);
+		uint32_t len = unit_len(s, b);
 		double sq = 0.0;
 		float m = 0.0f;
 		int nan = 0;
@@ -354,9 +424,9 @@ sparsify_round(struct sparsify *s, const float *grad, float *out, uint32_t round
 	if (filter) {
 		bound = c->bound_mode == SPARSIFY_DECAY ? sparsify_decay_bound(c, round)
 							: budget_bound(s);
-		for (b = 0; b < s->n_blocks; b++) {
+		for (b = 0; b < s->n_units; b++) {
 			const float *r = s->residual + (size_t)b * B;
-			uint32_t len = sparsify_block_len(s, b);
+			uint32_t len = unit_len(s, b);
 			double sq = 0.0;
 
 			if ((float)s->keys[b] < bound) {
@@ -376,38 +446,52 @@ sparsify_round(struct sparsify *s, const float *grad, float *out, uint32_t round
 	if (c->select & SPARSIFY_TOPK)
 		topk_select(s, total);
 	else
-		for (b = 0; b < s->n_blocks; b++)
+		for (b = 0; b < s->n_units; b++)
 			s->keep[b] = s->norms[b] != 0.0;
 
 	/* Out: the kept values themselves; their residual becomes 0 (acc - acc,
-	 * written as 0 so that an infinity leaves no NaN behind). */
-	for (b = 0; b < s->n_blocks; b++) {
-		float *r = s->residual + (size_t)b * B;
-		float *o = out + (size_t)b * B;
-		uint32_t len = sparsify_block_len(s, b), nz = 0;
+	 * written as 0 so that an infinity leaves no NaN behind). A block is a
+	 * packet: its header, its mask and its units that hold a value sent
+	 * (all of it without a cut). */
+	for (uint32_t blk = 0; blk < s->n_blocks; blk++) {
+		uint32_t u,
+			u_end = (blk + 1) * s->per < s->n_units ? (blk + 1) * s->per : s->n_units;
+		uint64_t present = 0, nz_block = 0;
 
-		if (!s->keep[b]) {
-			memset(o, 0, len * sizeof(*o));
-			continue;
-		}
-		for (i = 0; i < len; i++) {
-			float a = r[i];
+		for (u = blk * s->per; u < u_end; u++) {
+			float *r = s->residual + (size_t)u * B;
+			float *o = out + (size_t)u * B;
+			uint32_t len = unit_len(s, u), nz = 0;
 
-			if (element && fabsf(a) < bound) {
-				o[i] = 0.0f;
+			if (!s->keep[u]) {
+				memset(o, 0, len * sizeof(*o));
 				continue;
 			}
-			o[i] = a;
-			r[i] = 0.0f;
-			if (a != 0.0f) {
-				nz++;
-				st->mass_sent += (double)a * a;
+			for (i = 0; i < len; i++) {
+				float a = r[i];
+
+				if (element && fabsf(a) < bound) {
+					o[i] = 0.0f;
+					continue;
+				}
+				o[i] = a;
+				r[i] = 0.0f;
+				if (a != 0.0f) {
+					nz++;
+					st->mass_sent += (double)a * a;
+				}
+			}
+			if (nz > 0) {
+				nz_block += nz;
+				present += len;
+				st->subs_sent++;
 			}
 		}
-		if (nz > 0) {
+		if (nz_block > 0) {
 			st->blocks_sent++;
-			st->elems_sent += nz;
-			st->bytes_sent += block_bytes(len);
+			st->elems_sent += nz_block;
+			st->bytes_sent += s->mask ? INA_HDR_SIZE + s->mask + 4 * present
+						  : block_bytes(sparsify_block_len(s, blk));
 		}
 	}
 	for (i = 0; i < c->n_elems; i++)

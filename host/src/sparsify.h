@@ -2,7 +2,8 @@
 /*
  * Sparsification with residual carry-over (error feedback) for one tensor of
  * one worker: each round adds the gradient to the residual, a selector picks
- * what to send (whole blocks by L2 norm, and/or a value-bounded filter), the
+ * what to send (whole blocks, or the sub-blocks of a cut, by L2 norm, and/or
+ * a value-bounded filter), the
  * picked values are copied out unchanged and everything else stays in the
  * residual, so nothing is dropped, only delayed. Pure and transport-free: no
  * engine, no clock, nothing allocated after sparsify_create(). ina_allreduce()
@@ -41,6 +42,10 @@ enum sparsify_bound_mode {
 struct sparsify_config {
 	uint32_t n_elems;    /* tensor length, >= 1 */
 	uint32_t block_size; /* B, elements per block, >= 1 */
+	uint32_t sub_block;  /* b: top-k and the filter rank sub-blocks of b,
+			      * B = b << k with k in 1..7 (PROTOCOL 2.7), and a
+			      * block sends only those that hold a value; 0
+			      * (or B): whole blocks */
 	unsigned select;     /* SPARSIFY_TOPK | SPARSIFY_FILTER, or 0 */
 	/* Block top-k (SPARSIFY_TOPK). */
 	enum sparsify_target target;
@@ -57,10 +62,12 @@ struct sparsify_config {
 };
 
 /* What one round did. Bytes count INA_HDR_SIZE + 4 per element for each
- * block that has a non-zero value sent (an f32 DATA packet). */
+ * block that has a non-zero value sent (an f32 DATA packet); with sub-blocks,
+ * INA_HDR_SIZE + the mask + 4 per element of its sub-blocks that have one. */
 struct sparsify_stats {
 	float bound;	      /* the filter's bound this round (0 without filter) */
 	uint32_t blocks_sent; /* blocks with a non-zero value sent */
+	uint32_t subs_sent;   /* units (sub-blocks, or blocks) with one */
 	uint64_t elems_sent;  /* non-zero values sent */
 	uint64_t bytes_sent;
 	double mass_total;    /* sum of squares of grad + residual, in double */
@@ -90,13 +97,15 @@ void sparsify_destroy(struct sparsify *s); /* Accepts NULL. */
  * 'grad'; both hold n_elems floats and stay the caller's. 'round' drives the
  * decaying bound. 'st' may be NULL. Allocates nothing. 0 or -EINVAL.
  *
- * With both selectors, the filter runs first and top-k ranks blocks by the
- * norm of what passed it; top-k's targets stay fractions of the whole tensor
+ * The units ranked are blocks of B, or sub-blocks of b with a cut
+ * (sub_block): "block" below means the unit. With both selectors, the filter
+ * runs first and top-k ranks blocks by the norm of what passed it; top-k's targets stay fractions of the whole tensor
  * (all blocks, all of acc's mass), so the filter only ever lowers what is
  * sent. Top-k ranks by (norm descending, block index ascending) and keeps a
  * prefix of that order: for DENSITY the nearest whole number of blocks to
  * density * blocks (at least 1), for BYTES the longest prefix within the
- * budget, for MASS the shortest prefix whose mass reaches mass * total. Blocks
+ * budget (a sub-block costs its values, plus the header and mask when it is
+ * the first of its block), for MASS the shortest prefix whose mass reaches mass * total. Blocks
  * with nothing non-zero are never counted as sent. NaN and infinity rank as
  * infinity (first) and pass any bound; under MASS every such block is sent.
  */
@@ -117,9 +126,14 @@ int sparsify_defer_block(struct sparsify *s, uint32_t block, const float *own_se
  * Changes B for the rounds that follow (the block planner's choice): any B at
  * least the block_size 's' was created with (which sized its arrays), under
  * which the config still holds (a byte budget of at least one block). The
- * residual is per element and carries over unchanged. 0 or -EINVAL.
+ * residual is per element and carries over unchanged. Whole blocks (no
+ * cut). 0 or -EINVAL.
  */
 int sparsify_set_block_size(struct sparsify *s, uint32_t block_size);
+/* The same with a cut: B and b (0 or B: whole blocks) for the rounds that
+ * follow; the unit ranked (b, or B) at least the one 's' was created with. */
+int sparsify_set_cut(struct sparsify *s, uint32_t block_size, uint32_t sub_block);
+uint32_t sparsify_sub_block(const struct sparsify *s); /* 0: whole blocks */
 
 /* The residual (n_elems floats, owned by 's'), the number of blocks, and the
  * length of block 'block' (B, or less for the last). */

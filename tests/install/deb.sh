@@ -88,18 +88,26 @@ dpkg-deb -x "$deb" "$root"
 miss=""
 n_needed=0
 ldconfig -p > "$tmp/ldcache"
+# The package of each library, asked of dpkg once per library (a query
+# takes a second: the programs share most of their libraries).
+declare -A pkg_of=()
 for f in "$root"/usr/bin/* "$root$lib"/libina.so.*.*; do
     for so in $(readelf -d "$f" | sed -n 's/.*(NEEDED).*\[\(.*\)\].*/\1/p'); do
         [ "$so" = "libina.so.$major" ] && continue
         n_needed=$((n_needed + 1))
-        # this architecture's copy (its multiarch directory) before any other
-        path=$(awk -v so="$so" -v m="/$multi/" '$1 == so && index($NF, m) && !p { p = $NF }
-                 $1 == so && !q { q = $NF } END { print p ? p : q }' "$tmp/ldcache")
-        pkg=""
-        if [ -n "$path" ]; then
-            pkg=$(dpkg -S "$path" 2>/dev/null || dpkg -S "$(readlink -f "$path")" 2>/dev/null || true)
-            pkg=${pkg%%:*}
+        if [ -z "${pkg_of[$so]+set}" ]; then
+            # this architecture's copy (its multiarch directory) before any other
+            path=$(awk -v so="$so" -v m="/$multi/" '$1 == so && index($NF, m) && !p { p = $NF }
+                     $1 == so && !q { q = $NF } END { print p ? p : q }' "$tmp/ldcache")
+            pkg=""
+            if [ -n "$path" ]; then
+                pkg=$(dpkg -S "$(readlink -f "$path")" 2>/dev/null || dpkg -S "$path" 2>/dev/null ||
+                    true)
+                pkg=${pkg%%:*}
+            fi
+            pkg_of[$so]=$pkg
         fi
+        pkg=${pkg_of[$so]}
         if [ -z "$pkg" ] || ! grep -qE "(^|, )$pkg( |,|\$)" <<< "$deps"; then
             miss+=" $(basename "$f"):$so(${pkg:-no package})"
         fi

@@ -5,8 +5,11 @@
 # fixed_block_bytes, ina_bytes, mass_kept) and the bf16 ones, and the figures
 # hold their invariants: every sparse format keeps at least the mass asked for,
 # ina < fixed-256 < dense at mass 0.5, bytes = up + down, header-only packets
-# are a part of all packets, and two runs print the same (it counts, it does
-# not time). Bad options fail. Needs jq (skipped, exit 77, without it).
+# are a part of all packets, the oracle's modelled time is the least, the
+# sub-block rows (ina-sub, ina-sub-bf16) meet issue 18's goals on the shipped
+# gradients (bytes <= 20% of fixed-256 at 0.5 and 0.7, packets <= 1.2 times
+# ina-1024's), and two runs print the same (it counts, it does not time).
+# Bad options fail. Needs jq (skipped, exit 77, without it).
 # Usage: bench_formats.sh BUILD_DIR
 set -euo pipefail
 build=$1
@@ -49,8 +52,19 @@ check "bytes = up + down, headers in pkts" 'all(.rows[]; . as $r | all("dense", 
 check "old names agree" 'all(.rows[]; .oracle_bytes == .ina_oracle_bytes and
     .fixed_block_bytes == .fixed_bytes and .block_sizes == .ina_block_sizes and
     .oracle_block_sizes == .ina_oracle_block_sizes)' "$j"
-check "oracle <= planner" 'all(.rows[]; .ina_oracle_bytes <= .ina_bytes and
-    .ina_bf16_oracle_bytes <= .ina_bf16_bytes)' "$j"
+check "oracle's time <= planner's" 'all(.rows[]; .ina_oracle_model_ms <= .ina_model_ms and
+    .ina_bf16_oracle_model_ms <= .ina_bf16_model_ms)' "$j"
+check "sub rows: bytes = up + down, mass kept" 'all(.rows[]; . as $r | all("ina_1024", "ina_sub",
+    "ina_sub_bf16"; $r[. + "_bytes"] == $r[. + "_up_bytes"] + $r[. + "_down_bytes"] and
+    $r[. + "_bytes"] >= 56 * $r[. + "_pkts"] and $r[. + "_mass_kept"] >= $r.mass_target))' "$j"
+check "sub rows: b cuts B in at most 128" '.iterations as $n | all(.rows[]; . as $r |
+    all("ina_sub", "ina_sub_bf16"; ($r[. + "_block_sizes"] | length) == $n and
+    ([$r[. + "_block_sizes"], $r[. + "_sub_blocks"]] | transpose |
+     all(.[0] % .[1] == 0 and .[0] / .[1] <= 128 and .[1] >= 8))))' "$j"
+check "goal: ina-sub <= 20% of fixed at 0.5 and 0.7" '[.rows[] | select(.mass_target <= 0.7) |
+    .ina_sub_vs_fixed <= 0.2] | all' "$j"
+check "goal: packets <= 1.2 x ina-1024" 'all(.rows[]; .ina_sub_pkts_vs_1024 <= 1.2 and
+    .ina_sub_pkts <= 1.2 * .ina_1024_pkts)' "$j"
 check "block sizes per iteration" '.iterations as $n | all(.rows[];
     (.ina_block_sizes | length) == $n and (.ina_bf16_block_sizes | length) == $n)' "$j"
 
@@ -63,13 +77,14 @@ jq -e --slurpfile all "$j" '.rows[0] == $all[0].rows[0]' "$tmp/one.json" >/dev/n
 
 # The table prints every format for every fraction.
 "$bin" >"$tmp/table.txt"
-for f in dense fixed-256 ina ina-bf16; do
+for f in dense fixed-256 ina ina-bf16 ina-1024 ina-sub ina-sub-bf16; do
     [ "$(grep -c "^0\.[579]0 *$f " "$tmp/table.txt")" = 3 ] || fail "table: $f rows"
 done
 
 # Bad options fail.
 for bad in "--lanes 0" "--lanes 65536" "--lanes -1" "--mass 2" "--mass 0" "--max-pkt 100" "--first-block 8" \
-    "--plan-headroom 1" "--input /nonexistent.npy" "extra"; do
+    "--plan-headroom 1" "--input /nonexistent.npy" "--packet-ns -1" "--byte-ns x" \
+    "--packet-ns 0 --byte-ns 0" "extra"; do
     # shellcheck disable=SC2086
     if "$bin" $bad >/dev/null 2>&1; then fail "accepted: $bad"; fi
 done

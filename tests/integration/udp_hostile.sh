@@ -3,7 +3,8 @@
 # Integration test: hostile and broken packets at a live switch while a job
 # runs (tests/tools/hostile.c: wrong tokens, unknown job ids, truncated and
 # oversized packets, a block past the tensor, unknown version and type, a
-# replay of an old round, a flood of JOINs). The job's every sum must stay
+# replay of an old round, sub-blocks with bad masks and short payloads, a
+# flood of JOINs). The job's every sum must stay
 # exact, the switch must live on and count each kind where it belongs.
 # Usage: udp_hostile.sh BUILD_DIR UDP_PORT
 set -euo pipefail
@@ -48,7 +49,8 @@ counter() {
 counter drop_wrong_token $count
 counter drop_unknown_job $count
 counter drop_truncated $count
-counter drop_bad_length $((2 * count))
+counter drop_bad_length $((4 * count))
+counter drop_bad_mask $((3 * count))
 counter drop_block_past_tensor $count
 counter drop_bad_version $count
 counter drop_bad_type $count

@@ -4,9 +4,12 @@
 # header decoder: for each golden capture, the header fields tshark prints
 # with the dissector must equal, line for line, what tests/tools/pcap_fields
 # prints, and tshark must report no malformed packet and no Lua error. The
-# goldens carry f32 and i32; a bf16 DATA packet made here with text2pcap
-# (which comes with tshark) goes through the same checks, and its tree must
-# name the encoding bf16 and show the values.
+# goldens carry f32 and i32; a bf16 DATA packet and an f32 DATA with
+# sub-blocks (docs/PROTOCOL.md 2.7) made here with text2pcap (which comes
+# with tshark) go through the same checks, and their trees must name the
+# encoding, the mask and what it names, and show the values. Sub-block
+# packets with a bad mask and with a short payload must get the same fields
+# from both and the dissector's expert info.
 # Exits 77 (skipped) when tshark is not installed (scripts/deps installs it).
 # Usage: tests/pcap/dissector.sh BUILD_DIR
 set -euo pipefail
@@ -24,29 +27,48 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
 fields=(version type encoding flags job_id epoch rank lane tensor_id round tensor_len
-        block next block_size n_elems exp status bound token)
+        block next block_size sub_log sub_elems n_elems exp status bound
+        sub.mask sub.present sub.present_elems token)
 eargs=()
 for f in "${fields[@]}"; do eargs+=(-e "ina.$f"); done
 
-# DATA, encoding 3 (bf16), job 7, epoch 1, tensor_len 3, block 0, next END,
-# B 4, 3 elements: 1, -2.5, +inf, 2 bytes each (docs/PROTOCOL.md 2.4)
-bf16_hdr="01 03 03 00 00 00 00 07 00 00 00 01 00 00 00 00 00 00 00 00 00 00 00 00
+# Made here, one frame each, in made.pcap:
+# 1. DATA, encoding 3 (bf16), job 7, epoch 1, tensor_len 3, block 0, next
+#    END, B 4, 3 elements: 1, -2.5, +inf, 2 bytes each (docs/PROTOCOL.md 2.4)
+# 2. DATA, f32, job 7, epoch 1, tensor_len 20, block 0, next END, block_size
+#    0x4010: B 16 in 4 sub-blocks of b 4, 16 elements; the mask 0x05 names
+#    sub-blocks 0 and 2, whose 8 values follow: 1 2 3 4, -5 -6 -7 -8 (2.7)
+# 3. the same with a bit past the block's 4 sub-blocks (bit 5): a bad mask
+# 4. the same with a payload 4 bytes short
+bf16_hdr="02 03 03 00 00 00 00 07 00 00 00 01 00 00 00 00 00 00 00 00 00 00 00 00
           00 00 00 03 00 00 00 00 ff ff ff ff 00 04 00 03 00 00 00 00 00 00 00 00
           01 02 03 04 05 06 07 08"
-echo "0000 $(echo $bf16_hdr) 3f 80 c0 20 7f 80" >"$tmp/bf16.txt"
+sub_hdr="02 03 01 00 00 00 00 07 00 00 00 01 00 00 00 00 00 00 00 00 00 00 00 00
+         00 00 00 14 00 00 00 00 ff ff ff ff 40 10 00 10 00 00 00 00 00 00 00 00
+         01 02 03 04 05 06 07 08"
+sub_vals="3f 80 00 00 40 00 00 00 40 40 00 00 40 80 00 00
+          c0 a0 00 00 c0 c0 00 00 c0 e0 00 00 c1 00 00 00"
+{
+    echo "0000 $(echo $bf16_hdr) 3f 80 c0 20 7f 80"
+    echo "0000 $(echo $sub_hdr) 05 00 00 00 $(echo $sub_vals)"
+    echo "0000 $(echo $sub_hdr) 21 00 00 00 $(echo $sub_vals)"
+    echo "0000 $(echo $sub_hdr) 05 00 00 00 $(echo $sub_vals | cut -d' ' -f1-28)"
+} >"$tmp/made.txt"
 if ! command -v text2pcap >/dev/null 2>&1; then
     echo "text2pcap not installed (it comes with tshark): skipped"
     exit 77
 fi
-text2pcap -q -u 9150,9150 -4 10.77.0.1,10.77.0.2 "$tmp/bf16.txt" "$tmp/bf16-data.pcap"
+text2pcap -q -u 9150,9150 -4 10.77.0.1,10.77.0.2 "$tmp/made.txt" "$tmp/made.pcap" >/dev/null 2>&1
 
 pass=0 fail=0
-for pcap in "$here"/*.pcap "$tmp/bf16-data.pcap"; do
+for pcap in "$here"/*.pcap "$tmp/made.pcap"; do
     name=$(basename "$pcap" .pcap)
     # the goldens are not on the default port 9150: use the capture's
     # busiest UDP port
-    port=$(tshark -r "$pcap" -T fields -e udp.srcport -e udp.dstport 2>/dev/null |
-        tr '\t' '\n' | grep -v '^$' | sort | uniq -c | sort -rn | awk 'NR == 1 { print $2 }')
+    port=9150
+    [ "$name" = made ] || port=$(tshark -r "$pcap" -T fields -e udp.srcport -e udp.dstport \
+        2>/dev/null | tr '\t' '\n' | grep -v '^$' | sort | uniq -c | sort -rn |
+        awk 'NR == 1 { print $2 }')
     port=${port:-9150}
     ts=(tshark -X "lua_script:$lua" -o "ina.udp_port:$port" -r "$pcap")
 
@@ -57,6 +79,7 @@ for pcap in "$here"/*.pcap "$tmp/bf16-data.pcap"; do
               while (length(t) < 16) t = "0" t
               $NF = "0x" t; print }' >"$tmp/$name.tshark"
     "$fields_bin" "$pcap" >"$tmp/$name.c"
+    { "${ts[@]}" -V 2>&1; cat "$tmp/$name.err"; } >"$tmp/$name.v"
 
     ok=1
     if [ ! -s "$tmp/$name.c" ]; then
@@ -65,10 +88,12 @@ for pcap in "$here"/*.pcap "$tmp/bf16-data.pcap"; do
         echo "$name: dissector fields differ from pcap_fields (- C, + tshark):"
         head -n 40 "$tmp/$name.diff"; ok=0
     fi
-    bad=$( { "${ts[@]}" -V 2>&1; cat "$tmp/$name.err"; } | grep -c -E 'Malformed|Lua Error' || true)
-    if [ "$bad" != 0 ]; then
-        echo "$name: tshark reports $bad malformed packet(s) or Lua error(s):"
-        { "${ts[@]}" -V 2>&1; cat "$tmp/$name.err"; } | grep -E 'Malformed|Lua Error' | head -n 10
+    # the made bad mask is an expert of the group Malformed, wanted there
+    grep -E 'Malformed|Lua Error' "$tmp/$name.v" |
+        { [ "$name" = made ] && grep -v -E 'Bad sub-blocks|\[Group: Malformed\]' || cat; } >"$tmp/$name.bad" || true
+    if [ -s "$tmp/$name.bad" ]; then
+        echo "$name: tshark reports $(wc -l <"$tmp/$name.bad") malformed packet(s) or Lua error(s):"
+        head -n 10 "$tmp/$name.bad"
         ok=0
     fi
     if [ $ok = 1 ]; then
@@ -79,16 +104,40 @@ for pcap in "$here"/*.pcap "$tmp/bf16-data.pcap"; do
     fi
 done
 
-# the bf16 packet's tree: the encoding's name, 2-byte values, no size expert
-tshark -X "lua_script:$lua" -r "$tmp/bf16-data.pcap" -V >"$tmp/bf16.v" 2>&1
-for want in 'Encoding: bf16 (3)' 'Values: 3 bf16' 'Value: 1 (bf16 0x3f80)' \
-            'Value: -2.5 (bf16 0xc020)' 'Value: inf (bf16 0x7f80)'; do
-    if ! grep -qF "$want" "$tmp/bf16.v"; then
-        echo "bf16-data: tshark -V lacks '$want'"; fail=$((fail + 1))
+# the made packets' trees, one file a frame
+awk -v d="$tmp" '/^Frame [0-9]+:/ { n++ } n { print > (d "/frame" n ".v") }' "$tmp/made.v"
+# want FRAME TEXT...: frame FRAME's tree has each TEXT
+want() {
+    local fr=$1 w
+    shift
+    for w in "$@"; do
+        if ! grep -qF -- "$w" "$tmp/frame$fr.v" 2>/dev/null; then
+            echo "made frame $fr: tshark -V lacks '$w'"; fail=$((fail + 1))
+        fi
+    done
+}
+# unwanted FRAME REGEX: frame FRAME's tree has nothing REGEX matches
+unwanted() {
+    if grep -q -E -- "$2" "$tmp/frame$1.v" 2>/dev/null; then
+        echo "made frame $1: tshark -V has '$(grep -E -- "$2" "$tmp/frame$1.v" | head -n 1)'"
+        fail=$((fail + 1))
     fi
-done
-if grep -q 'Payload size disagrees' "$tmp/bf16.v"; then
-    echo "bf16-data: payload size expert on a right-sized bf16 payload"; fail=$((fail + 1))
-fi
+}
+# bf16: the encoding's name, 2-byte values, no size expert
+want 1 'Encoding: bf16 (3)' 'Values: 3 bf16' 'Value: 1 (bf16 0x3f80)' \
+    'Value: -2.5 (bf16 0xc020)' 'Value: inf (bf16 0x7f80)'
+unwanted 1 'Payload size disagrees'
+# sub-blocks: B, sub_log and b apart, the mask and what it names, each
+# present sub-block with its values; no expert on the right one
+want 2 'Block size B: 16' 'Sub-blocks log2 (sub_log): 2' '[Sub-block size b: 4]' \
+    'Presence mask: 05000000 (2 of 4 sub-blocks of 4)' '[Present sub-blocks: 2]' \
+    '[Present elements: 8]' 'Sub-block 0: elements 0..3, 4 f32' \
+    'Sub-block 2: elements 8..11, 4 f32' 'Value: -5'
+unwanted 2 'Expert Info'
+# the bad mask: its expert, and no counts; the short one: the size expert
+want 3 'Bad sub-blocks'
+unwanted 3 'Present sub-blocks'
+want 4 'Payload size disagrees'
+unwanted 4 'Bad sub-blocks'
 echo "$pass passed, $fail failed"
 [ "$fail" = 0 ] && [ "$pass" -gt 0 ]

@@ -45,3 +45,13 @@ record i32-world3 "drop=0" 3 --elements 1500 --density 0.5 --block 128 --lanes 3
 # no loss: DATA with a result bound, DEFERRED results, B changing per round.
 record f32-filter-plan "drop=0" 2 --elements 2000 --density 1 --block 64 --lanes 4 \
     --rounds 4 --sparsify both --keep-density 0.5 --filter-b0 0.5 --filter-decay 0.8 --plan
+# Two workers, f32, sub-blocks (PROTOCOL 2.7): B 256 in 16 sub-blocks of 16,
+# the filter holding back most small values so that each rank's masks differ
+# and the RESULTs carry their unions, 3% loss: shadow replies with masks.
+if "$build/host/ina-host" --help 2>&1 | grep -q -- '--sub-block'; then
+    record f32-sub "drop=0.03,seed=4" 2 --elements 2000 --density 0.6 --block 256 \
+        --sub-block 16 --lanes 4 --rounds 3 --sparsify filter --filter-b0 0.9 \
+        --port udp:drop=0.03,seed=8
+else
+    echo "f32-sub: not recorded: this ina-host has no --sub-block"
+fi

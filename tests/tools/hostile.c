@@ -7,7 +7,10 @@
  * times each: a DATA with a wrong token for that job; DATA for a job id that
  * does not exist; truncated headers; a payload longer than the header says;
  * a block past the tensor; an unknown version; an unknown type; a replay of
- * a DATA of round 0 with the right token (stale by now); and a flood of
+ * a DATA of round 0 with the right token (stale by now); sub-block DATA
+ * (docs/PROTOCOL.md 2.7) with a bad mask (a bit past the block's last
+ * sub-block, an empty mask, B not a multiple of the sub-blocks) and with a
+ * short payload (values missing, less than the mask); and a flood of
  * JOINs for new job ids with random tokens. Prints what it sent. The test
  * (udp_hostile.sh) then checks the switch's counters and that the job's
  * sums stayed exact.
@@ -84,6 +87,24 @@ send_hdr(struct target *t, const struct ina_hdr *h, size_t payload)
 	memset(buf, 0, sizeof(buf));
 	ina_wire_encode_hdr(h, buf);
 	send_raw(t, buf, INA_HDR_SIZE + payload);
+}
+
+/*
+ * Sub-block DATA of the job, right token, that the switch must drop: B 64 in
+ * 4 sub-blocks of 16, with the mask 'mask' (its 4 bytes) and 'values' values.
+ */
+static void
+send_sub(struct target *t, uint16_t block_size, uint8_t mask, size_t values, size_t extra)
+{
+	uint8_t buf[PKT_MAX];
+	struct ina_hdr h = data_hdr(t->job, t->token, 1);
+
+	h.block_size = block_size;
+	h.sub_log = 2;
+	memset(buf, 0, sizeof(buf));
+	ina_wire_encode_hdr(&h, buf);
+	buf[INA_HDR_SIZE] = mask;
+	send_raw(t, buf, INA_HDR_SIZE + (values ? 4 + 4 * values : extra));
 }
 
 static void
@@ -170,6 +191,13 @@ main(int argc, char **argv)
 		/* A replay of round 0's DATA, right token and epoch: stale now. */
 		h = data_hdr(t.job, t.token, 0);
 		send_hdr(&t, &h, 64 * 4);
+		/* Sub-blocks, bad masks: sub-block 5 of 4; none; B 63 in 4. */
+		send_sub(&t, 64, 0x21, 32, 0);
+		send_sub(&t, 64, 0x00, 32, 0);
+		send_sub(&t, 63, 0x01, 16, 0);
+		/* Sub-blocks, short: 15 of sub-block 0's 16 values; half a mask. */
+		send_sub(&t, 64, 0x01, 15, 0);
+		send_sub(&t, 64, 0x01, 0, 2);
 	}
 	send_join_flood(&t, count);
 	close(t.fd);

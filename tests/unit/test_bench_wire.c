@@ -146,8 +146,8 @@ check_wire(uint8_t encoding, uint32_t B, const char *what)
 		in_p[w] = in[w];
 		out_p[w] = out[w];
 	}
-	planner_count(&pc, vec, N_W, N_PARAMS, B, &blk);
-	c = planner_cost(&pc, N_PARAMS, B, &blk);
+	planner_count(&pc, vec, N_W, N_PARAMS, B, 0, &blk);
+	c = planner_cost(&pc, N_PARAMS, B, 0, &blk);
 
 	fabric_init(&f, N_W, LANES, MAX_BLOCK, encoding, NULL, NULL);
 	assert_int_equal(fabric_join(&f), 0);

@@ -7,7 +7,9 @@
  * its backoff, refusal, the lane openers of f32 and i32, results, zero-fill of
  * skipped blocks, version bits, averages, stale and invalid packets,
  * retransmission, WAIT, timeouts and every error, FIN, LEAVE, in-place
- * operation and the deadline; with a replica switch, the standby JOIN, the
+ * operation and the deadline; rounds cut into sub-blocks (the DATA's mask
+ * and values, masked RESULTs decoded, zero-filled, in place, averaged, in
+ * f32, i32 and bf16, block-sparse, ssp); with a replica switch, the standby JOIN, the
  * silence that asks for a failover (and the WAITs that do not), the
  * takeover, and the goodbye to both; and after every test, that no buffer
  * leaked.
@@ -27,8 +29,10 @@
 
 #include "engine.h"
 #include "ina/encode.h"
+#include "ina/encoding.h"
 #include "ina/log.h"
 #include "ina/pkt.h"
+#include "ina/subblock.h"
 #include "ina/wire.h"
 #include "wire_check.h"
 
@@ -62,6 +66,7 @@ struct t {
 	uint32_t round;
 	uint32_t n;
 	uint16_t bs;
+	uint8_t sub_log;		/* the round's cut */
 	uint32_t epoch;			/* the epoch the engine should use */
 	const struct ina_peer *res_src; /* where RESULTs come from */
 };
@@ -294,6 +299,7 @@ result_hdr(const struct t *t, uint16_t lane, uint32_t block, uint8_t flags, uint
 	h.round = t->round;
 	h.tensor_len = t->n;
 	h.block_size = t->bs;
+	h.sub_log = t->sub_log;
 	h.block = block;
 	h.next = next;
 	h.exp = exp;
@@ -373,6 +379,7 @@ begin(struct t *t, const float *src, float *dst, uint32_t n, uint16_t bs, enum e
 	t->round = engine_round(t->e);
 	t->n = n;
 	t->bs = bs;
+	t->sub_log = 0;
 	assert_int_equal(engine_allreduce(t->e, TENSOR, src, dst, n, bs, op, t->now), 0);
 	assert_int_equal(engine_phase(t->e), ENGINE_RUNNING);
 }
@@ -2070,6 +2077,439 @@ test_engine_in_place(void **state)
 	done(t);
 }
 
+
+/* ---- Sub-blocks (docs/PROTOCOL.md 2.7) ---- */
+
+/* begin() of a round cut into 2^sub_log sub-blocks. */
+static void
+begin_cut(struct t *t, const float *src, float *dst, uint32_t n, uint16_t bs, uint8_t sub_log,
+	  enum engine_op op)
+{
+	t->tensor_id = TENSOR;
+	t->round = engine_round(t->e);
+	t->n = n;
+	t->bs = bs;
+	t->sub_log = sub_log;
+	engine_set_cut(t->e, sub_log);
+	assert_int_equal(engine_allreduce(t->e, TENSOR, src, dst, n, bs, op, t->now), 0);
+	assert_int_equal(engine_phase(t->e), ENGINE_RUNNING);
+}
+
+/* The cut of block 'block' of the running round. */
+static struct ina_sub_cut
+cut_of(const struct t *t, uint32_t block)
+{
+	return ina_sub_cut(t->bs, t->sub_log, ina_wire_block_elems(t->n, t->bs, block));
+}
+
+static struct ina_sub_mask
+mask_of(uint64_t bits)
+{
+	struct ina_sub_mask m = { { bits, 0 } };
+
+	return m;
+}
+
+/* A DATA of the cut round for 'block' carries the mask 'bits' and the
+ * values of those sub-blocks of 'x' (the whole block, floats) in the job's
+ * encoding at 'scale': the packet's bytes are what the encoding table
+ * gives, and the wire's validation passed (wc_decode). */
+static void
+check_sub_data(const struct t *t, const struct wc_got *p, uint32_t block, uint64_t bits,
+	       const float *x, int scale)
+{
+	struct ina_sub_cut c = cut_of(t, block);
+	struct ina_sub_mask m = mask_of(bits);
+	uint8_t want_bytes[BUF_SIZE];
+	size_t size = ina_sub_encode(want_bytes, x, &m, &c, ina_encoding(t->cfg.encoding), scale);
+
+	assert_int_equal(p->h.type, INA_T_DATA);
+	assert_int_equal(p->h.block, block);
+	assert_int_equal(p->h.sub_log, t->sub_log);
+	assert_int_equal(p->h.block_size, t->bs);
+	assert_int_equal(p->h.n_elems, c.n);
+	assert_int_equal(p->payload_size, size);
+	assert_memory_equal(p->payload, want_bytes, size);
+}
+
+/* Delivers a RESULT of the cut round: the sub-blocks 'bits' of 'sum' (the
+ * whole block, floats) at 'scale'. */
+static void
+rx_result_sub(struct t *t, struct ina_hdr *h, uint64_t bits, const float *sum, int scale)
+{
+	struct ina_sub_cut c = cut_of(t, h->block);
+	struct ina_sub_mask m = mask_of(bits);
+	uint8_t payload[BUF_SIZE];
+	size_t size = ina_sub_encode(payload, sum, &m, &c, ina_encoding(t->cfg.encoding), scale);
+
+	h->n_elems = (uint16_t)c.n;
+	rx_from(t, t->res_src, h, payload, size);
+}
+
+/* Block 'b' (of 'bs' elements from 'x') with only the sub-blocks 'bits'
+ * of b elements kept, the rest +0: what a cut result writes. */
+static void
+keep_subs(float *dst, const float *x, uint32_t n, uint32_t b, uint64_t bits)
+{
+	for (uint32_t i = 0; i < n; i++)
+		dst[i] = bits >> (i / b) & 1 ? x[i] : 0.0f;
+}
+
+/*
+ * f32, B = 8 cut in 4 sub-blocks of 2, 19 elements: blocks 0, 1 and 2 (3
+ * elements: sub-blocks 0 and a short 1). Lane 0: blocks 0, 2; lane 1:
+ * block 1. Mine: block 0's sub-blocks 0 and 2 (1 is -0.0), block 2's short
+ * sub-block 1. The union of block 0 adds sub-block 1; block 1 comes back
+ * with sub-block 3 alone (the other rank's).
+ */
+static void
+test_engine_sub_blocks_f32(void **state)
+{
+	struct t *t = *state;
+	const struct wc_got *p;
+	float sum[MAXE];
+	struct ina_hdr h;
+	uint64_t stale;
+
+	t->cfg.max_block = 8;
+	join_ready(t);
+	fill(in, 0, 2, 1.0f, 1.0f);
+	in[2] = -0.0f;
+	fill(in, 4, 2, 3.0f, 0.5f);
+	in[18] = 7.0f;
+	fill(sum, 0, 19, 10.0f, 1.0f);
+	begin_cut(t, in, out, 19, 8, 2, ENGINE_SUM);
+	assert_int_equal(tx(t), 2);
+	p = for_lane(2, 0);
+	check_sub_data(t, p, 0, 0x5, &in[0], 0);
+	assert_int_equal(p->h.next, 2);
+	assert_int_equal(p->payload_size, 4 + 4 * 4); /* the mask, 4 floats */
+	assert_int_equal(p->payload[0], 0x5);
+	p = for_lane(2, 1);
+	assert_int_equal(p->h.sub_log, 2); /* header-only, the cut all the same */
+	assert_int_equal(p->h.n_elems, 0);
+	assert_int_equal(p->len, INA_HDR_SIZE);
+
+	/* A result without the round's cut is another block's: stale. */
+	stale = engine_stats(t->e)->stale;
+	t->sub_log = 0;
+	rx_result(t, 0, 0, 0, 2, 0, &sum[0]);
+	t->sub_log = 2;
+	assert_int_equal(engine_stats(t->e)->stale, stale + 1);
+	assert_true(out[0] > 1e38f);
+
+	/* Block 0: sub-blocks 0, 1, 2; 3 is zero-filled. */
+	h = result_hdr(t, 0, 0, 0, 2, 0);
+	rx_result_sub(t, &h, 0x7, &sum[0], 0);
+	keep_subs(want, &sum[0], 8, 2, 0x7);
+	assert_floats(out, want, 8);
+	assert_true(out[8] > 1e38f);
+	/* Block 2: my short sub-block alone, 1 float after the mask. */
+	p = tx_one(t);
+	check_sub_data(t, p, 2, 0x2, &in[16], 0);
+	assert_int_equal(p->payload_size, 4 + 4);
+	/* Block 1: a sub-block I did not have. */
+	h = result_hdr(t, 1, 1, 0, INA_BLOCK_END, 0);
+	rx_result_sub(t, &h, 0x8, &sum[8], 0);
+	keep_subs(&want[8], &sum[8], 8, 2, 0x8);
+	assert_floats(&out[8], &want[8], 8);
+	h = result_hdr(t, 0, 2, INA_F_VER, INA_BLOCK_END, 0);
+	rx_result_sub(t, &h, 0x3, &sum[16], 0);
+	assert_int_equal(engine_phase(t->e), ENGINE_READY);
+	memcpy(&want[16], &sum[16], 3 * sizeof(float));
+	assert_floats(out, want, 19);
+	assert_true(out[19] > 1e38f); /* nothing past the tensor */
+	assert_int_equal(engine_stats(t->e)->bad, 0);
+
+	/* The cut was for that round only: the next one sends whole blocks. */
+	begin(t, in, out, 19, 8, ENGINE_SUM);
+	assert_int_equal(tx(t), 2);
+	p = for_lane(2, 0);
+	assert_int_equal(p->h.sub_log, 0);
+	check_data(t, p, 0, 0, 0, 0, 2, 0, &in[0]);
+	done(t);
+}
+
+/* In place with an average: absent sub-blocks keep the input's bits (a
+ * -0.0 stays), present ones are the sum scaled once; a header-only result
+ * zeroes its block and a skipped block is left alone, as uncut. */
+static void
+test_engine_sub_blocks_in_place_avg(void **state)
+{
+	struct t *t = *state;
+	float buf[16], orig[16], sum[16];
+	struct ina_hdr h;
+
+	t->cfg.world = 4;
+	t->cfg.rank = 1;
+	t->cfg.max_block = 8;
+	join_ready(t);
+	memset(buf, 0, sizeof(buf));
+	fill(buf, 0, 4, 1.0f, 1.0f); /* block 0: sub-blocks 0, 1 of 4 */
+	buf[4] = -0.0f;
+	buf[7] = -0.0f;
+	buf[8] = -0.0f; /* block 1: zero */
+	memcpy(orig, buf, sizeof(orig));
+	fill(sum, 0, 16, 4.0f, 2.0f);
+	begin_cut(t, buf, buf, 16, 8, 2, ENGINE_AVG);
+	assert_int_equal(tx(t), 2);
+	check_sub_data(t, for_lane(2, 0), 0, 0x3, &orig[0], 0);
+	assert_int_equal(for_lane(2, 1)->h.n_elems, 0);
+	h = result_hdr(t, 0, 0, 0, INA_BLOCK_END, 0);
+	rx_result_sub(t, &h, 0x3, &sum[0], 0);
+	for (int i = 0; i < 4; i++)
+		want[i] = sum[i] * 0.25f;
+	memcpy(&want[4], &orig[4], 4 * sizeof(float));
+	assert_floats(buf, want, 8);
+	/* Block 1 (mine zero): the others' sub-block 2 only. */
+	h = result_hdr(t, 1, 1, 0, INA_BLOCK_END, 0);
+	rx_result_sub(t, &h, 0x4, &sum[8], 0);
+	assert_int_equal(engine_phase(t->e), ENGINE_READY);
+	memcpy(&want[8], &orig[8], 8 * sizeof(float));
+	want[12] = sum[12] * 0.25f;
+	want[13] = sum[13] * 0.25f;
+	assert_floats(buf, want, 16);
+	assert_true(signbit(buf[8]) && signbit(buf[4]));
+	done(t);
+}
+
+/*
+ * i32: one exponent per block, whatever its sub-blocks (the OPEN announces
+ * the block's largest, the DATA and the RESULT scale every present
+ * sub-block by it). B = 8 in 2 sub-blocks of 4, one block.
+ */
+static void
+test_engine_sub_blocks_i32(void **state)
+{
+	struct t *t = *state;
+	const struct wc_got *p;
+	float sum[8];
+	struct ina_hdr h;
+	int e, scale;
+
+	t->cfg.encoding = INA_ENC_I32;
+	t->cfg.lanes = 1;
+	t->cfg.max_block = 8;
+	join_ready(t);
+	in[4] = 3.0f;
+	in[5] = -0.125f;
+	in[7] = 1.5f;
+	e = ina_enc_i32_exp(in, 8);
+	scale = ina_enc_i32_scale(e, t->cfg.world);
+	begin_cut(t, in, out, 8, 8, 1, ENGINE_SUM);
+	p = tx_one(t);
+	assert_int_equal(p->h.block, INA_BLOCK_OPEN);
+	assert_int_equal(p->h.sub_log, 1);
+	assert_int_equal(p->h.next, 0);
+	assert_int_equal(p->h.exp, e);
+	/* The other rank's block has a larger exponent: that one is agreed. */
+	h = result_hdr(t, 0, INA_BLOCK_OPEN, 0, 0, (int16_t)(e + 1));
+	rx_result_h(t, &h, NULL);
+	scale = ina_enc_i32_scale(e + 1, t->cfg.world);
+	p = tx_one(t);
+	check_sub_data(t, p, 0, 0x2, in, scale);
+	assert_int_equal(p->h.next, INA_BLOCK_END);
+	assert_int_equal(wc_word_at(p->payload + 4, 0), (uint32_t)(int32_t)ldexpf(3.0f, scale));
+	fill(sum, 0, 8, -2.0f, 0.75f);
+	h = result_hdr(t, 0, 0, INA_F_VER, INA_BLOCK_END, 0);
+	rx_result_sub(t, &h, 0x3, sum, scale);
+	assert_int_equal(engine_phase(t->e), ENGINE_READY);
+	assert_floats(out, sum, 8);
+	done(t);
+}
+
+/* bf16: the present sub-blocks in 2-byte elements after the mask. */
+static void
+test_engine_sub_blocks_bf16(void **state)
+{
+	struct t *t = *state;
+	const struct wc_got *p;
+	float sum[8];
+	struct ina_hdr h;
+
+	t->cfg.encoding = INA_ENC_BF16;
+	t->cfg.lanes = 1;
+	t->cfg.max_block = 8;
+	join_ready(t);
+	in[2] = 1.0f + 0x1p-8f; /* a tie: rounds to even, 1 */
+	in[3] = 0.1f;
+	begin_cut(t, in, out, 8, 8, 2, ENGINE_SUM);
+	p = tx_one(t);
+	check_sub_data(t, p, 0, 0x2, in, 0);
+	assert_int_equal(p->payload_size, 4 + 2 * 2);
+	assert_int_equal(p->payload[4] << 8 | p->payload[5], 0x3f80);
+	sum[0] = 2.0f;
+	sum[1] = -0x1p-133f;
+	sum[2] = 258.0f;
+	sum[3] = 0.5f;
+	fill(sum, 4, 4, 9.0f, 1.0f);
+	h = result_hdr(t, 0, 0, 0, INA_BLOCK_END, 0);
+	rx_result_sub(t, &h, 0xb, sum, 0);
+	assert_int_equal(engine_phase(t->e), ENGINE_READY);
+	keep_subs(want, sum, 8, 2, 0xb);
+	assert_floats(out, want, 8);
+	done(t);
+}
+
+/*
+ * Block-sparse with a cut: a listed all-zero block still goes out (its
+ * first sub-block, zeros) so the union is the uncut one; the union's list
+ * and the dense buffer get whole blocks, absent sub-blocks zero.
+ */
+static void
+test_engine_sub_blocks_listed(void **state)
+{
+	struct t *t = *state;
+	const uint32_t index[2] = { 0, 3 };
+	float values[16], list[4 * 8], dense[32], sum[16];
+	uint32_t chain[2], out_index[4], out_count = 0;
+	struct engine_blocks b = {
+		.index = index,
+		.values = values,
+		.count = 2,
+		.chain = chain,
+		.dense = dense,
+		.out_index = out_index,
+		.out_values = list,
+		.capacity = 4,
+		.out_count = &out_count,
+	};
+	const struct wc_got *p;
+	struct ina_hdr h;
+
+	t->cfg.max_block = 8;
+	join_ready(t);
+	memset(values, 0, sizeof(values));  /* block 0: zeros */
+	fill(values, 8 + 4, 2, 1.0f, 1.0f); /* block 3: sub-block 2 */
+	memset(list, 0x7f, sizeof(list));
+	memset(dense, 0x7f, sizeof(dense));
+	engine_set_blocks(t->e, &b);
+	begin_cut(t, NULL, NULL, 32, 8, 2, ENGINE_SUM);
+	assert_int_equal(tx(t), 2);
+	check_sub_data(t, for_lane(2, 0), 0, 0x1, &values[0], 0);
+	p = for_lane(2, 1); /* an empty ack for block 1 first */
+	assert_int_equal(p->h.block, 1);
+	assert_int_equal(p->h.next, 3);
+	assert_int_equal(p->h.n_elems, 0);
+	fill(sum, 0, 16, 1.0f, 1.0f);
+	h = result_hdr(t, 0, 0, 0, 2, 0);
+	rx_result_sub(t, &h, 0x1, &sum[0], 0);
+	assert_int_equal(out_count, 1);
+	assert_int_equal(out_index[0], 0);
+	keep_subs(want, &sum[0], 8, 2, 0x1);
+	assert_floats(list, want, 8);
+	assert_floats(dense, want, 8);
+	assert_int_equal(tx_one(t)->h.n_elems, 0); /* block 2: not mine */
+	h = result_hdr(t, 0, 2, INA_F_VER, INA_BLOCK_END, 0);
+	rx_result_h(t, &h, NULL); /* nobody had block 2: in no union */
+	assert_int_equal(out_count, 1);
+	h = result_hdr(t, 1, 1, 0, 3, 0);
+	rx_result_h(t, &h, NULL);
+	check_sub_data(t, tx_one(t), 3, 0x4, &values[8], 0);
+	h = result_hdr(t, 1, 3, INA_F_VER, INA_BLOCK_END, 0);
+	rx_result_sub(t, &h, 0xc, &sum[8], 0);
+	assert_int_equal(engine_phase(t->e), ENGINE_READY);
+	assert_int_equal(out_count, 2);
+	assert_int_equal(out_index[1], 3);
+	keep_subs(&want[8], &sum[8], 8, 2, 0xc);
+	assert_floats(&list[8], &want[8], 8);
+	assert_floats(&dense[24], &want[8], 8);
+	for (int i = 8; i < 24; i++)
+		assert_true(dense[i] > 1e38f); /* in no union: not written */
+	done(t);
+}
+
+/* ssp:1 with a cut: the trailer of a PARTIAL result follows the mask and
+ * the present sub-blocks, and a missed block is written all the same. */
+static void
+test_engine_sub_blocks_ssp(void **state)
+{
+	struct t *t = *state;
+	uint8_t join[sizeof(struct ina_wire_join)], payload[BUF_SIZE], missed[2];
+	struct ina_sub_cut c;
+	struct ina_sub_mask m = mask_of(0x1);
+	struct ina_hdr h;
+	float sum[16];
+	uint64_t contrib = htobe64(0x2); /* rank 1 only */
+	size_t size;
+
+	t->cfg.ssp = 1;
+	t->cfg.max_block = 8;
+	start(t);
+	assert_int_equal(engine_join(t->e, t->now), 0);
+	assert_int_equal(tx_one(t)->h.type, INA_T_JOIN);
+	h = sw_hdr(t, INA_T_JOIN_ACK);
+	ina_wire_encode_join(t->cfg.world, t->cfg.lanes, t->cfg.max_block, join);
+	ina_wire_join_set_ssp(join, 1);
+	rx_raw(t, &h, join, sizeof(join));
+	assert_int_equal(engine_phase(t->e), ENGINE_READY);
+	fill(in, 0, 2, 1.0f, 1.0f);  /* block 0: sub-block 0 */
+	fill(in, 14, 2, 5.0f, 1.0f); /* block 1: sub-block 3 */
+	memset(missed, 0xee, sizeof(missed));
+	engine_set_missed(t->e, missed);
+	begin_cut(t, in, out, 16, 8, 2, ENGINE_SUM);
+	assert_int_equal(tx(t), 2);
+	check_sub_data(t, for_lane(2, 0), 0, 0x1, &in[0], 0);
+	check_sub_data(t, for_lane(2, 1), 1, 0x8, &in[8], 0);
+	fill(sum, 0, 16, 2.0f, 1.0f);
+	/* Block 0 closed without me: the others' sub-block 0, then the bitmap. */
+	h = result_hdr(t, 0, 0, INA_F_PARTIAL, INA_BLOCK_END, 0);
+	c = cut_of(t, 0);
+	size = ina_sub_encode(payload, sum, &m, &c, ina_encoding(INA_ENC_F32), 0);
+	memcpy(payload + size, &contrib, sizeof(contrib));
+	h.n_elems = 8;
+	rx_raw(t, &h, payload, size + sizeof(contrib));
+	assert_int_equal(engine_stats(t->e)->bad, 0);
+	assert_int_equal(missed[0], 1);
+	assert_int_equal(engine_stats(t->e)->ssp_missed, 1);
+	h = result_hdr(t, 1, 1, 0, INA_BLOCK_END, 0);
+	rx_result_sub(t, &h, 0xa, &sum[8], 0);
+	assert_int_equal(engine_nb_in_flight(t->e), 0);
+	assert_int_equal(missed[1], 0);
+	keep_subs(want, sum, 8, 2, 0x1);
+	keep_subs(&want[8], &sum[8], 8, 2, 0xa);
+	assert_floats(out, want, 16);
+	done(t);
+}
+
+/* The cut is checked: 2^sub_log must divide B, and a full block with its
+ * mask must fit a packet buffer; a refused one is gone for the next call. */
+static void
+test_engine_sub_blocks_refused(void **state)
+{
+	struct t *t = *state;
+
+	t->cfg.max_block = 12;
+	join_ready(t);
+	engine_set_cut(t->e, 3); /* 12 is no multiple of 8 */
+	assert_int_equal(engine_allreduce(t->e, TENSOR, in, out, 24, 12, ENGINE_SUM, t->now),
+			 -EINVAL);
+	engine_set_cut(t->e, INA_SUB_LOG_MAX + 1);
+	assert_int_equal(engine_allreduce(t->e, TENSOR, in, out, 24, 12, ENGINE_SUM, t->now),
+			 -EINVAL);
+	in[0] = 1.0f;
+	begin(t, in, out, 24, 12, ENGINE_SUM);
+	assert_int_equal(tx(t), 2);
+	assert_int_equal(for_lane(2, 0)->h.sub_log, 0);
+	engine_destroy(t->e);
+	t->e = NULL;
+
+	/* The largest f32 block fills a buffer: no room left for a mask. */
+	t->cfg.max_block = (BUF_SIZE - INA_HDR_SIZE) / 4;
+	join_ready(t);
+	engine_set_cut(t->e, 1);
+	assert_int_equal(engine_allreduce(t->e, TENSOR, in, out, 24, t->cfg.max_block, ENGINE_SUM,
+					  t->now),
+			 -EINVAL);
+	engine_destroy(t->e);
+	t->e = NULL;
+	t->cfg.max_block = 256;
+	join_ready(t);
+	engine_set_cut(t->e, 7); /* 56 + 16 + 1024 bytes fit 2048 */
+	assert_int_equal(engine_allreduce(t->e, TENSOR, in, out, 24, 256, ENGINE_SUM, t->now), 0);
+	done(t);
+}
+
 static void
 test_engine_next_deadline(void **state)
 {
@@ -2943,6 +3383,14 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_engine_leave_after_error, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_engine_leave_while_running, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_engine_in_place, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_engine_sub_blocks_f32, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_engine_sub_blocks_in_place_avg, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_engine_sub_blocks_i32, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_engine_sub_blocks_bf16, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_engine_sub_blocks_listed, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_engine_sub_blocks_refused, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_engine_sub_blocks_ssp, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_engine_next_deadline, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_engine_pool_empty_defers_send, setup,
 						teardown),

@@ -2,7 +2,9 @@
 /*
  * Unit tests of the block planner (host/src/planner.c): the candidate sizes,
  * the cost model against a packet-by-packet replay of the lane protocol on
- * small random cases (f32 and i32), agreement of several workers that plan
+ * small random cases (f32 and i32, whole blocks and sub-blocks), the choice
+ * following time (a high packet cost picks few packets, a low one few
+ * bytes), agreement of several workers that plan
  * from the same previous sum while their own gradients differ (and after a
  * lossy round, whose result is the same agreed sum), the planner in a closed
  * loop with the real engines and switch under loss, duplicates and reordering
@@ -42,6 +44,44 @@ rnd_val(uint64_t *s)
 	return (float)((int64_t)(ina_splitmix64(s) % 2001) - 1000) / 64.0f;
 }
 
+/* Costs in bytes alone: the rule before issue 18, which the tests of the
+ * choice by density keep. */
+static void
+bytes_only(struct planner_config *cfg)
+{
+	cfg->packet_ns = 0;
+	cfg->byte_ns = 1;
+}
+
+/* The pick is the least (time, bytes, -B, k) of every candidate evaluated. */
+static void
+check_rule(const struct planner *p, const struct planner_pick *pick)
+{
+	const struct planner_candidate *c = planner_candidates(p), *best = NULL;
+	unsigned j, n = planner_n_evaluated(p);
+
+	assert_true(n >= planner_n_candidates(p));
+	for (j = 0; j < n; j++)
+		if (c[j].block_size == pick->block_size && c[j].sub_log == pick->sub_log)
+			best = &c[j];
+	assert_non_null(best);
+	assert_int_equal(pick->sub, pick->block_size >> pick->sub_log);
+	for (j = 0; j < n; j++) {
+		uint64_t bb = planner_cost_bytes(&best->cost), cb = planner_cost_bytes(&c[j].cost);
+
+		if (&c[j] == best)
+			continue;
+		assert_true(c[j].time_ps >= best->time_ps);
+		if (c[j].time_ps > best->time_ps)
+			continue;
+		assert_true(cb >= bb);
+		if (cb > bb)
+			continue;
+		assert_true(c[j].block_size < best->block_size ||
+			    (c[j].block_size == best->block_size && c[j].sub_log > best->sub_log));
+	}
+}
+
 static void
 test_candidates(void **state)
 {
@@ -68,6 +108,29 @@ test_candidates(void **state)
 	assert_int_equal(planner_candidate_sizes(p)[4], 256);
 	planner_destroy(p);
 
+	/* B is at most INA_BLOCK_MAX (13 bits): 16 .. 4096 in bf16 jumbo. */
+	cfg.max_pkt = 65000;
+	cfg.elem_bytes = 2;
+	assert_int_equal(planner_max_block(&cfg), INA_BLOCK_MAX);
+	p = planner_create(&cfg);
+	assert_non_null(p);
+	assert_int_equal(planner_n_candidates(p), 9);
+	assert_int_equal(planner_candidate_sizes(p)[8], 4096);
+	planner_destroy(p);
+	cfg.elem_bytes = 4;
+	cfg.max_sub_log = PLANNER_MAX_SUB_LOG + 1;
+	assert_null(planner_create(&cfg));
+	cfg.max_sub_log = 0;
+	cfg.packet_ns = -1;
+	assert_null(planner_create(&cfg));
+	cfg.packet_ns = 0;
+	cfg.byte_ns = 0;
+	assert_null(planner_create(&cfg)); /* nothing costs anything */
+	cfg.byte_ns = NAN;
+	assert_null(planner_create(&cfg));
+	planner_config_init(&cfg);
+	cfg.max_elems = 1000;
+
 	cfg.max_pkt = INA_HDR_SIZE + 4 * 15; /* not even 16 elements */
 	assert_null(planner_create(&cfg));
 	planner_config_init(&cfg);
@@ -92,9 +155,34 @@ own_next(const float *v, uint32_t n, uint32_t B, uint32_t nb, uint32_t L, uint32
 	return INA_BLOCK_END;
 }
 
+/* The payload of worker w's block 'blk' with 2^k sub-blocks (PROTOCOL 2.7),
+ * or of the union of every worker's (w < 0): the mask and the elements of
+ * the non-zero sub-blocks; the whole block without a cut. */
+static uint64_t
+payload(const struct planner_config *cfg, const float *const *vec, int w, uint32_t n, uint32_t B,
+	unsigned k, uint32_t blk)
+{
+	uint32_t start = blk * B, end = start + B < n ? start + B : n, b = B >> k, s, i;
+	uint64_t bytes = 0;
+
+	if (k == 0)
+		return 4ull * (end - start);
+	for (s = start; s < end; s += b) {
+		uint32_t e = s + b < end ? s + b : end;
+		int nz = 0;
+
+		for (i = s; i < e && !nz; i++)
+			for (int v = w < 0 ? 0 : w; v < (w < 0 ? cfg->world : w + 1); v++)
+				nz |= vec[v][i] != 0.0f;
+		if (nz)
+			bytes += 4ull * (e - s);
+	}
+	return (k <= 5 ? 4 : (1u << k) / 8) + bytes;
+}
+
 static void
 replay(const struct planner_config *cfg, const float *const *vec, uint32_t n, uint32_t B,
-       struct planner_cost *c)
+       unsigned k, struct planner_cost *c)
 {
 	uint32_t nb = (n + B - 1) / B, L = cfg->lanes, l, N = cfg->world;
 	uint64_t hdr = INA_HDR_SIZE + cfg->frame_bytes;
@@ -119,7 +207,7 @@ replay(const struct planner_config *cfg, const float *const *vec, uint32_t n, ui
 			cur = next;
 		}
 		while (cur != INA_BLOCK_END) {
-			uint32_t next = INA_BLOCK_END, len = cur * B + B < n ? B : n - cur * B;
+			uint32_t next = INA_BLOCK_END;
 			int any = 0;
 
 			for (w = 0; w < N; w++) {
@@ -129,13 +217,14 @@ replay(const struct planner_config *cfg, const float *const *vec, uint32_t n, ui
 				c->up_pkts++;
 				c->up_bytes += hdr;
 				if (mine == cur) { /* data, else an empty ack */
-					c->up_bytes += 4ull * len;
+					c->up_bytes += payload(cfg, vec, (int)w, n, B, k, cur);
 					any = 1;
 				}
 				next = x < next ? x : next;
 			}
 			c->down_pkts += N;
-			c->down_bytes += N * (hdr + (any ? 4ull * len : 0));
+			c->down_bytes += N *
+					 (hdr + (any ? payload(cfg, vec, -1, n, B, k, cur) : 0));
 			cur = next;
 		}
 	}
@@ -159,6 +248,8 @@ test_cost_bruteforce(void **state)
 		uint32_t n = 1 + (uint32_t)(ina_splitmix64(&seed) % 300);
 		uint32_t B = 16u << (ina_splitmix64(&seed) % 3);
 		unsigned zero_pct = (unsigned)(ina_splitmix64(&seed) % 101);
+		/* k 0..7 with b >= 1: masks of 4, 8 and 16 bytes. */
+		unsigned k = (unsigned)(ina_splitmix64(&seed) % 8);
 		uint32_t i;
 
 		planner_config_init(&cfg);
@@ -180,9 +271,16 @@ test_cost_bruteforce(void **state)
 								    : 0.0f);
 			}
 		}
-		planner_count(&cfg, vec, cfg.world, n, B, &blk);
-		model = planner_cost(&cfg, n, B, &blk);
-		replay(&cfg, vec, n, B, &brute);
+		if ((B >> k) == 0)
+			k = 0;
+		/* Sparse within blocks too, so that sub-blocks are absent. */
+		for (w = 0; w < cfg.world && k > 0; w++)
+			for (i = 0; i < n; i++)
+				if (ina_splitmix64(&seed) % 4 != 0)
+					buf[w][i] = 0.0f;
+		planner_count(&cfg, vec, cfg.world, n, B, (uint8_t)k, &blk);
+		model = planner_cost(&cfg, n, B, (uint8_t)k, &blk);
+		replay(&cfg, vec, n, B, k, &brute);
 		assert_int_equal(model.up_pkts, brute.up_pkts);
 		assert_int_equal(model.down_pkts, brute.down_pkts);
 		assert_int_equal(model.up_bytes, brute.up_bytes);
@@ -206,40 +304,48 @@ test_plan_cost_exact(void **state)
 	(void)state;
 	for (i = 0; i < 1000; i++)
 		ref[i] = ((i / 48) % 3 == 0) ? rnd_val(&seed) : 0.0f;
-	planner_config_init(&cfg);
-	cfg.max_elems = 1000;
-	cfg.max_pkt = INA_HDR_SIZE + 4 * 256;
-	cfg.lanes = 3;
-	p = planner_create(&cfg);
-	assert_non_null(p);
+	/* Runs of 48 values, 12 of them zero: sub-blocks of 8 are absent. */
+	for (i = 0; i < 1000; i++)
+		if (i % 48 < 12)
+			ref[i] = 0.0f;
 	for (w = 0; w < MAX_W; w++)
 		vec[w] = ref;
-	B = planner_plan(p, ref, 1000, 1.0, 0.0f);
-	assert_true(B >= 16);
-	for (k = 0; k < planner_n_candidates(p); k++) {
-		const struct planner_candidate *c = &planner_candidates(p)[k];
-		struct planner_cost brute;
+	for (unsigned sub = 0; sub < 2; sub++) {
+		struct planner_pick pick;
 
-		replay(&cfg, vec, 1000, c->block_size, &brute);
-		assert_int_equal(c->cost.up_bytes, brute.up_bytes);
-		assert_int_equal(c->cost.down_bytes, brute.down_bytes);
-		assert_int_equal(c->cost.up_pkts, brute.up_pkts);
-		assert_int_equal(c->cost.down_pkts, brute.down_pkts);
-	}
-	/* The chosen B is the cheapest, the larger on a tie. */
-	for (k = 0; k < planner_n_candidates(p); k++) {
-		const struct planner_candidate *c = &planner_candidates(p)[k], *best = NULL;
-		unsigned j;
+		planner_config_init(&cfg);
+		cfg.max_elems = 1000;
+		cfg.max_pkt = INA_HDR_SIZE + 4 * 256;
+		cfg.lanes = 3;
+		cfg.max_sub_log = sub ? PLANNER_MAX_SUB_LOG : 0;
+		bytes_only(&cfg);
+		p = planner_create(&cfg);
+		assert_non_null(p);
+		B = planner_plan(p, ref, 1000, 1.0, 0.0f);
+		assert_true(B >= 16);
+		assert_int_equal(planner_plan_cut(p, ref, 1000, 1.0, 0.0f, &pick), 0);
+		assert_int_equal(pick.block_size, B);
+		/* B 16..256, k while b >= 8: 2 + 3 + 4 + 5 + 6 with sub-blocks. */
+		assert_int_equal(planner_n_evaluated(p), sub ? 20 : 5);
+		for (k = 0; k < planner_n_evaluated(p); k++) {
+			const struct planner_candidate *c = &planner_candidates(p)[k];
+			struct planner_cost brute;
 
-		for (j = 0; j < planner_n_candidates(p); j++)
-			if (planner_candidates(p)[j].block_size == B)
-				best = &planner_candidates(p)[j];
-		assert_non_null(best);
-		assert_true(planner_cost_bytes(&best->cost) <= planner_cost_bytes(&c->cost));
-		if (c->block_size > B)
-			assert_true(planner_cost_bytes(&best->cost) < planner_cost_bytes(&c->cost));
+			replay(&cfg, vec, 1000, c->block_size, c->sub_log, &brute);
+			assert_int_equal(c->cost.up_bytes, brute.up_bytes);
+			assert_int_equal(c->cost.down_bytes, brute.down_bytes);
+			assert_int_equal(c->cost.up_pkts, brute.up_pkts);
+			assert_int_equal(c->cost.down_pkts, brute.down_pkts);
+			assert_int_equal(c->time_ps, planner_cost_time_ps(&cfg, &c->cost));
+		}
+		/* The chosen one is the cheapest, the larger B on a tie. */
+		check_rule(p, &pick);
+		/* Sub-blocks of 8 skip the zero runs: fewer bytes than any
+		 * whole block. */
+		if (sub)
+			assert_int_not_equal(pick.sub_log, 0);
+		planner_destroy(p);
 	}
-	planner_destroy(p);
 }
 
 /* Ties go to the larger B (an all-zero tensor on one lane costs one opener
@@ -257,6 +363,7 @@ test_ties_and_dense(void **state)
 	planner_config_init(&cfg);
 	cfg.max_elems = 4096;
 	cfg.lanes = 1;
+	bytes_only(&cfg);
 	p = planner_create(&cfg);
 	assert_non_null(p);
 	/* All zero, one lane: one opener step at every B: a tie everywhere. */
@@ -479,8 +586,8 @@ static const struct {
  * The real gradients: for each iteration, the 4 workers' sum is the shared
  * reference. Per layer and per iteration, at mass 1 (every non-zero block)
  * and at mass 0.7 (top blocks by norm), print the chosen B and its density.
- * The chosen B follows the density: it is the candidate of least bytes (the
- * larger on a tie); a tensor whose blocks all travel at every B (density 1
+ * Priced in bytes alone (packet_ns 0), the chosen B follows the density: it
+ * is the candidate of least bytes (the larger on a tie); a tensor whose blocks all travel at every B (density 1
  * at every candidate) gets the largest B; a smaller B is chosen only where
  * it leaves blocks behind (density < 1 at the chosen B); and over the layers
  * of several blocks at least two different B are chosen at each rule.
@@ -526,9 +633,10 @@ test_real_gradients(void **state)
 	assert_int_equal(ina_npy_dim(npy, 2), N_PARAMS);
 	planner_config_init(&cfg);
 	cfg.max_elems = N_PARAMS;
+	bytes_only(&cfg);
 	p = planner_create(&cfg);
 	assert_non_null(p);
-	print_message("planner on %s: N 4, L 64, max_pkt 9000 (B 16..2048)\n", GRADS);
+	print_message("planner on %s: N 4, L 64, max_pkt 9000 (B 16..2048), bytes only\n", GRADS);
 	print_message("%-3s %-13s %6s | %-22s | %-22s\n", "it", "tensor", "n", "mass 1: B  density",
 		      "mass 0.7: B  density");
 	for (it = 0; it < 3; it++) {
@@ -572,6 +680,151 @@ test_real_gradients(void **state)
 	ina_npy_close(npy);
 }
 
+/*
+ * The choice follows time. A sparse tensor (one non-zero element in 64):
+ * priced in bytes alone the plan picks the smallest pieces; with a packet
+ * as dear as on the kernel's UDP path it picks few packets: the largest B,
+ * cut into sub-blocks so that the bytes stay near the byte rule's. Both
+ * picks are the least of their rule among every candidate.
+ */
+static void
+test_time_follows_cost(void **state)
+{
+	enum { N = 32768 };
+	static float ref[N];
+	struct planner_config cfg;
+	struct planner_pick by_bytes, by_time, no_sub;
+	const struct planner_candidate *c;
+	struct planner *p;
+	uint64_t seed = 11, bytes_b = 0, pkts_b = 0, bytes_t = 0, pkts_t = 0;
+	uint32_t i;
+	unsigned j;
+
+	(void)state;
+	for (i = 0; i < N; i++)
+		ref[i] = i % 64 == 5 ? 1.0f + (float)(ina_splitmix64(&seed) % 100) : 0.0f;
+	planner_config_init(&cfg);
+	cfg.max_elems = N;
+	cfg.max_sub_log = PLANNER_MAX_SUB_LOG;
+	bytes_only(&cfg);
+	p = planner_create(&cfg);
+	assert_non_null(p);
+	assert_int_equal(planner_plan_cut(p, ref, N, 1.0, 0.0f, &by_bytes), 0);
+	check_rule(p, &by_bytes);
+	c = planner_candidates(p);
+	for (j = 0; j < planner_n_evaluated(p); j++)
+		if (c[j].block_size == by_bytes.block_size && c[j].sub_log == by_bytes.sub_log) {
+			bytes_b = planner_cost_bytes(&c[j].cost);
+			pkts_b = c[j].cost.up_pkts + c[j].cost.down_pkts;
+		}
+	planner_destroy(p);
+
+	cfg.packet_ns = PLANNER_UDP_PACKET_NS;
+	cfg.byte_ns = PLANNER_UDP_BYTE_NS;
+	p = planner_create(&cfg);
+	assert_non_null(p);
+	assert_int_equal(planner_plan_cut(p, ref, N, 1.0, 0.0f, &by_time), 0);
+	check_rule(p, &by_time);
+	c = planner_candidates(p);
+	for (j = 0; j < planner_n_evaluated(p); j++)
+		if (c[j].block_size == by_time.block_size && c[j].sub_log == by_time.sub_log) {
+			bytes_t = planner_cost_bytes(&c[j].cost);
+			pkts_t = c[j].cost.up_pkts + c[j].cost.down_pkts;
+		}
+	planner_destroy(p);
+	print_message("bytes rule: B %u b %u, %llu bytes %llu packets; udp time rule: B %u b %u, "
+		      "%llu bytes %llu packets\n",
+		      by_bytes.block_size, by_bytes.sub, (unsigned long long)bytes_b,
+		      (unsigned long long)pkts_b, by_time.block_size, by_time.sub,
+		      (unsigned long long)bytes_t, (unsigned long long)pkts_t);
+	assert_int_equal(by_time.block_size, 2048);
+	assert_int_not_equal(by_time.sub_log, 0);
+	assert_true(by_bytes.block_size < by_time.block_size);
+	assert_true(pkts_t < pkts_b);
+	assert_true(bytes_t >= bytes_b);
+	assert_true(bytes_t < 2 * bytes_b);
+
+	/* Without sub-blocks the time rule still picks the largest B. */
+	cfg.max_sub_log = 0;
+	p = planner_create(&cfg);
+	assert_non_null(p);
+	assert_int_equal(planner_plan_cut(p, ref, N, 1.0, 0.0f, &no_sub), 0);
+	assert_int_equal(no_sub.block_size, 2048);
+	assert_int_equal(no_sub.sub_log, 0);
+	assert_int_equal(planner_n_evaluated(p), planner_n_candidates(p));
+	planner_destroy(p);
+}
+
+/*
+ * The real gradients as one tensor, planned with sub-blocks at the udp
+ * port's costs from each iteration's sum, at the API's rule for a top-k mass
+ * of 0.5 and 0.7: the pick is the least time of every candidate, sends no
+ * more than 1.2 times the packets of whole blocks of 1024, and fewer bytes
+ * than them. Printed: the pick and the two candidates.
+ */
+static void
+test_real_gradients_sub(void **state)
+{
+	static float g[N_PARAMS], sum[N_PARAMS];
+	struct planner_config cfg;
+	struct planner *p;
+	struct ina_npy *npy;
+	char err[256];
+	const double masses[] = { 0.5, 0.7 };
+	unsigned it, w, m, j;
+	uint32_t i;
+
+	(void)state;
+	npy = ina_npy_open(GRADS, err, sizeof(err));
+	if (!npy)
+		fail_msg("%s", err);
+	planner_config_init(&cfg);
+	cfg.max_elems = N_PARAMS;
+	cfg.max_sub_log = PLANNER_MAX_SUB_LOG;
+	p = planner_create(&cfg);
+	assert_non_null(p);
+	for (it = 0; it < 3; it++) {
+		memset(sum, 0, sizeof(sum));
+		for (w = 0; w < 4; w++) {
+			assert_int_equal(ina_npy_read_row(npy, it * 4u + w, g, N_PARAMS), 0);
+			for (i = 0; i < N_PARAMS; i++)
+				sum[i] += g[i];
+		}
+		for (m = 0; m < 2; m++) {
+			const struct planner_candidate *c, *pick_c = NULL, *b1024 = NULL;
+			struct planner_pick pick;
+			double mass = planner_target_mass(masses[m], PLANNER_HEADROOM);
+
+			assert_int_equal(planner_plan_cut(p, sum, N_PARAMS, mass, 0.0f, &pick), 0);
+			check_rule(p, &pick);
+			c = planner_candidates(p);
+			for (j = 0; j < planner_n_evaluated(p); j++) {
+				if (c[j].block_size == pick.block_size &&
+				    c[j].sub_log == pick.sub_log)
+					pick_c = &c[j];
+				if (c[j].block_size == 1024 && c[j].sub_log == 0)
+					b1024 = &c[j];
+			}
+			assert_non_null(pick_c);
+			assert_non_null(b1024);
+			print_message(
+				"it %u mass %.1f: B %4u b %4u: %6llu packets %8llu bytes; "
+				"B 1024: %6llu packets %8llu bytes\n",
+				it, masses[m], pick.block_size, pick.sub,
+				(unsigned long long)(pick_c->cost.up_pkts + pick_c->cost.down_pkts),
+				(unsigned long long)planner_cost_bytes(&pick_c->cost),
+				(unsigned long long)(b1024->cost.up_pkts + b1024->cost.down_pkts),
+				(unsigned long long)planner_cost_bytes(&b1024->cost));
+			assert_true(5 * (pick_c->cost.up_pkts + pick_c->cost.down_pkts) <=
+				    6 * (b1024->cost.up_pkts + b1024->cost.down_pkts));
+			assert_true(planner_cost_bytes(&pick_c->cost) <
+				    planner_cost_bytes(&b1024->cost));
+		}
+	}
+	planner_destroy(p);
+	ina_npy_close(npy);
+}
+
 int
 main(void)
 {
@@ -585,6 +838,8 @@ main(void)
 		cmocka_unit_test(test_bad_input),
 		cmocka_unit_test(test_no_alloc),
 		cmocka_unit_test(test_real_gradients),
+		cmocka_unit_test(test_time_follows_cost),
+		cmocka_unit_test(test_real_gradients_sub),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -4,8 +4,9 @@
  * (several workers over many rounds, with deferred results, on random data
  * and on the real gradients in data/), block top-k against a brute-force
  * ranking, the density / byte / mass targets, the filter's bound (decaying and
- * steered to a budget), the broadcast rule, bad parameters, and no allocation
- * per round (malloc wrapped: alloc_count.h).
+ * steered to a budget), the broadcast rule, bad parameters, sub-blocks (top-k
+ * ranks the sub-blocks of a cut, PROTOCOL 2.7, to the mass and the byte
+ * budget), and no allocation per round (malloc wrapped: alloc_count.h).
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -948,6 +949,177 @@ test_sparsify_no_alloc_per_round(void **state)
 	free(out);
 }
 
+/* Sum of squares of x[0..n). */
+static double
+sq_sum(const float *x, uint32_t n)
+{
+	double s = 0;
+
+	for (uint32_t i = 0; i < n; i++)
+		s += (double)x[i] * x[i];
+	return s;
+}
+
+/*
+ * Sub-blocks: with a cut (B 256, b 16; and B 2048, b 16 on the real
+ * gradients), top-k ranks sub-blocks: each sub-block is sent whole or not at
+ * all, the ones sent are the shortest prefix of the sub-blocks ranked by
+ * norm that reaches the mass, the bytes count a header and a 4-byte mask per
+ * block and only the sub-blocks sent, and out + residual is the input. On
+ * the real gradients the cut sends fewer values than whole blocks for the
+ * same mass. A byte budget holds with sub-blocks too; bad cuts are refused.
+ */
+static void
+test_sparsify_sub_blocks(void **state)
+{
+	enum { N = 5003, B = 256, SB = 16, NU = (N + SB - 1) / SB };
+	static float g[N], out[N], rec[N];
+	static double norm[NU];
+	static uint32_t order[NU];
+	const double masses[] = { 0.3, 0.7, 0.95 };
+	struct sparsify_config c;
+	struct sparsify_stats st;
+	struct sparsify *s;
+	uint64_t seed = 21;
+	uint32_t u, i, j;
+
+	(void)state;
+	for (i = 0; i < N; i++) /* stretches of varied scale, some zero */
+		g[i] = (i / 40) % 3 == 0 ? 0.0f
+					 : (float)((int64_t)(ina_splitmix64(&seed) % 2001) - 1000) /
+						   (float)(1 + (i / 16) % 7);
+	for (u = 0; u < NU; u++) {
+		uint32_t len = (u + 1) * SB <= N ? SB : N - u * SB;
+
+		norm[u] = sq_sum(g + u * SB, len);
+		order[u] = u;
+	}
+	for (i = 1; i < NU; i++) /* by norm descending, index ascending */
+		for (j = i;
+		     j > 0 && (norm[order[j]] > norm[order[j - 1]] ||
+			       (norm[order[j]] == norm[order[j - 1]] && order[j] < order[j - 1]));
+		     j--) {
+			uint32_t t = order[j];
+
+			order[j] = order[j - 1];
+			order[j - 1] = t;
+		}
+	sparsify_config_init(&c);
+	c.n_elems = N;
+	c.block_size = B;
+	c.sub_block = SB;
+	c.target = SPARSIFY_MASS;
+	for (size_t m = 0; m < sizeof(masses) / sizeof(masses[0]); m++) {
+		double total = sq_sum(g, N), cum = 0;
+		uint64_t bytes = 0;
+		uint32_t k = 0;
+
+		c.mass = masses[m];
+		s = sparsify_create(&c);
+		assert_non_null(s);
+		assert_int_equal(sparsify_sub_block(s), SB);
+		assert_int_equal(sparsify_round(s, g, out, 0, &st), 0);
+		/* out + residual is g, bit for bit. */
+		for (i = 0; i < N; i++) {
+			rec[i] = out[i] + sparsify_residual(s)[i];
+			assert_int_equal(bits_of(rec[i]), bits_of(g[i]));
+		}
+		/* Whole sub-blocks: sent entirely or not at all. */
+		for (u = 0; u < NU; u++) {
+			uint32_t len = (u + 1) * SB <= N ? SB : N - u * SB, sent = 0;
+
+			for (i = 0; i < len; i++)
+				sent += out[u * SB + i] != 0.0f || g[u * SB + i] == 0.0f;
+			assert_true(sent == len || sq_sum(out + u * SB, len) == 0.0);
+		}
+		/* The sent sub-blocks are the shortest prefix reaching the mass. */
+		while (cum < c.mass * total) {
+			uint32_t uu = order[k++], len = (uu + 1) * SB <= N ? SB : N - uu * SB;
+
+			assert_true(sq_sum(out + uu * SB, len) == norm[uu]);
+			cum += norm[uu];
+		}
+		for (; k < NU; k++) {
+			uint32_t uu = order[k], len = (uu + 1) * SB <= N ? SB : N - uu * SB;
+
+			assert_true(sq_sum(out + uu * SB, len) == 0.0);
+		}
+		assert_true(st.mass_sent >= c.mass * st.mass_total * (1 - 1e-12));
+		/* Bytes: per block with a value sent, header, mask, its sent
+		 * sub-blocks. */
+		for (j = 0; j < (N + B - 1) / B; j++) {
+			uint64_t vals = 0;
+
+			for (u = j * (B / SB); u < (j + 1) * (B / SB) && u < NU; u++) {
+				uint32_t len = (u + 1) * SB <= N ? SB : N - u * SB;
+
+				if (sq_sum(out + u * SB, len) > 0)
+					vals += len;
+			}
+			if (vals)
+				bytes += INA_HDR_SIZE + 4 + 4 * vals;
+		}
+		assert_int_equal(st.bytes_sent, bytes);
+		sparsify_destroy(s);
+	}
+
+	/* A byte budget: what is sent fits it, with headers and masks. */
+	c.target = SPARSIFY_BYTES;
+	c.byte_budget = 3000;
+	s = sparsify_create(&c);
+	assert_non_null(s);
+	assert_int_equal(sparsify_round(s, g, out, 0, &st), 0);
+	assert_true(st.bytes_sent <= c.byte_budget);
+	assert_true(st.bytes_sent + INA_HDR_SIZE + 4 + 4 * SB > c.byte_budget);
+	assert_true(st.subs_sent > st.blocks_sent);
+	/* Cuts: b a power-of-two divisor of B, at most 128 sub-blocks, not
+	 * below the unit the arrays were made for. */
+	assert_int_equal(sparsify_set_cut(s, 512, 32), 0);
+	assert_int_equal(sparsify_set_cut(s, 512, 24), -EINVAL);
+	assert_int_equal(sparsify_set_cut(s, 512, 8), -EINVAL);
+	assert_int_equal(sparsify_set_cut(s, 4096, 16), -EINVAL); /* 256 sub-blocks */
+	assert_int_equal(sparsify_set_cut(s, 16, 32), -EINVAL);
+	assert_int_equal(sparsify_set_cut(s, 256, 256), 0);
+	assert_int_equal(sparsify_sub_block(s), 0);
+	assert_int_equal(sparsify_set_block_size(s, 128), 0);
+	assert_int_equal(sparsify_sub_block(s), 0);
+	sparsify_destroy(s);
+	c.sub_block = 24;
+	assert_null(sparsify_create(&c));
+
+	/* The real gradients, one worker, mass 0.7: sub-blocks of 16 in
+	 * blocks of 2048 send fewer values than blocks of 2048. */
+	{
+		static float rg[71754], o2[71754];
+		struct sparsify_stats whole, cut;
+
+		assert_int_equal(grads_len(), 71754);
+		assert_int_equal(ina_npy_read_row(npy, 0, rg, 71754), 0);
+		sparsify_config_init(&c);
+		c.n_elems = 71754;
+		c.block_size = 2048;
+		c.target = SPARSIFY_MASS;
+		c.mass = 0.7;
+		s = sparsify_create(&c);
+		assert_non_null(s);
+		assert_int_equal(sparsify_round(s, rg, o2, 0, &whole), 0);
+		sparsify_destroy(s);
+		c.sub_block = 16;
+		s = sparsify_create(&c);
+		assert_non_null(s);
+		assert_int_equal(sparsify_round(s, rg, o2, 0, &cut), 0);
+		sparsify_destroy(s);
+		print_message("real gradients, mass 0.7, B 2048: whole blocks %llu values %llu "
+			      "bytes, sub-blocks of 16 %llu values %llu bytes\n",
+			      (unsigned long long)whole.elems_sent,
+			      (unsigned long long)whole.bytes_sent,
+			      (unsigned long long)cut.elems_sent,
+			      (unsigned long long)cut.bytes_sent);
+		assert_true(cut.mass_sent >= 0.7 * cut.mass_total);
+		assert_true(2 * cut.bytes_sent < whole.bytes_sent);
+	}
+}
+
 static int
 group_teardown(void **state)
 {
@@ -975,6 +1147,7 @@ main(void)
 		cmocka_unit_test(test_sparsify_defer_block),
 		cmocka_unit_test(test_sparsify_out_aliases_grad),
 		cmocka_unit_test(test_sparsify_no_alloc_per_round),
+		cmocka_unit_test(test_sparsify_sub_blocks),
 	};
 
 	return cmocka_run_group_tests_name("sparsify", tests, NULL, group_teardown);

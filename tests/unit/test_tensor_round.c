@@ -310,8 +310,9 @@ test_planned_dense(void **state)
 }
 
 /* The real gradients, block top-k to a mass fraction, under loss: the
- * workers agree, and the chosen B differs between a low and a high mass
- * (where the density differs) and from round to round. */
+ * workers agree, and the chosen B differs from round to round (the first
+ * has no reference); priced in time (the udp port's costs), a higher mass
+ * (denser blocks) never picks smaller blocks. */
 static void
 test_planned_real_gradients(void **state)
 {
@@ -341,7 +342,7 @@ test_planned_real_gradients(void **state)
 		assert_true(distinct);
 		last[m] = ru.B[ru.rounds - 1];
 	}
-	assert_int_not_equal(last[0], last[1]);
+	assert_true(last[1] >= last[0]);
 	ina_npy_close(npy);
 	npy = NULL;
 }

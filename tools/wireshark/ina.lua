@@ -1,7 +1,8 @@
 -- SPDX-License-Identifier: MIT
--- wireshark dissector for ina, the in-network aggregation protocol: the fixed
--- 56-byte header of docs/PROTOCOL.md section 2 and the payload of each packet
--- type, on udp port 9150 (preference "ina.udp_port" to change it).
+-- wireshark dissector for ina, the in-network aggregation protocol, wire
+-- version 2: the fixed 56-byte header of docs/PROTOCOL.md section 2 and the
+-- payload of each packet type, sub-blocks (2.7) included, on udp port 9150
+-- (preference "ina.udp_port" to change it).
 --
 -- load it for one run:
 --   wireshark -X lua_script:tools/wireshark/ina.lua capture.pcap
@@ -16,6 +17,7 @@ local DEFAULT_PORT = 9150
 local BLOCK_OPEN = 0xfffffffe
 local BLOCK_END = 0xffffffff
 local MAX_VALUES = 64
+local WIRE_VERSION = 2
 
 local T_JOIN, T_JOIN_ACK, T_DATA, T_RESULT, T_WAIT, T_ERROR, T_REPL, T_FAILOVER =
 	1, 2, 3, 4, 5, 9, 10, 11
@@ -30,6 +32,7 @@ local enc_names = { [1] = "f32", [2] = "i32", [3] = "bf16" }
 local enc_sizes = { [1] = 4, [2] = 4, [3] = 2 }
 local status_names = {
 	[1] = "no_slots", [2] = "no_jobs", [3] = "mismatch", [4] = "unsupported", [5] = "left",
+	[6] = "peer_dead", [7] = "shutdown",
 }
 
 -- adds a number field and, for a special value, its name: "Block: 4294967294 (OPEN)"
@@ -52,6 +55,8 @@ local f = {
 	flag_sat = ProtoField.bool("ina.flags.saturated", "Saturated", 8, nil, 0x04),
 	flag_def = ProtoField.bool("ina.flags.deferred", "Deferred", 8, nil, 0x08),
 	flag_standby = ProtoField.bool("ina.flags.standby", "Standby", 8, nil, 0x10),
+	flag_partial = ProtoField.bool("ina.flags.partial", "Partial (ssp, contributors follow)", 8, nil,
+		0x20),
 	flag_grant = ProtoField.bool("ina.flags.grant", "Grant or reshape (fewer lanes)", 8, nil, 0x40),
 	flag_redirect = ProtoField.bool("ina.flags.redirect", "Redirect (host aggregator)", 8, nil, 0x80),
 	job_id = ProtoField.uint32("ina.job_id", "Job id", base.DEC),
@@ -63,7 +68,10 @@ local f = {
 	tensor_len = ProtoField.uint32("ina.tensor_len", "Tensor length", base.DEC),
 	block = ProtoField.uint32("ina.block", "Block", base.DEC),
 	next = ProtoField.uint32("ina.next", "Next", base.DEC),
-	block_size = ProtoField.uint16("ina.block_size", "Block size", base.DEC),
+	-- the block_size field: B in bits 0-12, sub_log in bits 13-15 (2.1)
+	block_size = ProtoField.uint16("ina.block_size", "Block size B", base.DEC, nil, 0x1fff),
+	sub_log = ProtoField.uint16("ina.sub_log", "Sub-blocks log2 (sub_log)", base.DEC, nil, 0xe000),
+	sub_elems = ProtoField.uint16("ina.sub_elems", "Sub-block size b", base.DEC),
 	n_elems = ProtoField.uint16("ina.n_elems", "Elements", base.DEC),
 	exp = ProtoField.int16("ina.exp", "Exponent", base.DEC),
 	status = ProtoField.uint16("ina.status", "Status", base.DEC),
@@ -72,6 +80,11 @@ local f = {
 	token = ProtoField.uint64("ina.token", "Token", base.HEX),
 	-- payload
 	payload = ProtoField.bytes("ina.payload", "Payload"),
+	-- sub-blocks (2.7): the presence mask, what it names, each present one
+	sub_mask = ProtoField.bytes("ina.sub.mask", "Presence mask"),
+	sub_present = ProtoField.uint16("ina.sub.present", "Present sub-blocks", base.DEC),
+	sub_present_elems = ProtoField.uint16("ina.sub.present_elems", "Present elements", base.DEC),
+	sub_index = ProtoField.uint16("ina.sub.index", "Sub-block", base.DEC),
 	value_f32 = ProtoField.float("ina.value", "Value"),
 	value_i32 = ProtoField.int32("ina.value", "Value", base.DEC),
 	value_bf16 = ProtoField.uint16("ina.value_bf16", "Value (bf16 bits)", base.HEX),
@@ -86,10 +99,10 @@ local f = {
 }
 ina.fields = {
 	f.version, f.type, f.encoding, f.flags, f.flag_ver, f.flag_retx, f.flag_sat, f.flag_def,
-	f.flag_standby, f.flag_grant, f.flag_redirect,
+	f.flag_standby, f.flag_partial, f.flag_grant, f.flag_redirect,
 	f.job_id, f.epoch, f.rank, f.lane, f.tensor_id, f.round, f.tensor_len, f.block,
-	f.next, f.block_size, f.n_elems, f.exp, f.status, f.bound, f.bound_value, f.token,
-	f.payload, f.value_f32, f.value_i32, f.value_bf16, f.join_world, f.join_lanes,
+	f.next, f.block_size, f.sub_log, f.sub_elems, f.n_elems, f.exp, f.status, f.bound, f.bound_value, f.token,
+	f.payload, f.sub_mask, f.sub_present, f.sub_present_elems, f.sub_index, f.value_f32, f.value_i32, f.value_bf16, f.join_world, f.join_lanes,
 	f.join_max_block, f.join_reserved, f.redirect_ipv4, f.redirect_port, f.wait_missing,
 	f.error_msg,
 }
@@ -98,7 +111,12 @@ local e_short = ProtoExpert.new("ina.short", "Shorter than the 56-byte ina heade
 	expert.group.MALFORMED, expert.severity.ERROR)
 local e_payload = ProtoExpert.new("ina.bad_payload", "Payload size disagrees with the header",
 	expert.group.PROTOCOL, expert.severity.WARN)
-ina.experts = { e_short, e_payload }
+local e_version = ProtoExpert.new("ina.bad_version", "Not wire version 2 (this dissector's)",
+	expert.group.PROTOCOL, expert.severity.WARN)
+local e_mask = ProtoExpert.new("ina.bad_mask",
+	"Bad sub-blocks: B not a multiple of 2^sub_log, an empty mask, or a bit past the last sub-block",
+	expert.group.MALFORMED, expert.severity.ERROR)
+ina.experts = { e_short, e_payload, e_version, e_mask }
 
 ina.prefs.udp_port = Pref.uint("UDP port", DEFAULT_PORT, "UDP port of ina (default 9150)")
 
@@ -122,15 +140,13 @@ local function bf16_value(b)
 	return sign * (1 + m / 128) * 2 ^ (e - 127)
 end
 
-local function dissect_values(buf, tree, ptype, enc, n)
+-- adds up to 'room' of the 'count' values at 'off' under 'pt'; returns
+-- how many it added
+local function add_values(buf, pt, enc, off, count, room)
 	local size = enc_sizes[enc] or 4
-	local avail = math.floor((buf:len() - HDR_SIZE) / size)
-	local count = math.min(n, avail)
-	if count <= 0 then return end
-	local pt = tree:add(f.payload, buf(HDR_SIZE, count * size))
-	pt:set_text(string.format("Values: %d %s", count, enc_names[enc] or "?"))
-	for i = 0, math.min(count, MAX_VALUES) - 1 do
-		local r = buf(HDR_SIZE + size * i, size)
+	local shown = math.max(0, math.min(count, room))
+	for i = 0, shown - 1 do
+		local r = buf(off + size * i, size)
 		if enc == 2 then
 			pt:add(f.value_i32, r)
 		elseif enc == 3 then
@@ -140,10 +156,79 @@ local function dissect_values(buf, tree, ptype, enc, n)
 			pt:add(f.value_f32, r)
 		end
 	end
-	if count > MAX_VALUES then
-		pt:add(buf(HDR_SIZE + size * MAX_VALUES, (count - MAX_VALUES) * size),
-			string.format("[%d more values]", count - MAX_VALUES))
+	if count > shown then
+		pt:add(buf(off + size * shown, (count - shown) * size),
+			string.format("[%d more values]", count - shown))
 	end
+	return shown
+end
+
+local function dissect_values(buf, tree, ptype, enc, n)
+	local size = enc_sizes[enc] or 4
+	local avail = math.floor((buf:len() - HDR_SIZE) / size)
+	local count = math.min(n, avail)
+	if count <= 0 then return end
+	local pt = tree:add(f.payload, buf(HDR_SIZE, count * size))
+	pt:set_text(string.format("Values: %d %s", count, enc_names[enc] or "?"))
+	add_values(buf, pt, enc, HDR_SIZE, count, MAX_VALUES)
+end
+
+-- bytes of the presence mask for 2^k sub-blocks (0 for k = 0)
+local function mask_bytes(k)
+	if k == 0 then return 0 end
+	if k <= 5 then return 4 end
+	return 2 ^ k / 8
+end
+
+-- the sub-block payload of a block of n elements (2.7): the mask, what it
+-- names, then each present sub-block with its values; returns the bytes the
+-- payload should have, or nil with the mask flagged bad
+local function dissect_sub_blocks(buf, tree, enc, bs, k, n)
+	local size = enc_sizes[enc] or 4
+	local b = math.floor(bs / 2 ^ k)
+	local mb = mask_bytes(k)
+	local rest = buf:len() - HDR_SIZE
+	if bs % 2 ^ k ~= 0 then
+		tree:add_proto_expert_info(e_mask)
+		return nil
+	end
+	if rest < mb then return mb end -- no whole mask: a length error
+	local count = math.floor((n + b - 1) / b)
+	local mt = tree:add(f.sub_mask, buf(HDR_SIZE, mb))
+	local present, elems, bad = {}, 0, false
+	for i = 0, mb - 1 do
+		local byte = buf(HDR_SIZE + i, 1):uint()
+		for j = 0, 7 do
+			if math.floor(byte / 2 ^ j) % 2 == 1 then
+				local s = 8 * i + j
+				if s >= count then
+					bad = true
+				else
+					present[#present + 1] = s
+					elems = elems + math.min(b, n - s * b)
+				end
+			end
+		end
+	end
+	if bad or #present == 0 then
+		mt:add_proto_expert_info(e_mask)
+		return nil
+	end
+	mt:append_text(string.format(" (%d of %d sub-blocks of %d)", #present, count, b))
+	tree:add(f.sub_present, buf(HDR_SIZE, mb), #present):set_generated()
+	tree:add(f.sub_present_elems, buf(HDR_SIZE, mb), elems):set_generated()
+	local off, room = HDR_SIZE + mb, MAX_VALUES
+	for _, s in ipairs(present) do
+		local m = math.min(b, n - s * b)
+		local have = math.max(0, math.min(m, math.floor((buf:len() - off) / size)))
+		if have <= 0 then break end
+		local st = tree:add(f.sub_index, buf(off, have * size), s)
+		st:set_text(string.format("Sub-block %d: elements %d..%d, %d %s", s, s * b,
+			s * b + m - 1, m, enc_names[enc] or "?"))
+		room = room - add_values(buf, st, enc, off, have, room)
+		off = off + m * size
+	end
+	return mb + elems * size
 end
 
 function ina.dissector(buf, pinfo, tree)
@@ -159,7 +244,8 @@ function ina.dissector(buf, pinfo, tree)
 
 	local ptype = buf(1, 1):uint()
 	local enc = buf(2, 1):uint()
-	t:add(f.version, buf(0, 1))
+	local vt = t:add(f.version, buf(0, 1))
+	if buf(0, 1):uint() ~= WIRE_VERSION then vt:add_proto_expert_info(e_version) end
 	t:add(f.type, buf(1, 1))
 	t:add(f.encoding, buf(2, 1))
 	local ft = t:add(f.flags, buf(3, 1))
@@ -168,6 +254,7 @@ function ina.dissector(buf, pinfo, tree)
 	ft:add(f.flag_sat, buf(3, 1))
 	ft:add(f.flag_def, buf(3, 1))
 	ft:add(f.flag_standby, buf(3, 1))
+	ft:add(f.flag_partial, buf(3, 1))
 	ft:add(f.flag_grant, buf(3, 1))
 	ft:add(f.flag_redirect, buf(3, 1))
 	t:add(f.job_id, buf(4, 4))
@@ -180,6 +267,10 @@ function ina.dissector(buf, pinfo, tree)
 	add_named(t, f.block, buf(28, 4), { [BLOCK_OPEN] = "OPEN" })
 	add_named(t, f.next, buf(32, 4), { [BLOCK_END] = "END" })
 	t:add(f.block_size, buf(36, 2))
+	t:add(f.sub_log, buf(36, 2))
+	local bs = buf(36, 2):bitfield(3, 13)
+	local k = buf(36, 2):bitfield(0, 3)
+	t:add(f.sub_elems, buf(36, 2), math.floor(bs / 2 ^ k)):set_generated()
 	t:add(f.n_elems, buf(38, 2))
 	t:add(f.exp, buf(40, 2))
 	-- ERROR: its code; WAIT: 1 = LIVE (the switch vouches for the ranks named)
@@ -209,8 +300,22 @@ function ina.dissector(buf, pinfo, tree)
 			info = info .. (to == 0xfffe and " to all" or string.format(" to rank %u", to))
 		end
 		if n > 0 then info = info .. string.format(" n %u", n) end
-		if rest ~= n * (enc_sizes[enc] or 4) then t:add_proto_expert_info(e_payload) end
-		dissect_values(buf, t, ptype, enc, n)
+		if k > 0 then info = info .. string.format(" b %u", math.floor(bs / 2 ^ k)) end
+		-- a PARTIAL result's contributor bitmap follows the payload
+		local trailer = (ptype ~= T_DATA and buf(3, 1):bitfield(2, 1) == 1) and 8 or 0
+		if k > 0 and n > 0 then
+			local want = dissect_sub_blocks(buf, t, enc, bs, k, n)
+			if want == nil then
+				info = info .. " bad mask"
+			elseif rest ~= want + trailer then
+				t:add_proto_expert_info(e_payload)
+			end
+		else
+			if rest ~= n * (enc_sizes[enc] or 4) + trailer then
+				t:add_proto_expert_info(e_payload)
+			end
+			dissect_values(buf, t, ptype, enc, n)
+		end
 	elseif ptype == T_JOIN or ptype == T_JOIN_ACK then
 		if rest >= 8 then
 			t:add(f.join_world, buf(56, 2))
