@@ -678,8 +678,8 @@ parse_args(struct bench *b, int argc, char **argv)
 			{
 				double ns = strtod(optarg, &end);
 
-				if (*end || *optarg == '\0' || !(ns >= 0 && ns < 1e9))
-					die("--packet-ns, --byte-ns: a number of ns, >= 0");
+				if (*end || *optarg == '\0' || !(ns >= 0 && ns <= 1e6))
+					die("--packet-ns, --byte-ns: a number of ns, 0 .. 1e6");
 				if (opt == 'P')
 					pc->packet_ns = ns;
 				else

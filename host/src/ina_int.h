@@ -118,6 +118,10 @@ struct ina_ctx {
 	uint8_t encoding;
 	int plan_blocks;	      /* cfg.plan_blocks */
 	struct partition_config part; /* cfg.partition, partitions, lanes */
+
+	/* cfg.plan_packet_ns, plan_byte_ns: the block planner's prices */
+	double plan_packet_ns, plan_byte_ns;
+
 	struct ina_port *port;
 	char replica_addr[64]; /* cfg.replica_addr, for the log */
 	uint32_t job_id;

@@ -16,6 +16,7 @@
 #include "ina/capture.h"
 #include "ina/log.h"
 #include "ina/token.h"
+#include "planner.h"
 #include "sparsify_opts.h"
 #include "ssp_tensor.h"
 
@@ -74,6 +75,8 @@ config_defaults(struct ina_config *cfg)
 	cfg->sparsify.filter_decay = 1;
 	cfg->sparsify.filter_results = 1;
 	cfg->keepalive_ms = 1000;
+	cfg->plan_packet_ns = PLANNER_UDP_PACKET_NS;
+	cfg->plan_byte_ns = PLANNER_UDP_BYTE_NS;
 }
 
 void
@@ -312,6 +315,15 @@ ina_open(const struct ina_config *user_cfg, struct ina_ctx **out, char *err, siz
 			 PARTITION_MAX_PARTS);
 		return -EINVAL;
 	}
+	if (!(cfg->plan_packet_ns >= 0 && cfg->plan_packet_ns <= 1e6) ||
+	    !(cfg->plan_byte_ns >= 0 && cfg->plan_byte_ns <= 1e6) ||
+	    (cfg->plan_packet_ns == 0 && cfg->plan_byte_ns == 0)) {
+		snprintf(err, err_size,
+			 "bad configuration: plan_packet_ns %g, plan_byte_ns %g: ns up to 1e6, "
+			 ">= 0, not both 0",
+			 cfg->plan_packet_ns, cfg->plan_byte_ns);
+		return -EINVAL;
+	}
 	if (cfg->ssp > INA_SSP_MAX ||
 	    (cfg->ssp && (cfg->encoding == INA_I32 || cfg->replica_addr || cfg->plan_blocks ||
 			  cfg->fuse_elems || cfg->sparsify.mode != INA_SPARSIFY_OFF))) {
@@ -519,6 +531,8 @@ ina_open(const struct ina_config *user_cfg, struct ina_ctx **out, char *err, siz
 			cfg->job_id, cfg->rank, ctx->lanes, cfg->lanes);
 	ctx->encoding = ec.encoding;
 	ctx->plan_blocks = cfg->plan_blocks;
+	ctx->plan_packet_ns = cfg->plan_packet_ns;
+	ctx->plan_byte_ns = cfg->plan_byte_ns;
 	ctx->part.mode = cfg->partition == INA_PARTITION_DYNAMIC ? PARTITION_DYNAMIC
 								 : PARTITION_FIXED;
 	ctx->part.parts = cfg->partitions ? cfg->partitions : 1;

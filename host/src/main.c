@@ -121,6 +121,9 @@ usage(FILE *f)
 		"                        times as long: a transient straggler (default 0)\n"
 		"  --plan                the block planner picks B per round (powers of two\n"
 		"                        from 16 up to --block) from the previous result\n"
+		"  --plan-cost P,Y       its prices: P ns a packet, Y ns a byte; it picks the\n"
+		"                        least time (default 390,0.39: the udp port's; 0,1:\n"
+		"                        the fewest bytes)\n"
 		"  --sub-block N         cut every block into sub-blocks of N elements (a power\n"
 		"                        of two, --block / N a power of two up to 128): a\n"
 		"                        packet carries a mask and only the non-zero sub-\n"
@@ -174,6 +177,7 @@ enum {
 	OPT_CAPTURE,
 	OPT_PLAN,
 	OPT_SUB_BLOCK,
+	OPT_PLAN_COST,
 	OPT_REPLICA,
 	OPT_FAILOVER,
 	OPT_CONSISTENCY,
@@ -214,6 +218,7 @@ parse_args(int argc, char **argv, struct host_config *c)
 		SPARSIFY_CLI_OPTIONS,
 		{ "plan", no_argument, NULL, OPT_PLAN },
 		{ "sub-block", required_argument, NULL, OPT_SUB_BLOCK },
+		{ "plan-cost", required_argument, NULL, OPT_PLAN_COST },
 		{ "replica", required_argument, NULL, OPT_REPLICA },
 		{ "failover-ms", required_argument, NULL, OPT_FAILOVER },
 		{ "consistency", required_argument, NULL, OPT_CONSISTENCY },
@@ -357,8 +362,22 @@ parse_args(int argc, char **argv, struct host_config *c)
 			c->ina.plan_blocks = 1;
 			break;
 		case OPT_SUB_BLOCK:
-			c->ina.sub_block = (uint16_t)ina_cli_u64("sub-block", optarg, 0, 16384);
+			c->ina.sub_block = (uint16_t)ina_cli_u64("sub-block", optarg, 0, INA_BLOCK_MAX);
 			break;
+		case OPT_PLAN_COST: {
+			char pk[32], *comma = strchr(optarg, ',');
+
+			if (!comma || (size_t)(comma - optarg) >= sizeof(pk))
+				ina_die("--plan-cost: '%s' is not P,Y", optarg);
+			memcpy(pk, optarg, (size_t)(comma - optarg));
+			pk[comma - optarg] = '\0';
+			if (ina_parse_double(pk, 0.0, 1e6, &c->ina.plan_packet_ns) < 0 ||
+			    ina_parse_double(comma + 1, 0.0, 1e6, &c->ina.plan_byte_ns) < 0 ||
+			    (c->ina.plan_packet_ns == 0 && c->ina.plan_byte_ns == 0))
+				ina_die("--plan-cost: '%s' is not P,Y (ns in 0..1e6, not both 0)",
+					optarg);
+			break;
+		}
 		case OPT_PARTITION:
 			if (strcmp(optarg, "fixed") == 0) {
 				c->ina.partition = INA_PARTITION_FIXED;
@@ -652,6 +671,8 @@ main(int argc, char **argv)
 			.n = n,
 			.sp = c.sp,
 			.plan = c.ina.plan_blocks,
+			.packet_ns = c.ina.plan_packet_ns,
+			.byte_ns = c.ina.plan_byte_ns,
 			.max_block = c.ina.block_size,
 			.sub_block = c.ina.sub_block,
 			.encoding = (uint8_t)c.ina.encoding,

@@ -40,6 +40,7 @@ planner_config_init(struct planner_config *cfg)
 		.open_exchange = 0,
 		.frame_bytes = 0,
 		.max_sub_log = 0,
+		.mask_room = 0,
 		.packet_ns = PLANNER_UDP_PACKET_NS,
 		.byte_ns = PLANNER_UDP_BYTE_NS,
 	};
@@ -62,11 +63,11 @@ planner_mask_bytes(uint8_t sub_log)
 	return ina_wire_mask_bytes(sub_log);
 }
 
-/* A cost per unit: finite, >= 0, below a second. */
+/* A cost per unit: >= 0, at most a millisecond (the time in ps fits 64 bits). */
 static int
 cost_ok(double ns)
 {
-	return ns >= 0 && ns < 1e9;
+	return ns >= 0 && ns <= 1e6;
 }
 
 int
@@ -81,13 +82,18 @@ planner_config_check(const struct planner_config *cfg)
 	return 0;
 }
 
-/* The largest k tried at block size B. */
+/* The largest k tried at block size B: b >= PLANNER_MIN_SUB, and a full
+ * block with its mask fits a packet. */
 static unsigned
 max_k(const struct planner_config *cfg, uint32_t B)
 {
+	uint64_t room = (uint64_t)cfg->max_pkt + cfg->mask_room;
 	unsigned k = 0;
 
-	while (k < cfg->max_sub_log && (B >> (k + 1)) >= PLANNER_MIN_SUB)
+	while (k < cfg->max_sub_log && (B >> (k + 1)) >= PLANNER_MIN_SUB &&
+	       INA_HDR_SIZE + ina_wire_mask_bytes((uint8_t)(k + 1)) +
+			       (uint64_t)B * cfg->elem_bytes <=
+		       room)
 		k++;
 	return k;
 }
@@ -111,7 +117,10 @@ planner_create(const struct planner_config *cfg)
 	maxb = planner_max_block(cfg);
 	for (b = PLANNER_MIN_BLOCK; b <= maxb && p->n_sizes < PLANNER_MAX_SIZES; b *= 2)
 		p->sizes[p->n_sizes++] = b;
-	p->min_unit = PLANNER_MIN_BLOCK >> max_k(cfg, PLANNER_MIN_BLOCK);
+	p->min_unit = PLANNER_MIN_BLOCK;
+	for (unsigned i = 0; i < p->n_sizes; i++)
+		if ((p->sizes[i] >> max_k(cfg, p->sizes[i])) < p->min_unit)
+			p->min_unit = p->sizes[i] >> max_k(cfg, p->sizes[i]);
 	p->max_units = (uint32_t)((cfg->max_elems + (uint64_t)p->min_unit - 1) / p->min_unit);
 	p->key = calloc(p->max_units, sizeof(*p->key));
 	p->heap = calloc(p->max_units, sizeof(*p->heap));

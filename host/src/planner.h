@@ -63,8 +63,12 @@ struct planner_config {
 				 * ina packets only */
 	uint8_t max_sub_log;  /* the largest k tried (0: whole blocks only;
 				 * at most PLANNER_MAX_SUB_LOG) */
-	double packet_ns;     /* time per packet, >= 0, finite */
-	double byte_ns;	      /* time per byte, >= 0, finite; not both 0 */
+	uint32_t mask_room;   /* bytes a cut packet may hold past max_pkt
+				 * for its mask: a cut of B is tried only if
+				 * INA_HDR_SIZE + mask + B * elem_bytes <=
+				 * max_pkt + mask_room (0: within max_pkt) */
+	double packet_ns;     /* time per packet, 0 .. 1e6 */
+	double byte_ns;	      /* time per byte, 0 .. 1e6; not both 0 */
 };
 
 /* What travels for one tensor at one (B, b): the inputs of the cost model. */
@@ -134,7 +138,8 @@ void planner_destroy(struct planner *p); /* Accepts NULL. */
 
 /* The candidates' block sizes, powers of two from 16 to planner_max_block():
  * count and sizes (valid while 'p' lives). Each B is tried with k = 0 ..
- * max_sub_log while B >> k >= PLANNER_MIN_SUB. */
+ * max_sub_log while B >> k >= PLANNER_MIN_SUB and the cut packet fits
+ * (mask_room). */
 unsigned planner_n_candidates(const struct planner *p);
 const uint32_t *planner_candidate_sizes(const struct planner *p);
 
@@ -172,7 +177,7 @@ int planner_plan_cut(struct planner *p, const float *ref, uint32_t n, double mas
 uint32_t planner_plan(struct planner *p, const float *ref, uint32_t n, double mass, float bound);
 /*
  * The cut of a round with no reference (the first): the largest B, cut as
- * finely as max_sub_log allows (b >= PLANNER_MIN_SUB). A mask costs at most
+ * finely as its candidates allow (b >= PLANNER_MIN_SUB, the mask fits). A mask costs at most
  * 16 bytes a packet, so the finest cut costs little on a dense tensor and
  * skips every zero sub-block of a sparse one, in the fewest packets
  * (bench/README.md: 15.4% -> 10.8% of the fixed-block bytes at mass 0.5).

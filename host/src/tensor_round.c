@@ -56,6 +56,10 @@ make_planner(struct tround *t)
 	pc.lanes = c->lanes;
 	pc.open_exchange = c->encoding == INA_ENC_I32;
 	pc.frame_bytes = 42; /* Ethernet, IPv4, UDP */
+	if (c->packet_ns != 0 || c->byte_ns != 0) {
+		pc.packet_ns = c->packet_ns;
+		pc.byte_ns = c->byte_ns;
+	}
 	t->planner = planner_create(&pc);
 	t->ref = calloc(c->n, sizeof(float));
 	t->plan_mass = (c->sp.mode & INA_SPARSIFY_TOPK) && c->sp.target == INA_TOPK_MASS
@@ -103,6 +107,14 @@ tround_create(const struct tround_config *cfg, char *err, size_t err_size)
 	if (cfg->part.mode == PARTITION_DYNAMIC &&
 	    partition_config_check(&cfg->part, err, err_size) < 0)
 		return NULL;
+	if (cfg->plan && !(cfg->packet_ns >= 0 && cfg->packet_ns <= 1e6 && cfg->byte_ns >= 0 &&
+			   cfg->byte_ns <= 1e6)) {
+		snprintf(err, err_size,
+			 "tensor %u: the planner's prices %g ns a packet, %g ns a byte: >= 0, "
+			 "up to 1e6",
+			 cfg->tensor_id, cfg->packet_ns, cfg->byte_ns);
+		return NULL;
+	}
 	if (cfg->n == 0 || cfg->n >= INA_BLOCK_OPEN || cfg->max_block == 0 ||
 	    !ina_wire_elem_size(cfg->encoding) || cfg->world == 0 || cfg->lanes == 0 ||
 	    ina_sparsify_config(&cfg->sp, cfg->n, cfg->max_block, &sc) < 0) {

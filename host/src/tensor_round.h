@@ -27,6 +27,8 @@ struct tround_config {
 	size_t n;		      /* elements, 1 .. INA_BLOCK_OPEN - 1 */
 	struct ina_sparsify sp;	      /* mode OFF: the input is sent as it is */
 	int plan;		      /* 1: B per round by the block planner */
+	double packet_ns, byte_ns;    /* the planner's prices (planner.h); both
+					 * 0: its defaults, the udp port's */
 	uint16_t max_block;	      /* the job's largest B (its JOIN); B itself
 					 * when not planning */
 	uint16_t sub_block;	      /* b of the job's cut (cfg.sub_block), 0: none */

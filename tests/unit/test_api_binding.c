@@ -213,6 +213,8 @@ test_config_set_every_key(void **state)
 		{ "keepalive_ms", "0" },
 		{ "pause_ms", "0" },
 		{ "sub_block", "64" },
+		{ "plan_packet_ns", "1000.5" },
+		{ "plan_byte_ns", "0" },
 		{ "token_file", NULL }, /* below, with a file */
 	};
 	struct ina_config *c = ina_config_new();
@@ -227,6 +229,7 @@ test_config_set_every_key(void **state)
 	assert_int_equal(c->keepalive_ms, 1000);
 	assert_int_equal(c->pause_ms, 600000);
 	assert_int_equal(c->sub_block, 0);
+	assert_true(c->plan_packet_ns == 390 && c->plan_byte_ns == 0.39);
 	for (unsigned k = 0; k < config_key_count(); k++) {
 		int found = 0;
 
@@ -274,6 +277,8 @@ test_config_set_every_key(void **state)
 	assert_int_equal(c->keepalive_ms, 0);
 	assert_int_equal(c->pause_ms, 0);
 	assert_int_equal(c->sub_block, 64);
+	assert_true(c->plan_packet_ns == 1000.5);
+	assert_true(c->plan_byte_ns == 0);
 	/* Decimal tokens too; the token from a secret file as ina_token_from(). */
 	set_ok(c, "token", "12345678901234567890");
 	assert_true(c->token == 12345678901234567890ull);
@@ -342,6 +347,8 @@ test_config_bad(void **state)
 		{ "sparsify.filter_b0", "-1" },
 		{ "sparsify.filter_b0", "inf" },
 		{ "sparsify.filter_decay", "0" },
+		{ "plan_packet_ns", "-1" },
+		{ "plan_byte_ns", "2e6" },
 		{ "sparsify.filter_results", "2" },
 		{ "sched", "lifo" },
 		{ "max_pending", "0" },

@@ -4,7 +4,9 @@
  * real engines and switch (tests/unit/fabric.c): for the shipped gradients
  * (iteration 0, 4 workers, 64 lanes), sparsified as the bench does (element
  * top-k then fixed blocks of 256; block top-k at several B and masses; the raw
- * gradients), one allreduce in f32 and in bf16 must put on the wire exactly
+ * gradients; and blocks cut into sub-blocks, PROTOCOL 2.7: sub-block top-k at
+ * several B, b and masses, masks of 4, 8 and 16 bytes, and the raw gradients
+ * cut), one allreduce in f32 and in bf16 must put on the wire exactly
  * the packets and bytes the bench counts with planner_count() and
  * planner_cost() at 4 or 2 bytes an element: DATA packets and bytes sent by
  * all workers (empty acks and openers included), RESULT packets and bytes
@@ -35,7 +37,7 @@
 #define N_PARAMS 71754u
 #define N_W 4
 #define LANES 64
-#define MAX_BLOCK 1024
+#define MAX_BLOCK 2048
 
 static float grad[N_W][N_PARAMS], in[N_W][N_PARAMS], out[N_W][N_PARAMS];
 static uint32_t mags[N_PARAMS];
@@ -105,7 +107,7 @@ elem_topk(const float *g, float *o, double m)
 }
 
 static void
-block_topk(const float *g, float *o, uint32_t B, double m)
+block_topk(const float *g, float *o, uint32_t B, uint32_t sub, double m)
 {
 	struct sparsify_config sc;
 	struct sparsify *s;
@@ -113,6 +115,7 @@ block_topk(const float *g, float *o, uint32_t B, double m)
 	sparsify_config_init(&sc);
 	sc.n_elems = N_PARAMS;
 	sc.block_size = B;
+	sc.sub_block = sub;
 	sc.target = SPARSIFY_MASS;
 	sc.mass = m;
 	s = sparsify_create(&sc);
@@ -123,7 +126,7 @@ block_topk(const float *g, float *o, uint32_t B, double m)
 
 /* One allreduce of in[] through the fabric against the bench's count. */
 static void
-check_wire(uint8_t encoding, uint32_t B, const char *what)
+check_wire(uint8_t encoding, uint32_t B, uint8_t sub_log, const char *what)
 {
 	const float *vec[N_W];
 	float *in_p[N_W], *out_p[N_W];
@@ -146,13 +149,15 @@ check_wire(uint8_t encoding, uint32_t B, const char *what)
 		in_p[w] = in[w];
 		out_p[w] = out[w];
 	}
-	planner_count(&pc, vec, N_W, N_PARAMS, B, 0, &blk);
-	c = planner_cost(&pc, N_PARAMS, B, 0, &blk);
+	planner_count(&pc, vec, N_W, N_PARAMS, B, sub_log, &blk);
+	c = planner_cost(&pc, N_PARAMS, B, sub_log, &blk);
 
 	fabric_init(&f, N_W, LANES, MAX_BLOCK, encoding, NULL, NULL);
 	assert_int_equal(fabric_join(&f), 0);
 	for (w = 0; w < N_W; w++)
 		before[w] = *engine_stats(f.hosts[w]);
+	for (w = 0; w < N_W; w++)
+		engine_set_cut(f.hosts[w], sub_log);
 	f.tap = tap;
 	f.tap_arg = &t;
 	assert_int_equal(fabric_allreduce(&f, 1, in_p, out_p, N_PARAMS, (uint16_t)B, ENGINE_SUM),
@@ -170,9 +175,9 @@ check_wire(uint8_t encoding, uint32_t B, const char *what)
 	assert_int_equal(fabric_finish(&f), 0);
 	fabric_fini(&f);
 
-	print_message("%-4s %-26s B %4u: up %6llu pkts %8llu bytes, down %6llu pkts %8llu "
+	print_message("%-4s %-26s B %4u/%-4u: up %6llu pkts %8llu bytes, down %6llu pkts %8llu "
 		      "bytes, %llu header-only RESULTs\n",
-		      encoding == INA_ENC_BF16 ? "bf16" : "f32", what, B,
+		      encoding == INA_ENC_BF16 ? "bf16" : "f32", what, B, B >> sub_log,
 		      (unsigned long long)up_pkts, (unsigned long long)up_bytes,
 		      (unsigned long long)down_pkts, (unsigned long long)down_bytes,
 		      (unsigned long long)t.empty_results);
@@ -191,22 +196,37 @@ run_cases(uint8_t encoding)
 		uint32_t B;
 		double mass;
 	} topk[] = { { 16, 0.5 }, { 64, 0.7 }, { 256, 0.9 }, { 1024, 0.5 } };
+	static const struct {
+		uint32_t B;
+		uint8_t sub_log;
+		double mass;
+	} cut[] = { { 256, 4, 0.5 }, { 1024, 6, 0.7 }, { 2048, 7, 0.5 }, { 2048, 7, 0.9 } };
 	unsigned w, k;
 
 	load();
 	for (w = 0; w < N_W; w++)
 		memcpy(in[w], grad[w], sizeof(in[w]));
-	check_wire(encoding, 256, "raw gradients");
+	check_wire(encoding, 256, 0, "raw gradients");
+	check_wire(encoding, 1024, 6, "raw gradients, cut");
 	for (w = 0; w < N_W; w++)
 		elem_topk(grad[w], in[w], 0.5);
-	check_wire(encoding, 256, "element top-k 0.5, fixed");
+	check_wire(encoding, 256, 0, "element top-k 0.5, fixed");
 	for (k = 0; k < sizeof(topk) / sizeof(topk[0]); k++) {
 		char what[64];
 
 		for (w = 0; w < N_W; w++)
-			block_topk(grad[w], in[w], topk[k].B, topk[k].mass);
+			block_topk(grad[w], in[w], topk[k].B, 0, topk[k].mass);
 		snprintf(what, sizeof(what), "block top-k %.1f", topk[k].mass);
-		check_wire(encoding, topk[k].B, what);
+		check_wire(encoding, topk[k].B, 0, what);
+	}
+	for (k = 0; k < sizeof(cut) / sizeof(cut[0]); k++) {
+		char what[64];
+
+		for (w = 0; w < N_W; w++)
+			block_topk(grad[w], in[w], cut[k].B, cut[k].B >> cut[k].sub_log,
+				   cut[k].mass);
+		snprintf(what, sizeof(what), "sub-block top-k %.1f", cut[k].mass);
+		check_wire(encoding, cut[k].B, cut[k].sub_log, what);
 	}
 }
 

@@ -318,6 +318,7 @@ test_plan_cost_exact(void **state)
 		cfg.max_pkt = INA_HDR_SIZE + 4 * 256;
 		cfg.lanes = 3;
 		cfg.max_sub_log = sub ? PLANNER_MAX_SUB_LOG : 0;
+		cfg.mask_room = 16; /* a block of 256 with any mask fits */
 		bytes_only(&cfg);
 		p = planner_create(&cfg);
 		assert_non_null(p);
@@ -346,6 +347,17 @@ test_plan_cost_exact(void **state)
 			assert_int_not_equal(pick.sub_log, 0);
 		planner_destroy(p);
 	}
+	/* Without room for a mask, a block of 256 fills the packet and is
+	 * not cut (5 fewer candidates); smaller blocks are. */
+	cfg.mask_room = 0;
+	p = planner_create(&cfg);
+	assert_non_null(p);
+	assert_int_equal(planner_plan(p, ref, 1000, 1.0, 0.0f), 128);
+	assert_int_equal(planner_n_evaluated(p), 15);
+	for (k = 0; k < planner_n_evaluated(p); k++)
+		assert_true(planner_candidates(p)[k].block_size < 256 ||
+			    planner_candidates(p)[k].sub_log == 0);
+	planner_destroy(p);
 }
 
 /* Ties go to the larger B (an all-zero tensor on one lane costs one opener

@@ -307,6 +307,29 @@ test_planned_dense(void **state)
 	run(&ru, dyadic_grads);
 	for (int k = 0; k < ru.rounds; k++)
 		assert_int_equal(ru.B[k], 8);
+	/* The planner's prices: refused out of range, with a sentence. */
+	{
+		struct tround_config tc = { .n = 100,
+					    .sp = opts(INA_SPARSIFY_OFF),
+					    .plan = 1,
+					    .max_block = 64,
+					    .encoding = INA_ENC_F32,
+					    .world = 2,
+					    .lanes = 4,
+					    .packet_ns = -1,
+					    .byte_ns = 1 };
+		char err[256] = "";
+		struct tround *t;
+
+		assert_null(tround_create(&tc, err, sizeof(err)));
+		assert_non_null(strstr(err, "prices"));
+		tc.packet_ns = 2e6;
+		assert_null(tround_create(&tc, err, sizeof(err)));
+		tc.packet_ns = 0; /* bytes alone */
+		t = tround_create(&tc, err, sizeof(err));
+		assert_non_null(t);
+		tround_destroy(t);
+	}
 }
 
 /* The real gradients, block top-k to a mass fraction, under loss: the
