@@ -219,3 +219,18 @@ for tr in $transports; do
 		done
 	done
 done
+# Issue 18's goals: the planner with sub-blocks against fixed B 1024.
+met() { awk -v r="$1" -v g="$2" 'BEGIN { print (r <= g) ? "met" : "not met" }'; }
+echo "issue 18's goals, plan+sub / fixed (time <= 1.0, packets <= 1.2):"
+for tr in $transports; do
+	for sp in "${sparsifications[@]}"; do
+		t=$(ratio "$(res "$tr-$sp-plan+sub.ms")" "$(res "$tr-$sp-fixed.ms")")
+		p=$(ratio "$(res "$tr-$sp-plan+sub.pkts")" "$(res "$tr-$sp-fixed.pkts")")
+		if [ -z "$t" ] || [ -z "$p" ]; then
+			printf "  %-9s %-8s %s\n" "$tr" "$sp" "no figures (pending or failed)"
+		else
+			printf "  %-9s %-8s time %s (%s), packets %s (%s)\n" "$tr" "$sp" "$t" \
+				"$(met "$t" 1.0)" "$p" "$(met "$p" 1.2)"
+		fi
+	done
+done
