@@ -4,7 +4,7 @@
 # header decoder: for each golden capture, the header fields tshark prints
 # with the dissector must equal, line for line, what tests/tools/pcap_fields
 # prints, and tshark must report no malformed packet and no Lua error. The
-# goldens carry f32 and i32; a bf16 DATA packet and an f32 DATA with
+# goldens carry f32 and i32, sub-blocks in f32-sub; a bf16 DATA packet and an f32 DATA with
 # sub-blocks (docs/PROTOCOL.md 2.7) made here with text2pcap (which comes
 # with tshark) go through the same checks, and their trees must name the
 # encoding, the mask and what it names, and show the values. Sub-block
