@@ -15,10 +15,13 @@
  * a STANDBY one from the replica, or from the wrong peer), a RESULT for a
  * lane's open block (built from the last DATA the engine sent on it, with a
  * next pointer it announced or another, payload, flags SATURATED/DEFERRED
- * and exponent from the input) from the primary or passed on by the replica,
+ * and exponent from the input; in a round cut into sub-blocks a mask from
+ * the input, valid or not, and the present sub-blocks' values) from the primary or passed on by the replica,
  * a WAIT, an ERROR and a FIN_ACK from either, a raw packet from either, the
  * replica's FAILOVER announcement (new epoch or not, right job and token or
- * not, from the replica or not), the clock moved, a new allreduce (dense, or
+ * not, from the replica or not), the clock moved, a new allreduce (its cut
+ * into 2^k sub-blocks from a byte, the largest k up to it that B and the
+ * buffers take; dense, or
  * block-sparse: the tensor's non-zero blocks listed, or a list from the
  * input that may be out of order or past the end, the union into a list of
  * 0 to 7 entries and the dense output), FIN, LEAVE. The output buffer, the
@@ -29,8 +32,10 @@
  *  - every packet the engine sends is a valid worker packet of its job
  *    (validated alone, and against the job with the epoch the engine holds),
  *    from its rank, within its buffer, to the primary or the replica and to
- *    nothing else; a DATA payload in f32 holds exactly the bits of the input
- *    block it names;
+ *    nothing else; every DATA of a round carries its cut; a DATA payload in
+ *    f32 holds exactly the bits of the input block it names (cut: the mask
+ *    of its non-zero sub-blocks, or the first for a zero block, and their
+ *    bits);
  *  - a KEEPALIVE only with keepalives on, joined (READY or RUNNING, no
  *    error), when nothing was sent for the keepalive time, to the switch
  *    followed or to the replica standing by;
@@ -68,6 +73,7 @@
 #include "ina/encode.h"
 #include "ina/log.h"
 #include "ina/pkt.h"
+#include "ina/subblock.h"
 #include "ina/wire.h"
 
 #define MAX_LANES 8
@@ -116,6 +122,7 @@ struct fz {
 	float *bvals, *bovals;
 	uint32_t n;
 	uint16_t bs;
+	uint8_t cut; /* the round's sub_log */
 	uint64_t recv, sent;
 	struct lane_seen lanes[MAX_LANES];
 };
@@ -239,20 +246,36 @@ check_sent(struct fz *f, const struct ina_pkt *p)
 		return;
 	FZ_CHECK(engine_phase(f->e) == ENGINE_RUNNING && !engine_error(f->e));
 	FZ_CHECK(h.lane < f->cfg.lanes);
+	FZ_CHECK(h.sub_log == f->cut);
 	if (trace)
-		fprintf(stderr, "tx data lane %u block %u next %u n %u flags %#x\n", h.lane,
-			h.block, h.next, h.n_elems, h.flags);
+		fprintf(stderr, "tx data lane %u block %u next %u n %u flags %#x cut %u\n", h.lane,
+			h.block, h.next, h.n_elems, h.flags, h.sub_log);
 	if (h.lane < MAX_LANES) {
 		f->lanes[h.lane].seen = 1;
 		f->lanes[h.lane].h = h;
 	}
 	/* What an f32 DATA carries is the input block it names, bit for bit. */
 	if (h.encoding == INA_ENC_F32 && h.n_elems && f->in && h.tensor_len == f->n &&
-	    h.block_size == f->bs) {
+	    h.block_size == f->bs && !h.sub_log) {
 		uint8_t want[4 * MAX_BLOCK];
 
 		ina_enc_f32_put(want, f->in + (size_t)h.block * h.block_size, h.n_elems);
 		FZ_CHECK(memcmp(want, p->data + INA_HDR_SIZE, 4u * h.n_elems) == 0);
+	}
+	if (h.encoding == INA_ENC_F32 && h.n_elems && f->in && h.tensor_len == f->n &&
+	    h.block_size == f->bs && h.sub_log) {
+		uint8_t want[16 + 4 * MAX_BLOCK];
+		const float *x = f->in + (size_t)h.block * h.block_size;
+		struct ina_sub_cut c = ina_sub_cut(h.block_size, h.sub_log, h.n_elems);
+		struct ina_sub_mask m;
+		size_t len;
+
+		ina_sub_mask_nonzero(&m, x, &c);
+		if (ina_sub_mask_empty(&m))
+			m.w[0] = 1; /* a listed zero block: its first sub-block */
+		len = ina_sub_encode(want, x, &m, &c, ina_encoding(INA_ENC_F32), 0);
+		FZ_CHECK(p->len == INA_HDR_SIZE + len);
+		FZ_CHECK(memcmp(want, p->data + INA_HDR_SIZE, len) == 0);
 	}
 }
 
@@ -412,7 +435,7 @@ op_join_ack(struct fz *f, struct fz_in *in, uint8_t op)
 static void
 op_result(struct fz *f, struct fz_in *in, uint8_t op)
 {
-	static uint8_t pkt[INA_HDR_SIZE + 4 * MAX_BLOCK];
+	static uint8_t pkt[INA_HDR_SIZE + 16 + 4 * MAX_BLOCK];
 	uint8_t l = (uint8_t)(fz_u8(in) % f->cfg.lanes), sel = fz_u8(in);
 	const struct lane_seen *ls = &f->lanes[l % MAX_LANES];
 	struct ina_hdr h = sw_hdr(f, op & 0x80 ? INA_T_WAIT : INA_T_RESULT);
@@ -427,6 +450,7 @@ op_result(struct fz *f, struct fz_in *in, uint8_t op)
 	h.round = ls->h.round;
 	h.tensor_len = ls->h.tensor_len;
 	h.block_size = ls->h.block_size;
+	h.sub_log = ls->h.sub_log;
 	h.block = ls->h.block;
 	nb = ina_wire_nb_blocks(h.tensor_len, h.block_size);
 	if (h.type == INA_T_WAIT) {
@@ -459,6 +483,34 @@ op_result(struct fz *f, struct fz_in *in, uint8_t op)
 		h.flags |= INA_F_SATURATED;
 	if (sel & 0x08)
 		h.flags ^= INA_F_VER; /* the other version: stale */
+	if (h.block != INA_BLOCK_OPEN && !(sel & 0x10) && h.sub_log) {
+		struct ina_sub_cut c;
+		struct ina_sub_mask m;
+
+		/* The union's mask from the input: 0x80 as it comes (maybe
+		 * bad_mask), else its valid bits, at least one. */
+		h.n_elems = ina_wire_block_elems(h.tensor_len, h.block_size, h.block);
+		c = ina_sub_cut(h.block_size, h.sub_log, h.n_elems);
+		fz_bytes(in, pkt + INA_HDR_SIZE, c.mask_bytes);
+		ina_sub_mask_read(&m, pkt + INA_HDR_SIZE, &c);
+		if (!(sel & 0x80)) {
+			for (uint32_t i = c.count; i < INA_SUB_MAX; i++)
+				m.w[i / 64] &= ~(1ull << (i % 64));
+			if (ina_sub_mask_empty(&m))
+				m.w[0] = 1;
+			ina_sub_mask_write(pkt + INA_HDR_SIZE, &m, &c);
+		}
+		plen = c.mask_bytes +
+		       (size_t)ina_sub_present_elems(&m, &c) * ina_wire_elem_size(h.encoding);
+		if (INA_HDR_SIZE + plen > sizeof(pkt))
+			return;
+		if (sel & 0x40)
+			h.round++; /* another round: stale */
+		ina_wire_encode_hdr(&h, pkt);
+		fz_bytes(in, pkt + INA_HDR_SIZE + c.mask_bytes, plen - c.mask_bytes);
+		deliver_from(f, pkt, INA_HDR_SIZE + plen, op & 0x10);
+		return;
+	}
 	if (h.block != INA_BLOCK_OPEN && !(sel & 0x10)) {
 		h.n_elems = ina_wire_block_elems(h.tensor_len, h.block_size, h.block);
 		plen = (size_t)h.n_elems * ina_wire_elem_size(h.encoding);
@@ -608,9 +660,19 @@ start_op(struct fz *f, struct fz_in *in, uint8_t sel)
 {
 	float bound;
 	uint32_t nb;
+	uint8_t k;
 
 	if (engine_phase(f->e) != ENGINE_READY)
 		return;
+	/* The cut: the largest k up to the byte's that B and a buffer take. */
+	k = fz_u8(in) % (INA_SUB_LOG_MAX + 1);
+	while (k && (f->bs % (1u << k) ||
+		     INA_HDR_SIZE + ina_wire_mask_bytes(k) +
+				     (size_t)f->bs * ina_wire_elem_size(f->cfg.encoding) >
+			     f->pool.base.buf_size))
+		k--;
+	f->cut = k;
+	engine_set_cut(f->e, k);
 	free(f->out);
 	free(f->deferred);
 	f->out = malloc(f->n * sizeof(float));
@@ -726,7 +788,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	f.has_replica = !!(wb & 0x80); /* a replica peer */
 	/* Bits 3-5: a pool of only that many packets, so allocations fail. */
 	fz_pool_init(&f.pool, (wb >> 3 & 7) ? (wb >> 3 & 7) : 4 * MAX_TX,
-		     INA_HDR_SIZE + 4 * MAX_BLOCK);
+		     INA_HDR_SIZE + 16 + 4 * MAX_BLOCK);
 	f.cfg.rank = (uint16_t)(fz_u8(&in) % f.cfg.world);
 	f.cfg.lanes = (uint16_t)(1 + fz_u8(&in) % MAX_LANES);
 	f.cfg.max_block = (uint16_t)(1 + fz_u8(&in) % MAX_BLOCK);

@@ -243,6 +243,16 @@ struct ina_config {
 					 * but no progress this long fails it
 					 * (INA_EPEER); 0: no bound. Default 600000
 					 * (10 minutes) */
+	uint16_t sub_block;    /* elements per sub-block b: every block of B
+					 * travels as a mask of its sub-blocks of b
+					 * and only the non-zero ones' values (one
+					 * packet a block still: sparse gradients send
+					 * fewer bytes, not more packets; the switch
+					 * sums sub-block by sub-block). A power of
+					 * two, block_size a power-of-two multiple of
+					 * it, block_size / b <= 128; with plan_blocks
+					 * a planned B below 2b goes uncut. 0
+					 * (default): blocks whole. Every worker alike */
 };
 
 /* Counters of a context. Grows at its end like struct ina_config: the

@@ -110,6 +110,7 @@ static const struct config_key keys[] = {
 	{ "partition_period", CK_UINT, F(partition_period), 0, UINT32_MAX, NULL, 0 },
 	{ "keepalive_ms", CK_UINT, F(keepalive_ms), 0, UINT32_MAX, NULL, 0 },
 	{ "pause_ms", CK_UINT, F(pause_ms), 0, UINT32_MAX, NULL, 0 },
+	{ "sub_block", CK_UINT, F(sub_block), 0, INA_BLOCK_MAX, NULL, 0 },
 	/* Not a field: the token from a secret file (ina_token_from()). */
 	{ "token_file", CK_TOKEN_FILE, F(token), 0, 0, NULL, 0 },
 };

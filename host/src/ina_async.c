@@ -20,7 +20,9 @@
 static int
 op_start(struct ina_ctx *ctx, struct op *o)
 {
-	struct tround_step step = { .send = o->in, .block_size = ctx->block_size };
+	struct tround_step step = { .send = o->in,
+				    .block_size = ctx->block_size,
+				    .sub_log = ctx->sub_log };
 	enum engine_op eop = ENGINE_SUM;
 	int ret;
 
@@ -48,6 +50,7 @@ op_start(struct ina_ctx *ctx, struct op *o)
 			goto fail;
 		step.send = NULL;
 		step.block_size = (uint16_t)o->bin.block_size;
+		step.sub_log = tround_sub_log(step.block_size, ctx->sub_block);
 		eop = o->op == INA_AVG ? ENGINE_AVG : ENGINE_SUM;
 	} else if (o->kind == OP_BROADCAST) {
 		/* The others add zeros: blocks of zeros are not even sent. */
@@ -57,6 +60,7 @@ op_start(struct ina_ctx *ctx, struct op *o)
 	}
 	/* A partition map's tag in the tensor id: workers with different maps
 	 * never match each other's packets (docs/PROTOCOL.md 6.5). */
+	egroup_set_cut(ctx->eg, step.sub_log);
 	ret = egroup_allreduce(ctx->eg, o->tensor_id ^ step.tag, step.send,
 			       step.out ? step.out : o->out, o->n, step.block_size, eop,
 			       ina_now_ns());
@@ -90,6 +94,7 @@ fused_start(struct ina_ctx *ctx, const uint64_t *seqs, uint32_t count)
 		off += o->n;
 		ctx->run[i] = o;
 	}
+	egroup_set_cut(ctx->eg, ctx->sub_log);
 	ret = egroup_allreduce(ctx->eg, first->tensor_id, ctx->fuse_in, ctx->fuse_out, off,
 			       ctx->block_size, first->op == INA_AVG ? ENGINE_AVG : ENGINE_SUM,
 			       ina_now_ns());

@@ -106,6 +106,8 @@ struct ina_ctx {
 	struct ina_peer self;		/* this worker's address, for captures */
 	uint64_t realtime_offset;	/* capture time minus monotonic time */
 	uint16_t block_size;
+	uint16_t sub_block;	  /* cfg.sub_block: b of the job's cut, 0 none */
+	uint8_t sub_log;	  /* the cut of blocks of block_size */
 	uint16_t last_block_size; /* B of the last allreduce */
 	uint32_t last_part_tag;	  /* its partition map's tag */
 	uint16_t world, lanes;

@@ -321,6 +321,15 @@ ina_open(const struct ina_config *user_cfg, struct ina_ctx **out, char *err, siz
 			 cfg->ssp, INA_SSP_MAX);
 		return -EINVAL;
 	}
+	if (cfg->sub_block &&
+	    ((cfg->sub_block & (cfg->sub_block - 1)) || cfg->block_size % cfg->sub_block ||
+	     !tround_sub_log(cfg->block_size, cfg->sub_block))) {
+		snprintf(err, err_size,
+			 "bad configuration: sub_block %u: a power of two that cuts block_size "
+			 "%u into 2 to %u sub-blocks (block_size / sub_block a power of two)",
+			 cfg->sub_block, cfg->block_size, INA_SUB_MAX);
+		return -EINVAL;
+	}
 	{
 		struct sparsify_config sc;
 
@@ -378,6 +387,19 @@ ina_open(const struct ina_config *user_cfg, struct ina_ctx **out, char *err, siz
 		    (uint64_t)cfg->block_size * ina_wire_elem_size(wire_encoding(cfg->encoding)) >
 	    ctx->port->max_pkt) {
 		snprintf(err, err_size, "block size %u does not fit the port's %u-byte packets",
+			 cfg->block_size, ctx->port->max_pkt);
+		ret = -EINVAL;
+		goto fail;
+	}
+	if (cfg->sub_block &&
+	    (uint64_t)INA_HDR_SIZE +
+			    ina_wire_mask_bytes(tround_sub_log(cfg->block_size, cfg->sub_block)) +
+			    (uint64_t)cfg->block_size *
+				    ina_wire_elem_size(wire_encoding(cfg->encoding)) >
+		    ctx->port->max_pkt) {
+		snprintf(err, err_size,
+			 "block size %u with its sub-block mask does not fit the port's %u-byte "
+			 "packets",
 			 cfg->block_size, ctx->port->max_pkt);
 		ret = -EINVAL;
 		goto fail;
@@ -483,6 +505,8 @@ ina_open(const struct ina_config *user_cfg, struct ina_ctx **out, char *err, siz
 		goto fail;
 	}
 	ctx->block_size = cfg->block_size;
+	ctx->sub_block = cfg->sub_block;
+	ctx->sub_log = tround_sub_log(cfg->block_size, cfg->sub_block);
 	ctx->last_block_size = cfg->block_size;
 	ctx->world = cfg->world;
 	/* The switch may have granted fewer lanes than asked (its fair share). */

@@ -72,6 +72,7 @@ ina_ssp_op_start(struct ina_ctx *ctx, struct op *o)
 	}
 	engine_set_missed(ENG0(ctx), missed);
 	o->eng_round = engine_round(ENG0(ctx));
+	egroup_set_cut(ctx->eg, ctx->sub_log);
 	ret = egroup_allreduce(ctx->eg, o->tensor_id, send, o->out, o->n, ctx->block_size,
 			       o->op == INA_AVG ? ENGINE_AVG : ENGINE_SUM, ina_now_ns());
 	ret = ina_err_of_engine(ret);

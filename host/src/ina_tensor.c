@@ -143,6 +143,7 @@ ina_tensor_for(struct ina_ctx *ctx, uint32_t tensor_id, size_t n, int *ret)
 	tc.sp = t->opt;
 	tc.plan = ctx->plan_blocks;
 	tc.max_block = ctx->block_size;
+	tc.sub_block = ctx->sub_block;
 	tc.encoding = ctx->encoding;
 	tc.world = ctx->world;
 	tc.lanes = ctx->lanes;

@@ -121,6 +121,10 @@ usage(FILE *f)
 		"                        times as long: a transient straggler (default 0)\n"
 		"  --plan                the block planner picks B per round (powers of two\n"
 		"                        from 16 up to --block) from the previous result\n"
+		"  --sub-block N         cut every block into sub-blocks of N elements (a power\n"
+		"                        of two, --block / N a power of two up to 128): a\n"
+		"                        packet carries a mask and only the non-zero sub-\n"
+		"                        blocks (default 0: whole blocks); every rank alike\n"
 		"  --partition MAP       fixed (default: block b on lane b mod lanes, so on\n"
 		"                        the switch's partition (b mod lanes) mod K) or\n"
 		"                        dynamic[:P] (every P rounds, default 1, the blocks\n"
@@ -169,6 +173,7 @@ enum {
 	OPT_LOG_LEVEL,
 	OPT_CAPTURE,
 	OPT_PLAN,
+	OPT_SUB_BLOCK,
 	OPT_REPLICA,
 	OPT_FAILOVER,
 	OPT_CONSISTENCY,
@@ -208,6 +213,7 @@ parse_args(int argc, char **argv, struct host_config *c)
 		{ "log-level", required_argument, NULL, OPT_LOG_LEVEL },
 		SPARSIFY_CLI_OPTIONS,
 		{ "plan", no_argument, NULL, OPT_PLAN },
+		{ "sub-block", required_argument, NULL, OPT_SUB_BLOCK },
 		{ "replica", required_argument, NULL, OPT_REPLICA },
 		{ "failover-ms", required_argument, NULL, OPT_FAILOVER },
 		{ "consistency", required_argument, NULL, OPT_CONSISTENCY },
@@ -349,6 +355,9 @@ parse_args(int argc, char **argv, struct host_config *c)
 			break;
 		case OPT_PLAN:
 			c->ina.plan_blocks = 1;
+			break;
+		case OPT_SUB_BLOCK:
+			c->ina.sub_block = (uint16_t)ina_cli_u64("sub-block", optarg, 0, 16384);
 			break;
 		case OPT_PARTITION:
 			if (strcmp(optarg, "fixed") == 0) {
@@ -644,6 +653,7 @@ main(int argc, char **argv)
 			.sp = c.sp,
 			.plan = c.ina.plan_blocks,
 			.max_block = c.ina.block_size,
+			.sub_block = c.ina.sub_block,
 			.encoding = (uint8_t)c.ina.encoding,
 			.world = c.ina.world,
 			.lanes = granted_lanes(ctx),

@@ -165,6 +165,26 @@ plan(struct tround *t)
 	return B ? (uint16_t)B : t->cfg.max_block;
 }
 
+uint8_t
+tround_sub_log(uint16_t block_size, uint16_t sub_block)
+{
+	uint8_t k = 0;
+
+	if (!sub_block || block_size % sub_block)
+		return 0;
+	while ((uint32_t)sub_block << (k + 1) <= block_size)
+		k++;
+	return (uint32_t)sub_block << k == block_size && k <= INA_SUB_LOG_MAX ? k : 0;
+}
+
+/* The cut of this round's B: the job's sub-block size today; the hook
+ * where a planner of b per round (issue 18's "subplan") picks it. */
+static uint8_t
+plan_cut(const struct tround *t)
+{
+	return tround_sub_log(t->B, t->cfg.sub_block);
+}
+
 /* With a partition map: this round's map, and the step in wire order. */
 static void
 gather(struct tround *t, struct tround_step *step)
@@ -195,6 +215,7 @@ tround_begin(struct tround *t, const float *in, struct tround_step *step)
 	memset(step, 0, sizeof(*step));
 	t->B = plan(t);
 	step->block_size = t->B;
+	step->sub_log = plan_cut(t);
 	if (!t->s) {
 		step->send = in;
 		gather(t, step);

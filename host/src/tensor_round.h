@@ -29,6 +29,7 @@ struct tround_config {
 	int plan;		      /* 1: B per round by the block planner */
 	uint16_t max_block;	      /* the job's largest B (its JOIN); B itself
 					 * when not planning */
+	uint16_t sub_block;	      /* b of the job's cut (cfg.sub_block), 0: none */
 	uint8_t encoding;	      /* enum ina_encoding: bytes per element */
 	uint16_t world, lanes;	      /* the job's, for the planner's cost model */
 	struct partition_config part; /* mode FIXED: blocks in order (nothing to do);
@@ -40,6 +41,8 @@ struct tround_step {
 	const float *send;   /* the values to allreduce: the caller's input
 					 * when nothing is sparsified */
 	uint16_t block_size; /* B of this round */
+	uint8_t sub_log;     /* its cut: 2^sub_log sub-blocks a block
+					 * (egroup_set_cut), 0 for none */
 	float bound;	     /* the result filter's bound, 0 for none */
 	uint8_t *deferred;   /* for engine_set_result_filter(), NULL for none */
 	float *out;	     /* where the engine writes the sum (wire order,
@@ -58,6 +61,11 @@ struct tround_stats {
 	uint32_t part_tag;	  /* the partition map's tag of the last round */
 	uint32_t rebalances;	  /* partition maps built from a sum */
 };
+
+/* The cut of blocks of B into sub-blocks of 'sub_block' elements (0:
+ * none): log2(B / sub_block) when B is sub_block times a power of two up
+ * to INA_SUB_MAX, else 0 (uncut). */
+uint8_t tround_sub_log(uint16_t block_size, uint16_t sub_block);
 
 /* NULL with a sentence in 'err' (bad options, no memory). */
 struct tround *tround_create(const struct tround_config *cfg, char *err, size_t err_size);

@@ -406,10 +406,12 @@ int
 fabric_allreduce_each(struct fabric *f, uint32_t tensor_id, const float *const *ins, float **outs,
 		      uint32_t n, const uint16_t *block_sizes, enum engine_op op)
 {
-	for (uint16_t r = 0; r < f->world; r++)
+	for (uint16_t r = 0; r < f->world; r++) {
+		engine_set_cut(f->hosts[r], f->sub_log);
 		if (engine_allreduce(f->hosts[r], tensor_id, ins[r], outs[r], n, block_sizes[r], op,
 				     f->now) < 0)
 			return -1;
+	}
 	return fabric_run(f, ENGINE_RUNNING, 60ull * 1000000000ull);
 }
 

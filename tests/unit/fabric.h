@@ -65,6 +65,8 @@ struct fabric {
 	uint64_t dropped;
 	struct fabric_faults faults;
 	int fin_when_done; /* a host sends FIN as soon as its allreduce ends */
+	uint8_t sub_log;   /* the cut of fabric_allreduce*()'s rounds
+				 * (engine_set_cut on every host), 0 none */
 	uint64_t rng;
 };
 
@@ -96,7 +98,8 @@ unsigned fabric_step(struct fabric *f);
 /* Joins every host; 0 or -1. */
 int fabric_join(struct fabric *f);
 
-/* One allreduce on every host: ins[r] -> outs[r]. 0 or -1. */
+/* One allreduce on every host: ins[r] -> outs[r], cut by f->sub_log. 0 or
+ * -1. */
 int fabric_allreduce(struct fabric *f, uint32_t tensor_id, float **ins, float **outs, uint32_t n,
 		     uint16_t block_size, enum engine_op op);
 

@@ -212,6 +212,7 @@ test_config_set_every_key(void **state)
 		{ "partition_period", "5" },
 		{ "keepalive_ms", "0" },
 		{ "pause_ms", "0" },
+		{ "sub_block", "64" },
 		{ "token_file", NULL }, /* below, with a file */
 	};
 	struct ina_config *c = ina_config_new();
@@ -225,6 +226,7 @@ test_config_set_every_key(void **state)
 	assert_string_equal(c->port, "udp");
 	assert_int_equal(c->keepalive_ms, 1000);
 	assert_int_equal(c->pause_ms, 600000);
+	assert_int_equal(c->sub_block, 0);
 	for (unsigned k = 0; k < config_key_count(); k++) {
 		int found = 0;
 
@@ -271,6 +273,7 @@ test_config_set_every_key(void **state)
 	assert_int_equal(c->partition_period, 5);
 	assert_int_equal(c->keepalive_ms, 0);
 	assert_int_equal(c->pause_ms, 0);
+	assert_int_equal(c->sub_block, 64);
 	/* Decimal tokens too; the token from a secret file as ina_token_from(). */
 	set_ok(c, "token", "12345678901234567890");
 	assert_true(c->token == 12345678901234567890ull);
@@ -349,6 +352,7 @@ test_config_bad(void **state)
 		{ "plan_blocks", "yes" },
 		{ "partition", "static" },
 		{ "partitions", "257" },
+		{ "sub_block", "8192" },
 		{ "token_file", "/nonexistent/ina-secret" },
 	};
 	struct ina_config *c = ina_config_new();
@@ -409,6 +413,23 @@ test_config_open_refuses(void **state)
 	assert_int_equal(ina_open(c, &ctx, err, sizeof(err)), -EINVAL);
 	assert_null(ctx);
 	assert_true(strlen(err) > 10);
+	/* A sub-block that does not cut the block into 2..128 powers of two:
+	 * refused before any port or switch, with the setting named. */
+	set_ok(c, "rank", "1");
+	set_ok(c, "block_size", "1024");
+	for (unsigned i = 0; i < 5; i++) {
+		static const char *const bad[] = { "48", "1024", "2048", "4", "3" };
+
+		set_ok(c, "sub_block", bad[i]);
+		ctx = (struct ina_ctx *)1;
+		assert_int_equal(ina_open(c, &ctx, err, sizeof(err)), -EINVAL);
+		assert_null(ctx);
+		assert_non_null(strstr(err, "sub_block"));
+	}
+	set_ok(c, "block_size", "96");
+	set_ok(c, "sub_block", "32"); /* 96 / 32 = 3: no power of two */
+	assert_int_equal(ina_open(c, &ctx, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "sub_block"));
 	ina_config_free(c);
 }
 

@@ -14,7 +14,8 @@
  * that lists the switches in another order makes the round fail on every
  * worker, with the runs' ids (egroup_salt) keeping the switches from ever
  * adding one run to another, although here the runs have the same length
- * and blocks.
+ * and blocks. The rounds cut into sub-blocks (egroup_set_cut, the cut of
+ * the tensor round's step) sum the same bits on every switch's run.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -239,7 +240,7 @@ net_fini(struct net *n)
 /* Round r: dyadic values (exact in any order) in the even blocks of the
  * tensor's first quarter, plus two blocks at random. */
 static void
-make_round(int r)
+make_round(int r, uint16_t sub)
 {
 	uint64_t st = 77 + (uint64_t)r;
 
@@ -252,6 +253,12 @@ make_round(int r)
 			for (uint32_t i = 0; i < B; i++)
 				grad[w][b * B + i] =
 					(float)((int)(ina_splitmix64(&st) % 2047) - 1023) / 1024.0f;
+		/* Cut: sub-block b mod 4 zero everywhere, some others on a few
+		 * workers only. */
+		for (int w = 0; on && sub && w < WORLD; w++)
+			for (uint32_t i = 0; i < B; i++)
+				if (i / sub == b % 4 || (b + i / sub + (uint32_t)w) % 3 == 0)
+					grad[w][b * B + i] = 0.0f;
 	}
 	for (uint32_t i = 0; i < N; i++)
 		want[i] = grad[0][i] + grad[1][i] + grad[2][i] + grad[3][i];
@@ -267,10 +274,11 @@ nonzero_results(const struct net *n, uint64_t *res)
 	}
 }
 
-/* ROUNDS rounds on 'k' switches; max[r] = the most non-zero blocks one
- * switch completed in round r, total[r] = all switches'. */
+/* ROUNDS rounds on 'k' switches, blocks cut into sub-blocks of 'sub'
+ * elements (0: uncut); max[r] = the most non-zero blocks one switch
+ * completed in round r, total[r] = all switches'. */
 static void
-rounds(uint16_t k, enum partition_mode mode, uint64_t *max, uint64_t *total)
+rounds_cut(uint16_t k, enum partition_mode mode, uint16_t sub, uint64_t *max, uint64_t *total)
 {
 	struct tround_config tc;
 	struct tround *tr[WORLD];
@@ -281,6 +289,7 @@ rounds(uint16_t k, enum partition_mode mode, uint64_t *max, uint64_t *total)
 	tc.tensor_id = TID;
 	tc.n = N;
 	tc.max_block = B;
+	tc.sub_block = sub;
 	tc.encoding = INA_ENC_F32;
 	tc.world = WORLD;
 	tc.lanes = LANES;
@@ -299,11 +308,13 @@ rounds(uint16_t k, enum partition_mode mode, uint64_t *max, uint64_t *total)
 		uint64_t before[MAXK], after[MAXK];
 		struct tround_step st[WORLD];
 
-		make_round(r);
+		make_round(r, sub);
 		nonzero_results(&n, before);
 		for (int w = 0; w < WORLD; w++) {
 			assert_int_equal(tround_begin(tr[w], grad[w], &st[w]), 0);
 			assert_int_equal(st[w].tag, st[0].tag);
+			assert_int_equal(st[w].sub_log, sub ? 2 : 0);
+			egroup_set_cut(n.g[w], st[w].sub_log);
 			assert_int_equal(egroup_allreduce(n.g[w], TID ^ st[w].tag, st[w].send,
 							  st[w].out ? st[w].out : outs[w], N, B,
 							  ENGINE_SUM, n.now),
@@ -336,6 +347,12 @@ rounds(uint16_t k, enum partition_mode mode, uint64_t *max, uint64_t *total)
 	net_fini(&n);
 }
 
+static void
+rounds(uint16_t k, enum partition_mode mode, uint64_t *max, uint64_t *total)
+{
+	rounds_cut(k, mode, 0, max, total);
+}
+
 /* Fixed: the first quarter is switch 0's (K = 2: 33 or 34 non-zero blocks
  * of 34 there). Dynamic, period 2: rebuilt at rounds 2 and 4, then within a
  * few blocks of even. Every sum exact under 3% loss. */
@@ -353,6 +370,10 @@ test_egroup_sums_and_balance(void **state)
 		for (int r = 2; r < ROUNDS; r++)
 			assert_true(max[r] * k <= total[r] + 3 * k); /* within 3 of even */
 	}
+	/* Cut into 4 sub-blocks of 4: the same sums, blocks and balance. */
+	rounds_cut(3, PARTITION_DYNAMIC, 4, max, total);
+	for (int r = 2; r < ROUNDS; r++)
+		assert_true(max[r] * 3 <= total[r] + 3 * 3);
 }
 
 /* A one-element allreduce (a barrier) is switch 0's alone; the split of a
@@ -381,6 +402,10 @@ test_egroup_small(void **state)
 			 -EINVAL);
 	assert_int_equal(egroup_allreduce(n.g[0], 2, grad[0], outs[0], N, 2 * B, ENGINE_SUM, n.now),
 			 -EINVAL);
+	/* A cut B is no multiple of: 16 elements in 32 sub-blocks. */
+	egroup_set_cut(n.g[0], 5);
+	assert_int_equal(egroup_allreduce(n.g[0], 2, grad[0], outs[0], N, B, ENGINE_SUM, n.now),
+			 -EINVAL);
 	assert_int_equal(egroup_phase(n.g[0]), ENGINE_READY);
 	assert_int_equal(pipeline_stats(n.sw[0])->results, 1);
 	assert_int_equal(pipeline_stats(n.sw[1])->results, 0);
@@ -407,7 +432,7 @@ test_egroup_order_mismatch(void **state)
 	assert_int_equal(egroup_salt(0), 0);
 	assert_int_not_equal(egroup_salt(1), 0);
 	net_init(&n, 2, 0.0, 1);
-	make_round(0);
+	make_round(0, 0);
 	for (int w = 0; w < WORLD; w++)
 		assert_int_equal(egroup_allreduce(n.g[w], TID, grad[w], outs[w], N, B, ENGINE_SUM,
 						  n.now),

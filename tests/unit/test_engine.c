@@ -2230,6 +2230,38 @@ test_engine_sub_blocks_f32(void **state)
 	done(t);
 }
 
+/* A cut round's DEFERRED result: header-only, zeros and the flag, as uncut. */
+static void
+test_engine_sub_blocks_deferred(void **state)
+{
+	struct t *t = *state;
+	uint8_t deferred[2];
+	float sum[8];
+	struct ina_hdr h;
+
+	t->cfg.max_block = 8;
+	join_ready(t);
+	fill(in, 0, 2, 1.0f, 1.0f);
+	fill(in, 12, 2, 1.0f, 1.0f);
+	fill(sum, 0, 8, 3.0f, 1.0f);
+	engine_set_result_filter(t->e, 0.5f, deferred);
+	begin_cut(t, in, out, 16, 8, 2, ENGINE_SUM);
+	assert_int_equal(tx(t), 2);
+	check_sub_data(t, for_lane(2, 0), 0, 0x1, &in[0], 0);
+	check_sub_data(t, for_lane(2, 1), 1, 0x4, &in[8], 0);
+	h = result_hdr(t, 0, 0, INA_F_DEFERRED, INA_BLOCK_END, 0);
+	rx_result_h(t, &h, NULL);
+	h = result_hdr(t, 1, 1, 0, INA_BLOCK_END, 0);
+	rx_result_sub(t, &h, 0x6, sum, 0);
+	assert_int_equal(engine_phase(t->e), ENGINE_READY);
+	assert_int_equal(deferred[0], 1);
+	assert_int_equal(deferred[1], 0);
+	memset(want, 0, 8 * sizeof(float));
+	keep_subs(&want[8], sum, 8, 2, 0x6);
+	assert_floats(out, want, 16);
+	done(t);
+}
+
 /* In place with an average: absent sub-blocks keep the input's bits (a
  * -0.0 stays), present ones are the sum scaled once; a header-only result
  * zeroes its block and a skipped block is left alone, as uncut. */
@@ -3387,6 +3419,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_engine_sub_blocks_in_place_avg, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_engine_sub_blocks_i32, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_engine_sub_blocks_deferred, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_engine_sub_blocks_bf16, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_engine_sub_blocks_listed, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_engine_sub_blocks_refused, setup, teardown),

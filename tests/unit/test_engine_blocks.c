@@ -7,7 +7,9 @@
  * non-zero blocks. The union's sums must be the dense sums bit for bit, the
  * union must be exactly the blocks some worker listed, and no other block of
  * a dense output may be written. An in-place dense allreduce must not write
- * a block that stays zero either.
+ * a block that stays zero either. The same with the rounds cut into
+ * sub-blocks (engine_set_cut), on inputs whose blocks are half zero
+ * sub-blocks: the sums, union and untouched blocks of the uncut dense round.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -36,9 +38,11 @@ hash(uint64_t x)
 }
 
 /* Block-sparse inputs: a block is on with probability 'density'; its values
- * k / 1024 (exact in every encoding's sum), a few of them -0.0 or 0. */
+ * k / 1024 (exact in every encoding's sum), a few of them -0.0 or 0. With
+ * 'sub' (a sub-block's elements), each sub-block of an on block is zero
+ * with probability 1/2. */
 static void
-make_inputs(uint32_t n, uint16_t bs, double density, uint64_t seed)
+make_inputs(uint32_t n, uint16_t bs, double density, uint16_t sub, uint64_t seed)
 {
 	for (uint16_t r = 0; r < W; r++)
 		for (uint32_t b = 0; b * bs < n; b++) {
@@ -48,8 +52,10 @@ make_inputs(uint32_t n, uint16_t bs, double density, uint64_t seed)
 
 			for (uint32_t i = b * bs; i < n && i < (b + 1) * bs; i++) {
 				int k = (int)(hash(seed * 31 + r * 65537ull + i) % 2047) - 1023;
+				int sub_on = !sub ||
+					     hash(seed ^ r * 977ull ^ (i / sub) * 131ull) & 1;
 
-				ins[r][i] = on ? (float)k / 1024.0f : 0.0f;
+				ins[r][i] = on && sub_on ? (float)k / 1024.0f : 0.0f;
 			}
 		}
 }
@@ -89,9 +95,11 @@ in_union(uint32_t b)
 	return 0;
 }
 
+/* One case; the block-sparse and in-place rounds cut into 2^cut
+ * sub-blocks (the reference uncut). */
 static void
-run_case(uint8_t enc, enum engine_op op, uint32_t n, uint16_t bs, uint16_t lanes, double density,
-	 int faulty, uint64_t seed)
+run_case_cut(uint8_t enc, enum engine_op op, uint32_t n, uint16_t bs, uint16_t lanes,
+	     double density, int faulty, uint64_t seed, uint8_t cut)
 {
 	static const uint32_t garbage = 0x7fc00123u; /* a NaN nobody writes */
 	struct fabric f;
@@ -106,7 +114,7 @@ run_case(uint8_t enc, enum engine_op op, uint32_t n, uint16_t bs, uint16_t lanes
 		f.rng = seed | 1;
 	}
 	assert_int_equal(fabric_join(&f), 0);
-	make_inputs(n, bs, density, seed);
+	make_inputs(n, bs, density, cut ? bs >> cut : 0, seed);
 	make_lists(n, bs);
 
 	/* Dense, out of place: the reference. */
@@ -135,6 +143,7 @@ run_case(uint8_t enc, enum engine_op op, uint32_t n, uint16_t bs, uint16_t lanes
 			memcpy(&dense_out[r][i], &garbage, 4);
 		out_count[r] = 0;
 		engine_set_blocks(f.hosts[r], &b);
+		engine_set_cut(f.hosts[r], cut);
 		assert_int_equal(engine_allreduce(f.hosts[r], 7, NULL, NULL, n, bs, op, f.now), 0);
 	}
 	assert_int_equal(fabric_run(&f, ENGINE_RUNNING, 60ull * 1000000000ull), 0);
@@ -182,6 +191,7 @@ run_case(uint8_t enc, enum engine_op op, uint32_t n, uint16_t bs, uint16_t lanes
 					ins[r][i] = -0.0f;
 		in_p[r] = ins[r];
 	}
+	f.sub_log = cut;
 	assert_int_equal(fabric_allreduce(&f, 7, in_p, in_p, n, bs, op), 0);
 	for (uint16_t r = 0; r < W; r++)
 		for (uint32_t b = 0; b < nb; b++) {
@@ -201,6 +211,13 @@ run_case(uint8_t enc, enum engine_op op, uint32_t n, uint16_t bs, uint16_t lanes
 		}
 	assert_int_equal(fabric_finish(&f), 0);
 	fabric_fini(&f);
+}
+
+static void
+run_case(uint8_t enc, enum engine_op op, uint32_t n, uint16_t bs, uint16_t lanes, double density,
+	 int faulty, uint64_t seed)
+{
+	run_case_cut(enc, op, n, bs, lanes, density, faulty, seed, 0);
 }
 
 static void
@@ -233,6 +250,21 @@ test_blocks_bf16(void **state)
 	(void)state;
 	run_case(INA_ENC_BF16, ENGINE_SUM, 5000, 64, 8, 0.05, 1, 9);
 	run_case(INA_ENC_BF16, ENGINE_AVG, 5001, 32, 8, 0.5, 1, 10);
+}
+
+/* Cut into sub-blocks: every encoding, sum and average, short last blocks
+ * (and short last sub-blocks), with loss, duplication and reordering. */
+static void
+test_blocks_sub(void **state)
+{
+	(void)state;
+	run_case_cut(INA_ENC_F32, ENGINE_SUM, 5003, 64, 8, 0.3, 1, 21, 3);
+	run_case_cut(INA_ENC_F32, ENGINE_AVG, 4999, 32, 16, 0.5, 1, 22, 2);
+	run_case_cut(INA_ENC_F32, ENGINE_SUM, 5000, 128, 8, 1.0, 0, 23, 7);
+	run_case_cut(INA_ENC_I32, ENGINE_SUM, 3001, 16, 8, 0.4, 1, 24, 2);
+	run_case_cut(INA_ENC_I32, ENGINE_AVG, 5000, 64, 8, 0.3, 1, 25, 4);
+	run_case_cut(INA_ENC_BF16, ENGINE_SUM, 5001, 32, 8, 0.5, 1, 26, 1);
+	run_case_cut(INA_ENC_BF16, ENGINE_AVG, 5000, 64, 8, 0.2, 1, 27, 5);
 }
 
 /* A list out of order, or past the tensor: refused, and nothing starts;
@@ -286,9 +318,8 @@ int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_blocks_f32),
-		cmocka_unit_test(test_blocks_i32),
-		cmocka_unit_test(test_blocks_bf16),
+		cmocka_unit_test(test_blocks_f32),	cmocka_unit_test(test_blocks_i32),
+		cmocka_unit_test(test_blocks_bf16),	cmocka_unit_test(test_blocks_sub),
 		cmocka_unit_test(test_blocks_bad_list),
 	};
 

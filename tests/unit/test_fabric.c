@@ -5,7 +5,11 @@
  * averages; a sweep that drops every packet of a small job in turn (JOIN, its
  * answer, each data packet, each result, the last result of a lane and of the
  * job, FIN) and must finish right every time; random loss, duplication and
- * reordering; and the errors a worker must get instead of a hang.
+ * reordering; and the errors a worker must get instead of a hang. The same
+ * with blocks cut into sub-blocks (half of them zero): the sums of the uncut
+ * rounds bit for bit (bf16: the same bits as uncut), in every encoding,
+ * under the drop sweep and random faults, in place and averaged, in fewer
+ * bytes.
  */
 #include <math.h>
 #include <setjmp.h>
@@ -26,6 +30,10 @@
 
 static float ins[FABRIC_MAX_HOSTS][MAXN], outs[FABRIC_MAX_HOSTS][MAXN];
 static float *in_p[FABRIC_MAX_HOSTS], *out_p[FABRIC_MAX_HOSTS];
+/* The rounds' cut (fabric.sub_log) and, when set, the sub-block size whose
+ * sub-blocks make_data() zeroes at random. */
+static uint8_t cut;
+static uint16_t sub_zero;
 
 static uint64_t
 hash(uint64_t x)
@@ -48,8 +56,10 @@ make_data(uint16_t world, uint32_t n, uint16_t block, double density, uint64_t s
 
 			for (uint32_t i = b * block; i < n && i < (b + 1) * block; i++) {
 				int k = (int)(hash(seed * 31 + r * 65537ull + i) % 2047) - 1023;
+				int sub_on = !sub_zero ||
+					     hash(seed ^ r * 977ull ^ (i / sub_zero) * 131ull) & 1;
 
-				ins[r][i] = on ? (float)(k ? k : 1) / 1024.0f : 0.0f;
+				ins[r][i] = on && sub_on ? (float)(k ? k : 1) / 1024.0f : 0.0f;
 			}
 		}
 		in_p[r] = ins[r];
@@ -117,6 +127,7 @@ run_job(uint16_t world, uint16_t lanes, uint16_t block, uint8_t enc, uint32_t n,
 	struct fabric f;
 
 	fabric_init(&f, world, lanes, block, enc, NULL, NULL);
+	f.sub_log = cut;
 	if (faults) {
 		f.faults = *faults;
 		f.rng = faults->seed | 1;
@@ -259,6 +270,142 @@ test_fabric_random_faults(void **state)
 
 		run_job(4, 4, 16, seed & 1 ? INA_ENC_F32 : INA_ENC_I32, 700, 0.4, 3, &faults, NULL);
 	}
+}
+
+/* Runs 'fn' with the rounds cut into 2^k sub-blocks, half of them zero. */
+static void
+with_cut(uint8_t k, uint16_t block, void (*fn)(void))
+{
+	cut = k;
+	sub_zero = (uint16_t)(block >> k);
+	fn();
+	cut = 0;
+	sub_zero = 0;
+}
+
+static void
+sub_exact(void)
+{
+	run_job(4, 4, 16, INA_ENC_F32, 1000, 0.5, 3, NULL, NULL);
+	run_job(4, 4, 16, INA_ENC_I32, 999, 0.7, 2, NULL, NULL);
+	run_job(4, 4, 16, INA_ENC_BF16, 1001, 0.5, 2, NULL, NULL);
+	run_job(3, 5, 16, INA_ENC_F32, 777, 1.0, 2, NULL, NULL);
+	run_job(4, 4, 16, INA_ENC_F32, 1000, 0.0, 1, NULL, NULL);
+}
+
+static void
+sub_faults(void)
+{
+	for (uint64_t seed = 1; seed <= 6; seed++) {
+		struct fabric_faults faults = {
+			.drop_seq = -1,
+			.drop_rate = seed % 3 == 0 ? 0.3 : 0.1,
+			.dup_rate = 0.05,
+			.shuffle = 1,
+			.delay_rate = 0.05,
+			.seed = seed,
+		};
+		uint8_t enc = seed % 3 == 0 ? INA_ENC_BF16 : seed & 1 ? INA_ENC_F32 : INA_ENC_I32;
+
+		run_job(4, 4, 32, enc, 701, 0.5, 2, &faults, NULL);
+	}
+}
+
+static void
+sub_sweep_f32(void)
+{
+	sweep(INA_ENC_F32);
+}
+
+static void
+sub_sweep_i32(void)
+{
+	sweep(INA_ENC_I32);
+}
+
+/* The same inputs uncut and cut: the same bits on every rank, in place
+ * (absent sub-blocks keep the input's bits) and out of place, sum and
+ * average, in every encoding; fewer bytes sent cut. */
+static void
+same_as_uncut(uint8_t enc, enum engine_op op, int in_place)
+{
+	static float keep[FABRIC_MAX_HOSTS][MAXN], uncut[FABRIC_MAX_HOSTS][MAXN];
+	uint64_t bytes[2] = { 0, 0 };
+	const uint32_t n = 2001;
+
+	for (int c = 0; c < 2; c++) {
+		struct fabric f;
+
+		fabric_init(&f, 4, 8, 64, enc, NULL, NULL);
+		f.sub_log = c ? 3 : 0;
+		assert_int_equal(fabric_join(&f), 0);
+		sub_zero = 8;
+		make_data(4, n, 64, 0.6, 9);
+		sub_zero = 0;
+		if (c == 0)
+			memcpy(keep, ins, sizeof(keep));
+		else
+			memcpy(ins, keep, sizeof(keep));
+		assert_int_equal(fabric_allreduce(&f, 5, in_p, in_place ? in_p : out_p, n, 64, op),
+				 0);
+		for (uint16_t r = 0; r < 4; r++) {
+			float *got = in_place ? ins[r] : outs[r];
+
+			if (c == 0)
+				memcpy(uncut[r], got, n * sizeof(float));
+			else
+				assert_memory_equal(got, uncut[r], n * sizeof(float));
+			bytes[c] += engine_stats(f.hosts[r])->bytes_sent;
+		}
+		assert_int_equal(fabric_finish(&f), 0);
+		fabric_fini(&f);
+	}
+	assert_true(bytes[1] < bytes[0]);
+}
+
+/* A switch in lane partitions (its cores): each partition sums its lanes'
+ * cut blocks. */
+static void
+sub_partitioned(void)
+{
+	struct fabric f;
+
+	fabric_init(&f, 4, 8, 32, INA_ENC_F32, NULL, NULL);
+	fabric_partition(&f, 3, NULL);
+	f.sub_log = cut;
+	assert_int_equal(fabric_join(&f), 0);
+	for (int k = 0; k < 2; k++) {
+		make_data(4, 3001, 32, 0.5, (uint64_t)k + 40);
+		assert_int_equal(fabric_allreduce(&f, 8, in_p, out_p, 3001, 32, ENGINE_AVG), 0);
+		check_sum(4, 3001, 1);
+	}
+	assert_int_equal(fabric_finish(&f), 0);
+	fabric_fini(&f);
+}
+
+static void
+test_fabric_sub_blocks(void **state)
+{
+	(void)state;
+	with_cut(2, 32, sub_partitioned);
+	with_cut(2, 16, sub_exact);
+	with_cut(1, 32, sub_faults);
+	with_cut(3, 32, sub_faults);
+	for (uint8_t enc = INA_ENC_F32; enc <= INA_ENC_BF16; enc++) {
+		same_as_uncut(enc, ENGINE_SUM, 0);
+		same_as_uncut(enc, ENGINE_AVG, 1);
+	}
+	same_as_uncut(INA_ENC_F32, ENGINE_AVG, 0);
+	same_as_uncut(INA_ENC_BF16, ENGINE_SUM, 1);
+}
+
+/* Drops packet k of a small job cut into sub-blocks, for every k. */
+static void
+test_fabric_sub_blocks_drop_each(void **state)
+{
+	(void)state;
+	with_cut(1, 8, sub_sweep_f32);
+	with_cut(2, 8, sub_sweep_i32);
 }
 
 /*
@@ -526,6 +673,8 @@ main(void)
 		cmocka_unit_test(test_fabric_random_faults),
 		cmocka_unit_test(test_fabric_bf16_within_bound),
 		cmocka_unit_test(test_fabric_same_bits_everywhere),
+		cmocka_unit_test(test_fabric_sub_blocks),
+		cmocka_unit_test(test_fabric_sub_blocks_drop_each),
 		cmocka_unit_test(test_fabric_lagging_rank_keeps_job),
 		cmocka_unit_test(test_fabric_switch_unreachable),
 		cmocka_unit_test(test_fabric_missing_peer_named),

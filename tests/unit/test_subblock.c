@@ -135,8 +135,9 @@ test_subblock_round_trip(void **state)
 			size_t len;
 
 			for (uint32_t i = 0; i < n; i++)
-				x[i] = next_rand() % 4 == 0 ? 0.0f
-							    : ((float)(next_rand() % 2000) - 1000) / 8;
+				x[i] = next_rand() % 4 == 0
+					       ? 0.0f
+					       : ((float)(next_rand() % 2000) - 1000) / 8;
 			/* Some whole sub-blocks zero. */
 			for (uint32_t i = 0; i < c.count; i++) {
 				uint32_t start, k;
@@ -182,9 +183,10 @@ test_subblock_round_trip(void **state)
 				float w = ina_sub_mask_test(&m, s) ? want[i] : 0.0f;
 
 				if (memcmp(&back[i], &w, sizeof(w)) != 0)
-					fail_msg("%s B %u sub_log %u n %u: element %u is %g, not %g",
-						 enc->name, B, sub_log, n, i, (double)back[i],
-						 (double)w);
+					fail_msg(
+						"%s B %u sub_log %u n %u: element %u is %g, not %g",
+						enc->name, B, sub_log, n, i, (double)back[i],
+						(double)w);
 			}
 			/* Absent sub-blocks left alone when asked. */
 			for (uint32_t i = 0; i < n; i++)
