@@ -24,6 +24,7 @@
 #include "ina/eal_main.h"
 #include "ina/log.h"
 #include "ina/util.h"
+#include "ina/wire.h"
 #include "report.h"
 #include "sim_ranks.h"
 #include "sparsify_cli.h"
@@ -362,7 +363,8 @@ parse_args(int argc, char **argv, struct host_config *c)
 			c->ina.plan_blocks = 1;
 			break;
 		case OPT_SUB_BLOCK:
-			c->ina.sub_block = (uint16_t)ina_cli_u64("sub-block", optarg, 0, INA_BLOCK_MAX);
+			c->ina.sub_block = (uint16_t)ina_cli_u64("sub-block", optarg, 0,
+								 INA_BLOCK_MAX);
 			break;
 		case OPT_PLAN_COST: {
 			char pk[32], *comma = strchr(optarg, ',');
