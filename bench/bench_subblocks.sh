@@ -8,7 +8,9 @@
 #   plan       --plan: the block planner, B per round, no sub-blocks
 #   fixed+sub  --block 1024 --sub-block b (when ina-host has --sub-block)
 #   plan+sub   the planner with sub-blocks: the ina-host arguments of
-#              --plansub ARGS, or of INA_BENCH_PLANSUB (else: pending)
+#              --plansub ARGS, or of INA_BENCH_PLANSUB; else, with
+#              --sub-block, --plan --sub-block b (the planner's B, cut
+#              into sub-blocks of b where B >= 2b); else pending
 # each under two sparsifications: zero-skipping only (--sparsify off: a block
 # or sub-block of zeros is not sent) and top-k by mass 0.5 (--sparsify topk
 # --keep-mass 0.5, with residual carry-over). Every run starts a fresh switch;
@@ -88,6 +90,9 @@ if "$host" --help 2>&1 | grep -q -- '--sub-block'; then
 	cut_args[fixed+sub]="--block 1024 --sub-block $sub_b"
 fi
 cut_args[plan+sub]=$plansub
+if [ -z "$plansub" ] && [ -n "${cut_args[fixed+sub]:-}" ]; then
+	cut_args[plan+sub]="--block 1024 --plan --sub-block $sub_b"
+fi
 sparsifications=(zero mass0.5)
 declare -A sp_args=([zero]="--sparsify off" [mass0.5]="--sparsify topk --keep-mass 0.5")
 
@@ -197,6 +202,12 @@ res() { [ -f "$tmp/res/$1" ] && median <"$tmp/res/$1"; }
 ratio() { [ -n "$1" ] && [ -n "$2" ] && awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b }'; }
 echo "sub-blocks against fixed B 1024 ($(basename "$input"), $world ranks, $rounds rounds a run," \
 	"medians of $runs runs; b = $sub_b; load at start: $(cut -d' ' -f1-3 /proc/loadavg))"
+for cut in "${cuts[@]}"; do
+	printf "  %-10s ina-host %s\n" "$cut" "${cut_args[$cut]:-(pending: not in this build)}"
+done
+for sp in "${sparsifications[@]}"; do
+	printf "  %-10s ina-host %s\n" "$sp" "${sp_args[$sp]}"
+done
 printf "  %-9s %-8s %-10s %10s %10s %12s %8s %8s %8s\n" transport sparsify cut "ms/round" \
 	"pkts/round" "bytes/round" "t/fixed" "p/fixed" "b/fixed"
 for tr in $transports; do
@@ -217,5 +228,20 @@ for tr in $transports; do
 				"$ms" "$pk" "$by" "$(ratio "$ms" "$b_ms")" "$(ratio "$pk" "$b_pk")" \
 				"$(ratio "$by" "$b_by")"
 		done
+	done
+done
+# Issue 18's goals: the planner with sub-blocks against fixed B 1024.
+met() { awk -v r="$1" -v g="$2" 'BEGIN { print (r <= g) ? "met" : "not met" }'; }
+echo "issue 18's goals, plan+sub / fixed (time <= 1.0, packets <= 1.2):"
+for tr in $transports; do
+	for sp in "${sparsifications[@]}"; do
+		t=$(ratio "$(res "$tr-$sp-plan+sub.ms")" "$(res "$tr-$sp-fixed.ms")")
+		p=$(ratio "$(res "$tr-$sp-plan+sub.pkts")" "$(res "$tr-$sp-fixed.pkts")")
+		if [ -z "$t" ] || [ -z "$p" ]; then
+			printf "  %-9s %-8s %s\n" "$tr" "$sp" "no figures (pending or failed)"
+		else
+			printf "  %-9s %-8s time %s (%s), packets %s (%s)\n" "$tr" "$sp" "$t" \
+				"$(met "$t" 1.0)" "$p" "$(met "$p" 1.2)"
+		fi
 	done
 done

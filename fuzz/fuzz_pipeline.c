@@ -11,7 +11,9 @@
  * (length-prefixed bytes), a JOIN, DATA, FIN, KEEPALIVE or LEAVE built valid for one of
  * four jobs (the epoch learnt from the switch's JOIN_ACK or a replica's
  * FAILOVER, the block from its last RESULT, so that the fuzzer gets past
- * validation into the lane protocol), a standby JOIN or a FAILOVER, a copy of
+ * validation into the lane protocol; a tensor's blocks whole or cut into
+ * sub-blocks, docs/PROTOCOL.md 2.7, with a valid mask made from the input),
+ * a standby JOIN or a FAILOVER, a copy of
  * the last packet as the primary's REPL, on a rack the spine's answer to
  * the rack's last packet upstream (JOIN_ACK, RESULT, FIN_ACK or ERROR), a
  * byte of the last packet
@@ -57,6 +59,7 @@
 #include "ina/lane.h"
 #include "ina/log.h"
 #include "ina/pkt.h"
+#include "ina/subblock.h"
 #include "ina/wire.h"
 #include "pipeline.h"
 #include "pipeline_dump.h"
@@ -89,6 +92,7 @@ struct fjob {
 	 * RESULT announced (INA_BLOCK_END: none) and its version bit. */
 	uint32_t tensor_id, round, tensor_len;
 	uint16_t block_size;
+	uint8_t sub_log; /* the tensor's cut: 0, or its blocks' sub-blocks */
 	uint32_t next[MAX_LANES];
 	uint8_t ver[MAX_LANES];
 	/* The last result's block and version bit, for retransmissions. */
@@ -101,6 +105,7 @@ struct fjob {
 struct seen {
 	uint32_t job_id, epoch;
 	uint16_t lane, block_size;
+	uint8_t sub_log;
 	uint32_t tensor_id, round, tensor_len, block;
 	uint64_t ranks;
 };
@@ -224,7 +229,7 @@ seen_match(const struct seen *e, const struct ina_hdr *h)
 	return e->job_id == h->job_id && e->epoch == h->epoch && e->lane == h->lane &&
 	       e->tensor_id == h->tensor_id && e->round == h->round &&
 	       e->tensor_len == h->tensor_len && e->block == h->block &&
-	       e->block_size == h->block_size;
+	       e->block_size == h->block_size && e->sub_log == h->sub_log;
 }
 
 static struct seen *
@@ -248,10 +253,10 @@ note_data(struct fz *f, const struct ina_pkt *pkt)
 	if (trace && pkt->len >= INA_HDR_SIZE)
 		fprintf(stderr,
 			"in  %s (%s) job %u epoch %u rank %u lane %u tensor %u round %u"
-			" len %u B %u block %u next %u n %u flags %#x\n",
+			" len %u B %u k %u block %u next %u n %u bytes %u flags %#x\n",
 			ina_wire_type_name(h.type), ina_wire_reason_name(r), h.job_id, h.epoch,
-			h.rank, h.lane, h.tensor_id, h.round, h.tensor_len, h.block_size, h.block,
-			h.next, h.n_elems, h.flags);
+			h.rank, h.lane, h.tensor_id, h.round, h.tensor_len, h.block_size, h.sub_log,
+			h.block, h.next, h.n_elems, pkt->len - INA_HDR_SIZE, h.flags);
 	if (r != INA_WIRE_OK || h.type != INA_T_DATA || h.rank >= 64)
 		return;
 	e = seen_find(f, &h);
@@ -263,6 +268,7 @@ note_data(struct fz *f, const struct ina_pkt *pkt)
 		e->epoch = h.epoch;
 		e->lane = h.lane;
 		e->block_size = h.block_size;
+		e->sub_log = h.sub_log;
 		e->tensor_id = h.tensor_id;
 		e->round = h.round;
 		e->tensor_len = h.tensor_len;
@@ -275,6 +281,7 @@ note_data(struct fz *f, const struct ina_pkt *pkt)
 struct tally {
 	uint64_t results, results_empty, results_deferred, result_bytes;
 	uint64_t shadow_replies, waits, join_acks, fin_acks, errors, errors_left, errors_dead;
+	uint64_t errors_old; /* UNSUPPORTED to a JOIN of the older version */
 	uint64_t repls, announces;
 	uint64_t up; /* a rack's packets to the spine */
 };
@@ -299,6 +306,7 @@ check_output(struct fz *f, const struct ina_pkt *o, struct tally *t)
 		buf[0] = INA_WIRE_VERSION;
 		FZ_CHECK(ina_wire_validate(buf, o->len, NULL, &h) == INA_WIRE_OK);
 		FZ_CHECK(h.type == INA_T_ERROR && h.status == INA_WERR_UNSUPPORTED);
+		t->errors_old++;
 		return;
 	}
 	r = ina_wire_validate(o->data, o->len, NULL, &h);
@@ -344,10 +352,11 @@ check_output(struct fz *f, const struct ina_pkt *o, struct tally *t)
 	}
 	if (trace)
 		fprintf(stderr,
-			"out %s job %u epoch %u lane %u tensor %u round %u len %u B %u"
-			" block %u next %u n %u flags %#x status %u\n",
+			"out %s job %u epoch %u lane %u tensor %u round %u len %u B %u k %u"
+			" block %u next %u n %u bytes %u flags %#x status %u\n",
 			ina_wire_type_name(h.type), h.job_id, h.epoch, h.lane, h.tensor_id, h.round,
-			h.tensor_len, h.block_size, h.block, h.next, h.n_elems, h.flags, h.status);
+			h.tensor_len, h.block_size, h.sub_log, h.block, h.next, h.n_elems,
+			o->len - INA_HDR_SIZE, h.flags, h.status);
 	j = job_by_id(f, h.job_id);
 	switch (h.type) {
 	case INA_T_JOIN_ACK:
@@ -503,6 +512,8 @@ flush(struct fz *f, int quiet)
 			 (before.takeovers + before.announce_repeats) ==
 		 t.announces);
 	FZ_CHECK(st->waits - before.waits == t.waits);
+	FZ_CHECK(t.errors_old <=
+		 st->drop_wire[INA_WIRE_BAD_VERSION] - before.drop_wire[INA_WIRE_BAD_VERSION]);
 	if (!f->from_spine) {
 		/* (a rack answers the spine's packets with these too) */
 		FZ_CHECK(t.join_acks + t.errors <= st->joins - before.joins);
@@ -609,7 +620,7 @@ op_join(struct fz *f, struct fz_in *in, uint8_t op)
 static void
 op_data(struct fz *f, struct fz_in *in, uint8_t op)
 {
-	static uint8_t pkt[INA_HDR_SIZE + 4 * (MAX_SLOT_ELEMS + 2)];
+	static uint8_t pkt[INA_HDR_SIZE + INA_SUB_MAX / 8 + 4 * (MAX_SLOT_ELEMS + 2)];
 	struct fjob *j = pick_job(f, in);
 	uint8_t sel = fz_u8(in);
 	uint16_t lanes, rank, lane;
@@ -624,11 +635,17 @@ op_data(struct fz *f, struct fz_in *in, uint8_t op)
 	rank = (uint16_t)(fz_u8(in) % j->world);
 	lane = (uint16_t)(fz_u8(in) % lanes);
 	if (!j->block_size || (op & 0x10)) {
-		/* A new tensor (or round) for the job. */
-		j->tensor_id = fz_u8(in) % 2;
+		/* A new tensor (or round) for the job; the tensor id's byte
+		 * also picks the cut (its top 3 bits, where B allows it). */
+		uint8_t t = fz_u8(in);
+
+		j->tensor_id = t % 2;
 		j->round = fz_u8(in) % 4;
 		j->tensor_len = 1 + fz_u16(in) % 512;
 		j->block_size = (uint16_t)(1 + fz_u8(in) % j->max_block);
+		j->sub_log = t >> 5;
+		while (j->sub_log && j->block_size % (1u << j->sub_log))
+			j->sub_log--;
 		for (int l = 0; l < MAX_LANES; l++) {
 			j->next[l] = j->last[l] = INA_BLOCK_END;
 			j->ver[l] = j->last_ver[l] = 0;
@@ -640,6 +657,7 @@ op_data(struct fz *f, struct fz_in *in, uint8_t op)
 	h.round = j->round;
 	h.tensor_len = j->tensor_len;
 	h.block_size = j->block_size;
+	h.sub_log = j->sub_log;
 	nb = ina_wire_nb_blocks(h.tensor_len, h.block_size);
 	/* The block: the lane's first, the one the last result announced (or,
 	 * when it announced none, the result's own block again: a
@@ -688,10 +706,26 @@ op_data(struct fz *f, struct fz_in *in, uint8_t op)
 			    ? ina_wire_block_elems(h.tensor_len, h.block_size, h.block)
 			    : 0;
 	plen = (size_t)h.n_elems * es;
-	if (INA_HDR_SIZE + plen > sizeof(pkt))
+	if (INA_HDR_SIZE + INA_SUB_MAX / 8 + plen > sizeof(pkt))
 		return;
 	ina_wire_encode_hdr(&h, pkt);
-	fz_bytes(in, pkt + INA_HDR_SIZE, plen);
+	if (h.sub_log && h.n_elems) {
+		/* A mask from the input, made valid: no bit past the block's
+		 * last sub-block, at least one set; then those values. */
+		struct ina_sub_cut c = ina_sub_cut(h.block_size, h.sub_log, h.n_elems);
+		struct ina_sub_mask m = { { fz_u32(in), 0 } };
+
+		m.w[0] |= (uint64_t)fz_u32(in) << 32;
+		if (c.count < 64)
+			m.w[0] &= (1ull << c.count) - 1;
+		if (!m.w[0])
+			m.w[0] = 1;
+		ina_sub_mask_write(pkt + INA_HDR_SIZE, &m, &c);
+		plen = c.mask_bytes + (size_t)ina_sub_present_elems(&m, &c) * es;
+		fz_bytes(in, pkt + INA_HDR_SIZE + c.mask_bytes, plen - c.mask_bytes);
+	} else {
+		fz_bytes(in, pkt + INA_HDR_SIZE, plen);
+	}
 	peer_of(&src, (unsigned)(j - f->jobs), rank);
 	push(f, mk(f, pkt, INA_HDR_SIZE + plen, (sel & 0x80) != 0, &src));
 }

@@ -245,14 +245,6 @@ struct ina_config {
 					 * but no progress this long fails it
 					 * (INA_EPEER); 0: no bound. Default 600000
 					 * (10 minutes) */
-	double plan_packet_ns; /* the block planner's price of a packet, ns:
-					 * with plan_blocks it picks the B of least
-					 * packets x plan_packet_ns + bytes x
-					 * plan_byte_ns, the fewest bytes on a tie.
-					 * Default 390, the udp port's cost measured
-					 * here (memif: 290); >= 0. Every worker alike */
-	double plan_byte_ns;   /* ... of a byte: default 0.39 (memif 0.47);
-					 * >= 0, not both 0 (0 and 1: bytes alone) */
 	uint16_t sub_block;    /* elements per sub-block b: every block of B
 					 * travels as a mask of its sub-blocks of b
 					 * and only the non-zero ones' values (one
@@ -261,8 +253,18 @@ struct ina_config {
 					 * sums sub-block by sub-block). A power of
 					 * two, block_size a power-of-two multiple of
 					 * it, block_size / b <= 128; with plan_blocks
-					 * a planned B below 2b goes uncut. 0
-					 * (default): blocks whole. Every worker alike */
+					 * the planner picks B alone and a planned B
+					 * below 2b goes uncut. 0 (default): blocks
+					 * whole, or with plan_blocks the planner's
+					 * cut. Every worker alike */
+	double plan_packet_ns; /* the block planner's price of a packet, ns:
+					 * with plan_blocks it picks the B of least
+					 * packets x plan_packet_ns + bytes x
+					 * plan_byte_ns, the fewest bytes on a tie.
+					 * Default 390, the udp port's cost measured
+					 * here (memif: 290); >= 0. Every worker alike */
+	double plan_byte_ns;   /* ... of a byte: default 0.39 (memif 0.47);
+					 * >= 0, not both 0 (0 and 1: bytes alone) */
 };
 
 /* Counters of a context. Grows at its end like struct ina_config: the

@@ -110,10 +110,10 @@ static const struct config_key keys[] = {
 	{ "partition_period", CK_UINT, F(partition_period), 0, UINT32_MAX, NULL, 0 },
 	{ "keepalive_ms", CK_UINT, F(keepalive_ms), 0, UINT32_MAX, NULL, 0 },
 	{ "pause_ms", CK_UINT, F(pause_ms), 0, UINT32_MAX, NULL, 0 },
+	{ "sub_block", CK_UINT, F(sub_block), 0, INA_BLOCK_MAX, NULL, 0 },
 	/* The block planner's prices (issue 18). */
 	{ "plan_packet_ns", CK_REAL, F(plan_packet_ns), 0, 1e6, NULL, 0 },
 	{ "plan_byte_ns", CK_REAL, F(plan_byte_ns), 0, 1e6, NULL, 0 },
-	{ "sub_block", CK_UINT, F(sub_block), 0, INA_BLOCK_MAX, NULL, 0 },
 	/* Not a field: the token from a secret file (ina_token_from()). */
 	{ "token_file", CK_TOKEN_FILE, F(token), 0, 0, NULL, 0 },
 };

@@ -24,6 +24,7 @@
 #include "ina/eal_main.h"
 #include "ina/log.h"
 #include "ina/util.h"
+#include "ina/wire.h"
 #include "report.h"
 #include "sim_ranks.h"
 #include "sparsify_cli.h"
@@ -176,8 +177,8 @@ enum {
 	OPT_LOG_LEVEL,
 	OPT_CAPTURE,
 	OPT_PLAN,
-	OPT_PLAN_COST,
 	OPT_SUB_BLOCK,
+	OPT_PLAN_COST,
 	OPT_REPLICA,
 	OPT_FAILOVER,
 	OPT_CONSISTENCY,
@@ -217,8 +218,8 @@ parse_args(int argc, char **argv, struct host_config *c)
 		{ "log-level", required_argument, NULL, OPT_LOG_LEVEL },
 		SPARSIFY_CLI_OPTIONS,
 		{ "plan", no_argument, NULL, OPT_PLAN },
-		{ "plan-cost", required_argument, NULL, OPT_PLAN_COST },
 		{ "sub-block", required_argument, NULL, OPT_SUB_BLOCK },
+		{ "plan-cost", required_argument, NULL, OPT_PLAN_COST },
 		{ "replica", required_argument, NULL, OPT_REPLICA },
 		{ "failover-ms", required_argument, NULL, OPT_FAILOVER },
 		{ "consistency", required_argument, NULL, OPT_CONSISTENCY },
@@ -361,6 +362,10 @@ parse_args(int argc, char **argv, struct host_config *c)
 		case OPT_PLAN:
 			c->ina.plan_blocks = 1;
 			break;
+		case OPT_SUB_BLOCK:
+			c->ina.sub_block = (uint16_t)ina_cli_u64("sub-block", optarg, 0,
+								 INA_BLOCK_MAX);
+			break;
 		case OPT_PLAN_COST: {
 			char pk[32], *comma = strchr(optarg, ',');
 
@@ -375,9 +380,6 @@ parse_args(int argc, char **argv, struct host_config *c)
 					optarg);
 			break;
 		}
-		case OPT_SUB_BLOCK:
-			c->ina.sub_block = (uint16_t)ina_cli_u64("sub-block", optarg, 0, 16384);
-			break;
 		case OPT_PARTITION:
 			if (strcmp(optarg, "fixed") == 0) {
 				c->ina.partition = INA_PARTITION_FIXED;

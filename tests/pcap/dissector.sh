@@ -4,7 +4,7 @@
 # header decoder: for each golden capture, the header fields tshark prints
 # with the dissector must equal, line for line, what tests/tools/pcap_fields
 # prints, and tshark must report no malformed packet and no Lua error. The
-# goldens carry f32 and i32; a bf16 DATA packet and an f32 DATA with
+# goldens carry f32 and i32, sub-blocks in f32-sub; a bf16 DATA packet and an f32 DATA with
 # sub-blocks (docs/PROTOCOL.md 2.7) made here with text2pcap (which comes
 # with tshark) go through the same checks, and their trees must name the
 # encoding, the mask and what it names, and show the values. Sub-block
@@ -40,10 +40,15 @@ for f in "${fields[@]}"; do eargs+=(-e "ina.$f"); done
 #    sub-blocks 0 and 2, whose 8 values follow: 1 2 3 4, -5 -6 -7 -8 (2.7)
 # 3. the same with a bit past the block's 4 sub-blocks (bit 5): a bad mask
 # 4. the same with a payload 4 bytes short
+# 5. 2 as a PARTIAL RESULT (flags 0x21, rank 0xffff), the 8-byte contributor
+#    bitmap 0b1011 after the present sub-blocks
 bf16_hdr="02 03 03 00 00 00 00 07 00 00 00 01 00 00 00 00 00 00 00 00 00 00 00 00
           00 00 00 03 00 00 00 00 ff ff ff ff 00 04 00 03 00 00 00 00 00 00 00 00
           01 02 03 04 05 06 07 08"
 sub_hdr="02 03 01 00 00 00 00 07 00 00 00 01 00 00 00 00 00 00 00 00 00 00 00 00
+         00 00 00 14 00 00 00 00 ff ff ff ff 40 10 00 10 00 00 00 00 00 00 00 00
+         01 02 03 04 05 06 07 08"
+res_hdr="02 04 01 21 00 00 00 07 00 00 00 01 ff ff 00 00 00 00 00 00 00 00 00 00
          00 00 00 14 00 00 00 00 ff ff ff ff 40 10 00 10 00 00 00 00 00 00 00 00
          01 02 03 04 05 06 07 08"
 sub_vals="3f 80 00 00 40 00 00 00 40 40 00 00 40 80 00 00
@@ -53,6 +58,7 @@ sub_vals="3f 80 00 00 40 00 00 00 40 40 00 00 40 80 00 00
     echo "0000 $(echo $sub_hdr) 05 00 00 00 $(echo $sub_vals)"
     echo "0000 $(echo $sub_hdr) 21 00 00 00 $(echo $sub_vals)"
     echo "0000 $(echo $sub_hdr) 05 00 00 00 $(echo $sub_vals | cut -d' ' -f1-28)"
+    echo "0000 $(echo $res_hdr) 05 00 00 00 $(echo $sub_vals) 00 00 00 00 00 00 00 0b"
 } >"$tmp/made.txt"
 if ! command -v text2pcap >/dev/null 2>&1; then
     echo "text2pcap not installed (it comes with tshark): skipped"
@@ -139,5 +145,8 @@ want 3 'Bad sub-blocks'
 unwanted 3 'Present sub-blocks'
 want 4 'Payload size disagrees'
 unwanted 4 'Bad sub-blocks'
+want 5 'Type: result (4)' 'Rank: 65535 (switch)' 'Partial (ssp, contributors follow): True' \
+    '[Present elements: 8]' 'Sub-block 2: elements 8..11, 4 f32'
+unwanted 5 'Expert Info'
 echo "$pass passed, $fail failed"
 [ "$fail" = 0 ] && [ "$pass" -gt 0 ]

@@ -3,10 +3,13 @@
 # Makes the golden captures of tests/pcap: a switch and hosts over UDP
 # loopback with --capture on the switch, then the expected ina-replay output
 # of each capture. Run it again (and review the diff) only when a change to
-# the pipeline is meant to change what it answers.
-# Usage: tests/pcap/make-golden.sh BUILD_DIR
+# the pipeline is meant to change what it answers; with NAMEs, makes only
+# those captures.
+# Usage: tests/pcap/make-golden.sh BUILD_DIR [NAME...]
 set -euo pipefail
 build=$1
+shift
+only=" $* "
 here=$(cd "$(dirname "$0")" && pwd)
 port=9195
 tmp=$(mktemp -d)
@@ -18,6 +21,7 @@ export INA_JOB_TOKEN=golden
 record() {
     local name=$1 opts=$2 world=$3
     shift 3
+    [ "$only" = "  " ] || [[ "$only" == *" $name "* ]] || return 0
     "$build/switch_sim/ina-switch" --listen "127.0.0.1:$port" --capture "$here/$name.pcap" \
         --port-opts "$opts" --log-level warn >"$tmp/sw.log" 2>&1 &
     sw=$!

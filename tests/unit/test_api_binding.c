@@ -212,9 +212,9 @@ test_config_set_every_key(void **state)
 		{ "partition_period", "5" },
 		{ "keepalive_ms", "0" },
 		{ "pause_ms", "0" },
+		{ "sub_block", "64" },
 		{ "plan_packet_ns", "1000.5" },
 		{ "plan_byte_ns", "0" },
-		{ "sub_block", "64" },
 		{ "token_file", NULL }, /* below, with a file */
 	};
 	struct ina_config *c = ina_config_new();
@@ -228,8 +228,8 @@ test_config_set_every_key(void **state)
 	assert_string_equal(c->port, "udp");
 	assert_int_equal(c->keepalive_ms, 1000);
 	assert_int_equal(c->pause_ms, 600000);
-	assert_true(c->plan_packet_ns == 390 && c->plan_byte_ns == 0.39);
 	assert_int_equal(c->sub_block, 0);
+	assert_true(c->plan_packet_ns == 390 && c->plan_byte_ns == 0.39);
 	for (unsigned k = 0; k < config_key_count(); k++) {
 		int found = 0;
 
@@ -276,9 +276,9 @@ test_config_set_every_key(void **state)
 	assert_int_equal(c->partition_period, 5);
 	assert_int_equal(c->keepalive_ms, 0);
 	assert_int_equal(c->pause_ms, 0);
+	assert_int_equal(c->sub_block, 64);
 	assert_true(c->plan_packet_ns == 1000.5);
 	assert_true(c->plan_byte_ns == 0);
-	assert_int_equal(c->sub_block, 64);
 	/* Decimal tokens too; the token from a secret file as ina_token_from(). */
 	set_ok(c, "token", "12345678901234567890");
 	assert_true(c->token == 12345678901234567890ull);
