@@ -333,6 +333,9 @@ struct ina_stats {
 	double rtt_p99_us;
 	double rtt_max_us;
 	double rtt_mean_us;
+	uint16_t sub_block; /* b of the last allreduce's cut into sub-blocks
+			     * (the planner's with plan_blocks, else
+			     * cfg.sub_block's); block_size when uncut */
 };
 
 struct ina_ctx;

@@ -68,6 +68,7 @@ op_start(struct ina_ctx *ctx, struct op *o)
 	if (ret < 0)
 		goto fail;
 	ctx->last_block_size = step.block_size;
+	ctx->last_sub_log = step.sub_log;
 	ctx->last_part_tag = step.tag;
 	o->state = OP_RUNNING;
 	ctx->run[0] = o;
@@ -108,6 +109,7 @@ fused_start(struct ina_ctx *ctx, const uint64_t *seqs, uint32_t count)
 	if (ret < 0)
 		return ret;
 	ctx->last_block_size = ctx->block_size;
+	ctx->last_sub_log = ctx->sub_log;
 	ctx->last_part_tag = 0;
 	ctx->nb_run = count;
 	return 0;

@@ -109,6 +109,7 @@ struct ina_ctx {
 	uint16_t sub_block;	  /* cfg.sub_block: b of the job's cut, 0 none */
 	uint8_t sub_log;	  /* the cut of blocks of block_size */
 	uint16_t last_block_size; /* B of the last allreduce */
+	uint8_t last_sub_log;	  /* its cut */
 	uint32_t last_part_tag;	  /* its partition map's tag */
 	uint16_t world, lanes;
 	uint16_t lanes_asked; /* cfg.lanes (lanes: what the switch granted) */

@@ -86,6 +86,7 @@ ina_ssp_op_start(struct ina_ctx *ctx, struct op *o)
 	o->ssp_slot = slot;
 	o->state = OP_RUNNING;
 	ctx->last_block_size = ctx->block_size;
+	ctx->last_sub_log = ctx->sub_log;
 	ctx->last_part_tag = 0;
 	return 0;
 fail:

@@ -59,6 +59,7 @@ static const struct stat_row rows[] = {
 	R(ST_DOUBLE, rtt_p99_us),
 	R(ST_DOUBLE, rtt_max_us),
 	R(ST_DOUBLE, rtt_mean_us),
+	R(ST_U16, sub_block),
 };
 
 #undef R

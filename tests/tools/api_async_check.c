@@ -384,6 +384,17 @@ run_sparse(const char *addr, enum ina_sched_policy policy, int rank)
 				got[l][i] += out[l][i];
 		}
 	}
+	{
+		/* The planner's last B and its cut: b a power-of-two divisor of
+		 * B, into at most 128, at least 8 when cut. */
+		struct ina_stats st;
+
+		ina_get_stats(ctx, &st);
+		CHECK(st.sub_block && st.block_size % st.sub_block == 0 &&
+			      st.block_size / st.sub_block <= 128 &&
+			      (st.sub_block == st.block_size || st.sub_block >= 8),
+		      "stats: B %u, b %u", st.block_size, st.sub_block);
+	}
 	for (int l = 0; l < L; l++) {
 		const float *r = ina_residual(ctx, (uint32_t)l, NULL);
 
