@@ -62,7 +62,7 @@
 #define UDP_TX_NOBUFS_NS 100000ull	 /* pause on ENOBUFS (poll won't help) */
 /* Segments per GSO message: the kernel's UDP_MAX_SEGMENTS (64; 128 on recent ones). */
 #define GSO_MAX_SEGS 64
-#define GSO_OPEN 8     /* peers grouped at once in a batch */
+#define GSO_OPEN 32    /* groups (a peer and a size) open at once in a batch */
 #define GRO_BUF 65536u /* a receive buffer: one GRO message */
 #define GRO_SEGS 128   /* datagrams one GRO message may hold */
 #define GRO_BUFS 128   /* receive buffers per port */
@@ -771,10 +771,15 @@ same_peer(const struct msghdr *a, const struct msghdr *b)
 
 /*
  * Makes the messages to send (out_*) from the batch's messages list[0..n)
- * (indices of tx_msgs), in their order per peer. With GSO, messages to one
- * peer join one message of segments while they have its first one's size
- * (a shorter one ends it), up to GSO_MAX_SEGS and UDP_MAX_MTU bytes; up to
- * GSO_OPEN peers are grouped at once. Without, one message each.
+ * (indices of tx_msgs). With GSO, a message joins an open group of its
+ * peer's messages of its own size, up to GSO_MAX_SEGS and UDP_MAX_MTU bytes,
+ * else starts one; up to GSO_OPEN groups are open at once, and when all are,
+ * a shorter message ends one of its peer's (the kernel takes a short last
+ * segment) before the oldest group is closed. Packets of varying sizes
+ * (blocks cut into sub-blocks) so still travel in few messages, and arrive
+ * in runs of one size that UDP_GRO joins again; a peer's packets may leave
+ * in another order than given, as any network may reorder them (the lane
+ * protocol does not depend on it). Without GSO, one message each, in order.
  */
 static void
 udp_tx_plan(struct udp_port *up, const uint16_t *list, unsigned n)
@@ -785,23 +790,25 @@ udp_tx_plan(struct udp_port *up, const uint16_t *list, unsigned n)
 	for (j = 0; j < n; j++) {
 		const struct msghdr *h = &up->tx_msgs[list[j]].msg_hdr;
 		uint32_t len = (uint32_t)h->msg_iov->iov_len;
-		unsigned k;
+		unsigned k, shorter = GSO_OPEN;
 
 		g = UDP_TX_MSGS;
 		for (k = 0; up->gso && len && k < nb_open; k++) {
-			if (!same_peer(&up->tx_msgs[list[up->out_first[open[k]]]].msg_hdr, h))
+			unsigned c = open[k];
+
+			if (up->grp_closed[c] || len > up->grp_size[c] ||
+			    up->out_nb[c] >= GSO_MAX_SEGS || up->grp_bytes[c] + len > UDP_MAX_MTU ||
+			    !same_peer(&up->tx_msgs[list[up->out_first[c]]].msg_hdr, h))
 				continue;
-			g = open[k];
-			if (up->grp_closed[g] || len > up->grp_size[g] ||
-			    up->out_nb[g] >= GSO_MAX_SEGS || up->grp_bytes[g] + len > UDP_MAX_MTU) {
-				/* Full: this peer starts a new group. */
-				memmove(&open[k], &open[k + 1],
-					(nb_open - k - 1) * sizeof(open[0]));
-				nb_open--;
-				g = UDP_TX_MSGS;
+			if (len == up->grp_size[c]) {
+				g = c;
+				break;
 			}
-			break;
+			if (shorter == GSO_OPEN)
+				shorter = k; /* ends that group, if none is of its size */
 		}
+		if (g == UDP_TX_MSGS && shorter < GSO_OPEN && nb_open == GSO_OPEN)
+			g = open[shorter]; /* rather than close the oldest group */
 		if (g == UDP_TX_MSGS) {
 			g = nb_grp++;
 			up->out_first[g] = (uint16_t)j; /* a member, until the offsets */

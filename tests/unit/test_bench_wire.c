@@ -156,7 +156,7 @@ check_wire(uint8_t encoding, uint32_t B, uint8_t sub_log, const char *what)
 	assert_int_equal(fabric_join(&f), 0);
 	for (w = 0; w < N_W; w++)
 		before[w] = *engine_stats(f.hosts[w]);
-	f.sub_log = sub_log; /* engine_set_cut on every host */
+	f.sub_log = sub_log; /* fabric_allreduce() cuts every engine's round */
 	f.tap = tap;
 	f.tap_arg = &t;
 	assert_int_equal(fabric_allreduce(&f, 1, in_p, out_p, N_PARAMS, (uint16_t)B, ENGINE_SUM),

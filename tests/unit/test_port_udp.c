@@ -1071,9 +1071,9 @@ seq_check(const struct ina_pkt *p, uint32_t seq, uint32_t len)
 /*
  * GSO and GRO: a burst of mixed sizes to two peers, one receiving with GRO
  * and one without, plus a fan-out to both: the sender groups datagrams of
- * one size to one peer (a shorter one ends a group), the GRO receiver splits
- * each message back, and every datagram arrives once, whole, in its order
- * per peer. Then a GSO message made by hand (5 x 1000 + 37 bytes) splits
+ * one size to one peer, the GRO receiver splits each message back, and
+ * every datagram arrives once, whole, those of one size to one peer in
+ * their order. Then a GSO message made by hand (5 x 1000 + 37 bytes) splits
  * into its 6 datagrams, and a port with gso=0 sends one datagram each.
  */
 static void
@@ -1112,11 +1112,29 @@ test_port_udp_gso_gro_mixed(void **state)
 	assert_true(udp_xstat(a, "port_udp_gso_msgs") > 0);
 	assert_int_equal(rx_keep(b, rx_b, want_b, 64), want_b);
 	assert_int_equal(rx_keep(c, rx_c, want_c, 64), want_c);
-	for (i = 0; i < nb; i++) {
-		if (i % 3 != 2 || i + 1 == nb)
-			seq_check(rx_b[ib++], i, lens[i]);
-		if (i % 3 == 2 || i + 1 == nb)
-			seq_check(rx_c[ic++], i, lens[i]);
+	/* Each once and whole; a peer's datagrams of one size in their order
+	 * (the sender groups by size, so sizes may interleave otherwise). */
+	for (unsigned side = 0; side < 2; side++) {
+		struct ina_pkt **got = side ? rx_c : rx_b;
+		unsigned want = side ? want_c : want_b, seen[64] = { 0 };
+
+		for (ib = 0; ib < want; ib++) {
+			uint32_t seq;
+
+			memcpy(&seq, got[ib]->data, 4);
+			assert_true(seq < nb && !seen[seq]);
+			assert_true(side ? (seq % 3 == 2 || seq + 1 == nb)
+					 : (seq % 3 != 2 || seq + 1 == nb));
+			seq_check(got[ib], seq, lens[seq]);
+			seen[seq] = 1;
+			for (ic = 0; ic < ib; ic++) {
+				uint32_t before;
+
+				memcpy(&before, got[ic]->data, 4);
+				if (lens[before] == lens[seq])
+					assert_true(before < seq);
+			}
+		}
 	}
 	/* b split messages of several datagrams; each packet's room ends
 	 * where the next one's starts. */
