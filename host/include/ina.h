@@ -265,6 +265,15 @@ struct ina_config {
 					 * here (memif: 290); >= 0. Every worker alike */
 	double plan_byte_ns;   /* ... of a byte: default 0.39 (memif 0.47);
 					 * >= 0, not both 0 (0 and 1: bytes alone) */
+	/* Tenant mode (ina-switch --tenants; README.md "Tenants"). */
+	uint8_t tenant;		/* the tenant's index, 1..255, from the
+					 * switch's tenants file; 0 (default):
+					 * token mode. With a tenant, job_id is
+					 * the tenant's own (0..2^24 - 1), token
+					 * is unused, and every packet carries a
+					 * tag under the job's key, derived from
+					 * tenant_key and the job id */
+	uint8_t tenant_key[32]; /* its key: ina_tenant_from() reads it */
 };
 
 /* Counters of a context. Grows at its end like struct ina_config: the
@@ -366,6 +375,13 @@ INA_API void ina_config_free(struct ina_config *cfg);
 /* Token of a job secret read from 'file', or from $INA_JOB_TOKEN when 'file'
  * is NULL. 0 or a negative code; on error, 'err' says why. */
 INA_API int ina_token_from(const char *file, uint64_t *token, char *err, size_t err_size);
+
+/* The tenant of 'cfg' (tenant, tenant_key) from $INA_TENANT (its index) and
+ * the first line of 'key_file', or $INA_TENANT_KEY when 'key_file' is NULL
+ * (64 hex digits or base64 of 32 bytes). 1 when set, 0 when none is given
+ * (token mode; cfg unchanged), or a negative code with 'err' saying why. */
+INA_API int ina_tenant_from(const char *key_file, struct ina_config *cfg, char *err,
+			    size_t err_size);
 
 /* Opens a port and joins the job. 0 and '*ctx', or a negative code (then
  * '*ctx' is NULL and 'err', if not NULL, holds a sentence saying why):
