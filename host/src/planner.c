@@ -6,7 +6,8 @@
  * B that hold one; cost them with the lane protocol's packet count and the
  * masks (see planner.h), priced in time, and keep the fastest. The reference
  * is read once: sums of squares per unit of the smallest b, folded pairwise
- * for each larger b; the mass prefix is found by a weighted quickselect.
+ * for each larger b; the mass prefix is found by a weighted quickselect;
+ * each B counts its blocks from per-block counts folded pairwise.
  */
 #include "planner.h"
 
@@ -32,6 +33,7 @@ struct planner {
 	uint8_t *flag;	    /* per unit: UNIT_OVER, UNIT_NONFINITE */
 	uint32_t *idx;	    /* eligible unit indices, for the mass selection */
 	uint8_t *sel;	    /* per unit: kept */
+	uint32_t *cnt;	    /* per unit, then per block: elements sent */
 };
 
 void
@@ -132,7 +134,8 @@ planner_create(const struct planner_config *cfg)
 	p->flag = calloc(p->max_units, sizeof(*p->flag));
 	p->idx = calloc(p->max_units, sizeof(*p->idx));
 	p->sel = calloc(p->max_units, sizeof(*p->sel));
-	if (!p->lvl || !p->flag || !p->idx || !p->sel) {
+	p->cnt = calloc(p->max_units, sizeof(*p->cnt));
+	if (!p->lvl || !p->flag || !p->idx || !p->sel || !p->cnt) {
 		planner_destroy(p);
 		errno = ENOMEM;
 		return NULL;
@@ -149,6 +152,7 @@ planner_destroy(struct planner *p)
 	free(p->flag);
 	free(p->idx);
 	free(p->sel);
+	free(p->cnt);
 	free(p);
 }
 
@@ -368,30 +372,39 @@ select_units(struct planner *p, double mass)
 	select_mass(p, h, mass * finite_total > 0 ? mass * finite_total : 0x1p-1074);
 }
 
-/* U at block size B from the units of size b = B >> k in p->sel (uplink not
+/* The elements each unit of the current level sends (p->sel), into
+ * p->cnt: the blocks of B = b at k = 0. */
+static void
+mark_counts(struct planner *p, uint32_t n, uint32_t b)
+{
+	for (uint32_t u = 0; u < p->n_units; u++)
+		p->cnt[u] = p->sel[u] ? unit_len(n, b, u) : 0;
+}
+
+/* p->cnt from blocks of B to blocks of 2B, in place; 'len' blocks. */
+static uint32_t
+fold_counts(struct planner *p, uint32_t len)
+{
+	uint32_t half = (len + 1) / 2;
+
+	for (uint32_t j = 0; j < half; j++)
+		p->cnt[j] = p->cnt[2 * j] + (2 * j + 1 < len ? p->cnt[2 * j + 1] : 0);
+	return half;
+}
+
+/* U from p->cnt, the elements each of the nb blocks sends (uplink not
  * set). */
 static void
-count_blocks(const struct planner *p, uint32_t n, uint32_t B, unsigned k,
-	     struct planner_blocks *blk)
+count_blocks(const struct planner *p, uint32_t nb, struct planner_blocks *blk)
 {
-	uint32_t nb = (uint32_t)((n + (uint64_t)B - 1) / B);
 	uint32_t active = nb < p->cfg.lanes ? nb : p->cfg.lanes;
-	uint32_t b = B >> k, per = 1u << k;
-	uint32_t nu = (uint32_t)((n + (uint64_t)b - 1) / b);
-	uint32_t j, u;
 
 	*blk = (struct planner_blocks){ .n_blocks = nb };
-	for (j = 0; j < nb; j++) {
-		uint32_t end = (j + 1) * per < nu ? (j + 1) * per : nu;
-		uint64_t elems = 0;
-
-		for (u = j * per; u < end; u++)
-			if (p->sel[u])
-				elems += unit_len(n, b, u);
-		if (elems == 0)
+	for (uint32_t j = 0; j < nb; j++) {
+		if (p->cnt[j] == 0)
 			continue;
 		blk->sent++;
-		blk->sent_elems += elems;
+		blk->sent_elems += p->cnt[j];
 		if (j < active)
 			blk->sent_openers++;
 	}
@@ -430,6 +443,8 @@ planner_plan_cut(struct planner *p, const float *ref, uint32_t n, double mass, f
 	/* Each b once (its units folded from the last b's), then every B it
 	 * cuts: b = B >> k. */
 	for (b = p->min_unit; b <= p->sizes[p->n_sizes - 1]; b *= 2) {
+		uint32_t len = 0; /* blocks in p->cnt, at cut k_cnt */
+		unsigned k_cnt = 0;
 		int measured = 0;
 
 		if (b > p->min_unit)
@@ -447,12 +462,17 @@ planner_plan_cut(struct planner *p, const float *ref, uint32_t n, double mass, f
 				continue;
 			if (!measured) {
 				select_units(p, mass);
+				mark_counts(p, n, b);
+				len = p->n_units;
 				measured = 1;
 			}
+			/* sizes ascend: k only grows for this b */
+			for (; k_cnt < k; k_cnt++)
+				len = fold_counts(p, len);
 			c = &p->cand[p->n_eval++];
 			c->block_size = B;
 			c->sub_log = (uint8_t)k;
-			count_blocks(p, n, B, k, &c->blocks);
+			count_blocks(p, len, &c->blocks);
 			c->blocks.up_elems = (uint64_t)p->cfg.world * c->blocks.sent_elems;
 			c->blocks.up_blocks = (uint64_t)p->cfg.world * c->blocks.sent;
 			c->cost = planner_cost(&p->cfg, n, B, (uint8_t)k, &c->blocks);
