@@ -16,6 +16,7 @@
 #include <stdlib.h>
 
 #include "ina/wire.h"
+#include "mass_prefix.h"
 
 #define UNIT_OVER 1u	   /* an element |x| > bound */
 #define UNIT_NONFINITE 2u /* a NaN or an infinity */
@@ -212,15 +213,6 @@ planner_cost_time_ps(const struct planner_config *cfg, const struct planner_cost
 	return (c->up_pkts + c->down_pkts) * packet_ps + planner_cost_bytes(c) * byte_ps;
 }
 
-/* Unit a ranks before unit b: larger key, then smaller index. */
-static int
-before(const double *key, uint32_t a, uint32_t b)
-{
-	if (key[a] != key[b])
-		return key[a] > key[b];
-	return a < b;
-}
-
 /* Elements of unit u of size 'b' in a tensor of n. */
 static uint32_t
 unit_len(uint32_t n, uint32_t b, uint32_t u)
@@ -276,75 +268,6 @@ fold_units(struct planner *p)
 	p->n_units = nu;
 }
 
-/* Puts the unit ranking first of idx[lo], idx[mid], idx[hi] at idx[hi]:
- * the pivot. */
-static void
-pick_pivot(uint32_t *idx, uint32_t lo, uint32_t hi, const double *key)
-{
-	uint32_t mid = lo + (hi - lo) / 2, t;
-	uint32_t *a = &idx[lo], *b = &idx[mid], *c = &idx[hi];
-
-	/* the median of the three, by rank, to idx[hi] */
-	if (before(key, *b, *a)) {
-		t = *a, *a = *b, *b = t;
-	}
-	if (before(key, *c, *b)) {
-		t = *b, *b = *c, *c = t;
-		if (before(key, *b, *a)) {
-			t = *a, *a = *b, *b = t;
-		}
-	}
-	t = *b, *b = *c, *c = t;
-}
-
-/*
- * Marks in p->sel the shortest prefix, by rank (key descending, index
- * ascending), of the h units in idx whose keys sum to 'target' or more: a
- * weighted quickselect, expected O(h), instead of ranking them all. The
- * partial sums are taken over whole partitions, so the boundary may differ
- * from a running sum in rank order by a rounding; every worker runs the same
- * steps on the same reference and agrees.
- */
-static void
-select_mass(struct planner *p, uint32_t h, double target)
-{
-	uint32_t *idx = p->idx, lo = 0, hi = h - 1, i, j;
-	const double *key = p->lvl;
-
-	for (;;) {
-		double above = 0;
-		uint32_t piv;
-
-		if (lo == hi) {
-			p->sel[idx[lo]] = 1;
-			return;
-		}
-		pick_pivot(idx, lo, hi, key);
-		piv = idx[hi];
-		/* idx[lo .. j) rank before the pivot */
-		for (i = j = lo; i < hi; i++)
-			if (before(key, idx[i], piv)) {
-				uint32_t t = idx[i];
-
-				idx[i] = idx[j];
-				idx[j++] = t;
-				above += key[t];
-			}
-		idx[hi] = idx[j];
-		idx[j] = piv;
-		if (j > lo && above >= target) {
-			hi = j - 1; /* the prefix ends before the pivot */
-			continue;
-		}
-		for (i = lo; i <= j; i++)
-			p->sel[idx[i]] = 1;
-		target -= above + key[piv];
-		if (target <= 0 || j == hi)
-			return;
-		lo = j + 1;
-	}
-}
-
 /* Marks in p->sel the units of the current level (p->lvl, p->flag) that
  * travel. */
 static void
@@ -369,7 +292,7 @@ select_units(struct planner *p, double mass)
 			p->sel[p->idx[u]] = 1;
 		return;
 	}
-	select_mass(p, h, mass * finite_total > 0 ? mass * finite_total : 0x1p-1074);
+	mass_prefix(p->idx, h, p->lvl, mass * finite_total, p->sel);
 }
 
 /* The elements each unit of the current level sends (p->sel), into
