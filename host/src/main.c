@@ -510,6 +510,20 @@ verify_round(const struct host_config *c, struct workload *w, struct sim_ranks *
 }
 
 /* A round's counters: the differences over its allreduce. */
+/* A one-element allreduce that lines the workers up, 'when' round r: 0, or
+ * < 0 with the reason printed. */
+static int
+line_up(struct ina_ctx *ctx, uint16_t rank, const char *when, uint32_t r)
+{
+	float one = 1.0f, sum;
+	int ret = ina_allreduce(ctx, BARRIER_TENSOR, &one, &sum, 1, INA_SUM);
+
+	if (ret < 0)
+		fprintf(stderr, "ina-host[%u]: barrier %s round %" PRIu32 " failed: %s (%s)\n",
+			rank, when, r, ina_last_error(ctx), ina_strerror(ret));
+	return ret;
+}
+
 static void
 round_stats(struct report_round *rr, const struct ina_stats *before, const struct ina_stats *after)
 {
@@ -647,7 +661,7 @@ main(int argc, char **argv)
 	struct report_round *rounds;
 	struct report rep;
 	char err[256], ident[32], rtt[96];
-	float *buf, one = 1.0f, one_out;
+	float *buf;
 	struct sim_ranks *sim = NULL;
 	int ret, all_ok = 1;
 	double total = 0;
@@ -769,11 +783,7 @@ main(int argc, char **argv)
 		 * one worker finished making its gradient (as MPI benchmarks
 		 * barrier before timing). It is left out of the round's bytes.
 		 */
-		ret = ina_allreduce(ctx, BARRIER_TENSOR, &one, &one_out, 1, INA_SUM);
-		if (ret < 0) {
-			fprintf(stderr,
-				"ina-host[%u]: barrier before round %" PRIu32 " failed: %s (%s)\n",
-				c.ina.rank, r, ina_last_error(ctx), ina_strerror(ret));
+		if (line_up(ctx, c.ina.rank, "before", r) < 0) {
 			all_ok = 0;
 			break;
 		}
@@ -793,11 +803,7 @@ main(int argc, char **argv)
 		 * the simulated ranks, a planner and a sparsifier each) while
 		 * another is still in its timed allreduce on the same cores.
 		 */
-		ret = ina_allreduce(ctx, BARRIER_TENSOR, &one, &one_out, 1, INA_SUM);
-		if (ret < 0) {
-			fprintf(stderr,
-				"ina-host[%u]: barrier after round %" PRIu32 " failed: %s (%s)\n",
-				c.ina.rank, r, ina_last_error(ctx), ina_strerror(ret));
+		if (line_up(ctx, c.ina.rank, "after", r) < 0) {
 			all_ok = 0;
 			break;
 		}
