@@ -244,6 +244,10 @@ handle_data(struct pipeline *p, struct ina_pkt *in, struct job *j, const struct 
 		p->st.drop[PDROP_AFTER_FIN]++;
 		goto drop;
 	}
+	if (!uplink_exp_ok(j, h)) {
+		p->st.drop_wire[INA_WIRE_BAD_EXP]++;
+		goto drop;
+	}
 	if (j->ssp)
 		return ssp_data(p, in, j, h, now); /* ssp.c: S + 1 slots per lane */
 	if (ver != s->cur) {

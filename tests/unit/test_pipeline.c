@@ -1275,7 +1275,14 @@ test_pipeline_aggregate_i32(void **state)
 	/* Lane 1's openers: negative exponents, the larger one wins. */
 	b1.lane = 1;
 	assert_int_equal(push_x(t, &j, 0, &b1, 1, -5, NULL), 0);
+	/* An exponent with next END names nothing: refused, not ignored. */
 	assert_int_equal(push_x(t, &j, 2, &b1, INA_BLOCK_END, 40, NULL), 0);
+	assert_int_equal(pipeline_stats(t->p)->drop_wire[INA_WIRE_BAD_EXP], 1);
+	assert_int_equal(push_x(t, &j, 2, &b1, INA_BLOCK_END, 0, NULL), 0);
+	/* Past INA_EXP_MAX, or below INA_EXP_MIN: refused, not clamped. */
+	assert_int_equal(push_x(t, &j, 1, &b1, 1, INA_EXP_MAX + 1, NULL), 0);
+	assert_int_equal(push_x(t, &j, 1, &b1, 1, INA_EXP_MIN - 1, NULL), 0);
+	assert_int_equal(pipeline_stats(t->p)->drop_wire[INA_WIRE_BAD_EXP], 3);
 	assert_int_equal(push_x(t, &j, 1, &b1, 1, -3, NULL), 1);
 	take_one(t, &g);
 	check_result(&g, &j, &b1, 1, NULL);
@@ -1286,7 +1293,7 @@ test_pipeline_aggregate_i32(void **state)
 	b.ver = 1;
 	assert_int_equal(push_x(t, &j, 0, &b, 2, 7, a0), 0);
 	assert_int_equal(push_x(t, &j, 1, &b, 2, 10, NULL), 0);
-	assert_int_equal(push_x(t, &j, 2, &b, INA_BLOCK_END, INA_EXP_ZERO, a2), 1);
+	assert_int_equal(push_x(t, &j, 2, &b, INA_BLOCK_END, 0, a2), 1);
 	take_one(t, &g);
 	check_result(&g, &j, &b, 2, s0);
 	check_fanout(&g, &j);
