@@ -1108,9 +1108,11 @@ test_wire_reject_bad_exp(void **state)
 			p.h.exp = (int16_t)e;
 			pkt_build(&p);
 			expect(&p, &j,
-			       e >= INA_EXP_MIN && e <= INA_EXP_MAX ? INA_WIRE_OK : INA_WIRE_BAD_EXP);
+			       e >= INA_EXP_MIN && e <= INA_EXP_MAX ? INA_WIRE_OK
+								    : INA_WIRE_BAD_EXP);
 			expect(&p, NULL,
-			       e >= INA_EXP_MIN && e <= INA_EXP_MAX ? INA_WIRE_OK : INA_WIRE_BAD_EXP);
+			       e >= INA_EXP_MIN && e <= INA_EXP_MAX ? INA_WIRE_OK
+								    : INA_WIRE_BAD_EXP);
 		}
 		/* The marks of encode.h are never sent. */
 		p.h.exp = INA_EXP_ZERO;
