@@ -265,6 +265,12 @@ struct ina_config {
 					 * here (memif: 290); >= 0. Every worker alike */
 	double plan_byte_ns;   /* ... of a byte: default 0.39 (memif 0.47);
 					 * >= 0, not both 0 (0 and 1: bytes alone) */
+	uint32_t plan_period;  /* with plan_blocks: rounds of a tensor
+					 * between plans; the planner's B and cut
+					 * hold in between (a plan reads the whole
+					 * last result: about 2 to 4 reads of it). 0
+					 * (default) = 1: every round. Every worker
+					 * alike */
 };
 
 /* Counters of a context. Grows at its end like struct ina_config: the

@@ -108,6 +108,7 @@ static const struct config_key keys[] = {
 	  partitions, 0 },
 	{ "partitions", CK_UINT, F(partitions), 0, PARTITION_MAX_PARTS, NULL, 0 },
 	{ "partition_period", CK_UINT, F(partition_period), 0, UINT32_MAX, NULL, 0 },
+	{ "plan_period", CK_UINT, F(plan_period), 0, UINT32_MAX, NULL, 0 },
 	{ "keepalive_ms", CK_UINT, F(keepalive_ms), 0, UINT32_MAX, NULL, 0 },
 	{ "pause_ms", CK_UINT, F(pause_ms), 0, UINT32_MAX, NULL, 0 },
 	{ "sub_block", CK_UINT, F(sub_block), 0, INA_BLOCK_MAX, NULL, 0 },

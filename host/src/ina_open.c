@@ -546,6 +546,7 @@ ina_open(const struct ina_config *user_cfg, struct ina_ctx **out, char *err, siz
 	ctx->plan_blocks = cfg->plan_blocks;
 	ctx->plan_packet_ns = cfg->plan_packet_ns;
 	ctx->plan_byte_ns = cfg->plan_byte_ns;
+	ctx->plan_period = cfg->plan_period;
 	ctx->part.mode = cfg->partition == INA_PARTITION_DYNAMIC ? PARTITION_DYNAMIC
 								 : PARTITION_FIXED;
 	ctx->part.parts = cfg->partitions ? cfg->partitions : 1;

@@ -125,6 +125,8 @@ usage(FILE *f)
 		"  --plan-cost P,Y       its prices: P ns a packet, Y ns a byte; it picks the\n"
 		"                        least time (default 390,0.39: the udp port's; 0,1:\n"
 		"                        the fewest bytes)\n"
+		"  --plan-period N       plan every N rounds, the plan held in between\n"
+		"                        (default 1: every round)\n"
 		"  --sub-block N         cut every block into sub-blocks of N elements (a power\n"
 		"                        of two, --block / N a power of two up to 128): a\n"
 		"                        packet carries a mask and only the non-zero sub-\n"
@@ -179,6 +181,7 @@ enum {
 	OPT_PLAN,
 	OPT_SUB_BLOCK,
 	OPT_PLAN_COST,
+	OPT_PLAN_PERIOD,
 	OPT_REPLICA,
 	OPT_FAILOVER,
 	OPT_CONSISTENCY,
@@ -220,6 +223,7 @@ parse_args(int argc, char **argv, struct host_config *c)
 		{ "plan", no_argument, NULL, OPT_PLAN },
 		{ "sub-block", required_argument, NULL, OPT_SUB_BLOCK },
 		{ "plan-cost", required_argument, NULL, OPT_PLAN_COST },
+		{ "plan-period", required_argument, NULL, OPT_PLAN_PERIOD },
 		{ "replica", required_argument, NULL, OPT_REPLICA },
 		{ "failover-ms", required_argument, NULL, OPT_FAILOVER },
 		{ "consistency", required_argument, NULL, OPT_CONSISTENCY },
@@ -365,6 +369,10 @@ parse_args(int argc, char **argv, struct host_config *c)
 		case OPT_SUB_BLOCK:
 			c->ina.sub_block = (uint16_t)ina_cli_u64("sub-block", optarg, 0,
 								 INA_BLOCK_MAX);
+			break;
+		case OPT_PLAN_PERIOD:
+			c->ina.plan_period = (uint32_t)ina_cli_u64("plan-period", optarg, 1,
+								   1000000);
 			break;
 		case OPT_PLAN_COST: {
 			char pk[32], *comma = strchr(optarg, ',');
@@ -675,6 +683,7 @@ main(int argc, char **argv)
 			.plan = c.ina.plan_blocks,
 			.packet_ns = c.ina.plan_packet_ns,
 			.byte_ns = c.ina.plan_byte_ns,
+			.plan_period = c.ina.plan_period,
 			.max_block = c.ina.block_size,
 			.sub_block = c.ina.sub_block,
 			.encoding = (uint8_t)c.ina.encoding,
@@ -771,6 +780,19 @@ main(int argc, char **argv)
 			break;
 		}
 		ina_get_stats(ctx, &after);
+		/*
+		 * And again after it: no worker starts checking the round (on
+		 * the simulated ranks, a planner and a sparsifier each) while
+		 * another is still in its timed allreduce on the same cores.
+		 */
+		ret = ina_allreduce(ctx, BARRIER_TENSOR, &one, &one_out, 1, INA_SUM);
+		if (ret < 0) {
+			fprintf(stderr,
+				"ina-host[%u]: barrier after round %" PRIu32 " failed: %s (%s)\n",
+				c.ina.rank, r, ina_last_error(ctx), ina_strerror(ret));
+			all_ok = 0;
+			break;
+		}
 		{
 			struct round_marks m = { .block_size = after.block_size };
 

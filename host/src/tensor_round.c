@@ -25,6 +25,8 @@ struct tround {
 	int have_ref;
 	double plan_mass;	   /* the planner's mass rule: the top-k mass
 					 * target, or 1 (every non-zero block) */
+	struct planner_pick pick;  /* the last plan, while pick_age < period */
+	uint32_t pick_age;	   /* rounds begun on it; 0: none yet */
 	struct sparsify_stats sst; /* of the round in progress */
 	struct tround_stats st;
 	uint16_t B;		   /* of the round in progress */
@@ -205,21 +207,26 @@ tround_destroy(struct tround *t)
 }
 
 /* B and its cut of this round (t->B, t->sub_log): the planner's choice from
- * the last result, or the largest B before there is one (every worker starts
- * alike), cut finest when the planner picks cuts; the job's fixed
+ * the last result (planned every plan_period rounds, held in between), or
+ * the largest B before there is one (every worker starts alike), cut finest when the planner picks cuts; the job's fixed
  * sub_block cuts any B it divides (plan_cut()). */
 static void
 plan(struct tround *t)
 {
-	struct planner_pick pick = { 0 };
+	uint32_t period = t->cfg.plan_period ? t->cfg.plan_period : 1;
 
 	t->B = t->cfg.max_block;
 	t->sub_log = 0;
-	if (t->planner && t->have_ref &&
-	    planner_plan_cut(t->planner, t->ref, (uint32_t)t->cfg.n, t->plan_mass, 0.0f, &pick) ==
-		    0) {
-		t->B = (uint16_t)pick.block_size;
-		t->sub_log = pick.sub_log;
+	if (t->planner && t->have_ref && t->pick_age > 0 && t->pick_age < period) {
+		t->pick_age++; /* the last plan holds: every worker counts alike */
+		t->B = (uint16_t)t->pick.block_size;
+		t->sub_log = t->pick.sub_log;
+	} else if (t->planner && t->have_ref &&
+		   planner_plan_cut(t->planner, t->ref, (uint32_t)t->cfg.n, t->plan_mass, 0.0f,
+				    &t->pick) == 0) {
+		t->pick_age = 1;
+		t->B = (uint16_t)t->pick.block_size;
+		t->sub_log = t->pick.sub_log;
 	} else if (t->planner && plans_cut(&t->cfg)) {
 		t->sub_log = finest_cut(t->B);
 	}
