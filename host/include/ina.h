@@ -265,6 +265,12 @@ struct ina_config {
 					 * here (memif: 290); >= 0. Every worker alike */
 	double plan_byte_ns;   /* ... of a byte: default 0.39 (memif 0.47);
 					 * >= 0, not both 0 (0 and 1: bytes alone) */
+	double plan_cut_packet_ns; /* what a packet of a cut round (sub-
+					 * blocks) costs more: its size varies with
+					 * its sub-blocks, and the kernel's UDP
+					 * offloads batch only packets of one size.
+					 * Default 500, the udp port's (DPDK,
+					 * memif: 0); >= 0. Every worker alike */
 	uint32_t plan_period;  /* with plan_blocks: rounds of a tensor
 					 * between plans; the planner's B and cut
 					 * hold in between (a plan reads the whole

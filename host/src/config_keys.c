@@ -115,6 +115,7 @@ static const struct config_key keys[] = {
 	/* The block planner's prices (issue 18). */
 	{ "plan_packet_ns", CK_REAL, F(plan_packet_ns), 0, 1e6, NULL, 0 },
 	{ "plan_byte_ns", CK_REAL, F(plan_byte_ns), 0, 1e6, NULL, 0 },
+	{ "plan_cut_packet_ns", CK_REAL, F(plan_cut_packet_ns), 0, 1e6, NULL, 0 },
 	/* Not a field: the token from a secret file (ina_token_from()). */
 	{ "token_file", CK_TOKEN_FILE, F(token), 0, 0, NULL, 0 },
 };

@@ -122,9 +122,10 @@ usage(FILE *f)
 		"                        times as long: a transient straggler (default 0)\n"
 		"  --plan                the block planner picks B per round (powers of two\n"
 		"                        from 16 up to --block) from the previous result\n"
-		"  --plan-cost P,Y       its prices: P ns a packet, Y ns a byte; it picks the\n"
-		"                        least time (default 390,0.39: the udp port's; 0,1:\n"
-		"                        the fewest bytes)\n"
+		"  --plan-cost P,Y[,C]   its prices: P ns a packet, Y ns a byte, C ns more a\n"
+		"                        packet of a cut round; it picks the least time\n"
+		"                        (default 390,0.39,500: the udp port's; memif's\n"
+		"                        290,0.47,0; 0,1,0: the fewest bytes)\n"
 		"  --plan-period N       plan every N rounds, the plan held in between\n"
 		"                        (default 1: every round)\n"
 		"  --sub-block N         cut every block into sub-blocks of N elements (a power\n"
@@ -375,16 +376,22 @@ parse_args(int argc, char **argv, struct host_config *c)
 								   1000000);
 			break;
 		case OPT_PLAN_COST: {
-			char pk[32], *comma = strchr(optarg, ',');
+			double *ns[3] = { &c->ina.plan_packet_ns, &c->ina.plan_byte_ns,
+					  &c->ina.plan_cut_packet_ns };
+			char buf[96], *tok, *save = NULL;
+			unsigned k = 0;
 
-			if (!comma || (size_t)(comma - optarg) >= sizeof(pk))
-				ina_die("--plan-cost: '%s' is not P,Y", optarg);
-			memcpy(pk, optarg, (size_t)(comma - optarg));
-			pk[comma - optarg] = '\0';
-			if (ina_parse_double(pk, 0.0, 1e6, &c->ina.plan_packet_ns) < 0 ||
-			    ina_parse_double(comma + 1, 0.0, 1e6, &c->ina.plan_byte_ns) < 0 ||
+			if (strlen(optarg) >= sizeof(buf))
+				ina_die("--plan-cost: '%s' is too long", optarg);
+			strcpy(buf, optarg);
+			for (tok = strtok_r(buf, ",", &save); tok && k < 3;
+			     tok = strtok_r(NULL, ",", &save))
+				if (ina_parse_double(tok, 0.0, 1e6, ns[k++]) < 0)
+					k = 9;
+			if (k < 2 || k > 3 || tok ||
 			    (c->ina.plan_packet_ns == 0 && c->ina.plan_byte_ns == 0))
-				ina_die("--plan-cost: '%s' is not P,Y (ns in 0..1e6, not both 0)",
+				ina_die("--plan-cost: '%s' is not P,Y[,C] (ns in 0..1e6, P and Y "
+					"not both 0)",
 					optarg);
 			break;
 		}
@@ -683,6 +690,7 @@ main(int argc, char **argv)
 			.plan = c.ina.plan_blocks,
 			.packet_ns = c.ina.plan_packet_ns,
 			.byte_ns = c.ina.plan_byte_ns,
+			.cut_packet_ns = c.ina.plan_cut_packet_ns,
 			.plan_period = c.ina.plan_period,
 			.max_block = c.ina.block_size,
 			.sub_block = c.ina.sub_block,

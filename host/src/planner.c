@@ -23,7 +23,7 @@
 
 struct planner {
 	struct planner_config cfg;
-	uint64_t packet_ps, byte_ps; /* cfg's costs in whole picoseconds */
+	uint64_t packet_ps, byte_ps, cut_ps; /* cfg's costs in whole ps */
 	unsigned n_sizes, n_eval;
 	uint32_t sizes[PLANNER_MAX_SIZES];
 	struct planner_candidate cand[PLANNER_MAX_CANDIDATES];
@@ -52,6 +52,7 @@ planner_config_init(struct planner_config *cfg)
 		.mask_room = 0,
 		.packet_ns = PLANNER_UDP_PACKET_NS,
 		.byte_ns = PLANNER_UDP_BYTE_NS,
+		.cut_packet_ns = PLANNER_UDP_CUT_PACKET_NS,
 	};
 }
 
@@ -85,7 +86,7 @@ planner_config_check(const struct planner_config *cfg)
 	if (!cfg || cfg->max_elems == 0 || cfg->elem_bytes == 0 || cfg->world == 0 ||
 	    cfg->world > INA_MAX_WORLD || cfg->lanes == 0 ||
 	    planner_max_block(cfg) < PLANNER_MIN_BLOCK || cfg->max_sub_log > PLANNER_MAX_SUB_LOG ||
-	    !cost_ok(cfg->packet_ns) || !cost_ok(cfg->byte_ns) ||
+	    !cost_ok(cfg->packet_ns) || !cost_ok(cfg->byte_ns) || !cost_ok(cfg->cut_packet_ns) ||
 	    (cfg->packet_ns == 0 && cfg->byte_ns == 0))
 		return -EINVAL;
 	return 0;
@@ -123,6 +124,7 @@ planner_create(const struct planner_config *cfg)
 	p->cfg = *cfg;
 	p->packet_ps = (uint64_t)llround(cfg->packet_ns * 1000);
 	p->byte_ps = (uint64_t)llround(cfg->byte_ns * 1000);
+	p->cut_ps = (uint64_t)llround(cfg->cut_packet_ns * 1000);
 	maxb = planner_max_block(cfg);
 	for (b = PLANNER_MIN_BLOCK; b <= maxb && p->n_sizes < PLANNER_MAX_SIZES; b *= 2)
 		p->sizes[p->n_sizes++] = b;
@@ -201,16 +203,21 @@ planner_cost(const struct planner_config *cfg, uint32_t n, uint32_t B, uint8_t s
 		     (uint64_t)cfg->elem_bytes * blk->up_elems;
 	c.down_bytes = c.down_pkts * hdr + mask * cfg->world * blk->sent +
 		       (uint64_t)cfg->elem_bytes * cfg->world * blk->sent_elems;
+	c.payload_pkts = blk->up_blocks + (uint64_t)cfg->world * blk->sent;
 	return c;
 }
 
 uint64_t
-planner_cost_time_ps(const struct planner_config *cfg, const struct planner_cost *c)
+planner_cost_time_ps(const struct planner_config *cfg, const struct planner_cost *c,
+		     uint8_t sub_log)
 {
 	uint64_t packet_ps = (uint64_t)llround(cfg->packet_ns * 1000);
 	uint64_t byte_ps = (uint64_t)llround(cfg->byte_ns * 1000);
 
-	return (c->up_pkts + c->down_pkts) * packet_ps + planner_cost_bytes(c) * byte_ps;
+	uint64_t cut_ps = sub_log > 0 ? (uint64_t)llround(cfg->cut_packet_ns * 1000) : 0;
+
+	return (c->up_pkts + c->down_pkts) * packet_ps + planner_cost_bytes(c) * byte_ps +
+	       c->payload_pkts * cut_ps;
 }
 
 /* Elements of unit u of size 'b' in a tensor of n. */
@@ -400,7 +407,8 @@ planner_plan_cut(struct planner *p, const float *ref, uint32_t n, double mass, f
 			c->blocks.up_blocks = (uint64_t)p->cfg.world * c->blocks.sent;
 			c->cost = planner_cost(&p->cfg, n, B, (uint8_t)k, &c->blocks);
 			c->time_ps = (c->cost.up_pkts + c->cost.down_pkts) * p->packet_ps +
-				     planner_cost_bytes(&c->cost) * p->byte_ps;
+				     planner_cost_bytes(&c->cost) * p->byte_ps +
+				     (k > 0 ? c->cost.payload_pkts * p->cut_ps : 0);
 			c->density = (double)c->blocks.sent / c->blocks.n_blocks;
 			if (better(c, best))
 				best = c;

@@ -98,6 +98,7 @@ make_planner(struct tround *t)
 	if (c->packet_ns != 0 || c->byte_ns != 0) {
 		pc.packet_ns = c->packet_ns;
 		pc.byte_ns = c->byte_ns;
+		pc.cut_packet_ns = c->cut_packet_ns;
 	}
 	t->planner = planner_create(&pc);
 	t->ref = calloc(c->n, sizeof(float));
@@ -149,11 +150,12 @@ tround_create(const struct tround_config *cfg, char *err, size_t err_size)
 	    partition_config_check(&cfg->part, err, err_size) < 0)
 		return NULL;
 	if (cfg->plan && !(cfg->packet_ns >= 0 && cfg->packet_ns <= 1e6 && cfg->byte_ns >= 0 &&
-			   cfg->byte_ns <= 1e6)) {
+			   cfg->byte_ns <= 1e6 && cfg->cut_packet_ns >= 0 &&
+			   cfg->cut_packet_ns <= 1e6)) {
 		snprintf(err, err_size,
-			 "tensor %u: the planner's prices %g ns a packet, %g ns a byte: >= 0, "
-			 "up to 1e6",
-			 cfg->tensor_id, cfg->packet_ns, cfg->byte_ns);
+			 "tensor %u: the planner's prices %g ns a packet, %g ns a byte, %g ns "
+			 "more a cut packet: >= 0, up to 1e6",
+			 cfg->tensor_id, cfg->packet_ns, cfg->byte_ns, cfg->cut_packet_ns);
 		return NULL;
 	}
 	if (cfg->n == 0 || cfg->n >= INA_BLOCK_OPEN || cfg->max_block == 0 ||
