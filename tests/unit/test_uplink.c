@@ -355,7 +355,9 @@ join_all(struct net *n)
  * rack 1 (i32: the exponents differ by tier), zero in whole blocks so that
  * the racks' next pointers differ: with 'dense' every block is non-zero;
  * 'dense' 2: every value of every worker just under 1, so that a sum of all
- * four needs the i32 headroom of the whole job, not only of a rack's two.
+ * four needs the i32 headroom of the whole job, not only of a rack's two;
+ * 'dense' 3: +-2^-149 on rack 0 only, so that the spine's exponent (-148)
+ * handed down to a larger rack falls below a float's (PROTOCOL 5.10).
  */
 static float
 grad(int h, int rack, int round, uint32_t i, int dense)
@@ -365,6 +367,8 @@ grad(int h, int rack, int round, uint32_t i, int dense)
 
 	if (dense == 2) /* every worker at the top of the same exponent */
 		return (float)(1023 - (int)(i % 3u)) * 0x1p-10f;
+	if (dense == 3) /* the smallest float, on rack 0 only */
+		return rack ? 0.0f : (i % 2 ? 0x1p-149f : -0x1p-149f);
 	if (!dense && (b + (uint32_t)rack * 2u + (uint32_t)round) % 5u >= (rack ? 2u : 3u))
 		return 0.0f;
 	if (!dense && h % 2 == 1 && b % 3u == 0)
@@ -582,6 +586,10 @@ i32_headroom(void **state)
 	join_all(&n);
 	rounds(&n, 3, 0, 16);
 	rounds(&n, 1, 2, 16);
+	/* Rack 1 (four ranks) gets exponent -148 + 1 - 2 = -149: carried as
+	 * it is, not clamped to -148, or its ranks would read every sum twice
+	 * too large. */
+	rounds(&n, 1, 3, 16);
 	finish_all(&n);
 	net_fini(&n);
 	net_init(&n, &o);
