@@ -176,6 +176,11 @@ check_valid_alone(const uint8_t *buf, size_t size, const struct ina_hdr *h)
 		FZ_CHECK(es == 2 || es == 4);
 		FZ_CHECK(h->block_size >= 1 && h->block_size <= INA_BLOCK_MAX);
 		FZ_CHECK(h->block_size % (1u << h->sub_log) == 0);
+		/* The exponent: in range where it names a block, else 0. */
+		if (h->encoding == INA_ENC_I32 && h->next != INA_BLOCK_END)
+			FZ_CHECK(h->exp >= INA_EXP_MIN && h->exp <= INA_EXP_MAX);
+		else
+			FZ_CHECK(h->exp == 0);
 		if (h->sub_log == 0 || h->n_elems == 0)
 			FZ_CHECK(size ==
 				 INA_HDR_SIZE + (size_t)h->n_elems * es +

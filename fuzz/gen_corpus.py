@@ -99,6 +99,14 @@ def wire():
         mask([0, 4], 2) + f32s([1, 2, 3, 4, 5, 6, 7, 8]),
         "data_sub_short": hdr(DATA, lane=0, tlen=40, block=0, nxt=END, bs=16, sub=2, n=16) +
         mask([2], 2) + f32s([1, 2, 3]),
+        # the i32 exponent's range (PROTOCOL 7.1): its top, accepted; one past its
+        # bottom, and one on an f32 packet, refused (bad_exp)
+        "data_i32_exp_max": hdr(DATA, enc=I32, lane=2, tlen=64, block=OPEN, nxt=2, bs=16,
+                                exp=140),
+        "result_i32_exp_low": hdr(RESULT, enc=I32, rank=SWITCH, lane=2, tlen=64, block=OPEN,
+                                  nxt=2, bs=16, exp=-155),
+        "data_f32_exp": hdr(DATA, lane=1, tlen=40, block=1, nxt=5, bs=8, n=8, exp=1) +
+        f32s([1, 2, 3, 4, 5, 6, 7, 8]),
     }
     for name, pkt in seeds.items():
         write("fuzz_wire", name, ctl + pkt)

@@ -598,6 +598,35 @@ admit_new(struct pipeline *p, struct ina_pkt *in, const struct ina_hdr *h,
 	return NULL;
 }
 
+/*
+ * A JOIN that proved the job's secret (its token) for a rank already
+ * admitted, from another address: the rank's results never move silently.
+ * The run ends as for a rank that left: every rank still in it hears ERROR
+ * LEFT at the address it joined from (the moved rank's old one included),
+ * the new address nothing; the job is freed at the next tick, and the
+ * JOIN's retry admits a new run under a new epoch, where no packet of the
+ * old one counts (PROTOCOL 5.1).
+ */
+static struct ina_pkt *
+rebind(struct pipeline *p, struct ina_pkt *in, struct job *j, const struct ina_hdr *h)
+{
+	uint64_t told = j->joined & ~j->finished;
+	struct ina_pkt *o;
+
+	p->st.jobs_aborted++;
+	j->aborted = 1;
+	o = pl_send_error(p, in, h, INA_WERR_LEFT,
+			  "job %" PRIu32 ": rank %u joined again from another address; the job "
+			  "is gone (re-join to go on)",
+			  h->job_id, h->rank);
+	if (o) {
+		/* pl_job_free() at the tick only marks the job: 'peers' stays. */
+		o->dsts = j->peers;
+		o->dst_mask = told;
+	}
+	return o;
+}
+
 struct ina_pkt *
 admission_join(struct pipeline *p, struct ina_pkt *in, const struct ina_hdr *h, uint64_t now)
 {
@@ -700,6 +729,8 @@ admission_join(struct pipeline *p, struct ina_pkt *in, const struct ina_hdr *h, 
 				     ": rank %u joins with weight %u; the job has weight %u",
 				     h->job_id, h->rank, weight, j->weight);
 	}
+	if ((j->joined >> h->rank & 1) && !ina_peer_equal(&in->peer, &j->peers[h->rank]))
+		return rebind(p, in, j, h);
 	j->joined |= 1ull << h->rank;
 	j->peers[h->rank] = in->peer;
 	j->last_active_ns = now;

@@ -56,6 +56,7 @@ static const char *const drop_names[PDROP_MAX] = {
 	[PDROP_SSP_AHEAD] = "ssp_ahead",
 	[PDROP_SSP_HOLD] = "ssp_hold",
 	[PDROP_JOIN_WAIT] = "join_wait",
+	[PDROP_WRONG_ADDR] = "wrong_address",
 	[PDROP_AUTH] = "auth_fail",
 	[PDROP_RANK_MOVED] = "rank_moved",
 };
@@ -249,6 +250,10 @@ handle_data(struct pipeline *p, struct ina_pkt *in, struct job *j, const struct 
 		p->st.drop[PDROP_AFTER_FIN]++;
 		goto drop;
 	}
+	if (!uplink_exp_ok(j, h)) {
+		p->st.drop_wire[INA_WIRE_BAD_EXP]++;
+		goto drop;
+	}
 	if (j->ssp)
 		return ssp_data(p, in, j, h, now); /* ssp.c: S + 1 slots per lane */
 	if (ver != s->cur) {
@@ -313,14 +318,17 @@ drop:
 /*
  * A job with nothing special going on: no takeover, give-back, abort,
  * standby, ssp or uplink. Its DATA from a rank that joined and did not
- * finish, on a lane of this partition, takes data_fast().
+ * finish, from the address the rank joined from, on a lane of this
+ * partition, takes data_fast().
  */
 static inline int
-job_plain(const struct pipeline *p, const struct job *j, const struct ina_hdr *h)
+job_plain(const struct pipeline *p, const struct job *j, const struct ina_pkt *in,
+	  const struct ina_hdr *h)
 {
 	return !(j->taken_over | j->reshape_lanes | j->aborted | j->standby | j->ssp | j->up) &&
 	       ((j->joined & ~j->finished) >> h->rank & 1) &&
-	       (p->cfg.part_count == 1 || h->lane % p->cfg.part_count == p->cfg.part_index);
+	       (p->cfg.part_count == 1 || h->lane % p->cfg.part_count == p->cfg.part_index) &&
+	       ina_peer_equal(&in->peer, &j->peers[h->rank]);
 }
 
 /*
@@ -502,7 +510,7 @@ process_checked(struct pipeline *p, struct ina_pkt *in, uint64_t now)
 		ina_pkt_free(in);
 		return NULL;
 	}
-	if (j && h.type == INA_T_DATA && job_plain(p, j, &h))
+	if (j && h.type == INA_T_DATA && job_plain(p, j, in, &h))
 		return data_fast(p, in, j, &h, now);
 	if (j && h.type == INA_T_DATA && !old && (j->joined >> h.rank & 1)) {
 		if (!j->has_max_round || (int32_t)(h.round - j->max_round) > 0) {
@@ -561,9 +569,18 @@ process_checked(struct pipeline *p, struct ina_pkt *in, uint64_t now)
 		ina_pkt_free(in);
 		return NULL;
 	}
-	if (h.type == INA_T_KEEPALIVE && !(j->joined >> h.rank & 1)) {
-		/* Only a rank of the job lives for it. */
+	if ((h.type == INA_T_KEEPALIVE || h.type == INA_T_FIN || h.type == INA_T_LEAVE) &&
+	    !(j->joined >> h.rank & 1)) {
+		/* Only a rank of the job lives for it, finishes or ends it. */
 		p->st.drop[PDROP_NOT_JOINED]++;
+		ina_pkt_free(in);
+		return NULL;
+	}
+	if ((j->joined >> h.rank & 1) && !ina_peer_equal(&in->peer, &j->peers[h.rank])) {
+		/* A rank's address is bound for the epoch (PROTOCOL 5.1): from
+		 * elsewhere, its packets count for nothing, nor keep the job
+		 * alive. A new address takes a new JOIN. */
+		p->st.drop[PDROP_WRONG_ADDR]++;
 		ina_pkt_free(in);
 		return NULL;
 	}

@@ -173,6 +173,9 @@ enum pipeline_drop {
 				 * result a rank may still lack (resent later) */
 	PDROP_JOIN_WAIT,   /* --share fair: a JOIN waiting for slots other
 				 * jobs give back (the worker resends it) */
+	PDROP_WRONG_ADDR,  /* DATA, FIN, LEAVE, KEEPALIVE or FAILOVER from
+				 * an address other than the one the rank
+				 * was admitted from (bound for the epoch) */
 	PDROP_AUTH,	   /* tenant mode: no such tenant, or a tag that
 				 * is not the packet's under its job key */
 	PDROP_RANK_MOVED,  /* tenant mode: a JOIN of a rank that joined

@@ -63,11 +63,6 @@ clog2(unsigned n)
 	return c;
 }
 
-static int16_t
-exp_clamp(int e)
-{
-	return (int16_t)(e < -148 ? -148 : e > 128 ? 128 : e);
-}
 
 /*
  * i32 exponents across the tiers. Going up, the rack announces its local
@@ -76,21 +71,32 @@ exp_clamp(int e)
  * handed to the local ranks as E + ceil(log2 W) - ceil(log2 n_local), W the
  * spine's world, so every rank of every rack scales by 2^(30 - ceil(log2 W)
  * - E): the same factor everywhere, and no sum at any tier can overflow.
+ * Both stay within INA_EXP_MIN..INA_EXP_MAX for exponents the protocol can
+ * produce; a local DATA or a spine RESULT that would leave it is refused
+ * (uplink_exp_ok(), rx_result(): bad_exp), never clamped.
  */
 static int16_t
 exp_up(const struct job *j, const struct half *hf)
 {
 	if (hf->next == INA_BLOCK_END || !j->enc->scaled)
 		return 0;
-	return exp_clamp(hf->exp + clog2(j->params.world));
+	return (int16_t)(hf->exp + clog2(j->params.world));
 }
 
-static int16_t
+static int
 exp_down(const struct job *j, const struct ina_hdr *h)
 {
 	if (h->next == INA_BLOCK_END || !j->enc->scaled)
 		return 0;
-	return exp_clamp(h->exp + clog2(j->up_world) - clog2(j->params.world));
+	return h->exp + clog2(j->up_world) - clog2(j->params.world);
+}
+
+int
+uplink_exp_ok(const struct job *j, const struct ina_hdr *h)
+{
+	if (!j->up || h->next == INA_BLOCK_END || !j->enc->scaled)
+		return 1;
+	return h->exp + clog2(j->params.world) <= INA_EXP_MAX;
 }
 
 /* A header the rack sends upstream, as worker 'up_rank' of the spine's job. */
@@ -276,8 +282,14 @@ rx_result(struct pipeline *p, struct ina_pkt *in, struct job *j, const struct in
 		ina_pkt_free(in);
 		return NULL;
 	}
+	if (exp_down(j, h) < INA_EXP_MIN || exp_down(j, h) > INA_EXP_MAX) {
+		/* No spine of this job announces it (5.10): refused, not clamped. */
+		p->st.drop_wire[INA_WIRE_BAD_EXP]++;
+		ina_pkt_free(in);
+		return NULL;
+	}
 	hf->next = h->next;
-	hf->exp = exp_down(j, h);
+	hf->exp = (int16_t)exp_down(j, h);
 	/* A local saturation stays flagged whatever the spine's sum says. */
 	hf->saturated |= (h->flags & INA_F_SATURATED) != 0;
 	hf->deferred = (h->flags & INA_F_DEFERRED) != 0;

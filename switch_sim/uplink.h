@@ -35,6 +35,11 @@ struct ina_pkt *uplink_join(struct pipeline *p, struct ina_pkt *in, struct job *
 struct ina_pkt *uplink_data(struct pipeline *p, struct ina_pkt *in, struct job *j, struct slot *s,
 			    uint16_t lane, uint8_t ver, int resend, uint64_t now);
 
+/* 0 when a local DATA of rack job 'j' announces an i32 exponent that, with
+ * the rack's headroom added going up, leaves INA_EXP_MIN..INA_EXP_MAX (no
+ * host sends one: refused, bad_exp); 1 otherwise, and for any other job. */
+int uplink_exp_ok(const struct job *j, const struct ina_hdr *h);
+
 /* The last local FIN (and each resend of one): the rack's FIN to the spine. */
 struct ina_pkt *uplink_fin(struct pipeline *p, struct ina_pkt *in, struct job *j,
 			   const struct ina_hdr *h);

@@ -541,20 +541,21 @@ ina_enc_i32_exp(const float *src, size_t n)
 }
 
 /*
- * s = 30 - ceil(log2 world) - exp. The exponent is first clamped to
- * [-149, 128], the range of finite floats, so INA_EXP_ZERO (any scale suits
- * an all-zero block) and INA_EXP_NONFINITE give a scale in [-130, 179] too;
- * world 0 counts as 1.
+ * s = 30 - ceil(log2 world) - exp, for exp in INA_EXP_MIN..INA_EXP_MAX (the
+ * wire refuses any other: bad_exp). The two marks stand for an end of that
+ * range: INA_EXP_ZERO for INA_EXP_MIN (any scale suits an all-zero block),
+ * INA_EXP_NONFINITE for INA_EXP_MAX; world 0 counts as 1. Any int16 gives
+ * a finite int here; pow2() bounds the factor.
  */
 int
 ina_enc_i32_scale(int exp, unsigned world)
 {
 	int log2_world = world <= 1 ? 0 : 32 - __builtin_clz(world - 1);
 
-	if (exp < -149)
-		exp = -149;
-	if (exp > 128)
-		exp = 128;
+	if (exp == INA_EXP_ZERO)
+		exp = INA_EXP_MIN;
+	else if (exp == INA_EXP_NONFINITE)
+		exp = INA_EXP_MAX;
 	return 30 - log2_world - exp;
 }
 

@@ -319,6 +319,16 @@ sub_ok(const struct ina_hdr *h)
 	return (h->block_size & ((1u << h->sub_log) - 1)) == 0;
 }
 
+/* The exponent: i32 with a next block, within INA_EXP_MIN..INA_EXP_MAX;
+ * otherwise it means nothing and must be 0. */
+static inline int
+exp_ok(const struct ina_hdr *h)
+{
+	if (h->encoding == INA_ENC_I32 && h->next != INA_BLOCK_END)
+		return h->exp >= INA_EXP_MIN && h->exp <= INA_EXP_MAX;
+	return h->exp == 0;
+}
+
 /* DATA and RESULT: block size, block and next pointer against the tensor. */
 static enum ina_wire_reason
 validate_block(const uint8_t *buf, size_t size, const struct ina_hdr *h)
@@ -339,7 +349,7 @@ validate_block(const uint8_t *buf, size_t size, const struct ina_hdr *h)
 			return INA_WIRE_BAD_LENGTH;
 		if (h->next != INA_BLOCK_END && !block_in_tensor(h, h->next))
 			return INA_WIRE_NEXT_PAST_TENSOR;
-		return INA_WIRE_OK;
+		return exp_ok(h) ? INA_WIRE_OK : INA_WIRE_BAD_EXP;
 	}
 	if (!block_in_tensor(h, h->block))
 		return INA_WIRE_BLOCK_PAST_TENSOR;
@@ -356,7 +366,7 @@ validate_block(const uint8_t *buf, size_t size, const struct ina_hdr *h)
 		if (!block_in_tensor(h, h->next))
 			return INA_WIRE_NEXT_PAST_TENSOR;
 	}
-	return INA_WIRE_OK;
+	return exp_ok(h) ? INA_WIRE_OK : INA_WIRE_BAD_EXP;
 }
 
 /* A DATA packet's bound: an i32 bound is a non-negative int32; any other is
@@ -513,7 +523,7 @@ data_ok(const uint8_t *buf, size_t size, const struct ina_hdr *h, const struct i
 		     (h->bound == 0 || bound_valid(h)) && elem_size != 0 && h->block_size >= 1 &&
 		     h->block_size <= job->max_block && sub_ok(h) && h->job_id == job->job_id &&
 		     h->token == job->token && h->epoch == job->epoch && h->rank < job->world &&
-		     h->lane < job->lanes && h->encoding == job->encoding;
+		     h->lane < job->lanes && h->encoding == job->encoding && exp_ok(h);
 	int next_ok = h->next == INA_BLOCK_END ||
 		      (block_in_tensor(h, h->next) && mod_lanes(h->next, job->lanes) == h->lane);
 
@@ -568,6 +578,7 @@ static const char *const reason_names[] = {
 	[INA_WIRE_WRONG_ENCODING] = "wrong_encoding",
 	[INA_WIRE_BLOCK_TOO_BIG] = "block_too_big",
 	[INA_WIRE_BAD_MASK] = "bad_mask",
+	[INA_WIRE_BAD_EXP] = "bad_exp",
 };
 _Static_assert(sizeof(reason_names) / sizeof(reason_names[0]) == INA_WIRE_REASON_MAX,
 	       "reason_names out of step with enum ina_wire_reason");

@@ -109,12 +109,14 @@ static const struct config_key keys[] = {
 	  partitions, 0 },
 	{ "partitions", CK_UINT, F(partitions), 0, PARTITION_MAX_PARTS, NULL, 0 },
 	{ "partition_period", CK_UINT, F(partition_period), 0, UINT32_MAX, NULL, 0 },
+	{ "plan_period", CK_UINT, F(plan_period), 0, UINT32_MAX, NULL, 0 },
 	{ "keepalive_ms", CK_UINT, F(keepalive_ms), 0, UINT32_MAX, NULL, 0 },
 	{ "pause_ms", CK_UINT, F(pause_ms), 0, UINT32_MAX, NULL, 0 },
 	{ "sub_block", CK_UINT, F(sub_block), 0, INA_BLOCK_MAX, NULL, 0 },
 	/* The block planner's prices (issue 18). */
 	{ "plan_packet_ns", CK_REAL, F(plan_packet_ns), 0, 1e6, NULL, 0 },
 	{ "plan_byte_ns", CK_REAL, F(plan_byte_ns), 0, 1e6, NULL, 0 },
+	{ "plan_cut_packet_ns", CK_REAL, F(plan_cut_packet_ns), 0, 1e6, NULL, 0 },
 	/* Tenant mode (issue 19): the tenant's index and key. */
 	{ "tenant", CK_UINT, F(tenant), 0, 255, NULL, 0 },
 	{ "tenant_key", CK_KEY, F(tenant_key), 0, 0, NULL, 0 },

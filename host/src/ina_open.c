@@ -78,6 +78,7 @@ config_defaults(struct ina_config *cfg)
 	cfg->keepalive_ms = 1000;
 	cfg->plan_packet_ns = PLANNER_UDP_PACKET_NS;
 	cfg->plan_byte_ns = PLANNER_UDP_BYTE_NS;
+	cfg->plan_cut_packet_ns = PLANNER_UDP_CUT_PACKET_NS;
 }
 
 void
@@ -332,11 +333,12 @@ ina_open(const struct ina_config *user_cfg, struct ina_ctx **out, char *err, siz
 	}
 	if (!(cfg->plan_packet_ns >= 0 && cfg->plan_packet_ns <= 1e6) ||
 	    !(cfg->plan_byte_ns >= 0 && cfg->plan_byte_ns <= 1e6) ||
+	    !(cfg->plan_cut_packet_ns >= 0 && cfg->plan_cut_packet_ns <= 1e6) ||
 	    (cfg->plan_packet_ns == 0 && cfg->plan_byte_ns == 0)) {
 		snprintf(err, err_size,
-			 "bad configuration: plan_packet_ns %g, plan_byte_ns %g: ns up to 1e6, "
-			 ">= 0, not both 0",
-			 cfg->plan_packet_ns, cfg->plan_byte_ns);
+			 "bad configuration: plan_packet_ns %g, plan_byte_ns %g, "
+			 "plan_cut_packet_ns %g: ns up to 1e6, >= 0, the first two not both 0",
+			 cfg->plan_packet_ns, cfg->plan_byte_ns, cfg->plan_cut_packet_ns);
 		return -EINVAL;
 	}
 	if (cfg->ssp > INA_SSP_MAX ||
@@ -575,6 +577,8 @@ ina_open(const struct ina_config *user_cfg, struct ina_ctx **out, char *err, siz
 	ctx->plan_blocks = cfg->plan_blocks;
 	ctx->plan_packet_ns = cfg->plan_packet_ns;
 	ctx->plan_byte_ns = cfg->plan_byte_ns;
+	ctx->plan_cut_packet_ns = cfg->plan_cut_packet_ns;
+	ctx->plan_period = cfg->plan_period;
 	ctx->part.mode = cfg->partition == INA_PARTITION_DYNAMIC ? PARTITION_DYNAMIC
 								 : PARTITION_FIXED;
 	ctx->part.parts = cfg->partitions ? cfg->partitions : 1;

@@ -127,9 +127,12 @@ usage(FILE *f)
 		"                        times as long: a transient straggler (default 0)\n"
 		"  --plan                the block planner picks B per round (powers of two\n"
 		"                        from 16 up to --block) from the previous result\n"
-		"  --plan-cost P,Y       its prices: P ns a packet, Y ns a byte; it picks the\n"
-		"                        least time (default 390,0.39: the udp port's; 0,1:\n"
-		"                        the fewest bytes)\n"
+		"  --plan-cost P,Y[,C]   its prices: P ns a packet, Y ns a byte, C ns more a\n"
+		"                        packet of a cut round; it picks the least time\n"
+		"                        (default 390,0.39,500: the udp port's; memif's\n"
+		"                        290,0.47,0; 0,1,0: the fewest bytes)\n"
+		"  --plan-period N       plan every N rounds, the plan held in between\n"
+		"                        (default 1: every round)\n"
 		"  --sub-block N         cut every block into sub-blocks of N elements (a power\n"
 		"                        of two, --block / N a power of two up to 128): a\n"
 		"                        packet carries a mask and only the non-zero sub-\n"
@@ -185,6 +188,7 @@ enum {
 	OPT_PLAN,
 	OPT_SUB_BLOCK,
 	OPT_PLAN_COST,
+	OPT_PLAN_PERIOD,
 	OPT_REPLICA,
 	OPT_FAILOVER,
 	OPT_CONSISTENCY,
@@ -227,6 +231,7 @@ parse_args(int argc, char **argv, struct host_config *c)
 		{ "plan", no_argument, NULL, OPT_PLAN },
 		{ "sub-block", required_argument, NULL, OPT_SUB_BLOCK },
 		{ "plan-cost", required_argument, NULL, OPT_PLAN_COST },
+		{ "plan-period", required_argument, NULL, OPT_PLAN_PERIOD },
 		{ "replica", required_argument, NULL, OPT_REPLICA },
 		{ "failover-ms", required_argument, NULL, OPT_FAILOVER },
 		{ "consistency", required_argument, NULL, OPT_CONSISTENCY },
@@ -376,17 +381,27 @@ parse_args(int argc, char **argv, struct host_config *c)
 			c->ina.sub_block = (uint16_t)ina_cli_u64("sub-block", optarg, 0,
 								 INA_BLOCK_MAX);
 			break;
+		case OPT_PLAN_PERIOD:
+			c->ina.plan_period = (uint32_t)ina_cli_u64("plan-period", optarg, 1,
+								   1000000);
+			break;
 		case OPT_PLAN_COST: {
-			char pk[32], *comma = strchr(optarg, ',');
+			double *ns[3] = { &c->ina.plan_packet_ns, &c->ina.plan_byte_ns,
+					  &c->ina.plan_cut_packet_ns };
+			char buf[96], *tok, *save = NULL;
+			unsigned k = 0;
 
-			if (!comma || (size_t)(comma - optarg) >= sizeof(pk))
-				ina_die("--plan-cost: '%s' is not P,Y", optarg);
-			memcpy(pk, optarg, (size_t)(comma - optarg));
-			pk[comma - optarg] = '\0';
-			if (ina_parse_double(pk, 0.0, 1e6, &c->ina.plan_packet_ns) < 0 ||
-			    ina_parse_double(comma + 1, 0.0, 1e6, &c->ina.plan_byte_ns) < 0 ||
+			if (strlen(optarg) >= sizeof(buf))
+				ina_die("--plan-cost: '%s' is too long", optarg);
+			strcpy(buf, optarg);
+			for (tok = strtok_r(buf, ",", &save); tok && k < 3;
+			     tok = strtok_r(NULL, ",", &save))
+				if (ina_parse_double(tok, 0.0, 1e6, ns[k++]) < 0)
+					k = 9;
+			if (k < 2 || k > 3 || tok ||
 			    (c->ina.plan_packet_ns == 0 && c->ina.plan_byte_ns == 0))
-				ina_die("--plan-cost: '%s' is not P,Y (ns in 0..1e6, not both 0)",
+				ina_die("--plan-cost: '%s' is not P,Y[,C] (ns in 0..1e6, P and Y "
+					"not both 0)",
 					optarg);
 			break;
 		}
@@ -505,6 +520,20 @@ verify_round(const struct host_config *c, struct workload *w, struct sim_ranks *
 }
 
 /* A round's counters: the differences over its allreduce. */
+/* A one-element allreduce that lines the workers up, 'when' round r: 0, or
+ * < 0 with the reason printed. */
+static int
+line_up(struct ina_ctx *ctx, uint16_t rank, const char *when, uint32_t r)
+{
+	float one = 1.0f, sum;
+	int ret = ina_allreduce(ctx, BARRIER_TENSOR, &one, &sum, 1, INA_SUM);
+
+	if (ret < 0)
+		fprintf(stderr, "ina-host[%u]: barrier %s round %" PRIu32 " failed: %s (%s)\n",
+			rank, when, r, ina_last_error(ctx), ina_strerror(ret));
+	return ret;
+}
+
 static void
 round_stats(struct report_round *rr, const struct ina_stats *before, const struct ina_stats *after)
 {
@@ -642,7 +671,7 @@ main(int argc, char **argv)
 	struct report_round *rounds;
 	struct report rep;
 	char err[256], ident[32], rtt[96];
-	float *buf, one = 1.0f, one_out;
+	float *buf;
 	struct sim_ranks *sim = NULL;
 	int ret, all_ok = 1;
 	double total = 0;
@@ -688,6 +717,8 @@ main(int argc, char **argv)
 			.plan = c.ina.plan_blocks,
 			.packet_ns = c.ina.plan_packet_ns,
 			.byte_ns = c.ina.plan_byte_ns,
+			.cut_packet_ns = c.ina.plan_cut_packet_ns,
+			.plan_period = c.ina.plan_period,
 			.max_block = c.ina.block_size,
 			.sub_block = c.ina.sub_block,
 			.encoding = (uint8_t)c.ina.encoding,
@@ -765,11 +796,7 @@ main(int argc, char **argv)
 		 * one worker finished making its gradient (as MPI benchmarks
 		 * barrier before timing). It is left out of the round's bytes.
 		 */
-		ret = ina_allreduce(ctx, BARRIER_TENSOR, &one, &one_out, 1, INA_SUM);
-		if (ret < 0) {
-			fprintf(stderr,
-				"ina-host[%u]: barrier before round %" PRIu32 " failed: %s (%s)\n",
-				c.ina.rank, r, ina_last_error(ctx), ina_strerror(ret));
+		if (line_up(ctx, c.ina.rank, "before", r) < 0) {
 			all_ok = 0;
 			break;
 		}
@@ -784,6 +811,15 @@ main(int argc, char **argv)
 			break;
 		}
 		ina_get_stats(ctx, &after);
+		/*
+		 * And again after it: no worker starts checking the round (on
+		 * the simulated ranks, a planner and a sparsifier each) while
+		 * another is still in its timed allreduce on the same cores.
+		 */
+		if (line_up(ctx, c.ina.rank, "after", r) < 0) {
+			all_ok = 0;
+			break;
+		}
 		{
 			struct round_marks m = { .block_size = after.block_size };
 

@@ -4,8 +4,10 @@
  * which sub-blocks would travel (non-zero or above a bound, or the top
  * sub-blocks by norm to a mass fraction); per candidate (B, b), the blocks of
  * B that hold one; cost them with the lane protocol's packet count and the
- * masks (see planner.h), priced in time, and keep the fastest. Ranking uses a
- * binary heap over an index array sized at create for the smallest b.
+ * masks (see planner.h), priced in time, and keep the fastest. The reference
+ * is read once: sums of squares per unit of the smallest b, folded pairwise
+ * for each larger b; the mass prefix is found by a weighted quickselect;
+ * each B counts its blocks from per-block counts folded pairwise.
  */
 #include "planner.h"
 
@@ -14,18 +16,25 @@
 #include <stdlib.h>
 
 #include "ina/wire.h"
+#include "mass_prefix.h"
+
+#define UNIT_OVER 1u	  /* an element |x| > bound */
+#define UNIT_NONFINITE 2u /* a NaN or an infinity */
 
 struct planner {
 	struct planner_config cfg;
-	uint64_t packet_ps, byte_ps; /* cfg's costs in whole picoseconds */
+	uint64_t packet_ps, byte_ps, cut_ps; /* cfg's costs in whole ps */
 	unsigned n_sizes, n_eval;
 	uint32_t sizes[PLANNER_MAX_SIZES];
 	struct planner_candidate cand[PLANNER_MAX_CANDIDATES];
 	uint32_t min_unit;  /* the smallest b of any candidate */
 	uint32_t max_units; /* units of max_elems at min_unit */
-	double *key;	    /* per unit: sum of squares, INFINITY if not finite */
-	uint32_t *heap;	    /* eligible unit indices */
+	uint32_t n_units;   /* units of the current level */
+	double *lvl;	    /* per unit of the current level: sum of squares */
+	uint8_t *flag;	    /* per unit: UNIT_OVER, UNIT_NONFINITE */
+	uint32_t *idx;	    /* eligible unit indices, for the mass selection */
 	uint8_t *sel;	    /* per unit: kept */
+	uint32_t *cnt;	    /* per unit, then per block: elements sent */
 };
 
 void
@@ -43,6 +52,7 @@ planner_config_init(struct planner_config *cfg)
 		.mask_room = 0,
 		.packet_ns = PLANNER_UDP_PACKET_NS,
 		.byte_ns = PLANNER_UDP_BYTE_NS,
+		.cut_packet_ns = PLANNER_UDP_CUT_PACKET_NS,
 	};
 }
 
@@ -76,7 +86,7 @@ planner_config_check(const struct planner_config *cfg)
 	if (!cfg || cfg->max_elems == 0 || cfg->elem_bytes == 0 || cfg->world == 0 ||
 	    cfg->world > INA_MAX_WORLD || cfg->lanes == 0 ||
 	    planner_max_block(cfg) < PLANNER_MIN_BLOCK || cfg->max_sub_log > PLANNER_MAX_SUB_LOG ||
-	    !cost_ok(cfg->packet_ns) || !cost_ok(cfg->byte_ns) ||
+	    !cost_ok(cfg->packet_ns) || !cost_ok(cfg->byte_ns) || !cost_ok(cfg->cut_packet_ns) ||
 	    (cfg->packet_ns == 0 && cfg->byte_ns == 0))
 		return -EINVAL;
 	return 0;
@@ -114,6 +124,7 @@ planner_create(const struct planner_config *cfg)
 	p->cfg = *cfg;
 	p->packet_ps = (uint64_t)llround(cfg->packet_ns * 1000);
 	p->byte_ps = (uint64_t)llround(cfg->byte_ns * 1000);
+	p->cut_ps = (uint64_t)llround(cfg->cut_packet_ns * 1000);
 	maxb = planner_max_block(cfg);
 	for (b = PLANNER_MIN_BLOCK; b <= maxb && p->n_sizes < PLANNER_MAX_SIZES; b *= 2)
 		p->sizes[p->n_sizes++] = b;
@@ -122,10 +133,12 @@ planner_create(const struct planner_config *cfg)
 		if ((p->sizes[i] >> max_k(cfg, p->sizes[i])) < p->min_unit)
 			p->min_unit = p->sizes[i] >> max_k(cfg, p->sizes[i]);
 	p->max_units = (uint32_t)((cfg->max_elems + (uint64_t)p->min_unit - 1) / p->min_unit);
-	p->key = calloc(p->max_units, sizeof(*p->key));
-	p->heap = calloc(p->max_units, sizeof(*p->heap));
+	p->lvl = calloc(p->max_units, sizeof(*p->lvl));
+	p->flag = calloc(p->max_units, sizeof(*p->flag));
+	p->idx = calloc(p->max_units, sizeof(*p->idx));
 	p->sel = calloc(p->max_units, sizeof(*p->sel));
-	if (!p->key || !p->heap || !p->sel) {
+	p->cnt = calloc(p->max_units, sizeof(*p->cnt));
+	if (!p->lvl || !p->flag || !p->idx || !p->sel || !p->cnt) {
 		planner_destroy(p);
 		errno = ENOMEM;
 		return NULL;
@@ -138,9 +151,11 @@ planner_destroy(struct planner *p)
 {
 	if (!p)
 		return;
-	free(p->key);
-	free(p->heap);
+	free(p->lvl);
+	free(p->flag);
+	free(p->idx);
 	free(p->sel);
+	free(p->cnt);
 	free(p);
 }
 
@@ -188,44 +203,21 @@ planner_cost(const struct planner_config *cfg, uint32_t n, uint32_t B, uint8_t s
 		     (uint64_t)cfg->elem_bytes * blk->up_elems;
 	c.down_bytes = c.down_pkts * hdr + mask * cfg->world * blk->sent +
 		       (uint64_t)cfg->elem_bytes * cfg->world * blk->sent_elems;
+	c.payload_pkts = blk->up_blocks + (uint64_t)cfg->world * blk->sent;
 	return c;
 }
 
 uint64_t
-planner_cost_time_ps(const struct planner_config *cfg, const struct planner_cost *c)
+planner_cost_time_ps(const struct planner_config *cfg, const struct planner_cost *c,
+		     uint8_t sub_log)
 {
 	uint64_t packet_ps = (uint64_t)llround(cfg->packet_ns * 1000);
 	uint64_t byte_ps = (uint64_t)llround(cfg->byte_ns * 1000);
 
-	return (c->up_pkts + c->down_pkts) * packet_ps + planner_cost_bytes(c) * byte_ps;
-}
+	uint64_t cut_ps = sub_log > 0 ? (uint64_t)llround(cfg->cut_packet_ns * 1000) : 0;
 
-/* Unit a ranks before unit b: larger key, then smaller index. */
-static int
-before(const double *key, uint32_t a, uint32_t b)
-{
-	if (key[a] != key[b])
-		return key[a] > key[b];
-	return a < b;
-}
-
-static void
-sift_down(uint32_t *heap, uint32_t n, uint32_t i, const double *key)
-{
-	for (;;) {
-		uint32_t best = i, l = 2 * i + 1, r = 2 * i + 2, t;
-
-		if (l < n && before(key, heap[l], heap[best]))
-			best = l;
-		if (r < n && before(key, heap[r], heap[best]))
-			best = r;
-		if (best == i)
-			return;
-		t = heap[i];
-		heap[i] = heap[best];
-		heap[best] = t;
-		i = best;
-	}
+	return (c->up_pkts + c->down_pkts) * packet_ps + planner_cost_bytes(c) * byte_ps +
+	       c->payload_pkts * cut_ps;
 }
 
 /* Elements of unit u of size 'b' in a tensor of n. */
@@ -237,80 +229,112 @@ unit_len(uint32_t n, uint32_t b, uint32_t u)
 	return n - start < b ? (uint32_t)(n - start) : b;
 }
 
-/* Marks in p->sel the units of size 'b' of 'ref' that travel. */
+/* The reference's units of the smallest b, in one pass: per unit its sum of
+ * squares (finite elements) and its flags. */
 static void
-select_units(struct planner *p, const float *ref, uint32_t n, uint32_t b, double mass, float bound)
+measure_units(struct planner *p, const float *ref, uint32_t n, float bound)
 {
-	uint32_t nu = (uint32_t)((n + (uint64_t)b - 1) / b);
-	uint32_t u, h = 0;
-	double finite_total = 0, target, acc = 0;
+	uint32_t b = p->min_unit, nu = (uint32_t)((n + (uint64_t)b - 1) / b), u;
 
 	for (u = 0; u < nu; u++) {
-		uint64_t i, end = (uint64_t)u * b + unit_len(n, b, u);
+		const float *x = ref + (uint64_t)u * b;
+		uint32_t i, len = unit_len(n, b, u);
 		double ss = 0;
-		int over = 0, nonfinite = 0;
+		uint8_t f = 0;
 
-		p->sel[u] = 0;
-		for (i = (uint64_t)u * b; i < end; i++) {
-			float v = ref[i];
+		for (i = 0; i < len; i++) {
+			float v = x[i];
 
 			if (!isfinite(v)) {
-				nonfinite = 1;
+				f |= UNIT_NONFINITE;
 				continue;
 			}
 			if (fabsf(v) > bound)
-				over = 1;
+				f |= UNIT_OVER;
 			ss += (double)v * v;
 		}
-		if (nonfinite || (over && mass >= 1.0)) {
-			p->sel[u] = 1; /* always travels */
+		p->lvl[u] = ss;
+		p->flag[u] = f;
+	}
+	p->n_units = nu;
+}
+
+/* From units of b to units of 2b, in place: pairs summed, flags joined. */
+static void
+fold_units(struct planner *p)
+{
+	uint32_t nu = (p->n_units + 1) / 2, u;
+
+	for (u = 0; u < nu; u++) {
+		uint32_t a = 2 * u, c = 2 * u + 1;
+		int two = c < p->n_units;
+
+		p->lvl[u] = p->lvl[a] + (two ? p->lvl[c] : 0);
+		p->flag[u] = (uint8_t)(p->flag[a] | (two ? p->flag[c] : 0));
+	}
+	p->n_units = nu;
+}
+
+/* Marks in p->sel the units of the current level (p->lvl, p->flag) that
+ * travel. */
+static void
+select_units(struct planner *p, double mass)
+{
+	uint32_t nu = p->n_units, u, h = 0;
+	double finite_total = 0;
+
+	for (u = 0; u < nu; u++) {
+		uint8_t f = p->flag[u];
+
+		p->sel[u] = (f & UNIT_NONFINITE) || ((f & UNIT_OVER) && mass >= 1.0);
+		if (p->sel[u] || !(f & UNIT_OVER))
 			continue;
-		}
-		if (!over)
-			continue;
-		p->key[u] = ss;
-		p->heap[h++] = u;
-		finite_total += ss;
+		p->idx[h++] = u;
+		finite_total += p->lvl[u];
 	}
 	if (mass >= 1.0 || h == 0)
 		return;
-	for (u = h / 2; u-- > 0;)
-		sift_down(p->heap, h, u, p->key);
-	target = mass * finite_total;
-	while (h > 0 && (acc < target || acc == 0)) {
-		uint32_t top = p->heap[0];
-
-		acc += p->key[top];
-		p->sel[top] = 1;
-		p->heap[0] = p->heap[--h];
-		sift_down(p->heap, h, 0, p->key);
+	if (!(finite_total > 0)) { /* every key 0 (underflow): all of them */
+		for (u = 0; u < h; u++)
+			p->sel[p->idx[u]] = 1;
+		return;
 	}
+	mass_prefix(p->idx, h, p->lvl, mass * finite_total, p->sel);
 }
 
-/* U at block size B from the units of size b = B >> k in p->sel (uplink not
+/* The elements each unit of the current level sends (p->sel), into
+ * p->cnt: the blocks of B = b at k = 0. */
+static void
+mark_counts(struct planner *p, uint32_t n, uint32_t b)
+{
+	for (uint32_t u = 0; u < p->n_units; u++)
+		p->cnt[u] = p->sel[u] ? unit_len(n, b, u) : 0;
+}
+
+/* p->cnt from blocks of B to blocks of 2B, in place; 'len' blocks. */
+static uint32_t
+fold_counts(struct planner *p, uint32_t len)
+{
+	uint32_t half = (len + 1) / 2;
+
+	for (uint32_t j = 0; j < half; j++)
+		p->cnt[j] = p->cnt[2 * j] + (2 * j + 1 < len ? p->cnt[2 * j + 1] : 0);
+	return half;
+}
+
+/* U from p->cnt, the elements each of the nb blocks sends (uplink not
  * set). */
 static void
-count_blocks(const struct planner *p, uint32_t n, uint32_t B, unsigned k,
-	     struct planner_blocks *blk)
+count_blocks(const struct planner *p, uint32_t nb, struct planner_blocks *blk)
 {
-	uint32_t nb = (uint32_t)((n + (uint64_t)B - 1) / B);
 	uint32_t active = nb < p->cfg.lanes ? nb : p->cfg.lanes;
-	uint32_t b = B >> k, per = 1u << k;
-	uint32_t nu = (uint32_t)((n + (uint64_t)b - 1) / b);
-	uint32_t j, u;
 
 	*blk = (struct planner_blocks){ .n_blocks = nb };
-	for (j = 0; j < nb; j++) {
-		uint32_t end = (j + 1) * per < nu ? (j + 1) * per : nu;
-		uint64_t elems = 0;
-
-		for (u = j * per; u < end; u++)
-			if (p->sel[u])
-				elems += unit_len(n, b, u);
-		if (elems == 0)
+	for (uint32_t j = 0; j < nb; j++) {
+		if (p->cnt[j] == 0)
 			continue;
 		blk->sent++;
-		blk->sent_elems += elems;
+		blk->sent_elems += p->cnt[j];
 		if (j < active)
 			blk->sent_openers++;
 	}
@@ -345,9 +369,16 @@ planner_plan_cut(struct planner *p, const float *ref, uint32_t n, double mass, f
 	if (!p || !ref || !pick || n == 0 || n > p->cfg.max_elems || !(mass > 0) || !(bound >= 0))
 		return -EINVAL;
 	p->n_eval = 0;
-	/* Each b once, then every B it cuts: b = B >> k. */
+	measure_units(p, ref, n, bound);
+	/* Each b once (its units folded from the last b's), then every B it
+	 * cuts: b = B >> k. */
 	for (b = p->min_unit; b <= p->sizes[p->n_sizes - 1]; b *= 2) {
+		uint32_t len = 0; /* blocks in p->cnt, at cut k_cnt */
+		unsigned k_cnt = 0;
 		int measured = 0;
+
+		if (b > p->min_unit)
+			fold_units(p);
 
 		for (i = 0; i < p->n_sizes; i++) {
 			uint32_t B = p->sizes[i];
@@ -360,18 +391,24 @@ planner_plan_cut(struct planner *p, const float *ref, uint32_t n, double mass, f
 			    p->n_eval == PLANNER_MAX_CANDIDATES)
 				continue;
 			if (!measured) {
-				select_units(p, ref, n, b, mass, bound);
+				select_units(p, mass);
+				mark_counts(p, n, b);
+				len = p->n_units;
 				measured = 1;
 			}
+			/* sizes ascend: k only grows for this b */
+			for (; k_cnt < k; k_cnt++)
+				len = fold_counts(p, len);
 			c = &p->cand[p->n_eval++];
 			c->block_size = B;
 			c->sub_log = (uint8_t)k;
-			count_blocks(p, n, B, k, &c->blocks);
+			count_blocks(p, len, &c->blocks);
 			c->blocks.up_elems = (uint64_t)p->cfg.world * c->blocks.sent_elems;
 			c->blocks.up_blocks = (uint64_t)p->cfg.world * c->blocks.sent;
 			c->cost = planner_cost(&p->cfg, n, B, (uint8_t)k, &c->blocks);
 			c->time_ps = (c->cost.up_pkts + c->cost.down_pkts) * p->packet_ps +
-				     planner_cost_bytes(&c->cost) * p->byte_ps;
+				     planner_cost_bytes(&c->cost) * p->byte_ps +
+				     (k > 0 ? c->cost.payload_pkts * p->cut_ps : 0);
 			c->density = (double)c->blocks.sent / c->blocks.n_blocks;
 			if (better(c, best))
 				best = c;

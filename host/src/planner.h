@@ -23,6 +23,9 @@
  *            + m * (uplink payload packets + N * |U|)
  *            + elem_bytes * (uplink payload elements + N * elements of U)
  *   time     = packets * packet_ns + bytes * byte_ns
+ *            + (k > 0 ? cut_packet_ns : 0) * payload packets
+ * (payload packets: uplink payload packets + N * |U|; an empty ack or a
+ * header-only RESULT has one size in every round)
  * Uplink payload packets and elements: over workers, each worker's own
  * non-zero blocks, and in them the elements of its own non-zero sub-blocks;
  * "elements of U" are those of the union's non-zero sub-blocks. Blocks not in
@@ -51,6 +54,16 @@
 #define PLANNER_UDP_BYTE_NS 0.39
 #define PLANNER_MEMIF_PACKET_NS 290.0
 #define PLANNER_MEMIF_BYTE_NS 0.47
+/*
+ * What a payload packet of a cut round costs on top (its size varies with
+ * the sub-blocks it carries): the kernel's UDP segmentation and receive
+ * offloads batch only packets of one size, so over the udp port a burst of
+ * varied sizes costs 2.3x one of equal sizes (bench_udp_sizes: 1.84 against
+ * 0.79 us a packet), 500 ns at the scale of PLANNER_UDP_PACKET_NS; DPDK sends
+ * every packet as its own descriptor whatever its size: 0.
+ */
+#define PLANNER_UDP_CUT_PACKET_NS 500.0
+#define PLANNER_MEMIF_CUT_PACKET_NS 0.0
 
 struct planner_config {
 	uint32_t max_elems;   /* longest tensor planned, >= 1 */
@@ -69,6 +82,8 @@ struct planner_config {
 				 * max_pkt + mask_room (0: within max_pkt) */
 	double packet_ns;     /* time per packet, 0 .. 1e6 */
 	double byte_ns;	      /* time per byte, 0 .. 1e6; not both 0 */
+	double cut_packet_ns; /* time a payload packet of a cut (k > 0)
+				 * costs on top of packet_ns, 0 .. 1e6 */
 };
 
 /* What travels for one tensor at one (B, b): the inputs of the cost model. */
@@ -85,6 +100,7 @@ struct planner_blocks {
 struct planner_cost {
 	uint64_t up_pkts, down_pkts;
 	uint64_t up_bytes, down_bytes;
+	uint64_t payload_pkts; /* of those, with a payload (both ways) */
 };
 
 /* The measurement and the cost of one candidate, after planner_plan(). */
@@ -105,7 +121,7 @@ struct planner_pick {
 };
 
 /* Defaults: max_pkt 9000, elem_bytes 4, world 4, lanes 64, f32, frame 0,
- * max_sub_log 0, the udp port's packet_ns and byte_ns. */
+ * max_sub_log 0, the udp port's packet_ns, byte_ns and cut_packet_ns. */
 void planner_config_init(struct planner_config *cfg);
 int planner_config_check(const struct planner_config *cfg); /* 0 or -EINVAL */
 
@@ -151,9 +167,10 @@ planner_cost_bytes(const struct planner_cost *c)
 {
 	return c->up_bytes + c->down_bytes;
 }
-/* Its time in picoseconds: packet_ns and byte_ns rounded to whole ps, so
- * that every worker computes the same integer. */
-uint64_t planner_cost_time_ps(const struct planner_config *cfg, const struct planner_cost *c);
+/* Its time in picoseconds, for a cut into 2^sub_log sub-blocks: the prices
+ * rounded to whole ps, so that every worker computes the same integer. */
+uint64_t planner_cost_time_ps(const struct planner_config *cfg, const struct planner_cost *c,
+			      uint8_t sub_log);
 
 /*
  * Plans a tensor of n elements from the reference 'ref' (n floats). For each

@@ -3,10 +3,11 @@
  * Sparsification with residual carry-over (sparsify.h): block top-k by L2
  * norm and a value-bounded filter, over a residual allocated once. The units
  * ranked are blocks of B, or their sub-blocks of b when the round cuts its
- * blocks (PROTOCOL 2.7). Units are ranked with a binary heap over a
- * preallocated index array (build O(n), one pop O(log n) per unit taken), so
- * a round allocates nothing and the order, ties broken by index, is
- * deterministic.
+ * blocks (PROTOCOL 2.7). A mass target takes its prefix by a weighted
+ * quickselect (mass_prefix.h, expected O(n)); a count or a byte budget ranks
+ * with a binary heap (build O(n), one pop O(log n) per unit taken). Both work
+ * over a preallocated index array, so a round allocates nothing, and the
+ * order, ties broken by index, is deterministic.
  */
 #include <errno.h>
 #include <math.h>
@@ -14,6 +15,7 @@
 #include <string.h>
 
 #include "ina/wire.h"
+#include "mass_prefix.h"
 #include "sparsify.h"
 
 struct sparsify {
@@ -336,6 +338,29 @@ budget_bound(struct sparsify *s)
 	return last > 0.0 ? (float)last : 0.0f;
 }
 
+/*
+ * Top-k to a mass: every unit of infinite norm (NaN or infinity: the goal is
+ * not finite then), else the shortest prefix of the units of non-zero norm,
+ * ranked by norm, whose norms reach the goal (at least one).
+ */
+static void
+mass_select(struct sparsify *s, double goal)
+{
+	uint32_t u, h = 0;
+	int inf = 0;
+
+	for (u = 0; u < s->n_units; u++) {
+		if (s->norms[u] == INFINITY) {
+			s->keep[u] = 1;
+			inf = 1;
+		} else if (s->norms[u] != 0.0) {
+			s->heap[h++] = u;
+		}
+	}
+	if (!inf && h > 0)
+		mass_prefix(s->heap, h, s->norms, goal, s->keep);
+}
+
 /* Top-k: marks keep[] for a prefix of the units ranked by norms. */
 static void
 topk_select(struct sparsify *s, double mass_total)
@@ -352,6 +377,10 @@ topk_select(struct sparsify *s, double mass_total)
 			k = 1;
 	}
 	memset(s->keep, 0, s->n_units);
+	if (c->target == SPARSIFY_MASS) {
+		mass_select(s, goal);
+		return;
+	}
 	heap_build(s->heap, n, s->norms);
 	while (n > 0) {
 		if (c->target == SPARSIFY_DENSITY && kept == k)

@@ -25,6 +25,8 @@ struct tround {
 	int have_ref;
 	double plan_mass;	   /* the planner's mass rule: the top-k mass
 					 * target, or 1 (every non-zero block) */
+	struct planner_pick pick;  /* the last plan, while pick_age < period */
+	uint32_t pick_age;	   /* rounds begun on it; 0: none yet */
 	struct sparsify_stats sst; /* of the round in progress */
 	struct tround_stats st;
 	uint16_t B;		   /* of the round in progress */
@@ -96,6 +98,7 @@ make_planner(struct tround *t)
 	if (c->packet_ns != 0 || c->byte_ns != 0) {
 		pc.packet_ns = c->packet_ns;
 		pc.byte_ns = c->byte_ns;
+		pc.cut_packet_ns = c->cut_packet_ns;
 	}
 	t->planner = planner_create(&pc);
 	t->ref = calloc(c->n, sizeof(float));
@@ -146,12 +149,13 @@ tround_create(const struct tround_config *cfg, char *err, size_t err_size)
 	if (cfg->part.mode == PARTITION_DYNAMIC &&
 	    partition_config_check(&cfg->part, err, err_size) < 0)
 		return NULL;
-	if (cfg->plan && !(cfg->packet_ns >= 0 && cfg->packet_ns <= 1e6 && cfg->byte_ns >= 0 &&
-			   cfg->byte_ns <= 1e6)) {
+	if (cfg->plan &&
+	    !(cfg->packet_ns >= 0 && cfg->packet_ns <= 1e6 && cfg->byte_ns >= 0 &&
+	      cfg->byte_ns <= 1e6 && cfg->cut_packet_ns >= 0 && cfg->cut_packet_ns <= 1e6)) {
 		snprintf(err, err_size,
-			 "tensor %u: the planner's prices %g ns a packet, %g ns a byte: >= 0, "
-			 "up to 1e6",
-			 cfg->tensor_id, cfg->packet_ns, cfg->byte_ns);
+			 "tensor %u: the planner's prices %g ns a packet, %g ns a byte, %g ns "
+			 "more a cut packet: >= 0, up to 1e6",
+			 cfg->tensor_id, cfg->packet_ns, cfg->byte_ns, cfg->cut_packet_ns);
 		return NULL;
 	}
 	if (cfg->n == 0 || cfg->n >= INA_BLOCK_OPEN || cfg->max_block == 0 ||
@@ -205,21 +209,26 @@ tround_destroy(struct tround *t)
 }
 
 /* B and its cut of this round (t->B, t->sub_log): the planner's choice from
- * the last result, or the largest B before there is one (every worker starts
- * alike), cut finest when the planner picks cuts; the job's fixed
+ * the last result (planned every plan_period rounds, held in between), or
+ * the largest B before there is one (every worker starts alike), cut finest when the planner picks cuts; the job's fixed
  * sub_block cuts any B it divides (plan_cut()). */
 static void
 plan(struct tround *t)
 {
-	struct planner_pick pick = { 0 };
+	uint32_t period = t->cfg.plan_period ? t->cfg.plan_period : 1;
 
 	t->B = t->cfg.max_block;
 	t->sub_log = 0;
-	if (t->planner && t->have_ref &&
-	    planner_plan_cut(t->planner, t->ref, (uint32_t)t->cfg.n, t->plan_mass, 0.0f, &pick) ==
-		    0) {
-		t->B = (uint16_t)pick.block_size;
-		t->sub_log = pick.sub_log;
+	if (t->planner && t->have_ref && t->pick_age > 0 && t->pick_age < period) {
+		t->pick_age++; /* the last plan holds: every worker counts alike */
+		t->B = (uint16_t)t->pick.block_size;
+		t->sub_log = t->pick.sub_log;
+	} else if (t->planner && t->have_ref &&
+		   planner_plan_cut(t->planner, t->ref, (uint32_t)t->cfg.n, t->plan_mass, 0.0f,
+				    &t->pick) == 0) {
+		t->pick_age = 1;
+		t->B = (uint16_t)t->pick.block_size;
+		t->sub_log = t->pick.sub_log;
 	} else if (t->planner && plans_cut(&t->cfg)) {
 		t->sub_log = finest_cut(t->B);
 	}

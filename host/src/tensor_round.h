@@ -30,6 +30,8 @@ struct tround_config {
 					 * its cut unless sub_block fixes it */
 	double packet_ns, byte_ns;    /* the planner's prices (planner.h); both
 					 * 0: its defaults, the udp port's */
+	double cut_packet_ns;	      /* ... a cut packet's more (with them) */
+	uint32_t plan_period;	      /* rounds between plans; 0 = 1 */
 	uint16_t max_block;	      /* the job's largest B (its JOIN); B itself
 					 * when not planning */
 	uint16_t sub_block;	      /* b of the job's cut (cfg.sub_block), 0: none

@@ -55,7 +55,8 @@ counter drop_block_past_tensor $count
 counter drop_bad_version $count
 counter drop_bad_type $count
 counter jobs_refused $((count - 16))
-# The replays of round 0 (right token, right epoch) match no open block now.
-counter drop_no_match 1
+# The replays of round 0 (right token, right epoch) come from the attacker's
+# address, not the one rank 1 joined from: dropped before any matching.
+counter drop_wrong_address $count
 [ $fail -eq 0 ] && echo "hostile: the job verified every round; the switch counted every kind"
 [ $fail -eq 0 ]

@@ -40,12 +40,18 @@
 #             deliberate bugs that must be caught
 #   reshape_liveness  the ltl claim 'finishes' for reshape.pml, two lanes to
 #             one and three to two
+#   bind      bound addresses and the new-epoch re-JOIN (tests/model/bind.pml:
+#             two ranks, two rounds, an attacker that knows the token and the
+#             epoch and forges two packets: DATA, FIN, LEAVE, KEEPALIVE or a
+#             JOIN from its own address): safety (every result both ranks'
+#             own values, no worker left waiting), with three forged packets,
+#             and five deliberate bugs that must be caught
 #   all       all of the above
 # Exits 77 (skipped) when spin is not installed (scripts/deps installs it).
 # Memory: pan stops at 4 GiB (-DMEMLIM); the checks need up to 2.2 GiB.
 # Usage: tests/model/check.sh BUILD_DIR [safety|liveness|liveness_i32|gc|mutants|failover|
 #                                        failover_liveness|ssp|ssp_liveness|reshape|
-#                                        reshape_liveness|all]
+#                                        reshape_liveness|bind|all]
 set -euo pipefail
 build=$1
 mode=${2:-all}
@@ -53,6 +59,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 model=$here/lane.pml
 ssp_model=$here/ssp.pml
 rs_model=$here/reshape.pml
+bind_model=$here/bind.pml
 if ! command -v spin >/dev/null 2>&1; then
     echo "spin not installed (scripts/deps installs it): skipped"
     exit 77
@@ -274,6 +281,28 @@ reshape_liveness() {
             "-m200000 -w24 -a -f" "$rs_model"
 }
 
+# The bound addresses (docs/PROTOCOL.md 12.4): safety with two and three
+# forged packets, and five bugs: DATA, FIN or LEAVE taken from any address;
+# a re-JOIN from a new address that moves the rank silently (as before), or
+# that ends the run without telling the rank's old address.
+bind_check() {
+    local ok=0
+    run bind_safety pass "" "$SAFE" "-m200000 -w22" "$bind_model" &&
+        run bind_safety3 pass "-DNFORGE=3" "$SAFE" "-m200000 -w24" "$bind_model" || ok=1
+    mutant mut_data_any_addr safety ':: bound[r] != src -> skip /* wrong_address (DATA) */' \
+        ':: false -> skip' "" "$bind_model" || ok=1
+    mutant mut_fin_any_addr safety ':: bound[r] != src -> skip /* wrong_address (FIN) */' \
+        ':: false -> skip' "" "$bind_model" || ok=1
+    mutant mut_leave_any_addr safety ':: bound[r] != src -> skip /* wrong_address (LEAVE) */' \
+        ':: false -> skip' "" "$bind_model" || ok=1
+    mutant mut_silent_move safety 'aborted = 1;
+				tell_left(joined & ~finished)' 'bound[r] = src;
+				send(src, JOIN_ACK, epoch, 0, 0)' "" "$bind_model" || ok=1
+    mutant mut_rebind_untold safety 'tell_left(joined & ~finished)' \
+        'tell_left(joined & ~finished & ~(1 << r))' "" "$bind_model" || ok=1
+    return $ok
+}
+
 rc=0
 case $mode in
 safety) safety || rc=1 ;;
@@ -290,6 +319,7 @@ ssp) ssp || rc=1 ;;
 ssp_liveness) ssp_liveness || rc=1 ;;
 reshape) reshape || rc=1 ;;
 reshape_liveness) reshape_liveness || rc=1 ;;
+bind) bind_check || rc=1 ;;
 all)
     safety || rc=1
     gc_check || rc=1
@@ -303,8 +333,9 @@ all)
     ssp_liveness || rc=1
     reshape || rc=1
     reshape_liveness || rc=1
+    bind_check || rc=1
     ;;
-*) echo "usage: $0 BUILD_DIR [safety|liveness|liveness_i32|gc|mutants|failover|failover_liveness|ssp|ssp_liveness|reshape|reshape_liveness|all]" >&2
+*) echo "usage: $0 BUILD_DIR [safety|liveness|liveness_i32|gc|mutants|failover|failover_liveness|ssp|ssp_liveness|reshape|reshape_liveness|bind|all]" >&2
    exit 2 ;;
 esac
 exit $rc

@@ -7,7 +7,8 @@
  * times each: a DATA with a wrong token for that job; DATA for a job id that
  * does not exist; truncated headers; a payload longer than the header says;
  * a block past the tensor; an unknown version; an unknown type; a replay of
- * a DATA of round 0 with the right token (stale by now); sub-block DATA
+ * a DATA of round 0 with the right token (from an address the rank is not
+ * bound to); sub-block DATA
  * (docs/PROTOCOL.md 2.7) with a bad mask (a bit past the block's last
  * sub-block, an empty mask, B not a multiple of the sub-blocks) and with a
  * short payload (values missing, less than the mask); and a flood of
@@ -188,7 +189,8 @@ main(int argc, char **argv)
 		h = data_hdr(t.job, t.token, 1);
 		h.type = 42;
 		send_hdr(&t, &h, 0);
-		/* A replay of round 0's DATA, right token and epoch: stale now. */
+		/* A replay of round 0's DATA, right token and epoch, from this
+		 * socket: not the rank's bound address (wrong_address). */
 		h = data_hdr(t.job, t.token, 0);
 		send_hdr(&t, &h, 64 * 4);
 		/* Sub-blocks, bad masks: sub-block 5 of 4; none; B 63 in 4. */

@@ -210,6 +210,8 @@ test_config_set_every_key(void **state)
 		{ "partition", "dynamic" },
 		{ "partitions", "256" },
 		{ "partition_period", "5" },
+		{ "plan_period", "7" },
+		{ "plan_cut_packet_ns", "12.5" },
 		{ "keepalive_ms", "0" },
 		{ "pause_ms", "0" },
 		{ "sub_block", "64" },
@@ -277,6 +279,8 @@ test_config_set_every_key(void **state)
 	assert_int_equal(c->partition, INA_PARTITION_DYNAMIC);
 	assert_int_equal(c->partitions, 256);
 	assert_int_equal(c->partition_period, 5);
+	assert_int_equal(c->plan_period, 7);
+	assert_true(c->plan_cut_packet_ns == 12.5);
 	assert_int_equal(c->keepalive_ms, 0);
 	assert_int_equal(c->pause_ms, 0);
 	assert_int_equal(c->sub_block, 64);

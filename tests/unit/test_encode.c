@@ -236,9 +236,14 @@ test_encode_i32_scale_values(void **state)
 	assert_int_equal(ina_enc_i32_scale(-10, 4), 38);
 	assert_int_equal(ina_enc_i32_scale(128, 1), -98);
 	assert_int_equal(ina_enc_i32_scale(-148, 1), 178);
-	/* The special exponents still give a usable scale. */
-	assert_true(ina_enc_i32_scale(INA_EXP_ZERO, 4) <= 179);
-	assert_true(ina_enc_i32_scale(INA_EXP_NONFINITE, 4) >= -130);
+	/* The marks stand for the ends of the wire's range, unclamped
+	 * between: a spine's exponent past a float's (5.10) scales as named. */
+	assert_int_equal(ina_enc_i32_scale(INA_EXP_ZERO, 4), ina_enc_i32_scale(INA_EXP_MIN, 4));
+	assert_int_equal(ina_enc_i32_scale(INA_EXP_NONFINITE, 4),
+			 ina_enc_i32_scale(INA_EXP_MAX, 4));
+	assert_int_equal(ina_enc_i32_scale(INA_EXP_MAX, 1), 30 - 140);
+	assert_int_equal(ina_enc_i32_scale(INA_EXP_MIN, 64), 30 - 6 + 154);
+	assert_int_equal(ina_enc_i32_scale(134, 1), -104);
 }
 
 /* Quantises each worker's block with the common scale (the largest

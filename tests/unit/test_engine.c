@@ -1111,6 +1111,12 @@ test_engine_round_i32(void **state)
 	check_data(t, for_lane(2, 0), 0, INA_BLOCK_OPEN, 0, 0, 0, 2, NULL);
 	check_data(t, for_lane(2, 1), 1, INA_BLOCK_OPEN, 0, 0, INA_BLOCK_END, 0, NULL);
 
+	/* An exponent no switch announces is refused, not clamped: counted
+	 * as bad, nothing sent, nothing adopted. */
+	rx_result(t, 0, INA_BLOCK_OPEN, 0, 0, INA_EXP_MAX + 1, NULL);
+	rx_result(t, 0, INA_BLOCK_OPEN, 0, 0, INA_EXP_MIN - 1, NULL);
+	assert_int_equal(engine_stats(t->e)->bad, 2);
+	assert_int_equal(tx(t), 0);
 	/* The OPEN's result announces block 0 with e = 2: I send it scaled. */
 	rx_result(t, 0, INA_BLOCK_OPEN, 0, 0, 2, NULL);
 	assert_true(out[0] > 1e38f);
@@ -1167,7 +1173,7 @@ test_engine_round_i32(void **state)
 	want[8] = 0.5f;
 	want[9] = 1.0f;
 	assert_floats(out, want, 10);
-	assert_int_equal(engine_stats(t->e)->bad, 0);
+	assert_int_equal(engine_stats(t->e)->bad, 2) /* the two above */;
 	assert_int_equal(engine_stats(t->e)->stale, 0);
 	done(t);
 }

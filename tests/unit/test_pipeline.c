@@ -665,16 +665,76 @@ test_pipeline_join_ack(void **state)
 	assert_int_equal(pipeline_stats(t->p)->joins, 5);
 	assert_int_equal(pipeline_stats(t->p)->jobs_refused, 0);
 
-	/* Rank 1 joins again from a new address: results go there. */
+	/* A rank's address is bound for the epoch (PROTOCOL 5.1). DATA for
+	 * rank 1 from another address counts for nothing, even first and with
+	 * the token: dropped and counted; the real rank 1's counts, and the
+	 * sum is exact. */
 	moved.peer_base = 10;
 	moved.epoch = j.epoch;
-	join(t, &moved, 1);
+	assert_int_equal(rx(t, mk_data(t, &moved, 1, &b, INA_BLOCK_END, sum)), 0);
+	assert_int_equal(pipeline_stats(t->p)->drop[PDROP_WRONG_ADDR], 1);
+	assert_int_equal(push(t, &j, 0, &b, INA_BLOCK_END, v), 0);
+	assert_int_equal(push(t, &j, 1, &b, INA_BLOCK_END, v), 0);
+	assert_int_equal(rx(t, mk_data(t, &moved, 1, &b, INA_BLOCK_END, sum)), 0);
+	assert_int_equal(push(t, &j, 2, &b, INA_BLOCK_END, v), 1);
+	take_one(t, &g);
+	check_result(&g, &j, &b, INA_BLOCK_END, sum);
+	assert_int_equal(g.dst_mask, 7);
+	assert_true(ina_peer_equal(&g.dsts[1], peer_of(&j, 1)));
+	/* The shadow answers only the bound address. */
+	assert_int_equal(rx(t, mk_data(t, &moved, 1, &b, INA_BLOCK_END, v)), 0);
+	assert_int_equal(pipeline_stats(t->p)->drop[PDROP_WRONG_ADDR], 3);
+	assert_int_equal(pipeline_stats(t->p)->shadow_replies, 0);
+	/* FIN, LEAVE and KEEPALIVE from another address: ignored, the job
+	 * runs on. */
+	assert_int_equal(send_ctl(t, &moved, INA_T_FIN, 1), 0);
+	assert_int_equal(send_ctl(t, &moved, INA_T_LEAVE, 1), 0);
+	assert_int_equal(send_ctl(t, &moved, INA_T_KEEPALIVE, 1), 0);
+	assert_int_equal(pipeline_stats(t->p)->drop[PDROP_WRONG_ADDR], 6);
+	assert_int_equal(pipeline_stats(t->p)->fins, 0);
+	assert_int_equal(pipeline_stats(t->p)->leaves, 0);
+	assert_int_equal(pipeline_nb_jobs(t->p), 1);
+
+	/* Rank 1 joins again from a new address, with the token: never a
+	 * silent move. The run ends: every rank still in it, rank 1 at its
+	 * old address too, hears LEFT; the new address hears nothing. */
+	assert_int_equal(send_join(t, &moved, 1), 1);
+	take_one(t, &g);
+	check_error(&g, j.id, j.token, INA_WERR_LEFT);
+	assert_int_equal(g.dst_mask, 7);
+	assert_true(ina_peer_equal(&g.dsts[1], peer_of(&j, 1)));
+	assert_msg_has(&g, "another address");
+	assert_int_equal(pipeline_stats(t->p)->jobs_aborted, 1);
+	/* Until the tick frees it, nothing of the job counts; a JOIN waits. */
+	assert_int_equal(push(t, &j, 0, &b, INA_BLOCK_END, v), 0);
+	assert_int_equal(send_join(t, &moved, 1), 0);
+	pipeline_tick(t->p, 1);
+	assert_int_equal(pipeline_nb_jobs(t->p), 0);
+	/* The JOIN's retry admits a new run under a new epoch. */
+	{
+		uint32_t old_epoch = j.epoch;
+
+		moved.epoch = 0;
+		join(t, &moved, 1);
+		assert_int_not_equal(moved.epoch, old_epoch);
+		j.epoch = moved.epoch;
+		join(t, &j, 0);
+		join(t, &j, 2);
+		/* The old address's packets: of the old epoch, dropped as such;
+		 * of the new one, as from the wrong address. */
+		j.epoch = old_epoch;
+		assert_int_equal(push(t, &j, 1, &b, INA_BLOCK_END, v), 0);
+		assert_int_equal(pipeline_stats(t->p)->drop_wire[INA_WIRE_WRONG_EPOCH], 1);
+		j.epoch = moved.epoch;
+		assert_int_equal(push(t, &j, 1, &b, INA_BLOCK_END, sum), 0);
+		assert_int_equal(pipeline_stats(t->p)->drop[PDROP_WRONG_ADDR], 7);
+	}
+	b.round = 0;
 	assert_int_equal(push(t, &j, 0, &b, INA_BLOCK_END, v), 0);
 	assert_int_equal(rx(t, mk_data(t, &moved, 1, &b, INA_BLOCK_END, v)), 0);
 	assert_int_equal(push(t, &j, 2, &b, INA_BLOCK_END, v), 1);
 	take_one(t, &g);
 	check_result(&g, &j, &b, INA_BLOCK_END, sum);
-	assert_int_equal(g.dst_mask, 7);
 	assert_true(ina_peer_equal(&g.dsts[0], peer_of(&j, 0)));
 	assert_true(ina_peer_equal(&g.dsts[1], peer_of(&moved, 1)));
 	assert_true(ina_peer_equal(&g.dsts[2], peer_of(&j, 2)));
@@ -1275,7 +1335,14 @@ test_pipeline_aggregate_i32(void **state)
 	/* Lane 1's openers: negative exponents, the larger one wins. */
 	b1.lane = 1;
 	assert_int_equal(push_x(t, &j, 0, &b1, 1, -5, NULL), 0);
+	/* An exponent with next END names nothing: refused, not ignored. */
 	assert_int_equal(push_x(t, &j, 2, &b1, INA_BLOCK_END, 40, NULL), 0);
+	assert_int_equal(pipeline_stats(t->p)->drop_wire[INA_WIRE_BAD_EXP], 1);
+	assert_int_equal(push_x(t, &j, 2, &b1, INA_BLOCK_END, 0, NULL), 0);
+	/* Past INA_EXP_MAX, or below INA_EXP_MIN: refused, not clamped. */
+	assert_int_equal(push_x(t, &j, 1, &b1, 1, INA_EXP_MAX + 1, NULL), 0);
+	assert_int_equal(push_x(t, &j, 1, &b1, 1, INA_EXP_MIN - 1, NULL), 0);
+	assert_int_equal(pipeline_stats(t->p)->drop_wire[INA_WIRE_BAD_EXP], 3);
 	assert_int_equal(push_x(t, &j, 1, &b1, 1, -3, NULL), 1);
 	take_one(t, &g);
 	check_result(&g, &j, &b1, 1, NULL);
@@ -1286,7 +1353,7 @@ test_pipeline_aggregate_i32(void **state)
 	b.ver = 1;
 	assert_int_equal(push_x(t, &j, 0, &b, 2, 7, a0), 0);
 	assert_int_equal(push_x(t, &j, 1, &b, 2, 10, NULL), 0);
-	assert_int_equal(push_x(t, &j, 2, &b, INA_BLOCK_END, INA_EXP_ZERO, a2), 1);
+	assert_int_equal(push_x(t, &j, 2, &b, INA_BLOCK_END, 0, a2), 1);
 	take_one(t, &g);
 	check_result(&g, &j, &b, 2, s0);
 	check_fanout(&g, &j);
@@ -2345,9 +2412,14 @@ test_pipeline_fair_share(void **state)
 	assert_int_equal(send_join(t, &e, 0), 1);
 	take_one(t, &g);
 	check_error(&g, e.id, e.token, INA_WERR_NO_SLOTS);
+	join_granted(t, &c, 1, 1, 2); /* a FIN needs a JOIN (5.1) */
 	fin_all(t, &c);
 	/* c's 2 slots back: e's share is 3, 2 free in one run, its minimum 2. */
 	join_granted(t, &e, 0, 1, 2);
+	join_granted(t, &a, 1, 1, 4);
+	join_granted(t, &b, 1, 1, 4);
+	join_granted(t, &d, 1, 1, 2);
+	join_granted(t, &e, 1, 1, 2);
 	fin_all(t, &a);
 	fin_all(t, &b);
 	fin_all(t, &d);
@@ -2362,6 +2434,8 @@ test_pipeline_fair_share(void **state)
 	a.epoch = b.epoch = 0;
 	join_granted(t, &a, 0, 1, 4);
 	join_granted(t, &b, 0, 2, 6);
+	join_granted(t, &a, 1, 1, 4);
+	join_granted(t, &b, 1, 2, 6);
 	fin_all(t, &a);
 	fin_all(t, &b);
 	pipeline_destroy(t->p);
@@ -2374,6 +2448,7 @@ test_pipeline_fair_share(void **state)
 	check_error(&g, a.id, a.token, INA_WERR_NO_SLOTS);
 	a.lanes = 3;
 	join_granted(t, &a, 0, 1, 3); /* asks 3 < 7: 3 is its minimum */
+	join_granted(t, &a, 1, 1, 3);
 	fin_all(t, &a);
 	free(ri);
 	done(t);

@@ -51,6 +51,7 @@ bytes_only(struct planner_config *cfg)
 {
 	cfg->packet_ns = 0;
 	cfg->byte_ns = 1;
+	cfg->cut_packet_ns = 0;
 }
 
 /* The pick is the least (time, bytes, -B, k) of every candidate evaluated. */
@@ -337,7 +338,8 @@ test_plan_cost_exact(void **state)
 			assert_int_equal(c->cost.down_bytes, brute.down_bytes);
 			assert_int_equal(c->cost.up_pkts, brute.up_pkts);
 			assert_int_equal(c->cost.down_pkts, brute.down_pkts);
-			assert_int_equal(c->time_ps, planner_cost_time_ps(&cfg, &c->cost));
+			assert_int_equal(c->time_ps,
+					 planner_cost_time_ps(&cfg, &c->cost, c->sub_log));
 		}
 		/* The chosen one is the cheapest, the larger B on a tie. */
 		check_rule(p, &pick);
@@ -755,6 +757,16 @@ test_time_follows_cost(void **state)
 	assert_true(pkts_t < pkts_b);
 	assert_true(bytes_t >= bytes_b);
 	assert_true(bytes_t < 2 * bytes_b);
+
+	/* A cut packet priced far above what its bytes save: whole blocks. */
+	cfg.cut_packet_ns = 1e6;
+	p = planner_create(&cfg);
+	assert_non_null(p);
+	assert_int_equal(planner_plan_cut(p, ref, N, 1.0, 0.0f, &no_sub), 0);
+	check_rule(p, &no_sub);
+	assert_int_equal(no_sub.sub_log, 0);
+	planner_destroy(p);
+	cfg.cut_packet_ns = 0;
 
 	/* Without sub-blocks the time rule still picks the largest B. */
 	cfg.max_sub_log = 0;

@@ -23,6 +23,7 @@
 
 #include "dyadic.h"
 #include "fabric.h"
+#include "planner.h"
 #include "ina/encode.h"
 #include "ina/npy.h"
 #include "ina/util.h"
@@ -42,7 +43,9 @@ struct run {
 	struct ina_sparsify sp;
 	double drop_rate;
 	int rounds;
-	int exact; /* dyadic inputs: sums checked bit for bit */
+	int exact;	      /* dyadic inputs: sums checked bit for bit */
+	uint32_t plan_period; /* tround_config.plan_period */
+	int dpdk_prices;      /* price as over DPDK (a cut packet costs no more) */
 	/* out */
 	uint16_t B[16];
 	uint8_t sub_log[16]; /* the round's cut, through the engines */
@@ -77,6 +80,23 @@ hot_grads(uint32_t n, int round)
 			int hot = (i / 16) % 8 == 3;
 			int k = hot ? (int)(h % 2047) - 1023 : (int)(h % 15) - 7;
 
+			grad[r][i] = (float)k / 1024.0f;
+		}
+}
+
+/* Dyadic, sparse and dense by turns: even rounds one run of 16 non-zero
+ * values in every 1024 elements, odd rounds every element non-zero, so each
+ * round's plan (from the last sum) differs from the one before. */
+static void
+alternating_grads(uint32_t n, int round)
+{
+	for (int r = 0; r < WORLD; r++)
+		for (uint32_t i = 0; i < n; i++) {
+			uint64_t st = (uint64_t)round * 7000003u + (uint64_t)r * n + i;
+			int k = (int)(ina_splitmix64(&st) % 255) - 127;
+
+			if (k == 0 || (round % 2 == 0 && i % 1024 >= 16))
+				k = round % 2 ? 1 : 0;
 			grad[r][i] = (float)k / 1024.0f;
 		}
 }
@@ -156,6 +176,12 @@ run(struct run *ru, void (*gen)(uint32_t, int))
 	tc.n = ru->n;
 	tc.sp = ru->sp;
 	tc.plan = 1;
+	tc.plan_period = ru->plan_period;
+	if (ru->dpdk_prices) {
+		tc.packet_ns = PLANNER_MEMIF_PACKET_NS;
+		tc.byte_ns = PLANNER_MEMIF_BYTE_NS;
+		tc.cut_packet_ns = PLANNER_MEMIF_CUT_PACKET_NS;
+	}
 	tc.max_block = ru->max_block;
 	tc.encoding = ru->enc;
 	tc.world = WORLD;
@@ -348,20 +374,55 @@ test_planned_dense(void **state)
 	}
 }
 
+/* plan_period P: a plan is made on the first round with a reference and
+ * then every P rounds, held in between; a plan made is the one an every-round
+ * planner makes from the same sum. */
+static void
+test_plan_period(void **state)
+{
+	struct run every = {
+		.n = MAXN,
+		.max_block = 1024,
+		.lanes = 16,
+		.enc = INA_ENC_F32,
+		.sp = opts(INA_SPARSIFY_OFF),
+		.rounds = 8,
+		.exact = 1,
+	};
+	struct run held = every;
+
+	(void)state;
+	held.plan_period = 3;
+	run(&every, alternating_grads);
+	run(&held, alternating_grads);
+	print_run("every round", &every);
+	print_run("every 3 rounds", &held);
+	for (int k = 2; k < every.rounds; k++) /* the sums alternate: so do the plans */
+		assert_true(every.B[k] != every.B[k - 1] ||
+			    every.sub_log[k] != every.sub_log[k - 1]);
+	for (int k = 1; k < held.rounds; k++) {
+		int base = 1 + (k - 1) / 3 * 3; /* planned at rounds 1, 4, 7 */
+
+		assert_int_equal(held.B[k], every.B[base]);
+		assert_int_equal(held.sub_log[k], every.sub_log[base]);
+	}
+}
+
 /* The real gradients, block top-k to a mass fraction, under loss: the
  * workers agree, the planner's B and cut flow through the engines and differ
  * from round to round at mass 0.1 (the first has no reference), rounds are
- * cut;
- * priced in time (the udp port's costs), a higher mass (denser blocks)
- * never picks smaller blocks. */
+ * cut, priced in time at DPDK's costs (a cut packet costs no more than
+ * another); at the udp port's (a cut payload packet costs 500 ns more) the
+ * plans differ; a higher mass (denser blocks) never picks smaller blocks. */
 static void
 test_planned_real_gradients(void **state)
 {
-	static const double masses[] = { 0.1, 0.9 };
+	static const double masses[] = { 0.1, 0.9, 0.1 };
+	struct run at_dpdk;
 	uint16_t last[2];
 
 	(void)state;
-	for (int m = 0; m < 2; m++) {
+	for (int m = 0; m < 3; m++) {
 		struct run ru = {
 			.n = MAXN,
 			.max_block = 1024,
@@ -370,12 +431,25 @@ test_planned_real_gradients(void **state)
 			.sp = opts(INA_SPARSIFY_TOPK),
 			.drop_rate = 0.02,
 			.rounds = 4,
+			.dpdk_prices = m < 2,
 		};
 		int distinct = 0, cut = 0;
 
 		ru.sp.target = INA_TOPK_MASS;
 		ru.sp.mass = masses[m];
 		run(&ru, real_grads);
+		if (m == 2) { /* the udp port's prices: the cut's price moves the plan */
+			int other = 0;
+
+			print_run("mass 0.1, udp prices", &ru);
+			for (int k = 1; k < ru.rounds; k++)
+				other |= ru.B[k] != at_dpdk.B[k] ||
+					 ru.sub_log[k] != at_dpdk.sub_log[k];
+			assert_true(other);
+			break;
+		}
+		if (m == 0)
+			at_dpdk = ru;
 		for (int k = 1; k < ru.rounds; k++) {
 			distinct |= moved_at(&ru, k);
 			cut |= ru.sub_log[k] != 0;
@@ -398,6 +472,7 @@ main(void)
 		cmocka_unit_test(test_planned_no_update_lost),
 		cmocka_unit_test(test_planned_dense),
 		cmocka_unit_test(test_planned_real_gradients),
+		cmocka_unit_test(test_plan_period),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

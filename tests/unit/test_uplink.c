@@ -63,12 +63,15 @@ struct net {
 	double dup_rate[T_MAX];	 /* deliver a second copy, per tier */
 	int shuffle;		 /* deliver each step's packets in random order */
 	int drop_spine_results;	 /* spine RESULTs to rack 0 still to lose */
+	uint8_t cut;		 /* every host's rounds cut into 2^cut
+				  * sub-blocks (engine_set_cut) */
 	uint64_t bytes[T_MAX];	 /* packet bytes delivered (ina header on) */
 	uint64_t pkts[T_MAX];
 	uint64_t dropped, duplicated;
 	/* The spine's next pointer ahead of a rack's local minimum. */
 	uint32_t up_next[MAX_RACKS][LANES];
 	uint64_t spine_next_earlier;
+	uint64_t cut_up; /* cut DATA, rack to spine, some sub-block absent */
 	struct flight fl[FLIGHT_MAX];
 	unsigned nb_fl;
 };
@@ -248,6 +251,10 @@ watch(struct net *n, const struct ina_pkt *pkt, int src, int dst)
 		return;
 	if (dst == ID_SPINE && h.type == INA_T_DATA)
 		n->up_next[src - ID_RACK][h.lane] = h.next;
+	if (dst == ID_SPINE && h.type == INA_T_DATA && h.sub_log > 0 && h.n_elems > 0 &&
+	    pkt->len < INA_HDR_SIZE + ina_wire_mask_bytes(h.sub_log) +
+			       (uint32_t)h.n_elems * ina_wire_elem_size(h.encoding))
+		n->cut_up++; /* a union with a sub-block missing */
 	if (src == ID_SPINE && h.type == INA_T_RESULT && h.next < n->up_next[dst - ID_RACK][h.lane])
 		n->spine_next_earlier++;
 }
@@ -348,7 +355,9 @@ join_all(struct net *n)
  * rack 1 (i32: the exponents differ by tier), zero in whole blocks so that
  * the racks' next pointers differ: with 'dense' every block is non-zero;
  * 'dense' 2: every value of every worker just under 1, so that a sum of all
- * four needs the i32 headroom of the whole job, not only of a rack's two.
+ * four needs the i32 headroom of the whole job, not only of a rack's two;
+ * 'dense' 3: +-2^-149 on rack 0 only, so that the spine's exponent (-148)
+ * handed down to a larger rack falls below a float's (PROTOCOL 5.10).
  */
 static float
 grad(int h, int rack, int round, uint32_t i, int dense)
@@ -358,6 +367,8 @@ grad(int h, int rack, int round, uint32_t i, int dense)
 
 	if (dense == 2) /* every worker at the top of the same exponent */
 		return (float)(1023 - (int)(i % 3u)) * 0x1p-10f;
+	if (dense == 3) /* the smallest float, on rack 0 only */
+		return rack ? 0.0f : (i % 2 ? 0x1p-149f : -0x1p-149f);
 	if (!dense && (b + (uint32_t)rack * 2u + (uint32_t)round) % 5u >= (rack ? 2u : 3u))
 		return 0.0f;
 	if (!dense && h % 2 == 1 && b % 3u == 0)
@@ -377,10 +388,12 @@ rounds(struct net *n, int nb_rounds, int dense, uint16_t block_size)
 		for (int h = 0; h < n->nb_hosts; h++)
 			for (uint32_t i = 0; i < N_ELEMS; i++)
 				in[h][i] = grad(h, n->rack_of[h], r, i, dense);
-		for (int h = 0; h < n->nb_hosts; h++)
+		for (int h = 0; h < n->nb_hosts; h++) {
+			engine_set_cut(n->host[h], n->cut);
 			assert_int_equal(engine_allreduce(n->host[h], 1, in[h], out[h], N_ELEMS,
 							  block_size, ENGINE_SUM, n->now),
 					 0);
+		}
 		run(n, ENGINE_RUNNING);
 		for (int h = 0; h < n->nb_hosts; h++) {
 			if (engine_error(n->host[h]))
@@ -514,6 +527,48 @@ run_lossy(uint8_t enc, uint64_t seed)
 	net_fini(&n);
 }
 
+/*
+ * Real engines cutting their blocks into sub-blocks through the hierarchy:
+ * blocks of 32 in 4 sub-blocks of 8 and of 64 in 8 of 8, zero in runs of 16
+ * that differ by rack, round and rank, so masks differ per worker and the
+ * racks' unions differ too; 5% loss with duplicates and reordering at every
+ * tier; every sum exact in f32 and i32, and racks sent the spine unions
+ * with sub-blocks absent.
+ */
+static void
+run_cut_lossy(uint8_t enc, uint64_t seed)
+{
+	struct opts o = { .enc = enc };
+	struct net n;
+
+	net_init(&n, &o);
+	n.rng = seed;
+	n.shuffle = 1;
+	for (int t = 0; t < T_MAX; t++) {
+		n.drop_rate[t] = 0.05;
+		n.dup_rate[t] = 0.05;
+	}
+	join_all(&n);
+	n.cut = 2;
+	rounds(&n, 4, 0, 32);
+	n.cut = 3;
+	rounds(&n, 2, 0, 64);
+	rounds(&n, 1, 1, 64);
+	assert_true(n.dropped > 0 && n.duplicated > 0);
+	assert_true(n.cut_up > 0);
+	finish_all(&n);
+	check_freed(&n);
+	net_fini(&n);
+}
+
+static void
+cut_lossy(void **state)
+{
+	(void)state;
+	run_cut_lossy(INA_ENC_F32, 0x51ab);
+	run_cut_lossy(INA_ENC_I32, 0x77c1);
+}
+
 /* i32 with every value just under 2^0, four racks of two, then racks of
  * one and four: the local ranks scale for all the job's addends, not only
  * their rack's (their rack hands them the spine's exponent plus the spine's
@@ -531,6 +586,10 @@ i32_headroom(void **state)
 	join_all(&n);
 	rounds(&n, 3, 0, 16);
 	rounds(&n, 1, 2, 16);
+	/* Rack 1 (four ranks) gets exponent -148 + 1 - 2 = -149: carried as
+	 * it is, not clamped to -148, or its ranks would read every sum twice
+	 * too large. */
+	rounds(&n, 1, 3, 16);
 	finish_all(&n);
 	net_fini(&n);
 	net_init(&n, &o);
@@ -1052,6 +1111,7 @@ main(void)
 		cmocka_unit_test(lossy_f32),
 		cmocka_unit_test(lossy_i32),
 		cmocka_unit_test(dup_reorder),
+		cmocka_unit_test(cut_lossy),
 		cmocka_unit_test(bytes_dense),
 		cmocka_unit_test(refused_at_rack),
 		cmocka_unit_test(refused_at_spine),

@@ -15,6 +15,7 @@
 
 #include <cmocka.h>
 
+#include "ina/encode.h"
 #include "ina/wire.h"
 
 /* The job every test packet claims to belong to. */
@@ -503,6 +504,9 @@ test_wire_open(void **state)
 		j.encoding = INA_ENC_I32;
 		expect(&p, &j, INA_WIRE_OK);
 		p.h.next = INA_BLOCK_END;
+		pkt_build(&p);
+		expect(&p, &j, INA_WIRE_BAD_EXP); /* an exponent of no block */
+		p.h.exp = 0;
 		pkt_build(&p);
 		expect(&p, &j, INA_WIRE_OK);
 		p.h.type = INA_T_RESULT;
@@ -1081,6 +1085,60 @@ test_wire_reject_block_too_big(void **state)
 	pkt_set_elems(&p, TLEN);
 	pkt_build(&p);
 	expect_stateful(&p, INA_WIRE_BLOCK_TOO_BIG);
+}
+
+/* The i32 exponent (PROTOCOL 2.1, 7.1): INA_EXP_MIN..INA_EXP_MAX when 'next'
+ * names a block, else 0; f32 and bf16 always 0. Refused, never clamped, on
+ * every path: alone, against a job, and the fused DATA check. */
+static void
+test_wire_reject_bad_exp(void **state)
+{
+	static const uint8_t types[] = { INA_T_DATA, INA_T_RESULT, INA_T_REPL };
+	struct ina_job_params j = job;
+	struct pkt p;
+
+	(void)state;
+	j.encoding = INA_ENC_I32;
+	for (size_t t = 0; t < sizeof(types); t++) {
+		pkt_init(&p, types[t]);
+		p.h.encoding = INA_ENC_I32;
+		if (types[t] == INA_T_REPL)
+			p.h.rank = INA_RANK_ALL;
+		for (int e = INA_EXP_MIN - 2; e <= INA_EXP_MAX + 2; e++) {
+			p.h.exp = (int16_t)e;
+			pkt_build(&p);
+			expect(&p, &j,
+			       e >= INA_EXP_MIN && e <= INA_EXP_MAX ? INA_WIRE_OK
+								    : INA_WIRE_BAD_EXP);
+			expect(&p, NULL,
+			       e >= INA_EXP_MIN && e <= INA_EXP_MAX ? INA_WIRE_OK
+								    : INA_WIRE_BAD_EXP);
+		}
+		/* The marks of encode.h are never sent. */
+		p.h.exp = INA_EXP_ZERO;
+		pkt_build(&p);
+		expect(&p, &j, INA_WIRE_BAD_EXP);
+		p.h.exp = INA_EXP_NONFINITE;
+		pkt_build(&p);
+		expect(&p, &j, INA_WIRE_BAD_EXP);
+		/* 'next' END: the exponent names nothing and must be 0. */
+		p.h.next = INA_BLOCK_END;
+		p.h.exp = 1;
+		pkt_build(&p);
+		expect(&p, &j, INA_WIRE_BAD_EXP);
+		p.h.exp = 0;
+		pkt_build(&p);
+		expect(&p, &j, INA_WIRE_OK);
+		/* f32 carries no exponent. */
+		pkt_init(&p, types[t]);
+		if (types[t] == INA_T_REPL)
+			p.h.rank = INA_RANK_ALL;
+		p.h.exp = 5;
+		pkt_build(&p);
+		expect(&p, &job, INA_WIRE_BAD_EXP);
+		expect(&p, NULL, INA_WIRE_BAD_EXP);
+	}
+	assert_string_equal(ina_wire_reason_name(INA_WIRE_BAD_EXP), "bad_exp");
 }
 
 /* Sub-blocks (PROTOCOL 2.7): the cut rides in block_size's top 3 bits, the
@@ -1767,6 +1825,7 @@ main(void)
 		cmocka_unit_test(test_wire_reject_next_not_in_lane),
 		cmocka_unit_test(test_wire_reject_wrong_encoding),
 		cmocka_unit_test(test_wire_reject_block_too_big),
+		cmocka_unit_test(test_wire_reject_bad_exp),
 		cmocka_unit_test(test_wire_sub_blocks),
 		cmocka_unit_test(test_wire_replica_values),
 		cmocka_unit_test(test_wire_repl),

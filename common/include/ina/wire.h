@@ -37,6 +37,16 @@
 #define INA_SUB_MAX (1u << INA_SUB_LOG_MAX) /* sub-blocks a block, at most */
 /* Longest message text an ERROR packet carries. */
 #define INA_ERROR_MSG_MAX 200
+/*
+ * The range of the i32 'exp' field (docs/PROTOCOL.md 2.1, 7.1, 5.10): a
+ * finite non-zero binary32 block has an exponent in -148..128; a rack adds
+ * its ranks' headroom ceil(log2 n) <= 6 going up, and hands a spine's
+ * exponent down shifted by ceil(log2 W) - ceil(log2 n), -6..6. Whatever a
+ * two-tier job can carry lies in INA_EXP_MIN..INA_EXP_MAX; any other value is
+ * refused (bad_exp), never clamped. f32, bf16, and a 'next' of END: 0.
+ */
+#define INA_EXP_MIN (-148 - 6)
+#define INA_EXP_MAX (128 + 6 + 6)
 
 typedef uint16_t ina_be16;
 typedef uint32_t ina_be32;
@@ -258,6 +268,8 @@ enum ina_wire_reason {
 	INA_WIRE_BAD_MASK,	 /* sub-blocks: B not a multiple of their
 				  * count, an empty mask, or a bit past the
 				  * block's last sub-block */
+	INA_WIRE_BAD_EXP,	 /* i32 exp outside INA_EXP_MIN..MAX, or
+				  * not 0 where it means nothing */
 	INA_WIRE_REASON_MAX,
 };
 

@@ -1,0 +1,178 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * What the block planner (host/src/planner.h) costs a worker each round,
+ * against one read of the same reference in the same run: planner_plan_cut()
+ * as a tensor round calls it (B 16 .. 1024 cut into sub-blocks down to 8,
+ * f32, 4 workers, 64 lanes) on the shipped real gradients (the workers' sum of
+ * each iteration of data/grads_cnn_digits_3it.npy, 71,754 floats) and on a large synthetic
+ * tensor (1% of its 256-element blocks non-zero, the rest zeros), at mass 1
+ * (zero-skipping) and 0.5 (top-k by mass), beside a pass that sums the
+ * reference's squares in double (the least any planner reads). Medians of
+ * --runs.
+ * Usage: bench_planner [--input FILE.npy] [--elements N] [--runs R]
+ */
+#include <getopt.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "ina/npy.h"
+#include "ina/wire.h"
+#include "bench_stats.h"
+#include "planner.h"
+
+#define MAX_RUNS 31
+
+static volatile double sink;
+
+static double
+sum_squares(const float *x, uint32_t n)
+{
+	double s = 0;
+
+	for (uint32_t i = 0; i < n; i++)
+		s += (double)x[i] * x[i];
+	return s;
+}
+
+/* One row: the plan of 'x' at 'mass' and the read, medians in µs. */
+static int
+row(const char *name, const float *x, uint32_t n, double mass, int runs)
+{
+	struct planner_config pc;
+	struct planner_pick pick = { 0 };
+	struct planner *p;
+	double tp[MAX_RUNS], tr[MAX_RUNS], plan_us, read_us;
+
+	planner_config_init(&pc);
+	pc.max_elems = n;
+	pc.max_pkt = INA_HDR_SIZE + 1024 * 4;
+	pc.frame_bytes = 42;
+	pc.max_sub_log = PLANNER_MAX_SUB_LOG;
+	pc.mask_room = INA_SUB_MAX / 8;
+	p = planner_create(&pc);
+	if (!p) {
+		fprintf(stderr, "bench_planner: no planner for %u elements\n", n);
+		return -1;
+	}
+	for (int r = 0; r < runs; r++) {
+		double t0 = bench_now_s();
+
+		if (planner_plan_cut(p, x, n, mass, 0.0f, &pick) < 0) {
+			planner_destroy(p);
+			return -1;
+		}
+		tp[r] = bench_now_s() - t0;
+		t0 = bench_now_s();
+		sink += sum_squares(x, n);
+		tr[r] = bench_now_s() - t0;
+	}
+	plan_us = bench_median(tp, (size_t)runs) * 1e6;
+	read_us = bench_median(tr, (size_t)runs) * 1e6;
+	printf("  %-22s mass %.1f  plan %9.1f us  read %8.1f us  plan/read %5.2f  picks B %u b %u "
+	       "(%u candidates)\n",
+	       name, mass, plan_us, read_us, plan_us / read_us, pick.block_size, pick.sub,
+	       planner_n_evaluated(p));
+	planner_destroy(p);
+	return 0;
+}
+
+int
+main(int argc, char **argv)
+{
+	static const struct option opts[] = { { "input", required_argument, NULL, 'i' },
+					      { "elements", required_argument, NULL, 'n' },
+					      { "runs", required_argument, NULL, 'r' },
+					      { NULL, 0, NULL, 0 } };
+	const char *input = INA_SOURCE_DIR "/data/grads_cnn_digits_3it.npy";
+	uint32_t big = 16777216;
+	int runs = 9, opt, rc = 0;
+	char err[256];
+	struct ina_npy *npy;
+	float *x;
+
+	while ((opt = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+		switch (opt) {
+		case 'i':
+			input = optarg;
+			break;
+		case 'n':
+			big = (uint32_t)strtoul(optarg, NULL, 10);
+			break;
+		case 'r':
+			runs = atoi(optarg);
+			break;
+		default:
+			fprintf(stderr, "usage: bench_planner [--input FILE.npy] [--elements N] "
+					"[--runs R]\n");
+			return 2;
+		}
+	}
+	if (runs < 1 || runs > MAX_RUNS || big < 1024 || big > (1u << 28)) {
+		fprintf(stderr, "bench_planner: runs 1..%d, elements 1024..%u\n", MAX_RUNS,
+			1u << 28);
+		return 2;
+	}
+	npy = ina_npy_open(input, err, sizeof(err));
+	if (!npy) {
+		fprintf(stderr, "bench_planner: %s\n", err);
+		return 1;
+	}
+	printf("bench_planner: planner_plan_cut() (B 16..1024, b >= 8, f32, 4 workers, 64 lanes) "
+	       "against one read of the reference (sum of squares in double); medians of %d "
+	       "runs\n",
+	       runs);
+	if (ina_npy_ndim(npy) == 3) {
+		uint64_t its = ina_npy_dim(npy, 0), ws = ina_npy_dim(npy, 1);
+		uint32_t n = (uint32_t)ina_npy_dim(npy, 2);
+		float *g = malloc((size_t)n * sizeof(float));
+
+		/* the reference of a round: the sum of the workers' gradients */
+		x = malloc((size_t)n * sizeof(float));
+		for (uint64_t it = 0; x && g && rc == 0 && it < its; it++) {
+			char name[64];
+
+			for (uint32_t i = 0; i < n; i++)
+				x[i] = 0;
+			for (uint64_t w = 0; w < ws; w++) {
+				if (ina_npy_read_row(npy, it * ws + w, g, n) < 0) {
+					fprintf(stderr, "bench_planner: %s: row unreadable\n",
+						input);
+					rc = -1;
+					break;
+				}
+				for (uint32_t i = 0; i < n; i++)
+					x[i] += g[i];
+			}
+			snprintf(name, sizeof(name), "real, iteration %llu",
+				 (unsigned long long)it);
+			if (rc == 0)
+				rc = row(name, x, n, 1.0, runs);
+			if (rc == 0)
+				rc = row(name, x, n, 0.5, runs);
+		}
+		free(g);
+		free(x);
+	} else {
+		fprintf(stderr, "bench_planner: %s: expected (iterations, workers, elements)\n",
+			input);
+		rc = -1;
+	}
+	ina_npy_close(npy);
+	x = rc == 0 ? calloc(big, sizeof(float)) : NULL;
+	if (x) {
+		char name[64];
+
+		srand(1);
+		for (uint32_t b = 0; (uint64_t)b * 256 < big; b += 100)
+			for (uint32_t i = b * 256; i < b * 256 + 256 && i < big; i++)
+				x[i] = (float)rand() / RAND_MAX - 0.5f;
+		snprintf(name, sizeof(name), "synthetic %u, 1%%", big);
+		rc = row(name, x, big, 1.0, runs);
+		if (rc == 0)
+			rc = row(name, x, big, 0.5, runs);
+		free(x);
+	}
+	return rc == 0 ? 0 : 1;
+}
