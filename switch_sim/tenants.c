@@ -197,13 +197,15 @@ parse_tenant(struct tparse *tp, size_t n)
 		}
 	}
 	if (seen != F_ALL) {
-		static const char *const names[] = { "name", "index",	   "key",
+		static const char *const names[] = { "name", "index", "key",
 						     "jobs", "slots", "max_weight" };
 
 		for (unsigned b = 0; b < 6; b++)
 			if (!(seen >> b & 1)) {
-				fail(tp, line, "tenants[%zu]: no %s (every tenant has name, index, "
-				     "key, jobs, slots and max_weight)", n, names[b]);
+				fail(tp, line,
+				     "tenants[%zu]: no %s (every tenant has name, index, "
+				     "key, jobs, slots and max_weight)",
+				     n, names[b]);
 				goto err;
 			}
 	}
@@ -247,7 +249,8 @@ parse_doc(struct tparse *tp)
 			return -1;
 		if (tp->ev.type == YAML_MAPPING_END_EVENT)
 			break;
-		if (tp->ev.type != YAML_SCALAR_EVENT || strcmp(scalar(tp), "tenants") != 0 || have) {
+		if (tp->ev.type != YAML_SCALAR_EVENT || strcmp(scalar(tp), "tenants") != 0 ||
+		    have) {
 			fail(tp, tp->ev.start_mark.line, "%s: the file has one field, 'tenants'",
 			     tp->ev.type == YAML_SCALAR_EVENT ? scalar(tp) : "?");
 			return -1;

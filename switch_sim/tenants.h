@@ -18,10 +18,10 @@
 
 struct tenant {
 	char name[TENANT_NAME_MAX + 1];
-	uint8_t index;				  /* 1..255; 0: no tenant here */
-	uint8_t max_weight;			  /* largest fair-share weight a JOIN asks */
-	uint16_t max_jobs;			  /* jobs at once */
-	uint32_t max_slots;			  /* slots held at once, all its jobs */
+	uint8_t index;	    /* 1..255; 0: no tenant here */
+	uint8_t max_weight; /* largest fair-share weight a JOIN asks */
+	uint16_t max_jobs;  /* jobs at once */
+	uint32_t max_slots; /* slots held at once, all its jobs */
 	uint8_t key[INA_TENANT_KEY_SIZE];
 };
 

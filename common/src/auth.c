@@ -37,7 +37,8 @@ ina_auth_key_parse(const char *text, uint8_t key[INA_TENANT_KEY_SIZE], char *err
 		text++;
 	len = strcspn(text, " \t\r\n");
 	if (text[len + strspn(text + len, " \t\r\n")] != '\0') {
-		snprintf(err, err_size, "a key is one word (64 hex digits or 44 base64 characters)");
+		snprintf(err, err_size,
+			 "a key is one word (64 hex digits or 44 base64 characters)");
 		return -EINVAL;
 	}
 	if (len == 2 * INA_TENANT_KEY_SIZE) {
@@ -47,8 +48,8 @@ ina_auth_key_parse(const char *text, uint8_t key[INA_TENANT_KEY_SIZE], char *err
 		snprintf(err, err_size, "64 characters but not hex digits");
 		return -EINVAL;
 	}
-	if (len == sodium_base64_ENCODED_LEN(INA_TENANT_KEY_SIZE,
-					     sodium_base64_VARIANT_ORIGINAL) - 1) {
+	if (len ==
+	    sodium_base64_ENCODED_LEN(INA_TENANT_KEY_SIZE, sodium_base64_VARIANT_ORIGINAL) - 1) {
 		if (sodium_base642bin(key, INA_TENANT_KEY_SIZE, text, len, NULL, &got, &end,
 				      sodium_base64_VARIANT_ORIGINAL) == 0 &&
 		    got == INA_TENANT_KEY_SIZE && end == text + len)
@@ -106,8 +107,10 @@ ina_auth_tenant_load(const char *key_file, uint8_t *index, uint8_t key[INA_TENAN
 	if (!idx_s && !key_s && !key_file)
 		return 0;
 	if (!idx_s || !*idx_s) {
-		snprintf(err, err_size, "a tenant key is given but no tenant: set %s to its index "
-			 "(1..255, the switch's tenants file)", INA_TENANT_ENV);
+		snprintf(err, err_size,
+			 "a tenant key is given but no tenant: set %s to its index "
+			 "(1..255, the switch's tenants file)",
+			 INA_TENANT_ENV);
 		return -EINVAL;
 	}
 	errno = 0;
@@ -131,8 +134,10 @@ ina_auth_tenant_load(const char *key_file, uint8_t *index, uint8_t key[INA_TENAN
 	} else if (key_s) {
 		snprintf(buf, sizeof(buf), "%s", key_s);
 	} else {
-		snprintf(err, err_size, "%s=%s but no tenant key: give --tenant-key-file FILE or "
-			 "set %s", INA_TENANT_ENV, idx_s, INA_TENANT_KEY_ENV);
+		snprintf(err, err_size,
+			 "%s=%s but no tenant key: give --tenant-key-file FILE or "
+			 "set %s",
+			 INA_TENANT_ENV, idx_s, INA_TENANT_KEY_ENV);
 		return -EINVAL;
 	}
 	ret = ina_auth_key_parse(buf, key, why, sizeof(why));

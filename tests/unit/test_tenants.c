@@ -87,7 +87,7 @@ parse_good(void **state)
 }
 
 /* A tenant entry with one line replaced or dropped. */
-#define ENTRY(name, index, key, jobs, slots, weight)                              \
+#define ENTRY(name, index, key, jobs, slots, weight) \
 	"tenants:\n  - name: " name "\n    index: " index "\n    key: " key "\n" \
 	"    jobs: " jobs "\n    slots: " slots "\n    max_weight: " weight "\n"
 
@@ -104,27 +104,37 @@ parse_bad(void **state)
 		{ "tenants: 3\n", "tenants: a list of tenants" },
 		{ "tenants: []\n", "no tenant given" },
 		{ "tenants:\n  - 3\n", "t.yaml:2: tenants[0]: expected a mapping" },
-		{ ENTRY("alice", "0", KEY_A, "1", "1", "1"), "t.yaml:3: index: '0' is not a number 1..255" },
+		{ ENTRY("alice", "0", KEY_A, "1", "1", "1"),
+		  "t.yaml:3: index: '0' is not a number 1..255" },
 		{ ENTRY("alice", "256", KEY_A, "1", "1", "1"), "t.yaml:3: index: '256'" },
 		{ ENTRY("alice", "1x", KEY_A, "1", "1", "1"), "t.yaml:3: index: '1x'" },
-		{ ENTRY("alice", "1", "abcd", "1", "1", "1"), "t.yaml:4: tenants[0].key: 4 characters" },
-		{ ENTRY("alice", "1", "zz0102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f", "1",
+		{ ENTRY("alice", "1", "abcd", "1", "1", "1"),
+		  "t.yaml:4: tenants[0].key: 4 characters" },
+		{ ENTRY("alice", "1",
+			"zz0102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f", "1",
 			"1", "1"),
 		  "t.yaml:4: tenants[0].key: 64 characters but not hex" },
 		{ ENTRY("alice", "1", KEY_A, "0", "1", "1"), "t.yaml:5: jobs: '0'" },
 		{ ENTRY("alice", "1", KEY_A, "1", "-1", "1"), "t.yaml:6: slots: '-1'" },
 		{ ENTRY("alice", "1", KEY_A, "1", "1", "256"), "t.yaml:7: max_weight: '256'" },
-		{ ENTRY("al ice", "1", KEY_A, "1", "1", "1"), "t.yaml:2: tenants[0].name: 1 to 31" },
-		{ "tenants:\n  - name: a\n    index: 1\n    key: " KEY_A "\n    jobs: 1\n    slots: 1\n",
+		{ ENTRY("al ice", "1", KEY_A, "1", "1", "1"),
+		  "t.yaml:2: tenants[0].name: 1 to 31" },
+		{ "tenants:\n  - name: a\n    index: 1\n    key: " KEY_A
+		  "\n    jobs: 1\n    slots: 1\n",
 		  "t.yaml:2: tenants[0]: no max_weight" },
-		{ "tenants:\n  - name: a\n    name: b\n", "t.yaml:3: tenants[0].name: given twice" },
-		{ "tenants:\n  - name: a\n    colour: red\n", "t.yaml:3: tenants[0].colour: unknown" },
-		{ "tenants:\n  - name: a\n    index: [1]\n", "t.yaml:3: tenants[0].index: expected a value" },
-		{ ENTRY("a", "1", KEY_A, "1", "1", "1") "  - name: b\n    index: 1\n    key: " KEY_B
-							"\n    jobs: 1\n    slots: 1\n    max_weight: 1\n",
+		{ "tenants:\n  - name: a\n    name: b\n",
+		  "t.yaml:3: tenants[0].name: given twice" },
+		{ "tenants:\n  - name: a\n    colour: red\n",
+		  "t.yaml:3: tenants[0].colour: unknown" },
+		{ "tenants:\n  - name: a\n    index: [1]\n",
+		  "t.yaml:3: tenants[0].index: expected a value" },
+		{ ENTRY("a", "1", KEY_A, "1", "1",
+			"1") "  - name: b\n    index: 1\n    key: " KEY_B
+			     "\n    jobs: 1\n    slots: 1\n    max_weight: 1\n",
 		  "t.yaml:8: tenants[1].index: 1 is tenant 'a''s already" },
-		{ ENTRY("a", "1", KEY_A, "1", "1", "1") "  - name: a\n    index: 2\n    key: " KEY_B
-							"\n    jobs: 1\n    slots: 1\n    max_weight: 1\n",
+		{ ENTRY("a", "1", KEY_A, "1", "1",
+			"1") "  - name: a\n    index: 2\n    key: " KEY_B
+			     "\n    jobs: 1\n    slots: 1\n    max_weight: 1\n",
 		  "t.yaml:8: tenants[1].name: 'a' is given twice" },
 		{ "tenants:\n  - name: &n a\n    index: *n\n", "t.yaml:3: aliases" },
 		{ ENTRY("a", "1", KEY_A, "1", "1", "1") "---\ntenants: []\n", "one document only" },
@@ -133,8 +143,8 @@ parse_bad(void **state)
 	(void)state;
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		char err[512];
-		struct tenants *t =
-			tenants_parse(cases[i].text, strlen(cases[i].text), "t.yaml", err, sizeof(err));
+		struct tenants *t = tenants_parse(cases[i].text, strlen(cases[i].text), "t.yaml",
+						  err, sizeof(err));
 
 		if (t)
 			fail_msg("case %zu accepted:\n%s", i, cases[i].text);
@@ -247,7 +257,7 @@ struct sw {
 	struct ina_pkt_pool *pool;
 	struct pipeline *p;
 	struct tenants *t;
-	struct ina_job_key ka, kb; /* the job keys of JOB_A and JOB_B */
+	struct ina_job_key ka, kb;   /* the job keys of JOB_A and JOB_B */
 	struct ina_job_key ka_for_b; /* alice's key for JOB_B's id */
 };
 

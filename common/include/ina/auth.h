@@ -15,10 +15,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define INA_TENANT_KEY_SIZE 32 /* bytes of a tenant key */
-#define INA_JOB_KEY_SIZE 16    /* bytes of a job key (SipHash-2-4's) */
-#define INA_TENANT_SHIFT 24    /* job id bits below the tenant's index */
-#define INA_TENANT_MAX 255u    /* tenant indexes 1..255 (0: none) */
+#define INA_TENANT_KEY_SIZE 32	     /* bytes of a tenant key */
+#define INA_JOB_KEY_SIZE 16	     /* bytes of a job key (SipHash-2-4's) */
+#define INA_TENANT_SHIFT 24	     /* job id bits below the tenant's index */
+#define INA_TENANT_MAX 255u	     /* tenant indexes 1..255 (0: none) */
 #define INA_TENANT_JOB_MAX 0xffffffu /* a tenant's own job ids 0..this */
 /* Offset of the token field, which the tag takes in tenant mode. */
 #define INA_TAG_OFFSET 48
@@ -69,7 +69,7 @@ int ina_auth_check(const struct ina_job_key *k, uint8_t *pkt, size_t len);
  * neither variable nor file is given (token mode); 1 when both are read;
  * -EINVAL/-errno with a message in 'err' when one is missing or bad.
  */
-int ina_auth_tenant_load(const char *key_file, uint8_t *index,
-			 uint8_t key[INA_TENANT_KEY_SIZE], char *err, size_t err_size);
+int ina_auth_tenant_load(const char *key_file, uint8_t *index, uint8_t key[INA_TENANT_KEY_SIZE],
+			 char *err, size_t err_size);
 
 #endif
