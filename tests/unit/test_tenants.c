@@ -7,8 +7,8 @@
  * packet by packet: a forged DATA dropped, counted and unanswered while the
  * real one makes the sum; tenant B cannot see or touch tenant A's job of the
  * same id; quotas refused with clear errors; and real engines over a lossy,
- * reordering fabric with old packets replayed into later rounds: every sum
- * exact.
+ * reordering fabric with old packets replayed into later rounds, and on a
+ * switch of two lane partitions: every sum exact.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -686,6 +686,41 @@ engines_replayed(void **state)
 	tenants_free(t);
 }
 
+/* Tenant mode on a switch of two lane partitions (as --lcores 2): JOIN,
+ * FIN and LEAVE copied to both with their tags, each partition checking its
+ * own DATA; the sums exact under loss. */
+static void
+engines_partitioned(void **state)
+{
+	struct tenants *t = good_tenants();
+	struct pipeline_config pc;
+	struct engine_config ec;
+	struct fabric f;
+
+	(void)state;
+	pipeline_config_init(&pc);
+	pc.nb_slots = 8;
+	pc.slot_elems = FB;
+	pc.tenants = t;
+	engine_config_init(&ec);
+	ec.job_id = JOB_A;
+	ec.auth = 1;
+	ina_auth_job_key(tenants_get(t, 1)->key, JOB_A, &ec.key);
+	fabric_init(&f, FW, FLANES, FB, INA_ENC_F32, &pc, &ec);
+	fabric_partition(&f, 2, &pc);
+	f.faults.drop_rate = 0.03;
+	f.faults.seed = 7;
+	assert_int_equal(fabric_join(&f), 0);
+	for (uint32_t k = 0; k < 3; k++)
+		fabric_round(&f, k);
+	assert_int_equal(fabric_finish(&f), 0);
+	for (uint16_t q = 0; q < f.nb_parts; q++)
+		assert_int_equal(pipeline_stats(f.parts[q])->drop[PDROP_AUTH], 0);
+	assert_true(pipeline_stats(f.parts[1])->results > 0);
+	fabric_fini(&f);
+	tenants_free(t);
+}
+
 /* A switch->worker packet with a wrong tag never reaches the engine. */
 static void
 engine_drops_forged(void **state)
@@ -736,6 +771,7 @@ main(void)
 		cmocka_unit_test(quotas),
 		cmocka_unit_test(fair_between_tenants),
 		cmocka_unit_test(engines_replayed),
+		cmocka_unit_test(engines_partitioned),
 		cmocka_unit_test(engine_drops_forged),
 	};
 
