@@ -211,6 +211,49 @@ keys(void **state)
 	assert_memory_equal(k1.k, k4.k, sizeof(k1.k));
 }
 
+/* The worker's tenant from the environment and a key file: errors say
+ * what is missing, never the key. */
+static void
+tenant_env(void **state)
+{
+	char path[] = "/tmp/ina-test-tkey.XXXXXX", err[256];
+	uint8_t idx, key[32];
+	int fd = mkstemp(path);
+
+	(void)state;
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, KEY_B "\n", sizeof(KEY_B)), (ssize_t)sizeof(KEY_B));
+	close(fd);
+	unsetenv(INA_TENANT_ENV);
+	unsetenv(INA_TENANT_KEY_ENV);
+	assert_int_equal(ina_auth_tenant_load(NULL, &idx, key, err, sizeof(err)), 0);
+	assert_int_equal(idx, 0); /* token mode */
+	setenv(INA_TENANT_KEY_ENV, KEY_A, 1);
+	assert_int_equal(ina_auth_tenant_load(NULL, &idx, key, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "no tenant: set INA_TENANT"));
+	setenv(INA_TENANT_ENV, "256", 1);
+	assert_int_equal(ina_auth_tenant_load(NULL, &idx, key, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "1..255"));
+	setenv(INA_TENANT_ENV, "7", 1);
+	assert_int_equal(ina_auth_tenant_load(NULL, &idx, key, err, sizeof(err)), 1);
+	assert_int_equal(idx, 7);
+	assert_int_equal(key[1], 1);
+	/* The file wins over the variable. */
+	assert_int_equal(ina_auth_tenant_load(path, &idx, key, err, sizeof(err)), 1);
+	assert_int_equal(key[0], 0x20);
+	setenv(INA_TENANT_KEY_ENV, "not-a-key-secretword", 1);
+	assert_int_equal(ina_auth_tenant_load(NULL, &idx, key, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "tenant key from $INA_TENANT_KEY"));
+	assert_null(strstr(err, "secretword"));
+	unsetenv(INA_TENANT_KEY_ENV);
+	assert_int_equal(ina_auth_tenant_load(NULL, &idx, key, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "no tenant key"));
+	unlink(path);
+	assert_true(ina_auth_tenant_load(path, &idx, key, err, sizeof(err)) < 0);
+	assert_non_null(strstr(err, "No such file"));
+	unsetenv(INA_TENANT_ENV);
+}
+
 static void
 tags(void **state)
 {
@@ -765,6 +808,7 @@ main(void)
 		cmocka_unit_test(parse_bad),
 		cmocka_unit_test(load_mode),
 		cmocka_unit_test(keys),
+		cmocka_unit_test(tenant_env),
 		cmocka_unit_test(tags),
 		cmocka_unit_test(forged_data_dropped),
 		cmocka_unit_test(tenants_isolated),
