@@ -137,14 +137,16 @@ main(int argc, char **argv)
 				x[i] = 0;
 			for (uint64_t w = 0; w < ws; w++) {
 				if (ina_npy_read_row(npy, it * ws + w, g, n) < 0) {
-					fprintf(stderr, "bench_planner: %s: row unreadable\n", input);
+					fprintf(stderr, "bench_planner: %s: row unreadable\n",
+						input);
 					rc = -1;
 					break;
 				}
 				for (uint32_t i = 0; i < n; i++)
 					x[i] += g[i];
 			}
-			snprintf(name, sizeof(name), "real, iteration %llu", (unsigned long long)it);
+			snprintf(name, sizeof(name), "real, iteration %llu",
+				 (unsigned long long)it);
 			if (rc == 0)
 				rc = row(name, x, n, 1.0, runs);
 			if (rc == 0)

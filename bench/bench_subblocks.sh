@@ -5,12 +5,13 @@
 # for R rounds, over UDP loopback and over DPDK net_memif (one memif link a
 # rank, jumbo frames), with four ways of cutting the tensor:
 #   fixed      --block 1024, no sub-blocks (the baseline of the ratios)
-#   plan       --plan: the block planner, B per round, no sub-blocks
-#   fixed+sub  --block 1024 --sub-block b (when ina-host has --sub-block)
-#   plan+sub   the planner with sub-blocks: the ina-host arguments of
-#              --plansub ARGS, or of INA_BENCH_PLANSUB; else, with
-#              --sub-block, --plan --sub-block b (the planner's B, cut
-#              into sub-blocks of b where B >= 2b); else pending
+#   plan       --plan, cuts priced out (--plan-cost P,Y,1000000): the block
+#              planner, B per round, whole blocks
+#   fixed+sub  --block 1024 --sub-block b
+#   plan+sub   --plan: the planner picks B and its cut b per round (or the
+#              ina-host arguments of --plansub ARGS, or INA_BENCH_PLANSUB)
+# The planned cuts are priced for their transport (--plan-cost P,Y,C): udp
+# 390,0.39,500, memif 290,0.47,0 (a cut packet costs no more over DPDK).
 # each under two sparsifications: zero-skipping only (--sparsify off: a block
 # or sub-block of zeros is not sent) and top-k by mass 0.5 (--sparsify topk
 # --keep-mass 0.5, with residual carry-over). Every run starts a fresh switch;
@@ -83,16 +84,16 @@ trap 'exit 130' INT TERM
 export INA_JOB_TOKEN=bench-subblocks
 median() { sort -g | awk '{ v[NR] = $1 } END { if (NR == 0) exit; if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 
-# The cuts: name and ina-host arguments ("" = pending: not in this build).
+# The cuts: name and ina-host arguments.
 cuts=(fixed plan fixed+sub plan+sub)
-declare -A cut_args=([fixed]="--block 1024" [plan]="--block 1024 --plan")
-if "$host" --help 2>&1 | grep -q -- '--sub-block'; then
-	cut_args[fixed+sub]="--block 1024 --sub-block $sub_b"
-fi
-cut_args[plan+sub]=$plansub
-if [ -z "$plansub" ] && [ -n "${cut_args[fixed+sub]:-}" ]; then
-	cut_args[plan+sub]="--block 1024 --plan --sub-block $sub_b"
-fi
+declare -A cut_args=([fixed]="--block 1024" [plan]="--block 1024 --plan"
+	[fixed+sub]="--block 1024 --sub-block $sub_b" [plan+sub]="--block 1024 --plan")
+[ -n "$plansub" ] && cut_args[plan+sub]=$plansub
+# The planner's prices (ina-host --plan-cost P,Y,C) per transport: a packet, a
+# byte (bench/README.md "Time per packet and per byte"), and what a cut
+# packet costs more (the udp port's 500; DPDK's 0); 'plan' prices cuts out
+# (1e6 ns: whole blocks), 'plan+sub' at the transport's.
+declare -A plan_base=([udp]="390,0.39" [memif]="290,0.47") plan_cut=([udp]=500 [memif]=0)
 sparsifications=(zero mass0.5)
 declare -A sp_args=([zero]="--sparsify off" [mass0.5]="--sparsify topk --keep-mass 0.5")
 
@@ -133,6 +134,10 @@ one_run() {
 	done
 	# shellcheck disable=SC2206  # the arguments split on purpose
 	args=(${cut_args[$cut]} ${sp_args[$sp]})
+	case $cut in
+	plan) args+=(--plan-cost "${plan_base[$tr]},1000000") ;;
+	plan+sub) [ -z "$plansub" ] && args+=(--plan-cost "${plan_base[$tr]},${plan_cut[$tr]}") ;;
+	esac
 	for ((r = 0; r < world; r++)); do
 		if [ "$tr" = memif ]; then
 			timeout -k 5 $host_timeout "$host" "${eal[@]}" --file-prefix="ina-bsub-h$r-$$" \
@@ -204,6 +209,10 @@ echo "sub-blocks against fixed B 1024 ($(basename "$input"), $world ranks, $roun
 	"medians of $runs runs; b = $sub_b; load at start: $(cut -d' ' -f1-3 /proc/loadavg))"
 for cut in "${cuts[@]}"; do
 	printf "  %-10s ina-host %s\n" "$cut" "${cut_args[$cut]:-(pending: not in this build)}"
+done
+for tr in $transports; do
+	printf "  %-10s plan --plan-cost %s,1000000 (cuts priced out), plan+sub --plan-cost %s,%s\n" \
+		"$tr" "${plan_base[$tr]}" "${plan_base[$tr]}" "${plan_cut[$tr]}"
 done
 for sp in "${sparsifications[@]}"; do
 	printf "  %-10s ina-host %s\n" "$sp" "${sp_args[$sp]}"

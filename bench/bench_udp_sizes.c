@@ -117,8 +117,9 @@ main(int argc, char **argv)
 	}
 	if (size < 64 || size > 8972 || burst < 1 || burst > MAX_BURST || reps < 1 || runs < 1 ||
 	    runs > MAX_RUNS) {
-		fprintf(stderr, "bench_udp_sizes: size 64..8972, burst 1..%d, reps >= 1, runs "
-				"1..%d\n",
+		fprintf(stderr,
+			"bench_udp_sizes: size 64..8972, burst 1..%d, reps >= 1, runs "
+			"1..%d\n",
 			MAX_BURST, MAX_RUNS);
 		return 2;
 	}
@@ -146,7 +147,8 @@ main(int argc, char **argv)
 			for (int vary = 0; vary < 2; vary++) {
 				t[vary][r] = run(a, b, &to, size, vary, burst, reps, &seed);
 				if (t[vary][r] < 0) {
-					fprintf(stderr, "bench_udp_sizes: packets lost on loopback\n");
+					fprintf(stderr,
+						"bench_udp_sizes: packets lost on loopback\n");
 					return 1;
 				}
 			}

@@ -28,7 +28,14 @@
  * lists and the deferred flags are heap allocations of
  * exactly their size, so any write past them is a report.
  *
+ * Tenant mode (issue 19; a rank byte of 0x80 or more): every packet the
+ * harness delivers is tagged under the job's key, every 7th under a wrong
+ * key, and every packet the engine sends must carry its tag.
+ *
  * Checked after every step:
+ *  - tenant mode: every packet sent carries the job's tag; a packet with a
+ *    wrong tag is counted (auth_fail) and changes nothing else (counters,
+ *    phase, epoch, error);
  *  - every packet the engine sends is a valid worker packet of its job
  *    (validated alone, and against the job with the epoch the engine holds),
  *    from its rank, within its buffer, to the primary or the replica and to
@@ -69,6 +76,7 @@
 
 #include "engine.h"
 #include "fuzz_util.h"
+#include "ina/auth.h"
 #include "ina/block.h"
 #include "ina/encode.h"
 #include "ina/log.h"
@@ -83,7 +91,9 @@
 #define MAX_OPS 256
 #define RAW_MAX 400
 #define JOB 7u
-#define TOKEN 0x0123456789abcdefull
+/* The job token; 0 in tenant mode, where the tag takes its field. */
+static uint64_t fz_token;
+#define TOKEN fz_token
 #define MS 1000000ull
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -100,6 +110,7 @@ struct lane_seen {
 struct fz {
 	struct fz_pool pool;
 	struct engine_config cfg;
+	uint64_t nb_tagged; /* tenant mode: packets delivered tagged */
 	struct engine *e;
 	uint64_t now;
 	uint32_t epoch;		/* the switch's, once a JOIN_ACK was sent */
@@ -301,6 +312,8 @@ op_tx(struct fz *f, struct fz_in *in)
 		FZ_CHECK(engine_next_deadline(f->e) > f->now);
 	f->sent += nb;
 	for (uint16_t i = 0; i < nb; i++) {
+		if (f->cfg.auth)
+			FZ_CHECK(ina_auth_check(&f->cfg.key, out[i]->data, out[i]->len));
 		check_sent(f, out[i]);
 		ina_pkt_free(out[i]);
 	}
@@ -385,6 +398,37 @@ deliver_from(struct fz *f, const uint8_t *bytes, size_t len, int from_r)
 	f->recv++;
 	bad = engine_stats(f->e)->bad;
 	stale = engine_stats(f->e)->stale;
+	if (f->cfg.auth && p->len >= INA_HDR_SIZE) {
+		/* What the engine sees once the tag checked: the field zero. */
+		static uint8_t seen[INA_HDR_SIZE + 16 + 4 * MAX_BLOCK];
+		struct ina_pkt *forged = fz_pkt(&f->pool, p->data, p->len);
+
+		if (++f->nb_tagged % 7 == 0 && forged) {
+			/* A forgery first, the same bytes under another key:
+			 * nothing but auth_fail may change. */
+			struct ina_job_key wrong;
+			uint64_t fails = engine_stats(f->e)->auth_fail;
+			int err = engine_error(f->e);
+
+			forged->peer = p->peer;
+			memset(&wrong, 0xa5, sizeof(wrong));
+			ina_auth_sign(&wrong, forged->data, forged->len);
+			engine_rx(f->e, &forged, 1, f->now);
+			f->recv++;
+			FZ_CHECK(engine_stats(f->e)->auth_fail == fails + 1);
+			FZ_CHECK(engine_stats(f->e)->bad == bad &&
+				 engine_stats(f->e)->stale == stale);
+			FZ_CHECK(engine_epoch(f->e) == ep0 && engine_phase(f->e) == ph0 &&
+				 engine_failed_over(f->e) == fo0 && engine_error(f->e) == err);
+		} else if (forged) {
+			ina_pkt_free(forged);
+		}
+		ina_auth_sign(&f->cfg.key, p->data, p->len);
+		FZ_CHECK(len <= sizeof(seen));
+		memcpy(seen, bytes, len);
+		memset(seen + INA_TAG_OFFSET, 0, 8);
+		bytes = seen;
+	}
 	engine_rx(f->e, &p, 1, f->now);
 	if (len >= INA_HDR_SIZE && engine_stats(f->e)->bad == bad) {
 		if (!fo0 && (from_r ? bytes[1] == INA_T_RESULT
@@ -777,19 +821,24 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static struct fz f;
 	struct fz_in in = { data, size };
-	uint8_t wb, nz;
+	uint8_t wb, nz, b;
 
 	memset(&f, 0, sizeof(f));
 	engine_config_init(&f.cfg);
 	f.cfg.job_id = JOB;
-	f.cfg.token = TOKEN;
 	wb = fz_u8(&in);
 	f.cfg.world = (uint16_t)(1 + wb % 8);
 	f.has_replica = !!(wb & 0x80); /* a replica peer */
 	/* Bits 3-5: a pool of only that many packets, so allocations fail. */
 	fz_pool_init(&f.pool, (wb >> 3 & 7) ? (wb >> 3 & 7) : 4 * MAX_TX,
 		     INA_HDR_SIZE + 16 + 4 * MAX_BLOCK);
-	f.cfg.rank = (uint16_t)(fz_u8(&in) % f.cfg.world);
+	b = fz_u8(&in);
+	f.cfg.rank = (uint16_t)((b & 0x7f) % f.cfg.world);
+	f.cfg.auth = b >= 0x80; /* tenant mode */
+	fz_token = f.cfg.auth ? 0 : 0x0123456789abcdefull;
+	f.cfg.token = TOKEN;
+	if (f.cfg.auth)
+		memset(&f.cfg.key, 0x3c, sizeof(f.cfg.key));
 	f.cfg.lanes = (uint16_t)(1 + fz_u8(&in) % MAX_LANES);
 	f.cfg.max_block = (uint16_t)(1 + fz_u8(&in) % MAX_BLOCK);
 	f.cfg.encoding = (uint8_t)(1 + fz_u8(&in) % INA_ENC_MAX);

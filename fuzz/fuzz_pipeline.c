@@ -23,6 +23,12 @@
  * outputs held back to drain the answer pool (no_buffer), dumps. A pipeline
  * is created for each input, so that every run is deterministic.
  *
+ * Tenant mode (issue 19), for some values of the partition/role byte: the
+ * jobs belong to tenants 1, 2 and 0x80 (the fourth's tenant, 0xff, does not
+ * exist), every packet pushed is tagged under its job's key (a raw one
+ * under the key its job id names), so that corruption, duplicates and
+ * replays reach the switch with good or bad tags.
+ *
  * Checked after every step:
  *  - every output is a valid packet the switch sends (validated alone, and
  *    against the job its JOIN_ACK described), from rank 0xffff, within its
@@ -44,6 +50,8 @@
  *    sent on together); FAILOVER announcements as takeovers and repeats;
  *    JOIN_ACK, FIN_ACK and ERROR answers within joins, fins, leaves;
  *    drops at most the packets received; pipeline_rx_quiet changes no counter;
+ *  - tenant mode: every output carries its job's tag, and a packet that
+ *    fails the tag (or a replayed JOIN from elsewhere) is never answered;
  *  - the slot pool: free slots never exceed the pool, all free with no job,
  *    jobs within max_jobs and equal to admitted - freed; after a tick past
  *    every idle and linger time, no job and every slot free.
@@ -56,6 +64,7 @@
 #include <string.h>
 
 #include "fuzz_util.h"
+#include "ina/auth.h"
 #include "ina/lane.h"
 #include "ina/log.h"
 #include "ina/pkt.h"
@@ -128,7 +137,8 @@ struct fz {
 	uint8_t role;		  /* 0, ROLE_PRIMARY, ROLE_REPLICA or ROLE_RACK */
 	uint8_t up_last[RAW_MAX]; /* a rack's last packet to the spine */
 	uint32_t up_last_len;
-	int from_spine; /* the burst had a packet from the spine */
+	int from_spine;		       /* the burst had a packet from the spine */
+	const struct tenants *tenants; /* tenant mode, else NULL */
 };
 
 #define ROLE_PRIMARY 1
@@ -142,6 +152,46 @@ static FILE *devnull;
 static int trace; /* INA_FUZZ_TRACE set: print every output and the counters */
 
 static const uint32_t job_ids[NB_JOBS] = { 1, 2, 0x80000000u, 0xffffffffu };
+/* Tenant mode: the jobs' ids name tenants 1, 2, 0x80 and 0xff (none). */
+static const uint32_t tenant_job_ids[NB_JOBS] = { 0x01000001u, 0x02000002u, 0x80000000u,
+						  0xff0000ffu };
+static struct tenants fz_tenants;
+
+static void
+tenants_init(void)
+{
+	static const uint8_t idx[] = { 1, 2, 0x80 };
+
+	memset(&fz_tenants, 0, sizeof(fz_tenants));
+	for (unsigned i = 0; i < sizeof(idx); i++) {
+		struct tenant *t = &fz_tenants.by_index[idx[i]];
+
+		snprintf(t->name, sizeof(t->name), "t%u", idx[i]);
+		t->index = idx[i];
+		t->max_jobs = (uint16_t)(1 + i);
+		t->max_slots = 4u + 8u * i;
+		t->max_weight = 255;
+		memset(t->key, 0x11 * (i + 1), sizeof(t->key));
+		fz_tenants.count++;
+	}
+}
+
+/* The key of the job a packet's job id names (a tenant that does not
+ * exist: a key no one has). */
+static void
+key_of(const uint8_t *pkt, struct ina_job_key *k)
+{
+	uint32_t id_be, id;
+	const struct tenant *t;
+
+	memcpy(&id_be, pkt + 4, sizeof(id_be));
+	id = be32toh(id_be);
+	t = tenants_get(&fz_tenants, ina_tenant_of(id));
+	if (t)
+		ina_auth_job_key(t->key, id, k);
+	else
+		memset(k, 0x5a, sizeof(*k));
+}
 
 static void
 peer_of(struct ina_peer *peer, unsigned job, unsigned rank)
@@ -492,6 +542,24 @@ flush(struct fz *f, int quiet)
 	FZ_CHECK(nb_out <= n);
 	f->rx += n;
 	f->tx += nb_out;
+	st = pipeline_stats(f->p);
+	if (f->tenants) {
+		/* A packet that failed its tag is never answered, and every
+		 * answer carries its job's tag (zeroed by the check, as the
+		 * worker sees it: then validated against the job below). */
+		FZ_CHECK((uint64_t)nb_out + st->drop[PDROP_AUTH] - before.drop[PDROP_AUTH] +
+				 st->drop[PDROP_RANK_MOVED] - before.drop[PDROP_RANK_MOVED] <=
+			 n);
+		for (uint16_t i = 0; i < nb_out; i++) {
+			struct ina_job_key k;
+
+			FZ_CHECK(out[i]->len >= INA_HDR_SIZE);
+			key_of(out[i]->data, &k);
+			FZ_CHECK(ina_auth_check(&k, out[i]->data, out[i]->len));
+		}
+	} else {
+		FZ_CHECK(st->drop[PDROP_AUTH] == 0 && st->drop[PDROP_RANK_MOVED] == 0);
+	}
 	for (uint16_t i = 0; i < nb_out; i++)
 		check_output(f, out[i], &t);
 	st = pipeline_stats(f->p);
@@ -535,6 +603,12 @@ push(struct fz *f, struct ina_pkt *pkt)
 {
 	if (!pkt)
 		return;
+	if (f->tenants && pkt->len >= INA_HDR_SIZE) {
+		struct ina_job_key k;
+
+		key_of(pkt->data, &k);
+		ina_auth_sign(&k, pkt->data, pkt->len);
+	}
 	f->pending[f->nb_pending++] = pkt;
 	if (f->nb_pending == MAX_BURST)
 		flush(f, 0);
@@ -914,7 +988,7 @@ run_ops(struct fz *f, struct fz_in *in)
 			break;
 		case 13:
 			flush(f, 0);
-			if (pipeline_job_free(f->p, job_ids[fz_u8(in) % NB_JOBS]))
+			if (pipeline_job_free(f->p, f->jobs[fz_u8(in) % NB_JOBS].id))
 				f->job_frees++;
 			break;
 		case 14:
@@ -957,6 +1031,7 @@ LLVMFuzzerInitialize(int *argc, char ***argv)
 	(void)argv;
 	ina_log_set_level(INA_LOG_ERR);
 	devnull = fopen("/dev/null", "w");
+	tenants_init();
 	trace = getenv("INA_FUZZ_TRACE") != NULL;
 	return 0;
 }
@@ -1000,6 +1075,10 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			}
 		}
 	}
+	if (f.role == 0 && (b / 27) % 2) {
+		f.tenants = &fz_tenants;
+		f.cfg.tenants = &fz_tenants;
+	}
 	f.cfg.linger_ns = (1 + (uint64_t)fz_u8(&in)) * 1000000ull;
 	f.cfg.wait_interval_ns = (uint64_t)fz_u8(&in) * 1000ull;
 	b = fz_u8(&in);
@@ -1013,8 +1092,9 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	f.hold_max = (uint16_t)((b >> 4) % (MAX_HELD + 1));
 	f.cfg.pool = &f.answers.base;
 	for (int k = 0; k < NB_JOBS; k++) {
-		f.jobs[k].id = job_ids[k];
-		f.jobs[k].token = 0x1111111111111111ull * (uint64_t)(k + 1);
+		f.jobs[k].id = f.tenants ? tenant_job_ids[k] : job_ids[k];
+		/* Tenant mode: the tag takes the token's field (0 under it). */
+		f.jobs[k].token = f.tenants ? 0 : 0x1111111111111111ull * (uint64_t)(k + 1);
 	}
 	f.now = SEC;
 	f.cfg.on_event = on_event;

@@ -222,6 +222,21 @@ def pipeline():
     s += join(3, 0, (2, 2, 4, I32)) + flush + b"\x6c\x05" + flush + tick
     write("fuzz_pipeline", "rack_refusals", s)
 
+    # Tenant mode (role byte 27): the jobs are tenants 1, 2, 0x80 and 0xff
+    # (none), every packet tagged. Job 0 (tenant 1) runs a block; a copy of
+    # rank 1's DATA with a byte of its payload corrupted (tag fails, dropped,
+    # unanswered), then the real one twice (the sum, a shadow reply); a JOIN
+    # of job 3, whose tenant does not exist (dropped); job 2 of tenant 0x80
+    # admitted beside; FIN.
+    cfg_t = cfg[:3] + bytes([27]) + cfg[4:]
+    s = cfg_t + join(0, 0, (2, 2, 4, F32)) + join(0, 1) + flush
+    s += data(0, 0x08, 0, 0, p16, tensor=(0, 0, 8, 4)) + flush
+    s += data(0, 0x08, 1, 0, p16) + b"\x0b\x3c\x01" + flush
+    s += data(0, 0x08, 1, 0, p16) + b"\x0c" + flush
+    s += join(3, 0, (1, 1, 4, F32)) + join(2, 0, (1, 1, 4, F32)) + flush
+    s += fin(0, 0) + fin(0, 1) + flush + tick
+    write("fuzz_pipeline", "tenants_tags", s)
+
 
 def engine():
     # rto 1 ms (backoff cap 8 ms), timeout 100 ms; with a replica (world
@@ -251,6 +266,14 @@ def engine():
     s += result(0, 0x01, f32s([1, 1, 1, 1])) + result(1, 0x01, f32s([2, 2, 2, 2])) + tx
     s += b"\x0c" + tx + fin_ack
     write("fuzz_engine", "f32_allreduce", s)
+
+    # The same in tenant mode (rank byte | 0x80): every packet delivered
+    # tagged, every 7th first forged under another key (dropped, auth_fail).
+    s = cfg(2, 0x80, 2, 4, F32, 16, 4, elems) + tx + join_ack + b"\x0b\x05" + tx
+    s += result(0, 0x00, f32s([1, 2, 3, 4])) + result(1, 0x00, f32s([5, 6, 7, 8])) + tx
+    s += result(0, 0x01, f32s([1, 1, 1, 1])) + result(1, 0x01, f32s([2, 2, 2, 2])) + tx
+    s += b"\x0c" + tx + fin_ack
+    write("fuzz_engine", "tenant_allreduce", s)
 
     # i32 with a result filter: openers, a WAIT, a DEFERRED result, a
     # saturated one, a timeout, then an ERROR.

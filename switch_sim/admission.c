@@ -46,6 +46,52 @@ job_slots(const struct pipeline *p, uint16_t lanes, uint8_t ssp)
 }
 
 /*
+ * What the job 'job_id' of weight 'weight' weighs in the fair share with the
+ * job 'new_id' (weight 'new_weight') arriving. Token mode: its own weight.
+ * Tenant mode: the pool is shared between tenants first, equally, then
+ * within a tenant by its jobs' weights: the job's weight over its tenant's
+ * sum, scaled to TENANT_WEIGHT. So a tenant that starts more jobs, or heavier
+ * ones, shares only its own part, and cannot shrink another tenant's jobs
+ * below an equal tenant share.
+ */
+#define TENANT_WEIGHT 4096u
+static uint16_t
+tenant_weight(const struct pipeline *p, uint32_t job_id, uint8_t weight, uint32_t new_id,
+	      uint8_t new_weight)
+{
+	uint8_t t = ina_tenant_of(job_id);
+	uint32_t sum = ina_tenant_of(new_id) == t ? (new_weight ? new_weight : 1u) : 0u;
+	uint32_t w = weight ? weight : 1u;
+
+	if (!p->cfg.tenants)
+		return w;
+	for (uint16_t i = 0; i < p->cfg.max_jobs; i++) {
+		const struct job *j = &p->jobs[i];
+
+		if (j->active && ina_tenant_of(j->params.job_id) == t)
+			sum += j->weight ? j->weight : 1u;
+	}
+	w = w * TENANT_WEIGHT / (sum ? sum : 1u);
+	return (uint16_t)(w ? w : 1u);
+}
+
+/* The jobs and slots that tenant 't' holds. */
+static void
+tenant_use(const struct pipeline *p, uint8_t t, uint16_t *jobs, uint32_t *slots)
+{
+	*jobs = 0;
+	*slots = 0;
+	for (uint16_t i = 0; i < p->cfg.max_jobs; i++) {
+		const struct job *j = &p->jobs[i];
+
+		if (j->active && ina_tenant_of(j->params.job_id) == t) {
+			(*jobs)++;
+			*slots += j->nb_slots;
+		}
+	}
+}
+
+/*
  * --share fair: the lanes a new job asking 'lanes' gets: its weighted share
  * of the pool among the jobs admitted and itself (each admitted job counted
  * with what it asked), no more than the longest run of free slots, in
@@ -53,7 +99,8 @@ job_slots(const struct pipeline *p, uint16_t lanes, uint8_t ssp)
  * when that is less).
  */
 static uint16_t
-fair_lanes(struct pipeline *p, uint16_t lanes, uint8_t ssp, uint8_t weight, uint32_t *share)
+fair_lanes(struct pipeline *p, uint32_t job_id, uint16_t lanes, uint8_t ssp, uint8_t weight,
+	   uint32_t *share)
 {
 	uint16_t n = 0, unit = job_unit(ssp);
 	uint32_t demand = job_slots(p, lanes, ssp), g, longest, least;
@@ -64,12 +111,12 @@ fair_lanes(struct pipeline *p, uint16_t lanes, uint8_t ssp, uint8_t weight, uint
 		if (!j->active)
 			continue;
 		p->share[n].demand = job_slots(p, j->want_lanes, j->ssp);
-		p->share[n].weight = j->weight;
+		p->share[n].weight = tenant_weight(p, j->params.job_id, j->weight, job_id, weight);
 		p->share[n].unit = job_unit(j->ssp);
 		n++;
 	}
 	p->share[n].demand = demand;
-	p->share[n].weight = weight;
+	p->share[n].weight = tenant_weight(p, job_id, weight, job_id, weight);
 	p->share[n].unit = unit;
 	share_compute(p->cfg.nb_slots, p->cfg.share.total, p->share, (uint16_t)(n + 1));
 	g = p->share[n].grant;
@@ -338,6 +385,9 @@ admit_new(struct pipeline *p, struct ina_pkt *in, const struct ina_hdr *h,
 	uint16_t idx;
 
 	int can_redirect = p->cfg.host_aggregator_ipv4 && !standby && !p->cfg.uplink.len;
+	/* Tenant mode: the job's tenant (the packet's tag was checked). */
+	const struct tenant *tn = tenants_get(p->cfg.tenants, ina_tenant_of(h->job_id));
+	uint32_t tenant_slots = 0;
 
 	*jp = NULL;
 	if (p->draining) {
@@ -402,9 +452,31 @@ admit_new(struct pipeline *p, struct ina_pkt *in, const struct ina_hdr *h,
 				     ": the switch already serves %u jobs, its maximum",
 				     h->job_id, p->cfg.max_jobs);
 	}
+	if (tn) {
+		uint16_t used_jobs;
+		uint32_t used_slots;
+
+		tenant_use(p, tn->index, &used_jobs, &used_slots);
+		if (used_jobs >= tn->max_jobs) {
+			p->st.jobs_refused++;
+			return pl_send_error(p, in, h, INA_WERR_NO_JOBS,
+					     "job %" PRIu32 ": tenant %s already runs %u jobs, its "
+					     "quota",
+					     h->job_id & INA_TENANT_JOB_MAX, tn->name, used_jobs);
+		}
+		if ((weight ? weight : 1u) > tn->max_weight) {
+			p->st.jobs_refused++;
+			return pl_send_error(p, in, h, INA_WERR_UNSUPPORTED,
+					     "job %" PRIu32 ": weight %u is above tenant %s's "
+					     "largest, %u",
+					     h->job_id & INA_TENANT_JOB_MAX, weight, tn->name,
+					     tn->max_weight);
+		}
+		tenant_slots = used_slots;
+	}
 	if (p->cfg.share.policy == SHARE_FAIR && !standby) {
 		uint32_t share;
-		uint16_t g = fair_lanes(p, lanes, ssp, weight, &share);
+		uint16_t g = fair_lanes(p, h->job_id, lanes, ssp, weight, &share);
 		uint16_t full = share_lanes_of(share, lanes, k, job_unit(ssp));
 
 		if (g < full && give_back(p, h, now)) {
@@ -447,6 +519,14 @@ admit_new(struct pipeline *p, struct ina_pkt *in, const struct ina_hdr *h,
 			nb = (uint16_t)nb32;
 		}
 	}
+	if (tn && (uint64_t)tenant_slots + nb32 > tn->max_slots) {
+		p->st.jobs_refused++;
+		return pl_send_error(p, in, h, INA_WERR_NO_SLOTS,
+				     "job %" PRIu32 ": its %" PRIu32 " slots would bring tenant %s "
+				     "to %" PRIu32 ", above its quota of %" PRIu32,
+				     h->job_id & INA_TENANT_JOB_MAX, nb32, tn->name,
+				     tenant_slots + nb32, tn->max_slots);
+	}
 	base = slots_reserve(p, nb, (uint16_t)(idx + 1));
 	if (base < 0 && can_redirect)
 		return send_redirect(p, in, h, world, want, max_block, ssp, weight, now,
@@ -471,6 +551,8 @@ admit_new(struct pipeline *p, struct ina_pkt *in, const struct ina_hdr *h,
 	memset(j, 0, sizeof(*j));
 	j->active = 1;
 	j->params.job_id = h->job_id;
+	if (tn)
+		ina_auth_job_key(tn->key, h->job_id, &j->key);
 	if (standby) {
 		/* The primary's epoch: every packet of the job carries it. */
 		j->standby = 1;

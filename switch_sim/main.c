@@ -47,6 +47,7 @@
 #include "pipeline_dump.h"
 #include "pipeline_log.h"
 #include "run_lcores.h"
+#include "tenants.h"
 #ifdef INA_HAVE_DPDK
 #include "ina/port_dpdk.h"
 #endif
@@ -65,6 +66,7 @@ struct switch_config {
 	const char *primary; /* --primary ADDR:PORT: this is its replica */
 	const char *uplink;  /* --uplink ADDR:PORT: a rack's spine */
 	const char *metrics; /* --metrics ADDR:PORT: serve Prometheus metrics */
+	const char *tenants; /* --tenants FILE: tenant mode */
 	int slot_elems_set;  /* --slot-elems given: never shrunk to fit the port */
 	int listen_set;	     /* --listen given: only a udp port has a use for it */
 	unsigned lcores;     /* --lcores K: pipeline partitions */
@@ -130,6 +132,9 @@ usage(FILE *f)
 		"  --share-wait-ms MS    fair: a job finding less than its share free waits up to\n"
 		"                        MS while jobs holding more give slots back at their\n"
 		"                        next round boundary (default 2000; 0: no give-back)\n"
+		"  --tenants FILE        tenant mode: the tenants, their keys and quotas (YAML,\n"
+		"                        README.md \"Tenants\"); every packet carries a keyed tag,\n"
+		"                        checked first; one that fails is dropped, never answered\n"
 		"  --host-aggregator IPV4:PORT  a job this switch has no slots for (first-come:\n"
 		"                        not its lanes; fair: not its minimum) is sent to the\n"
 		"                        host aggregator there (ina-switch --host-mode) instead\n"
@@ -202,6 +207,7 @@ enum {
 	OPT_SHARE_TOTAL,
 	OPT_SHARE_MIN,
 	OPT_HOST_AGGREGATOR,
+	OPT_TENANTS,
 	OPT_HOST_MODE,
 	OPT_SHARE_WAIT,
 	OPT_METRICS,
@@ -235,6 +241,7 @@ parse_args(int argc, char **argv, struct switch_config *c)
 		{ "share-total", required_argument, NULL, OPT_SHARE_TOTAL },
 		{ "share-min-slots", required_argument, NULL, OPT_SHARE_MIN },
 		{ "host-aggregator", required_argument, NULL, OPT_HOST_AGGREGATOR },
+		{ "tenants", required_argument, NULL, OPT_TENANTS },
 		{ "host-mode", no_argument, NULL, OPT_HOST_MODE },
 		{ "share-wait-ms", required_argument, NULL, OPT_SHARE_WAIT },
 		{ "metrics", required_argument, NULL, OPT_METRICS },
@@ -309,6 +316,9 @@ parse_args(int argc, char **argv, struct switch_config *c)
 		case OPT_SHARE:
 			if (share_policy_parse(optarg, &c->pipe.share.policy) < 0)
 				ina_die("--share: '%s' is not fair or first-come", optarg);
+			break;
+		case OPT_TENANTS:
+			c->tenants = optarg;
 			break;
 		case OPT_HOST_AGGREGATOR:
 			if (parse_ipv4_port(optarg, &c->pipe.host_aggregator_ipv4,
@@ -624,6 +634,19 @@ main(int argc, char **argv)
 	if (c.pipe.host_mode && c.pipe.host_aggregator_ipv4)
 		ina_die("--host-mode and --host-aggregator together: a host aggregator sends no "
 			"job on");
+	if (c.tenants) {
+		static struct tenants *tenants; /* lives as long as the program */
+
+		if (c.replica || c.primary || c.uplink || c.pipe.host_aggregator_ipv4 ||
+		    c.pipe.host_mode)
+			ina_die("--tenants: not with --replica, --primary, --uplink, "
+				"--host-aggregator or --host-mode (not in this version)");
+		tenants = tenants_load(c.tenants, err, sizeof(err));
+		if (!tenants)
+			ina_die("--tenants %s", err);
+		c.pipe.tenants = tenants;
+		INA_LOG(INFO, "tenant mode: %u tenants from %s", tenants->count, c.tenants);
+	}
 	port_spec(&c, spec, sizeof(spec));
 	ina_eal_main_check_spec("--port", spec);
 	memset(&sa, 0, sizeof(sa));

@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ina/auth.h"
 #include "ina/encode.h"
 #include "ina/lane.h"
 #include "ina/util.h"
@@ -59,6 +60,8 @@ static const char *const drop_names[PDROP_MAX] = {
 	[PDROP_WRONG_ADDR] = "wrong_address",
 	[PDROP_JOIN_UNPROVEN] = "join_unproven",
 	[PDROP_RATE_LIMITED] = "rate_limited",
+	[PDROP_AUTH] = "auth_fail",
+	[PDROP_RANK_MOVED] = "rank_moved",
 };
 
 const char *
@@ -130,7 +133,9 @@ pipeline_create(const struct pipeline_config *cfg)
 	    cfg->share.policy > SHARE_FAIR || cfg->share.min_slots == 0 ||
 	    (cfg->share.policy == SHARE_FAIR && cfg->max_jobs >= SHARE_MAX_JOBS) ||
 	    (!cfg->host_aggregator_ipv4 != !cfg->host_aggregator_port) ||
-	    (cfg->host_mode && cfg->host_aggregator_ipv4)) {
+	    (cfg->host_mode && cfg->host_aggregator_ipv4) ||
+	    (cfg->tenants && (cfg->replica.len || cfg->primary.len || cfg->uplink.len ||
+			      cfg->host_aggregator_ipv4))) {
 		errno = EINVAL;
 		return NULL;
 	}
@@ -469,7 +474,7 @@ refuse_old_version(struct pipeline *p, struct ina_pkt *in, const struct ina_hdr 
 }
 
 static struct ina_pkt *
-process_one(struct pipeline *p, struct ina_pkt *in, uint64_t now)
+process_checked(struct pipeline *p, struct ina_pkt *in, uint64_t now)
 {
 	const struct ina_job_params *params = NULL;
 	struct ina_job_params old_params, new_params;
@@ -630,6 +635,84 @@ process_one(struct pipeline *p, struct ina_pkt *in, uint64_t now)
 	}
 }
 
+/*
+ * Tenant mode, before anything else: the tenant the job id's top byte names,
+ * the job's key (kept in the job, else derived), and the packet's tag under
+ * it. 1 with the key in 'k' and the tag field zeroed when the packet is the
+ * job's; 0 when not (no such tenant, too short, a wrong tag).
+ */
+static int
+auth_in(struct pipeline *p, struct ina_pkt *in, struct ina_job_key *k)
+{
+	const struct tenant *t;
+	const struct job *j;
+	uint32_t id_be, id;
+
+	if (in->len < INA_HDR_SIZE)
+		return 0;
+	memcpy(&id_be, in->data + offsetof(struct ina_wire_hdr, job_id), sizeof(id_be));
+	id = be32toh(id_be);
+	t = tenants_get(p->cfg.tenants, ina_tenant_of(id));
+	if (!t)
+		return 0;
+	j = pl_job_find(p, id);
+	if (j)
+		*k = j->key;
+	else
+		ina_auth_job_key(t->key, id, k);
+	return ina_auth_check(k, in->data, in->len);
+}
+
+/*
+ * Tenant mode: 1 when 'in' (a JOIN with a good tag) names a rank that joined
+ * its job from another address. A tag proves the packet was the job's, not
+ * that it comes from the rank: a captured JOIN replayed from elsewhere would
+ * move the rank's results there. Within a job's run a rank keeps its address.
+ */
+static int
+rank_moved(struct pipeline *p, const struct ina_pkt *in)
+{
+	uint32_t id_be;
+	uint16_t rank_be, rank;
+	const struct job *j;
+
+	memcpy(&id_be, in->data + offsetof(struct ina_wire_hdr, job_id), sizeof(id_be));
+	memcpy(&rank_be, in->data + offsetof(struct ina_wire_hdr, rank), sizeof(rank_be));
+	rank = be16toh(rank_be);
+	j = pl_job_find(p, be32toh(id_be));
+	return j && rank < INA_MAX_WORLD && (j->joined >> rank & 1) &&
+	       !ina_peer_equal(&j->peers[rank], &in->peer);
+}
+
+/* One packet in, at most one out: checked and tagged in tenant mode. */
+static struct ina_pkt *
+process_one(struct pipeline *p, struct ina_pkt *in, uint64_t now)
+{
+	struct ina_job_key k;
+	struct ina_pkt *o;
+
+	if (!p->cfg.tenants)
+		return process_checked(p, in, now);
+	if (!auth_in(p, in, &k)) {
+		p->st.rx_pkts++;
+		p->st.drop[PDROP_AUTH]++;
+		ina_pkt_free(in);
+		return NULL;
+	}
+	if (in->data[1] == INA_T_JOIN && rank_moved(p, in)) {
+		p->st.rx_pkts++;
+		p->st.drop[PDROP_RANK_MOVED]++;
+		ina_pkt_free(in);
+		return NULL;
+	}
+	o = process_checked(p, in, now);
+	/* An answer is always of the packet's job (no replica, no uplink):
+	 * tagged once here, its bytes final, however many ranks it goes to. */
+	if (o)
+		ina_auth_sign(&k, o->data, o->len);
+	return o;
+}
+
 uint16_t
 pipeline_rx_burst(struct pipeline *p, struct ina_pkt **in, uint16_t nb_in, uint64_t now_ns,
 		  struct ina_pkt **out)
@@ -730,6 +813,8 @@ pipeline_shutdown(struct pipeline *p, struct ina_pkt **out, uint16_t max)
 		if (o) {
 			pl_put_error(o, j->params.job_id, j->params.token, j->params.encoding,
 				     INA_WERR_SHUTDOWN, msg, sizeof(msg) - 1);
+			if (p->cfg.tenants)
+				ina_auth_sign(&j->key, o->data, o->len);
 			/* pl_job_free() only marks the job: 'peers' stays valid. */
 			o->dsts = j->peers;
 			o->dst_mask = told;

@@ -35,6 +35,14 @@
  * here goes upstream as the rack's DATA, and the spine's RESULT completes the
  * slot and goes down to the local ranks. The spine is an ordinary switch.
  * Not with partitions, nor with replication.
+ *
+ * Tenants (docs/PROTOCOL.md, "Tenants and tags"): with config 'tenants' set,
+ * the first thing done with every packet is to find its tenant (the job id's
+ * top byte) and check its tag under the job's key (auth.h); a packet that
+ * fails is dropped and counted (auth_fail), never answered. Every packet out
+ * is tagged once, a fan-out too, when its bytes are final. Jobs are admitted
+ * within their tenant's quotas (jobs, slots, largest weight). Not with
+ * replication, a rack's uplink or a host aggregator.
  */
 #ifndef INA_PIPELINE_H
 #define INA_PIPELINE_H
@@ -46,6 +54,7 @@
 #include "ina/wire.h"
 #include "pipeline_events.h"
 #include "share.h"
+#include "tenants.h"
 
 struct pipeline;
 
@@ -133,6 +142,9 @@ struct pipeline_config {
 	 * none reported. pipeline_log_event() (pipeline_log.h) logs them. */
 	pipeline_event_fn on_event;
 	void *event_ctx;
+	/* Tenant mode (tenants.h; NULL: token mode): kept by the caller, and
+	 * unchanged, while the pipeline lives. */
+	const struct tenants *tenants;
 };
 
 /*
@@ -182,6 +194,10 @@ enum pipeline_drop {
 				  * with a cookie (ERROR COOKIE), nothing kept */
 	PDROP_RATE_LIMITED,  /* an ERROR or shadow reply over its source's
 				  * budget: not sent */
+	PDROP_AUTH,	     /* tenant mode: no such tenant, or a tag that
+				  * is not the packet's under its job key */
+	PDROP_RANK_MOVED,    /* tenant mode: a JOIN of a rank that joined
+				  * from another address (a replayed JOIN) */
 	PDROP_MAX,
 };
 

@@ -76,6 +76,7 @@ struct slot {
 struct job {
 	uint8_t active;
 	struct ina_job_params params;
+	struct ina_job_key key;		    /* tenant mode: the job's (auth.h) */
 	const struct ina_encoding_ops *enc; /* the row of params.encoding */
 	uint32_t slot_base;		    /* first of nb_slots slots; lane l is in
 				 * slot_base + l / part_count */

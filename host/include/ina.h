@@ -232,12 +232,12 @@ struct ina_config {
 	uint32_t partition_period;	 /* DYNAMIC: rounds of a tensor between
 					 * rebalances; 0 (default) = 1 */
 	/* Version 0.2 on. */
-	uint32_t keepalive_ms; /* a context that is open but idle (a training
+	uint32_t keepalive_ms;	   /* a context that is open but idle (a training
 					 * pause: evaluation, a checkpoint) tells the
 					 * switch every this many ms that this rank
 					 * lives, so a pause is not a death; 0: off.
 					 * Default 1000 */
-	uint32_t pause_ms;     /* the longest pause waited for: a rank waiting
+	uint32_t pause_ms;	   /* the longest pause waited for: a rank waiting
 					 * in an operation on a peer the switch says
 					 * is alive (a WAIT from a switch that aborts
 					 * the job when a rank falls silent past its
@@ -245,7 +245,7 @@ struct ina_config {
 					 * but no progress this long fails it
 					 * (INA_EPEER); 0: no bound. Default 600000
 					 * (10 minutes) */
-	uint16_t sub_block;    /* elements per sub-block b: every block of B
+	uint16_t sub_block;	   /* elements per sub-block b: every block of B
 					 * travels as a mask of its sub-blocks of b
 					 * and only the non-zero ones' values (one
 					 * packet a block still: sparse gradients send
@@ -257,13 +257,13 @@ struct ina_config {
 					 * below 2b goes uncut. 0 (default): blocks
 					 * whole, or with plan_blocks the planner's
 					 * cut. Every worker alike */
-	double plan_packet_ns; /* the block planner's price of a packet, ns:
+	double plan_packet_ns;	   /* the block planner's price of a packet, ns:
 					 * with plan_blocks it picks the B of least
 					 * packets x plan_packet_ns + bytes x
 					 * plan_byte_ns, the fewest bytes on a tie.
 					 * Default 390, the udp port's cost measured
 					 * here (memif: 290); >= 0. Every worker alike */
-	double plan_byte_ns;   /* ... of a byte: default 0.39 (memif 0.47);
+	double plan_byte_ns;	   /* ... of a byte: default 0.39 (memif 0.47);
 					 * >= 0, not both 0 (0 and 1: bytes alone) */
 	double plan_cut_packet_ns; /* what a packet of a cut round (sub-
 					 * blocks) costs more: its size varies with
@@ -271,12 +271,21 @@ struct ina_config {
 					 * offloads batch only packets of one size.
 					 * Default 500, the udp port's (DPDK,
 					 * memif: 0); >= 0. Every worker alike */
-	uint32_t plan_period;  /* with plan_blocks: rounds of a tensor
+	uint32_t plan_period;	   /* with plan_blocks: rounds of a tensor
 					 * between plans; the planner's B and cut
 					 * hold in between (a plan reads the whole
 					 * last result: about 2 to 4 reads of it). 0
 					 * (default) = 1: every round. Every worker
 					 * alike */
+	/* Tenant mode (ina-switch --tenants; README.md "Tenants"). */
+	uint8_t tenant;		/* the tenant's index, 1..255, from the
+					 * switch's tenants file; 0 (default):
+					 * token mode. With a tenant, job_id is
+					 * the tenant's own (0..2^24 - 1), token
+					 * is unused, and every packet carries a
+					 * tag under the job's key, derived from
+					 * tenant_key and the job id */
+	uint8_t tenant_key[32]; /* its key: ina_tenant_from() reads it */
 };
 
 /* Counters of a context. Grows at its end like struct ina_config: the
@@ -378,6 +387,13 @@ INA_API void ina_config_free(struct ina_config *cfg);
 /* Token of a job secret read from 'file', or from $INA_JOB_TOKEN when 'file'
  * is NULL. 0 or a negative code; on error, 'err' says why. */
 INA_API int ina_token_from(const char *file, uint64_t *token, char *err, size_t err_size);
+
+/* The tenant of 'cfg' (tenant, tenant_key) from $INA_TENANT (its index) and
+ * the first line of 'key_file', or $INA_TENANT_KEY when 'key_file' is NULL
+ * (64 hex digits or base64 of 32 bytes). 1 when set, 0 when none is given
+ * (token mode; cfg unchanged), or a negative code with 'err' saying why. */
+INA_API int ina_tenant_from(const char *key_file, struct ina_config *cfg, char *err,
+			    size_t err_size);
 
 /* Opens a port and joins the job. 0 and '*ctx', or a negative code (then
  * '*ctx' is NULL and 'err', if not NULL, holds a sentence saying why):

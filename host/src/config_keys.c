@@ -20,6 +20,7 @@
 
 #include "config_keys.h"
 #include "ina.h"
+#include "ina/auth.h"
 #include "ina/wire.h"
 #include "partition.h"
 
@@ -116,6 +117,9 @@ static const struct config_key keys[] = {
 	{ "plan_packet_ns", CK_REAL, F(plan_packet_ns), 0, 1e6, NULL, 0 },
 	{ "plan_byte_ns", CK_REAL, F(plan_byte_ns), 0, 1e6, NULL, 0 },
 	{ "plan_cut_packet_ns", CK_REAL, F(plan_cut_packet_ns), 0, 1e6, NULL, 0 },
+	/* Tenant mode (issue 19): the tenant's index and key. */
+	{ "tenant", CK_UINT, F(tenant), 0, 255, NULL, 0 },
+	{ "tenant_key", CK_KEY, F(tenant_key), 0, 0, NULL, 0 },
 	/* Not a field: the token from a secret file (ina_token_from()). */
 	{ "token_file", CK_TOKEN_FILE, F(token), 0, 0, NULL, 0 },
 };
@@ -333,6 +337,16 @@ ina_config_set(struct ina_config *cfg, const char *key, const char *value, char 
 			return -EINVAL;
 		}
 		*(uint64_t *)p = u;
+		return 0;
+	}
+	case CK_KEY: {
+		char why[256];
+
+		/* A secret: the message never repeats it. */
+		if (ina_auth_key_parse(value, (uint8_t *)p, why, sizeof(why)) < 0) {
+			snprintf(err, err_size, "%s: %s", k->name, why);
+			return -EINVAL;
+		}
 		return 0;
 	}
 	case CK_UINT:

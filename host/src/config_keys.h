@@ -20,6 +20,7 @@ enum config_key_type {
 	CK_ENUM,       /* an enum by the names of its values min..max */
 	CK_STR,	       /* a string the config owns, in string slot 'slot' */
 	CK_TOKEN_FILE, /* the token from a secret file: no field of its own */
+	CK_KEY,	       /* a 32-byte key, 64 hex digits or base64 (auth.h) */
 };
 
 struct config_key {

@@ -80,9 +80,11 @@ engine_create(const struct engine_config *cfg)
 			e->sops[k].lanes = e->sop_lanes + k * cfg->lanes;
 	}
 	e->cfg = *cfg;
+	if (cfg->auth)
+		e->cfg.token = 0; /* the tag takes its field */
 	e->enc = ina_encoding(cfg->encoding);
 	e->params.job_id = cfg->job_id;
-	e->params.token = cfg->token;
+	e->params.token = e->cfg.token;
 	e->params.world = cfg->world;
 	e->params.lanes = cfg->lanes;
 	e->params.max_block = cfg->max_block;
@@ -499,6 +501,13 @@ void
 engine_rx(struct engine *e, struct ina_pkt **pkts, uint16_t n, uint64_t now_ns)
 {
 	for (uint16_t i = 0; i < n; i++) {
+		/* Tenant mode: the tag before anything else. */
+		if (e->cfg.auth && !ina_auth_check(&e->cfg.key, pkts[i]->data, pkts[i]->len)) {
+			e->st.pkts_recv++;
+			e->st.auth_fail++;
+			ina_pkt_free(pkts[i]);
+			continue;
+		}
 		rx_one(e, pkts[i], now_ns);
 		ina_pkt_free(pkts[i]);
 	}
@@ -525,6 +534,8 @@ build_keepalive(struct engine *e, const struct ina_peer *to)
 	ina_wire_encode_hdr(&h, p->data);
 	p->len = INA_HDR_SIZE;
 	p->peer = *to;
+	if (e->cfg.auth)
+		ina_auth_sign(&e->cfg.key, p->data, p->len);
 	e->st.keepalives++;
 	e->st.pkts_sent++;
 	e->st.bytes_sent += p->len;
@@ -653,6 +664,9 @@ engine_tx(struct engine *e, uint64_t now_ns, struct ina_pkt **out, uint16_t max)
 	nb = (uint16_t)(nb + engine_bsp_tx(e, now_ns, out + nb, (uint16_t)(max - nb)));
 count:
 	for (uint16_t i = 0; i < nb; i++) {
+		/* Tenant mode: the packet's bytes are final here. */
+		if (e->cfg.auth)
+			ina_auth_sign(&e->cfg.key, out[i]->data, out[i]->len);
 		e->st.pkts_sent++;
 		e->st.bytes_sent += out[i]->len;
 	}

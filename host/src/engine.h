@@ -24,6 +24,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "ina/auth.h"
 #include "ina/pkt.h"
 #include "ina/wire.h"
 #include "rtt_hist.h"
@@ -47,6 +48,10 @@ struct engine_config {
 					 * S + 1 rounds in flight (engine_allreduce);
 					 * f32 or bf16, no replica */
 	uint64_t token;
+	uint8_t auth; /* tenant mode: every packet in and out carries
+				 * a tag under 'key' (auth.h) in place of the
+				 * token (then 0) */
+	struct ina_job_key key;
 	struct ina_peer sw;	   /* the switch (the primary, with a replica) */
 	struct ina_peer replica;   /* the replica switch, len 0 = none */
 	uint64_t failover_ns;	   /* with a replica: nothing from the primary
@@ -120,6 +125,7 @@ struct engine_stats {
 	uint64_t keepalives;	      /* KEEPALIVEs sent */
 	uint64_t stale;		      /* valid but for no open block */
 	uint64_t bad;		      /* failed validation */
+	uint64_t auth_fail;	      /* tenant mode: a wrong tag (dropped) */
 	uint64_t saturated;	      /* results flagged saturated */
 	uint64_t deferred;	      /* results that came back DEFERRED */
 	uint64_t ssp_missed;	      /* ssp: PARTIAL results without this

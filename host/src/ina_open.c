@@ -15,6 +15,7 @@
 #include "ina_int.h"
 #include "ina/capture.h"
 #include "ina/log.h"
+#include "ina/auth.h"
 #include "ina/token.h"
 #include "planner.h"
 #include "sparsify_opts.h"
@@ -109,6 +110,20 @@ int
 ina_token_from(const char *file, uint64_t *token, char *err, size_t err_size)
 {
 	return ina_token_load(file, token, err, err_size);
+}
+
+int
+ina_tenant_from(const char *key_file, struct ina_config *cfg, char *err, size_t err_size)
+{
+	uint8_t index, key[INA_TENANT_KEY_SIZE];
+	int ret = ina_auth_tenant_load(key_file, &index, key, err, err_size);
+
+	if (ret <= 0)
+		return ret;
+	cfg->tenant = index;
+	memcpy(cfg->tenant_key, key, sizeof(key));
+	memset(key, 0, sizeof(key));
+	return 1;
 }
 
 static uint8_t
@@ -433,12 +448,26 @@ ina_open(const struct ina_config *user_cfg, struct ina_ctx **out, char *err, siz
 	}
 	engine_config_init(&ec);
 	ec.job_id = cfg->job_id;
+	if (cfg->tenant) {
+		/* The wire's job id names the tenant in its top byte. */
+		if (cfg->job_id > INA_TENANT_JOB_MAX) {
+			snprintf(err, err_size,
+				 "job id %" PRIu32 ": with a tenant, job ids are 0..%u (the top "
+				 "byte on the wire is the tenant's index)",
+				 cfg->job_id, INA_TENANT_JOB_MAX);
+			ret = -EINVAL;
+			goto fail;
+		}
+		ec.job_id = (uint32_t)cfg->tenant << INA_TENANT_SHIFT | cfg->job_id;
+		ec.auth = 1;
+		ina_auth_job_key(cfg->tenant_key, ec.job_id, &ec.key);
+	}
 	ec.rank = cfg->rank;
 	ec.world = cfg->world;
 	ec.lanes = cfg->lanes;
 	ec.max_block = cfg->block_size;
 	ec.encoding = wire_encoding(cfg->encoding);
-	ec.token = cfg->token;
+	ec.token = cfg->tenant ? 0 : cfg->token; /* a tenant: the tag takes its field */
 	ec.ssp = cfg->ssp;
 	ec.weight = cfg->weight;
 	ec.timeout_ns = (uint64_t)cfg->timeout_ms * INA_NS_PER_MS;

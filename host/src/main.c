@@ -36,6 +36,7 @@
 struct host_config {
 	struct ina_config ina;
 	const char *token_file;
+	const char *tenant_key_file;
 	const char *input;
 	const char *report;
 	uint64_t elements;
@@ -61,6 +62,8 @@ usage(FILE *f)
 		"Joins job ID on the switch as rank R of N, allreduces a workload for a number\n"
 		"of rounds, verifies every sum, and exits 0 only if every round verified.\n"
 		"The job token comes from --token-file FILE or $INA_JOB_TOKEN, never argv.\n"
+		"Tenant mode (ina-switch --tenants): the tenant's index from $INA_TENANT and\n"
+		"its key from --tenant-key-file FILE or $INA_TENANT_KEY; then no token.\n"
 		"Several switches (up to 16, every rank in the same order): each aggregates\n"
 		"one contiguous part of every tensor as a job of its own.\n"
 		"Exit status 3: the transport could not start (EAL, the port).\n"
@@ -85,6 +88,8 @@ usage(FILE *f)
 		"                        in f32 and rounds the result once\n"
 		"  --op sum|avg          sum, or average over the world (default sum)\n"
 		"  --token-file FILE     file whose first line is the job secret\n"
+		"  --tenant-key-file FILE  file whose first line is the tenant's key (tenant\n"
+		"                        mode, with $INA_TENANT set to its index)\n"
 		"  --port SPEC           transport, e.g. udp, udp:drop=0.01 or\n"
 		"                        dpdk:port=0,ip=10.77.0.2 (needs EAL options; default udp);\n"
 		"                        facing ina-switch --lcores K over memif, add\n"
@@ -172,6 +177,7 @@ enum {
 	OPT_ENCODING,
 	OPT_OP,
 	OPT_TOKEN_FILE,
+	OPT_TENANT_KEY_FILE,
 	OPT_PORT,
 	OPT_TIMEOUT,
 	OPT_RTO,
@@ -213,6 +219,7 @@ parse_args(int argc, char **argv, struct host_config *c)
 		{ "encoding", required_argument, NULL, OPT_ENCODING },
 		{ "op", required_argument, NULL, OPT_OP },
 		{ "token-file", required_argument, NULL, OPT_TOKEN_FILE },
+		{ "tenant-key-file", required_argument, NULL, OPT_TENANT_KEY_FILE },
 		{ "port", required_argument, NULL, OPT_PORT },
 		{ "timeout-ms", required_argument, NULL, OPT_TIMEOUT },
 		{ "rto-us", required_argument, NULL, OPT_RTO },
@@ -330,6 +337,9 @@ parse_args(int argc, char **argv, struct host_config *c)
 			break;
 		case OPT_TOKEN_FILE:
 			c->token_file = optarg;
+			break;
+		case OPT_TENANT_KEY_FILE:
+			c->tenant_key_file = optarg;
 			break;
 		case OPT_PORT:
 			c->ina.port = optarg;
@@ -510,6 +520,20 @@ verify_round(const struct host_config *c, struct workload *w, struct sim_ranks *
 }
 
 /* A round's counters: the differences over its allreduce. */
+/* A one-element allreduce that lines the workers up, 'when' round r: 0, or
+ * < 0 with the reason printed. */
+static int
+line_up(struct ina_ctx *ctx, uint16_t rank, const char *when, uint32_t r)
+{
+	float one = 1.0f, sum;
+	int ret = ina_allreduce(ctx, BARRIER_TENSOR, &one, &sum, 1, INA_SUM);
+
+	if (ret < 0)
+		fprintf(stderr, "ina-host[%u]: barrier %s round %" PRIu32 " failed: %s (%s)\n",
+			rank, when, r, ina_last_error(ctx), ina_strerror(ret));
+	return ret;
+}
+
 static void
 round_stats(struct report_round *rr, const struct ina_stats *before, const struct ina_stats *after)
 {
@@ -647,7 +671,7 @@ main(int argc, char **argv)
 	struct report_round *rounds;
 	struct report rep;
 	char err[256], ident[32], rtt[96];
-	float *buf, one = 1.0f, one_out;
+	float *buf;
 	struct sim_ranks *sim = NULL;
 	int ret, all_ok = 1;
 	double total = 0;
@@ -658,7 +682,10 @@ main(int argc, char **argv)
 	ina_eal_main_check_spec("--port", c.ina.port);
 	snprintf(ident, sizeof(ident), "ina-host[%u]", c.ina.rank);
 	ina_log_set_ident(ident);
-	if (ina_token_from(c.token_file, &c.ina.token, err, sizeof(err)) < 0)
+	ret = ina_tenant_from(c.tenant_key_file, &c.ina, err, sizeof(err));
+	if (ret < 0)
+		ina_die("%s", err);
+	if (ret == 0 && ina_token_from(c.token_file, &c.ina.token, err, sizeof(err)) < 0)
 		ina_die("%s", err);
 	if (c.input) {
 		w = workload_npy(c.input, c.ina.world, err, sizeof(err));
@@ -769,11 +796,7 @@ main(int argc, char **argv)
 		 * one worker finished making its gradient (as MPI benchmarks
 		 * barrier before timing). It is left out of the round's bytes.
 		 */
-		ret = ina_allreduce(ctx, BARRIER_TENSOR, &one, &one_out, 1, INA_SUM);
-		if (ret < 0) {
-			fprintf(stderr,
-				"ina-host[%u]: barrier before round %" PRIu32 " failed: %s (%s)\n",
-				c.ina.rank, r, ina_last_error(ctx), ina_strerror(ret));
+		if (line_up(ctx, c.ina.rank, "before", r) < 0) {
 			all_ok = 0;
 			break;
 		}
@@ -793,11 +816,7 @@ main(int argc, char **argv)
 		 * the simulated ranks, a planner and a sparsifier each) while
 		 * another is still in its timed allreduce on the same cores.
 		 */
-		ret = ina_allreduce(ctx, BARRIER_TENSOR, &one, &one_out, 1, INA_SUM);
-		if (ret < 0) {
-			fprintf(stderr,
-				"ina-host[%u]: barrier after round %" PRIu32 " failed: %s (%s)\n",
-				c.ina.rank, r, ina_last_error(ctx), ina_strerror(ret));
+		if (line_up(ctx, c.ina.rank, "after", r) < 0) {
 			all_ok = 0;
 			break;
 		}

@@ -18,7 +18,7 @@
 #include "ina/wire.h"
 #include "mass_prefix.h"
 
-#define UNIT_OVER 1u	   /* an element |x| > bound */
+#define UNIT_OVER 1u	  /* an element |x| > bound */
 #define UNIT_NONFINITE 2u /* a NaN or an infinity */
 
 struct planner {

@@ -149,9 +149,9 @@ tround_create(const struct tround_config *cfg, char *err, size_t err_size)
 	if (cfg->part.mode == PARTITION_DYNAMIC &&
 	    partition_config_check(&cfg->part, err, err_size) < 0)
 		return NULL;
-	if (cfg->plan && !(cfg->packet_ns >= 0 && cfg->packet_ns <= 1e6 && cfg->byte_ns >= 0 &&
-			   cfg->byte_ns <= 1e6 && cfg->cut_packet_ns >= 0 &&
-			   cfg->cut_packet_ns <= 1e6)) {
+	if (cfg->plan &&
+	    !(cfg->packet_ns >= 0 && cfg->packet_ns <= 1e6 && cfg->byte_ns >= 0 &&
+	      cfg->byte_ns <= 1e6 && cfg->cut_packet_ns >= 0 && cfg->cut_packet_ns <= 1e6)) {
 		snprintf(err, err_size,
 			 "tensor %u: the planner's prices %g ns a packet, %g ns a byte, %g ns "
 			 "more a cut packet: >= 0, up to 1e6",

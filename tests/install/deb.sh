@@ -3,7 +3,7 @@
 # The .deb (ctest label install): cpack -G DEB from the build directory into a
 # scratch directory, then, without installing it on this machine:
 # dpkg-deb -I says package ina, the header's version, this architecture,
-# Depends on the libraries it links (DPDK, libpcap, libxxhash, libc; and the
+# Depends on the libraries it links (DPDK, libpcap, libxxhash, libsodium, libc; and the
 # package of every NEEDED library of its programs and libina.so), shlibs
 # for libina.so.MAJOR, /etc/default/ina-switch a conffile, the ldconfig
 # trigger; dpkg-deb -c lists the library and its links, libina.a, ina.h,
@@ -49,7 +49,7 @@ field() { dpkg-deb -f "$deb" "$1"; }
     bad "control: Package '$(field Package)' Version '$(field Version)' Architecture '$(field Architecture)'"
 deps=$(field Depends)
 miss=""
-for d in libc6 libpcap0.8 libxxhash0 librte-eal librte-ethdev librte-mbuf librte-mempool; do
+for d in libc6 libpcap0.8 libxxhash0 libsodium23 librte-eal librte-ethdev librte-mbuf librte-mempool; do
     grep -q "\b$d" <<< "$deps" || miss+=" $d"
 done
 [ -z "$miss" ] && ok "Depends: $deps" || bad "Depends lacks$miss: '$deps'"

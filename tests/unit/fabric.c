@@ -102,13 +102,15 @@ fabric_init(struct fabric *f, uint16_t world, uint16_t lanes, uint16_t max_block
 			ec = *ecfg;
 		else
 			engine_config_init(&ec);
-		ec.job_id = 7;
+		/* Tenant mode (ecfg->auth): the config's job id (the tenant's
+		 * index on top) and key; else job 7 and a token. */
+		ec.job_id = ecfg && ecfg->auth ? ecfg->job_id : 7;
 		ec.rank = r;
 		ec.world = world;
 		ec.lanes = lanes;
 		ec.max_block = max_block;
 		ec.encoding = encoding;
-		ec.token = 0x1234567890abcdefull;
+		ec.token = ecfg && ecfg->auth ? 0 : 0x1234567890abcdefull;
 		ec.pool = f->pool;
 		fabric_peer(&ec.sw, FABRIC_SWITCH);
 		if (ec.replica.len)

@@ -217,6 +217,9 @@ test_config_set_every_key(void **state)
 		{ "sub_block", "64" },
 		{ "plan_packet_ns", "1000.5" },
 		{ "plan_byte_ns", "0" },
+		{ "tenant", "255" },
+		{ "tenant_key",
+		  "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f" },
 		{ "token_file", NULL }, /* below, with a file */
 	};
 	struct ina_config *c = ina_config_new();
@@ -283,6 +286,15 @@ test_config_set_every_key(void **state)
 	assert_int_equal(c->sub_block, 64);
 	assert_true(c->plan_packet_ns == 1000.5);
 	assert_true(c->plan_byte_ns == 0);
+	assert_int_equal(c->tenant, 255);
+	for (unsigned i = 0; i < 32; i++)
+		assert_int_equal(c->tenant_key[i], i);
+	/* A tenant key in base64, and a bad one, whose text no message repeats. */
+	set_ok(c, "tenant_key", "ICEiIyQlJicoKSorLC0uLzAxMjM0NTY3ODk6Ozw9Pj8=");
+	assert_int_equal(c->tenant_key[0], 0x20);
+	assert_int_equal(ina_config_set(c, "tenant_key", "secretsecret", err, sizeof(err)),
+			 -EINVAL);
+	assert_null(strstr(err, "secretsecret"));
 	/* Decimal tokens too; the token from a secret file as ina_token_from(). */
 	set_ok(c, "token", "12345678901234567890");
 	assert_true(c->token == 12345678901234567890ull);

@@ -338,7 +338,8 @@ test_plan_cost_exact(void **state)
 			assert_int_equal(c->cost.down_bytes, brute.down_bytes);
 			assert_int_equal(c->cost.up_pkts, brute.up_pkts);
 			assert_int_equal(c->cost.down_pkts, brute.down_pkts);
-			assert_int_equal(c->time_ps, planner_cost_time_ps(&cfg, &c->cost, c->sub_log));
+			assert_int_equal(c->time_ps,
+					 planner_cost_time_ps(&cfg, &c->cost, c->sub_log));
 		}
 		/* The chosen one is the cheapest, the larger B on a tie. */
 		check_rule(p, &pick);

@@ -43,7 +43,7 @@ struct run {
 	struct ina_sparsify sp;
 	double drop_rate;
 	int rounds;
-	int exact; /* dyadic inputs: sums checked bit for bit */
+	int exact;	      /* dyadic inputs: sums checked bit for bit */
 	uint32_t plan_period; /* tround_config.plan_period */
 	int dpdk_prices;      /* price as over DPDK (a cut packet costs no more) */
 	/* out */
@@ -398,7 +398,8 @@ test_plan_period(void **state)
 	print_run("every round", &every);
 	print_run("every 3 rounds", &held);
 	for (int k = 2; k < every.rounds; k++) /* the sums alternate: so do the plans */
-		assert_true(every.B[k] != every.B[k - 1] || every.sub_log[k] != every.sub_log[k - 1]);
+		assert_true(every.B[k] != every.B[k - 1] ||
+			    every.sub_log[k] != every.sub_log[k - 1]);
 	for (int k = 1; k < held.rounds; k++) {
 		int base = 1 + (k - 1) / 3 * 3; /* planned at rounds 1, 4, 7 */
 
@@ -442,7 +443,8 @@ test_planned_real_gradients(void **state)
 
 			print_run("mass 0.1, udp prices", &ru);
 			for (int k = 1; k < ru.rounds; k++)
-				other |= ru.B[k] != at_dpdk.B[k] || ru.sub_log[k] != at_dpdk.sub_log[k];
+				other |= ru.B[k] != at_dpdk.B[k] ||
+					 ru.sub_log[k] != at_dpdk.sub_log[k];
 			assert_true(other);
 			break;
 		}

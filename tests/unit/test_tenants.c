@@ -1,0 +1,743 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Tenant mode (issue 19; docs/PROTOCOL.md "Tenants and tags"): the tenants
+ * file's parser on a good file and a table of bad ones (each error names its
+ * line and field); the keys (hex, base64, the KDF per job and tenant); the
+ * tag (any changed byte fails it); and the switch pipeline in tenant mode,
+ * packet by packet: a forged DATA dropped, counted and unanswered while the
+ * real one makes the sum; tenant B cannot see or touch tenant A's job of the
+ * same id; quotas refused with clear errors; and real engines over a lossy,
+ * reordering fabric with old packets replayed into later rounds: every sum
+ * exact.
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "engine.h"
+#include "fabric.h"
+#include "ina/auth.h"
+#include "ina/pkt.h"
+#include "ina/wire.h"
+#include "pipeline.h"
+#include "tenants.h"
+#include "wire_check.h"
+
+#define KEY_A "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f"
+#define KEY_B "ICEiIyQlJicoKSorLC0uLzAxMjM0NTY3ODk6Ozw9Pj8=" /* base64 of 0x20..0x3f */
+
+static const char good_file[] = "# two tenants\n"
+				"tenants:\n"
+				"  - name: alice\n"
+				"    index: 1\n"
+				"    key: " KEY_A "\n"
+				"    jobs: 2\n"
+				"    slots: 8\n"
+				"    max_weight: 4\n"
+				"  - name: bob\n"
+				"    index: 2\n"
+				"    key: " KEY_B "\n"
+				"    jobs: 1\n"
+				"    slots: 4\n"
+				"    max_weight: 1\n";
+
+static struct tenants *
+good_tenants(void)
+{
+	char err[256];
+	struct tenants *t = tenants_parse(good_file, strlen(good_file), "t.yaml", err, sizeof(err));
+
+	if (!t)
+		fail_msg("good file refused: %s", err);
+	return t;
+}
+
+static void
+parse_good(void **state)
+{
+	struct tenants *t = good_tenants();
+	const struct tenant *a, *b;
+
+	(void)state;
+	assert_int_equal(t->count, 2);
+	a = tenants_get(t, 1);
+	b = tenants_get(t, 2);
+	assert_non_null(a);
+	assert_non_null(b);
+	assert_null(tenants_get(t, 3));
+	assert_null(tenants_get(t, 0));
+	assert_string_equal(a->name, "alice");
+	assert_int_equal(a->max_jobs, 2);
+	assert_int_equal(a->max_slots, 8);
+	assert_int_equal(a->max_weight, 4);
+	for (unsigned i = 0; i < 32; i++) {
+		assert_int_equal(a->key[i], i);
+		assert_int_equal(b->key[i], 0x20 + i);
+	}
+	tenants_free(t);
+}
+
+/* A tenant entry with one line replaced or dropped. */
+#define ENTRY(name, index, key, jobs, slots, weight) \
+	"tenants:\n  - name: " name "\n    index: " index "\n    key: " key "\n" \
+	"    jobs: " jobs "\n    slots: " slots "\n    max_weight: " weight "\n"
+
+static void
+parse_bad(void **state)
+{
+	static const struct {
+		const char *text;
+		const char *want; /* in the message */
+	} cases[] = {
+		{ "", "t.yaml:1: empty" },
+		{ "tenants: [\n", "t.yaml:2: not YAML" },
+		{ "tenant:\n  - name: a\n", "t.yaml:1: tenant: the file has one field, 'tenants'" },
+		{ "tenants: 3\n", "tenants: a list of tenants" },
+		{ "tenants: []\n", "no tenant given" },
+		{ "tenants:\n  - 3\n", "t.yaml:2: tenants[0]: expected a mapping" },
+		{ ENTRY("alice", "0", KEY_A, "1", "1", "1"),
+		  "t.yaml:3: index: '0' is not a number 1..255" },
+		{ ENTRY("alice", "256", KEY_A, "1", "1", "1"), "t.yaml:3: index: '256'" },
+		{ ENTRY("alice", "1x", KEY_A, "1", "1", "1"), "t.yaml:3: index: '1x'" },
+		{ ENTRY("alice", "1", "abcd", "1", "1", "1"),
+		  "t.yaml:4: tenants[0].key: 4 characters" },
+		{ ENTRY("alice", "1",
+			"zz0102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f", "1",
+			"1", "1"),
+		  "t.yaml:4: tenants[0].key: 64 characters but not hex" },
+		{ ENTRY("alice", "1", KEY_A, "0", "1", "1"), "t.yaml:5: jobs: '0'" },
+		{ ENTRY("alice", "1", KEY_A, "1", "-1", "1"), "t.yaml:6: slots: '-1'" },
+		{ ENTRY("alice", "1", KEY_A, "1", "1", "256"), "t.yaml:7: max_weight: '256'" },
+		{ ENTRY("al ice", "1", KEY_A, "1", "1", "1"),
+		  "t.yaml:2: tenants[0].name: 1 to 31" },
+		{ "tenants:\n  - name: a\n    index: 1\n    key: " KEY_A
+		  "\n    jobs: 1\n    slots: 1\n",
+		  "t.yaml:2: tenants[0]: no max_weight" },
+		{ "tenants:\n  - name: a\n    name: b\n",
+		  "t.yaml:3: tenants[0].name: given twice" },
+		{ "tenants:\n  - name: a\n    colour: red\n",
+		  "t.yaml:3: tenants[0].colour: unknown" },
+		{ "tenants:\n  - name: a\n    index: [1]\n",
+		  "t.yaml:3: tenants[0].index: expected a value" },
+		{ ENTRY("a", "1", KEY_A, "1", "1",
+			"1") "  - name: b\n    index: 1\n    key: " KEY_B
+			     "\n    jobs: 1\n    slots: 1\n    max_weight: 1\n",
+		  "t.yaml:8: tenants[1].index: 1 is tenant 'a''s already" },
+		{ ENTRY("a", "1", KEY_A, "1", "1",
+			"1") "  - name: a\n    index: 2\n    key: " KEY_B
+			     "\n    jobs: 1\n    slots: 1\n    max_weight: 1\n",
+		  "t.yaml:8: tenants[1].name: 'a' is given twice" },
+		{ "tenants:\n  - name: &n a\n    index: *n\n", "t.yaml:3: aliases" },
+		{ ENTRY("a", "1", KEY_A, "1", "1", "1") "---\ntenants: []\n", "one document only" },
+	};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char err[512];
+		struct tenants *t = tenants_parse(cases[i].text, strlen(cases[i].text), "t.yaml",
+						  err, sizeof(err));
+
+		if (t)
+			fail_msg("case %zu accepted:\n%s", i, cases[i].text);
+		if (!strstr(err, cases[i].want))
+			fail_msg("case %zu: '%s', want '%s'", i, err, cases[i].want);
+		/* A key's text never appears in a message. */
+		assert_null(strstr(err, KEY_A));
+		assert_null(strstr(err, "zz0203"));
+	}
+}
+
+/* A file others may read is refused (it holds keys). */
+static void
+load_mode(void **state)
+{
+	char path[] = "/tmp/ina-test-tenants.XXXXXX", err[512];
+	int fd = mkstemp(path);
+	FILE *f;
+	struct tenants *t;
+
+	(void)state;
+	assert_true(fd >= 0);
+	f = fdopen(fd, "w");
+	assert_non_null(f);
+	fputs(good_file, f);
+	fclose(f);
+	assert_int_equal(chmod(path, 0644), 0);
+	t = tenants_load(path, err, sizeof(err));
+	assert_null(t);
+	assert_non_null(strstr(err, "chmod 600"));
+	assert_int_equal(chmod(path, 0600), 0);
+	t = tenants_load(path, err, sizeof(err));
+	assert_non_null(t);
+	assert_int_equal(t->count, 2);
+	tenants_free(t);
+	unlink(path);
+	assert_null(tenants_load(path, err, sizeof(err)));
+	assert_non_null(strstr(err, "No such file"));
+}
+
+static void
+keys(void **state)
+{
+	uint8_t a[32], b[32];
+	char err[256];
+	struct ina_job_key k1, k2, k3, k4;
+
+	(void)state;
+	assert_int_equal(ina_auth_key_parse(KEY_A, a, err, sizeof(err)), 0);
+	assert_int_equal(ina_auth_key_parse("  " KEY_B "\n", b, err, sizeof(err)), 0);
+	assert_int_equal(a[31], 31);
+	assert_int_equal(b[0], 0x20);
+	assert_int_equal(ina_auth_key_parse(KEY_A "00", a, err, sizeof(err)), -EINVAL);
+	assert_int_equal(ina_auth_key_parse("abc def", a, err, sizeof(err)), -EINVAL);
+	assert_int_equal(ina_auth_key_parse("", a, err, sizeof(err)), -EINVAL);
+	assert_int_equal(ina_auth_key_parse(KEY_A, a, err, sizeof(err)), 0);
+	/* Per job, per tenant: all different, and the same every time. */
+	ina_auth_job_key(a, 0x01000005, &k1);
+	ina_auth_job_key(a, 0x01000006, &k2);
+	ina_auth_job_key(b, 0x01000005, &k3);
+	ina_auth_job_key(a, 0x01000005, &k4);
+	assert_memory_not_equal(k1.k, k2.k, sizeof(k1.k));
+	assert_memory_not_equal(k1.k, k3.k, sizeof(k1.k));
+	assert_memory_equal(k1.k, k4.k, sizeof(k1.k));
+}
+
+static void
+tags(void **state)
+{
+	uint8_t a[32], pkt[INA_HDR_SIZE + 64], copy[sizeof(pkt)];
+	char err[256];
+	struct ina_job_key k, other;
+
+	(void)state;
+	assert_int_equal(ina_auth_key_parse(KEY_A, a, err, sizeof(err)), 0);
+	ina_auth_job_key(a, 0x01000005, &k);
+	ina_auth_job_key(a, 0x01000006, &other);
+	for (size_t i = 0; i < sizeof(pkt); i++)
+		pkt[i] = (uint8_t)(i * 37 + 1);
+	ina_auth_sign(&k, pkt, sizeof(pkt));
+	memcpy(copy, pkt, sizeof(pkt));
+	assert_int_equal(ina_auth_check(&k, copy, sizeof(copy)), 1);
+	/* The field is zero after a check. */
+	for (int i = 0; i < 8; i++)
+		assert_int_equal(copy[INA_TAG_OFFSET + i], 0);
+	/* Any bit changed anywhere, the tag field included, fails. */
+	for (size_t i = 0; i < sizeof(pkt); i++) {
+		memcpy(copy, pkt, sizeof(pkt));
+		copy[i] ^= (uint8_t)(1u << (i % 8));
+		if (ina_auth_check(&k, copy, sizeof(copy)))
+			fail_msg("byte %zu changed and the tag still passed", i);
+	}
+	/* Another job's key, a cut packet, a short one. */
+	memcpy(copy, pkt, sizeof(pkt));
+	assert_int_equal(ina_auth_check(&other, copy, sizeof(copy)), 0);
+	memcpy(copy, pkt, sizeof(pkt));
+	assert_int_equal(ina_auth_check(&k, copy, sizeof(copy) - 1), 0);
+	assert_int_equal(ina_auth_check(&k, copy, INA_HDR_SIZE - 1), 0);
+}
+
+/* --- the pipeline in tenant mode, packet by packet ----------------------- */
+
+#define JOB_A (0x01000000u | 5u) /* alice's job 5 */
+#define JOB_B (0x02000000u | 5u) /* bob's job 5 */
+#define MAXB 4
+
+static const struct ina_peer any_peer; /* sw_send() sets the sender */
+
+struct sw {
+	struct ina_pkt_pool *pool;
+	struct pipeline *p;
+	struct tenants *t;
+	struct ina_job_key ka, kb;   /* the job keys of JOB_A and JOB_B */
+	struct ina_job_key ka_for_b; /* alice's key for JOB_B's id */
+};
+
+static void
+sw_init(struct sw *s, uint8_t policy)
+{
+	struct pipeline_config pc;
+
+	memset(s, 0, sizeof(*s));
+	s->t = good_tenants();
+	s->pool = ina_pkt_pool_create(64, 2048);
+	assert_non_null(s->pool);
+	pipeline_config_init(&pc);
+	pc.nb_slots = 16;
+	pc.slot_elems = MAXB;
+	pc.pool = s->pool;
+	pc.tenants = s->t;
+	pc.share.policy = policy;
+	pc.share_wait_ns = 0;
+	s->p = pipeline_create(&pc);
+	assert_non_null(s->p);
+	ina_auth_job_key(tenants_get(s->t, 1)->key, JOB_A, &s->ka);
+	ina_auth_job_key(tenants_get(s->t, 2)->key, JOB_B, &s->kb);
+	ina_auth_job_key(tenants_get(s->t, 1)->key, JOB_B, &s->ka_for_b);
+}
+
+static void
+sw_fini(struct sw *s)
+{
+	pipeline_destroy(s->p);
+	ina_pkt_pool_destroy(s->pool);
+	tenants_free(s->t);
+}
+
+/* Sends one packet, tagged under 'k' (NULL: not tagged), from host 'from';
+ * returns the answer (checked under 'k' when there is one) or NULL. */
+static struct ina_pkt *
+sw_send(struct sw *s, struct ina_pkt *in, const struct ina_job_key *k, int from)
+{
+	struct ina_pkt *out[1];
+
+	fabric_peer(&in->peer, from);
+	if (k)
+		ina_auth_sign(k, in->data, in->len);
+	if (pipeline_rx_burst(s->p, &in, 1, 1000, out) == 0)
+		return NULL;
+	if (k && !ina_auth_check(k, out[0]->data, out[0]->len))
+		fail_msg("the switch's answer does not carry the job's tag");
+	return out[0];
+}
+
+static struct ina_pkt *
+mk_join(struct sw *s, uint32_t job, uint16_t world, uint16_t lanes, uint8_t weight)
+{
+	struct ina_hdr h = wc_hdr(INA_T_JOIN, INA_ENC_F32, job, 0, 0, 0);
+	uint8_t pl[sizeof(struct ina_wire_join)];
+
+	h.block_size = MAXB;
+	ina_wire_encode_join(world, lanes, MAXB, pl);
+	ina_wire_join_set_weight(pl, weight);
+	return wc_mk_pkt(s->pool, &any_peer, &h, pl, sizeof(pl));
+}
+
+/* JOIN of rank 'rank' of 'job' (world 'world', one lane): the epoch. */
+static uint32_t
+join_ok(struct sw *s, uint32_t job, const struct ina_job_key *k, uint16_t rank, uint16_t world)
+{
+	struct ina_pkt *in = mk_join(s, job, world, 1, 1), *o;
+	struct ina_hdr h;
+
+	in->data[offsetof(struct ina_wire_hdr, rank) + 1] = (uint8_t)rank;
+	ina_auth_sign(k, in->data, in->len);
+	o = sw_send(s, in, k, rank);
+	assert_non_null(o);
+	ina_wire_decode_hdr(o->data, &h);
+	if (h.type != INA_T_JOIN_ACK)
+		fail_msg("job %#x rank %u: type %u, want JOIN_ACK", job, rank, h.type);
+	ina_pkt_free(o);
+	return h.epoch;
+}
+
+/* DATA of one block of MAXB floats 'v' (round 0, block 0, lane 0). */
+static struct ina_pkt *
+mk_data(struct sw *s, uint32_t job, uint32_t epoch, uint16_t rank, const float *v)
+{
+	struct ina_hdr h = wc_hdr(INA_T_DATA, INA_ENC_F32, job, epoch, rank, 0);
+	uint8_t pl[4 * MAXB];
+
+	h.tensor_id = 1;
+	h.tensor_len = MAXB;
+	h.block = 0;
+	h.next = INA_BLOCK_END;
+	h.block_size = MAXB;
+	h.n_elems = MAXB;
+	wc_put_words(pl, v, MAXB);
+	return wc_mk_pkt(s->pool, &any_peer, &h, pl, sizeof(pl));
+}
+
+static void
+forged_data_dropped(void **state)
+{
+	static const float real0[MAXB] = { 1, 2, 3, 4 }, real1[MAXB] = { 10, 20, 30, 40 },
+			   evil[MAXB] = { 1e6f, 1e6f, 1e6f, 1e6f };
+	struct sw s;
+	struct ina_job_key wrong;
+	struct ina_pkt *o;
+	struct wc_got g;
+	uint32_t epoch;
+
+	(void)state;
+	sw_init(&s, SHARE_FIRST_COME);
+	epoch = join_ok(&s, JOB_A, &s.ka, 0, 2);
+	assert_int_equal(join_ok(&s, JOB_A, &s.ka, 1, 2), epoch);
+	/* Rank 1's JOIN, tag and all, replayed from another address: it would
+	 * move rank 1's results there; dropped (rank_moved), unanswered. */
+	{
+		struct ina_pkt *j1 = mk_join(&s, JOB_A, 2, 1, 1);
+
+		j1->data[offsetof(struct ina_wire_hdr, rank) + 1] = 1;
+		assert_null(sw_send(&s, j1, &s.ka, 5));
+		assert_int_equal(pipeline_stats(s.p)->drop[PDROP_RANK_MOVED], 1);
+	}
+	/* An attacker who read a capture knows every header field, but not
+	 * the key: DATA for rank 1, from rank 1's own address, with a tag
+	 * made under another key, with none, and with a real packet's tag
+	 * over changed values. */
+	memset(&wrong, 0x5a, sizeof(wrong));
+	assert_null(sw_send(&s, mk_data(&s, JOB_A, epoch, 1, evil), &wrong, 1));
+	assert_null(sw_send(&s, mk_data(&s, JOB_A, epoch, 1, evil), NULL, 1));
+	o = mk_data(&s, JOB_A, epoch, 1, real1);
+	ina_auth_sign(&s.ka, o->data, o->len);
+	o->data[INA_HDR_SIZE] ^= 0x40; /* the tag copied, a value changed */
+	assert_null(sw_send(&s, o, NULL, 1));
+	/* Bob's key for alice's job id: bob cannot write into it either. */
+	ina_auth_job_key(tenants_get(s.t, 2)->key, JOB_A, &wrong);
+	assert_null(sw_send(&s, mk_data(&s, JOB_A, epoch, 1, evil), &wrong, 1));
+	assert_int_equal(pipeline_stats(s.p)->drop[PDROP_AUTH], 4);
+	assert_int_equal(pipeline_stats(s.p)->duplicates, 0);
+	/* The real ones make the sum, exact. */
+	assert_null(sw_send(&s, mk_data(&s, JOB_A, epoch, 0, real0), &s.ka, 0));
+	o = sw_send(&s, mk_data(&s, JOB_A, epoch, 1, real1), &s.ka, 1);
+	assert_non_null(o);
+	wc_decode(&g, o, NULL);
+	assert_int_equal(g.h.type, INA_T_RESULT);
+	{
+		/* Fanned out to both ranks where they joined from. */
+		struct ina_peer want;
+
+		assert_true(g.fanout);
+		assert_int_equal(g.dst_mask, 3);
+		fabric_peer(&want, 1);
+		assert_true(ina_peer_equal(&g.dsts[1], &want));
+	}
+	{
+		static const float sum[MAXB] = { 11, 22, 33, 44 };
+
+		wc_assert_words(&g, sum, MAXB);
+	}
+	ina_pkt_free(o);
+	/* A replay of rank 1's real DATA: answered from the shadow with the
+	 * same sum, never added again. */
+	o = sw_send(&s, mk_data(&s, JOB_A, epoch, 1, real1), &s.ka, 1);
+	assert_non_null(o);
+	wc_decode(&g, o, NULL);
+	{
+		static const float sum[MAXB] = { 11, 22, 33, 44 };
+
+		wc_assert_words(&g, sum, MAXB);
+	}
+	ina_pkt_free(o);
+	/* A packet of no tenant, and a short one: dropped as well. */
+	assert_null(sw_send(&s, mk_data(&s, 0x07000005u, epoch, 1, evil), &s.ka, 1));
+	o = ina_pkt_alloc(s.pool);
+	o->len = 10;
+	memset(o->data, 0, 10);
+	assert_null(sw_send(&s, o, NULL, 1));
+	assert_int_equal(pipeline_stats(s.p)->drop[PDROP_AUTH], 6);
+	sw_fini(&s);
+}
+
+static void
+tenants_isolated(void **state)
+{
+	static const float va[MAXB] = { 1, 1, 1, 1 }, vb[MAXB] = { 2, 2, 2, 2 };
+	struct sw s;
+	struct ina_pkt *o;
+	struct wc_got g;
+	uint32_t ea, eb;
+
+	(void)state;
+	sw_init(&s, SHARE_FIRST_COME);
+	/* Both tenants' job 5: two jobs, the ids differ in the tenant byte. */
+	ea = join_ok(&s, JOB_A, &s.ka, 0, 1);
+	eb = join_ok(&s, JOB_B, &s.kb, 0, 1);
+	assert_int_equal(pipeline_nb_jobs(s.p), 2);
+	assert_int_not_equal(ea, eb);
+	/* Alice, knowing bob's job id and epoch, cannot join, feed or end it:
+	 * her key for its id is not bob's. */
+	assert_null(sw_send(&s, mk_join(&s, JOB_B, 1, 1, 1), &s.ka_for_b, 0));
+	assert_null(sw_send(&s, mk_data(&s, JOB_B, eb, 0, va), &s.ka_for_b, 0));
+	{
+		struct ina_hdr h = wc_hdr(INA_T_LEAVE, INA_ENC_F32, JOB_B, eb, 0, 0);
+
+		assert_null(sw_send(&s, wc_mk_pkt(s.pool, &any_peer, &h, NULL, 0), &s.ka_for_b, 0));
+	}
+	assert_int_equal(pipeline_stats(s.p)->drop[PDROP_AUTH], 3);
+	assert_int_equal(pipeline_nb_jobs(s.p), 2);
+	/* Each job sums its own. */
+	o = sw_send(&s, mk_data(&s, JOB_A, ea, 0, va), &s.ka, 0);
+	assert_non_null(o);
+	wc_decode(&g, o, NULL);
+	wc_assert_words(&g, va, MAXB);
+	ina_pkt_free(o);
+	o = sw_send(&s, mk_data(&s, JOB_B, eb, 0, vb), &s.kb, 0);
+	assert_non_null(o);
+	wc_decode(&g, o, NULL);
+	assert_int_equal(g.h.job_id, JOB_B);
+	wc_assert_words(&g, vb, MAXB);
+	ina_pkt_free(o);
+	sw_fini(&s);
+}
+
+/* The ERROR a JOIN draws: its text. */
+static void
+refused(struct sw *s, struct ina_pkt *in, const struct ina_job_key *k, uint16_t code,
+	const char *want)
+{
+	struct ina_pkt *o = sw_send(s, in, k, 3);
+	struct ina_hdr h;
+	char text[INA_ERROR_MSG_MAX + 1];
+	size_t n;
+
+	assert_non_null(o);
+	ina_wire_decode_hdr(o->data, &h);
+	assert_int_equal(h.type, INA_T_ERROR);
+	assert_int_equal(h.status, code);
+	n = o->len - INA_HDR_SIZE;
+	memcpy(text, o->data + INA_HDR_SIZE, n);
+	text[n] = '\0';
+	if (!strstr(text, want))
+		fail_msg("'%s', want '%s'", text, want);
+	ina_pkt_free(o);
+}
+
+static void
+quotas(void **state)
+{
+	struct sw s;
+	struct ina_job_key k6, k7, kb6;
+	uint32_t j6 = 0x01000006u, j7 = 0x01000007u, jb6 = 0x02000006u;
+
+	(void)state;
+	sw_init(&s, SHARE_FIRST_COME);
+	ina_auth_job_key(tenants_get(s.t, 1)->key, j6, &k6);
+	ina_auth_job_key(tenants_get(s.t, 1)->key, j7, &k7);
+	ina_auth_job_key(tenants_get(s.t, 2)->key, jb6, &kb6);
+	/* alice: weight at most 4, 8 slots, 2 jobs. */
+	refused(&s, mk_join(&s, JOB_A, 1, 1, 5), &s.ka, INA_WERR_UNSUPPORTED,
+		"job 5: weight 5 is above tenant alice's largest, 4");
+	refused(&s, mk_join(&s, JOB_A, 1, 9, 1), &s.ka, INA_WERR_NO_SLOTS,
+		"job 5: its 9 slots would bring tenant alice to 9, above its quota of 8");
+	{
+		struct ina_pkt *o = sw_send(&s, mk_join(&s, JOB_A, 1, 6, 4), &s.ka, 0);
+
+		assert_non_null(o);
+		assert_int_equal(o->data[1], INA_T_JOIN_ACK);
+		ina_pkt_free(o);
+	}
+	refused(&s, mk_join(&s, j6, 1, 3, 1), &k6, INA_WERR_NO_SLOTS,
+		"its 3 slots would bring tenant alice to 9, above its quota of 8");
+	assert_int_equal(join_ok(&s, j6, &k6, 0, 1) != 0, 1); /* 1 + 6 slots */
+	refused(&s, mk_join(&s, j7, 1, 1, 1), &k7, INA_WERR_NO_JOBS,
+		"job 7: tenant alice already runs 2 jobs, its quota");
+	/* bob is not held back by alice's use. */
+	assert_int_equal(join_ok(&s, jb6, &kb6, 0, 1) != 0, 1);
+	assert_int_equal(pipeline_stats(s.p)->jobs_refused, 4);
+	sw_fini(&s);
+}
+
+/* --share fair: alice's two jobs of weight 4 hold the pool; bob's job of
+ * weight 1 still has half of it as its share (each tenant shares its own
+ * half), where by job weights alone it would have 1 slot in 9. */
+static void
+fair_between_tenants(void **state)
+{
+	struct sw s;
+	struct ina_job_key k6;
+	struct ina_pkt *o;
+
+	(void)state;
+	sw_init(&s, SHARE_FAIR);
+	s.t->by_index[1].max_slots = 16; /* alice's quota out of the way */
+	s.t->by_index[2].max_weight = 4;
+	ina_auth_job_key(tenants_get(s.t, 1)->key, 0x01000006u, &k6);
+	o = sw_send(&s, mk_join(&s, JOB_A, 1, 8, 4), &s.ka, 0);
+	assert_non_null(o);
+	assert_int_equal(o->data[1], INA_T_JOIN_ACK);
+	ina_pkt_free(o);
+	o = sw_send(&s, mk_join(&s, 0x01000006u, 1, 8, 4), &k6, 1);
+	assert_non_null(o);
+	assert_int_equal(o->data[1], INA_T_JOIN_ACK);
+	ina_pkt_free(o);
+	assert_int_equal(pipeline_free_slots(s.p), 0);
+	/* No give-back here (share_wait 0): the refusal states bob's share. */
+	refused(&s, mk_join(&s, JOB_B, 1, 16, 1), &s.kb, INA_WERR_NO_SLOTS,
+		"job 33554437: its fair share is 8 slots");
+	sw_fini(&s);
+}
+
+/* --- real engines, lossy fabric, replays --------------------------------- */
+
+#define FW 3
+#define FLANES 4
+#define FB 16
+#define FN 200
+
+struct capture {
+	uint8_t data[512][INA_HDR_SIZE + 4 * FB];
+	uint16_t len[512];
+	struct ina_peer peer[512];
+	unsigned n;
+	int on;
+};
+
+static void
+cap_in(void *arg, const struct ina_pkt *pkt)
+{
+	struct capture *c = arg;
+
+	if (!c->on || c->n == 512 || pkt->len > sizeof(c->data[0]))
+		return;
+	memcpy(c->data[c->n], pkt->data, pkt->len);
+	c->len[c->n] = (uint16_t)pkt->len;
+	c->peer[c->n] = pkt->peer;
+	c->n++;
+}
+
+static void
+fabric_round(struct fabric *f, uint32_t k)
+{
+	static float bufs[FW][FN], outs[FW][FN];
+	float *ins[FW], *o[FW];
+	uint16_t world = f->world;
+
+	for (uint16_t r = 0; r < world; r++) {
+		for (uint32_t i = 0; i < FN; i++)
+			bufs[r][i] = (float)((i * 7 + r * 3 + k * 5) % 23) - 11.0f;
+		ins[r] = bufs[r];
+		o[r] = outs[r];
+	}
+	assert_int_equal(fabric_allreduce(f, 1, ins, o, FN, FB, ENGINE_SUM), 0);
+	for (uint16_t r = 0; r < world; r++)
+		for (uint32_t i = 0; i < FN; i++) {
+			float want = 0;
+
+			for (uint16_t q = 0; q < world; q++)
+				want += bufs[q][i];
+			if (outs[r][i] != want)
+				fail_msg("round %u rank %u element %u: %g, want %g", k, r, i,
+					 (double)outs[r][i], (double)want);
+		}
+}
+
+static void
+engines_replayed(void **state)
+{
+	static struct capture cap;
+	struct tenants *t = good_tenants();
+	struct pipeline_config pc;
+	struct engine_config ec;
+	struct fabric f;
+	uint64_t replayed = 0;
+
+	(void)state;
+	pipeline_config_init(&pc);
+	pc.nb_slots = 8;
+	pc.slot_elems = FB;
+	pc.tenants = t;
+	engine_config_init(&ec);
+	ec.job_id = JOB_A;
+	ec.auth = 1;
+	ina_auth_job_key(tenants_get(t, 1)->key, JOB_A, &ec.key);
+	fabric_init(&f, FW, FLANES, FB, INA_ENC_F32, &pc, &ec);
+	f.faults.drop_rate = 0.05;
+	f.faults.dup_rate = 0.05;
+	f.faults.shuffle = 1;
+	f.faults.seed = 19;
+	memset(&cap, 0, sizeof(cap));
+	f.tap_in = cap_in;
+	f.tap_arg = &cap;
+	assert_int_equal(fabric_join(&f), 0);
+	cap.on = 1;
+	fabric_round(&f, 0);
+	cap.on = 0;
+	assert_true(cap.n > 0);
+	for (uint32_t k = 1; k <= 4; k++) {
+		/* Every packet of round 0, tags intact, replayed into the
+		 * switch before round k: each is an old round's (a shadow
+		 * answer at most, whose stale sum the engines drop), never
+		 * added to an open block. */
+		for (unsigned i = 0; i < cap.n; i++) {
+			struct ina_pkt *in = ina_pkt_alloc(f.pool), *out[1];
+
+			assert_non_null(in);
+			memcpy(in->data, cap.data[i], cap.len[i]);
+			in->len = cap.len[i];
+			in->peer = cap.peer[i];
+			if (in->data[1] == INA_T_JOIN) {
+				ina_pkt_free(in); /* a JOIN of the running job: the ack again */
+				continue;
+			}
+			if (pipeline_rx_burst(f.sw, &in, 1, f.now, out))
+				ina_pkt_free(out[0]);
+			replayed++;
+		}
+		fabric_round(&f, k);
+	}
+	assert_true(replayed > 0);
+	/* The replays carried valid tags: none failed; the engines' own
+	 * packets never did either. */
+	assert_int_equal(pipeline_stats(f.sw)->drop[PDROP_AUTH], 0);
+	for (uint16_t r = 0; r < FW; r++)
+		assert_int_equal(engine_stats(f.hosts[r])->auth_fail, 0);
+	assert_int_equal(fabric_finish(&f), 0);
+	fabric_fini(&f);
+	tenants_free(t);
+}
+
+/* A switch->worker packet with a wrong tag never reaches the engine. */
+static void
+engine_drops_forged(void **state)
+{
+	struct tenants *t = good_tenants();
+	struct pipeline_config pc;
+	struct engine_config ec;
+	struct fabric f;
+	struct ina_pkt *in;
+	struct ina_hdr h;
+
+	(void)state;
+	pipeline_config_init(&pc);
+	pc.nb_slots = 8;
+	pc.slot_elems = FB;
+	pc.tenants = t;
+	engine_config_init(&ec);
+	ec.job_id = JOB_A;
+	ec.auth = 1;
+	ina_auth_job_key(tenants_get(t, 1)->key, JOB_A, &ec.key);
+	fabric_init(&f, 1, FLANES, FB, INA_ENC_F32, &pc, &ec);
+	assert_int_equal(fabric_join(&f), 0);
+	/* A forged ERROR LEFT from "the switch": it would end the job. */
+	h = wc_hdr(INA_T_ERROR, INA_ENC_F32, JOB_A, engine_epoch(f.hosts[0]), INA_RANK_SWITCH, 0);
+	h.status = INA_WERR_LEFT;
+	in = wc_mk_pkt(f.pool, &any_peer, &h, "x", 1);
+	fabric_peer(&in->peer, FABRIC_SWITCH);
+	ina_auth_sign(&(struct ina_job_key){ { 1 } }, in->data, in->len);
+	engine_rx(f.hosts[0], &in, 1, f.now);
+	assert_int_equal(engine_stats(f.hosts[0])->auth_fail, 1);
+	assert_int_equal(engine_error(f.hosts[0]), 0);
+	fabric_round(&f, 0); /* the job runs on, its sums exact */
+	fabric_fini(&f);
+	tenants_free(t);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(parse_good),
+		cmocka_unit_test(parse_bad),
+		cmocka_unit_test(load_mode),
+		cmocka_unit_test(keys),
+		cmocka_unit_test(tags),
+		cmocka_unit_test(forged_data_dropped),
+		cmocka_unit_test(tenants_isolated),
+		cmocka_unit_test(quotas),
+		cmocka_unit_test(fair_between_tenants),
+		cmocka_unit_test(engines_replayed),
+		cmocka_unit_test(engine_drops_forged),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
