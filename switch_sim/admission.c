@@ -491,9 +491,21 @@ admit_new(struct pipeline *p, struct ina_pkt *in, const struct ina_hdr *h,
 					     "its fair share of the slots is under its minimum");
 		if (g == 0) {
 			p->st.jobs_refused++;
-			/* What is free, and how many jobs share it, is not told
-			 * to a JOIN that proved no secret (PROTOCOL 2.6). */
-			(void)share;
+			/* What is free, and how many jobs share it, is told only
+			 * to a JOIN that proved its tenant's key (PROTOCOL 5.1):
+			 * in token mode anyone can make up a token. */
+			if (p->cfg.tenants)
+				return pl_send_error(p, in, h, INA_WERR_NO_SLOTS,
+						     "job %" PRIu32 ": its fair share is %" PRIu32
+						     " slots (weight %u of %u jobs), %" PRIu32
+						     " free in "
+						     "one run; it needs at least %" PRIu32,
+						     h->job_id, share, weight ? weight : 1u,
+						     (unsigned)(p->nb_jobs + 1),
+						     slots_longest_free(p),
+						     p->cfg.share.min_slots < nb32
+							     ? p->cfg.share.min_slots
+							     : nb32);
 			return pl_send_error(p, in, h, INA_WERR_NO_SLOTS,
 					     "job %" PRIu32
 					     ": its fair share of the slots is under "
@@ -533,6 +545,14 @@ admit_new(struct pipeline *p, struct ina_pkt *in, const struct ina_hdr *h,
 				     "no room for its lanes");
 	if (base < 0 && k > 1) {
 		p->st.jobs_refused++;
+		if (p->cfg.tenants)
+			return pl_send_error(p, in, h, INA_WERR_NO_SLOTS,
+					     "job %" PRIu32
+					     ": needs %u contiguous slots in each of "
+					     "%u partitions (%u lanes); %" PRIu32 " of %" PRIu32
+					     " are free",
+					     h->job_id, nb, k, lanes, p->free_slots,
+					     p->cfg.nb_slots);
 		return pl_send_error(p, in, h, INA_WERR_NO_SLOTS,
 				     "job %" PRIu32 ": needs %u contiguous slots in each of %u"
 				     " partitions (%u lanes); no such run is free",
@@ -540,6 +560,13 @@ admit_new(struct pipeline *p, struct ina_pkt *in, const struct ina_hdr *h,
 	}
 	if (base < 0) {
 		p->st.jobs_refused++;
+		if (p->cfg.tenants)
+			return pl_send_error(p, in, h, INA_WERR_NO_SLOTS,
+					     "job %" PRIu32
+					     ": needs %u contiguous slots (%s); %" PRIu32
+					     " of %" PRIu32 " are free",
+					     h->job_id, nb, ssp ? "S + 2 per lane" : "one per lane",
+					     p->free_slots, p->cfg.nb_slots);
 		return pl_send_error(p, in, h, INA_WERR_NO_SLOTS,
 				     "job %" PRIu32 ": needs %u contiguous slots (%s); no such run "
 				     "is free",
