@@ -45,8 +45,12 @@
  * two-tier job can carry lies in INA_EXP_MIN..INA_EXP_MAX; any other value is
  * refused (bad_exp), never clamped. f32, bf16, and a 'next' of END: 0.
  */
-#define INA_EXP_MIN (-148 - 6)
-#define INA_EXP_MAX (128 + 6 + 6)
+#define INA_EXP_FLOAT_MIN \
+	(-148) /* the smallest subnormal's; also what an
+					* all-zero block announces */
+#define INA_EXP_FLOAT_MAX 128
+#define INA_EXP_MIN (INA_EXP_FLOAT_MIN - 6)
+#define INA_EXP_MAX (INA_EXP_FLOAT_MAX + 6 + 6)
 
 typedef uint16_t ina_be16;
 typedef uint32_t ina_be32;
