@@ -107,6 +107,8 @@ struct fjob {
 	/* The last result's block and version bit, for retransmissions. */
 	uint32_t last[MAX_LANES];
 	uint8_t last_ver[MAX_LANES];
+	/* With JOIN cookies: the cookie each rank's address was sent. */
+	uint64_t cookie[INA_MAX_WORLD];
 };
 
 /* Which ranks sent a valid DATA packet for one block of one job run. */
@@ -331,6 +333,7 @@ note_data(struct fz *f, const struct ina_pkt *pkt)
 struct tally {
 	uint64_t results, results_empty, results_deferred, result_bytes;
 	uint64_t shadow_replies, waits, join_acks, fin_acks, errors, errors_left, errors_dead;
+	uint64_t cookies;    /* ERROR COOKIE to an unproven JOIN */
 	uint64_t errors_old; /* UNSUPPORTED to a JOIN of the older version */
 	uint64_t repls, announces;
 	uint64_t up; /* a rack's packets to the spine */
@@ -489,6 +492,20 @@ check_output(struct fz *f, const struct ina_pkt *o, struct tally *t)
 		break;
 	case INA_T_ERROR:
 		FZ_CHECK(h.status >= INA_WERR_NO_SLOTS && h.status <= INA_WERR_MAX);
+		if (h.status == INA_WERR_COOKIE) {
+			/* No larger than the JOIN it answers, to its source only;
+			 * learnt for that rank's next JOIN. */
+			unsigned k = o->peer.bytes[0];
+			unsigned rank = o->peer.bytes[1] | (unsigned)o->peer.bytes[2] << 8;
+
+			FZ_CHECK(f->cfg.join_cookie && !o->dsts);
+			FZ_CHECK(o->len == INA_HDR_SIZE);
+			FZ_CHECK(ina_wire_cookie(&h) != 0);
+			if (k < NB_JOBS && rank < INA_MAX_WORLD && f->jobs[k].id == h.job_id)
+				f->jobs[k].cookie[rank] = ina_wire_cookie(&h);
+			t->cookies++;
+			break;
+		}
 		FZ_CHECK(o->len > INA_HDR_SIZE);
 		if (h.status == INA_WERR_LEFT)
 			t->errors_left++;
@@ -584,9 +601,14 @@ flush(struct fz *f, int quiet)
 		 st->drop_wire[INA_WIRE_BAD_VERSION] - before.drop_wire[INA_WIRE_BAD_VERSION]);
 	if (!f->from_spine) {
 		/* (a rack answers the spine's packets with these too) */
-		FZ_CHECK(t.join_acks + t.errors <= st->joins - before.joins);
+		FZ_CHECK(t.join_acks + t.errors + t.cookies <= st->joins - before.joins);
+		FZ_CHECK(t.cookies <=
+			 st->drop[PDROP_JOIN_UNPROVEN] - before.drop[PDROP_JOIN_UNPROVEN]);
 		FZ_CHECK(t.fin_acks <= st->fins - before.fins);
-		FZ_CHECK(t.errors_left <= st->leaves - before.leaves);
+		/* LEFT answers a LEAVE, or a JOIN from a rank's new address
+		 * that ended the run (counted aborted, PROTOCOL 5.1). */
+		FZ_CHECK(t.errors_left + t.errors_dead <=
+			 st->leaves - before.leaves + st->jobs_aborted - before.jobs_aborted);
 		FZ_CHECK(t.errors_dead <= st->jobs_aborted - before.jobs_aborted);
 	}
 	FZ_CHECK(t.up ==
@@ -675,6 +697,7 @@ op_join(struct fz *f, struct fz_in *in, uint8_t op)
 	}
 	rank = (uint16_t)(fz_u8(in) % j->world);
 	h = base_hdr(j, INA_T_JOIN, rank);
+	ina_wire_set_cookie(&h, j->cookie[rank]); /* 0 until one came */
 	if (op & 0x20)
 		h.token ^= 1; /* not the job's secret */
 	if (op & 0x40) {
@@ -1075,6 +1098,9 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			}
 		}
 	}
+	/* JOIN cookies (PROTOCOL 5.1): the JOINs built echo what came. */
+	f.cfg.join_cookie = (uint8_t)((b / 54) % 2);
+	memset(f.cfg.secret, 0xc5, sizeof(f.cfg.secret));
 	if (f.role == 0 && (b / 27) % 2) {
 		f.tenants = &fz_tenants;
 		f.cfg.tenants = &fz_tenants;

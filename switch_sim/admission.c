@@ -10,6 +10,8 @@
 #include <string.h>
 
 #include "admission.h"
+#include "cookie.h"
+#include "reply_limit.h"
 #include "ssp.h"
 #include "uplink.h"
 
@@ -489,12 +491,26 @@ admit_new(struct pipeline *p, struct ina_pkt *in, const struct ina_hdr *h,
 					     "its fair share of the slots is under its minimum");
 		if (g == 0) {
 			p->st.jobs_refused++;
+			/* What is free, and how many jobs share it, is told only
+			 * to a JOIN that proved its tenant's key (PROTOCOL 5.1):
+			 * in token mode anyone can make up a token. */
+			if (p->cfg.tenants)
+				return pl_send_error(p, in, h, INA_WERR_NO_SLOTS,
+						     "job %" PRIu32 ": its fair share is %" PRIu32
+						     " slots (weight %u of %u jobs), %" PRIu32
+						     " free in "
+						     "one run; it needs at least %" PRIu32,
+						     h->job_id, share, weight ? weight : 1u,
+						     (unsigned)(p->nb_jobs + 1),
+						     slots_longest_free(p),
+						     p->cfg.share.min_slots < nb32
+							     ? p->cfg.share.min_slots
+							     : nb32);
 			return pl_send_error(p, in, h, INA_WERR_NO_SLOTS,
-					     "job %" PRIu32 ": its fair share is %" PRIu32
-					     " slots (weight %u of %u jobs), %" PRIu32 " free in "
-					     "one run; it needs at least %" PRIu32,
-					     h->job_id, share, weight ? weight : 1u,
-					     (unsigned)(p->nb_jobs + 1), slots_longest_free(p),
+					     "job %" PRIu32
+					     ": its fair share of the slots is under "
+					     "the %" PRIu32 " it needs at least",
+					     h->job_id,
 					     p->cfg.share.min_slots < nb32 ? p->cfg.share.min_slots
 									   : nb32);
 		}
@@ -529,18 +545,32 @@ admit_new(struct pipeline *p, struct ina_pkt *in, const struct ina_hdr *h,
 				     "no room for its lanes");
 	if (base < 0 && k > 1) {
 		p->st.jobs_refused++;
+		if (p->cfg.tenants)
+			return pl_send_error(p, in, h, INA_WERR_NO_SLOTS,
+					     "job %" PRIu32
+					     ": needs %u contiguous slots in each of "
+					     "%u partitions (%u lanes); %" PRIu32 " of %" PRIu32
+					     " are free",
+					     h->job_id, nb, k, lanes, p->free_slots,
+					     p->cfg.nb_slots);
 		return pl_send_error(p, in, h, INA_WERR_NO_SLOTS,
 				     "job %" PRIu32 ": needs %u contiguous slots in each of %u"
-				     " partitions (%u lanes); %" PRIu32 " of %" PRIu32 " are free",
-				     h->job_id, nb, k, lanes, p->free_slots, p->cfg.nb_slots);
+				     " partitions (%u lanes); no such run is free",
+				     h->job_id, nb, k, lanes);
 	}
 	if (base < 0) {
 		p->st.jobs_refused++;
+		if (p->cfg.tenants)
+			return pl_send_error(p, in, h, INA_WERR_NO_SLOTS,
+					     "job %" PRIu32
+					     ": needs %u contiguous slots (%s); %" PRIu32
+					     " of %" PRIu32 " are free",
+					     h->job_id, nb, ssp ? "S + 2 per lane" : "one per lane",
+					     p->free_slots, p->cfg.nb_slots);
 		return pl_send_error(p, in, h, INA_WERR_NO_SLOTS,
-				     "job %" PRIu32 ": needs %u contiguous slots (%s); %" PRIu32
-				     " of %" PRIu32 " are free",
-				     h->job_id, nb, ssp ? "S + 2 per lane" : "one per lane",
-				     p->free_slots, p->cfg.nb_slots);
+				     "job %" PRIu32 ": needs %u contiguous slots (%s); no such run "
+				     "is free",
+				     h->job_id, nb, ssp ? "S + 2 per lane" : "one per lane");
 	}
 	if (p->waiting && p->wait_job_id == h->job_id && p->wait_token == h->token)
 		p->waiting = 0;
@@ -627,8 +657,75 @@ rebind(struct pipeline *p, struct ina_pkt *in, struct job *j, const struct ina_h
 	return o;
 }
 
+/*
+ * A JOIN whose source has not proved it receives (PROTOCOL 5.1): answered
+ * with a header-only ERROR COOKIE, 56 bytes to the JOIN's 64, carrying the
+ * cookie of its address; nothing is kept.
+ */
+static struct ina_pkt *
+send_cookie(struct pipeline *p, struct ina_pkt *in, const struct ina_hdr *h, uint64_t now)
+{
+	struct ina_hdr c;
+	struct ina_pkt *o;
+
+	p->st.drop[PDROP_JOIN_UNPROVEN]++;
+	o = pl_answer_buf(p, in, INA_HDR_SIZE);
+	if (!o)
+		return NULL;
+	memset(&c, 0, sizeof(c));
+	c.version = INA_WIRE_VERSION;
+	c.type = INA_T_ERROR;
+	c.encoding = h->encoding;
+	c.job_id = h->job_id;
+	c.token = h->token;
+	c.rank = INA_RANK_SWITCH;
+	c.status = INA_WERR_COOKIE;
+	ina_wire_set_cookie(&c, cookie_make(p->cfg.secret, &o->peer, h->job_id, now));
+	ina_wire_encode_hdr(&c, o->data);
+	o->len = INA_HDR_SIZE;
+	return o;
+}
+
+/* The JOIN's source proved it receives: it echoes its cookie, or it is the
+ * address its rank is bound to (which proved it when it joined). */
+static int
+join_proven(const struct pipeline *p, const struct ina_pkt *in, const struct ina_hdr *h,
+	    const struct job *j, uint64_t now)
+{
+	if (j && (j->joined >> h->rank & 1) && ina_peer_equal(&in->peer, &j->peers[h->rank]))
+		return 1;
+	return cookie_valid(p->cfg.secret, &in->peer, h->job_id, now, ina_wire_cookie(h));
+}
+
+static struct ina_pkt *join_answer(struct pipeline *p, struct ina_pkt *in, const struct ina_hdr *h,
+				   uint64_t now);
+
 struct ina_pkt *
 admission_join(struct pipeline *p, struct ina_pkt *in, const struct ina_hdr *h, uint64_t now)
+{
+	struct ina_pkt *o;
+
+	p->st.joins++;
+	if (p->cfg.join_cookie) {
+		struct job *j = pl_job_find(p, h->job_id);
+
+		if (!(j && j->params.token != h->token) && !join_proven(p, in, h, j, now))
+			return send_cookie(p, in, h, now);
+	}
+	o = join_answer(p, in, h, now);
+	if (o && o->data[1] == INA_T_ERROR && !o->dsts &&
+	    !reply_limit_take(p->limit, &o->peer, now)) {
+		/* An ERROR to the JOIN's source (up to 4 times its size):
+		 * budgeted per source. A fan-out to a job's ranks is not. */
+		p->st.drop[PDROP_RATE_LIMITED]++;
+		ina_pkt_free(o);
+		return NULL;
+	}
+	return o;
+}
+
+static struct ina_pkt *
+join_answer(struct pipeline *p, struct ina_pkt *in, const struct ina_hdr *h, uint64_t now)
 {
 	uint16_t world, lanes, max_block;
 	uint8_t standby = (h->flags & INA_F_STANDBY) != 0;
@@ -638,7 +735,6 @@ admission_join(struct pipeline *p, struct ina_pkt *in, const struct ina_hdr *h, 
 	uint8_t weight = ina_wire_join_weight(in->data + INA_HDR_SIZE);
 
 	ina_wire_decode_join(in->data + INA_HDR_SIZE, &world, &lanes, &max_block);
-	p->st.joins++;
 	if (j && j->params.token != h->token) {
 		/* Not this job's secret: dropped and counted, never answered. */
 		p->st.drop_wire[INA_WIRE_WRONG_TOKEN]++;

@@ -23,6 +23,7 @@
  * not start (EAL, the port).
  */
 #include <arpa/inet.h>
+#include <sodium.h>
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
@@ -167,6 +168,14 @@ usage(FILE *f)
 		"                        queue=all,queues=K); with fewer lcores than K they\n"
 		"                        share them, in turn (default 1: one loop); after\n"
 		"                        the '--' (before it, --lcores is EAL's own option)\n"
+		"  --join-cookie on|off  on (default): a JOIN must first echo a cookie the\n"
+		"                        switch sends its address (an answer no larger than\n"
+		"                        the JOIN), so that a JOIN from a forged address\n"
+		"                        creates nothing and draws nothing larger; off: for\n"
+		"                        workers older than the cookie\n"
+		"  --reply-rate N        ERRORs to JOINs and shadow replies a source address\n"
+		"                        may draw a second, in bursts of up to 1024 (default\n"
+		"                        20000; 0: no limit)\n"
 		"  --metrics ADDR:PORT   serve the counters over HTTP for Prometheus: GET\n"
 		"                        http://ADDR:PORT/metrics (e.g. 127.0.0.1:9101;\n"
 		"                        default off)\n"
@@ -202,6 +211,8 @@ enum {
 	OPT_HOST_MODE,
 	OPT_SHARE_WAIT,
 	OPT_METRICS,
+	OPT_JOIN_COOKIE,
+	OPT_REPLY_RATE,
 };
 
 static void
@@ -234,6 +245,8 @@ parse_args(int argc, char **argv, struct switch_config *c)
 		{ "host-mode", no_argument, NULL, OPT_HOST_MODE },
 		{ "share-wait-ms", required_argument, NULL, OPT_SHARE_WAIT },
 		{ "metrics", required_argument, NULL, OPT_METRICS },
+		{ "join-cookie", required_argument, NULL, OPT_JOIN_COOKIE },
+		{ "reply-rate", required_argument, NULL, OPT_REPLY_RATE },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -243,6 +256,12 @@ parse_args(int argc, char **argv, struct switch_config *c)
 	memset(c, 0, sizeof(*c));
 	pipeline_config_init(&c->pipe);
 	c->pipe.on_event = pipeline_log_event; /* the pipeline's events, logged */
+	/* The secret of the JOIN cookies and the reply budgets' table, new at
+	 * every start (a cookie outlives no switch). */
+	if (sodium_init() < 0)
+		ina_die("libsodium failed to start");
+	randombytes_buf(c->pipe.secret, sizeof(c->pipe.secret));
+	c->pipe.join_cookie = 1;
 	c->listen = "0.0.0.0:9150";
 	c->lcores = 1;
 	c->drain_ns = 2000 * INA_NS_PER_MS;
@@ -305,6 +324,18 @@ parse_args(int argc, char **argv, struct switch_config *c)
 			if (parse_ipv4_port(optarg, &c->pipe.host_aggregator_ipv4,
 					    &c->pipe.host_aggregator_port) < 0)
 				ina_die("--host-aggregator: '%s' is not IPV4:PORT", optarg);
+			break;
+		case OPT_JOIN_COOKIE:
+			if (strcmp(optarg, "on") == 0)
+				c->pipe.join_cookie = 1;
+			else if (strcmp(optarg, "off") == 0)
+				c->pipe.join_cookie = 0;
+			else
+				ina_die("--join-cookie: on or off, not '%s'", optarg);
+			break;
+		case OPT_REPLY_RATE:
+			c->pipe.reply_rate = (uint32_t)ina_cli_u64("reply-rate", optarg, 0,
+								   100000000);
 			break;
 		case OPT_HOST_MODE:
 			c->pipe.host_mode = 1;

@@ -29,6 +29,7 @@
 #include "admission.h"
 #include "pipeline_int.h"
 #include "replica.h"
+#include "reply_limit.h"
 #include "ssp.h"
 #include "uplink.h"
 
@@ -57,6 +58,8 @@ static const char *const drop_names[PDROP_MAX] = {
 	[PDROP_SSP_HOLD] = "ssp_hold",
 	[PDROP_JOIN_WAIT] = "join_wait",
 	[PDROP_WRONG_ADDR] = "wrong_address",
+	[PDROP_JOIN_UNPROVEN] = "join_unproven",
+	[PDROP_RATE_LIMITED] = "rate_limited",
 	[PDROP_AUTH] = "auth_fail",
 	[PDROP_RANK_MOVED] = "rank_moved",
 };
@@ -85,6 +88,8 @@ pipeline_config_init(struct pipeline_config *cfg)
 	cfg->share.total = 0;
 	cfg->share.min_slots = 1;
 	cfg->share_wait_ns = 2000000000ull;
+	cfg->reply_rate = 20000;
+	cfg->reply_burst = 1024;
 }
 
 int
@@ -144,7 +149,10 @@ pipeline_create(const struct pipeline_config *cfg)
 	p->slot_owner = calloc(cfg->nb_slots, sizeof(*p->slot_owner));
 	p->jobs = calloc(cfg->max_jobs, sizeof(*p->jobs));
 	p->share = calloc((size_t)cfg->max_jobs + 1, sizeof(*p->share));
-	if (!p->slots || !p->acc_mem || !p->slot_owner || !p->jobs || !p->share) {
+	/* Four entries a job's rank at most: sources seldom share a budget. */
+	p->limit = reply_limit_create(4u * cfg->max_jobs * INA_MAX_WORLD, cfg->reply_rate,
+				      cfg->reply_burst, cfg->secret);
+	if (!p->slots || !p->acc_mem || !p->slot_owner || !p->jobs || !p->share || !p->limit) {
 		pipeline_destroy(p);
 		errno = ENOMEM;
 		return NULL;
@@ -171,6 +179,7 @@ pipeline_destroy(struct pipeline *p)
 	free(p->slot_owner);
 	free(p->jobs);
 	free(p->share);
+	reply_limit_destroy(p->limit);
 	free(p);
 }
 
@@ -262,6 +271,11 @@ handle_data(struct pipeline *p, struct ina_pkt *in, struct job *j, const struct 
 			p->st.drop[hf->state == HALF_RESULT && pl_key_shape_differs(&hf->key, &key)
 					   ? PDROP_SHAPE
 					   : PDROP_NO_MATCH]++;
+			goto drop;
+		}
+		if (!reply_limit_take(p->limit, &in->peer, now)) {
+			/* Up to 150 times the DATA's size: budgeted per source. */
+			p->st.drop[PDROP_RATE_LIMITED]++;
 			goto drop;
 		}
 		o = pl_answer_buf(p, in, pl_result_size(j, h));

@@ -90,6 +90,20 @@ struct pipeline_config {
 	uint16_t part_count;	    /* partitions of the lanes (default 1: all) */
 	/* Output packets come from here when an input buffer cannot be reused. */
 	struct ina_pkt_pool *pool;
+	/* JOIN cookies (PROTOCOL 5.1; ina-switch turns them on): a JOIN that
+	 * does not echo the cookie of its source address (nor comes from the
+	 * address its rank is bound to) is answered with a header-only ERROR
+	 * COOKIE, no larger than itself, and creates nothing. The secret
+	 * 'secret' keys the cookies and the reply budget's table; the program
+	 * draws it at start-up. */
+	uint8_t join_cookie;
+	uint8_t secret[16];
+	/* Per source address, the ERRORs that answer a JOIN and the shadow
+	 * replies: at most 'reply_burst' at once, refilled at 'reply_rate' a
+	 * second (default 20000 and 1024; rate 0: no limit); over it, dropped
+	 * and counted (rate_limited). */
+	uint32_t reply_rate;
+	uint32_t reply_burst;
 	/* A primary: every RESULT goes as a REPL to this replica (len 0: none). */
 	struct ina_peer replica;
 	/* A replica: stands jobs by for this primary, takes REPL only from it,
@@ -147,39 +161,43 @@ void pipeline_config_init(struct pipeline_config *cfg);
 
 /* Packets the pipeline drops for reasons beyond the wire format's. */
 enum pipeline_drop {
-	PDROP_UNKNOWN_JOB, /* no such job (never admitted, or freed) */
-	PDROP_NOT_JOINED,  /* data from a rank that has not joined */
-	PDROP_NO_MATCH,	   /* neither the current block nor the shadow */
-	PDROP_SHAPE,	   /* tensor length or B differ from the slot's */
-	PDROP_UNEXPECTED,  /* a type the switch never receives */
-	PDROP_NO_BUFFER,   /* no packet buffer for the answer */
-	PDROP_AFTER_FIN,   /* data from a rank that already sent FIN */
-	PDROP_JOIN_LINGER, /* JOIN of a new run while the old one lingers */
-	PDROP_OTHER_PART,  /* DATA for a lane another partition owns */
-	PDROP_ABORTED,	   /* for a job aborted (a dead rank), not yet freed */
-	PDROP_STANDBY,	   /* DATA for a job this replica stands by for */
-	PDROP_NOT_PRIMARY, /* REPL from a peer other than the primary */
-	PDROP_NOT_STANDBY, /* REPL or FAILOVER for a job that does not
+	PDROP_UNKNOWN_JOB,   /* no such job (never admitted, or freed) */
+	PDROP_NOT_JOINED,    /* data from a rank that has not joined */
+	PDROP_NO_MATCH,	     /* neither the current block nor the shadow */
+	PDROP_SHAPE,	     /* tensor length or B differ from the slot's */
+	PDROP_UNEXPECTED,    /* a type the switch never receives */
+	PDROP_NO_BUFFER,     /* no packet buffer for the answer */
+	PDROP_AFTER_FIN,     /* data from a rank that already sent FIN */
+	PDROP_JOIN_LINGER,   /* JOIN of a new run while the old one lingers */
+	PDROP_OTHER_PART,    /* DATA for a lane another partition owns */
+	PDROP_ABORTED,	     /* for a job aborted (a dead rank), not yet freed */
+	PDROP_STANDBY,	     /* DATA for a job this replica stands by for */
+	PDROP_NOT_PRIMARY,   /* REPL from a peer other than the primary */
+	PDROP_NOT_STANDBY,   /* REPL or FAILOVER for a job that does not
 				 * stand by here (it runs here) */
-	PDROP_TAKEN_OVER,  /* REPL or standby JOIN for a job taken over */
-	PDROP_UP_STALE,	   /* a rack: a packet from the spine that nothing
+	PDROP_TAKEN_OVER,    /* REPL or standby JOIN for a job taken over */
+	PDROP_UP_STALE,	     /* a rack: a packet from the spine that nothing
 				 * waits for (a late or repeated RESULT,
 				 * JOIN_ACK or FIN_ACK), or a WAIT */
-	PDROP_SSP_SHAPE,   /* ssp: not the lane's one block (block = lane,
+	PDROP_SSP_SHAPE,     /* ssp: not the lane's one block (block = lane,
 				 * next END) */
-	PDROP_SSP_AHEAD,   /* ssp: a round S + 2 ahead of a block still
+	PDROP_SSP_AHEAD,     /* ssp: a round S + 2 ahead of a block still
 				 * open in its lane (the bound broken) */
-	PDROP_SSP_HOLD,	   /* ssp: a round that would reuse a half whose
+	PDROP_SSP_HOLD,	     /* ssp: a round that would reuse a half whose
 				 * result a rank may still lack (resent later) */
-	PDROP_JOIN_WAIT,   /* --share fair: a JOIN waiting for slots other
+	PDROP_JOIN_WAIT,     /* --share fair: a JOIN waiting for slots other
 				 * jobs give back (the worker resends it) */
-	PDROP_WRONG_ADDR,  /* DATA, FIN, LEAVE, KEEPALIVE or FAILOVER from
+	PDROP_WRONG_ADDR,    /* DATA, FIN, LEAVE, KEEPALIVE or FAILOVER from
 				 * an address other than the one the rank
 				 * was admitted from (bound for the epoch) */
-	PDROP_AUTH,	   /* tenant mode: no such tenant, or a tag that
-				 * is not the packet's under its job key */
-	PDROP_RANK_MOVED,  /* tenant mode: a JOIN of a rank that joined
-				 * from another address (a replayed JOIN) */
+	PDROP_JOIN_UNPROVEN, /* a JOIN without its source's cookie: answered
+				  * with a cookie (ERROR COOKIE), nothing kept */
+	PDROP_RATE_LIMITED,  /* an ERROR or shadow reply over its source's
+				  * budget: not sent */
+	PDROP_AUTH,	     /* tenant mode: no such tenant, or a tag that
+				  * is not the packet's under its job key */
+	PDROP_RANK_MOVED,    /* tenant mode: a JOIN of a rank that joined
+				  * from another address (a replayed JOIN) */
 	PDROP_MAX,
 };
 

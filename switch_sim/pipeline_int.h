@@ -109,6 +109,8 @@ struct job {
 	uint16_t up_rank;		  /* the rack's rank in the spine's job */
 	uint16_t up_world;		  /* the spine's world (racks) */
 	uint32_t up_epoch;		  /* the epoch the spine gave the job */
+	uint64_t up_cookie;		  /* the spine's JOIN cookie for the rack
+					   * (PROTOCOL 5.1), 0 until it sends one */
 	uint64_t heard_ns[INA_MAX_WORLD]; /* last packet from each rank (from
 						 * admission for a rank not heard yet) */
 	struct ina_peer peers[INA_MAX_WORLD];
@@ -136,8 +138,10 @@ struct pipeline {
 	uint16_t nb_jobs;
 	uint16_t last_job; /* lookup cache */
 	uint32_t next_epoch;
-	uint8_t draining;	 /* pipeline_drain(): no new job is admitted */
-	struct share_job *share; /* max_jobs + 1 entries (--share fair) */
+	uint8_t draining;	   /* pipeline_drain(): no new job is admitted */
+	struct share_job *share;   /* max_jobs + 1 entries (--share fair) */
+	struct reply_limit *limit; /* per-source budget of ERRORs to JOINs
+				    * and shadow replies */
 	struct redirected redirected[PL_REDIRECTED];
 	uint16_t next_redirected; /* the entry the next one overwrites
 					 * when none is free */

@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "ina/util.h"
+#include "reply_limit.h"
 #include "ssp.h"
 
 /* The slot of lane 'lane' (of this partition) for round 'round'. */
@@ -148,6 +149,11 @@ ssp_data(struct pipeline *p, struct ina_pkt *in, struct job *j, const struct ina
 	if (hf->state == HALF_RESULT && pl_key_equal(&hf->key, &key)) {
 		/* A finished block: answered to its sender alone, from the kept
 		 * result, never added (a late rank reads what the others summed). */
+		if (!reply_limit_take(p->limit, &in->peer, now)) {
+			/* Budgeted per source, as any shadow reply. */
+			p->st.drop[PDROP_RATE_LIMITED]++;
+			goto drop;
+		}
 		if (!(hf->bitmap & bit))
 			p->st.ssp_late++;
 		o = pl_answer_buf(p, in, pl_result_size(j, h));

@@ -123,6 +123,7 @@ uplink_join(struct pipeline *p, struct ina_pkt *in, struct job *j)
 		return NULL;
 	up_hdr(&h, j, INA_T_JOIN, 0);
 	h.block_size = j->params.max_block;
+	ina_wire_set_cookie(&h, j->up_cookie);
 	ina_wire_encode_hdr(&h, o->data);
 	ina_wire_encode_join(j->up_world, j->params.lanes, j->params.max_block,
 			     o->data + INA_HDR_SIZE);
@@ -402,6 +403,17 @@ uplink_rx(struct pipeline *p, struct ina_pkt *in, uint64_t now)
 	case INA_T_FIN_ACK:
 		return rx_fin_ack(p, in, j);
 	case INA_T_ERROR:
+		if (h.status == INA_WERR_COOKIE) {
+			/* The spine asks the rack to prove its address: the
+			 * JOIN again at once, with the cookie (one in, one
+			 * out); every later JOIN carries it too. */
+			if (j->up != UP_JOINING || ina_wire_cookie(&h) == 0) {
+				p->st.drop[PDROP_UP_STALE]++;
+				goto drop;
+			}
+			j->up_cookie = ina_wire_cookie(&h);
+			return uplink_join(p, in, j);
+		}
 		if (h.status < INA_WERR_NO_SLOTS || h.status > INA_WERR_MAX) {
 			/* Not a code of this version: not passed on. */
 			p->st.drop[PDROP_UNEXPECTED]++;

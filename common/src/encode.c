@@ -542,9 +542,10 @@ ina_enc_i32_exp(const float *src, size_t n)
 
 /*
  * s = 30 - ceil(log2 world) - exp, for exp in INA_EXP_MIN..INA_EXP_MAX (the
- * wire refuses any other: bad_exp). The two marks stand for an end of that
- * range: INA_EXP_ZERO for INA_EXP_MIN (any scale suits an all-zero block),
- * INA_EXP_NONFINITE for INA_EXP_MAX; world 0 counts as 1. Any int16 gives
+ * wire refuses any other: bad_exp). The two marks stand for an exponent of
+ * that range: INA_EXP_ZERO for INA_EXP_FLOAT_MIN (any scale suits an
+ * all-zero block; it is what one announces), INA_EXP_NONFINITE for
+ * INA_EXP_MAX; world 0 counts as 1. Any int16 gives
  * a finite int here; pow2() bounds the factor.
  */
 int
@@ -553,7 +554,7 @@ ina_enc_i32_scale(int exp, unsigned world)
 	int log2_world = world <= 1 ? 0 : 32 - __builtin_clz(world - 1);
 
 	if (exp == INA_EXP_ZERO)
-		exp = INA_EXP_MIN;
+		exp = INA_EXP_FLOAT_MIN;
 	else if (exp == INA_EXP_NONFINITE)
 		exp = INA_EXP_MAX;
 	return 30 - log2_world - exp;

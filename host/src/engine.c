@@ -180,6 +180,7 @@ engine_redirect(struct engine *e, const struct ina_peer *peer, uint64_t now_ns)
 	if (e->phase != ENGINE_REDIRECTED || e->err || !peer->len || peer->len >= INA_PEER_SIZE)
 		return -EBUSY;
 	e->cfg.sw = *peer;
+	e->cookie[0] = 0; /* the first switch's: no use at the new one */
 	e->st.redirects++;
 	engine_ctl_start(e, ENGINE_JOINING, now_ns);
 	return 0;
@@ -256,6 +257,7 @@ build_ctl(struct engine *e)
 		else
 			h.epoch = 0;
 		h.block_size = e->cfg.max_block;
+		ina_wire_set_cookie(&h, e->cookie[e->standby == STANDBY_JOINING]);
 		ina_wire_encode_hdr(&h, p->data);
 		ina_wire_encode_join(e->cfg.world, e->cfg.lanes, e->cfg.max_block,
 				     p->data + INA_HDR_SIZE);
@@ -295,6 +297,30 @@ on_error(struct engine *e, const struct ina_hdr *h, const uint8_t *payload, uint
 	engine_fail(e, err, "switch: %.*s", n, (const char *)payload);
 	/* A refused or abandoned job has nothing left on the switch to free. */
 	e->phase = ENGINE_CLOSED;
+}
+
+/*
+ * ERROR COOKIE (PROTOCOL 5.1): the switch joined (or the replica, for the
+ * standby JOIN) asks this address to prove it receives. Not a refusal: the
+ * cookie is kept for every later JOIN to it, and the JOIN goes again at
+ * once when the cookie is new (a repeat waits for the JOIN's timer, so a
+ * stream of them cannot make the worker send faster than it would). The
+ * JOIN's timeout keeps running. Anything else is stale.
+ */
+static void
+on_cookie(struct engine *e, const struct ina_hdr *h, int from_r)
+{
+	int to_r = e->standby == STANDBY_JOINING;
+	uint64_t c = ina_wire_cookie(h);
+
+	if (e->phase != ENGINE_JOINING || from_r != to_r || c == 0) {
+		e->st.stale++;
+		return;
+	}
+	if (e->cookie[to_r] != c) {
+		e->cookie[to_r] = c;
+		e->ctl_need_send = 1;
+	}
 }
 
 /*
@@ -453,6 +479,10 @@ rx_one(struct engine *e, struct ina_pkt *pkt, uint64_t now)
 			e->phase = ENGINE_CLOSED;
 		return;
 	case INA_T_ERROR:
+		if (h.status == INA_WERR_COOKIE) {
+			on_cookie(e, &h, from_r);
+			return;
+		}
 		if (from_r && !e->failed_over)
 			engine_fo_on_replica_error(e, &h, payload, pkt->len, now);
 		else

@@ -53,7 +53,10 @@ block_exp(struct engine *e, uint32_t b, uint32_t pos)
 			    e->cfg.job_id, e->cfg.rank, e->round, b);
 		return 0;
 	}
-	return (int16_t)x;
+	/* A listed all-zero block (ina_allreduce_blocks) is named by 'next'
+	 * too: it announces the smallest finite exponent, which any other
+	 * rank's outweighs (PROTOCOL 7.1). */
+	return (int16_t)(x == INA_EXP_ZERO ? INA_EXP_FLOAT_MIN : x);
 }
 
 /*

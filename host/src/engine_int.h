@@ -89,6 +89,10 @@ struct engine {
 	uint64_t ctl_sent_ns;
 	uint64_t ctl_rto_ns;
 	uint64_t ctl_start_ns;
+	/* The JOIN cookies the switch (0) and the replica (1) gave this
+	 * worker's address (ERROR COOKIE, PROTOCOL 5.1), echoed in every JOIN
+	 * to it; 0 until one comes. */
+	uint64_t cookie[2];
 
 	/* The operation in progress. */
 	uint32_t tensor_id;

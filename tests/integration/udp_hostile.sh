@@ -4,7 +4,8 @@
 # runs (tests/tools/hostile.c: wrong tokens, unknown job ids, truncated and
 # oversized packets, a block past the tensor, unknown version and type, a
 # replay of an old round, sub-blocks with bad masks and short payloads, a
-# flood of JOINs). The job's every sum must stay
+# flood of JOINs: nothing admitted, every answer no larger than its JOIN).
+# The job's every sum must stay
 # exact, the switch must live on and count each kind where it belongs.
 # Usage: udp_hostile.sh BUILD_DIR UDP_PORT
 set -euo pipefail
@@ -23,7 +24,7 @@ for r in 0 1 2; do
 done
 pids+=("${hosts[@]}")
 sleep 0.3
-"$build/tests/hostile" "127.0.0.1:$port" 77 $count
+"$build/tests/hostile" "127.0.0.1:$port" 77 $count | tee "$tmp/hostile.out"
 fail=0
 for r in 0 1 2; do
     if ! wait "${hosts[$r]}"; then
@@ -54,7 +55,25 @@ counter drop_bad_mask $((3 * count))
 counter drop_block_past_tensor $count
 counter drop_bad_version $count
 counter drop_bad_type $count
-counter jobs_refused $((count - 16))
+# The JOIN flood (new job ids, random tokens, from one address that never
+# echoes a cookie) creates nothing: each JOIN draws one header-only ERROR
+# COOKIE, 56 bytes to its 64, and no job entry or slot is taken.
+counter drop_join_unproven $count
+admitted=$(awk '$1 == "jobs_admitted" { print $2; exit }' "$stats")
+if [ "$admitted" != 1 ]; then
+    echo "jobs_admitted is $admitted, want 1 (the job only)"; fail=1
+else
+    echo "ok   jobs_admitted 1"
+fi
+read -r largest ratio < <(sed -n 's/.*largest \([0-9]*\), ratio \([0-9.]*\)$/\1 \2/p' \
+    "$tmp/hostile.out")
+if [ -z "$largest" ] || [ "$largest" -gt 64 ] ||
+    ! awk -v r="$ratio" 'BEGIN { exit !(r <= 1.0) }'; then
+    echo "JOIN flood answered with up to ${largest:-?} bytes, ratio ${ratio:-?}: want <= 64, <= 1"
+    fail=1
+else
+    echo "ok   JOIN flood: largest answer $largest bytes, reflection ratio $ratio"
+fi
 # The replays of round 0 (right token, right epoch) come from the attacker's
 # address, not the one rank 1 joined from: dropped before any matching.
 counter drop_wrong_address $count

@@ -12,7 +12,8 @@
  * (docs/PROTOCOL.md 2.7) with a bad mask (a bit past the block's last
  * sub-block, an empty mask, B not a multiple of the sub-blocks) and with a
  * short payload (values missing, less than the mask); and a flood of
- * JOINs for new job ids with random tokens. Prints what it sent. The test
+ * JOINs for new job ids with random tokens, whose answers it reads: their
+ * bytes over the JOINs' (the reflection ratio). Prints what it sent. The test
  * (udp_hostile.sh) then checks the switch's counters and that the job's
  * sums stayed exact.
  * Usage: hostile ADDR:PORT JOB_ID COUNT
@@ -25,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <unistd.h>
 
 #include "ina/token.h"
@@ -202,6 +204,29 @@ main(int argc, char **argv)
 		send_sub(&t, 64, 0x01, 0, 2);
 	}
 	send_join_flood(&t, count);
+	{
+		/* Every answer this socket gets is to the JOIN flood (nothing
+		 * else here draws one): the reflection ratio of an
+		 * unauthenticated JOIN, bytes out over bytes in. */
+		struct timeval tv = { .tv_sec = 0, .tv_usec = 300000 };
+		uint8_t buf[PKT_MAX];
+		size_t bytes = 0, largest = 0;
+		unsigned answers = 0;
+		ssize_t n;
+
+		setsockopt(t.fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+		while ((n = recv(t.fd, buf, sizeof(buf), 0)) > 0) {
+			answers++;
+			bytes += (size_t)n;
+			if ((size_t)n > largest)
+				largest = (size_t)n;
+		}
+		printf("hostile: join flood: %u JOINs of %zu bytes, %u answers, %zu bytes, "
+		       "largest %zu, ratio %.3f\n",
+		       count, INA_HDR_SIZE + sizeof(struct ina_wire_join), answers, bytes, largest,
+		       (double)bytes /
+			       ((double)count * (INA_HDR_SIZE + sizeof(struct ina_wire_join))));
+	}
 	close(t.fd);
 	printf("hostile: sent %u packets to %s (job %u)\n", t.sent, argv[1], t.job);
 	return 0;

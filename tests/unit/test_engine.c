@@ -806,6 +806,59 @@ test_engine_join_refused(void **state)
 	done(t);
 }
 
+/*
+ * ERROR COOKIE (PROTOCOL 5.1): not a refusal. The JOIN goes again at once
+ * with the cookie, every later JOIN carries it; a repeat of the same cookie
+ * waits for the JOIN's timer; one for someone else, or out of the join, is
+ * not taken.
+ */
+static void
+test_engine_join_cookie(void **state)
+{
+	struct t *t = *state;
+	struct ina_hdr h;
+	const struct wc_got *p;
+
+	start(t);
+	assert_int_equal(engine_join(t->e, t->now), 0);
+	p = tx_one(t);
+	assert_int_equal(p->h.type, INA_T_JOIN);
+	assert_true(ina_wire_cookie(&p->h) == 0);
+	/* Another job's token: not trusted. */
+	h = sw_hdr(t, INA_T_ERROR);
+	h.status = INA_WERR_COOKIE;
+	h.token = TOKEN ^ 1;
+	ina_wire_set_cookie(&h, 0x1234567890abcdefull);
+	rx_raw(t, &h, NULL, 0);
+	assert_int_equal(engine_stats(t->e)->bad, 1);
+	assert_int_equal(tx(t), 0);
+	/* The switch's cookie: the JOIN again at once, echoing it. */
+	h.token = TOKEN;
+	rx_raw(t, &h, NULL, 0);
+	assert_int_equal(engine_error(t->e), 0);
+	assert_int_equal(engine_phase(t->e), ENGINE_JOINING);
+	p = tx_one(t);
+	assert_int_equal(p->h.type, INA_T_JOIN);
+	assert_true(ina_wire_cookie(&p->h) == 0x1234567890abcdefull);
+	/* The same cookie again: no JOIN before the timer. */
+	rx_raw(t, &h, NULL, 0);
+	assert_int_equal(tx(t), 0);
+	/* The timer's resend carries it too. */
+	t->now += TIMEOUT / 100;
+	p = tx_one(t);
+	assert_true(ina_wire_cookie(&p->h) == 0x1234567890abcdefull);
+	t->now += 10 * US;
+	rx_join_ack(t, EPOCH, t->cfg.world, t->cfg.lanes, t->cfg.max_block);
+	assert_int_equal(engine_phase(t->e), ENGINE_READY);
+	/* Joined: a cookie is stale. */
+	ina_wire_set_cookie(&h, 0x42);
+	rx_raw(t, &h, NULL, 0);
+	assert_int_equal(engine_stats(t->e)->stale, 1);
+	assert_int_equal(engine_error(t->e), 0);
+	assert_int_equal(tx(t), 0);
+	done(t);
+}
+
 /* ---- The lane protocol ---- */
 
 static void
@@ -3390,6 +3443,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_engine_join_redirect, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_engine_reshape, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_engine_join_refused, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_engine_join_cookie, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_engine_first_packets_f32, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_engine_inactive_lanes_send_nothing, setup,
 						teardown),

@@ -60,6 +60,9 @@ make_inputs(uint32_t n, uint16_t bs, double density, uint16_t sub, uint64_t seed
 		}
 }
 
+/* Set: every worker lists some all-zero blocks too (block b % 7 == rank). */
+static int list_zeros;
+
 /* Each worker's list of its non-zero blocks, values packed B apart. */
 static void
 make_lists(uint32_t n, uint16_t bs)
@@ -74,7 +77,7 @@ make_lists(uint32_t n, uint16_t bs)
 
 			for (uint32_t i = 0; i < len; i++)
 				nz |= ins[r][b * bs + i] != 0.0f;
-			if (!nz)
+			if (!nz && !(list_zeros && b % 7 == r))
 				continue;
 			idx[r][count[r]] = b;
 			memcpy(&vals[r][(size_t)count[r] * bs], &ins[r][b * bs],
@@ -244,6 +247,19 @@ test_blocks_i32(void **state)
 	run_case(INA_ENC_I32, ENGINE_SUM, 3000, 16, 8, 0.0, 0, 8);
 }
 
+/* i32 with listed all-zero blocks: their 'next' announces exponent -148
+ * (PROTOCOL 7.1), within the wire's range, never INA_EXP_ZERO (which the
+ * switch refuses as bad_exp: the lane would stall); sums exact. */
+static void
+test_blocks_i32_zeros_listed(void **state)
+{
+	(void)state;
+	list_zeros = 1;
+	run_case(INA_ENC_I32, ENGINE_SUM, 3000, 16, 8, 0.2, 0, 13);
+	run_case(INA_ENC_I32, ENGINE_SUM, 3000, 16, 8, 0.0, 1, 14);
+	list_zeros = 0;
+}
+
 static void
 test_blocks_bf16(void **state)
 {
@@ -318,8 +334,11 @@ int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_blocks_f32),	cmocka_unit_test(test_blocks_i32),
-		cmocka_unit_test(test_blocks_bf16),	cmocka_unit_test(test_blocks_sub),
+		cmocka_unit_test(test_blocks_f32),
+		cmocka_unit_test(test_blocks_i32),
+		cmocka_unit_test(test_blocks_i32_zeros_listed),
+		cmocka_unit_test(test_blocks_bf16),
+		cmocka_unit_test(test_blocks_sub),
 		cmocka_unit_test(test_blocks_bad_list),
 	};
 

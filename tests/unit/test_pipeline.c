@@ -741,6 +741,181 @@ test_pipeline_join_ack(void **state)
 	done(t);
 }
 
+/* JOIN of 'rank' of 'j' echoing 'cookie', from 'src'. */
+static uint16_t
+send_join_cookie(struct t *t, const struct tjob *j, uint16_t rank, const struct ina_peer *src,
+		 uint64_t cookie)
+{
+	struct ina_hdr h = base_hdr(j, INA_T_JOIN, rank);
+	uint8_t payload[sizeof(struct ina_wire_join)];
+
+	ina_wire_set_cookie(&h, cookie);
+	ina_wire_encode_join(j->world, j->lanes, j->max_block, payload);
+	return rx(t, mk_pkt(t, src, &h, payload, sizeof(payload)));
+}
+
+/* An ERROR COOKIE for 'j': header-only, no larger than the JOIN; its cookie. */
+static uint64_t
+take_cookie(struct t *t, const struct tjob *j, const struct ina_peer *to)
+{
+	struct wc_got g;
+
+	take_one(t, &g);
+	assert_int_equal(g.h.type, INA_T_ERROR);
+	assert_int_equal(g.h.status, INA_WERR_COOKIE);
+	assert_int_equal(g.h.job_id, j->id);
+	assert_true(g.h.token == j->token);
+	assert_int_equal(g.payload_size, 0);
+	assert_true(g.len <= INA_HDR_SIZE + sizeof(struct ina_wire_join));
+	check_unicast(&g, to);
+	assert_true(ina_wire_cookie(&g.h) != 0);
+	return ina_wire_cookie(&g.h);
+}
+
+/*
+ * JOIN cookies (PROTOCOL 5.1): a JOIN whose source has not proved it
+ * receives gets only a header-only ERROR COOKIE (56 bytes to the JOIN's
+ * 64: a reflection ratio under 1) and creates nothing, refused or not; the
+ * cookie is its address's and job's, for its time bucket and the next; the
+ * bound address needs none again; after proof, the refusal text tells
+ * nothing of what is free.
+ */
+static void
+test_pipeline_join_cookie(void **state)
+{
+	struct t *t = *state;
+	struct tjob j = { .id = 2001,
+			  .token = 0x7777,
+			  .world = 2,
+			  .lanes = 2,
+			  .max_block = 4,
+			  .enc = INA_ENC_F32 };
+	struct tjob big = j;
+	struct wc_got g;
+	uint64_t c0, c1, cb;
+
+	big.id = 2002;
+	big.lanes = 64; /* more than the 16 slots */
+	big.peer_base = 4;
+	t->cfg.join_cookie = 1;
+	memset(t->cfg.secret, 0x5a, sizeof(t->cfg.secret));
+	start(t);
+	/* A flood of unproven JOINs: cookies, nothing kept. */
+	for (int i = 0; i < 100; i++) {
+		assert_int_equal(send_join(t, &j, 0), 1);
+		c0 = take_cookie(t, &j, peer_of(&j, 0));
+		assert_int_equal(send_join(t, &big, 0), 1);
+		cb = take_cookie(t, &big, peer_of(&big, 0));
+	}
+	assert_int_equal(pipeline_nb_jobs(t->p), 0);
+	assert_int_equal(pipeline_free_slots(t->p), 16);
+	assert_int_equal(pipeline_stats(t->p)->jobs_refused, 0);
+	assert_int_equal(pipeline_stats(t->p)->drop[PDROP_JOIN_UNPROVEN], 200);
+	/* The same address and job, the same bucket: the same cookie; another
+	 * address or job: another. */
+	assert_int_equal(send_join(t, &j, 1), 1);
+	c1 = take_cookie(t, &j, peer_of(&j, 1));
+	assert_true(c1 != c0 && cb != c0);
+	/* Someone else's cookie proves nothing: rank 1 with rank 0's. */
+	assert_int_equal(send_join_cookie(t, &j, 1, peer_of(&j, 1), c0), 1);
+	assert_true(take_cookie(t, &j, peer_of(&j, 1)) == c1);
+	assert_int_equal(pipeline_nb_jobs(t->p), 0);
+	/* Echoed: admitted. */
+	assert_int_equal(send_join_cookie(t, &j, 0, peer_of(&j, 0), c0), 1);
+	take_one(t, &g);
+	assert_int_equal(g.h.type, INA_T_JOIN_ACK);
+	j.epoch = g.h.epoch;
+	/* A lost JOIN_ACK: the bound address needs no cookie again. */
+	join(t, &j, 0);
+	/* Still valid one bucket later; not two. */
+	t->now += 1ull << 34;
+	assert_int_equal(send_join_cookie(t, &j, 1, peer_of(&j, 1), c1), 1);
+	take_one(t, &g);
+	assert_int_equal(g.h.type, INA_T_JOIN_ACK);
+	t->now += 2ull << 34;
+	assert_int_equal(send_join_cookie(t, &big, 0, peer_of(&big, 0), cb), 1);
+	cb = take_cookie(t, &big, peer_of(&big, 0));
+	/* Proven, a refusal: what is free is not told. */
+	assert_int_equal(send_join_cookie(t, &big, 0, peer_of(&big, 0), cb), 1);
+	take_one(t, &g);
+	check_error(&g, big.id, big.token, INA_WERR_NO_SLOTS);
+	assert_msg_has(&g, "no such run is free");
+	assert_int_equal(pipeline_stats(t->p)->jobs_refused, 1);
+	assert_int_equal(pipeline_nb_jobs(t->p), 1);
+	fin_all(t, &j);
+	done(t);
+}
+
+/*
+ * The per-source budget (PROTOCOL 5.1): ERRORs to a JOIN's source and shadow
+ * replies beyond 'reply_burst' at once are dropped and counted
+ * (rate_limited), per source address; the budget refills at 'reply_rate'.
+ */
+static void
+test_pipeline_reply_limit(void **state)
+{
+	struct t *t = *state;
+	struct tjob j = { .id = 2101,
+			  .token = 0x99,
+			  .world = 2,
+			  .lanes = 1,
+			  .max_block = 4,
+			  .enc = INA_ENC_F32 };
+	struct tjob bad = j;
+	struct blk b = { .tensor_id = 1, .round = 1, .tensor_len = 4, .block_size = 4 };
+	float v[4] = { 1, 2, 3, 4 }, sum[4] = { 2, 4, 6, 8 };
+	struct wc_got g;
+	unsigned got = 0;
+
+	t->cfg.reply_rate = 1000; /* one a ms */
+	t->cfg.reply_burst = 8;
+	start(t);
+	join_all(t, &j);
+	assert_int_equal(push(t, &j, 0, &b, INA_BLOCK_END, v), 0);
+	assert_int_equal(push(t, &j, 1, &b, INA_BLOCK_END, v), 1);
+	take_one(t, &g);
+	check_result(&g, &j, &b, INA_BLOCK_END, sum);
+	/* Rank 0 asks the shadow 20 times at once: 8 answers. */
+	for (int i = 0; i < 20; i++) {
+		got += push(t, &j, 0, &b, INA_BLOCK_END, v);
+		if (t->nb_out) {
+			take_one(t, &g);
+			check_result(&g, &j, &b, INA_BLOCK_END, sum);
+		}
+	}
+	assert_int_equal(got, 8);
+	assert_int_equal(pipeline_stats(t->p)->shadow_replies, 8);
+	assert_int_equal(pipeline_stats(t->p)->drop[PDROP_RATE_LIMITED], 12);
+	/* Rank 1's budget is its own. */
+	assert_int_equal(push(t, &j, 1, &b, INA_BLOCK_END, v), 1);
+	take_one(t, &g);
+	/* 5 ms later, 5 more for rank 0. */
+	t->now += 5 * 1000000ull;
+	got = 0;
+	for (int i = 0; i < 10; i++) {
+		got += push(t, &j, 0, &b, INA_BLOCK_END, v);
+		if (t->nb_out)
+			take_one(t, &g);
+	}
+	assert_int_equal(got, 5);
+	/* ERRORs to a JOIN's source: a mismatch asked 20 times at once. */
+	bad.lanes = 3;
+	bad.peer_base = 8;
+	got = 0;
+	for (int i = 0; i < 20; i++) {
+		got += send_join(t, &bad, 0);
+		if (t->nb_out) {
+			take_one(t, &g);
+			check_error(&g, j.id, j.token, INA_WERR_MISMATCH);
+		}
+	}
+	assert_int_equal(got, 8);
+	assert_int_equal(pipeline_stats(t->p)->drop[PDROP_RATE_LIMITED], 12 + 5 + 12);
+	t->now += SEC;
+	fin_all(t, &j);
+	done(t);
+}
+
 static void
 test_pipeline_pool_full(void **state)
 {
@@ -774,7 +949,14 @@ test_pipeline_pool_full(void **state)
 	check_unicast(&g, peer_of(&d, 0));
 	assert_msg_has(&g, "job 104");
 	assert_msg_has(&g, "needs 2 contiguous slots");
-	assert_msg_has(&g, "1 of 10");
+	/* What is free is not told to a JOIN that proved nothing. */
+	assert_msg_has(&g, "no such run is free");
+	{
+		char txt[INA_ERROR_MSG_MAX + 1] = { 0 };
+
+		memcpy(txt, g.payload, g.payload_size);
+		assert_null(strstr(txt, " of "));
+	}
 	assert_int_equal(pipeline_stats(t->p)->jobs_refused, 1);
 	assert_int_equal(send_join(t, &d, 1), 1);
 	take_one(t, &g);
@@ -4178,6 +4360,8 @@ main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_pipeline_join_ack, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_pipeline_join_cookie, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_pipeline_reply_limit, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_pipeline_pool_full, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_pipeline_fair_share, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_pipeline_host_aggregator, setup, teardown),

@@ -118,6 +118,7 @@ struct opts {
 	int rack0_no_job;	   /* rack 0 has no --uplink-job for the job */
 	int nb_racks;		   /* 0: 2 */
 	int sizes[MAX_RACKS];	   /* hosts per rack, 0: 2 */
+	int cookies;		   /* every switch wants JOIN cookies */
 };
 
 static void
@@ -144,6 +145,8 @@ net_init(struct net *n, const struct opts *o)
 	pc.pool = n->pool;
 	pc.nb_slots = 64;
 	pc.slot_elems = o->spine_slot_elems ? o->spine_slot_elems : MAXB;
+	pc.join_cookie = (uint8_t)o->cookies;
+	memset(pc.secret, 0x3c, sizeof(pc.secret));
 	n->spine = pipeline_create(&pc);
 	assert_non_null(n->spine);
 	pc.slot_elems = MAXB;
@@ -156,6 +159,7 @@ net_init(struct net *n, const struct opts *o)
 		assert_int_equal(pipeline_uplink_job_parse(spec, &pc.uplink_jobs[0]), 0);
 		if (k == 0 && o->rack0_no_job)
 			pc.uplink_jobs[0].job_id = JOB + 1;
+		pc.secret[0] = (uint8_t)k; /* each switch its own secret */
 		n->rack[k] = pipeline_create(&pc);
 		assert_non_null(n->rack[k]);
 	}
@@ -483,6 +487,27 @@ clean_i32(void **state)
 {
 	(void)state;
 	run_clean(INA_ENC_I32);
+}
+
+/* Every switch wants JOIN cookies (PROTOCOL 5.1): the hosts echo their
+ * rack's, the rack its spine's (the ERROR COOKIE becomes its JOIN again at
+ * once, one in, one out), and the job runs exact as without. */
+static void
+clean_cookies(void **state)
+{
+	struct opts o = { .enc = INA_ENC_F32, .cookies = 1 };
+	struct net n;
+
+	(void)state;
+	net_init(&n, &o);
+	join_all(&n);
+	rounds(&n, 3, 0, 16);
+	for (int k = 0; k < n.nb_racks; k++)
+		assert_true(pipeline_stats(n.rack[k])->drop[PDROP_JOIN_UNPROVEN] >= 2);
+	assert_true(pipeline_stats(n.spine)->drop[PDROP_JOIN_UNPROVEN] >= 2);
+	assert_int_equal(pipeline_stats(n.spine)->jobs_admitted, 1);
+	finish_all(&n);
+	net_fini(&n);
 }
 
 /* The first two spine RESULTs to rack 0 are lost: rack 0's hosts resend,
@@ -1106,6 +1131,7 @@ main(void)
 		cmocka_unit_test(config_refused),
 		cmocka_unit_test(clean_f32),
 		cmocka_unit_test(clean_i32),
+		cmocka_unit_test(clean_cookies),
 		cmocka_unit_test(i32_headroom),
 		cmocka_unit_test(lost_spine_result),
 		cmocka_unit_test(lossy_f32),

@@ -32,7 +32,7 @@ local enc_names = { [1] = "f32", [2] = "i32", [3] = "bf16" }
 local enc_sizes = { [1] = 4, [2] = 4, [3] = 2 }
 local status_names = {
 	[1] = "no_slots", [2] = "no_jobs", [3] = "mismatch", [4] = "unsupported", [5] = "left",
-	[6] = "peer_dead", [7] = "shutdown",
+	[6] = "peer_dead", [7] = "shutdown", [8] = "cookie",
 }
 
 -- adds a number field and, for a special value, its name: "Block: 4294967294 (OPEN)"

@@ -45,8 +45,12 @@
  * two-tier job can carry lies in INA_EXP_MIN..INA_EXP_MAX; any other value is
  * refused (bad_exp), never clamped. f32, bf16, and a 'next' of END: 0.
  */
-#define INA_EXP_MIN (-148 - 6)
-#define INA_EXP_MAX (128 + 6 + 6)
+#define INA_EXP_FLOAT_MIN \
+	(-148) /* the smallest subnormal's; also what an
+					* all-zero block announces */
+#define INA_EXP_FLOAT_MAX 128
+#define INA_EXP_MIN (INA_EXP_FLOAT_MIN - 6)
+#define INA_EXP_MAX (INA_EXP_FLOAT_MAX + 6 + 6)
 
 typedef uint16_t ina_be16;
 typedef uint32_t ina_be32;
@@ -122,7 +126,10 @@ enum ina_wire_error {
 				 * round is aborted and the job is gone */
 	INA_WERR_SHUTDOWN = 7,	  /* the switch is shutting down: no new job, or
 				 * the job is aborted */
-	INA_WERR_MAX = INA_WERR_SHUTDOWN,
+	INA_WERR_COOKIE = 8,	  /* not a refusal: JOIN again with the cookie
+				   * this ERROR carries (ina_wire_cookie()),
+				   * proving that the JOIN's source receives */
+	INA_WERR_MAX = INA_WERR_COOKIE,
 };
 
 /* The header as it lies on the wire. */
@@ -198,6 +205,26 @@ struct ina_wire_redirect {
 	ina_be16 reserved; /* 0 */
 } __attribute__((packed));
 _Static_assert(sizeof(struct ina_wire_redirect) == 8, "redirect size");
+/*
+ * A JOIN cookie (docs/PROTOCOL.md 3.1, 3.7, 5.1): a switch that wants the
+ * JOIN's source to prove it receives answers an unproven JOIN with a
+ * header-only ERROR INA_WERR_COOKIE; the worker echoes its 64-bit cookie in
+ * every further JOIN. It rides in 'tensor_id' (high half) and 'round' (low
+ * half), fields a JOIN and an ERROR leave 0 otherwise; 0 is no cookie.
+ */
+static inline uint64_t
+ina_wire_cookie(const struct ina_hdr *h)
+{
+	return (uint64_t)h->tensor_id << 32 | h->round;
+}
+
+static inline void
+ina_wire_set_cookie(struct ina_hdr *h, uint64_t cookie)
+{
+	h->tensor_id = (uint32_t)(cookie >> 32);
+	h->round = (uint32_t)cookie;
+}
+
 void ina_wire_encode_redirect(uint32_t ipv4, uint16_t port, void *buf);
 void ina_wire_decode_redirect(const void *buf, uint32_t *ipv4, uint16_t *port);
 
