@@ -7,7 +7,10 @@
  * so the ratio of the two is what to quote. It prints figures; it never
  * passes or fails (bench/README.md). A third row replays f32 blocks cut
  * into sub-blocks of 64 elements (docs/PROTOCOL.md 2.7), each worker sending
- * half of them.
+ * half of them. A fourth row runs the f32 replay in tenant mode (issue 19,
+ * docs/PROTOCOL.md 5.13): every DATA tagged (by the worker, outside the timed
+ * region), the switch checking each tag and tagging each RESULT, and prints
+ * the packets per second per core with tags against without, same run.
  */
 #include <endian.h>
 #include <errno.h>
@@ -18,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ina/auth.h"
 #include "ina/cli.h"
 #include "ina/lane.h"
 #include "ina/log.h"
@@ -30,6 +34,12 @@
 #include "bench_stats.h"
 
 #define BENCH_JOB 1
+#define BENCH_TENANT 1 /* the tenant of the tagged row */
+
+/* The job the replay runs: BENCH_JOB, or in tenant mode the tenant's job 1
+ * (its index on top) with 'key' the job key. */
+static uint32_t cur_job = BENCH_JOB;
+static const struct ina_job_key *cur_key;
 #define BENCH_TENSOR 7
 #define BENCH_POOL_PKTS 256
 #define BENCH_MAX_BURST 256
@@ -313,7 +323,7 @@ replay_build(struct replay *r, const struct bench_config *c, uint8_t encoding, u
 	h.version = INA_WIRE_VERSION;
 	h.type = INA_T_DATA;
 	h.encoding = encoding;
-	h.job_id = BENCH_JOB;
+	h.job_id = cur_job;
 	h.epoch = epoch;
 	h.token = token;
 	h.tensor_id = BENCH_TENSOR;
@@ -381,13 +391,15 @@ join_all(struct pipeline *p, struct ina_pkt_pool *pool, const struct bench_confi
 		h.version = INA_WIRE_VERSION;
 		h.type = INA_T_JOIN;
 		h.encoding = encoding;
-		h.job_id = BENCH_JOB;
+		h.job_id = cur_job;
 		h.rank = w;
 		h.token = token;
 		ina_wire_encode_hdr(&h, in[w]->data);
 		ina_wire_encode_join(c->world, c->lanes, c->block_size, in[w]->data + INA_HDR_SIZE);
 		in[w]->len = INA_HDR_SIZE + sizeof(struct ina_wire_join);
 		peer_of(&in[w]->peer, w);
+		if (cur_key)
+			ina_auth_sign(cur_key, in[w]->data, in[w]->len);
 	}
 	nb_out = pipeline_rx_burst(p, in, c->world, ina_now_ns(), out);
 	*epoch = 0;
@@ -435,6 +447,9 @@ replay_round(struct pipeline *p, struct ina_pkt_pool *pool, const struct replay 
 			peer_of(&pk->peer, r->rank[i + k]);
 			if (r->last[i + k])
 				ver[l] ^= 1;
+			/* The worker's tag, its bytes final (not timed). */
+			if (cur_key)
+				ina_auth_sign(cur_key, pk->data, pk->len);
 		}
 		t0 = ina_now_ns();
 		nb_out = pipeline_rx_burst(p, in, (uint16_t)n, t0, out);
@@ -474,15 +489,18 @@ time_sum(uint8_t encoding, uint8_t *acc, const uint8_t *x, size_t x_blocks,
 	return (double)(ina_now_ns() - t0) / 1e9;
 }
 
-static void
+/* Runs one row; returns the pipeline's median ns per packet. With 'tenants'
+ * the pipeline runs in tenant mode and every packet is tagged. */
+static double
 bench_encoding(const struct bench_config *c, uint8_t encoding, uint8_t sub_log, uint8_t *big,
-	       size_t big_blocks)
+	       size_t big_blocks, const struct tenants *tenants)
 {
 	struct run_result res[BENCH_MAX_RUNS + 1];
 	double pipe[BENCH_MAX_RUNS], wall[BENCH_MAX_RUNS], cache[BENCH_MAX_RUNS],
 		dram[BENCH_MAX_RUNS];
 	char enc[32];
-	uint64_t token = ina_token_hash("bench", 5);
+	uint64_t token = tenants ? 0 : ina_token_hash("bench", 5);
+	struct ina_job_key key;
 	const struct pipeline_stats *st;
 	struct pipeline_config pc;
 	struct ina_pkt_pool *pool;
@@ -498,7 +516,15 @@ bench_encoding(const struct bench_config *c, uint8_t encoding, uint8_t sub_log, 
 		snprintf(enc, sizeof(enc), "%s b=%u, half", ina_wire_encoding_name(encoding),
 			 c->block_size >> sub_log);
 	else
-		snprintf(enc, sizeof(enc), "%s", ina_wire_encoding_name(encoding));
+		snprintf(enc, sizeof(enc), "%s%s", ina_wire_encoding_name(encoding),
+			 tenants ? " tagged" : "");
+	cur_job = BENCH_JOB;
+	cur_key = NULL;
+	if (tenants) {
+		cur_job = (uint32_t)BENCH_TENANT << INA_TENANT_SHIFT | BENCH_JOB;
+		ina_auth_job_key(tenants_get(tenants, BENCH_TENANT)->key, cur_job, &key);
+		cur_key = &key;
+	}
 	pool = ina_pkt_pool_create(BENCH_POOL_PKTS,
 				   INA_HDR_SIZE + INA_SUB_MAX / 8 + 4u * c->block_size);
 	if (!pool)
@@ -508,6 +534,7 @@ bench_encoding(const struct bench_config *c, uint8_t encoding, uint8_t sub_log, 
 	pc.slot_elems = c->block_size;
 	pc.max_jobs = 1;
 	pc.pool = pool;
+	pc.tenants = tenants;
 	p = pipeline_create(&pc);
 	if (!p)
 		ina_die("cannot create the pipeline: %s", strerror(errno));
@@ -578,6 +605,8 @@ bench_encoding(const struct bench_config *c, uint8_t encoding, uint8_t sub_log, 
 	replay_free(&r);
 	pipeline_destroy(p);
 	ina_pkt_pool_destroy(pool);
+	cur_key = NULL;
+	return pm / r.nb_pkts * 1e9;
 }
 
 int
@@ -587,6 +616,7 @@ main(int argc, char **argv)
 	uint32_t nb;
 	size_t total, big_size;
 	uint8_t *big;
+	double plain_ns = 0;
 
 	parse_args(argc, argv, &c);
 	ina_log_set_level(INA_LOG_WARN);
@@ -603,9 +633,10 @@ main(int argc, char **argv)
 	       "  %zu MiB window of a %zu MiB array\n",
 	       (size_t)c.burst * 4u * c.block_size >> 10, total >> 20, big_size >> 20);
 	if (c.do_f32)
-		bench_encoding(&c, INA_ENC_F32, 0, big, big_size / (4u * c.block_size));
+		plain_ns = bench_encoding(&c, INA_ENC_F32, 0, big, big_size / (4u * c.block_size),
+					  NULL);
 	if (c.do_i32)
-		bench_encoding(&c, INA_ENC_I32, 0, big, big_size / (4u * c.block_size));
+		bench_encoding(&c, INA_ENC_I32, 0, big, big_size / (4u * c.block_size), NULL);
 	if (c.do_f32) {
 		/* Sub-blocks of 64 elements (B a multiple of 128 and at most
 		 * 128 of them), each worker sending half. */
@@ -615,7 +646,27 @@ main(int argc, char **argv)
 		       c.block_size % (BENCH_SUB_ELEMS << (k + 1)) == 0)
 			k++;
 		if (k)
-			bench_encoding(&c, INA_ENC_F32, k, big, big_size / (4u * c.block_size));
+			bench_encoding(&c, INA_ENC_F32, k, big, big_size / (4u * c.block_size),
+				       NULL);
+	}
+	if (c.do_f32) {
+		/* Tenant mode: one tenant, its job tagged both ways. */
+		static struct tenants tenants;
+		struct tenant *t = &tenants.by_index[BENCH_TENANT];
+		double tagged_ns;
+
+		t->index = BENCH_TENANT;
+		t->max_jobs = 1;
+		t->max_slots = UINT32_MAX;
+		t->max_weight = 255;
+		snprintf(t->name, sizeof(t->name), "bench");
+		memset(t->key, 0x42, sizeof(t->key));
+		tenants.count = 1;
+		tagged_ns = bench_encoding(&c, INA_ENC_F32, 0, big, big_size / (4u * c.block_size),
+					   &tenants);
+		printf("f32 tenant mode (tags checked and made): %.1f ns/pkt against %.1f: "
+		       "packets/s per core with tags / without = %.2f\n",
+		       tagged_ns, plain_ns, plain_ns / tagged_ns);
 	}
 	free(big);
 	return 0;

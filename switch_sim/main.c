@@ -645,6 +645,7 @@ main(int argc, char **argv)
 		if (!tenants)
 			ina_die("--tenants %s", err);
 		c.pipe.tenants = tenants;
+		c.pipe.event_ctx = (void *)tenants; /* logs name the tenant */
 		INA_LOG(INFO, "tenant mode: %u tenants from %s", tenants->count, c.tenants);
 	}
 	port_spec(&c, spec, sizeof(spec));

@@ -10,7 +10,8 @@
 
 #include "pipeline_events.h"
 
-/* A pipeline_event_fn; 'ctx' is unused. */
+/* A pipeline_event_fn; 'ctx' is the switch's tenants (tenants.h) in tenant
+ * mode, to name a job by its tenant and the tenant's own id, else NULL. */
 void pipeline_log_event(void *ctx, const struct pipeline_event *ev);
 
 #endif

@@ -7,8 +7,8 @@
  * packet by packet: a forged DATA dropped, counted and unanswered while the
  * real one makes the sum; tenant B cannot see or touch tenant A's job of the
  * same id; quotas refused with clear errors; and real engines over a lossy,
- * reordering fabric with old packets replayed into later rounds: every sum
- * exact.
+ * reordering fabric with old packets replayed into later rounds, and on a
+ * switch of two lane partitions: every sum exact.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -209,6 +209,49 @@ keys(void **state)
 	assert_memory_not_equal(k1.k, k2.k, sizeof(k1.k));
 	assert_memory_not_equal(k1.k, k3.k, sizeof(k1.k));
 	assert_memory_equal(k1.k, k4.k, sizeof(k1.k));
+}
+
+/* The worker's tenant from the environment and a key file: errors say
+ * what is missing, never the key. */
+static void
+tenant_env(void **state)
+{
+	char path[] = "/tmp/ina-test-tkey.XXXXXX", err[256];
+	uint8_t idx, key[32];
+	int fd = mkstemp(path);
+
+	(void)state;
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, KEY_B "\n", sizeof(KEY_B)), (ssize_t)sizeof(KEY_B));
+	close(fd);
+	unsetenv(INA_TENANT_ENV);
+	unsetenv(INA_TENANT_KEY_ENV);
+	assert_int_equal(ina_auth_tenant_load(NULL, &idx, key, err, sizeof(err)), 0);
+	assert_int_equal(idx, 0); /* token mode */
+	setenv(INA_TENANT_KEY_ENV, KEY_A, 1);
+	assert_int_equal(ina_auth_tenant_load(NULL, &idx, key, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "no tenant: set INA_TENANT"));
+	setenv(INA_TENANT_ENV, "256", 1);
+	assert_int_equal(ina_auth_tenant_load(NULL, &idx, key, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "1..255"));
+	setenv(INA_TENANT_ENV, "7", 1);
+	assert_int_equal(ina_auth_tenant_load(NULL, &idx, key, err, sizeof(err)), 1);
+	assert_int_equal(idx, 7);
+	assert_int_equal(key[1], 1);
+	/* The file wins over the variable. */
+	assert_int_equal(ina_auth_tenant_load(path, &idx, key, err, sizeof(err)), 1);
+	assert_int_equal(key[0], 0x20);
+	setenv(INA_TENANT_KEY_ENV, "not-a-key-secretword", 1);
+	assert_int_equal(ina_auth_tenant_load(NULL, &idx, key, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "tenant key from $INA_TENANT_KEY"));
+	assert_null(strstr(err, "secretword"));
+	unsetenv(INA_TENANT_KEY_ENV);
+	assert_int_equal(ina_auth_tenant_load(NULL, &idx, key, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "no tenant key"));
+	unlink(path);
+	assert_true(ina_auth_tenant_load(path, &idx, key, err, sizeof(err)) < 0);
+	assert_non_null(strstr(err, "No such file"));
+	unsetenv(INA_TENANT_ENV);
 }
 
 static void
@@ -686,6 +729,41 @@ engines_replayed(void **state)
 	tenants_free(t);
 }
 
+/* Tenant mode on a switch of two lane partitions (as --lcores 2): JOIN,
+ * FIN and LEAVE copied to both with their tags, each partition checking its
+ * own DATA; the sums exact under loss. */
+static void
+engines_partitioned(void **state)
+{
+	struct tenants *t = good_tenants();
+	struct pipeline_config pc;
+	struct engine_config ec;
+	struct fabric f;
+
+	(void)state;
+	pipeline_config_init(&pc);
+	pc.nb_slots = 8;
+	pc.slot_elems = FB;
+	pc.tenants = t;
+	engine_config_init(&ec);
+	ec.job_id = JOB_A;
+	ec.auth = 1;
+	ina_auth_job_key(tenants_get(t, 1)->key, JOB_A, &ec.key);
+	fabric_init(&f, FW, FLANES, FB, INA_ENC_F32, &pc, &ec);
+	fabric_partition(&f, 2, &pc);
+	f.faults.drop_rate = 0.03;
+	f.faults.seed = 7;
+	assert_int_equal(fabric_join(&f), 0);
+	for (uint32_t k = 0; k < 3; k++)
+		fabric_round(&f, k);
+	assert_int_equal(fabric_finish(&f), 0);
+	for (uint16_t q = 0; q < f.nb_parts; q++)
+		assert_int_equal(pipeline_stats(f.parts[q])->drop[PDROP_AUTH], 0);
+	assert_true(pipeline_stats(f.parts[1])->results > 0);
+	fabric_fini(&f);
+	tenants_free(t);
+}
+
 /* A switch->worker packet with a wrong tag never reaches the engine. */
 static void
 engine_drops_forged(void **state)
@@ -730,12 +808,14 @@ main(void)
 		cmocka_unit_test(parse_bad),
 		cmocka_unit_test(load_mode),
 		cmocka_unit_test(keys),
+		cmocka_unit_test(tenant_env),
 		cmocka_unit_test(tags),
 		cmocka_unit_test(forged_data_dropped),
 		cmocka_unit_test(tenants_isolated),
 		cmocka_unit_test(quotas),
 		cmocka_unit_test(fair_between_tenants),
 		cmocka_unit_test(engines_replayed),
+		cmocka_unit_test(engines_partitioned),
 		cmocka_unit_test(engine_drops_forged),
 	};
 
