@@ -1,0 +1,133 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# bench_tenant_share: one tenant's goodput beside another on one switch
+# (issue 19 point 6). An ina-switch in tenant mode (--tenants, --share fair)
+# serves tenant alice's job (W ranks, a dense tensor, R rounds, weight 1) in
+# three settings, which take their runs in turn so that the machine's load
+# falls on all alike:
+#   alone     alice's job by itself;
+#   benign    beside tenant mallory's own job (one rank, the same tensor, as
+#             many rounds as alice's job lasts, weight 255: her quota's most);
+#   hostile   beside the same job of mallory's, while mallory also sends
+#             alice's job id every packet of tests/tools/hostile (forged
+#             tags, junk, replays, a JOIN flood) in a loop: what a tenant
+#             with a key can do to another without alice's key.
+# Prints per setting the median over the runs of alice's time per round (the
+# slowest rank's) and her goodput relative to running alone; every run must
+# verify every one of alice's sums. The hostile sender and mallory's job are
+# bounded by timeout and killed when alice's job ends.
+# Usage: bench/bench_tenant_share.sh BUILD_DIR [--runs N] [--rounds R]
+#                                    [--elements M] [--world W] [--port P]
+set -uo pipefail
+build=$1
+shift
+runs=5 rounds=20 elements=1048576 world=2 port=9296
+while [ $# -gt 0 ]; do
+	[ $# -ge 2 ] || { echo "usage: bench_tenant_share.sh BUILD_DIR [--runs N] [--rounds R]" \
+		"[--elements M] [--world W] [--port P]" >&2; exit 2; }
+	case $1 in
+	--runs) runs=$2 ;;
+	--rounds) rounds=$2 ;;
+	--elements) elements=$2 ;;
+	--world) world=$2 ;;
+	--port) port=$2 ;;
+	*) echo "usage: bench_tenant_share.sh BUILD_DIR [--runs N] [--rounds R]" \
+		"[--elements M] [--world W] [--port P]" >&2; exit 2 ;;
+	esac
+	shift 2
+done
+command -v jq >/dev/null || { echo "bench_tenant_share: needs jq" >&2; exit 2; }
+for b in switch_sim/ina-switch host/ina-host tests/hostile; do
+	[ -x "$build/$b" ] || { echo "bench_tenant_share: no $build/$b (build first)" >&2; exit 2; }
+done
+tmp=$(mktemp -d /tmp/ina-bench-tshare.XXXXXX)
+pids=()
+cleanup() {
+	local p
+	for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
+	wait 2>/dev/null
+	rm -rf "$tmp"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+unset INA_JOB_TOKEN INA_TENANT INA_TENANT_KEY
+key_a=$(head -c 32 /dev/urandom | base64)
+key_m=$(head -c 32 /dev/urandom | base64)
+cat >"$tmp/tenants.yaml" <<YAML
+tenants:
+  - {name: alice, index: 1, key: $key_a, jobs: 4, slots: 512, max_weight: 1}
+  - {name: mallory, index: 2, key: $key_m, jobs: 4, slots: 512, max_weight: 255}
+YAML
+chmod 600 "$tmp/tenants.yaml"
+alice_job=$(((1 << 24) | 1)) # the wire's job id: alice's index in the top byte
+
+# run SETTING N: prints alice's slowest rank's seconds a round, or nothing.
+run() {
+	local set=$1 n=$2 sw r worst=0 s rc=0 hosts=() side=()
+	timeout 300 "$build/switch_sim/ina-switch" --listen "127.0.0.1:$port" \
+		--tenants "$tmp/tenants.yaml" --share fair >"$tmp/sw.$set.$n.log" 2>&1 &
+	sw=$!
+	pids+=("$sw")
+	for _ in $(seq 100); do
+		grep -q serving "$tmp/sw.$set.$n.log" 2>/dev/null && break
+		sleep 0.05
+	done
+	if [ "$set" != alone ]; then
+		INA_TENANT=2 INA_TENANT_KEY=$key_m timeout 300 "$build/host/ina-host" \
+			--switch "127.0.0.1:$port" --job 1 --rank 0 --world 1 --weight 255 \
+			--elements "$elements" --density 1 --rounds 100000 --quiet \
+			>"$tmp/m.$set.$n.log" 2>&1 &
+		side+=("$!")
+	fi
+	if [ "$set" = hostile ]; then
+		timeout 300 bash -c "while :; do '$build/tests/hostile' 127.0.0.1:$port $alice_job 200 \
+			>/dev/null 2>&1 || exit; done" &
+		side+=("$!")
+	fi
+	pids+=("${side[@]}")
+	for ((r = 0; r < world; r++)); do
+		INA_TENANT=1 INA_TENANT_KEY=$key_a timeout 300 "$build/host/ina-host" \
+			--switch "127.0.0.1:$port" --job 1 --rank $r --world "$world" \
+			--elements "$elements" --density 1 --rounds "$rounds" --quiet \
+			--report "$tmp/r$r.json" >"$tmp/h$r.log" 2>&1 &
+		hosts+=("$!")
+	done
+	for ((r = 0; r < world; r++)); do
+		wait "${hosts[$r]}" || rc=1
+	done
+	for s in "${side[@]}"; do
+		kill "$s" 2>/dev/null
+		pkill -P "$s" 2>/dev/null
+	done
+	kill "$sw" 2>/dev/null
+	wait 2>/dev/null
+	pids=()
+	[ $rc -eq 0 ] || { echo "$set run $n: alice's job failed: $(tail -n 2 "$tmp/h0.log")" >&2; return; }
+	for ((r = 0; r < world; r++)); do
+		[ "$(jq -r .verified "$tmp/r$r.json")" = true ] || { echo "$set: not verified" >&2; return; }
+		s=$(jq -r ".seconds / $rounds" "$tmp/r$r.json")
+		worst=$(awk -v a="$worst" -v b="$s" 'BEGIN { print (b > a) ? b : a }')
+	done
+	echo "$worst"
+}
+
+median() { sort -g | awk '{ v[NR] = $1 } END { if (NR == 0) print "nan"; else if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+
+settings=(alone benign hostile)
+for s in "${settings[@]}"; do : >"$tmp/$s"; done
+for ((n = 0; n < runs; n++)); do
+	for s in "${settings[@]}"; do
+		echo "bench_tenant_share: run $((n + 1)) of $runs: $s" >&2
+		run "$s" "$n" >>"$tmp/$s"
+	done
+done
+alone=$(median <"$tmp/alone")
+printf "bench_tenant_share: alice's job, %s elements f32 dense, world %s, %s rounds, median of %s runs; load at the end: %s\n" \
+	"$elements" "$world" "$rounds" "$runs" "$(cut -d' ' -f1-3 /proc/loadavg)"
+for s in "${settings[@]}"; do
+	t=$(median <"$tmp/$s")
+	printf "  %-8s %8.3f ms a round  goodput / alone %.2f  (%s runs ok)\n" "$s" \
+		"$(awk -v s="$t" 'BEGIN { print s * 1000 }')" \
+		"$(awk -v a="$alone" -v b="$t" 'BEGIN { if (b > 0) print a / b; else print 0 }')" \
+		"$(wc -l <"$tmp/$s")"
+done
