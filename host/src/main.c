@@ -390,15 +390,15 @@ parse_args(int argc, char **argv, struct host_config *c)
 					  &c->ina.plan_cut_packet_ns };
 			char buf[96], *tok, *save = NULL;
 			unsigned k = 0;
+			int bad = 0;
 
 			if (strlen(optarg) >= sizeof(buf))
 				ina_die("--plan-cost: '%s' is too long", optarg);
 			strcpy(buf, optarg);
-			for (tok = strtok_r(buf, ",", &save); tok && k < 3;
+			for (tok = strtok_r(buf, ",", &save); tok && k < 3 && !bad;
 			     tok = strtok_r(NULL, ",", &save))
-				if (ina_parse_double(tok, 0.0, 1e6, ns[k++]) < 0)
-					k = 9;
-			if (k < 2 || k > 3 || tok ||
+				bad = ina_parse_double(tok, 0.0, 1e6, ns[k++]) < 0;
+			if (bad || k < 2 || tok ||
 			    (c->ina.plan_packet_ns == 0 && c->ina.plan_byte_ns == 0))
 				ina_die("--plan-cost: '%s' is not P,Y[,C] (ns in 0..1e6, P and Y "
 					"not both 0)",
@@ -519,7 +519,6 @@ verify_round(const struct host_config *c, struct workload *w, struct sim_ranks *
 	}
 }
 
-/* A round's counters: the differences over its allreduce. */
 /* A one-element allreduce that lines the workers up, 'when' round r: 0, or
  * < 0 with the reason printed. */
 static int
@@ -534,6 +533,7 @@ line_up(struct ina_ctx *ctx, uint16_t rank, const char *when, uint32_t r)
 	return ret;
 }
 
+/* A round's counters: the differences over its allreduce. */
 static void
 round_stats(struct report_round *rr, const struct ina_stats *before, const struct ina_stats *after)
 {

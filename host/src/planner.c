@@ -23,7 +23,6 @@
 
 struct planner {
 	struct planner_config cfg;
-	uint64_t packet_ps, byte_ps, cut_ps; /* cfg's costs in whole ps */
 	unsigned n_sizes, n_eval;
 	uint32_t sizes[PLANNER_MAX_SIZES];
 	struct planner_candidate cand[PLANNER_MAX_CANDIDATES];
@@ -122,9 +121,6 @@ planner_create(const struct planner_config *cfg)
 	if (!p)
 		return NULL;
 	p->cfg = *cfg;
-	p->packet_ps = (uint64_t)llround(cfg->packet_ns * 1000);
-	p->byte_ps = (uint64_t)llround(cfg->byte_ns * 1000);
-	p->cut_ps = (uint64_t)llround(cfg->cut_packet_ns * 1000);
 	maxb = planner_max_block(cfg);
 	for (b = PLANNER_MIN_BLOCK; b <= maxb && p->n_sizes < PLANNER_MAX_SIZES; b *= 2)
 		p->sizes[p->n_sizes++] = b;
@@ -213,7 +209,6 @@ planner_cost_time_ps(const struct planner_config *cfg, const struct planner_cost
 {
 	uint64_t packet_ps = (uint64_t)llround(cfg->packet_ns * 1000);
 	uint64_t byte_ps = (uint64_t)llround(cfg->byte_ns * 1000);
-
 	uint64_t cut_ps = sub_log > 0 ? (uint64_t)llround(cfg->cut_packet_ns * 1000) : 0;
 
 	return (c->up_pkts + c->down_pkts) * packet_ps + planner_cost_bytes(c) * byte_ps +
@@ -406,9 +401,7 @@ planner_plan_cut(struct planner *p, const float *ref, uint32_t n, double mass, f
 			c->blocks.up_elems = (uint64_t)p->cfg.world * c->blocks.sent_elems;
 			c->blocks.up_blocks = (uint64_t)p->cfg.world * c->blocks.sent;
 			c->cost = planner_cost(&p->cfg, n, B, (uint8_t)k, &c->blocks);
-			c->time_ps = (c->cost.up_pkts + c->cost.down_pkts) * p->packet_ps +
-				     planner_cost_bytes(&c->cost) * p->byte_ps +
-				     (k > 0 ? c->cost.payload_pkts * p->cut_ps : 0);
+			c->time_ps = planner_cost_time_ps(&p->cfg, &c->cost, (uint8_t)k);
 			c->density = (double)c->blocks.sent / c->blocks.n_blocks;
 			if (better(c, best))
 				best = c;

@@ -210,8 +210,9 @@ tround_destroy(struct tround *t)
 
 /* B and its cut of this round (t->B, t->sub_log): the planner's choice from
  * the last result (planned every plan_period rounds, held in between), or
- * the largest B before there is one (every worker starts alike), cut finest when the planner picks cuts; the job's fixed
- * sub_block cuts any B it divides (plan_cut()). */
+ * the largest B before there is one (every worker starts alike), cut finest
+ * when the planner picks cuts; the job's fixed sub_block cuts any B it
+ * divides (plan_cut()). */
 static void
 plan(struct tround *t)
 {
@@ -219,14 +220,12 @@ plan(struct tround *t)
 
 	t->B = t->cfg.max_block;
 	t->sub_log = 0;
-	if (t->planner && t->have_ref && t->pick_age > 0 && t->pick_age < period) {
+	if (t->planner && t->have_ref && t->pick_age > 0 && t->pick_age < period)
 		t->pick_age++; /* the last plan holds: every worker counts alike */
-		t->B = (uint16_t)t->pick.block_size;
-		t->sub_log = t->pick.sub_log;
-	} else if (t->planner && t->have_ref &&
-		   planner_plan_cut(t->planner, t->ref, (uint32_t)t->cfg.n, t->plan_mass, 0.0f,
-				    &t->pick) == 0) {
-		t->pick_age = 1;
+	else if (t->planner && t->have_ref)
+		t->pick_age = planner_plan_cut(t->planner, t->ref, (uint32_t)t->cfg.n, t->plan_mass,
+					       0.0f, &t->pick) == 0;
+	if (t->pick_age > 0) {
 		t->B = (uint16_t)t->pick.block_size;
 		t->sub_log = t->pick.sub_log;
 	} else if (t->planner && plans_cut(&t->cfg)) {
