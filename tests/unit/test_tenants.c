@@ -638,6 +638,24 @@ cap_in(void *arg, const struct ina_pkt *pkt)
 	c->n++;
 }
 
+/* A fabric of 'world' engines of tenant 1's job JOB_A, tagged, on a switch
+ * of 8 slots serving the tenants 't'; 'pc' is the switch's configuration. */
+static void
+tenant_fabric(struct fabric *f, struct tenants *t, uint16_t world, struct pipeline_config *pc)
+{
+	struct engine_config ec;
+
+	pipeline_config_init(pc);
+	pc->nb_slots = 8;
+	pc->slot_elems = FB;
+	pc->tenants = t;
+	engine_config_init(&ec);
+	ec.job_id = JOB_A;
+	ec.auth = 1;
+	ina_auth_job_key(tenants_get(t, 1)->key, JOB_A, &ec.key);
+	fabric_init(f, world, FLANES, FB, INA_ENC_F32, pc, &ec);
+}
+
 static void
 fabric_round(struct fabric *f, uint32_t k)
 {
@@ -670,20 +688,11 @@ engines_replayed(void **state)
 	static struct capture cap;
 	struct tenants *t = good_tenants();
 	struct pipeline_config pc;
-	struct engine_config ec;
 	struct fabric f;
 	uint64_t replayed = 0;
 
 	(void)state;
-	pipeline_config_init(&pc);
-	pc.nb_slots = 8;
-	pc.slot_elems = FB;
-	pc.tenants = t;
-	engine_config_init(&ec);
-	ec.job_id = JOB_A;
-	ec.auth = 1;
-	ina_auth_job_key(tenants_get(t, 1)->key, JOB_A, &ec.key);
-	fabric_init(&f, FW, FLANES, FB, INA_ENC_F32, &pc, &ec);
+	tenant_fabric(&f, t, FW, &pc);
 	f.faults.drop_rate = 0.05;
 	f.faults.dup_rate = 0.05;
 	f.faults.shuffle = 1;
@@ -737,19 +746,10 @@ engines_partitioned(void **state)
 {
 	struct tenants *t = good_tenants();
 	struct pipeline_config pc;
-	struct engine_config ec;
 	struct fabric f;
 
 	(void)state;
-	pipeline_config_init(&pc);
-	pc.nb_slots = 8;
-	pc.slot_elems = FB;
-	pc.tenants = t;
-	engine_config_init(&ec);
-	ec.job_id = JOB_A;
-	ec.auth = 1;
-	ina_auth_job_key(tenants_get(t, 1)->key, JOB_A, &ec.key);
-	fabric_init(&f, FW, FLANES, FB, INA_ENC_F32, &pc, &ec);
+	tenant_fabric(&f, t, FW, &pc);
 	fabric_partition(&f, 2, &pc);
 	f.faults.drop_rate = 0.03;
 	f.faults.seed = 7;
@@ -770,21 +770,12 @@ engine_drops_forged(void **state)
 {
 	struct tenants *t = good_tenants();
 	struct pipeline_config pc;
-	struct engine_config ec;
 	struct fabric f;
 	struct ina_pkt *in;
 	struct ina_hdr h;
 
 	(void)state;
-	pipeline_config_init(&pc);
-	pc.nb_slots = 8;
-	pc.slot_elems = FB;
-	pc.tenants = t;
-	engine_config_init(&ec);
-	ec.job_id = JOB_A;
-	ec.auth = 1;
-	ina_auth_job_key(tenants_get(t, 1)->key, JOB_A, &ec.key);
-	fabric_init(&f, 1, FLANES, FB, INA_ENC_F32, &pc, &ec);
+	tenant_fabric(&f, t, 1, &pc);
 	assert_int_equal(fabric_join(&f), 0);
 	/* A forged ERROR LEFT from "the switch": it would end the job. */
 	h = wc_hdr(INA_T_ERROR, INA_ENC_F32, JOB_A, engine_epoch(f.hosts[0]), INA_RANK_SWITCH, 0);
