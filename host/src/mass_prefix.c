@@ -8,15 +8,6 @@
  */
 #include "mass_prefix.h"
 
-/* Unit a ranks before unit b: larger key, then smaller index. */
-static int
-before(const double *key, uint32_t a, uint32_t b)
-{
-	if (key[a] != key[b])
-		return key[a] > key[b];
-	return a < b;
-}
-
 static void
 swap(uint32_t *a, uint32_t *b)
 {
@@ -32,11 +23,11 @@ pick_pivot(uint32_t *idx, uint32_t lo, uint32_t hi, const double *key)
 {
 	uint32_t mid = lo + (hi - lo) / 2;
 
-	if (before(key, idx[mid], idx[lo]))
+	if (unit_ranks_before(key, idx[mid], idx[lo]))
 		swap(&idx[mid], &idx[lo]);
-	if (before(key, idx[hi], idx[mid])) {
+	if (unit_ranks_before(key, idx[hi], idx[mid])) {
 		swap(&idx[hi], &idx[mid]);
-		if (before(key, idx[mid], idx[lo]))
+		if (unit_ranks_before(key, idx[mid], idx[lo]))
 			swap(&idx[mid], &idx[lo]);
 	}
 	swap(&idx[mid], &idx[hi]);
@@ -59,7 +50,7 @@ mass_prefix(uint32_t *idx, uint32_t h, const double *key, double target, uint8_t
 		piv = idx[hi];
 		/* idx[lo .. j) rank before the pivot */
 		for (i = j = lo; i < hi; i++)
-			if (before(key, idx[i], piv)) {
+			if (unit_ranks_before(key, idx[i], piv)) {
 				above += key[idx[i]];
 				swap(&idx[i], &idx[j++]);
 			}

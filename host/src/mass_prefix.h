@@ -11,6 +11,14 @@
 
 #include <stdint.h>
 
+/* Unit a ranks before unit b: the larger key, then the smaller index (the
+ * order of mass_prefix() and of the sparsifier's heap). */
+static inline int
+unit_ranks_before(const double *key, uint32_t a, uint32_t b)
+{
+	return key[a] > key[b] || (key[a] == key[b] && a < b);
+}
+
 /*
  * Sets sel[u] = 1 for the units u of the shortest prefix, in rank order, of
  * the h >= 1 units idx[0..h) whose keys (finite, >= 0) sum to 'target' or

@@ -224,13 +224,7 @@ sparsify_decay_bound(const struct sparsify_config *cfg, uint32_t round)
 	return (float)((double)cfg->bound0 * pow(cfg->decay, (double)round));
 }
 
-/* Heap order: larger key first, then smaller block index. Keys are never NaN. */
-static int
-ranks_before(const double *key, uint32_t a, uint32_t b)
-{
-	return key[a] > key[b] || (key[a] == key[b] && a < b);
-}
-
+/* Heap order: unit_ranks_before() (mass_prefix.h). Keys are never NaN. */
 static void
 sift_down(uint32_t *heap, size_t n, size_t i, const double *key)
 {
@@ -238,9 +232,9 @@ sift_down(uint32_t *heap, size_t n, size_t i, const double *key)
 		size_t best = i, l = 2 * i + 1, r = l + 1;
 		uint32_t tmp;
 
-		if (l < n && ranks_before(key, heap[l], heap[best]))
+		if (l < n && unit_ranks_before(key, heap[l], heap[best]))
 			best = l;
-		if (r < n && ranks_before(key, heap[r], heap[best]))
+		if (r < n && unit_ranks_before(key, heap[r], heap[best]))
 			best = r;
 		if (best == i)
 			return;
