@@ -30,6 +30,7 @@
 #include "ina/util.h"
 #include "ina/wire.h"
 #include "pipeline.h"
+#include "pipeline_dump.h"
 #include "tenants.h"
 #include "wire_check.h"
 
@@ -550,6 +551,23 @@ tenants_isolated(void **state)
 	assert_int_equal(g.h.job_id, JOB_B);
 	wc_assert_words(&g, vb, MAXB);
 	ina_pkt_free(o);
+	/* What people read names each job by its tenant and own id. */
+	{
+		struct pipeline_job_info info[4];
+		char *text = NULL;
+		size_t len = 0;
+		FILE *f = open_memstream(&text, &len);
+
+		assert_int_equal(pipeline_jobs(s.p, 0, info, 4), 2);
+		assert_string_equal(info[0].tenant, "alice");
+		assert_string_equal(info[1].tenant, "bob");
+		assert_non_null(f);
+		pipeline_dump(s.p, f);
+		fclose(f);
+		assert_non_null(strstr(text, "job 5 of tenant alice epoch "));
+		assert_non_null(strstr(text, "job 5 of tenant bob epoch "));
+		free(text);
+	}
 	sw_fini(&s);
 }
 
