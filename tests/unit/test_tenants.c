@@ -401,6 +401,26 @@ mk_data(struct sw *s, uint32_t job, uint32_t epoch, uint16_t rank, const float *
 	return wc_mk_pkt(s->pool, &any_peer, &h, pl, sizeof(pl));
 }
 
+/* A replayed JOIN drew a 56-byte ERROR COOKIE to its source, nothing more:
+ * frees it and returns the cookie. */
+static uint64_t
+assert_cookie_to(struct ina_pkt *o, int to)
+{
+	struct ina_peer want;
+	struct ina_hdr h;
+
+	assert_non_null(o);
+	ina_wire_decode_hdr(o->data, &h);
+	assert_int_equal(h.type, INA_T_ERROR);
+	assert_int_equal(h.status, INA_WERR_COOKIE);
+	assert_int_equal(o->len, INA_HDR_SIZE);
+	assert_null(o->dsts);
+	fabric_peer(&want, to);
+	assert_true(ina_peer_equal(&o->peer, &want));
+	ina_pkt_free(o);
+	return ina_wire_cookie(&h);
+}
+
 static void
 forged_data_dropped(void **state)
 {
@@ -423,8 +443,7 @@ forged_data_dropped(void **state)
 	 * at that address has the cookie but cannot put it into the JOIN: the
 	 * tag covers it, and the JOIN's old tag then fails (auth_fail). */
 	{
-		struct ina_pkt *j1 = mk_join(&s, JOB_A, 2, 1, 1), *o1;
-		struct ina_peer src;
+		struct ina_pkt *j1 = mk_join(&s, JOB_A, 2, 1, 1);
 		struct ina_hdr h;
 		uint64_t cookie;
 		uint8_t tag[8];
@@ -432,18 +451,8 @@ forged_data_dropped(void **state)
 		j1->data[offsetof(struct ina_wire_hdr, rank) + 1] = 1;
 		ina_auth_sign(&s.ka, j1->data, j1->len);
 		memcpy(tag, j1->data + INA_TAG_OFFSET, sizeof(tag));
-		o1 = sw_send(&s, j1, &s.ka, 5);
-		assert_non_null(o1);
-		ina_wire_decode_hdr(o1->data, &h);
-		assert_int_equal(h.type, INA_T_ERROR);
-		assert_int_equal(h.status, INA_WERR_COOKIE);
-		assert_int_equal(o1->len, INA_HDR_SIZE);
-		assert_null(o1->dsts);
-		fabric_peer(&src, 5);
-		assert_true(ina_peer_equal(&o1->peer, &src));
+		cookie = assert_cookie_to(sw_send(&s, j1, &s.ka, 5), 5);
 		assert_int_equal(pipeline_stats(s.p)->drop[PDROP_RANK_MOVED], 1);
-		cookie = ina_wire_cookie(&h);
-		ina_pkt_free(o1);
 		j1 = mk_join(&s, JOB_A, 2, 1, 1);
 		j1->data[offsetof(struct ina_wire_hdr, rank) + 1] = 1;
 		ina_wire_decode_hdr(j1->data, &h);
@@ -861,24 +870,6 @@ replay_from(struct fabric *f, const struct capture *c, unsigned i, int from,
 		return NULL;
 	assert_true(ina_auth_check(k, out[0]->data, out[0]->len));
 	return out[0];
-}
-
-/* A replayed JOIN drew a 56-byte ERROR COOKIE to its source, nothing more. */
-static void
-assert_cookie_to(struct ina_pkt *o, int to)
-{
-	struct ina_peer want;
-	struct ina_hdr h;
-
-	assert_non_null(o);
-	ina_wire_decode_hdr(o->data, &h);
-	assert_int_equal(h.type, INA_T_ERROR);
-	assert_int_equal(h.status, INA_WERR_COOKIE);
-	assert_int_equal(o->len, INA_HDR_SIZE);
-	assert_null(o->dsts);
-	fabric_peer(&want, to);
-	assert_true(ina_peer_equal(&o->peer, &want));
-	ina_pkt_free(o);
 }
 
 /*
