@@ -511,13 +511,15 @@ forged_data_dropped(void **state)
 		wc_assert_words(&g, sum, MAXB);
 	}
 	ina_pkt_free(o);
-	/* A packet of no tenant: dropped as well. */
-	assert_null(sw_send(&s, mk_data(&s, 0x07000005u, epoch, 1, evil), &s.ka, 1));
-	assert_int_equal(pipeline_stats(s.p)->drop[PDROP_AUTH], 6);
 	/* Dropped before their tag is computed (a flood of them costs no
-	 * keyed hash each), counted where they would end after it: a short
-	 * packet, a malformed header, and DATA for rank 1 from an address
-	 * rank 1 is not bound to, forged or replayed. */
+	 * keyed hash each), counted where they would end after it: DATA of
+	 * no tenant and of a job the switch does not hold, a short packet, a
+	 * malformed header, and DATA for rank 1 from an address rank 1 is not
+	 * bound to, forged or replayed. */
+	assert_null(sw_send(&s, mk_data(&s, 0x07000005u, epoch, 1, evil), &s.ka, 1));
+	assert_null(sw_send(&s, mk_data(&s, JOB_A + 1, epoch, 1, evil), &s.ka, 1));
+	assert_int_equal(pipeline_stats(s.p)->drop[PDROP_UNKNOWN_JOB], 2);
+	assert_int_equal(pipeline_stats(s.p)->drop[PDROP_AUTH], 5);
 	o = ina_pkt_alloc(s.pool);
 	o->len = 10;
 	memset(o->data, 0, 10);
@@ -530,7 +532,7 @@ forged_data_dropped(void **state)
 	assert_null(sw_send(&s, mk_data(&s, JOB_A, epoch, 1, evil), &wrong, 7));
 	assert_null(sw_send(&s, mk_data(&s, JOB_A, epoch, 1, real1), &s.ka, 7));
 	assert_int_equal(pipeline_stats(s.p)->drop[PDROP_WRONG_ADDR], 2);
-	assert_int_equal(pipeline_stats(s.p)->drop[PDROP_AUTH], 6);
+	assert_int_equal(pipeline_stats(s.p)->drop[PDROP_AUTH], 5);
 	sw_fini(&s);
 }
 
