@@ -317,14 +317,34 @@ write_switch(FILE *f, const struct metrics_snapshot *s)
 	sample_u64(f, "ina_switch_jobs", NULL, 0, s->nb_jobs);
 }
 
+/*
+ * A job's labels into kv (which has room for two more pairs after them):
+ * job="5", and in tenant mode the tenant's own id and tenant="alice".
+ * Returns the pairs written.
+ */
+static unsigned
+job_labels(const struct pipeline_job_info *j, char id[static 12], const char **kv)
+{
+	kv[0] = "job";
+	kv[1] = id;
+	if (!j->tenant) {
+		snprintf(id, 12, "%" PRIu32, j->job_id);
+		return 1;
+	}
+	snprintf(id, 12, "%" PRIu32, j->job_id & INA_TENANT_JOB_MAX);
+	kv[2] = "tenant";
+	kv[3] = j->tenant;
+	return 2;
+}
+
 /* One per-job gauge family: 'expr' is job j's value. */
 #define JOB_GAUGE(name, help, expr) \
 	do { \
 		family(f, "ina_switch_job_" name, "gauge", help); \
 		for (uint16_t i = 0; i < s->nb_jobs; i++) { \
 			const struct pipeline_job_info *j = &s->jobs[i]; \
-			snprintf(id, sizeof(id), "%" PRIu32, j->job_id); \
-			sample_u64(f, "ina_switch_job_" name, kv, 1, (uint64_t)(expr)); \
+			unsigned n = job_labels(j, id, kv); \
+			sample_u64(f, "ina_switch_job_" name, kv, n, (uint64_t)(expr)); \
 		} \
 	} while (0)
 
@@ -332,35 +352,35 @@ static void
 write_jobs(FILE *f, const struct metrics_snapshot *s)
 {
 	char id[12], sync[12];
-	const char *kv[6] = { "job", id, NULL, NULL, NULL, NULL };
+	const char *kv[8];
 	uint16_t nb_src = s->nb_parts > 1 ? s->nb_parts : 1;
 
 	family(f, "ina_switch_job_info", "gauge",
 	       "An admitted job: its encoding and synchronisation (value 1).");
 	for (uint16_t i = 0; i < s->nb_jobs; i++) {
 		const struct pipeline_job_info *j = &s->jobs[i];
+		unsigned n = job_labels(j, id, kv);
 
-		snprintf(id, sizeof(id), "%" PRIu32, j->job_id);
 		if (j->ssp)
 			snprintf(sync, sizeof(sync), "ssp:%u", j->ssp);
 		else
 			snprintf(sync, sizeof(sync), "bsp");
-		kv[2] = "encoding";
-		kv[3] = ina_wire_encoding_name(j->encoding);
-		kv[4] = "sync";
-		kv[5] = sync;
-		sample_u64(f, "ina_switch_job_info", kv, 3, 1);
+		kv[2 * n] = "encoding";
+		kv[2 * n + 1] = ina_wire_encoding_name(j->encoding);
+		kv[2 * n + 2] = "sync";
+		kv[2 * n + 3] = sync;
+		sample_u64(f, "ina_switch_job_info", kv, n + 2, 1);
 	}
 	family(f, "ina_switch_job_state", "gauge",
 	       "A job's state: 1 for the one it is in, 0 for the others.");
 	for (uint16_t i = 0; i < s->nb_jobs; i++) {
 		const struct pipeline_job_info *j = &s->jobs[i];
+		unsigned n = job_labels(j, id, kv);
 
-		snprintf(id, sizeof(id), "%" PRIu32, j->job_id);
-		kv[2] = "state";
+		kv[2 * n] = "state";
 		for (int st = 0; st < PJOB_STATE_MAX; st++) {
-			kv[3] = pipeline_job_state_name((enum pipeline_job_state)st);
-			sample_u64(f, "ina_switch_job_state", kv, 2, j->state == st);
+			kv[2 * n + 1] = pipeline_job_state_name((enum pipeline_job_state)st);
+			sample_u64(f, "ina_switch_job_state", kv, n + 1, j->state == st);
 		}
 	}
 	JOB_GAUGE("epoch", "The epoch the switch gave the job.", j->epoch);
@@ -378,14 +398,12 @@ write_jobs(FILE *f, const struct metrics_snapshot *s)
 
 		if (!j->has_round)
 			continue;
-		snprintf(id, sizeof(id), "%" PRIu32, j->job_id);
-		sample_u64(f, "ina_switch_job_round", kv, 1, j->max_round);
+		sample_u64(f, "ina_switch_job_round", kv, job_labels(j, id, kv), j->max_round);
 	}
 	family(f, "ina_switch_job_idle_seconds", "gauge", "Time since the job's last packet.");
-	for (uint16_t i = 0; i < s->nb_jobs; i++) {
-		snprintf(id, sizeof(id), "%" PRIu32, s->jobs[i].job_id);
-		sample_f(f, "ina_switch_job_idle_seconds", kv, 1, (double)s->jobs[i].idle_ns / 1e9);
-	}
+	for (uint16_t i = 0; i < s->nb_jobs; i++)
+		sample_f(f, "ina_switch_job_idle_seconds", kv, job_labels(&s->jobs[i], id, kv),
+			 (double)s->jobs[i].idle_ns / 1e9);
 }
 #undef JOB_GAUGE
 

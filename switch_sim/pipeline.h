@@ -364,7 +364,9 @@ enum pipeline_job_state {
 };
 
 struct pipeline_job_info {
-	uint32_t job_id;
+	uint32_t job_id;    /* on the wire (tenant mode: the tenant's index on top) */
+	const char *tenant; /* tenant mode: its tenant's name (pipeline_config's
+			     * tenants, kept by the caller); else NULL */
 	uint32_t epoch;
 	uint16_t world;
 	uint16_t lanes;	     /* granted */

@@ -11,6 +11,7 @@
 #include "ina/wire.h"
 #include "pipeline_dump.h"
 #include "pipeline_int.h"
+#include "tenants.h"
 #include "uplink.h"
 
 /* The lines of pipeline_dump() for the lanes of ssp job 'j'. */
@@ -104,7 +105,7 @@ pipeline_stats_fprint(const struct pipeline_stats *st, FILE *f)
 void
 pipeline_dump(const struct pipeline *p, FILE *f)
 {
-	char ranks[192];
+	char ranks[192], name[64];
 
 	fprintf(f, "slots: %" PRIu32 " free of %" PRIu32 "; jobs: %u\n", p->free_slots,
 		p->cfg.nb_slots, p->nb_jobs);
@@ -114,11 +115,11 @@ pipeline_dump(const struct pipeline *p, FILE *f)
 		if (!j->active)
 			continue;
 		fprintf(f,
-			"job %" PRIu32 " epoch %" PRIu32 ": world %u, lanes %u (slots %" PRIu32
-			"..%" PRIu32 "), %s; joined ",
-			j->params.job_id, j->params.epoch, j->params.world, j->params.lanes,
-			j->slot_base, j->slot_base + j->nb_slots - 1,
-			ina_wire_encoding_name(j->params.encoding));
+			"job %s epoch %" PRIu32 ": world %u, lanes %u (slots %" PRIu32 "..%" PRIu32
+			"), %s; joined ",
+			tenants_job_name(p->cfg.tenants, j->params.job_id, name, sizeof(name)),
+			j->params.epoch, j->params.world, j->params.lanes, j->slot_base,
+			j->slot_base + j->nb_slots - 1, ina_wire_encoding_name(j->params.encoding));
 		fprintf(f, "%s, finished ", ina_ranks_str(ranks, sizeof(ranks), j->joined));
 		fprintf(f, "%s%s\n", ina_ranks_str(ranks, sizeof(ranks), j->finished),
 			j->aborted	  ? " (aborted: a rank died; freed at the next tick)"

@@ -44,7 +44,11 @@ pipeline_jobs(const struct pipeline *p, uint64_t now_ns, struct pipeline_job_inf
 
 		if (!j->active)
 			continue;
+		const struct tenant *t = tenants_get(p->cfg.tenants,
+						     ina_tenant_of(j->params.job_id));
+
 		o->job_id = j->params.job_id;
+		o->tenant = t ? t->name : NULL;
 		o->epoch = j->params.epoch;
 		o->world = j->params.world;
 		o->lanes = j->params.lanes;

@@ -18,16 +18,10 @@
 void
 pipeline_log_event(void *ctx, const struct pipeline_event *ev)
 {
-	const struct tenants *tenants = ctx;
-	const struct tenant *t = tenants_get(tenants, ina_tenant_of(ev->job_id));
 	char job[64];
 
 	/* Tenant mode: the tenant's own job id, and the tenant. */
-	if (t)
-		snprintf(job, sizeof(job), "%" PRIu32 " of tenant %s",
-			 ev->job_id & INA_TENANT_JOB_MAX, t->name);
-	else
-		snprintf(job, sizeof(job), "%" PRIu32, ev->job_id);
+	tenants_job_name(ctx, ev->job_id, job, sizeof(job));
 	switch (ev->kind) {
 	case PEV_ADMITTED:
 		if (ev->lanes < ev->want_lanes)

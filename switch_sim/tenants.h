@@ -9,8 +9,10 @@
 #ifndef INA_TENANTS_H
 #define INA_TENANTS_H
 
+#include <inttypes.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "ina/auth.h"
 
@@ -35,6 +37,24 @@ static inline const struct tenant *
 tenants_get(const struct tenants *t, uint8_t i)
 {
 	return t && i && t->by_index[i].index == i ? &t->by_index[i] : NULL;
+}
+
+/*
+ * A job's name for people, written to 'buf': in tenant mode (t has the
+ * tenant of the wire id's top byte) "5 of tenant alice", the tenant's own id;
+ * else the wire id, "5". Returns 'buf'.
+ */
+static inline const char *
+tenants_job_name(const struct tenants *t, uint32_t job_id, char *buf, size_t size)
+{
+	const struct tenant *tn = tenants_get(t, ina_tenant_of(job_id));
+
+	if (tn)
+		snprintf(buf, size, "%" PRIu32 " of tenant %s", job_id & INA_TENANT_JOB_MAX,
+			 tn->name);
+	else
+		snprintf(buf, size, "%" PRIu32, job_id);
+	return buf;
 }
 
 /*

@@ -58,7 +58,7 @@ kill -0 "$sw" 2>/dev/null || { echo "the switch died"; cat "$tmp/switch.log"; ex
 kill -USR1 "$sw"; sleep 0.3
 kill -TERM "$sw"; wait "$sw" || true
 sent() { awk -v n="$1" '$1 == n { print $2; exit }' "$tmp/attack.log"; }
-counter() { awk -v n="$1" '$1 == n { print $2; exit }' "$tmp/switch.log"; }
+counter() { awk -v n="$1" '$1 == n { v = $2 } END { print v + 0 }' "$tmp/switch.log"; }
 # at_least NAME VALUE MIN
 at_least() {
     if [ "${2:-0}" -lt "$3" ]; then
@@ -68,11 +68,16 @@ at_least() {
     fi
 }
 [ "$(sent captured)" -ge 50 ] || { echo "FAIL: captured only $(sent captured) packets"; fail=1; }
-# Every forged packet that reaches the switch is a failed tag; under load a
-# full socket buffer may lose some before it (of the raw frames and the
-# attacker's own), so at least half of those from its own socket.
-at_least drop_auth_fail "$(counter drop_auth_fail)" $(($(sent forged_own_addr) / 2))
-at_least "drop_wrong_address" "$(counter drop_wrong_address)" 1
+# Every forged packet from a rank's own address that reaches the switch is a
+# failed tag, or, when the changed byte was a sub-block mask's, a malformed
+# block dropped before its tag; a rank's DATA from the attacker's address,
+# forged or replayed, is dropped before its tag (wrong_address). Under load
+# a full socket buffer may lose some before the switch, so at least half of
+# each.
+at_least "drop_auth_fail + drop_bad_mask + drop_bad_length" \
+    $(($(counter drop_auth_fail) + $(counter drop_bad_mask) + $(counter drop_bad_length))) \
+    $((($(sent forged_rank_addr) + $(sent forged_leave_rank_addr)) / 2))
+at_least "drop_wrong_address" "$(counter drop_wrong_address)" $(($(sent forged_own_addr) / 2))
 if [ "$(sent rejoin_own_addr)" -gt 0 ]; then
     at_least drop_rank_moved "$(counter drop_rank_moved)" 1
 else

@@ -455,6 +455,37 @@ partitions(void **state)
 	parsed_free(&ps);
 }
 
+/* Tenant mode: a job is the tenant's own id with its tenant's name, so that
+ * tenant alice's job 5 and tenant bob's job 5 are two series. */
+static void
+tenant_jobs(void **state)
+{
+	struct metrics_snapshot s;
+	struct parsed ps;
+
+	(void)state;
+	snapshot_one_loop(&s);
+	jobs[0].job_id = 1u << 24 | 5;
+	jobs[0].tenant = "alice";
+	jobs[1].job_id = 2u << 24 | 5;
+	jobs[1].tenant = "bob";
+	parse(&ps, &s);
+	assert_true(has_line(
+		&ps,
+		"ina_switch_job_info{job=\"5\",tenant=\"alice\",encoding=\"f32\",sync=\"bsp\"} 1"));
+	assert_true(has_line(&ps, "ina_switch_job_info{job=\"5\",tenant=\"bob\",encoding=\"bf16\","
+				  "sync=\"ssp:2\"} 1"));
+	assert_true(
+		has_line(&ps,
+			 "ina_switch_job_state{job=\"5\",tenant=\"bob\",state=\"lingering\"} 1"));
+	assert_true(has_line(&ps, "ina_switch_job_world{job=\"5\",tenant=\"alice\"} 4"));
+	assert_true(has_line(&ps, "ina_switch_job_world{job=\"5\",tenant=\"bob\"} 2"));
+	assert_true(has_line(&ps, "ina_switch_job_round{job=\"5\",tenant=\"alice\"} 17"));
+	assert_true(has_line(&ps, "ina_switch_job_idle_seconds{job=\"5\",tenant=\"bob\"} 2.500"));
+	assert_null(strstr(ps.text, "job=\"16777221\""));
+	parsed_free(&ps);
+}
+
 /* Label values with '"', '\' and a newline are escaped; the text parses. */
 static void
 label_escaping(void **state)
@@ -498,7 +529,8 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(known_snapshot),     cmocka_unit_test(no_jobs),
 		cmocka_unit_test(every_counter_once), cmocka_unit_test(partitions),
-		cmocka_unit_test(label_escaping),     cmocka_unit_test(write_error),
+		cmocka_unit_test(tenant_jobs),	      cmocka_unit_test(label_escaping),
+		cmocka_unit_test(write_error),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -29,6 +29,7 @@
 #include "ina/pkt.h"
 #include "ina/wire.h"
 #include "pipeline.h"
+#include "pipeline_dump.h"
 #include "tenants.h"
 #include "wire_check.h"
 
@@ -471,13 +472,26 @@ forged_data_dropped(void **state)
 		wc_assert_words(&g, sum, MAXB);
 	}
 	ina_pkt_free(o);
-	/* A packet of no tenant, and a short one: dropped as well. */
+	/* A packet of no tenant: dropped as well. */
 	assert_null(sw_send(&s, mk_data(&s, 0x07000005u, epoch, 1, evil), &s.ka, 1));
+	assert_int_equal(pipeline_stats(s.p)->drop[PDROP_AUTH], 5);
+	/* Dropped before their tag is computed (a flood of them costs no
+	 * keyed hash each), counted where they would end after it: a short
+	 * packet, a malformed header, and DATA for rank 1 from an address
+	 * rank 1 is not bound to, forged or replayed. */
 	o = ina_pkt_alloc(s.pool);
 	o->len = 10;
 	memset(o->data, 0, 10);
 	assert_null(sw_send(&s, o, NULL, 1));
-	assert_int_equal(pipeline_stats(s.p)->drop[PDROP_AUTH], 6);
+	assert_int_equal(pipeline_stats(s.p)->drop_wire[INA_WIRE_TRUNCATED], 1);
+	o = mk_data(&s, JOB_A, epoch, 1, evil);
+	o->data[0] = INA_WIRE_VERSION + 1;
+	assert_null(sw_send(&s, o, &wrong, 1));
+	assert_int_equal(pipeline_stats(s.p)->drop_wire[INA_WIRE_BAD_VERSION], 1);
+	assert_null(sw_send(&s, mk_data(&s, JOB_A, epoch, 1, evil), &wrong, 7));
+	assert_null(sw_send(&s, mk_data(&s, JOB_A, epoch, 1, real1), &s.ka, 7));
+	assert_int_equal(pipeline_stats(s.p)->drop[PDROP_WRONG_ADDR], 2);
+	assert_int_equal(pipeline_stats(s.p)->drop[PDROP_AUTH], 5);
 	sw_fini(&s);
 }
 
@@ -520,6 +534,23 @@ tenants_isolated(void **state)
 	assert_int_equal(g.h.job_id, JOB_B);
 	wc_assert_words(&g, vb, MAXB);
 	ina_pkt_free(o);
+	/* What people read names each job by its tenant and own id. */
+	{
+		struct pipeline_job_info info[4];
+		char *text = NULL;
+		size_t len = 0;
+		FILE *f = open_memstream(&text, &len);
+
+		assert_int_equal(pipeline_jobs(s.p, 0, info, 4), 2);
+		assert_string_equal(info[0].tenant, "alice");
+		assert_string_equal(info[1].tenant, "bob");
+		assert_non_null(f);
+		pipeline_dump(s.p, f);
+		fclose(f);
+		assert_non_null(strstr(text, "job 5 of tenant alice epoch "));
+		assert_non_null(strstr(text, "job 5 of tenant bob epoch "));
+		free(text);
+	}
 	sw_fini(&s);
 }
 
