@@ -13,7 +13,8 @@
  * FAILOVER, the block from its last RESULT, so that the fuzzer gets past
  * validation into the lane protocol; a tensor's blocks whole or cut into
  * sub-blocks, docs/PROTOCOL.md 2.7, with a valid mask made from the input),
- * a standby JOIN or a FAILOVER, a copy of
+ * a JOIN from a rank's second address (a rank that moves, echoing the
+ * cookie that address was sent), a standby JOIN or a FAILOVER, a copy of
  * the last packet as the primary's REPL, on a rack the spine's answer to
  * the rack's last packet upstream (JOIN_ACK, RESULT, FIN_ACK or ERROR), a
  * byte of the last packet
@@ -107,8 +108,10 @@ struct fjob {
 	/* The last result's block and version bit, for retransmissions. */
 	uint32_t last[MAX_LANES];
 	uint8_t last_ver[MAX_LANES];
-	/* With JOIN cookies: the cookie each rank's address was sent. */
+	/* With JOIN cookies: the cookie each rank's address was sent, and
+	 * the one its second address was (a rank that moves: op_join). */
 	uint64_t cookie[INA_MAX_WORLD];
+	uint64_t cookie_moved[INA_MAX_WORLD];
 };
 
 /* Which ranks sent a valid DATA packet for one block of one job run. */
@@ -149,6 +152,7 @@ struct fz {
 #define PEER_PRIMARY 200 /* peer_of(job) of the primary and the replica */
 #define PEER_REPLICA 201
 #define PEER_SPINE 202 /* ... and of a rack's spine */
+#define PEER_MOVED 1   /* byte 3 of a rank's second address (op_join) */
 
 static FILE *devnull;
 static int trace; /* INA_FUZZ_TRACE set: print every output and the counters */
@@ -498,11 +502,15 @@ check_output(struct fz *f, const struct ina_pkt *o, struct tally *t)
 			unsigned k = o->peer.bytes[0];
 			unsigned rank = o->peer.bytes[1] | (unsigned)o->peer.bytes[2] << 8;
 
-			FZ_CHECK(f->cfg.join_cookie && !o->dsts);
+			FZ_CHECK((f->cfg.join_cookie || f->tenants) && !o->dsts);
 			FZ_CHECK(o->len == INA_HDR_SIZE);
 			FZ_CHECK(ina_wire_cookie(&h) != 0);
-			if (k < NB_JOBS && rank < INA_MAX_WORLD && f->jobs[k].id == h.job_id)
-				f->jobs[k].cookie[rank] = ina_wire_cookie(&h);
+			if (k < NB_JOBS && rank < INA_MAX_WORLD && f->jobs[k].id == h.job_id) {
+				if (o->peer.bytes[3] == PEER_MOVED)
+					f->jobs[k].cookie_moved[rank] = ina_wire_cookie(&h);
+				else
+					f->jobs[k].cookie[rank] = ina_wire_cookie(&h);
+			}
 			t->cookies++;
 			break;
 		}
@@ -563,10 +571,9 @@ flush(struct fz *f, int quiet)
 	if (f->tenants) {
 		/* A packet that failed its tag is never answered, and every
 		 * answer carries its job's tag (zeroed by the check, as the
-		 * worker sees it: then validated against the job below). */
-		FZ_CHECK((uint64_t)nb_out + st->drop[PDROP_AUTH] - before.drop[PDROP_AUTH] +
-				 st->drop[PDROP_RANK_MOVED] - before.drop[PDROP_RANK_MOVED] <=
-			 n);
+		 * worker sees it: then validated against the job below). A
+		 * JOIN that would move a rank is answered: its cookie. */
+		FZ_CHECK((uint64_t)nb_out + st->drop[PDROP_AUTH] - before.drop[PDROP_AUTH] <= n);
 		for (uint16_t i = 0; i < nb_out; i++) {
 			struct ina_job_key k;
 
@@ -575,7 +582,9 @@ flush(struct fz *f, int quiet)
 			FZ_CHECK(ina_auth_check(&k, out[i]->data, out[i]->len));
 		}
 	} else {
-		FZ_CHECK(st->drop[PDROP_AUTH] == 0 && st->drop[PDROP_RANK_MOVED] == 0);
+		/* Without cookies, a rank's new address ends the run at once. */
+		FZ_CHECK(st->drop[PDROP_AUTH] == 0 &&
+			 (f->cfg.join_cookie || st->drop[PDROP_RANK_MOVED] == 0));
 	}
 	for (uint16_t i = 0; i < nb_out; i++)
 		check_output(f, out[i], &t);
@@ -602,8 +611,9 @@ flush(struct fz *f, int quiet)
 	if (!f->from_spine) {
 		/* (a rack answers the spine's packets with these too) */
 		FZ_CHECK(t.join_acks + t.errors + t.cookies <= st->joins - before.joins);
-		FZ_CHECK(t.cookies <=
-			 st->drop[PDROP_JOIN_UNPROVEN] - before.drop[PDROP_JOIN_UNPROVEN]);
+		FZ_CHECK(t.cookies <= st->drop[PDROP_JOIN_UNPROVEN] + st->drop[PDROP_RANK_MOVED] -
+					      (before.drop[PDROP_JOIN_UNPROVEN] +
+					       before.drop[PDROP_RANK_MOVED]));
 		FZ_CHECK(t.fin_acks <= st->fins - before.fins);
 		/* LEFT answers a LEAVE, or a JOIN from a rank's new address
 		 * that ended the run (counted aborted, PROTOCOL 5.1). */
@@ -687,6 +697,7 @@ op_join(struct fz *f, struct fz_in *in, uint8_t op)
 	uint8_t pkt[INA_HDR_SIZE + sizeof(struct ina_wire_join)];
 	struct ina_hdr h;
 	struct ina_peer src;
+	uint8_t sel, moved;
 
 	if (!j->shaped || (op & 0x10)) {
 		shape(j, in, f->cfg.slot_elems);
@@ -695,9 +706,14 @@ op_join(struct fz *f, struct fz_in *in, uint8_t op)
 		if (f->role == ROLE_REPLICA)
 			j->acked = 0;
 	}
-	rank = (uint16_t)(fz_u8(in) % j->world);
+	sel = fz_u8(in);
+	/* The top bit: from the rank's second address, as a rank that moved
+	 * (PROTOCOL 5.1), echoing what that address was sent. */
+	moved = sel >> 7;
+	rank = (uint16_t)((sel & 0x7f) % j->world);
 	h = base_hdr(j, INA_T_JOIN, rank);
-	ina_wire_set_cookie(&h, j->cookie[rank]); /* 0 until one came */
+	/* 0 until one came */
+	ina_wire_set_cookie(&h, moved ? j->cookie_moved[rank] : j->cookie[rank]);
 	if (op & 0x20)
 		h.token ^= 1; /* not the job's secret */
 	if (op & 0x40) {
@@ -711,6 +727,8 @@ op_join(struct fz *f, struct fz_in *in, uint8_t op)
 	ina_wire_encode_hdr(&h, pkt);
 	ina_wire_encode_join(j->world, j->lanes, j->max_block, pkt + INA_HDR_SIZE);
 	peer_of(&src, (unsigned)(j - f->jobs), rank);
+	if (moved)
+		src.bytes[3] = PEER_MOVED;
 	push(f, mk(f, pkt, sizeof(pkt), op & 0x80, &src));
 }
 

@@ -237,6 +237,25 @@ def pipeline():
     s += fin(0, 0) + fin(0, 1) + flush + tick
     write("fuzz_pipeline", "tenants_tags", s)
 
+    # Tenant mode with JOIN cookies (role byte 81): each JOIN first draws a
+    # cookie, then echoes it. Rank 1 moves to its second address (rank byte
+    # | 0x80): its JOIN draws that address's cookie for the run (rank_moved),
+    # the echo ends the run (LEFT); after the tick the retry draws a cookie
+    # of no run and joins a new run, rank 0 re-joins; rank 1's old address
+    # replays its JOIN (a move without the run's cookie: rank_moved); a block
+    # and FIN in the new epoch.
+    cfg_c = cfg[:3] + bytes([81]) + cfg[4:]
+    moved = 0x81
+    s = cfg_c + join(0, 0, (2, 1, 4, F32)) + flush + join(0, 0) + flush
+    s += join(0, 1) + flush + join(0, 1) + flush
+    s += data(0, 0x08, 0, 0, p16, tensor=(0, 0, 4, 4)) + data(0, 0x08, 1, 0, p16) + flush
+    s += join(0, moved) + flush + join(0, moved) + flush + tick
+    s += join(0, moved) + flush + join(0, moved) + flush + join(0, 0) + flush
+    s += join(0, 1) + flush
+    s += data(0, 0x08, 0, 0, p16, tensor=(1, 0, 4, 4)) + flush
+    s += fin(0, 0) + flush + tick
+    write("fuzz_pipeline", "tenants_rank_moves", s)
+
 
 def engine():
     # rto 1 ms (backoff cap 8 ms), timeout 100 ms; with a replica (world

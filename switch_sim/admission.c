@@ -660,15 +660,17 @@ rebind(struct pipeline *p, struct ina_pkt *in, struct job *j, const struct ina_h
 /*
  * A JOIN whose source has not proved it receives (PROTOCOL 5.1): answered
  * with a header-only ERROR COOKIE, 56 bytes to the JOIN's 64, carrying the
- * cookie of its address; nothing is kept.
+ * cookie of its address for run 'epoch' (0: a JOIN that binds a rank anew;
+ * a job's epoch: one that moves a bound rank); nothing is kept. The caller
+ * counts it.
  */
 static struct ina_pkt *
-send_cookie(struct pipeline *p, struct ina_pkt *in, const struct ina_hdr *h, uint64_t now)
+send_cookie(struct pipeline *p, struct ina_pkt *in, const struct ina_hdr *h, uint32_t epoch,
+	    uint64_t now)
 {
 	struct ina_hdr c;
 	struct ina_pkt *o;
 
-	p->st.drop[PDROP_JOIN_UNPROVEN]++;
 	o = pl_answer_buf(p, in, INA_HDR_SIZE);
 	if (!o)
 		return NULL;
@@ -680,7 +682,7 @@ send_cookie(struct pipeline *p, struct ina_pkt *in, const struct ina_hdr *h, uin
 	c.token = h->token;
 	c.rank = INA_RANK_SWITCH;
 	c.status = INA_WERR_COOKIE;
-	ina_wire_set_cookie(&c, cookie_make(p->cfg.secret, &o->peer, h->job_id, now));
+	ina_wire_set_cookie(&c, cookie_make(p->cfg.secret, &o->peer, h->job_id, epoch, now));
 	ina_wire_encode_hdr(&c, o->data);
 	o->len = INA_HDR_SIZE;
 	return o;
@@ -694,7 +696,20 @@ join_proven(const struct pipeline *p, const struct ina_pkt *in, const struct ina
 {
 	if (j && (j->joined >> h->rank & 1) && ina_peer_equal(&in->peer, &j->peers[h->rank]))
 		return 1;
-	return cookie_valid(p->cfg.secret, &in->peer, h->job_id, now, ina_wire_cookie(h));
+	return cookie_valid(p->cfg.secret, &in->peer, h->job_id, 0, now, ina_wire_cookie(h));
+}
+
+/*
+ * JOIN 'h' (the job's secret: its token, or in tenant mode its tag) names a
+ * rank bound to another address in the running job 'j': it would end the
+ * run (rebind). A job aborted or a rank that finished is not running: its
+ * JOIN waits (join_answer).
+ */
+static int
+moves_rank(const struct job *j, const struct ina_pkt *in, const struct ina_hdr *h)
+{
+	return j && j->params.token == h->token && !j->aborted && (j->joined >> h->rank & 1) &&
+	       !(j->finished >> h->rank & 1) && !ina_peer_equal(&in->peer, &j->peers[h->rank]);
 }
 
 static struct ina_pkt *join_answer(struct pipeline *p, struct ina_pkt *in, const struct ina_hdr *h,
@@ -703,14 +718,30 @@ static struct ina_pkt *join_answer(struct pipeline *p, struct ina_pkt *in, const
 struct ina_pkt *
 admission_join(struct pipeline *p, struct ina_pkt *in, const struct ina_hdr *h, uint64_t now)
 {
+	struct job *j;
 	struct ina_pkt *o;
 
 	p->st.joins++;
-	if (p->cfg.join_cookie) {
-		struct job *j = pl_job_find(p, h->job_id);
-
-		if (!(j && j->params.token != h->token) && !join_proven(p, in, h, j, now))
-			return send_cookie(p, in, h, now);
+	j = pl_job_find(p, h->job_id);
+	if (moves_rank(j, in, h)) {
+		/*
+		 * A bound rank's new address (PROTOCOL 5.1) ends the run only
+		 * with the cookie of that address for this run (with cookies,
+		 * and always in tenant mode, where a tag proves the JOIN the
+		 * job's but not fresh): a JOIN replayed from elsewhere, or
+		 * from the rank's old address with an old cookie, moves
+		 * nothing.
+		 */
+		if ((p->cfg.join_cookie || p->cfg.tenants) &&
+		    !cookie_valid(p->cfg.secret, &in->peer, h->job_id, j->params.epoch, now,
+				  ina_wire_cookie(h))) {
+			p->st.drop[PDROP_RANK_MOVED]++;
+			return send_cookie(p, in, h, j->params.epoch, now);
+		}
+	} else if (p->cfg.join_cookie && !(j && j->params.token != h->token) &&
+		   !join_proven(p, in, h, j, now)) {
+		p->st.drop[PDROP_JOIN_UNPROVEN]++;
+		return send_cookie(p, in, h, 0, now);
 	}
 	o = join_answer(p, in, h, now);
 	if (o && o->data[1] == INA_T_ERROR && !o->dsts &&

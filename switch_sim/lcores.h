@@ -89,6 +89,9 @@ struct switch_lcore_stats {
 	uint64_t ctl_copies;	/* 0: copies sent; others: copies processed */
 	uint64_t ctl_drop;	/* 0: control packets dropped (no room or no
 					 * buffer for a copy; the worker resends) */
+	uint64_t ctl_unauth;	/* 0, tenant mode: control packets whose tag
+					 * failed, not copied (partition 0's pipeline
+					 * drops them: auth_fail) */
 	uint64_t jobs_followed; /* others: jobs freed on 0's word */
 	uint64_t first_work_ns; /* time of the first poll that did work */
 	uint64_t last_work_ns;	/* and of the last */

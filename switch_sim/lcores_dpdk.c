@@ -16,7 +16,9 @@
  *          answer caused, since that DATA was received before this dequeue);
  *   p = 0: copy each JOIN/FIN/LEAVE to every other partition, or drop it
  *          (counted; the worker resends) when a control ring is full or no
- *          buffer is left, so the partitions never diverge;
+ *          buffer is left, so the partitions never diverge; in tenant mode
+ *          only one whose tag is good (pipeline_authentic: a forged one is
+ *          left to partition 0's pipeline, which drops it);
  * and run the pipeline over the burst and send what it answers.
  */
 #define _GNU_SOURCE
@@ -417,8 +419,15 @@ poll_part(struct switch_lcores *sl, struct part *pt)
 		for (uint16_t i = 0; i < nb_mine; i++) {
 			uint16_t q;
 
-			if (pipeline_steer(pt->mine[i], k, &q) == PSTEER_ALL &&
-			    sequence(sl, pt, pt->mine[i]) < 0) {
+			if (pipeline_steer(pt->mine[i], k, &q) != PSTEER_ALL) {
+				pt->mine[kept++] = pt->mine[i];
+				continue;
+			}
+			/* Tenant mode: a forged JOIN/FIN/LEAVE costs this
+			 * partition alone; its pipeline drops it (auth_fail). */
+			if (!pipeline_authentic(pt->pipe, pt->mine[i])) {
+				pt->st.ctl_unauth++;
+			} else if (sequence(sl, pt, pt->mine[i]) < 0) {
 				pt->st.ctl_drop++;
 				ina_pkt_free(pt->mine[i]);
 				continue;
@@ -669,10 +678,11 @@ switch_lcores_print(const struct switch_lcores *sl, FILE *f)
 			"  partition %u lcore %u: port rx %" PRIu64 " tx %" PRIu64
 			" rx_drop %" PRIu64 " tx_drop %" PRIu64 "; steered out %" PRIu64
 			" in %" PRIu64 " drop %" PRIu64 "; control copies %" PRIu64 " drop %" PRIu64
-			"; polls %" PRIu64 " idle %" PRIu64 " sleeps %" PRIu64 "\n",
+			" unauthenticated %" PRIu64 "; polls %" PRIu64 " idle %" PRIu64
+			" sleeps %" PRIu64 "\n",
 			p, sl->cfg.lcore[p], ps->rx_pkts, ps->tx_pkts, ps->rx_drop, ps->tx_drop,
 			s->steered_out, s->steered_in, s->steer_drop, s->ctl_copies, s->ctl_drop,
-			s->polls, s->idle_polls, s->sleeps);
+			s->ctl_unauth, s->polls, s->idle_polls, s->sleeps);
 	}
 	pipeline_stats_fprint(&sum, f);
 	/* Partition 0's job table (the same in every partition); its lanes only.

@@ -162,6 +162,8 @@ static const struct row lcore_rows[] = {
 	   "Partition 0: JOIN/FIN/LEAVE copies sent; others: copies processed.", NULL, NULL),
 	LC(ctl_drop, "control_drops_total",
 	   "Partition 0: control packets dropped (no room or buffer for a copy).", NULL, NULL),
+	LC(ctl_unauth, "control_unauthenticated_total",
+	   "Partition 0, tenant mode: control packets whose tag failed, not copied.", NULL, NULL),
 	LC(jobs_followed, "jobs_followed_total",
 	   "Partitions other than 0: jobs freed on partition 0's word.", NULL, NULL),
 };

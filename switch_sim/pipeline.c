@@ -689,25 +689,21 @@ cheap_drop(struct pipeline *p, const struct ina_pkt *in)
 	return NULL;
 }
 
-/*
- * Tenant mode: 1 when 'in' (a JOIN with a good tag) names a rank that joined
- * its job from another address. A tag proves the packet was the job's, not
- * that it comes from the rank: a captured JOIN replayed from elsewhere would
- * move the rank's results there. Within a job's run a rank keeps its address.
- */
-static int
-rank_moved(struct pipeline *p, const struct ina_pkt *in)
+int
+pipeline_authentic(struct pipeline *p, struct ina_pkt *pkt)
 {
-	uint32_t id_be;
-	uint16_t rank_be, rank;
-	const struct job *j;
+	uint8_t tag[sizeof(uint64_t)];
+	struct ina_job_key k;
+	int ok;
 
-	memcpy(&id_be, in->data + offsetof(struct ina_wire_hdr, job_id), sizeof(id_be));
-	memcpy(&rank_be, in->data + offsetof(struct ina_wire_hdr, rank), sizeof(rank_be));
-	rank = be16toh(rank_be);
-	j = pl_job_find(p, be32toh(id_be));
-	return j && rank < INA_MAX_WORLD && (j->joined >> rank & 1) &&
-	       !ina_peer_equal(&j->peers[rank], &in->peer);
+	if (!p->cfg.tenants)
+		return 1;
+	if (pkt->len < INA_HDR_SIZE)
+		return 0;
+	memcpy(tag, pkt->data + INA_TAG_OFFSET, sizeof(tag));
+	ok = auth_in(p, pkt, &k);
+	memcpy(pkt->data + INA_TAG_OFFSET, tag, sizeof(tag)); /* the check zeroed it */
+	return ok;
 }
 
 /* One packet in, at most one out: checked and tagged in tenant mode. */
@@ -729,12 +725,6 @@ process_one(struct pipeline *p, struct ina_pkt *in, uint64_t now)
 	if (!auth_in(p, in, &k)) {
 		p->st.rx_pkts++;
 		p->st.drop[PDROP_AUTH]++;
-		ina_pkt_free(in);
-		return NULL;
-	}
-	if (in->data[1] == INA_T_JOIN && rank_moved(p, in)) {
-		p->st.rx_pkts++;
-		p->st.drop[PDROP_RANK_MOVED]++;
 		ina_pkt_free(in);
 		return NULL;
 	}

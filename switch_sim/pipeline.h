@@ -196,8 +196,10 @@ enum pipeline_drop {
 				  * budget: not sent */
 	PDROP_AUTH,	     /* tenant mode: no such tenant, or a tag that
 				  * is not the packet's under its job key */
-	PDROP_RANK_MOVED,    /* tenant mode: a JOIN of a rank that joined
-				  * from another address (a replayed JOIN) */
+	PDROP_RANK_MOVED,    /* a JOIN of a rank bound to another address,
+				  * without its new address's cookie for the
+				  * run (tenant mode, or with cookies): answered
+				  * with a cookie (ERROR COOKIE), nothing kept */
 	PDROP_MAX,
 };
 
@@ -340,6 +342,16 @@ pipeline_steer(const struct ina_pkt *pkt, uint16_t part_count, uint16_t *part)
 		return PSTEER_FIRST;
 	}
 }
+
+/*
+ * Partition 0 of a switch in tenant mode, before it copies a PSTEER_ALL
+ * packet to the other partitions: 1 when the packet's tag is good under its
+ * job's key (the check pipeline_rx_burst() makes first), else 0; the packet
+ * is left as it was. Copies only authentic control packets, so a forged one
+ * costs one partition, not every one (it goes on to partition 0's pipeline,
+ * which drops and counts it, auth_fail). Without tenants: always 1.
+ */
+int pipeline_authentic(struct pipeline *p, struct ina_pkt *pkt);
 
 const struct pipeline_stats *pipeline_stats(const struct pipeline *p);
 /* Name of a pipeline drop reason ("no_match"). */

@@ -8,8 +8,13 @@
 # kept) from both, and LEAVEs from the ranks' addresses. The job of 3 ranks
 # must verify every one of its 300 rounds and finish; the switch must count
 # the forgeries (auth_fail), the replays from elsewhere (wrong_address,
-# rank_moved), and abort nothing. Root (raw sockets); skips (77) otherwise,
-# unless INA_REQUIRE_DPDK=1 (CI, root).
+# rank_moved: a 56-byte cookie, nothing moved), and abort nothing.
+# Then a rank that really moves, on a second switch: rank 1's worker is
+# killed mid-run and started again (a new process, a new port). Its JOIN
+# draws a cookie of its new address for the run, the JOIN echoing it ends
+# the run: ranks 0 and 2 fail naming the move (INA_ELEFT), are started
+# again, and the three verify 50 rounds in a new run. Root (raw sockets);
+# skips (77) otherwise, unless INA_REQUIRE_DPDK=1 (CI, root).
 # Usage: udp_tenants_capture.sh BUILD_DIR UDP_PORT
 set -euo pipefail
 build=$1 port=$2
@@ -88,4 +93,70 @@ for n in jobs_aborted jobs_refused drop_wrong_token; do
     [ "${v:-0}" = 0 ] || { echo "FAIL $n is $v"; fail=1; }
 done
 [ $fail -eq 0 ] && echo "capture attack: the job exact and finished; every forgery and replay dropped"
+
+start_switch "$tmp/switch2.log" --listen "127.0.0.1:$port" --tenants "$tmp/tenants.yaml"
+# rank RANK ROUNDS LOG [REPORT]: a worker of job 6 (exec: $! is ina-host
+# itself)
+rank() {
+    INA_TENANT=1 INA_TENANT_KEY=$key exec "$build/host/ina-host" \
+        --switch "127.0.0.1:$port" --job 6 --rank "$1" --world 3 --elements 20000 \
+        --density 0.5 --block 64 --lanes 4 --rounds "$2" --quiet ${4:+--report "$4"} \
+        >"$3" 2>&1
+}
+old=()
+for r in 0 1 2; do
+    rank $r 1000000 "$tmp/m${r}a.log" &
+    old+=("$!")
+done
+pids+=("${old[@]}")
+for _ in $(seq 200); do # until all three joined (the SIGUSR1 dump lists them)
+    kill -USR1 "$sw"
+    sleep 0.05
+    grep -q "joined 0,1,2" "$tmp/switch2.log" && break
+done
+grep -q "joined 0,1,2" "$tmp/switch2.log" || { echo "FAIL: job 6 never had its 3 ranks"; exit 1; }
+kill -KILL "${old[1]}"
+wait "${old[1]}" 2>/dev/null || true
+rank 1 50 "$tmp/m1b.log" "$tmp/m1.json" &
+new=("$!")
+pids+=("$!")
+# alive PID: running (an exited child not yet waited for is a zombie, which
+# kill -0 still finds)
+alive() { [ -n "$(ps -o stat= -p "$1" 2>/dev/null | grep -v Z)" ]; }
+for r in 0 2; do
+    # Bounded: the move ends their run at once (else their 1000000 rounds).
+    for _ in $(seq 400); do alive "${old[$r]}" || break; sleep 0.05; done
+    if alive "${old[$r]}"; then
+        echo "FAIL: rank $r still runs after rank 1 moved:"; cat "$tmp/m${r}a.log"
+        fail=1; kill "${old[$r]}"
+    elif wait "${old[$r]}"; then
+        echo "FAIL: rank $r finished 1000000 rounds?"; fail=1
+    elif grep -q "joined again from another address" "$tmp/m${r}a.log"; then
+        echo "ok   rank $r: the run ended, naming the move"
+    else
+        echo "FAIL: rank $r failed otherwise:"; cat "$tmp/m${r}a.log"; fail=1
+    fi
+    rank $r 50 "$tmp/m${r}b.log" "$tmp/m$r.json" &
+    new+=("$!")
+    pids+=("$!")
+done
+for i in 0 1 2; do
+    r=$([ $i = 0 ] && echo 1 || echo $(((i - 1) * 2)))
+    if ! wait "${new[$i]}"; then
+        echo "FAIL: rank $r after the move:"; cat "$tmp/m${r}b.log"; fail=1
+    elif [ "$(jq -r .verified "$tmp/m$r.json")" != true ]; then
+        echo "FAIL: rank $r after the move: not verified"; fail=1
+    else
+        echo "ok   rank $r: 50 rounds verified after the move"
+    fi
+done
+kill -USR1 "$sw"; sleep 0.3
+kill -TERM "$sw"; wait "$sw" || true
+counter2() { grep -E "^ +$1 " "$tmp/switch2.log" | tail -1 | awk '{ print $2 }'; }
+at_least "moved: drop_rank_moved" "$(counter2 drop_rank_moved)" 1
+for n in "jobs_aborted 1" "jobs_admitted 2"; do
+    set -- $n
+    [ "$(counter2 "$1")" = "$2" ] || { echo "FAIL moved: $1 is $(counter2 "$1"), want $2"; fail=1; }
+done
+[ $fail -eq 0 ] && echo "a rank that moved: the run ended, a new run exact and finished"
 exit $fail

@@ -19,7 +19,8 @@
 
 struct flight {
 	struct ina_pkt *pkt;
-	int src; /* rank, FABRIC_SWITCH or FABRIC_REPLICA */
+	int src; /* a host's address (its rank unless moved), FABRIC_SWITCH or
+		  * FABRIC_REPLICA */
 	int dst;
 };
 
@@ -117,8 +118,36 @@ fabric_init(struct fabric *f, uint16_t world, uint16_t lanes, uint16_t max_block
 			fabric_peer(&ec.replica, FABRIC_REPLICA);
 		f->hosts[r] = engine_create(&ec);
 		assert(f->hosts[r]);
+		f->addr[r] = (uint8_t)r;
+		if (r == 0)
+			f->ecfg = ec;
 	}
 	nb_flights = 0;
+}
+
+void
+fabric_reopen(struct fabric *f, uint16_t r, uint8_t addr)
+{
+	struct engine_config ec = f->ecfg;
+
+	assert(r < f->world && addr < 0xfe);
+	for (uint16_t q = 0; q < f->world; q++)
+		assert(q == r || f->addr[q] != addr);
+	engine_destroy(f->hosts[r]);
+	ec.rank = r;
+	f->hosts[r] = engine_create(&ec);
+	assert(f->hosts[r]);
+	f->addr[r] = addr;
+}
+
+/* The host at address 'addr', or -1. */
+static int
+host_at(const struct fabric *f, int addr)
+{
+	for (uint16_t r = 0; r < f->world; r++)
+		if (f->addr[r] == addr)
+			return r;
+	return -1;
 }
 
 void
@@ -169,7 +198,8 @@ fabric_partition(struct fabric *f, uint16_t k, const struct pipeline_config *pcf
 }
 
 /* The switch receives one packet: steered to its partition, JOIN/FIN/LEAVE
- * copied to the replicas first. Returns the answer or NULL. */
+ * copied to the replicas first (in tenant mode only with a good tag, as
+ * switch_lcores does). Returns the answer or NULL. */
 static struct ina_pkt *
 switch_in(struct fabric *f, struct ina_pkt *pkt)
 {
@@ -178,7 +208,8 @@ switch_in(struct fabric *f, struct ina_pkt *pkt)
 
 	if (f->tap_in)
 		f->tap_in(f->tap_arg, pkt);
-	if (f->nb_parts > 1 && pipeline_steer(pkt, f->nb_parts, &part) == PSTEER_ALL) {
+	if (f->nb_parts > 1 && pipeline_steer(pkt, f->nb_parts, &part) == PSTEER_ALL &&
+	    pipeline_authentic(f->sw, pkt)) {
 		for (uint16_t k = 1; k < f->nb_parts; k++) {
 			struct ina_pkt *c = ina_pkt_alloc(f->pool);
 
@@ -315,8 +346,11 @@ deliver(struct fabric *f)
 				switch_out(f, out, FABRIC_REPLICA);
 			else if (!f->replica)
 				ina_pkt_free(pkt);
+		} else if (host_at(f, batch[i].dst) >= 0) {
+			engine_rx(f->hosts[host_at(f, batch[i].dst)], &pkt, 1, f->now);
 		} else {
-			engine_rx(f->hosts[batch[i].dst], &pkt, 1, f->now);
+			f->unreachable++;
+			ina_pkt_free(pkt);
 		}
 	}
 	return n;
@@ -332,7 +366,7 @@ collect(struct fabric *f)
 		uint16_t n = engine_tx(f->hosts[r], f->now, out, 64);
 
 		for (uint16_t i = 0; i < n; i++)
-			wire_put(f, out[i], r, peer_rank(&out[i]->peer));
+			wire_put(f, out[i], f->addr[r], peer_rank(&out[i]->peer));
 		total += n;
 	}
 	return total;

@@ -10,6 +10,10 @@
  * to its lane's owner, JOIN/FIN/LEAVE to partition 0 and quietly to the
  * others, as switch_lcores does across lcores, but in one thread and in order.
  *
+ * A host may re-open at a new address (fabric_reopen: a new engine, as an
+ * application opens a new context); packets to an address no host has are
+ * lost.
+ *
  * With a replica (an engine config naming FABRIC_REPLICA as its replica) the
  * fabric runs a second pipeline standing by for the first, which sends it
  * every result; fabric_kill_primary() (or kill_primary_seq) then cuts the
@@ -59,6 +63,12 @@ struct fabric {
 					 * to this rank is lost, -1 none */
 	uint64_t killed;      /* packets lost to the dead primary */
 	struct engine *hosts[FABRIC_MAX_HOSTS];
+	/* Host r's address (the 'rank' of fabric_peer()): r, until
+	 * fabric_reopen() moves it. A packet to an address no host has is
+	 * lost (unreachable). */
+	uint8_t addr[FABRIC_MAX_HOSTS];
+	uint64_t unreachable;
+	struct engine_config ecfg; /* hosts' config (rank 0's), for reopen */
 	uint16_t world;
 	uint64_t now;
 	uint64_t seq; /* packets put on the wire so far */
@@ -109,6 +119,11 @@ int fabric_allreduce_each(struct fabric *f, uint32_t tensor_id, const float *con
 			  float **outs, uint32_t n, const uint16_t *block_sizes, enum engine_op op);
 /* Sends FIN from every host and runs until they closed. 0 or -1. */
 int fabric_finish(struct fabric *f);
+
+/* Host r's application opens a new context (as after an error): its
+ * engine is replaced by a new one, not joined, that sends from address
+ * 'addr' (a fabric_peer() rank no other host has; r: the same address). */
+void fabric_reopen(struct fabric *f, uint16_t r, uint8_t addr);
 
 /* From now on everything to and from the primary switch is lost. */
 void fabric_kill_primary(struct fabric *f);

@@ -12,6 +12,12 @@
  * partition 1 must follow (the switch runs on, 10 ms at a time, until then). A print asked for during a run (the 'dump' flag)
  * must be served.
  *
+ * In tenant mode (the job's packets tagged) an attacker on worker 0's port
+ * also sends JOINs, FINs and LEAVEs of the job with made-up tags: partition
+ * 0 must check each tag before it copies the packet to partition 1, so every
+ * one is counted once as not copied (ctl_unauth) and once as dropped by
+ * partition 0's pipeline (auth_fail), and the sums stay exact.
+ *
  * With two lcores the partitions run on lcores 0 and 1 and the wire thread
  * floats over both CPUs (everything backs off when idle). With only one lcore
  * (one CPU, or INA_TEST_ONE_LCORE=1: ctest runs it so too), both partitions
@@ -41,10 +47,13 @@
 #include <rte_ring.h>
 
 #include "engine.h"
+#include "ina/auth.h"
 #include "ina/log.h"
 #include "ina/port_dpdk.h"
 #include "ina/util.h"
+#include "ina/wire.h"
 #include "lcores.h"
+#include "tenants.h"
 
 #define K_MAX 2
 #define WORLD 4
@@ -76,6 +85,10 @@ struct wire {
 	volatile sig_atomic_t stop;
 	volatile sig_atomic_t dump;
 	int skip_fin; /* a rank that sends no FIN, or -1 */
+	uint32_t job_id;
+	struct ina_peer sw;
+	unsigned forge; /* forged control packets still to send */
+	unsigned forged;
 	int rc;
 	char msg[256];
 	uint64_t moved, dropped;
@@ -211,6 +224,36 @@ wire_move(struct wire *w)
 	return moved;
 }
 
+/* An attacker on worker 0's port: a JOIN, FIN or LEAVE of the job whose tag
+ * field holds no tag. */
+static void
+forge_one(struct wire *w)
+{
+	static const uint8_t types[] = { INA_T_JOIN, INA_T_FIN, INA_T_LEAVE };
+	struct ina_pkt *p = ina_pkt_alloc(fx.w[0]->pool);
+	struct ina_hdr h;
+
+	if (!p)
+		return;
+	memset(&h, 0, sizeof(h));
+	h.version = INA_WIRE_VERSION;
+	h.type = types[w->forged % 3];
+	h.encoding = w->enc;
+	h.job_id = w->job_id;
+	h.block_size = BLOCK;
+	h.token = 0x5eed000000000000ull + w->forged;
+	ina_wire_encode_hdr(&h, p->data);
+	p->len = INA_HDR_SIZE;
+	if (h.type == INA_T_JOIN) {
+		ina_wire_encode_join(WORLD, LANES, BLOCK, p->data + INA_HDR_SIZE);
+		p->len += sizeof(struct ina_wire_join);
+	}
+	p->peer = w->sw;
+	ina_port_tx_burst(fx.w[0], &p, 1);
+	w->forge--;
+	w->forged++;
+}
+
 /* Runs the engines until none is in 'phase'; 0, or -1 on error or time out. */
 static int
 wire_run(struct wire *w, int phase, uint64_t deadline)
@@ -234,6 +277,8 @@ wire_run(struct wire *w, int phase, uint64_t deadline)
 			}
 			busy += engine_phase(w->e[r]) == phase;
 		}
+		if (w->forge)
+			forge_one(w);
 		moved = wire_move(w);
 		if (!busy)
 			return 0;
@@ -374,9 +419,20 @@ drain_all(void)
 			rte_pktmbuf_free(m);
 }
 
+/* Tenant 1's key (tenant mode's runs): 0x00..0x1f. */
+static const char tenants_yaml[] =
+	"tenants:\n"
+	"  - name: alice\n"
+	"    index: 1\n"
+	"    key: 000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f\n"
+	"    jobs: 1\n"
+	"    slots: 64\n"
+	"    max_weight: 1\n";
+
 static void
-run_switch(uint16_t k, uint8_t enc, double loss)
+run_switch(uint16_t k, uint8_t enc, double loss, int tenant)
 {
+	struct tenants *tenants = NULL;
 	struct switch_lcores_config c;
 	struct switch_lcores *sl;
 	struct pipeline_stats sum;
@@ -403,6 +459,16 @@ run_switch(uint16_t k, uint8_t enc, double loss)
 	c.pipe.nb_slots = 64;
 	c.pipe.slot_elems = BLOCK;
 	c.pipe.linger_ns = LINGER_NS;
+	w.job_id = 40u + k;
+	if (tenant) {
+		tenants = tenants_parse(tenants_yaml, strlen(tenants_yaml), "t.yaml", err,
+					sizeof(err));
+		if (!tenants)
+			fail_msg("tenants: %s", err);
+		c.pipe.tenants = tenants;
+		w.job_id |= 1u << INA_TENANT_SHIFT;
+		w.forge = 300;
+	}
 	sl = switch_lcores_create(&c, err, sizeof(err));
 	if (!sl)
 		fail_msg("switch_lcores_create: %s", err);
@@ -410,13 +476,16 @@ run_switch(uint16_t k, uint8_t enc, double loss)
 		struct engine_config ec;
 
 		engine_config_init(&ec);
-		ec.job_id = 40 + k;
+		ec.job_id = w.job_id;
 		ec.rank = (uint16_t)r;
 		ec.world = WORLD;
 		ec.lanes = LANES;
 		ec.max_block = BLOCK;
 		ec.encoding = enc;
-		ec.token = 0xfeedull + k;
+		ec.token = tenant ? 0 : 0xfeedull + k;
+		ec.auth = (uint8_t)tenant;
+		if (tenant)
+			ina_auth_job_key(tenants_get(tenants, 1)->key, w.job_id, &ec.key);
 		ec.pool = fx.w[r]->pool;
 		ec.rto_ns = 2 * INA_NS_PER_MS;
 		ec.rto_min_ns = INA_NS_PER_MS;
@@ -426,6 +495,7 @@ run_switch(uint16_t k, uint8_t enc, double loss)
 				 0);
 		w.e[r] = engine_create(&ec);
 		assert_non_null(w.e[r]);
+		w.sw = ec.sw;
 	}
 	/* The wire floats over every CPU, not pinned to the main lcore's. */
 	CPU_ZERO(&cpus);
@@ -467,9 +537,22 @@ run_switch(uint16_t k, uint8_t enc, double loss)
 		if (w.skip_fin >= 0)
 			assert_int_equal(switch_lcores_stats(sl, 1)->jobs_followed, 1);
 	}
+	/* Every forged packet that arrived was dropped on partition 0 and, with
+	 * two partitions, never copied: partition 0 checked its tag first. */
+	if (tenant) {
+		assert_true(sum.drop[PDROP_AUTH] > 0);
+		assert_true(sum.drop[PDROP_AUTH] <= w.forged);
+		assert_int_equal(pipeline_stats(switch_lcores_pipeline(sl, 0))->drop[PDROP_AUTH],
+				 sum.drop[PDROP_AUTH]);
+	} else {
+		assert_int_equal(sum.drop[PDROP_AUTH], 0);
+	}
+	assert_int_equal(switch_lcores_stats(sl, 0)->ctl_unauth,
+			 tenant && k > 1 ? sum.drop[PDROP_AUTH] : 0);
 	switch_lcores_destroy(sl);
 	for (int r = 0; r < WORLD; r++)
 		engine_destroy(w.e[r]);
+	tenants_free(tenants);
 	drain_all();
 }
 
@@ -477,8 +560,8 @@ static void
 test_f32(void **state)
 {
 	(void)state;
-	run_switch(1, INA_ENC_F32, 0.01);
-	run_switch(2, INA_ENC_F32, 0.01);
+	run_switch(1, INA_ENC_F32, 0.01, 0);
+	run_switch(2, INA_ENC_F32, 0.01, 0);
 	assert_memory_equal(outs[2][0], outs[1][0], sizeof(outs[1][0]));
 }
 
@@ -486,9 +569,20 @@ static void
 test_i32(void **state)
 {
 	(void)state;
-	run_switch(1, INA_ENC_I32, 0.02);
-	run_switch(2, INA_ENC_I32, 0.02);
+	run_switch(1, INA_ENC_I32, 0.02, 0);
+	run_switch(2, INA_ENC_I32, 0.02, 0);
 	assert_memory_equal(outs[2][1], outs[1][1], sizeof(outs[1][1]));
+}
+
+/* Tenant mode, forged control packets beside the job: the same sums. */
+static void
+test_tenant(void **state)
+{
+	(void)state;
+	run_switch(1, INA_ENC_F32, 0.01, 1);
+	assert_memory_equal(outs[1][0], outs[2][0], sizeof(outs[1][0])); /* test_f32's */
+	run_switch(2, INA_ENC_F32, 0.01, 1);
+	assert_memory_equal(outs[2][0], outs[1][0], sizeof(outs[1][0]));
 }
 
 static void
@@ -521,6 +615,7 @@ main(void)
 		cmocka_unit_test(test_bad_config),
 		cmocka_unit_test(test_f32),
 		cmocka_unit_test(test_i32),
+		cmocka_unit_test(test_tenant),
 	};
 
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);

@@ -842,7 +842,33 @@ test_pipeline_join_cookie(void **state)
 	assert_msg_has(&g, "no such run is free");
 	assert_int_equal(pipeline_stats(t->p)->jobs_refused, 1);
 	assert_int_equal(pipeline_nb_jobs(t->p), 1);
-	fin_all(t, &j);
+	/* Rank 1 from a new address (5.1, "Bound addresses"): whatever cookie
+	 * it echoes, it first gets that address's cookie for this run
+	 * (rank_moved), nothing moved; with that one, the run ends: LEFT to the
+	 * bound addresses. */
+	{
+		struct tjob moved = j;
+		uint64_t cm;
+
+		moved.peer_base = 10;
+		assert_int_equal(send_join_cookie(t, &moved, 1, peer_of(&moved, 1), c1), 1);
+		cm = take_cookie(t, &j, peer_of(&moved, 1));
+		assert_true(cm != c1);
+		assert_int_equal(pipeline_stats(t->p)->drop[PDROP_RANK_MOVED], 1);
+		assert_int_equal(pipeline_stats(t->p)->jobs_aborted, 0);
+		/* Another address's cookie for the run proves nothing. */
+		assert_int_equal(send_join_cookie(t, &moved, 1, peer_of(&moved, 0), cm), 1);
+		assert_true(take_cookie(t, &j, peer_of(&moved, 0)) != cm);
+		assert_int_equal(send_join_cookie(t, &moved, 1, peer_of(&moved, 1), cm), 1);
+		take_one(t, &g);
+		check_error(&g, j.id, j.token, INA_WERR_LEFT);
+		assert_int_equal(g.dst_mask, 3);
+		assert_true(ina_peer_equal(&g.dsts[1], peer_of(&j, 1)));
+		assert_int_equal(pipeline_stats(t->p)->drop[PDROP_RANK_MOVED], 2);
+		assert_int_equal(pipeline_stats(t->p)->jobs_aborted, 1);
+		pipeline_tick(t->p, t->now);
+		assert_int_equal(pipeline_nb_jobs(t->p), 0);
+	}
 	done(t);
 }
 

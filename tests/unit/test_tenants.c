@@ -27,6 +27,7 @@
 #include "fabric.h"
 #include "ina/auth.h"
 #include "ina/pkt.h"
+#include "ina/util.h"
 #include "ina/wire.h"
 #include "pipeline.h"
 #include "pipeline_dump.h"
@@ -400,6 +401,26 @@ mk_data(struct sw *s, uint32_t job, uint32_t epoch, uint16_t rank, const float *
 	return wc_mk_pkt(s->pool, &any_peer, &h, pl, sizeof(pl));
 }
 
+/* A replayed JOIN drew a 56-byte ERROR COOKIE to its source, nothing more:
+ * frees it and returns the cookie. */
+static uint64_t
+assert_cookie_to(struct ina_pkt *o, int to)
+{
+	struct ina_peer want;
+	struct ina_hdr h;
+
+	assert_non_null(o);
+	ina_wire_decode_hdr(o->data, &h);
+	assert_int_equal(h.type, INA_T_ERROR);
+	assert_int_equal(h.status, INA_WERR_COOKIE);
+	assert_int_equal(o->len, INA_HDR_SIZE);
+	assert_null(o->dsts);
+	fabric_peer(&want, to);
+	assert_true(ina_peer_equal(&o->peer, &want));
+	ina_pkt_free(o);
+	return ina_wire_cookie(&h);
+}
+
 static void
 forged_data_dropped(void **state)
 {
@@ -416,13 +437,31 @@ forged_data_dropped(void **state)
 	epoch = join_ok(&s, JOB_A, &s.ka, 0, 2);
 	assert_int_equal(join_ok(&s, JOB_A, &s.ka, 1, 2), epoch);
 	/* Rank 1's JOIN, tag and all, replayed from another address: it would
-	 * move rank 1's results there; dropped (rank_moved), unanswered. */
+	 * end the run (a rank's new address does, PROTOCOL 5.1). It carries no
+	 * cookie of that address for this run: answered with one, 56 bytes,
+	 * tagged, to its source (rank_moved), and nothing moves. The attacker
+	 * at that address has the cookie but cannot put it into the JOIN: the
+	 * tag covers it, and the JOIN's old tag then fails (auth_fail). */
 	{
 		struct ina_pkt *j1 = mk_join(&s, JOB_A, 2, 1, 1);
+		struct ina_hdr h;
+		uint64_t cookie;
+		uint8_t tag[8];
 
 		j1->data[offsetof(struct ina_wire_hdr, rank) + 1] = 1;
-		assert_null(sw_send(&s, j1, &s.ka, 5));
+		ina_auth_sign(&s.ka, j1->data, j1->len);
+		memcpy(tag, j1->data + INA_TAG_OFFSET, sizeof(tag));
+		cookie = assert_cookie_to(sw_send(&s, j1, &s.ka, 5), 5);
 		assert_int_equal(pipeline_stats(s.p)->drop[PDROP_RANK_MOVED], 1);
+		j1 = mk_join(&s, JOB_A, 2, 1, 1);
+		j1->data[offsetof(struct ina_wire_hdr, rank) + 1] = 1;
+		ina_wire_decode_hdr(j1->data, &h);
+		ina_wire_set_cookie(&h, cookie);
+		ina_wire_encode_hdr(&h, j1->data);
+		memcpy(j1->data + INA_TAG_OFFSET, tag, sizeof(tag));
+		assert_null(sw_send(&s, j1, NULL, 5));
+		assert_int_equal(pipeline_stats(s.p)->drop[PDROP_AUTH], 1);
+		assert_int_equal(pipeline_stats(s.p)->jobs_aborted, 0);
 	}
 	/* An attacker who read a capture knows every header field, but not
 	 * the key: DATA for rank 1, from rank 1's own address, with a tag
@@ -438,7 +477,7 @@ forged_data_dropped(void **state)
 	/* Bob's key for alice's job id: bob cannot write into it either. */
 	ina_auth_job_key(tenants_get(s.t, 2)->key, JOB_A, &wrong);
 	assert_null(sw_send(&s, mk_data(&s, JOB_A, epoch, 1, evil), &wrong, 1));
-	assert_int_equal(pipeline_stats(s.p)->drop[PDROP_AUTH], 4);
+	assert_int_equal(pipeline_stats(s.p)->drop[PDROP_AUTH], 5);
 	assert_int_equal(pipeline_stats(s.p)->duplicates, 0);
 	/* The real ones make the sum, exact. */
 	assert_null(sw_send(&s, mk_data(&s, JOB_A, epoch, 0, real0), &s.ka, 0));
@@ -474,7 +513,7 @@ forged_data_dropped(void **state)
 	ina_pkt_free(o);
 	/* A packet of no tenant: dropped as well. */
 	assert_null(sw_send(&s, mk_data(&s, 0x07000005u, epoch, 1, evil), &s.ka, 1));
-	assert_int_equal(pipeline_stats(s.p)->drop[PDROP_AUTH], 5);
+	assert_int_equal(pipeline_stats(s.p)->drop[PDROP_AUTH], 6);
 	/* Dropped before their tag is computed (a flood of them costs no
 	 * keyed hash each), counted where they would end after it: a short
 	 * packet, a malformed header, and DATA for rank 1 from an address
@@ -491,7 +530,7 @@ forged_data_dropped(void **state)
 	assert_null(sw_send(&s, mk_data(&s, JOB_A, epoch, 1, evil), &wrong, 7));
 	assert_null(sw_send(&s, mk_data(&s, JOB_A, epoch, 1, real1), &s.ka, 7));
 	assert_int_equal(pipeline_stats(s.p)->drop[PDROP_WRONG_ADDR], 2);
-	assert_int_equal(pipeline_stats(s.p)->drop[PDROP_AUTH], 5);
+	assert_int_equal(pipeline_stats(s.p)->drop[PDROP_AUTH], 6);
 	sw_fini(&s);
 }
 
@@ -670,9 +709,11 @@ cap_in(void *arg, const struct ina_pkt *pkt)
 }
 
 /* A fabric of 'world' engines of tenant 1's job JOB_A, tagged, on a switch
- * of 8 slots serving the tenants 't'; 'pc' is the switch's configuration. */
+ * of 8 slots serving the tenants 't', with JOIN cookies when 'cookies' (as
+ * ina-switch runs); 'pc' is the switch's configuration. */
 static void
-tenant_fabric(struct fabric *f, struct tenants *t, uint16_t world, struct pipeline_config *pc)
+tenant_fabric(struct fabric *f, struct tenants *t, uint16_t world, struct pipeline_config *pc,
+	      uint8_t cookies)
 {
 	struct engine_config ec;
 
@@ -680,6 +721,8 @@ tenant_fabric(struct fabric *f, struct tenants *t, uint16_t world, struct pipeli
 	pc->nb_slots = 8;
 	pc->slot_elems = FB;
 	pc->tenants = t;
+	pc->join_cookie = cookies;
+	memset(pc->secret, 0x3c, sizeof(pc->secret));
 	engine_config_init(&ec);
 	ec.job_id = JOB_A;
 	ec.auth = 1;
@@ -723,7 +766,7 @@ engines_replayed(void **state)
 	uint64_t replayed = 0;
 
 	(void)state;
-	tenant_fabric(&f, t, FW, &pc);
+	tenant_fabric(&f, t, FW, &pc, 0);
 	f.faults.drop_rate = 0.05;
 	f.faults.dup_rate = 0.05;
 	f.faults.shuffle = 1;
@@ -780,7 +823,7 @@ engines_partitioned(void **state)
 	struct fabric f;
 
 	(void)state;
-	tenant_fabric(&f, t, FW, &pc);
+	tenant_fabric(&f, t, FW, &pc, 1);
 	fabric_partition(&f, 2, &pc);
 	f.faults.drop_rate = 0.03;
 	f.faults.seed = 7;
@@ -795,6 +838,185 @@ engines_partitioned(void **state)
 	tenants_free(t);
 }
 
+/* The first JOIN of rank 'rank' from address 'addr' in 'c' that carries a
+ * cookie, or -1. */
+static int
+find_join(const struct capture *c, uint16_t rank, uint8_t addr)
+{
+	for (unsigned i = 0; i < c->n; i++) {
+		struct ina_hdr h;
+
+		ina_wire_decode_hdr(c->data[i], &h);
+		if (h.type == INA_T_JOIN && h.rank == rank && c->peer[i].bytes[1] == addr &&
+		    ina_wire_cookie(&h) != 0)
+			return (int)i;
+	}
+	return -1;
+}
+
+/* Captured packet 'i' replayed, tag intact, from address 'from': the
+ * switch's answer (its tag checked under 'k'), or NULL. */
+static struct ina_pkt *
+replay_from(struct fabric *f, const struct capture *c, unsigned i, int from,
+	    const struct ina_job_key *k)
+{
+	struct ina_pkt *in = ina_pkt_alloc(f->pool), *out[1];
+
+	assert_non_null(in);
+	memcpy(in->data, c->data[i], c->len[i]);
+	in->len = c->len[i];
+	fabric_peer(&in->peer, from);
+	if (pipeline_rx_burst(f->sw, &in, 1, f->now, out) == 0)
+		return NULL;
+	assert_true(ina_auth_check(k, out[0]->data, out[0]->len));
+	return out[0];
+}
+
+/*
+ * A rank whose address changes (PROTOCOL 5.1 "Bound addresses", 5.13), with
+ * JOIN cookies as ina-switch runs: rank 1's process comes back on a new
+ * address. Its new context's JOIN, tagged but with no cookie of that address
+ * for this run, draws one (rank_moved); the JOIN echoing it ends the run:
+ * ranks 0 and 2 hear LEFT (INA_ELEFT) at their bound addresses, rank 1's old
+ * one too (nobody there now); rank 1's retry admits a new run, the others'
+ * new contexts join it, and the job goes on, every sum exact, under the new
+ * epoch. Then an attacker's replays: rank 1's first JOIN from its old
+ * address, its cookie still in its lifetime but not this run's, and the
+ * moving JOIN from a third address draw a 56-byte cookie and move nothing
+ * (rank_moved); the moving JOIN from the new address is the ack again.
+ */
+static void
+rank_moves(void **state)
+{
+	static struct capture cap;
+	struct tenants *t = good_tenants();
+	struct pipeline_config pc;
+	struct ina_job_key k;
+	struct fabric f;
+	struct ina_pkt *o;
+	struct ina_hdr h;
+	uint32_t e1, e2;
+	int first, moving;
+
+	(void)state;
+	tenant_fabric(&f, t, FW, &pc, 1);
+	ina_auth_job_key(tenants_get(t, 1)->key, JOB_A, &k);
+	memset(&cap, 0, sizeof(cap));
+	f.tap_in = cap_in;
+	f.tap_arg = &cap;
+	cap.on = 1;
+	assert_int_equal(fabric_join(&f), 0);
+	e1 = engine_epoch(f.hosts[1]);
+	fabric_round(&f, 0);
+	cap.on = 0;
+	first = find_join(&cap, 1, 1);
+	assert_true(first >= 0);
+
+	fabric_reopen(&f, 1, 9);
+	engine_join(f.hosts[1], f.now);
+	cap.on = 1;
+	/* -1: ranks 0 and 2 failed, as they must. */
+	assert_int_equal(fabric_run(&f, ENGINE_JOINING, 60ull * INA_NS_PER_S), -1);
+	cap.on = 0;
+	assert_int_equal(engine_error(f.hosts[1]), 0);
+	assert_int_equal(engine_phase(f.hosts[1]), ENGINE_READY);
+	e2 = engine_epoch(f.hosts[1]);
+	assert_int_not_equal(e2, e1);
+	assert_int_equal(engine_error(f.hosts[0]), ENGINE_ELEFT);
+	assert_int_equal(engine_error(f.hosts[2]), ENGINE_ELEFT);
+	assert_non_null(strstr(engine_error_msg(f.hosts[0]), "joined again from another address"));
+	assert_true(f.unreachable >= 1); /* LEFT to rank 1's old address */
+	assert_int_equal(pipeline_stats(f.sw)->drop[PDROP_RANK_MOVED], 1);
+	assert_int_equal(pipeline_stats(f.sw)->jobs_aborted, 1);
+	moving = find_join(&cap, 1, 9);
+	assert_true(moving >= 0);
+	/* The applications of ranks 0 and 2 open new contexts (INA_ELEFT). */
+	fabric_reopen(&f, 0, 0);
+	fabric_reopen(&f, 2, 2);
+	assert_int_equal(fabric_join(&f), 0);
+	for (uint16_t r = 0; r < FW; r++)
+		assert_int_equal(engine_epoch(f.hosts[r]), e2);
+
+	/* The attacker's replays, tags intact. */
+	assert_cookie_to(replay_from(&f, &cap, (unsigned)first, 1, &k), 1);
+	assert_cookie_to(replay_from(&f, &cap, (unsigned)moving, 7, &k), 7);
+	assert_int_equal(pipeline_stats(f.sw)->drop[PDROP_RANK_MOVED], 3);
+	o = replay_from(&f, &cap, (unsigned)moving, 9, &k);
+	assert_non_null(o);
+	ina_wire_decode_hdr(o->data, &h);
+	assert_int_equal(h.type, INA_T_JOIN_ACK);
+	assert_int_equal(h.epoch, e2);
+	ina_pkt_free(o);
+	assert_int_equal(pipeline_stats(f.sw)->jobs_aborted, 1);
+	assert_int_equal(pipeline_nb_jobs(f.sw), 1);
+
+	for (uint32_t r = 1; r <= 3; r++)
+		fabric_round(&f, r);
+	for (uint16_t r = 0; r < FW; r++)
+		assert_int_equal(engine_epoch(f.hosts[r]), e2);
+	assert_int_equal(pipeline_stats(f.sw)->drop[PDROP_AUTH], 0);
+	assert_int_equal(fabric_finish(&f), 0);
+	fabric_fini(&f);
+	tenants_free(t);
+}
+
+/*
+ * Partition 0 of --lcores checks a control packet's tag before it copies it
+ * to the others (pipeline_authentic): 1 for the job's JOIN, FIN and LEAVE, 0
+ * for a forged or short one, the packet left as it was either way (the copy
+ * and partition 0's own check still see the tag).
+ */
+static void
+authentic_before_copy(void **state)
+{
+	struct sw s;
+	struct ina_job_key wrong;
+	uint8_t types[] = { INA_T_JOIN, INA_T_FIN, INA_T_LEAVE };
+
+	(void)state;
+	sw_init(&s, SHARE_FIRST_COME);
+	memset(&wrong, 0x77, sizeof(wrong));
+	for (size_t i = 0; i < sizeof(types); i++) {
+		const struct ina_job_key *keys[] = { &s.ka, &wrong, &s.ka_for_b };
+
+		for (size_t q = 0; q < 3; q++) {
+			struct ina_hdr h = wc_hdr(types[i], INA_ENC_F32, q == 2 ? JOB_B : JOB_A, 0,
+						  0, 0);
+			struct ina_pkt *p = types[i] == INA_T_JOIN
+						    ? mk_join(&s, h.job_id, 1, 1, 1)
+						    : wc_mk_pkt(s.pool, &any_peer, &h, NULL, 0);
+			uint8_t before[INA_HDR_SIZE + sizeof(struct ina_wire_join)];
+
+			ina_auth_sign(keys[q], p->data, p->len);
+			memcpy(before, p->data, p->len);
+			assert_int_equal(pipeline_authentic(s.p, p), q == 0);
+			assert_memory_equal(before, p->data, p->len);
+			ina_pkt_free(p);
+		}
+	}
+	/* Checked, a JOIN still passes the pipeline's own check. */
+	{
+		struct ina_pkt *p = mk_join(&s, JOB_A, 1, 1, 1), *o;
+
+		ina_auth_sign(&s.ka, p->data, p->len);
+		assert_int_equal(pipeline_authentic(s.p, p), 1);
+		o = sw_send(&s, p, NULL, 0);
+		assert_non_null(o);
+		assert_int_equal(o->data[1], INA_T_JOIN_ACK);
+		ina_pkt_free(o);
+	}
+	{
+		struct ina_pkt *p = ina_pkt_alloc(s.pool);
+
+		p->len = INA_HDR_SIZE - 1;
+		memset(p->data, 0, p->len);
+		assert_int_equal(pipeline_authentic(s.p, p), 0);
+		ina_pkt_free(p);
+	}
+	assert_int_equal(pipeline_stats(s.p)->drop[PDROP_AUTH], 0);
+	sw_fini(&s);
+}
+
 /* A switch->worker packet with a wrong tag never reaches the engine. */
 static void
 engine_drops_forged(void **state)
@@ -806,7 +1028,7 @@ engine_drops_forged(void **state)
 	struct ina_hdr h;
 
 	(void)state;
-	tenant_fabric(&f, t, 1, &pc);
+	tenant_fabric(&f, t, 1, &pc, 0);
 	assert_int_equal(fabric_join(&f), 0);
 	/* A forged ERROR LEFT from "the switch": it would end the job. */
 	h = wc_hdr(INA_T_ERROR, INA_ENC_F32, JOB_A, engine_epoch(f.hosts[0]), INA_RANK_SWITCH, 0);
@@ -838,6 +1060,8 @@ main(void)
 		cmocka_unit_test(fair_between_tenants),
 		cmocka_unit_test(engines_replayed),
 		cmocka_unit_test(engines_partitioned),
+		cmocka_unit_test(rank_moves),
+		cmocka_unit_test(authentic_before_copy),
 		cmocka_unit_test(engine_drops_forged),
 	};
 
