@@ -359,7 +359,6 @@ data_fast(struct pipeline *p, struct ina_pkt *in, struct job *j, const struct in
 	struct slot *s = lane_slot(p, j, h->lane);
 	uint8_t ver = h->flags & INA_F_VER;
 	struct half *hf = &s->h[ver];
-	struct block_key key = pl_key_of(h);
 	uint32_t result_size;
 
 	if (!j->has_max_round || (int32_t)(h->round - j->max_round) > 0) {
@@ -370,7 +369,7 @@ data_fast(struct pipeline *p, struct ina_pkt *in, struct job *j, const struct in
 	j->heard_ns[h->rank] = now;
 	if (j->linger_until)
 		j->linger_until = now + pl_job_linger_ns(p, j);
-	if (ver != s->cur || hf->state != HALF_AGG || !pl_key_equal(&hf->key, &key) ||
+	if (ver != s->cur || hf->state != HALF_AGG || !pl_key_is(&hf->key, h) ||
 	    (hf->bitmap >> h->rank & 1))
 		return handle_data(p, in, j, h, now);
 	if ((hf->bitmap | 1ull << h->rank) != j->full) {

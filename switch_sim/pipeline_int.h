@@ -159,7 +159,16 @@ pl_event(const struct pipeline *p, const struct pipeline_event *ev)
 		p->cfg.on_event(p->cfg.event_ctx, ev);
 }
 
-struct job *pl_job_find(struct pipeline *p, uint32_t job_id);
+/* The active job 'job_id', or NULL: the one found last without a call
+ * (nearly every packet is of it), else a search of the table. */
+struct job *pl_job_search(struct pipeline *p, uint32_t job_id);
+static inline struct job *
+pl_job_find(struct pipeline *p, uint32_t job_id)
+{
+	struct job *j = &p->jobs[p->last_job];
+
+	return j->active && j->params.job_id == job_id ? j : pl_job_search(p, job_id);
+}
 void pl_job_free(struct pipeline *p, struct job *j);
 /* Writes a switch-sent header for 'j' into 'pkt'; the payload follows. */
 void pl_put_hdr(struct ina_pkt *pkt, const struct job *j, uint8_t type, const struct ina_hdr *tmpl);
@@ -188,8 +197,15 @@ int pl_half_deferred(const struct job *j, const struct half *hf);
  * for the peer timeout. */
 struct ina_pkt *pl_duplicate(struct pipeline *p, struct ina_pkt *in, struct job *j, struct slot *s,
 			     const struct half *hf, const struct ina_hdr *h, uint64_t now);
-/* The largest RESULT (with a PARTIAL trailer) for a block of h->block_size. */
-uint32_t pl_result_size(const struct job *j, const struct ina_hdr *h);
+/* The largest RESULT for a block of size h->block_size in j's encoding: its
+ * mask with sub-blocks, every element, and room for an ssp job's PARTIAL
+ * trailer. */
+static inline uint32_t
+pl_result_size(const struct job *j, const struct ina_hdr *h)
+{
+	return INA_HDR_SIZE + ina_wire_mask_bytes(h->sub_log) +
+	       (uint32_t)(h->block_size * j->enc->elem_size) + (j->ssp ? INA_PARTIAL_TRAILER : 0);
+}
 /* Writes an ERROR of job 'job_id' with status 'code' and text 'msg' (n
  * bytes, at most INA_ERROR_MSG_MAX) into 'o'. */
 void pl_put_error(struct ina_pkt *o, uint32_t job_id, uint64_t token, uint8_t encoding,
@@ -271,6 +287,17 @@ pl_key_equal(const struct block_key *a, const struct block_key *b)
 	return a->tensor_id == b->tensor_id && a->round == b->round && a->block == b->block &&
 	       a->tensor_len == b->tensor_len && a->block_size == b->block_size &&
 	       a->sub_log == b->sub_log;
+}
+
+/* pl_key_equal(k, pl_key_of(h)) without the key made on the stack: the
+ * fast path's compare (a key built field by field and read back as wider
+ * words stalls the store forwarding, ~20 cycles a packet). */
+static inline int
+pl_key_is(const struct block_key *k, const struct ina_hdr *h)
+{
+	return k->tensor_id == h->tensor_id && k->round == h->round && k->block == h->block &&
+	       k->tensor_len == h->tensor_len && k->block_size == h->block_size &&
+	       k->sub_log == h->sub_log;
 }
 
 /* Same block named, but a tensor length, block size or cut that disagrees. */

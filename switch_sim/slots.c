@@ -18,12 +18,10 @@
 #include "pipeline_int.h"
 
 struct job *
-pl_job_find(struct pipeline *p, uint32_t job_id)
+pl_job_search(struct pipeline *p, uint32_t job_id)
 {
-	struct job *j = &p->jobs[p->last_job];
+	struct job *j;
 
-	if (j->active && j->params.job_id == job_id)
-		return j;
 	for (uint16_t i = 0; i < p->cfg.max_jobs; i++) {
 		j = &p->jobs[i];
 		if (j->active && j->params.job_id == job_id) {
@@ -278,16 +276,6 @@ pl_put_result_over_data(struct ina_pkt *o, const struct job *j, uint8_t ver, con
 	}
 #endif
 	put_result_body(o, j, hf, n, in_place);
-}
-
-/* The largest RESULT for a block of size h->block_size in j's encoding: its
- * mask with sub-blocks, every element, and room for an ssp job's PARTIAL
- * trailer. */
-uint32_t
-pl_result_size(const struct job *j, const struct ina_hdr *h)
-{
-	return INA_HDR_SIZE + ina_wire_mask_bytes(h->sub_log) +
-	       (uint32_t)(h->block_size * j->enc->elem_size) + (j->ssp ? INA_PARTIAL_TRAILER : 0);
 }
 
 void

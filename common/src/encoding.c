@@ -160,7 +160,7 @@ bf16_bound(unsigned n_addends, int scale, double sum_abs, double ref_abs, int av
 	return ina_enc_bf16_bound(n_addends, sum_abs, ref_abs, averaged);
 }
 
-static const struct ina_encoding_ops encodings[] = {
+const struct ina_encoding_ops ina_encoding_rows[INA_ENC_MAX + 1] = {
 	[INA_ENC_F32] = {
 		.id = INA_ENC_F32, .name = "f32", .elem_size = 4, .scaled = 0,
 		.encode = f32_encode, .decode = f32_decode,
@@ -183,13 +183,5 @@ static const struct ina_encoding_ops encodings[] = {
 		.deferred = float_deferred, .bound = bf16_bound,
 	},
 };
-_Static_assert(sizeof(encodings) / sizeof(encodings[0]) == INA_ENC_MAX + 1,
-	       "the encoding table is out of step with enum ina_encoding");
-
-const struct ina_encoding_ops *
-ina_encoding(uint8_t encoding)
-{
-	if (encoding == 0 || encoding > INA_ENC_MAX)
-		return NULL;
-	return &encodings[encoding];
-}
+/* A new encoding adds its row above (the array's size is INA_ENC_MAX + 1). */
+_Static_assert(INA_ENC_BF16 == INA_ENC_MAX, "a row of the encoding table is missing");

@@ -12,8 +12,15 @@
 #include <string.h>
 
 #include "ina/pkt.h"
+#include "ina/wire.h"
 
 #define HEAP_ALIGN 64
+/* Where 'data' starts in a buffer: 8 bytes in, so that the ina header's 56
+ * bytes end on a cache line and the payload (the values the switch sums
+ * and the host encodes) starts on one: the sum loops' 32-byte loads and
+ * stores then never straddle two lines (bench_pipeline: f32 ratio 0.52 to
+ * 0.60). The header still fits the buffer's first line. */
+#define HEAP_DATA_OFF ((HEAP_ALIGN - INA_HDR_SIZE % HEAP_ALIGN) % HEAP_ALIGN)
 
 struct heap_pool {
 	struct ina_pkt_pool pool; /* first: the handle callers hold */
@@ -22,7 +29,8 @@ struct heap_pool {
 	struct ina_pkt **stack;	  /* free packets, top at nb_free - 1 */
 	struct ina_pkt *pkts;	  /* all packets, index = buffer index */
 	uint8_t *bufs;		  /* all buffers, 'stride' bytes apart */
-	size_t stride;		  /* buf_size rounded up to HEAP_ALIGN */
+	size_t stride;		  /* HEAP_DATA_OFF + buf_size, rounded up to
+				   * HEAP_ALIGN */
 };
 
 static unsigned heap_get(struct ina_pkt_pool *pool, struct ina_pkt **pkts, unsigned n);
@@ -87,7 +95,7 @@ heap_put(struct ina_pkt_pool *pool, struct ina_pkt **pkts, unsigned n)
 		if (!p || p->pool != pool || hp->nb_free >= hp->nb_pkts)
 			continue;
 		idx = (size_t)(p - hp->pkts);
-		p->data = hp->bufs + idx * hp->stride;
+		p->data = hp->bufs + idx * hp->stride + HEAP_DATA_OFF;
 		p->cap = pool->buf_size;
 		p->len = 0;
 		p->peer.len = 0;
@@ -130,7 +138,7 @@ ina_pkt_pool_create(unsigned nb_pkts, uint32_t buf_size)
 		errno = EINVAL;
 		return NULL;
 	}
-	stride = align_up(buf_size, HEAP_ALIGN);
+	stride = align_up((size_t)HEAP_DATA_OFF + buf_size, HEAP_ALIGN);
 	off_stack = align_up(sizeof(*hp), sizeof(void *));
 	off_pkts = align_up(off_stack + (size_t)nb_pkts * sizeof(struct ina_pkt *),
 			    _Alignof(struct ina_pkt));
@@ -159,7 +167,7 @@ ina_pkt_pool_create(unsigned nb_pkts, uint32_t buf_size)
 	for (i = 0; i < nb_pkts; i++) {
 		struct ina_pkt *p = &hp->pkts[i];
 
-		p->data = hp->bufs + (size_t)i * stride;
+		p->data = hp->bufs + (size_t)i * stride + HEAP_DATA_OFF;
 		p->len = 0;
 		p->cap = buf_size;
 		memset(&p->peer, 0, sizeof(p->peer));

@@ -35,6 +35,7 @@
 #include "ina/port.h"
 #include "ina/port_udp.h"
 #include "ina/util.h"
+#include "ina/wire.h"
 
 #define RX_DEADLINE_NS (2 * INA_NS_PER_S)
 
@@ -197,6 +198,33 @@ test_port_udp_pool_alloc_bulk(void **state)
 	ina_pkt_pool_destroy(pool);
 }
 
+/* ina_peer_equal() at every length: equal when the first 'len' bytes are,
+ * whatever lies past them; unequal on any byte within, or another len. */
+static void
+test_peer_equal_lengths(void **state)
+{
+	(void)state;
+	for (unsigned n = 0; n < INA_PEER_SIZE; n++) {
+		struct ina_peer a, b;
+
+		memset(&a, 0x11, sizeof(a));
+		memset(&b, 0x22, sizeof(b)); /* past 'len': different */
+		for (unsigned k = 0; k < n; k++)
+			a.bytes[k] = b.bytes[k] = (uint8_t)(k * 7 + 1);
+		a.len = b.len = (uint8_t)n;
+		assert_true(ina_peer_equal(&a, &b));
+		for (unsigned k = 0; k < n; k++) {
+			b.bytes[k] ^= 0x80;
+			assert_false(ina_peer_equal(&a, &b));
+			b.bytes[k] ^= 0x80;
+		}
+		if (n + 1 < INA_PEER_SIZE) {
+			b.len = (uint8_t)(n + 1);
+			assert_false(ina_peer_equal(&a, &b));
+		}
+	}
+}
+
 static void
 test_port_udp_pool_heap(void **state)
 {
@@ -220,7 +248,8 @@ test_port_udp_pool_heap(void **state)
 	for (i = 0; i < 8; i++) {
 		pkts[i] = ina_pkt_alloc(pool);
 		assert_non_null(pkts[i]);
-		assert_int_equal((uintptr_t)pkts[i]->data % 64, 0);
+		/* The payload after the ina header starts on a cache line. */
+		assert_int_equal((uintptr_t)(pkts[i]->data + INA_HDR_SIZE) % 64, 0);
 		assert_int_equal(pkts[i]->cap, 100);
 		assert_int_equal(pkts[i]->len, 0);
 		assert_int_equal(pkts[i]->peer.len, 0);
@@ -1437,6 +1466,7 @@ int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_peer_equal_lengths),
 		cmocka_unit_test(test_port_udp_pool_heap),
 		cmocka_unit_test(test_port_udp_pool_free_bulk_mixed),
 		cmocka_unit_test(test_port_udp_pool_alloc_bulk),

@@ -12,6 +12,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "ina/wire.h"
+
 struct ina_encoding_ops {
 	uint8_t id;	  /* enum ina_encoding (wire.h) */
 	const char *name; /* "f32", "i32", "bf16" */
@@ -45,7 +47,18 @@ struct ina_encoding_ops {
 			int averaged);
 };
 
-/* The row of 'encoding', NULL if it is not one. */
-const struct ina_encoding_ops *ina_encoding(uint8_t encoding);
+/* The table, indexed by enum ina_encoding (row 0 unused): read it through
+ * ina_encoding(). */
+extern const struct ina_encoding_ops ina_encoding_rows[INA_ENC_MAX + 1];
+
+/* The row of 'encoding', NULL if it is not one. Inline: every packet the
+ * switch validates asks. */
+static inline const struct ina_encoding_ops *
+ina_encoding(uint8_t encoding)
+{
+	if (encoding == 0 || encoding > INA_ENC_MAX)
+		return NULL;
+	return &ina_encoding_rows[encoding];
+}
 
 #endif
