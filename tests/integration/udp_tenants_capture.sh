@@ -50,20 +50,26 @@ done
 pids+=("${hosts[@]}")
 wait "$att" || { echo "the attacker failed:"; cat "$tmp/attack.log"; fail=1; }
 cat "$tmp/attack.log"
-for r in 0 1 2; do
-    if ! wait "${hosts[$r]}"; then
-        echo "rank $r failed:"; cat "$tmp/h$r.log"; fail=1
-    elif [ "$(jq -r .verified "$tmp/r$r.json")" != true ]; then
-        echo "rank $r: not verified"; fail=1
+# verified PID WHAT LOG REPORT: the worker PID exited 0 with its every round
+# verified, or the test fails.
+verified() {
+    if ! wait "$1"; then
+        echo "FAIL: $2 failed:"; cat "$3"; fail=1
+    elif [ "$(jq -r .verified "$4")" != true ]; then
+        echo "FAIL: $2: not verified"; fail=1
     else
-        echo "ok   rank $r: 300 rounds verified"
+        echo "ok   $2: verified"
     fi
+}
+for r in 0 1 2; do
+    verified "${hosts[$r]}" "rank $r, 300 rounds" "$tmp/h$r.log" "$tmp/r$r.json"
 done
 kill -0 "$sw" 2>/dev/null || { echo "the switch died"; cat "$tmp/switch.log"; exit 1; }
 kill -USR1 "$sw"; sleep 0.3
 kill -TERM "$sw"; wait "$sw" || true
 sent() { awk -v n="$1" '$1 == n { print $2; exit }' "$tmp/attack.log"; }
-counter() { awk -v n="$1" '$1 == n { v = $2 } END { print v + 0 }' "$tmp/switch.log"; }
+# counter NAME [LOG]: the switch's last count of NAME (0 if none)
+counter() { awk -v n="$1" '$1 == n { v = $2 } END { print v + 0 }' "${2:-$tmp/switch.log}"; }
 # at_least NAME VALUE MIN
 at_least() {
     if [ "${2:-0}" -lt "$3" ]; then
@@ -142,17 +148,11 @@ for r in 0 2; do
 done
 for i in 0 1 2; do
     r=$([ $i = 0 ] && echo 1 || echo $(((i - 1) * 2)))
-    if ! wait "${new[$i]}"; then
-        echo "FAIL: rank $r after the move:"; cat "$tmp/m${r}b.log"; fail=1
-    elif [ "$(jq -r .verified "$tmp/m$r.json")" != true ]; then
-        echo "FAIL: rank $r after the move: not verified"; fail=1
-    else
-        echo "ok   rank $r: 50 rounds verified after the move"
-    fi
+    verified "${new[$i]}" "rank $r, 50 rounds after the move" "$tmp/m${r}b.log" "$tmp/m$r.json"
 done
 kill -USR1 "$sw"; sleep 0.3
 kill -TERM "$sw"; wait "$sw" || true
-counter2() { grep -E "^ +$1 " "$tmp/switch2.log" | tail -1 | awk '{ print $2 }'; }
+counter2() { counter "$1" "$tmp/switch2.log"; }
 at_least "moved: drop_rank_moved" "$(counter2 drop_rank_moved)" 1
 for n in "jobs_aborted 1" "jobs_admitted 2"; do
     set -- $n
