@@ -29,34 +29,11 @@ set -uo pipefail
 build=$1
 shift
 runs=5 rounds=20 elements=1048576 world=2 port=9296
-while [ $# -gt 0 ]; do
-	[ $# -ge 2 ] || { echo "usage: bench_tenant_share.sh BUILD_DIR [--runs N] [--rounds R]" \
-		"[--elements M] [--world W] [--port P]" >&2; exit 2; }
-	case $1 in
-	--runs) runs=$2 ;;
-	--rounds) rounds=$2 ;;
-	--elements) elements=$2 ;;
-	--world) world=$2 ;;
-	--port) port=$2 ;;
-	*) echo "usage: bench_tenant_share.sh BUILD_DIR [--runs N] [--rounds R]" \
-		"[--elements M] [--world W] [--port P]" >&2; exit 2 ;;
-	esac
-	shift 2
-done
-command -v jq >/dev/null || { echo "bench_tenant_share: needs jq" >&2; exit 2; }
+. "$(dirname "$0")/lib_jobs.sh"
+jobs_bench_init tshare "bench_tenant_share.sh BUILD_DIR [--runs N] [--rounds R] [--elements M] [--world W] [--port P]" "$@"
 for b in switch_sim/ina-switch host/ina-host tests/hostile; do
 	[ -x "$build/$b" ] || { echo "bench_tenant_share: no $build/$b (build first)" >&2; exit 2; }
 done
-tmp=$(mktemp -d /tmp/ina-bench-tshare.XXXXXX)
-pids=()
-cleanup() {
-	local p
-	for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
-	wait 2>/dev/null
-	[ -n "${KEEP:-}" ] || rm -rf "$tmp"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
 unset INA_JOB_TOKEN INA_TENANT INA_TENANT_KEY
 key_a=$(head -c 32 /dev/urandom | base64)
 key_m=$(head -c 32 /dev/urandom | base64)
@@ -68,25 +45,14 @@ YAML
 chmod 600 "$tmp/tenants.yaml"
 alice_job=$(((1 << 24) | 1)) # the wire's job id: alice's index in the top byte
 
-# start_switch PORT NAME: a tenant-mode switch on PORT, its pid in sws.
-start_switch() {
-	timeout 300 "$build/switch_sim/ina-switch" --listen "127.0.0.1:$1" \
-		--tenants "$tmp/tenants.yaml" --share fair >"$tmp/sw.$2.log" 2>&1 &
-	sws+=("$!")
-	pids+=("$!")
-	for _ in $(seq 100); do
-		grep -q serving "$tmp/sw.$2.log" 2>/dev/null && break
-		sleep 0.05
-	done
-}
-
 # run SETTING N: prints alice's slowest rank's seconds a round, or nothing.
 run() {
-	local set=$1 n=$2 r worst=0 s rc=0 hosts=() side=() sws=() mport=$port
-	start_switch "$port" "$set.$n"
+	local set=$1 n=$2 r s rc=0 hosts=() side=() sws=() mport=$port
+	local -a tenant_mode=(--tenants "$tmp/tenants.yaml" --share fair)
+	start_switch "$port" "$tmp/sw.$set.$n.log" "${tenant_mode[@]}"
 	if [ "$set" = apart ]; then
 		mport=$((port + 1))
-		start_switch "$mport" "$set.$n.m"
+		start_switch "$mport" "$tmp/sw.$set.$n.m.log" "${tenant_mode[@]}"
 	fi
 	if [ "$set" != alone ]; then
 		INA_TENANT=2 INA_TENANT_KEY=$key_m timeout 300 "$build/host/ina-host" \
@@ -119,15 +85,8 @@ run() {
 	wait 2>/dev/null
 	pids=()
 	[ $rc -eq 0 ] || { echo "$set run $n: alice's job failed: $(tail -n 2 "$tmp/h0.log")" >&2; return; }
-	for ((r = 0; r < world; r++)); do
-		[ "$(jq -r .verified "$tmp/r$r.json")" = true ] || { echo "$set: not verified" >&2; return; }
-		s=$(jq -r ".seconds / $rounds" "$tmp/r$r.json")
-		worst=$(awk -v a="$worst" -v b="$s" 'BEGIN { print (b > a) ? b : a }')
-	done
-	echo "$worst"
+	slowest_round || echo "$set run $n: not verified" >&2
 }
-
-median() { sort -g | awk '{ v[NR] = $1 } END { if (NR == 0) print "nan"; else if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 
 settings=(alone apart benign hostile)
 for s in "${settings[@]}"; do : >"$tmp/$s"; done

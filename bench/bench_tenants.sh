@@ -13,27 +13,8 @@ set -uo pipefail
 build=$1
 shift
 runs=5 rounds=20 elements=4194304 world=2 port=9294
-while [ $# -gt 0 ]; do
-	case $1 in
-	--runs) runs=$2 ;;
-	--rounds) rounds=$2 ;;
-	--elements) elements=$2 ;;
-	--world) world=$2 ;;
-	--port) port=$2 ;;
-	*) echo "usage: bench_tenants.sh BUILD_DIR [--runs N] [--rounds R] [--elements M]" \
-		"[--world W] [--port P]" >&2; exit 2 ;;
-	esac
-	shift 2
-done
-tmp=$(mktemp -d /tmp/ina-bench-tenants.XXXXXX)
-pids=()
-cleanup() {
-	local p
-	for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
-	wait 2>/dev/null
-	rm -rf "$tmp"
-}
-trap cleanup EXIT
+. "$(dirname "$0")/lib_jobs.sh"
+jobs_bench_init tenants "bench_tenants.sh BUILD_DIR [--runs N] [--rounds R] [--elements M] [--world W] [--port P]" "$@"
 key=$(head -c 32 /dev/urandom | base64)
 cat >"$tmp/tenants.yaml" <<YAML
 tenants:
@@ -44,19 +25,13 @@ chmod 600 "$tmp/tenants.yaml"
 # run MODE N: one job; prints the slowest rank's seconds per round, or
 # nothing when a rank failed.
 run() {
-	local mode=$1 n=$2 sw r worst=0 s rc=0 hosts=()
-	local -a swargs=(--listen "127.0.0.1:$port") env=(INA_JOB_TOKEN=bench)
+	local mode=$1 n=$2 r rc=0 hosts=() sws=()
+	local -a swargs=() env=(INA_JOB_TOKEN=bench)
 	if [ "$mode" = tenant ]; then
 		swargs+=(--tenants "$tmp/tenants.yaml")
 		env=(INA_TENANT=1 "INA_TENANT_KEY=$key")
 	fi
-	timeout 300 "$build/switch_sim/ina-switch" "${swargs[@]}" >"$tmp/sw.$mode.$n.log" 2>&1 &
-	sw=$!
-	pids+=("$sw")
-	for _ in $(seq 100); do
-		grep -q serving "$tmp/sw.$mode.$n.log" 2>/dev/null && break
-		sleep 0.05
-	done
+	start_switch "$port" "$tmp/sw.$mode.$n.log" "${swargs[@]}"
 	for ((r = 0; r < world; r++)); do
 		env "${env[@]}" timeout 300 "$build/host/ina-host" --switch "127.0.0.1:$port" \
 			--job 1 --rank $r --world "$world" --elements "$elements" --density 1 \
@@ -66,18 +41,12 @@ run() {
 	for ((r = 0; r < world; r++)); do
 		wait "${hosts[$r]}" || rc=1
 	done
-	kill "$sw" 2>/dev/null
-	wait "$sw" 2>/dev/null
+	kill "${sws[@]}" 2>/dev/null
+	wait "${sws[@]}" 2>/dev/null
+	pids=()
 	[ $rc -eq 0 ] || { echo "$mode run $n failed" >&2; return; }
-	for ((r = 0; r < world; r++)); do
-		[ "$(jq -r .verified "$tmp/r$r.json")" = true ] || { echo "$mode: not verified" >&2; return; }
-		s=$(jq -r ".seconds / $rounds" "$tmp/r$r.json")
-		worst=$(awk -v a="$worst" -v b="$s" 'BEGIN { print (b > a) ? b : a }')
-	done
-	echo "$worst"
+	slowest_round || echo "$mode run $n: not verified" >&2
 }
-
-median() { sort -g | awk '{ v[NR] = $1 } END { if (NR == 0) print "nan"; else if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 
 : >"$tmp/token" >"$tmp/tenant"
 for ((n = 0; n < runs; n++)); do
