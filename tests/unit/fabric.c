@@ -8,6 +8,7 @@
  * address the receiver sees, as a port would report it.
  */
 #include <assert.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -460,6 +461,44 @@ fabric_allreduce(struct fabric *f, uint32_t tensor_id, float **ins, float **outs
 	for (uint16_t r = 0; r < f->world; r++)
 		bs[r] = block_size;
 	return fabric_allreduce_each(f, tensor_id, (const float *const *)ins, outs, n, bs, op);
+}
+
+int
+fabric_round_exact(struct fabric *f, uint32_t seed, uint32_t n, uint16_t block_size)
+{
+	float *bufs = malloc((size_t)2 * f->world * n * sizeof(float));
+	float *ins[FABRIC_MAX_HOSTS], *outs[FABRIC_MAX_HOSTS];
+	int ret = -1;
+
+	if (!bufs)
+		return -1;
+	for (uint16_t r = 0; r < f->world; r++) {
+		ins[r] = bufs + (size_t)r * n;
+		outs[r] = bufs + (size_t)(f->world + r) * n;
+		for (uint32_t i = 0; i < n; i++)
+			ins[r][i] = (float)((i * 7 + r * 3 + seed) % 23) - 11.0f;
+	}
+	if (fabric_allreduce(f, 1, ins, outs, n, block_size, ENGINE_SUM) < 0) {
+		fprintf(stderr, "fabric_round_exact: seed %u: the allreduce failed\n", seed);
+		goto out;
+	}
+	for (uint16_t r = 0; r < f->world; r++)
+		for (uint32_t i = 0; i < n; i++) {
+			float want = 0;
+
+			for (uint16_t q = 0; q < f->world; q++)
+				want += ins[q][i];
+			if (outs[r][i] != want) {
+				fprintf(stderr,
+					"fabric_round_exact: seed %u rank %u element %u: %g, want %g\n",
+					seed, r, i, (double)outs[r][i], (double)want);
+				goto out;
+			}
+		}
+	ret = 0;
+out:
+	free(bufs);
+	return ret;
 }
 
 int

@@ -117,6 +117,12 @@ int fabric_allreduce(struct fabric *f, uint32_t tensor_id, float **ins, float **
  * const: the engine only reads it). */
 int fabric_allreduce_each(struct fabric *f, uint32_t tensor_id, const float *const *ins,
 			  float **outs, uint32_t n, const uint16_t *block_sizes, enum engine_op op);
+/* One allreduce (tensor 1, sum) of n small integers a host, drawn from
+ * 'seed', so that every sum is exact in any order; checked on every host.
+ * 0, or -1 after naming the first wrong element on stderr (or a failed
+ * allreduce). */
+int fabric_round_exact(struct fabric *f, uint32_t seed, uint32_t n, uint16_t block_size);
+
 /* Sends FIN from every host and runs until they closed. 0 or -1. */
 int fabric_finish(struct fabric *f);
 
