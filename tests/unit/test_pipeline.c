@@ -1897,9 +1897,22 @@ test_pipeline_duplicates_wait(void **state)
 	assert_int_equal(be64toh(missing_be), 0x6);
 	assert_int_equal(st->waits, 2);
 
-	/* Rank 1 arrives, then repeats itself, once with other values. */
+	/* Rank 1 arrives, then repeats itself within the interval rank 0's
+	 * WAIT began: the limit is per rank, so rank 1 gets a WAIT of its own
+	 * (one per slot would leave it unanswered while rank 0 keeps asking,
+	 * until its silence timeout), and then nothing more in the interval. */
 	assert_int_equal(push(t, &j, 1, &b, INA_BLOCK_END, w1), 0);
+	assert_int_equal(push(t, &j, 1, &b, INA_BLOCK_END, w1), 1);
+	take_one(t, &g);
+	check_from_switch(&g, &j, INA_T_WAIT);
+	check_unicast(&g, peer_of(&j, 1));
+	memcpy(&missing_be, g.payload, sizeof(missing_be));
+	assert_int_equal(be64toh(missing_be), 0x4);
+	assert_int_equal(st->waits, 3);
+	assert_int_equal(push(t, &j, 0, &b, INA_BLOCK_END, w0), 0);
 	assert_int_equal(push(t, &j, 1, &b, INA_BLOCK_END, w1), 0);
+	assert_int_equal(st->waits, 3);
+	/* Past the interval, once with other values: WAIT again. */
 	t->now += WAIT_NS;
 	assert_int_equal(push(t, &j, 1, &b, INA_BLOCK_END, w1_other), 1);
 	take_one(t, &g);
@@ -1907,8 +1920,8 @@ test_pipeline_duplicates_wait(void **state)
 	check_unicast(&g, peer_of(&j, 1));
 	memcpy(&missing_be, g.payload, sizeof(missing_be));
 	assert_int_equal(be64toh(missing_be), 0x4);
-	assert_int_equal(st->duplicates, 5);
-	assert_int_equal(st->waits, 3);
+	assert_int_equal(st->duplicates, 7);
+	assert_int_equal(st->waits, 4);
 
 	/* The sum counts each rank once. */
 	assert_int_equal(push(t, &j, 2, &b, INA_BLOCK_END, w2), 1);
