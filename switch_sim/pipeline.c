@@ -134,7 +134,7 @@ pipeline_create(const struct pipeline_config *cfg)
 	    (cfg->share.policy == SHARE_FAIR && cfg->max_jobs >= SHARE_MAX_JOBS) ||
 	    (!cfg->host_aggregator_ipv4 != !cfg->host_aggregator_port) ||
 	    (cfg->host_mode && cfg->host_aggregator_ipv4) ||
-	    (cfg->tenants && (cfg->replica.len || cfg->primary.len || cfg->host_aggregator_ipv4))) {
+	    (cfg->tenants && cfg->host_aggregator_ipv4)) {
 		errno = EINVAL;
 		return NULL;
 	}
@@ -683,8 +683,9 @@ cheap_drop(struct pipeline *p, const struct ina_pkt *in)
 		return &p->st.drop_wire[r];
 	if (h.type == INA_T_JOIN || h.rank >= INA_MAX_WORLD)
 		return NULL;
-	if (p->cfg.uplink.len && ina_peer_equal(&in->peer, &p->cfg.uplink))
-		return NULL; /* the spine's: its ranks are not this switch's */
+	if ((p->cfg.uplink.len && ina_peer_equal(&in->peer, &p->cfg.uplink)) ||
+	    (p->cfg.primary.len && ina_peer_equal(&in->peer, &p->cfg.primary)))
+		return NULL; /* the spine's or the primary's: not a rank's own */
 	j = pl_job_find(p, h.job_id);
 	if (!j && (h.type == INA_T_DATA || h.type == INA_T_FIN || h.type == INA_T_LEAVE ||
 		   h.type == INA_T_KEEPALIVE))
