@@ -683,9 +683,6 @@ main(int argc, char **argv)
 	if (c.tenants) {
 		static struct tenants *tenants; /* lives as long as the program */
 
-		if (c.pipe.host_aggregator_ipv4 || c.pipe.host_mode)
-			ina_die("--tenants: not with --host-aggregator or --host-mode (not in this "
-				"version)");
 		tenants = tenants_load(c.tenants, err, sizeof(err));
 		if (!tenants)
 			ina_die("--tenants %s", err);

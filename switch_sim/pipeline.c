@@ -133,8 +133,7 @@ pipeline_create(const struct pipeline_config *cfg)
 	    cfg->share.policy > SHARE_FAIR || cfg->share.min_slots == 0 ||
 	    (cfg->share.policy == SHARE_FAIR && cfg->max_jobs >= SHARE_MAX_JOBS) ||
 	    (!cfg->host_aggregator_ipv4 != !cfg->host_aggregator_port) ||
-	    (cfg->host_mode && cfg->host_aggregator_ipv4) ||
-	    (cfg->tenants && cfg->host_aggregator_ipv4)) {
+	    (cfg->host_mode && cfg->host_aggregator_ipv4)) {
 		errno = EINVAL;
 		return NULL;
 	}
