@@ -25,13 +25,7 @@ host=$build/host/ina-host
 lib_init
 tenant_opts=() job_name="job 42"
 if [ "$mode" = tenants ]; then
-    unset INA_JOB_TOKEN
-    export INA_TENANT=3 INA_TENANT_KEY
-    INA_TENANT_KEY=$(head -c 32 /dev/urandom | base64)
-    printf 'tenants:\n  - {name: carol, index: 3, key: %s, jobs: 2, slots: 512, max_weight: 1}\n' \
-        "$INA_TENANT_KEY" >"$tmp/tenants.yaml"
-    chmod 600 "$tmp/tenants.yaml"
-    tenant_opts=(--tenants "$tmp/tenants.yaml")
+    tenant_mode 512
     job_name="job 42 of tenant carol"
 else
     export INA_JOB_TOKEN="failover-$base"

@@ -22,13 +22,7 @@ spine=$base rack0=$((base + 1)) rack1=$((base + 2))
 lib_init
 job0=42 job1=42 tenant_opts=()
 if [ "$mode" = tenants ]; then
-    unset INA_JOB_TOKEN
-    export INA_TENANT=3 INA_TENANT_KEY
-    INA_TENANT_KEY=$(head -c 32 /dev/urandom | base64)
-    printf 'tenants:\n  - {name: carol, index: 3, key: %s, jobs: 2, slots: 256, max_weight: 1}\n' \
-        "$INA_TENANT_KEY" >"$tmp/tenants.yaml"
-    chmod 600 "$tmp/tenants.yaml"
-    tenant_opts=(--tenants "$tmp/tenants.yaml")
+    tenant_mode 256
     job0=carol:42 job1=3:42 # by name and by index
 else
     export INA_JOB_TOKEN="test-hier-$base"

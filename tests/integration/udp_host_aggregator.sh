@@ -21,13 +21,7 @@ agg_port=$((port + 1))
 lib_init
 tenant_opts=() job="job"
 if [ "$mode" = tenants ]; then
-    unset INA_JOB_TOKEN
-    export INA_TENANT=3 INA_TENANT_KEY
-    INA_TENANT_KEY=$(head -c 32 /dev/urandom | base64)
-    printf 'tenants:\n  - {name: carol, index: 3, key: %s, jobs: 4, slots: 64, max_weight: 1}\n' \
-        "$INA_TENANT_KEY" >"$tmp/tenants.yaml"
-    chmod 600 "$tmp/tenants.yaml"
-    tenant_opts=(--tenants "$tmp/tenants.yaml")
+    tenant_mode 64
 else
     export INA_JOB_TOKEN="test-host-aggregator-$port"
 fi
