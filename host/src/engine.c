@@ -349,8 +349,7 @@ on_redirect(struct engine *e, const struct ina_hdr *h, const uint8_t *payload)
 	}
 	if (e->redirected) {
 		engine_fail(e, ENGINE_EREFUSED,
-			    "job %s"
-			    " rank %u: the host aggregator %u.%u.%u.%u:%u sent the job on "
+			    "job %s rank %u: the host aggregator %u.%u.%u.%u:%u sent the job on "
 			    "again: a REDIRECT is followed once",
 			    e->job_name, e->cfg.rank, e->redirect_ipv4 >> 24,
 			    e->redirect_ipv4 >> 16 & 0xff, e->redirect_ipv4 >> 8 & 0xff,
@@ -585,8 +584,7 @@ tx_ctl(struct engine *e, uint64_t now, struct ina_pkt **out, uint16_t max)
 	if (e->phase == ENGINE_JOINING && e->standby == STANDBY_JOINING &&
 	    now - e->ctl_start_ns >= e->cfg.timeout_ns) {
 		engine_fail(e, ENGINE_ENOSWITCH,
-			    "job %s"
-			    " rank %u: the replica switch did not answer the standby JOIN "
+			    "job %s rank %u: the replica switch did not answer the standby JOIN "
 			    "for %" PRIu64 " ms (the switch admitted the job with epoch %" PRIu32
 			    ")",
 			    e->job_name, e->cfg.rank, e->cfg.timeout_ns / 1000000, e->params.epoch);
@@ -598,8 +596,7 @@ tx_ctl(struct engine *e, uint64_t now, struct ina_pkt **out, uint16_t max)
 	if (e->phase == ENGINE_JOINING && now - e->ctl_start_ns >= e->cfg.timeout_ns &&
 	    e->redirected) {
 		engine_fail(e, ENGINE_ENOSWITCH,
-			    "job %s"
-			    " rank %u: the host aggregator %u.%u.%u.%u:%u the switch sent "
+			    "job %s rank %u: the host aggregator %u.%u.%u.%u:%u the switch sent "
 			    "the job to did not answer the JOIN for %" PRIu64 " ms",
 			    e->job_name, e->cfg.rank, e->redirect_ipv4 >> 24,
 			    e->redirect_ipv4 >> 16 & 0xff, e->redirect_ipv4 >> 8 & 0xff,
@@ -609,8 +606,7 @@ tx_ctl(struct engine *e, uint64_t now, struct ina_pkt **out, uint16_t max)
 	}
 	if (e->phase == ENGINE_JOINING && now - e->ctl_start_ns >= e->cfg.timeout_ns) {
 		engine_fail(e, ENGINE_ENOSWITCH,
-			    "job %s"
-			    " rank %u: the switch did not answer the JOIN for %" PRIu64 " ms",
+			    "job %s rank %u: the switch did not answer the JOIN for %" PRIu64 " ms",
 			    e->job_name, e->cfg.rank, e->cfg.timeout_ns / 1000000);
 		e->phase = ENGINE_CLOSED;
 		return 0;
