@@ -15,12 +15,31 @@
 # the run: ranks 0 and 2 fail naming the move (INA_ELEFT), are started
 # again, and the three verify 50 rounds in a new run. Root (raw sockets);
 # skips (77) otherwise, unless INA_REQUIRE_DPDK=1 (CI, root).
+# It runs in a network namespace of its own, whose lo accepts the frames the
+# attacker injects: a frame sent on lo through AF_PACKET carries no route, as
+# a looped packet does, so with its 127/8 destination and local source it
+# is a martian unless route_localnet and accept_local allow it, and the
+# kernel drops it before UDP without a counter (the replays from the ranks'
+# addresses then never reached the switch). The workers send without GSO
+# here, so that each frame captured is one datagram, as on a wire.
 # Usage: udp_tenants_capture.sh BUILD_DIR UDP_PORT
 set -euo pipefail
 build=$1 port=$2
 if [ "$(id -u)" != 0 ]; then
     [ "${INA_REQUIRE_DPDK:-0}" = 1 ] && { echo "not root, and CI requires this test"; exit 1; }
     echo "skip: raw sockets need root"; exit 77
+fi
+if [ -z "${INA_CAPTURE_NS:-}" ]; then
+    ns=ina-capture-$$
+    ip netns add "$ns" || { echo "cannot make a network namespace"; exit 1; }
+    trap 'ip netns del "$ns" 2>/dev/null || true' EXIT
+    ip netns exec "$ns" ip link set lo up
+    ip netns exec "$ns" sysctl -qw net.ipv4.conf.all.route_localnet=1 \
+        net.ipv4.conf.lo.route_localnet=1 net.ipv4.conf.all.accept_local=1 \
+        net.ipv4.conf.lo.accept_local=1
+    rc=0
+    INA_CAPTURE_NS=$ns ip netns exec "$ns" "$0" "$@" || rc=$?
+    exit $rc
 fi
 . "$(dirname "$0")/lib.sh"
 lib_init
@@ -43,8 +62,9 @@ grep -q listening "$tmp/attack.log" || { echo "the attacker did not start:"; cat
 hosts=()
 for r in 0 1 2; do
     INA_TENANT=1 INA_TENANT_KEY=$key timeout 120 "$build/host/ina-host" \
-        --switch "127.0.0.1:$port" --job 5 --rank $r --world 3 --elements 20000 --density 0.5 \
-        --block 64 --lanes 4 --rounds 300 --quiet --report "$tmp/r$r.json" >"$tmp/h$r.log" 2>&1 &
+        --switch "127.0.0.1:$port" --port udp:gso=0 --job 5 --rank $r --world 3 \
+        --elements 20000 --density 0.5 --block 64 --lanes 4 --rounds 300 --quiet \
+        --report "$tmp/r$r.json" >"$tmp/h$r.log" 2>&1 &
     hosts+=("$!")
 done
 pids+=("${hosts[@]}")
