@@ -32,7 +32,7 @@
 
 #define MAX_RUNS 31
 #define MAX_BURST 64
-#define MAX_CLASSES 64
+#define MAX_CLASSES 128
 
 /* How a burst's sizes are drawn. */
 enum sizes { ONE_SIZE, VARIED, CLASSES, CLASSES_SORTED, NB_SIZES };

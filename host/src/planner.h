@@ -191,6 +191,18 @@ uint64_t planner_cost_time_ps(const struct planner_config *cfg, const struct pla
  */
 int planner_plan_cut(struct planner *p, const float *ref, uint32_t n, double mass, float bound,
 		     struct planner_pick *pick);
+/*
+ * planner_plan_cut() in two halves: planner_measure() reads the reference
+ * once (per unit of the smallest b: its flags, and for a mass < 1 its sum of
+ * squares; nothing else for mass >= 1, which ranks nothing) and keeps that;
+ * planner_plan_measured() plans from it, any number of times, for the same n
+ * and a mass on the same side of 1. A tensor round measures its result as it
+ * ends, while it is still in the cache, instead of copying it. The same
+ * picks as planner_plan_cut(); 0 or -EINVAL (nothing measured, another n, a
+ * mass < 1 after a measurement for mass >= 1, or as planner_plan_cut()).
+ */
+int planner_measure(struct planner *p, const float *ref, uint32_t n, double mass, float bound);
+int planner_plan_measured(struct planner *p, uint32_t n, double mass, struct planner_pick *pick);
 /* The same, returning B alone (0 on bad input): for a planner whose
  * max_sub_log is 0. */
 uint32_t planner_plan(struct planner *p, const float *ref, uint32_t n, double mass, float bound);
