@@ -39,9 +39,9 @@ struct planner {
 	uint8_t *base_flag, *work_flag;
 	uint32_t base_n, base_units;
 	int base_sums, measured;
-	uint32_t *idx;	    /* eligible unit indices, for the mass selection */
-	uint8_t *sel;	    /* per unit: kept */
-	uint32_t *cnt;	    /* per unit, then per block: elements sent */
+	uint32_t *idx; /* eligible unit indices, for the mass selection */
+	uint8_t *sel;  /* per unit: kept */
+	uint32_t *cnt; /* per unit, then per block: elements sent */
 };
 
 void

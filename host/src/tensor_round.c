@@ -24,8 +24,8 @@ struct tround {
 	float *ref;		 /* the last round's result (with 'planner'),
 				  * copied when the next round holds its plan */
 	int have_ref;
-	int ref_measured; /* the planner measured the last result as the
-			   * round ended (then 'ref' is stale) */
+	int ref_measured;	   /* the planner measured the last result
+				    * as the round ended ('ref' is stale) */
 	double plan_mass;	   /* the planner's mass rule: the top-k mass
 					 * target, or 1 (every non-zero block) */
 	struct planner_pick pick;  /* the last plan, while pick_age < period */
@@ -235,9 +235,9 @@ plan(struct tround *t)
 	if (t->planner && t->have_ref && t->pick_age > 0 && t->pick_age < period)
 		t->pick_age++; /* the last plan holds: every worker counts alike */
 	else if (t->planner && t->have_ref)
-		t->pick_age = (t->ref_measured || planner_measure(t->planner, t->ref,
-								  (uint32_t)t->cfg.n, t->plan_mass,
-								  0.0f) == 0) &&
+		t->pick_age = (t->ref_measured ||
+			       planner_measure(t->planner, t->ref, (uint32_t)t->cfg.n, t->plan_mass,
+					       0.0f) == 0) &&
 			      planner_plan_measured(t->planner, (uint32_t)t->cfg.n, t->plan_mass,
 						    &t->pick) == 0;
 	if (t->pick_age > 0) {
@@ -384,9 +384,9 @@ tround_end(struct tround *t, const float *out)
 		 * it is in the cache, rather than copied and read again. A
 		 * plan held copies it, for a later round that plans (should
 		 * the rounds between fail). */
-		t->ref_measured = plans_next(t) && planner_measure(t->planner, out,
-								   (uint32_t)t->cfg.n,
-								   t->plan_mass, 0.0f) == 0;
+		t->ref_measured = plans_next(t) &&
+				  planner_measure(t->planner, out, (uint32_t)t->cfg.n, t->plan_mass,
+						  0.0f) == 0;
 		if (!t->ref_measured)
 			memcpy(t->ref, out, t->cfg.n * sizeof(float));
 		t->have_ref = 1;
