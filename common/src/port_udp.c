@@ -62,10 +62,10 @@
 #define UDP_TX_NOBUFS_NS 100000ull	 /* pause on ENOBUFS (poll won't help) */
 /* Segments per GSO message: the kernel's UDP_MAX_SEGMENTS (64; 128 on recent ones). */
 #define GSO_MAX_SEGS 64
-#define GSO_OPEN 32    /* groups (a peer and a size) open at once in a batch */
-#define GRO_BUF 65536u /* a receive buffer: one GRO message */
-#define GRO_SEGS 128   /* datagrams one GRO message may hold */
-#define GRO_BUFS 128   /* receive buffers per port */
+#define GSO_PEER_SLOTS (2 * UDP_TX_MSGS) /* the grouping's table of a batch's peers */
+#define GRO_BUF 65536u			 /* a receive buffer: one GRO message */
+#define GRO_SEGS 128			 /* datagrams one GRO message may hold */
+#define GRO_BUFS 128			 /* receive buffers per port */
 #define GRO_PEND (INA_MAX_BURST * GRO_SEGS)
 
 _Static_assert(UDP_TX_MSGS <= UINT16_MAX, "batch indices are 16-bit");
@@ -95,6 +95,12 @@ struct udp_port;
 struct gro_pool {
 	struct ina_pkt_pool pool; /* first */
 	struct udp_port *up;
+};
+
+/* A peer of the batch being grouped: the first message to it, its rank. */
+struct gso_peer {
+	uint32_t gen; /* the batch it belongs to (udp_port.peer_gen) */
+	uint16_t msg, rank;
 };
 
 /* The port's own counters (xstats), in the order of udp_xstat_names. */
@@ -164,8 +170,13 @@ struct udp_port {
 		char buf[CMSG_SPACE(sizeof(uint16_t))];
 		struct cmsghdr align;
 	} out_ctl[UDP_TX_MSGS];
-	/* Scratch of the grouping: group of each message, messages left. */
-	uint16_t grp_of[UDP_TX_MSGS], grp_size[UDP_TX_MSGS], rest[UDP_TX_MSGS];
+	/* Scratch of the grouping: the messages in sending order (sort keys:
+	 * peer, size, index), the peers seen, each run's size, bytes and
+	 * whether it is closed; messages left after a GSO refusal. */
+	uint64_t sort_keys[UDP_TX_MSGS], sort_tmp[UDP_TX_MSGS];
+	struct gso_peer peer_tab[GSO_PEER_SLOTS];
+	uint32_t peer_gen;
+	uint16_t grp_size[UDP_TX_MSGS], rest[UDP_TX_MSGS];
 	uint32_t grp_bytes[UDP_TX_MSGS];
 	uint8_t grp_closed[UDP_TX_MSGS];
 };
@@ -769,76 +780,132 @@ same_peer(const struct msghdr *a, const struct msghdr *b)
 		memcmp(a->msg_name, b->msg_name, a->msg_namelen) == 0);
 }
 
+/* The rank of message j's peer among the batch's peers, in the order they
+ * first appear (a hash table of the peers seen, cleared by generation). */
+static unsigned
+peer_rank(struct udp_port *up, const uint16_t *list, unsigned j, unsigned *nb_peers)
+{
+	const struct msghdr *h = &up->tx_msgs[list[j]].msg_hdr;
+	uint64_t x = h->msg_namelen;
+	unsigned slot;
+
+	for (unsigned i = 0; i < h->msg_namelen; i++)
+		x = (x ^ ((const uint8_t *)h->msg_name)[i]) * 0x100000001b3ull;
+	for (slot = (unsigned)(x ^ x >> 29) % GSO_PEER_SLOTS;; slot = (slot + 1) % GSO_PEER_SLOTS) {
+		struct gso_peer *e = &up->peer_tab[slot];
+
+		if (e->gen != up->peer_gen) {
+			e->gen = up->peer_gen;
+			e->msg = (uint16_t)j;
+			e->rank = (uint16_t)(*nb_peers)++;
+			return e->rank;
+		}
+		if (same_peer(&up->tx_msgs[list[e->msg]].msg_hdr, h))
+			return e->rank;
+	}
+}
+
+/* Sorts keys[0..n) ascending (they are distinct); 'tmp' holds n. */
+static void
+keys_sort(uint64_t *keys, uint64_t *tmp, unsigned n)
+{
+	const unsigned run = 16;
+
+	for (unsigned lo = 0; lo < n; lo += run) { /* insertion sort of each run */
+		unsigned hi = lo + run < n ? lo + run : n;
+
+		for (unsigned i = lo + 1; i < hi; i++) {
+			uint64_t k = keys[i];
+			unsigned j = i;
+
+			for (; j > lo && keys[j - 1] > k; j--)
+				keys[j] = keys[j - 1];
+			keys[j] = k;
+		}
+	}
+	for (unsigned w = run; w < n; w *= 2) { /* then merges, bottom up */
+		for (unsigned lo = 0; lo < n; lo += 2 * w) {
+			unsigned mid = lo + w < n ? lo + w : n,
+				 hi = lo + 2 * w < n ? lo + 2 * w : n;
+			unsigned a = lo, b = mid, o = lo;
+
+			while (a < mid && b < hi)
+				tmp[o++] = keys[a] < keys[b] ? keys[a++] : keys[b++];
+			while (a < mid)
+				tmp[o++] = keys[a++];
+			while (b < hi)
+				tmp[o++] = keys[b++];
+		}
+		memcpy(keys, tmp, n * sizeof(*keys));
+	}
+}
+
 /*
  * Makes the messages to send (out_*) from the batch's messages list[0..n)
- * (indices of tx_msgs). With GSO, a message joins an open group of its
- * peer's messages of its own size, up to GSO_MAX_SEGS and UDP_MAX_MTU bytes,
- * else starts one; up to GSO_OPEN groups are open at once, and when all are,
- * a shorter message ends one of its peer's (the kernel takes a short last
- * segment) before the oldest group is closed. Packets of varying sizes
- * (blocks cut into sub-blocks) so still travel in few messages, and arrive
- * in runs of one size that UDP_GRO joins again; a peer's packets may leave
- * in another order than given, as any network may reorder them (the lane
- * protocol does not depend on it). Without GSO, one message each, in order.
+ * (indices of tx_msgs). With GSO, the messages are ordered by peer (in the
+ * order the peers first appear), then by size, largest first, then as given
+ * (so a peer's datagrams of one size keep their order), and cut into runs:
+ * a run holds datagrams of one size to one peer, up to GSO_MAX_SEGS and
+ * UDP_MAX_MTU bytes, and ends with at most one shorter one (the kernel takes
+ * a short last segment), the first of the next size down. Each run is one
+ * message with a UDP_SEGMENT control message when it holds several. A burst
+ * of packets of a few sizes (blocks cut into sub-blocks: header + mask +
+ * present sub-blocks x b x e bytes, at most B / b sizes) so leaves in about
+ * one message per size and peer rather than one per packet, with no byte
+ * added on the wire, and arrives in runs of one size that UDP_GRO keeps
+ * together. Packets of a burst to one peer may so leave in another order
+ * than given, as any network may reorder them: the lanes are independent
+ * and a lane has one packet in flight (docs/PROTOCOL.md 6.1, 6.5, 6.6).
+ * Without GSO, one message each, in order.
  */
 static void
 udp_tx_plan(struct udp_port *up, const uint16_t *list, unsigned n)
 {
-	uint16_t open[GSO_OPEN];
-	unsigned nb_open = 0, nb_grp = 0, g, j, o;
+	unsigned nb_grp = 0, nb_peers = 0, g, j, o;
 
-	for (j = 0; j < n; j++) {
-		const struct msghdr *h = &up->tx_msgs[list[j]].msg_hdr;
-		uint32_t len = (uint32_t)h->msg_iov->iov_len;
-		unsigned k, shorter = GSO_OPEN;
-
-		g = UDP_TX_MSGS;
-		for (k = 0; up->gso && len && k < nb_open; k++) {
-			unsigned c = open[k];
-
-			if (up->grp_closed[c] || len > up->grp_size[c] ||
-			    up->out_nb[c] >= GSO_MAX_SEGS || up->grp_bytes[c] + len > UDP_MAX_MTU ||
-			    !same_peer(&up->tx_msgs[list[up->out_first[c]]].msg_hdr, h))
-				continue;
-			if (len == up->grp_size[c]) {
-				g = c;
-				break;
-			}
-			if (shorter == GSO_OPEN)
-				shorter = k; /* ends that group, if none is of its size */
+	if (up->gso) {
+		if (++up->peer_gen == 0) { /* stale entries would match again */
+			memset(up->peer_tab, 0, sizeof(up->peer_tab));
+			up->peer_gen = 1;
 		}
-		if (g == UDP_TX_MSGS && shorter < GSO_OPEN && nb_open == GSO_OPEN)
-			g = open[shorter]; /* rather than close the oldest group */
-		if (g == UDP_TX_MSGS) {
-			g = nb_grp++;
-			up->out_first[g] = (uint16_t)j; /* a member, until the offsets */
+		for (j = 0; j < n; j++) {
+			size_t len = up->tx_msgs[list[j]].msg_hdr.msg_iov->iov_len;
+
+			/* peer, then size largest first, then j: distinct keys. */
+			up->sort_keys[j] = (uint64_t)peer_rank(up, list, j, &nb_peers) << 32 |
+					   (uint64_t)(len < 0xffff ? 0xffff - len : 0) << 16 | j;
+		}
+		keys_sort(up->sort_keys, up->sort_tmp, n);
+	}
+	for (o = 0; o < n; o++) {
+		unsigned pos = up->gso ? (unsigned)(up->sort_keys[o] & 0xffff) : o;
+		uint16_t m = list[pos];
+		uint32_t len = (uint32_t)up->tx_msgs[m].msg_hdr.msg_iov->iov_len;
+
+		g = nb_grp;
+		if (up->gso && nb_grp && len) {
+			unsigned c = nb_grp - 1;
+
+			if (!up->grp_closed[c] && len <= up->grp_size[c] &&
+			    up->out_nb[c] < GSO_MAX_SEGS && up->grp_bytes[c] + len <= UDP_MAX_MTU &&
+			    up->sort_keys[o] >> 32 == up->sort_keys[o - 1] >> 32)
+				g = c;
+		}
+		if (g == nb_grp) {
+			nb_grp++;
+			up->out_first[g] = (uint16_t)o;
 			up->out_nb[g] = 0;
 			up->grp_size[g] = (uint16_t)len;
 			up->grp_bytes[g] = 0;
-			up->grp_closed[g] = 0;
-			if (up->gso && len) {
-				if (nb_open == GSO_OPEN)
-					memmove(&open[0], &open[1], --nb_open * sizeof(open[0]));
-				open[nb_open++] = (uint16_t)g;
-			}
+			/* Too long for a message: sent alone, refused and counted. */
+			up->grp_closed[g] = !up->gso || len == 0 || len > UDP_MAX_MTU;
 		}
-		up->grp_of[j] = (uint16_t)g;
+		up->out_seg[o] = m;
+		up->out_iovs[o] = *up->tx_msgs[m].msg_hdr.msg_iov;
 		up->out_nb[g]++;
 		up->grp_bytes[g] += len;
 		if (len < up->grp_size[g])
-			up->grp_closed[g] = 1;
-	}
-	/* Offsets of each group's segments in out_seg, then fill in order. */
-	for (g = 0, o = 0; g < nb_grp; g++) {
-		up->out_first[g] = (uint16_t)o;
-		o += up->out_nb[g];
-		up->out_nb[g] = 0;
-	}
-	for (j = 0; j < n; j++) {
-		g = up->grp_of[j];
-		o = up->out_first[g] + up->out_nb[g]++;
-		up->out_seg[o] = list[j];
-		up->out_iovs[o] = *up->tx_msgs[list[j]].msg_hdr.msg_iov;
+			up->grp_closed[g] = 1; /* a shorter one ends the run */
 	}
 	for (g = 0; g < nb_grp; g++) {
 		struct msghdr *h = &up->out_msgs[g].msg_hdr;

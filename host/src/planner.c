@@ -14,6 +14,7 @@
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "ina/wire.h"
 #include "mass_prefix.h"
@@ -31,9 +32,16 @@ struct planner {
 	uint32_t n_units;   /* units of the current level */
 	double *lvl;	    /* per unit of the current level: sum of squares */
 	uint8_t *flag;	    /* per unit: UNIT_OVER, UNIT_NONFINITE */
-	uint32_t *idx;	    /* eligible unit indices, for the mass selection */
-	uint8_t *sel;	    /* per unit: kept */
-	uint32_t *cnt;	    /* per unit, then per block: elements sent */
+	/* The last planner_measure(): units of min_unit (the first level),
+	 * their sums only when measured for a mass < 1; the levels above are
+	 * folded into the work arrays, so a measurement serves any plans. */
+	double *base_lvl, *work_lvl;
+	uint8_t *base_flag, *work_flag;
+	uint32_t base_n, base_units;
+	int base_sums, measured;
+	uint32_t *idx; /* eligible unit indices, for the mass selection */
+	uint8_t *sel;  /* per unit: kept */
+	uint32_t *cnt; /* per unit, then per block: elements sent */
 };
 
 void
@@ -129,12 +137,15 @@ planner_create(const struct planner_config *cfg)
 		if ((p->sizes[i] >> max_k(cfg, p->sizes[i])) < p->min_unit)
 			p->min_unit = p->sizes[i] >> max_k(cfg, p->sizes[i]);
 	p->max_units = (uint32_t)((cfg->max_elems + (uint64_t)p->min_unit - 1) / p->min_unit);
-	p->lvl = calloc(p->max_units, sizeof(*p->lvl));
-	p->flag = calloc(p->max_units, sizeof(*p->flag));
+	p->base_lvl = calloc(p->max_units, sizeof(*p->base_lvl));
+	p->base_flag = calloc(p->max_units, sizeof(*p->base_flag));
+	p->work_lvl = calloc(p->max_units, sizeof(*p->work_lvl));
+	p->work_flag = calloc(p->max_units, sizeof(*p->work_flag));
 	p->idx = calloc(p->max_units, sizeof(*p->idx));
 	p->sel = calloc(p->max_units, sizeof(*p->sel));
 	p->cnt = calloc(p->max_units, sizeof(*p->cnt));
-	if (!p->lvl || !p->flag || !p->idx || !p->sel || !p->cnt) {
+	if (!p->base_lvl || !p->base_flag || !p->work_lvl || !p->work_flag || !p->idx || !p->sel ||
+	    !p->cnt) {
 		planner_destroy(p);
 		errno = ENOMEM;
 		return NULL;
@@ -147,8 +158,10 @@ planner_destroy(struct planner *p)
 {
 	if (!p)
 		return;
-	free(p->lvl);
-	free(p->flag);
+	free(p->base_lvl);
+	free(p->base_flag);
+	free(p->work_lvl);
+	free(p->work_flag);
 	free(p->idx);
 	free(p->sel);
 	free(p->cnt);
@@ -209,7 +222,18 @@ planner_cost_time_ps(const struct planner_config *cfg, const struct planner_cost
 {
 	uint64_t packet_ps = (uint64_t)llround(cfg->packet_ns * 1000);
 	uint64_t byte_ps = (uint64_t)llround(cfg->byte_ns * 1000);
-	uint64_t cut_ps = sub_log > 0 ? (uint64_t)llround(cfg->cut_packet_ns * 1000) : 0;
+	uint64_t cut_ps = 0;
+
+	/* A cut's packets take up to 2^k sizes, at most a burst's worth:
+	 * cut_packet_ns is the price at PLANNER_CUT_SIZES_REF of them. */
+	if (sub_log > 0) {
+		uint64_t sizes = 1ull << sub_log;
+
+		if (sizes > PLANNER_CUT_SIZES_MAX)
+			sizes = PLANNER_CUT_SIZES_MAX;
+		cut_ps = (uint64_t)llround(cfg->cut_packet_ns * 1000) * sizes /
+			 PLANNER_CUT_SIZES_REF;
+	}
 
 	return (c->up_pkts + c->down_pkts) * packet_ps + planner_cost_bytes(c) * byte_ps +
 	       c->payload_pkts * cut_ps;
@@ -224,49 +248,91 @@ unit_len(uint32_t n, uint32_t b, uint32_t u)
 	return n - start < b ? (uint32_t)(n - start) : b;
 }
 
-/* The reference's units of the smallest b, in one pass: per unit its sum of
- * squares (finite elements) and its flags. */
-static void
-measure_units(struct planner *p, const float *ref, uint32_t n, float bound)
+/* A unit's flags from its elements' bits: |x| as an integer orders as |x|
+ * does for every non-NaN, so an element is over the bound when its bits
+ * (sign cleared) are above the bound's and below infinity's, and is not
+ * finite from infinity's bits up. No branch: the loop vectorizes. */
+static inline uint8_t
+unit_flags(const float *x, uint32_t len, uint32_t bound_bits)
 {
-	uint32_t b = p->min_unit, nu = (uint32_t)((n + (uint64_t)b - 1) / b), u;
+	uint32_t over = 0, nonfinite = 0;
 
-	for (u = 0; u < nu; u++) {
-		const float *x = ref + (uint64_t)u * b;
-		uint32_t i, len = unit_len(n, b, u);
-		double ss = 0;
-		uint8_t f = 0;
+	for (uint32_t i = 0; i < len; i++) {
+		uint32_t a;
 
-		for (i = 0; i < len; i++) {
-			float v = x[i];
-
-			if (!isfinite(v)) {
-				f |= UNIT_NONFINITE;
-				continue;
-			}
-			if (fabsf(v) > bound)
-				f |= UNIT_OVER;
-			ss += (double)v * v;
-		}
-		p->lvl[u] = ss;
-		p->flag[u] = f;
+		memcpy(&a, &x[i], sizeof(a));
+		a &= 0x7fffffffu;
+		over |= (uint32_t)(a > bound_bits) & (uint32_t)(a < 0x7f800000u);
+		nonfinite |= (uint32_t)(a >= 0x7f800000u);
 	}
-	p->n_units = nu;
+	return (uint8_t)((over ? UNIT_OVER : 0) | (nonfinite ? UNIT_NONFINITE : 0));
 }
 
-/* From units of b to units of 2b, in place: pairs summed, flags joined. */
+/* A unit of 8's sum of squares of its finite elements, added pairwise (a
+ * fixed order, so every worker's bits agree whether or not the compiler
+ * vectorizes it). */
+static inline double
+unit8_squares(const float *x)
+{
+	double q[8];
+
+	for (unsigned i = 0; i < 8; i++)
+		q[i] = isfinite(x[i]) ? (double)x[i] * x[i] : 0.0;
+	return ((q[0] + q[1]) + (q[2] + q[3])) + ((q[4] + q[5]) + (q[6] + q[7]));
+}
+
+/* The reference's units of the smallest b, in one pass, into base_*: per
+ * unit its flags, and with 'sums' its sum of squares (finite elements; a
+ * unit of 8 pairwise, any other in order). */
+static void
+measure_units(struct planner *p, const float *ref, uint32_t n, float bound, int sums)
+{
+	uint32_t b = p->min_unit, nu = (uint32_t)((n + (uint64_t)b - 1) / b), u, bound_bits;
+	float abs_bound = fabsf(bound);
+
+	memcpy(&bound_bits, &abs_bound, sizeof(bound_bits));
+	for (u = 0; u < nu; u++) {
+		const float *x = ref + (uint64_t)u * b;
+		uint32_t len = unit_len(n, b, u);
+		double ss = 0;
+
+		/* The common unit of 8 with its length known: vectorized. */
+		p->base_flag[u] = len == 8 ? unit_flags(x, 8, bound_bits)
+					   : unit_flags(x, len, bound_bits);
+		if (sums && len == 8)
+			ss = unit8_squares(x);
+		for (uint32_t i = 0; sums && len != 8 && i < len; i++) {
+			float v = x[i];
+
+			ss += isfinite(v) ? (double)v * v : 0.0;
+		}
+		p->base_lvl[u] = ss;
+	}
+	p->base_units = nu;
+	p->base_n = n;
+	p->base_sums = sums;
+	p->measured = 1;
+}
+
+/* From units of b to units of 2b, into the work arrays: pairs summed (when
+ * measured with sums), flags joined. */
 static void
 fold_units(struct planner *p)
 {
 	uint32_t nu = (p->n_units + 1) / 2, u;
+	const double *lvl = p->lvl;
+	const uint8_t *flag = p->flag;
 
 	for (u = 0; u < nu; u++) {
 		uint32_t a = 2 * u, c = 2 * u + 1;
 		int two = c < p->n_units;
 
-		p->lvl[u] = p->lvl[a] + (two ? p->lvl[c] : 0);
-		p->flag[u] = (uint8_t)(p->flag[a] | (two ? p->flag[c] : 0));
+		if (p->base_sums)
+			p->work_lvl[u] = lvl[a] + (two ? lvl[c] : 0);
+		p->work_flag[u] = (uint8_t)(flag[a] | (two ? flag[c] : 0));
 	}
+	p->lvl = p->work_lvl;
+	p->flag = p->work_flag;
 	p->n_units = nu;
 }
 
@@ -354,17 +420,28 @@ better(const struct planner_candidate *a, const struct planner_candidate *best)
 }
 
 int
-planner_plan_cut(struct planner *p, const float *ref, uint32_t n, double mass, float bound,
-		 struct planner_pick *pick)
+planner_measure(struct planner *p, const float *ref, uint32_t n, double mass, float bound)
+{
+	if (!p || !ref || n == 0 || n > p->cfg.max_elems || !(mass > 0) || !(bound >= 0))
+		return -EINVAL;
+	measure_units(p, ref, n, bound, mass < 1.0);
+	return 0;
+}
+
+int
+planner_plan_measured(struct planner *p, uint32_t n, double mass, struct planner_pick *pick)
 {
 	const struct planner_candidate *best = NULL;
 	uint32_t b;
 	unsigned i;
 
-	if (!p || !ref || !pick || n == 0 || n > p->cfg.max_elems || !(mass > 0) || !(bound >= 0))
+	if (!p || !pick || !p->measured || n != p->base_n || !(mass > 0) ||
+	    (mass < 1.0 && !p->base_sums))
 		return -EINVAL;
 	p->n_eval = 0;
-	measure_units(p, ref, n, bound);
+	p->lvl = p->base_lvl;
+	p->flag = p->base_flag;
+	p->n_units = p->base_units;
 	/* Each b once (its units folded from the last b's), then every B it
 	 * cuts: b = B >> k. */
 	for (b = p->min_unit; b <= p->sizes[p->n_sizes - 1]; b *= 2) {
@@ -411,6 +488,18 @@ planner_plan_cut(struct planner *p, const float *ref, uint32_t n, double mass, f
 	pick->sub_log = best->sub_log;
 	pick->sub = best->block_size >> best->sub_log;
 	return 0;
+}
+
+int
+planner_plan_cut(struct planner *p, const float *ref, uint32_t n, double mass, float bound,
+		 struct planner_pick *pick)
+{
+	int ret;
+
+	if (!pick)
+		return -EINVAL;
+	ret = planner_measure(p, ref, n, mass, bound);
+	return ret < 0 ? ret : planner_plan_measured(p, n, mass, pick);
 }
 
 uint32_t

@@ -23,7 +23,7 @@
  *            + m * (uplink payload packets + N * |U|)
  *            + elem_bytes * (uplink payload elements + N * elements of U)
  *   time     = packets * packet_ns + bytes * byte_ns
- *            + (k > 0 ? cut_packet_ns : 0) * payload packets
+ *            + (k > 0 ? cut_packet_ns * min(2^k, 32) / 16 : 0) * payload packets
  * (payload packets: uplink payload packets + N * |U|; an empty ack or a
  * header-only RESULT has one size in every round)
  * Uplink payload packets and elements: over workers, each worker's own
@@ -57,13 +57,25 @@
 /*
  * What a payload packet of a cut round costs on top (its size varies with
  * the sub-blocks it carries): the kernel's UDP segmentation and receive
- * offloads batch only packets of one size, so over the udp port a burst of
- * varied sizes costs 2.3x one of equal sizes (bench_udp_sizes: 1.84 against
- * 0.79 us a packet), 500 ns at the scale of PLANNER_UDP_PACKET_NS; DPDK sends
- * every packet as its own descriptor whatever its size: 0.
+ * offloads batch only runs of one size; the udp port sends a burst's
+ * datagrams to one peer grouped by size, one message per run of a size, so
+ * a burst of 32 cut packets of 16 sizes costs 1.47x one of equal sizes
+ * (bench_udp_sizes: 0.76 against 0.51 us a packet; 1.85x before the
+ * grouping), 180 ns at the scale of PLANNER_UDP_PACKET_NS; DPDK sends every
+ * packet as its own descriptor whatever its size: 0.
  */
-#define PLANNER_UDP_CUT_PACKET_NS 500.0
+#define PLANNER_UDP_CUT_PACKET_NS 180.0
 #define PLANNER_MEMIF_CUT_PACKET_NS 0.0
+/*
+ * That price is for a cut into PLANNER_CUT_SIZES_REF sub-blocks (16: its
+ * packets take up to 16 sizes); a cut into 2^k costs cut_packet_ns x
+ * min(2^k, PLANNER_CUT_SIZES_MAX) / PLANNER_CUT_SIZES_REF, as the runs of one
+ * size a burst of 32 packets holds shrink with the sizes it may take
+ * (bench_udp_sizes --burst 32 --classes C: 1.0x one size at C = 2, 1.1x at
+ * 4, 1.3x at 8, 1.5x at 16, 1.7-1.9x from 32 on, about all sizes distinct).
+ */
+#define PLANNER_CUT_SIZES_REF 16u
+#define PLANNER_CUT_SIZES_MAX 32u
 
 struct planner_config {
 	uint32_t max_elems;   /* longest tensor planned, >= 1 */
@@ -82,8 +94,9 @@ struct planner_config {
 				 * max_pkt + mask_room (0: within max_pkt) */
 	double packet_ns;     /* time per packet, 0 .. 1e6 */
 	double byte_ns;	      /* time per byte, 0 .. 1e6; not both 0 */
-	double cut_packet_ns; /* time a payload packet of a cut (k > 0)
-				 * costs on top of packet_ns, 0 .. 1e6 */
+	double cut_packet_ns; /* time a payload packet of a cut into 16
+				 * sub-blocks costs on top of packet_ns
+				 * (2^k: x min(2^k, 32) / 16), 0 .. 1e6 */
 };
 
 /* What travels for one tensor at one (B, b): the inputs of the cost model. */
@@ -189,6 +202,18 @@ uint64_t planner_cost_time_ps(const struct planner_config *cfg, const struct pla
  */
 int planner_plan_cut(struct planner *p, const float *ref, uint32_t n, double mass, float bound,
 		     struct planner_pick *pick);
+/*
+ * planner_plan_cut() in two halves: planner_measure() reads the reference
+ * once (per unit of the smallest b: its flags, and for a mass < 1 its sum of
+ * squares; nothing else for mass >= 1, which ranks nothing) and keeps that;
+ * planner_plan_measured() plans from it, any number of times, for the same n
+ * and a mass on the same side of 1. A tensor round measures its result as it
+ * ends, while it is still in the cache, instead of copying it. The same
+ * picks as planner_plan_cut(); 0 or -EINVAL (nothing measured, another n, a
+ * mass < 1 after a measurement for mass >= 1, or as planner_plan_cut()).
+ */
+int planner_measure(struct planner *p, const float *ref, uint32_t n, double mass, float bound);
+int planner_plan_measured(struct planner *p, uint32_t n, double mass, struct planner_pick *pick);
 /* The same, returning B alone (0 on bad input): for a planner whose
  * max_sub_log is 0. */
 uint32_t planner_plan(struct planner *p, const float *ref, uint32_t n, double mass, float bound);

@@ -21,8 +21,11 @@ struct tround {
 	float *send;		 /* what was sent this round (with 's') */
 	uint8_t *deferred;	 /* per block: the sum came back DEFERRED */
 	struct planner *planner; /* NULL: B is max_block */
-	float *ref;		 /* the last round's result (with 'planner') */
+	float *ref;		 /* the last round's result (with 'planner'),
+				  * copied when the next round holds its plan */
 	int have_ref;
+	int ref_measured;	   /* the planner measured the last result
+				    * as the round ended ('ref' is stale) */
 	double plan_mass;	   /* the planner's mass rule: the top-k mass
 					 * target, or 1 (every non-zero block) */
 	struct planner_pick pick;  /* the last plan, while pick_age < period */
@@ -208,6 +211,15 @@ tround_destroy(struct tround *t)
 	free(t);
 }
 
+/* Whether the next round's plan() plans (rather than holds the last plan). */
+static int
+plans_next(const struct tround *t)
+{
+	uint32_t period = t->cfg.plan_period ? t->cfg.plan_period : 1;
+
+	return !(t->pick_age > 0 && t->pick_age < period);
+}
+
 /* B and its cut of this round (t->B, t->sub_log): the planner's choice from
  * the last result (planned every plan_period rounds, held in between), or
  * the largest B before there is one (every worker starts alike), cut finest
@@ -223,8 +235,11 @@ plan(struct tround *t)
 	if (t->planner && t->have_ref && t->pick_age > 0 && t->pick_age < period)
 		t->pick_age++; /* the last plan holds: every worker counts alike */
 	else if (t->planner && t->have_ref)
-		t->pick_age = planner_plan_cut(t->planner, t->ref, (uint32_t)t->cfg.n, t->plan_mass,
-					       0.0f, &t->pick) == 0;
+		t->pick_age = (t->ref_measured ||
+			       planner_measure(t->planner, t->ref, (uint32_t)t->cfg.n, t->plan_mass,
+					       0.0f) == 0) &&
+			      planner_plan_measured(t->planner, (uint32_t)t->cfg.n, t->plan_mass,
+						    &t->pick) == 0;
 	if (t->pick_age > 0) {
 		t->B = (uint16_t)t->pick.block_size;
 		t->sub_log = t->pick.sub_log;
@@ -365,7 +380,15 @@ tround_end(struct tround *t, const float *out)
 		st->residual_mass = mass;
 	}
 	if (t->planner) {
-		memcpy(t->ref, out, t->cfg.n * sizeof(float));
+		/* The next round plans from this result: measured now, while
+		 * it is in the cache, rather than copied and read again. A
+		 * plan held copies it, for a later round that plans (should
+		 * the rounds between fail). */
+		t->ref_measured = plans_next(t) &&
+				  planner_measure(t->planner, out, (uint32_t)t->cfg.n, t->plan_mass,
+						  0.0f) == 0;
+		if (!t->ref_measured)
+			memcpy(t->ref, out, t->cfg.n * sizeof(float));
 		t->have_ref = 1;
 	}
 	if (t->pm)

@@ -17,6 +17,7 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -849,6 +850,70 @@ test_real_gradients_sub(void **state)
 	ina_npy_close(npy);
 }
 
+/*
+ * planner_measure() then planner_plan_measured(): the same picks and
+ * candidate times as planner_plan_cut(), for zero-skipping and two masses,
+ * bounds 0 and 0.3, a tensor with NaN, infinities, zero runs and a short
+ * last unit; one measurement serves several plans (a mass on its side of 1);
+ * nothing measured, another n, or a mass < 1 on a measurement for mass >= 1
+ * is refused.
+ */
+static void
+test_measure_then_plan(void **state)
+{
+	enum { N = 5003 };
+	static float ref[N];
+	static const double masses[] = { 1.0, 0.7, 0.3 };
+	static const float bounds[] = { 0.0f, 0.3f };
+	uint64_t seed = 11;
+	struct planner_config cfg;
+	struct planner *p, *q;
+	struct planner_pick a, b;
+
+	(void)state;
+	for (uint32_t i = 0; i < N; i++)
+		ref[i] = (i / 40) % 3 == 1 ? 0.0f : rnd_val(&seed) / (float)(1 + i % 17);
+	ref[123] = NAN;
+	ref[2001] = INFINITY;
+	ref[2002] = -INFINITY;
+	ref[N - 1] = -0.0f;
+	planner_config_init(&cfg);
+	cfg.max_elems = N;
+	cfg.max_sub_log = PLANNER_MAX_SUB_LOG;
+	cfg.mask_room = 16;
+	p = planner_create(&cfg);
+	q = planner_create(&cfg);
+	assert_non_null(p);
+	assert_non_null(q);
+	assert_int_equal(planner_plan_measured(q, N, 1.0, &b), -EINVAL); /* none yet */
+	for (unsigned m = 0; m < 3; m++)
+		for (unsigned k = 0; k < 2; k++) {
+			assert_int_equal(planner_plan_cut(p, ref, N, masses[m], bounds[k], &a), 0);
+			assert_int_equal(planner_measure(q, ref, N, masses[m], bounds[k]), 0);
+			for (int twice = 0; twice < 2; twice++) {
+				assert_int_equal(planner_plan_measured(q, N, masses[m], &b), 0);
+				assert_int_equal(b.block_size, a.block_size);
+				assert_int_equal(b.sub_log, a.sub_log);
+				assert_int_equal(planner_n_evaluated(q), planner_n_evaluated(p));
+				for (unsigned c = 0; c < planner_n_evaluated(p); c++)
+					assert_true(planner_candidates(q)[c].time_ps ==
+						    planner_candidates(p)[c].time_ps);
+			}
+			check_rule(q, &b);
+			assert_int_equal(planner_plan_measured(q, N - 1, masses[m], &b), -EINVAL);
+		}
+	/* Measured for mass 1 (no sums): a plan for 0.5 is refused, for 1 not. */
+	assert_int_equal(planner_measure(q, ref, N, 1.0, 0.0f), 0);
+	assert_int_equal(planner_plan_measured(q, N, 0.5, &b), -EINVAL);
+	assert_int_equal(planner_plan_measured(q, N, 1.0, &b), 0);
+	assert_int_equal(planner_measure(q, ref, N, 0.0, 0.0f), -EINVAL);
+	assert_int_equal(planner_measure(q, ref, N + 1, 1.0, 0.0f), -EINVAL);
+	assert_int_equal(planner_measure(q, ref, N, 1.0, -1.0f), -EINVAL);
+	assert_int_equal(planner_plan_measured(q, N, 1.0, NULL), -EINVAL);
+	planner_destroy(p);
+	planner_destroy(q);
+}
+
 int
 main(void)
 {
@@ -864,6 +929,7 @@ main(void)
 		cmocka_unit_test(test_real_gradients),
 		cmocka_unit_test(test_time_follows_cost),
 		cmocka_unit_test(test_real_gradients_sub),
+		cmocka_unit_test(test_measure_then_plan),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

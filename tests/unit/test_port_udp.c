@@ -3,7 +3,8 @@
  * Unit tests of the heap packet pool (pkt.c), port specs (port.c) and the udp
  * port (port_udp.c) over 127.0.0.1: bursts, fan-out, option errors, injected
  * loss, truncation, tx errors and pool leaks; GSO and GRO (mixed sizes split
- * right, a hand-made GSO message, every GRO buffer held, the kernel refusing
+ * right, a burst of a few sizes to one and to several peers grouped into runs
+ * of one size, a hand-made GSO message, every GRO buffer held, the kernel refusing
  * GSO in a network namespace of the test's own). Every receive loop is
  * bounded by a deadline.
  */
@@ -1201,6 +1202,128 @@ test_port_udp_gso_gro_mixed(void **state)
 }
 
 /*
+ * Sends the burst lens[0..nb) from 'a', packet i to the receivers of bit
+ * set masks[i] (one peer, or a fan-out), and checks that each receiver gets
+ * exactly its packets, each once and unchanged, and those of one size in the
+ * order they were given (the grouping's order is stable within a size).
+ */
+static void
+burst_check(struct ina_port *a, struct ina_port **rx, unsigned nb_rx, const uint32_t *lens,
+	    const uint8_t *masks, unsigned nb)
+{
+	struct ina_peer to[4];
+	struct ina_pkt *pkts[64], *got[64];
+	uint64_t sent_msgs = a->stats.tx_pkts, rx_before[4];
+
+	assert_true(nb <= 64 && nb_rx <= 4);
+	for (unsigned r = 0; r < nb_rx; r++) {
+		peer_of(a, rx[r], &to[r]);
+		rx_before[r] = rx[r]->stats.rx_pkts;
+	}
+	for (unsigned i = 0; i < nb; i++) {
+		pkts[i] = seq_pkt(a, i, lens[i], &to[__builtin_ctz(masks[i])]);
+		if (__builtin_popcount(masks[i]) > 1) {
+			pkts[i]->dsts = to;
+			pkts[i]->dst_mask = masks[i];
+		}
+		sent_msgs += (uint64_t)__builtin_popcount(masks[i]);
+	}
+	assert_int_equal(ina_port_tx_burst(a, pkts, (uint16_t)nb), nb);
+	assert_int_equal(a->stats.tx_drop, 0);
+	assert_int_equal(a->stats.tx_pkts, sent_msgs);
+	for (unsigned r = 0; r < nb_rx; r++) {
+		unsigned want = 0, n, seen[64] = { 0 };
+
+		for (unsigned i = 0; i < nb; i++)
+			want += (masks[i] >> r) & 1;
+		n = rx_keep(rx[r], got, want, 64);
+		assert_int_equal(n, want);
+		for (unsigned k = 0; k < n; k++) {
+			uint32_t seq;
+
+			memcpy(&seq, got[k]->data, 4);
+			assert_true(seq < nb && ((masks[seq] >> r) & 1) && !seen[seq]);
+			seq_check(got[k], seq, lens[seq]);
+			seen[seq] = 1;
+			for (unsigned e = 0; e < k; e++) {
+				uint32_t before;
+
+				memcpy(&before, got[e]->data, 4);
+				if (lens[before] == lens[seq] && before > seq)
+					fail_msg("receiver %u: seq %u (%u bytes) before seq %u", r,
+						 before, lens[seq], seq);
+			}
+		}
+		ina_pkt_free_bulk(got, n);
+		/* Nothing more, nothing twice: loopback delivers within the send. */
+		assert_int_equal(ina_port_rx_burst(rx[r], got, 1), 0);
+		assert_int_equal(rx[r]->stats.rx_pkts - rx_before[r], want);
+	}
+}
+
+/*
+ * A burst of cut packets' sizes (header + mask + present sub-blocks x 256
+ * bytes: a few sizes, shuffled) to one peer and then to three (one with
+ * gro=0, fan-outs among them), with GSO on and off. Each arrives complete
+ * and unchanged, in its order within its size. With GSO, the burst to one
+ * peer leaves as one message per run of a size, each ending with the first
+ * packet of the next size down: 6 x 4156 + 2364, 4 x 2364 + 1084,
+ * 9 x 572 + 316, 2 x 316, four messages for the 24 datagrams.
+ */
+static void
+test_port_udp_gso_size_classes(void **state)
+{
+	static const uint32_t cls[] = { 4156, 2364, 1084, 572, 316 };
+	static const uint8_t one[24] = { 3, 0, 1, 3, 4, 0, 1, 3, 3, 1, 0, 4,
+					 3, 3, 0, 1, 2, 3, 0, 3, 4, 1, 3, 0 };
+	uint32_t lens[60];
+	uint8_t masks[60];
+	unsigned nb = sizeof(one);
+
+	(void)state;
+	for (unsigned i = 0; i < nb; i++) {
+		lens[i] = cls[one[i]];
+		masks[i] = 1;
+	}
+	for (int gso = 1; gso >= 0; gso--) {
+		char spec[80];
+		struct ina_port *a, *rx[3];
+
+		snprintf(spec, sizeof(spec), "udp:bind=127.0.0.1:0,pkts=128,gso=%d", gso);
+		a = port_open_ok(spec);
+		rx[0] = port_open_ok("udp:bind=127.0.0.1:0,pkts=64");
+		rx[1] = port_open_ok("udp:bind=127.0.0.1:0,pkts=128,gro=0");
+		rx[2] = port_open_ok("udp:bind=127.0.0.1:0,pkts=64");
+
+		/* One peer. */
+		burst_check(a, rx, 1, lens, masks, nb);
+		assert_int_equal(udp_xstat(a, "port_udp_gso_msgs"), gso ? 4 : 0);
+		assert_int_equal(udp_xstat(a, "port_udp_gso_segs"), gso ? nb : 0);
+		if (gso)
+			assert_true(udp_xstat(rx[0], "port_udp_gro_segs") > 0);
+
+		/* Three peers: 60 packets of the five sizes, to one of them
+		 * or (every seventh) to several. */
+		for (unsigned i = 0; i < 60; i++) {
+			lens[i] = cls[(i * 7 + i / 5) % 5];
+			masks[i] = i % 7 == 3 ? (uint8_t)(1 + (i % 3 ? 6 : 4))
+					      : (uint8_t)(1u << (i % 3));
+		}
+		burst_check(a, rx, 3, lens, masks, 60);
+		assert_true(gso ? udp_xstat(a, "port_udp_gso_msgs") > 4
+				: udp_xstat(a, "port_udp_gso_msgs") == 0);
+		for (unsigned r = 0; r < 3; r++)
+			ina_port_close(rx[r]);
+		assert_pool_full(a, 128);
+		ina_port_close(a);
+		for (unsigned i = 0; i < nb; i++) {
+			lens[i] = cls[one[i]];
+			masks[i] = 1;
+		}
+	}
+}
+
+/*
  * A GSO message written by hand with UDP_SEGMENT (5 x 1000 bytes and a last
  * one of 37) reaches a GRO port as one message and splits into its 6
  * datagrams; a datagram longer than the port's mtu in such a message is
@@ -1486,6 +1609,7 @@ main(void)
 		cmocka_unit_test(test_port_udp_wait),
 		cmocka_unit_test(test_port_udp_rx_pool_empty),
 		cmocka_unit_test(test_port_udp_gso_gro_mixed),
+		cmocka_unit_test(test_port_udp_gso_size_classes),
 		cmocka_unit_test(test_port_udp_gro_split),
 		cmocka_unit_test(test_port_udp_gro_stall),
 		cmocka_unit_test(test_port_udp_gso_refused),

@@ -412,7 +412,7 @@ test_plan_period(void **state)
  * workers agree, the planner's B and cut flow through the engines and differ
  * from round to round at mass 0.1 (the first has no reference), rounds are
  * cut, priced in time at DPDK's costs (a cut packet costs no more than
- * another); at the udp port's (a cut payload packet costs 500 ns more) the
+ * another); at the udp port's (a cut payload packet costs 180 ns more) the
  * plans differ; a higher mass (denser blocks) never picks smaller blocks. */
 static void
 test_planned_real_gradients(void **state)
