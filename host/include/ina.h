@@ -269,10 +269,7 @@ struct ina_config {
 					 * blocks) costs more: its size varies with
 					 * its sub-blocks, and the kernel's UDP
 					 * offloads batch only runs of one size.
-					 * For 16 sub-blocks a block; 2^k cost
-					 * x min(2^k, 32) / 16 (fewer sizes,
-					 * longer runs). Default 180, the udp
-					 * port's (DPDK,
+					 * Default 180, the udp port's (DPDK,
 					 * memif: 0); >= 0. Every worker alike */
 	uint32_t plan_period;	   /* with plan_blocks: rounds of a tensor
 					 * between plans; the planner's B and cut

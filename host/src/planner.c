@@ -222,18 +222,7 @@ planner_cost_time_ps(const struct planner_config *cfg, const struct planner_cost
 {
 	uint64_t packet_ps = (uint64_t)llround(cfg->packet_ns * 1000);
 	uint64_t byte_ps = (uint64_t)llround(cfg->byte_ns * 1000);
-	uint64_t cut_ps = 0;
-
-	/* A cut's packets take up to 2^k sizes, at most a burst's worth:
-	 * cut_packet_ns is the price at PLANNER_CUT_SIZES_REF of them. */
-	if (sub_log > 0) {
-		uint64_t sizes = 1ull << sub_log;
-
-		if (sizes > PLANNER_CUT_SIZES_MAX)
-			sizes = PLANNER_CUT_SIZES_MAX;
-		cut_ps = (uint64_t)llround(cfg->cut_packet_ns * 1000) * sizes /
-			 PLANNER_CUT_SIZES_REF;
-	}
+	uint64_t cut_ps = sub_log > 0 ? (uint64_t)llround(cfg->cut_packet_ns * 1000) : 0;
 
 	return (c->up_pkts + c->down_pkts) * packet_ps + planner_cost_bytes(c) * byte_ps +
 	       c->payload_pkts * cut_ps;

@@ -23,7 +23,7 @@
  *            + m * (uplink payload packets + N * |U|)
  *            + elem_bytes * (uplink payload elements + N * elements of U)
  *   time     = packets * packet_ns + bytes * byte_ns
- *            + (k > 0 ? cut_packet_ns * min(2^k, 32) / 16 : 0) * payload packets
+ *            + (k > 0 ? cut_packet_ns : 0) * payload packets
  * (payload packets: uplink payload packets + N * |U|; an empty ack or a
  * header-only RESULT has one size in every round)
  * Uplink payload packets and elements: over workers, each worker's own
@@ -66,16 +66,6 @@
  */
 #define PLANNER_UDP_CUT_PACKET_NS 180.0
 #define PLANNER_MEMIF_CUT_PACKET_NS 0.0
-/*
- * That price is for a cut into PLANNER_CUT_SIZES_REF sub-blocks (16: its
- * packets take up to 16 sizes); a cut into 2^k costs cut_packet_ns x
- * min(2^k, PLANNER_CUT_SIZES_MAX) / PLANNER_CUT_SIZES_REF, as the runs of one
- * size a burst of 32 packets holds shrink with the sizes it may take
- * (bench_udp_sizes --burst 32 --classes C: 1.0x one size at C = 2, 1.1x at
- * 4, 1.3x at 8, 1.5x at 16, 1.7-1.9x from 32 on, about all sizes distinct).
- */
-#define PLANNER_CUT_SIZES_REF 16u
-#define PLANNER_CUT_SIZES_MAX 32u
 
 struct planner_config {
 	uint32_t max_elems;   /* longest tensor planned, >= 1 */
@@ -94,9 +84,8 @@ struct planner_config {
 				 * max_pkt + mask_room (0: within max_pkt) */
 	double packet_ns;     /* time per packet, 0 .. 1e6 */
 	double byte_ns;	      /* time per byte, 0 .. 1e6; not both 0 */
-	double cut_packet_ns; /* time a payload packet of a cut into 16
-				 * sub-blocks costs on top of packet_ns
-				 * (2^k: x min(2^k, 32) / 16), 0 .. 1e6 */
+	double cut_packet_ns; /* time a payload packet of a cut (k > 0)
+				 * costs on top of packet_ns, 0 .. 1e6 */
 };
 
 /* What travels for one tensor at one (B, b): the inputs of the cost model. */
