@@ -11,7 +11,7 @@
 #   plan+sub   --plan: the planner picks B and its cut b per round (or the
 #              ina-host arguments of --plansub ARGS, or INA_BENCH_PLANSUB)
 # The planned cuts are priced for their transport (--plan-cost P,Y,C): udp
-# 390,0.39,180, memif 290,0.47,0 (a cut packet costs no more over DPDK).
+# 390,0.39,500, memif 290,0.47,0 (a cut packet costs no more over DPDK).
 # each under two sparsifications: zero-skipping only (--sparsify off: a block
 # or sub-block of zeros is not sent) and top-k by mass 0.5 (--sparsify topk
 # --keep-mass 0.5, with residual carry-over). Every run starts a fresh switch;
@@ -91,9 +91,9 @@ declare -A cut_args=([fixed]="--block 1024" [plan]="--block 1024 --plan"
 [ -n "$plansub" ] && cut_args[plan+sub]=$plansub
 # The planner's prices (ina-host --plan-cost P,Y,C) per transport: a packet, a
 # byte (bench/README.md "Time per packet and per byte"), and what a cut
-# packet costs more (the udp port's 180; DPDK's 0); 'plan' prices cuts out
+# packet costs more (the udp port's 500; DPDK's 0); 'plan' prices cuts out
 # (1e6 ns: whole blocks), 'plan+sub' at the transport's.
-declare -A plan_base=([udp]="390,0.39" [memif]="290,0.47") plan_cut=([udp]=180 [memif]=0)
+declare -A plan_base=([udp]="390,0.39" [memif]="290,0.47") plan_cut=([udp]=500 [memif]=0)
 sparsifications=(zero mass0.5)
 declare -A sp_args=([zero]="--sparsify off" [mass0.5]="--sparsify topk --keep-mass 0.5")
 

@@ -268,8 +268,8 @@ struct ina_config {
 	double plan_cut_packet_ns; /* what a packet of a cut round (sub-
 					 * blocks) costs more: its size varies with
 					 * its sub-blocks, and the kernel's UDP
-					 * offloads batch only runs of one size.
-					 * Default 180, the udp port's (DPDK,
+					 * offloads batch only packets of one size.
+					 * Default 500, the udp port's (DPDK,
 					 * memif: 0); >= 0. Every worker alike */
 	uint32_t plan_period;	   /* with plan_blocks: rounds of a tensor
 					 * between plans; the planner's B and cut

@@ -129,7 +129,7 @@ usage(FILE *f)
 		"                        from 16 up to --block) from the previous result\n"
 		"  --plan-cost P,Y[,C]   its prices: P ns a packet, Y ns a byte, C ns more a\n"
 		"                        packet of a cut round; it picks the least time\n"
-		"                        (default 390,0.39,180: the udp port's; memif's\n"
+		"                        (default 390,0.39,500: the udp port's; memif's\n"
 		"                        290,0.47,0; 0,1,0: the fewest bytes)\n"
 		"  --plan-period N       plan every N rounds, the plan held in between\n"
 		"                        (default 1: every round)\n"

@@ -57,14 +57,12 @@
 /*
  * What a payload packet of a cut round costs on top (its size varies with
  * the sub-blocks it carries): the kernel's UDP segmentation and receive
- * offloads batch only runs of one size; the udp port sends a burst's
- * datagrams to one peer grouped by size, one message per run of a size, so
- * a burst of 32 cut packets of 16 sizes costs 1.47x one of equal sizes
- * (bench_udp_sizes: 0.76 against 0.51 us a packet; 1.85x before the
- * grouping), 180 ns at the scale of PLANNER_UDP_PACKET_NS; DPDK sends every
- * packet as its own descriptor whatever its size: 0.
+ * offloads batch only packets of one size, so over the udp port a burst of
+ * varied sizes costs 2.3x one of equal sizes (bench_udp_sizes: 1.84 against
+ * 0.79 us a packet), 500 ns at the scale of PLANNER_UDP_PACKET_NS; DPDK sends
+ * every packet as its own descriptor whatever its size: 0.
  */
-#define PLANNER_UDP_CUT_PACKET_NS 180.0
+#define PLANNER_UDP_CUT_PACKET_NS 500.0
 #define PLANNER_MEMIF_CUT_PACKET_NS 0.0
 
 struct planner_config {
