@@ -40,7 +40,6 @@
 #include "ina/eal_main.h"
 #include "ina/log.h"
 #include "ina/port.h"
-#include "ina/port_udp.h"
 #include "ina/util.h"
 #include "ina/wire.h"
 #include "metrics_http.h"
@@ -136,8 +135,8 @@ usage(FILE *f)
 		"  --tenants FILE        tenant mode: the tenants, their keys and quotas (YAML,\n"
 		"                        README.md \"Tenants\"); every packet carries a keyed tag,\n"
 		"                        checked first; one that fails is dropped, never answered\n"
-		"                        (a udp port gets a receive queue per tenant, up to 8:\n"
-		"                        its option tenant_queues=N, README.md \"Tenants\")\n"
+		"                        (a receive queue per tenant: --port-opts tenant_queues=N,\n"
+		"                        README.md \"Tenants\")\n"
 		"  --host-aggregator IPV4:PORT  a job this switch has no slots for (first-come:\n"
 		"                        not its lanes; fair: not its minimum) is sent to the\n"
 		"                        host aggregator there (ina-switch --host-mode) instead\n"
@@ -421,6 +420,7 @@ parse_args(int argc, char **argv, struct switch_config *c)
 #endif
 }
 
+#ifdef INA_HAVE_LCORES
 /* Has 'spec' an option 'key' ("key=...") of its own? */
 static int
 spec_has(const char *spec, const char *key)
@@ -434,23 +434,7 @@ spec_has(const char *spec, const char *key)
 	}
 	return 0;
 }
-
-/*
- * The receive queues a udp port gets in tenant mode: queue i holds the
- * tenants of index i modulo their number, queue 0 also packets of no tenant
- * (token mode's, a datagram shorter than a header); one per tenant, from
- * index 1 up to the largest, and queue 0, up to 8 (udp_steer.h).
- */
-static unsigned
-tenant_queues(const struct tenants *t)
-{
-	unsigned top = 0;
-
-	for (unsigned i = 1; i <= INA_TENANT_MAX; i++)
-		if (tenants_get(t, (uint8_t)i))
-			top = i;
-	return top + 1 < INA_PORT_UDP_MAX_QUEUES ? top + 1 : INA_PORT_UDP_MAX_QUEUES;
-}
+#endif
 
 /* The port spec: --port (with --port-opts appended), else udp on --listen.
  * A udp spec without bind= serves --listen. */
@@ -470,15 +454,6 @@ port_spec(const struct switch_config *c, char *spec, size_t size)
 			     c->port_opts ? c->port_opts : "");
 	if (w < 0 || (size_t)w >= size)
 		ina_die("--port: spec too long");
-	/* Tenant mode: each tenant's packets queue apart (unless --port says). */
-	if (is_udp && c->pipe.tenants && !spec_has(spec, "tenant_queues")) {
-		size_t len = strlen(spec);
-
-		w = snprintf(spec + len, size - len, "%stenant_queues=%u",
-			     strchr(spec, ':') ? "," : ":", tenant_queues(c->pipe.tenants));
-		if (w < 0 || (size_t)w >= size - len)
-			ina_die("--port: spec too long");
-	}
 }
 
 /* Resolves the address of option 'opt' ('addr', NULL if not given) into a

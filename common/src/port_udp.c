@@ -19,16 +19,17 @@
  * turns the offload off for the port, counted in port_udp_gso_refused or
  * port_udp_gro_refused (xstats).
  *
- * Tenant queues (tenant_queues=N, 2..8; ina-switch sets it in tenant mode):
- * N sockets on the one address in an SO_REUSEPORT group, the kernel putting
- * each datagram into the one of its tenant (the ina header's tenant byte
- * modulo N; a datagram shorter than a header: queue 0) by a BPF program
- * (udp_steer.c), so one tenant's flood neither delays another's packets in
- * one socket buffer nor gets them dropped for a full one. A receive takes
- * an equal share of the burst from each queue in turn, then fills the room
- * left from those that had more; each queue has its own GRO backlog.
- * Replies leave through queue 0's socket. Counted per queue in the xstats
- * (port_udp_rxqK_pkts).
+ * Tenant queues (tenant_queues=N > 1; ina-switch --port-opts in tenant
+ * mode): N sockets on the one address in an SO_REUSEPORT group, the kernel
+ * putting each datagram into the one of its tenant (the ina header's tenant
+ * byte modulo N; a datagram shorter than a header: queue 0) by a BPF
+ * program (udp_steer.c), so one tenant's flood neither delays another's
+ * packets in one socket buffer nor gets them dropped for a full one. A
+ * receive takes an equal share of the burst from each queue in turn, then
+ * fills the room left from those that had more; each queue has its own GRO
+ * backlog, and one found empty sits out a few receives (an empty receive is
+ * a system call for nothing). Replies leave through queue 0's socket.
+ * Counted per queue in the xstats (port_udp_rxqK_pkts).
  *
  * Options, comma-separated: bind=ADDR:PORT (default 0.0.0.0:0), mtu=BYTES
  * (largest packet, 128..65507, default 9000), pkts=N (pool size, default
@@ -80,6 +81,10 @@
 #define GRO_SEGS 128   /* datagrams one GRO message may hold */
 #define GRO_BUFS 128   /* receive buffers per port */
 #define GRO_PEND (INA_MAX_BURST * GRO_SEGS)
+/* Receives a queue found empty sits out, at most (tenant_queues > 1): an
+ * empty receive costs a system call, about 4 us on the 2-vCPU VMs here
+ * (bench/README.md, "Per-tenant receive queues"). */
+#define RXQ_IDLE_SKIP 3
 
 _Static_assert(UDP_TX_MSGS <= UINT16_MAX, "batch indices are 16-bit");
 
@@ -129,6 +134,10 @@ struct udp_queue {
 	int fd;
 	unsigned pend_head, pend_nb;
 	struct ina_pkt **pend; /* GRO_PEND of them, with GRO */
+	/* Found empty: the port's receives to sit out, and how many it sat
+	 * out last time (1, 3, .. RXQ_IDLE_SKIP); 0 once it had packets or
+	 * the port's wait saw it readable. */
+	unsigned skip, backoff;
 };
 
 struct udp_port {
@@ -155,8 +164,8 @@ struct udp_port {
 		struct cmsghdr align;
 	} rx_ctl[INA_MAX_BURST];
 
-	/* GRO: the queues' buffers (GRO_BUFS, and INA_MAX_BURST more for
-	 * each queue past the first) and the free ones (a stack). */
+	/* GRO: the queues' buffers (GRO_BUFS, and 2 * INA_MAX_BURST more
+	 * for each queue past the first) and the free ones (a stack). */
 	struct gro_pool gro_pool;
 	struct gro_buf *gro_bufs;
 	uint8_t *gro_mem;
@@ -439,7 +448,7 @@ static const struct ina_pkt_pool_ops gro_ops = {
 static int
 gro_init(struct udp_port *up, uint32_t mtu)
 {
-	unsigned nb = GRO_BUFS + (up->nb_queues - 1) * INA_MAX_BURST;
+	unsigned nb = GRO_BUFS + (up->nb_queues - 1) * 2 * INA_MAX_BURST;
 
 	up->gro_nb_bufs = nb;
 	up->gro_mem = aligned_alloc(64, (size_t)nb * GRO_BUF);
@@ -744,10 +753,13 @@ pend_take(struct udp_queue *q, struct ina_pkt **pkts, unsigned n)
 }
 
 /* Receives with GRO from queue 'q': what it holds split out, and when that
- * is short of 'n', one receive into whole buffers (up to a message for each
- * packet missing), split into its pend and handed out from there. */
+ * is short of 'n', one receive of up to a burst of messages into whole
+ * buffers (what is not handed out now waits in its pend: one system call
+ * fills several calls' shares), split into its pend and handed out from
+ * there. *empty: 1 when that receive found the socket empty. */
 static unsigned
-udp_rx_gro(struct udp_port *up, struct udp_queue *q, struct ina_pkt **pkts, unsigned n)
+udp_rx_gro(struct udp_port *up, struct udp_queue *q, struct ina_pkt **pkts, unsigned n,
+	   int *empty)
 {
 	unsigned m, i, nb = pend_take(q, pkts, n);
 	struct gro_buf *bufs[INA_MAX_BURST];
@@ -755,7 +767,7 @@ udp_rx_gro(struct udp_port *up, struct udp_queue *q, struct ina_pkt **pkts, unsi
 
 	if (nb == n)
 		return nb;
-	m = n - nb < up->gro_nb_free ? n - nb : up->gro_nb_free;
+	m = INA_MAX_BURST < up->gro_nb_free ? INA_MAX_BURST : up->gro_nb_free;
 	if (m == 0) {
 		up->xst.gro_stalls++;
 		return nb;
@@ -773,6 +785,7 @@ udp_rx_gro(struct udp_port *up, struct udp_queue *q, struct ina_pkt **pkts, unsi
 		h->msg_flags = 0;
 	}
 	r = udp_recvmmsg(up, q->fd, m);
+	*empty = r == 0;
 	/* The buffers used leave the free stack; dropped ones return. */
 	up->gro_nb_free -= (unsigned)r;
 	for (i = 0; i < (unsigned)r; i++)
@@ -781,9 +794,11 @@ udp_rx_gro(struct udp_port *up, struct udp_queue *q, struct ina_pkt **pkts, unsi
 	return nb + pend_take(q, pkts + nb, n - nb);
 }
 
-/* Receives without GRO from queue 'q': straight into pool buffers. */
+/* Receives without GRO from queue 'q': straight into pool buffers.
+ * *empty: 1 when the socket was found empty. */
 static unsigned
-udp_rx_plain(struct udp_port *up, struct udp_queue *q, struct ina_pkt **pkts, unsigned n)
+udp_rx_plain(struct udp_port *up, struct udp_queue *q, struct ina_pkt **pkts, unsigned n,
+	     int *empty)
 {
 	struct ina_pkt *drops[INA_MAX_BURST];
 	unsigned got, i, nb_rx = 0, nb_drops = 0;
@@ -805,6 +820,7 @@ udp_rx_plain(struct udp_port *up, struct udp_queue *q, struct ina_pkt **pkts, un
 	}
 
 	r = udp_recvmmsg(up, q->fd, got);
+	*empty = r == 0;
 
 	for (i = 0; i < (unsigned)r; i++) {
 		const struct msghdr *h = &up->rx_msgs[i].msg_hdr;
@@ -826,16 +842,35 @@ udp_rx_plain(struct udp_port *up, struct udp_queue *q, struct ina_pkt **pkts, un
 	return nb_rx;
 }
 
-/* Receives up to 'n' (1..INA_MAX_BURST) from queue 'i'. Fewer than 'n'
- * when its socket had no more (or no buffer was free). */
+/*
+ * Receives up to 'n' (1..INA_MAX_BURST) from queue 'i'. Fewer than 'n'
+ * when its socket had no more (or no buffer was free). With several queues,
+ * one found empty sits out the next receives, 1 then up to RXQ_IDLE_SKIP
+ * (the port's wait sees any queue readable and ends that at once), so idle
+ * queues cost few system calls: a packet arriving there waits at most that
+ * many bursts of the others.
+ */
 static unsigned
 udp_rx_queue(struct udp_port *up, unsigned i, struct ina_pkt **pkts, unsigned n)
 {
 	struct udp_queue *q = &up->queues[i];
-	unsigned nb = up->gro ? udp_rx_gro(up, q, pkts, n) : udp_rx_plain(up, q, pkts, n);
+	unsigned nb;
+	int empty = 0;
 
-	if (up->nb_queues > 1)
-		up->rxq_pkts[i] += nb;
+	if (q->skip && !q->pend_nb) {
+		q->skip--;
+		return 0;
+	}
+	nb = up->gro ? udp_rx_gro(up, q, pkts, n, &empty) : udp_rx_plain(up, q, pkts, n, &empty);
+	if (up->nb_queues == 1)
+		return nb;
+	up->rxq_pkts[i] += nb;
+	if (nb) {
+		q->backoff = 0;
+	} else if (empty) {
+		q->backoff = 2 * q->backoff + 1 < RXQ_IDLE_SKIP ? 2 * q->backoff + 1 : RXQ_IDLE_SKIP;
+		q->skip = q->backoff;
+	}
 	return nb;
 }
 
@@ -1189,7 +1224,11 @@ udp_wait(struct ina_port *port, uint64_t timeout_ns)
 	}
 	ts.tv_sec = (time_t)(timeout_ns / INA_NS_PER_S);
 	ts.tv_nsec = (long)(timeout_ns % INA_NS_PER_S);
-	ppoll(pfd, up->nb_queues, &ts, NULL);
+	if (ppoll(pfd, up->nb_queues, &ts, NULL) <= 0)
+		return;
+	for (unsigned i = 0; i < up->nb_queues; i++)
+		if (pfd[i].revents)
+			up->queues[i].skip = up->queues[i].backoff = 0;
 }
 
 static int
