@@ -67,10 +67,13 @@ struct switch_config {
 	const char *uplink;  /* --uplink ADDR:PORT: a rack's spine */
 	const char *metrics; /* --metrics ADDR:PORT: serve Prometheus metrics */
 	const char *tenants; /* --tenants FILE: tenant mode */
-	int slot_elems_set;  /* --slot-elems given: never shrunk to fit the port */
-	int listen_set;	     /* --listen given: only a udp port has a use for it */
-	unsigned lcores;     /* --lcores K: pipeline partitions */
-	uint64_t drain_ns;   /* --drain-ms */
+	/* --uplink-job TENANT:JOB=RANK/WORLD: job k's tenant (name or index),
+	 * "" when not named; resolved once the tenants are loaded. */
+	char uplink_tenant[PIPELINE_UPLINK_JOBS][TENANT_NAME_MAX + 1];
+	int slot_elems_set; /* --slot-elems given: never shrunk to fit the port */
+	int listen_set;	    /* --listen given: only a udp port has a use for it */
+	unsigned lcores;    /* --lcores K: pipeline partitions */
+	uint64_t drain_ns;  /* --drain-ms */
 	struct pipeline_config pipe;
 };
 
@@ -162,8 +165,10 @@ usage(FILE *f)
 		"                        one over when a worker reports it silent\n"
 		"  --uplink ADDR:PORT    be a rack switch: run each --uplink-job as one\n"
 		"                        worker of the same job on the spine switch there\n"
-		"  --uplink-job JOB=RANK/WORLD  job JOB's rank in the spine's job, of WORLD\n"
-		"                        racks (repeat for each job; others are refused)\n"
+		"  --uplink-job [TENANT:]JOB=RANK/WORLD  job JOB's rank in the spine's job,\n"
+		"                        of WORLD racks (repeat for each job; others are\n"
+		"                        refused); with --tenants, TENANT (a name or an\n"
+		"                        index) owns JOB\n"
 		"  --lcores K            run the pipeline as K partitions (lanes l %% K), one\n"
 		"                        per EAL lcore (-l), each on queue P of K of every\n"
 		"                        ethdev (dpdk ports only; hosts on memif then need\n"
@@ -216,6 +221,48 @@ enum {
 	OPT_JOIN_COOKIE,
 	OPT_REPLY_RATE,
 };
+
+/* One --uplink-job [TENANT:]JOB=RANK/WORLD. */
+static void
+uplink_job_arg(struct switch_config *c, const char *arg)
+{
+	uint16_t k = c->pipe.nb_uplink_jobs;
+	const char *colon = strchr(arg, ':'), *spec = colon ? colon + 1 : arg;
+
+	if (k == PIPELINE_UPLINK_JOBS)
+		ina_die("--uplink-job: at most %d jobs", PIPELINE_UPLINK_JOBS);
+	if (colon && (colon == arg || (size_t)(colon - arg) > TENANT_NAME_MAX))
+		ina_die("--uplink-job '%s': want a tenant's name or index before the ':'", arg);
+	if (pipeline_uplink_job_parse(spec, &c->pipe.uplink_jobs[k]) < 0)
+		ina_die("--uplink-job '%s': want [TENANT:]JOB=RANK/WORLD with RANK < WORLD <= 64",
+			arg);
+	if (colon)
+		memcpy(c->uplink_tenant[k], arg, (size_t)(colon - arg));
+	c->pipe.nb_uplink_jobs++;
+}
+
+/* Tenant mode: every --uplink-job names its tenant, and its job id becomes
+ * the wire's (the tenant's index on top), as the racks' ranks send it. */
+static void
+uplink_jobs_of_tenants(struct switch_config *c, const struct tenants *tenants)
+{
+	for (uint16_t k = 0; k < c->pipe.nb_uplink_jobs; k++) {
+		struct pipeline_uplink_job *uj = &c->pipe.uplink_jobs[k];
+		const struct tenant *tn = tenants_find(tenants, c->uplink_tenant[k]);
+
+		if (!c->uplink_tenant[k][0])
+			ina_die("--uplink-job %" PRIu32 "=...: in tenant mode, name the job's "
+				"tenant: --uplink-job TENANT:JOB=RANK/WORLD",
+				uj->job_id);
+		if (!tn)
+			ina_die("--uplink-job %s:%" PRIu32 "=...: no tenant '%s' in %s",
+				c->uplink_tenant[k], uj->job_id, c->uplink_tenant[k], c->tenants);
+		if (uj->job_id > INA_TENANT_JOB_MAX)
+			ina_die("--uplink-job %s:%" PRIu32 "=...: a tenant's job ids are 0..%u",
+				c->uplink_tenant[k], uj->job_id, INA_TENANT_JOB_MAX);
+		uj->job_id |= (uint32_t)tn->index << INA_TENANT_SHIFT;
+	}
+}
 
 static void
 parse_args(int argc, char **argv, struct switch_config *c)
@@ -295,13 +342,7 @@ parse_args(int argc, char **argv, struct switch_config *c)
 			c->metrics = optarg;
 			break;
 		case OPT_UPLINK_JOB:
-			if (c->pipe.nb_uplink_jobs == PIPELINE_UPLINK_JOBS)
-				ina_die("--uplink-job: at most %d jobs", PIPELINE_UPLINK_JOBS);
-			if (pipeline_uplink_job_parse(
-				    optarg, &c->pipe.uplink_jobs[c->pipe.nb_uplink_jobs]) < 0)
-				ina_die("--uplink-job '%s': want JOB=RANK/WORLD with RANK < WORLD <= 64",
-					optarg);
-			c->pipe.nb_uplink_jobs++;
+			uplink_job_arg(c, optarg);
 			break;
 		case OPT_LCORES:
 			c->lcores = (unsigned)ina_cli_u64("lcores", optarg, 1,
@@ -409,6 +450,11 @@ parse_args(int argc, char **argv, struct switch_config *c)
 		ina_die("--uplink needs at least one --uplink-job JOB=RANK/WORLD");
 	if (!c->uplink && c->pipe.nb_uplink_jobs)
 		ina_die("--uplink-job needs --uplink ADDR:PORT");
+	for (uint16_t k = 0; k < c->pipe.nb_uplink_jobs && !c->tenants; k++)
+		if (c->uplink_tenant[k][0])
+			ina_die("--uplink-job %s:...: a tenant is named only in tenant mode "
+				"(--tenants FILE)",
+				c->uplink_tenant[k]);
 	if (c->replica && c->primary)
 		ina_die("--replica and --primary: a switch is a primary or a replica, not both");
 	if (c->lcores > 1 && !ina_eal_main_is_dpdk(c->port))
@@ -639,13 +685,10 @@ main(int argc, char **argv)
 	if (c.tenants) {
 		static struct tenants *tenants; /* lives as long as the program */
 
-		if (c.replica || c.primary || c.uplink || c.pipe.host_aggregator_ipv4 ||
-		    c.pipe.host_mode)
-			ina_die("--tenants: not with --replica, --primary, --uplink, "
-				"--host-aggregator or --host-mode (not in this version)");
 		tenants = tenants_load(c.tenants, err, sizeof(err));
 		if (!tenants)
 			ina_die("--tenants %s", err);
+		uplink_jobs_of_tenants(&c, tenants);
 		c.pipe.tenants = tenants;
 		c.pipe.event_ctx = (void *)tenants; /* logs name the tenant */
 		INA_LOG(INFO, "tenant mode: %u tenants from %s", tenants->count, c.tenants);

@@ -133,9 +133,7 @@ pipeline_create(const struct pipeline_config *cfg)
 	    cfg->share.policy > SHARE_FAIR || cfg->share.min_slots == 0 ||
 	    (cfg->share.policy == SHARE_FAIR && cfg->max_jobs >= SHARE_MAX_JOBS) ||
 	    (!cfg->host_aggregator_ipv4 != !cfg->host_aggregator_port) ||
-	    (cfg->host_mode && cfg->host_aggregator_ipv4) ||
-	    (cfg->tenants && (cfg->replica.len || cfg->primary.len || cfg->uplink.len ||
-			      cfg->host_aggregator_ipv4))) {
+	    (cfg->host_mode && cfg->host_aggregator_ipv4)) {
 		errno = EINVAL;
 		return NULL;
 	}
@@ -684,6 +682,9 @@ cheap_drop(struct pipeline *p, const struct ina_pkt *in)
 		return &p->st.drop_wire[r];
 	if (h.type == INA_T_JOIN || h.rank >= INA_MAX_WORLD)
 		return NULL;
+	if ((p->cfg.uplink.len && ina_peer_equal(&in->peer, &p->cfg.uplink)) ||
+	    (p->cfg.primary.len && ina_peer_equal(&in->peer, &p->cfg.primary)))
+		return NULL; /* the spine's or the primary's: not a rank's own */
 	j = pl_job_find(p, h.job_id);
 	if (!j && (h.type == INA_T_DATA || h.type == INA_T_FIN || h.type == INA_T_LEAVE ||
 		   h.type == INA_T_KEEPALIVE))
@@ -733,8 +734,10 @@ process_one(struct pipeline *p, struct ina_pkt *in, uint64_t now)
 		return NULL;
 	}
 	o = process_checked(p, in, now);
-	/* An answer is always of the packet's job (no replica, no uplink):
-	 * tagged once here, its bytes final, however many ranks it goes to. */
+	/* An answer is always of the packet's job (no replica; a rack's
+	 * packets up to its spine and down from it are of the same job id,
+	 * so under the same key): tagged once here, its bytes final, however
+	 * many ranks it goes to. */
 	if (o)
 		ina_auth_sign(&k, o->data, o->len);
 	return o;
@@ -851,8 +854,11 @@ pipeline_shutdown(struct pipeline *p, struct ina_pkt **out, uint16_t max)
 			/* A rack leaves the spine's job: the spine tells the
 			 * other racks at once. */
 			o = ina_pkt_alloc(p->cfg.pool);
-			if (o && (o = uplink_leave(p, o, j)) != NULL)
+			if (o && (o = uplink_leave(p, o, j)) != NULL) {
+				if (p->cfg.tenants)
+					ina_auth_sign(&j->key, o->data, o->len);
 				out[nb++] = o;
+			}
 		}
 		p->st.jobs_aborted++;
 		pl_job_free(p, j);

@@ -65,12 +65,15 @@ struct half {
 };
 
 struct slot {
-	uint8_t cur;	     /* version bit of the current half */
-	uint8_t has_round;   /* 'last_round' is set */
-	uint8_t waited;	     /* 'last_wait_ns' is set */
-	uint32_t last_round; /* the lane's last finished round */
-	uint64_t last_wait_ns;
-	struct half h[2]; /* h[v] has version bit v */
+	uint8_t cur;	       /* version bit of the current half */
+	uint8_t has_round;     /* 'last_round' is set */
+	uint8_t waited;	       /* 'last_wait_ns' is set */
+	uint32_t last_round;   /* the lane's last finished round */
+	uint64_t last_wait_ns; /* when the current WAIT interval began */
+	uint64_t wait_told;    /* ranks sent a WAIT in that interval: one
+				* each an interval, so no rank that asks
+				* goes unanswered (slots.c send_wait) */
+	struct half h[2];      /* h[v] has version bit v */
 };
 
 struct job {

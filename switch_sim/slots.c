@@ -389,15 +389,24 @@ send_wait(struct pipeline *p, struct ina_pkt *in, const struct job *j, struct sl
 	struct ina_hdr h = *rx;
 	struct ina_pkt *o;
 	uint64_t missing_be;
+	uint64_t bit = 1ull << rx->rank; /* rank < world <= 64: wire.c */
+	int fresh = !s->waited || now - s->last_wait_ns >= p->cfg.wait_interval_ns;
 
-	if (s->waited && now - s->last_wait_ns < p->cfg.wait_interval_ns) {
+	/* At most one WAIT a rank a slot each wait_interval: limited per
+	 * slot alone, one rank's retransmissions could take every answer
+	 * and starve another waiting rank until its silence timeout. */
+	if (!fresh && (s->wait_told & bit)) {
 		ina_pkt_free(in);
 		return NULL;
 	}
 	o = pl_answer_buf(p, in, INA_HDR_SIZE + INA_WAIT_PAYLOAD);
 	if (!o)
 		return NULL;
-	s->last_wait_ns = now;
+	if (fresh) {
+		s->last_wait_ns = now;
+		s->wait_told = 0;
+	}
+	s->wait_told |= bit;
 	s->waited = 1;
 	h.flags = s->cur;
 	h.n_elems = 0;

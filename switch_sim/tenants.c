@@ -373,6 +373,24 @@ out:
 	return t;
 }
 
+const struct tenant *
+tenants_find(const struct tenants *t, const char *name)
+{
+	char *end;
+	unsigned long i;
+
+	if (!t || !*name)
+		return NULL;
+	for (unsigned k = 1; k <= INA_TENANT_MAX; k++)
+		if (t->by_index[k].index && strcmp(t->by_index[k].name, name) == 0)
+			return &t->by_index[k];
+	errno = 0;
+	i = strtoul(name, &end, 10);
+	if (*end || errno || *name < '0' || *name > '9' || i > INA_TENANT_MAX)
+		return NULL;
+	return tenants_get(t, (uint8_t)i);
+}
+
 void
 tenants_free(struct tenants *t)
 {

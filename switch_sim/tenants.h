@@ -39,6 +39,10 @@ tenants_get(const struct tenants *t, uint8_t i)
 	return t && i && t->by_index[i].index == i ? &t->by_index[i] : NULL;
 }
 
+/* The tenant named 'name', or whose index 'name' is in decimal; NULL when
+ * there is none. */
+const struct tenant *tenants_find(const struct tenants *t, const char *name);
+
 /*
  * A job's name for people, written to 'buf': in tenant mode (t has the
  * tenant of the wire id's top byte) "5 of tenant alice", the tenant's own id;

@@ -158,6 +158,7 @@ uplink_data(struct pipeline *p, struct ina_pkt *in, struct job *j, struct slot *
 	 * for it, and pl_slot_complete() resets it. */
 	s->waited = 1;
 	s->last_wait_ns = now;
+	s->wait_told = 0;
 	up_hdr(&h, j, INA_T_DATA, j->up_epoch);
 	h.flags = (uint8_t)(ver | (resend ? INA_F_RETX : 0));
 	h.lane = lane;

@@ -9,6 +9,7 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -80,6 +81,11 @@ engine_create(const struct engine_config *cfg)
 			e->sops[k].lanes = e->sop_lanes + k * cfg->lanes;
 	}
 	e->cfg = *cfg;
+	if (cfg->auth)
+		snprintf(e->job_name, sizeof(e->job_name), "%" PRIu32 " of tenant %u",
+			 cfg->job_id & INA_TENANT_JOB_MAX, ina_tenant_of(cfg->job_id));
+	else
+		snprintf(e->job_name, sizeof(e->job_name), "%" PRIu32, cfg->job_id);
 	if (cfg->auth)
 		e->cfg.token = 0; /* the tag takes its field */
 	e->enc = ina_encoding(cfg->encoding);
@@ -343,10 +349,9 @@ on_redirect(struct engine *e, const struct ina_hdr *h, const uint8_t *payload)
 	}
 	if (e->redirected) {
 		engine_fail(e, ENGINE_EREFUSED,
-			    "job %" PRIu32
-			    " rank %u: the host aggregator %u.%u.%u.%u:%u sent the job on "
+			    "job %s rank %u: the host aggregator %u.%u.%u.%u:%u sent the job on "
 			    "again: a REDIRECT is followed once",
-			    e->cfg.job_id, e->cfg.rank, e->redirect_ipv4 >> 24,
+			    e->job_name, e->cfg.rank, e->redirect_ipv4 >> 24,
 			    e->redirect_ipv4 >> 16 & 0xff, e->redirect_ipv4 >> 8 & 0xff,
 			    e->redirect_ipv4 & 0xff, e->redirect_port);
 		e->phase = ENGINE_CLOSED;
@@ -579,12 +584,10 @@ tx_ctl(struct engine *e, uint64_t now, struct ina_pkt **out, uint16_t max)
 	if (e->phase == ENGINE_JOINING && e->standby == STANDBY_JOINING &&
 	    now - e->ctl_start_ns >= e->cfg.timeout_ns) {
 		engine_fail(e, ENGINE_ENOSWITCH,
-			    "job %" PRIu32
-			    " rank %u: the replica switch did not answer the standby JOIN "
+			    "job %s rank %u: the replica switch did not answer the standby JOIN "
 			    "for %" PRIu64 " ms (the switch admitted the job with epoch %" PRIu32
 			    ")",
-			    e->cfg.job_id, e->cfg.rank, e->cfg.timeout_ns / 1000000,
-			    e->params.epoch);
+			    e->job_name, e->cfg.rank, e->cfg.timeout_ns / 1000000, e->params.epoch);
 		/* The switch holds the job: free it. */
 		e->standby = STANDBY_NONE;
 		engine_ctl_start(e, ENGINE_LEAVING, now);
@@ -593,10 +596,9 @@ tx_ctl(struct engine *e, uint64_t now, struct ina_pkt **out, uint16_t max)
 	if (e->phase == ENGINE_JOINING && now - e->ctl_start_ns >= e->cfg.timeout_ns &&
 	    e->redirected) {
 		engine_fail(e, ENGINE_ENOSWITCH,
-			    "job %" PRIu32
-			    " rank %u: the host aggregator %u.%u.%u.%u:%u the switch sent "
+			    "job %s rank %u: the host aggregator %u.%u.%u.%u:%u the switch sent "
 			    "the job to did not answer the JOIN for %" PRIu64 " ms",
-			    e->cfg.job_id, e->cfg.rank, e->redirect_ipv4 >> 24,
+			    e->job_name, e->cfg.rank, e->redirect_ipv4 >> 24,
 			    e->redirect_ipv4 >> 16 & 0xff, e->redirect_ipv4 >> 8 & 0xff,
 			    e->redirect_ipv4 & 0xff, e->redirect_port, e->cfg.timeout_ns / 1000000);
 		e->phase = ENGINE_CLOSED;
@@ -604,9 +606,8 @@ tx_ctl(struct engine *e, uint64_t now, struct ina_pkt **out, uint16_t max)
 	}
 	if (e->phase == ENGINE_JOINING && now - e->ctl_start_ns >= e->cfg.timeout_ns) {
 		engine_fail(e, ENGINE_ENOSWITCH,
-			    "job %" PRIu32
-			    " rank %u: the switch did not answer the JOIN for %" PRIu64 " ms",
-			    e->cfg.job_id, e->cfg.rank, e->cfg.timeout_ns / 1000000);
+			    "job %s rank %u: the switch did not answer the JOIN for %" PRIu64 " ms",
+			    e->job_name, e->cfg.rank, e->cfg.timeout_ns / 1000000);
 		e->phase = ENGINE_CLOSED;
 		return 0;
 	}

@@ -27,8 +27,8 @@ engine_fo_on_replica_error(struct engine *e, const struct ina_hdr *h, const uint
 
 	if (e->standby == STANDBY_JOINING && e->phase == ENGINE_JOINING) {
 		engine_fail(e, h->status == INA_WERR_SHUTDOWN ? ENGINE_ENOSWITCH : ENGINE_EREFUSED,
-			    "job %" PRIu32 " rank %u: the replica switch refused to stand by: %.*s",
-			    e->cfg.job_id, e->cfg.rank, n, (const char *)payload);
+			    "job %s rank %u: the replica switch refused to stand by: %.*s",
+			    e->job_name, e->cfg.rank, n, (const char *)payload);
 		e->standby = STANDBY_NONE;
 		engine_ctl_start(e, ENGINE_LEAVING, now);
 		return;

@@ -81,6 +81,8 @@ struct engine {
 	int phase; /* enum engine_phase */
 	int err;   /* < 0 once failed */
 	char errmsg[512];
+	char job_name[40]; /* in messages: the job id; in tenant mode "ID of
+			   * tenant T", the tenant's own id (engine_create) */
 	struct engine_stats st;
 
 	/* Control packets (JOIN, FIN, LEAVE). */

@@ -235,10 +235,9 @@ engine_ssp_on_result(struct engine *e, const struct ina_hdr *h, const uint8_t *p
 	if (!mine || (h->flags & INA_F_DEFERRED)) {
 		if (!o->missed) {
 			engine_fail(e, ENGINE_EPROTO,
-				    "job %" PRIu32 " rank %u round %" PRIu32
-				    ": lane %u block %" PRIu32
+				    "job %s rank %u round %" PRIu32 ": lane %u block %" PRIu32
 				    " came back %s, but this worker has no residual for it",
-				    e->cfg.job_id, e->cfg.rank, h->round, h->lane, h->block,
+				    e->job_name, e->cfg.rank, h->round, h->lane, h->block,
 				    mine ? "deferred" : "without its part (ssp)");
 			return;
 		}

@@ -82,10 +82,10 @@ describe_stall(struct engine *e, uint64_t now)
 			 (now - e->sw_heard_ns) / 1000000, e->fo_tries);
 	}
 	snprintf(e->stall_msg, sizeof(e->stall_msg),
-		 "job %" PRIu32 " rank %u round %" PRIu32 ": no progress for %" PRIu64
+		 "job %s rank %u round %" PRIu32 ": no progress for %" PRIu64
 		 " ms: lane %u waits for block %" PRIu32 " (%" PRIu64 " retransmissions so far); "
 		 "the %s last said: %s",
-		 e->cfg.job_id, e->cfg.rank, round, (now - e->last_progress_ns) / 1000000, lane,
+		 e->job_name, e->cfg.rank, round, (now - e->last_progress_ns) / 1000000, lane,
 		 block, e->st.retransmits, e->failed_over ? "replica switch" : "switch", said);
 	e->stall_reported = 1;
 	e->stall_pending = 1;
@@ -125,11 +125,10 @@ engine_check_progress(struct engine *e, uint64_t now)
 		waiting_at(e, &round, &lane, &block);
 		engine_fail(
 			e, ENGINE_EPEER,
-			"job %" PRIu32 " rank %u: no progress for %" PRIu64
-			" ms, the longest pause "
+			"job %s rank %u: no progress for %" PRIu64 " ms, the longest pause "
 			"(pause_ms) a peer may take; the switch waits on rank(s) %s for lane %" PRIu32
 			" block %" PRIu32 " of round %" PRIu32,
-			e->cfg.job_id, e->cfg.rank, e->cfg.pause_ns / 1000000,
+			e->job_name, e->cfg.rank, e->cfg.pause_ns / 1000000,
 			ina_ranks_str(ranks, sizeof(ranks), e->wait_missing), e->wait_lane,
 			e->wait_block, round);
 		return;
@@ -138,28 +137,25 @@ engine_check_progress(struct engine *e, uint64_t now)
 	/* Blame peers only while the switch still says it waits on them. */
 	if (e->wait_missing && now - e->wait_heard_ns < e->cfg.timeout_ns / 2) {
 		engine_fail(e, ENGINE_EPEER,
-			    "job %" PRIu32 " rank %u: no progress for %" PRIu64
-			    " ms; the switch waits on "
+			    "job %s rank %u: no progress for %" PRIu64 " ms; the switch waits on "
 			    "rank(s) %s for lane %" PRIu32 " block %" PRIu32 " of round %" PRIu32,
-			    e->cfg.job_id, e->cfg.rank, e->cfg.timeout_ns / 1000000,
+			    e->job_name, e->cfg.rank, e->cfg.timeout_ns / 1000000,
 			    ina_ranks_str(ranks, sizeof(ranks), e->wait_missing), e->wait_lane,
 			    e->wait_block, round);
 	} else if (e->fo_active) {
 		engine_fail(e, ENGINE_ENOSWITCH,
-			    "job %" PRIu32 " rank %u: no progress for %" PRIu64
-			    " ms: the primary switch "
+			    "job %s rank %u: no progress for %" PRIu64 " ms: the primary switch "
 			    "is silent for %" PRIu64
 			    " ms and the replica did not take over (%" PRIu32
 			    " FAILOVER sent; round %" PRIu32 ", lane %" PRIu32
 			    " waits for block %" PRIu32 ")",
-			    e->cfg.job_id, e->cfg.rank, e->cfg.timeout_ns / 1000000,
+			    e->job_name, e->cfg.rank, e->cfg.timeout_ns / 1000000,
 			    (now - e->sw_heard_ns) / 1000000, e->fo_tries, round, lane, block);
 	} else {
 		engine_fail(e, ENGINE_ENOSWITCH,
-			    "job %" PRIu32 " rank %u: the %s did not answer for %" PRIu64
+			    "job %s rank %u: the %s did not answer for %" PRIu64
 			    " ms (round %" PRIu32 ", lane %" PRIu32 " waits for block %" PRIu32 ")",
-			    e->cfg.job_id, e->cfg.rank,
-			    e->failed_over ? "replica switch" : "switch",
+			    e->job_name, e->cfg.rank, e->failed_over ? "replica switch" : "switch",
 			    e->cfg.timeout_ns / 1000000, round, lane, block);
 	}
 }

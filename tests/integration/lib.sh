@@ -3,7 +3,8 @@
 # directory and the cleanup of what the test started, whatever way it ends,
 # and starting a switch and waiting until it serves (its "serving" line, so
 # the switch must log at info, its default) instead of sleeping. The caller
-# sets 'build' (the build directory) before starting a switch.
+# sets 'build' (the build directory) before starting a switch. And tenant
+# mode for a test's switches and workers (tenant_mode).
 
 # lib_init: $tmp a scratch directory, pids=() the processes to stop at exit
 # (SIGTERM, SIGKILL after 5 s), then lib_at_exit if the caller defined it
@@ -54,4 +55,18 @@ start_switch() {
     sw=$!
     pids+=("$sw")
     wait_serving "$sw" "$log"
+}
+
+# tenant_mode SLOTS: tenant carol (index 3, a fresh key, 4 jobs, SLOTS slots)
+# in $tmp/tenants.yaml (mode 600); tenant_opts=(--tenants FILE) for every
+# switch; the workers' INA_TENANT and INA_TENANT_KEY exported and any
+# INA_JOB_TOKEN unset, so that they run as carol's.
+tenant_mode() {
+    unset INA_JOB_TOKEN
+    export INA_TENANT=3 INA_TENANT_KEY
+    INA_TENANT_KEY=$(head -c 32 /dev/urandom | base64)
+    printf 'tenants:\n  - {name: carol, index: 3, key: %s, jobs: 4, slots: %s, max_weight: 1}\n' \
+        "$INA_TENANT_KEY" "$1" >"$tmp/tenants.yaml"
+    chmod 600 "$tmp/tenants.yaml"
+    tenant_opts=(--tenants "$tmp/tenants.yaml")
 }

@@ -8,10 +8,14 @@
 # right, report failovers >= 1, and log the takeover; the time from the kill
 # to each worker's takeover is printed. First, a worker whose replica does not
 # answer must fail its join naming the replica, in bounded time, and one given
-# the switch's own address as its replica is refused.
-# Usage: udp_failover.sh BUILD_DIR BASE_PORT [FAULTS]   (uses BASE_PORT..+2)
+# the switch's own address as its replica is refused. With MODE 'tenants'
+# both switches run in tenant mode (the same --tenants file) and the workers
+# are tenant carol's: every packet, the primary's REPLs to the replica and
+# the takeover's included, carries the job key's tag, and neither switch may
+# drop one of them on it.
+# Usage: udp_failover.sh BUILD_DIR BASE_PORT [FAULTS [MODE]]   (uses BASE_PORT..+2)
 set -euo pipefail
-build=$1 base=$2 faults=${3:-drop=0.01}
+build=$1 base=$2 faults=${3:-drop=0.01} mode=${4:-token}
 pport=$base rport=$((base + 1)) nport=$((base + 2))
 world=${WORLD:-3}
 rounds=${ROUNDS:-60}
@@ -19,15 +23,21 @@ failover_ms=${FAILOVER_MS:-300}
 host=$build/host/ina-host
 . "$(dirname "$0")/lib.sh"
 lib_init
-export INA_JOB_TOKEN="failover-$base"
+tenant_opts=() job_name="job 42"
+if [ "$mode" = tenants ]; then
+    tenant_mode 512
+    job_name="job 42 of tenant carol"
+else
+    export INA_JOB_TOKEN="failover-$base"
+fi
 fail=0
 now_ms() { echo $(($(date +%s%N) / 1000000)); }
 
 start_switch "$tmp/primary.log" --listen "127.0.0.1:$pport" --replica "127.0.0.1:$rport" \
-    --port-opts "$faults,seed=7"
+    --port-opts "$faults,seed=7" "${tenant_opts[@]}"
 primary=$sw
 start_switch "$tmp/replica.log" --listen "127.0.0.1:$rport" --primary "127.0.0.1:$pport" \
-    --port-opts "$faults,seed=8" --log-level info
+    --port-opts "$faults,seed=8" --log-level info "${tenant_opts[@]}"
 replica=$sw
 
 # A replica nobody runs: the join fails naming it, within the timeout.
@@ -111,8 +121,15 @@ for ((r = 0; r < world; r++)); do
     echo "rank $r: failovers $fo, kill to takeover logged ${took[$r]:-never} ms," \
         "switch silent $silence ms at the takeover"
 done
-grep -q "job 42: rank .* reports the primary silent: taken over" "$tmp/replica.log" ||
+grep -q "$job_name: rank .* reports the primary silent: taken over" "$tmp/replica.log" ||
     { echo "FAIL: the replica did not log the takeover"; fail=1; }
+if [ "$mode" = tenants ]; then
+    # SIGUSR1: the replica's counters; none of the job's packets failed its tag.
+    kill -USR1 "$replica"; sleep 0.3
+    grep -q 'tenant mode' "$tmp/replica.log" || { echo "FAIL: the replica is not in tenant mode"; fail=1; }
+    ! grep -q 'drop_auth_fail' "$tmp/replica.log" ||
+        { echo "FAIL: the replica dropped the job's own packets on their tags"; fail=1; }
+fi
 if [ $fail -eq 0 ]; then
     hashes=$(jq -s -r '[.[].per_round | map(.sum_hash)] | unique | length' "$tmp"/r*.json)
     [ "$hashes" = "1" ] || { echo "FAIL: workers received different bits"; fail=1; }
@@ -125,5 +142,5 @@ if [ $fail -ne 0 ]; then
     for ((r = 0; r < world; r++)); do echo "--- rank $r"; grep -v '^round' "$tmp/h$r.log" || true; done
     exit 1
 fi
-echo "3 passed, 0 failed: world $world, $faults, primary killed after $killed_at rounds," \
+echo "3 passed, 0 failed: world $world, $faults, $mode mode, primary killed after $killed_at rounds," \
     "failover in ${took[0]} ms (failover time $failover_ms ms)"

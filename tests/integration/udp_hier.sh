@@ -8,20 +8,31 @@
 # four workers sent their racks; each rack's uplink carries about a quarter
 # of the four host links together (0.25 without retransmissions; the test
 # accepts 0.18 .. 0.35, as both sides resend under loss and load).
-# Usage: udp_hier.sh BUILD_DIR BASE_PORT FAULTS ENCODING
+# With MODE 'tenants', every switch runs in tenant mode (--tenants, the same
+# file), the racks name the job's tenant (--uplink-job carol:42=K/2), the
+# workers are tenant carol's, and every packet of every tier is tagged: no
+# switch may drop one of them on its tag.
+# Usage: udp_hier.sh BUILD_DIR BASE_PORT FAULTS ENCODING [MODE]
 # (ports BASE_PORT, +1, +2; FAULTS: port options, e.g. drop=0.01, or 0)
 set -euo pipefail
-build=$1 base=$2 faults=$3 enc=$4
+build=$1 base=$2 faults=$3 enc=$4 mode=${5:-token}
 [[ $faults =~ ^[0-9.]+$ ]] && faults="drop=$faults"
 spine=$base rack0=$((base + 1)) rack1=$((base + 2))
 . "$(dirname "$0")/lib.sh"
 lib_init
-export INA_JOB_TOKEN="test-hier-$base"
+job0=42 job1=42 tenant_opts=()
+if [ "$mode" = tenants ]; then
+    tenant_mode 256
+    job0=carol:42 job1=3:42 # by name and by index
+else
+    export INA_JOB_TOKEN="test-hier-$base"
+fi
 fail=0
 # Bad rack options: a clear error and exit 2, before anything is served.
 for bad in "--uplink 127.0.0.1:$spine" "--uplink-job 42=0/2" \
     "--uplink 127.0.0.1:$spine --uplink-job 42=2/2" \
-    "--uplink 127.0.0.1:$spine --uplink-job 42=0/2 --primary 127.0.0.1:$rack1"; do
+    "--uplink 127.0.0.1:$spine --uplink-job 42=0/2 --primary 127.0.0.1:$rack1" \
+    "--uplink 127.0.0.1:$spine --uplink-job carol:42=0/2"; do
     rc=0
     timeout 10 "$build/switch_sim/ina-switch" --listen "127.0.0.1:$rack0" $bad >"$tmp/bad.log" 2>&1 || rc=$?
     grep -q -- '--uplink' "$tmp/bad.log" && [ $rc = 2 ] ||
@@ -29,14 +40,24 @@ for bad in "--uplink 127.0.0.1:$spine" "--uplink-job 42=0/2" \
 done
 # start_switch returns once a switch says "serving", its signal handlers in
 # place (the SIGUSR1 below would kill one that has not got there yet).
-swopts=(--log-level info --linger-ms 300)
+swopts=(--log-level info --linger-ms 300 "${tenant_opts[@]}")
+if [ "$mode" = tenants ]; then
+    # A rack's job unnamed, or of a tenant the file lacks: refused.
+    for bad in "42=0/2" "dave:42=0/2" "9:42=0/2" "carol:16777216=0/2"; do
+        rc=0
+        timeout 10 "$build/switch_sim/ina-switch" "${swopts[@]}" --listen "127.0.0.1:$rack0" \
+            --uplink "127.0.0.1:$spine" --uplink-job "$bad" >"$tmp/bad.log" 2>&1 || rc=$?
+        grep -q -- '--uplink-job' "$tmp/bad.log" && [ $rc = 2 ] ||
+            { echo "tenant mode, --uplink-job $bad: exit $rc, want 2 and a sentence:"; cat "$tmp/bad.log"; fail=1; }
+    done
+fi
 start_switch "$tmp/spine.log" "${swopts[@]}" --listen "127.0.0.1:$spine" --port-opts "$faults,seed=3"
 spine_pid=$sw
 start_switch "$tmp/rack0.log" "${swopts[@]}" --listen "127.0.0.1:$rack0" --port-opts "$faults,seed=5" \
-    --uplink "127.0.0.1:$spine" --uplink-job 42=0/2
+    --uplink "127.0.0.1:$spine" --uplink-job "$job0=0/2"
 rack_pid[0]=$sw
 start_switch "$tmp/rack1.log" "${swopts[@]}" --listen "127.0.0.1:$rack1" --port-opts "$faults,seed=9" \
-    --uplink "127.0.0.1:$spine" --uplink-job 42=1/2
+    --uplink "127.0.0.1:$spine" --uplink-job "$job1=1/2"
 rack_pid[1]=$sw
 # Sparse rounds (the racks' next pointers differ), then dense ones for bytes.
 for run in sparse dense; do
@@ -80,10 +101,17 @@ for f in spine rack0 rack1; do
     last=$(awk '/ina-switch stats/ { s = "" } { s = s $0 "\n" } END { printf "%s", s }' "$tmp/$f.log")
     echo "$last" | grep -q '^job ' && { echo "$f still holds a job:"; echo "$last"; fail=1; }
 done
+if [ "$mode" = tenants ]; then
+    for f in spine rack0 rack1; do
+        grep -q 'tenant mode' "$tmp/$f.log" || { echo "$f: not in tenant mode"; fail=1; }
+        a=$(awk '/ina-switch stats/ { s = "" } { s = s $0 "\n" } END { printf "%s", s }' "$tmp/$f.log" | cnt drop_auth_fail)
+        [ "$a" = 0 ] || { echo "$f dropped $a of the job's own packets on their tags"; fail=1; }
+    done
+fi
 rf=$(awk '/ina-switch stats/ { s++ } s == 3' "$tmp/rack0.log" | cnt up_fins)
 [ "$rf" -ge 2 ] || { echo "rack 0 sent $rf FINs upstream, want one per run"; fail=1; }
 if [ $fail -ne 0 ]; then
     for f in spine rack0 rack1; do echo "--- $f log"; cat "$tmp/$f.log"; done
     exit 1
 fi
-echo "1 passed, 0 failed: spine + 2 racks + 4 workers, $faults, $enc"
+echo "1 passed, 0 failed: spine + 2 racks + 4 workers, $faults, $enc, $mode mode"

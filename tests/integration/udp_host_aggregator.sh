@@ -10,18 +10,26 @@
 # verified, its report naming no aggregator. The switch counts 2 JOINs
 # redirected and admitted 1 job, the aggregator admitted job 2.
 # Bounded: every process under a timeout; both switches killed at the end.
-# Usage: udp_host_aggregator.sh BUILD_DIR UDP_PORT (uses UDP_PORT and UDP_PORT + 1)
+# With MODE 'tenants', both switches take the same tenants file and the jobs
+# are tenant carol's: the REDIRECT is tagged, and the aggregator checks and
+# tags like any switch; neither may drop one of the jobs' packets on its tag.
+# Usage: udp_host_aggregator.sh BUILD_DIR UDP_PORT [MODE] (uses UDP_PORT and UDP_PORT + 1)
 set -euo pipefail
-build=$1 port=$2
+build=$1 port=$2 mode=${3:-token}
 agg_port=$((port + 1))
 . "$(dirname "$0")/lib.sh"
 lib_init
-export INA_JOB_TOKEN="test-host-aggregator-$port"
+tenant_opts=() job="job"
+if [ "$mode" = tenants ]; then
+    tenant_mode 64
+else
+    export INA_JOB_TOKEN="test-host-aggregator-$port"
+fi
 fail=0
-start_switch "$tmp/agg.log" --listen "127.0.0.1:$agg_port" --host-mode --slots 64
+start_switch "$tmp/agg.log" --listen "127.0.0.1:$agg_port" --host-mode --slots 64 "${tenant_opts[@]}"
 agg=$sw
 start_switch "$tmp/switch.log" --listen "127.0.0.1:$port" --slots 8 --peer-timeout-ms 0 \
-    --host-aggregator "127.0.0.1:$agg_port"
+    --host-aggregator "127.0.0.1:$agg_port" "${tenant_opts[@]}"
 host() {	# JOB RANK: one ina-host of a job of two ranks, 8 lanes, 5 rounds
     timeout 60 "$build/host/ina-host" --switch "127.0.0.1:$port" --job "$1" --rank "$2" \
         --world 2 --lanes 8 --block 256 --elements 65536 --density 0.5 --rounds 5 \
@@ -31,11 +39,13 @@ host() {	# JOB RANK: one ina-host of a job of two ranks, 8 lanes, 5 rounds
 host 1 0 &
 j1r0=$!
 pids+=("$j1r0")
+j1="job 1"
+[ "$mode" = tenants ] && j1="job 1 of tenant carol"
 for _ in $(seq 100); do
-    grep -q "job 1: admitted" "$tmp/switch.log" && break
+    grep -q "$j1: admitted" "$tmp/switch.log" && break
     sleep 0.05
 done
-grep -q "job 1: admitted" "$tmp/switch.log" || { echo "job 1 not admitted"; cat "$tmp/switch.log"; exit 1; }
+grep -q "$j1: admitted" "$tmp/switch.log" || { echo "job 1 not admitted"; cat "$tmp/switch.log"; exit 1; }
 
 # Job 2 finds no slot: both ranks go to the aggregator and run there.
 host 2 0 &
@@ -72,5 +82,11 @@ echo "switch: jobs_redirected $redirected, jobs_admitted $admitted; aggregator: 
 [ "$admitted" = 1 ] || { echo "the switch admitted $admitted jobs, not 1"; fail=1; }
 [ "$agg_admitted" = 1 ] || { echo "the aggregator admitted $agg_admitted jobs, not 1"; fail=1; }
 grep -q "sent to the host aggregator" "$tmp/switch.log" || { echo "the switch does not log the redirect"; fail=1; }
-[ $fail = 0 ] && echo "udp_host_aggregator: ok"
+if [ "$mode" = tenants ]; then
+    for f in switch agg; do
+        grep -q 'tenant mode' "$tmp/$f.log" || { echo "$f: not in tenant mode"; fail=1; }
+        ! grep -q 'drop_auth_fail' "$tmp/$f.log" || { echo "$f dropped the jobs' own packets on their tags"; fail=1; }
+    done
+fi
+[ $fail = 0 ] && echo "udp_host_aggregator: ok ($mode mode)"
 exit $fail

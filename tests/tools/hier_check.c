@@ -67,7 +67,12 @@ run_worker(int g, int rack, int local, int world, const char *addr, const char *
 	cfg.lanes = 32;
 	cfg.encoding = enc;
 	cfg.timeout_ms = 20000;
-	if (ina_token_from(NULL, &cfg.token, err, sizeof(err)) < 0) {
+	/* Tenant mode when $INA_TENANT and $INA_TENANT_KEY say so, else the
+	 * token from $INA_JOB_TOKEN. */
+	ret = ina_tenant_from(NULL, &cfg, err, sizeof(err));
+	if (ret == 0)
+		ret = ina_token_from(NULL, &cfg.token, err, sizeof(err));
+	if (ret < 0) {
 		fprintf(stderr, "worker %d: %s\n", g, err);
 		return 1;
 	}

@@ -346,6 +346,22 @@ check_unicast(const struct wc_got *g, const struct ina_peer *to)
 	assert_true(ina_peer_equal(&g->peer, to));
 }
 
+/* The switch's next packet: a WAIT of job 'j' to 'rank' alone, naming the
+ * ranks in 'missing'. */
+static void
+take_wait(struct t *t, const struct tjob *j, uint16_t rank, uint64_t missing)
+{
+	struct wc_got g;
+	uint64_t missing_be;
+
+	take_one(t, &g);
+	check_from_switch(&g, j, INA_T_WAIT);
+	check_unicast(&g, peer_of(j, rank));
+	assert_int_equal(g.payload_size, INA_WAIT_PAYLOAD);
+	memcpy(&missing_be, g.payload, sizeof(missing_be));
+	assert_int_equal(be64toh(missing_be), missing);
+}
+
 /* A fan-out to every rank of 'j', at the address it joined from. */
 static void
 check_fanout(const struct wc_got *g, const struct tjob *j)
@@ -1890,25 +1906,26 @@ test_pipeline_duplicates_wait(void **state)
 	/* Once the interval has passed: WAIT again. */
 	t->now += WAIT_NS / 2;
 	assert_int_equal(push(t, &j, 0, &b, INA_BLOCK_END, w0), 1);
-	take_one(t, &g);
-	check_from_switch(&g, &j, INA_T_WAIT);
-	check_unicast(&g, peer_of(&j, 0));
-	memcpy(&missing_be, g.payload, sizeof(missing_be));
-	assert_int_equal(be64toh(missing_be), 0x6);
+	take_wait(t, &j, 0, 0x6);
 	assert_int_equal(st->waits, 2);
 
-	/* Rank 1 arrives, then repeats itself, once with other values. */
+	/* Rank 1 arrives, then repeats itself within the interval rank 0's
+	 * WAIT began: the limit is per rank, so rank 1 gets a WAIT of its own
+	 * (one per slot would leave it unanswered while rank 0 keeps asking,
+	 * until its silence timeout), and then nothing more in the interval. */
 	assert_int_equal(push(t, &j, 1, &b, INA_BLOCK_END, w1), 0);
+	assert_int_equal(push(t, &j, 1, &b, INA_BLOCK_END, w1), 1);
+	take_wait(t, &j, 1, 0x4);
+	assert_int_equal(st->waits, 3);
+	assert_int_equal(push(t, &j, 0, &b, INA_BLOCK_END, w0), 0);
 	assert_int_equal(push(t, &j, 1, &b, INA_BLOCK_END, w1), 0);
+	assert_int_equal(st->waits, 3);
+	/* Past the interval, once with other values: WAIT again. */
 	t->now += WAIT_NS;
 	assert_int_equal(push(t, &j, 1, &b, INA_BLOCK_END, w1_other), 1);
-	take_one(t, &g);
-	check_from_switch(&g, &j, INA_T_WAIT);
-	check_unicast(&g, peer_of(&j, 1));
-	memcpy(&missing_be, g.payload, sizeof(missing_be));
-	assert_int_equal(be64toh(missing_be), 0x4);
-	assert_int_equal(st->duplicates, 5);
-	assert_int_equal(st->waits, 3);
+	take_wait(t, &j, 1, 0x4);
+	assert_int_equal(st->duplicates, 7);
+	assert_int_equal(st->waits, 4);
 
 	/* The sum counts each rank once. */
 	assert_int_equal(push(t, &j, 2, &b, INA_BLOCK_END, w2), 1);

@@ -24,11 +24,13 @@
 
 #include "engine.h"
 #include "ina.h"
+#include "ina/auth.h"
 #include "ina/encoding.h"
 #include "ina/pkt.h"
 #include "ina/subblock.h"
 #include "ina/wire.h"
 #include "pipeline.h"
+#include "tenants.h"
 
 #define MAX_RACKS 4 /* racks of 2 hosts unless opts.sizes says */
 #define MAX_HOSTS (2 * MAX_RACKS)
@@ -36,6 +38,10 @@
 #define ID_SPINE 32
 #define JOB 7
 #define TOKEN 0x1234567890abcdefull
+/* Tenant mode: tenant 3's job 7, as its id goes on the wire. */
+#define TENANT_IDX 3
+#define TENANT_JOB ((TENANT_IDX << INA_TENANT_SHIFT) | JOB)
+#define TENANT_KEY "a0a1a2a3a4a5a6a7a8a9aaabacadaeafb0b1b2b3b4b5b6b7b8b9babbbcbdbebf"
 #define LANES 4
 #define MAXB 64
 #define FLIGHT_MAX 8192
@@ -72,6 +78,11 @@ struct net {
 	uint32_t up_next[MAX_RACKS][LANES];
 	uint64_t spine_next_earlier;
 	uint64_t cut_up; /* cut DATA, rack to spine, some sub-block absent */
+	int forge;	 /* each packet between a rack and the spine is preceded
+			  * by a copy with one payload bit flipped, its tag
+			  * kept: an attacker on the uplink */
+	uint64_t forged;
+	struct tenants *tenants; /* tenant mode: every switch's */
 	struct flight fl[FLIGHT_MAX];
 	unsigned nb_fl;
 };
@@ -119,6 +130,7 @@ struct opts {
 	int nb_racks;		   /* 0: 2 */
 	int sizes[MAX_RACKS];	   /* hosts per rack, 0: 2 */
 	int cookies;		   /* every switch wants JOIN cookies */
+	int tenants;		   /* tenant mode: every switch, tagged packets */
 };
 
 static void
@@ -145,8 +157,19 @@ net_init(struct net *n, const struct opts *o)
 	pc.pool = n->pool;
 	pc.nb_slots = 64;
 	pc.slot_elems = o->spine_slot_elems ? o->spine_slot_elems : MAXB;
-	pc.join_cookie = (uint8_t)o->cookies;
+	pc.join_cookie = (uint8_t)(o->cookies || o->tenants);
 	memset(pc.secret, 0x3c, sizeof(pc.secret));
+	if (o->tenants) {
+		static const char yaml[] = "tenants:\n"
+					   "  - {name: carol, index: 3, key: " TENANT_KEY
+					   ", jobs: 1, slots: 64, max_weight: 1}\n";
+		char err[256];
+
+		n->tenants = tenants_parse(yaml, sizeof(yaml) - 1, "t.yaml", err, sizeof(err));
+		if (!n->tenants)
+			fail_msg("%s", err);
+		pc.tenants = n->tenants;
+	}
 	n->spine = pipeline_create(&pc);
 	assert_non_null(n->spine);
 	pc.slot_elems = MAXB;
@@ -154,7 +177,8 @@ net_init(struct net *n, const struct opts *o)
 	for (int k = 0; k < n->nb_racks; k++) {
 		char spec[32];
 
-		snprintf(spec, sizeof(spec), "%d=%d/%d", JOB, k, n->nb_racks);
+		snprintf(spec, sizeof(spec), "%u=%d/%d", o->tenants ? TENANT_JOB : JOB, k,
+			 n->nb_racks);
 		pc.nb_uplink_jobs = 1;
 		assert_int_equal(pipeline_uplink_job_parse(spec, &pc.uplink_jobs[0]), 0);
 		if (k == 0 && o->rack0_no_job)
@@ -168,6 +192,15 @@ net_init(struct net *n, const struct opts *o)
 
 		engine_config_init(&ec);
 		ec.job_id = JOB;
+		if (o->tenants) {
+			uint8_t key[INA_TENANT_KEY_SIZE];
+			char err[128];
+
+			assert_int_equal(ina_auth_key_parse(TENANT_KEY, key, err, sizeof(err)), 0);
+			ec.job_id = TENANT_JOB;
+			ec.auth = 1;
+			ina_auth_job_key(key, TENANT_JOB, &ec.key);
+		}
 		ec.rank = (uint16_t)n->rank_of[h];
 		ec.world = (uint16_t)(o->sizes[n->rack_of[h]] ? o->sizes[n->rack_of[h]] : 2);
 		ec.lanes = LANES;
@@ -191,6 +224,7 @@ net_fini(struct net *n)
 	for (int k = 0; k < n->nb_racks; k++)
 		pipeline_destroy(n->rack[k]);
 	pipeline_destroy(n->spine);
+	tenants_free(n->tenants);
 	assert_int_equal(ina_pkt_pool_avail(n->pool), 4096);
 	ina_pkt_pool_destroy(n->pool);
 }
@@ -207,7 +241,18 @@ put(struct net *n, struct ina_pkt *pkt, int src, int dst)
 	}
 	if (n->drop_rate[t] > 0 && unit(n) < n->drop_rate[t])
 		goto drop;
-	assert_true(n->nb_fl < FLIGHT_MAX - 1);
+	assert_true(n->nb_fl < FLIGHT_MAX - 2);
+	if (n->forge && (t == T_RACK_UP || t == T_SPINE_DOWN) && pkt->len > INA_HDR_SIZE) {
+		struct ina_pkt *c = ina_pkt_alloc(n->pool);
+
+		assert_non_null(c);
+		memcpy(c->data, pkt->data, pkt->len);
+		c->len = pkt->len;
+		c->peer = pkt->peer;
+		c->data[c->len - 1] ^= 0x10;
+		n->fl[n->nb_fl++] = (struct flight){ c, src, dst };
+		n->forged++;
+	}
 	if (n->dup_rate[t] > 0 && unit(n) < n->dup_rate[t]) {
 		struct ina_pkt *c = ina_pkt_alloc(n->pool);
 
@@ -508,6 +553,63 @@ clean_cookies(void **state)
 	assert_int_equal(pipeline_stats(n.spine)->jobs_admitted, 1);
 	finish_all(&n);
 	net_fini(&n);
+}
+
+/*
+ * Tenant mode on every switch (issue 19): the racks and the spine take the
+ * same tenants, each rack joins the spine as its tenant's job (its JOIN
+ * tagged, the spine's cookie echoed) and tags what it sends up and checks
+ * what comes down. An attacker on the uplinks sends a copy of each packet
+ * between a rack and the spine ahead of it with one payload bit flipped:
+ * every copy is dropped on its tag (auth_fail), none is answered, and every
+ * sum stays exact, with loss on every tier; f32 and i32.
+ */
+static void
+run_tenants(uint8_t enc)
+{
+	struct opts o = { .enc = enc, .tenants = 1 };
+	uint64_t fails = 0;
+	struct net n;
+
+	net_init(&n, &o);
+	n.forge = 1;
+	for (int t = 0; t < T_MAX; t++)
+		n.drop_rate[t] = 0.03;
+	join_all(&n);
+	rounds(&n, 4, 0, 16);
+	rounds(&n, 2, 1, 32);
+	fails = pipeline_stats(n.spine)->drop[PDROP_AUTH];
+	for (int k = 0; k < n.nb_racks; k++) {
+		const struct pipeline_stats *st = pipeline_stats(n.rack[k]);
+
+		fails += st->drop[PDROP_AUTH];
+		assert_true(st->drop[PDROP_AUTH] > 0); /* forged RESULTs came down */
+		assert_true(st->up_results > 0);
+	}
+	/* Every forged copy that arrived was dropped on its tag (a lost one,
+	 * or one whose job was freed, is not counted there). */
+	assert_true(n.forged > 0);
+	assert_true(fails > n.forged / 2 && fails <= n.forged);
+	assert_true(pipeline_stats(n.spine)->drop[PDROP_AUTH] > 0);
+	assert_int_equal(pipeline_stats(n.spine)->jobs_admitted, 1);
+	n.forge = 0;
+	finish_all(&n);
+	check_freed(&n);
+	net_fini(&n);
+}
+
+static void
+tenants_f32(void **state)
+{
+	(void)state;
+	run_tenants(INA_ENC_F32);
+}
+
+static void
+tenants_i32(void **state)
+{
+	(void)state;
+	run_tenants(INA_ENC_I32);
 }
 
 /* The first two spine RESULTs to rack 0 are lost: rack 0's hosts resend,
@@ -1132,6 +1234,8 @@ main(void)
 		cmocka_unit_test(clean_f32),
 		cmocka_unit_test(clean_i32),
 		cmocka_unit_test(clean_cookies),
+		cmocka_unit_test(tenants_f32),
+		cmocka_unit_test(tenants_i32),
 		cmocka_unit_test(i32_headroom),
 		cmocka_unit_test(lost_spine_result),
 		cmocka_unit_test(lossy_f32),
