@@ -752,11 +752,15 @@ pend_take(struct udp_queue *q, struct ina_pkt **pkts, unsigned n)
 	return nb;
 }
 
-/* Receives with GRO from queue 'q': what it holds split out, and when that
- * is short of 'n', one receive of up to a burst of messages into whole
- * buffers (what is not handed out now waits in its pend: one system call
- * fills several calls' shares), split into its pend and handed out from
- * there. *empty: 1 when that receive found the socket empty. */
+/*
+ * Receives with GRO from queue 'q': what it holds split out, else one
+ * receive into whole buffers, split into its pend and handed out from
+ * there. One queue: a receive only once the pend is empty, a message for
+ * each packet asked. Several: a receive whenever the pend is short of 'n',
+ * of up to a burst of messages, so that one system call fills several
+ * calls' shares (what is not handed out now waits in the pend). *empty: 1
+ * when that receive found the socket empty.
+ */
 static unsigned
 udp_rx_gro(struct udp_port *up, struct udp_queue *q, struct ina_pkt **pkts, unsigned n,
 	   int *empty)
@@ -765,9 +769,11 @@ udp_rx_gro(struct udp_port *up, struct udp_queue *q, struct ina_pkt **pkts, unsi
 	struct gro_buf *bufs[INA_MAX_BURST];
 	int r;
 
-	if (nb == n)
+	if (nb == n || (nb && up->nb_queues == 1))
 		return nb;
-	m = INA_MAX_BURST < up->gro_nb_free ? INA_MAX_BURST : up->gro_nb_free;
+	m = up->nb_queues == 1 ? n : INA_MAX_BURST;
+	if (m > up->gro_nb_free)
+		m = up->gro_nb_free;
 	if (m == 0) {
 		up->xst.gro_stalls++;
 		return nb;
