@@ -141,7 +141,7 @@ struct udp_queue {
 };
 
 struct udp_port {
-	struct ina_port port; /* first: the handle callers hold */
+	struct ina_port port;	  /* first: the handle callers hold */
 	int fd;			  /* the socket that sends: queue 0's */
 	int busy;		  /* wait() returns at once */
 	struct ina_faults faults; /* injected faults (tests), off by default */
@@ -762,8 +762,7 @@ pend_take(struct udp_queue *q, struct ina_pkt **pkts, unsigned n)
  * when that receive found the socket empty.
  */
 static unsigned
-udp_rx_gro(struct udp_port *up, struct udp_queue *q, struct ina_pkt **pkts, unsigned n,
-	   int *empty)
+udp_rx_gro(struct udp_port *up, struct udp_queue *q, struct ina_pkt **pkts, unsigned n, int *empty)
 {
 	unsigned m, i, nb = pend_take(q, pkts, n);
 	struct gro_buf *bufs[INA_MAX_BURST];
@@ -874,7 +873,8 @@ udp_rx_queue(struct udp_port *up, unsigned i, struct ina_pkt **pkts, unsigned n)
 	if (nb) {
 		q->backoff = 0;
 	} else if (empty) {
-		q->backoff = 2 * q->backoff + 1 < RXQ_IDLE_SKIP ? 2 * q->backoff + 1 : RXQ_IDLE_SKIP;
+		q->backoff = 2 * q->backoff + 1 < RXQ_IDLE_SKIP ? 2 * q->backoff + 1
+								: RXQ_IDLE_SKIP;
 		q->skip = q->backoff;
 	}
 	return nb;
