@@ -138,6 +138,8 @@ usage(FILE *f)
 		"  --tenants FILE        tenant mode: the tenants, their keys and quotas (YAML,\n"
 		"                        README.md \"Tenants\"); every packet carries a keyed tag,\n"
 		"                        checked first; one that fails is dropped, never answered\n"
+		"                        (a receive queue per tenant: --port-opts tenant_queues=N,\n"
+		"                        README.md \"Tenants\")\n"
 		"  --host-aggregator IPV4:PORT  a job this switch has no slots for (first-come:\n"
 		"                        not its lanes; fair: not its minimum) is sent to the\n"
 		"                        host aggregator there (ina-switch --host-mode) instead\n"

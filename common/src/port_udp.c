@@ -19,10 +19,23 @@
  * turns the offload off for the port, counted in port_udp_gso_refused or
  * port_udp_gro_refused (xstats).
  *
+ * Tenant queues (tenant_queues=N > 1; ina-switch --port-opts in tenant
+ * mode): N sockets on the one address in an SO_REUSEPORT group, the kernel
+ * putting each datagram into the one of its tenant (the ina header's tenant
+ * byte modulo N; a datagram shorter than a header: queue 0) by a BPF
+ * program (udp_steer.c), so one tenant's flood neither delays another's
+ * packets in one socket buffer nor gets them dropped for a full one. A
+ * receive takes an equal share of the burst from each queue in turn, then
+ * fills the room left from those that had more; each queue has its own GRO
+ * backlog, and one found empty sits out a few receives (an empty receive is
+ * a system call for nothing). Replies leave through queue 0's socket.
+ * Counted per queue in the xstats (port_udp_rxqK_pkts).
+ *
  * Options, comma-separated: bind=ADDR:PORT (default 0.0.0.0:0), mtu=BYTES
  * (largest packet, 128..65507, default 9000), pkts=N (pool size, default
- * 4096), rcvbuf=BYTES and sndbuf=BYTES (default 8 MiB), busy=0|1 (wait()
- * returns at once), gso=0|1 and gro=0|1 (default 1), and the fault
+ * 4096), rcvbuf=BYTES (per queue) and sndbuf=BYTES (default 8 MiB), busy=0|1
+ * (wait() returns at once), gso=0|1 and gro=0|1 (default 1),
+ * tenant_queues=N (1..8, default 1), and the fault
  * injector's options (faults.h, tests and demos): drop=RATE drops on rx and on tx; dup=, reorder=, reorder_gap=,
  * delay=, delay_us=, hold= apply on rx; seed=N. corrupt= is refused: the
  * kernel verifies the UDP checksum and drops a corrupted datagram before ina
@@ -47,6 +60,7 @@
 #include "ina/log.h"
 #include "ina/port_udp.h"
 #include "ina/util.h"
+#include "udp_steer.h"
 
 #define UDP_MIN_MTU 128
 #define UDP_MAX_MTU 65507 /* largest IPv4 UDP payload */
@@ -67,6 +81,10 @@
 #define GRO_SEGS 128			 /* datagrams one GRO message may hold */
 #define GRO_BUFS 128			 /* receive buffers per port */
 #define GRO_PEND (INA_MAX_BURST * GRO_SEGS)
+/* Receives a queue found empty sits out, at most (tenant_queues > 1): an
+ * empty receive costs a system call, about 4 us on the 2-vCPU VMs here
+ * (bench/README.md, "Per-tenant receive queues"). */
+#define RXQ_IDLE_SKIP 3
 
 _Static_assert(UDP_TX_MSGS <= UINT16_MAX, "batch indices are 16-bit");
 
@@ -78,6 +96,7 @@ struct udp_config {
 	struct ina_faults_cfg faults;
 	uint64_t busy;
 	uint64_t gso, gro;
+	uint64_t nb_queues; /* tenant_queues=N */
 };
 
 /* A receive buffer of GRO_BUF bytes and the packets that point into it. */
@@ -114,15 +133,33 @@ struct udp_xst {
 	uint64_t gro_stalls;  /* receives put off: every buffer still in use */
 };
 
-struct udp_port {
-	struct ina_port port; /* first: the handle callers hold */
+/* A receive queue: one socket of the port's SO_REUSEPORT group (one socket
+ * when the port has one queue), and with GRO the packets split out of its
+ * receives that the caller has not taken yet (in order). */
+struct udp_queue {
 	int fd;
+	unsigned pend_head, pend_nb;
+	struct ina_pkt **pend; /* GRO_PEND of them, with GRO */
+	/* Found empty: the port's receives to sit out, and how many it sat
+	 * out last time (1, 3, .. RXQ_IDLE_SKIP); 0 once it had packets or
+	 * the port's wait saw it readable. */
+	unsigned skip, backoff;
+};
+
+struct udp_port {
+	struct ina_port port;	  /* first: the handle callers hold */
+	int fd;			  /* the socket that sends: queue 0's */
 	int busy;		  /* wait() returns at once */
 	struct ina_faults faults; /* injected faults (tests), off by default */
 	char name[32];		  /* bound "A.B.C.D:PORT", for logs */
 	struct sockaddr_in local; /* the address bound (real port when 0) */
 	int gso, gro;		  /* offloads in use */
 	struct udp_xst xst;
+
+	/* Receive queues (tenant_queues=N), polled in turn from rx_next. */
+	unsigned nb_queues, rx_next;
+	struct udp_queue queues[UDP_STEER_MAX];
+	uint64_t rxq_pkts[UDP_STEER_MAX]; /* packets handed out, per queue */
 
 	/* rx: one message per buffer of a burst. */
 	struct mmsghdr rx_msgs[INA_MAX_BURST];
@@ -133,15 +170,13 @@ struct udp_port {
 		struct cmsghdr align;
 	} rx_ctl[INA_MAX_BURST];
 
-	/* GRO: buffers, the free ones (a stack), and the packets split out of
-	 * a receive that the caller has not taken yet (in order). */
+	/* GRO: the queues' buffers (GRO_BUFS, and 2 * INA_MAX_BURST more
+	 * for each queue past the first) and the free ones (a stack). */
 	struct gro_pool gro_pool;
 	struct gro_buf *gro_bufs;
 	uint8_t *gro_mem;
-	unsigned gro_nb_free;
-	struct gro_buf *gro_free[GRO_BUFS];
-	unsigned pend_head, pend_nb;
-	struct ina_pkt *pend[GRO_PEND];
+	unsigned gro_nb_bufs, gro_nb_free;
+	struct gro_buf **gro_free;
 
 	/*
 	 * tx: a batch of up to UDP_TX_MSGS messages (one per destination)
@@ -288,6 +323,7 @@ udp_config_init(struct udp_config *cfg)
 	cfg->busy = 0;
 	cfg->gso = 1;
 	cfg->gro = 1;
+	cfg->nb_queues = 1;
 }
 
 /* Parses one KEY=VALUE option into 'cfg'. 0 or -EINVAL with why in 'err'. */
@@ -332,10 +368,13 @@ udp_option(char *opt, struct udp_config *cfg, char *err, unsigned err_size)
 	} else if (strcmp(key, "gso") == 0 || strcmp(key, "gro") == 0) {
 		ret = ina_parse_u64(val, 0, 1, key[1] == 's' ? &cfg->gso : &cfg->gro);
 		range = " (0 or 1)";
+	} else if (strcmp(key, "tenant_queues") == 0) {
+		ret = ina_parse_u64(val, 1, UDP_STEER_MAX, &cfg->nb_queues);
+		range = " (1..8)";
 	} else if ((ret = ina_faults_option(&cfg->faults, key, val, &range)) == 0) {
 		snprintf(err, err_size,
 			 "unknown option '%s' (known: bind, mtu, pkts, "
-			 "rcvbuf, sndbuf, busy, gso, gro, " INA_FAULTS_KEYS ")",
+			 "rcvbuf, sndbuf, busy, gso, gro, tenant_queues, " INA_FAULTS_KEYS ")",
 			 key);
 		return -EINVAL;
 	}
@@ -366,19 +405,19 @@ udp_config_parse(const char *args, struct udp_config *cfg, char *err, unsigned e
 
 /* Sets a socket buffer, forcing it past the sysctl limit when allowed. */
 static void
-udp_sockbuf(struct udp_port *up, int force_opt, int opt, uint64_t size, const char *what)
+udp_sockbuf(struct udp_port *up, int fd, int force_opt, int opt, uint64_t size, const char *what)
 {
 	int val = (int)size, got = 0;
 	socklen_t len = sizeof(got);
 
-	if (setsockopt(up->fd, SOL_SOCKET, force_opt, &val, sizeof(val)) < 0 &&
-	    setsockopt(up->fd, SOL_SOCKET, opt, &val, sizeof(val)) < 0) {
+	if (setsockopt(fd, SOL_SOCKET, force_opt, &val, sizeof(val)) < 0 &&
+	    setsockopt(fd, SOL_SOCKET, opt, &val, sizeof(val)) < 0) {
 		INA_LOG(WARN, "udp port %s: cannot set %s to %d: %s", up->name, what, val,
 			strerror(errno));
 		return;
 	}
 	/* Linux doubles the value for its bookkeeping; less means clamped. */
-	if (getsockopt(up->fd, SOL_SOCKET, opt, &got, &len) == 0 && (uint64_t)got < 2 * size)
+	if (getsockopt(fd, SOL_SOCKET, opt, &got, &len) == 0 && (uint64_t)got < 2 * size)
 		INA_LOG(WARN,
 			"udp port %s: %s is %d bytes, not %d (raise "
 			"net.core.%cmem_max or run as root)",
@@ -404,7 +443,7 @@ gro_put(struct ina_pkt_pool *pool, struct ina_pkt **pkts, unsigned n)
 		struct gro_buf *b = pkts[i]->priv;
 
 		/* A double free would push a buffer twice. */
-		if (!b || b->refs == 0 || up->gro_nb_free >= GRO_BUFS)
+		if (!b || b->refs == 0 || up->gro_nb_free >= up->gro_nb_bufs)
 			continue;
 		pkts[i]->priv = NULL;
 		if (--b->refs == 0)
@@ -420,17 +459,26 @@ static const struct ina_pkt_pool_ops gro_ops = {
 static int
 gro_init(struct udp_port *up, uint32_t mtu)
 {
-	up->gro_mem = aligned_alloc(64, (size_t)GRO_BUFS * GRO_BUF);
-	up->gro_bufs = calloc(GRO_BUFS, sizeof(*up->gro_bufs));
-	if (!up->gro_mem || !up->gro_bufs)
+	unsigned nb = GRO_BUFS + (up->nb_queues - 1) * 2 * INA_MAX_BURST;
+
+	up->gro_nb_bufs = nb;
+	up->gro_mem = aligned_alloc(64, (size_t)nb * GRO_BUF);
+	up->gro_bufs = calloc(nb, sizeof(*up->gro_bufs));
+	up->gro_free = calloc(nb, sizeof(*up->gro_free));
+	if (!up->gro_mem || !up->gro_bufs || !up->gro_free)
 		return -ENOMEM;
+	for (unsigned q = 0; q < up->nb_queues; q++) {
+		up->queues[q].pend = calloc(GRO_PEND, sizeof(*up->queues[q].pend));
+		if (!up->queues[q].pend)
+			return -ENOMEM;
+	}
 	up->gro_pool.pool.ops = &gro_ops;
 	up->gro_pool.pool.buf_size = mtu;
 	up->gro_pool.up = up;
-	for (unsigned i = 0; i < GRO_BUFS; i++) {
-		struct gro_buf *b = &up->gro_bufs[GRO_BUFS - 1 - i];
+	for (unsigned i = 0; i < nb; i++) {
+		struct gro_buf *b = &up->gro_bufs[nb - 1 - i];
 
-		b->mem = up->gro_mem + (size_t)(GRO_BUFS - 1 - i) * GRO_BUF;
+		b->mem = up->gro_mem + (size_t)(nb - 1 - i) * GRO_BUF;
 		up->gro_free[up->gro_nb_free++] = b;
 	}
 	return 0;
@@ -445,16 +493,22 @@ udp_close(struct ina_port *port)
 		return;
 	up = udp_of(port);
 	ina_faults_flush(&up->faults);
-	while (up->pend_nb) {
-		ina_pkt_free(up->pend[up->pend_head]);
-		up->pend_head = (up->pend_head + 1) % GRO_PEND;
-		up->pend_nb--;
+	for (unsigned i = 0; i < up->nb_queues; i++) {
+		struct udp_queue *q = &up->queues[i];
+
+		while (q->pend_nb) {
+			ina_pkt_free(q->pend[q->pend_head]);
+			q->pend_head = (q->pend_head + 1) % GRO_PEND;
+			q->pend_nb--;
+		}
+		if (q->fd >= 0)
+			close(q->fd);
+		free(q->pend);
 	}
-	if (up->fd >= 0)
-		close(up->fd);
 	ina_pkt_pool_destroy(port->pool);
 	free(up->gro_mem);
 	free(up->gro_bufs);
+	free(up->gro_free);
 	free(up);
 }
 
@@ -473,13 +527,53 @@ udp_offloads(struct udp_port *up, const struct udp_config *cfg)
 			up->name, strerror(errno));
 	}
 	v = 1;
-	if (cfg->gro && up->gro_mem && setsockopt(up->fd, SOL_UDP, UDP_GRO, &v, sizeof(v)) == 0) {
-		up->gro = 1;
-	} else if (cfg->gro) {
+	up->gro = cfg->gro && up->gro_mem;
+	for (unsigned q = 0; up->gro && q < up->nb_queues; q++)
+		up->gro = setsockopt(up->queues[q].fd, SOL_UDP, UDP_GRO, &v, sizeof(v)) == 0;
+	if (cfg->gro && !up->gro) {
+		/* Off on every queue: a receive into an mtu-sized buffer. */
+		v = 0;
+		for (unsigned q = 0; q < up->nb_queues; q++)
+			setsockopt(up->queues[q].fd, SOL_UDP, UDP_GRO, &v, sizeof(v));
 		up->xst.gro_refused = 1;
 		INA_LOG(INFO, "udp port %s: no UDP_GRO here (%s): one datagram per receive",
 			up->name, strerror(errno));
 	}
+}
+
+/*
+ * Opens queue 'i''s socket bound to 'addr': with several queues each joins
+ * the port's SO_REUSEPORT group, queue 0 first (its index in the group is
+ * its queue's, which the steering program returns). 0 or -errno with why in
+ * 'err'.
+ */
+static int
+udp_queue_open(struct udp_port *up, unsigned i, const struct sockaddr_in *addr, uint64_t rcvbuf,
+	       char *err, unsigned err_size)
+{
+	struct udp_queue *q = &up->queues[i];
+	int one = 1, ret;
+
+	q->fd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (q->fd < 0) {
+		ret = -errno;
+		snprintf(err, err_size, "socket: %s", strerror(-ret));
+		return ret;
+	}
+	if (up->nb_queues > 1 &&
+	    setsockopt(q->fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one)) < 0) {
+		ret = -errno;
+		snprintf(err, err_size, "SO_REUSEPORT: %s", strerror(-ret));
+		return ret;
+	}
+	if (bind(q->fd, (const struct sockaddr *)addr, sizeof(*addr)) < 0) {
+		ret = -errno;
+		snprintf(err, err_size, "cannot bind %s%s: %s", up->name,
+			 i ? " (a tenant queue)" : "", strerror(-ret));
+		return ret;
+	}
+	udp_sockbuf(up, q->fd, SO_RCVBUFFORCE, SO_RCVBUF, rcvbuf, "rcvbuf");
+	return 0;
 }
 
 static int
@@ -503,6 +597,9 @@ udp_open(struct ina_port **out, const char *args, char *err, unsigned err_size)
 	if (!up)
 		return -ENOMEM;
 	up->fd = -1;
+	up->nb_queues = (unsigned)cfg.nb_queues;
+	for (i = 0; i < up->nb_queues; i++)
+		up->queues[i].fd = -1;
 	up->port.ops = &ina_port_udp_ops;
 	up->port.max_pkt = (uint32_t)cfg.mtu;
 	up->busy = (int)cfg.busy;
@@ -516,23 +613,23 @@ udp_open(struct ina_port **out, const char *args, char *err, unsigned err_size)
 			 (unsigned)cfg.nb_pkts, (unsigned)cfg.mtu, strerror(-ret));
 		goto err;
 	}
-	up->fd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	if (up->fd < 0) {
-		ret = -errno;
-		snprintf(err, err_size, "socket: %s", strerror(-ret));
-		goto err;
+	for (i = 0; i < up->nb_queues; i++) {
+		ret = udp_queue_open(up, i, i ? &local : &cfg.bind, cfg.rcvbuf, err, err_size);
+		if (ret < 0)
+			goto err;
+		if (i == 0 && getsockname(up->queues[0].fd, (struct sockaddr *)&local, &len) < 0)
+			local = cfg.bind;
+		if (i == 0)
+			sin_str(&local, up->name, sizeof(up->name));
 	}
-	if (bind(up->fd, (const struct sockaddr *)&cfg.bind, sizeof(cfg.bind)) < 0) {
-		ret = -errno;
-		snprintf(err, err_size, "cannot bind %s: %s", up->name, strerror(-ret));
-		goto err;
-	}
-	if (getsockname(up->fd, (struct sockaddr *)&local, &len) < 0)
-		local = cfg.bind;
+	up->fd = up->queues[0].fd;
 	up->local = local;
-	sin_str(&local, up->name, sizeof(up->name));
-	udp_sockbuf(up, SO_RCVBUFFORCE, SO_RCVBUF, cfg.rcvbuf, "rcvbuf");
-	udp_sockbuf(up, SO_SNDBUFFORCE, SO_SNDBUF, cfg.sndbuf, "sndbuf");
+	if (up->nb_queues > 1 && (ret = udp_steer_attach(up->fd, up->nb_queues)) < 0) {
+		snprintf(err, err_size, "%s: cannot steer to %u tenant queues: %s", up->name,
+			 up->nb_queues, strerror(-ret));
+		goto err;
+	}
+	udp_sockbuf(up, up->fd, SO_SNDBUFFORCE, SO_SNDBUF, cfg.sndbuf, "sndbuf");
 	if (cfg.gro && gro_init(up, (uint32_t)cfg.mtu) < 0) {
 		ret = -ENOMEM;
 		snprintf(err, err_size,
@@ -547,9 +644,9 @@ udp_open(struct ina_port **out, const char *args, char *err, unsigned err_size)
 		up->rx_msgs[i].msg_hdr.msg_iov = &up->rx_iovs[i];
 		up->rx_msgs[i].msg_hdr.msg_iovlen = 1;
 	}
-	INA_LOG(DEBUG, "udp port %s: open, mtu %u, %u packets, drop %g, gso %d, gro %d", up->name,
-		(unsigned)cfg.mtu, (unsigned)cfg.nb_pkts, cfg.faults.rate[INA_FAULT_DROP], up->gso,
-		up->gro);
+	INA_LOG(DEBUG, "udp port %s: open, mtu %u, %u packets, drop %g, gso %d, gro %d, %u queues",
+		up->name, (unsigned)cfg.mtu, (unsigned)cfg.nb_pkts, cfg.faults.rate[INA_FAULT_DROP],
+		up->gso, up->gro, up->nb_queues);
 	*out = &up->port;
 	return 0;
 
@@ -558,15 +655,16 @@ err:
 	return ret;
 }
 
-/* recvmmsg of up to 'nb' messages set up in rx_msgs; retries past a pending
- * socket error (an ICMP one, reported once). Returns how many, 0 for none. */
+/* recvmmsg on 'fd' of up to 'nb' messages set up in rx_msgs; retries past
+ * a pending socket error (an ICMP one, reported once). Returns how many, 0
+ * for none. */
 static int
-udp_recvmmsg(struct udp_port *up, unsigned nb)
+udp_recvmmsg(struct udp_port *up, int fd, unsigned nb)
 {
 	int r;
 
 	for (int tries = 0;; tries++) {
-		r = recvmmsg(up->fd, up->rx_msgs, nb, MSG_DONTWAIT, NULL);
+		r = recvmmsg(fd, up->rx_msgs, nb, MSG_DONTWAIT, NULL);
 		if (r >= 0)
 			return r;
 		if (errno == EAGAIN || errno == EWOULDBLOCK || tries >= 2)
@@ -593,11 +691,11 @@ gro_size(struct msghdr *h)
 
 /*
  * Splits message 'i', received into buffer 'b', into its datagrams: ina
- * packets pointing into 'b', queued in 'pend'. Returns how many, 0 when it
- * was dropped (counted; 'b' is then free again).
+ * packets pointing into 'b', queued in the pend of queue 'q'. Returns how
+ * many, 0 when it was dropped (counted; 'b' is then free again).
  */
 static unsigned
-gro_split(struct udp_port *up, unsigned i, struct gro_buf *b)
+gro_split(struct udp_port *up, struct udp_queue *q, unsigned i, struct gro_buf *b)
 {
 	struct msghdr *h = &up->rx_msgs[i].msg_hdr;
 	uint32_t len = up->rx_msgs[i].msg_len, seg = gro_size(h), nb, cap;
@@ -611,7 +709,7 @@ gro_split(struct udp_port *up, unsigned i, struct gro_buf *b)
 	if (seg == 0 || seg >= len)
 		seg = len;
 	nb = seg ? (len + seg - 1) / seg : 1;
-	if (nb > GRO_SEGS || up->pend_nb + nb > GRO_PEND) {
+	if (nb > GRO_SEGS || q->pend_nb + nb > GRO_PEND) {
 		up->port.stats.rx_drop += nb;
 		return 0;
 	}
@@ -646,70 +744,83 @@ gro_split(struct udp_port *up, unsigned i, struct gro_buf *b)
 		p->dst_mask = 0;
 		p->pool = &up->gro_pool.pool;
 		p->priv = b;
-		up->pend[(up->pend_head + up->pend_nb++) % GRO_PEND] = p;
+		q->pend[(q->pend_head + q->pend_nb++) % GRO_PEND] = p;
 	}
 	return b->refs;
 }
 
-/* Receives with GRO: into whole buffers, split into 'pend', handed out from
- * there up to 'n' at a time. */
-static uint16_t
-udp_rx_gro(struct udp_port *up, struct ina_pkt **pkts, uint16_t n)
+/* Hands out up to 'n' of the packets queue 'q' holds split out. */
+static unsigned
+pend_take(struct udp_queue *q, struct ina_pkt **pkts, unsigned n)
 {
-	unsigned m, i, nb = 0;
+	unsigned nb = 0;
+
+	while (nb < n && q->pend_nb) {
+		pkts[nb++] = q->pend[q->pend_head];
+		q->pend_head = (q->pend_head + 1) % GRO_PEND;
+		q->pend_nb--;
+	}
+	return nb;
+}
+
+/*
+ * Receives with GRO from queue 'q': what it holds split out, else one
+ * receive into whole buffers, split into its pend and handed out from
+ * there. One queue: a receive only once the pend is empty, a message for
+ * each packet asked. Several: a receive whenever the pend is short of 'n',
+ * of up to a burst of messages, so that one system call fills several
+ * calls' shares (what is not handed out now waits in the pend). *empty: 1
+ * when that receive found the socket empty.
+ */
+static unsigned
+udp_rx_gro(struct udp_port *up, struct udp_queue *q, struct ina_pkt **pkts, unsigned n, int *empty)
+{
+	unsigned m, i, nb = pend_take(q, pkts, n);
 	struct gro_buf *bufs[INA_MAX_BURST];
 	int r;
 
-	if (up->pend_nb == 0) {
-		m = n < up->gro_nb_free ? n : up->gro_nb_free;
-		if (m == 0) {
-			up->xst.gro_stalls++;
-			return 0;
-		}
-		for (i = 0; i < m; i++) {
-			struct msghdr *h = &up->rx_msgs[i].msg_hdr;
+	if (nb == n || (nb && up->nb_queues == 1))
+		return nb;
+	m = up->nb_queues == 1 ? n : INA_MAX_BURST;
+	if (m > up->gro_nb_free)
+		m = up->gro_nb_free;
+	if (m == 0) {
+		up->xst.gro_stalls++;
+		return nb;
+	}
+	for (i = 0; i < m; i++) {
+		struct msghdr *h = &up->rx_msgs[i].msg_hdr;
 
-			bufs[i] = up->gro_free[up->gro_nb_free - 1 - i];
-			up->rx_iovs[i].iov_base = bufs[i]->mem;
-			up->rx_iovs[i].iov_len = GRO_BUF;
-			h->msg_name = &up->rx_names[i];
-			h->msg_namelen = sizeof(up->rx_names[i]);
-			h->msg_control = up->rx_ctl[i].buf;
-			h->msg_controllen = sizeof(up->rx_ctl[i].buf);
-			h->msg_flags = 0;
-		}
-		r = udp_recvmmsg(up, m);
-		/* The buffers used leave the free stack; dropped ones return. */
-		up->gro_nb_free -= (unsigned)r;
-		for (i = 0; i < (unsigned)r; i++)
-			if (gro_split(up, i, bufs[i]) == 0)
-				up->gro_free[up->gro_nb_free++] = bufs[i];
+		bufs[i] = up->gro_free[up->gro_nb_free - 1 - i];
+		up->rx_iovs[i].iov_base = bufs[i]->mem;
+		up->rx_iovs[i].iov_len = GRO_BUF;
+		h->msg_name = &up->rx_names[i];
+		h->msg_namelen = sizeof(up->rx_names[i]);
+		h->msg_control = up->rx_ctl[i].buf;
+		h->msg_controllen = sizeof(up->rx_ctl[i].buf);
+		h->msg_flags = 0;
 	}
-	while (nb < n && up->pend_nb) {
-		pkts[nb++] = up->pend[up->pend_head];
-		up->pend_head = (up->pend_head + 1) % GRO_PEND;
-		up->pend_nb--;
-	}
-	return (uint16_t)nb;
+	r = udp_recvmmsg(up, q->fd, m);
+	*empty = r == 0;
+	/* The buffers used leave the free stack; dropped ones return. */
+	up->gro_nb_free -= (unsigned)r;
+	for (i = 0; i < (unsigned)r; i++)
+		if (gro_split(up, q, i, bufs[i]) == 0)
+			up->gro_free[up->gro_nb_free++] = bufs[i];
+	return nb + pend_take(q, pkts + nb, n - nb);
 }
 
-/* Receives without faults; ina_port_faults_rx() counts what the caller gets. */
-static uint16_t
-udp_rx_raw(struct ina_port *port, struct ina_pkt **pkts, uint16_t n)
+/* Receives without GRO from queue 'q': straight into pool buffers.
+ * *empty: 1 when the socket was found empty. */
+static unsigned
+udp_rx_plain(struct udp_port *up, struct udp_queue *q, struct ina_pkt **pkts, unsigned n,
+	     int *empty)
 {
-	struct udp_port *up = udp_of(port);
-	struct ina_pkt_pool *pool = port->pool;
 	struct ina_pkt *drops[INA_MAX_BURST];
 	unsigned got, i, nb_rx = 0, nb_drops = 0;
 	int r;
 
-	if (n > INA_MAX_BURST)
-		n = INA_MAX_BURST;
-	if (n == 0)
-		return 0;
-	if (up->gro)
-		return udp_rx_gro(up, pkts, n);
-	got = ina_pkt_alloc_bulk(pool, pkts, n);
+	got = ina_pkt_alloc_bulk(up->port.pool, pkts, n);
 	if (got == 0)
 		return 0;
 	for (i = 0; i < got; i++) {
@@ -724,7 +835,8 @@ udp_rx_raw(struct ina_port *port, struct ina_pkt **pkts, uint16_t n)
 		h->msg_flags = 0;
 	}
 
-	r = udp_recvmmsg(up, got);
+	r = udp_recvmmsg(up, q->fd, got);
+	*empty = r == 0;
 
 	for (i = 0; i < (unsigned)r; i++) {
 		const struct msghdr *h = &up->rx_msgs[i].msg_hdr;
@@ -732,7 +844,7 @@ udp_rx_raw(struct ina_port *port, struct ina_pkt **pkts, uint16_t n)
 
 		if (h->msg_flags & MSG_TRUNC || h->msg_namelen < sizeof(struct sockaddr_in) ||
 		    up->rx_names[i].sin_family != AF_INET) {
-			port->stats.rx_drop++;
+			up->port.stats.rx_drop++;
 			drops[nb_drops++] = p;
 			continue;
 		}
@@ -743,7 +855,85 @@ udp_rx_raw(struct ina_port *port, struct ina_pkt **pkts, uint16_t n)
 	for (; i < got; i++)
 		drops[nb_drops++] = pkts[i];
 	ina_pkt_free_bulk(drops, nb_drops);
-	return (uint16_t)nb_rx;
+	return nb_rx;
+}
+
+/*
+ * Receives up to 'n' (1..INA_MAX_BURST) from queue 'i'. Fewer than 'n'
+ * when its socket had no more (or no buffer was free). With several queues,
+ * one found empty sits out the next receives, 1 then up to RXQ_IDLE_SKIP
+ * (the port's wait sees any queue readable and ends that at once), so idle
+ * queues cost few system calls: a packet arriving there waits at most that
+ * many bursts of the others.
+ */
+static unsigned
+udp_rx_queue(struct udp_port *up, unsigned i, struct ina_pkt **pkts, unsigned n)
+{
+	struct udp_queue *q = &up->queues[i];
+	unsigned nb;
+	int empty = 0;
+
+	if (q->skip && !q->pend_nb) {
+		q->skip--;
+		return 0;
+	}
+	nb = up->gro ? udp_rx_gro(up, q, pkts, n, &empty) : udp_rx_plain(up, q, pkts, n, &empty);
+	if (up->nb_queues == 1)
+		return nb;
+	up->rxq_pkts[i] += nb;
+	if (nb) {
+		q->backoff = 0;
+	} else if (empty) {
+		q->backoff = 2 * q->backoff + 1 < RXQ_IDLE_SKIP ? 2 * q->backoff + 1
+								: RXQ_IDLE_SKIP;
+		q->skip = q->backoff;
+	}
+	return nb;
+}
+
+/*
+ * Receives from the queues in turn, from one further each call: first up to
+ * an equal share of 'n' from each, then the room left from those that
+ * filled their share (the others had no more). A flooded queue so takes
+ * only the room the others leave, and never delays their packets by more
+ * than its share of a burst.
+ */
+static unsigned
+udp_rx_queues(struct udp_port *up, struct ina_pkt **pkts, unsigned n)
+{
+	unsigned nq = up->nb_queues, share = (n + nq - 1) / nq, first = up->rx_next, nb = 0, k;
+	uint8_t full[UDP_STEER_MAX] = { 0 };
+
+	up->rx_next = (first + 1) % nq;
+	for (k = 0; k < nq && nb < n; k++) {
+		unsigned i = (first + k) % nq, want = share < n - nb ? share : n - nb, got;
+
+		got = udp_rx_queue(up, i, pkts + nb, want);
+		full[i] = got == want;
+		nb += got;
+	}
+	for (k = 0; k < nq && nb < n; k++) {
+		unsigned i = (first + k) % nq;
+
+		if (full[i])
+			nb += udp_rx_queue(up, i, pkts + nb, n - nb);
+	}
+	return nb;
+}
+
+/* Receives without faults; ina_port_faults_rx() counts what the caller gets. */
+static uint16_t
+udp_rx_raw(struct ina_port *port, struct ina_pkt **pkts, uint16_t n)
+{
+	struct udp_port *up = udp_of(port);
+
+	if (n > INA_MAX_BURST)
+		n = INA_MAX_BURST;
+	if (n == 0)
+		return 0;
+	if (up->nb_queues == 1)
+		return (uint16_t)udp_rx_queue(up, 0, pkts, n);
+	return (uint16_t)udp_rx_queues(up, pkts, n);
 }
 
 static uint16_t
@@ -1092,15 +1282,26 @@ static void
 udp_wait(struct ina_port *port, uint64_t timeout_ns)
 {
 	struct udp_port *up = udp_of(port);
-	struct pollfd pfd = { .fd = up->fd, .events = POLLIN };
+	struct pollfd pfd[UDP_STEER_MAX];
 	struct timespec ts;
 
 	timeout_ns = ina_port_faults_wait_ns(&up->faults, timeout_ns);
-	if (up->busy || timeout_ns == 0 || up->pend_nb)
+	if (up->busy || timeout_ns == 0)
 		return;
+	for (unsigned i = 0; i < up->nb_queues; i++) {
+		if (up->queues[i].pend_nb)
+			return;
+		pfd[i].fd = up->queues[i].fd;
+		pfd[i].events = POLLIN;
+		pfd[i].revents = 0;
+	}
 	ts.tv_sec = (time_t)(timeout_ns / INA_NS_PER_S);
 	ts.tv_nsec = (long)(timeout_ns % INA_NS_PER_S);
-	ppoll(&pfd, 1, &ts, NULL);
+	if (ppoll(pfd, up->nb_queues, &ts, NULL) <= 0)
+		return;
+	for (unsigned i = 0; i < up->nb_queues; i++)
+		if (pfd[i].revents)
+			up->queues[i].skip = up->queues[i].backoff = 0;
 }
 
 static int
@@ -1164,13 +1365,28 @@ _Static_assert(sizeof(udp_xstat_names) / sizeof(udp_xstat_names[0]) * sizeof(uin
 		       sizeof(struct udp_xst),
 	       "a counter of struct udp_xst has no name");
 
+/* Packets handed out from each queue, counted when the port has several
+ * (tenant_queues=N); 0 for a port of one and for queues past its N. */
+static const char *const udp_rxq_names[UDP_STEER_MAX] = {
+	"port_udp_rxq0_pkts", "port_udp_rxq1_pkts", "port_udp_rxq2_pkts", "port_udp_rxq3_pkts",
+	"port_udp_rxq4_pkts", "port_udp_rxq5_pkts", "port_udp_rxq6_pkts", "port_udp_rxq7_pkts",
+};
+
+_Static_assert(UDP_STEER_MAX == 8, "a queue's counter has no name");
+
 static unsigned
 udp_xstats(const struct ina_port *port, struct ina_port_xstat *xs, unsigned n)
 {
 	const struct udp_port *up = (const struct udp_port *)(const void *)port;
-	const unsigned nb = sizeof(udp_xstat_names) / sizeof(udp_xstat_names[0]);
+	const unsigned base = sizeof(udp_xstat_names) / sizeof(udp_xstat_names[0]);
+	const unsigned nb = base + UDP_STEER_MAX;
 
 	for (unsigned i = 0; i < n && i < nb; i++) {
+		if (i >= base) {
+			xs[i].name = udp_rxq_names[i - base];
+			xs[i].value = up->rxq_pkts[i - base];
+			continue;
+		}
 		xs[i].name = udp_xstat_names[i];
 		memcpy(&xs[i].value, (const char *)&up->xst + i * sizeof(uint64_t),
 		       sizeof(uint64_t));
@@ -1189,7 +1405,7 @@ ina_port_udp_rx_held(const struct ina_port *port)
 	up = (const struct udp_port *)(const void *)port;
 	if (!up->gro_bufs)
 		return 0;
-	for (unsigned i = 0; i < GRO_BUFS; i++)
+	for (unsigned i = 0; i < up->gro_nb_bufs; i++)
 		held += up->gro_bufs[i].refs;
 	return held;
 }

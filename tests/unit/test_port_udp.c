@@ -610,6 +610,8 @@ test_port_udp_bad_specs(void **state)
 		"udp:drop=nan",
 		"udp:seed=abc",
 		"udp:busy=2",
+		"udp:tenant_queues=0",
+		"udp:tenant_queues=9",
 		"udp:bogus=1",
 		"udp:bind=127.0.0.1",
 		"udp:bind=127.0.0.1:",
@@ -638,7 +640,8 @@ test_port_udp_bad_specs(void **state)
 	assert_string_equal(
 		err,
 		"cannot open port udp:mtu=1000,,bogus=2: unknown option 'bogus' "
-		"(known: bind, mtu, pkts, rcvbuf, sndbuf, busy, gso, gro, " INA_FAULTS_KEYS ")");
+		"(known: bind, mtu, pkts, rcvbuf, sndbuf, busy, gso, gro, tenant_queues, " INA_FAULTS_KEYS
+		")");
 	assert_int_equal(ina_port_open("udp:mtu=5", &port, err, sizeof(err)), -EINVAL);
 	assert_non_null(strstr(err, "bad value '5' for option 'mtu' (128..65507)"));
 	assert_int_equal(ina_port_open("udp:corrupt=0.1", &port, err, sizeof(err)), -EINVAL);
@@ -1573,7 +1576,7 @@ test_port_print_counters(void **state)
 	/* udp's own counters (offloads) are 0 before any traffic: nothing
 	 * printed when no fault was injected. */
 	udp[0] = port_open_ok("udp:bind=127.0.0.1:0,pkts=4");
-	assert_int_equal(ina_port_xstats(udp[0], NULL, 0), 7);
+	assert_int_equal(ina_port_xstats(udp[0], NULL, 0), 15);
 	text = NULL;
 	f = open_memstream(&text, &size);
 	assert_non_null(f);

@@ -9,6 +9,10 @@
 
 #include "ina/port.h"
 
+/* The most receive queues a udp port takes (tenant_queues=N): datagrams
+ * steered to queue (the ina header's tenant byte) % N, port_udp.c. */
+#define INA_PORT_UDP_MAX_QUEUES 8
+
 /*
  * Writes the address a udp port is bound to, "A.B.C.D:PORT" (the real port
  * when it was opened with port 0), into 'buf'. Returns 0, -EINVAL if 'port'

@@ -160,6 +160,15 @@ struct ina_wire_hdr {
 
 _Static_assert(sizeof(struct ina_wire_hdr) == INA_HDR_SIZE, "wire size");
 
+/*
+ * Where a packet's tenant lies on the wire: the first (top) byte of the
+ * big-endian job id, the tenant's index in tenant mode (auth.h,
+ * INA_TENANT_SHIFT), 0 in token mode. A udp port with tenant_queues=N steers
+ * datagrams to its receive queues by it (udp_steer.c).
+ */
+#define INA_WIRE_TENANT_OFFSET 4
+_Static_assert(offsetof(struct ina_wire_hdr, job_id) == INA_WIRE_TENANT_OFFSET, "tenant byte");
+
 /* Decoded header, host byte order. */
 struct ina_hdr {
 	uint8_t version;
