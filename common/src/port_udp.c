@@ -1365,8 +1365,8 @@ _Static_assert(sizeof(udp_xstat_names) / sizeof(udp_xstat_names[0]) * sizeof(uin
 		       sizeof(struct udp_xst),
 	       "a counter of struct udp_xst has no name");
 
-/* Packets handed out from each queue, counted when the port has several
- * (tenant_queues=N); 0 for a port of one and for queues past its N. */
+/* Packets handed out from each queue, listed when the port has several
+ * (tenant_queues=N): one counter a queue. */
 static const char *const udp_rxq_names[UDP_STEER_MAX] = {
 	"port_udp_rxq0_pkts", "port_udp_rxq1_pkts", "port_udp_rxq2_pkts", "port_udp_rxq3_pkts",
 	"port_udp_rxq4_pkts", "port_udp_rxq5_pkts", "port_udp_rxq6_pkts", "port_udp_rxq7_pkts",
@@ -1379,7 +1379,7 @@ udp_xstats(const struct ina_port *port, struct ina_port_xstat *xs, unsigned n)
 {
 	const struct udp_port *up = (const struct udp_port *)(const void *)port;
 	const unsigned base = sizeof(udp_xstat_names) / sizeof(udp_xstat_names[0]);
-	const unsigned nb = base + UDP_STEER_MAX;
+	const unsigned nb = base + (up->nb_queues > 1 ? up->nb_queues : 0);
 
 	for (unsigned i = 0; i < n && i < nb; i++) {
 		if (i >= base) {
