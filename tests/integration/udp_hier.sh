@@ -11,7 +11,8 @@
 # With MODE 'tenants', every switch runs in tenant mode (--tenants, the same
 # file), the racks name the job's tenant (--uplink-job carol:42=K/2), the
 # workers are tenant carol's, and every packet of every tier is tagged: no
-# switch may drop one of them on its tag.
+# switch may drop one of them on its tag. The switches run with per-tenant
+# receive queues (tenant_queues=4): carol's packets arrive in queue 3.
 # Usage: udp_hier.sh BUILD_DIR BASE_PORT FAULTS ENCODING [MODE]
 # (ports BASE_PORT, +1, +2; FAULTS: port options, e.g. drop=0.01, or 0)
 set -euo pipefail
@@ -20,10 +21,11 @@ build=$1 base=$2 faults=$3 enc=$4 mode=${5:-token}
 spine=$base rack0=$((base + 1)) rack1=$((base + 2))
 . "$(dirname "$0")/lib.sh"
 lib_init
-job0=42 job1=42 tenant_opts=()
+job0=42 job1=42 tenant_opts=() qopts=
 if [ "$mode" = tenants ]; then
     tenant_mode 256
     job0=carol:42 job1=3:42 # by name and by index
+    qopts=,tenant_queues=4  # carol (index 3) in queue 3 of every switch
 else
     export INA_JOB_TOKEN="test-hier-$base"
 fi
@@ -51,12 +53,12 @@ if [ "$mode" = tenants ]; then
             { echo "tenant mode, --uplink-job $bad: exit $rc, want 2 and a sentence:"; cat "$tmp/bad.log"; fail=1; }
     done
 fi
-start_switch "$tmp/spine.log" "${swopts[@]}" --listen "127.0.0.1:$spine" --port-opts "$faults,seed=3"
+start_switch "$tmp/spine.log" "${swopts[@]}" --listen "127.0.0.1:$spine" --port-opts "$faults,seed=3$qopts"
 spine_pid=$sw
-start_switch "$tmp/rack0.log" "${swopts[@]}" --listen "127.0.0.1:$rack0" --port-opts "$faults,seed=5" \
+start_switch "$tmp/rack0.log" "${swopts[@]}" --listen "127.0.0.1:$rack0" --port-opts "$faults,seed=5$qopts" \
     --uplink "127.0.0.1:$spine" --uplink-job "$job0=0/2"
 rack_pid[0]=$sw
-start_switch "$tmp/rack1.log" "${swopts[@]}" --listen "127.0.0.1:$rack1" --port-opts "$faults,seed=9" \
+start_switch "$tmp/rack1.log" "${swopts[@]}" --listen "127.0.0.1:$rack1" --port-opts "$faults,seed=9$qopts" \
     --uplink "127.0.0.1:$spine" --uplink-job "$job1=1/2"
 rack_pid[1]=$sw
 # Sparse rounds (the racks' next pointers differ), then dense ones for bytes.
@@ -106,6 +108,8 @@ if [ "$mode" = tenants ]; then
         grep -q 'tenant mode' "$tmp/$f.log" || { echo "$f: not in tenant mode"; fail=1; }
         a=$(awk '/ina-switch stats/ { s = "" } { s = s $0 "\n" } END { printf "%s", s }' "$tmp/$f.log" | cnt drop_auth_fail)
         [ "$a" = 0 ] || { echo "$f dropped $a of the job's own packets on their tags"; fail=1; }
+        q=$(awk '/ina-switch stats/ { s = "" } { s = s $0 "\n" } END { printf "%s", s }' "$tmp/$f.log" | cnt port_udp_rxq3_pkts)
+        [ "$q" -gt 0 ] || { echo "$f: nothing received in carol's queue (3)"; fail=1; }
     done
 fi
 rf=$(awk '/ina-switch stats/ { s++ } s == 3' "$tmp/rack0.log" | cnt up_fins)
