@@ -29,6 +29,8 @@
 
 #include <cmocka.h>
 
+#include "udp_check.h"
+
 #include "skip.h"
 
 #include "ina/faults.h"
@@ -39,31 +41,6 @@
 #include "ina/wire.h"
 
 #define RX_DEADLINE_NS (2 * INA_NS_PER_S)
-
-static struct ina_port *
-port_open_ok(const char *spec)
-{
-	struct ina_port *port = NULL;
-	char err[256];
-	int ret;
-
-	ret = ina_port_open(spec, &port, err, sizeof(err));
-	if (ret < 0)
-		print_error("ina_port_open(\"%s\"): %s\n", spec, err);
-	assert_int_equal(ret, 0);
-	assert_non_null(port);
-	return port;
-}
-
-/* The peer that 'from' uses to reach 'to'. */
-static void
-peer_of(struct ina_port *from, const struct ina_port *to, struct ina_peer *peer)
-{
-	char addr[64];
-
-	assert_int_equal(ina_port_udp_local(to, addr, sizeof(addr)), 0);
-	assert_int_equal(ina_port_resolve(from, addr, peer), 0);
-}
 
 static void
 assert_pool_full(const struct ina_port *port, unsigned nb_pkts)
@@ -1035,20 +1012,6 @@ test_port_udp_rx_pool_empty(void **state)
 	assert_pool_full(b, 2);
 	ina_port_close(a);
 	ina_port_close(b);
-}
-
-/* The value of the udp port counter 'name' (xstats). */
-static uint64_t
-udp_xstat(const struct ina_port *port, const char *name)
-{
-	struct ina_port_xstat xs[16];
-	unsigned n = ina_port_xstats(port, xs, 16);
-
-	for (unsigned i = 0; i < n && i < 16; i++)
-		if (strcmp(xs[i].name, name) == 0)
-			return xs[i].value;
-	fail_msg("no counter %s", name);
-	return 0;
 }
 
 /* Receives up to 'max' packets into 'out' (kept, not freed) until 'want'

@@ -22,6 +22,8 @@
 
 #include <cmocka.h>
 
+#include "udp_check.h"
+
 #include "ina/pkt.h"
 #include "ina/port.h"
 #include "ina/port_udp.h"
@@ -29,45 +31,6 @@
 #include "ina/wire.h"
 
 #define RX_DEADLINE_NS (2 * INA_NS_PER_S)
-
-static struct ina_port *
-port_open_ok(const char *spec)
-{
-	struct ina_port *port = NULL;
-	char err[256];
-	int ret;
-
-	ret = ina_port_open(spec, &port, err, sizeof(err));
-	if (ret < 0)
-		print_error("ina_port_open(\"%s\"): %s\n", spec, err);
-	assert_int_equal(ret, 0);
-	assert_non_null(port);
-	return port;
-}
-
-/* The peer that 'from' uses to reach 'to'. */
-static void
-peer_of(struct ina_port *from, const struct ina_port *to, struct ina_peer *peer)
-{
-	char addr[64];
-
-	assert_int_equal(ina_port_udp_local(to, addr, sizeof(addr)), 0);
-	assert_int_equal(ina_port_resolve(from, addr, peer), 0);
-}
-
-/* The value of the udp port counter 'name' (xstats). */
-static uint64_t
-udp_xstat(const struct ina_port *port, const char *name)
-{
-	struct ina_port_xstat xs[32];
-	unsigned n = ina_port_xstats(port, xs, 32);
-
-	for (unsigned i = 0; i < n && i < 32; i++)
-		if (strcmp(xs[i].name, name) == 0)
-			return xs[i].value;
-	fail_msg("no counter %s", name);
-	return 0;
-}
 
 static uint64_t
 rxq(const struct ina_port *port, unsigned q)
@@ -83,15 +46,11 @@ rxq(const struct ina_port *port, unsigned q)
 static int
 has_rxq(const struct ina_port *port, unsigned q)
 {
-	struct ina_port_xstat xs[32];
-	unsigned n = ina_port_xstats(port, xs, 32);
 	char name[32];
+	uint64_t v;
 
 	snprintf(name, sizeof(name), "port_udp_rxq%u_pkts", q);
-	for (unsigned i = 0; i < n && i < 32; i++)
-		if (strcmp(xs[i].name, name) == 0)
-			return 1;
-	return 0;
+	return udp_xstat_find(port, name, &v);
 }
 
 /* A packet of 'len' bytes whose tenant byte is 'tenant' and every other byte
