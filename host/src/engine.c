@@ -81,13 +81,13 @@ engine_create(const struct engine_config *cfg)
 			e->sops[k].lanes = e->sop_lanes + k * cfg->lanes;
 	}
 	e->cfg = *cfg;
-	if (cfg->auth)
+	if (cfg->auth) {
 		snprintf(e->job_name, sizeof(e->job_name), "%" PRIu32 " of tenant %u",
 			 cfg->job_id & INA_TENANT_JOB_MAX, ina_tenant_of(cfg->job_id));
-	else
-		snprintf(e->job_name, sizeof(e->job_name), "%" PRIu32, cfg->job_id);
-	if (cfg->auth)
 		e->cfg.token = 0; /* the tag takes its field */
+	} else {
+		snprintf(e->job_name, sizeof(e->job_name), "%" PRIu32, cfg->job_id);
+	}
 	e->enc = ina_encoding(cfg->encoding);
 	e->params.job_id = cfg->job_id;
 	e->params.token = e->cfg.token;

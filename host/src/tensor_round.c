@@ -228,11 +228,9 @@ plans_next(const struct tround *t)
 static void
 plan(struct tround *t)
 {
-	uint32_t period = t->cfg.plan_period ? t->cfg.plan_period : 1;
-
 	t->B = t->cfg.max_block;
 	t->sub_log = 0;
-	if (t->planner && t->have_ref && t->pick_age > 0 && t->pick_age < period)
+	if (t->planner && t->have_ref && !plans_next(t))
 		t->pick_age++; /* the last plan holds: every worker counts alike */
 	else if (t->planner && t->have_ref)
 		t->pick_age = (t->ref_measured ||
