@@ -664,9 +664,11 @@ auth_in(struct pipeline *p, struct ina_pkt *in, struct ina_job_key *k)
  * Tenant mode, before the tag: the drops that cost less than a tag and that
  * the packet would meet after it anyway. A header that fails the wire's own
  * checks, a rank's DATA, FIN, LEAVE or KEEPALIVE for a job the switch does
- * not hold (PDROP_UNKNOWN_JOB), and a packet naming a joined rank from an
- * address other than the one it is bound to (PDROP_WRONG_ADDR,
- * process_checked), change nothing and draw no answer either way; checked first, a flood of such forgeries
+ * not hold (PDROP_UNKNOWN_JOB), and a rank's DATA, FIN, LEAVE, KEEPALIVE or
+ * FAILOVER naming a joined rank from an address other than the one it is
+ * bound to (PDROP_WRONG_ADDR, process_checked: the types it holds to the
+ * address; a primary's REPL names a rank but comes from the primary, and
+ * what comes from a rack's spine goes to uplink_rx), change nothing and draw no answer either way; checked first, a flood of such forgeries
  * costs the switch tens of nanoseconds a packet instead of a keyed hash over
  * each (about 1.4 us for a 4 KiB DATA, bench_mac). A JOIN goes on to its tag
  * (a rank's new address takes a JOIN). Returns the counter to add, or NULL.
@@ -677,19 +679,21 @@ cheap_drop(struct pipeline *p, const struct ina_pkt *in)
 	struct ina_hdr h;
 	const struct job *j;
 	enum ina_wire_reason r = ina_wire_validate(in->data, in->len, NULL, &h);
+	int rank_pkt;
 
 	if (r != INA_WIRE_OK)
 		return &p->st.drop_wire[r];
 	if (h.type == INA_T_JOIN || h.rank >= INA_MAX_WORLD)
 		return NULL;
-	if ((p->cfg.uplink.len && ina_peer_equal(&in->peer, &p->cfg.uplink)) ||
-	    (p->cfg.primary.len && ina_peer_equal(&in->peer, &p->cfg.primary)))
-		return NULL; /* the spine's or the primary's: not a rank's own */
+	if (p->cfg.uplink.len && ina_peer_equal(&in->peer, &p->cfg.uplink))
+		return NULL; /* the spine's: uplink_rx checks them */
+	rank_pkt = h.type == INA_T_DATA || h.type == INA_T_FIN || h.type == INA_T_LEAVE ||
+		   h.type == INA_T_KEEPALIVE;
 	j = pl_job_find(p, h.job_id);
-	if (!j && (h.type == INA_T_DATA || h.type == INA_T_FIN || h.type == INA_T_LEAVE ||
-		   h.type == INA_T_KEEPALIVE))
+	if (!j && rank_pkt)
 		return &p->st.drop[PDROP_UNKNOWN_JOB];
-	if (j && (j->joined >> h.rank & 1) && !ina_peer_equal(&in->peer, &j->peers[h.rank]))
+	if (j && (rank_pkt || h.type == INA_T_FAILOVER) && (j->joined >> h.rank & 1) &&
+	    !ina_peer_equal(&in->peer, &j->peers[h.rank]))
 		return &p->st.drop[PDROP_WRONG_ADDR];
 	return NULL;
 }
