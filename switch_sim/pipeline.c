@@ -327,43 +327,6 @@ drop:
 	return NULL;
 }
 
-/* Loads every held first payload into its accumulator and frees its packet
- * (struct pl_hold): before any packet that does not take data_fast(), and
- * at the end of a burst. */
-static void
-settle_all(struct pipeline *p)
-{
-	for (uint16_t k = 0; k < p->nb_hold; k++) {
-		struct half *hf = p->hold[k].hf;
-
-		if (!hf->held)
-			continue; /* its second payload came */
-		p->hold[k].enc->load(hf->acc.f32, hf->held->data + INA_HDR_SIZE,
-				     p->hold[k].n_elems);
-		ina_pkt_free(hf->held);
-		hf->held = NULL;
-	}
-	p->nb_hold = 0;
-}
-
-static inline void
-settle(struct pipeline *p)
-{
-	if (p->nb_hold)
-		settle_all(p);
-}
-
-/* Whether data_fast() may hold 'h's payload, the first of open half 'hf':
- * whole blocks of an encoding with load2, room in the list, and at least
- * two ranks still to come (the next payload is not the last). */
-static inline int
-may_hold(const struct pipeline *p, const struct job *j, const struct half *hf,
-	 const struct ina_hdr *h)
-{
-	return j->enc->load2 && h->n_elems && !h->sub_log && p->nb_hold < PL_HOLD_MAX &&
-	       __builtin_popcountll(j->full & ~(hf->bitmap | 1ull << h->rank)) >= 2;
-}
-
 /*
  * A job with nothing special going on: no takeover, give-back, abort,
  * standby, ssp or uplink. Its DATA from a rank that joined and did not
@@ -405,33 +368,13 @@ data_fast(struct pipeline *p, struct ina_pkt *in, struct job *j, const struct in
 	if (j->linger_until)
 		j->linger_until = now + pl_job_linger_ns(p, j);
 	if (ver != s->cur || hf->state != HALF_AGG || !pl_key_is(&hf->key, h) ||
-	    (hf->bitmap >> h->rank & 1)) {
-		settle(p);
+	    (hf->bitmap >> h->rank & 1))
 		return handle_data(p, in, j, h, now);
-	}
 	if ((hf->bitmap | 1ull << h->rank) != j->full) {
-		if (hf->held && h->n_elems) {
-			/* The second payload: both into the accumulator. */
-			pl_half_note(hf, h);
-			pl_half_saturated(p, hf,
-					  j->enc->load2(hf->acc.f32, hf->held->data + INA_HDR_SIZE,
-							in->data + INA_HDR_SIZE, h->n_elems));
-			ina_pkt_free(hf->held);
-			hf->held = NULL;
-		} else if (!hf->has_data && may_hold(p, j, hf, h)) {
-			pl_half_note(hf, h);
-			hf->has_data = 1;
-			hf->held = in;
-			p->hold[p->nb_hold++] = (struct pl_hold){ hf, j->enc, h->n_elems };
-			return NULL;
-		} else {
-			pl_half_add(p, j, hf, h, in->data + INA_HDR_SIZE);
-		}
+		pl_half_add(p, j, hf, h, in->data + INA_HDR_SIZE);
 		ina_pkt_free(in);
 		return NULL;
 	}
-	if (hf->held)
-		settle(p); /* a block whose other payloads were all empty */
 	result_size = pl_result_size(j, h);
 	if (in->cap < result_size) {
 		pl_half_add(p, j, hf, h, in->data + INA_HDR_SIZE);
@@ -538,10 +481,8 @@ process_checked(struct pipeline *p, struct ina_pkt *in, uint64_t now)
 	int old = 0; /* of the primary's epoch, for a job taken over */
 
 	p->st.rx_pkts++;
-	if (p->cfg.uplink.len && ina_peer_equal(&in->peer, &p->cfg.uplink)) {
-		settle(p);
+	if (p->cfg.uplink.len && ina_peer_equal(&in->peer, &p->cfg.uplink))
 		return uplink_rx(p, in, now); /* from the spine */
-	}
 	if (in->len >= INA_HDR_SIZE && in->data[1] != INA_T_JOIN) {
 		uint32_t id_be, epoch_be;
 
@@ -582,7 +523,6 @@ process_checked(struct pipeline *p, struct ina_pkt *in, uint64_t now)
 	}
 	if (j && h.type == INA_T_DATA && job_plain(p, j, in, &h))
 		return data_fast(p, in, j, &h, now);
-	settle(p); /* what follows may touch any half */
 	if (j && h.type == INA_T_DATA && !old && (j->joined >> h.rank & 1)) {
 		if (!j->has_max_round || (int32_t)(h.round - j->max_round) > 0) {
 			j->max_round = h.round;
@@ -827,7 +767,6 @@ pipeline_rx_burst(struct pipeline *p, struct ina_pkt **in, uint16_t nb_in, uint6
 		if (o)
 			out[nb_out++] = o;
 	}
-	settle(p);
 	p->st.tx_pkts += nb_out;
 	return nb_out;
 }
@@ -849,7 +788,6 @@ pipeline_rx_quiet(struct pipeline *p, struct ina_pkt **in, uint16_t nb_in, uint6
 	p->cfg.on_event = NULL;
 	for (uint16_t i = 0; i < nb_in; i++)
 		ina_pkt_free(process_one(p, in[i], now_ns));
-	settle(p);
 	p->cfg.on_event = on_event;
 	p->st = saved;
 }

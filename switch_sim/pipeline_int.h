@@ -58,9 +58,6 @@ struct half {
 	struct ina_sub_mask mask; /* key.sub_log > 0: the union of the masks
 				 * added; only its sub-blocks of 'acc' hold
 				 * values (subsum.c) */
-	struct ina_pkt *held;	  /* the block's first payload, not yet in
-				 * 'acc': the packet, kept within its burst
-				 * (pipeline.c, struct pl_hold) */
 	union {			  /* slot_elems accumulators */
 		float *f32;
 		int32_t *i32;
@@ -130,22 +127,6 @@ struct redirected {
 	uint64_t until_ns; /* remembered until then; 0: empty */
 };
 
-/*
- * A half that holds its first packet (half.held): data_fast() keeps a
- * block's first payload in its buffer instead of copying it into the
- * accumulator, and the second sums both into it in one pass (enc->load2).
- * Only within one pipeline_rx_burst(): any packet that does not take
- * data_fast(), and the burst's end, first load every held payload into its
- * accumulator and free the packet (pl_settle), so nothing else ever sees a
- * held half and no packet outlives the burst that brought it.
- */
-struct pl_hold {
-	struct half *hf;
-	const struct ina_encoding_ops *enc;
-	uint16_t n_elems;
-};
-#define PL_HOLD_MAX 64 /* halves holding at once (one burst's) */
-
 #define PL_REDIRECTED 64 /* jobs remembered */
 #define PL_REDIRECT_MEMORY_NS (60ull * 1000000000ull)
 
@@ -167,9 +148,7 @@ struct pipeline {
 	struct redirected redirected[PL_REDIRECTED];
 	uint16_t next_redirected; /* the entry the next one overwrites
 					 * when none is free */
-	uint16_t nb_hold;	  /* entries of 'hold' in use */
-	struct pl_hold hold[PL_HOLD_MAX];
-	uint8_t waiting; /* a JOIN waits for slots given back */
+	uint8_t waiting;	  /* a JOIN waits for slots given back */
 	uint32_t wait_job_id;
 	uint64_t wait_token;
 	uint64_t wait_since_ns;

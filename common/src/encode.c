@@ -304,24 +304,6 @@ f32_add_put_avx2(float *restrict acc, uint8_t *restrict buf, size_t n)
 	f32_add_avx2(acc, buf, buf, n);
 }
 
-AVX2_FN static void
-f32_sum2_avx2(float *restrict acc, const uint8_t *x, const uint8_t *y, size_t n)
-{
-	size_t i = 0;
-
-	for (; i + 8 <= n; i += 8) {
-		__m256i a = bswap32_x8(
-			_mm256_loadu_si256((const __m256i *)(const void *)(x + 4 * i)));
-		__m256i b = bswap32_x8(
-			_mm256_loadu_si256((const __m256i *)(const void *)(y + 4 * i)));
-
-		_mm256_storeu_ps(acc + i,
-				 _mm256_add_ps(_mm256_castsi256_ps(a), _mm256_castsi256_ps(b)));
-	}
-	for (; i < n; i++)
-		acc[i] = load_f32(x + 4 * i) + load_f32(y + 4 * i);
-}
-
 AVX2_FN static size_t
 i32_add_only_avx2(int32_t *restrict acc, const uint8_t *restrict src, size_t n)
 {
@@ -409,20 +391,6 @@ ina_enc_f32_add(float *restrict acc, const void *restrict src, size_t n)
 	}
 #endif
 	f32_add_generic(acc, src, n);
-}
-
-/* A block's first two packets, in one pass. */
-void
-ina_enc_f32_sum2(float *restrict acc, const void *x, const void *y, size_t n)
-{
-#ifdef INA_ENC_AVX2
-	if (cpu_avx2()) {
-		f32_sum2_avx2(acc, x, y, n);
-		return;
-	}
-#endif
-	f32_get_generic(acc, x, n);
-	f32_add_generic(acc, y, n);
 }
 
 /* The completing packet: its payload becomes the result, in one pass. */

@@ -48,13 +48,6 @@ f32_add_store(void *acc, void *buf, size_t n)
 	return 0;
 }
 
-static size_t
-f32_load2(void *acc, const void *x, const void *y, size_t n)
-{
-	ina_enc_f32_sum2(acc, x, y, n);
-	return 0;
-}
-
 /* f32 and bf16 slots both hold binary32 sums. */
 static int
 float_deferred(const void *acc, size_t n, uint32_t raw_bound)
@@ -172,7 +165,7 @@ const struct ina_encoding_ops ina_encoding_rows[INA_ENC_MAX + 1] = {
 		.id = INA_ENC_F32, .name = "f32", .elem_size = 4, .scaled = 0,
 		.encode = f32_encode, .decode = f32_decode,
 		.load = f32_load, .add = f32_add, .store = f32_store,
-		.add_store = f32_add_store, .load2 = f32_load2,
+		.add_store = f32_add_store,
 		.deferred = float_deferred, .bound = f32_bound,
 	},
 	[INA_ENC_I32] = {

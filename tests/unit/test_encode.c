@@ -1040,57 +1040,6 @@ test_encode_add_store_matches_two_passes(void **state)
 	}
 }
 
-/*
- * A block's first two payloads in one pass (load2, where an encoding has
- * it): the same sums as load then add, bit for bit, for every length up to
- * MAX_N, at unaligned buffers, with NaNs, infinities, signed zeros and
- * subnormals among the values, and both payloads left as they were.
- */
-static void
-test_encode_load2_matches_load_then_add(void **state)
-{
-	static const uint32_t edge[] = { 0x7fc00001u, 0xff800000u, 0x7f800000u, 0x80000000u,
-					 0x00000000u, 0x00000003u, 0x80000005u, 0x7f7fffffu };
-	uint32_t acc[MAX_N], ref[MAX_N], x[MAX_N], y[MAX_N];
-	uint8_t wx[4 * MAX_N + 8], wy[4 * MAX_N + 8], kx[4 * MAX_N + 8], ky[4 * MAX_N + 8];
-	uint64_t seed = 13;
-	int rows = 0;
-
-	(void)state;
-	for (uint8_t id = INA_ENC_F32; id <= INA_ENC_MAX; id++) {
-		const struct ina_encoding_ops *enc = ina_encoding(id);
-
-		if (!enc->load2)
-			continue;
-		rows++;
-		for (size_t n = 0; n <= MAX_N; n += n < 80 ? 1 : 37) {
-			size_t ox = n % 4, oy = (n + 1) % 4;
-
-			for (size_t i = 0; i < n; i++) {
-				x[i] = i % 7 == 2 ? edge[rnd_below(&seed, 8)]
-						  : bits_of(rnd_float(&seed, -20, 20));
-				y[i] = i % 5 == 1    ? edge[rnd_below(&seed, 8)]
-				       : i % 11 == 4 ? x[i] ^ 0x80000000u /* cancels */
-						     : bits_of(rnd_float(&seed, -20, 20));
-			}
-			memset(wx, 0x5a, sizeof(wx));
-			memset(wy, 0xa5, sizeof(wy));
-			enc->encode(wx + ox, (const float *)x, n, 0);
-			enc->encode(wy + oy, (const float *)y, n, 0);
-			memcpy(kx, wx, sizeof(kx));
-			memcpy(ky, wy, sizeof(ky));
-			enc->load(ref, wx + ox, n);
-			assert_int_equal(enc->load2(acc, wx + ox, wy + oy, n),
-					 enc->add(ref, wy + oy, n));
-			if (n)
-				assert_memory_equal(acc, ref, n * sizeof(acc[0]));
-			assert_memory_equal(wx, kx, sizeof(wx));
-			assert_memory_equal(wy, ky, sizeof(wy));
-		}
-	}
-	assert_int_not_equal(rows, 0); /* f32 has it */
-}
-
 int
 main(void)
 {
@@ -1099,7 +1048,6 @@ main(void)
 		cmocka_unit_test(test_encode_f32_round_trip_bit_exact),
 		cmocka_unit_test(test_encode_f32_add_matches_scalar),
 		cmocka_unit_test(test_encode_add_store_matches_two_passes),
-		cmocka_unit_test(test_encode_load2_matches_load_then_add),
 		cmocka_unit_test(test_encode_i32_exp_values),
 		cmocka_unit_test(test_encode_i32_scale_values),
 		cmocka_unit_test(test_encode_i32_headroom),

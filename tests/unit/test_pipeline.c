@@ -2160,111 +2160,6 @@ test_pipeline_reordering(void **state)
 	done(t);
 }
 
-/*
- * A block's first payload is held in its packet until the second comes in
- * the same burst, and summed with it in one pass (pipeline_int.h, struct
- * pl_hold): a block a next pointer opened, not a lane's first. The sums are
- * those of adding in arrival order, bit for bit (values that round
- * differently in another order), whether the burst brings the whole block,
- * a duplicate after the held packet, empty payloads between (up to the
- * last), two lanes interleaved, or only the first packet (held to the
- * burst's end, then loaded); and no packet outlives its burst.
- */
-static void
-test_pipeline_first_held(void **state)
-{
-	/* Each burst: a lane and a rank per packet (rank + 10: empty; the
-	 * same lane and rank twice in a row: a duplicate). */
-	static const struct {
-		uint8_t n;
-		uint8_t lane[8], rank[8];
-	} bursts[] = {
-		{ 8, { 0, 1, 0, 1, 0, 1, 0, 1 }, { 0, 3, 1, 2, 2, 1, 3, 0 } }, /* lanes' first */
-		{ 8, { 0, 1, 0, 1, 0, 1, 0, 1 }, { 0, 3, 1, 2, 2, 1, 3, 0 } }, /* both done */
-		{ 6, { 0, 0, 0, 0, 1, 1 }, { 2, 2, 0, 13, 3, 0 } },	       /* dup, empty */
-		{ 2, { 0, 1 }, { 1, 1 } },				       /* lane 0 done */
-		{ 1, { 1 }, { 12 } }, /* lane 1 done by an empty payload */
-		{ 1, { 0 }, { 3 } },  /* held to the burst's end */
-		{ 3, { 0, 0, 0 }, { 1, 0, 2 } },
-		{ 4, { 1, 1, 1, 1 }, { 0, 11, 12, 3 } }, /* held until the last */
-	};
-	enum { LANES = 2, STEPS = 4 }; /* blocks a lane */
-	struct t *t = *state;
-	struct tjob j = { .id = 702,
-			  .token = 0x7071,
-			  .world = 4,
-			  .lanes = LANES,
-			  .max_block = SLOT_ELEMS,
-			  .enc = INA_ENC_F32 };
-	float v[4][SLOT_ELEMS], want[LANES][SLOT_ELEMS];
-	int first[LANES] = { 1, 1 };
-	uint32_t step[LANES] = { 0, 0 }, results = 0;
-	struct blk b[LANES];
-
-	for (int r = 0; r < 4; r++)
-		for (int i = 0; i < SLOT_ELEMS; i++)
-			v[r][i] = r == 0   ? 1e8f + (float)i
-				  : r == 2 ? -1e8f
-					   : 0.75f + (float)r * 0.5f - (float)i * 0.125f;
-	start(t);
-	join_all(t, &j);
-	for (uint16_t l = 0; l < LANES; l++)
-		b[l] = (struct blk){ .tensor_id = 4,
-				     .round = 1,
-				     .tensor_len = LANES * STEPS * SLOT_ELEMS,
-				     .block_size = SLOT_ELEMS,
-				     .lane = l,
-				     .block = l };
-	for (size_t k = 0; k < sizeof(bursts) / sizeof(bursts[0]); k++) {
-		struct ina_pkt *pkts[8];
-		uint16_t nb;
-
-		for (uint8_t i = 0; i < bursts[k].n; i++) {
-			uint16_t l = bursts[k].lane[i], r = bursts[k].rank[i] % 10;
-			int empty = bursts[k].rank[i] >= 10;
-			int dup = i > 0 && bursts[k].rank[i] == bursts[k].rank[i - 1] &&
-				  bursts[k].lane[i] == bursts[k].lane[i - 1];
-			uint32_t next = step[l] + 1 < STEPS ? b[l].block + LANES : INA_BLOCK_END;
-
-			pkts[i] = mk_data(t, &j, r, &b[l], next, empty ? NULL : v[r]);
-			if (!empty && !dup) {
-				fadd(want[l], v[r], SLOT_ELEMS, first[l]);
-				first[l] = 0;
-			}
-		}
-		nb = rx_n(t, pkts, bursts[k].n);
-		for (uint16_t o = 0; o < nb; o++) {
-			struct wc_got g;
-			uint16_t l;
-
-			take(t, o, &g);
-			if (g.h.type != INA_T_RESULT) {
-				assert_int_equal(g.h.type, INA_T_WAIT); /* the duplicate's */
-				continue;
-			}
-			l = g.h.lane;
-			check_result(&g, &j, &b[l],
-				     step[l] + 1 < STEPS ? b[l].block + LANES : INA_BLOCK_END,
-				     want[l]);
-			b[l].ver ^= 1;
-			b[l].block += LANES;
-			if (++step[l] == STEPS) {
-				step[l] = 0;
-				b[l].block = l;
-				b[l].round++;
-			}
-			first[l] = 1;
-			results++;
-		}
-		t->nb_out = 0;
-		/* No packet outlives its burst, held or not. */
-		assert_int_equal(ina_pkt_pool_avail(t->pool), NB_PKTS);
-	}
-	assert_int_equal(results, 8);
-	assert_int_equal(pipeline_stats(t->p)->duplicates, 1);
-	done(t);
-}
-
 /* ---- Drops ---- */
 
 static void
@@ -4532,7 +4427,6 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_pipeline_lost_result, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_pipeline_result_filter, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_pipeline_reordering, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_pipeline_first_held, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_pipeline_exact_match, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_pipeline_malformed, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_pipeline_slot_reuse, setup, teardown),

@@ -24,10 +24,6 @@ void ina_enc_f32_add(float *acc, const void *src, size_t n);
  * order, in one pass: the packet that completes a block carries its result.
  * The same sums as ina_enc_f32_add() then ina_enc_f32_put(). */
 void ina_enc_f32_add_put(float *acc, void *buf, size_t n);
-/* acc = the wire values in 'x' plus those in 'y', in one pass: a block's
- * first two packets. The same sums as ina_enc_f32_get(acc, x) then
- * ina_enc_f32_add(acc, y). */
-void ina_enc_f32_sum2(float *acc, const void *x, const void *y, size_t n);
 
 /*
  * bf16: the top 16 bits of a binary32 (sign, 8 exponent bits, 7 fraction

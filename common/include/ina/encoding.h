@@ -37,10 +37,6 @@ struct ina_encoding_ops {
 	 * where the encoding can (the block's completing packet becomes its
 	 * result in place); returns what add returns. */
 	size_t (*add_store)(void *acc, void *buf, size_t n);
-	/* load of 'x' then add of 'y', in one pass (the same sums; returns
-	 * what add returns); NULL where the encoding has no such loop (the
-	 * switch then loads a block's first packet as it comes). */
-	size_t (*load2)(void *acc, const void *x, const void *y, size_t n);
 	/* The result filter on a finished accumulator against the raw bound of
 	 * the block's packets (encode.h, ina_enc_bound()). */
 	int (*deferred)(const void *acc, size_t n, uint32_t raw_bound);
