@@ -44,6 +44,7 @@ static struct {
 	double seconds;
 	unsigned frame;
 	const char *rx_lcores, *tx_lcores;
+	int zero_copy; /* the sender a zero-copy client */
 	char sock[96];
 	int pid;
 	int ready[2]; /* the receiver tells the sender its port runs */
@@ -57,6 +58,7 @@ start(int server, struct rte_mempool **pool)
 	char prefix[64], lcores[64], vdev[192], name[] = "bench_memif_dpdk";
 	char *argv[] = { name,
 			 "--no-huge",
+			 "--single-file-segments",
 			 "-m",
 			 "256",
 			 "--no-pci",
@@ -75,8 +77,9 @@ start(int server, struct rte_mempool **pool)
 	snprintf(prefix, sizeof(prefix), "--file-prefix=ina-memif-%s-%d", server ? "rx" : "tx",
 		 g.pid);
 	snprintf(lcores, sizeof(lcores), "--lcores=%s", server ? g.rx_lcores : g.tx_lcores);
-	snprintf(vdev, sizeof(vdev), "--vdev=net_memif0,role=%s,id=0,socket=%s,bsize=%u",
-		 server ? "server" : "client", g.sock, DATA_ROOM);
+	snprintf(vdev, sizeof(vdev), "--vdev=net_memif0,role=%s,id=0,socket=%s,bsize=%u%s",
+		 server ? "server" : "client", g.sock, DATA_ROOM,
+		 !server && g.zero_copy ? ",zero-copy=yes" : "");
 	if (rte_eal_init(argc, argv) < 0) {
 		fprintf(stderr, "bench_memif_dpdk: %s: EAL: %s\n", who, rte_strerror(rte_errno));
 		return -1;
@@ -159,6 +162,12 @@ sender(void)
 			for (int i = 0; i < BURST; i++) {
 				m[i]->data_len = (uint16_t)g.frame;
 				m[i]->pkt_len = g.frame;
+				/* Zero-copy: the receiver reads this buffer, so
+				 * the sender writes it, once, as memif's copy
+				 * into its ring does otherwise. */
+				if (g.zero_copy)
+					memset(rte_pktmbuf_mtod(m[i], void *), (int)(n & 0xff),
+					       g.frame);
 			}
 			sent = rte_eth_tx_burst((uint16_t)port, 0, m, BURST);
 			if (sent < BURST)
@@ -236,6 +245,9 @@ usage(FILE *f)
 		   "  --frame BYTES         frame size, 64..9014 (default 9000)\n"
 		   "  --rx-lcores L         the receiver's EAL --lcores (default 0@(0-1))\n"
 		   "  --tx-lcores L         the sender's EAL --lcores (default 0@(0-1))\n"
+		   "  --zero-copy           the sender a zero-copy client (zero-copy=yes:\n"
+		   "                        the receiver copies from the sender's own\n"
+		   "                        buffers, which the sender writes each frame)\n"
 		   "  -h, --help            this text\n");
 }
 
@@ -247,6 +259,7 @@ main(int argc, char **argv)
 		{ "frame", required_argument, NULL, 'f' },
 		{ "rx-lcores", required_argument, NULL, 'r' },
 		{ "tx-lcores", required_argument, NULL, 't' },
+		{ "zero-copy", no_argument, NULL, 'z' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -272,6 +285,9 @@ main(int argc, char **argv)
 			break;
 		case 't':
 			g.tx_lcores = optarg;
+			break;
+		case 'z':
+			g.zero_copy = 1;
 			break;
 		case 'h':
 			usage(stdout);

@@ -2,9 +2,13 @@
 /*
  * EAL start-up for the programs and tests (port_dpdk.h): rte_eal_init once
  * per process, with its usual failures turned into a sentence that says what
- * to do. Two are checked before EAL runs, because EAL's own text for them is
- * cryptic: no hugepages reserved without --no-huge, and a --file-prefix whose
- * lock another primary process holds.
+ * to do. Three are checked before EAL runs, because EAL's own text for them
+ * is cryptic or missing: no hugepages reserved without --no-huge, a
+ * --file-prefix whose lock another primary process holds, and a memif
+ * zero-copy client (zero-copy=yes) without --single-file-segments, which
+ * memif refuses (it shares the process's memory with the switch as one file
+ * per segment list; with --no-huge EAL maps that memory as one memfd anyway,
+ * the option only says so).
  */
 #include <dirent.h>
 #include <errno.h>
@@ -23,7 +27,7 @@
 static int eal_up;
 
 struct eal_args {
-	int no_huge, in_memory, no_shconf;
+	int no_huge, in_memory, no_shconf, single_file, zero_copy;
 	const char *prefix;
 };
 
@@ -43,6 +47,13 @@ eal_args_scan(int argc, char **argv, struct eal_args *a)
 			a->in_memory = 1;
 		else if (strcmp(s, "--no-shconf") == 0)
 			a->no_shconf = 1;
+		else if (strcmp(s, "--single-file-segments") == 0)
+			a->single_file = 1;
+		else if (strncmp(s, "--vdev=", 7) == 0 && strstr(s, "zero-copy=yes"))
+			a->zero_copy = 1;
+		else if (strcmp(s, "--vdev") == 0 && i + 1 < argc && argv[i + 1] &&
+			 strstr(argv[++i], "zero-copy=yes"))
+			a->zero_copy = 1;
 		else if (strncmp(s, "--file-prefix=", 14) == 0)
 			a->prefix = s + 14;
 		else if (strcmp(s, "--file-prefix") == 0 && i + 1 < argc && argv[i + 1])
@@ -137,6 +148,12 @@ ina_dpdk_eal_init(int argc, char **argv, char *err, size_t err_size)
 			"distinct --file-prefix=NAME (or --no-shconf when no memif is used)",
 			a.prefix, holder);
 		return -EBUSY;
+	}
+	if (a.zero_copy && !a.single_file) {
+		ina_errf(err, err_size,
+			 "EAL: a memif with zero-copy=yes shares this process's memory, which "
+			 "memif accepts only in single-file segments: add --single-file-segments");
+		return -EINVAL;
 	}
 	ret = rte_eal_init(argc, argv);
 	if (ret < 0) {

@@ -5,9 +5,10 @@
  * sub-blocks by norm to a mass fraction); per candidate (B, b), the blocks of
  * B that hold one; cost them with the lane protocol's packet count and the
  * masks (see planner.h), priced in time, and keep the fastest. The reference
- * is read once: sums of squares per unit of the smallest b, folded pairwise
- * for each larger b; the mass prefix is found by a weighted quickselect;
- * each B counts its blocks from per-block counts folded pairwise.
+ * is read once: a bit per unit of the smallest b (mass 1), or flags and sums
+ * of squares (mass < 1), folded pairwise for each larger b; the mass prefix
+ * is found by a weighted quickselect; each B counts its blocks from the
+ * kept units' bitmap folded pairwise, by popcount.
  */
 #include "planner.h"
 
@@ -39,9 +40,12 @@ struct planner {
 	uint8_t *base_flag, *work_flag;
 	uint32_t base_n, base_units;
 	int base_sums, measured;
-	uint32_t *idx; /* eligible unit indices, for the mass selection */
-	uint8_t *sel;  /* per unit: kept */
-	uint32_t *cnt; /* per unit, then per block: elements sent */
+	uint64_t *base_bits; /* per unit of min_unit: 1 if its flags are set
+			      * (what a mass >= 1 keeps) */
+	uint32_t *idx;	     /* eligible unit indices, for the mass selection */
+	uint8_t *sel;	     /* per unit of the current level: kept (mass < 1) */
+	uint64_t *sel_bits;  /* per unit of the current level: kept (any mass) */
+	uint64_t *blk_bits;  /* per block of a candidate B: sent */
 };
 
 void
@@ -115,6 +119,13 @@ max_k(const struct planner_config *cfg, uint32_t B)
 	return k;
 }
 
+/* 64-bit words of a bitmap of n bits. */
+static uint32_t
+bit_words(uint32_t n)
+{
+	return n / 64 + 1;
+}
+
 struct planner *
 planner_create(const struct planner_config *cfg)
 {
@@ -143,9 +154,11 @@ planner_create(const struct planner_config *cfg)
 	p->work_flag = calloc(p->max_units, sizeof(*p->work_flag));
 	p->idx = calloc(p->max_units, sizeof(*p->idx));
 	p->sel = calloc(p->max_units, sizeof(*p->sel));
-	p->cnt = calloc(p->max_units, sizeof(*p->cnt));
+	p->base_bits = calloc(bit_words(p->max_units), sizeof(*p->base_bits));
+	p->sel_bits = calloc(bit_words(p->max_units), sizeof(*p->sel_bits));
+	p->blk_bits = calloc(bit_words(p->max_units), sizeof(*p->blk_bits));
 	if (!p->base_lvl || !p->base_flag || !p->work_lvl || !p->work_flag || !p->idx || !p->sel ||
-	    !p->cnt) {
+	    !p->base_bits || !p->sel_bits || !p->blk_bits) {
 		planner_destroy(p);
 		errno = ENOMEM;
 		return NULL;
@@ -164,7 +177,9 @@ planner_destroy(struct planner *p)
 	free(p->work_flag);
 	free(p->idx);
 	free(p->sel);
-	free(p->cnt);
+	free(p->base_bits);
+	free(p->sel_bits);
+	free(p->blk_bits);
 	free(p);
 }
 
@@ -257,16 +272,40 @@ unit_flags(const float *x, uint32_t len, uint32_t bound_bits)
 	return (uint8_t)((over ? UNIT_OVER : 0) | (nonfinite ? UNIT_NONFINITE : 0));
 }
 
-/* A unit of 8's sum of squares of its finite elements, added pairwise (a
- * fixed order, so every worker's bits agree whether or not the compiler
+/* 1 when an element of x[0 .. len) is over the bound or not finite: |x|'s
+ * bits from infinity's up are above any finite bound's. Vectorizes. */
+static inline uint32_t
+unit_kept(const float *x, uint32_t len, uint32_t bound_bits)
+{
+	uint32_t over = 0;
+
+	for (uint32_t i = 0; i < len; i++) {
+		uint32_t a;
+
+		memcpy(&a, &x[i], sizeof(a));
+		over |= (uint32_t)((a & 0x7fffffffu) > bound_bits);
+	}
+	return over;
+}
+
+/* A unit of 8's sum of squares of its finite elements (a non-finite one's
+ * bits cleared to +0: no branch, so it vectorizes), added pairwise (a fixed
+ * order, so every worker's bits agree whether or not the compiler
  * vectorizes it). */
 static inline double
 unit8_squares(const float *x)
 {
 	double q[8];
 
-	for (unsigned i = 0; i < 8; i++)
-		q[i] = isfinite(x[i]) ? (double)x[i] * x[i] : 0.0;
+	for (unsigned i = 0; i < 8; i++) {
+		uint32_t a;
+		float v;
+
+		memcpy(&a, &x[i], sizeof(a));
+		a &= -(uint32_t)((a & 0x7f800000u) != 0x7f800000u);
+		memcpy(&v, &a, sizeof(v));
+		q[i] = (double)v * v;
+	}
 	return ((q[0] + q[1]) + (q[2] + q[3])) + ((q[4] + q[5]) + (q[6] + q[7]));
 }
 
@@ -280,7 +319,17 @@ measure_units(struct planner *p, const float *ref, uint32_t n, float bound, int 
 	float abs_bound = fabsf(bound);
 
 	memcpy(&bound_bits, &abs_bound, sizeof(bound_bits));
-	for (u = 0; u < nu; u++) {
+	memset(p->base_bits, 0, bit_words(nu) * sizeof(*p->base_bits));
+	/* A mass >= 1 needs the bitmap alone. */
+	for (u = 0; !sums && u < nu; u++) {
+		const float *x = ref + (uint64_t)u * b;
+		uint32_t len = unit_len(n, b, u);
+
+		p->base_bits[u / 64] |= (uint64_t)(len == 8 ? unit_kept(x, 8, bound_bits)
+							    : unit_kept(x, len, bound_bits))
+					<< (u % 64);
+	}
+	for (u = 0; sums && u < nu; u++) {
 		const float *x = ref + (uint64_t)u * b;
 		uint32_t len = unit_len(n, b, u);
 		double ss = 0;
@@ -296,6 +345,7 @@ measure_units(struct planner *p, const float *ref, uint32_t n, float bound, int 
 			ss += isfinite(v) ? (double)v * v : 0.0;
 		}
 		p->base_lvl[u] = ss;
+		p->base_bits[u / 64] |= (uint64_t)(p->base_flag[u] != 0) << (u % 64);
 	}
 	p->base_units = nu;
 	p->base_n = n;
@@ -325,8 +375,10 @@ fold_units(struct planner *p)
 	p->n_units = nu;
 }
 
-/* Marks in p->sel the units of the current level (p->lvl, p->flag) that
- * travel. */
+/* Marks in p->sel and p->sel_bits the units of the current level (p->lvl,
+ * p->flag) that a mass < 1 keeps: every unit with a non-finite element, and
+ * of the units over the bound the shortest prefix by rank that reaches the
+ * mass. */
 static void
 select_units(struct planner *p, double mass)
 {
@@ -336,58 +388,70 @@ select_units(struct planner *p, double mass)
 	for (u = 0; u < nu; u++) {
 		uint8_t f = p->flag[u];
 
-		p->sel[u] = (f & UNIT_NONFINITE) || ((f & UNIT_OVER) && mass >= 1.0);
+		p->sel[u] = (f & UNIT_NONFINITE) != 0;
 		if (p->sel[u] || !(f & UNIT_OVER))
 			continue;
 		p->idx[h++] = u;
 		finite_total += p->lvl[u];
 	}
-	if (mass >= 1.0 || h == 0)
-		return;
-	if (!(finite_total > 0)) { /* every key 0 (underflow): all of them */
+	if (h > 0 && !(finite_total > 0)) { /* every key 0 (underflow): all of them */
 		for (u = 0; u < h; u++)
 			p->sel[p->idx[u]] = 1;
-		return;
+	} else if (h > 0) {
+		mass_prefix(p->idx, h, p->lvl, mass * finite_total, p->sel);
 	}
-	mass_prefix(p->idx, h, p->lvl, mass * finite_total, p->sel);
+	memset(p->sel_bits, 0, bit_words(nu) * sizeof(*p->sel_bits));
+	for (u = 0; u < nu; u++)
+		p->sel_bits[u / 64] |= (uint64_t)p->sel[u] << (u % 64);
 }
 
-/* The elements each unit of the current level sends (p->sel), into
- * p->cnt: the blocks of B = b at k = 0. */
-static void
-mark_counts(struct planner *p, uint32_t n, uint32_t b)
+/* Bit i < 32 of the result: bit 2i or bit 2i + 1 of x. */
+static uint64_t
+pairs_or(uint64_t x)
 {
-	for (uint32_t u = 0; u < p->n_units; u++)
-		p->cnt[u] = p->sel[u] ? unit_len(n, b, u) : 0;
+	x = (x | x >> 1) & 0x5555555555555555ull;
+	x = (x | x >> 1) & 0x3333333333333333ull;
+	x = (x | x >> 2) & 0x0f0f0f0f0f0f0f0full;
+	x = (x | x >> 4) & 0x00ff00ff00ff00ffull;
+	x = (x | x >> 8) & 0x0000ffff0000ffffull;
+	return (x | x >> 16) & 0x00000000ffffffffull;
 }
 
-/* p->cnt from blocks of B to blocks of 2B, in place; 'len' blocks. */
+/* From a bitmap of 'nbits' units (the bits past them 0) to one of their
+ * pairs, a bit set when either unit's is: the units of twice the size. In
+ * place when dst == src (word j reads words 2j and 2j + 1 only). Returns the
+ * bits of dst. */
 static uint32_t
-fold_counts(struct planner *p, uint32_t len)
+fold_bits(const uint64_t *src, uint32_t nbits, uint64_t *dst)
 {
-	uint32_t half = (len + 1) / 2;
+	uint32_t half = (uint32_t)((nbits + 1ull) / 2), src_words = bit_words(nbits);
 
-	for (uint32_t j = 0; j < half; j++)
-		p->cnt[j] = p->cnt[2 * j] + (2 * j + 1 < len ? p->cnt[2 * j + 1] : 0);
+	for (uint32_t j = 0; j < bit_words(half); j++) {
+		uint64_t lo = 2 * j < src_words ? src[2 * j] : 0;
+		uint64_t hi = 2 * j + 1 < src_words ? src[2 * j + 1] : 0;
+
+		dst[j] = pairs_or(lo) | pairs_or(hi) << 32;
+	}
 	return half;
 }
 
-/* U from p->cnt, the elements each of the nb blocks sends (uplink not
- * set). */
-static void
-count_blocks(const struct planner *p, uint32_t nb, struct planner_blocks *blk)
+/* The set bits among the first 'lim' of a bitmap. */
+static uint32_t
+bits_set(const uint64_t *w, uint32_t lim)
 {
-	uint32_t active = nb < p->cfg.lanes ? nb : p->cfg.lanes;
+	uint32_t count = 0, i;
 
-	*blk = (struct planner_blocks){ .n_blocks = nb };
-	for (uint32_t j = 0; j < nb; j++) {
-		if (p->cnt[j] == 0)
-			continue;
-		blk->sent++;
-		blk->sent_elems += p->cnt[j];
-		if (j < active)
-			blk->sent_openers++;
-	}
+	for (i = 0; i < lim / 64; i++)
+		count += (uint32_t)__builtin_popcountll(w[i]);
+	if (lim % 64)
+		count += (uint32_t)__builtin_popcountll(w[i] & ((1ull << (lim % 64)) - 1));
+	return count;
+}
+
+static int
+bit_is_set(const uint64_t *w, uint32_t i)
+{
+	return (int)((w[i / 64] >> (i % 64)) & 1);
 }
 
 /* Candidate a is better than the best so far, 'best' (NULL: none yet). */
@@ -431,15 +495,24 @@ planner_plan_measured(struct planner *p, uint32_t n, double mass, struct planner
 	p->lvl = p->base_lvl;
 	p->flag = p->base_flag;
 	p->n_units = p->base_units;
+	/* A mass >= 1 keeps a unit when any of its units of min_unit is over
+	 * the bound or not finite: the level's bitmap is the last one's, folded. */
+	if (mass >= 1.0)
+		memcpy(p->sel_bits, p->base_bits, bit_words(p->n_units) * sizeof(*p->sel_bits));
 	/* Each b once (its units folded from the last b's), then every B it
-	 * cuts: b = B >> k. */
+	 * cuts: b = B >> k, the blocks of B folded from the units of b. */
 	for (b = p->min_unit; b <= p->sizes[p->n_sizes - 1]; b *= 2) {
-		uint32_t len = 0; /* blocks in p->cnt, at cut k_cnt */
-		unsigned k_cnt = 0;
-		int measured = 0;
+		const uint64_t *blk = p->sel_bits; /* the blocks of b << k_done */
+		unsigned k_done = 0;
+		uint64_t sel_elems = 0;
+		int selected = 0;
+		uint32_t nb;
 
-		if (b > p->min_unit)
+		if (b > p->min_unit && mass >= 1.0)
+			p->n_units = fold_bits(p->sel_bits, p->n_units, p->sel_bits);
+		else if (b > p->min_unit)
 			fold_units(p);
+		nb = p->n_units;
 
 		for (i = 0; i < p->n_sizes; i++) {
 			uint32_t B = p->sizes[i];
@@ -451,19 +524,32 @@ planner_plan_measured(struct planner *p, uint32_t n, double mass, struct planner
 			if ((b << k) != B || k > max_k(&p->cfg, B) ||
 			    p->n_eval == PLANNER_MAX_CANDIDATES)
 				continue;
-			if (!measured) {
-				select_units(p, mass);
-				mark_counts(p, n, b);
-				len = p->n_units;
-				measured = 1;
+			if (!selected) {
+				uint32_t last = p->n_units - 1, kept;
+
+				if (mass < 1.0)
+					select_units(p, mass);
+				kept = bits_set(p->sel_bits, p->n_units);
+				sel_elems = (uint64_t)kept * b - (bit_is_set(p->sel_bits, last)
+									  ? b - unit_len(n, b, last)
+									  : 0);
+				selected = 1;
 			}
 			/* sizes ascend: k only grows for this b */
-			for (; k_cnt < k; k_cnt++)
-				len = fold_counts(p, len);
+			for (; k_done < k; k_done++) {
+				nb = fold_bits(blk, nb, p->blk_bits);
+				blk = p->blk_bits;
+			}
 			c = &p->cand[p->n_eval++];
 			c->block_size = B;
 			c->sub_log = (uint8_t)k;
-			count_blocks(p, len, &c->blocks);
+			c->blocks = (struct planner_blocks){
+				.n_blocks = nb,
+				.sent = bits_set(blk, nb),
+				.sent_openers = bits_set(blk,
+							 nb < p->cfg.lanes ? nb : p->cfg.lanes),
+				.sent_elems = sel_elems,
+			};
 			c->blocks.up_elems = (uint64_t)p->cfg.world * c->blocks.sent_elems;
 			c->blocks.up_blocks = (uint64_t)p->cfg.world * c->blocks.sent;
 			c->cost = planner_cost(&p->cfg, n, B, (uint8_t)k, &c->blocks);

@@ -7,7 +7,8 @@
  * quickselect (mass_prefix.h, expected O(n)); a count or a byte budget ranks
  * with a binary heap (build O(n), one pop O(log n) per unit taken). Both work
  * over a preallocated index array, so a round allocates nothing, and the
- * order, ties broken by index, is deterministic.
+ * order, ties broken by index, is deterministic. Sums of squares go in four
+ * interleaved partial sums in a fixed order (sum_squares()).
  */
 #include <errno.h>
 #include <math.h>
@@ -291,6 +292,67 @@ unit_bytes(const struct sparsify *s, uint32_t u)
 	return INA_HDR_SIZE + s->mask + values;
 }
 
+/*
+ * Sums of squares in double here go in four interleaved partial sums,
+ * element i into sum i mod 4, added as (s0 + s1) + (s2 + s3): one chain of
+ * dependent adds costs an add's latency per element, four cost about a
+ * quarter, and the order is fixed, so the same input gives the same bits.
+ */
+static double
+lanes_total(const double q[4])
+{
+	return (q[0] + q[1]) + (q[2] + q[3]);
+}
+
+static double
+sum_squares(const float *x, size_t n)
+{
+	double q[4] = { 0.0, 0.0, 0.0, 0.0 };
+	size_t i;
+
+	for (i = 0; i + 4 <= n; i += 4)
+		for (unsigned k = 0; k < 4; k++)
+			q[k] += (double)x[i + k] * x[i + k];
+	for (; i < n; i++)
+		q[i % 4] += (double)x[i] * x[i];
+	return lanes_total(q);
+}
+
+/* acc = grad + residual, into the residual, for one unit of 'len': its sum of
+ * squares, and (into *nan, *max) whether an element is NaN and its largest
+ * magnitude (NaN aside), per lane as sum_squares(). */
+static double
+accumulate_unit(float *r, const float *g, uint32_t len, int *nan, float *max)
+{
+	double q[4] = { 0.0, 0.0, 0.0, 0.0 };
+	float m[4] = { 0.0f, 0.0f, 0.0f, 0.0f };
+	int bad = 0;
+	uint32_t i;
+
+	for (i = 0; i + 4 <= len; i += 4)
+		for (unsigned k = 0; k < 4; k++) {
+			float a = g[i + k] + r[i + k];
+
+			r[i + k] = a;
+			q[k] += (double)a * a;
+			bad |= isnan(a);
+			m[k] = fabsf(a) > m[k] ? fabsf(a) : m[k];
+		}
+	for (; i < len; i++) {
+		float a = g[i] + r[i];
+
+		r[i] = a;
+		q[i % 4] += (double)a * a;
+		bad |= isnan(a);
+		m[i % 4] = fabsf(a) > m[i % 4] ? fabsf(a) : m[i % 4];
+	}
+	*nan = bad;
+	*max = m[0];
+	for (unsigned k = 1; k < 4; k++)
+		*max = m[k] > *max ? m[k] : *max;
+	return lanes_total(q);
+}
+
 /* A NaN ranks as infinity: it is sent, never hidden in the residual. */
 static double
 rank_key(double x)
@@ -422,21 +484,11 @@ sparsify_round(struct sparsify *s, const float *grad, float *out, uint32_t round
 	/* acc = grad + residual, in the residual; grad is read only here, so
 	 * 'out' may be 'grad'. Per unit: its mass and its largest magnitude. */
 	for (b = 0; b < s->n_units; b++) {
-		float *r = s->residual + (size_t)b * B;
-		const float *g = grad + (size_t)b * B;
-		uint32_t len = unit_len(s, b);
-		double sq = 0.0;
-		float m = 0.0f;
-		int nan = 0;
+		float m;
+		int nan;
+		double sq = accumulate_unit(s->residual + (size_t)b * B, grad + (size_t)b * B,
+					    unit_len(s, b), &nan, &m);
 
-		for (i = 0; i < len; i++) {
-			float a = g[i] + r[i];
-
-			r[i] = a;
-			sq += (double)a * a;
-			nan |= isnan(a);
-			m = fabsf(a) > m ? fabsf(a) : m;
-		}
 		total += sq;
 		s->norms[b] = rank_key(sq);
 		s->keys[b] = nan ? INFINITY : m;
@@ -492,18 +544,13 @@ sparsify_round(struct sparsify *s, const float *grad, float *out, uint32_t round
 			}
 			for (i = 0; i < len; i++) {
 				float a = r[i];
+				int send = !(element && fabsf(a) < bound);
 
-				if (element && fabsf(a) < bound) {
-					o[i] = 0.0f;
-					continue;
-				}
-				o[i] = a;
-				r[i] = 0.0f;
-				if (a != 0.0f) {
-					nz++;
-					st->mass_sent += (double)a * a;
-				}
+				o[i] = send ? a : 0.0f;
+				r[i] = send ? 0.0f : a;
+				nz += (uint32_t)(send && a != 0.0f);
 			}
+			st->mass_sent += sum_squares(o, len);
 			if (nz > 0) {
 				nz_block += nz;
 				present += len;
@@ -517,8 +564,7 @@ sparsify_round(struct sparsify *s, const float *grad, float *out, uint32_t round
 						  : block_bytes(sparsify_block_len(s, blk));
 		}
 	}
-	for (i = 0; i < c->n_elems; i++)
-		st->residual_mass += (double)s->residual[i] * s->residual[i];
+	st->residual_mass = sum_squares(s->residual, c->n_elems);
 	return 0;
 }
 

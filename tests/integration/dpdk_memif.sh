@@ -25,6 +25,9 @@
 # start and says so. Every run checks that the switch received no more ina
 # packets than the hosts sent (x2, + 64): frames split over several memif
 # buffers once made memif replay its ring (millions of stale frames).
+# The hosts are zero-copy memif clients (zero-copy=yes, --single-file-segments:
+# the switch copies from and into their own buffers), as docs/DPDK.md runs
+# them; ZERO_COPY=0 makes them copying clients.
 # Usage: [LCORES=K] [MTU=BYTES] dpdk_memif.sh BUILD_DIR DROP_RATE ENCODING [extra ina-host args...]
 set -euo pipefail
 build=$1 drop=$2 enc=$3
@@ -66,6 +69,10 @@ if [ -n "${MTU:-}" ]; then
     opts+=",mtu=$MTU"
     vopts=",bsize=${BSIZE:-$(((MTU + 14 + 1023) / 1024 * 1024))}"
 fi
+host_eal=("${eal[@]}") zc=""
+if [ "${ZERO_COPY:-1}" = 1 ]; then
+    host_eal+=(--single-file-segments) zc=",zero-copy=yes"
+fi
 sw_lcores=(-l 1) sw_opts=() host_q=""
 if [ "$lcores" -gt 1 ]; then
     sw_lcores=(-l "${SW_LCORE_LIST:-0-1}") sw_opts=(--lcores "$lcores") host_q=",queue=all,queues=$lcores"
@@ -83,8 +90,8 @@ start_switch "$tmp/switch.log" "${eal[@]}" --file-prefix="$tag-sw" "${sw_lcores[
 
 hosts=()
 for ((r = 0; r < world; r++)); do
-    timeout 80 "$build/host/ina-host" "${eal[@]}" --file-prefix="$tag-h$r" -l 0 \
-        "--vdev=net_memif0,role=client,id=$r,socket=$sock$vopts" \
+    timeout 80 "$build/host/ina-host" "${host_eal[@]}" --file-prefix="$tag-h$r" -l 0 \
+        "--vdev=net_memif0,role=client,id=$r,socket=$sock$vopts$zc" \
         -- --port "dpdk:port=0,ip=10.77.0.$((r + 2)),link_wait_ms=5000$host_q$opts" \
         --switch 10.77.0.1:9150 --job 42 --rank "$r" --world "$world" --encoding "$enc" \
         --report "$tmp/r$r.json" --quiet --log-level warn \

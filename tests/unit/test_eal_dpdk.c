@@ -107,6 +107,27 @@ hugepages(void)
 	return n;
 }
 
+/* A memif zero-copy client without --single-file-segments: refused before
+ * EAL runs, naming the option (memif's own refusal says only that the
+ * device did not start), in both forms of --vdev. */
+static void
+test_zero_copy_needs_single_file(void **state)
+{
+	char *joined[] = { "t", "--no-huge", prefix_arg,
+			   "--vdev=net_memif0,role=client,zero-copy=yes", NULL };
+	char *split[] = {
+		"t", "--no-huge", prefix_arg, "--vdev", "net_memif0,role=client,zero-copy=yes", NULL
+	};
+	char err[512];
+
+	(void)state;
+	assert_int_equal(ina_dpdk_eal_init(4, joined, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "--single-file-segments"));
+	assert_int_equal(ina_dpdk_eal_init(5, split, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "--single-file-segments"));
+	assert_int_equal(ina_dpdk_eal_running(), 0);
+}
+
 static void
 test_no_hugepages(void **state)
 {
@@ -279,9 +300,13 @@ int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_prefix_busy),    cmocka_unit_test(test_no_hugepages),
-		cmocka_unit_test(test_eal_twice),      cmocka_unit_test(test_no_port),
-		cmocka_unit_test(test_link_down),      cmocka_unit_test(test_all),
+		cmocka_unit_test(test_prefix_busy),
+		cmocka_unit_test(test_no_hugepages),
+		cmocka_unit_test(test_zero_copy_needs_single_file),
+		cmocka_unit_test(test_eal_twice),
+		cmocka_unit_test(test_no_port),
+		cmocka_unit_test(test_link_down),
+		cmocka_unit_test(test_all),
 		cmocka_unit_test(test_will_not_start),
 	};
 

@@ -914,6 +914,64 @@ test_measure_then_plan(void **state)
 	planner_destroy(q);
 }
 
+/* At mass 1 every candidate's counts are planner_count()'s of the kept
+ * support (the elements over the bound, or not finite), for tensors of many
+ * 64-unit words, odd lengths and runs that cross words: the bitmaps' folds
+ * and counts against the brute force. */
+static void
+test_plan_counts_random(void **state)
+{
+	enum { MAX_N = 9000 };
+	static float ref[MAX_N], kept[MAX_N];
+	uint64_t seed = 77;
+
+	(void)state;
+	for (unsigned trial = 0; trial < 60; trial++) {
+		uint32_t n = 1 + (uint32_t)(ina_splitmix64(&seed) % MAX_N), i = 0;
+		float bound = trial % 3 == 0 ? 0.25f : 0.0f;
+		const float *vec[1] = { kept };
+		struct planner_config cfg;
+		struct planner_pick pick;
+		struct planner *p;
+
+		while (i < n) { /* runs of zeros and of values, 1 to 700 long */
+			uint32_t run = 1 + (uint32_t)(ina_splitmix64(&seed) % 700);
+			int zero = (int)(ina_splitmix64(&seed) & 1);
+
+			for (; run > 0 && i < n; run--, i++)
+				ref[i] = zero ? 0.0f : rnd_val(&seed);
+		}
+		if (trial % 4 == 1)
+			ref[ina_splitmix64(&seed) % n] = NAN;
+		if (trial % 4 == 2)
+			ref[ina_splitmix64(&seed) % n] = -INFINITY;
+		for (i = 0; i < n; i++)
+			kept[i] = isfinite(ref[i]) && fabsf(ref[i]) <= bound ? 0.0f : ref[i];
+		planner_config_init(&cfg);
+		cfg.max_elems = MAX_N;
+		cfg.world = 1;
+		cfg.lanes = (uint16_t)(1 + ina_splitmix64(&seed) % 70);
+		cfg.max_sub_log = trial % 5 ? PLANNER_MAX_SUB_LOG : 0;
+		cfg.mask_room = 16;
+		p = planner_create(&cfg);
+		assert_non_null(p);
+		assert_int_equal(planner_plan_cut(p, ref, n, 1.0, bound, &pick), 0);
+		for (unsigned c = 0; c < planner_n_evaluated(p); c++) {
+			const struct planner_candidate *cd = &planner_candidates(p)[c];
+			struct planner_blocks brute;
+
+			planner_count(&cfg, vec, 1, n, cd->block_size, cd->sub_log, &brute);
+			assert_int_equal(cd->blocks.n_blocks, brute.n_blocks);
+			assert_int_equal(cd->blocks.sent, brute.sent);
+			assert_int_equal(cd->blocks.sent_openers, brute.sent_openers);
+			assert_int_equal(cd->blocks.sent_elems, brute.sent_elems);
+			assert_int_equal(cd->blocks.up_elems, brute.up_elems);
+			assert_int_equal(cd->blocks.up_blocks, brute.up_blocks);
+		}
+		planner_destroy(p);
+	}
+}
+
 int
 main(void)
 {
@@ -930,6 +988,7 @@ main(void)
 		cmocka_unit_test(test_time_follows_cost),
 		cmocka_unit_test(test_real_gradients_sub),
 		cmocka_unit_test(test_measure_then_plan),
+		cmocka_unit_test(test_plan_counts_random),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

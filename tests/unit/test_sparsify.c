@@ -366,7 +366,8 @@ test_sparsify_no_update_lost_grads(void **state)
 	assert_true(deferred > 0);
 }
 
-/* Brute-force reference ranking: norms in double as the library sums them,
+/* Brute-force reference ranking: norms in double as the library sums them
+ * (element i of a block into partial sum i mod 4, then (s0 + s1) + (s2 + s3)),
  * qsort by (norm descending, index ascending). */
 static const double *ref_norms;
 
@@ -386,9 +387,11 @@ ref_rank(const float *g, uint32_t n, uint32_t B, double *norms, uint32_t *order)
 	uint32_t nb = (n + B - 1) / B, b, i;
 
 	for (b = 0; b < nb; b++) {
-		norms[b] = 0.0;
+		double q[4] = { 0.0, 0.0, 0.0, 0.0 };
+
 		for (i = b * B; i < n && i < (b + 1) * B; i++)
-			norms[b] += (double)g[i] * g[i];
+			q[(i - b * B) % 4] += (double)g[i] * g[i];
+		norms[b] = (q[0] + q[1]) + (q[2] + q[3]);
 		order[b] = b;
 	}
 	ref_norms = norms;
@@ -949,15 +952,16 @@ test_sparsify_no_alloc_per_round(void **state)
 	free(out);
 }
 
-/* Sum of squares of x[0..n). */
+/* Sum of squares of x[0..n), as the library sums a unit's (element i into
+ * partial sum i mod 4, then (s0 + s1) + (s2 + s3)). */
 static double
 sq_sum(const float *x, uint32_t n)
 {
-	double s = 0;
+	double q[4] = { 0.0, 0.0, 0.0, 0.0 };
 
 	for (uint32_t i = 0; i < n; i++)
-		s += (double)x[i] * x[i];
-	return s;
+		q[i % 4] += (double)x[i] * x[i];
+	return (q[0] + q[1]) + (q[2] + q[3]);
 }
 
 /*
