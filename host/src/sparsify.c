@@ -15,6 +15,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
+
 #include "ina/wire.h"
 #include "mass_prefix.h"
 #include "sparsify.h"
@@ -320,16 +324,43 @@ sum_squares(const float *x, size_t n)
 
 /* acc = grad + residual, into the residual, for one unit of 'len': its sum of
  * squares, and (into *nan, *max) whether an element is NaN and its largest
- * magnitude (NaN aside), per lane as sum_squares(). */
+ * magnitude (NaN aside), per lane as sum_squares(). With SSE2 (every x86-64)
+ * the four lanes are the four floats of a vector, their squares two vectors
+ * of two doubles: the same operations in the same order per lane, so the
+ * same bits as the plain loop. */
 static double
 accumulate_unit(float *r, const float *g, uint32_t len, int *nan, float *max)
 {
 	double q[4] = { 0.0, 0.0, 0.0, 0.0 };
 	float m[4] = { 0.0f, 0.0f, 0.0f, 0.0f };
 	int bad = 0;
-	uint32_t i;
+	uint32_t i = 0;
 
-	for (i = 0; i + 4 <= len; i += 4)
+#ifdef __SSE2__
+	{
+		const __m128 abs_mask = _mm_castsi128_ps(_mm_set1_epi32(0x7fffffff));
+		__m128d q01 = _mm_setzero_pd(), q23 = _mm_setzero_pd();
+		__m128 mx = _mm_setzero_ps(), un = _mm_setzero_ps();
+
+		for (; i + 4 <= len; i += 4) {
+			__m128 a = _mm_add_ps(_mm_loadu_ps(g + i), _mm_loadu_ps(r + i));
+			__m128d lo = _mm_cvtps_pd(a), hi = _mm_cvtps_pd(_mm_movehl_ps(a, a));
+
+			_mm_storeu_ps(r + i, a);
+			q01 = _mm_add_pd(q01, _mm_mul_pd(lo, lo));
+			q23 = _mm_add_pd(q23, _mm_mul_pd(hi, hi));
+			un = _mm_or_ps(un, _mm_cmpunord_ps(a, a));
+			/* |a| > m ? |a| : m, as maxps picks its second operand
+			 * when one is NaN */
+			mx = _mm_max_ps(_mm_and_ps(a, abs_mask), mx);
+		}
+		_mm_storeu_pd(q, q01);
+		_mm_storeu_pd(q + 2, q23);
+		_mm_storeu_ps(m, mx);
+		bad = _mm_movemask_ps(un) != 0;
+	}
+#else
+	for (; i + 4 <= len; i += 4)
 		for (unsigned k = 0; k < 4; k++) {
 			float a = g[i + k] + r[i + k];
 
@@ -338,6 +369,7 @@ accumulate_unit(float *r, const float *g, uint32_t len, int *nan, float *max)
 			bad |= isnan(a);
 			m[k] = fabsf(a) > m[k] ? fabsf(a) : m[k];
 		}
+#endif
 	for (; i < len; i++) {
 		float a = g[i] + r[i];
 

@@ -1023,6 +1023,15 @@ test_sparsify_sub_blocks(void **state)
 		assert_non_null(s);
 		assert_int_equal(sparsify_sub_block(s), SB);
 		assert_int_equal(sparsify_round(s, g, out, 0, &st), 0);
+		/* Its mass is the units' norms, summed as the test sums them,
+		 * bit for bit (the vector and the plain loop alike). */
+		{
+			double units_total = 0;
+
+			for (u = 0; u < NU; u++)
+				units_total += norm[u];
+			assert_true(st.mass_total == units_total);
+		}
 		/* out + residual is g, bit for bit. */
 		for (i = 0; i < N; i++) {
 			rec[i] = out[i] + sparsify_residual(s)[i];
@@ -1132,6 +1141,49 @@ group_teardown(void **state)
 	return 0;
 }
 
+/* The mass a round reports is the units' sums of squares in the library's
+ * order (element i of a unit into partial sum i mod 4, then (s0 + s1) +
+ * (s2 + s3); the units in index order), bit for bit, on values whose squares
+ * do not add exactly (random magnitudes over 2^-20 .. 2^20), for units of
+ * lengths that leave every tail of 0 to 3; and the residual and out still
+ * add up to grad + residual. */
+static void
+test_sparsify_mass_order(void **state)
+{
+	enum { N = 1000 + 3 };
+	static float g[N], out[N];
+	static const uint32_t units[] = { 1024, 64, 16 };
+	uint64_t seed = 5;
+
+	(void)state;
+	for (uint32_t i = 0; i < N; i++)
+		g[i] = ldexpf((float)((int64_t)(ina_splitmix64(&seed) % 2000001) - 1000000) / 1e6f,
+			      (int)(ina_splitmix64(&seed) % 41) - 20);
+	for (size_t k = 0; k < sizeof(units) / sizeof(units[0]); k++) {
+		struct sparsify_config c;
+		struct sparsify_stats st;
+		struct sparsify *s;
+		double want = 0;
+
+		sparsify_config_init(&c);
+		c.n_elems = N;
+		c.block_size = 1024;
+		c.sub_block = units[k] == 1024 ? 0 : units[k];
+		c.target = SPARSIFY_MASS;
+		c.mass = 0.5;
+		s = sparsify_create(&c);
+		assert_non_null(s);
+		assert_int_equal(sparsify_round(s, g, out, 0, &st), 0);
+		for (uint32_t u = 0; u * units[k] < N; u++)
+			want += sq_sum(g + u * units[k],
+				       N - u * units[k] < units[k] ? N - u * units[k] : units[k]);
+		assert_true(st.mass_total == want);
+		for (uint32_t i = 0; i < N; i++)
+			assert_int_equal(bits_of(out[i] + sparsify_residual(s)[i]), bits_of(g[i]));
+		sparsify_destroy(s);
+	}
+}
+
 int
 main(void)
 {
@@ -1152,6 +1204,7 @@ main(void)
 		cmocka_unit_test(test_sparsify_out_aliases_grad),
 		cmocka_unit_test(test_sparsify_no_alloc_per_round),
 		cmocka_unit_test(test_sparsify_sub_blocks),
+		cmocka_unit_test(test_sparsify_mass_order),
 	};
 
 	return cmocka_run_group_tests_name("sparsify", tests, NULL, group_teardown);
