@@ -37,7 +37,7 @@
 struct bench {
 	const char *switch_addr, *port;
 	uint32_t job;
-	uint16_t rank, world, lanes, block;
+	uint16_t rank, world, lanes, block, sub_block;
 	uint64_t elements, seed;
 	double density;
 	unsigned reps, warmup;
@@ -67,6 +67,7 @@ usage(FILE *f)
 		   "  --density D           each rank's share of non-zero blocks, drawn from\n"
 		   "                        its seed; the others are zero (default 1)\n"
 		   "  --block B             elements per block (default: the library's)\n"
+		   "  --sub-block b         cut every block into sub-blocks of b (default: none)\n"
 		   "  --lanes L             blocks in flight (default: the library's)\n"
 		   "  --reps R              timed allreduces (default 10)\n"
 		   "  --warmup K            untimed allreduces first (default 2)\n"
@@ -99,6 +100,7 @@ parse_args(int argc, char **argv, struct bench *b)
 		O_FORM,
 		O_DENSITY,
 		O_BLOCK,
+		O_SUB_BLOCK,
 		O_LANES,
 		O_REPS,
 		O_WARMUP,
@@ -115,6 +117,7 @@ parse_args(int argc, char **argv, struct bench *b)
 		{ "form", required_argument, NULL, O_FORM },
 		{ "density", required_argument, NULL, O_DENSITY },
 		{ "block", required_argument, NULL, O_BLOCK },
+		{ "sub-block", required_argument, NULL, O_SUB_BLOCK },
 		{ "lanes", required_argument, NULL, O_LANES },
 		{ "reps", required_argument, NULL, O_REPS },
 		{ "warmup", required_argument, NULL, O_WARMUP },
@@ -185,6 +188,11 @@ parse_args(int argc, char **argv, struct bench *b)
 			if (parse_u64(optarg, 1, 65535, &v) < 0)
 				goto bad;
 			b->block = (uint16_t)v;
+			break;
+		case O_SUB_BLOCK:
+			if (parse_u64(optarg, 1, 65535, &v) < 0)
+				goto bad;
+			b->sub_block = (uint16_t)v;
 			break;
 		case O_LANES:
 			if (parse_u64(optarg, 1, 4096, &v) < 0)
@@ -527,6 +535,7 @@ main(int argc, char **argv)
 		cfg.block_size = b.block;
 	if (b.lanes)
 		cfg.lanes = b.lanes;
+	cfg.sub_block = b.sub_block;
 	ret = ina_token_from(NULL, &cfg.token, err, sizeof(err));
 	if (ret == 0)
 		ret = ina_open(&cfg, &ctx, err, sizeof(err));

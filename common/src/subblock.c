@@ -6,6 +6,7 @@
  */
 #include <string.h>
 
+#include "ina/block.h"
 #include "ina/subblock.h"
 
 void
@@ -82,19 +83,13 @@ ina_sub_present_elems(const struct ina_sub_mask *m, const struct ina_sub_cut *c)
 	return total;
 }
 
-/* 1 when some float of x[0..n) is neither +0 nor -0. */
+/* 1 when some float of x[0..n) is neither +0 nor -0: ina_block_is_zero()'s
+ * test, which stops at the first chunk that holds one (a dense sub-block
+ * costs one chunk, not a pass over it). */
 static int
 any_nonzero(const float *x, uint32_t n)
 {
-	uint32_t acc = 0;
-
-	for (uint32_t i = 0; i < n; i++) {
-		uint32_t v;
-
-		memcpy(&v, &x[i], sizeof(v));
-		acc |= v & 0x7fffffffu;
-	}
-	return acc != 0;
+	return !ina_block_is_zero(x, n);
 }
 
 void
