@@ -18,28 +18,32 @@
 # the configurations take their runs in turn, so the machine's load falls on
 # all alike. Every run must verify every round (ina-host exits 0).
 # Prints per transport, sparsification and cut the medians over the runs of:
-# time per round (in a run, the median over its rounds of the slowest rank's
-# time of the round: the first round's warm-up, retransmissions while the
-# ranks start, does not weigh), packets per round (a rank's packets sent and
-# received over the run / R, mean of the ranks; retransmissions, the JOIN,
-# the FIN and the one-element barrier before each round included), bytes per
-# round (the median over the rounds of a rank's bytes sent in the timed
+# time per round (in a run, the median over its R timed rounds of the slowest
+# rank's time of the round), packets per round (a rank's packets sent and
+# received over the run / its rounds, mean of the ranks; retransmissions, the
+# JOIN, the FIN and the one-element barrier before each round included), bytes
+# per round (the median over the timed rounds of a rank's bytes sent in the
 # round, mean of the ranks; retransmissions included), and each one's ratio
 # to fixed B 1024 of the same transport and sparsification.
+# Warm-up: a run first does W rounds that are not timed (--warmup W; 2 over
+# udp, the first round's retransmissions while the ranks start; 16 over
+# memif, whose rings of 1024 buffers take about 14 rounds of this tensor to
+# go round once, each buffer's pages faulted in by its first frame: those
+# rounds took 2-8 ms against 0.1-0.5 ms after, 2026-11-29).
 # Bounded: every process runs under timeout(1); the scratch directory, the
 # memif socket and DPDK's run files are removed at exit.
-# Usage: bench/bench_subblocks.sh BUILD_DIR [--runs N] [--rounds R] [--world W]
-#            [--transports "udp memif"] [--sub-b b] [--plansub ARGS] [--port P]
+# Usage: bench/bench_subblocks.sh BUILD_DIR [--runs N] [--rounds R] [--warmup W]
+#            [--world W] [--transports "udp memif"] [--sub-b b] [--plansub ARGS] [--port P]
 #            [--input FILE.npy]
 set -uo pipefail
 build=$1
 shift
 top=$(cd "$(dirname "$0")/.." && pwd)
-runs=3 rounds=9 world=4 transports="udp memif" sub_b=64 port=9297
+runs=3 rounds=9 warmup= world=4 transports="udp memif" sub_b=64 port=9297
 input=$top/data/grads_cnn_digits_3it.npy
 plansub=${INA_BENCH_PLANSUB:-}
 usage() {
-	echo "usage: bench_subblocks.sh BUILD_DIR [--runs N] [--rounds R] [--world W]" \
+	echo "usage: bench_subblocks.sh BUILD_DIR [--runs N] [--rounds R] [--warmup W] [--world W]" \
 		"[--transports \"udp memif\"] [--sub-b b] [--plansub ARGS] [--port P]" \
 		"[--input FILE.npy]" >&2
 	exit 2
@@ -49,6 +53,7 @@ while [ $# -gt 0 ]; do
 	case $1 in
 	--runs) runs=$2 ;;
 	--rounds) rounds=$2 ;;
+	--warmup) warmup=$2 ;;
 	--world) world=$2 ;;
 	--transports) transports=$2 ;;
 	--sub-b) sub_b=$2 ;;
@@ -97,7 +102,9 @@ declare -A plan_base=([udp]="390,0.39" [memif]="290,0.47") plan_cut=([udp]=500 [
 sparsifications=(zero mass0.5)
 declare -A sp_args=([zero]="--sparsify off" [mass0.5]="--sparsify topk --keep-mass 0.5")
 
-host_timeout=$((rounds * 2 + 60))
+host_timeout=$((rounds * 2 + 120))
+# warmup_of TRANSPORT: the untimed rounds a run starts with
+warmup_of() { if [ -n "$warmup" ]; then echo "$warmup"; elif [ "$1" = memif ]; then echo 16; else echo 2; fi; }
 eal=(--no-huge -m 256 --no-pci --no-telemetry --log-level=lib.eal:error "--lcores=0@(0-1)")
 vopts=",socket=$memif_sock,bsize=9216"
 
@@ -106,7 +113,9 @@ vopts=",socket=$memif_sock,bsize=9216"
 # did not verify every round.
 one_run() {
 	local tr=$1 sp=$2 cut=$3 job=$4 dir=$tmp/run-$4 key=$1-$2-$3 sw r rc ok=1 i
-	local swcmd=() hp=() args
+	local swcmd=() hp=() args w total
+	w=$(warmup_of "$tr")
+	total=$((rounds + w))
 	mkdir -p "$dir"
 	rm -f "$memif_sock"
 	if [ "$tr" = memif ]; then
@@ -146,11 +155,11 @@ one_run() {
 				--vdev="net_memif0,role=client,id=$r$vopts,zero-copy=yes" \
 				-- --port "dpdk:port=0,ip=10.77.0.$((r + 2)),udp=$port,mtu=9000,link_wait_ms=5000" \
 				--switch "10.77.0.1:$port" --job "$job" --rank $r --world "$world" \
-				--input "$input" --rounds "$rounds" "${args[@]}" --quiet --log-level warn \
+				--input "$input" --rounds "$total" "${args[@]}" --quiet --log-level warn \
 				--report "$dir/r$r.json" >"$dir/h$r.log" 2>&1 </dev/null &
 		else
 			timeout -k 5 $host_timeout "$host" --switch "127.0.0.1:$port" --job "$job" \
-				--rank $r --world "$world" --input "$input" --rounds "$rounds" \
+				--rank $r --world "$world" --input "$input" --rounds "$total" \
 				"${args[@]}" --quiet --log-level warn --report "$dir/r$r.json" \
 				>"$dir/h$r.log" 2>&1 </dev/null &
 		fi
@@ -175,13 +184,13 @@ one_run() {
 		tail -n 3 "$dir/switch.log" >&2
 		return 1
 	fi
-	jq -s --argjson n "$rounds" '
+	jq -s --argjson w "$w" --argjson n "$total" '
 		def med: sort | if length % 2 == 1 then .[length / 2 | floor]
 			else (.[length / 2 - 1] + .[length / 2]) / 2 end;
 		. as $r |
-		([range(0; $n) as $i | $r | map(.per_round[$i].seconds) | max] | med * 1000),
+		([range($w; $n) as $i | $r | map(.per_round[$i].seconds) | max] | med * 1000),
 		(map(.packets_sent + .packets_received) | add / length / $n),
-		([range(0; $n) as $i | $r | map(.per_round[$i].bytes_sent) | add / length] | med)' \
+		([range($w; $n) as $i | $r | map(.per_round[$i].bytes_sent) | add / length] | med)' \
 		"$dir"/r*.json |
 		{ read -r ms; read -r pk; read -r by
 		  echo "$ms" >>"$tmp/res/$key.ms"; echo "$pk" >>"$tmp/res/$key.pkts"
@@ -207,7 +216,8 @@ done
 
 res() { [ -f "$tmp/res/$1" ] && median <"$tmp/res/$1"; }
 ratio() { [ -n "$1" ] && [ -n "$2" ] && awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b }'; }
-echo "sub-blocks against fixed B 1024 ($(basename "$input"), $world ranks, $rounds rounds a run," \
+echo "sub-blocks against fixed B 1024 ($(basename "$input"), $world ranks, $rounds timed rounds a run" \
+	"after $(warmup_of udp) (udp) or $(warmup_of memif) (memif) untimed," \
 	"medians of $runs runs; b = $sub_b; load at start: $(cut -d' ' -f1-3 /proc/loadavg))"
 for cut in "${cuts[@]}"; do
 	printf "  %-10s ina-host %s\n" "$cut" "${cut_args[$cut]:-(pending: not in this build)}"
