@@ -26,10 +26,12 @@
 # round, mean of the ranks; retransmissions included), and each one's ratio
 # to fixed B 1024 of the same transport and sparsification.
 # Warm-up: a run first does W rounds that are not timed (--warmup W; 2 over
-# udp, the first round's retransmissions while the ranks start; 16 over
-# memif, whose rings of 1024 buffers take about 14 rounds of this tensor to
-# go round once, each buffer's pages faulted in by its first frame: those
-# rounds took 2-8 ms against 0.1-0.5 ms after, 2026-11-29).
+# udp, the first round's retransmissions while the ranks start; 60 over
+# memif: its rings of 1024 buffers take about 14 rounds of this tensor to go
+# round once, each buffer's pages faulted in by its first frame, and those
+# rounds took 2-8 ms against 0.1-0.5 ms after; rounds cut into sub-blocks
+# settled later still, 0.9-1.0 ms through round 60 against 0.55-0.7 after,
+# where whole blocks' were already steady; 2026-11-29).
 # Bounded: every process runs under timeout(1); the scratch directory, the
 # memif socket and DPDK's run files are removed at exit.
 # Usage: bench/bench_subblocks.sh BUILD_DIR [--runs N] [--rounds R] [--warmup W]
@@ -104,7 +106,7 @@ declare -A sp_args=([zero]="--sparsify off" [mass0.5]="--sparsify topk --keep-ma
 
 host_timeout=$((rounds * 2 + 120))
 # warmup_of TRANSPORT: the untimed rounds a run starts with
-warmup_of() { if [ -n "$warmup" ]; then echo "$warmup"; elif [ "$1" = memif ]; then echo 16; else echo 2; fi; }
+warmup_of() { if [ -n "$warmup" ]; then echo "$warmup"; elif [ "$1" = memif ]; then echo 60; else echo 2; fi; }
 eal=(--no-huge -m 256 --no-pci --no-telemetry --log-level=lib.eal:error "--lcores=0@(0-1)")
 vopts=",socket=$memif_sock,bsize=9216"
 
