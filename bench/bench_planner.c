@@ -11,7 +11,6 @@
  * --runs.
  * Usage: bench_planner [--input FILE.npy] [--elements N] [--runs R]
  */
-#include <getopt.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -19,6 +18,7 @@
 
 #include "ina/npy.h"
 #include "ina/wire.h"
+#include "bench_grads_args.h"
 #include "bench_stats.h"
 #include "planner.h"
 
@@ -88,48 +88,26 @@ row(const char *name, const float *x, uint32_t n, double mass, int runs)
 int
 main(int argc, char **argv)
 {
-	static const struct option opts[] = { { "input", required_argument, NULL, 'i' },
-					      { "elements", required_argument, NULL, 'n' },
-					      { "runs", required_argument, NULL, 'r' },
-					      { NULL, 0, NULL, 0 } };
-	const char *input = INA_SOURCE_DIR "/data/grads_cnn_digits_3it.npy";
-	uint32_t big = 16777216;
-	int runs = 9, opt, rc = 0;
+	struct bench_grads_args a = { .input = INA_SOURCE_DIR "/data/grads_cnn_digits_3it.npy",
+				      .elements = 16777216,
+				      .runs = 9 };
+	int rc;
 	char err[256];
 	struct ina_npy *npy;
 	float *x;
 
-	while ((opt = getopt_long(argc, argv, "", opts, NULL)) != -1) {
-		switch (opt) {
-		case 'i':
-			input = optarg;
-			break;
-		case 'n':
-			big = (uint32_t)strtoul(optarg, NULL, 10);
-			break;
-		case 'r':
-			runs = atoi(optarg);
-			break;
-		default:
-			fprintf(stderr, "usage: bench_planner [--input FILE.npy] [--elements N] "
-					"[--runs R]\n");
-			return 2;
-		}
-	}
-	if (runs < 1 || runs > MAX_RUNS || big < 1024 || big > (1u << 28)) {
-		fprintf(stderr, "bench_planner: runs 1..%d, elements 1024..%u\n", MAX_RUNS,
-			1u << 28);
-		return 2;
-	}
-	npy = ina_npy_open(input, err, sizeof(err));
+	rc = bench_grads_args_parse("bench_planner", argc, argv, &a, MAX_RUNS);
+	if (rc)
+		return rc;
+	npy = ina_npy_open(a.input, err, sizeof(err));
 	if (!npy) {
 		fprintf(stderr, "bench_planner: %s\n", err);
 		return 1;
 	}
-	printf("bench_planner: planner_measure() and planner_plan_measured() (B 16..1024, b >= 8, f32, 4 workers, 64 lanes) "
-	       "against one read of the reference (sum of squares in double); medians of %d "
-	       "runs\n",
-	       runs);
+	printf("bench_planner: planner_measure() and planner_plan_measured() (B 16..1024, b >= 8, "
+	       "f32, 4 workers, 64 lanes) against one read of the reference (sum of squares in "
+	       "double); medians of %d runs\n",
+	       a.runs);
 	if (ina_npy_ndim(npy) == 3) {
 		uint64_t its = ina_npy_dim(npy, 0), ws = ina_npy_dim(npy, 1);
 		uint32_t n = (uint32_t)ina_npy_dim(npy, 2);
@@ -145,7 +123,7 @@ main(int argc, char **argv)
 			for (uint64_t w = 0; w < ws; w++) {
 				if (ina_npy_read_row(npy, it * ws + w, g, n) < 0) {
 					fprintf(stderr, "bench_planner: %s: row unreadable\n",
-						input);
+						a.input);
 					rc = -1;
 					break;
 				}
@@ -155,30 +133,30 @@ main(int argc, char **argv)
 			snprintf(name, sizeof(name), "real, iteration %llu",
 				 (unsigned long long)it);
 			if (rc == 0)
-				rc = row(name, x, n, 1.0, runs);
+				rc = row(name, x, n, 1.0, a.runs);
 			if (rc == 0)
-				rc = row(name, x, n, 0.5, runs);
+				rc = row(name, x, n, 0.5, a.runs);
 		}
 		free(g);
 		free(x);
 	} else {
 		fprintf(stderr, "bench_planner: %s: expected (iterations, workers, elements)\n",
-			input);
+			a.input);
 		rc = -1;
 	}
 	ina_npy_close(npy);
-	x = rc == 0 ? calloc(big, sizeof(float)) : NULL;
+	x = rc == 0 ? calloc(a.elements, sizeof(float)) : NULL;
 	if (x) {
 		char name[64];
 
 		srand(1);
-		for (uint32_t b = 0; (uint64_t)b * 256 < big; b += 100)
-			for (uint32_t i = b * 256; i < b * 256 + 256 && i < big; i++)
+		for (uint32_t b = 0; (uint64_t)b * 256 < a.elements; b += 100)
+			for (uint32_t i = b * 256; i < b * 256 + 256 && i < a.elements; i++)
 				x[i] = (float)rand() / RAND_MAX - 0.5f;
-		snprintf(name, sizeof(name), "synthetic %u, 1%%", big);
-		rc = row(name, x, big, 1.0, runs);
+		snprintf(name, sizeof(name), "synthetic %u, 1%%", a.elements);
+		rc = row(name, x, a.elements, 1.0, a.runs);
 		if (rc == 0)
-			rc = row(name, x, big, 0.5, runs);
+			rc = row(name, x, a.elements, 0.5, a.runs);
 		free(x);
 	}
 	return rc == 0 ? 0 : 1;

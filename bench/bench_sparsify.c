@@ -10,12 +10,12 @@
  * a plain loop does). Medians of --runs, in µs.
  * Usage: bench_sparsify [--input FILE.npy] [--elements N] [--runs R]
  */
-#include <getopt.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 
 #include "ina/npy.h"
+#include "bench_grads_args.h"
 #include "bench_stats.h"
 #include "sparsify.h"
 
@@ -83,47 +83,25 @@ row(const char *name, const float *g, uint32_t n, uint32_t sub, int runs)
 int
 main(int argc, char **argv)
 {
-	static const struct option opts[] = { { "input", required_argument, NULL, 'i' },
-					      { "elements", required_argument, NULL, 'n' },
-					      { "runs", required_argument, NULL, 'r' },
-					      { NULL, 0, NULL, 0 } };
-	const char *input = INA_SOURCE_DIR "/data/grads_cnn_digits_3it.npy";
-	uint32_t big = 4194304;
-	int runs = 15, opt, rc = 0;
+	struct bench_grads_args a = { .input = INA_SOURCE_DIR "/data/grads_cnn_digits_3it.npy",
+				      .elements = 4194304,
+				      .runs = 15 };
+	int rc;
 	char err[256];
 	struct ina_npy *npy;
 	float *x;
 
-	while ((opt = getopt_long(argc, argv, "", opts, NULL)) != -1) {
-		switch (opt) {
-		case 'i':
-			input = optarg;
-			break;
-		case 'n':
-			big = (uint32_t)strtoul(optarg, NULL, 10);
-			break;
-		case 'r':
-			runs = atoi(optarg);
-			break;
-		default:
-			fprintf(stderr, "usage: bench_sparsify [--input FILE.npy] [--elements N] "
-					"[--runs R]\n");
-			return 2;
-		}
-	}
-	if (runs < 1 || runs > MAX_RUNS || big < 1024 || big > (1u << 28)) {
-		fprintf(stderr, "bench_sparsify: runs 1..%d, elements 1024..%u\n", MAX_RUNS,
-			1u << 28);
-		return 2;
-	}
-	npy = ina_npy_open(input, err, sizeof(err));
+	rc = bench_grads_args_parse("bench_sparsify", argc, argv, &a, MAX_RUNS);
+	if (rc)
+		return rc;
+	npy = ina_npy_open(a.input, err, sizeof(err));
 	if (!npy) {
 		fprintf(stderr, "bench_sparsify: %s\n", err);
 		return 1;
 	}
 	printf("bench_sparsify: sparsify_round(), top-k to mass 0.5, B 1024, against one read of "
 	       "the gradient (sum of squares in double, one chain); medians of %d rounds\n",
-	       runs);
+	       a.runs);
 	if (ina_npy_ndim(npy) == 3) {
 		uint64_t its = ina_npy_dim(npy, 0), ws = ina_npy_dim(npy, 1);
 		uint32_t n = (uint32_t)ina_npy_dim(npy, 2);
@@ -134,34 +112,34 @@ main(int argc, char **argv)
 
 			/* worker 0's gradient of the iteration */
 			if (ina_npy_read_row(npy, it * ws, x, n) < 0) {
-				fprintf(stderr, "bench_sparsify: %s: row unreadable\n", input);
+				fprintf(stderr, "bench_sparsify: %s: row unreadable\n", a.input);
 				rc = -1;
 				break;
 			}
 			snprintf(name, sizeof(name), "real, iteration %llu",
 				 (unsigned long long)it);
-			rc = row(name, x, n, 0, runs);
+			rc = row(name, x, n, 0, a.runs);
 			if (rc == 0)
-				rc = row(name, x, n, 64, runs);
+				rc = row(name, x, n, 64, a.runs);
 		}
 		free(x);
 	} else {
 		fprintf(stderr, "bench_sparsify: %s: expected (iterations, workers, elements)\n",
-			input);
+			a.input);
 		rc = -1;
 	}
 	ina_npy_close(npy);
-	x = rc == 0 ? malloc((size_t)big * sizeof(float)) : NULL;
+	x = rc == 0 ? malloc((size_t)a.elements * sizeof(float)) : NULL;
 	if (x) {
 		char name[64];
 
 		srand(1);
-		for (uint32_t i = 0; i < big; i++)
+		for (uint32_t i = 0; i < a.elements; i++)
 			x[i] = (float)rand() / RAND_MAX - 0.5f;
-		snprintf(name, sizeof(name), "synthetic %u", big);
-		rc = row(name, x, big, 0, runs);
+		snprintf(name, sizeof(name), "synthetic %u", a.elements);
+		rc = row(name, x, a.elements, 0, a.runs);
 		if (rc == 0)
-			rc = row(name, x, big, 64, runs);
+			rc = row(name, x, a.elements, 64, a.runs);
 		free(x);
 	}
 	return rc == 0 ? 0 : 1;
