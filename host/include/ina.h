@@ -274,9 +274,12 @@ struct ina_config {
 	uint32_t plan_period;	   /* with plan_blocks: rounds of a tensor
 					 * between plans; the planner's B and cut
 					 * hold in between (a plan reads the whole
-					 * last result: about 2 to 4 reads of it). 0
-					 * (default) = 1: every round. Every worker
-					 * alike */
+					 * last result: about 2 to 4 reads of it).
+					 * 0 (default): adaptive, every round until
+					 * a plan repeats the last, then held twice
+					 * as long each time one does (1, 2, 4 .. 16
+					 * rounds), every round again once one
+					 * differs. Every worker alike */
 	/* Tenant mode (ina-switch --tenants; README.md "Tenants"). */
 	uint8_t tenant;		/* the tenant's index, 1..255, from the
 					 * switch's tenants file; 0 (default):

@@ -30,6 +30,8 @@ struct tround {
 					 * target, or 1 (every non-zero block) */
 	struct planner_pick pick;  /* the last plan, while pick_age < period */
 	uint32_t pick_age;	   /* rounds begun on it; 0: none yet */
+	uint32_t hold;		   /* plan_period 0: the rounds a plan holds
+				    * now (1, 2, 4 .. TROUND_PLAN_HOLD_MAX) */
 	struct sparsify_stats sst; /* of the round in progress */
 	struct tround_stats st;
 	uint16_t B;		   /* of the round in progress */
@@ -176,6 +178,7 @@ tround_create(const struct tround_config *cfg, char *err, size_t err_size)
 		return NULL;
 	}
 	t->cfg = *cfg;
+	t->hold = 1;
 	/* Below the smallest candidate there is nothing to choose: B is max_block. */
 	if (cfg->plan && cfg->max_block >= PLANNER_MIN_BLOCK)
 		ret = make_planner(t);
@@ -215,9 +218,22 @@ tround_destroy(struct tround *t)
 static int
 plans_next(const struct tround *t)
 {
-	uint32_t period = t->cfg.plan_period ? t->cfg.plan_period : 1;
+	uint32_t period = t->cfg.plan_period ? t->cfg.plan_period : t->hold;
 
 	return !(t->pick_age > 0 && t->pick_age < period);
+}
+
+/* An adaptive period after a plan: a plan that repeats the last holds twice
+ * as long as it did (up to TROUND_PLAN_HOLD_MAX rounds), any other plans
+ * again next round. Every worker plans from the same sum, so their picks,
+ * and so their periods, stay alike. */
+static void
+adapt_hold(struct tround *t, int repeated)
+{
+	if (!repeated)
+		t->hold = 1;
+	else if (t->hold < TROUND_PLAN_HOLD_MAX)
+		t->hold *= 2;
 }
 
 /* B and its cut of this round (t->B, t->sub_log): the planner's choice from
@@ -232,12 +248,19 @@ plan(struct tround *t)
 	t->sub_log = 0;
 	if (t->planner && t->have_ref && !plans_next(t))
 		t->pick_age++; /* the last plan holds: every worker counts alike */
-	else if (t->planner && t->have_ref)
+	else if (t->planner && t->have_ref) {
+		struct planner_pick last = t->pick;
+		int had = t->pick_age > 0;
+
 		t->pick_age = (t->ref_measured ||
 			       planner_measure(t->planner, t->ref, (uint32_t)t->cfg.n, t->plan_mass,
 					       0.0f) == 0) &&
 			      planner_plan_measured(t->planner, (uint32_t)t->cfg.n, t->plan_mass,
 						    &t->pick) == 0;
+		t->st.plans += t->pick_age;
+		adapt_hold(t, had && t->pick_age && t->pick.block_size == last.block_size &&
+				      t->pick.sub_log == last.sub_log);
+	}
 	if (t->pick_age > 0) {
 		t->B = (uint16_t)t->pick.block_size;
 		t->sub_log = t->pick.sub_log;

@@ -31,7 +31,10 @@ struct tround_config {
 	double packet_ns, byte_ns;    /* the planner's prices (planner.h); both
 					 * 0: its defaults, the udp port's */
 	double cut_packet_ns;	      /* ... a cut packet's more (with them) */
-	uint32_t plan_period;	      /* rounds between plans; 0 = 1 */
+	uint32_t plan_period;	      /* rounds between plans; 0: adaptive,
+					 * every round until a plan repeats
+					 * the last, then twice the last
+					 * period, up to TROUND_PLAN_HOLD_MAX */
 	uint16_t max_block;	      /* the job's largest B (its JOIN); B itself
 					 * when not planning */
 	uint16_t sub_block;	      /* b of the job's cut (cfg.sub_block), 0: none
@@ -57,8 +60,14 @@ struct tround_step {
 					 * tensor id the engine sends (0: none) */
 };
 
+/* The longest an adaptive plan_period (0) holds a plan, in rounds. */
+#define TROUND_PLAN_HOLD_MAX 16
+
 struct tround_stats {
 	uint32_t rounds;	  /* rounds ended */
+	uint32_t plans;		  /* of the rounds begun, those the planner
+				   * planned (the others held a plan, or had
+				   * no reference yet) */
 	uint16_t block_size;	  /* B of the last round */
 	uint8_t sub_log;	  /* its cut: 2^sub_log sub-blocks a block */
 	uint32_t blocks;	  /* blocks of the last round */

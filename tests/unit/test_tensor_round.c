@@ -31,6 +31,7 @@
 
 #define WORLD 4
 #define MAXN 71754 /* the real gradients' length */
+#define MAX_ROUNDS 40
 #define GRADS INA_SOURCE_DIR "/data/grads_cnn_digits_3it.npy"
 
 static float grad[WORLD][MAXN], outs[WORLD][MAXN];
@@ -47,9 +48,10 @@ struct run {
 	uint32_t plan_period; /* tround_config.plan_period */
 	int dpdk_prices;      /* price as over DPDK (a cut packet costs no more) */
 	/* out */
-	uint16_t B[16];
-	uint8_t sub_log[16]; /* the round's cut, through the engines */
+	uint16_t B[MAX_ROUNDS];
+	uint8_t sub_log[MAX_ROUNDS]; /* the round's cut, through the engines */
 	uint64_t deferred;
+	uint32_t plans; /* rounds worker 0's planner planned (tround_stats) */
 };
 
 /* Round k's plan differs from round 0's: another B or another cut. */
@@ -97,6 +99,23 @@ alternating_grads(uint32_t n, int round)
 
 			if (k == 0 || (round % 2 == 0 && i % 1024 >= 16))
 				k = round % 2 ? 1 : 0;
+			grad[r][i] = (float)k / 1024.0f;
+		}
+}
+
+/* The same sum every round: dyadic values, and every block but one in four
+ * holding only its first 16 (so the planner has blocks to skip). */
+static void
+steady_grads(uint32_t n, int round)
+{
+	(void)round;
+	for (int r = 0; r < WORLD; r++)
+		for (uint32_t i = 0; i < n; i++) {
+			uint64_t st = (uint64_t)r * n + i;
+			int k = (int)(ina_splitmix64(&st) % 255) - 127;
+
+			if (k == 0 || ((i / 1024) % 4 != 0 && i % 1024 >= 16))
+				k = 0;
 			grad[r][i] = (float)k / 1024.0f;
 		}
 }
@@ -241,6 +260,7 @@ run(struct run *ru, void (*gen)(uint32_t, int))
 		for (uint32_t i = 0; i < ru->n; i++)
 			got[i] += outs[0][i];
 	}
+	ru->plans = tround_stats(tr[0])->plans;
 	for (int r = 0; r < WORLD; r++) {
 		const float *res = tround_residual(tr[r]);
 
@@ -392,6 +412,7 @@ test_plan_period(void **state)
 	struct run held = every;
 
 	(void)state;
+	every.plan_period = 1;
 	held.plan_period = 3;
 	run(&every, alternating_grads);
 	run(&held, alternating_grads);
@@ -431,6 +452,7 @@ test_planned_real_gradients(void **state)
 			.sp = opts(INA_SPARSIFY_TOPK),
 			.drop_rate = 0.02,
 			.rounds = 4,
+			.plan_period = 1, /* every round: the plans move */
 			.dpdk_prices = m < 2,
 		};
 		int distinct = 0, cut = 0;
@@ -465,14 +487,57 @@ test_planned_real_gradients(void **state)
 	npy = NULL;
 }
 
+/* plan_period 0 (adaptive): where the sum stays, each plan that repeats
+ * the last holds twice as long (planned at rounds 1, 2, 4, 8, 16 and 32 of
+ * 40; round 0 has no reference), every round on the B and cut an every-round
+ * planner picks; where the sums alternate, it plans every round as that one
+ * does. */
+static void
+test_plan_period_adaptive(void **state)
+{
+	struct run every = {
+		.n = MAXN,
+		.max_block = 1024,
+		.lanes = 16,
+		.enc = INA_ENC_F32,
+		.sp = opts(INA_SPARSIFY_OFF),
+		.rounds = MAX_ROUNDS,
+		.exact = 1,
+		.plan_period = 1,
+	};
+	struct run adaptive = every, alt_every = every, alt_adaptive;
+
+	(void)state;
+	adaptive.plan_period = 0;
+	run(&every, steady_grads);
+	run(&adaptive, steady_grads);
+	print_run("steady, every round", &every);
+	print_run("steady, adaptive", &adaptive);
+	assert_int_equal(every.plans, MAX_ROUNDS - 1);
+	assert_int_equal(adaptive.plans, 6);
+	for (int k = 0; k < MAX_ROUNDS; k++) {
+		assert_int_equal(adaptive.B[k], every.B[k]);
+		assert_int_equal(adaptive.sub_log[k], every.sub_log[k]);
+	}
+	alt_every.rounds = 10;
+	alt_adaptive = alt_every;
+	alt_adaptive.plan_period = 0;
+	run(&alt_every, alternating_grads);
+	run(&alt_adaptive, alternating_grads);
+	assert_int_equal(alt_adaptive.plans, alt_every.rounds - 1);
+	for (int k = 0; k < alt_every.rounds; k++) {
+		assert_int_equal(alt_adaptive.B[k], alt_every.B[k]);
+		assert_int_equal(alt_adaptive.sub_log[k], alt_every.sub_log[k]);
+	}
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_planned_no_update_lost),
-		cmocka_unit_test(test_planned_dense),
-		cmocka_unit_test(test_planned_real_gradients),
-		cmocka_unit_test(test_plan_period),
+		cmocka_unit_test(test_planned_no_update_lost), cmocka_unit_test(test_planned_dense),
+		cmocka_unit_test(test_planned_real_gradients), cmocka_unit_test(test_plan_period),
+		cmocka_unit_test(test_plan_period_adaptive),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
