@@ -17,15 +17,13 @@
 
 struct tround {
 	struct tround_config cfg;
-	struct sparsify *s;	 /* NULL: nothing sparsified */
-	float *send;		 /* what was sent this round (with 's') */
-	uint8_t *deferred;	 /* per block: the sum came back DEFERRED */
-	struct planner *planner; /* NULL: B is max_block */
-	float *ref;		 /* the last round's result (with 'planner'),
-				  * copied when the next round holds its plan */
-	int have_ref;
-	int ref_measured;	   /* the planner measured the last result
-				    * as the round ended ('ref' is stale) */
+	struct sparsify *s;	   /* NULL: nothing sparsified */
+	float *send;		   /* what was sent this round (with 's') */
+	uint8_t *deferred;	   /* per block: the sum came back DEFERRED */
+	struct planner *planner;   /* NULL: B is max_block */
+	int have_ref;		   /* a round ended: plans have a reference */
+	int ref_measured;	   /* the planner measured the last round's
+				  * result as it ended (its next planned) */
 	double plan_mass;	   /* the planner's mass rule: the top-k mass
 					 * target, or 1 (every non-zero block) */
 	struct planner_pick pick;  /* the last plan, while pick_age < period */
@@ -106,11 +104,10 @@ make_planner(struct tround *t)
 		pc.cut_packet_ns = c->cut_packet_ns;
 	}
 	t->planner = planner_create(&pc);
-	t->ref = calloc(c->n, sizeof(float));
 	t->plan_mass = (c->sp.mode & INA_SPARSIFY_TOPK) && c->sp.target == INA_TOPK_MASS
 			       ? planner_target_mass(c->sp.mass, PLANNER_HEADROOM)
 			       : 1.0;
-	return t->planner && t->ref ? 0 : -ENOMEM;
+	return t->planner ? 0 : -ENOMEM;
 }
 
 static int
@@ -206,7 +203,6 @@ tround_destroy(struct tround *t)
 	planner_destroy(t->planner);
 	free(t->send);
 	free(t->deferred);
-	free(t->ref);
 	partition_destroy(t->pm);
 	free(t->wire_in);
 	free(t->wire_out);
@@ -248,14 +244,15 @@ plan(struct tround *t)
 	t->sub_log = 0;
 	if (t->planner && t->have_ref && !plans_next(t))
 		t->pick_age++; /* the last plan holds: every worker counts alike */
+	else if (t->planner && t->have_ref && !t->ref_measured)
+		t->pick_age += t->pick_age > 0; /* the round before ended held,
+						  * then failed: hold once more,
+						  * measured as this one ends */
 	else if (t->planner && t->have_ref) {
 		struct planner_pick last = t->pick;
 		int had = t->pick_age > 0;
 
-		t->pick_age = (t->ref_measured ||
-			       planner_measure(t->planner, t->ref, (uint32_t)t->cfg.n, t->plan_mass,
-					       0.0f) == 0) &&
-			      planner_plan_measured(t->planner, (uint32_t)t->cfg.n, t->plan_mass,
+		t->pick_age = planner_plan_measured(t->planner, (uint32_t)t->cfg.n, t->plan_mass,
 						    &t->pick) == 0;
 		t->st.plans += t->pick_age;
 		adapt_hold(t, had && t->pick_age && t->pick.block_size == last.block_size &&
@@ -402,14 +399,12 @@ tround_end(struct tround *t, const float *out)
 	}
 	if (t->planner) {
 		/* The next round plans from this result: measured now, while
-		 * it is in the cache, rather than copied and read again. A
-		 * plan held copies it, for a later round that plans (should
-		 * the rounds between fail). */
+		 * it is in the cache. A round that holds the plan keeps
+		 * nothing of it (no copy): should it fail, the one after
+		 * holds too, and is measured as it ends. */
 		t->ref_measured = plans_next(t) &&
 				  planner_measure(t->planner, out, (uint32_t)t->cfg.n, t->plan_mass,
 						  0.0f) == 0;
-		if (!t->ref_measured)
-			memcpy(t->ref, out, t->cfg.n * sizeof(float));
 		t->have_ref = 1;
 	}
 	if (t->pm)
