@@ -23,7 +23,7 @@ struct tround {
 	struct planner *planner;   /* NULL: B is max_block */
 	int have_ref;		   /* a round ended: plans have a reference */
 	int ref_measured;	   /* the planner measured the last round's
-				  * result as it ended (its next planned) */
+				    * result as it ended (its next planned) */
 	double plan_mass;	   /* the planner's mass rule: the top-k mass
 					 * target, or 1 (every non-zero block) */
 	struct planner_pick pick;  /* the last plan, while pick_age < period */
@@ -245,9 +245,11 @@ plan(struct tround *t)
 	if (t->planner && t->have_ref && !plans_next(t))
 		t->pick_age++; /* the last plan holds: every worker counts alike */
 	else if (t->planner && t->have_ref && !t->ref_measured)
-		t->pick_age += t->pick_age > 0; /* the round before ended held,
-						  * then failed: hold once more,
-						  * measured as this one ends */
+		t->pick_age += t->pick_age > 0; /* the round before this one
+						  * failed, and the one before
+						  * it was not measured (its
+						  * successor held): hold once
+						  * more, measured as this ends */
 	else if (t->planner && t->have_ref) {
 		struct planner_pick last = t->pick;
 		int had = t->pick_age > 0;
