@@ -531,13 +531,63 @@ test_plan_period_adaptive(void **state)
 	}
 }
 
+/* With plan_period 2: round 1 plans, round 2 holds and fails (never ends),
+ * so nothing of round 1's sum was kept (its successor held): round 3 holds
+ * the plan once more instead of planning, is measured as it ends, and round
+ * 4 plans. */
+static void
+test_plan_held_round_fails(void **state)
+{
+	struct tround_config tc;
+	struct tround_step step;
+	struct tround *t;
+	char err[256];
+	uint16_t planned;
+
+	(void)state;
+	steady_grads(MAXN, 0);
+	memset(&tc, 0, sizeof(tc));
+	tc.n = MAXN;
+	tc.sp = opts(INA_SPARSIFY_OFF);
+	tc.plan = 1;
+	tc.plan_period = 2;
+	tc.max_block = 1024;
+	tc.encoding = INA_ENC_F32;
+	tc.world = WORLD;
+	tc.lanes = 16;
+	t = tround_create(&tc, err, sizeof(err));
+	assert_non_null(t);
+	/* The sums here are the inputs: what matters is when they are read. */
+	assert_int_equal(tround_begin(t, grad[0], &step), 0); /* round 0: no reference */
+	tround_end(t, grad[0]);
+	assert_int_equal(tround_begin(t, grad[0], &step), 0); /* round 1 plans */
+	assert_int_equal(tround_stats(t)->plans, 1);
+	planned = step.block_size;
+	tround_end(t, grad[0]);
+	assert_int_equal(tround_begin(t, grad[0], &step), 0); /* round 2 holds */
+	assert_int_equal(step.block_size, planned);
+	tround_cancel(t);				      /* and fails */
+	assert_int_equal(tround_begin(t, grad[0], &step), 0); /* round 3 holds once more */
+	assert_int_equal(tround_stats(t)->plans, 1);
+	assert_int_equal(step.block_size, planned);
+	tround_end(t, grad[0]);
+	assert_int_equal(tround_begin(t, grad[0], &step), 0); /* round 4 plans */
+	assert_int_equal(tround_stats(t)->plans, 2);
+	assert_int_equal(step.block_size, planned);
+	tround_end(t, grad[0]);
+	tround_destroy(t);
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_planned_no_update_lost), cmocka_unit_test(test_planned_dense),
-		cmocka_unit_test(test_planned_real_gradients), cmocka_unit_test(test_plan_period),
+		cmocka_unit_test(test_planned_no_update_lost),
+		cmocka_unit_test(test_planned_dense),
+		cmocka_unit_test(test_planned_real_gradients),
+		cmocka_unit_test(test_plan_period),
 		cmocka_unit_test(test_plan_period_adaptive),
+		cmocka_unit_test(test_plan_held_round_fails),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
