@@ -18,23 +18,13 @@
 
 #include "ina/npy.h"
 #include "ina/wire.h"
-#include "bench_grads_args.h"
+#include "bench_grads.h"
 #include "bench_stats.h"
 #include "planner.h"
 
 #define MAX_RUNS 31
 
 static volatile double sink;
-
-static double
-sum_squares(const float *x, uint32_t n)
-{
-	double s = 0;
-
-	for (uint32_t i = 0; i < n; i++)
-		s += (double)x[i] * x[i];
-	return s;
-}
 
 /* One row: the plan of 'x' at 'mass' and the read, medians in µs. */
 static int
@@ -71,7 +61,7 @@ row(const char *name, const float *x, uint32_t n, double mass, int runs)
 		}
 		tp[r] = bench_now_s() - t0;
 		t0 = bench_now_s();
-		sink += sum_squares(x, n);
+		sink += bench_read_squares(x, n);
 		tr[r] = bench_now_s() - t0;
 	}
 	measure_us = bench_median(tm, (size_t)runs) * 1e6;
@@ -91,59 +81,47 @@ main(int argc, char **argv)
 	struct bench_grads_args a = { .input = INA_SOURCE_DIR "/data/grads_cnn_digits_3it.npy",
 				      .elements = 16777216,
 				      .runs = 9 };
+	uint64_t its, ws;
+	uint32_t n;
 	int rc;
-	char err[256];
 	struct ina_npy *npy;
-	float *x;
+	float *x, *g;
 
 	rc = bench_grads_args_parse("bench_planner", argc, argv, &a, MAX_RUNS);
 	if (rc)
 		return rc;
-	npy = ina_npy_open(a.input, err, sizeof(err));
-	if (!npy) {
-		fprintf(stderr, "bench_planner: %s\n", err);
+	npy = bench_grads_open("bench_planner", a.input, &its, &ws, &n);
+	if (!npy)
 		return 1;
-	}
 	printf("bench_planner: planner_measure() and planner_plan_measured() (B 16..1024, b >= 8, "
 	       "f32, 4 workers, 64 lanes) against one read of the reference (sum of squares in "
 	       "double); medians of %d runs\n",
 	       a.runs);
-	if (ina_npy_ndim(npy) == 3) {
-		uint64_t its = ina_npy_dim(npy, 0), ws = ina_npy_dim(npy, 1);
-		uint32_t n = (uint32_t)ina_npy_dim(npy, 2);
-		float *g = malloc((size_t)n * sizeof(float));
+	/* the reference of a round: the sum of the workers' gradients */
+	g = malloc((size_t)n * sizeof(float));
+	x = malloc((size_t)n * sizeof(float));
+	for (uint64_t it = 0; x && g && rc == 0 && it < its; it++) {
+		char name[64];
 
-		/* the reference of a round: the sum of the workers' gradients */
-		x = malloc((size_t)n * sizeof(float));
-		for (uint64_t it = 0; x && g && rc == 0 && it < its; it++) {
-			char name[64];
-
-			for (uint32_t i = 0; i < n; i++)
-				x[i] = 0;
-			for (uint64_t w = 0; w < ws; w++) {
-				if (ina_npy_read_row(npy, it * ws + w, g, n) < 0) {
-					fprintf(stderr, "bench_planner: %s: row unreadable\n",
-						a.input);
-					rc = -1;
-					break;
-				}
-				for (uint32_t i = 0; i < n; i++)
-					x[i] += g[i];
+		for (uint32_t i = 0; i < n; i++)
+			x[i] = 0;
+		for (uint64_t w = 0; w < ws; w++) {
+			if (ina_npy_read_row(npy, it * ws + w, g, n) < 0) {
+				fprintf(stderr, "bench_planner: %s: row unreadable\n", a.input);
+				rc = -1;
+				break;
 			}
-			snprintf(name, sizeof(name), "real, iteration %llu",
-				 (unsigned long long)it);
-			if (rc == 0)
-				rc = row(name, x, n, 1.0, a.runs);
-			if (rc == 0)
-				rc = row(name, x, n, 0.5, a.runs);
+			for (uint32_t i = 0; i < n; i++)
+				x[i] += g[i];
 		}
-		free(g);
-		free(x);
-	} else {
-		fprintf(stderr, "bench_planner: %s: expected (iterations, workers, elements)\n",
-			a.input);
-		rc = -1;
+		snprintf(name, sizeof(name), "real, iteration %llu", (unsigned long long)it);
+		if (rc == 0)
+			rc = row(name, x, n, 1.0, a.runs);
+		if (rc == 0)
+			rc = row(name, x, n, 0.5, a.runs);
 	}
+	free(g);
+	free(x);
 	ina_npy_close(npy);
 	x = rc == 0 ? calloc(a.elements, sizeof(float)) : NULL;
 	if (x) {

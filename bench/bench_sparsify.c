@@ -15,23 +15,13 @@
 #include <stdlib.h>
 
 #include "ina/npy.h"
-#include "bench_grads_args.h"
+#include "bench_grads.h"
 #include "bench_stats.h"
 #include "sparsify.h"
 
 #define MAX_RUNS 31
 
 static volatile double sink;
-
-static double
-sum_squares(const float *x, uint32_t n)
-{
-	double s = 0;
-
-	for (uint32_t i = 0; i < n; i++)
-		s += (double)x[i] * x[i];
-	return s;
-}
 
 /* One row: rounds of 'g' (n floats) through a fresh sparsifier; medians. */
 static int
@@ -66,7 +56,7 @@ row(const char *name, const float *g, uint32_t n, uint32_t sub, int runs)
 		}
 		ts[r] = bench_now_s() - t0;
 		t0 = bench_now_s();
-		sink += sum_squares(g, n);
+		sink += bench_read_squares(g, n);
 		tr[r] = bench_now_s() - t0;
 	}
 	s_us = bench_median(ts, (size_t)runs) * 1e6;
@@ -86,48 +76,37 @@ main(int argc, char **argv)
 	struct bench_grads_args a = { .input = INA_SOURCE_DIR "/data/grads_cnn_digits_3it.npy",
 				      .elements = 4194304,
 				      .runs = 15 };
+	uint64_t its, ws;
+	uint32_t n;
 	int rc;
-	char err[256];
 	struct ina_npy *npy;
 	float *x;
 
 	rc = bench_grads_args_parse("bench_sparsify", argc, argv, &a, MAX_RUNS);
 	if (rc)
 		return rc;
-	npy = ina_npy_open(a.input, err, sizeof(err));
-	if (!npy) {
-		fprintf(stderr, "bench_sparsify: %s\n", err);
+	npy = bench_grads_open("bench_sparsify", a.input, &its, &ws, &n);
+	if (!npy)
 		return 1;
-	}
 	printf("bench_sparsify: sparsify_round(), top-k to mass 0.5, B 1024, against one read of "
 	       "the gradient (sum of squares in double, one chain); medians of %d rounds\n",
 	       a.runs);
-	if (ina_npy_ndim(npy) == 3) {
-		uint64_t its = ina_npy_dim(npy, 0), ws = ina_npy_dim(npy, 1);
-		uint32_t n = (uint32_t)ina_npy_dim(npy, 2);
+	x = malloc((size_t)n * sizeof(float));
+	for (uint64_t it = 0; x && rc == 0 && it < its; it++) {
+		char name[64];
 
-		x = malloc((size_t)n * sizeof(float));
-		for (uint64_t it = 0; x && rc == 0 && it < its; it++) {
-			char name[64];
-
-			/* worker 0's gradient of the iteration */
-			if (ina_npy_read_row(npy, it * ws, x, n) < 0) {
-				fprintf(stderr, "bench_sparsify: %s: row unreadable\n", a.input);
-				rc = -1;
-				break;
-			}
-			snprintf(name, sizeof(name), "real, iteration %llu",
-				 (unsigned long long)it);
-			rc = row(name, x, n, 0, a.runs);
-			if (rc == 0)
-				rc = row(name, x, n, 64, a.runs);
+		/* worker 0's gradient of the iteration */
+		if (ina_npy_read_row(npy, it * ws, x, n) < 0) {
+			fprintf(stderr, "bench_sparsify: %s: row unreadable\n", a.input);
+			rc = -1;
+			break;
 		}
-		free(x);
-	} else {
-		fprintf(stderr, "bench_sparsify: %s: expected (iterations, workers, elements)\n",
-			a.input);
-		rc = -1;
+		snprintf(name, sizeof(name), "real, iteration %llu", (unsigned long long)it);
+		rc = row(name, x, n, 0, a.runs);
+		if (rc == 0)
+			rc = row(name, x, n, 64, a.runs);
 	}
+	free(x);
 	ina_npy_close(npy);
 	x = rc == 0 ? malloc((size_t)a.elements * sizeof(float)) : NULL;
 	if (x) {
