@@ -182,14 +182,11 @@ check_block(const struct run *ru, struct tround_step *step, uint32_t b)
 	return def;
 }
 
-static void
-run(struct run *ru, void (*gen)(uint32_t, int))
+/* A planning tensor round's configuration for the run 'ru' describes. */
+static struct tround_config
+run_config(const struct run *ru)
 {
-	struct fabric f;
-	struct tround *tr[WORLD];
 	struct tround_config tc;
-	float *out_p[WORLD];
-	char err[256];
 
 	memset(&tc, 0, sizeof(tc));
 	tc.n = ru->n;
@@ -205,6 +202,17 @@ run(struct run *ru, void (*gen)(uint32_t, int))
 	tc.encoding = ru->enc;
 	tc.world = WORLD;
 	tc.lanes = ru->lanes;
+	return tc;
+}
+
+static void
+run(struct run *ru, void (*gen)(uint32_t, int))
+{
+	struct fabric f;
+	struct tround *tr[WORLD];
+	struct tround_config tc = run_config(ru);
+	float *out_p[WORLD];
+	char err[256];
 	fabric_init(&f, WORLD, ru->lanes, ru->max_block, ru->enc, NULL, NULL);
 	f.faults.drop_rate = ru->drop_rate;
 	f.faults.seed = 11;
@@ -538,7 +546,15 @@ test_plan_period_adaptive(void **state)
 static void
 test_plan_held_round_fails(void **state)
 {
-	struct tround_config tc;
+	struct run ru = {
+		.n = MAXN,
+		.max_block = 1024,
+		.lanes = 16,
+		.enc = INA_ENC_F32,
+		.sp = opts(INA_SPARSIFY_OFF),
+		.plan_period = 2,
+	};
+	struct tround_config tc = run_config(&ru);
 	struct tround_step step;
 	struct tround *t;
 	char err[256];
@@ -546,15 +562,6 @@ test_plan_held_round_fails(void **state)
 
 	(void)state;
 	steady_grads(MAXN, 0);
-	memset(&tc, 0, sizeof(tc));
-	tc.n = MAXN;
-	tc.sp = opts(INA_SPARSIFY_OFF);
-	tc.plan = 1;
-	tc.plan_period = 2;
-	tc.max_block = 1024;
-	tc.encoding = INA_ENC_F32;
-	tc.world = WORLD;
-	tc.lanes = 16;
 	t = tround_create(&tc, err, sizeof(err));
 	assert_non_null(t);
 	/* The sums here are the inputs: what matters is when they are read. */
