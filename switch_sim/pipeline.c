@@ -470,6 +470,15 @@ refuse_old_version(struct pipeline *p, struct ina_pkt *in, const struct ina_hdr 
 	return o;
 }
 
+/* A type only a rank of a job sends for itself: the packets a rank's bound
+ * address holds to (with FAILOVER, which only a replica takes). */
+static int
+rank_own_type(uint8_t type)
+{
+	return type == INA_T_DATA || type == INA_T_FIN || type == INA_T_LEAVE ||
+	       type == INA_T_KEEPALIVE;
+}
+
 static struct ina_pkt *
 process_checked(struct pipeline *p, struct ina_pkt *in, uint64_t now)
 {
@@ -548,8 +557,7 @@ process_checked(struct pipeline *p, struct ina_pkt *in, uint64_t now)
 			ina_pkt_free(in);
 			return NULL;
 		}
-	} else if (h.type != INA_T_DATA && h.type != INA_T_FIN && h.type != INA_T_LEAVE &&
-		   h.type != INA_T_KEEPALIVE) {
+	} else if (!rank_own_type(h.type)) {
 		p->st.drop[PDROP_UNEXPECTED]++;
 		ina_pkt_free(in);
 		return NULL;
@@ -687,8 +695,7 @@ cheap_drop(struct pipeline *p, const struct ina_pkt *in)
 		return NULL;
 	if (p->cfg.uplink.len && ina_peer_equal(&in->peer, &p->cfg.uplink))
 		return NULL; /* the spine's: uplink_rx checks them */
-	rank_pkt = h.type == INA_T_DATA || h.type == INA_T_FIN || h.type == INA_T_LEAVE ||
-		   h.type == INA_T_KEEPALIVE;
+	rank_pkt = rank_own_type(h.type);
 	j = pl_job_find(p, h.job_id);
 	if (!j && rank_pkt)
 		return &p->st.drop[PDROP_UNKNOWN_JOB];
