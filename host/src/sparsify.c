@@ -327,7 +327,7 @@ sum_squares(const float *x, size_t n)
  * magnitude (NaN aside), per lane as sum_squares(). With SSE2 (every x86-64)
  * the four lanes are the four floats of a vector, their squares two vectors
  * of two doubles: the same operations in the same order per lane, so the
- * same bits as the plain loop. */
+ * same bits as the plain loop, which takes the rest. */
 static double
 accumulate_unit(float *r, const float *g, uint32_t len, int *nan, float *max)
 {
@@ -359,17 +359,8 @@ accumulate_unit(float *r, const float *g, uint32_t len, int *nan, float *max)
 		_mm_storeu_ps(m, mx);
 		bad = _mm_movemask_ps(un) != 0;
 	}
-#else
-	for (; i + 4 <= len; i += 4)
-		for (unsigned k = 0; k < 4; k++) {
-			float a = g[i + k] + r[i + k];
-
-			r[i + k] = a;
-			q[k] += (double)a * a;
-			bad |= isnan(a);
-			m[k] = fabsf(a) > m[k] ? fabsf(a) : m[k];
-		}
 #endif
+	/* The elements past the last vector (all of them without SSE2). */
 	for (; i < len; i++) {
 		float a = g[i] + r[i];
 
