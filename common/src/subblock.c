@@ -83,15 +83,6 @@ ina_sub_present_elems(const struct ina_sub_mask *m, const struct ina_sub_cut *c)
 	return total;
 }
 
-/* 1 when some float of x[0..n) is neither +0 nor -0: ina_block_is_zero()'s
- * test, which stops at the first chunk that holds one (a dense sub-block
- * costs one chunk, not a pass over it). */
-static int
-any_nonzero(const float *x, uint32_t n)
-{
-	return !ina_block_is_zero(x, n);
-}
-
 void
 ina_sub_mask_nonzero(struct ina_sub_mask *m, const float *x, const struct ina_sub_cut *c)
 {
@@ -100,7 +91,9 @@ ina_sub_mask_nonzero(struct ina_sub_mask *m, const float *x, const struct ina_su
 		uint32_t start, n;
 
 		ina_sub_run_elems(c, i, 1, &start, &n);
-		if (any_nonzero(x + start, n))
+		/* stops at the first chunk with a value: a dense sub-block
+		 * costs one chunk, not a pass */
+		if (!ina_block_is_zero(x + start, n))
 			m->w[i / 64] |= 1ull << (i % 64);
 	}
 }
