@@ -22,6 +22,7 @@
 
 #include "ethdev_dpdk.h"
 #include "ina/util.h"
+#include "memfd_guard_dpdk.h"
 
 #define SET_HDR_ROOM 64	     /* data room of a header mbuf, past the headroom */
 #define MEMIF_DEF_BSIZE 2048 /* net_memif's buffer size without bsize= */
@@ -201,6 +202,26 @@ is_memif(const struct dpdk_set *set, uint16_t i)
 	return strcmp(set->names[i], "net_memif") == 0;
 }
 
+/* Starts a memif ethdev with EAL's memory descriptors as they were
+ * (memfd_guard_dpdk.h): its zero-copy client shares them. */
+static int
+memif_start(const struct dpdk_set *set, uint16_t i, char *err, size_t err_size)
+{
+	int ret = memfd_guard_restore(err, err_size);
+
+	return ret < 0 ? ret : rte_eth_dev_start(set->cfg.ids[i]);
+}
+
+/* Stops a memif ethdev and puts back what its stop closed. */
+static void
+memif_stop(const struct dpdk_set *set, uint16_t i)
+{
+	char ignored[8];
+
+	(void)rte_eth_dev_stop(set->cfg.ids[i]);
+	(void)memfd_guard_restore(ignored, sizeof(ignored));
+}
+
 static int
 same_ids(const struct dpdk_set_cfg *a, const struct dpdk_set_cfg *b)
 {
@@ -244,7 +265,10 @@ drain_and_stop(struct dpdk_set *set, const uint8_t *started)
 			while (bursts-- && (k = rte_eth_rx_burst(id, q, mbufs, 32)) > 0)
 				rte_pktmbuf_free_bulk(mbufs, k);
 		}
-		(void)rte_eth_dev_stop(id);
+		if (is_memif(set, i))
+			memif_stop(set, i);
+		else
+			(void)rte_eth_dev_stop(id);
 	}
 }
 
@@ -421,10 +445,19 @@ set_start_one(struct dpdk_set *set, uint16_t i, int socket, uint64_t deadline_ms
 			goto fail;
 		}
 	}
-	ret = rte_eth_dev_start(id);
-	while (ret < 0 && is_memif(set, i) && now_ms() < deadline_ms) {
-		sleep_ms(100);
+	if (!is_memif(set, i)) {
 		ret = rte_eth_dev_start(id);
+	} else {
+		err[0] = '\0';
+		ret = memfd_guard_take(err, err_size);
+		if (ret == 0)
+			ret = memif_start(set, i, err, err_size);
+		while (ret < 0 && !err[0] && now_ms() < deadline_ms) {
+			sleep_ms(100);
+			ret = memif_start(set, i, err, err_size);
+		}
+		if (err[0])
+			return ret; /* the guard said why */
 	}
 	if (ret < 0) {
 		what = "start";
@@ -463,6 +496,8 @@ set_wait_links(struct dpdk_set *set, uint64_t deadline_ms, char *err, size_t err
 	uint64_t restart = now_ms() + 500;
 
 	for (uint16_t i = 0; i < set->cfg.nb; i++) {
+		int ret;
+
 		while (!dpdk_set_link_up(set, i)) {
 			uint64_t now = now_ms();
 
@@ -475,12 +510,18 @@ set_wait_links(struct dpdk_set *set, uint64_t deadline_ms, char *err, size_t err
 				return -ENETDOWN;
 			}
 			if (is_memif(set, i) && now >= restart) {
-				(void)rte_eth_dev_stop(set->cfg.ids[i]);
-				(void)rte_eth_dev_start(set->cfg.ids[i]);
+				memif_stop(set, i);
+				err[0] = '\0';
+				ret = memif_start(set, i, err, err_size);
+				if (ret < 0 && err[0])
+					return ret;
 				restart = now + 500;
 			}
 			sleep_ms(10);
 		}
+		/* A connection made closed the descriptors: keep them for EAL. */
+		if (is_memif(set, i) && (ret = memfd_guard_restore(err, err_size)) < 0)
+			return ret;
 	}
 	return 0;
 }
