@@ -26,10 +26,11 @@
  * sub formats the planner's first cut (planner_first_cut: the largest B, cut
  * finest).
  * The planners price packets and bytes in time (--packet-ns, --byte-ns: the
- * udp port's by default, planner.h), and a packet of a cut round at no more
- * than another (--cut-packet-ns, 0 by default: the DPDK data path's, where
- * a packet's size does not change its cost; the udp port's 500 makes the
- * planner keep blocks whole where cutting saves little, planner.h).
+ * udp port's by default, planner.h), and a cut at no more than its packets
+ * and bytes (--cut-packet-ns and --cut-sub-ns, 0 by default: what the format
+ * itself puts on the wire, apart from the host time a cut costs this
+ * machine's ports, which makes the planner keep blocks whole where cutting
+ * saves little, planner.h).
  * No residual carry-over in either sparse format: each iteration keeps the
  * fraction of its own gradient's mass (sum of squares). Offline: no switch,
  * no engine, no timing: the figures are exact counts and deterministic. See
@@ -487,10 +488,10 @@ print_json(const struct bench *b)
 	       "\"iterations\": %u, \"max_pkt\": %" PRIu32 ", \"lanes\": %u, "
 	       "\"frame_bytes\": %" PRIu32 ", \"first_block\": %" PRIu32
 	       ", \"plan_headroom\": %.3f, \"packet_ns\": %.3f, \"byte_ns\": %.3f, "
-	       "\"cut_packet_ns\": %.3f,\n",
+	       "\"cut_packet_ns\": %.3f, \"cut_sub_ns\": %.3f,\n",
 	       b->input, b->n, N_WORKERS, b->iters, b->f32.pc.max_pkt, b->f32.pc.lanes,
 	       b->f32.pc.frame_bytes, b->first_b, b->headroom, b->f32.pc.packet_ns,
-	       b->f32.pc.byte_ns, b->f32.pc.cut_packet_ns);
+	       b->f32.pc.byte_ns, b->f32.pc.cut_packet_ns, b->f32.pc.cut_sub_ns);
 	printf(" \"dense_bytes\": %" PRIu64 ", \"fixed_block_bytes\": %" PRIu64
 	       ", \"ina_bytes\": %" PRIu64 ", \"mass_kept\": %.4f, \"ina_bf16_bytes\": %" PRIu64
 	       ", \"ina_bf16_mass_kept\": %.4f, \"fixed_mass_kept\": %.4f, \"mass_target\": %.2f,\n"
@@ -541,10 +542,10 @@ print_table(const struct bench *b)
 	       f->pc.max_pkt, planner_candidate_sizes(f->pl)[planner_n_candidates(f->pl) - 1],
 	       planner_candidate_sizes(h->pl)[planner_n_candidates(h->pl) - 1], f->pc.lanes,
 	       f->pc.frame_bytes, b->first_b, b->headroom);
-	printf("time model: %.1f ns a packet (%.1f more cut), %.3f ns a byte; sub-blocks b >= "
-	       "%u, up to %u a block\n",
-	       f->pc.packet_ns, f->pc.cut_packet_ns, f->pc.byte_ns, PLANNER_MIN_SUB,
-	       1u << PLANNER_MAX_SUB_LOG);
+	printf("time model: %.1f ns a packet (%.1f more cut, %.1f a cut's sub-block), %.3f ns a "
+	       "byte; sub-blocks b >= %u, up to %u a block\n",
+	       f->pc.packet_ns, f->pc.cut_packet_ns, f->pc.cut_sub_ns, f->pc.byte_ns,
+	       PLANNER_MIN_SUB, 1u << PLANNER_MAX_SUB_LOG);
 	printf("%-5s %-12s %9s %8s %8s %6s %6s %7s %7s %6s %9s %7s  %s\n", "mass", "format",
 	       "bytes", "up", "down", "pkts", "empty", "/fixed", "kept", "ms", "oracle", "/fixed",
 	       "B (or B/b) per iteration");
@@ -586,7 +587,7 @@ usage(FILE *f)
 		"usage: ina-bench-formats [--input FILE.npy] [--mass F,F,...] [--max-pkt BYTES]\n"
 		"                         [--lanes L] [--frame-bytes BYTES] [--first-block B]\n"
 		"                         [--plan-headroom H] [--packet-ns NS] [--byte-ns NS]\n"
-		"                         [--cut-packet-ns NS]\n"
+		"                         [--cut-packet-ns NS] [--cut-sub-ns NS]\n"
 		"                         [--json]\n"
 		"Bytes on the wire (both directions, headers and empty acks counted) for the\n"
 		"real gradients: dense, fixed blocks of 256 after element top-k, and the\n"
@@ -646,6 +647,7 @@ parse_args(struct bench *b, int argc, char **argv)
 		{ "packet-ns", required_argument, NULL, 'P' },
 		{ "byte-ns", required_argument, NULL, 'Y' },
 		{ "cut-packet-ns", required_argument, NULL, 'C' },
+		{ "cut-sub-ns", required_argument, NULL, 'S' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -682,19 +684,22 @@ parse_args(struct bench *b, int argc, char **argv)
 		case 'P':
 		case 'Y':
 		case 'C':
+		case 'S':
 			v = 0;
 			{
 				double ns = strtod(optarg, &end);
 
 				if (*end || *optarg == '\0' || !(ns >= 0 && ns <= 1e6))
-					die("--packet-ns, --byte-ns, --cut-packet-ns: a number of "
-					    "ns, 0 .. 1e6");
+					die("--packet-ns, --byte-ns, --cut-packet-ns, --cut-sub-ns: a "
+					    "number of ns, 0 .. 1e6");
 				if (opt == 'P')
 					pc->packet_ns = ns;
 				else if (opt == 'Y')
 					pc->byte_ns = ns;
-				else
+				else if (opt == 'C')
 					pc->cut_packet_ns = ns;
+				else
+					pc->cut_sub_ns = ns;
 			}
 			break;
 		case 'j':
@@ -817,7 +822,8 @@ main(int argc, char **argv)
 
 	planner_config_init(&b.f32.pc);
 	b.f32.pc.world = N_WORKERS;
-	b.f32.pc.cut_packet_ns = PLANNER_MEMIF_CUT_PACKET_NS;
+	b.f32.pc.cut_packet_ns = 0;
+	b.f32.pc.cut_sub_ns = 0;
 	json = parse_args(&b, argc, argv);
 	open_input(&b);
 	setup_formats(&b);

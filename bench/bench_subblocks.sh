@@ -5,13 +5,14 @@
 # for R rounds, over UDP loopback and over DPDK net_memif (one memif link a
 # rank, jumbo frames), with four ways of cutting the tensor:
 #   fixed      --block 1024, no sub-blocks (the baseline of the ratios)
-#   plan       --plan, cuts priced out (--plan-cost P,Y,1000000): the block
-#              planner, B per round, whole blocks
+#   plan       --block 2048 --plan, cuts priced out (--plan-cost
+#              P,Y,1000000,0): the block planner, B per round up to what a
+#              packet holds, whole blocks
 #   fixed+sub  --block 1024 --sub-block b
-#   plan+sub   --plan: the planner picks B and its cut b per round (or the
+#   plan+sub   --block 2048 --plan: the planner picks B and its cut b per round (or the
 #              ina-host arguments of --plansub ARGS, or INA_BENCH_PLANSUB)
-# The planned cuts are priced for their transport (--plan-cost P,Y,C): udp
-# 390,0.39,500, memif 290,0.47,0 (a cut packet costs no more over DPDK).
+# The planned cuts are priced for their transport (--plan-cost P,Y,C,S): udp
+# 364,0.223,1000,9, memif 219,0.116,150,9.
 # each under two sparsifications: zero-skipping only (--sparsify off: a block
 # or sub-block of zeros is not sent) and top-k by mass 0.5 (--sparsify topk
 # --keep-mass 0.5, with residual carry-over). Every run starts a fresh switch;
@@ -91,16 +92,20 @@ trap 'exit 130' INT TERM
 export INA_JOB_TOKEN=bench-subblocks
 median() { sort -g | awk '{ v[NR] = $1 } END { if (NR == 0) exit; if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 
-# The cuts: name and ina-host arguments.
+# The cuts: name and ina-host arguments. The planner's B goes up to what one
+# packet holds (--block with --plan is its largest): 2048 f32 elements in the
+# 9000-byte packets of both transports here.
 cuts=(fixed plan fixed+sub plan+sub)
-declare -A cut_args=([fixed]="--block 1024" [plan]="--block 1024 --plan"
-	[fixed+sub]="--block 1024 --sub-block $sub_b" [plan+sub]="--block 1024 --plan")
+plan_b=2048
+declare -A cut_args=([fixed]="--block 1024" [plan]="--block $plan_b --plan"
+	[fixed+sub]="--block 1024 --sub-block $sub_b" [plan+sub]="--block $plan_b --plan")
 [ -n "$plansub" ] && cut_args[plan+sub]=$plansub
-# The planner's prices (ina-host --plan-cost P,Y,C) per transport: a packet, a
-# byte (bench/README.md "Time per packet and per byte"), and what a cut
-# packet costs more (the udp port's 500; DPDK's 0); 'plan' prices cuts out
-# (1e6 ns: whole blocks), 'plan+sub' at the transport's.
-declare -A plan_base=([udp]="390,0.39" [memif]="290,0.47") plan_cut=([udp]=500 [memif]=0)
+# The planner's prices (ina-host --plan-cost P,Y,C,S) per transport: a packet,
+# a byte (bench/README.md "Time per packet and per byte"), what a cut packet
+# and each of its sub-blocks cost more (bench/README.md "What a cut costs");
+# 'plan' prices cuts out (1e6 ns: whole blocks), 'plan+sub' at the
+# transport's (planner.h's PLANNER_UDP_* and PLANNER_MEMIF_*).
+declare -A plan_base=([udp]="364,0.223" [memif]="219,0.116") plan_cut=([udp]="1000,9" [memif]="150,9")
 sparsifications=(zero mass0.5)
 declare -A sp_args=([zero]="--sparsify off" [mass0.5]="--sparsify topk --keep-mass 0.5")
 
@@ -146,7 +151,7 @@ one_run() {
 	# shellcheck disable=SC2206  # the arguments split on purpose
 	args=(${cut_args[$cut]} ${sp_args[$sp]})
 	case $cut in
-	plan) args+=(--plan-cost "${plan_base[$tr]},1000000") ;;
+	plan) args+=(--plan-cost "${plan_base[$tr]},1000000,0") ;;
 	plan+sub) [ -z "$plansub" ] && args+=(--plan-cost "${plan_base[$tr]},${plan_cut[$tr]}") ;;
 	esac
 	for ((r = 0; r < world; r++)); do
@@ -225,7 +230,7 @@ for cut in "${cuts[@]}"; do
 	printf "  %-10s ina-host %s\n" "$cut" "${cut_args[$cut]:-(pending: not in this build)}"
 done
 for tr in $transports; do
-	printf "  %-10s plan --plan-cost %s,1000000 (cuts priced out), plan+sub --plan-cost %s,%s\n" \
+	printf "  %-10s plan --plan-cost %s,1000000,0 (cuts priced out), plan+sub --plan-cost %s,%s\n" \
 		"$tr" "${plan_base[$tr]}" "${plan_base[$tr]}" "${plan_cut[$tr]}"
 done
 for sp in "${sparsifications[@]}"; do

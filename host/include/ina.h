@@ -261,16 +261,16 @@ struct ina_config {
 					 * with plan_blocks it picks the B of least
 					 * packets x plan_packet_ns + bytes x
 					 * plan_byte_ns, the fewest bytes on a tie.
-					 * Default 390, the udp port's cost measured
-					 * here (memif: 290); >= 0. Every worker alike */
-	double plan_byte_ns;	   /* ... of a byte: default 0.39 (memif 0.47);
+					 * Default 364, the udp port's cost measured
+					 * here (memif: 219); >= 0. Every worker alike */
+	double plan_byte_ns;	   /* ... of a byte: default 0.223 (memif 0.116);
 					 * >= 0, not both 0 (0 and 1: bytes alone) */
 	double plan_cut_packet_ns; /* what a packet of a cut round (sub-
 					 * blocks) costs more: its size varies with
 					 * its sub-blocks, and the kernel's UDP
 					 * offloads batch only packets of one size.
-					 * Default 500, the udp port's (DPDK,
-					 * memif: 0); >= 0. Every worker alike */
+					 * Default 1000, the udp port's (memif:
+					 * 150); >= 0. Every worker alike */
 	uint32_t plan_period;	   /* with plan_blocks: rounds of a tensor
 					 * between plans; the planner's B and cut
 					 * hold in between (a plan reads the whole
@@ -289,6 +289,10 @@ struct ina_config {
 					 * tag under the job's key, derived from
 					 * tenant_key and the job id */
 	uint8_t tenant_key[32]; /* its key: ina_tenant_from() reads it */
+	double plan_cut_sub_ns; /* what each non-zero sub-block of a cut
+				 * round costs more (a run to encode, add
+				 * and decode). Default 9 (memif: 9); >= 0.
+				 * Every worker alike */
 };
 
 /* Counters of a context. Grows at its end like struct ina_config: the

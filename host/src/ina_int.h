@@ -121,7 +121,7 @@ struct ina_ctx {
 	struct partition_config part; /* cfg.partition, partitions, lanes */
 
 	/* cfg.plan_packet_ns, plan_byte_ns: the block planner's prices */
-	double plan_packet_ns, plan_byte_ns, plan_cut_packet_ns;
+	double plan_packet_ns, plan_byte_ns, plan_cut_packet_ns, plan_cut_sub_ns;
 	uint32_t plan_period; /* cfg.plan_period: rounds between plans */
 
 	struct ina_port *port;

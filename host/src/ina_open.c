@@ -79,6 +79,7 @@ config_defaults(struct ina_config *cfg)
 	cfg->plan_packet_ns = PLANNER_UDP_PACKET_NS;
 	cfg->plan_byte_ns = PLANNER_UDP_BYTE_NS;
 	cfg->plan_cut_packet_ns = PLANNER_UDP_CUT_PACKET_NS;
+	cfg->plan_cut_sub_ns = PLANNER_UDP_CUT_SUB_NS;
 }
 
 void
@@ -334,11 +335,14 @@ ina_open(const struct ina_config *user_cfg, struct ina_ctx **out, char *err, siz
 	if (!(cfg->plan_packet_ns >= 0 && cfg->plan_packet_ns <= 1e6) ||
 	    !(cfg->plan_byte_ns >= 0 && cfg->plan_byte_ns <= 1e6) ||
 	    !(cfg->plan_cut_packet_ns >= 0 && cfg->plan_cut_packet_ns <= 1e6) ||
+	    !(cfg->plan_cut_sub_ns >= 0 && cfg->plan_cut_sub_ns <= 1e6) ||
 	    (cfg->plan_packet_ns == 0 && cfg->plan_byte_ns == 0)) {
 		snprintf(err, err_size,
 			 "bad configuration: plan_packet_ns %g, plan_byte_ns %g, "
-			 "plan_cut_packet_ns %g: ns up to 1e6, >= 0, the first two not both 0",
-			 cfg->plan_packet_ns, cfg->plan_byte_ns, cfg->plan_cut_packet_ns);
+			 "plan_cut_packet_ns %g, plan_cut_sub_ns %g: ns up to 1e6, >= 0, the "
+			 "first two not both 0",
+			 cfg->plan_packet_ns, cfg->plan_byte_ns, cfg->plan_cut_packet_ns,
+			 cfg->plan_cut_sub_ns);
 		return -EINVAL;
 	}
 	if (cfg->ssp > INA_SSP_MAX ||
@@ -578,6 +582,7 @@ ina_open(const struct ina_config *user_cfg, struct ina_ctx **out, char *err, siz
 	ctx->plan_packet_ns = cfg->plan_packet_ns;
 	ctx->plan_byte_ns = cfg->plan_byte_ns;
 	ctx->plan_cut_packet_ns = cfg->plan_cut_packet_ns;
+	ctx->plan_cut_sub_ns = cfg->plan_cut_sub_ns;
 	ctx->plan_period = cfg->plan_period;
 	ctx->part.mode = cfg->partition == INA_PARTITION_DYNAMIC ? PARTITION_DYNAMIC
 								 : PARTITION_FIXED;

@@ -145,6 +145,7 @@ ina_tensor_for(struct ina_ctx *ctx, uint32_t tensor_id, size_t n, int *ret)
 	tc.packet_ns = ctx->plan_packet_ns;
 	tc.byte_ns = ctx->plan_byte_ns;
 	tc.cut_packet_ns = ctx->plan_cut_packet_ns;
+	tc.cut_sub_ns = ctx->plan_cut_sub_ns;
 	tc.plan_period = ctx->plan_period;
 	tc.max_block = ctx->block_size;
 	tc.sub_block = ctx->sub_block;

@@ -127,10 +127,12 @@ usage(FILE *f)
 		"                        times as long: a transient straggler (default 0)\n"
 		"  --plan                the block planner picks B per round (powers of two\n"
 		"                        from 16 up to --block) from the previous result\n"
-		"  --plan-cost P,Y[,C]   its prices: P ns a packet, Y ns a byte, C ns more a\n"
-		"                        packet of a cut round; it picks the least time\n"
-		"                        (default 390,0.39,500: the udp port's; memif's\n"
-		"                        290,0.47,0; 0,1,0: the fewest bytes)\n"
+		"  --plan-cost P,Y[,C[,S]]  its prices: P ns a packet, Y ns a byte, C ns\n"
+		"                        more a packet of a cut round and S more each\n"
+		"                        sub-block it carries; it picks the least time\n"
+		"                        (default 364,0.223,1000,9: the udp port's;\n"
+		"                        memif's 219,0.116,150,9; 0,1,0,0: the fewest\n"
+		"                        bytes)\n"
 		"  --plan-period N       plan every N rounds, the plan held in between\n"
 		"                        (default: every round until a plan repeats the\n"
 		"                        last, then held twice as long each time it does,\n"
@@ -388,8 +390,8 @@ parse_args(int argc, char **argv, struct host_config *c)
 								   1000000);
 			break;
 		case OPT_PLAN_COST: {
-			double *ns[3] = { &c->ina.plan_packet_ns, &c->ina.plan_byte_ns,
-					  &c->ina.plan_cut_packet_ns };
+			double *ns[4] = { &c->ina.plan_packet_ns, &c->ina.plan_byte_ns,
+					  &c->ina.plan_cut_packet_ns, &c->ina.plan_cut_sub_ns };
 			char buf[96], *tok, *save = NULL;
 			unsigned k = 0;
 			int bad = 0;
@@ -397,12 +399,12 @@ parse_args(int argc, char **argv, struct host_config *c)
 			if (strlen(optarg) >= sizeof(buf))
 				ina_die("--plan-cost: '%s' is too long", optarg);
 			strcpy(buf, optarg);
-			for (tok = strtok_r(buf, ",", &save); tok && k < 3 && !bad;
+			for (tok = strtok_r(buf, ",", &save); tok && k < 4 && !bad;
 			     tok = strtok_r(NULL, ",", &save))
 				bad = ina_parse_double(tok, 0.0, 1e6, ns[k++]) < 0;
 			if (bad || k < 2 || tok ||
 			    (c->ina.plan_packet_ns == 0 && c->ina.plan_byte_ns == 0))
-				ina_die("--plan-cost: '%s' is not P,Y[,C] (ns in 0..1e6, P and Y "
+				ina_die("--plan-cost: '%s' is not P,Y[,C[,S]] (ns in 0..1e6, P and Y "
 					"not both 0)",
 					optarg);
 			break;
@@ -720,6 +722,7 @@ main(int argc, char **argv)
 			.packet_ns = c.ina.plan_packet_ns,
 			.byte_ns = c.ina.plan_byte_ns,
 			.cut_packet_ns = c.ina.plan_cut_packet_ns,
+			.cut_sub_ns = c.ina.plan_cut_sub_ns,
 			.plan_period = c.ina.plan_period,
 			.max_block = c.ina.block_size,
 			.sub_block = c.ina.sub_block,

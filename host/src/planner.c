@@ -64,6 +64,7 @@ planner_config_init(struct planner_config *cfg)
 		.packet_ns = PLANNER_UDP_PACKET_NS,
 		.byte_ns = PLANNER_UDP_BYTE_NS,
 		.cut_packet_ns = PLANNER_UDP_CUT_PACKET_NS,
+		.cut_sub_ns = PLANNER_UDP_CUT_SUB_NS,
 	};
 }
 
@@ -98,7 +99,7 @@ planner_config_check(const struct planner_config *cfg)
 	    cfg->world > INA_MAX_WORLD || cfg->lanes == 0 ||
 	    planner_max_block(cfg) < PLANNER_MIN_BLOCK || cfg->max_sub_log > PLANNER_MAX_SUB_LOG ||
 	    !cost_ok(cfg->packet_ns) || !cost_ok(cfg->byte_ns) || !cost_ok(cfg->cut_packet_ns) ||
-	    (cfg->packet_ns == 0 && cfg->byte_ns == 0))
+	    !cost_ok(cfg->cut_sub_ns) || (cfg->packet_ns == 0 && cfg->byte_ns == 0))
 		return -EINVAL;
 	return 0;
 }
@@ -228,6 +229,8 @@ planner_cost(const struct planner_config *cfg, uint32_t n, uint32_t B, uint8_t s
 	c.down_bytes = c.down_pkts * hdr + mask * cfg->world * blk->sent +
 		       (uint64_t)cfg->elem_bytes * cfg->world * blk->sent_elems;
 	c.payload_pkts = blk->up_blocks + (uint64_t)cfg->world * blk->sent;
+	if (sub_log > 0)
+		c.payload_subs = blk->up_subs + (uint64_t)cfg->world * blk->sent_subs;
 	return c;
 }
 
@@ -238,9 +241,10 @@ planner_cost_time_ps(const struct planner_config *cfg, const struct planner_cost
 	uint64_t packet_ps = (uint64_t)llround(cfg->packet_ns * 1000);
 	uint64_t byte_ps = (uint64_t)llround(cfg->byte_ns * 1000);
 	uint64_t cut_ps = sub_log > 0 ? (uint64_t)llround(cfg->cut_packet_ns * 1000) : 0;
+	uint64_t sub_ps = sub_log > 0 ? (uint64_t)llround(cfg->cut_sub_ns * 1000) : 0;
 
 	return (c->up_pkts + c->down_pkts) * packet_ps + planner_cost_bytes(c) * byte_ps +
-	       c->payload_pkts * cut_ps;
+	       c->payload_pkts * cut_ps + c->payload_subs * sub_ps;
 }
 
 /* Elements of unit u of size 'b' in a tensor of n. */
@@ -505,6 +509,7 @@ planner_plan_measured(struct planner *p, uint32_t n, double mass, struct planner
 		const uint64_t *blk = p->sel_bits; /* the blocks of b << k_done */
 		unsigned k_done = 0;
 		uint64_t sel_elems = 0;
+		uint32_t kept = 0; /* units of b selected: the cut's sub-blocks */
 		int selected = 0;
 		uint32_t nb;
 
@@ -525,7 +530,7 @@ planner_plan_measured(struct planner *p, uint32_t n, double mass, struct planner
 			    p->n_eval == PLANNER_MAX_CANDIDATES)
 				continue;
 			if (!selected) {
-				uint32_t last = p->n_units - 1, kept;
+				uint32_t last = p->n_units - 1;
 
 				if (mass < 1.0)
 					select_units(p, mass);
@@ -552,6 +557,8 @@ planner_plan_measured(struct planner *p, uint32_t n, double mass, struct planner
 			};
 			c->blocks.up_elems = (uint64_t)p->cfg.world * c->blocks.sent_elems;
 			c->blocks.up_blocks = (uint64_t)p->cfg.world * c->blocks.sent;
+			c->blocks.sent_subs = k > 0 ? kept : c->blocks.sent;
+			c->blocks.up_subs = (uint64_t)p->cfg.world * c->blocks.sent_subs;
 			c->cost = planner_cost(&p->cfg, n, B, (uint8_t)k, &c->blocks);
 			c->time_ps = planner_cost_time_ps(&p->cfg, &c->cost, (uint8_t)k);
 			c->density = (double)c->blocks.sent / c->blocks.n_blocks;
@@ -609,12 +616,12 @@ planner_count(const struct planner_config *cfg, const float *const *vec, unsigne
 	for (j = 0; j < nb; j++) {
 		uint64_t start = (uint64_t)j * B, end = start + B < n ? start + B : n;
 		uint8_t any[INA_SUB_MAX] = { 0 };
-		uint64_t s, i, elems = 0;
+		uint64_t s, i, elems = 0, subs = 0;
 		int sent = 0;
 		unsigned w;
 
 		for (w = 0; w < n_vec; w++) {
-			uint64_t own = 0;
+			uint64_t own = 0, own_subs = 0;
 
 			for (s = start; s < end; s += sb) {
 				uint64_t e = s + sb < end ? s + sb : end;
@@ -625,22 +632,26 @@ planner_count(const struct planner_config *cfg, const float *const *vec, unsigne
 				if (i == e)
 					continue;
 				own += e - s;
+				own_subs++;
 				any[(s - start) / sb] = 1;
 			}
 			if (own) {
 				out->up_blocks++;
 				out->up_elems += own;
+				out->up_subs += own_subs;
 			}
 		}
 		for (s = start; s < end; s += sb)
 			if (any[(s - start) / sb]) {
 				sent = 1;
 				elems += (s + sb < end ? s + sb : end) - s;
+				subs++;
 			}
 		if (!sent)
 			continue;
 		out->sent++;
 		out->sent_elems += elems;
+		out->sent_subs += subs;
 		if (j < active)
 			out->sent_openers++;
 	}

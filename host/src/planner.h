@@ -23,9 +23,14 @@
  *            + m * (uplink payload packets + N * |U|)
  *            + elem_bytes * (uplink payload elements + N * elements of U)
  *   time     = packets * packet_ns + bytes * byte_ns
- *            + (k > 0 ? cut_packet_ns : 0) * payload packets
+ *            + (k > 0 ? cut_packet_ns * payload packets
+ *                       + cut_sub_ns * payload sub-blocks : 0)
  * (payload packets: uplink payload packets + N * |U|; an empty ack or a
- * header-only RESULT has one size in every round)
+ * header-only RESULT has one size in every round. Payload sub-blocks: the
+ * non-zero sub-blocks those packets carry, each worker's own uplink and N
+ * times the union's: each is a run the sender's encoder, the switch's sum
+ * and the receiver's decoder take apart, so a finer cut costs more host time
+ * than its bytes say)
  * Uplink payload packets and elements: over workers, each worker's own
  * non-zero blocks, and in them the elements of its own non-zero sub-blocks;
  * "elements of U" are those of the union's non-zero sub-blocks. Blocks not in
@@ -48,22 +53,24 @@
 /*
  * What a packet and a byte cost, in ns (bench/README.md "Time per packet and
  * per byte" measured them on this machine): the kernel's UDP path (the udp
- * port) and DPDK memif. planner_config_init() sets the udp figures.
+ * port) and DPDK memif with zero-copy clients. planner_config_init() sets
+ * the udp figures.
  */
-#define PLANNER_UDP_PACKET_NS 390.0
-#define PLANNER_UDP_BYTE_NS 0.39
-#define PLANNER_MEMIF_PACKET_NS 290.0
-#define PLANNER_MEMIF_BYTE_NS 0.47
+#define PLANNER_UDP_PACKET_NS 364.0
+#define PLANNER_UDP_BYTE_NS 0.223
+#define PLANNER_MEMIF_PACKET_NS 219.0
+#define PLANNER_MEMIF_BYTE_NS 0.116
 /*
- * What a payload packet of a cut round costs on top (its size varies with
- * the sub-blocks it carries): the kernel's UDP segmentation and receive
- * offloads batch only packets of one size, so over the udp port a burst of
- * varied sizes costs 2.3x one of equal sizes (bench_udp_sizes: 1.84 against
- * 0.79 us a packet), 500 ns at the scale of PLANNER_UDP_PACKET_NS; DPDK sends
- * every packet as its own descriptor whatever its size: 0.
+ * What a cut round costs on top, per payload packet and per sub-block it
+ * carries (bench/README.md "What a cut costs"): over the udp port a burst of
+ * packets of varied sizes batches worse in the kernel's segmentation and
+ * receive offloads; on either path every non-zero sub-block is a run to
+ * encode, add and decode.
  */
-#define PLANNER_UDP_CUT_PACKET_NS 500.0
-#define PLANNER_MEMIF_CUT_PACKET_NS 0.0
+#define PLANNER_UDP_CUT_PACKET_NS 1000.0
+#define PLANNER_UDP_CUT_SUB_NS 9.0
+#define PLANNER_MEMIF_CUT_PACKET_NS 150.0
+#define PLANNER_MEMIF_CUT_SUB_NS 9.0
 
 struct planner_config {
 	uint32_t max_elems;   /* longest tensor planned, >= 1 */
@@ -84,6 +91,8 @@ struct planner_config {
 	double byte_ns;	      /* time per byte, 0 .. 1e6; not both 0 */
 	double cut_packet_ns; /* time a payload packet of a cut (k > 0)
 				 * costs on top of packet_ns, 0 .. 1e6 */
+	double cut_sub_ns;    /* time a non-zero sub-block of a cut
+				 * (k > 0) costs, 0 .. 1e6 */
 };
 
 /* What travels for one tensor at one (B, b): the inputs of the cost model. */
@@ -95,12 +104,15 @@ struct planner_blocks {
 	uint64_t up_elems;     /* sum over workers of their own sent elements */
 	uint64_t up_blocks;    /* sum over workers of their own sent blocks
 				* (uplink payload packets: each has a mask) */
+	uint64_t sent_subs;    /* U's non-zero sub-blocks (blocks: k = 0) */
+	uint64_t up_subs;      /* sum over workers of their own */
 };
 
 struct planner_cost {
 	uint64_t up_pkts, down_pkts;
 	uint64_t up_bytes, down_bytes;
 	uint64_t payload_pkts; /* of those, with a payload (both ways) */
+	uint64_t payload_subs; /* non-zero sub-blocks they carry (k > 0) */
 };
 
 /* The measurement and the cost of one candidate, after planner_plan(). */
@@ -121,7 +133,8 @@ struct planner_pick {
 };
 
 /* Defaults: max_pkt 9000, elem_bytes 4, world 4, lanes 64, f32, frame 0,
- * max_sub_log 0, the udp port's packet_ns, byte_ns and cut_packet_ns. */
+ * max_sub_log 0, the udp port's packet_ns, byte_ns, cut_packet_ns and
+ * cut_sub_ns. */
 void planner_config_init(struct planner_config *cfg);
 int planner_config_check(const struct planner_config *cfg); /* 0 or -EINVAL */
 

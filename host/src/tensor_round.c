@@ -102,6 +102,7 @@ make_planner(struct tround *t)
 		pc.packet_ns = c->packet_ns;
 		pc.byte_ns = c->byte_ns;
 		pc.cut_packet_ns = c->cut_packet_ns;
+		pc.cut_sub_ns = c->cut_sub_ns;
 	}
 	t->planner = planner_create(&pc);
 	t->plan_mass = (c->sp.mode & INA_SPARSIFY_TOPK) && c->sp.target == INA_TOPK_MASS
@@ -153,11 +154,13 @@ tround_create(const struct tround_config *cfg, char *err, size_t err_size)
 		return NULL;
 	if (cfg->plan &&
 	    !(cfg->packet_ns >= 0 && cfg->packet_ns <= 1e6 && cfg->byte_ns >= 0 &&
-	      cfg->byte_ns <= 1e6 && cfg->cut_packet_ns >= 0 && cfg->cut_packet_ns <= 1e6)) {
+	      cfg->byte_ns <= 1e6 && cfg->cut_packet_ns >= 0 && cfg->cut_packet_ns <= 1e6 &&
+	      cfg->cut_sub_ns >= 0 && cfg->cut_sub_ns <= 1e6)) {
 		snprintf(err, err_size,
 			 "tensor %u: the planner's prices %g ns a packet, %g ns a byte, %g ns "
-			 "more a cut packet: >= 0, up to 1e6",
-			 cfg->tensor_id, cfg->packet_ns, cfg->byte_ns, cfg->cut_packet_ns);
+			 "more a cut packet, %g ns a cut's sub-block: >= 0, up to 1e6",
+			 cfg->tensor_id, cfg->packet_ns, cfg->byte_ns, cfg->cut_packet_ns,
+			 cfg->cut_sub_ns);
 		return NULL;
 	}
 	if (cfg->n == 0 || cfg->n >= INA_BLOCK_OPEN || cfg->max_block == 0 ||

@@ -31,6 +31,7 @@ struct tround_config {
 	double packet_ns, byte_ns;    /* the planner's prices (planner.h); both
 					 * 0: its defaults, the udp port's */
 	double cut_packet_ns;	      /* ... a cut packet's more (with them) */
+	double cut_sub_ns;	      /* ... a cut's non-zero sub-block's */
 	uint32_t plan_period;	      /* rounds between plans; 0: adaptive,
 					 * every round until a plan repeats
 					 * the last, then twice the last

@@ -212,6 +212,7 @@ test_config_set_every_key(void **state)
 		{ "partition_period", "5" },
 		{ "plan_period", "7" },
 		{ "plan_cut_packet_ns", "12.5" },
+		{ "plan_cut_sub_ns", "3.25" },
 		{ "keepalive_ms", "0" },
 		{ "pause_ms", "0" },
 		{ "sub_block", "64" },
@@ -234,7 +235,8 @@ test_config_set_every_key(void **state)
 	assert_int_equal(c->keepalive_ms, 1000);
 	assert_int_equal(c->pause_ms, 600000);
 	assert_int_equal(c->sub_block, 0);
-	assert_true(c->plan_packet_ns == 390 && c->plan_byte_ns == 0.39);
+	assert_true(c->plan_packet_ns == 364 && c->plan_byte_ns == 0.223 &&
+		    c->plan_cut_packet_ns == 1000 && c->plan_cut_sub_ns == 9);
 	for (unsigned k = 0; k < config_key_count(); k++) {
 		int found = 0;
 
@@ -281,6 +283,7 @@ test_config_set_every_key(void **state)
 	assert_int_equal(c->partition_period, 5);
 	assert_int_equal(c->plan_period, 7);
 	assert_true(c->plan_cut_packet_ns == 12.5);
+	assert_true(c->plan_cut_sub_ns == 3.25);
 	assert_int_equal(c->keepalive_ms, 0);
 	assert_int_equal(c->pause_ms, 0);
 	assert_int_equal(c->sub_block, 64);

@@ -53,6 +53,7 @@ bytes_only(struct planner_config *cfg)
 	cfg->packet_ns = 0;
 	cfg->byte_ns = 1;
 	cfg->cut_packet_ns = 0;
+	cfg->cut_sub_ns = 0;
 }
 
 /* The pick is the least (time, bytes, -B, k) of every candidate evaluated. */
@@ -182,6 +183,26 @@ payload(const struct planner_config *cfg, const float *const *vec, int w, uint32
 	return (k <= 5 ? 4 : (1u << k) / 8) + bytes;
 }
 
+/* The non-zero sub-blocks payload() counts the elements of (0 uncut). */
+static uint64_t
+payload_subs(const struct planner_config *cfg, const float *const *vec, int w, uint32_t n,
+	     uint32_t B, unsigned k, uint32_t blk)
+{
+	uint32_t start = blk * B, end = start + B < n ? start + B : n, b = B >> k, s, i;
+	uint64_t subs = 0;
+
+	for (s = start; k > 0 && s < end; s += b) {
+		uint32_t e = s + b < end ? s + b : end;
+		int nz = 0;
+
+		for (i = s; i < e && !nz; i++)
+			for (int v = w < 0 ? 0 : w; v < (w < 0 ? cfg->world : w + 1); v++)
+				nz |= vec[v][i] != 0.0f;
+		subs += (uint64_t)nz;
+	}
+	return subs;
+}
+
 static void
 replay(const struct planner_config *cfg, const float *const *vec, uint32_t n, uint32_t B,
        unsigned k, struct planner_cost *c)
@@ -220,6 +241,9 @@ replay(const struct planner_config *cfg, const float *const *vec, uint32_t n, ui
 				c->up_bytes += hdr;
 				if (mine == cur) { /* data, else an empty ack */
 					c->up_bytes += payload(cfg, vec, (int)w, n, B, k, cur);
+					c->payload_pkts++;
+					c->payload_subs += payload_subs(cfg, vec, (int)w, n, B, k,
+									cur);
 					any = 1;
 				}
 				next = x < next ? x : next;
@@ -227,6 +251,10 @@ replay(const struct planner_config *cfg, const float *const *vec, uint32_t n, ui
 			c->down_pkts += N;
 			c->down_bytes += N *
 					 (hdr + (any ? payload(cfg, vec, -1, n, B, k, cur) : 0));
+			if (any) {
+				c->payload_pkts += N;
+				c->payload_subs += N * payload_subs(cfg, vec, -1, n, B, k, cur);
+			}
 			cur = next;
 		}
 	}
@@ -287,6 +315,8 @@ test_cost_bruteforce(void **state)
 		assert_int_equal(model.down_pkts, brute.down_pkts);
 		assert_int_equal(model.up_bytes, brute.up_bytes);
 		assert_int_equal(model.down_bytes, brute.down_bytes);
+		assert_int_equal(model.payload_pkts, brute.payload_pkts);
+		assert_int_equal(model.payload_subs, brute.payload_subs);
 	}
 }
 
@@ -339,6 +369,8 @@ test_plan_cost_exact(void **state)
 			assert_int_equal(c->cost.down_bytes, brute.down_bytes);
 			assert_int_equal(c->cost.up_pkts, brute.up_pkts);
 			assert_int_equal(c->cost.down_pkts, brute.down_pkts);
+			assert_int_equal(c->cost.payload_pkts, brute.payload_pkts);
+			assert_int_equal(c->cost.payload_subs, brute.payload_subs);
 			assert_int_equal(c->time_ps,
 					 planner_cost_time_ps(&cfg, &c->cost, c->sub_log));
 		}
@@ -699,8 +731,9 @@ test_real_gradients(void **state)
  * The choice follows time. A sparse tensor (one non-zero element in 64):
  * priced in bytes alone the plan picks the smallest pieces; with a packet
  * as dear as on the kernel's UDP path it picks few packets: the largest B,
- * cut into sub-blocks so that the bytes stay near the byte rule's. Both
- * picks are the least of their rule among every candidate.
+ * cut into sub-blocks so that the bytes stay near the byte rule's; with
+ * each sub-block priced as well, a coarser cut. Every pick is the least of
+ * its rule among every candidate.
  */
 static void
 test_time_follows_cost(void **state)
@@ -769,6 +802,18 @@ test_time_follows_cost(void **state)
 	planner_destroy(p);
 	cfg.cut_packet_ns = 0;
 
+	/* Each sub-block priced (a run to encode, add and decode): a cut
+	 * coarser than the one picked with sub-blocks free. */
+	cfg.cut_sub_ns = 1000;
+	p = planner_create(&cfg);
+	assert_non_null(p);
+	assert_int_equal(planner_plan_cut(p, ref, N, 1.0, 0.0f, &no_sub), 0);
+	check_rule(p, &no_sub);
+	print_message("sub-blocks at 1000 ns: B %u b %u\n", no_sub.block_size, no_sub.sub);
+	assert_true(no_sub.sub_log < by_time.sub_log);
+	planner_destroy(p);
+	cfg.cut_sub_ns = 0;
+
 	/* Without sub-blocks the time rule still picks the largest B. */
 	cfg.max_sub_log = 0;
 	p = planner_create(&cfg);
@@ -806,6 +851,10 @@ test_real_gradients_sub(void **state)
 	planner_config_init(&cfg);
 	cfg.max_elems = N_PARAMS;
 	cfg.max_sub_log = PLANNER_MAX_SUB_LOG;
+	/* The format's own cost: a cut costs its packets and bytes, none of
+	 * the host time the udp port's prices add (ina-bench-formats too). */
+	cfg.cut_packet_ns = 0;
+	cfg.cut_sub_ns = 0;
 	p = planner_create(&cfg);
 	assert_non_null(p);
 	for (it = 0; it < 3; it++) {

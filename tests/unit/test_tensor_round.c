@@ -46,7 +46,9 @@ struct run {
 	int rounds;
 	int exact;	      /* dyadic inputs: sums checked bit for bit */
 	uint32_t plan_period; /* tround_config.plan_period */
-	int dpdk_prices;      /* price as over DPDK (a cut packet costs no more) */
+	int free_cuts;	      /* memif's prices of a packet and a byte, and a
+			       * cut costing no more than its packets and
+			       * bytes: the planner cuts */
 	/* out */
 	uint16_t B[MAX_ROUNDS];
 	uint8_t sub_log[MAX_ROUNDS]; /* the round's cut, through the engines */
@@ -193,10 +195,9 @@ run_config(const struct run *ru)
 	tc.sp = ru->sp;
 	tc.plan = 1;
 	tc.plan_period = ru->plan_period;
-	if (ru->dpdk_prices) {
+	if (ru->free_cuts) {
 		tc.packet_ns = PLANNER_MEMIF_PACKET_NS;
 		tc.byte_ns = PLANNER_MEMIF_BYTE_NS;
-		tc.cut_packet_ns = PLANNER_MEMIF_CUT_PACKET_NS;
 	}
 	tc.max_block = ru->max_block;
 	tc.encoding = ru->enc;
@@ -440,9 +441,10 @@ test_plan_period(void **state)
 /* The real gradients, block top-k to a mass fraction, under loss: the
  * workers agree, the planner's B and cut flow through the engines and differ
  * from round to round at mass 0.1 (the first has no reference), rounds are
- * cut, priced in time at DPDK's costs (a cut packet costs no more than
- * another); at the udp port's (a cut payload packet costs 180 ns more) the
- * plans differ; a higher mass (denser blocks) never picks smaller blocks. */
+ * cut, priced in time at memif's costs of a packet and a byte with a cut
+ * costing nothing more; at the udp port's prices (a cut's payload packet 1
+ * us more, each of its sub-blocks 9 ns) the plans differ; a higher mass
+ * (denser blocks) never picks smaller blocks. */
 static void
 test_planned_real_gradients(void **state)
 {
@@ -461,7 +463,7 @@ test_planned_real_gradients(void **state)
 			.drop_rate = 0.02,
 			.rounds = 4,
 			.plan_period = 1, /* every round: the plans move */
-			.dpdk_prices = m < 2,
+			.free_cuts = m < 2,
 		};
 		int distinct = 0, cut = 0;
 
