@@ -17,7 +17,7 @@ sw_bin=$build/switch_sim/ina-switch
 host=$build/host/ina-host
 tag=ina-rc$$
 sock=/tmp/ina-memif-rc$$.sock
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/dpdk_lib.sh"
 lib_init
 lib_at_exit() {
     rm -rf /var/run/dpdk/"$tag"-*
@@ -25,12 +25,7 @@ lib_at_exit() {
 }
 export INA_JOB_TOKEN="dpdk-reconnect-$$"
 eal=(--no-huge -m 256 --no-pci --no-telemetry --log-level=lib.eal:warning)
-
-if [ "${INA_REQUIRE_DPDK:-0}" != 1 ] &&
-    ! out=$(timeout 30 "$sw_bin" "${eal[@]}" --no-shconf -l 0 --file-prefix="$tag-probe" -- --help 2>&1); then
-    echo "SKIP: DPDK cannot start here: $(echo "$out" | grep -m1 'ina-switch:' || echo "$out" | tail -1)"
-    exit 77
-fi
+probe_eal "$sw_bin" "$tag-probe" "${eal[@]}"
 
 fail=0
 for zc in no yes; do
