@@ -10,8 +10,8 @@
  * are not reported), in end order (fifo: submission order), every sum
  * exact, a reported handle spent for ina_test(); the counters by name
  * (ina_stat) agree with ina_get_stats().
- * With "kill SWITCH_PID": after a first part that ends well, rank 0 kills the
- * switch; every operation pending then ends through ina_poll() with the
+ * With "kill SWITCH_PID": after a first part that ends well and a barrier
+ * every rank has passed, rank 0 kills the switch; every operation pending then ends through ina_poll() with the
  * context's error, after which ina_poll() returns that error, and
  * submissions return it too; nothing hangs; the library's warnings about the
  * stall went to the callback of ina_set_logger(), not to stderr.
@@ -24,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -41,6 +42,10 @@
 #define MAX_HANDLE 4096
 
 static int rank;
+/* Ranks past the barrier before the kill, shared by the forked ranks: rank 0
+ * kills the switch only once every rank holds its barrier's result (with 1%
+ * loss a rank may still wait for a resent one when rank 0 has its own). */
+static atomic_int *past_barrier;
 
 
 static double
@@ -268,8 +273,14 @@ run_rank(const char *addr, pid_t kill_pid)
 		      atomic_load(&p.reported), first);
 		ret = ina_barrier(ctx);
 		CHECK(ret == 0, "barrier: %s", ina_strerror(ret));
-		if (rank == 0)
+		atomic_fetch_add(past_barrier, 1);
+		if (rank == 0) {
+			while (atomic_load(past_barrier) < W && now_s() < deadline)
+				pause_us(1000);
+			CHECK(atomic_load(past_barrier) == W, "%d of %d ranks past the barrier",
+			      atomic_load(past_barrier), W);
 			CHECK(kill(kill_pid, SIGKILL) == 0, "kill the switch");
+		}
 		for (last = first; last < first + N_KILL; last++) {
 			ret = submit(ctx, last, &h[last]);
 			if (ret < 0)
@@ -341,6 +352,13 @@ main(int argc, char **argv)
 		fprintf(stderr, "usage: %s ADDR:PORT [kill SWITCH_PID]\n", argv[0]);
 		return 2;
 	}
+	past_barrier = mmap(NULL, sizeof(*past_barrier), PROT_READ | PROT_WRITE,
+			    MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (past_barrier == MAP_FAILED) {
+		perror("mmap");
+		return 1;
+	}
+	atomic_init(past_barrier, 0);
 	for (int r = 0; r < W; r++) {
 		if (fork() == 0) {
 			int ret;
