@@ -403,26 +403,33 @@ test_planned_dense(void **state)
 	}
 }
 
+/* The lossless run the plan-period tests share: f32 blocks up to 1024 over
+ * 16 lanes, zero-skipping only, dyadic inputs, planned every 'plan_period'
+ * rounds (0: adaptive). */
+static struct run
+period_run(int rounds, uint32_t plan_period)
+{
+	return (struct run){
+		.n = MAXN,
+		.max_block = 1024,
+		.lanes = 16,
+		.enc = INA_ENC_F32,
+		.sp = opts(INA_SPARSIFY_OFF),
+		.rounds = rounds,
+		.exact = 1,
+		.plan_period = plan_period,
+	};
+}
+
 /* plan_period P: a plan is made on the first round with a reference and
  * then every P rounds, held in between; a plan made is the one an every-round
  * planner makes from the same sum. */
 static void
 test_plan_period(void **state)
 {
-	struct run every = {
-		.n = MAXN,
-		.max_block = 1024,
-		.lanes = 16,
-		.enc = INA_ENC_F32,
-		.sp = opts(INA_SPARSIFY_OFF),
-		.rounds = 8,
-		.exact = 1,
-	};
-	struct run held = every;
+	struct run every = period_run(8, 1), held = period_run(8, 3);
 
 	(void)state;
-	every.plan_period = 1;
-	held.plan_period = 3;
 	run(&every, alternating_grads);
 	run(&held, alternating_grads);
 	print_run("every round", &every);
@@ -505,20 +512,10 @@ test_planned_real_gradients(void **state)
 static void
 test_plan_period_adaptive(void **state)
 {
-	struct run every = {
-		.n = MAXN,
-		.max_block = 1024,
-		.lanes = 16,
-		.enc = INA_ENC_F32,
-		.sp = opts(INA_SPARSIFY_OFF),
-		.rounds = MAX_ROUNDS,
-		.exact = 1,
-		.plan_period = 1,
-	};
-	struct run adaptive = every, alt_every = every, alt_adaptive;
+	struct run every = period_run(MAX_ROUNDS, 1), adaptive = period_run(MAX_ROUNDS, 0);
+	struct run alt_every = period_run(10, 1), alt_adaptive = period_run(10, 0);
 
 	(void)state;
-	adaptive.plan_period = 0;
 	run(&every, steady_grads);
 	run(&adaptive, steady_grads);
 	print_run("steady, every round", &every);
@@ -529,9 +526,6 @@ test_plan_period_adaptive(void **state)
 		assert_int_equal(adaptive.B[k], every.B[k]);
 		assert_int_equal(adaptive.sub_log[k], every.sub_log[k]);
 	}
-	alt_every.rounds = 10;
-	alt_adaptive = alt_every;
-	alt_adaptive.plan_period = 0;
 	run(&alt_every, alternating_grads);
 	run(&alt_adaptive, alternating_grads);
 	assert_int_equal(alt_adaptive.plans, alt_every.rounds - 1);
@@ -548,14 +542,7 @@ test_plan_period_adaptive(void **state)
 static void
 test_plan_held_round_fails(void **state)
 {
-	struct run ru = {
-		.n = MAXN,
-		.max_block = 1024,
-		.lanes = 16,
-		.enc = INA_ENC_F32,
-		.sp = opts(INA_SPARSIFY_OFF),
-		.plan_period = 2,
-	};
+	struct run ru = period_run(0, 2); /* rounds driven by hand below */
 	struct tround_config tc = run_config(&ru);
 	struct tround_step step;
 	struct tround *t;
