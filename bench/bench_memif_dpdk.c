@@ -13,8 +13,16 @@
  * deadline or when the link goes down, and the parent kills a child that
  * outlives the run. Same memif options as bench/run gives ina (bsize=9216).
  *
+ * With --buffer-mib N the probe moves a buffer, as a benchmark of bandwidth
+ * between two processes does (OSU's osu_bw: from a send buffer into a receive
+ * buffer): the sender writes each frame from the next bytes of an N MiB
+ * source, the receiver copies each frame into the next bytes of an N MiB
+ * destination, both buffers faulted in before the clock starts. Without it
+ * the frames are the pool's, which cycle through the CPU's cache, and the
+ * figure depends on how much of them the cache still holds.
+ *
  * Usage: bench_memif_dpdk [--seconds S] [--frame BYTES] [--rx-lcores L]
- *                         [--tx-lcores L]
+ *                         [--tx-lcores L] [--zero-copy] [--buffer-mib N]
  */
 #include <errno.h>
 #include <getopt.h>
@@ -45,6 +53,7 @@ static struct {
 	unsigned frame;
 	const char *rx_lcores, *tx_lcores;
 	int zero_copy; /* the sender a zero-copy client */
+	size_t buffer; /* bytes of the source and destination buffers, 0: none */
 	char sock[96];
 	int pid;
 	int ready[2]; /* the receiver tells the sender its port runs */
@@ -110,6 +119,37 @@ start(int server, struct rte_mempool **pool)
 	return port;
 }
 
+/* A buffer of g.buffer bytes, every page written (a pattern that is not
+ * zero), or NULL (printed). */
+static uint8_t *
+buffer_new(const char *who)
+{
+	uint8_t *b = malloc(g.buffer);
+
+	if (!b) {
+		fprintf(stderr, "bench_memif_dpdk: %s: no memory for a %zu-byte buffer\n", who,
+			g.buffer);
+		return NULL;
+	}
+	for (size_t i = 0; i < g.buffer; i++)
+		b[i] = (uint8_t)(i * 31 + 7);
+	return b;
+}
+
+/* The next 'len' bytes at '*off' in the buffer, wrapping to its start when
+ * fewer are left. */
+static uint8_t *
+buffer_next(uint8_t *b, size_t *off, size_t len)
+{
+	uint8_t *p;
+
+	if (*off + len > g.buffer)
+		*off = 0;
+	p = b + *off;
+	*off += len;
+	return p;
+}
+
 /* 0 once the link of 'port' is up, or -1 after 10 s (printed). */
 static int
 link_up(uint16_t port, const char *who)
@@ -139,6 +179,8 @@ sender(void)
 	struct rte_eth_link link;
 	double until;
 	uint64_t n = 0;
+	uint8_t *src = NULL;
+	size_t off = 0;
 	int port;
 
 	/* The server first: a memif client without one does not start. The
@@ -151,6 +193,8 @@ sender(void)
 		fprintf(stderr, "bench_memif_dpdk: sender: the receiver did not start\n");
 		return 1;
 	}
+	if (g.buffer && !(src = buffer_new("sender")))
+		return 1;
 	port = start(0, &pool);
 	if (port < 0 || link_up((uint16_t)port, "sender") < 0)
 		return 1;
@@ -162,10 +206,14 @@ sender(void)
 			for (int i = 0; i < BURST; i++) {
 				m[i]->data_len = (uint16_t)g.frame;
 				m[i]->pkt_len = g.frame;
-				/* Zero-copy: the receiver reads this buffer, so
-				 * the sender writes it, once, as memif's copy
-				 * into its ring does otherwise. */
-				if (g.zero_copy)
+				/* From the source buffer; else, zero-copy: the
+				 * receiver reads this buffer, so the sender
+				 * writes it, once, as memif's copy into its
+				 * ring does otherwise. */
+				if (src)
+					memcpy(rte_pktmbuf_mtod(m[i], void *),
+					       buffer_next(src, &off, g.frame), g.frame);
+				else if (g.zero_copy)
 					memset(rte_pktmbuf_mtod(m[i], void *), (int)(n & 0xff),
 					       g.frame);
 			}
@@ -182,6 +230,7 @@ sender(void)
 	}
 	rte_eth_dev_stop((uint16_t)port);
 	rte_eal_cleanup();
+	free(src);
 	return 0;
 }
 
@@ -193,9 +242,13 @@ receiver(void)
 	struct rte_mbuf *m[BURST];
 	uint64_t bytes = 0, frames = 0;
 	double t0 = 0, t = 0, until;
-	int port = start(1, &pool);
+	uint8_t *dst = NULL;
+	size_t off = 0;
+	int port;
 
-	if (port < 0)
+	if (g.buffer && !(dst = buffer_new("receiver")))
+		return 1;
+	if ((port = start(1, &pool)) < 0)
 		return 1;
 	if (write(g.ready[1], "r", 1) != 1) {
 		fprintf(stderr, "bench_memif_dpdk: receiver: cannot wake the sender\n");
@@ -217,18 +270,27 @@ receiver(void)
 	while ((t = bench_now_s()) < t0 + g.seconds) {
 		uint16_t nb = rte_eth_rx_burst((uint16_t)port, 0, m, BURST);
 
-		for (uint16_t i = 0; i < nb; i++)
+		for (uint16_t i = 0; i < nb; i++) {
+			uint16_t seg = rte_pktmbuf_data_len(m[i]);
+
+			/* The first segment (bsize holds a whole frame). */
+			if (dst)
+				memcpy(buffer_next(dst, &off, seg), rte_pktmbuf_mtod(m[i], void *),
+				       seg);
 			bytes += rte_pktmbuf_pkt_len(m[i]);
+		}
 		frames += nb;
 		if (nb)
 			rte_pktmbuf_free_bulk(m, nb);
 	}
-	printf("bench_memif_dpdk frame=%u seconds=%.2f frames=%" PRIu64 " mpps=%.3f gbps=%.2f\n",
-	       g.frame, t - t0, frames, (double)frames / (t - t0) / 1e6,
-	       (double)bytes * 8 / (t - t0) / 1e9);
+	printf("bench_memif_dpdk frame=%u buffer_mib=%zu zero_copy=%d seconds=%.2f frames=%" PRIu64
+	       " mpps=%.3f gbps=%.2f\n",
+	       g.frame, g.buffer >> 20, g.zero_copy, t - t0, frames,
+	       (double)frames / (t - t0) / 1e6, (double)bytes * 8 / (t - t0) / 1e9);
 	fflush(stdout);
 	rte_eth_dev_stop((uint16_t)port);
 	rte_eal_cleanup();
+	free(dst);
 	return 0;
 }
 
@@ -248,6 +310,10 @@ usage(FILE *f)
 		   "  --zero-copy           the sender a zero-copy client (zero-copy=yes:\n"
 		   "                        the receiver copies from the sender's own\n"
 		   "                        buffers, which the sender writes each frame)\n"
+		   "  --buffer-mib N        move an N MiB buffer (1..4096): the sender\n"
+		   "                        writes each frame from it, the receiver\n"
+		   "                        copies each frame into one of its own\n"
+		   "                        (default 0: the frames' own bytes only)\n"
 		   "  -h, --help            this text\n");
 }
 
@@ -260,6 +326,7 @@ main(int argc, char **argv)
 		{ "rx-lcores", required_argument, NULL, 'r' },
 		{ "tx-lcores", required_argument, NULL, 't' },
 		{ "zero-copy", no_argument, NULL, 'z' },
+		{ "buffer-mib", required_argument, NULL, 'b' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -289,6 +356,14 @@ main(int argc, char **argv)
 		case 'z':
 			g.zero_copy = 1;
 			break;
+		case 'b': {
+			unsigned long mib = strtoul(optarg, &end, 10);
+
+			if (*end || mib < 1 || mib > 4096)
+				goto bad;
+			g.buffer = (size_t)mib << 20;
+			break;
+		}
 		case 'h':
 			usage(stdout);
 			return 0;
