@@ -37,7 +37,7 @@
 struct bench {
 	const char *switch_addr, *port;
 	uint32_t job;
-	uint16_t rank, world, lanes, block, sub_block;
+	uint16_t rank, world, lanes, block, sub_block, threads;
 	uint64_t elements, seed;
 	double density;
 	unsigned reps, warmup;
@@ -69,6 +69,7 @@ usage(FILE *f)
 		   "  --block B             elements per block (default: the library's)\n"
 		   "  --sub-block b         cut every block into sub-blocks of b (default: none)\n"
 		   "  --lanes L             blocks in flight (default: the library's)\n"
+		   "  --threads T           cores for the rank's per-byte work (default 1)\n"
 		   "  --reps R              timed allreduces (default 10)\n"
 		   "  --warmup K            untimed allreduces first (default 2)\n"
 		   "  --seed S              data seed (default 1)\n"
@@ -102,6 +103,7 @@ parse_args(int argc, char **argv, struct bench *b)
 		O_BLOCK,
 		O_SUB_BLOCK,
 		O_LANES,
+		O_THREADS,
 		O_REPS,
 		O_WARMUP,
 		O_SEED,
@@ -119,6 +121,7 @@ parse_args(int argc, char **argv, struct bench *b)
 		{ "block", required_argument, NULL, O_BLOCK },
 		{ "sub-block", required_argument, NULL, O_SUB_BLOCK },
 		{ "lanes", required_argument, NULL, O_LANES },
+		{ "threads", required_argument, NULL, O_THREADS },
 		{ "reps", required_argument, NULL, O_REPS },
 		{ "warmup", required_argument, NULL, O_WARMUP },
 		{ "seed", required_argument, NULL, O_SEED },
@@ -198,6 +201,11 @@ parse_args(int argc, char **argv, struct bench *b)
 			if (parse_u64(optarg, 1, 4096, &v) < 0)
 				goto bad;
 			b->lanes = (uint16_t)v;
+			break;
+		case O_THREADS:
+			if (parse_u64(optarg, 1, INA_THREADS_MAX, &v) < 0)
+				goto bad;
+			b->threads = (uint16_t)v;
 			break;
 		case O_REPS:
 			if (parse_u64(optarg, 1, MAX_REPS, &v) < 0)
@@ -536,6 +544,8 @@ main(int argc, char **argv)
 	if (b.lanes)
 		cfg.lanes = b.lanes;
 	cfg.sub_block = b.sub_block;
+	if (b.threads)
+		cfg.threads = b.threads;
 	ret = ina_token_from(NULL, &cfg.token, err, sizeof(err));
 	if (ret == 0)
 		ret = ina_open(&cfg, &ctx, err, sizeof(err));

@@ -293,7 +293,21 @@ struct ina_config {
 				 * round costs more (a run to encode, add
 				 * and decode). Default 9 (memif: 9); >= 0.
 				 * Every worker alike */
+	uint32_t threads;	/* cores for this worker's per-byte work,
+				 * 1..INA_THREADS_MAX, default 1: with T > 1,
+				 * T - 1 threads beside the calling one
+				 * encode the blocks of each burst into its
+				 * packets, decode its results and make its
+				 * tags (tenant mode); the port and the
+				 * protocol stay on the calling thread.
+				 * Whole blocks only: a cut round's
+				 * sub-blocks, ssp results and checking
+				 * received tags stay on the calling thread.
+				 * Sums are the same bits for every T */
 };
+
+/* Largest cfg.threads. */
+#define INA_THREADS_MAX 16
 
 /* Counters of a context. Grows at its end like struct ina_config: the
  * ina_get_stats() macro passes the caller's size. A binding reads them by

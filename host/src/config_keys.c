@@ -118,6 +118,7 @@ static const struct config_key keys[] = {
 	{ "plan_byte_ns", CK_REAL, F(plan_byte_ns), 0, 1e6, NULL, 0 },
 	{ "plan_cut_packet_ns", CK_REAL, F(plan_cut_packet_ns), 0, 1e6, NULL, 0 },
 	{ "plan_cut_sub_ns", CK_REAL, F(plan_cut_sub_ns), 0, 1e6, NULL, 0 },
+	{ "threads", CK_UINT, F(threads), 1, INA_THREADS_MAX, NULL, 0 },
 	/* Tenant mode (issue 19): the tenant's index and key. */
 	{ "tenant", CK_UINT, F(tenant), 0, 255, NULL, 0 },
 	{ "tenant_key", CK_KEY, F(tenant_key), 0, 0, NULL, 0 },

@@ -514,7 +514,11 @@ engine_rx(struct engine *e, struct ina_pkt **pkts, uint16_t n, uint64_t now_ns)
 			continue;
 		}
 		rx_one(e, pkts[i], now_ns);
-		ina_pkt_free(pkts[i]);
+		/* A decode recorded in cfg.work reads it later. */
+		if (e->cfg.work)
+			payload_work_hold(e->cfg.work, pkts[i]);
+		else
+			ina_pkt_free(pkts[i]);
 	}
 }
 
@@ -665,8 +669,11 @@ engine_tx(struct engine *e, uint64_t now_ns, struct ina_pkt **out, uint16_t max)
 	nb = (uint16_t)(nb + engine_bsp_tx(e, now_ns, out + nb, (uint16_t)(max - nb)));
 count:
 	for (uint16_t i = 0; i < nb; i++) {
-		/* Tenant mode: the packet's bytes are final here. */
-		if (e->cfg.auth)
+		/* Tenant mode: the packet's bytes are final here, or once
+		 * cfg.work has run its encodes (which run the tags after). */
+		if (e->cfg.auth && e->cfg.work)
+			payload_work_sign(e->cfg.work, &e->cfg.key, out[i]->data, out[i]->len);
+		else if (e->cfg.auth)
 			ina_auth_sign(&e->cfg.key, out[i]->data, out[i]->len);
 		e->st.pkts_sent++;
 		e->st.bytes_sent += out[i]->len;

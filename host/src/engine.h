@@ -27,6 +27,7 @@
 #include "ina/auth.h"
 #include "ina/pkt.h"
 #include "ina/wire.h"
+#include "payload_work.h"
 #include "rtt_hist.h"
 
 struct engine;
@@ -76,6 +77,13 @@ struct engine_config {
 					 * (engine_tx, engine_keepalive); 0: none
 					 * (the default) */
 	struct ina_pkt_pool *pool; /* where outgoing packets come from */
+	struct payload_work *work; /* NULL: each block encoded and decoded on
+					 * the spot; else whole blocks' encodes
+					 * and decodes and the tags of what is
+					 * sent are recorded there, and received
+					 * packets held there, for the caller to
+					 * run before the burst goes out
+					 * (payload_work.h) */
 };
 
 void engine_config_init(struct engine_config *cfg);

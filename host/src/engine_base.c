@@ -80,7 +80,10 @@ engine_encode_block(const struct engine *e, uint8_t *payload, struct ina_hdr *h,
 	struct ina_sub_mask m;
 
 	if (!h->sub_log) {
-		e->enc->encode(payload, src, h->n_elems, scale);
+		if (e->cfg.work)
+			payload_work_encode(e->cfg.work, e->enc, payload, src, h->n_elems, scale);
+		else
+			e->enc->encode(payload, src, h->n_elems, scale);
 		return (size_t)h->n_elems * e->enc->elem_size;
 	}
 	c = ina_sub_cut(h->block_size, h->sub_log, h->n_elems);

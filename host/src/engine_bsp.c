@@ -274,20 +274,27 @@ finish_op(struct engine *e)
 }
 
 /* Block 'b''s result into 'dst': decoded from 'payload' (zeros for a
- * header-only result), then averaged when the op is. With a cut, the
- * sub-blocks absent from the result's mask are zeroed when 'zero_absent'
- * (else 'dst' holds them: the input, in place) and only the present ones
- * averaged. */
+ * header-only result), then averaged when the op is, then copied to 'copy'
+ * unless it is NULL. With a cut, the sub-blocks absent from the result's
+ * mask are zeroed when 'zero_absent' (else 'dst' holds them: the input, in
+ * place) and only the present ones averaged. A whole block's decode goes to
+ * cfg.work when there is one. */
 static void
 decode_block(struct engine *e, float *dst, const struct ina_hdr *h, const uint8_t *payload,
-	     uint16_t n, int scale, int zero_absent)
+	     uint16_t n, int scale, int zero_absent, float *copy)
 {
+	float avg = e->op == ENGINE_AVG ? 1.0f / (float)e->cfg.world : 1.0f;
+
 	if (h->n_elems == 0) {
 		memset(dst, 0, (size_t)n * sizeof(float));
+	} else if (!h->sub_log && e->cfg.work) {
+		payload_work_decode(e->cfg.work, e->enc, dst, payload, n, scale, avg, copy);
 		return;
+	} else {
+		engine_decode_block(e, dst, h, payload, n, scale, zero_absent, avg);
 	}
-	engine_decode_block(e, dst, h, payload, n, scale, zero_absent,
-			    e->op == ENGINE_AVG ? 1.0f / (float)e->cfg.world : 1.0f);
+	if (copy)
+		memcpy(copy, dst, (size_t)n * sizeof(float));
 }
 
 /* Block 'b''s result where the round's output wants it: the dense output,
@@ -306,7 +313,7 @@ write_result(struct engine *e, uint32_t b, const struct ina_hdr *h, const uint8_
 		return;
 	if (!e->sparse) {
 		decode_block(e, e->out + (size_t)b * e->block_size, h, payload, n, scale,
-			     e->out != e->in);
+			     e->out != e->in, NULL);
 		return;
 	}
 	slot = (*k->out_count)++;
@@ -321,9 +328,7 @@ write_result(struct engine *e, uint32_t b, const struct ina_hdr *h, const uint8_
 	if (!dst)
 		return;
 	/* The union's block whole: its absent sub-blocks zero. */
-	decode_block(e, dst, h, payload, n, scale, 1);
-	if (list && dense)
-		memcpy(dense, list, (size_t)n * sizeof(float));
+	decode_block(e, dst, h, payload, n, scale, 1, list && dense ? dense : NULL);
 }
 
 void

@@ -226,7 +226,8 @@ int engine_cut_check(const struct engine *e, uint16_t block_size, uint8_t sub_lo
 /* Encodes 'n' floats of block 'src' (with the block's 'scale') as the
  * payload of a DATA after 'hdr' ('h' its header, n_elems set): with sub_log
  * the mask of its non-zero sub-blocks and those only, n_elems 0 when none
- * is. Returns the payload's bytes and sets h->n_elems. */
+ * is. Returns the payload's bytes and sets h->n_elems. A whole block with
+ * cfg.work is recorded there, its bytes written when the work runs. */
 size_t engine_encode_block(const struct engine *e, uint8_t *payload, struct ina_hdr *h,
 			   const float *src, int scale);
 /* Decodes a RESULT's payload ('h' n_elems > 0) of 'n' elements into 'dst':

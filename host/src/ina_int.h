@@ -39,10 +39,12 @@
 #include "keepalive.h"
 #include "order.h"
 #include "partition.h"
+#include "payload_work.h"
 #include "sparsify.h"
 #include "ssp_tensor.h"
 #include "tensor_round.h"
 #include "tensor_table.h"
+#include "workers.h"
 
 /* The engine of switch 0: the only one under ssp and with a replica. */
 #define ENG0(ctx) egroup_engine((ctx)->eg, 0)
@@ -91,8 +93,10 @@ struct op {
 };
 
 struct ina_ctx {
-	struct egroup *eg;    /* one engine per switch */
-	pthread_mutex_t lock; /* every call but open and close */
+	struct egroup *eg;	   /* one engine per switch */
+	struct payload_work *work; /* cfg.threads > 1: the engines' deferred */
+	struct workers *workers;   /* per-byte work, and who runs it */
+	pthread_mutex_t lock;	   /* every call but open and close */
 	struct order *sched;
 	struct op *ops;		/* max_pending slots */
 	struct done_queue done; /* ended operations in end order (ina_poll) */

@@ -80,6 +80,7 @@ config_defaults(struct ina_config *cfg)
 	cfg->plan_byte_ns = PLANNER_UDP_BYTE_NS;
 	cfg->plan_cut_packet_ns = PLANNER_UDP_CUT_PACKET_NS;
 	cfg->plan_cut_sub_ns = PLANNER_UDP_CUT_SUB_NS;
+	cfg->threads = 1;
 }
 
 void
@@ -249,6 +250,17 @@ follow_redirect(struct ina_ctx *ctx, const struct ina_config *cfg, char *err, si
 	return 0;
 }
 
+/* The worker threads and their list (which frees the packets it holds:
+ * before the port's pool goes). */
+static void
+ctx_workers_free(struct ina_ctx *ctx)
+{
+	workers_destroy(ctx->workers);
+	payload_work_destroy(ctx->work);
+	ctx->workers = NULL;
+	ctx->work = NULL;
+}
+
 /* What a context owns besides its engines, port and capture: its tensors,
  * the scheduler, the operation ring and fusion buffers; then the context.
  * For a failed ina_open() (tables still empty) and for ina_close(). */
@@ -343,6 +355,11 @@ ina_open(const struct ina_config *user_cfg, struct ina_ctx **out, char *err, siz
 			 "first two not both 0",
 			 cfg->plan_packet_ns, cfg->plan_byte_ns, cfg->plan_cut_packet_ns,
 			 cfg->plan_cut_sub_ns);
+		return -EINVAL;
+	}
+	if (cfg->threads > INA_THREADS_MAX) {
+		snprintf(err, err_size, "bad configuration: threads %u: 1..%d", cfg->threads,
+			 INA_THREADS_MAX);
 		return -EINVAL;
 	}
 	if (cfg->ssp > INA_SSP_MAX ||
@@ -514,6 +531,17 @@ ina_open(const struct ina_config *user_cfg, struct ina_ctx **out, char *err, siz
 		}
 		snprintf(ctx->replica_addr, sizeof(ctx->replica_addr), "%s", cfg->replica_addr);
 	}
+	if (cfg->threads > 1) {
+		/* A burst's tasks: its received and sent packets' blocks. */
+		ctx->work = payload_work_create(4 * INA_MAX_BURST);
+		ctx->workers = ctx->work ? workers_create(cfg->threads - 1) : NULL;
+		if (!ctx->workers) {
+			ret = -errno;
+			snprintf(err, err_size, "%u threads: %s", cfg->threads, strerror(errno));
+			goto fail;
+		}
+		ec.work = ctx->work;
+	}
 	ctx->eg = egroup_create(&ec, sws, nb_sw);
 	if (!ctx->eg) {
 		ret = -errno;
@@ -615,6 +643,7 @@ ina_open(const struct ina_config *user_cfg, struct ina_ctx **out, char *err, siz
 fail:
 	ina_capture_close(ctx->cap);
 	egroup_destroy(ctx->eg);
+	ctx_workers_free(ctx);
 	ina_port_close(ctx->port);
 	ctx_free(ctx);
 	return ret;
@@ -639,6 +668,7 @@ ina_close(struct ina_ctx *ctx)
 	if (ina_capture_close(ctx->cap) < 0 && ret == 0)
 		ret = -EIO;
 	egroup_destroy(ctx->eg);
+	ctx_workers_free(ctx);
 	ina_port_close(ctx->port);
 	ctx_free(ctx);
 	return ret;

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The API's contact with the port (ina_int.h): one burst each way between
- * the port and the engines (a takeover and a stall logged), the keepalive
+ * the port and the engines (a takeover and a stall logged, the per-byte
+ * work the engines left run on the worker threads), the keepalive
  * thread's beat, and driving the engines while they stay in a phase,
  * sleeping in the port until a packet or the next timer; and how a caller
  * waits between polls: yielding while a round's packets move, sleeping
@@ -53,6 +54,11 @@ ina_pump(struct ina_ctx *ctx)
 			log_failover(ctx);
 	}
 	nb_tx = egroup_tx(ctx->eg, now, pkts, INA_MAX_BURST);
+	/* The blocks the engines left to the workers: the results decoded
+	 * before the calls look at them, the packets written before they
+	 * are captured and sent. */
+	if (ctx->work)
+		workers_run(ctx->workers, ctx->work);
 	stall = egroup_stall(ctx->eg);
 	if (stall)
 		INA_LOG(WARN, "%s", stall);

@@ -79,6 +79,9 @@ usage(FILE *f)
 		"options:\n"
 		"  --lanes L             blocks in flight, one switch slot each (default 64)\n"
 		"  --block B             elements per block (default 1024)\n"
+		"  --threads T           cores for this rank's per-byte work: T - 1 threads\n"
+		"                        beside the main one encode, decode and tag whole\n"
+		"                        blocks (1..16, default 1); same sums for every T\n"
 		"  --weight W            the job's weight (1..255, default 1) when the switch\n"
 		"                        shares its slots fairly (ina-switch --share fair):\n"
 		"                        lanes in proportion to it; the switch may grant\n"
@@ -203,6 +206,7 @@ enum {
 	OPT_WEIGHT,
 	OPT_KEEPALIVE,
 	OPT_PAUSE,
+	OPT_THREADS,
 };
 
 static void
@@ -219,6 +223,7 @@ parse_args(int argc, char **argv, struct host_config *c)
 		{ "input", required_argument, NULL, OPT_INPUT },
 		{ "rounds", required_argument, NULL, OPT_ROUNDS },
 		{ "lanes", required_argument, NULL, OPT_LANES },
+		{ "threads", required_argument, NULL, OPT_THREADS },
 		{ "block", required_argument, NULL, OPT_BLOCK },
 		{ "encoding", required_argument, NULL, OPT_ENCODING },
 		{ "op", required_argument, NULL, OPT_OP },
@@ -314,6 +319,10 @@ parse_args(int argc, char **argv, struct host_config *c)
 			break;
 		case OPT_LANES:
 			c->ina.lanes = (uint16_t)ina_cli_u64("lanes", optarg, 1, 4096);
+			break;
+		case OPT_THREADS:
+			c->ina.threads = (uint32_t)ina_cli_u64("threads", optarg, 1,
+							       INA_THREADS_MAX);
 			break;
 		case OPT_WEIGHT:
 			c->ina.weight = (uint8_t)ina_cli_u64("weight", optarg, 1, 255);

@@ -8,7 +8,7 @@
 # every worker must hold the same bits, every process must exit in time, and
 # every kind of fault asked for must really have been injected.
 # Usage: udp_job.sh BUILD_DIR UDP_PORT FAULTS ENCODING [extra ina-host args...]
-# (SWITCHES=K: K switches, below.)
+# (SWITCHES=K: K switches, below; TENANTS=1: tenant mode, lib.sh tenant_mode.)
 set -euo pipefail
 build=$1 port=$2 faults=$3 enc=$4
 shift 4
@@ -17,6 +17,8 @@ world=${WORLD:-4}
 . "$(dirname "$0")/lib.sh"
 lib_init
 export INA_JOB_TOKEN="test-$port"
+tenant_opts=()
+[ -n "${TENANTS:-}" ] && tenant_mode 256
 # SWITCHES=K: K switches on UDP ports PORT..PORT+K-1, every host given all of
 # them (--switch A,B,...), each aggregating one part of every tensor.
 nsw=${SWITCHES:-1}
@@ -26,7 +28,7 @@ for ((s = 0; s < nsw; s++)); do
     log=$tmp/switch.log
     [ "$s" -gt 0 ] && log=$tmp/switch$s.log
     start_switch "$log" --listen "127.0.0.1:$((port + s))" \
-        --port-opts "$faults,seed=$((7 + s))" ${SWITCH_ARGS:-}
+        --port-opts "$faults,seed=$((7 + s))" ${tenant_opts[@]+"${tenant_opts[@]}"} ${SWITCH_ARGS:-}
     sws+=("$sw")
     swlist+="${swlist:+,}127.0.0.1:$((port + s))"
 done

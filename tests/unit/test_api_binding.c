@@ -218,6 +218,7 @@ test_config_set_every_key(void **state)
 		{ "sub_block", "64" },
 		{ "plan_packet_ns", "1000.5" },
 		{ "plan_byte_ns", "0" },
+		{ "threads", "16" },
 		{ "tenant", "255" },
 		{ "tenant_key",
 		  "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f" },
@@ -235,6 +236,7 @@ test_config_set_every_key(void **state)
 	assert_int_equal(c->keepalive_ms, 1000);
 	assert_int_equal(c->pause_ms, 600000);
 	assert_int_equal(c->sub_block, 0);
+	assert_int_equal(c->threads, 1);
 	assert_true(c->plan_packet_ns == 364 && c->plan_byte_ns == 0.223 &&
 		    c->plan_cut_packet_ns == 1000 && c->plan_cut_sub_ns == 9);
 	for (unsigned k = 0; k < config_key_count(); k++) {
@@ -284,6 +286,7 @@ test_config_set_every_key(void **state)
 	assert_int_equal(c->plan_period, 7);
 	assert_true(c->plan_cut_packet_ns == 12.5);
 	assert_true(c->plan_cut_sub_ns == 3.25);
+	assert_int_equal(c->threads, 16);
 	assert_int_equal(c->keepalive_ms, 0);
 	assert_int_equal(c->pause_ms, 0);
 	assert_int_equal(c->sub_block, 64);
@@ -347,6 +350,8 @@ test_config_bad(void **state)
 		{ "rank", "64" },
 		{ "lanes", "0" },
 		{ "lanes", "65536" },
+		{ "threads", "0" },
+		{ "threads", "17" },
 		{ "block_size", "12abc" },
 		{ "block_size", "" },
 		{ "block_size", " 12" },
