@@ -75,7 +75,7 @@ pipeline_config_init(struct pipeline_config *cfg)
 {
 	memset(cfg, 0, sizeof(*cfg));
 	cfg->nb_slots = 1024;
-	cfg->slot_elems = 2048;
+	cfg->slot_elems = INA_SLOT_ELEMS_DEFAULT;
 	cfg->max_jobs = 64;
 	cfg->linger_ns = 1000000000ull;
 	cfg->standby_linger_ns = 10000000000ull;
