@@ -62,6 +62,7 @@ static const char *const drop_names[PDROP_MAX] = {
 	[PDROP_RATE_LIMITED] = "rate_limited",
 	[PDROP_AUTH] = "auth_fail",
 	[PDROP_RANK_MOVED] = "rank_moved",
+	[PDROP_TOO_BIG] = "result_too_big",
 };
 
 const char *
@@ -75,7 +76,7 @@ pipeline_config_init(struct pipeline_config *cfg)
 {
 	memset(cfg, 0, sizeof(*cfg));
 	cfg->nb_slots = 1024;
-	cfg->slot_elems = 2048;
+	cfg->slot_elems = INA_SLOT_ELEMS_DEFAULT;
 	cfg->max_jobs = 64;
 	cfg->linger_ns = 1000000000ull;
 	cfg->standby_linger_ns = 10000000000ull;
@@ -236,6 +237,39 @@ lane_slot(struct pipeline *p, const struct job *j, uint16_t lane)
 	return &p->slots[j->slot_base + (p->cfg.part_count == 1 ? lane : lane / p->cfg.part_count)];
 }
 
+/*
+ * A DATA of a block whose RESULT at its largest (every element, the mask of
+ * its cut, PROTOCOL 2.7, and ssp's trailer: pl_result_size()) would not fit
+ * this switch's packets. Admission counts only the uncut block, so a cut
+ * round of a block that fills a packet gets here. Never added, since no
+ * RESULT of it could go out (the workers would wait for one until their
+ * timeout): counted as 'result_too_big' and answered with an ERROR
+ * UNSUPPORTED that says why, within the sender's reply budget.
+ */
+static struct ina_pkt *
+result_too_big(struct pipeline *p, struct ina_pkt *in, const struct job *j, const struct ina_hdr *h,
+	       uint64_t now)
+{
+	p->st.drop[PDROP_TOO_BIG]++;
+	if (!reply_limit_take(p->limit, &in->peer, now)) {
+		p->st.drop[PDROP_RATE_LIMITED]++;
+		ina_pkt_free(in);
+		return NULL;
+	}
+	if (h->sub_log)
+		return pl_send_error(p, in, h, INA_WERR_UNSUPPORTED,
+				     "job %" PRIu32 ": a block of %u %s elements cut into %u "
+				     "sub-blocks does not fit the switch's %" PRIu32
+				     "-byte packets with its %u-byte mask: a smaller block or "
+				     "no cut",
+				     h->job_id, h->block_size, j->enc->name, 1u << h->sub_log,
+				     p->cfg.max_pkt, ina_wire_mask_bytes(h->sub_log));
+	return pl_send_error(p, in, h, INA_WERR_UNSUPPORTED,
+			     "job %" PRIu32 ": a block of %u %s elements with its ssp trailer "
+			     "does not fit the switch's %" PRIu32 "-byte packets",
+			     h->job_id, h->block_size, j->enc->name, p->cfg.max_pkt);
+}
+
 static struct ina_pkt *
 handle_data(struct pipeline *p, struct ina_pkt *in, struct job *j, const struct ina_hdr *h,
 	    uint64_t now)
@@ -261,6 +295,10 @@ handle_data(struct pipeline *p, struct ina_pkt *in, struct job *j, const struct 
 		p->st.drop_wire[INA_WIRE_BAD_EXP]++;
 		goto drop;
 	}
+	/* Before the block can open a half: data_fast() adds only into an
+	 * open half of the same key, so no packet of this block is added. */
+	if (p->cfg.max_pkt && pl_result_size(j, h) > p->cfg.max_pkt)
+		return result_too_big(p, in, j, h, now);
 	if (j->ssp)
 		return ssp_data(p, in, j, h, now); /* ssp.c: S + 1 slots per lane */
 	if (ver != s->cur) {

@@ -200,6 +200,10 @@ enum pipeline_drop {
 				  * without its new address's cookie for the
 				  * run (tenant mode, or with cookies): answered
 				  * with a cookie (ERROR COOKIE), nothing kept */
+	PDROP_TOO_BIG,	     /* DATA of a block whose RESULT, with its cut's
+				  * mask and every element, would not fit the
+				  * switch's packets: never added, answered
+				  * with ERROR UNSUPPORTED (result_too_big) */
 	PDROP_MAX,
 };
 

@@ -180,7 +180,16 @@ struct ina_config {
 	uint16_t rank;
 	uint16_t world;			 /* workers in the job, 1..64 */
 	uint16_t lanes;			 /* window: blocks in flight, default 64 */
-	uint16_t block_size;		 /* elements per block, default 1024 */
+	uint16_t block_size;		 /* elements per block B, the largest with
+					 * plan_blocks; 0 (default): 1024, or with
+					 * plan_blocks the largest power of two whose
+					 * block with the largest sub-block mask fits
+					 * the port's packets, up to 2048 (a default
+					 * switch's slot): 2048 f32 on 9000-byte
+					 * packets, 256 on 1500. ina_stats.max_block
+					 * says which. Every worker alike: ports of
+					 * other packet sizes set it (the switch
+					 * refuses a JOIN of another B, MISMATCH) */
 	enum ina_encoding_type encoding; /* default INA_F32; INA_BF16 sends half
 						 * the bytes, summed in f32, rounded once */
 	uint64_t token;			 /* from ina_token_*(); never from argv */
@@ -216,7 +225,8 @@ struct ina_config {
 					 * the pool holds. 1..255; 0 (default) is 1.
 					 * Every worker of the job alike */
 	int plan_blocks;		 /* 1: the block planner picks B per tensor and
-					 * round, a power of two from 16 up to block_size,
+					 * round, a power of two from 16 up to block_size
+					 * (unset: what a packet holds, above),
 					 * and its cut into sub-blocks (unless sub_block
 					 * fixes it), from the previous round's result
 					 * (the same on every worker: no extra round
@@ -378,6 +388,8 @@ struct ina_stats {
 	uint16_t sub_block; /* b of the last allreduce's cut into sub-blocks
 			     * (the planner's with plan_blocks, else
 			     * cfg.sub_block's); block_size when uncut */
+	uint16_t max_block; /* the job's largest B, its JOIN's: cfg.block_size,
+			     * or what ina_open() chose for block_size 0 */
 };
 
 struct ina_ctx;
@@ -456,7 +468,7 @@ INA_API int ina_allreduce(struct ina_ctx *ctx, uint32_t tensor_id, const float *
  */
 struct ina_blocks {
 	size_t n;	       /* the tensor's dense length, elements */
-	uint32_t block_size;   /* B: 1 .. cfg.block_size (the JOIN's largest) */
+	uint32_t block_size;   /* B: 1 .. the JOIN's largest (ina_stats.max_block) */
 	size_t count;	       /* blocks listed */
 	const uint32_t *index; /* 'count' ascending block numbers < ceil(n / B) */
 	const float *values;   /* count x B floats */

@@ -83,7 +83,7 @@ static const struct config_key keys[] = {
 	{ "rank", CK_UINT, F(rank), 0, INA_MAX_WORLD - 1, NULL, 0 },
 	{ "world", CK_UINT, F(world), 1, INA_MAX_WORLD, NULL, 0 },
 	{ "lanes", CK_UINT, F(lanes), 1, UINT16_MAX, NULL, 0 },
-	{ "block_size", CK_UINT, F(block_size), 1, INA_BLOCK_MAX, NULL, 0 },
+	{ "block_size", CK_UINT, F(block_size), 0, INA_BLOCK_MAX, NULL, 0 },
 	{ "encoding", CK_ENUM, F(encoding), INA_F32, INA_BF16, encodings, 0 },
 	{ "token", CK_UINT, F(token), 0, (double)UINT64_MAX, NULL, 0 },
 	{ "timeout_ms", CK_UINT, F(timeout_ms), 1, UINT32_MAX, NULL, 0 },

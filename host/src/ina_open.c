@@ -43,10 +43,12 @@ api_encoding(uint8_t enc)
 
 /*
  * The defaults of every field, in the library's own layout. What the engine
- * has a default for (world, lanes, block size, encoding, timeouts) comes
- * from engine_config_init(), the one place those are written; the rest is
- * the API's own. The keepalive is the API's alone: an engine sends none
- * unless asked, an open context beats every second.
+ * has a default for (world, lanes, encoding, timeouts) comes from
+ * engine_config_init(), the one place those are written; the rest is the
+ * API's own. The block size is left unset (0): ina_open() takes the
+ * engine's, or with the planner what the port's packets hold (job_block()).
+ * The keepalive is the API's alone: an engine sends none unless asked, an
+ * open context beats every second.
  */
 static void
 config_defaults(struct ina_config *cfg)
@@ -59,7 +61,7 @@ config_defaults(struct ina_config *cfg)
 	cfg->port = "udp";
 	cfg->world = ec.world;
 	cfg->lanes = ec.lanes;
-	cfg->block_size = ec.max_block;
+	cfg->block_size = 0; /* unset: job_block() at ina_open() */
 	cfg->encoding = api_encoding(ec.encoding);
 	cfg->timeout_ms = (uint32_t)(ec.timeout_ns / INA_NS_PER_MS);
 	cfg->rto_us = (uint32_t)(ec.rto_ns / 1000);
@@ -290,6 +292,45 @@ ctx_free(struct ina_ctx *ctx)
 	free(ctx);
 }
 
+/* The job's largest B for a port of 'max_pkt'-byte packets (tensor_round.h
+ * tround_job_block()): block_size, or when unset the planner's largest fit,
+ * else the engine's default. */
+static uint16_t
+job_block(const struct ina_config *cfg, uint32_t max_pkt)
+{
+	struct engine_config ec;
+
+	engine_config_init(&ec);
+	return tround_job_block(cfg->block_size, cfg->plan_blocks, cfg->sub_block,
+				wire_encoding(cfg->encoding), max_pkt, ec.max_block);
+}
+
+/* The checks of sub_block and the sparsifier against the job's block size
+ * (job_block()'s): 0, or -EINVAL with 'err' saying why. */
+static int
+check_blocks(const struct ina_config *cfg, char *err, size_t err_size)
+{
+	struct sparsify_config sc;
+
+	if (cfg->sub_block &&
+	    ((cfg->sub_block & (cfg->sub_block - 1)) || cfg->block_size % cfg->sub_block ||
+	     !tround_sub_log(cfg->block_size, cfg->sub_block))) {
+		snprintf(err, err_size,
+			 "bad configuration: sub_block %u: a power of two that cuts block_size "
+			 "%u into 2 to %u sub-blocks (block_size / sub_block a power of two)",
+			 cfg->sub_block, cfg->block_size, INA_SUB_MAX);
+		return -EINVAL;
+	}
+	if (ina_sparsify_config(&cfg->sparsify, cfg->block_size, cfg->block_size, &sc) < 0) {
+		snprintf(err, err_size,
+			 "bad sparsifier options: mode 0..3, density and mass in (0, 1], a "
+			 "byte budget of at least one block, filter b0 >= 0 and decay in "
+			 "(0, 1]");
+		return -EINVAL;
+	}
+	return 0;
+}
+
 int
 ina_open(const struct ina_config *user_cfg, struct ina_ctx **out, char *err, size_t err_size)
 {
@@ -317,13 +358,13 @@ ina_open(const struct ina_config *user_cfg, struct ina_ctx **out, char *err, siz
 	}
 	if (!cfg->switch_addr || !wire_encoding(cfg->encoding) || cfg->world == 0 ||
 	    cfg->world > INA_MAX_WORLD || cfg->rank >= cfg->world || cfg->lanes == 0 ||
-	    cfg->block_size == 0 || cfg->timeout_ms == 0 || cfg->rto_us == 0 ||
+	    cfg->timeout_ms == 0 || cfg->rto_us == 0 ||
 	    (cfg->replica_addr && cfg->failover_ms == 0) || cfg->max_pending == 0 ||
 	    cfg->max_pending > 65536 || (unsigned)cfg->sched > INA_SCHED_MAGNITUDE ||
 	    cfg->fuse_elems > (1u << 24)) {
 		snprintf(err, err_size,
-			 "bad configuration: need a switch address, rank < world <= %d, lanes, "
-			 "block size and timeouts (and the failover time) above 0, max_pending "
+			 "bad configuration: need a switch address, rank < world <= %d, lanes "
+			 "and timeouts (and the failover time) above 0, max_pending "
 			 "1..65536, a scheduling policy 0..2 and fuse_elems up to %u",
 			 INA_MAX_WORLD, 1u << 24);
 		return -EINVAL;
@@ -371,27 +412,6 @@ ina_open(const struct ina_config *user_cfg, struct ina_ctx **out, char *err, siz
 			 cfg->ssp, INA_SSP_MAX);
 		return -EINVAL;
 	}
-	if (cfg->sub_block &&
-	    ((cfg->sub_block & (cfg->sub_block - 1)) || cfg->block_size % cfg->sub_block ||
-	     !tround_sub_log(cfg->block_size, cfg->sub_block))) {
-		snprintf(err, err_size,
-			 "bad configuration: sub_block %u: a power of two that cuts block_size "
-			 "%u into 2 to %u sub-blocks (block_size / sub_block a power of two)",
-			 cfg->sub_block, cfg->block_size, INA_SUB_MAX);
-		return -EINVAL;
-	}
-	{
-		struct sparsify_config sc;
-
-		if (ina_sparsify_config(&cfg->sparsify, cfg->block_size, cfg->block_size, &sc) <
-		    0) {
-			snprintf(err, err_size,
-				 "bad sparsifier options: mode 0..3, density and mass in (0, 1], a "
-				 "byte budget of at least one block, filter b0 >= 0 and decay in "
-				 "(0, 1]");
-			return -EINVAL;
-		}
-	}
 	ctx = calloc(1, sizeof(*ctx));
 	if (!ctx)
 		return -ENOMEM;
@@ -433,6 +453,18 @@ ina_open(const struct ina_config *user_cfg, struct ina_ctx **out, char *err, siz
 		ret = INA_EPORT;
 		goto fail;
 	}
+	full.block_size = job_block(cfg, ctx->port->max_pkt);
+	if (full.block_size == 0) {
+		snprintf(err, err_size,
+			 "the port's %u-byte packets hold no block of %u elements with the "
+			 "planner's largest sub-block mask",
+			 ctx->port->max_pkt, PLANNER_MIN_BLOCK);
+		ret = -EINVAL;
+		goto fail;
+	}
+	ret = check_blocks(cfg, err, err_size);
+	if (ret < 0)
+		goto fail;
 	if ((uint64_t)INA_HDR_SIZE +
 		    (uint64_t)cfg->block_size * ina_wire_elem_size(wire_encoding(cfg->encoding)) >
 	    ctx->port->max_pkt) {

@@ -53,6 +53,7 @@ ina_get_stats_size(const struct ina_ctx *ctx, struct ina_stats *out, size_t size
 	s->sparse_blocks_deferred = ctx->sp.blocks_deferred;
 	s->density_sent = ctx->sp.density;
 	s->block_size = ctx->last_block_size;
+	s->max_block = ctx->block_size;
 	s->sub_block = (uint16_t)(ctx->last_block_size >> ctx->last_sub_log);
 	s->partition_tag = ctx->last_part_tag;
 	s->residual_norm = ctx->sp.residual_norm;

@@ -32,6 +32,8 @@
 
 /* Tensor id of the one-element allreduce that lines workers up before a round. */
 #define BARRIER_TENSOR 0xffffffffu
+/* A synthetic workload's non-zero blocks without --block: ina.h's default B. */
+#define SYNTH_BLOCK 1024
 
 struct host_config {
 	struct ina_config ina;
@@ -78,7 +80,10 @@ usage(FILE *f)
 		"\n"
 		"options:\n"
 		"  --lanes L             blocks in flight, one switch slot each (default 64)\n"
-		"  --block B             elements per block (default 1024)\n"
+		"  --block B             elements per block (default 1024; with --plan the\n"
+		"                        largest power of two a packet of the port holds\n"
+		"                        with its sub-block mask, up to 2048: every rank\n"
+		"                        must then have the same packet size)\n"
 		"  --threads T           cores for this rank's per-byte work: T - 1 threads\n"
 		"                        beside the main one encode, decode and tag whole\n"
 		"                        blocks (1..16, default 1); same sums for every T\n"
@@ -129,7 +134,8 @@ usage(FILE *f)
 		"                        (the same on every rank, from --seed) computes three\n"
 		"                        times as long: a transient straggler (default 0)\n"
 		"  --plan                the block planner picks B per round (powers of two\n"
-		"                        from 16 up to --block) from the previous result\n"
+		"                        from 16 up to the job's largest B, --block above)\n"
+		"                        from the previous result\n"
 		"  --plan-cost P,Y[,C[,S]]  its prices: P ns a packet, Y ns a byte, C ns\n"
 		"                        more a packet of a cut round and S more each\n"
 		"                        sub-block it carries; it picks the least time\n"
@@ -167,6 +173,16 @@ granted_lanes(const struct ina_ctx *ctx)
 
 	ina_get_stats(ctx, &st);
 	return st.lanes;
+}
+
+/* The job's largest B: --block, or what ina_open() chose without it. */
+static uint16_t
+job_max_block(const struct ina_ctx *ctx)
+{
+	struct ina_stats st;
+
+	ina_get_stats(ctx, &st);
+	return st.max_block;
 }
 
 enum {
@@ -687,6 +703,7 @@ main(int argc, char **argv)
 	float *buf;
 	struct sim_ranks *sim = NULL;
 	int ret, all_ok = 1;
+	uint16_t max_block;
 	double total = 0;
 	uint32_t n;
 
@@ -705,8 +722,10 @@ main(int argc, char **argv)
 		if (!w)
 			ina_die("%s", err);
 	} else {
+		/* Non-zero blocks of --block, or of the default when unset
+		 * (the job's B is known only once the port is open). */
 		w = workload_synth((uint32_t)c.elements, c.density, c.seed, c.ina.world,
-				   c.ina.block_size);
+				   c.ina.block_size ? c.ina.block_size : SYNTH_BLOCK);
 		if (!w)
 			ina_die("out of memory");
 	}
@@ -723,6 +742,7 @@ main(int argc, char **argv)
 		ina_die("cannot join job %" PRIu32 " at %s%s%s: %s (%s)", c.ina.job_id,
 			c.ina.switch_addr, c.ina.replica_addr ? " with the replica " : "",
 			c.ina.replica_addr ? c.ina.replica_addr : "", err, ina_strerror(ret));
+	max_block = job_max_block(ctx);
 	if (c.sp.mode != INA_SPARSIFY_OFF || c.ina.plan_blocks) {
 		struct tround_config tc = {
 			.n = n,
@@ -733,7 +753,7 @@ main(int argc, char **argv)
 			.cut_packet_ns = c.ina.plan_cut_packet_ns,
 			.cut_sub_ns = c.ina.plan_cut_sub_ns,
 			.plan_period = c.ina.plan_period,
-			.max_block = c.ina.block_size,
+			.max_block = max_block,
 			.sub_block = c.ina.sub_block,
 			.encoding = (uint8_t)c.ina.encoding,
 			.world = c.ina.world,
@@ -761,7 +781,7 @@ main(int argc, char **argv)
 			"joined job %" PRIu32 " epoch %" PRIu32 ": rank %u of %u, %s, %" PRIu32
 			" elements, %u lanes, B %u, %s, partition %s over %u %s, over %s%s%s",
 			c.ina.job_id, ina_epoch(ctx), c.ina.rank, c.ina.world, workload_kind(w), n,
-			granted_lanes(ctx), c.ina.block_size, encoding_name(c.ina.encoding), part,
+			granted_lanes(ctx), max_block, encoding_name(c.ina.encoding), part,
 			nsw > 1 ? nsw : (c.ina.partitions ? c.ina.partitions : 1u),
 			nsw > 1 ? "switches" : "switch partition(s)", ina_transport(ctx),
 			c.ina.replica_addr ? ", replica standing by at " : "",
@@ -898,7 +918,7 @@ main(int argc, char **argv)
 	rep.world = c.ina.world;
 	rep.lanes = granted_lanes(ctx);
 	rep.lanes_asked = c.ina.lanes;
-	rep.block_size = c.ina.block_size;
+	rep.block_size = max_block;
 	rep.rounds = c.rounds;
 	rep.elements = n;
 	rep.density = c.input ? -1 : c.density;

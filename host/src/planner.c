@@ -85,6 +85,21 @@ planner_mask_bytes(uint8_t sub_log)
 	return ina_wire_mask_bytes(sub_log);
 }
 
+uint16_t
+planner_largest_block(uint32_t max_pkt, uint32_t elem_bytes, uint32_t cap)
+{
+	uint64_t room = max_pkt > INA_HDR_SIZE + INA_SUB_MAX / 8
+				? max_pkt - INA_HDR_SIZE - INA_SUB_MAX / 8
+				: 0;
+	uint32_t B = 0;
+
+	if (cap > INA_BLOCK_MAX)
+		cap = INA_BLOCK_MAX;
+	for (uint32_t b = PLANNER_MIN_BLOCK; b <= cap && (uint64_t)b * elem_bytes <= room; b *= 2)
+		B = b;
+	return (uint16_t)B;
+}
+
 /* A cost per unit: >= 0, at most a millisecond (the time in ps fits 64 bits). */
 static int
 cost_ok(double ns)

@@ -147,6 +147,18 @@ uint32_t planner_max_block(const struct planner_config *cfg);
 uint32_t planner_mask_bytes(uint8_t sub_log);
 
 /*
+ * The largest B a planned job uses when its block_size is not set: the
+ * largest power of two from PLANNER_MIN_BLOCK up to 'cap' (and INA_BLOCK_MAX)
+ * whose full block with the largest presence mask (INA_SUB_MAX / 8 bytes,
+ * the planner's finest cut) fits a packet of 'max_pkt' bytes in elements of
+ * 'elem_bytes' bytes: 9000-byte packets, f32: 2048; bf16: 4096; 1500, f32:
+ * 256. 0 when not even PLANNER_MIN_BLOCK fits. A pure function of its
+ * arguments, so ranks with the same packet size and cap agree on it without
+ * a round trip.
+ */
+uint16_t planner_largest_block(uint32_t max_pkt, uint32_t elem_bytes, uint32_t cap);
+
+/*
  * The mass to rank the reference to for a top-k mass target m. The workers
  * each keep their own blocks to m, so what the job sends (the union) is more
  * than the reference's top m: on the real gradients 1.7 to 2 times the

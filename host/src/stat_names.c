@@ -60,6 +60,7 @@ static const struct stat_row rows[] = {
 	R(ST_DOUBLE, rtt_max_us),
 	R(ST_DOUBLE, rtt_mean_us),
 	R(ST_U16, sub_block),
+	R(ST_U16, max_block),
 };
 
 #undef R

@@ -283,6 +283,21 @@ tround_sub_log(uint16_t block_size, uint16_t sub_block)
 	return (uint32_t)sub_block << k == block_size && k <= INA_SUB_LOG_MAX ? k : 0;
 }
 
+uint16_t
+tround_job_block(uint16_t block_size, int plan, uint16_t sub_block, uint8_t encoding,
+		 uint32_t max_pkt, uint16_t unplanned)
+{
+	uint32_t cap = INA_SLOT_ELEMS_DEFAULT;
+
+	if (block_size)
+		return block_size;
+	if (!plan)
+		return unplanned;
+	if (sub_block && (uint32_t)sub_block * INA_SUB_MAX < cap)
+		cap = (uint32_t)sub_block * INA_SUB_MAX;
+	return planner_largest_block(max_pkt, (uint32_t)ina_wire_elem_size(encoding), cap);
+}
+
 /* The cut of this round's B: the planner's, or the job's sub-block size. */
 static uint8_t
 plan_cut(const struct tround *t)

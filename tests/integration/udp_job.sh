@@ -79,10 +79,15 @@ fi
 # EXPECT_B_VARIES=1 more than one B over the run; with EXPECT_DEFERRED=1 some
 # result blocks must have come back DEFERRED. Every worker ran every round on
 # the same partition map (its tag); with EXPECT_REBALANCE=1 some round ran on
-# a dynamic map (tag not 0).
+# a dynamic map (tag not 0). With EXPECT_MAX_B=N every worker's job had N as
+# its largest B (the report's block_size) and used it (the first round does).
 if [ $fail -eq 0 ]; then
     seqs=$(jq -s -r '[.[].per_round | map([.block_size, .sub_block])] | unique | length' "$tmp"/r*.json)
     [ "$seqs" = "1" ] || { echo "workers used different block sizes"; fail=1; }
+    if [ -n "${EXPECT_MAX_B:-}" ]; then
+        n=$(jq -s -r "map(.block_size == $EXPECT_MAX_B and ([.per_round[].block_size] | max) == $EXPECT_MAX_B) | all" "$tmp"/r*.json)
+        [ "$n" = true ] || { echo "the job's largest B is not $EXPECT_MAX_B"; fail=1; }
+    fi
     if [ "${EXPECT_B_VARIES:-0}" = 1 ]; then
         n=$(jq -r '[.per_round[].block_size] | unique | length' "$tmp/r0.json")
         [ "$n" -gt 1 ] || { echo "the planner kept one block size over the run"; fail=1; }

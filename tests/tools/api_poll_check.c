@@ -201,6 +201,8 @@ check_stats(struct ina_ctx *ctx)
 	      "rounds %g by name, %llu in the struct", v, (unsigned long long)s.rounds);
 	CHECK(ina_stat(ctx, "lanes", &v) == 0 && v == s.lanes, "lanes %g", v);
 	CHECK(ina_stat(ctx, "block_size", &v) == 0 && v == 256, "block_size %g", v);
+	CHECK(ina_stat(ctx, "max_block", &v) == 0 && v == 256 && s.max_block == 256,
+	      "max_block %g, %u in the struct", v, s.max_block);
 	CHECK(ina_stat(ctx, "bytes_sent", &v) == 0 && v > 0 && v <= (double)s.bytes_sent + 1e9,
 	      "bytes_sent %g", v);
 	CHECK(ina_stat(ctx, "aggregator", &v) == -EINVAL, "aggregator is no number");

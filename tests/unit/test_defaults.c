@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * One set of defaults (issue 16 point 4): what ina_config_init() gives a
- * library user for the fields the host engine also has (world, lanes, block
- * size, encoding, the timeouts) is what engine_config_init() writes, the one
- * place they are set; the fields only the API has keep their documented
- * values (ina.h).
+ * library user for the fields the host engine also has (world, lanes,
+ * encoding, the timeouts) is what engine_config_init() writes, the one place
+ * they are set; the block size is left unset, for ina_open() to take the
+ * engine's (or, planned, what a packet holds); the fields only the API has
+ * keep their documented values (ina.h).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -17,6 +18,7 @@
 #include "ina.h"
 #include "ina/util.h"
 #include "ina/wire.h"
+#include "tensor_round.h"
 
 static void
 api_takes_the_engines_defaults(void **state)
@@ -29,7 +31,11 @@ api_takes_the_engines_defaults(void **state)
 	ina_config_init(&cfg);
 	assert_int_equal(cfg.world, ec.world);
 	assert_int_equal(cfg.lanes, ec.lanes);
-	assert_int_equal(cfg.block_size, ec.max_block);
+	/* Unset: ina_open() takes the engine's, or with the planner what a
+	 * packet holds (tensor_round.h tround_job_block()). */
+	assert_int_equal(cfg.block_size, 0);
+	assert_int_equal(tround_job_block(cfg.block_size, 0, 0, INA_ENC_F32, 9000, ec.max_block),
+			 ec.max_block);
 	assert_int_equal(ec.encoding, INA_ENC_F32);
 	assert_int_equal(cfg.encoding, INA_F32);
 	assert_true((uint64_t)cfg.timeout_ms * INA_NS_PER_MS == ec.timeout_ns);
@@ -54,7 +60,7 @@ documented_values(void **state)
 	assert_string_equal(cfg.port, "udp");
 	assert_int_equal(cfg.world, 1);
 	assert_int_equal(cfg.lanes, 64);
-	assert_int_equal(cfg.block_size, 1024);
+	assert_int_equal(cfg.block_size, 0); /* 1024 unless planned */
 	assert_int_equal(cfg.timeout_ms, 10000);
 	assert_int_equal(cfg.rto_us, 5000);
 	assert_int_equal(cfg.failover_ms, 1000);

@@ -4398,6 +4398,94 @@ test_pipeline_sub_replica(void **state)
 	done(t);
 }
 
+/*
+ * A cut block whose RESULT would not fit the switch's packets (PROTOCOL 2.7,
+ * 4.2): the job is admitted for blocks of 64 f32, whose uncut RESULT fills
+ * the switch's 312-byte packets exactly, and a round cut into 4 sub-blocks
+ * needs 4 bytes of mask more. Its DATA, sparse enough to arrive (76 bytes),
+ * are never added: each is counted as 'result_too_big' and answered with an
+ * ERROR UNSUPPORTED that says why, and so is its retransmission (without
+ * that check the block completed with no buffer for its RESULT, and every
+ * retransmission found none either: the workers stalled, counted only as
+ * no_buffer). An uncut round of 64 and a cut round of 32 are served.
+ */
+#define NO_ROOM_PKT (INA_HDR_SIZE + 64 * 4)
+static void
+test_pipeline_sub_no_room(void **state)
+{
+	struct t *t = *state;
+	struct tjob j = { .id = 1803,
+			  .token = 0x181a,
+			  .world = 2,
+			  .lanes = 1,
+			  .max_block = 64,
+			  .enc = INA_ENC_F32 };
+	struct blk b = { .tensor_id = 5, .round = 1, .tensor_len = 64, .block_size = 64 };
+	const struct ina_sub_mask m0 = wc_mask(0x1, 0);
+	const struct pipeline_stats *st;
+	float x[64], want[64];
+	uint8_t payload[64 * 4];
+	struct ina_sub_mask u;
+	struct wc_got g;
+
+	/* The switch's packets, and its port's buffers, hold 312 bytes. */
+	ina_pkt_pool_destroy(t->pool);
+	t->pool = ina_pkt_pool_create(NB_PKTS, NO_ROOM_PKT);
+	assert_non_null(t->pool);
+	t->in_pool = t->cfg.pool = t->pool;
+	t->cfg.slot_elems = 64;
+	t->cfg.max_pkt = NO_ROOM_PKT;
+	for (int i = 0; i < 64; i++) {
+		x[i] = (float)(i + 1);
+		want[i] = 2 * x[i];
+	}
+	start(t);
+	st = pipeline_stats(t->p);
+	join_all(t, &j);
+
+	/* Round 1 cut into 4, sub-block 0 alone from each rank, and a resend. */
+	for (uint16_t r = 0; r < 3; r++) {
+		assert_int_equal(push_sub(t, &j, r % 2, &b, 2, INA_BLOCK_END, x, &m0), 1);
+		take_one(t, &g);
+		check_error(&g, j.id, j.token, INA_WERR_UNSUPPORTED);
+		check_unicast(&g, peer_of(&j, r % 2));
+		assert_msg_has(&g, "64 f32 elements cut into 4 sub-blocks does not fit the "
+				   "switch's 312-byte packets");
+	}
+	assert_int_equal(st->drop[PDROP_TOO_BIG], 3);
+	assert_int_equal(st->drop[PDROP_NO_BUFFER], 0);
+	assert_int_equal(st->results, 0);
+
+	/* Round 2, uncut: the RESULT of 312 bytes. */
+	b.round = 2;
+	for (uint16_t r = 0; r < 2; r++) {
+		struct ina_hdr h = data_hdr(&j, r, &b, INA_BLOCK_END, 0, 1);
+
+		wc_put_words(payload, x, 64);
+		assert_int_equal(rx(t, mk_pkt(t, peer_of(&j, r), &h, payload, sizeof(payload))),
+				 r == 1);
+	}
+	take_one(t, &g);
+	check_result(&g, &j, &b, INA_BLOCK_END, want);
+	assert_int_equal(g.len, NO_ROOM_PKT);
+
+	/* Round 3, blocks of 32 cut into 4 (188 bytes at most): served. */
+	b.round = 3;
+	b.block_size = 32;
+	b.ver = 1;
+	memset(&u, 0, sizeof(u));
+	memset(want, 0, sizeof(want));
+	for (uint16_t r = 0; r < 2; r++) {
+		assert_int_equal(push_sub(t, &j, r, &b, 2, INA_BLOCK_END, x, &m0), r == 1);
+		sub_ref(want, &u, x, &m0, 32, 8);
+	}
+	take_one(t, &g);
+	check_sub_result(&g, &j, &b, 2, INA_BLOCK_END, want, &u);
+	assert_int_equal(st->drop[PDROP_TOO_BIG], 3);
+	assert_int_equal(st->results, 2);
+	done(t);
+}
+
 int
 main(void)
 {
@@ -4417,6 +4505,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_pipeline_aggregate_bf16, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_pipeline_sub_f32, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_pipeline_sub_i32, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_pipeline_sub_no_room, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_pipeline_sub_bf16, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_pipeline_sub_replica, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_pipeline_dead_rank, setup, teardown),

@@ -30,6 +30,7 @@
 #include "ina/wire.h"
 #include "planner.h"
 #include "sparsify.h"
+#include "tensor_round.h"
 
 #ifndef INA_SOURCE_DIR
 #error "INA_SOURCE_DIR must name the source tree (tests/CMakeLists.txt)"
@@ -1021,6 +1022,75 @@ test_plan_counts_random(void **state)
 	}
 }
 
+/* The UDP payload of an Ethernet frame of 'mtu' bytes (IPv4, UDP). */
+#define UDP_PAYLOAD(mtu) ((mtu)-20u - 8u)
+
+/*
+ * A planned job that does not set its block size: its largest B is the
+ * largest power of two whose block with the largest mask fits a packet (and
+ * a default switch's slot); one that does keeps its own; the first round of
+ * such a job uses that B, cut finest.
+ */
+static void
+test_largest_block(void **state)
+{
+	struct tround_config tc = { .n = 100000, .plan = 1, .world = 4, .lanes = 64 };
+	struct tround_step step;
+	struct tround *t;
+	float *in;
+	char err[128];
+
+	(void)state;
+	/* What a packet holds: 9000-byte frames, f32 2048 and bf16 4096;
+	 * 1500-byte frames, f32 256; the exact edge of a full block with its
+	 * 16-byte mask; nothing under a block of 16. */
+	assert_int_equal(planner_largest_block(UDP_PAYLOAD(9000), 4, INA_BLOCK_MAX), 2048);
+	assert_int_equal(planner_largest_block(UDP_PAYLOAD(9000), 2, INA_BLOCK_MAX), 4096);
+	assert_int_equal(planner_largest_block(UDP_PAYLOAD(1500), 4, INA_BLOCK_MAX), 256);
+	assert_int_equal(planner_largest_block(1500, 4, INA_BLOCK_MAX), 256);
+	assert_int_equal(planner_largest_block(INA_HDR_SIZE + 16 + 2048 * 4, 4, INA_BLOCK_MAX),
+			 2048);
+	assert_int_equal(planner_largest_block(INA_HDR_SIZE + 16 + 2048 * 4 - 1, 4, INA_BLOCK_MAX),
+			 1024);
+	/* The wire's 13 bits: 65507-byte packets of bf16 stop at 4096. */
+	assert_int_equal(planner_largest_block(65507, 2, 65535), 4096);
+	assert_int_equal(planner_largest_block(INA_HDR_SIZE + 16 + 16 * 4 - 1, 4, INA_BLOCK_MAX),
+			 0);
+	assert_int_equal(planner_largest_block(UDP_PAYLOAD(9000), 4, 512), 512);
+
+	/* The job's B: unset and planned, what the packet holds within a
+	 * default switch's slot (bf16: 2048, not 4096); set, its own (a
+	 * cap: the planner's candidates stop there); not planned, the
+	 * default; a fixed sub-block keeps 128 sub-blocks a block. */
+	assert_int_equal(tround_job_block(0, 1, 0, INA_ENC_F32, UDP_PAYLOAD(9000), 1024), 2048);
+	assert_int_equal(tround_job_block(0, 1, 0, INA_ENC_I32, UDP_PAYLOAD(9000), 1024), 2048);
+	assert_int_equal(tround_job_block(0, 1, 0, INA_ENC_BF16, UDP_PAYLOAD(9000), 1024),
+			 INA_SLOT_ELEMS_DEFAULT);
+	assert_int_equal(tround_job_block(0, 1, 0, INA_ENC_F32, UDP_PAYLOAD(1500), 1024), 256);
+	assert_int_equal(tround_job_block(0, 1, 0, INA_ENC_BF16, UDP_PAYLOAD(1500), 1024), 512);
+	assert_int_equal(tround_job_block(512, 1, 0, INA_ENC_F32, UDP_PAYLOAD(9000), 1024), 512);
+	assert_int_equal(tround_job_block(1000, 1, 0, INA_ENC_F32, UDP_PAYLOAD(9000), 1024), 1000);
+	assert_int_equal(tround_job_block(0, 0, 0, INA_ENC_F32, UDP_PAYLOAD(9000), 1024), 1024);
+	assert_int_equal(tround_job_block(0, 1, 4, INA_ENC_F32, UDP_PAYLOAD(9000), 1024), 512);
+	assert_int_equal(tround_job_block(0, 1, 0, INA_ENC_F32, 100, 1024), 0);
+
+	/* The first round of a planned tensor runs at the job's largest B. */
+	in = calloc(tc.n, sizeof(*in));
+	assert_non_null(in);
+	for (size_t i = 0; i < tc.n; i += 7)
+		in[i] = 1.0f;
+	tc.encoding = INA_ENC_F32;
+	tc.max_block = tround_job_block(0, 1, 0, INA_ENC_F32, UDP_PAYLOAD(9000), 1024);
+	t = tround_create(&tc, err, sizeof(err));
+	assert_non_null(t);
+	assert_int_equal(tround_begin(t, in, &step), 0);
+	assert_int_equal(step.block_size, 2048);
+	assert_int_equal(step.sub_log, INA_SUB_LOG_MAX);
+	tround_cancel(t);
+	tround_destroy(t);
+	free(in);
+}
+
 int
 main(void)
 {
@@ -1038,6 +1108,7 @@ main(void)
 		cmocka_unit_test(test_real_gradients_sub),
 		cmocka_unit_test(test_measure_then_plan),
 		cmocka_unit_test(test_plan_counts_random),
+		cmocka_unit_test(test_largest_block),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

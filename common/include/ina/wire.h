@@ -30,6 +30,10 @@
 #define INA_RANK_ALL 0xfffeu
 /* Largest block size B: the low 13 bits of the header's block_size field. */
 #define INA_BLOCK_MAX 8191u
+/* The largest block an ina-switch serves unless told otherwise: its default
+ * slot width (--slot-elems); a planned job that does not set its block size
+ * stays within it (docs/PROTOCOL.md 5.1). */
+#define INA_SLOT_ELEMS_DEFAULT 2048u
 /* A block of B elements is cut into 2^sub_log sub-blocks of b = B / 2^sub_log
  * elements (the high 3 bits of block_size); with sub_log > 0 a payload is a
  * presence mask of the sub-blocks, then only the present ones' values. */
