@@ -89,9 +89,12 @@ payload_work_encode(struct payload_work *w, const struct ina_encoding_ops *enc, 
 {
 	struct task *t = next_task(w);
 
-	*t = (struct task){
-		.kind = TASK_ENCODE, .enc = enc, .n = n, .scale = scale, .payload = payload, .src = src
-	};
+	*t = (struct task){ .kind = TASK_ENCODE,
+			    .enc = enc,
+			    .n = n,
+			    .scale = scale,
+			    .payload = payload,
+			    .src = src };
 }
 
 void

@@ -1,12 +1,16 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The host agent's worker threads (workers.h). One run is one phase of a
- * payload_work list: the caller publishes a ticket (the run's generation,
- * the next task, the number of tasks) and every thread, the caller too,
- * takes tasks off it by compare-and-swap until none is left; the caller
- * then waits until every task taken has finished. A task is taken only
- * under the generation that published it, so a thread late from one run can
- * never take a task of the next with the last one's list.
+ * payload_work list, cut into a few chunks of consecutive tasks (two a
+ * thread: a block's task takes a microsecond or less, and a cache line
+ * moving between cores costs hundreds of nanoseconds on these VMs, so
+ * threads must not meet once a task). The caller publishes a ticket (the
+ * run's generation, the next chunk, the number of chunks) and every thread,
+ * the caller too, takes chunks off it by compare-and-swap until none is
+ * left; the caller then waits until every chunk taken has finished, and
+ * takes a late worker's share itself. A chunk is taken only under the
+ * generation that published it, so a thread late from one run can never
+ * take a chunk of the next with the last one's list.
  */
 #include "workers.h"
 
@@ -23,27 +27,32 @@
 /* A worker polls this long after its last task before it sleeps. */
 #define POLL_NS (200 * 1000)
 
-/* The ticket: generation << 32 | next task << 16 | tasks. */
+/* The ticket: generation << 32 | next chunk << 16 | chunks. */
 #define T_GEN(t) ((uint32_t)((t) >> 32))
 #define T_NEXT(t) ((unsigned)((t) >> 16 & 0xffff))
 #define T_COUNT(t) ((unsigned)((t)&0xffff))
 
+/* Chunks a thread. */
+#define CHUNKS_PER_THREAD 2
+
 struct workers {
+	/* Each on a cache line of its own: the ticket is what threads meet
+	 * on, 'done' what the caller waits on. */
+	_Alignas(64) _Atomic uint64_t ticket;
+	_Alignas(64) _Atomic unsigned done; /* chunks of this run finished */
+	/* The run's list, phase and tasks: written before its ticket is
+	 * published, read only by a thread holding one of its chunks. */
+	_Alignas(64) const struct payload_work *_Atomic w;
+	_Atomic unsigned phase, tasks;
 	unsigned n;
 	pthread_t *tids;
-	_Atomic uint64_t ticket;
-	_Atomic unsigned done; /* tasks of this run finished */
-	/* The run's list and phase: written before its ticket is published,
-	 * read only by a thread holding one of its tasks. */
-	const struct payload_work *_Atomic w;
-	_Atomic unsigned phase;
 	pthread_mutex_t lock;
 	pthread_cond_t wake;
 	_Atomic unsigned sleepers;
 	_Atomic int stop;
 };
 
-/* Takes and runs tasks of the published run until none is left; returns
+/* Takes and runs chunks of the published run until none is left; returns
  * how many this thread ran. */
 static unsigned
 take_and_run(struct workers *ws)
@@ -52,12 +61,20 @@ take_and_run(struct workers *ws)
 	unsigned ran = 0;
 
 	while (T_NEXT(t) < T_COUNT(t)) {
+		const struct payload_work *w;
+		unsigned phase, tasks, from, to;
+
 		if (!atomic_compare_exchange_weak_explicit(&ws->ticket, &t, t + (1u << 16),
 							   memory_order_acq_rel,
 							   memory_order_acquire))
 			continue;
-		payload_work_run(atomic_load_explicit(&ws->w, memory_order_relaxed),
-				 atomic_load_explicit(&ws->phase, memory_order_relaxed), T_NEXT(t));
+		w = atomic_load_explicit(&ws->w, memory_order_relaxed);
+		phase = atomic_load_explicit(&ws->phase, memory_order_relaxed);
+		tasks = atomic_load_explicit(&ws->tasks, memory_order_relaxed);
+		from = (unsigned)((uint64_t)tasks * T_NEXT(t) / T_COUNT(t));
+		to = (unsigned)((uint64_t)tasks * (T_NEXT(t) + 1) / T_COUNT(t));
+		for (unsigned i = from; i < to; i++)
+			payload_work_run(w, phase, i);
 		atomic_fetch_add_explicit(&ws->done, 1, memory_order_release);
 		ran++;
 		t = atomic_load_explicit(&ws->ticket, memory_order_acquire);
@@ -157,7 +174,7 @@ workers_destroy(struct workers *ws)
 static void
 run_phase(struct workers *ws, const struct payload_work *w, unsigned phase)
 {
-	unsigned count = payload_work_count(w, phase), spins = 0;
+	unsigned count = payload_work_count(w, phase), spins = 0, chunks;
 	uint64_t t;
 
 	if (!ws || count < 2) {
@@ -165,20 +182,24 @@ run_phase(struct workers *ws, const struct payload_work *w, unsigned phase)
 			payload_work_run(w, phase, i);
 		return;
 	}
+	chunks = CHUNKS_PER_THREAD * (ws->n + 1);
+	if (chunks > count)
+		chunks = count;
 	atomic_store_explicit(&ws->w, w, memory_order_relaxed);
 	atomic_store_explicit(&ws->phase, phase, memory_order_relaxed);
+	atomic_store_explicit(&ws->tasks, count, memory_order_relaxed);
 	atomic_store_explicit(&ws->done, 0, memory_order_relaxed);
 	t = atomic_load_explicit(&ws->ticket, memory_order_relaxed);
-	atomic_store(&ws->ticket, (uint64_t)(T_GEN(t) + 1) << 32 | count);
+	atomic_store(&ws->ticket, (uint64_t)(T_GEN(t) + 1) << 32 | chunks);
 	if (atomic_load(&ws->sleepers)) {
 		pthread_mutex_lock(&ws->lock);
 		pthread_cond_broadcast(&ws->wake);
 		pthread_mutex_unlock(&ws->lock);
 	}
 	take_and_run(ws);
-	/* A worker still holds a task: on a busy machine it may have lost its
+	/* A worker still holds a chunk: on a busy machine it may have lost its
 	 * core, so yield after a short spin. */
-	while (atomic_load_explicit(&ws->done, memory_order_acquire) != count)
+	while (atomic_load_explicit(&ws->done, memory_order_acquire) != chunks)
 		if (++spins > 64)
 			sched_yield();
 }

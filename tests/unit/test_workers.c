@@ -33,11 +33,11 @@
 #define PKT_BYTES (INA_HDR_SIZE + ELEMS * 4)
 
 struct bufs {
-	float src[N_BLOCKS][ELEMS];	   /* what the encodes read */
-	uint8_t pkt[N_BLOCKS][PKT_BYTES];  /* what they write (and the tags) */
-	uint8_t rx[N_BLOCKS][ELEMS * 4];   /* what the decodes read */
-	float dst[N_BLOCKS][ELEMS];	   /* what they write */
-	float copy[N_BLOCKS][ELEMS];	   /* and copy */
+	float src[N_BLOCKS][ELEMS];	  /* what the encodes read */
+	uint8_t pkt[N_BLOCKS][PKT_BYTES]; /* what they write (and the tags) */
+	uint8_t rx[N_BLOCKS][ELEMS * 4];  /* what the decodes read */
+	float dst[N_BLOCKS][ELEMS];	  /* what they write */
+	float copy[N_BLOCKS][ELEMS];	  /* and copy */
 };
 
 static uint32_t rng = 12345;
