@@ -82,7 +82,8 @@ class ContextTest(unittest.TestCase):
 
     def test_allreduce_blocks(self):
         """The block-sparse form: the union with the dense sums' bits, in a
-        list and in a dense buffer, written only in the union's blocks."""
+        list and in a dense buffer, written only in the union's blocks; rank r
+        on r + 1 threads (cfg.threads), every rank the same bits."""
         world, n, bs = 3, 5000, 64
         nb = -(-n // bs)
 
@@ -100,7 +101,7 @@ class ContextTest(unittest.TestCase):
 
         def rank(r):
             idx, vals, x = blocks_of(r)
-            with self.ctx(r, world, block_size=bs) as c:
+            with self.ctx(r, world, block_size=bs, threads=r + 1) as c:
                 ref = c.allreduce(x, tensor_id=1)
                 dense = np.full(n, 7.0, dtype=np.float32)
                 ui, uv = c.allreduce_blocks(idx, vals, n, bs, tensor_id=2, dense=dense)
@@ -112,6 +113,8 @@ class ContextTest(unittest.TestCase):
         res = inatest.run_ranks(world, rank)
         union = sorted(set().union(*(set(blocks_of(r)[0].tolist()) for r in range(world))))
         for ref, ui, uv, dense, ti, tv in res:
+            self.assertTrue(np.array_equal(ref, res[0][0]) and np.array_equal(uv, res[0][2]),
+                            "the same bits on 1, 2 and 3 threads")
             self.assertEqual(ui.tolist(), union)
             for i, b in enumerate(ui):
                 seg = ref[b * bs:(b + 1) * bs]
