@@ -76,9 +76,12 @@ int
 main(int argc, char **argv)
 {
 	static const struct option opts[] = {
-		{ "elements", required_argument, NULL, 'n' }, { "block", required_argument, NULL, 'b' },
-		{ "threads", required_argument, NULL, 't' },  { "runs", required_argument, NULL, 'r' },
-		{ "tags", no_argument, NULL, 'g' },	      { "help", no_argument, NULL, 'h' },
+		{ "elements", required_argument, NULL, 'n' },
+		{ "block", required_argument, NULL, 'b' },
+		{ "threads", required_argument, NULL, 't' },
+		{ "runs", required_argument, NULL, 'r' },
+		{ "tags", no_argument, NULL, 'g' },
+		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	uint8_t tenant[INA_TENANT_KEY_SIZE] = { 1, 2, 3 };
