@@ -181,7 +181,9 @@ struct ina_config {
 	uint16_t world;			 /* workers in the job, 1..64 */
 	uint16_t lanes;			 /* window: blocks in flight, default 64 */
 	uint16_t block_size;		 /* elements per block B, the largest with
-					 * plan_blocks; 0 (default): 1024, or with
+					 * plan_blocks; 0 (default): 1024, or what
+					 * the port's packets hold if less (256 f32
+					 * on 1500-byte frames); with
 					 * plan_blocks the largest power of two whose
 					 * block with the largest sub-block mask fits
 					 * the port's packets, up to 2048 (a default

@@ -288,14 +288,16 @@ tround_job_block(uint16_t block_size, int plan, uint16_t sub_block, uint8_t enco
 		 uint32_t max_pkt, uint16_t unplanned)
 {
 	uint32_t cap = INA_SLOT_ELEMS_DEFAULT;
+	uint16_t fit;
 
 	if (block_size)
 		return block_size;
-	if (!plan)
-		return unplanned;
 	if (sub_block && (uint32_t)sub_block * INA_SUB_MAX < cap)
 		cap = (uint32_t)sub_block * INA_SUB_MAX;
-	return planner_largest_block(max_pkt, (uint32_t)ina_wire_elem_size(encoding), cap);
+	fit = planner_largest_block(max_pkt, (uint32_t)ina_wire_elem_size(encoding), cap);
+	if (!plan)
+		return fit && fit < unplanned ? fit : unplanned;
+	return fit;
 }
 
 /* The cut of this round's B: the planner's, or the job's sub-block size. */

@@ -86,11 +86,13 @@ uint8_t tround_sub_log(uint16_t block_size, uint16_t sub_block);
 
 /*
  * The job's largest B, its JOIN's max_block (ina_open()): 'block_size' when
- * set; when not (0), with the planner ('plan') the largest power of two
- * whose block with the planner's largest mask fits a packet of 'max_pkt'
- * bytes in 'encoding' (planner_largest_block()), within a default switch's
- * slot (INA_SLOT_ELEMS_DEFAULT) and 128 sub-blocks of a fixed 'sub_block';
- * without, 'unplanned'. 0 when the planner's smallest block does not fit.
+ * set; when not (0), the largest power of two whose block with the
+ * planner's largest mask fits a packet of 'max_pkt' bytes in 'encoding'
+ * (planner_largest_block()), within a default switch's slot
+ * (INA_SLOT_ELEMS_DEFAULT) and 128 sub-blocks of a fixed 'sub_block': with
+ * the planner ('plan') that, 0 when the planner's smallest block does not
+ * fit; without, that up to 'unplanned' (so a 1500-byte frame gets blocks it
+ * holds), 'unplanned' when nothing fits (ina_open() then says so).
  */
 uint16_t tround_job_block(uint16_t block_size, int plan, uint16_t sub_block, uint8_t encoding,
 			  uint32_t max_pkt, uint16_t unplanned);

@@ -220,7 +220,8 @@ class Context:
     token: the job secret's token, or read from token_file or
     $INA_JOB_TOKEN (ina_token_from); sparsify: a mode or a dict of struct
     ina_sparsify's fields (mode="topk", density=0.1, filter_b0=...) for every
-    tensor of the job; any other field of struct ina_config by its name
+    tensor of the job; block_size: elements per block (default: the
+    library's, 1024 or what the port's packets hold if less); any other field of struct ina_config by its name
     (rto_us=..., sched="priority", keepalive_ms=..., ...), set with
     ina_config_set(). Opening joins the job (ina_open); errors raise
     ina.Error subclasses with the library's sentence.
@@ -232,7 +233,7 @@ class Context:
     says). Other dtypes are a TypeError."""
 
     def __init__(self, switch=None, job_id=0, rank=0, world=1, token=None, token_file=None,
-                 lanes=64, block_size=256, encoding="f32", port="udp", timeout_ms=10000,
+                 lanes=64, block_size=None, encoding="f32", port="udp", timeout_ms=10000,
                  sparsify=None, **config):
         switch = switch or os.environ.get("INA_SWITCH")
         if not switch:

@@ -59,7 +59,7 @@ class HookState:
     the other arguments are ina.Context's (any ina_config field by name)."""
 
     def __init__(self, process_group=None, switch=None, token_file=None, job_id=None,
-                 sparsify=None, lanes=64, block_size=256, encoding="f32", port="udp",
+                 sparsify=None, lanes=64, block_size=None, encoding="f32", port="udp",
                  timeout_ms=10000, **config):
         if not dist.is_initialized():
             raise RuntimeError("ina.torch.HookState: call torch.distributed.init_process_group "

@@ -1061,7 +1061,8 @@ test_largest_block(void **state)
 	/* The job's B: unset and planned, what the packet holds within a
 	 * default switch's slot (bf16: 2048, not 4096); set, its own (a
 	 * cap: the planner's candidates stop there); not planned, the
-	 * default; a fixed sub-block keeps 128 sub-blocks a block. */
+	 * default or what the packet holds if less; a fixed sub-block keeps
+	 * 128 sub-blocks a block. */
 	assert_int_equal(tround_job_block(0, 1, 0, INA_ENC_F32, UDP_PAYLOAD(9000), 1024), 2048);
 	assert_int_equal(tround_job_block(0, 1, 0, INA_ENC_I32, UDP_PAYLOAD(9000), 1024), 2048);
 	assert_int_equal(tround_job_block(0, 1, 0, INA_ENC_BF16, UDP_PAYLOAD(9000), 1024),
@@ -1071,6 +1072,10 @@ test_largest_block(void **state)
 	assert_int_equal(tround_job_block(512, 1, 0, INA_ENC_F32, UDP_PAYLOAD(9000), 1024), 512);
 	assert_int_equal(tround_job_block(1000, 1, 0, INA_ENC_F32, UDP_PAYLOAD(9000), 1024), 1000);
 	assert_int_equal(tround_job_block(0, 0, 0, INA_ENC_F32, UDP_PAYLOAD(9000), 1024), 1024);
+	/* Not planned on 1500-byte frames: what they hold, not 1024. */
+	assert_int_equal(tround_job_block(0, 0, 0, INA_ENC_F32, UDP_PAYLOAD(1500), 1024), 256);
+	assert_int_equal(tround_job_block(0, 0, 0, INA_ENC_BF16, UDP_PAYLOAD(1500), 1024), 512);
+	assert_int_equal(tround_job_block(0, 0, 0, INA_ENC_F32, 100, 1024), 1024);
 	assert_int_equal(tround_job_block(0, 1, 4, INA_ENC_F32, UDP_PAYLOAD(9000), 1024), 512);
 	assert_int_equal(tround_job_block(0, 1, 0, INA_ENC_F32, 100, 1024), 0);
 
