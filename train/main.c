@@ -66,7 +66,7 @@ struct opts {
 	unsigned check_every;
 	double scale;
 	int quiet;
-	unsigned block; /* elements per block (the job's block size) */
+	unsigned block; /* elements per block (the job's block size), 0: the library's */
 	unsigned lanes;
 	struct ina_sparsify sp; /* the gradient's sparsifier */
 	int plan;		/* the block planner: B per round */
@@ -125,7 +125,9 @@ usage(FILE *f)
 		"  --csv FILE            loss curve: round, train loss, test accuracy\n"
 		"  --report FILE         JSON report (accuracy, rounds, bytes_sent, bytes_dense, ...)\n"
 		"  --plot FILE.png       plot the curve with gnuplot, if installed\n"
-		"  --block B             elements per block, the job's block size (default 1024)\n"
+		"  --block B             elements per block, the job's block size (default:\n"
+		"                        1024, or what a packet holds if less; with --plan\n"
+		"                        the largest power of two a packet holds, up to 2048)\n"
 		"  --lanes L             blocks in flight per worker (default 64)\n"
 		"%s"
 		"                        (--density and --mass: the first names of\n"
@@ -219,7 +221,7 @@ parse_args(int argc, char **argv, struct opts *o)
 			    .seed = 1,
 			    .check_every = 10,
 			    .scale = 16,
-			    .block = 1024,
+			    .block = 0, /* the library's (ina.h block_size) */
 			    .lanes = 64,
 			    .diverge_rank = -1 };
 	sparsify_cli_defaults(&o->sp);
@@ -480,7 +482,7 @@ write_report(const struct opts *o, const struct model *m, const struct dataset *
 			 "sparsifier", spname, "train_size", (json_int_t)train->n, "test_size",
 			 (json_int_t)test->n, "transport", transport, "density_sent",
 			 res->density_sent, "residual_norm", res->residual_norm, "block",
-			 (json_int_t)o->block, "lanes", (json_int_t)o->lanes);
+			 (json_int_t)st->max_block, "lanes", (json_int_t)o->lanes);
 	if (!root)
 		return -ENOMEM;
 	if (json_object_set_new(root, "blocks_deferred",

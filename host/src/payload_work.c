@@ -139,17 +139,19 @@ payload_work_count(const struct payload_work *w, unsigned phase)
 void
 payload_work_run(const struct payload_work *w, unsigned phase, unsigned i)
 {
-	const struct task *t = &w->tasks[i];
+	const struct task *t;
 
 	if (phase == 1) {
 		ina_auth_sign(w->signs[i].key, w->signs[i].data, w->signs[i].len);
 		return;
 	}
+	t = &w->tasks[i];
 	if (t->kind == TASK_ENCODE) {
 		t->enc->encode(t->payload, t->src, t->n, t->scale);
 		return;
 	}
 	t->enc->decode(t->dst, t->payload, t->n, t->scale);
+	/* As engine_decode_block(): not multiplied by 1. */
 	if (t->avg != 1.0f)
 		for (uint32_t k = 0; k < t->n; k++)
 			t->dst[k] *= t->avg;
