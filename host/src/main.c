@@ -32,7 +32,8 @@
 
 /* Tensor id of the one-element allreduce that lines workers up before a round. */
 #define BARRIER_TENSOR 0xffffffffu
-/* A synthetic workload's non-zero blocks without --block: ina.h's default B. */
+/* A synthetic workload's non-zero blocks without --block: ina.h's default B
+ * where a packet holds it (the job's own B is known only after ina_open()). */
 #define SYNTH_BLOCK 1024
 
 struct host_config {

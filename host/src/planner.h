@@ -147,7 +147,8 @@ uint32_t planner_max_block(const struct planner_config *cfg);
 uint32_t planner_mask_bytes(uint8_t sub_log);
 
 /*
- * The largest B a planned job uses when its block_size is not set: the
+ * The largest B a job uses when its block_size is not set (a planned job;
+ * an unplanned one takes it when it is under 1024, tround_job_block()): the
  * largest power of two from PLANNER_MIN_BLOCK up to 'cap' (and INA_BLOCK_MAX)
  * whose full block with the largest presence mask (INA_SUB_MAX / 8 bytes,
  * the planner's finest cut) fits a packet of 'max_pkt' bytes in elements of

@@ -128,18 +128,11 @@ workers_create(unsigned n)
 	if (!ws)
 		return NULL;
 	ws->tids = calloc(n, sizeof(*ws->tids));
-	if (!ws->tids || pthread_mutex_init(&ws->lock, NULL) != 0) {
-		free(ws->tids);
-		free(ws);
-		errno = ENOMEM;
-		return NULL;
-	}
+	if (!ws->tids || pthread_mutex_init(&ws->lock, NULL) != 0)
+		goto no_memory;
 	if (pthread_cond_init(&ws->wake, NULL) != 0) {
 		pthread_mutex_destroy(&ws->lock);
-		free(ws->tids);
-		free(ws);
-		errno = ENOMEM;
-		return NULL;
+		goto no_memory;
 	}
 	for (ws->n = 0; ws->n < n; ws->n++) {
 		int ret = pthread_create(&ws->tids[ws->n], NULL, worker_main, ws);
@@ -151,6 +144,11 @@ workers_create(unsigned n)
 		}
 	}
 	return ws;
+no_memory:
+	free(ws->tids);
+	free(ws);
+	errno = ENOMEM;
+	return NULL;
 }
 
 void
@@ -170,16 +168,16 @@ workers_destroy(struct workers *ws)
 	free(ws);
 }
 
-/* One phase of 'w' on the caller and the workers. */
+/* One phase of 'w' on the caller and the workers 'ws'. */
 static void
 run_phase(struct workers *ws, const struct payload_work *w, unsigned phase)
 {
 	unsigned count = payload_work_count(w, phase), spins = 0, chunks;
 	uint64_t t;
 
-	if (!ws || count < 2) {
-		for (unsigned i = 0; i < count; i++)
-			payload_work_run(w, phase, i);
+	if (count < 2) {
+		if (count)
+			payload_work_run(w, phase, 0);
 		return;
 	}
 	chunks = CHUNKS_PER_THREAD * (ws->n + 1);
@@ -207,6 +205,10 @@ run_phase(struct workers *ws, const struct payload_work *w, unsigned phase)
 void
 workers_run(struct workers *ws, struct payload_work *w)
 {
+	if (!ws) {
+		payload_work_flush(w);
+		return;
+	}
 	for (unsigned phase = 0; phase < PAYLOAD_WORK_PHASES; phase++)
 		run_phase(ws, w, phase);
 	payload_work_release(w);
