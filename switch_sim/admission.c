@@ -406,15 +406,18 @@ admit_new(struct pipeline *p, struct ina_pkt *in, const struct ina_hdr *h,
 				     h->job_id, max_block, p->cfg.slot_elems);
 	}
 	if (p->cfg.max_pkt &&
-	    (uint64_t)INA_HDR_SIZE + (uint64_t)max_block * ina_wire_elem_size(h->encoding) >
+	    (uint64_t)INA_HDR_SIZE + (uint64_t)max_block * ina_wire_elem_size(h->encoding) +
+			    (ssp ? INA_PARTIAL_TRAILER : 0) >
 		    p->cfg.max_pkt) {
-		/* The slot holds it, but its RESULT would not fit a packet. */
+		/* The slot holds it, but its RESULT (with ssp's trailer, PROTOCOL
+		 * 6.7) would not fit a packet. */
 		p->st.jobs_refused++;
 		return pl_send_error(p, in, h, INA_WERR_UNSUPPORTED,
-				     "job %" PRIu32 ": a block of %u %s elements does not fit the "
+				     "job %" PRIu32
+				     ": a block of %u %s elements%s does not fit the "
 				     "switch's %" PRIu32 "-byte packets",
 				     h->job_id, max_block, ina_wire_encoding_name(h->encoding),
-				     p->cfg.max_pkt);
+				     ssp ? " with its ssp trailer" : "", p->cfg.max_pkt);
 	}
 	if (ssp) {
 		const char *why = ssp_refusal(p, h, lanes, nb32);

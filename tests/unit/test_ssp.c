@@ -15,6 +15,7 @@
  * blocks back; and random packets to an ssp job: every result holds exactly
  * the parts of the ranks it names, and never changes once sent.
  */
+#define _GNU_SOURCE /* memmem */
 #include <endian.h>
 #include <errno.h>
 #include <setjmp.h>
@@ -48,6 +49,7 @@ static struct pipeline *sw;
 static uint64_t now = 1000000;
 static struct ina_peer peers[8];
 static uint32_t epoch;
+static uint32_t sw_max_pkt; /* the switch's packet size (0: not checked) */
 
 static void
 sw_init(void)
@@ -59,6 +61,7 @@ sw_init(void)
 	pipeline_config_init(&cfg);
 	cfg.nb_slots = 32;
 	cfg.slot_elems = 64;
+	cfg.max_pkt = sw_max_pkt;
 	cfg.pool = pool;
 	sw = pipeline_create(&cfg);
 	assert_non_null(sw);
@@ -211,6 +214,21 @@ test_ssp_admission(void **state)
 	join_both(0, 3);
 	assert_int_equal(pipeline_free_slots(sw), 32 - 3);
 	sw_fini();
+
+	/* Blocks that fill the switch's packets: bsp is admitted, ssp refused
+	 * at its JOIN (a RESULT carries the 8-byte contributor trailer), not
+	 * at its first DATA. */
+	sw_max_pkt = INA_HDR_SIZE + 64 * 4;
+	sw_init();
+	o = join(0, 2, 3, INA_ENC_F32, 1, &h);
+	assert_int_equal(h.type, INA_T_ERROR);
+	assert_int_equal(h.status, INA_WERR_UNSUPPORTED);
+	assert_non_null(memmem(o->data, o->len, "with its ssp trailer", 20));
+	ina_pkt_free(o);
+	assert_int_equal(pipeline_nb_jobs(sw), 0);
+	join_both(0, 3);
+	sw_fini();
+	sw_max_pkt = 0;
 }
 
 /*
