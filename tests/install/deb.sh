@@ -88,30 +88,41 @@ dpkg-deb -x "$deb" "$root"
 miss=""
 n_needed=0
 ldconfig -p > "$tmp/ldcache"
-# The package of each library, asked of dpkg once per library (a query
-# takes a second: the programs share most of their libraries).
-declare -A pkg_of=()
+# The package of each library: its path in the ld cache (this architecture's
+# copy, its multiarch directory, before any other), then its real path's
+# owner, else the cache path's, asked of dpkg in one query for every
+# library (a query takes about a second, whatever it asks).
+declare -A path_of=() real_of=() owner=()
+needed=()
 for f in "$root"/usr/bin/* "$root$lib"/libina.so.*.*; do
     for so in $(readelf -d "$f" | sed -n 's/.*(NEEDED).*\[\(.*\)\].*/\1/p'); do
         [ "$so" = "libina.so.$major" ] && continue
-        n_needed=$((n_needed + 1))
-        if [ -z "${pkg_of[$so]+set}" ]; then
-            # this architecture's copy (its multiarch directory) before any other
-            path=$(awk -v so="$so" -v m="/$multi/" '$1 == so && index($NF, m) && !p { p = $NF }
-                     $1 == so && !q { q = $NF } END { print p ? p : q }' "$tmp/ldcache")
-            pkg=""
-            if [ -n "$path" ]; then
-                pkg=$(dpkg -S "$(readlink -f "$path")" 2>/dev/null || dpkg -S "$path" 2>/dev/null ||
-                    true)
-                pkg=${pkg%%:*}
-            fi
-            pkg_of[$so]=$pkg
-        fi
-        pkg=${pkg_of[$so]}
-        if [ -z "$pkg" ] || ! grep -qE "(^|, )$pkg( |,|\$)" <<< "$deps"; then
-            miss+=" $(basename "$f"):$so(${pkg:-no package})"
-        fi
+        needed+=("$(basename "$f") $so")
+        [ -n "${path_of[$so]+set}" ] && continue
+        path_of[$so]=$(awk -v so="$so" -v m="/$multi/" '$1 == so && index($NF, m) && !p { p = $NF }
+                 $1 == so && !q { q = $NF } END { print p ? p : q }' "$tmp/ldcache")
+        real_of[$so]=""
+        [ -n "${path_of[$so]}" ] && real_of[$so]=$(readlink -f "${path_of[$so]}")
     done
+done
+paths=()
+for so in "${!path_of[@]}"; do
+    [ -n "${path_of[$so]}" ] && paths+=("${real_of[$so]}" "${path_of[$so]}")
+done
+# "PACKAGE[:ARCH][, ...]: PATH" for each path dpkg knows (an error for the others)
+while IFS= read -r line; do
+    if [ -z "${owner[${line##*: }]+set}" ]; then owner[${line##*: }]=${line%%:*}; fi
+done < <([ ${#paths[@]} = 0 ] || dpkg -S "${paths[@]}" 2>/dev/null || true)
+n_needed=${#needed[@]}
+for e in "${needed[@]}"; do
+    so=${e#* }
+    pkg=""
+    if [ -n "${path_of[$so]}" ]; then
+        pkg=${owner[${real_of[$so]}]:-${owner[${path_of[$so]}]:-}}
+    fi
+    if [ -z "$pkg" ] || ! grep -qE "(^|, )$pkg( |,|\$)" <<< "$deps"; then
+        miss+=" ${e% *}:$so(${pkg:-no package})"
+    fi
 done
 [ -z "$miss" ] && [ "$n_needed" -gt 0 ] &&
     ok "every NEEDED library ($n_needed entries) comes from a package in Depends" ||

@@ -16,6 +16,8 @@
 #              switch having found it silent for less than 2.5 s (the peer
 #              timeout, 1 s, plus their resends' backoff), within 4.5 s of
 #              the kill as this script measures it.
+# The three run at once, each against its own switch (UDP ports PORT,
+# PORT+1, PORT+2): they wait on clocks, not on the CPU.
 # Usage: udp_pause.sh BUILD_DIR UDP_PORT
 set -euo pipefail
 build=$1 port=$2
@@ -31,12 +33,15 @@ now_ms() { echo $(($(date +%s%N) / 1000000)); }
 # wait_for PID SECONDS: its exit status, or 124 (and killed) after SECONDS.
 wait_for() {
     local rc=0
-    timeout "$2" tail --pid="$1" -f /dev/null || { kill -9 "$1" 2>/dev/null || true; }
+    timeout "$2" tail -s 0.1 --pid="$1" -f /dev/null || { kill -9 "$1" 2>/dev/null || true; }
     wait "$1" || rc=$?
     return $rc
 }
 
 start_switch "$tmp/switch.log" --listen "127.0.0.1:$port" --peer-timeout-ms 1000
+sw_pause=$sw
+start_switch "$tmp/switch_nokeep.log" --listen "127.0.0.1:$((port + 1))" --peer-timeout-ms 1000
+start_switch "$tmp/switch_killed.log" --listen "127.0.0.1:$((port + 2))" --peer-timeout-ms 1000
 
 # pause: rank 0 pauses 5000 ms before round 1 of 3.
 hosts=()
@@ -45,6 +50,30 @@ for r in 0 1 2; do
         >"$tmp/pause$r.log" 2>&1 &
     hosts+=("$!"); pids+=("$!")
 done
+# no_keepalive: the same pause without keepalives is a death.
+nokeep=()
+for r in 0 1 2; do
+    INA_JOB_ID=12 "$tool" "127.0.0.1:$((port + 1))" $r 3 3 5000 0 1 5000 0 2000 \
+        >"$tmp/nokeep$r.log" 2>&1 &
+    nokeep+=("$!"); pids+=("$!")
+done
+# killed: rank 2 dies mid-job (many small rounds); the others hear of it.
+killed=()
+for r in 0 1 2; do
+    INA_JOB_ID=13 "$tool" "127.0.0.1:$((port + 2))" $r 3 1000000 64 9 0 0 250 10000 \
+        >"$tmp/killed$r.log" 2>&1 &
+    killed+=("$!"); pids+=("$!")
+done
+sleep 1
+t0=$(now_ms)
+kill -9 "${killed[2]}"
+killed_ms=()
+for r in 0 1; do
+    rc=0
+    wait_for "${killed[$r]}" 20 || rc=$?
+    killed_ms+=("$rc $(($(now_ms) - t0))")
+done
+
 for r in 0 1 2; do
     if wait_for "${hosts[$r]}" 30 && grep -q "rank $r done: rounds 3" "$tmp/pause$r.log"; then
         ok "pause rank $r: $(tr '\n' ' ' <"$tmp/pause$r.log")"
@@ -60,7 +89,7 @@ for r in 1 2; do
         ko "pause rank $r: round 1 took '${ms}' ms, not the pause"
     fi
 done
-kill -USR1 "$sw"
+kill -USR1 "$sw_pause"
 sleep 0.3
 ka=$(sed -n 's/^ *keepalives *\([0-9]*\)$/\1/p' "$tmp/switch.log" | tail -1)
 if [ -n "$ka" ] && [ "$ka" -ge 3 ] && ! grep -q "jobs_aborted" "$tmp/switch.log"; then
@@ -69,13 +98,8 @@ else
     ko "pause: keepalives '${ka}', or a job aborted:"; cat "$tmp/switch.log"
 fi
 
-# no_keepalive: the same pause without keepalives is a death.
-hosts=()
-for r in 0 1 2; do
-    INA_JOB_ID=12 "$tool" "127.0.0.1:$port" $r 3 3 5000 0 1 5000 0 2000 \
-        >"$tmp/nokeep$r.log" 2>&1 &
-    hosts+=("$!"); pids+=("$!")
-done
+# no_keepalive
+hosts=("${nokeep[@]}")
 for r in 1 2; do
     rc=0
     wait_for "${hosts[$r]}" 20 || rc=$?
@@ -96,23 +120,12 @@ else
     ko "no_keepalive rank 0 finished a job the switch aborted"
 fi
 
-# killed: rank 2 dies mid-job (many small rounds); the others hear of it.
-hosts=()
-for r in 0 1 2; do
-    INA_JOB_ID=13 "$tool" "127.0.0.1:$port" $r 3 1000000 64 9 0 0 250 10000 \
-        >"$tmp/killed$r.log" 2>&1 &
-    hosts+=("$!"); pids+=("$!")
-done
-sleep 1
-t0=$(now_ms)
-kill -9 "${hosts[2]}"
+# killed (waited for above)
 for r in 0 1; do
-    rc=0
-    wait_for "${hosts[$r]}" 20 || rc=$?
-    ms=$(($(now_ms) - t0))
+    read -r rc ms <<<"${killed_ms[$r]}"
     silent=$(sed -n 's/.*rank 2 silent for \([0-9]*\) ms.*/\1/p' "$tmp/killed$r.log" | head -1)
     # The switch's own measure of the silence, and ours (which includes
-    # tail's one-second polling).
+    # tail's polling, every 0.1 s).
     if [ $rc -ne 0 ] && [ -n "$silent" ] && [ "$silent" -lt 2500 ] && [ $ms -lt 4500 ]; then
         ok "killed rank $r: exit $rc after $ms ms: $(grep -m1 'rank 2 silent' "$tmp/killed$r.log")"
     else

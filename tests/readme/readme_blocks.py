@@ -145,13 +145,21 @@ def skip_run(why):
 
 
 def session_pids(sid):
+    """The live processes of session 'sid'. A zombie is not one: what a block
+    leaves behind is reparented to init, which may take a second or two to
+    reap it, and waiting for that took about 1.5 s a block."""
     pids = []
     for d in os.listdir("/proc"):
         if not d.isdigit():
             continue
         try:
-            if os.getsid(int(d)) == sid:
-                pids.append(int(d))
+            if os.getsid(int(d)) != sid:
+                continue
+            with open(f"/proc/{d}/stat") as f:
+                # pid (comm) state ...: comm may hold spaces and parentheses
+                if f.read().rpartition(")")[2].split()[0] == "Z":
+                    continue
+            pids.append(int(d))
         except OSError:
             pass
     return pids

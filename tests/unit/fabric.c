@@ -15,6 +15,8 @@
 #include "fabric.h"
 
 #define FLIGHT_MAX 65536
+/* Packets in a fabric's pool. */
+#define POOL_PKTS 8192
 /* Virtual time one delivery step takes: a small link latency. */
 #define STEP_NS 2000
 
@@ -27,6 +29,125 @@ struct flight {
 
 static struct flight flights[FLIGHT_MAX];
 static unsigned nb_flights;
+
+#if defined(__SANITIZE_ADDRESS__)
+#define FABRIC_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define FABRIC_ASAN 1
+#endif
+#endif
+#ifdef FABRIC_ASAN
+#include <sanitizer/asan_interface.h>
+
+/*
+ * The pool of the last fabric_fini(), every packet back, kept for the next
+ * fabric_init() of the same buffer size: a test that builds hundreds of
+ * fabrics (test_failover kills the primary at every packet in turn) spent
+ * most of its time under AddressSanitizer mapping, poisoning and
+ * quarantining a fresh pool of 8,192 buffers each time (without ASan a
+ * fresh pool costs next to nothing, and one kept would change what glibc's
+ * malloc maps for the engines and pipelines: there, no spare). It comes back as
+ * ina_pkt_pool_create() makes one: the first get returns the first packet,
+ * every packet's fields as new, no allocation failure counted. While kept,
+ * its packets and buffers are poisoned, so that under ASan a packet used
+ * after its fabric's end is still caught, as in freed memory.
+ */
+static struct ina_pkt_pool *spare;
+static struct ina_pkt *spare_pkts[POOL_PKTS]; /* in the pool's order (its array's) */
+
+static void
+spare_drop(void)
+{
+	if (!spare)
+		return;
+	for (unsigned i = 0; i < POOL_PKTS; i++) {
+		ASAN_UNPOISON_MEMORY_REGION(spare_pkts[i], sizeof(*spare_pkts[i]));
+		ASAN_UNPOISON_MEMORY_REGION(spare_pkts[i]->data, spare_pkts[i]->cap);
+	}
+	ina_pkt_pool_destroy(spare);
+	spare = NULL;
+}
+
+__attribute__((destructor)) static void
+spare_fini(void)
+{
+	spare_drop();
+}
+
+static struct ina_pkt_pool *
+pool_get(uint32_t buf_size)
+{
+	struct ina_pkt_pool *pool;
+
+	if (spare && spare->buf_size == buf_size) {
+		pool = spare;
+		spare = NULL;
+		for (unsigned i = 0; i < POOL_PKTS; i++) {
+			ASAN_UNPOISON_MEMORY_REGION(spare_pkts[i], sizeof(*spare_pkts[i]));
+			ASAN_UNPOISON_MEMORY_REGION(spare_pkts[i]->data, spare_pkts[i]->cap);
+		}
+		return pool;
+	}
+	spare_drop();
+	pool = ina_pkt_pool_create(POOL_PKTS, buf_size);
+	assert(pool);
+	return pool;
+}
+
+static void
+pool_put(struct ina_pkt_pool *pool)
+{
+	static struct ina_pkt *got[POOL_PKTS];
+	struct ina_pkt *first;
+	unsigned n;
+
+	/* A pool some packet of which was not given back goes. */
+	if (ina_pkt_pool_avail(pool) != POOL_PKTS) {
+		ina_pkt_pool_destroy(pool);
+		return;
+	}
+	spare_drop();
+	n = ina_pkt_alloc_bulk(pool, got, POOL_PKTS);
+	assert(n == POOL_PKTS);
+	/* The pool's packets are one array: put each at its index. */
+	first = got[0];
+	for (unsigned i = 1; i < n; i++)
+		if (got[i] < first)
+			first = got[i];
+	for (unsigned i = 0; i < n; i++) {
+		assert((size_t)(got[i] - first) < n);
+		spare_pkts[got[i] - first] = got[i];
+	}
+	/* Given back last to first: the first packet on top, as when new. */
+	for (unsigned i = n; i-- > 0;) {
+		memset(&spare_pkts[i]->peer, 0, sizeof(spare_pkts[i]->peer));
+		spare_pkts[i]->priv = NULL;
+		ina_pkt_free(spare_pkts[i]);
+	}
+	pool->nb_alloc_fail = 0;
+	for (unsigned i = 0; i < n; i++) {
+		ASAN_POISON_MEMORY_REGION(spare_pkts[i]->data, spare_pkts[i]->cap);
+		ASAN_POISON_MEMORY_REGION(spare_pkts[i], sizeof(*spare_pkts[i]));
+	}
+	spare = pool;
+}
+#else
+static struct ina_pkt_pool *
+pool_get(uint32_t buf_size)
+{
+	struct ina_pkt_pool *pool = ina_pkt_pool_create(POOL_PKTS, buf_size);
+
+	assert(pool);
+	return pool;
+}
+
+static void
+pool_put(struct ina_pkt_pool *pool)
+{
+	ina_pkt_pool_destroy(pool);
+}
+#endif
 
 void
 fabric_peer(struct ina_peer *peer, int rank)
@@ -75,8 +196,7 @@ fabric_init(struct fabric *f, uint16_t world, uint16_t lanes, uint16_t max_block
 	f->rng = 0x9e3779b97f4a7c15ull;
 	f->world = world;
 	f->now = 1000000;
-	f->pool = ina_pkt_pool_create(8192, INA_HDR_SIZE + 4u * max_block + 256);
-	assert(f->pool);
+	f->pool = pool_get(INA_HDR_SIZE + 4u * max_block + 256);
 	if (pcfg) {
 		pc = *pcfg;
 	} else {
@@ -163,7 +283,7 @@ fabric_fini(struct fabric *f)
 	pipeline_destroy(f->replica);
 	for (uint16_t k = 1; k < f->nb_parts; k++)
 		pipeline_destroy(f->parts[k]);
-	ina_pkt_pool_destroy(f->pool);
+	pool_put(f->pool);
 }
 
 void
