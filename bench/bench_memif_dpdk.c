@@ -56,7 +56,9 @@ static struct {
 	size_t buffer; /* bytes of the source and destination buffers, 0: none */
 	char sock[96];
 	int pid;
-	int ready[2]; /* the receiver tells the sender its port runs */
+	int ready[2]; /* the receiver tells the sender its port runs, then
+		       * (closing its end) that it has counted enough */
+	pid_t child;  /* the sender */
 } g = { .seconds = 2.0, .frame = 9000, .rx_lcores = "0@(0-1)", .tx_lcores = "0@(0-1)" };
 
 /* EAL for one end and its memif port, started; the port id, or -1
@@ -222,6 +224,10 @@ sender(void)
 				rte_pktmbuf_free_bulk(m + sent, BURST - sent);
 		}
 		if ((++n & 1023) == 0) {
+			/* The receiver has counted (its end of the pipe closed),
+			 * or its port went down. */
+			if (poll(&pfd, 1, 0) != 0)
+				break;
 			memset(&link, 0, sizeof(link));
 			rte_eth_link_get_nowait((uint16_t)port, &link);
 			if (!link.link_status)
@@ -231,6 +237,34 @@ sender(void)
 	rte_eth_dev_stop((uint16_t)port);
 	rte_eal_cleanup();
 	free(src);
+	return 0;
+}
+
+/* Waits for the sender to exit (20 s at most, then kills it): 0 when it
+ * exited with 0. Once only. */
+static int
+wait_sender(void)
+{
+	int st = 0;
+
+	if (g.child <= 0)
+		return 0;
+	for (double until = bench_now_s() + 20; waitpid(g.child, &st, WNOHANG) != g.child;
+	     usleep(10000))
+		if (bench_now_s() > until) {
+			fprintf(stderr, "bench_memif_dpdk: the sender did not stop: killed\n");
+			kill(g.child, SIGKILL);
+			waitpid(g.child, &st, 0);
+			g.child = 0;
+			return 1;
+		}
+	g.child = 0;
+	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+		fprintf(stderr, "bench_memif_dpdk: the sender failed (%s %d)\n",
+			WIFEXITED(st) ? "exit" : "signal",
+			WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st));
+		return 1;
+	}
 	return 0;
 }
 
@@ -244,7 +278,7 @@ receiver(void)
 	double t0 = 0, t = 0, until;
 	uint8_t *dst = NULL;
 	size_t off = 0;
-	int port;
+	int port, ret;
 
 	if (g.buffer && !(dst = buffer_new("receiver")))
 		return 1;
@@ -288,10 +322,16 @@ receiver(void)
 	       g.frame, g.buffer >> 20, g.zero_copy, t - t0, frames,
 	       (double)frames / (t - t0) / 1e6, (double)bytes * 8 / (t - t0) / 1e9);
 	fflush(stdout);
+	/* The sender stops and leaves memif first, while this end still runs:
+	 * a client whose server went away first now and then failed in EAL's
+	 * cleanup ("Invalid memory") after a good figure. */
+	close(g.ready[1]);
+	g.ready[1] = -1;
+	ret = wait_sender();
 	rte_eth_dev_stop((uint16_t)port);
 	rte_eal_cleanup();
 	free(dst);
-	return 0;
+	return ret;
 }
 
 static void
@@ -330,9 +370,7 @@ main(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	int o, ret, st = 0;
-	double until;
-	pid_t child;
+	int o, ret;
 	char *end;
 
 	while ((o = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
@@ -380,26 +418,20 @@ main(int argc, char **argv)
 		return 1;
 	}
 	fflush(stdout);
-	child = fork();
-	if (child < 0) {
+	g.child = fork();
+	if (g.child < 0) {
 		perror("bench_memif_dpdk: fork");
 		return 1;
 	}
-	if (child == 0)
+	if (g.child == 0)
 		_exit(sender());
 	close(g.ready[0]);
 	ret = receiver();
-	close(g.ready[1]);
-	/* The sender sees the link go down and stops; bounded all the same. */
-	for (until = bench_now_s() + 20; waitpid(child, &st, WNOHANG) != child; usleep(10000))
-		if (bench_now_s() > until) {
-			fprintf(stderr, "bench_memif_dpdk: the sender did not stop: killed\n");
-			kill(child, SIGKILL);
-			waitpid(child, &st, 0);
-			ret = 1;
-			break;
-		}
-	if (ret == 0 && !(WIFEXITED(st) && WEXITSTATUS(st) == 0))
+	/* The receiver failed before its figure: the sender sees the pipe
+	 * closed or the link down and stops; bounded all the same. */
+	if (g.ready[1] >= 0)
+		close(g.ready[1]);
+	if (wait_sender() != 0)
 		ret = 1;
 	unlink(g.sock);
 	{

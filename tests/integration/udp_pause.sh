@@ -43,27 +43,25 @@ sw_pause=$sw
 start_switch "$tmp/switch_nokeep.log" --listen "127.0.0.1:$((port + 1))" --peer-timeout-ms 1000
 start_switch "$tmp/switch_killed.log" --listen "127.0.0.1:$((port + 2))" --peer-timeout-ms 1000
 
+# start_ranks ARRAY JOB PORT NAME ARG...: ranks 0-2 of job JOB against the
+# switch on PORT, each "$tool ADDR RANK ARG...", logs in $tmp/NAME<rank>.log;
+# their pids in ARRAY (and in pids, for the cleanup).
+start_ranks() {
+    local -n ranks=$1
+    local job=$2 p=$3 name=$4 r
+    shift 4
+    ranks=()
+    for r in 0 1 2; do
+        INA_JOB_ID=$job "$tool" "127.0.0.1:$p" $r "$@" >"$tmp/$name$r.log" 2>&1 &
+        ranks+=("$!"); pids+=("$!")
+    done
+}
 # pause: rank 0 pauses 5000 ms before round 1 of 3.
-hosts=()
-for r in 0 1 2; do
-    INA_JOB_ID=11 "$tool" "127.0.0.1:$port" $r 3 3 5000 0 1 5000 250 2000 \
-        >"$tmp/pause$r.log" 2>&1 &
-    hosts+=("$!"); pids+=("$!")
-done
+start_ranks hosts 11 "$port" pause 3 3 5000 0 1 5000 250 2000
 # no_keepalive: the same pause without keepalives is a death.
-nokeep=()
-for r in 0 1 2; do
-    INA_JOB_ID=12 "$tool" "127.0.0.1:$((port + 1))" $r 3 3 5000 0 1 5000 0 2000 \
-        >"$tmp/nokeep$r.log" 2>&1 &
-    nokeep+=("$!"); pids+=("$!")
-done
+start_ranks nokeep 12 "$((port + 1))" nokeep 3 3 5000 0 1 5000 0 2000
 # killed: rank 2 dies mid-job (many small rounds); the others hear of it.
-killed=()
-for r in 0 1 2; do
-    INA_JOB_ID=13 "$tool" "127.0.0.1:$((port + 2))" $r 3 1000000 64 9 0 0 250 10000 \
-        >"$tmp/killed$r.log" 2>&1 &
-    killed+=("$!"); pids+=("$!")
-done
+start_ranks killed 13 "$((port + 2))" killed 3 1000000 64 9 0 0 250 10000
 sleep 1
 t0=$(now_ms)
 kill -9 "${killed[2]}"
