@@ -406,9 +406,7 @@ admit_new(struct pipeline *p, struct ina_pkt *in, const struct ina_hdr *h,
 				     h->job_id, max_block, p->cfg.slot_elems);
 	}
 	if (p->cfg.max_pkt &&
-	    (uint64_t)INA_HDR_SIZE + (uint64_t)max_block * ina_wire_elem_size(h->encoding) +
-			    (ssp ? INA_PARTIAL_TRAILER : 0) >
-		    p->cfg.max_pkt) {
+	    pl_result_bytes(max_block, ina_wire_elem_size(h->encoding), 0, ssp) > p->cfg.max_pkt) {
 		/* The slot holds it, but its RESULT (with ssp's trailer, PROTOCOL
 		 * 6.7) would not fit a packet. */
 		p->st.jobs_refused++;

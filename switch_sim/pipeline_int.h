@@ -200,14 +200,22 @@ int pl_half_deferred(const struct job *j, const struct half *hf);
  * for the peer timeout. */
 struct ina_pkt *pl_duplicate(struct pipeline *p, struct ina_pkt *in, struct job *j, struct slot *s,
 			     const struct half *hf, const struct ina_hdr *h, uint64_t now);
-/* The largest RESULT for a block of size h->block_size in j's encoding: its
- * mask with sub-blocks, every element, and room for an ssp job's PARTIAL
- * trailer. */
+/* The largest RESULT of a block of 'elems' elements of 'elem_size' bytes
+ * cut into 2^sub_log sub-blocks: its mask with sub-blocks, every element,
+ * and room for an ssp job's PARTIAL trailer. Admission (with the job's
+ * largest B, uncut) and every DATA (pl_result_size()) both check it
+ * against the switch's packets. */
+static inline uint64_t
+pl_result_bytes(uint32_t elems, size_t elem_size, uint8_t sub_log, int ssp)
+{
+	return (uint64_t)INA_HDR_SIZE + ina_wire_mask_bytes(sub_log) + (uint64_t)elems * elem_size +
+	       (ssp ? INA_PARTIAL_TRAILER : 0);
+}
+/* pl_result_bytes() for a block of size h->block_size in j's encoding. */
 static inline uint32_t
 pl_result_size(const struct job *j, const struct ina_hdr *h)
 {
-	return INA_HDR_SIZE + ina_wire_mask_bytes(h->sub_log) +
-	       (uint32_t)(h->block_size * j->enc->elem_size) + (j->ssp ? INA_PARTIAL_TRAILER : 0);
+	return (uint32_t)pl_result_bytes(h->block_size, j->enc->elem_size, h->sub_log, j->ssp);
 }
 /* Writes an ERROR of job 'job_id' with status 'code' and text 'msg' (n
  * bytes, at most INA_ERROR_MSG_MAX) into 'o'. */
