@@ -4,7 +4,8 @@
 # and starting a switch and waiting until it serves (its "serving" line, so
 # the switch must log at info, its default) instead of sleeping. The caller
 # sets 'build' (the build directory) before starting a switch. And tenant
-# mode for a test's switches and workers (tenant_mode).
+# mode for a test's switches and workers (tenant_mode), and a bounded wait
+# for a process (wait_for).
 
 # lib_init: $tmp a scratch directory, pids=() the processes to stop at exit
 # (SIGTERM, SIGKILL after 5 s), then lib_at_exit if the caller defined it
@@ -30,6 +31,15 @@ lib_cleanup() {
     wait 2>/dev/null || true
     if declare -F lib_at_exit >/dev/null; then lib_at_exit || true; fi
     rm -rf "$tmp"
+}
+
+# wait_for PID SECONDS: waits for PID (a child of the caller) to exit, polling
+# every 0.1 s; its exit status, or it is killed after SECONDS (status 137).
+wait_for() {
+    local rc=0
+    timeout "$2" tail -s 0.1 --pid="$1" -f /dev/null || { kill -9 "$1" 2>/dev/null || true; }
+    wait "$1" || rc=$?
+    return $rc
 }
 
 # wait_serving PID [LOG]: waits up to 20 s for the switch's "serving" line in

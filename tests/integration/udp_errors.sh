@@ -97,8 +97,7 @@ t0=$(date +%s%N)
 kill -9 "${hosts[2]}"
 for r in 0 1; do
     rc=0
-    timeout 20 tail -s 0.1 --pid="${hosts[$r]}" -f /dev/null || rc=$?
-    wait "${hosts[$r]}" && rc=0 || rc=$?
+    wait_for "${hosts[$r]}" 20 || rc=$?
     ms=$((($(date +%s%N) - t0) / 1000000))
     if [ $rc -ne 0 ] && grep -q "rank 2 silent" "$tmp/dead$r.log" && [ $ms -lt 6000 ]; then
         echo "ok   dead_worker rank $r: exit $rc after $ms ms: $(grep -m1 'rank 2 silent' "$tmp/dead$r.log")"
@@ -148,8 +147,7 @@ wait "$sw" 2>/dev/null || true
 sw=""
 for r in 0 1; do
     rc=0
-    timeout 15 tail -s 0.1 --pid="${hosts[$r]}" -f /dev/null || true
-    wait "${hosts[$r]}" && rc=0 || rc=$?
+    wait_for "${hosts[$r]}" 15 || rc=$?
     if [ $rc -ne 0 ] && grep -q "shutting down" "$tmp/drain$r.log"; then
         echo "ok   drain rank $r: exit $rc: $(grep -m1 'shutting down' "$tmp/drain$r.log")"
         passed=$((passed + 1))

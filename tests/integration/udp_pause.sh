@@ -30,13 +30,6 @@ passed=0
 ok() { echo "ok   $*"; passed=$((passed + 1)); }
 ko() { echo "FAIL $*"; fail=$((fail + 1)); }
 now_ms() { echo $(($(date +%s%N) / 1000000)); }
-# wait_for PID SECONDS: its exit status, or 124 (and killed) after SECONDS.
-wait_for() {
-    local rc=0
-    timeout "$2" tail -s 0.1 --pid="$1" -f /dev/null || { kill -9 "$1" 2>/dev/null || true; }
-    wait "$1" || rc=$?
-    return $rc
-}
 
 start_switch "$tmp/switch.log" --listen "127.0.0.1:$port" --peer-timeout-ms 1000
 sw_pause=$sw
