@@ -56,15 +56,22 @@ static unsigned nb_flights;
 static struct ina_pkt_pool *spare;
 static struct ina_pkt *spare_pkts[POOL_PKTS]; /* in the pool's order (its array's) */
 
+/* The kept pool's packets and buffers usable again. */
+static void
+spare_unpoison(void)
+{
+	for (unsigned i = 0; i < POOL_PKTS; i++) {
+		ASAN_UNPOISON_MEMORY_REGION(spare_pkts[i], sizeof(*spare_pkts[i]));
+		ASAN_UNPOISON_MEMORY_REGION(spare_pkts[i]->data, spare_pkts[i]->cap);
+	}
+}
+
 static void
 spare_drop(void)
 {
 	if (!spare)
 		return;
-	for (unsigned i = 0; i < POOL_PKTS; i++) {
-		ASAN_UNPOISON_MEMORY_REGION(spare_pkts[i], sizeof(*spare_pkts[i]));
-		ASAN_UNPOISON_MEMORY_REGION(spare_pkts[i]->data, spare_pkts[i]->cap);
-	}
+	spare_unpoison();
 	ina_pkt_pool_destroy(spare);
 	spare = NULL;
 }
@@ -81,12 +88,9 @@ pool_get(uint32_t buf_size)
 	struct ina_pkt_pool *pool;
 
 	if (spare && spare->buf_size == buf_size) {
+		spare_unpoison();
 		pool = spare;
 		spare = NULL;
-		for (unsigned i = 0; i < POOL_PKTS; i++) {
-			ASAN_UNPOISON_MEMORY_REGION(spare_pkts[i], sizeof(*spare_pkts[i]));
-			ASAN_UNPOISON_MEMORY_REGION(spare_pkts[i]->data, spare_pkts[i]->cap);
-		}
 		return pool;
 	}
 	spare_drop();
