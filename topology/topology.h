@@ -90,6 +90,23 @@ struct topo_job {
 	char *path; /* file: relative paths are taken from the
 					 * topology file's folder (topology_load
 					 * stores them joined to it: open as is) */
+	char *tenant;	      /* the tenant it runs as (tenant mode, ina-sim
+					 * only), NULL: token mode */
+	uint8_t tenant_index; /* 1..255, the tenants numbered by their first
+					 * job in file order; 0: no tenant. The wire
+					 * id is tenant_index << 24 | job_id */
+	int line;
+};
+
+/* An attack (ina-sim only): host 'host', in no job, sees every packet of
+ * job 'job' on its way to the job's switches (an on-path attacker) and sends
+ * them forged, replayed and spoofed packets and a JOIN flood at 'rate_bps'
+ * (topologies/README.md, "Attacks"). */
+struct topo_attack {
+	int host;	   /* node index */
+	uint32_t job;	   /* job index */
+	uint64_t rate_bps; /* default: its link's bandwidth (1 Gbit/s when
+				 * the link is unshaped) */
 	int line;
 };
 
@@ -102,6 +119,8 @@ struct topology {
 	uint32_t nb_links;
 	struct topo_job *jobs;
 	uint32_t nb_jobs;
+	struct topo_attack *attacks;
+	uint32_t nb_attacks;
 };
 
 /*
