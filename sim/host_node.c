@@ -214,7 +214,9 @@ host_node_create(const struct sim_node_env *env, const struct host_node_config *
 	ec.weight = cfg->weight;
 	ec.max_block = cfg->block_size;
 	ec.encoding = cfg->encoding;
-	ec.token = 0x5eed0000ull + cfg->job_id;
+	ec.token = cfg->auth ? 0 : 0x5eed0000ull + cfg->job_id;
+	ec.auth = cfg->auth;
+	ec.key = cfg->key;
 	ec.pool = env->pool;
 	if (cfg->rto_ns) {
 		/* As ina.c applies ina-host's --rto-us. */

@@ -412,13 +412,14 @@ job_build(struct sim_net *net, uint32_t k, char *err, size_t errlen)
 			.weight = tj->weight,
 			.block_size = tj->block_size,
 			.encoding = tj->encoding,
-			.job_id = tj->job_id,
+			.job_id = sim_job_wire_id(tj),
 			.tensor_len = rep->tensor_len,
 			.rounds = tj->rounds,
 			.rto_ns = rto_of(&net->cfg,
 					 &net->t->links[net->route.up_link[tj->hosts[r]]], tj),
 		};
 
+		hc.auth = (uint8_t)sim_job_key(net, tj, &hc.key);
 		job->hosts[r] = host_node_create(&net->env, &hc);
 		if (!job->hosts[r]) {
 			snprintf(err, errlen, "job %s: rank %u: cannot create its engine: %s",

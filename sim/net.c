@@ -16,6 +16,8 @@
 #include "net_int.h"
 #include "peer.h"
 #include "pipeline.h"
+#include "tenants.h"
+#include "ina/util.h"
 
 void
 sim_config_init(struct sim_config *cfg)
@@ -38,9 +40,10 @@ push(struct sim_net *net, const struct sim_event *ev)
 	}
 }
 
-/* Puts 'pkt' on the next link from 'at' towards 'dst'. */
+/* Puts 'pkt' (sent by 'origin' as 'src') on the next link from 'at'
+ * towards 'dst'. */
 static void
-hop(struct sim_net *net, int at, int src, int dst, struct ina_pkt *pkt, uint64_t now)
+hop(struct sim_net *net, int at, int origin, int src, int dst, struct ina_pkt *pkt, uint64_t now)
 {
 	struct sim_event ev;
 	uint32_t dir;
@@ -70,6 +73,7 @@ hop(struct sim_net *net, int at, int src, int dst, struct ina_pkt *pkt, uint64_t
 				 .at = next,
 				 .src = src,
 				 .dst = dst,
+				 .origin = origin,
 				 .kind = SIM_EV_ARRIVE };
 	push(net, &ev);
 }
@@ -79,7 +83,14 @@ hop(struct sim_net *net, int at, int src, int dst, struct ina_pkt *pkt, uint64_t
 static void
 net_send(struct sim_net *net, int src, int dst, struct ina_pkt *pkt, uint64_t now)
 {
-	hop(net, src, src, dst, pkt, now);
+	sim_attacks_see(net, src, dst, pkt);
+	hop(net, src, src, src, dst, pkt, now);
+}
+
+static void
+net_send_from(struct sim_net *net, int at, int src, int dst, struct ina_pkt *pkt, uint64_t now)
+{
+	hop(net, at, at, src, dst, pkt, now);
 }
 
 static void
@@ -158,7 +169,7 @@ switches_build(struct sim_net *net, char *err, size_t errlen)
 						 t->nodes[s].name, PIPELINE_UPLINK_JOBS);
 					return -EINVAL;
 				}
-				uj->job_id = tj->job_id;
+				uj->job_id = sim_job_wire_id(tj);
 				uj->rank = tr->m[s].rank;
 				uj->world = tr->m[s].world;
 				pc.nb_uplink_jobs++;
@@ -176,6 +187,16 @@ switches_build(struct sim_net *net, char *err, size_t errlen)
 			pc.share.min_slots = t->nodes[s].share_min_slots;
 		pc.slot_elems = max_b;
 		pc.max_pkt = max_pkt == UINT32_MAX ? 0 : max_pkt;
+		pc.tenants = net->tenants;
+		if (net->tenants || t->nb_attacks) {
+			/* As ina-switch runs by default: JOIN cookies. */
+			uint64_t s0 = net->cfg.seed ^ 0xc00c1e5ull, s1 = ina_splitmix64(&s0);
+
+			pc.join_cookie = 1;
+			s0 = ina_splitmix64(&s0);
+			memcpy(pc.secret, &s0, 8);
+			memcpy(pc.secret + 8, &s1, 8);
+		}
 		pc.pool = net->pool;
 		net->nodes[s] = switch_node_create(&net->env, (int)s, &pc);
 		if (!net->nodes[s]) {
@@ -215,15 +236,19 @@ sim_net_create(const struct topology *t, const struct sim_config *cfg, char *err
 	net->jobs = calloc(t->nb_jobs + 1, sizeof(*net->jobs));
 	net->rep.jobs = calloc(t->nb_jobs + 1, sizeof(*net->rep.jobs));
 	net->rep.links = calloc(t->nb_links + 1, sizeof(*net->rep.links));
+	net->rep.attacks = calloc(t->nb_attacks + 1, sizeof(*net->rep.attacks));
 	taken = calloc(t->nb_nodes + 1, 1);
 	if (!net->links || !net->win_start || !net->nodes || !net->switch_role || !net->sw_stats ||
-	    !net->jobs || !net->rep.jobs || !net->rep.links || !taken) {
+	    !net->jobs || !net->rep.jobs || !net->rep.links || !net->rep.attacks || !taken) {
 		snprintf(err, errlen, "out of memory");
 		goto err;
 	}
 	net->rep.nb_jobs = t->nb_jobs;
 	net->rep.nb_links = t->nb_links;
+	net->rep.nb_attacks = t->nb_attacks;
 	net->rep.switches = net->sw_stats;
+	if (sim_tenants_build(net, err, errlen) < 0)
+		goto err;
 	for (uint32_t k = 0; k < t->nb_links; k++) {
 		const struct topo_link *l = &t->links[k];
 
@@ -246,6 +271,7 @@ sim_net_create(const struct topology *t, const struct sim_config *cfg, char *err
 				max_b = tj->block_size;
 		}
 	}
+	nb_pkts += 256ull * t->nb_attacks; /* what attackers keep and send */
 	net->pool = ina_pkt_pool_create((unsigned)(nb_pkts < 1u << 22 ? nb_pkts : 1u << 22),
 					INA_HDR_SIZE + 4u * max_b + 256);
 	if (!net->pool) {
@@ -255,6 +281,7 @@ sim_net_create(const struct topology *t, const struct sim_config *cfg, char *err
 	}
 	net->env = (struct sim_node_env){ .net = net,
 					  .send = net_send,
+					  .send_from = net_send_from,
 					  .wake = net_wake,
 					  .pool = net->pool };
 	for (uint32_t k = 0; k < t->nb_jobs; k++) {
@@ -262,7 +289,7 @@ sim_net_create(const struct topology *t, const struct sim_config *cfg, char *err
 			goto err;
 		job_ring(net, k);
 	}
-	if (switches_build(net, err, errlen) < 0)
+	if (switches_build(net, err, errlen) < 0 || sim_attacks_build(net, err, errlen) < 0)
 		goto err;
 	free(taken);
 	return net;
@@ -300,6 +327,8 @@ sim_net_destroy(struct sim_net *net)
 	free(net->jobs);
 	free(net->rep.jobs);
 	free(net->rep.links);
+	free(net->rep.attacks);
+	tenants_free(net->tenants);
 	free(net);
 }
 
@@ -318,6 +347,7 @@ sim_net_run(struct sim_net *net)
 		for (uint16_t r = 0; r < job->world; r++)
 			host_node_join(job->hosts[r], net->now);
 	}
+	sim_attacks_start(net);
 	while (jobs_step(net) && sim_events_pop(&net->q, &ev)) {
 		struct sim_node *n;
 
@@ -327,6 +357,7 @@ sim_net_run(struct sim_net *net)
 		}
 		net->now = ev.time;
 		net->rep.events++;
+		sim_attacks_step(net);
 		if (ev.kind == SIM_EV_WAKE) {
 			n = net->nodes[ev.at];
 			if (n && n->wake_at == ev.time) {
@@ -336,7 +367,7 @@ sim_net_run(struct sim_net *net)
 			continue;
 		}
 		if (ev.at != ev.dst) {
-			hop(net, ev.at, ev.src, ev.dst, ev.pkt, net->now);
+			hop(net, ev.at, ev.origin, ev.src, ev.dst, ev.pkt, net->now);
 			continue;
 		}
 		n = net->nodes[ev.at];
@@ -353,6 +384,7 @@ sim_net_run(struct sim_net *net)
 	sim_window_close(net);
 	net->rep.end_ns = net->now;
 	jobs_report(net);
+	sim_attacks_report(net);
 	for (uint32_t k = 0; k < net->t->nb_jobs; k++)
 		if (net->rep.jobs[k].state == SIM_JOB_FAILED)
 			ok = 0;

@@ -23,6 +23,7 @@
 #include <stdint.h>
 
 #include "link.h"
+#include "node.h"
 #include "ring.h"
 #include "topology.h"
 
@@ -84,6 +85,12 @@ struct sim_link_report {
 	double utilisation[2]; /* busy time / window */
 };
 
+/* An attack (topology.h) and what its attacker did (node.h). */
+struct sim_attack_report {
+	const struct topo_attack *attack;
+	struct attack_stats st;
+};
+
 struct sim_report {
 	uint64_t window_ns;	/* the rounds window (see above) */
 	uint64_t end_ns;	/* virtual time when the run ended */
@@ -96,6 +103,8 @@ struct sim_report {
 	/* The switches' counters, by node index (NULL for a node without a
 	 * pipeline: hosts, and switches that aggregate nothing). */
 	const struct pipeline_stats **switches;
+	uint32_t nb_attacks;
+	struct sim_attack_report *attacks; /* in the topology's order */
 };
 
 struct sim_net;

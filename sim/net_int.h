@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "events.h"
+#include "ina/auth.h"
 #include "link.h"
 #include "net.h"
 #include "node.h"
@@ -73,6 +74,7 @@ struct sim_net {
 	const struct pipeline_stats **sw_stats;
 	sim_tap_fn *tap;
 	void *tap_arg;
+	struct tenants *tenants; /* tenant mode: the switches' table, else NULL */
 };
 
 /* job.c */
@@ -97,5 +99,23 @@ void jobs_report(struct sim_net *net);
  * first round's start, closed when no job runs rounds any more). */
 void sim_window_open(struct sim_net *net);
 void sim_window_close(struct sim_net *net);
+
+/* tenancy.c: tenant mode. The switches' tenants table from the jobs'
+ * tenants (none: net->tenants stays NULL); 0 or -errno with a message. */
+int sim_tenants_build(struct sim_net *net, char *err, size_t errlen);
+/* A job's id on the wire: its tenant's index in the top byte. */
+uint32_t sim_job_wire_id(const struct topo_job *tj);
+/* A tenant job's key into 'key': 1; 0 for a job without a tenant. */
+int sim_job_key(const struct sim_net *net, const struct topo_job *tj, struct ina_job_key *key);
+
+/* attacks.c: the attackers (node.h) of the topology's attacks, in
+ * net->nodes at their hosts; started with the run, stopped with their job; shown every packet
+ * between a job's host and a switch as it is sent (net_send); their figures into
+ * the report. */
+int sim_attacks_build(struct sim_net *net, char *err, size_t errlen);
+void sim_attacks_start(struct sim_net *net);
+void sim_attacks_step(struct sim_net *net); /* stops those whose job is over */
+void sim_attacks_see(struct sim_net *net, int src, int dst, const struct ina_pkt *pkt);
+void sim_attacks_report(struct sim_net *net);
 
 #endif

@@ -99,9 +99,10 @@ job_text(const struct topology *t, const struct sim_job_report *j, FILE *f)
 {
 	const struct topo_job *tj = j->job;
 
-	fprintf(f, "job %s (id %u): %u workers, %u elements x %u rounds, B %u, %u lanes, %s, ",
-		tj->name, tj->job_id, tj->nb_hosts, j->tensor_len, tj->rounds, tj->block_size,
-		tj->lanes, enc_name(tj->encoding));
+	fprintf(f, "job %s (id %u%s%s): %u workers, %u elements x %u rounds, B %u, %u lanes, %s, ",
+		tj->name, tj->job_id, tj->tenant ? " of tenant " : "", tj->tenant ? tj->tenant : "",
+		tj->nb_hosts, j->tensor_len, tj->rounds, tj->block_size, tj->lanes,
+		enc_name(tj->encoding));
 	if (tj->data == TOPO_DATA_FILE)
 		fprintf(f, "data %s\n", tj->path);
 	else
@@ -160,6 +161,68 @@ job_text(const struct topology *t, const struct sim_job_report *j, FILE *f)
 		fprintf(f, "  gain          in-network is %.2fx the ring's speed\n", ring_ratio(j));
 }
 
+static uint64_t
+attack_sent(const struct attack_stats *st, uint64_t *bytes)
+{
+	uint64_t n = 0;
+
+	*bytes = 0;
+	for (int k = 0; k < ATTACK_KINDS; k++) {
+		n += st->sent[k];
+		*bytes += st->bytes_sent[k];
+	}
+	return n;
+}
+
+/* What the switch of the attacked job dropped, by reason, on one line. */
+static void
+drops_text(const struct pipeline_stats *st, FILE *f)
+{
+	const char *sep = "";
+
+	for (int i = 0; i < PDROP_MAX; i++) {
+		if (!st->drop[i])
+			continue;
+		fprintf(f, "%s%s %" PRIu64, sep, pipeline_drop_name((enum pipeline_drop)i),
+			st->drop[i]);
+		sep = ", ";
+	}
+	for (int i = 0; i < INA_WIRE_REASON_MAX; i++) {
+		if (!st->drop_wire[i])
+			continue;
+		fprintf(f, "%s%s %" PRIu64, sep, ina_wire_reason_name((enum ina_wire_reason)i),
+			st->drop_wire[i]);
+		sep = ", ";
+	}
+	fprintf(f, "%s\n", *sep ? "" : "none");
+}
+
+static void
+attack_text(const struct topology *t, const struct sim_report *rep,
+	    const struct sim_attack_report *a, FILE *f)
+{
+	const struct attack_stats *st = &a->st;
+	const struct sim_job_report *j = &rep->jobs[a->attack->job];
+	uint64_t bytes, n = attack_sent(st, &bytes);
+
+	fprintf(f, "attack from %s on job %s at %.3f Gbit/s\n", t->nodes[a->attack->host].name,
+		t->jobs[a->attack->job].name, (double)a->attack->rate_bps * 1e-9);
+	fprintf(f, "  sent          %" PRIu64 " packets, %" PRIu64 " bytes (", n, bytes);
+	for (int k = 0; k < ATTACK_KINDS; k++)
+		fprintf(f, "%s%s %" PRIu64, k ? ", " : "", attack_kind_names[k], st->sent[k]);
+	fprintf(f, "); saw %" PRIu64 " of the job's\n", st->captured);
+	fprintf(f,
+		"  came back     %" PRIu64 " packets, %" PRIu64 " bytes: %.3f of the %" PRIu64
+		" bytes it sent from its own address\n",
+		st->pkts_back, st->bytes_back,
+		st->bytes_sent_own ? (double)st->bytes_back / (double)st->bytes_sent_own : 0.0,
+		st->bytes_sent_own);
+	if (j->switch_node >= 0 && rep->switches[j->switch_node]) {
+		fprintf(f, "  %-13s drops: ", t->nodes[j->switch_node].name);
+		drops_text(rep->switches[j->switch_node], f);
+	}
+}
+
 void
 sim_report_text(const struct topology *t, const struct sim_config *cfg,
 		const struct sim_report *rep, const struct sim_wall *wall, FILE *f)
@@ -199,6 +262,8 @@ sim_report_text(const struct topology *t, const struct sim_config *cfg,
 			}
 		}
 	}
+	for (uint32_t k = 0; k < rep->nb_attacks; k++)
+		attack_text(t, rep, &rep->attacks[k], f);
 	nb_ts = tier_sums(t, rep, ts);
 	if (nb_ts) {
 		fprintf(f, "links by tier over the rounds (up: towards the root):\n");
@@ -262,6 +327,7 @@ job_json(const struct topology *t, const struct sim_job_report *j)
 
 	json_object_set_new(o, "name", json_string(tj->name));
 	json_object_set_new(o, "job_id", json_integer(tj->job_id));
+	json_object_set_new(o, "tenant", tj->tenant ? json_string(tj->tenant) : json_null());
 	json_object_set_new(o, "workers", json_integer(tj->nb_hosts));
 	json_object_set_new(o, "elements", json_integer(j->tensor_len));
 	json_object_set_new(o, "rounds", json_integer(tj->rounds));
@@ -324,6 +390,35 @@ job_json(const struct topology *t, const struct sim_job_report *j)
 	}
 	json_object_set_new(o, "ring", ring);
 	return o;
+}
+
+static json_t *
+attacks_json(const struct topology *t, const struct sim_report *rep)
+{
+	json_t *arr = json_array();
+
+	for (uint32_t i = 0; arr && i < rep->nb_attacks; i++) {
+		const struct sim_attack_report *a = &rep->attacks[i];
+		json_t *x = json_object(), *kinds = json_object();
+		uint64_t bytes, n = attack_sent(&a->st, &bytes);
+
+		for (int k = 0; kinds && k < ATTACK_KINDS; k++)
+			json_object_set_new(kinds, attack_kind_names[k],
+					    json_integer((json_int_t)a->st.sent[k]));
+		json_object_set_new(x, "from", json_string(t->nodes[a->attack->host].name));
+		json_object_set_new(x, "job", json_string(t->jobs[a->attack->job].name));
+		json_object_set_new(x, "rate_bps", json_integer((json_int_t)a->attack->rate_bps));
+		json_object_set_new(x, "pkts_sent", json_integer((json_int_t)n));
+		json_object_set_new(x, "bytes_sent", json_integer((json_int_t)bytes));
+		json_object_set_new(x, "bytes_sent_own",
+				    json_integer((json_int_t)a->st.bytes_sent_own));
+		json_object_set_new(x, "sent", kinds ? kinds : json_null());
+		json_object_set_new(x, "captured", json_integer((json_int_t)a->st.captured));
+		json_object_set_new(x, "pkts_back", json_integer((json_int_t)a->st.pkts_back));
+		json_object_set_new(x, "bytes_back", json_integer((json_int_t)a->st.bytes_back));
+		json_array_append_new(arr, x);
+	}
+	return arr ? arr : json_null();
 }
 
 json_t *
@@ -411,6 +506,7 @@ sim_report_json(const struct topology *t, const struct sim_config *cfg,
 		json_array_append_new(sws, x);
 	}
 	json_object_set_new(root, "switches", sws);
+	json_object_set_new(root, "attacks", attacks_json(t, rep));
 	if (wall) {
 		json_t *w = json_object();
 

@@ -1,0 +1,105 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Tenant mode in a simulation (net_int.h): the tenants of a topology's jobs
+ * as the switches' table (read by the real loader, tenants_parse, from the
+ * text an operator would write) and each job's wire id and key. A tenant's
+ * key is drawn from the run's seed and its index: a simulation has no
+ * secret to keep, only the work of tags to do. Quotas: 64 jobs, every slot,
+ * weights up to 255 (the topology's jobs set the weights).
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ina/util.h"
+#include "net_int.h"
+#include "tenants.h"
+
+static void
+tenant_key(uint64_t seed, uint8_t index, uint8_t key[INA_TENANT_KEY_SIZE])
+{
+	uint64_t s = seed * 0x9e3779b97f4a7c15ull + index;
+
+	for (unsigned i = 0; i < INA_TENANT_KEY_SIZE; i += 8) {
+		uint64_t r = ina_splitmix64(&s);
+
+		memcpy(key + i, &r, 8);
+	}
+}
+
+int
+sim_tenants_build(struct sim_net *net, char *err, size_t errlen)
+{
+	const struct topology *t = net->t;
+	size_t cap = 64, len = 0;
+	char *yaml = NULL, perr[300];
+	uint8_t seen[INA_TENANT_MAX + 1] = { 0 };
+	int ret = 0;
+
+	for (uint32_t k = 0; k < t->nb_jobs; k++) {
+		const struct topo_job *tj = &t->jobs[k];
+		uint8_t key[INA_TENANT_KEY_SIZE];
+		char line[400];
+		int n;
+
+		if (!tj->tenant_index || seen[tj->tenant_index])
+			continue;
+		seen[tj->tenant_index] = 1;
+		tenant_key(net->cfg.seed, tj->tenant_index, key);
+		n = snprintf(line, sizeof(line),
+			     "  - {name: \"%s\", index: %u, jobs: 64, slots: 1048576, "
+			     "max_weight: 255, key: ",
+			     tj->tenant, tj->tenant_index);
+		for (unsigned i = 0; i < INA_TENANT_KEY_SIZE; i++)
+			n += snprintf(line + n, sizeof(line) - (size_t)n, "%02x", key[i]);
+		n += snprintf(line + n, sizeof(line) - (size_t)n, "}\n");
+		if (!yaml || len + (size_t)n + 16 > cap) {
+			char *y;
+
+			cap = 2 * (len + (size_t)n + 16);
+			if (!(y = realloc(yaml, cap))) {
+				ret = -ENOMEM;
+				goto out;
+			}
+			if (!yaml)
+				len = (size_t)snprintf(y, cap, "tenants:\n");
+			yaml = y;
+		}
+		memcpy(yaml + len, line, (size_t)n + 1);
+		len += (size_t)n;
+		memset(key, 0, sizeof(key));
+	}
+	if (!yaml)
+		return 0;
+	net->tenants = tenants_parse(yaml, len, "the topology's tenants", perr, sizeof(perr));
+	if (!net->tenants) {
+		snprintf(err, errlen, "%s", perr);
+		ret = -EINVAL;
+	}
+out:
+	if (ret == -ENOMEM)
+		snprintf(err, errlen, "out of memory");
+	if (yaml) {
+		memset(yaml, 0, cap);
+		free(yaml);
+	}
+	return ret;
+}
+
+uint32_t
+sim_job_wire_id(const struct topo_job *tj)
+{
+	return (uint32_t)tj->tenant_index << INA_TENANT_SHIFT | tj->job_id;
+}
+
+int
+sim_job_key(const struct sim_net *net, const struct topo_job *tj, struct ina_job_key *key)
+{
+	const struct tenant *tn = tenants_get(net->tenants, tj->tenant_index);
+
+	if (!tn)
+		return 0;
+	ina_auth_job_key(tn->key, sim_job_wire_id(tj), key);
+	return 1;
+}
