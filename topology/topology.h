@@ -87,7 +87,7 @@ struct topo_job {
 	enum topo_data_kind data;
 	double density; /* synthetic: fraction of non-zero blocks */
 	uint64_t seed;
-	char *path; /* file: relative paths are taken from the
+	char *path;	      /* file: relative paths are taken from the
 					 * topology file's folder (topology_load
 					 * stores them joined to it: open as is) */
 	char *tenant;	      /* the tenant it runs as (tenant mode, ina-sim
