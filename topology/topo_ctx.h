@@ -3,7 +3,8 @@
  * Inside the topology parser: the state of one load (struct ctx) and what
  * its steps share. topology.c loads the text and runs the steps in order:
  * topo_nodes.c (switches, hosts), topo_links.c (links, the uplinks' tree),
- * topo_jobs.c (jobs); topo_fail.c words their errors. Not an interface for
+ * topo_jobs.c (jobs), topo_attacks.c (attacks); topo_fail.c words their
+ * errors. Not an interface for
  * anyone else: topology.h is.
  */
 #ifndef INA_TOPO_CTX_H
@@ -21,6 +22,7 @@
 #define TOPO_MAX_LINKS (2 * TOPO_MAX_NODES)
 #define TOPO_MAX_JOBS 1024
 #define TOPO_MAX_NAME 32
+#define TOPO_MAX_TENANT 31 /* characters of a tenant's name */
 #define DEFAULT_SLOTS 1024 /* ina-switch --slots */
 #define DEFAULT_MTU 1500
 #define DEFAULT_BLOCK 256
@@ -81,5 +83,8 @@ int topo_check_tree(struct ctx *c);
 
 /* topo_jobs.c */
 int topo_build_jobs(struct ctx *c);
+
+/* topo_attacks.c (after the jobs: an attack names one) */
+int topo_build_attacks(struct ctx *c);
 
 #endif

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/* A topology's jobs: hosts, root, block, lanes, weight, encoding, data, and
- * the checks along each job's tree (MTU, fan-in, slots) (topo_ctx.h). */
+/* A topology's jobs: hosts, root, block, lanes, weight, encoding, data,
+ * tenant, and the checks along each job's tree (MTU, fan-in, slots)
+ * (topo_ctx.h). */
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
@@ -10,6 +11,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "ina/auth.h"
 #include "ina/encoding.h"
 #include "ina/npy.h"
 #include "ina/wire.h"
@@ -101,6 +103,67 @@ job_data(struct ctx *c, uint32_t i, struct raw_job *rj, struct topo_job *j)
 		topo_pathf(field, sizeof(field), "%s.tensor", entry);
 		return topo_fail(c, topo_line_of(c, entry, NULL), field,
 				 "missing (synthetic data needs a tensor length)");
+	}
+	return 0;
+}
+
+/*
+ * The job's tenant (tenant mode, ina-sim only): a name of at most
+ * TOPO_MAX_TENANT characters; every job has one or none does (a switch runs
+ * in tenant mode or in token mode); tenants are numbered 1.. by their first
+ * job, at most INA_TENANT_MAX of them; a tenant's job ids fit below the
+ * tenant's byte of the wire id. '*nb_tenants' counts the tenants so far.
+ */
+static int
+job_tenant(struct ctx *c, uint32_t i, const struct raw_job *rj, struct topo_job *j,
+	   unsigned *nb_tenants)
+{
+	const struct topology *t = c->t;
+	const struct topo_job *first = &t->jobs[0];
+	char field[128], entry[64];
+
+	topo_pathf(entry, sizeof(entry), "jobs[%u]", i);
+	topo_pathf(field, sizeof(field), "%s.tenant", entry);
+	if (rj->tenant && (!topo_name_ok(rj->tenant) || strlen(rj->tenant) > TOPO_MAX_TENANT))
+		return topo_fail(c, topo_line_of(c, field, entry), field,
+				 "'%s' is not a tenant name (1 to %d letters, digits, '-', '_', "
+				 "'.'; not starting with '-' or '.')",
+				 rj->tenant, TOPO_MAX_TENANT);
+	if (i > 0 && !rj->tenant && first->tenant)
+		return topo_fail(c, topo_line_of(c, entry, NULL), field,
+				 "missing: jobs[0] ('%s', line %d) has a tenant, and either every "
+				 "job has one (tenant mode) or none does (token mode)",
+				 first->name, first->line);
+	if (i > 0 && rj->tenant && !first->tenant)
+		return topo_fail(c, topo_line_of(c, field, entry), field,
+				 "jobs[0] ('%s', line %d) has no tenant: either every job has one "
+				 "(tenant mode) or none does (token mode)",
+				 first->name, first->line);
+	if (!rj->tenant)
+		return 0;
+	j->tenant = strdup(rj->tenant);
+	if (!j->tenant)
+		return topo_fail(c, 1, "", "out of memory");
+	for (uint32_t k = 0; k < i; k++) {
+		if (strcmp(t->jobs[k].tenant, j->tenant) == 0) {
+			j->tenant_index = t->jobs[k].tenant_index;
+			break;
+		}
+	}
+	if (!j->tenant_index) {
+		if (*nb_tenants >= INA_TENANT_MAX)
+			return topo_fail(c, topo_line_of(c, field, entry), field,
+					 "'%s' would be tenant %u: at most %u tenants", j->tenant,
+					 *nb_tenants + 1, INA_TENANT_MAX);
+		j->tenant_index = (uint8_t)++ * nb_tenants;
+	}
+	if (j->job_id > INA_TENANT_JOB_MAX) {
+		topo_pathf(field, sizeof(field), "%s.id", entry);
+		return topo_fail(c, topo_line_of(c, field, entry), field,
+				 "job id %u%s is above %u: a tenant's job ids are 0..%u (the wire "
+				 "id's top byte is the tenant's index)",
+				 j->job_id, rj->id ? "" : " (1 + its index)", INA_TENANT_JOB_MAX,
+				 INA_TENANT_JOB_MAX);
 	}
 	return 0;
 }
@@ -228,6 +291,7 @@ topo_build_jobs(struct ctx *c)
 	uint64_t *slots_used = NULL;
 	int *chain_pos = NULL, root_pos = 0;
 	char field[128], entry[64];
+	unsigned nb_tenants = 0;
 	int ret = -1;
 
 	if (!r->jobs_count)
@@ -287,6 +351,8 @@ topo_build_jobs(struct ctx *c)
 				goto out;
 			}
 		}
+		if (job_tenant(c, i, rj, j, &nb_tenants) < 0)
+			goto out;
 		topo_pathf(field, sizeof(field), "%s.hosts", entry);
 		if (rj->hosts_count > UINT16_MAX) {
 			topo_fail(c, topo_line_of(c, field, entry), field, "%u hosts: at most %u",

@@ -2,7 +2,8 @@
 /*
  * topology_print(): the summary `ina-testbed check` shows (topology.h):
  * counts, the switches and what hangs under each, link shaping grouped
- * when many links share it, and each job with its tree.
+ * when many links share it, each job with its tenant and its tree, and the
+ * attacks.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -123,8 +124,11 @@ topology_print(const struct topology *t, FILE *f)
 
 	for (uint32_t i = 0; i < t->nb_nodes; i++)
 		t->nodes[i].kind == TOPO_HOST ? nb_hosts++ : nb_sw++;
-	fprintf(f, "topology %s (%s): %u switches, %u hosts, %u links, %u jobs\n", t->name,
+	fprintf(f, "topology %s (%s): %u switches, %u hosts, %u links, %u jobs", t->name,
 		t->file ? t->file : "-", nb_sw, nb_hosts, t->nb_links, t->nb_jobs);
+	if (t->nb_attacks)
+		fprintf(f, ", %u attacks", t->nb_attacks);
+	fprintf(f, "\n");
 	fprintf(f, "switches:\n");
 	for (uint32_t i = 0, listed = 0; i < t->nb_nodes; i++) {
 		const struct topo_node *n = &t->nodes[i];
@@ -177,9 +181,12 @@ topology_print(const struct topology *t, FILE *f)
 			fprintf(f, "  ... and %u more jobs\n", t->nb_jobs - MAX_JOBS);
 			break;
 		}
-		fprintf(f, "  %s (id %u): %u hosts, tensor %u %s, %u rounds, block %u, %u lanes, ",
-			j->name, j->job_id, j->nb_hosts, j->tensor_len, enc_name(j->encoding),
-			j->rounds, j->block_size, j->lanes);
+		fprintf(f, "  %s (id %u", j->name, j->job_id);
+		if (j->tenant)
+			fprintf(f, ", tenant %s, index %u", j->tenant, j->tenant_index);
+		fprintf(f, "): %u hosts, tensor %u %s, %u rounds, block %u, %u lanes, ",
+			j->nb_hosts, j->tensor_len, enc_name(j->encoding), j->rounds, j->block_size,
+			j->lanes);
 		if (j->data == TOPO_DATA_FILE)
 			fprintf(f, "data %s\n", j->path);
 		else
@@ -202,4 +209,18 @@ topology_print(const struct topology *t, FILE *f)
 		print_tree(t, j->root, mark, 0, &budget, f);
 	}
 	free(mark);
+	if (!t->nb_attacks)
+		return;
+	fprintf(f, "attacks:\n");
+	for (uint32_t i = 0; i < t->nb_attacks; i++) {
+		const struct topo_attack *a = &t->attacks[i];
+		char rate[32];
+
+		if (i == MAX_JOBS) {
+			fprintf(f, "  ... and %u more attacks\n", t->nb_attacks - MAX_JOBS);
+			break;
+		}
+		fprintf(f, "  %s on job %s at %s\n", t->nodes[a->host].name, t->jobs[a->job].name,
+			topo_format_rate(a->rate_bps, rate, sizeof(rate)));
+	}
 }

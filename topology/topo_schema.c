@@ -108,11 +108,23 @@ static const cyaml_schema_field_t job_fields[] = {
 	CYAML_FIELD_ENUM("encoding", CYAML_FLAG_OPTIONAL | CYAML_FLAG_STRICT, struct raw_job,
 			 encoding, encodings, CYAML_ARRAY_LEN(encodings)),
 	CYAML_FIELD_MAPPING_PTR("data", OPT, struct raw_job, data, data_fields),
+	OPT_STR("tenant", struct raw_job, tenant),
 	CYAML_FIELD_END,
 };
 
 static const cyaml_schema_value_t job_entry = {
 	CYAML_VALUE_MAPPING(CYAML_FLAG_DEFAULT, struct raw_job, job_fields),
+};
+
+static const cyaml_schema_field_t attack_fields[] = {
+	STR("from", struct raw_attack, from),
+	STR("job", struct raw_attack, job),
+	OPT_STR("rate", struct raw_attack, rate),
+	CYAML_FIELD_END,
+};
+
+static const cyaml_schema_value_t attack_entry = {
+	CYAML_VALUE_MAPPING(CYAML_FLAG_DEFAULT, struct raw_attack, attack_fields),
 };
 
 static const cyaml_schema_field_t topology_fields[] = {
@@ -125,6 +137,8 @@ static const cyaml_schema_field_t topology_fields[] = {
 	CYAML_FIELD_SEQUENCE("links", CYAML_FLAG_POINTER, struct raw_topology, links, &link_entry,
 			     1, CYAML_UNLIMITED),
 	CYAML_FIELD_SEQUENCE("jobs", OPT, struct raw_topology, jobs, &job_entry, 0,
+			     CYAML_UNLIMITED),
+	CYAML_FIELD_SEQUENCE("attacks", OPT, struct raw_topology, attacks, &attack_entry, 0,
 			     CYAML_UNLIMITED),
 	CYAML_FIELD_END,
 };

@@ -67,6 +67,13 @@ struct raw_job {
 	char *weight;
 	int encoding; /* enum ina_encoding (ina/wire.h), 0: not given */
 	struct raw_data *data;
+	char *tenant;
+};
+
+struct raw_attack {
+	char *from;
+	char *job;
+	char *rate;
 };
 
 struct raw_topology {
@@ -80,6 +87,8 @@ struct raw_topology {
 	unsigned links_count;
 	struct raw_job *jobs;
 	unsigned jobs_count;
+	struct raw_attack *attacks;
+	unsigned attacks_count;
 };
 
 extern const cyaml_schema_value_t topo_schema;

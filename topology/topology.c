@@ -5,9 +5,9 @@
  * the schema (topo_schema.c), then the steps resolve names into indices,
  * parse numbers and units, apply defaults and run the checks a schema
  * cannot state: the nodes (topo_nodes.c), the links (topo_links.c), the jobs
- * (topo_jobs.c). The first error found is the one reported, as
- * "<file>:<line>: <field>: <what>" (topo_fail.c); libcyaml's own errors are
- * worded here.
+ * (topo_jobs.c), the attacks (topo_attacks.c). The first error found is the
+ * one reported, as "<file>:<line>: <field>: <what>" (topo_fail.c);
+ * libcyaml's own errors are worded here.
  */
 #include <errno.h>
 #include <limits.h>
@@ -286,7 +286,7 @@ parse(const char *yaml, size_t len, const char *name, const char *dir, char *err
 		goto out;
 	}
 	if (topo_build_nodes(&c) < 0 || topo_build_switches(&c) < 0 || topo_build_links(&c) < 0 ||
-	    topo_check_tree(&c) < 0 || topo_build_jobs(&c) < 0)
+	    topo_check_tree(&c) < 0 || topo_build_jobs(&c) < 0 || topo_build_attacks(&c) < 0)
 		goto out;
 	ok = 1;
 out:
@@ -370,10 +370,12 @@ topology_free(struct topology *t)
 		free(t->jobs[i].name);
 		free(t->jobs[i].hosts);
 		free(t->jobs[i].path);
+		free(t->jobs[i].tenant);
 	}
 	free(t->nodes);
 	free(t->links);
 	free(t->jobs);
+	free(t->attacks);
 	free(t->name);
 	free(t->file);
 	free(t);

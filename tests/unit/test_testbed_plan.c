@@ -4,8 +4,9 @@
  * links' addresses and names, a host's port spec (the link's MTU, its loss
  * each way once over udp and as the round trip over dpdk, twice its latency
  * on receive), its first retransmission timeout, and which topologies `run`
- * refuses and why (two switch tiers; a block over the MTU; with --dpdk a
- * host in two jobs or a jumbo link).
+ * refuses and why (a tenant job or an attack, ina-sim's alone; two switch
+ * tiers; a block over the MTU; with --dpdk a host in two jobs or a jumbo
+ * link).
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -207,6 +208,32 @@ test_check(void **state)
 	assert_non_null(strstr(err, "link h2-s1 has MTU 9000"));
 }
 
+/* Tenant mode and attacks are ina-sim's: run refuses a topology with either. */
+static void
+test_sim_only(void **state)
+{
+	struct topo_attack attack = { .host = 4, .job = 0, .rate_bps = 1000000000, .line = 20 };
+	char err[512];
+
+	(void)state;
+	make();
+	jobs[0].tenant = "acme";
+	jobs[0].tenant_index = 1;
+	assert_int_equal(plan_check(&t, 0, err, sizeof(err)), TB_EXIT_UNSUPPORTED);
+	assert_non_null(strstr(err, "job 'a' has tenant 'acme': tenant mode and attacks are "
+				    "simulated only (ina-sim); ina-testbed plays token-mode jobs"));
+	assert_int_equal(plan_check(&t, 1, err, sizeof(err)), TB_EXIT_UNSUPPORTED);
+	make();
+	t.attacks = &attack;
+	t.nb_attacks = 1;
+	assert_int_equal(plan_check(&t, 0, err, sizeof(err)), TB_EXIT_UNSUPPORTED);
+	assert_non_null(strstr(err, "1 attacks (the first from h2, line 20): tenant mode and "
+				    "attacks are simulated only (ina-sim)"));
+	/* Neither: playable. */
+	make();
+	assert_int_equal(plan_check(&t, 0, err, sizeof(err)), 0);
+}
+
 /* A job's tree: hosts first in rank order, then switches in node order. */
 static void
 test_tiers(void **state)
@@ -257,7 +284,7 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_names), cmocka_unit_test(test_port),
 		cmocka_unit_test(test_rto),   cmocka_unit_test(test_check),
-		cmocka_unit_test(test_tiers),
+		cmocka_unit_test(test_tiers), cmocka_unit_test(test_sim_only),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

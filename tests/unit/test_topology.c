@@ -246,6 +246,31 @@ test_gradient_file_job(void **state)
 	     "    hosts: [h0, h1]\n" /* 12 */ \
 		extra
 
+/* Four hosts, h2's link shaped, h3's not; a job on h0 and h1; h2 attacks it. */
+#define ATK(extra) \
+	"name: t\n"		    /* 1 */ \
+	"switches:\n"		    /* 2 */ \
+	"  - name: r0\n"	    /* 3 */ \
+	"hosts:\n"		    /* 4 */ \
+	"  - name: h0\n"	    /* 5 */ \
+	"  - name: h1\n"	    /* 6 */ \
+	"  - name: h2\n"	    /* 7 */ \
+	"  - name: h3\n"	    /* 8 */ \
+	"links:\n"		    /* 9 */ \
+	"  - endpoints: [h0, r0]\n" /* 10 */ \
+	"  - endpoints: [h1, r0]\n" /* 11 */ \
+	"  - endpoints: [h2, r0]\n" /* 12 */ \
+	"    bandwidth: 100Mbit\n"  /* 13 */ \
+	"  - endpoints: [h3, r0]\n" /* 14 */ \
+	"jobs:\n"		    /* 15 */ \
+	"  - name: j\n"		    /* 16 */ \
+	"    hosts: [h0, h1]\n"	    /* 17 */ \
+	"    tensor: 8\n"	    /* 18 */ \
+	"attacks:\n"		    /* 19 */ \
+	"  - from: h2\n"	    /* 20 */ \
+	"    job: j\n"		    /* 21 */ \
+		extra
+
 struct bad {
 	const char *what;
 	const char *yaml;
@@ -404,6 +429,49 @@ static const struct bad bad_files[] = {
 	  "  - endpoints: [h0, r0]\njobs:\n  - name: j\n    hosts: [h0]\n    tensor: 8\n"
 	  "    weight: 0\n",
 	  "bad.yaml:12: jobs[0].weight: 0 is out of range 1..255" },
+	{ "tenant not a name", JOB("    tensor: 8\n    tenant: 'a b'\n"),
+	  "bad.yaml:14: jobs[0].tenant: 'a b' is not a tenant name (1 to 31 letters" },
+	{ "tenant of 32 characters",
+	  JOB("    tensor: 8\n    tenant: abcdefghijklmnopqrstuvwxyz012345\n"),
+	  "bad.yaml:14: jobs[0].tenant: 'abcdefghijklmnopqrstuvwxyz012345' is not a tenant name" },
+	{ "tenant empty", JOB("    tensor: 8\n    tenant: ''\n"),
+	  "bad.yaml:14: jobs[0].tenant: '' is not a tenant name" },
+	{ "tenant then none",
+	  JOB("    tensor: 8\n    tenant: acme\n  - name: k\n    hosts: [h1]\n    tensor: 8\n"),
+	  "bad.yaml:15: jobs[1].tenant: missing: jobs[0] ('j', line 11) has a tenant, and either "
+	  "every job has one (tenant mode) or none does (token mode)" },
+	{ "none then tenant",
+	  JOB("    tensor: 8\n  - name: k\n    hosts: [h1]\n    tensor: 8\n    tenant: acme\n"),
+	  "bad.yaml:17: jobs[1].tenant: jobs[0] ('j', line 11) has no tenant: either every job "
+	  "has one (tenant mode) or none does (token mode)" },
+	{ "tenant job id above 24 bits", JOB("    tensor: 8\n    tenant: acme\n    id: 16777216\n"),
+	  "bad.yaml:15: jobs[0].id: job id 16777216 is above 16777215: a tenant's job ids are "
+	  "0..16777215" },
+	{ "attacker unknown", ATK("  - {from: h9, job: j}\n"),
+	  "bad.yaml:22: attacks[1].from: no host called 'h9'" },
+	{ "attacker a switch", ATK("  - {from: r0, job: j}\n"),
+	  "bad.yaml:22: attacks[1].from: 'r0' is a switch: an attacker is a host" },
+	{ "attacker in a job", ATK("  - {from: h1, job: j}\n"),
+	  "bad.yaml:22: attacks[1].from: host 'h1' is in jobs[0] ('j', line 16): an attacker is "
+	  "in no job" },
+	{ "attacker twice", ATK("  - {from: h3, job: j}\n  - {from: h2, job: j}\n"),
+	  "bad.yaml:23: attacks[2].from: host 'h2' is already the attacker of attacks[0] (line "
+	  "20): one attack per host" },
+	{ "attack on an unknown job", ATK("  - {from: h3, job: k}\n"),
+	  "bad.yaml:22: attacks[1].job: no job called 'k'" },
+	{ "attack without a job", ATK("  - {from: h3}\n"),
+	  "bad.yaml:22: attacks[1].job: missing (required)" },
+	{ "attack without jobs", BASE "attacks:\n  - {from: h0, job: j}\n",
+	  "bad.yaml:11: attacks[0].job: no job called 'j'" },
+	{ "attack rate not a rate", ATK("    rate: 10Gbps\n"),
+	  "bad.yaml:22: attacks[0].rate: '10Gbps' is not a rate" },
+	{ "attack rate 0", ATK("    rate: 0\n"),
+	  "bad.yaml:22: attacks[0].rate: '0': an attack sends at a rate above 0" },
+	{ "attack rate above 1Tbit", ATK("    rate: 2Tbit\n"),
+	  "bad.yaml:22: attacks[0].rate: '2Tbit' is out of range" },
+	{ "attack unknown field", ATK("    colour: red\n"),
+	  "bad.yaml:22: attacks[0].colour: unknown field" },
+	{ "attacks not a list", BASE "attacks: {from: h0}\n", "bad.yaml:10: attacks: want a list" },
 	{ "given twice", "name: t\nname: u\n", "bad.yaml:2: name: given twice" },
 	{ "alias", "name: &a t\nswitches:\n  - name: *a\n", "bad.yaml:3: aliases" },
 	{ "too deep", "name: t\nx: [[[[[[[[[[[[[[[[[[[[[[1]]]]]]]]]]]]]]]]]]]]]\n",
@@ -669,6 +737,182 @@ test_durations(void **state)
 	assert_string_equal(topo_format_rate(1500, buf, sizeof(buf)), "1500bit");
 }
 
+/* ----------------------------------------------------- tenants, attacks */
+
+static struct topology *
+parse_ok(const char *yaml)
+{
+	char err[512];
+	struct topology *t = topology_parse(yaml, strlen(yaml), "ok.yaml", err, sizeof(err));
+
+	if (!t)
+		fail_msg("%s", err);
+	return t;
+}
+
+/* Tenants are numbered by their first job; a token-mode file has none. */
+static void
+test_tenants(void **state)
+{
+	static const char *yaml =
+		"name: t\n"
+		"switches: [{name: r0}]\n"
+		"hosts: [{name: a}, {name: b}]\n"
+		"links: [{endpoints: [a, r0]}, {endpoints: [b, r0]}]\n"
+		"jobs:\n"
+		"  - {name: j0, hosts: [a], tensor: 8, tenant: blue}\n"
+		"  - {name: j1, hosts: [b], tensor: 8, tenant: red.team-2}\n"
+		"  - {name: j2, hosts: [a, b], tensor: 8, tenant: blue, id: 16777215}\n"
+		"  - {name: j3, hosts: [b], tensor: 8, id: 0,\n"
+		"     tenant: abcdefghijklmnopqrstuvwxyz01234}\n";
+	struct topology *t = parse_ok(yaml);
+
+	(void)state;
+	assert_int_equal(t->nb_jobs, 4);
+	assert_string_equal(t->jobs[0].tenant, "blue");
+	assert_int_equal(t->jobs[0].tenant_index, 1);
+	assert_int_equal(t->jobs[0].job_id, 1);
+	assert_string_equal(t->jobs[1].tenant, "red.team-2");
+	assert_int_equal(t->jobs[1].tenant_index, 2);
+	assert_string_equal(t->jobs[2].tenant, "blue");
+	assert_int_equal(t->jobs[2].tenant_index, 1);
+	assert_int_equal(t->jobs[2].job_id, 16777215);
+	assert_int_equal(t->jobs[3].tenant_index, 3); /* 31 characters: the most */
+	assert_int_equal(t->jobs[3].job_id, 0);
+	assert_int_equal(t->nb_attacks, 0);
+	assert_null(t->attacks);
+	topology_free(t);
+	t = load_shipped("rack4.yaml");
+	assert_null(t->jobs[0].tenant);
+	assert_int_equal(t->jobs[0].tenant_index, 0);
+	topology_free(t);
+}
+
+/* Jobs on one host, job k as tenant k % 'mod' (numbered 0..). */
+static char *
+tenants_yaml(int nb_jobs, int mod)
+{
+	size_t cap = 80 * (size_t)nb_jobs + 256, n = 0;
+	char *y = malloc(cap);
+
+	assert_non_null(y);
+	n += (size_t)snprintf(y + n, cap - n,
+			      "name: t\nswitches: [{name: r0}]\nhosts: [{name: a}]\n"
+			      "links: [{endpoints: [a, r0]}]\njobs:\n");
+	for (int k = 0; k < nb_jobs; k++)
+		n += (size_t)
+			snprintf(y + n, cap - n,
+				 "- {name: j%d, hosts: [a], tensor: 8, lanes: 1, tenant: t%d}\n", k,
+				 k % mod);
+	assert_true(n < cap);
+	return y;
+}
+
+/* 255 tenants, not 256. */
+static void
+test_tenants_max(void **state)
+{
+	char err[512], *y;
+	struct topology *t;
+
+	(void)state;
+	y = tenants_yaml(510, 255);
+	t = topology_parse(y, strlen(y), "many.yaml", err, sizeof(err));
+	if (!t)
+		fail_msg("%s", err);
+	assert_int_equal(t->jobs[254].tenant_index, 255);
+	assert_int_equal(t->jobs[509].tenant_index, 255);
+	assert_int_equal(t->jobs[255].tenant_index, 1);
+	topology_free(t);
+	free(y);
+	y = tenants_yaml(256, 256);
+	t = topology_parse(y, strlen(y), "many.yaml", err, sizeof(err));
+	assert_null(t);
+	assert_non_null(
+		strstr(err, "many.yaml:261: jobs[255].tenant: 't255' would be tenant 256: at most "
+			    "255 tenants"));
+	free(y);
+}
+
+/* Attacks: indices, lines, the rate given or the link's (its own or the
+ * default bandwidth), 1 Gbit/s from an unshaped link; printed. */
+static void
+test_attacks(void **state)
+{
+	static const char *yaml =
+		"name: t\n"
+		"defaults: {bandwidth: 50Mbit}\n"
+		"switches: [{name: r0}]\n"
+		"hosts: [{name: h0}, {name: h1}, {name: h2}, {name: h3}, {name: h4},\n"
+		"        {name: h5}]\n"
+		"links:\n"
+		"  - {endpoints: [h0, r0]}\n"
+		"  - {endpoints: [h1, r0]}\n"
+		"  - {endpoints: [h2, r0], bandwidth: 100Mbit}\n"
+		"  - {endpoints: [h3, r0]}\n"
+		"  - {endpoints: [h4, r0]}\n"
+		"  - {endpoints: [h5, r0], bandwidth: 0}\n"
+		"jobs:\n"
+		"  - {name: j, hosts: [h0], tensor: 8}\n"
+		"  - {name: k, hosts: [h1], tensor: 8}\n"
+		"attacks:\n"
+		"  - {from: h2, job: k}\n" /* 17 */
+		"  - {from: h3, job: j}\n"
+		"  - from: h4\n" /* 19 */
+		"    job: j\n"
+		"    rate: 1.5Mbit\n"
+		"  - {from: h5, job: k}\n"; /* 22 */
+	struct topology *t = parse_ok(yaml);
+	char *text = NULL;
+	size_t size = 0;
+	FILE *f;
+
+	(void)state;
+	assert_int_equal(t->nb_attacks, 4);
+	assert_int_equal(t->attacks[0].host, topology_find(t, "h2"));
+	assert_int_equal(t->attacks[0].job, 1);
+	assert_int_equal(t->attacks[0].rate_bps, 100000000); /* its link's */
+	assert_int_equal(t->attacks[0].line, 17);
+	assert_int_equal(t->attacks[1].host, topology_find(t, "h3"));
+	assert_int_equal(t->attacks[1].job, 0);
+	assert_int_equal(t->attacks[1].rate_bps, 50000000); /* the default bandwidth */
+	assert_int_equal(t->attacks[2].host, topology_find(t, "h4"));
+	assert_int_equal(t->attacks[2].rate_bps, 1500000); /* its own */
+	assert_int_equal(t->attacks[2].line, 19);
+	assert_int_equal(t->attacks[3].host, topology_find(t, "h5"));
+	assert_int_equal(t->attacks[3].rate_bps, 1000000000); /* unshaped: 1 Gbit/s */
+	assert_int_equal(t->attacks[3].line, 22);
+	f = open_memstream(&text, &size);
+	assert_non_null(f);
+	topology_print(t, f);
+	fclose(f);
+	assert_non_null(strstr(text, "1 switches, 6 hosts, 6 links, 2 jobs, 4 attacks\n"));
+	assert_non_null(strstr(text, "attacks:\n  h2 on job k at 100Mbit\n"
+				     "  h3 on job j at 50Mbit\n  h4 on job j at 1500kbit\n"
+				     "  h5 on job k at 1Gbit\n"));
+	free(text);
+	topology_free(t);
+}
+
+/* A tenant job's tenant in the summary; a token job's line says none. */
+static void
+test_print_tenants(void **state)
+{
+	struct topology *t = parse_ok(JOB("    tensor: 8\n    tenant: acme\n    id: 7\n"));
+	char *text = NULL;
+	size_t size = 0;
+	FILE *f = open_memstream(&text, &size);
+
+	(void)state;
+	assert_non_null(f);
+	topology_print(t, f);
+	fclose(f);
+	assert_non_null(strstr(text, "  j (id 7, tenant acme, index 1): 2 hosts"));
+	assert_null(strstr(text, "attacks"));
+	free(text);
+	topology_free(t);
+}
+
 /* ------------------------------------------------------------- print */
 
 static void
@@ -712,6 +956,10 @@ main(void)
 		cmocka_unit_test(test_rates),
 		cmocka_unit_test(test_durations),
 		cmocka_unit_test(test_print),
+		cmocka_unit_test(test_tenants),
+		cmocka_unit_test(test_tenants_max),
+		cmocka_unit_test(test_attacks),
+		cmocka_unit_test(test_print_tenants),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
