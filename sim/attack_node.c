@@ -50,8 +50,8 @@ struct attack_node {
 	struct ina_pkt *join;	     /* a captured JOIN */
 	int join_dst;
 	uint64_t rng;
-	unsigned kind;	     /* the next kind to send in turn */
-	uint64_t busy_until; /* its rate allows the next packet then */
+	unsigned kind;				    /* the next kind to send in turn */
+	uint64_t busy_until;			    /* its rate allows the next packet then */
 	uint32_t last_lane, last_block, last_round; /* the last RESULT it answered */
 	int stopped;
 	struct attack_stats st;
@@ -64,8 +64,8 @@ atk_of(struct sim_node *n)
 }
 
 const char *const attack_kind_names[ATTACK_KINDS] = {
-	"forge",	"forge-spoof", "replay",     "replay-spoof",
-	"impersonate", "leave-spoof", "rejoin",     "join-flood",
+	"forge",       "forge-spoof", "replay", "replay-spoof",
+	"impersonate", "leave-spoof", "rejoin", "join-flood",
 };
 
 /* The newest captured packet of type 'type' (0: any), or -1. */
@@ -378,6 +378,6 @@ attack_node_result(struct sim_node *n, const struct ina_pkt *pkt, int switch_ind
 	for (uint32_t b = INA_HDR_SIZE; b < p->len; b++)
 		p->data[b] ^= 0x5a;
 	/* At once, in the place of the next packet in turn. */
-	sim_node_wake(&a->node, now + send(a, ATTACK_IMPERSONATE, p, a->rank_src[t.rank],
-					      switch_index, now));
+	sim_node_wake(&a->node,
+		      now + send(a, ATTACK_IMPERSONATE, p, a->rank_src[t.rank], switch_index, now));
 }

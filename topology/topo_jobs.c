@@ -336,11 +336,18 @@ topo_build_jobs(struct ctx *c)
 				goto out;
 			j->job_id = (uint32_t)v;
 		}
+		if (job_tenant(c, i, rj, j, &nb_tenants) < 0)
+			goto out;
+		topo_pathf(field, sizeof(field), "%s.id", entry);
 		for (uint32_t k = 0; k < i; k++) {
-			if (t->jobs[k].job_id == j->job_id) {
+			/* Ids are per tenant: two tenants may both run job 5. */
+			if (t->jobs[k].job_id == j->job_id &&
+			    t->jobs[k].tenant_index == j->tenant_index) {
 				topo_fail(c, topo_line_of(c, field, entry), field,
-					  "job id %u is already jobs[%u]'s ('%s', line %d)",
-					  j->job_id, k, t->jobs[k].name, t->jobs[k].line);
+					  "job id %u%s%s is already jobs[%u]'s ('%s', line %d)",
+					  j->job_id, j->tenant ? " of tenant " : "",
+					  j->tenant ? j->tenant : "", k, t->jobs[k].name,
+					  t->jobs[k].line);
 				goto out;
 			}
 			if (strcmp(t->jobs[k].name, j->name) == 0) {
@@ -351,8 +358,6 @@ topo_build_jobs(struct ctx *c)
 				goto out;
 			}
 		}
-		if (job_tenant(c, i, rj, j, &nb_tenants) < 0)
-			goto out;
 		topo_pathf(field, sizeof(field), "%s.hosts", entry);
 		if (rj->hosts_count > UINT16_MAX) {
 			topo_fail(c, topo_line_of(c, field, entry), field, "%u hosts: at most %u",

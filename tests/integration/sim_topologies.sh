@@ -9,7 +9,7 @@
 # bytes each way, and its ring allreduce time; a small generated fabric in
 # three tiers exact in f32, i32 and i32 with loss on every link; three jobs
 # on a switch too small for all three, first-come, fair with give-back and
-# fair with share_total; a file that
+# fair with share_total; two tenants, one attacking the other; a file that
 # does not load is exit status 2. CASE fabric instead: fabric-1024 (1,024 workers in three
 # tiers, about 30 s and 2.5 GB here): every sum checked, the load by tier
 # (each uplink a sixteenth, then an eighth, of its tier below), the ring.
@@ -151,6 +151,21 @@ timeout 120 "$sim" --quiet --json "$tmp/tj-gb.json" "$tmp/tj-gb.yaml" 2>"$tmp/er
 grep -q "job 1: now on 32 lanes" "$tmp/err" || fail "three-jobs give-back: job 1 not on 32 lanes"
 jain=$(q '[.jobs[].goodput_bps] | (add * add) / (length * (map(. * .) | add))' "$tmp/tj-gb.json")
 awk -v j="$jain" 'BEGIN { exit !(j >= 0.95) }' || fail "three-jobs give-back: Jain's index $jain < 0.95"
+
+# tenants: two tenants, one attacking the other's job (tenant mode, tags,
+# JOIN cookies): both jobs ok with every sum checked, every kind of attack
+# sent, no more bytes back to the attacker than it sent from its own address,
+# its tag forgeries dropped; the report's text says so too.
+run tenants "$tmp/tenants.json"
+[ "$(q '[.jobs[] | select(.state == "ok")] | length' "$tmp/tenants.json")" = 2 ] ||
+	fail "tenants: not both jobs ok"
+[ "$(q '.jobs[0].tenant' "$tmp/tenants.json")" = alice ] || fail "tenants: job 0 not alice's"
+[ "$(q '[.attacks[0].sent[] | select(. > 0)] | length' "$tmp/tenants.json")" = 8 ] ||
+	fail "tenants: not every kind of attack sent"
+[ "$(q '.attacks[0].bytes_back <= .attacks[0].bytes_sent_own' "$tmp/tenants.json")" = true ] ||
+	fail "tenants: the switch sent the attacker more than it sent"
+"$sim" "$src/topologies/tenants.yaml" 2>/dev/null | grep -q "attack from h3 on job alice-job" ||
+	fail "tenants: the text report has no attack"
 
 # A file that does not load: one line, exit 2.
 echo 'name: [' >"$tmp/bad.yaml"

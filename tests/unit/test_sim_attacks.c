@@ -69,7 +69,8 @@ make(int how, int tenants)
 	t->nb_jobs = 2;
 	if (how == ATTACKED) {
 		t->attacks = calloc(1, sizeof(*t->attacks));
-		t->attacks[0] = (struct topo_attack){ .host = 4, .job = 0, .rate_bps = 10000000000ull };
+		t->attacks[0] =
+			(struct topo_attack){ .host = 4, .job = 0, .rate_bps = 10000000000ull };
 		t->nb_attacks = 1;
 	}
 	return t;
