@@ -112,19 +112,11 @@ plan_check_tiers(const struct topology *t, const struct topo_job *job, const str
 int
 plan_check(const struct topology *t, int dpdk, char *err, size_t errlen)
 {
-	/* ina-sim's alone: the testbed's hosts and switches run token mode. */
-	for (uint32_t j = 0; j < t->nb_jobs; j++)
-		if (t->jobs[j].tenant) {
-			msg(err, errlen,
-			    "job '%s' has tenant '%s': tenant mode and attacks are simulated only "
-			    "(ina-sim); ina-testbed plays token-mode jobs",
-			    t->jobs[j].name, t->jobs[j].tenant);
-			return TB_EXIT_UNSUPPORTED;
-		}
+	/* ina-sim's alone: the testbed plays no attacker. */
 	if (t->nb_attacks) {
 		msg(err, errlen,
-		    "%u attacks (the first from %s, line %d): tenant mode and attacks are "
-		    "simulated only (ina-sim); ina-testbed plays token-mode jobs",
+		    "%u attacks (the first from %s, line %d): attacks are simulated only "
+		    "(ina-sim); ina-testbed plays jobs, in token or tenant mode",
 		    t->nb_attacks, t->nodes[t->attacks[0].host].name, t->attacks[0].line);
 		return TB_EXIT_UNSUPPORTED;
 	}

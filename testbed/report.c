@@ -168,6 +168,8 @@ job_build(const struct report_run *r, uint32_t j)
 			"round_seconds", "mean", mean, "min", min, "max", max, "goodput_gbps",
 			mean > 0 ? dense * 8 / mean / 1e9 : 0.0, "retransmits", retx, "bytes_sent",
 			sent, "bytes_received", received, "per_round", rounds, "ranks", ranks);
+		if (out && job->tenant)
+			json_object_set_new(out, "tenant", json_string(job->tenant));
 	}
 	for (uint16_t k = 0; k < job->nb_hosts; k++)
 		json_decref(reps[k]);
@@ -265,8 +267,11 @@ print_job(const json_t *job, FILE *f)
 	const json_t *ranks = json_object_get(job, "ranks"), *v;
 	size_t i;
 
-	fprintf(f, "job %s (id %" JSON_INTEGER_FORMAT ") on switch %s, %zu hosts:",
+	const char *tenant = json_string_value(json_object_get(job, "tenant"));
+
+	fprintf(f, "job %s (id %" JSON_INTEGER_FORMAT "%s%s) on switch %s, %zu hosts:",
 		json_string_value(json_object_get(job, "name")), integer(job, "job_id"),
+		tenant ? " of tenant " : "", tenant ? tenant : "",
 		json_string_value(json_object_get(job, "switch")), json_array_size(hosts));
 	json_array_foreach(hosts, i, v) fprintf(f, " %s", json_string_value(v));
 	fprintf(f,

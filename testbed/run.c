@@ -15,6 +15,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "ina/auth.h"
 #include "ina/wire.h"
 #include "netns.h"
 #include "plan.h"
@@ -22,6 +23,7 @@
 #include "report.h"
 #include "run.h"
 #include "expect.h"
+#include "tenants_file.h"
 #include "tiers.h"
 
 #define START_MS 3000	      /* tcpdump to be up */
@@ -277,7 +279,7 @@ serves_a_job(const struct run *r, int node)
  * and an --uplink-job per job (plan_check made sure the link exists). */
 static int
 uplink_args(const struct run *r, int node, char **argv, int a, char *up, size_t uplen,
-	    char (*jobs)[48])
+	    char (*jobs)[80])
 {
 	const struct topology *t = r->t;
 	int parent = -1, nb = 0;
@@ -288,8 +290,10 @@ uplink_args(const struct run *r, int node, char **argv, int a, char *up, size_t 
 		if (m->up < 0)
 			continue;
 		parent = m->up;
-		tb_fmt(jobs[nb], sizeof(jobs[0]), "%" PRIu32 "=%u/%u", t->jobs[j].job_id, m->rank,
-		       m->world);
+		/* In tenant mode the job is named with its tenant: NAME:ID=R/W. */
+		tb_fmt(jobs[nb], sizeof(jobs[0]), "%s%s%" PRIu32 "=%u/%u",
+		       t->jobs[j].tenant ? t->jobs[j].tenant : "", t->jobs[j].tenant ? ":" : "",
+		       t->jobs[j].job_id, m->rank, m->world);
 		argv[a++] = "--uplink-job";
 		argv[a++] = jobs[nb++];
 	}
@@ -334,7 +338,7 @@ start_switches(struct run *r, char *err, size_t errlen)
 	const struct topology *t = r->t;
 	size_t first = r->nb_procs;
 	char(*vdevs)[96] = calloc(t->nb_links + 1, sizeof(*vdevs));
-	char(*upjobs)[48] = calloc(t->nb_jobs + 1, sizeof(*upjobs));
+	char(*upjobs)[80] = calloc(t->nb_jobs + 1, sizeof(*upjobs));
 	char **argv = calloc(32 + t->nb_links + 2 * t->nb_jobs, sizeof(*argv));
 	int ret = -1;
 
@@ -345,6 +349,7 @@ start_switches(struct run *r, char *err, size_t errlen)
 	for (uint32_t i = 0; i < t->nb_nodes; i++) {
 		const struct topo_node *n = &t->nodes[i];
 		char listen[32], slots[16], prefix[128], up[48], share_total[8], share_min[16];
+		char tenants[PATH_MAX];
 		struct proc *p;
 		int a = 0, nb_vdevs = 0, e;
 
@@ -389,6 +394,12 @@ start_switches(struct run *r, char *err, size_t errlen)
 			argv[a++] = "--share-min-slots";
 			argv[a++] = share_min;
 		}
+		if (t->nb_jobs && t->jobs[0].tenant) {
+			/* Tenant mode: every job has a tenant (topologies/README.md). */
+			tb_tenants_path(r->workdir, tenants, sizeof(tenants));
+			argv[a++] = "--tenants";
+			argv[a++] = tenants;
+		}
 		a = uplink_args(r, (int)i, argv, a, up, sizeof(up), upjobs);
 		argv[a] = NULL;
 		e = proc_start(p, r->ns[i], argv, NULL);
@@ -430,10 +441,16 @@ start_hosts(struct run *r, char *err, size_t errlen)
 
 	for (uint32_t j = 0; j < t->nb_jobs; j++) {
 		const struct topo_job *job = &t->jobs[j];
-		char token[96], *env[] = { token, NULL };
+		char token[96], keyfile[PATH_MAX], *env[] = { token, NULL };
 
-		tb_fmt(token, sizeof(token), "INA_JOB_TOKEN=%s-job%" PRIu32, r->prefix,
-		       job->job_id);
+		/* Token mode: a token per job; tenant mode: the tenant's index
+		 * here and its key from a file (--tenant-key-file, below). */
+		if (job->tenant)
+			tb_fmt(token, sizeof(token), INA_TENANT_ENV "=%u", job->tenant_index);
+		else
+			tb_fmt(token, sizeof(token), "INA_JOB_TOKEN=%s-job%" PRIu32, r->prefix,
+			       job->job_id);
+		tb_tenant_key_path(r->workdir, job->tenant_index, keyfile, sizeof(keyfile));
 		for (uint16_t k = 0; k < job->nb_hosts; k++) {
 			int node = job->hosts[k];
 			const struct topo_node *h = &t->nodes[node];
@@ -508,6 +525,8 @@ start_hosts(struct run *r, char *err, size_t errlen)
 				tb_fmt(rto, sizeof(rto), "%" PRIu64, rto_us);
 				argv[a++] = "--rto-us", argv[a++] = rto;
 			}
+			if (job->tenant)
+				argv[a++] = "--tenant-key-file", argv[a++] = keyfile;
 			argv[a++] = "--report", argv[a++] = r->reports[pi];
 			argv[a++] = "--log-level", argv[a++] = "warn";
 			argv[a] = NULL;
@@ -866,6 +885,10 @@ run_topology(const struct topology *t, const struct run_opts *o)
 	if (setup_network(&r, err, sizeof(err)) < 0) {
 		if (!stop_sig)
 			say(&r, "cannot set up the network: %s", err);
+		goto out;
+	}
+	if (tb_tenants_write(t, r.workdir, err, sizeof(err)) < 0) {
+		say(&r, "%s", err);
 		goto out;
 	}
 	if (o->capture_dir && start_captures(&r, err, sizeof(err)) < 0) {

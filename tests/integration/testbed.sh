@@ -14,7 +14,9 @@
 #   tworacks  topologies/two-racks.yaml (racks under a spine, hierarchical
 #             aggregation): exit 0, every sum verified, each rack's uplink
 #             carrying 0.2-0.35 of its host links' bytes each way (dense;
-#             0.25 without retransmissions)
+#             0.25 without retransmissions); then in tenant mode (the
+#             job given a tenant: every sum verified, the spine says tenant
+#             mode, the tenants file mode 600); tenants.yaml's attack refused
 #   simagree  sim/compare-testbed on rack4 at 20 Mbit/s, dense: ina-sim's
 #             round within 20% of the median measured round
 #   refuse    run refused with a clear message and nothing made: a job over
@@ -255,6 +257,25 @@ tworacks)
         bad "no JSON report"
     fi
     torn_down "$pid" tworacks
+    # The same in tenant mode (a tenants file and key files written for the
+    # run, the racks naming the job's tenant upstream): every sum verified.
+    sed 's/^  - name: dense$/  - name: dense\n    tenant: acme/; s/rounds: 5/rounds: 2/' \
+        "$topo/two-racks.yaml" >"$tmp/two-racks-tenant.yaml"
+    out=$tmp/tworacks-tenant
+    tb_run "$out" run "$tmp/two-racks-tenant.yaml" --json "$out.json" \
+        --workdir "$tmp/wd-tworacks-tenant" --no-progress
+    [ "$rc" -eq 0 ] && ok "run two-racks in tenant mode: exit 0" ||
+        { bad "run two-racks in tenant mode: exit $rc"; show "$out"; }
+    expect_json "$out.json" "tenant mode: verified, tenant acme" \
+        '.verified and all(.jobs[]; .verified and .tenant == "acme")'
+    grep -q "tenant mode: 1 tenants" "$tmp/wd-tworacks-tenant/switch-spine0.log" &&
+        ok "the spine ran in tenant mode" || bad "the spine did not say tenant mode"
+    [ "$(stat -c %a "$tmp/wd-tworacks-tenant/tenants.yaml")" = 600 ] &&
+        ok "the run's tenants file is mode 600" || bad "the tenants file is not mode 600"
+    grep -q "cannot play it" <("$tb" check "$topo/tenants.yaml") &&
+        ok "check tenants.yaml: an attack is not played" ||
+        bad "check tenants.yaml does not refuse its attack"
+    torn_down "$pid" tworacks-tenant
     ;;
 simagree)
     # ina-sim's prediction against the testbed where the links, not this
