@@ -444,6 +444,10 @@ static const struct bad bad_files[] = {
 	  JOB("    tensor: 8\n  - name: k\n    hosts: [h1]\n    tensor: 8\n    tenant: acme\n"),
 	  "bad.yaml:17: jobs[1].tenant: jobs[0] ('j', line 11) has no tenant: either every job "
 	  "has one (tenant mode) or none does (token mode)" },
+	{ "one tenant's id twice",
+	  JOB("    tensor: 8\n    tenant: acme\n  - name: k\n    hosts: [h1]\n    tensor: 8\n"
+	      "    tenant: acme\n    id: 1\n"),
+	  "bad.yaml:19: jobs[1].id: job id 1 of tenant acme is already jobs[0]'s ('j', line 11)" },
 	{ "tenant job id above 24 bits", JOB("    tensor: 8\n    tenant: acme\n    id: 16777216\n"),
 	  "bad.yaml:15: jobs[0].id: job id 16777216 is above 16777215: a tenant's job ids are "
 	  "0..16777215" },
@@ -764,11 +768,12 @@ test_tenants(void **state)
 		"  - {name: j1, hosts: [b], tensor: 8, tenant: red.team-2}\n"
 		"  - {name: j2, hosts: [a, b], tensor: 8, tenant: blue, id: 16777215}\n"
 		"  - {name: j3, hosts: [b], tensor: 8, id: 0,\n"
-		"     tenant: abcdefghijklmnopqrstuvwxyz01234}\n";
+		"     tenant: abcdefghijklmnopqrstuvwxyz01234}\n"
+		"  - {name: j4, hosts: [a], tensor: 8, tenant: red.team-2, id: 1}\n";
 	struct topology *t = parse_ok(yaml);
 
 	(void)state;
-	assert_int_equal(t->nb_jobs, 4);
+	assert_int_equal(t->nb_jobs, 5);
 	assert_string_equal(t->jobs[0].tenant, "blue");
 	assert_int_equal(t->jobs[0].tenant_index, 1);
 	assert_int_equal(t->jobs[0].job_id, 1);
@@ -779,6 +784,9 @@ test_tenants(void **state)
 	assert_int_equal(t->jobs[2].job_id, 16777215);
 	assert_int_equal(t->jobs[3].tenant_index, 3); /* 31 characters: the most */
 	assert_int_equal(t->jobs[3].job_id, 0);
+	/* Ids are per tenant: red's job 1 beside blue's. */
+	assert_int_equal(t->jobs[4].job_id, 1);
+	assert_int_equal(t->jobs[4].tenant_index, 2);
 	assert_int_equal(t->nb_attacks, 0);
 	assert_null(t->attacks);
 	topology_free(t);
