@@ -9,7 +9,8 @@
  * Alice's every sum stays exact, her job finishes, her goodput stays within
  * 10% of running alone, and the switch answers what the attacker sends from
  * its own address with no more bytes than it sent. In token mode the same
- * attacker breaks the job, as README.md says a token does not stop.
+ * attacker breaks the job, as README.md says a token does not stop. And a job
+ * over two racks under a spine, attacked beside its ranks on one rack.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -187,12 +188,61 @@ test_token_attacked(void **state)
 	assert_int_equal(o.alice, SIM_JOB_FAILED);
 }
 
+/* Two racks under a spine in tenant mode (the racks tag what they send up),
+ * the attacker on rack 1 beside two of the job's four ranks: every sum
+ * exact, its forgeries dropped at the rack. */
+static void
+test_racks_attacked(void **state)
+{
+	struct topology *t = sim_topo_racks(2, 3, link10g, link10g);
+	struct topo_job *j = sim_topo_job(t);
+	struct sim_config cfg;
+	struct sim_net *net;
+	const struct sim_report *rep;
+	char err[256];
+
+	(void)state;
+	/* Nodes: 0 the spine, 1 and 2 the racks, 3..5 and 6..8 their hosts. */
+	j->hosts[0] = 3;
+	j->hosts[1] = 4;
+	j->hosts[2] = 6;
+	j->hosts[3] = 7;
+	j->nb_hosts = 4;
+	j->rounds = 4;
+	j->tenant = strdup("alice");
+	j->tenant_index = 1;
+	t->attacks = calloc(1, sizeof(*t->attacks));
+	assert_non_null(t->attacks);
+	t->attacks[0] = (struct topo_attack){ .host = 5, .job = 0, .rate_bps = 10000000000ull };
+	t->nb_attacks = 1;
+	sim_config_init(&cfg);
+	net = sim_net_create(t, &cfg, err, sizeof(err));
+	if (!net)
+		fail_msg("sim_net_create: %s", err);
+	sim_net_run(net);
+	rep = sim_net_report(net);
+	print_message("two racks attacked: %s, %u sums checked; rack 1 dropped %llu for their "
+		      "tags; impersonations %llu\n",
+		      rep->jobs[0].state == SIM_JOB_OK ? "ok" : rep->jobs[0].error,
+		      (unsigned)rep->jobs[0].sums_checked,
+		      (unsigned long long)rep->switches[1]->drop[PDROP_AUTH],
+		      (unsigned long long)rep->attacks[0].st.sent[ATTACK_IMPERSONATE]);
+	assert_int_equal(rep->jobs[0].state, SIM_JOB_OK);
+	assert_int_equal(rep->jobs[0].sums_checked, 16);
+	assert_int_equal(rep->jobs[0].nb_switches, 3);
+	assert_true(rep->attacks[0].st.sent[ATTACK_IMPERSONATE] > 100);
+	assert_true(rep->switches[1]->drop[PDROP_AUTH] > 100);
+	sim_net_destroy(net);
+	sim_topo_free(t);
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_tenant_attacked),
 		cmocka_unit_test(test_token_attacked),
+		cmocka_unit_test(test_racks_attacked),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
