@@ -81,15 +81,24 @@ newest(const struct attack_node *a, uint8_t type)
 	return -1;
 }
 
+/* A packet from the pool (an empty pool counted). */
 static struct ina_pkt *
-copy_of(struct attack_node *a, const struct ina_pkt *p)
+alloc_pkt(struct attack_node *a)
 {
 	struct ina_pkt *c = ina_pkt_alloc(a->node.env->pool);
 
-	if (!c) {
+	if (!c)
 		a->st.no_buffer++;
+	return c;
+}
+
+static struct ina_pkt *
+copy_of(struct attack_node *a, const struct ina_pkt *p)
+{
+	struct ina_pkt *c = alloc_pkt(a);
+
+	if (!c)
 		return NULL;
-	}
 	memcpy(c->data, p->data, p->len);
 	c->len = p->len;
 	return c;
@@ -108,7 +117,7 @@ rand_token(struct attack_node *a, uint8_t *hdr)
 static struct ina_pkt *
 flood_join(struct attack_node *a)
 {
-	struct ina_pkt *p = a->join ? copy_of(a, a->join) : ina_pkt_alloc(a->node.env->pool);
+	struct ina_pkt *p = a->join ? copy_of(a, a->join) : alloc_pkt(a);
 	struct ina_hdr h = { .version = INA_WIRE_VERSION,
 			     .type = INA_T_JOIN,
 			     .encoding = INA_ENC_F32,
@@ -116,10 +125,8 @@ flood_join(struct attack_node *a)
 			     .block_size = 256 };
 	uint32_t own = (uint32_t)ina_splitmix64(&a->rng) & INA_TENANT_JOB_MAX;
 
-	if (!p) {
-		a->st.no_buffer++;
+	if (!p)
 		return NULL;
-	}
 	if (a->join) {
 		ina_wire_decode_hdr(p->data, &h);
 	} else {
