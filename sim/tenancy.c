@@ -4,8 +4,8 @@
  * as the switches' table (read by the real loader, tenants_parse, from the
  * text an operator would write) and each job's wire id and key. A tenant's
  * key is drawn from the run's seed and its index: a simulation has no
- * secret to keep, only the work of tags to do. Quotas: 64 jobs, every slot,
- * weights up to 255 (the topology's jobs set the weights).
+ * secret to keep, only the work of tags to do. Quotas: the widest
+ * (tenants_entry_wide; the topology's jobs set the weights).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -32,58 +32,38 @@ int
 sim_tenants_build(struct sim_net *net, char *err, size_t errlen)
 {
 	const struct topology *t = net->t;
-	size_t cap = 64, len = 0;
-	char *yaml = NULL, perr[300];
+	const size_t cap = 64 + (INA_TENANT_MAX + 1) * 192;
+	char *yaml = malloc(cap), perr[300];
 	uint8_t seen[INA_TENANT_MAX + 1] = { 0 };
+	size_t len;
 	int ret = 0;
 
+	if (!yaml) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	len = (size_t)snprintf(yaml, cap, "tenants:\n");
 	for (uint32_t k = 0; k < t->nb_jobs; k++) {
 		const struct topo_job *tj = &t->jobs[k];
 		uint8_t key[INA_TENANT_KEY_SIZE];
-		char line[400];
-		int n;
 
 		if (!tj->tenant_index || seen[tj->tenant_index])
 			continue;
 		seen[tj->tenant_index] = 1;
 		tenant_key(net->cfg.seed, tj->tenant_index, key);
-		n = snprintf(line, sizeof(line),
-			     "  - {name: \"%s\", index: %u, jobs: 64, slots: 1048576, "
-			     "max_weight: 255, key: ",
-			     tj->tenant, tj->tenant_index);
-		for (unsigned i = 0; i < INA_TENANT_KEY_SIZE; i++)
-			n += snprintf(line + n, sizeof(line) - (size_t)n, "%02x", key[i]);
-		n += snprintf(line + n, sizeof(line) - (size_t)n, "}\n");
-		if (!yaml || len + (size_t)n + 16 > cap) {
-			char *y;
-
-			cap = 2 * (len + (size_t)n + 16);
-			if (!(y = realloc(yaml, cap))) {
-				ret = -ENOMEM;
-				goto out;
-			}
-			if (!yaml)
-				len = (size_t)snprintf(y, cap, "tenants:\n");
-			yaml = y;
+		len += (size_t)tenants_entry_wide(yaml + len, cap - len, tj->tenant,
+						  tj->tenant_index, key);
+	}
+	if (len > sizeof("tenants:\n") - 1) {
+		net->tenants = tenants_parse(yaml, len, "the topology's tenants", perr,
+					     sizeof(perr));
+		if (!net->tenants) {
+			snprintf(err, errlen, "%s", perr);
+			ret = -EINVAL;
 		}
-		memcpy(yaml + len, line, (size_t)n + 1);
-		len += (size_t)n;
-		memset(key, 0, sizeof(key));
 	}
-	if (!yaml)
-		return 0;
-	net->tenants = tenants_parse(yaml, len, "the topology's tenants", perr, sizeof(perr));
-	if (!net->tenants) {
-		snprintf(err, errlen, "%s", perr);
-		ret = -EINVAL;
-	}
-out:
-	if (ret == -ENOMEM)
-		snprintf(err, errlen, "out of memory");
-	if (yaml) {
-		memset(yaml, 0, cap);
-		free(yaml);
-	}
+	memset(yaml, 0, cap);
+	free(yaml);
 	return ret;
 }
 

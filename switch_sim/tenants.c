@@ -397,3 +397,19 @@ tenants_free(struct tenants *t)
 	if (t)
 		sodium_free(t); /* wipes */
 }
+
+int
+tenants_entry_wide(char *buf, size_t size, const char *name, uint8_t index,
+		   const uint8_t key[INA_TENANT_KEY_SIZE])
+{
+	char hex[2 * INA_TENANT_KEY_SIZE + 1];
+	int n;
+
+	sodium_bin2hex(hex, sizeof(hex), key, INA_TENANT_KEY_SIZE);
+	n = snprintf(buf, size,
+		     "  - {name: \"%s\", index: %u, key: %s, jobs: 64, slots: 1048576, "
+		     "max_weight: 255}\n",
+		     name, index, hex);
+	sodium_memzero(hex, sizeof(hex));
+	return n;
+}

@@ -72,4 +72,13 @@ struct tenants *tenants_parse(const char *yaml, size_t len, const char *name, ch
 struct tenants *tenants_load(const char *path, char *err, size_t err_size);
 void tenants_free(struct tenants *t); /* Accepts NULL; wipes the keys. */
 
+/*
+ * One entry of a tenants file, a line of YAML, into 'buf': tenant 'name' of
+ * index 'index' with key 'key' (hex) and the widest quotas, 64 jobs, every
+ * slot and weights up to 255: what ina-sim and ina-testbed give the tenants
+ * of a topology, whose jobs say the rest. Returns what snprintf returns.
+ */
+int tenants_entry_wide(char *buf, size_t size, const char *name, uint8_t index,
+		       const uint8_t key[INA_TENANT_KEY_SIZE]);
+
 #endif

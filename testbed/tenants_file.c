@@ -10,6 +10,7 @@
 
 #include "ina/auth.h"
 #include "procs.h"
+#include "tenants.h"
 #include "tenants_file.h"
 
 void
@@ -62,15 +63,13 @@ tb_tenants_write(const struct topology *t, const char *dir, char *err, size_t er
 			tb_fmt(err, errlen, "getrandom: %s", strerror(errno));
 			goto out;
 		}
+		/* Quotas as wide as the wire allows: the topology's jobs and
+		 * weights are what the run is about. */
+		len += (size_t)tenants_entry_wide(yaml + len, sizeof(yaml) - len, job->tenant,
+						  job->tenant_index, key);
 		for (unsigned i = 0; i < INA_TENANT_KEY_SIZE; i++)
 			snprintf(hex + 2 * i, 3, "%02x", key[i]);
 		memset(key, 0, sizeof(key));
-		/* Quotas as wide as the wire allows: the topology's jobs and
-		 * weights are what the run is about. */
-		len += (size_t)snprintf(yaml + len, sizeof(yaml) - len,
-					"  - {name: \"%s\", index: %u, key: %s, jobs: 64, "
-					"slots: 1048576, max_weight: 255}\n",
-					job->tenant, job->tenant_index, hex);
 		tb_tenant_key_path(dir, job->tenant_index, path, sizeof(path));
 		hex[2 * INA_TENANT_KEY_SIZE] = '\n';
 		hex[2 * INA_TENANT_KEY_SIZE + 1] = '\0';

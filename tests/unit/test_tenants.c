@@ -93,6 +93,34 @@ parse_good(void **state)
 	"tenants:\n  - name: " name "\n    index: " index "\n    key: " key "\n" \
 	"    jobs: " jobs "\n    slots: " slots "\n    max_weight: " weight "\n"
 
+/* tenants_entry_wide(): the line ina-sim and ina-testbed write reads back
+ * through the loader with its name, index, key and the widest quotas. */
+static void
+entry_wide(void **state)
+{
+	uint8_t key[INA_TENANT_KEY_SIZE];
+	char text[512] = "tenants:\n", err[256];
+	const struct tenant *tn;
+	struct tenants *t;
+	size_t len = strlen(text);
+
+	(void)state;
+	for (unsigned i = 0; i < sizeof(key); i++)
+		key[i] = (uint8_t)(i * 37 + 5);
+	len += (size_t)tenants_entry_wide(text + len, sizeof(text) - len, "red.team-2", 200, key);
+	t = tenants_parse(text, len, "wide", err, sizeof(err));
+	if (!t)
+		fail_msg("%s", err);
+	tn = tenants_get(t, 200);
+	assert_non_null(tn);
+	assert_string_equal(tn->name, "red.team-2");
+	assert_memory_equal(tn->key, key, sizeof(key));
+	assert_int_equal(tn->max_jobs, 64);
+	assert_int_equal(tn->max_slots, 1048576);
+	assert_int_equal(tn->max_weight, 255);
+	tenants_free(t);
+}
+
 static void
 parse_bad(void **state)
 {
@@ -1087,6 +1115,7 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(parse_good),
 		cmocka_unit_test(parse_bad),
+		cmocka_unit_test(entry_wide),
 		cmocka_unit_test(load_mode),
 		cmocka_unit_test(keys),
 		cmocka_unit_test(tenant_env),
