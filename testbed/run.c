@@ -477,11 +477,14 @@ start_hosts(struct run *r, char *err, size_t errlen)
 			tb_fmt(block, sizeof(block), "%u", job->block_size);
 			tb_fmt(lanes, sizeof(lanes), "%u", job->lanes);
 			plan_host_port(l, li, r->o->dpdk, 1000 + pi, spec, sizeof(spec));
-			tb_fmt(p->log, sizeof(p->log), "%s/host-%s-job%" PRIu32 "-r%u.log",
-			       r->workdir, h->name, job->job_id, k);
+			/* Two tenants may both run job 1: the tenant in the name. */
+			tb_fmt(p->log, sizeof(p->log), "%s/host-%s-%s%sjob%" PRIu32 "-r%u.log",
+			       r->workdir, h->name, job->tenant ? job->tenant : "",
+			       job->tenant ? "-" : "", job->job_id, k);
 			tb_fmt(r->reports[pi], sizeof(r->reports[pi]),
-			       "%s/host-%s-job%" PRIu32 "-r%u.json", r->workdir, h->name,
-			       job->job_id, k);
+			       "%s/host-%s-%s%sjob%" PRIu32 "-r%u.json", r->workdir, h->name,
+			       job->tenant ? job->tenant : "", job->tenant ? "-" : "", job->job_id,
+			       k);
 			argv[a++] = (char *)r->o->host_bin;
 			if (r->o->dpdk) {
 				char tag[32];
