@@ -25,8 +25,6 @@ struct sim_event {
 	struct ina_pkt *pkt; /* SIM_EV_ARRIVE: owned by the event */
 	int32_t at;	     /* node index */
 	int32_t src, dst;    /* SIM_EV_ARRIVE: the packet's ends (node indices) */
-	int32_t origin;	     /* SIM_EV_ARRIVE: the node that sent it ('src'
-			      * unless it spoofed its source) */
 	uint32_t kind;	     /* enum sim_event_kind */
 };
 

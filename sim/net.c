@@ -40,10 +40,10 @@ push(struct sim_net *net, const struct sim_event *ev)
 	}
 }
 
-/* Puts 'pkt' (sent by 'origin' as 'src') on the next link from 'at'
- * towards 'dst'. */
+/* Puts 'pkt' (from 'src', as its receiver will see it) on the next link
+ * from 'at' towards 'dst'. */
 static void
-hop(struct sim_net *net, int at, int origin, int src, int dst, struct ina_pkt *pkt, uint64_t now)
+hop(struct sim_net *net, int at, int src, int dst, struct ina_pkt *pkt, uint64_t now)
 {
 	struct sim_event ev;
 	uint32_t dir;
@@ -73,7 +73,6 @@ hop(struct sim_net *net, int at, int origin, int src, int dst, struct ina_pkt *p
 				 .at = next,
 				 .src = src,
 				 .dst = dst,
-				 .origin = origin,
 				 .kind = SIM_EV_ARRIVE };
 	push(net, &ev);
 }
@@ -83,14 +82,15 @@ hop(struct sim_net *net, int at, int origin, int src, int dst, struct ina_pkt *p
 static void
 net_send(struct sim_net *net, int src, int dst, struct ina_pkt *pkt, uint64_t now)
 {
-	sim_attacks_see(net, src, dst, pkt);
-	hop(net, src, src, src, dst, pkt, now);
+	if (net->t->nb_attacks)
+		sim_attacks_see(net, src, dst, pkt);
+	hop(net, src, src, dst, pkt, now);
 }
 
 static void
 net_send_from(struct sim_net *net, int at, int src, int dst, struct ina_pkt *pkt, uint64_t now)
 {
-	hop(net, at, at, src, dst, pkt, now);
+	hop(net, at, src, dst, pkt, now);
 }
 
 static void
@@ -357,7 +357,8 @@ sim_net_run(struct sim_net *net)
 		}
 		net->now = ev.time;
 		net->rep.events++;
-		sim_attacks_step(net);
+		if (net->t->nb_attacks)
+			sim_attacks_step(net);
 		if (ev.kind == SIM_EV_WAKE) {
 			n = net->nodes[ev.at];
 			if (n && n->wake_at == ev.time) {
@@ -367,7 +368,7 @@ sim_net_run(struct sim_net *net)
 			continue;
 		}
 		if (ev.at != ev.dst) {
-			hop(net, ev.at, ev.origin, ev.src, ev.dst, ev.pkt, net->now);
+			hop(net, ev.at, ev.src, ev.dst, ev.pkt, net->now);
 			continue;
 		}
 		n = net->nodes[ev.at];
