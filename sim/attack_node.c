@@ -1,21 +1,15 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * A simulated attacker (node.h; topologies/README.md, "Attacks"): a host in
- * no job that sees every packet its target job's hosts send to their
- * switches (net.c hands it a copy: attack_node_capture) and, at its rate,
- * sends one packet of each kind in turn:
+ * no job that sees every packet between its target job's hosts and their
+ * switches as it is sent (attacks.c shows it them: attack_node_capture,
+ * attack_node_result) and, at its rate, sends one packet of each kind in
+ * turn:
  *   forge         a captured DATA with its token field (the tag, in tenant
  *                 mode) changed, from its own address;
  *   forge-spoof   the same from the address of the rank that sent it;
  *   replay        a captured packet as it was, from its own address;
  *   replay-spoof  the same from its rank's address;
- *   impersonate   (not in turn: at once on each RESULT it sees, the
- *                 packets in turn then wait) a captured DATA of the same lane made another
- *                 rank's DATA of the lane's next block (rank, block, next,
- *                 round, the lane's other half, values changed, token kept), from that rank's
- *                 address: it reaches the switch before the rank's own,
- *                 which leaves only when the RESULT has reached the rank,
- *                 and a token alone cannot tell the two apart;
  *   leave-spoof   a LEAVE made of a captured header, token kept, from the
  *                 rank's address;
  *   rejoin        a captured JOIN replayed from its own address (a rank
@@ -23,6 +17,14 @@
  *   join-flood    a JOIN for a new job id of the job's tenant with a random
  *                 token or tag, from its own address or, every other time,
  *                 from a rank's (an answer would land on the rank).
+ * And not in turn but at once on each RESULT it sees leave the switch (the
+ * packets in turn then wait):
+ *   impersonate   a captured DATA of the same lane made another rank's DATA
+ *                 of the lane's next block (rank, block, next, round, the
+ *                 lane's other half; values changed, token kept), from that
+ *                 rank's address: it reaches the switch before the rank's
+ *                 own, which leaves only when the RESULT has reached the
+ *                 rank, and a token alone cannot tell the two apart.
  * A kind with nothing captured yet sends a join-flood packet instead.
  * Everything it receives is counted: the reflection (bytes back over bytes
  * sent) of what it sent from its own address.
@@ -192,7 +194,8 @@ build(struct attack_node *a, unsigned k, int *dst, int *src)
 static uint64_t
 send(struct attack_node *a, unsigned k, struct ina_pkt *p, int src, int dst, uint64_t now)
 {
-	uint64_t gap = (uint64_t)(p->len + 42) * 8 * 1000000000ull / a->cfg.rate_bps;
+	uint64_t gap = (uint64_t)(p->len + a->cfg.frame_overhead) * 8 * 1000000000ull /
+		       a->cfg.rate_bps;
 
 	a->st.sent[k]++;
 	a->st.bytes_sent[k] += p->len;
@@ -268,15 +271,15 @@ static const struct sim_node_ops attack_ops = {
 struct sim_node *
 attack_node_create(const struct sim_node_env *env, const struct attack_node_config *cfg)
 {
-	struct attack_node *a = calloc(1, sizeof(*a));
+	struct attack_node *a;
 
-	if (!a)
-		return NULL;
 	if (!cfg->rate_bps) {
-		free(a);
 		errno = EINVAL;
 		return NULL;
 	}
+	a = calloc(1, sizeof(*a));
+	if (!a)
+		return NULL;
 	a->node = (struct sim_node){ .ops = &attack_ops,
 				     .env = env,
 				     .index = cfg->index,

@@ -2,9 +2,10 @@
 /*
  * The attacks of a simulation (net_int.h; topologies/README.md, "Attacks"):
  * an attacker node (attack_node.c) per topology attack, aimed at its job's
- * switch, started with the run and stopped when its job is over; every packet of its job between
- * a switch and one of the job's hosts is shown to it as it leaves (an
- * on-path attacker next to the switch); its figures for the report.
+ * switch, started with the run and stopped when its job is over; every
+ * packet of its job between a switch and one of the job's hosts is shown to
+ * it as it leaves (an on-path attacker next to the switch); its figures for
+ * the report.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -28,6 +29,7 @@ sim_attacks_build(struct sim_net *net, char *err, size_t errlen)
 						     : t->nodes[tj->hosts[0]].attach,
 			.job_id = sim_job_wire_id(tj),
 			.rate_bps = ta->rate_bps,
+			.frame_overhead = net->cfg.frame_overhead,
 			.seed = net->cfg.seed * 0x2545f4914f6cdd1dull + i,
 		};
 
@@ -69,7 +71,7 @@ sim_attacks_see(struct sim_net *net, int src, int dst, const struct ina_pkt *pkt
 
 	/* What a job's host sends its switch, and what a switch sends a
 	 * job's host. */
-	if (!t->nb_attacks || pkt->len < INA_HDR_SIZE || !from || !to)
+	if (pkt->len < INA_HDR_SIZE || !from || !to)
 		return;
 	ina_wire_decode_hdr(pkt->data, &h);
 	for (uint32_t i = 0; i < t->nb_attacks; i++) {

@@ -17,7 +17,6 @@
 #include "peer.h"
 #include "pipeline.h"
 #include "tenants.h"
-#include "ina/util.h"
 
 void
 sim_config_init(struct sim_config *cfg)
@@ -189,13 +188,11 @@ switches_build(struct sim_net *net, char *err, size_t errlen)
 		pc.max_pkt = max_pkt == UINT32_MAX ? 0 : max_pkt;
 		pc.tenants = net->tenants;
 		if (net->tenants || t->nb_attacks) {
-			/* As ina-switch runs by default: JOIN cookies. */
-			uint64_t s0 = net->cfg.seed ^ 0xc00c1e5ull, s1 = ina_splitmix64(&s0);
-
+			/* As ina-switch runs by default: JOIN cookies, under a
+			 * secret drawn from the seed. */
 			pc.join_cookie = 1;
-			s0 = ina_splitmix64(&s0);
-			memcpy(pc.secret, &s0, 8);
-			memcpy(pc.secret + 8, &s1, 8);
+			sim_seeded_bytes(net->cfg.seed ^ 0xc00c1e5ull, pc.secret,
+					 sizeof(pc.secret));
 		}
 		pc.pool = net->pool;
 		net->nodes[s] = switch_node_create(&net->env, (int)s, &pc);

@@ -103,15 +103,19 @@ void sim_window_close(struct sim_net *net);
 /* tenancy.c: tenant mode. The switches' tenants table from the jobs'
  * tenants (none: net->tenants stays NULL); 0 or -errno with a message. */
 int sim_tenants_build(struct sim_net *net, char *err, size_t errlen);
+/* 'n' bytes drawn from 'state' (splitmix64): a simulation's keys and
+ * secrets, which it has no need to keep. */
+void sim_seeded_bytes(uint64_t state, uint8_t *out, size_t n);
 /* A job's id on the wire: its tenant's index in the top byte. */
 uint32_t sim_job_wire_id(const struct topo_job *tj);
 /* A tenant job's key into 'key': 1; 0 for a job without a tenant. */
 int sim_job_key(const struct sim_net *net, const struct topo_job *tj, struct ina_job_key *key);
 
 /* attacks.c: the attackers (node.h) of the topology's attacks, in
- * net->nodes at their hosts; started with the run, stopped with their job; shown every packet
- * between a job's host and a switch as it is sent (net_send); their figures into
- * the report. */
+ * net->nodes at their hosts; started with the run, stopped with their job;
+ * shown every packet between a job's host and a switch as it is sent
+ * (net_send, which calls it only when there are attacks); their figures
+ * into the report. */
 int sim_attacks_build(struct sim_net *net, char *err, size_t errlen);
 void sim_attacks_start(struct sim_net *net);
 void sim_attacks_step(struct sim_net *net); /* stops those whose job is over */

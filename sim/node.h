@@ -156,6 +156,8 @@ struct attack_node_config {
 			   * job's rank 0 */
 	uint32_t job_id;  /* the target job's wire id */
 	uint64_t rate_bps;
+	uint32_t frame_overhead; /* bytes a packet gains on the wire, as the
+				  * links count them (sim_config) */
 	uint64_t seed;
 };
 

@@ -16,16 +16,20 @@
 #include "net_int.h"
 #include "tenants.h"
 
+void
+sim_seeded_bytes(uint64_t state, uint8_t *out, size_t n)
+{
+	for (size_t i = 0; i < n; i += 8) {
+		uint64_t r = ina_splitmix64(&state);
+
+		memcpy(out + i, &r, n - i < 8 ? n - i : 8);
+	}
+}
+
 static void
 tenant_key(uint64_t seed, uint8_t index, uint8_t key[INA_TENANT_KEY_SIZE])
 {
-	uint64_t s = seed * 0x9e3779b97f4a7c15ull + index;
-
-	for (unsigned i = 0; i < INA_TENANT_KEY_SIZE; i += 8) {
-		uint64_t r = ina_splitmix64(&s);
-
-		memcpy(key + i, &r, 8);
-	}
+	sim_seeded_bytes(seed * 0x9e3779b97f4a7c15ull + index, key, INA_TENANT_KEY_SIZE);
 }
 
 int

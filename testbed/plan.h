@@ -21,8 +21,7 @@
 
 /*
  * 0 if run can play 't' (over DPDK if 'dpdk'); else the reason in 'err' and
- * TB_EXIT_UNSUPPORTED (a job with a tenant or any attack, which ina-sim
- * alone plays; a job across switch tiers with data from a file, in bf16,
+ * TB_EXIT_UNSUPPORTED (any attack, which ina-sim alone plays; a job across switch tiers with data from a file, in bf16,
  * over DPDK, or whose rack is another job's root; more members on a switch
  * than its bitmaps hold; with DPDK a host in two jobs, an MTU above 1500)
  * or TB_EXIT_USAGE (a block that does not fit its link's MTU or a

@@ -450,7 +450,8 @@ start_hosts(struct run *r, char *err, size_t errlen)
 		else
 			tb_fmt(token, sizeof(token), "INA_JOB_TOKEN=%s-job%" PRIu32, r->prefix,
 			       job->job_id);
-		tb_tenant_key_path(r->workdir, job->tenant_index, keyfile, sizeof(keyfile));
+		if (job->tenant)
+			tb_tenant_key_path(r->workdir, job->tenant_index, keyfile, sizeof(keyfile));
 		for (uint16_t k = 0; k < job->nb_hosts; k++) {
 			int node = job->hosts[k];
 			const struct topo_node *h = &t->nodes[node];
